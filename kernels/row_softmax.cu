@@ -1,0 +1,114 @@
+// row_softmax.cu — numerically stable softmax over each row of a 16384x2048 fp32 matrix:
+// out[r][c] = exp(in[r][c] - max_r) / sum_c exp(in[r][c] - max_r).
+//
+// Naive baseline: ONE THREAD PER ROW, three passes over global memory (row max, sum of
+// exponentials, normalise and write).
+// Bottleneck an expert would diagnose: uncoalesced, latency-bound access. Lanes of a warp
+// walk 32 different rows 8 KiB apart, so every warp load touches 32 sectors for 32 useful
+// floats, each row is read three times, and only 16384 threads exist (~4 warps per SM on
+// an H100), far too few to hide memory latency. Fix: one block (or warp) per row, coalesced
+// float4 loads, the row held in registers, max and sum reduced with warp shuffles, so each
+// element is read once and written once (bandwidth-bound, ~256 MB of traffic).
+// (16384 rows rather than 8192 so that even the one-thread-per-row baseline has a block of
+// 128 threads for nearly every SM.)
+//
+// Measured on an H200: 0.92 ms per launcher call; one whole run ~0.55 s wall.
+//
+// kernelloop program contract (docs/contract.md): inputs from KERNELLOOP_SEED, results
+// on stdout, "KERNEL_MS: <mean ms>" on stderr. Only the part between the editable
+// markers may be rewritten; everything else is the frozen harness.
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <vector>
+#include <cuda_runtime.h>
+
+#define CUDA_CHECK(call)                                                        \
+  do {                                                                          \
+    cudaError_t err_ = (call);                                                  \
+    if (err_ != cudaSuccess) {                                                  \
+      fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(err_),     \
+              __FILE__, __LINE__);                                              \
+      exit(1);                                                                  \
+    }                                                                           \
+  } while (0)
+
+// Sizes. [[maybe_unused]]: the editable translation unit need not reference them.
+[[maybe_unused]] static const int ROWS = 16384;
+[[maybe_unused]] static const int COLS = 2048;
+
+// kernelloop: editable begin
+__global__ void naive_softmax_kernel(const float* in, float* out, int rows, int cols) {
+  int row = blockIdx.x * blockDim.x + threadIdx.x;
+  if (row >= rows) return;
+  const float* x = in + (size_t)row * cols;
+  float* y = out + (size_t)row * cols;
+  float m = x[0];
+  for (int c = 1; c < cols; ++c) m = fmaxf(m, x[c]);
+  float s = 0.0f;
+  for (int c = 0; c < cols; ++c) s += expf(x[c] - m);
+  for (int c = 0; c < cols; ++c) y[c] = expf(x[c] - m) / s;
+}
+
+void launch_softmax(const float* in, float* out, int rows, int cols) {
+  int block = 128;
+  int grid = (rows + block - 1) / block;
+  naive_softmax_kernel<<<grid, block>>>(in, out, rows, cols);
+}
+// kernelloop: editable end
+
+static uint64_t next_random(uint64_t& state) {  // splitmix64
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+int main() {
+  const char* seed_text = getenv("KERNELLOOP_SEED");
+  uint64_t state = seed_text ? strtoull(seed_text, nullptr, 10) : 20260528ull;
+  const size_t count = (size_t)ROWS * COLS, bytes = count * sizeof(float);
+  std::vector<float> hIn(count), hOut(count);
+  for (size_t i = 0; i < count; ++i) hIn[i] = (next_random(state) >> 40) * (1.0f / 16777216.0f);
+
+  float *in, *out;
+  CUDA_CHECK(cudaMalloc(&in, bytes));
+  CUDA_CHECK(cudaMalloc(&out, bytes));
+  CUDA_CHECK(cudaMemcpy(in, hIn.data(), bytes, cudaMemcpyHostToDevice));
+
+  const int warmup = 2, iters = 20;
+  for (int i = 0; i < warmup; ++i) launch_softmax(in, out, ROWS, COLS);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  // Poison the output so the timed launches must write every element themselves.
+  CUDA_CHECK(cudaMemset(out, 0xFF, bytes));
+
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  CUDA_CHECK(cudaEventRecord(start));
+  for (int i = 0; i < iters; ++i) launch_softmax(in, out, ROWS, COLS);
+  CUDA_CHECK(cudaEventRecord(stop));
+  CUDA_CHECK(cudaEventSynchronize(stop));
+  CUDA_CHECK(cudaGetLastError());
+  float total_ms = 0.0f;
+  CUDA_CHECK(cudaEventElapsedTime(&total_ms, start, stop));
+
+  CUDA_CHECK(cudaMemcpy(hOut.data(), out, bytes, cudaMemcpyDeviceToHost));
+  double checksum = 0.0, weighted = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    checksum += hOut[i];
+    weighted += hOut[i] * (double)((i % 7) + 1);
+  }
+  // Softmax values are ~1/COLS, so single elements are printed in %e form: a fixed
+  // number of decimals would keep too few significant digits for the rtol comparison.
+  printf("checksum %.6f\n", checksum);
+  printf("weighted %.6f\n", weighted);
+  printf("corners %.9e %.9e %.9e %.9e\n", hOut[0], hOut[COLS - 1],
+         hOut[(size_t)(ROWS - 1) * COLS], hOut[count - 1]);
+  printf("samples");
+  for (int s = 0; s < 16; ++s) printf(" %.9e", hOut[next_random(state) % count]);
+  printf("\n");
+  fprintf(stderr, "KERNEL_MS: %.6f\n", total_ms / iters);
+  return 0;
+}

@@ -1,0 +1,104 @@
+// transpose.cu — out-of-place transpose of an 8192x8192 fp32 matrix: out[c][r] = in[r][c].
+//
+// Naive baseline: one thread per element, 32x8 blocks, threadIdx.x walks the columns of the
+// input. Reads are coalesced (a warp reads 128 contiguous bytes of a row) but the writes are
+// strided: the 32 lanes of a warp write one float each into 32 different output rows 32 KiB
+// apart, so every warp store touches 32 sectors and DRAM write efficiency is ~1/8.
+// Bottleneck an expert would diagnose: uncoalesced writes. Fix: stage a 32x32 tile through
+// shared memory (padded to 32x33 so the column read of the tile is free of bank conflicts)
+// and write it back transposed with coalesced rows — bandwidth-bound at ~512 MB of traffic.
+//
+// Measured on an H200: 0.99 ms per launcher call; one whole run ~0.75 s wall.
+//
+// kernelloop program contract (docs/contract.md): inputs from KERNELLOOP_SEED, results
+// on stdout, "KERNEL_MS: <mean ms>" on stderr. Only the part between the editable
+// markers may be rewritten; everything else is the frozen harness.
+#include <cstdio>
+#include <cstdlib>
+#include <cstdint>
+#include <vector>
+#include <cuda_runtime.h>
+
+#define CUDA_CHECK(call)                                                        \
+  do {                                                                          \
+    cudaError_t err_ = (call);                                                  \
+    if (err_ != cudaSuccess) {                                                  \
+      fprintf(stderr, "CUDA error %s at %s:%d\n", cudaGetErrorString(err_),     \
+              __FILE__, __LINE__);                                              \
+      exit(1);                                                                  \
+    }                                                                           \
+  } while (0)
+
+// Sizes. [[maybe_unused]]: the editable translation unit need not reference them.
+[[maybe_unused]] static const int ROWS = 8192;  // rows of the input = columns of the output
+[[maybe_unused]] static const int COLS = 8192;  // columns of the input = rows of the output
+
+// kernelloop: editable begin
+__global__ void naive_transpose_kernel(const float* in, float* out, int rows, int cols) {
+  int col = blockIdx.x * blockDim.x + threadIdx.x;
+  int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row < rows && col < cols) out[(size_t)col * rows + row] = in[(size_t)row * cols + col];
+}
+
+// in is rows x cols (row-major); out is cols x rows (row-major).
+void launch_transpose(const float* in, float* out, int rows, int cols) {
+  dim3 block(32, 8);
+  dim3 grid((cols + block.x - 1) / block.x, (rows + block.y - 1) / block.y);
+  naive_transpose_kernel<<<grid, block>>>(in, out, rows, cols);
+}
+// kernelloop: editable end
+
+static uint64_t next_random(uint64_t& state) {  // splitmix64
+  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+int main() {
+  const char* seed_text = getenv("KERNELLOOP_SEED");
+  uint64_t state = seed_text ? strtoull(seed_text, nullptr, 10) : 20260528ull;
+  const size_t count = (size_t)ROWS * COLS, bytes = count * sizeof(float);
+  std::vector<float> hIn(count), hOut(count);
+  for (size_t i = 0; i < count; ++i) hIn[i] = (next_random(state) >> 40) * (1.0f / 16777216.0f);
+
+  float *in, *out;
+  CUDA_CHECK(cudaMalloc(&in, bytes));
+  CUDA_CHECK(cudaMalloc(&out, bytes));
+  CUDA_CHECK(cudaMemcpy(in, hIn.data(), bytes, cudaMemcpyHostToDevice));
+
+  const int warmup = 2, iters = 20;
+  for (int i = 0; i < warmup; ++i) launch_transpose(in, out, ROWS, COLS);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  // Poison the output so the timed launches must write every element themselves.
+  CUDA_CHECK(cudaMemset(out, 0xFF, bytes));
+
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  CUDA_CHECK(cudaEventRecord(start));
+  for (int i = 0; i < iters; ++i) launch_transpose(in, out, ROWS, COLS);
+  CUDA_CHECK(cudaEventRecord(stop));
+  CUDA_CHECK(cudaEventSynchronize(stop));
+  CUDA_CHECK(cudaGetLastError());
+  float total_ms = 0.0f;
+  CUDA_CHECK(cudaEventElapsedTime(&total_ms, start, stop));
+
+  CUDA_CHECK(cudaMemcpy(hOut.data(), out, bytes, cudaMemcpyDeviceToHost));
+  double checksum = 0.0, weighted = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    checksum += hOut[i];
+    weighted += hOut[i] * (double)((i % 7) + 1);
+  }
+  // out has COLS rows of ROWS elements.
+  printf("checksum %.6f\n", checksum);
+  printf("weighted %.6f\n", weighted);
+  printf("corners %.9g %.9g %.9g %.9g\n", hOut[0], hOut[ROWS - 1],
+         hOut[(size_t)(COLS - 1) * ROWS], hOut[count - 1]);
+  printf("samples");
+  for (int s = 0; s < 16; ++s) printf(" %.9g", hOut[next_random(state) % count]);
+  printf("\n");
+  fprintf(stderr, "KERNEL_MS: %.6f\n", total_ms / iters);
+  return 0;
+}

@@ -1,0 +1,2 @@
+"""kernelloop: make CUDA kernels faster and prove it."""
+__version__ = "0.1.0"

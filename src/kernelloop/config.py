@@ -1,0 +1,91 @@
+"""Settings, with one precedence rule: CLI flag > environment > project file > defaults.
+
+Environment variables are named KERNELLOOP_<SECTION>_<FIELD> (e.g.
+KERNELLOOP_VERIFY_THRESHOLD=1.5). The project file is ./kernelloop.toml, with one table
+per section ([verify]). Secrets never live here: they come only from the environment
+or a .env file in the current directory.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from platformdirs import user_cache_dir, user_data_dir
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from .errors import ConfigError
+
+PROJECT_FILE = "kernelloop.toml"
+
+
+class VerifySettings(BaseModel):
+    """Every cap and tolerance the verify gate uses, with its default."""
+
+    threshold: float = Field(1.2, description="minimum speedup (median baseline / median candidate)")
+    seeds: int = Field(2, ge=1, le=32, description="fresh seeds for the correctness gate")
+    runs: int = Field(7, ge=3, le=200, description="timing runs per program (interleaved pairs); 7 bounds A/A false accepts by 1/3432")
+    max_runs: int = Field(15, ge=3, le=400, description="cap on runs when the verdict is a coin toss")
+    confidence: float = Field(0.9, gt=0.5, lt=1.0, description="two-sided confidence of the speedup interval")
+    rtol: float = Field(1e-3, ge=0, description="relative tolerance on every printed number")
+    atol: float = Field(0.0, ge=0, description="absolute tolerance on every printed number")
+    arch: str | None = Field(None, description="nvcc -arch (default: the visible GPU's)")
+    run_timeout_s: float = Field(60.0, gt=0, description="wall-clock cap on one program run")
+    candidate_timeout_factor: float = Field(10.0, gt=1, description="candidate run cap = factor x baseline wall (>=10 s)")
+    compile_timeout_s: float = Field(300.0, gt=0, description="wall-clock cap on one nvcc step")
+    memcheck: Literal["auto", "on", "off"] = Field("auto", description="compute-sanitizer memcheck on the candidate")
+    memcheck_timeout_s: float = Field(300.0, gt=0)
+    independent_timing: Literal["auto", "on", "off"] = Field("on", description="CUPTI/ncu audit of KERNEL_MS")
+    escape_tolerance: float = Field(0.10, ge=0, description="kernel time may exceed event time by this fraction")
+    agreement_tolerance: float = Field(0.25, ge=0, description="KERNEL_MS may undercut CUPTI time by this fraction")
+    warmup_slowdown_limit: float = Field(3.0, gt=1, description="max first-launch / timed-launch duration ratio, relative to the baseline")
+    stdout_cap_bytes: int = Field(8 << 20, gt=0)
+    memory_limit_bytes: int | None = Field(32 << 30, description="RLIMIT_DATA for program runs")
+
+    @field_validator("threshold")
+    @classmethod
+    def _threshold_above_one(cls, v: float) -> float:
+        if v <= 1.0:
+            raise ValueError("must be greater than 1.0 (a candidate must be faster, not merely as fast)")
+        return v
+
+
+class Settings(BaseModel):
+    verify: VerifySettings = VerifySettings()
+    cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("kernelloop")))
+    data_dir: Path = Field(default_factory=lambda: Path(user_data_dir("kernelloop")))
+
+
+def _from_env(model: type[BaseModel], prefix: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in model.model_fields:
+        raw = os.environ.get(f"{prefix}{name.upper()}")
+        if raw is not None:
+            values[name] = None if raw.lower() in ("", "none") and name in ("arch", "memory_limit_bytes") else raw
+    return values
+
+
+def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None = None) -> Settings:
+    """Merge defaults < ./kernelloop.toml < environment < CLI flags (None = not given)."""
+    project_file = (project_dir or Path.cwd()) / PROJECT_FILE
+    file_values: dict[str, Any] = {}
+    if project_file.is_file():
+        try:
+            file_values = tomllib.loads(project_file.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{project_file}: not valid TOML ({exc})") from exc
+    verify: dict[str, Any] = dict(file_values.get("verify", {}))
+    verify.update(_from_env(VerifySettings, "KERNELLOOP_VERIFY_"))
+    verify.update({k: v for k, v in (cli or {}).items() if v is not None})
+    top: dict[str, Any] = {k: v for k, v in file_values.items() if k in ("cache_dir", "data_dir")}
+    for key in ("cache_dir", "data_dir"):
+        if os.environ.get(f"KERNELLOOP_{key.upper()}"):
+            top[key] = os.environ[f"KERNELLOOP_{key.upper()}"]
+    try:
+        return Settings(verify=VerifySettings(**verify), **top)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"setting {where}: {first['msg']}") from exc

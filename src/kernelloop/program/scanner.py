@@ -1,0 +1,268 @@
+"""Split CUDA C++ source into top-level items without a full parser.
+
+The scanner understands just enough of the language to find where each top-level
+declaration ends: comments, string and character literals, preprocessor lines (with
+continuations) and bracket depth. That is all the editable/frozen split needs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_SPECIFIER_WORDS = ("struct", "class", "union", "enum", "typedef", "using")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One top-level piece of a translation unit."""
+
+    kind: str  # "preproc" | "code"
+    text: str
+    start: int  # offset in the source
+    end: int  # offset one past the item
+    line: int  # 1-based line of `start`
+
+    @property
+    def head(self) -> str:
+        """The text before a function body (or the whole item when there is none)."""
+        body = body_start(self.text)
+        return self.text if body is None else self.text[:body]
+
+    @property
+    def is_function_definition(self) -> bool:
+        return self.kind == "code" and function_name(self) is not None and body_start(self.text) is not None
+
+    @property
+    def is_device_item(self) -> bool:
+        head = strip_comments(self.head)
+        return self.kind == "code" and bool(re.search(r"\b(__global__|__device__|__constant__)\b", head))
+
+
+def strip_comments(text: str) -> str:
+    """Remove comments, keep string literals and line structure."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            chunk = text[i : (n if j < 0 else j + 2)]
+            out.append("\n" * chunk.count("\n") or " ")
+            i = n if j < 0 else j + 2
+        elif c in "\"'":
+            j = _skip_literal(text, i)
+            out.append(text[i:j])
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _skip_literal(text: str, i: int) -> int:
+    """Return the offset just past the string/char literal starting at i."""
+    quote = text[i]
+    # raw string R"delim( ... )delim"
+    if quote == '"' and i > 0 and text[i - 1] == "R":
+        m = re.match(r'"([^()\\\s]{0,16})\(', text[i:])
+        if m:
+            close = ")" + m.group(1) + '"'
+            j = text.find(close, i + m.end())
+            return len(text) if j < 0 else j + len(close)
+    j = i + 1
+    while j < len(text):
+        if text[j] == "\\":
+            j += 2
+            continue
+        if text[j] == quote or text[j] == "\n":
+            return j + 1
+        j += 1
+    return j
+
+
+def scan_items(source: str) -> list[Item]:
+    """Split `source` into top-level items (preprocessor lines and declarations)."""
+    items: list[Item] = []
+    i, n = 0, len(source)
+    item_start: int | None = None
+    depth = 0
+    saw_brace_at_top = False
+
+    def line_of(offset: int) -> int:
+        return source.count("\n", 0, offset) + 1
+
+    def close_item(end: int) -> None:
+        nonlocal item_start, saw_brace_at_top
+        assert item_start is not None
+        text = source[item_start:end]
+        if text.strip():
+            items.append(Item("code", text, item_start, end, line_of(item_start)))
+        item_start = None
+        saw_brace_at_top = False
+
+    at_line_start = True
+    while i < n:
+        c = source[i]
+        if source.startswith("//", i):
+            j = source.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if source.startswith("/*", i):
+            j = source.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        if c == "\n":
+            at_line_start = True
+            i += 1
+            continue
+        if c in " \t\r\f\v":
+            i += 1
+            continue
+        if c == "#" and at_line_start and depth == 0 and item_start is None:
+            j = i
+            while True:
+                k = source.find("\n", j)
+                if k < 0:
+                    k = n
+                    break
+                if source[k - 1 : k] == "\\" or source[k - 2 : k] == "\\\r":
+                    j = k + 1
+                    continue
+                break
+            items.append(Item("preproc", source[i:k], i, k, line_of(i)))
+            i = k
+            continue
+        at_line_start = False
+        if item_start is None:
+            item_start = i
+        if c in "\"'":
+            i = _skip_literal(source, i)
+            continue
+        if c in "({[":
+            if c == "{" and depth == 0:
+                saw_brace_at_top = True
+            depth += 1
+        elif c in ")}]":
+            depth = max(0, depth - 1)
+            if c == "}" and depth == 0 and _ends_at_brace(source[item_start : i + 1]):
+                close_item(i + 1)
+                i += 1
+                continue
+        elif c == ";" and depth == 0:
+            close_item(i + 1)
+            i += 1
+            continue
+        i += 1
+    if item_start is not None:
+        close_item(n)
+    _ = saw_brace_at_top
+    return items
+
+
+def _ends_at_brace(text: str) -> bool:
+    """A brace-closed item with no trailing ';': function bodies, namespaces, extern blocks."""
+    head = strip_comments(text[: text.index("{")] if "{" in text else text).strip()
+    if re.match(r"^(namespace\b|extern\s*\"C\")", head):
+        return True
+    words = re.findall(r"[A-Za-z_]\w*", head)
+    if words and words[0] in _SPECIFIER_WORDS:
+        return False
+    if re.search(r"=\s*$", head):  # aggregate initializer: `int x[] = {...};`
+        return False
+    return "(" in head
+
+
+def body_start(text: str) -> int | None:
+    """Offset of the `{` that opens a function body at depth 0, if any."""
+    clean = strip_comments(text)
+    depth = 0
+    i = 0
+    while i < len(clean):
+        c = clean[i]
+        if c in "\"'":
+            i = _skip_literal(clean, i)
+            continue
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "{" and depth == 0:
+            head = clean[:i]
+            if "(" in head and not re.search(r"=\s*$", head):
+                return _map_offset(text, clean, i)
+            return None
+        elif c == ";" and depth == 0:
+            return None
+        i += 1
+    return None
+
+
+def _map_offset(original: str, clean: str, clean_offset: int) -> int:
+    """strip_comments keeps non-comment characters in order, so count them back."""
+    # Fast path: comments rarely precede a body; when lengths agree the offsets do too.
+    if len(original) == len(clean):
+        return clean_offset
+    target = clean[: clean_offset + 1].count("{")
+    seen = 0
+    i = 0
+    while i < len(original):
+        if original.startswith("//", i):
+            j = original.find("\n", i)
+            i = len(original) if j < 0 else j
+            continue
+        if original.startswith("/*", i):
+            j = original.find("*/", i + 2)
+            i = len(original) if j < 0 else j + 2
+            continue
+        if original[i] in "\"'":
+            i = _skip_literal(original, i)
+            continue
+        if original[i] == "{":
+            seen += 1
+            if seen == target:
+                return i
+        i += 1
+    return clean_offset
+
+
+def function_name(item: Item) -> str | None:
+    """Name of the function an item declares or defines (None for other items)."""
+    if item.kind != "code":
+        return None
+    head = strip_comments(item.head)
+    first = re.findall(r"[A-Za-z_]\w*", head)
+    if first and first[0] in _SPECIFIER_WORDS + ("namespace", "extern", "static_assert"):
+        if not (first[0] == "extern" and len(first) > 1 and first[1] != "C"):
+            return None
+    # The parameter list is the last top-level (...) group in the head.
+    depth = 0
+    close = None
+    for idx in range(len(head) - 1, -1, -1):
+        ch = head[idx]
+        if ch == ")":
+            if depth == 0:
+                close = idx
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0 and close is not None:
+                before = head[:idx].rstrip()
+                m = re.search(r"(~?[A-Za-z_]\w*(?:\s*<[^<>]*>)?)\s*$", before)
+                if not m:
+                    return None
+                name = re.sub(r"\s*<.*", "", m.group(1))
+                if name in {"__launch_bounds__", "__attribute__", "__declspec", "alignas", "decltype"}:
+                    return None
+                if "=" in before[: m.start()] and not before[: m.start()].rstrip().endswith("operator"):
+                    return None
+                return name
+    return None
+
+
+def normalized(text: str) -> str:
+    """Whitespace- and comment-insensitive form, for comparing items."""
+    return " ".join(strip_comments(text).split())

@@ -1,0 +1,203 @@
+"""The kernel program contract: find the editable part and the frozen harness.
+
+See docs/contract.md. A candidate is always built as *candidate editable part* +
+*baseline frozen harness*, in two translation units, so the candidate can change
+neither how inputs are made nor how time is measured nor what is printed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..errors import InputError
+from .scanner import Item, function_name, normalized, scan_items, strip_comments
+
+BEGIN_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+begin\b.*$", re.I | re.M)
+END_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+end\b.*$", re.I | re.M)
+_CUDA_HINT = re.compile(r"__global__|<<<|cudaMalloc|cudaLaunchKernel")
+
+
+class ProgramSplit(BaseModel):
+    """A baseline program cut into its preamble, editable part and harness."""
+
+    mode: Literal["markers", "default"]
+    preamble: str
+    editable: str
+    harness: str
+    exported: list[str]  # declarations of editable functions the harness may call
+    exported_names: list[str]
+    editable_line: int  # 1-based line of the editable part in the original file
+    harness_line: int
+
+    def editable_unit(self, editable: str | None = None, filename: str = "editable.cu") -> str:
+        """Translation unit 1: preamble + an editable part (the baseline's by default)."""
+        part = self.editable if editable is None else editable
+        line = self.editable_line if editable is None else 1
+        return f"{self.preamble}\n#line {line} \"{filename}\"\n{part}\n"
+
+    def harness_unit(self, filename: str = "harness.cu") -> str:
+        """Translation unit 2: preamble + declarations + the frozen harness."""
+        decls = "\n".join(self.exported)
+        return (
+            f"{self.preamble}\n// declarations of the editable part's functions\n{decls}\n"
+            f"#line {self.harness_line} \"{filename}\"\n{self.harness}\n"
+        )
+
+
+def looks_like_cuda(text: str) -> bool:
+    return bool(_CUDA_HINT.search(strip_comments(text)))
+
+
+def read_program(path: Path) -> str:
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, expected a .cu file")
+    raw = path.read_bytes()
+    if b"\0" in raw[:4096]:
+        raise InputError(f"{path}: is a binary file, not CUDA source")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: is not UTF-8 text ({exc.reason})") from exc
+
+
+def split_program(text: str, name: str = "program") -> ProgramSplit:
+    """Split a baseline program by its markers, or by the documented default."""
+    if not looks_like_cuda(text):
+        raise InputError(f"{name}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    begins, ends = list(BEGIN_MARKER.finditer(text)), list(END_MARKER.finditer(text))
+    if begins or ends:
+        return _split_by_markers(text, name, begins, ends)
+    return _split_by_default(text, name)
+
+
+def _split_by_markers(text: str, name: str, begins: list[re.Match], ends: list[re.Match]) -> ProgramSplit:
+    if len(begins) != 1 or len(ends) != 1:
+        raise InputError(
+            f"{name}: expected exactly one '// kernelloop: editable begin' and one "
+            f"'// kernelloop: editable end' marker, found {len(begins)} and {len(ends)}"
+        )
+    begin, end = begins[0], ends[0]
+    if end.start() < begin.end():
+        raise InputError(f"{name}: the editable end marker comes before the begin marker")
+    preamble = text[: begin.start()]
+    editable = text[begin.end() + 1 : end.start()]
+    harness = text[end.end() + 1 :]
+    if _defines_main(preamble) or _defines_main(editable):
+        raise InputError(f"{name}: main() must lie below the editable part, in the harness")
+    if not _defines_main(harness):
+        raise InputError(f"{name}: no main() below the '// kernelloop: editable end' marker")
+    items = scan_items(editable)
+    exported, names = _declarations(items)
+    if not any(i.is_device_item for i in items):
+        raise InputError(f"{name}: the editable part holds no __global__ or __device__ code")
+    return ProgramSplit(
+        mode="markers",
+        preamble=preamble,
+        editable=editable,
+        harness=harness,
+        exported=exported,
+        exported_names=names,
+        editable_line=text.count("\n", 0, begin.end()) + 2,
+        harness_line=text.count("\n", 0, end.end()) + 2,
+    )
+
+
+def _split_by_default(text: str, name: str) -> ProgramSplit:
+    items = scan_items(text)
+    editable_items = [i for i in items if i.is_device_item]
+    if not editable_items:
+        raise InputError(f"{name}: no __global__ or __device__ code to optimize")
+    if not any(function_name(i) == "main" for i in items):
+        raise InputError(f"{name}: no main(); a kernel program is a whole program (docs/contract.md)")
+    first = editable_items[0]
+    preamble = text[: first.start]
+    # Everything frozen after the first editable item is the harness, in source order,
+    # each piece under a #line directive so compiler messages point at the real file.
+    pieces: list[str] = []
+    for item in items:
+        if item.start < first.start or item.is_device_item:
+            continue
+        pieces.append(f"#line {item.line} \"harness.cu\"\n{item.text}")
+    editable = "\n".join(f"#line {i.line} \"editable.cu\"\n{i.text}" for i in editable_items)
+    exported, names = _declarations(editable_items)
+    return ProgramSplit(
+        mode="default",
+        preamble=preamble,
+        editable=editable,
+        harness="\n".join(pieces),
+        exported=exported,
+        exported_names=names,
+        editable_line=first.line,
+        harness_line=first.line,
+    )
+
+
+def _defines_main(text: str) -> bool:
+    return any(function_name(i) == "main" and i.is_function_definition for i in scan_items(text))
+
+
+def _declarations(items: list[Item]) -> tuple[list[str], list[str]]:
+    """Declarations of the non-static functions an editable part defines."""
+    decls: list[str] = []
+    names: list[str] = []
+    for item in items:
+        if not item.is_function_definition:
+            continue
+        head = strip_comments(item.head).strip()
+        if re.search(r"\b(static|inline|__forceinline__)\b", head) and "__global__" not in head:
+            continue
+        if re.match(r"^static\b", head):
+            continue
+        decls.append(" ".join(head.split()) + ";")
+        names.append(function_name(item) or "")
+    return decls, names
+
+
+def candidate_editable_part(candidate: str, baseline: ProgramSplit, name: str = "candidate") -> tuple[str, list[str]]:
+    """The editable part of a candidate file, with notes on what was ignored.
+
+    (a) markers: the region between them; (b) no main(): the whole file;
+    (c) a whole program without markers: every item but main() and the items it
+    shares with the baseline's frozen code.
+    """
+    notes: list[str] = []
+    begins, ends = list(BEGIN_MARKER.finditer(candidate)), list(END_MARKER.finditer(candidate))
+    if begins or ends:
+        if len(begins) != 1 or len(ends) != 1 or ends[0].start() < begins[0].end():
+            raise InputError(f"{name}: malformed kernelloop editable markers")
+        part = candidate[begins[0].end() + 1 : ends[0].start()]
+        outside = normalized(candidate[: begins[0].start()] + candidate[ends[0].end() :])
+        frozen = normalized(baseline.preamble + baseline.harness)
+        if outside != frozen:
+            notes.append("the candidate's code outside the editable markers differs from the baseline's; it is ignored")
+        return _drop_shared_items(part, baseline), notes
+    items = scan_items(candidate)
+    if not any(function_name(i) == "main" and i.is_function_definition for i in items):
+        return _drop_shared_items(candidate, baseline), notes
+    notes.append("the candidate is a whole program without markers: its main() is ignored, the baseline harness is used")
+    frozen = {normalized(i.text) for i in scan_items(baseline.preamble + "\n" + baseline.harness)}
+    kept = [
+        i.text
+        for i in items
+        if not (function_name(i) == "main" and i.is_function_definition) and normalized(i.text) not in frozen
+    ]
+    return "\n".join(kept), notes
+
+
+def _drop_shared_items(part: str, baseline: ProgramSplit) -> str:
+    """Drop items the preamble already provides (repeated includes, constants)."""
+    preamble_items = {normalized(i.text) for i in scan_items(baseline.preamble)}
+    out: list[str] = []
+    last = 0
+    for item in scan_items(part):
+        if normalized(item.text) in preamble_items:
+            out.append(part[last : item.start])
+            last = item.end
+    out.append(part[last:])
+    return "".join(out)

@@ -1,0 +1,207 @@
+"""nvcc: find it, and build a program as two translation units with a content-hash cache.
+
+Translation unit 1 is the preamble + an editable part, unit 2 the preamble + the frozen
+harness. After compiling, every global symbol of unit 1 except the functions the harness
+calls is made local (objcopy), so an editable part cannot interpose on printf,
+cudaEventElapsedTime or any other function the harness or the libraries define.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ..errors import ConfigError, EnvironmentProblem
+from .sandbox import Limits, private_workdir, run_sandboxed
+
+BUILD_RECIPE_VERSION = "6"  # bump when the build steps change, to invalidate the cache
+_ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
+# Warnings the split itself causes (a preamble constant unused in one unit).
+_SUPPRESSED = ["-diag-suppress", "177,550"]
+
+
+class Toolchain(BaseModel):
+    nvcc: Path
+    version: str  # "13.0"
+    banner: str
+
+
+class ObjectSymbols(BaseModel):
+    defined_global: list[str]  # strong and weak
+    undefined: list[str]
+    defined_weak: list[str] = []  # template instantiations, inline functions (COMDAT)
+
+
+class BuildResult(BaseModel):
+    ok: bool
+    stage: str  # "compile editable" | "compile harness" | "link" | "done"
+    log: str
+    binary: Path | None = None
+    editable_object: Path | None = None
+    editable_symbols: ObjectSymbols | None = None
+    harness_symbols: ObjectSymbols | None = None
+    kept_global: list[str] = []
+    flags: list[str] = []
+    cached: bool = False
+    seconds: float = 0.0
+    key: str = ""
+
+
+@lru_cache(maxsize=4)
+def find_toolchain(nvcc: str | None = None) -> Toolchain:
+    path = shutil.which(nvcc or "nvcc")
+    if path is None:
+        raise EnvironmentProblem(
+            "nvcc not found on PATH; install the CUDA toolkit (or pass --nvcc PATH), then run `kernelloop doctor`"
+        )
+    try:
+        banner = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentProblem(f"{path} --version failed ({exc}); check the CUDA toolkit install") from exc
+    m = re.search(r"release (\d+\.\d+)", banner)
+    if not m:
+        raise EnvironmentProblem(f"{path} does not look like nvcc (no 'release X.Y' in --version)")
+    return Toolchain(nvcc=Path(path), version=m.group(1), banner=banner.strip().splitlines()[-1])
+
+
+def arch_flags(arch: str) -> list[str]:
+    """`sm_90` → -arch=sm_90; the a/f variants need the explicit -gencode form."""
+    m = _ARCH.match(arch)
+    if not m:
+        raise ConfigError(f"--arch {arch!r} is not an nvcc architecture like sm_90 or sm_90a")
+    if m.group(2):
+        return [f"-gencode=arch=compute_{m.group(1)}{m.group(2)},code=sm_{m.group(1)}{m.group(2)}"]
+    return [f"-arch={arch}"]
+
+
+def object_symbols(obj: Path) -> ObjectSymbols:
+    out = subprocess.run(["nm", "-P", str(obj)], capture_output=True, text=True, timeout=60).stdout
+    defined, undefined, weak = [], [], []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) < 2:
+            continue
+        name, kind = parts[0], parts[1]
+        if kind == "U" or kind in ("w", "v") and len(parts) == 2:
+            undefined.append(name)
+        elif kind.isupper():
+            defined.append(name)
+            if kind in ("W", "V"):
+                weak.append(name)
+    return ObjectSymbols(defined_global=sorted(set(defined)), undefined=sorted(set(undefined)),
+                         defined_weak=sorted(set(weak)))
+
+
+def build_program(
+    editable_unit: str,
+    harness_unit: str,
+    *,
+    arch: str,
+    cache_dir: Path,
+    toolchain: Toolchain | None = None,
+    limits: Limits | None = None,
+    extra_flags: list[str] | None = None,
+    exports: list[str] | None = None,
+) -> BuildResult:
+    """Compile both units, contain the editable unit's symbols, link; cached by content.
+
+    `exports` are the only global symbols the editable unit may keep: for a baseline,
+    None (what the harness needs from it); for a candidate, the baseline's exports, so a
+    candidate defining `cudaEventElapsedTime` or `printf` keeps it local and harmless.
+    """
+    toolchain = toolchain or find_toolchain()
+    flags = ["-O3", "-std=c++17", *arch_flags(arch), *(extra_flags or [])]
+    key = hashlib.sha256(
+        json.dumps([BUILD_RECIPE_VERSION, toolchain.version, toolchain.banner, flags, editable_unit, harness_unit,
+                    exports]).encode()
+    ).hexdigest()[:32]
+    out_dir = cache_dir / "builds" / key
+    meta = out_dir / "build.json"
+    if meta.exists():
+        try:
+            cached = BuildResult.model_validate_json(meta.read_text())
+            if not cached.ok or (cached.binary and cached.binary.exists()):
+                return cached.model_copy(update={"cached": True})
+        except ValueError:
+            pass
+    limits = limits or Limits(wall_timeout_s=300, memory_bytes=None, max_processes=512)
+    started = time.monotonic()
+    result = _build(editable_unit, harness_unit, flags, toolchain, limits, out_dir, exports)
+    result.seconds = time.monotonic() - started
+    result.key = key
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = meta.with_suffix(".tmp")
+    tmp.write_text(result.model_dump_json(indent=1))
+    os.replace(tmp, meta)
+    return result
+
+
+def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchain, limits: Limits,
+           out_dir: Path, exports: list[str] | None) -> BuildResult:
+    logs: list[str] = []
+    with private_workdir() as work:
+        (work / "editable.cu").write_text(editable_unit)
+        (work / "harness.cu").write_text(harness_unit)
+        for path in work.iterdir():
+            shutil.chown(path, user=work.stat().st_uid, group=work.stat().st_gid)
+
+        def nvcc(stage: str, args: list[str]) -> BuildResult | None:
+            run = run_sandboxed([str(tc.nvcc), *flags, *_SUPPRESSED, *args], workdir=work, limits=limits)
+            text = (run.stdout + run.stderr).strip()
+            if text:
+                logs.append(f"[{stage}]\n{text}")
+            if not run.ok:
+                reason = run.failure() or "failed"
+                logs.append(f"[{stage}] nvcc {reason}")
+                return BuildResult(ok=False, stage=stage, log="\n".join(logs), flags=flags)
+            return None
+
+        failed = nvcc("compile editable", ["-c", "editable.cu", "-o", "editable.o"])
+        if failed:
+            return failed
+        failed = nvcc("compile harness", ["-c", "harness.cu", "-o", "harness.o"])
+        if failed:
+            return failed
+        editable_syms = object_symbols(work / "editable.o")
+        harness_syms = object_symbols(work / "harness.o")
+        needed = set(harness_syms.undefined) & set(editable_syms.defined_global)
+        keep = sorted(needed if exports is None else needed & set(exports))
+        # Left global, because localizing them breaks the link and they cannot interpose:
+        # DW.ref.* (hidden references to the EH personality routine), and weak COMDAT
+        # definitions the harness defines too (the same template instantiation: the
+        # harness object comes first on the link line, so its copy is the one kept).
+        # A weak definition the harness *imports* from a library is interposition: the
+        # policy gate rejects it.
+        harness_defined = set(harness_syms.defined_global)
+        keep_linker = sorted(s for s in editable_syms.defined_global
+                             if s.startswith("DW.ref.") or (s in editable_syms.defined_weak and s in harness_defined))
+        # objcopy fails on an empty list; a name nothing defines keeps it meaningful.
+        (work / "keep.txt").write_text("".join(f"{s}\n" for s in [*keep, *keep_linker] or ["__kernelloop_exports_nothing"]))
+        contain = subprocess.run(
+            ["objcopy", f"--keep-global-symbols={work / 'keep.txt'}", str(work / "editable.o"), str(work / "editable.local.o")],
+            capture_output=True, text=True, timeout=60,
+        )
+        if contain.returncode != 0:
+            logs.append(f"[contain symbols] objcopy exit {contain.returncode}\n{contain.stderr}")
+            return BuildResult(ok=False, stage="contain symbols", log="\n".join(logs), flags=flags)
+        shutil.chown(work / "editable.local.o", user=work.stat().st_uid, group=work.stat().st_gid)
+        failed = nvcc("link", ["harness.o", "editable.local.o", "-o", "program"])
+        if failed:
+            return failed
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("program", "editable.o"):
+            shutil.copy2(work / name, out_dir / name)
+    return BuildResult(
+        ok=True, stage="done", log="\n".join(logs), binary=out_dir / "program",
+        editable_object=out_dir / "editable.o", editable_symbols=editable_syms,
+        harness_symbols=harness_syms, kept_global=keep, flags=flags,
+    )

@@ -1,0 +1,330 @@
+"""Run untrusted programs (compilers on candidate source, candidate binaries) safely.
+
+What a run gets: an environment scrubbed of secrets, a private temporary working
+directory, no network (a fresh network namespace where the machine allows one), an
+unprivileged user when kernelloop runs as root, resource limits (CPU time, memory,
+file size, process count, open files), a wall-clock timeout that kills the whole
+process group, and caps on captured stdout/stderr. A program may fail, hang, crash or
+flood; `run_sandboxed` always returns a `RunResult`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import re
+import resource
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Literal
+
+from pydantic import BaseModel, Field
+
+_CLONE_NEWNET = 0x40000000
+_CLONE_NEWUSER = 0x10000000
+_UNPRIVILEGED_UID = 65534  # "nobody" on every mainstream distribution
+
+# Variables a CUDA program or a compiler legitimately needs. Everything else is dropped.
+PASS_THROUGH_ENV = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_MODULE_LOADING",
+)
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|CRED|AUTH|COOKIE|SESSION|PRIVATE", re.I)
+
+
+class Limits(BaseModel):
+    """Resource caps for one sandboxed run. Every cap is a named setting."""
+
+    wall_timeout_s: float = Field(60.0, gt=0)
+    cpu_seconds: int | None = Field(None, description="RLIMIT_CPU; default: wall timeout + 5 s")
+    memory_bytes: int | None = Field(32 << 30, description="RLIMIT_DATA (address space limits break CUDA)")
+    file_size_bytes: int = 64 << 20
+    max_processes: int = 256  # threads count too; CUDA starts a few per process
+    open_files: int = 1024
+    stdout_cap_bytes: int = 8 << 20
+    stderr_cap_bytes: int = 1 << 20
+
+
+class IsolationReport(BaseModel):
+    """What isolation a run actually had (not what was asked for)."""
+
+    env_scrubbed: bool = True
+    private_tmp: bool = True
+    network: Literal["namespace", "shared"] = "shared"
+    user: Literal["unprivileged", "same"] = "same"
+    limits: list[str] = []
+    notes: list[str] = []
+
+    def summary(self) -> str:
+        net = "no network (netns)" if self.network == "namespace" else "network NOT isolated"
+        user = "uid nobody" if self.user == "unprivileged" else "same uid"
+        return f"scrubbed env, private tmp, {net}, {user}, limits: {', '.join(self.limits)}"
+
+
+class RunResult(BaseModel):
+    argv: list[str]
+    returncode: int | None
+    signal: int | None = None
+    timed_out: bool = False
+    flooded: bool = False  # stdout or stderr passed its cap: the run was killed
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    wall_s: float = 0.0
+    isolation: IsolationReport
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and not self.flooded
+
+    def failure(self) -> str | None:
+        """One line saying why the run did not succeed, or None."""
+        if self.timed_out:
+            return f"timed out after {self.wall_s:.1f} s (killed)"
+        if self.flooded:
+            return f"output flood: {self.stdout_bytes + self.stderr_bytes} bytes before the cap (killed)"
+        if self.signal is not None:
+            return f"killed by signal {signal.Signals(self.signal).name}"
+        if self.returncode not in (0, None):
+            tail = self.stderr.strip().splitlines()[-1:] or [""]
+            return f"exit code {self.returncode}" + (f": {tail[0][:200]}" if tail[0] else "")
+        return None
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
+    env = os.environ if environ is None else environ
+    return {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= 6}
+
+
+def scrubbed_env(extra: Mapping[str, str] | None = None, *, home: Path) -> dict[str, str]:
+    """The environment a sandboxed program sees: a short allow-list, never a secret."""
+    secrets = secret_values()
+    env: dict[str, str] = {}
+    for name in PASS_THROUGH_ENV:
+        value = os.environ.get(name)
+        if value is not None:
+            env[name] = value
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update({"HOME": str(home), "TMPDIR": str(home), "LC_ALL": "C"})
+    for name, value in (extra or {}).items():
+        if SECRET_NAME.search(name):
+            raise ValueError(f"refusing to pass {name!r} to a sandboxed program")
+        env[name] = value
+    return {k: v for k, v in env.items() if not any(s in v for s in secrets)}
+
+
+@functools.lru_cache(maxsize=1)
+def available_isolation() -> tuple[int, bool]:
+    """Probe once which unshare flags and whether a uid drop work here.
+
+    Returns (unshare flags, drop_uid). Probing runs a real child, since what works
+    depends on capabilities and the container runtime, not on what is asked.
+    """
+    flags = 0
+    for candidate in ([_CLONE_NEWNET] if os.geteuid() == 0 else []) + [_CLONE_NEWUSER | _CLONE_NEWNET]:
+        if _probe(functools.partial(_unshare_or_raise, candidate)):
+            flags = candidate
+            break
+    drop = os.geteuid() == 0 and _probe(_drop_privileges)
+    return flags, drop
+
+
+def _probe(preexec) -> bool:
+    try:
+        subprocess.run(["/bin/sh", "-c", "exit 0"], preexec_fn=preexec, timeout=10, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return True
+    except (subprocess.SubprocessError, OSError):
+        return False
+
+
+def _unshare_or_raise(flags: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare failed")
+    if flags & _CLONE_NEWUSER:
+        # Map our own ids into the new user namespace so file access is unchanged.
+        Path("/proc/self/setgroups").write_text("deny")
+        Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+        Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+
+
+def _drop_privileges() -> None:
+    os.setgroups([])
+    os.setgid(_UNPRIVILEGED_UID)
+    os.setuid(_UNPRIVILEGED_UID)
+
+
+def _child_setup(limits: Limits, unshare_flags: int, drop_uid: bool) -> None:
+    """Runs in the child between fork and exec (async-signal-safe enough for CPython)."""
+    cpu = limits.cpu_seconds or int(limits.wall_timeout_s) + 5
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.memory_bytes:
+        resource.setrlimit(resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes))
+    if unshare_flags:
+        _unshare_or_raise(unshare_flags)
+    if drop_uid:
+        _drop_privileges()
+    # After the uid drop NPROC counts the sandbox's own processes and threads.
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
+
+
+def describe_isolation(limits: Limits) -> IsolationReport:
+    flags, drop = available_isolation()
+    report = IsolationReport(
+        network="namespace" if flags & _CLONE_NEWNET else "shared",
+        user="unprivileged" if drop else "same",
+        limits=[
+            f"wall {limits.wall_timeout_s:g}s",
+            f"cpu {limits.cpu_seconds or int(limits.wall_timeout_s) + 5}s",
+            f"data {limits.memory_bytes >> 20} MiB" if limits.memory_bytes else "data unlimited",
+            f"fsize {limits.file_size_bytes >> 20} MiB",
+            f"nproc {limits.max_processes}",
+            f"stdout {limits.stdout_cap_bytes >> 20} MiB",
+        ],
+    )
+    if not flags:
+        report.notes.append("no network namespace available (needs root or unprivileged user namespaces)")
+    if os.geteuid() == 0 and not drop:
+        report.notes.append("running as root and could not drop to an unprivileged uid")
+    if os.geteuid() != 0:
+        report.notes.append("process limit counts all processes of this user (not root, no uid drop)")
+    return report
+
+
+@contextmanager
+def private_workdir(base: Path | None = None) -> Iterator[Path]:
+    """A fresh directory only the sandboxed program (and we) can use; removed after."""
+    path = Path(tempfile.mkdtemp(prefix="kl-run-", dir=base))
+    try:
+        _, drop = available_isolation()
+        if drop:
+            os.chown(path, _UNPRIVILEGED_UID, _UNPRIVILEGED_UID)
+        os.chmod(path, 0o700)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def stage_file(src: Path, workdir: Path, name: str | None = None) -> Path:
+    """Copy a file into a workdir so the (possibly unprivileged) program can use it."""
+    dst = workdir / (name or src.name)
+    shutil.copy2(src, dst)
+    _, drop = available_isolation()
+    if drop:
+        os.chown(dst, _UNPRIVILEGED_UID, _UNPRIVILEGED_UID)
+    return dst
+
+
+def run_sandboxed(
+    argv: Sequence[str],
+    *,
+    workdir: Path,
+    limits: Limits | None = None,
+    env: Mapping[str, str] | None = None,
+) -> RunResult:
+    """Run `argv` in `workdir` under the sandbox; never raises for the program's misbehaviour."""
+    limits = limits or Limits()
+    flags, drop = available_isolation()
+    isolation = describe_isolation(limits)
+    full_env = scrubbed_env(env, home=workdir)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=workdir,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=functools.partial(_child_setup, limits, flags, drop),
+            close_fds=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return RunResult(argv=list(argv), returncode=127, stderr=f"could not start: {exc}", isolation=isolation)
+
+    out, err = bytearray(), bytearray()
+    counts = {"out": 0, "err": 0}
+    caps = {"out": limits.stdout_cap_bytes, "err": limits.stderr_cap_bytes}
+    buffers = {"out": out, "err": err}
+    timed_out = flooded = False
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    sel.register(proc.stdout, selectors.EVENT_READ, "out")
+    sel.register(proc.stderr, selectors.EVENT_READ, "err")
+    deadline = start + limits.wall_timeout_s
+    open_streams = 2
+    while open_streams:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        for key, _ in sel.select(timeout=min(remaining, 0.5)):
+            chunk = os.read(key.fd, 65536)
+            if not chunk:
+                sel.unregister(key.fileobj)
+                open_streams -= 1
+                continue
+            name = key.data
+            counts[name] += len(chunk)
+            room = caps[name] - len(buffers[name])
+            if room > 0:
+                buffers[name].extend(chunk[:room])
+            if counts[name] > caps[name]:
+                flooded = True
+        if flooded:
+            break
+    if timed_out or flooded:
+        _kill_group(proc.pid)
+    try:
+        proc.wait(timeout=max(0.1, deadline - time.monotonic()) if not (timed_out or flooded) else 10)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc.pid)
+        proc.wait(timeout=10)
+    _kill_group(proc.pid)  # reap anything the program left running in its group
+    sel.close()
+    proc.stdout.close()
+    proc.stderr.close()
+    rc = proc.returncode
+    return RunResult(
+        argv=list(argv),
+        returncode=rc,
+        signal=-rc if rc is not None and rc < 0 else None,
+        timed_out=timed_out,
+        flooded=flooded,
+        stdout=out.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"),
+        stdout_bytes=counts["out"],
+        stderr_bytes=counts["err"],
+        wall_s=time.monotonic() - start,
+        isolation=isolation,
+    )
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,217 @@
+"""The independent timing audit: does KERNEL_MS describe GPU kernels that did the work?
+
+A CUPTI library injected into the program records every kernel (GPU start/end), every
+runtime API call (host time), every copy, and every cudaEventRecord and
+cudaEventElapsedTime call. From that we find the harness's timed region (the host time
+between the recording of the events that cudaEventElapsedTime compared) and check:
+
+- kernels launched inside the timed region did not run outside the events (a side
+  stream that escapes the timer): their busy GPU time must not exceed the event time;
+- KERNEL_MS follows from the harness's own event time, and is not below the kernels'
+  busy time per timed call;
+- the timed region holds GPU kernels of the editable part, at least one per timed call,
+  and no host<->device copies the baseline does not have (work done on the host);
+- the timed calls launch what the warm-up calls launched (same kernels, grids, blocks),
+  and no kernel becomes much faster after its first launch than the baseline's do
+  (work skipped or cached after the first call).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..tools.cupti import CuptiTrace
+
+NS_PER_MS = 1e6
+
+
+class AuditFinding(BaseModel):
+    reason: Literal["timer_escape", "kernel_ms_mismatch", "no_gpu_work", "inconsistent_work", "timing_unverified"]
+    message: str
+
+
+class AuditReport(BaseModel):
+    source: Literal["cupti", "ncu", "none"]
+    windows: int = 0
+    events_ms: float | None = None  # what the harness's events measured, summed
+    busy_ms: float | None = None  # union of GPU busy time of kernels launched in the timed region
+    reported_ms: float | None = None  # KERNEL_MS printed by the same run
+    iterations: int | None = None  # timed calls, derived from events_ms / KERNEL_MS
+    independent_ms: float | None = None  # busy_ms / iterations
+    window_launches: int = 0
+    window_host_copies: int = 0
+    warmup_signatures: list[str] = []
+    window_signatures: list[str] = []
+    first_to_timed_ratio: float | None = None
+    findings: list[AuditFinding] = []
+    notes: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+
+def _signature(k) -> str:
+    grid = "x".join(str(v) for v in k.grid)
+    block = "x".join(str(v) for v in k.block)
+    return f"{k.name or '?'}<<<{grid},{block},{k.dyn_smem}>>>"
+
+
+def _union_ns(intervals: list[tuple[int, int]]) -> int:
+    total, cur_start, cur_end = 0, None, None
+    for s, e in sorted(intervals):
+        if cur_end is None or s > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = s, e
+        else:
+            cur_end = max(cur_end, e)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
+
+
+@dataclass
+class _Timeline:
+    windows: list[tuple[int, int]]
+    events_ms: float
+    window_kernels: list
+    warmup_kernels: list
+    window_host_copies: int
+
+
+def _timeline(trace: CuptiTrace, harness_kernels: set[str]) -> _Timeline | None:
+    launch_time = {a.corr: a.start for a in trace.api}
+    records_by_event: dict[str, list[int]] = {}
+    for r in trace.event_records:
+        records_by_event.setdefault(r.event, []).append(r.t)
+    windows: list[tuple[int, int]] = []
+    events_ms = 0.0
+    for e in trace.elapsed:
+        if e.result != 0 or e.ms is None:
+            continue
+        # The end event's latest recording before this call, and the start event's
+        # latest recording before that: the region the harness actually measured.
+        ends = [t for t in records_by_event.get(e.end_event, []) if t <= e.t]
+        if not ends:
+            continue
+        starts = [t for t in records_by_event.get(e.start_event, []) if t <= max(ends)]
+        if not starts:
+            continue
+        windows.append((max(starts), max(ends)))
+        events_ms += e.ms
+    if not windows:
+        return None
+    first = min(s for s, _ in windows)
+
+    def inside(t: int) -> bool:
+        return any(s <= t <= e for s, e in windows)
+
+    window_kernels, warmup_kernels = [], []
+    for k in trace.kernels:
+        t = launch_time.get(k.corr, k.start)
+        if inside(t):
+            window_kernels.append(k)
+        elif t < first and k.name not in harness_kernels:
+            warmup_kernels.append(k)
+    host_copies = sum(
+        1 for c in trace.copies
+        if c.copy_kind in ("HtoD", "DtoH") and inside(launch_time.get(c.corr, c.start))
+    )
+    return _Timeline(windows=windows, events_ms=events_ms, window_kernels=window_kernels,
+                     warmup_kernels=warmup_kernels, window_host_copies=host_copies)
+
+
+def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[str]) -> AuditReport:
+    """Measure one run's trace (no judgement against a baseline yet)."""
+    report = AuditReport(source="cupti", reported_ms=reported_ms)
+    # A trace we cannot trust whole proves nothing: fail closed.
+    if not trace.complete or trace.truncated or trace.dropped:
+        why = ("it has no end record (the program did not exit normally)" if not trace.complete
+               else "it was truncated" if trace.truncated else f"CUPTI dropped {trace.dropped} records")
+        report.findings.append(AuditFinding(reason="timing_unverified", message=f"the CUPTI trace is unusable: {why}"))
+        return report
+    if len(trace.pids) > 1:
+        report.notes.append(f"{len(trace.pids)} processes loaded the tracer (the program started children)")
+    tl = _timeline(trace, harness_kernels)
+    if tl is None:
+        report.findings.append(AuditFinding(
+            reason="timing_unverified",
+            message="no cudaEventElapsedTime between recorded events: the timed region cannot be located",
+        ))
+        return report
+    editable = [k for k in tl.window_kernels if k.name not in harness_kernels]
+    report.windows = len(tl.windows)
+    report.events_ms = tl.events_ms
+    report.busy_ms = _union_ns([(k.start, k.end) for k in tl.window_kernels]) / NS_PER_MS
+    report.window_launches = len(editable)
+    report.window_host_copies = tl.window_host_copies
+    report.iterations = round(tl.events_ms / reported_ms) if reported_ms > 0 else None
+    if report.iterations:
+        report.independent_ms = report.busy_ms / report.iterations
+    report.warmup_signatures = sorted({_signature(k) for k in tl.warmup_kernels})
+    report.window_signatures = sorted({_signature(k) for k in editable})
+    ratios = []
+    for sig in report.window_signatures:
+        timed = [k.end - k.start for k in editable if _signature(k) == sig]
+        first = [k.end - k.start for k in tl.warmup_kernels if _signature(k) == sig]
+        if timed and first and statistics.median(timed) > 0:
+            ratios.append(max(first) / statistics.median(timed))
+    report.first_to_timed_ratio = max(ratios) if ratios else None
+    return report
+
+
+def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: float,
+          agreement_tolerance: float, warmup_slowdown_limit: float) -> AuditReport:
+    """Add findings to the candidate's report by its own numbers and against the baseline's."""
+    c = candidate.model_copy(deep=True)
+    if any(f.reason == "timing_unverified" for f in c.findings) or c.events_ms is None:
+        return c
+
+    def flag(reason, message):
+        c.findings.append(AuditFinding(reason=reason, message=message))
+
+    if c.window_launches == 0:
+        flag("no_gpu_work", "no kernel of the editable part ran inside the timed region")
+    if c.window_host_copies > baseline.window_host_copies:
+        flag("no_gpu_work", f"{c.window_host_copies} host<->device copies inside the timed region "
+                            f"(baseline {baseline.window_host_copies}): work done on the host")
+    slack_ms = 0.002 * max(1, c.window_launches)  # timestamp granularity per kernel
+    if c.busy_ms is not None and c.busy_ms > c.events_ms * (1 + escape_tolerance) + slack_ms:
+        flag("timer_escape", f"kernels launched in the timed region were busy {c.busy_ms:.3f} ms on the GPU "
+                             f"but the events measured {c.events_ms:.3f} ms: work escaped the timer")
+    if baseline.iterations and c.iterations != baseline.iterations:
+        flag("kernel_ms_mismatch", f"KERNEL_MS {c.reported_ms:.4f} does not follow from the harness's events "
+                                   f"({c.events_ms:.3f} ms over {baseline.iterations} calls)")
+    iterations = baseline.iterations or c.iterations
+    if iterations and c.busy_ms is not None and c.reported_ms is not None:
+        independent = c.busy_ms / iterations
+        c.independent_ms = independent
+        if c.reported_ms < independent * (1 - agreement_tolerance):
+            flag("kernel_ms_mismatch", f"KERNEL_MS {c.reported_ms:.4f} ms is below the {independent:.4f} ms per call "
+                                       f"the GPU was busy (CUPTI)")
+        if 0 < c.window_launches < iterations:
+            flag("inconsistent_work", f"only {c.window_launches} kernel launches for {iterations} timed calls")
+    if c.warmup_signatures and set(c.warmup_signatures) != set(c.window_signatures):
+        only_warm = sorted(set(c.warmup_signatures) - set(c.window_signatures))
+        only_timed = sorted(set(c.window_signatures) - set(c.warmup_signatures))
+        flag("inconsistent_work", "timed calls launch different work than warm-up calls "
+                                  f"(warm-up only: {only_warm[:2]}, timed only: {only_timed[:2]})")
+    elif not c.warmup_signatures and c.window_launches:
+        c.notes.append("no warm-up launches before the timed region: launch consistency not checked")
+    if c.first_to_timed_ratio is not None:
+        allowed = warmup_slowdown_limit * max(1.0, baseline.first_to_timed_ratio or 1.0)
+        if c.first_to_timed_ratio > allowed:
+            flag("inconsistent_work", f"a kernel ran {c.first_to_timed_ratio:.1f}x faster in the timed calls than "
+                                      f"at its first launch (allowed {allowed:.1f}x): work skipped after the first call")
+    return c
+
+
+def summarize_launches(trace: CuptiTrace) -> dict[str, int]:
+    """Kernel name -> launch count, for reports."""
+    return dict(Counter(k.name for k in trace.kernels))

@@ -1,0 +1,384 @@
+"""The verify gate: accept a candidate only if it is allowed, builds, computes the
+baseline's results on fresh seeds, is clean under memcheck, is timed honestly, and is
+faster by the threshold with a confidence interval that clears the bar.
+
+Order matters for safety: nothing the policy scan rejects is ever run; for each seed the
+candidate runs before the baseline (so no leftover GPU memory of a baseline run with the
+same seed can help it); timing runs come in (candidate, baseline) pairs with a fresh seed
+per pair, and every timing run's output is checked too.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ..config import Settings
+from ..errors import EnvironmentProblem, InputError
+from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
+from ..tools.cupti import CuptiUnavailable, build_injection_library
+from ..tools.gpu import GpuInfo, detect_gpus
+from ..tools.nvcc import BuildResult, Toolchain, build_program, find_toolchain
+from ..tools.sandbox import Limits, describe_isolation
+from ..tools.sanitizer import MEMCHECK_EXIT_CODE, find_compute_sanitizer, memcheck_argv, read_memcheck
+from . import policy
+from .audit import AuditReport, audit_trace, judge
+from .outputs import compare_outputs
+from .runs import ProgramRun, run_program
+from .stats import decide
+from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict
+
+
+class Progress(BaseModel):
+    stage: str
+    message: str
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def verify_files(baseline: Path, candidate: Path, settings: Settings, *,
+                 progress: ProgressCallback | None = None, gpu: GpuInfo | None = None) -> Verdict:
+    return verify_sources(read_program(baseline), read_program(candidate), settings,
+                          baseline_name=str(baseline), candidate_name=str(candidate), progress=progress, gpu=gpu)
+
+
+def _log_tail(text: str, lines: int = 25) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _summary(build: BuildResult) -> BuildSummary:
+    return BuildSummary(ok=build.ok, cached=build.cached, seconds=build.seconds, stage=build.stage,
+                        log_excerpt=_log_tail(build.log) if not build.ok else "", flags=build.flags)
+
+
+def _fresh_seeds(count: int, avoid: set[int]) -> list[int]:
+    seeds: list[int] = []
+    while len(seeds) < count:
+        s = secrets.randbits(31)
+        if s not in avoid and s not in seeds:
+            seeds.append(s)
+    avoid.update(seeds)
+    return seeds
+
+
+def _run_failure(run: ProgramRun) -> tuple[Reason, str] | None:
+    r = run.result
+    if r.timed_out:
+        return Reason.timeout, r.failure() or "timed out"
+    if r.flooded:
+        return Reason.output_flood, r.failure() or "output flood"
+    if not r.ok:
+        return Reason.run_failed, r.failure() or "failed"
+    if run.kernel_ms.value is None:
+        return Reason.run_failed, run.kernel_ms.problem or "no KERNEL_MS"
+    return None
+
+
+def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, *, baseline_name: str,
+                   candidate_name: str, progress: ProgressCallback | None = None,
+                   gpu: GpuInfo | None = None) -> Verdict:
+    vs = settings.verify
+    started = time.monotonic()
+    say = progress or (lambda p: None)
+    split = split_program(baseline_text, baseline_name)
+    editable, notes = candidate_editable_part(candidate_text, split, candidate_name)
+    if not editable.strip():
+        raise InputError(f"{candidate_name}: the candidate's editable part is empty")
+    toolchain = find_toolchain()
+    if gpu is None:
+        gpus = detect_gpus()
+        if not gpus:
+            raise EnvironmentProblem("verify needs a CUDA GPU; run `kernelloop doctor`")
+        gpu = gpus[0]
+    arch = vs.arch or gpu.arch
+    v = Verdict(accepted=False, summary="", baseline_file=baseline_name, candidate_file=candidate_name,
+                gpu=gpu, arch=arch, nvcc_version=toolchain.version, split_mode=split.mode, notes=notes,
+                settings=vs)
+    durations = Durations()
+    reasons: list[Reason] = []
+
+    def finish() -> Verdict:
+        durations.total_s = time.monotonic() - started
+        v.durations = durations
+        v.reasons = list(dict.fromkeys(reasons))
+        v.accepted = not v.reasons
+        if v.accepted:
+            v.summary = f"accepted: {v.speed.describe()}" if v.speed else "accepted"
+        else:
+            first = next((g for g in v.gates if g.status == "fail"), None)
+            v.summary = "rejected: " + (f"{first.gate}: {first.detail}" if first else ", ".join(r.value for r in v.reasons))
+        return v
+
+    # -- policy (source) and compile -------------------------------------------------
+    say(Progress(stage="compile", message=f"policy scan; nvcc -O3 -arch={arch} (two translation units)"))
+    t = time.monotonic()
+    static = static_gates(split, editable, arch=arch, settings=settings, toolchain=toolchain,
+                          baseline_name=baseline_name)
+    base_build, cand_build, violations = static.baseline, static.candidate, static.violations
+    durations.compile_s = time.monotonic() - t
+    v.builds = {"baseline": _summary(base_build), "candidate": _summary(cand_build)}
+    v.policy = violations
+    v.gates.append(GateResult(gate="policy", status="fail" if violations else "pass", baseline="-",
+                              candidate=f"{len(violations)} violation(s)" if violations else "clean",
+                              detail="; ".join(x.describe() for x in violations[:3])))
+    if violations:
+        reasons.append(Reason.policy)
+    flags = " ".join(base_build.flags)
+    v.gates.append(GateResult(gate="compile", status="pass" if cand_build.ok else "fail", baseline="OK",
+                              candidate="OK" if cand_build.ok else "FAILED",
+                              detail=f"nvcc {flags}" if cand_build.ok else f"{cand_build.stage}: "
+                              + _log_tail(cand_build.log, 4)))
+    if not cand_build.ok:
+        reasons.append(Reason.compile)
+    if reasons:  # never run what failed policy or did not build
+        return finish()
+
+    # -- runs ----------------------------------------------------------------------------
+    cache = settings.cache_dir
+    assert base_build.binary and cand_build.binary
+    base_bin, cand_bin = base_build.binary, cand_build.binary
+    harness_kernels = set(base_build.harness_symbols.defined_global) if base_build.harness_symbols else set()
+    cupti_lib: Path | None = None
+    if vs.independent_timing != "off":
+        try:
+            cupti_lib = build_injection_library(cache / "cupti")
+        except CuptiUnavailable as exc:
+            v.notes.append(f"CUPTI unavailable: {exc}")
+    run_limits = Limits(wall_timeout_s=vs.run_timeout_s, memory_bytes=vs.memory_limit_bytes,
+                        stdout_cap_bytes=vs.stdout_cap_bytes)
+    v.isolation = describe_isolation(run_limits)
+    used_seeds: set[int] = set()
+
+    say(Progress(stage="correctness", message="baseline calibration run"))
+    t = time.monotonic()
+    calibration = run_program(base_bin, seed=_fresh_seeds(1, used_seeds)[0], limits=run_limits, cupti_library=cupti_lib)
+    durations.program_runs_s += calibration.result.wall_s
+    if _run_failure(calibration):
+        raise InputError(f"{baseline_name}: the baseline fails to run: {_run_failure(calibration)[1]}")
+    cand_limits = run_limits.model_copy(update={"wall_timeout_s": min(
+        vs.run_timeout_s, max(10.0, vs.candidate_timeout_factor * calibration.result.wall_s))})
+    baseline_audit = _audit(calibration, harness_kernels)
+    v.baseline_audit = baseline_audit
+
+    v.seeds = _fresh_seeds(vs.seeds, used_seeds)
+    candidate_audits: list[AuditReport] = []
+    failure: tuple[Reason, str] | None = None
+    correct = True
+    for seed in v.seeds:
+        say(Progress(stage="correctness", message=f"seed {seed}: candidate, then baseline"))
+        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib)
+        durations.program_runs_s += cand.result.wall_s
+        failure = _run_failure(cand)
+        if failure:
+            v.failure_excerpt = _log_tail(cand.result.stderr, 12)
+            break
+        base = run_program(base_bin, seed=seed, limits=run_limits)
+        durations.program_runs_s += base.result.wall_s
+        if _run_failure(base):
+            raise InputError(f"{baseline_name}: the baseline fails on seed {seed}: {_run_failure(base)[1]}")
+        cmp = compare_outputs(base.result.stdout, cand.result.stdout, rtol=vs.rtol, atol=vs.atol)
+        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="correctness"))
+        correct &= cmp.match
+        candidate_audits.append(_audit(cand, harness_kernels))
+    durations.correctness_s = time.monotonic() - t
+
+    if failure:
+        reasons.append(failure[0])
+        v.gates.append(GateResult(gate="correctness", status="fail", baseline="reference",
+                                  candidate=failure[0].value, detail=failure[1]))
+        return finish()
+    bad = next((c for c in v.checks if not c.comparison.match), None)
+    v.gates.append(GateResult(
+        gate="correctness", status="pass" if correct else "fail", baseline="reference",
+        candidate="match" if correct else "MISMATCH",
+        detail=(f"{len(v.seeds)} fresh seeds, rtol {vs.rtol:g}" if correct
+                else f"seed {bad.seed}: {bad.comparison.describe()}")))
+    if not correct:
+        reasons.append(Reason.correctness)
+
+    # -- independent timing audit (from the correctness runs' traces) ---------------------
+    audit_status = _judge_audits(v, candidate_audits, baseline_audit, cupti_lib, reasons)
+
+    # -- memcheck ----------------------------------------------------------------------
+    if not reasons:
+        _memcheck(v, cand_bin, toolchain.nvcc, durations, reasons, say)
+    # -- speed -------------------------------------------------------------------------
+    if reasons:
+        v.gates.append(GateResult(gate="speedup", status="skipped", detail="not timed: an earlier gate failed"))
+        return finish()
+    say(Progress(stage="timing", message=f"{vs.runs} interleaved runs each"))
+    t = time.monotonic()
+    _time_pairs(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, durations, reasons, say)
+    durations.timing_s = time.monotonic() - t
+    _ = audit_status
+    return finish()
+
+
+class StaticResult(BaseModel):
+    baseline: BuildResult
+    candidate: BuildResult
+    violations: list[policy.Violation]
+
+
+def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Settings,
+                 toolchain: Toolchain, baseline_name: str = "baseline") -> StaticResult:
+    """Policy scan and both builds: everything decided before any program runs."""
+    violations = policy.scan_source(editable)
+    limits = Limits(wall_timeout_s=settings.verify.compile_timeout_s, memory_bytes=None, max_processes=512)
+    cache = settings.cache_dir
+    base_build = build_program(split.editable_unit(), split.harness_unit(), arch=arch, cache_dir=cache,
+                               toolchain=toolchain, limits=limits)
+    if not base_build.ok:
+        raise InputError(f"{baseline_name}: the baseline does not build under the kernelloop contract "
+                         f"({base_build.stage}): {_log_tail(base_build.log, 3)}")
+    cand_build = build_program(split.editable_unit(editable, "candidate.cu"), split.harness_unit(), arch=arch,
+                               cache_dir=cache, toolchain=toolchain, limits=limits, exports=base_build.kept_global)
+    if cand_build.ok:
+        assert cand_build.editable_symbols and cand_build.harness_symbols and cand_build.editable_object
+        assert base_build.editable_object and cand_build.binary
+        violations += policy.scan_object(
+            cand_build.editable_object,
+            defined_global=cand_build.editable_symbols.defined_global,
+            undefined=cand_build.editable_symbols.undefined,
+            harness_undefined=cand_build.harness_symbols.undefined,
+            allowed_exports=base_build.kept_global,
+            baseline_init_entries=policy.init_array_entries(base_build.editable_object),
+            trusted_imports=policy.preamble_allowed_imports(split.preamble, editable),
+        )
+        violations += policy.scan_program(cand_build.binary)
+    return StaticResult(baseline=base_build, candidate=cand_build, violations=violations)
+
+
+def _audit(run: ProgramRun, harness_kernels: set[str]) -> AuditReport:
+    if run.trace is None:
+        report = AuditReport(source="none")
+        report.notes.append(run.trace_problem or "no CUPTI trace")
+        return report
+    return audit_trace(run.trace, reported_ms=run.kernel_ms.value or 0.0, harness_kernels=harness_kernels)
+
+
+def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, cupti_lib: Path | None,
+                  reasons: list[Reason]) -> str:
+    vs = v.settings
+    if vs.independent_timing == "off":
+        v.gates.append(GateResult(gate="independent timing", status="skipped", detail="turned off"))
+        return "off"
+    if cupti_lib is None or not audits or any(a.source == "none" for a in audits) or baseline.source == "none":
+        why = "; ".join(n for a in [baseline, *audits] for n in a.notes) or "CUPTI library unavailable"
+        if vs.independent_timing == "on":
+            reasons.append(Reason.timing_unverified)
+            v.gates.append(GateResult(gate="independent timing", status="fail", candidate="unverified",
+                                      detail=f"CUPTI could not trace the runs ({why}); pass "
+                                             "--independent-timing auto to accept without it"))
+        else:
+            v.gates.append(GateResult(gate="independent timing", status="skipped", detail=f"CUPTI unavailable: {why}"))
+        return "unavailable"
+    if baseline.findings:
+        raise InputError(f"{v.baseline_file}: the baseline's own timing cannot be audited: "
+                         f"{baseline.findings[0].message}")
+    judged = [judge(a, baseline, escape_tolerance=vs.escape_tolerance, agreement_tolerance=vs.agreement_tolerance,
+                    warmup_slowdown_limit=vs.warmup_slowdown_limit) for a in audits]
+    worst = next((a for a in judged if a.findings), judged[0])
+    v.audit = worst
+    for f in worst.findings:
+        reasons.append(Reason(f.reason))
+    b_ms = f"{baseline.independent_ms:.4f} ms/call" if baseline.independent_ms else "-"
+    c_ms = f"{worst.independent_ms:.4f} ms/call" if worst.independent_ms else "-"
+    v.gates.append(GateResult(
+        gate="independent timing", status="fail" if worst.findings else "pass", baseline=f"CUPTI {b_ms}",
+        candidate=f"CUPTI {c_ms}",
+        detail=worst.findings[0].message if worst.findings else
+        f"KERNEL_MS agrees with CUPTI; {worst.window_launches} launches in the timed region, same work as warm-up"))
+    return "done"
+
+
+def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reasons: list[Reason], say) -> None:
+    vs = v.settings
+    sanitizer = find_compute_sanitizer(nvcc) if vs.memcheck != "off" else None
+    if sanitizer is None:
+        if vs.memcheck == "on":
+            raise EnvironmentProblem("memcheck is on but compute-sanitizer was not found; install it or pass --memcheck auto")
+        v.gates.append(GateResult(gate="memcheck", status="skipped",
+                                  detail="turned off" if vs.memcheck == "off" else "compute-sanitizer not found"))
+        return
+    say(Progress(stage="memcheck", message="compute-sanitizer --tool memcheck on the candidate"))
+    t = time.monotonic()
+    limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes)
+    run = run_program(binary, seed=v.seeds[0], limits=limits, wrapper=memcheck_argv(sanitizer, Path("program"))[:-1])
+    durations.memcheck_s = time.monotonic() - t
+    durations.program_runs_s += run.result.wall_s
+    result = read_memcheck(run.result.stdout, run.result.stderr)
+    if run.result.timed_out:
+        v.gates.append(GateResult(gate="memcheck", status="skipped",
+                                  detail=f"compute-sanitizer timed out after {vs.memcheck_timeout_s:g} s"))
+        v.notes.append("memcheck timed out; raise --memcheck-timeout for heavy programs")
+        return
+    clean = result.errors == 0 and run.result.returncode != MEMCHECK_EXIT_CODE
+    v.memcheck_excerpt = result.excerpt
+    if not clean:
+        reasons.append(Reason.memcheck)
+    first = next((ln for ln in result.excerpt.splitlines() if "Invalid" in ln or "Error" in ln), result.excerpt[:200])
+    v.gates.append(GateResult(
+        gate="memcheck", status="pass" if clean else "fail", baseline="-",
+        candidate="clean" if clean else f"{result.errors if result.errors is not None else '?'} error(s)",
+        detail="no invalid accesses" if clean else first.strip("= ").strip()))
+
+
+def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
+                used_seeds: set[int], durations: Durations, reasons: list[Reason], say) -> None:
+    vs = v.settings
+    decision = None
+    while True:
+        target = vs.runs if decision is None else min(vs.max_runs, len(v.candidate_kernel_ms) + 2)
+        while len(v.candidate_kernel_ms) < target:
+            seed = _fresh_seeds(1, used_seeds)[0]
+            cand = run_program(cand_bin, seed=seed, limits=cand_limits)
+            base = run_program(base_bin, seed=seed, limits=base_limits)
+            durations.program_runs_s += cand.result.wall_s + base.result.wall_s
+            failure = _run_failure(cand)
+            if failure:
+                reasons.append(failure[0])
+                v.gates.append(GateResult(gate="speedup", status="fail", candidate=failure[0].value,
+                                          detail=f"timing run: {failure[1]}"))
+                return
+            if _run_failure(base):
+                raise InputError(f"{v.baseline_file}: the baseline failed during timing: {_run_failure(base)[1]}")
+            cmp = compare_outputs(base.result.stdout, cand.result.stdout, rtol=vs.rtol, atol=vs.atol)
+            v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="timing"))
+            if not cmp.match:
+                reasons.append(Reason.correctness)
+                v.gates.append(GateResult(gate="speedup", status="fail", candidate="MISMATCH",
+                                          detail=f"timing run, seed {seed}: {cmp.describe()}"))
+                return
+            v.candidate_kernel_ms.append(cand.kernel_ms.value)
+            v.baseline_kernel_ms.append(base.kernel_ms.value)
+            v.candidate_wall_ms.append(cand.result.wall_s * 1000)
+            v.baseline_wall_ms.append(base.result.wall_s * 1000)
+            say(Progress(stage="timing", message=f"pair {len(v.candidate_kernel_ms)}: baseline "
+                         f"{base.kernel_ms.value:.4f} ms, candidate {cand.kernel_ms.value:.4f} ms"))
+        decision = decide(v.baseline_kernel_ms, v.candidate_kernel_ms, threshold=vs.threshold,
+                          confidence=vs.confidence)
+        if decision.outcome != "inconclusive" or len(v.candidate_kernel_ms) >= vs.max_runs:
+            break
+    v.speed = decision
+    b, c = decision.baseline, decision.candidate
+    status = "pass" if decision.outcome == "faster" else "fail"
+    if decision.outcome == "not_faster":
+        reasons.append(Reason.not_faster)
+    elif decision.outcome == "inconclusive":
+        reasons.append(Reason.inconclusive)
+    v.gates.append(GateResult(
+        gate="speedup", status=status,
+        baseline=f"{b.median:.4f} ms (IQR {b.relative_iqr:.1%})", candidate=f"{c.median:.4f} ms (IQR {c.relative_iqr:.1%})",
+        detail=decision.describe() + ("" if decision.outcome != "inconclusive"
+                                      else f"; still a coin toss after {decision.pairs} pairs")))
+    bw, cw = statistics.median(v.baseline_wall_ms), statistics.median(v.candidate_wall_ms)
+    v.gates.append(GateResult(
+        gate="process wall", status="info", baseline=f"{bw:.0f} ms", candidate=f"{cw:.0f} ms",
+        detail=f"{bw / cw:.2f}x: context creation and copies dominate; the kernel speedup is invisible at this layer"))

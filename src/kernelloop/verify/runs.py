@@ -1,0 +1,42 @@
+"""Running a built kernel program once: seed in, stdout/KERNEL_MS/trace out."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ..tools.cupti import CuptiTrace, CuptiUnavailable, injection_env, read_trace
+from ..tools.sandbox import Limits, RunResult, private_workdir, run_sandboxed, stage_file
+from .outputs import KernelMs, parse_kernel_ms
+
+
+class ProgramRun(BaseModel):
+    seed: int
+    result: RunResult
+    kernel_ms: KernelMs
+    trace: CuptiTrace | None = None
+    trace_problem: str | None = None
+
+
+def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
+                wrapper: list[str] | None = None) -> ProgramRun:
+    """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer)."""
+    with private_workdir() as work:
+        program = stage_file(binary, work, "program")
+        os.chmod(program, 0o755)
+        env = {"KERNELLOOP_SEED": str(seed)}
+        trace_file = work / "trace.jsonl"
+        if cupti_library is not None:
+            lib = stage_file(cupti_library, work, cupti_library.name)
+            env.update(injection_env(lib, trace_file))
+        argv = [*(wrapper or []), str(program)]
+        result = run_sandboxed(argv, workdir=work, limits=limits, env=env)
+        run = ProgramRun(seed=seed, result=result, kernel_ms=parse_kernel_ms(result.stderr))
+        if cupti_library is not None:
+            try:
+                run.trace = read_trace(trace_file)
+            except CuptiUnavailable as exc:
+                run.trace_problem = str(exc)
+        return run

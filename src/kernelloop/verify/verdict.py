@@ -1,0 +1,108 @@
+"""What the verify gate returns: one Verdict with every gate's evidence."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..config import VerifySettings
+from ..tools.gpu import GpuInfo
+from ..tools.sandbox import IsolationReport
+from .audit import AuditReport
+from .outputs import Comparison
+from .policy import Violation
+from .stats import SpeedupDecision
+
+
+class Reason(str, Enum):
+    """Why a candidate was rejected. Several can apply; all are reported."""
+
+    policy = "policy"
+    compile = "compile"
+    run_failed = "run_failed"
+    timeout = "timeout"
+    output_flood = "output_flood"
+    correctness = "correctness"
+    memcheck = "memcheck"
+    no_gpu_work = "no_gpu_work"
+    inconsistent_work = "inconsistent_work"
+    timer_escape = "timer_escape"
+    kernel_ms_mismatch = "kernel_ms_mismatch"
+    timing_unverified = "timing_unverified"
+    not_faster = "not_faster"
+    inconclusive = "inconclusive"
+
+
+GateName = Literal["policy", "compile", "correctness", "memcheck", "independent timing", "speedup", "process wall"]
+
+
+class GateResult(BaseModel):
+    gate: GateName
+    status: Literal["pass", "fail", "skipped", "info"]
+    baseline: str = ""
+    candidate: str = ""
+    detail: str = ""
+
+
+class BuildSummary(BaseModel):
+    ok: bool
+    cached: bool
+    seconds: float
+    stage: str
+    log_excerpt: str = ""
+    flags: list[str] = []
+
+
+class SeedCheck(BaseModel):
+    seed: int
+    comparison: Comparison
+    phase: Literal["correctness", "timing"]
+
+
+class Durations(BaseModel):
+    compile_s: float = 0.0
+    correctness_s: float = 0.0
+    memcheck_s: float = 0.0
+    timing_s: float = 0.0
+    total_s: float = 0.0
+    program_runs_s: float = 0.0  # wall time spent inside program runs
+
+    @property
+    def overhead_s(self) -> float:
+        """What the verifier itself added beyond compiling and running programs."""
+        return max(0.0, self.total_s - self.compile_s - self.program_runs_s)
+
+
+class Verdict(BaseModel):
+    accepted: bool
+    summary: str
+    reasons: list[Reason] = []
+    gates: list[GateResult] = []
+    baseline_file: str
+    candidate_file: str
+    gpu: GpuInfo | None = None
+    arch: str = ""
+    nvcc_version: str = ""
+    split_mode: str = ""
+    seeds: list[int] = []
+    checks: list[SeedCheck] = []
+    policy: list[Violation] = []
+    builds: dict[str, BuildSummary] = {}
+    speed: SpeedupDecision | None = None
+    baseline_kernel_ms: list[float] = []
+    candidate_kernel_ms: list[float] = []
+    baseline_wall_ms: list[float] = []
+    candidate_wall_ms: list[float] = []
+    audit: AuditReport | None = None
+    baseline_audit: AuditReport | None = None
+    memcheck_excerpt: str = ""
+    failure_excerpt: str = ""
+    isolation: IsolationReport | None = None
+    notes: list[str] = []
+    durations: Durations = Durations()
+    settings: VerifySettings
+
+    def gate(self, name: str) -> GateResult | None:
+        return next((g for g in self.gates if g.gate == name), None)

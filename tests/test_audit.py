@@ -1,0 +1,171 @@
+"""The independent timing audit on synthetic CUPTI traces, one per way to game the timer."""
+
+from __future__ import annotations
+
+from kernelloop.tools.cupti import ApiRecord, CopyRecord, CuptiTrace, ElapsedCall, EventRecordCall, KernelRecord
+from kernelloop.verify.audit import AuditReport, audit_trace, judge
+
+US = 1000  # ns
+
+
+class Program:
+    """Writes a trace the way a contract harness produces one: warm-up calls, then R timed calls."""
+
+    def __init__(self):
+        self.t = 0
+        self.gpu = 0
+        self.corr = 0
+        self.trace = CuptiTrace(complete=True, pids=[1])
+
+    def _next(self):
+        self.corr += 1
+        return self.corr
+
+    def launch(self, name="_Z6kernelPf", dur_us=400, grid=(64, 64, 1), block=(16, 16, 1), side_stream=False):
+        c = self._next()
+        self.trace.api.append(ApiRecord(cbid=211, name="cudaLaunchKernel", start=self.t, end=self.t + 3 * US, corr=c))
+        start = max(self.gpu, self.t + 5 * US)
+        end = start + dur_us * US
+        self.trace.kernels.append(KernelRecord(name=name, start=start, end=end, corr=c, stream=7 if side_stream else 1,
+                                               device=0, grid=grid, block=block))
+        if not side_stream:
+            self.gpu = end
+        self.t += 4 * US
+
+    def copy(self, kind, dur_us=100):
+        c = self._next()
+        self.trace.api.append(ApiRecord(cbid=31, name="cudaMemcpy", start=self.t, end=self.t + dur_us * US, corr=c))
+        start = max(self.gpu, self.t)
+        self.trace.copies.append(CopyRecord(copy_kind=kind, bytes=4 << 20, start=start, end=start + dur_us * US,
+                                            corr=c, stream=1))
+        self.gpu = start + dur_us * US
+        self.t = self.gpu
+
+    def record(self, event):
+        self.trace.event_records.append(EventRecordCall(event=event, stream="0x0", t=self.t, corr=self._next()))
+        self.mark = getattr(self, "mark", {})
+        self.mark[event] = max(self.gpu, self.t)
+        self.t += 1 * US
+
+    def elapsed(self, a="0xa", b="0xb"):
+        self.t = max(self.t, self.gpu) + 10 * US
+        ms = (self.mark[b] - self.mark[a]) / 1e6
+        self.trace.elapsed.append(ElapsedCall(start_event=a, end_event=b, ms=ms, result=0, t=self.t, corr=self._next()))
+        self.t += 1 * US
+        return ms
+
+
+def harness(call, warmup=2, iters=20):
+    p = Program()
+    for i in range(warmup):
+        call(p, i)
+    p.t = p.gpu + 50 * US
+    p.record("0xa")
+    for i in range(iters):
+        call(p, warmup + i)
+    p.record("0xb")
+    total = p.elapsed()
+    return p.trace, total / iters
+
+
+def honest(p, i):
+    p.launch()
+
+
+def audited(call, reported=None, harness_kernels=frozenset(), **kw):
+    trace, kernel_ms = harness(call, **kw)
+    report = audit_trace(trace, reported_ms=reported or kernel_ms, harness_kernels=set(harness_kernels))
+    base_trace, base_ms = harness(honest)
+    base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=set())
+    return judge(report, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=3.0)
+
+
+def reasons(report: AuditReport):
+    return {f.reason for f in report.findings}
+
+
+def test_honest_program_passes_and_numbers_agree():
+    r = audited(honest)
+    assert r.ok, r.findings
+    assert r.iterations == 20 and r.window_launches == 20
+    assert abs(r.independent_ms - 0.4) < 0.01 and abs(r.reported_ms - 0.4) < 0.02
+
+
+def test_side_stream_escapes_the_events():
+    r = audited(lambda p, i: p.launch(side_stream=True))
+    assert "timer_escape" in reasons(r)
+
+
+def test_faked_kernel_ms_is_caught():
+    r = audited(honest, reported=0.001)
+    assert "kernel_ms_mismatch" in reasons(r)
+
+
+def test_cached_copy_without_kernels_is_no_gpu_work():
+    def cached(p, i):
+        if i == 0:
+            p.launch()
+        else:
+            p.copy("DtoD", dur_us=5)
+    assert "no_gpu_work" in reasons(audited(cached))
+
+
+def test_host_compute_with_copies_is_no_gpu_work():
+    def on_host(p, i):
+        p.copy("DtoH")
+        p.t += 300_000 * US  # the CPU computes
+        p.copy("HtoD")
+        p.launch(name="_Z5dummyv", dur_us=2)
+    assert "no_gpu_work" in reasons(audited(on_host))
+
+
+def test_different_work_after_warmup_is_inconsistent():
+    def switch(p, i):
+        if i == 0:
+            p.launch()
+        else:
+            p.launch(name="_Z4copyPf", dur_us=5, grid=(4096, 1, 1), block=(256, 1, 1))
+    assert "inconsistent_work" in reasons(audited(switch, warmup=1))
+
+
+def test_kernel_that_gets_much_faster_after_its_first_launch_is_inconsistent():
+    def cached_flag(p, i):
+        p.launch(dur_us=400 if i == 0 else 5)
+    assert "inconsistent_work" in reasons(audited(cached_flag))
+
+
+def test_skipping_launches_in_some_calls_is_inconsistent():
+    assert "inconsistent_work" in reasons(audited(lambda p, i: p.launch() if i % 2 == 0 else None))
+
+
+def test_a_cold_first_launch_within_limits_is_fine():
+    r = audited(lambda p, i: p.launch(dur_us=800 if i == 0 else 400))
+    assert r.ok and 1.9 < r.first_to_timed_ratio < 2.1
+
+
+def test_harness_kernels_do_not_count_as_editable_work():
+    def with_init(p, i):
+        p.launch(name="_Z4initPf", dur_us=50)
+    r = audited(with_init, harness_kernels={"_Z4initPf"})
+    assert "no_gpu_work" in reasons(r)
+
+
+def test_unusable_traces_fail_closed():
+    trace, ms = harness(honest)
+    for broken in (trace.model_copy(update={"complete": False}), trace.model_copy(update={"truncated": True}),
+                   trace.model_copy(update={"dropped": 3}), trace.model_copy(update={"elapsed": []})):
+        r = audit_trace(broken, reported_ms=ms, harness_kernels=set())
+        assert reasons(r) == {"timing_unverified"}
+
+
+def test_per_call_event_pairs_are_supported():
+    p = Program()
+    p.launch()
+    total = 0.0
+    for i in range(10):
+        p.record("0xa")
+        p.launch()
+        p.record("0xb")
+        total += p.elapsed()
+    r = audit_trace(p.trace, reported_ms=total / 10, harness_kernels=set())
+    assert r.windows == 10 and r.iterations == 10 and r.window_launches == 10 and not r.findings

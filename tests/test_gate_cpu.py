@@ -1,0 +1,100 @@
+"""The verify gate's early exits, with real nvcc and no GPU: nothing rejected is ever run."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.config import load_settings
+from kernelloop.errors import EnvironmentProblem, InputError
+from kernelloop.tools.gpu import GpuInfo
+from kernelloop.verify import gate
+from kernelloop.verify.verdict import Reason
+
+from .conftest import FIXTURES, ROOT
+
+NAIVE = (ROOT / "kernels" / "naive_matmul.cu").read_text()
+FAKE_H100 = GpuInfo(index=0, name="fake H100 (test)", compute_capability="9.0", driver_version="0")
+
+
+@pytest.fixture
+def no_runs(monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("a program was run although an earlier gate failed")
+    monkeypatch.setattr(gate, "run_program", refuse)
+
+
+@pytest.fixture
+def settings(isolated_cache, tmp_path):
+    return load_settings(project_dir=tmp_path)
+
+
+def verify(candidate: str, settings):
+    return gate.verify_sources(NAIVE, candidate, settings, baseline_name="naive_matmul.cu",
+                               candidate_name="cand.cu", gpu=FAKE_H100)
+
+
+@pytest.mark.nvcc
+def test_policy_violation_is_rejected_without_running(no_runs, settings):
+    cand = (FIXTURES / "candidates" / "matmul" / "fake_kernel_ms.cu").read_text()
+    v = verify(cand, settings)
+    assert not v.accepted and v.reasons == [Reason.policy]
+    assert any(x.rule == "printing" for x in v.policy)
+    assert v.gate("policy").status == "fail" and v.gate("speedup") is None
+
+
+@pytest.mark.nvcc
+def test_object_scan_catches_what_the_text_scan_cannot_see(no_runs, settings):
+    # a function pointer hides the name `write` from the source rules, not from the linker
+    cand = NAIVE.split("// kernelloop: editable begin")[1].split("// kernelloop: editable end")[0]
+    cand = "#include <unistd.h>\n" + cand.replace(
+        "naive_matmul_kernel<<<grid, block>>>(A, B, C, n);",
+        "naive_matmul_kernel<<<grid, block>>>(A, B, C, n);\n  auto w = &::write; w(2, \"KERNEL_MS: 0.001\\n\", 17);")
+    v = verify(cand, settings)
+    assert Reason.policy in v.reasons
+    assert any(x.where == "object" and "write" in x.detail for x in v.policy)
+
+
+@pytest.mark.nvcc
+def test_compile_error_is_rejected_with_the_log(no_runs, settings):
+    v = verify("__global__ void broken( { }\nvoid launch_matmul(const float*, const float*, float*, int) {}\n", settings)
+    assert v.reasons == [Reason.compile]
+    assert "candidate.cu" in v.builds["candidate"].log_excerpt and "error" in v.builds["candidate"].log_excerpt
+
+
+@pytest.mark.nvcc
+def test_changed_launcher_signature_fails_at_link_time(no_runs, settings):
+    cand = (FIXTURES / "candidates" / "matmul" / "wrong_signature.cu").read_text()
+    v = verify(cand, settings)
+    assert v.reasons == [Reason.compile] and v.builds["candidate"].stage == "link"
+    assert "launch_matmul" in v.builds["candidate"].log_excerpt
+
+
+@pytest.mark.nvcc
+def test_preamble_error_check_macro_is_allowed_but_its_printf_is_not(monkeypatch, settings):
+    """CUDA_CHECK from the frozen preamble prints with fprintf: the candidate may use it."""
+    ran = []
+    monkeypatch.setattr(gate, "run_program", lambda *a, **k: ran.append(1) or (_ for _ in ()).throw(RuntimeError("stop")))
+    body = NAIVE.split("// kernelloop: editable begin")[1].split("// kernelloop: editable end")[0]
+    with_check = body.replace("naive_matmul_kernel<<<grid, block>>>(A, B, C, n);",
+                              "naive_matmul_kernel<<<grid, block>>>(A, B, C, n);\n  CUDA_CHECK(cudaGetLastError());")
+    with pytest.raises(RuntimeError, match="stop"):
+        verify(with_check, settings)  # got past policy and compile to the first run
+    assert ran
+    smuggled = "#define CAT(a, b) a##b\n" + with_check.replace("CUDA_CHECK(cudaGetLastError());",
+                                                               'CAT(fpr, intf)(stderr, "x");')
+    monkeypatch.setattr(gate, "run_program", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    v = verify(smuggled, settings)
+    assert Reason.policy in v.reasons
+
+
+@pytest.mark.nvcc
+def test_baseline_that_does_not_build_is_an_input_error(settings):
+    broken = NAIVE.replace("acc += A[row * n + k]", "acc += A[row * n + k")
+    with pytest.raises(InputError, match="baseline does not build"):
+        gate.verify_sources(broken, NAIVE, settings, baseline_name="b.cu", candidate_name="c.cu", gpu=FAKE_H100)
+
+
+def test_no_gpu_is_one_clear_line(monkeypatch, settings):
+    monkeypatch.setattr(gate, "detect_gpus", lambda: [])
+    with pytest.raises(EnvironmentProblem, match=r"verify needs a CUDA GPU; run `kernelloop doctor`"):
+        gate.verify_sources(NAIVE, NAIVE, settings, baseline_name="b.cu", candidate_name="c.cu")
