@@ -64,12 +64,36 @@ static uint64_t next_random(uint64_t& state) {  // splitmix64
   return z ^ (z >> 31);
 }
 
+// Full output dump: when KERNELLOOP_OUTPUT_FILE names a file, every output buffer is
+// appended to it as an ASCII header line "kernelloop-output 1 <dtype> <count>\n" followed
+// by <count> raw little-endian elements. Unset or empty: nothing is written.
+static void dump_output(const char* dtype, const void* data, size_t count, size_t elem_size) {
+  const char* path = getenv("KERNELLOOP_OUTPUT_FILE");
+  if (path == nullptr || path[0] == '\0') return;
+  FILE* f = fopen(path, "ab");
+  if (f == nullptr) {
+    fprintf(stderr, "cannot open KERNELLOOP_OUTPUT_FILE %s for appending\n", path);
+    exit(1);
+  }
+  bool ok = fprintf(f, "kernelloop-output 1 %s %zu\n", dtype, count) > 0 &&
+            fwrite(data, elem_size, count, f) == count;
+  if (fclose(f) != 0 || !ok) {
+    fprintf(stderr, "cannot write the output dump to KERNELLOOP_OUTPUT_FILE %s\n", path);
+    exit(1);
+  }
+}
+
+// Fills the input with values in [0, 1), continuing the splitmix64 stream.
+static void make_inputs(uint64_t& state, std::vector<float>& hIn) {
+  for (float& x : hIn) x = (next_random(state) >> 40) * (1.0f / 16777216.0f);
+}
+
 int main() {
   const char* seed_text = getenv("KERNELLOOP_SEED");
   uint64_t state = seed_text ? strtoull(seed_text, nullptr, 10) : 20260528ull;
   const size_t count = (size_t)ROWS * COLS, bytes = count * sizeof(float);
   std::vector<float> hIn(count), hOut(count);
-  for (size_t i = 0; i < count; ++i) hIn[i] = (next_random(state) >> 40) * (1.0f / 16777216.0f);
+  make_inputs(state, hIn);
 
   float *in, *out;
   CUDA_CHECK(cudaMalloc(&in, bytes));
@@ -79,6 +103,11 @@ int main() {
   const int warmup = 2, iters = 20;
   for (int i = 0; i < warmup; ++i) launch_softmax(in, out, ROWS, COLS);
   CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  // Fresh inputs for the timed calls: the same splitmix64 stream continued, uploaded over
+  // the same buffers, so no result computed during the warm-up can be replayed.
+  make_inputs(state, hIn);
+  CUDA_CHECK(cudaMemcpy(in, hIn.data(), bytes, cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaDeviceSynchronize());
   // Poison the output so the timed launches must write every element themselves.
   CUDA_CHECK(cudaMemset(out, 0xFF, bytes));
@@ -95,6 +124,7 @@ int main() {
   CUDA_CHECK(cudaEventElapsedTime(&total_ms, start, stop));
 
   CUDA_CHECK(cudaMemcpy(hOut.data(), out, bytes, cudaMemcpyDeviceToHost));
+  dump_output("float32", hOut.data(), count, sizeof(float));
   double checksum = 0.0, weighted = 0.0;
   for (size_t i = 0; i < count; ++i) {
     checksum += hOut[i];

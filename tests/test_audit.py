@@ -77,7 +77,7 @@ def audited(call, reported=None, harness_kernels=frozenset(), **kw):
     report = audit_trace(trace, reported_ms=reported or kernel_ms, harness_kernels=set(harness_kernels))
     base_trace, base_ms = harness(honest)
     base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=set())
-    return judge(report, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=3.0)
+    return judge(report, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
 
 
 def reasons(report: AuditReport):
@@ -138,9 +138,35 @@ def test_skipping_launches_in_some_calls_is_inconsistent():
     assert "inconsistent_work" in reasons(audited(lambda p, i: p.launch() if i % 2 == 0 else None))
 
 
-def test_a_cold_first_launch_within_limits_is_fine():
-    r = audited(lambda p, i: p.launch(dur_us=800 if i == 0 else 400))
-    assert r.ok and 1.9 < r.first_to_timed_ratio < 2.1
+def test_a_cold_first_launch_within_limits_is_fine_and_a_twice_slower_one_is_not():
+    r = audited(lambda p, i: p.launch(dur_us=560 if i == 0 else 400))
+    assert r.ok and 1.35 < r.first_to_timed_ratio < 1.45
+    assert "inconsistent_work" in reasons(audited(lambda p, i: p.launch(dur_us=800 if i == 0 else 400)))
+
+
+def test_work_done_in_one_timed_call_only_is_inconsistent():
+    def once_then_copy(p, i):
+        p.launch(name="_Z4hashPf", dur_us=3)
+        if i in (0, 2):  # after each input change: first warm-up call and first timed call
+            p.launch()
+        p.launch(name="_Z4copyPf", dur_us=5)
+    assert "inconsistent_work" in reasons(audited(once_then_copy))
+
+
+def test_one_slow_launch_among_fast_ones_in_the_timed_region_is_inconsistent():
+    def flagged(p, i):
+        p.launch(dur_us=400 if i in (0, 2) else 10)
+    assert "inconsistent_work" in reasons(audited(flagged))
+
+
+def test_host_copies_during_warm_up_are_caught():
+    def host_cache(p, i):
+        if i == 0:
+            p.copy("DtoH")
+            p.copy("DtoH")
+            p.copy("HtoD")
+        p.launch(name="_Z4copyPf", dur_us=5)
+    assert "no_gpu_work" in reasons(audited(host_cache))
 
 
 def test_harness_kernels_do_not_count_as_editable_work():

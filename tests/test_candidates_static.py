@@ -59,7 +59,7 @@ def test_static_gates(baseline: str, candidate: Path, expect: str, settings):
     if expect == "policy":
         assert result.violations, "a policy candidate got past the policy gate"
     elif expect == "compile":
-        assert not result.candidate.ok and not result.violations
+        assert result.candidate is not None and not result.candidate.ok and not result.violations
     else:
         assert result.candidate.ok, result.candidate.log
         assert not result.violations, [v.describe() for v in result.violations]

@@ -46,7 +46,7 @@ def test_policy_violation_is_rejected_without_running(no_runs, settings):
 def test_object_scan_catches_what_the_text_scan_cannot_see(no_runs, settings):
     # a function pointer hides the name `write` from the source rules, not from the linker
     cand = NAIVE.split("// kernelloop: editable begin")[1].split("// kernelloop: editable end")[0]
-    cand = "#include <unistd.h>\n" + cand.replace(
+    cand = 'extern "C" long write(int, const void*, unsigned long);\n' + cand.replace(
         "naive_matmul_kernel<<<grid, block>>>(A, B, C, n);",
         "naive_matmul_kernel<<<grid, block>>>(A, B, C, n);\n  auto w = &::write; w(2, \"KERNEL_MS: 0.001\\n\", 17);")
     v = verify(cand, settings)
@@ -98,3 +98,27 @@ def test_no_gpu_is_one_clear_line(monkeypatch, settings):
     monkeypatch.setattr(gate, "detect_gpus", lambda: [])
     with pytest.raises(EnvironmentProblem, match=r"verify needs a CUDA GPU; run `kernelloop doctor`"):
         gate.verify_sources(NAIVE, NAIVE, settings, baseline_name="b.cu", candidate_name="c.cu")
+
+
+@pytest.mark.nvcc
+def test_the_preprocessor_check_refuses_files_outside_the_toolkit():
+    from kernelloop.tools.nvcc import check_includes, find_toolchain
+    from kernelloop.tools.sandbox import Limits
+
+    limits = Limits(wall_timeout_s=120, memory_bytes=4 << 30)
+    ok = check_includes("#include <cuda_runtime.h>\n#include <cmath>\n__global__ void k() {}\n",
+                        arch="sm_90", toolchain=find_toolchain(), limits=limits)
+    assert ok.ok and not ok.outside
+    bad = check_includes('#define F "/etc/hostname"\n#include F\n__global__ void k() {}\n',
+                         arch="sm_90", toolchain=find_toolchain(), limits=limits)
+    assert not bad.ok and bad.outside == ["/etc/hostname"]
+
+
+def test_source_normalization_defeats_splices_and_digraphs():
+    from kernelloop.verify.policy import scan_source
+
+    for text in ('#inc\\\nlude "/etc/hostname"\n', '%:include "/etc/hostname"\n', '??=include "/etc/hostname"\n'):
+        assert any(v.rule == "include" for v in scan_source(text)), text
+    assert any(v.rule == "printing" for v in scan_source('void f() { prin\\\ntf("x"); }'))
+    assert any(v.rule == "include" for v in scan_source('asm(".incbin \\"/etc/passwd\\"");'))
+    assert any(v.rule == "static-init" for v in scan_source('__attribute__((section(".init_array"))) void* p;'))

@@ -106,3 +106,40 @@ def test_a_versus_a_false_accepts_stay_under_the_separation_bound_at_any_thresho
     passes = sum(_a_versus_a(rng, 0.05, 7, threshold).outcome == "faster" for _ in range(trials))
     bound = 1 / math.comb(14, 7)
     assert passes <= 2 * bound * trials + 3  # ~6 expected at most; pair ratios alone gave ~90 in 200k at 5 pairs
+
+
+def _dump(tmp_path, name, *buffers):
+    import numpy as np
+    path = tmp_path / name
+    with path.open("wb") as f:
+        for dtype, values in buffers:
+            arr = np.asarray(values, dtype={"float32": "<f4", "uint32": "<u4"}[dtype])
+            f.write(f"kernelloop-output 1 {dtype} {arr.size}\n".encode() + arr.tobytes())
+    return path
+
+
+def test_dump_round_trip_and_element_wise_comparison(tmp_path):
+    from kernelloop.verify.outputs import compare_dumps, read_dump
+
+    base = read_dump(_dump(tmp_path, "b", ("float32", [1.0, 2.0, 3.0, 4.0]), ("uint32", [7, 8])))
+    same = read_dump(_dump(tmp_path, "s", ("float32", [1.0005, 2.0, 3.0, 4.0]), ("uint32", [7, 8])))
+    assert [b.size for b in base] == [4, 2]
+    assert compare_dumps(base, same, rtol=1e-3).match
+    off = read_dump(_dump(tmp_path, "o", ("float32", [1.0, 2.0, 0.0, 4.0]), ("uint32", [7, 9])))
+    r = compare_dumps(base, off, rtol=1e-3)
+    assert not r.match and [m.index for m in r.first_mismatches] == [2, 5]
+    nan = read_dump(_dump(tmp_path, "n", ("float32", [1.0, float("nan"), 3.0, 4.0]), ("uint32", [7, 8])))
+    assert compare_dumps(base, nan, rtol=1).nonfinite
+    shape = read_dump(_dump(tmp_path, "x", ("float32", [1.0, 2.0, 3.0]), ("uint32", [7, 8])))
+    assert "different buffers" in compare_dumps(base, shape, rtol=1).problem
+
+
+def test_malformed_dumps_are_refused(tmp_path):
+    from kernelloop.verify.outputs import DumpError, read_dump
+
+    (tmp_path / "bad").write_bytes(b"not a dump")
+    with pytest.raises(DumpError):
+        read_dump(tmp_path / "bad")
+    (tmp_path / "short").write_bytes(b"kernelloop-output 1 float32 10\n\x00\x00")
+    with pytest.raises(DumpError, match="ends inside"):
+        read_dump(tmp_path / "short")

@@ -164,3 +164,21 @@ def test_a_program_that_cannot_start_is_reported_not_raised(tmp_path):
     with private_workdir() as work:
         r = run_sandboxed([str(tmp_path / "missing")], workdir=work, limits=Limits(wall_timeout_s=5))
     assert not r.ok and r.returncode != 0
+
+
+def test_a_process_that_leaves_the_group_is_swept(tmp_path):
+    _, dropped = available_isolation()
+    if not dropped:
+        pytest.skip("not running as root: no sandbox uid to sweep")
+    exe = build(tmp_path, "escapee", """
+#include <unistd.h>
+int main(){ if (fork()==0) { setsid(); if (fork()==0) { sleep(30); return 0; } return 0; } sleep(1); return 0; }""")
+    from kernelloop.tools.sandbox import _processes_of
+
+    with private_workdir() as work:
+        staged = stage_file(exe, work)
+        os.chmod(staged, 0o755)
+        uid = work.stat().st_uid
+        r = run_sandboxed([str(staged)], workdir=work, limits=Limits(wall_timeout_s=10))
+        assert r.returncode == 0 and not r.timed_out and r.wall_s < 5  # the held pipes do not stall it
+        assert _processes_of(uid) == []

@@ -23,10 +23,11 @@ from pydantic import BaseModel
 from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
 
-BUILD_RECIPE_VERSION = "6"  # bump when the build steps change, to invalidate the cache
+BUILD_RECIPE_VERSION = "7"  # bump when the build steps change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
+_PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+|\.weak\s+)?\.entry\s+([\w$.]+)\s*\(", re.M)
 
 
 class Toolchain(BaseModel):
@@ -50,6 +51,8 @@ class BuildResult(BaseModel):
     editable_symbols: ObjectSymbols | None = None
     harness_symbols: ObjectSymbols | None = None
     kept_global: list[str] = []
+    harness_kernels: list[str] = []  # __global__ functions the frozen harness itself defines (PTX .entry)
+    editable_kernels: list[str] = []  # filled only when the harness has kernels of its own
     flags: list[str] = []
     cached: bool = False
     seconds: float = 0.0
@@ -81,6 +84,49 @@ def arch_flags(arch: str) -> list[str]:
     if m.group(2):
         return [f"-gencode=arch=compute_{m.group(1)}{m.group(2)},code=sm_{m.group(1)}{m.group(2)}"]
     return [f"-arch={arch}"]
+
+
+class IncludeCheck(BaseModel):
+    ok: bool
+    outside: list[str] = []  # files opened outside the toolkit and system headers
+    problem: str | None = None
+
+
+def system_include_roots(tc: Toolchain) -> list[Path]:
+    """Where legitimate headers live: the CUDA toolkit and the host compiler's system dirs."""
+    real = tc.nvcc.resolve()
+    text = real.read_text(errors="replace") if real.stat().st_size < 4096 else ""
+    m = re.search(r"exec\s+(\S+/bin/nvcc)", text)  # a wrapper script: follow it
+    if m:
+        real = Path(m.group(1)).resolve()
+    return [real.parent.parent.resolve(), Path("/usr/include"), Path("/usr/lib/gcc"), Path("/usr/lib64/gcc"),
+            Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib/aarch64-linux-gnu")]
+
+
+def check_includes(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits,
+                   name: str = "candidate.cu") -> IncludeCheck:
+    """List every file the preprocessor opens for `unit` (nvcc -M, in the sandbox) and
+    refuse any outside the toolkit and system headers: whatever spelling reached it
+    (line splices, digraphs, macros), an #include of a user file could echo its contents
+    into compiler messages."""
+    roots = [str(r) for r in system_include_roots(toolchain)]
+    with private_workdir() as work:
+        (work / name).write_text(unit)
+        shutil.chown(work / name, user=work.stat().st_uid, group=work.stat().st_gid)
+        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), "-M", name],
+                            workdir=work, limits=limits)
+        if not run.ok:
+            # Diagnostics are withheld on purpose: they could quote an included file.
+            return IncludeCheck(ok=False, problem=f"preprocessing failed ({run.failure()})")
+        deps = run.stdout.replace("\\\n", " ").split(":", 1)[-1].split()
+        outside = []
+        for dep in deps:
+            path = os.path.realpath(dep if os.path.isabs(dep) else os.path.join(work, dep))
+            if path.startswith(str(work.resolve()) + os.sep) and Path(path).name == name:
+                continue
+            if not any(path == r or path.startswith(r + os.sep) for r in roots):
+                outside.append(path)
+        return IncludeCheck(ok=not outside, outside=outside)
 
 
 def object_symbols(obj: Path) -> ObjectSymbols:
@@ -133,7 +179,7 @@ def build_program(
                 return cached.model_copy(update={"cached": True})
         except ValueError:
             pass
-    limits = limits or Limits(wall_timeout_s=300, memory_bytes=None, max_processes=512)
+    limits = limits or Limits(wall_timeout_s=300, memory_bytes=8 << 30, max_processes=512)
     started = time.monotonic()
     result = _build(editable_unit, harness_unit, flags, toolchain, limits, out_dir, exports)
     result.seconds = time.monotonic() - started
@@ -171,6 +217,18 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         failed = nvcc("compile harness", ["-c", "harness.cu", "-o", "harness.o"])
         if failed:
             return failed
+        # Kernel names come from the device code (PTX), never from host symbols: an
+        # extern "C" kernel may borrow any host symbol's name.
+        failed = nvcc("list harness kernels", ["-ptx", "harness.cu", "-o", "harness.ptx"])
+        if failed:
+            return failed
+        harness_kernels = sorted(set(_PTX_ENTRY.findall((work / "harness.ptx").read_text())))
+        editable_kernels: list[str] = []
+        if harness_kernels:
+            failed = nvcc("list editable kernels", ["-ptx", "editable.cu", "-o", "editable.ptx"])
+            if failed:
+                return failed
+            editable_kernels = sorted(set(_PTX_ENTRY.findall((work / "editable.ptx").read_text())))
         editable_syms = object_symbols(work / "editable.o")
         harness_syms = object_symbols(work / "harness.o")
         needed = set(harness_syms.undefined) & set(editable_syms.defined_global)
@@ -204,4 +262,5 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         ok=True, stage="done", log="\n".join(logs), binary=out_dir / "program",
         editable_object=out_dir / "editable.o", editable_symbols=editable_syms,
         harness_symbols=harness_syms, kept_global=keep, flags=flags,
+        harness_kernels=harness_kernels, editable_kernels=editable_kernels,
     )

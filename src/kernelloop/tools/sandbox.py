@@ -30,7 +30,13 @@ from pydantic import BaseModel, Field
 
 _CLONE_NEWNET = 0x40000000
 _CLONE_NEWUSER = 0x10000000
-_UNPRIVILEGED_UID = 65534  # "nobody" on every mainstream distribution
+# Each run gets a uid of its own from this range (not "nobody", which daemons share),
+# reserved with a lock file for the run's lifetime: after the run every process of that
+# uid is killed, including any that left the process group with setsid, and concurrent
+# runs never touch each other's processes.
+SANDBOX_UID_BASE = int(os.environ.get("KERNELLOOP_SANDBOX_UID_BASE", "61000"))
+SANDBOX_UID_COUNT = 4000
+_UID_LOCK_DIR = Path("/tmp/kernelloop-sandbox-uids")
 
 # Variables a CUDA program or a compiler legitimately needs. Everything else is dropped.
 PASS_THROUGH_ENV = (
@@ -72,7 +78,7 @@ class IsolationReport(BaseModel):
 
     def summary(self) -> str:
         net = "no network (netns)" if self.network == "namespace" else "network NOT isolated"
-        user = "uid nobody" if self.user == "unprivileged" else "same uid"
+        user = "own uid per run, swept after" if self.user == "unprivileged" else "same uid"
         return f"scrubbed env, private tmp, {net}, {user}, limits: {', '.join(self.limits)}"
 
 
@@ -166,13 +172,65 @@ def _unshare_or_raise(flags: int) -> None:
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
 
 
-def _drop_privileges() -> None:
+def _drop_privileges(uid: int = SANDBOX_UID_BASE) -> None:
     os.setgroups([])
-    os.setgid(_UNPRIVILEGED_UID)
-    os.setuid(_UNPRIVILEGED_UID)
+    os.setgid(uid)
+    os.setuid(uid)
 
 
-def _child_setup(limits: Limits, unshare_flags: int, drop_uid: bool) -> None:
+def _reserve_uid() -> tuple[int, int]:
+    """A sandbox uid no other live run holds: (uid, lock fd). Leftovers of a crashed run
+    that held it are killed first."""
+    import fcntl
+    import random
+
+    _UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    for _ in range(200):
+        uid = SANDBOX_UID_BASE + random.randrange(SANDBOX_UID_COUNT)
+        fd = os.open(_UID_LOCK_DIR / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        kill_processes_of(uid)
+        return uid, fd
+    raise RuntimeError("no free sandbox uid (4000 runs at once?)")
+
+
+def _processes_of(uid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = dict(line.split(":", 1) for line in (entry / "status").read_text().splitlines() if ":" in line)
+        except (OSError, ValueError):
+            continue
+        # Zombies are already dead (an init that does not reap leaves them); skip them.
+        if int(status.get("Uid", "-1").split()[0]) == uid and not status.get("State", "").strip().startswith("Z"):
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_processes_of(uid: int, rounds: int = 5) -> int:
+    """Kill every process of a sandbox uid."""
+    killed = 0
+    for _ in range(rounds):
+        pids = _processes_of(uid)
+        if not pids:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+    return killed
+
+
+def _child_setup(limits: Limits, unshare_flags: int, drop_uid: int | None) -> None:
     """Runs in the child between fork and exec (async-signal-safe enough for CPython)."""
     cpu = limits.cpu_seconds or int(limits.wall_timeout_s) + 5
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -183,8 +241,8 @@ def _child_setup(limits: Limits, unshare_flags: int, drop_uid: bool) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limits.memory_bytes, limits.memory_bytes))
     if unshare_flags:
         _unshare_or_raise(unshare_flags)
-    if drop_uid:
-        _drop_privileges()
+    if drop_uid is not None:
+        _drop_privileges(drop_uid)
     # After the uid drop NPROC counts the sandbox's own processes and threads.
     resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
 
@@ -208,31 +266,45 @@ def describe_isolation(limits: Limits) -> IsolationReport:
     if os.geteuid() == 0 and not drop:
         report.notes.append("running as root and could not drop to an unprivileged uid")
     if os.geteuid() != 0:
-        report.notes.append("process limit counts all processes of this user (not root, no uid drop)")
+        report.notes.append("not root: no uid drop, so the process limit counts all of this user's processes and "
+                            "a process that leaves the group (setsid) is not swept")
     return report
 
 
 @contextmanager
 def private_workdir(base: Path | None = None) -> Iterator[Path]:
-    """A fresh directory only the sandboxed program (and we) can use; removed after."""
+    """A fresh directory only the sandboxed program (and we) can use; removed after.
+
+    When runs drop privileges, the directory is owned by a uid reserved for it alone;
+    programs run in it run as that uid, and everything of that uid dies with the block."""
     path = Path(tempfile.mkdtemp(prefix="kl-run-", dir=base))
+    _, drop = available_isolation()
+    uid, lock = _reserve_uid() if drop else (None, None)
     try:
-        _, drop = available_isolation()
-        if drop:
-            os.chown(path, _UNPRIVILEGED_UID, _UNPRIVILEGED_UID)
+        if uid is not None:
+            os.chown(path, uid, uid)
         os.chmod(path, 0o700)
         yield path
     finally:
+        if uid is not None:
+            kill_processes_of(uid)
         shutil.rmtree(path, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
+
+
+def _run_uid(workdir: Path) -> int | None:
+    _, drop = available_isolation()
+    return workdir.stat().st_uid if drop else None
 
 
 def stage_file(src: Path, workdir: Path, name: str | None = None) -> Path:
     """Copy a file into a workdir so the (possibly unprivileged) program can use it."""
     dst = workdir / (name or src.name)
     shutil.copy2(src, dst)
-    _, drop = available_isolation()
-    if drop:
-        os.chown(dst, _UNPRIVILEGED_UID, _UNPRIVILEGED_UID)
+    uid = _run_uid(workdir)
+    if uid is not None:
+        os.chown(dst, uid, uid)
     return dst
 
 
@@ -245,7 +317,8 @@ def run_sandboxed(
 ) -> RunResult:
     """Run `argv` in `workdir` under the sandbox; never raises for the program's misbehaviour."""
     limits = limits or Limits()
-    flags, drop = available_isolation()
+    flags, _ = available_isolation()
+    uid = _run_uid(workdir)
     isolation = describe_isolation(limits)
     full_env = scrubbed_env(env, home=workdir)
     start = time.monotonic()
@@ -258,7 +331,7 @@ def run_sandboxed(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=functools.partial(_child_setup, limits, flags, drop),
+            preexec_fn=functools.partial(_child_setup, limits, flags, uid),
             close_fds=True,
         )
     except (OSError, subprocess.SubprocessError) as exc:
@@ -275,12 +348,18 @@ def run_sandboxed(
     sel.register(proc.stderr, selectors.EVENT_READ, "err")
     deadline = start + limits.wall_timeout_s
     open_streams = 2
+    drain_until: float | None = None  # once the program exits, its pipes get a short grace
     while open_streams:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        now = time.monotonic()
+        if now >= deadline:
             timed_out = True
             break
-        for key, _ in sel.select(timeout=min(remaining, 0.5)):
+        if drain_until is None and proc.poll() is not None:
+            drain_until = now + 0.5  # a child it left behind may hold the pipes open forever
+        if drain_until is not None and now >= drain_until:
+            break
+        wait = min(deadline, drain_until or deadline) - now
+        for key, _ in sel.select(timeout=min(wait, 0.1 if drain_until is None else wait)):
             chunk = os.read(key.fd, 65536)
             if not chunk:
                 sel.unregister(key.fileobj)
@@ -304,6 +383,8 @@ def run_sandboxed(
         _kill_group(proc.pid)
         proc.wait(timeout=10)
     _kill_group(proc.pid)  # reap anything the program left running in its group
+    if uid is not None:
+        kill_processes_of(uid)  # and anything that left the group
     sel.close()
     proc.stdout.close()
     proc.stderr.close()

@@ -45,6 +45,9 @@ class AuditReport(BaseModel):
     independent_ms: float | None = None  # busy_ms / iterations
     window_launches: int = 0
     window_host_copies: int = 0
+    run_host_copies: int = 0  # host<->device copies anywhere in the run (warm-up included)
+    window_counts: dict[str, int] = {}  # launches per kernel signature in the timed region
+    window_spread: float | None = None  # max over signatures of max/median duration in the region
     warmup_signatures: list[str] = []
     window_signatures: list[str] = []
     first_to_timed_ratio: float | None = None
@@ -83,6 +86,7 @@ class _Timeline:
     window_kernels: list
     warmup_kernels: list
     window_host_copies: int
+    run_host_copies: int
 
 
 def _timeline(trace: CuptiTrace, harness_kernels: set[str]) -> _Timeline | None:
@@ -119,12 +123,10 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str]) -> _Timeline | None:
             window_kernels.append(k)
         elif t < first and k.name not in harness_kernels:
             warmup_kernels.append(k)
-    host_copies = sum(
-        1 for c in trace.copies
-        if c.copy_kind in ("HtoD", "DtoH") and inside(launch_time.get(c.corr, c.start))
-    )
+    host_copies = [c for c in trace.copies if c.copy_kind in ("HtoD", "DtoH")]
+    in_window = sum(1 for c in host_copies if inside(launch_time.get(c.corr, c.start)))
     return _Timeline(windows=windows, events_ms=events_ms, window_kernels=window_kernels,
-                     warmup_kernels=warmup_kernels, window_host_copies=host_copies)
+                     warmup_kernels=warmup_kernels, window_host_copies=in_window, run_host_copies=len(host_copies))
 
 
 def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[str]) -> AuditReport:
@@ -151,18 +153,23 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
     report.busy_ms = _union_ns([(k.start, k.end) for k in tl.window_kernels]) / NS_PER_MS
     report.window_launches = len(editable)
     report.window_host_copies = tl.window_host_copies
+    report.run_host_copies = tl.run_host_copies
+    report.window_counts = dict(Counter(_signature(k) for k in editable))
     report.iterations = round(tl.events_ms / reported_ms) if reported_ms > 0 else None
     if report.iterations:
         report.independent_ms = report.busy_ms / report.iterations
     report.warmup_signatures = sorted({_signature(k) for k in tl.warmup_kernels})
     report.window_signatures = sorted({_signature(k) for k in editable})
-    ratios = []
+    ratios, spreads = [], []
     for sig in report.window_signatures:
         timed = [k.end - k.start for k in editable if _signature(k) == sig]
+        if timed and statistics.median(timed) > 0:
+            spreads.append(max(timed) / statistics.median(timed))
         first = [k.end - k.start for k in tl.warmup_kernels if _signature(k) == sig]
         if timed and first and statistics.median(timed) > 0:
             ratios.append(max(first) / statistics.median(timed))
     report.first_to_timed_ratio = max(ratios) if ratios else None
+    report.window_spread = max(spreads) if spreads else None
     return report
 
 
@@ -181,6 +188,9 @@ def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: fl
     if c.window_host_copies > baseline.window_host_copies:
         flag("no_gpu_work", f"{c.window_host_copies} host<->device copies inside the timed region "
                             f"(baseline {baseline.window_host_copies}): work done on the host")
+    elif c.run_host_copies > baseline.run_host_copies:
+        flag("no_gpu_work", f"{c.run_host_copies} host<->device copies in the run (baseline "
+                            f"{baseline.run_host_copies}): the launcher moves data to or from the host")
     slack_ms = 0.002 * max(1, c.window_launches)  # timestamp granularity per kernel
     if c.busy_ms is not None and c.busy_ms > c.events_ms * (1 + escape_tolerance) + slack_ms:
         flag("timer_escape", f"kernels launched in the timed region were busy {c.busy_ms:.3f} ms on the GPU "
@@ -197,6 +207,12 @@ def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: fl
                                        f"the GPU was busy (CUPTI)")
         if 0 < c.window_launches < iterations:
             flag("inconsistent_work", f"only {c.window_launches} kernel launches for {iterations} timed calls")
+        # Every call launches the same work, so each kernel's count is a multiple of the calls.
+        uneven = {sig: n for sig, n in c.window_counts.items() if n % iterations}
+        if uneven:
+            sig, n = next(iter(uneven.items()))
+            flag("inconsistent_work", f"{sig.split('<<<')[0]} launched {n} times in {iterations} timed calls: "
+                                      "work done in some calls only")
     if c.warmup_signatures and set(c.warmup_signatures) != set(c.window_signatures):
         only_warm = sorted(set(c.warmup_signatures) - set(c.window_signatures))
         only_timed = sorted(set(c.window_signatures) - set(c.warmup_signatures))
@@ -204,6 +220,11 @@ def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: fl
                                   f"(warm-up only: {only_warm[:2]}, timed only: {only_timed[:2]})")
     elif not c.warmup_signatures and c.window_launches:
         c.notes.append("no warm-up launches before the timed region: launch consistency not checked")
+    if c.window_spread is not None:
+        allowed = warmup_slowdown_limit * max(1.0, baseline.window_spread or 1.0)
+        if c.window_spread > allowed:
+            flag("inconsistent_work", f"one launch of a kernel in the timed region took {c.window_spread:.1f}x its median "
+                                      f"(allowed {allowed:.1f}x): work done in some calls only")
     if c.first_to_timed_ratio is not None:
         allowed = warmup_slowdown_limit * max(1.0, baseline.first_to_timed_ratio or 1.0)
         if c.first_to_timed_ratio > allowed:

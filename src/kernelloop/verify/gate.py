@@ -23,12 +23,12 @@ from ..errors import EnvironmentProblem, InputError
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
-from ..tools.nvcc import BuildResult, Toolchain, build_program, find_toolchain
+from ..tools.nvcc import BuildResult, Toolchain, build_program, check_includes, find_toolchain
 from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import MEMCHECK_EXIT_CODE, find_compute_sanitizer, memcheck_argv, read_memcheck
 from . import policy
-from .audit import AuditReport, audit_trace, judge
-from .outputs import compare_outputs
+from .audit import AuditFinding, AuditReport, audit_trace, judge
+from .outputs import Comparison, compare_dumps, compare_outputs
 from .runs import ProgramRun, run_program
 from .stats import decide
 from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict
@@ -60,11 +60,26 @@ def _summary(build: BuildResult) -> BuildSummary:
 def _fresh_seeds(count: int, avoid: set[int]) -> list[int]:
     seeds: list[int] = []
     while len(seeds) < count:
-        s = secrets.randbits(31)
+        s = secrets.randbits(63)  # too many to brute-force from the inputs
         if s not in avoid and s not in seeds:
             seeds.append(s)
     avoid.update(seeds)
     return seeds
+
+
+def _compare_runs(base: ProgramRun, cand: ProgramRun, vs) -> Comparison:
+    """Printed numbers, and every element of the output dump when the harness writes one."""
+    printed = compare_outputs(base.result.stdout, cand.result.stdout, rtol=vs.rtol, atol=vs.atol)
+    if base.dump is None or not printed.match:
+        return printed
+    if cand.dump is None:
+        return printed.model_copy(update={"match": False, "problem": cand.dump_problem
+                                          or "the candidate run wrote no output dump"})
+    full = compare_dumps(base.dump, cand.dump, rtol=vs.rtol, atol=vs.atol)
+    if not full.match:
+        return full
+    return printed.model_copy(update={"compared": printed.compared + full.compared,
+                                      "max_rel_error": max(printed.max_rel_error, full.max_rel_error)})
 
 
 def _run_failure(run: ProgramRun) -> tuple[Reason, str] | None:
@@ -122,7 +137,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                           baseline_name=baseline_name)
     base_build, cand_build, violations = static.baseline, static.candidate, static.violations
     durations.compile_s = time.monotonic() - t
-    v.builds = {"baseline": _summary(base_build), "candidate": _summary(cand_build)}
+    v.builds = {"baseline": _summary(base_build)}
+    if cand_build is not None:
+        v.builds["candidate"] = _summary(cand_build)
     v.policy = violations
     v.gates.append(GateResult(gate="policy", status="fail" if violations else "pass", baseline="-",
                               candidate=f"{len(violations)} violation(s)" if violations else "clean",
@@ -130,20 +147,24 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     if violations:
         reasons.append(Reason.policy)
     flags = " ".join(base_build.flags)
-    v.gates.append(GateResult(gate="compile", status="pass" if cand_build.ok else "fail", baseline="OK",
-                              candidate="OK" if cand_build.ok else "FAILED",
-                              detail=f"nvcc {flags}" if cand_build.ok else f"{cand_build.stage}: "
-                              + _log_tail(cand_build.log, 4)))
-    if not cand_build.ok:
-        reasons.append(Reason.compile)
+    if cand_build is None:
+        v.gates.append(GateResult(gate="compile", status="skipped", baseline="OK", candidate="-",
+                                  detail="not compiled: the source failed the policy"))
+    else:
+        v.gates.append(GateResult(gate="compile", status="pass" if cand_build.ok else "fail", baseline="OK",
+                                  candidate="OK" if cand_build.ok else "FAILED",
+                                  detail=f"nvcc {flags}" if cand_build.ok else f"{cand_build.stage}: "
+                                  + _log_tail(cand_build.log, 4)))
+        if not cand_build.ok:
+            reasons.append(Reason.compile)
     if reasons:  # never run what failed policy or did not build
         return finish()
 
     # -- runs ----------------------------------------------------------------------------
     cache = settings.cache_dir
-    assert base_build.binary and cand_build.binary
+    assert cand_build is not None and base_build.binary and cand_build.binary
     base_bin, cand_bin = base_build.binary, cand_build.binary
-    harness_kernels = set(base_build.harness_symbols.defined_global) if base_build.harness_symbols else set()
+    harness_kernels = set(base_build.harness_kernels)
     cupti_lib: Path | None = None
     if vs.independent_timing != "off":
         try:
@@ -151,7 +172,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         except CuptiUnavailable as exc:
             v.notes.append(f"CUPTI unavailable: {exc}")
     run_limits = Limits(wall_timeout_s=vs.run_timeout_s, memory_bytes=vs.memory_limit_bytes,
-                        stdout_cap_bytes=vs.stdout_cap_bytes)
+                        stdout_cap_bytes=vs.stdout_cap_bytes, file_size_bytes=vs.output_dump_max_bytes)
     v.isolation = describe_isolation(run_limits)
     used_seeds: set[int] = set()
 
@@ -182,7 +203,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         durations.program_runs_s += base.result.wall_s
         if _run_failure(base):
             raise InputError(f"{baseline_name}: the baseline fails on seed {seed}: {_run_failure(base)[1]}")
-        cmp = compare_outputs(base.result.stdout, cand.result.stdout, rtol=vs.rtol, atol=vs.atol)
+        if base.dump is None and "element-wise" not in " ".join(v.notes):
+            v.notes.append("element-wise check unavailable: the harness writes no KERNELLOOP_OUTPUT_FILE dump "
+                           "(docs/contract.md); only the printed numbers were compared")
+        cmp = _compare_runs(base, cand, vs)
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="correctness"))
         correct &= cmp.match
         candidate_audits.append(_audit(cand, harness_kernels))
@@ -214,7 +238,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         return finish()
     say(Progress(stage="timing", message=f"{vs.runs} interleaved runs each"))
     t = time.monotonic()
-    _time_pairs(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, durations, reasons, say)
+    _time_pairs(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, durations, reasons, say,
+                cupti_lib if audit_status == "done" else None, harness_kernels)
     durations.timing_s = time.monotonic() - t
     _ = audit_status
     return finish()
@@ -222,23 +247,36 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
 class StaticResult(BaseModel):
     baseline: BuildResult
-    candidate: BuildResult
+    candidate: BuildResult | None  # None: not compiled, because the source failed the policy
     violations: list[policy.Violation]
 
 
 def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Settings,
                  toolchain: Toolchain, baseline_name: str = "baseline") -> StaticResult:
-    """Policy scan and both builds: everything decided before any program runs."""
-    violations = policy.scan_source(editable)
-    limits = Limits(wall_timeout_s=settings.verify.compile_timeout_s, memory_bytes=None, max_processes=512)
-    cache = settings.cache_dir
-    base_build = build_program(split.editable_unit(), split.harness_unit(), arch=arch, cache_dir=cache,
+    """Policy scan and both builds: everything decided before any program runs.
+
+    A candidate whose source fails the policy is never compiled (its includes could quote
+    files into the log); one whose preprocessor would open a file outside the toolkit and
+    system headers is not compiled either."""
+    limits = Limits(wall_timeout_s=settings.verify.compile_timeout_s, memory_bytes=settings.verify.compile_memory_bytes,
+                    max_processes=512)
+    base_build = build_program(split.editable_unit(), split.harness_unit(), arch=arch, cache_dir=settings.cache_dir,
                                toolchain=toolchain, limits=limits)
     if not base_build.ok:
         raise InputError(f"{baseline_name}: the baseline does not build under the kernelloop contract "
                          f"({base_build.stage}): {_log_tail(base_build.log, 3)}")
-    cand_build = build_program(split.editable_unit(editable, "candidate.cu"), split.harness_unit(), arch=arch,
-                               cache_dir=cache, toolchain=toolchain, limits=limits, exports=base_build.kept_global)
+    violations = policy.scan_source(editable)
+    if violations:
+        return StaticResult(baseline=base_build, candidate=None, violations=violations)
+    unit = split.editable_unit(editable, "candidate.cu")
+    includes = check_includes(unit, arch=arch, toolchain=toolchain, limits=limits)
+    if not includes.ok:
+        detail = (f"opens {', '.join(includes.outside[:3])}: only CUDA toolkit and system headers may be included"
+                  if includes.outside else includes.problem or "preprocessing failed")
+        return StaticResult(baseline=base_build, candidate=None,
+                            violations=[policy.Violation(rule="include", where="preprocessor", detail=detail)])
+    cand_build = build_program(unit, split.harness_unit(), arch=arch, cache_dir=settings.cache_dir,
+                               toolchain=toolchain, limits=limits, exports=base_build.kept_global)
     if cand_build.ok:
         assert cand_build.editable_symbols and cand_build.harness_symbols and cand_build.editable_object
         assert base_build.editable_object and cand_build.binary
@@ -252,6 +290,10 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             trusted_imports=policy.preamble_allowed_imports(split.preamble, editable),
         )
         violations += policy.scan_program(cand_build.binary)
+        shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
+        if shadowed:
+            violations.append(policy.Violation(rule="interposition", where="object",
+                                               detail=f"defines kernel {shadowed[0]}, a name the harness's own kernel has"))
     return StaticResult(baseline=base_build, candidate=cand_build, violations=violations)
 
 
@@ -261,6 +303,14 @@ def _audit(run: ProgramRun, harness_kernels: set[str]) -> AuditReport:
         report.notes.append(run.trace_problem or "no CUPTI trace")
         return report
     return audit_trace(run.trace, reported_ms=run.kernel_ms.value or 0.0, harness_kernels=harness_kernels)
+
+
+def _judge_one(candidate: AuditReport, baseline: AuditReport, vs) -> AuditReport:
+    if candidate.source == "none":
+        return candidate.model_copy(update={"findings": [AuditFinding(
+            reason="timing_unverified", message="; ".join(candidate.notes) or "no CUPTI trace")]})
+    return judge(candidate, baseline, escape_tolerance=vs.escape_tolerance, agreement_tolerance=vs.agreement_tolerance,
+                 warmup_slowdown_limit=vs.warmup_slowdown_limit)
 
 
 def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, cupti_lib: Path | None,
@@ -282,8 +332,7 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
     if baseline.findings:
         raise InputError(f"{v.baseline_file}: the baseline's own timing cannot be audited: "
                          f"{baseline.findings[0].message}")
-    judged = [judge(a, baseline, escape_tolerance=vs.escape_tolerance, agreement_tolerance=vs.agreement_tolerance,
-                    warmup_slowdown_limit=vs.warmup_slowdown_limit) for a in audits]
+    judged = [_judge_one(a, baseline, vs) for a in audits]
     worst = next((a for a in judged if a.findings), judged[0])
     v.audit = worst
     for f in worst.findings:
@@ -331,15 +380,18 @@ def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reason
 
 
 def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
-                used_seeds: set[int], durations: Durations, reasons: list[Reason], say) -> None:
+                used_seeds: set[int], durations: Durations, reasons: list[Reason], say,
+                cupti_lib: Path | None, harness_kernels: set[str]) -> None:
+    """Interleaved (candidate, baseline) pairs, a fresh seed each; every run is traced and
+    audited like the correctness runs, so a candidate cannot behave when watched only."""
     vs = v.settings
     decision = None
     while True:
         target = vs.runs if decision is None else min(vs.max_runs, len(v.candidate_kernel_ms) + 2)
         while len(v.candidate_kernel_ms) < target:
             seed = _fresh_seeds(1, used_seeds)[0]
-            cand = run_program(cand_bin, seed=seed, limits=cand_limits)
-            base = run_program(base_bin, seed=seed, limits=base_limits)
+            cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib)
+            base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib)
             durations.program_runs_s += cand.result.wall_s + base.result.wall_s
             failure = _run_failure(cand)
             if failure:
@@ -349,13 +401,25 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
                 return
             if _run_failure(base):
                 raise InputError(f"{v.baseline_file}: the baseline failed during timing: {_run_failure(base)[1]}")
-            cmp = compare_outputs(base.result.stdout, cand.result.stdout, rtol=vs.rtol, atol=vs.atol)
+            cmp = _compare_runs(base, cand, vs)
             v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="timing"))
             if not cmp.match:
                 reasons.append(Reason.correctness)
                 v.gates.append(GateResult(gate="speedup", status="fail", candidate="MISMATCH",
                                           detail=f"timing run, seed {seed}: {cmp.describe()}"))
                 return
+            if cupti_lib is not None and vs.independent_timing != "off":
+                audit = _judge_one(_audit(cand, harness_kernels), _audit(base, harness_kernels), vs)
+                if audit.findings:
+                    v.audit = audit
+                    reasons.extend(Reason(f.reason) for f in audit.findings)
+                    gate = v.gate("independent timing")
+                    if gate is not None:
+                        gate.status, gate.detail = "fail", f"timing run {len(v.candidate_kernel_ms) + 1}: " \
+                                                           f"{audit.findings[0].message}"
+                    v.gates.append(GateResult(gate="speedup", status="skipped",
+                                              detail="stopped: a timing run failed the independent timing audit"))
+                    return
             v.candidate_kernel_ms.append(cand.kernel_ms.value)
             v.baseline_kernel_ms.append(base.kernel_ms.value)
             v.candidate_wall_ms.append(cand.result.wall_s * 1000)
@@ -368,16 +432,23 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
             break
     v.speed = decision
     b, c = decision.baseline, decision.candidate
+    drift = b.maximum / b.minimum - 1
     status = "pass" if decision.outcome == "faster" else "fail"
-    if decision.outcome == "not_faster":
+    detail = decision.describe()
+    if drift > vs.baseline_drift_limit:
+        # The GPU was disturbed (shared, throttling, a leftover process): no verdict on speed.
+        status, detail = "fail", (f"the baseline's own time varied by {drift:.0%} across runs "
+                                  f"(limit {vs.baseline_drift_limit:.0%}): the GPU is shared or throttling; retry")
+        reasons.append(Reason.inconclusive)
+    elif decision.outcome == "not_faster":
         reasons.append(Reason.not_faster)
     elif decision.outcome == "inconclusive":
         reasons.append(Reason.inconclusive)
+        detail += f"; still a coin toss after {decision.pairs} pairs"
     v.gates.append(GateResult(
         gate="speedup", status=status,
         baseline=f"{b.median:.4f} ms (IQR {b.relative_iqr:.1%})", candidate=f"{c.median:.4f} ms (IQR {c.relative_iqr:.1%})",
-        detail=decision.describe() + ("" if decision.outcome != "inconclusive"
-                                      else f"; still a coin toss after {decision.pairs} pairs")))
+        detail=detail))
     bw, cw = statistics.median(v.baseline_wall_ms), statistics.median(v.candidate_wall_ms)
     v.gates.append(GateResult(
         gate="process wall", status="info", baseline=f"{bw:.0f} ms", candidate=f"{cw:.0f} ms",

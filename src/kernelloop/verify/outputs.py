@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel
 
 _NUMBER = re.compile(
@@ -101,4 +103,78 @@ def compare_outputs(baseline: str, candidate: str, *, rtol: float, atol: float =
         result.problem = "the candidate printed NaN or inf" + (
             f" (#{result.first_mismatches[0].index})" if result.first_mismatches else ""
         )
+    return result
+
+
+# -- the full output dump (docs/contract.md): every element, not just what is printed ------
+
+_DUMP_HEADER = re.compile(rb"kernelloop-output 1 (float32|float64|int32|uint32|int64) (\d+)\n")
+_DTYPES = {"float32": "<f4", "float64": "<f8", "int32": "<i4", "uint32": "<u4", "int64": "<i8"}
+
+
+class DumpError(ValueError):
+    """The dump file is malformed (a candidate cannot write it: the frozen harness does)."""
+
+
+def read_dump(path: Path, *, max_bytes: int = 4 << 30) -> list[np.ndarray]:
+    """The output buffers a harness wrote to KERNELLOOP_OUTPUT_FILE, in order."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise DumpError(f"output dump is {size} bytes, over the {max_bytes}-byte cap")
+    data = path.read_bytes()
+    buffers, offset = [], 0
+    while offset < len(data):
+        m = _DUMP_HEADER.match(data, offset)
+        if not m:
+            raise DumpError(f"malformed output dump header at byte {offset}")
+        dtype = np.dtype(_DTYPES[m.group(1).decode()])
+        count = int(m.group(2))
+        start, end = m.end(), m.end() + count * dtype.itemsize
+        if end > len(data):
+            raise DumpError(f"output dump ends inside a buffer ({count} {m.group(1).decode()} declared)")
+        buffers.append(np.frombuffer(data, dtype=dtype, count=count, offset=start))
+        offset = end
+    return buffers
+
+
+def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, rtol: float, atol: float = 0.0,
+                  keep: int = 5) -> Comparison:
+    """Every element of every output buffer, within the tolerance; NaN and inf never pass."""
+    total = sum(b.size for b in baseline)
+    result = Comparison(match=False, baseline_count=total, candidate_count=sum(c.size for c in candidate), compared=0)
+    if len(baseline) != len(candidate) or any(b.shape != c.shape or b.dtype != c.dtype
+                                              for b, c in zip(baseline, candidate)):
+        result.problem = "the output dumps have different buffers (count, size or type)"
+        return result
+    worst, offset = 0.0, 0
+    for b, c in zip(baseline, candidate):
+        # float32 arithmetic is exact enough for a 1e-3-scale tolerance and halves the memory
+        work = np.float32 if b.dtype == np.float32 else np.float64
+        b64, c64 = b.astype(work, copy=False), c.astype(work, copy=False)
+        if not np.isfinite(b64).all():
+            result.problem = "the baseline's own output holds NaN or inf; fix the baseline first"
+            return result
+        finite = np.isfinite(c64)
+        diff = np.abs(b64 - c64)
+        scale = np.maximum(np.abs(b64), np.abs(c64))
+        bad = ~finite | (diff > rtol * scale + atol)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = np.where(scale > 0, diff / np.where(scale > 0, scale, 1), 0.0)
+        if finite.any():
+            worst = max(worst, float(np.max(rel[finite])))
+        for i in np.flatnonzero(bad)[: keep - len(result.first_mismatches)]:
+            result.first_mismatches.append(Mismatch(index=offset + int(i), baseline=float(b64[i]),
+                                                    candidate=float(c64[i]), rel_error=float(rel[i]) if finite[i] else math.inf))
+        result.nonfinite |= not finite.all()
+        offset += b.size
+    result.compared = total
+    result.max_rel_error = worst
+    result.match = not result.first_mismatches
+    if result.nonfinite:
+        result.problem = "the candidate's output holds NaN or inf" + (
+            f" (element {result.first_mismatches[0].index})" if result.first_mismatches else "")
+    elif not result.match:
+        shown = ", ".join(f"element {m.index}: baseline {m.baseline:.7g} vs candidate {m.candidate:.7g}"
+                          for m in result.first_mismatches[:3])
+        result.problem = f"{int(sum(1 for _ in result.first_mismatches))}+ of {total} elements differ ({shown})"
     return result

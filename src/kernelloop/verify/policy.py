@@ -72,11 +72,37 @@ def _without_strings(text: str) -> str:
     return re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', '""', text)
 
 
+_DIGRAPHS = [("%:%:", "##"), ("%:", "#"), ("<%", "{"), ("%>", "}"), ("<:", "["), (":>", "]"), ("??=", "#")]
+
+
+def normalize_source(text: str) -> str:
+    """What the compiler sees before tokenizing: line splices joined, digraphs and the
+    `??=` trigraph spelled out. Scanning this defeats `#inc\\<newline>lude` and `%:include`."""
+    text = re.sub(r"\\\r?\n", "", text)
+    for digraph, plain in _DIGRAPHS:
+        text = text.replace(digraph, plain)
+    return text
+
+
+# Rules on the text with string literals kept: what an asm string can ask the assembler.
+_RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
+    ("include", re.compile(r"\.(?:incbin|include)\b"), "assembler directive {m} reads a file into the program"),
+    ("static-init", re.compile(r"__attribute__\s*\(\(\s*(?:__)?section|\[\[\s*gnu\s*::\s*section|#\s*pragma\s+section"),
+     "explicit section placement {m} (init/fini arrays run code outside the harness)"),
+    ("static-init", re.compile(r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors|\.section\b"),
+     "assembler section {m} (code that runs outside the harness)"),
+]
+
+
 def scan_source(editable: str) -> list[Violation]:
-    """Rules on the editable part's text (comments removed)."""
-    text = strip_comments(editable)
+    """Rules on the editable part's text (splices joined, digraphs spelled out, comments removed)."""
+    text = strip_comments(normalize_source(editable))
     code = _without_strings(text)
     found: list[Violation] = []
+    for rule, pattern, message in _RAW_RULES:
+        for m in pattern.finditer(text):
+            found.append(Violation(rule=rule, where=f"source line {text.count(chr(10), 0, m.start()) + 1}",
+                                   detail=message.format(m=m.group(0).strip())))
 
     def line(offset: int) -> str:
         return f"source line {text.count(chr(10), 0, offset) + 1}"
@@ -102,17 +128,35 @@ def scan_source(editable: str) -> list[Violation]:
     return _dedupe(found)
 
 
-# Imported symbols (demangled) the editable object may not use.
-_BANNED_IMPORT = re.compile(
-    r"^(?:__)?(?:system|popen|pclose|exec[lv]p?e?|execvpe|fexecve|fork|vfork|clone\d?|posix_spawnp?|kill|tgkill|ptrace"
-    r"|socket|connect|bind|listen|accept4?|send(?:to|msg)?|recv(?:from|msg)?|getaddrinfo|gethostbyname\w*"
-    r"|f?open(?:64)?|openat(?:64)?|open_2|open64_2|creat(?:64)?|fdopen|freopen(?:64)?|fwrite(?:_unlocked)?|fread\w*"
-    r"|fputs\w*|fputc\w*|puts|putchar\w*|_IO_putc|putc\w*|v?[fd]?printf(?:_chk)?|v?[fd]?printf|perror|fflush"
-    r"|write|writev|pwrite\w*|write_chk|read|read_chk|unlink\w*|remove|rename\w*|mkdir\w*"
-    r"|getenv|secure_getenv|libc_secure_getenv|setenv|putenv|unsetenv|clearenv|environ"
-    r"|dlopen|dlsym|dlmopen|dlvsym|syscall|cudaDeviceReset)$"
+# What the compiled editable part may import. An allow-list, not a deny-list: libc has
+# too many ways to open a file, start a process or find a library (openat64_2, execveat,
+# dl_iterate_phdr, setvbuf...) to enumerate. Everything a kernel launcher needs is here.
+_ALLOWED_IMPORT = re.compile(
+    r"^(?:"
+    r"cuda(?!DeviceReset|LaunchHostFunc|StreamAddCallback|GraphAddHostNode|GraphExecHostNodeSetParams"
+    r"|GraphHostNode|MallocManaged|Ipc|GetDriverEntryPoint|ProfilerSt|SetDeviceFlags|DeviceSetLimit"
+    r"|HostRegister|LaunchCooperativeKernelMultiDevice)[A-Z]\w*"  # the CUDA runtime API, less escape hatches
+    r"|__cuda(?!RegisterManagedVar)\w+"  # nvcc's fatbinary/kernel registration and launch configuration
+    r"|_Znwm|_Znam|_ZdlPv\w*|_ZdaPv\w*|_ZnwmRKSt9nothrow_t|_ZnamRKSt9nothrow_t"  # operator new/delete
+    r"|_ZnwmSt11align_val_t|_ZdlPvSt11align_val_t|_ZdlPvmSt11align_val_t"
+    r"|__cxa_(?:guard_acquire|guard_release|guard_abort|begin_catch|end_catch|rethrow|allocate_exception"
+    r"|free_exception|throw|pure_virtual|call_unexpected)"
+    r"|__gxx_personality_v0|_Unwind_Resume|__stack_chk_fail|__dso_handle"
+    r"|_ZSt\d+__throw_\w+|_ZSt9terminatev"
+    r"|atexit"  # nvcc's own registration code unregisters the fatbinary at exit
+    r"|memcpy|memmove|memset|memcmp|__memcpy_chk|__memset_chk|__memmove_chk|abort|exit"
+    r"|malloc|calloc|realloc|free|aligned_alloc|posix_memalign"
+    r"|(?:sqrt|cbrt|exp|exp2|expm1|log|log2|log10|log1p|pow|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh"
+    r"|erf|erfc|fabs|floor|ceil|round|lround|trunc|fmod|fmin|fmax|fma|hypot|ldexp|frexp|modf|nearbyint|rint)[fl]?"
+    r"|__errno_location|__isinf\w*|__isnan\w*|__finite\w*|__fpclassify\w*"
+    r")$"
 )
-_BANNED_IMPORT_TEXT = re.compile(r"std::(?:cout|cerr|clog|basic_ofstream|basic_ifstream|basic_fstream|basic_filebuf)")
+# Kept for a readable message when the import is plainly an escape.
+_BANNED_HINT = re.compile(
+    r"(?:system|popen|exec|fork|spawn|socket|connect|open|read|write|print|put|getenv|environ|dl|syscall|setvbuf"
+    r"|kill|mmap|ptrace|setsid|daemon|chmod|unlink|rename|send|recv|cout|cerr|fstream|Managed|HostFunc)",
+    re.I,
+)
 _VENDOR_IMPORT = re.compile(rf"^{_VENDOR}$")
 _VENDOR_DEFINED = re.compile(r"\b(?:thrust|cutlass|cute)::|\bcub::(?:\w+::)*Device\w+")
 _ALLOWED_LIBS = re.compile(r"^(?:libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[-\w.]*)\.so")
@@ -134,7 +178,7 @@ def demangle(names: list[str]) -> list[str]:
 # fprintf and calling exit) may be used by the editable part. What a call in the
 # preamble can compile to (gcc turns printf("x\n") into puts, fprintf of a constant into fwrite):
 _PREAMBLE_CALL_IMPORTS = {
-    "fprintf": {"fprintf", "__fprintf_chk", "fwrite", "fputs", "fputc", "putc"},
+    "fprintf": {"fprintf", "__fprintf_chk", "fwrite", "fputs", "fputc", "putc", "stderr"},
     "printf": {"printf", "__printf_chk", "puts", "putchar"},
     "puts": {"puts"},
     "fputs": {"fputs", "fwrite"},
@@ -146,8 +190,11 @@ _PREAMBLE_CALL_IMPORTS = {
 def preamble_allowed_imports(preamble: str, editable: str) -> set[str]:
     """Printing imports the preamble's own macros/helpers explain, if the editable part
     names no printing call itself and pastes no tokens (so nothing is smuggled)."""
-    code = _without_strings(strip_comments(editable))
-    if "##" in code or any(rule == "printing" and p.search(code) for rule, p, _ in _SOURCE_RULES):
+    code = _without_strings(strip_comments(normalize_source(editable)))
+    # Naming one at all (`&fwrite`, `stderr`) means the import may not be the preamble's.
+    named = re.search(r"\b(?:%s|FILE|stdout|_IO_\w+)\b" % "|".join(
+        sorted({name for names in _PREAMBLE_CALL_IMPORTS.values() for name in names} | set(_PREAMBLE_CALL_IMPORTS))), code)
+    if "##" in code or named or any(rule == "printing" and p.search(code) for rule, p, _ in _SOURCE_RULES):
         return set()
     pre = _without_strings(strip_comments(preamble))
     allowed: set[str] = set()
@@ -170,13 +217,15 @@ def scan_object(
     """Rules on the compiled editable part: what it imports, defines and runs at load."""
     found: list[Violation] = []
     for raw, name in zip(undefined, demangle(undefined)):
-        base = name.split("(")[0].split("@")[0]
-        if base in trusted_imports:
+        base = raw.split("@")[0]
+        if base in trusted_imports or _ALLOWED_IMPORT.match(base):
             continue
-        if _BANNED_IMPORT.match(base) or _BANNED_IMPORT_TEXT.search(name):
-            found.append(Violation(rule="forbidden-call", where="object", detail=f"uses {name}"))
-        elif _VENDOR_IMPORT.match(base):
+        if _VENDOR_IMPORT.match(name.split("(")[0]):
             found.append(Violation(rule="vendor-library", where="object", detail=f"calls {name}"))
+        else:
+            hint = " (process, file, network, environment or printing access)" if _BANNED_HINT.search(name) else ""
+            found.append(Violation(rule="forbidden-call", where="object",
+                                   detail=f"uses {name}{hint}: not on the allow-list of host calls"))
     for raw, name in zip(defined_global, demangle(defined_global)):
         if _VENDOR_DEFINED.search(name):
             found.append(Violation(rule="vendor-library", where="object", detail=f"contains {name.split('(')[0]}"))
@@ -190,17 +239,21 @@ def scan_object(
     entries = init_array_entries(editable_object)
     if entries > baseline_init_entries:
         found.append(Violation(rule="static-init", where="object",
-                               detail=f"{entries - baseline_init_entries} static initializer(s) run code before main"))
+                               detail=f"{entries - baseline_init_entries} function(s) run before or after main"))
     return _dedupe(found)
 
 
+_RUN_OUTSIDE_MAIN = (".init_array", ".preinit_array", ".fini_array", ".ctors", ".dtors")
+
+
 def init_array_entries(obj: Path) -> int:
-    """Relocations in .init_array/.ctors: each is a function run before main."""
+    """Relocations in .preinit_array/.init_array/.fini_array/.ctors/.dtors: each is a
+    function run before or after main, outside the harness's control."""
     text = _run(["readelf", "-rW", str(obj)])
     count, inside = 0, False
     for line in text.splitlines():
         if line.startswith("Relocation section"):
-            inside = ".init_array" in line or ".ctors" in line
+            inside = any(section in line for section in _RUN_OUTSIDE_MAIN)
         elif inside and re.match(r"^[0-9a-f]{8,}\s", line):
             count += 1
     return count
