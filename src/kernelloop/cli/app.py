@@ -69,15 +69,123 @@ def verify(
 
 
 @app.command()
-def doctor() -> None:
-    """Check what kernelloop needs on this machine, one line each with the fix."""
-    from ..doctor import run_checks
+def profile(
+    file: Optional[Path] = typer.Argument(None, help="The CUDA program to profile (its hottest kernel)."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Diagnose an existing .ncu-rep instead (no GPU needed)."),
+    kernel: Optional[str] = typer.Option(None, help="Kernel to profile (regex on its name) [default: the hottest]."),
+    section_set: str = typer.Option("full", "--set", help="full | fast (fewer ncu sections, quicker)."),
+    clock_control: str = typer.Option("none", help="ncu --clock-control: none (clocks as the GPU runs them) | base."),
+    arch: Optional[str] = typer.Option(None, help="nvcc architecture [default: the GPU's]."),
+    output: Optional[Path] = typer.Option(None, help="Folder for the .ncu-rep [default: the user data folder]."),
+    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Profile one launch of the hot kernel with Nsight Compute and diagnose its bottleneck."""
+    from ..errors import InputError
+    from ..profiler.run import diagnose_report, profile_file
 
-    checks = run_checks()
-    for c in checks:
-        mark = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]"}[c.status]
-        out.print(f"{mark} {c.name}: {c.detail}" + (f" — {c.fix}" if c.fix and c.status != "ok" else ""))
-    raise typer.Exit(0 if all(c.status != "fail" for c in checks if c.required) else 1)
+    if (file is None) == (report is None):
+        raise InputError("give a CUDA program to profile, or --report FILE.ncu-rep to diagnose (not both)")
+    if section_set not in ("full", "fast"):
+        raise InputError(f"--set {section_set!r}: use full or fast")
+    if clock_control not in ("none", "base"):
+        raise InputError(f"--clock-control {clock_control!r}: use none or base")
+    settings = load_settings({"arch": arch})
+    if report is not None:
+        diagnosis = diagnose_report(report, kernel=kernel)
+        result = None
+    else:
+        assert file is not None
+        with err.status("profiling…"):
+            result = profile_file(file, settings, kernel=kernel, section_set=section_set,  # type: ignore[arg-type]
+                                  clock_control=clock_control, output_dir=output)  # type: ignore[arg-type]
+        diagnosis = result.diagnosis
+    if json_output:
+        out.print_json((result or diagnosis).model_dump_json())
+        return
+    from .render import print_diagnosis
+
+    extra = ""
+    if result is not None:
+        t = result.timings
+        extra = (f"\ntime: {t.total_s:.1f} s (compile {t.compile_s:.1f}, find hot kernel {t.locate_s:.1f}, "
+                 f"ncu {t.ncu_s:.1f}, parse {t.parse_s:.2f}); {result.section_set} set, clock control {result.clock_control}")
+        if result.resources is not None:
+            r, o = result.resources, result.occupancy
+            extra += (f"\nptxas: {r.registers} registers, {r.static_shared_bytes} B shared, {r.stack_frame_bytes} B stack, "
+                      f"spills {r.spill_store_bytes}/{r.spill_load_bytes} B"
+                      + (f"; theoretical occupancy {o.theoretical_occupancy_pct:.0f}% "
+                         f"(limited by {', '.join(o.limiting_factors)})" if o else ""))
+    print_diagnosis(out, diagnosis, extra=extra)
+
+
+@app.command()
+def resources(
+    file: Path = typer.Argument(..., help="A CUDA source file (no GPU needed)."),
+    arch: str = typer.Option("sm_90", help="nvcc architecture to compile for."),
+    block: Optional[int] = typer.Option(None, help="Threads per block; without it, a table of block sizes."),
+    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Registers, shared memory, stack and spills per kernel (ptxas), and theoretical occupancy."""
+    from rich.table import Table
+
+    from ..program.split import looks_like_cuda, read_program
+    from ..errors import InputError
+    from ..tools.resources import gpu_limits, kernel_resources, occupancy, occupancy_table
+
+    source = read_program(file)
+    if not looks_like_cuda(source):
+        raise InputError(f"{file}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    limits = gpu_limits(arch)
+    kernels = [k for k in kernel_resources(source, arch=arch) if k.is_kernel]
+    rows = []
+    for k in kernels:
+        occ = [occupancy(k, block, limits)] if block else occupancy_table(k, limits)
+        rows.append((k, occ))
+    if json_output:
+        import json
+
+        out.print_json(json.dumps([{"kernel": k.model_dump(), "occupancy": [o.model_dump() for o in occ]}
+                                   for k, occ in rows]))
+        return
+    for k, occ in rows:
+        out.print(f"[bold]{k.demangled or k.name}[/] ({arch}): {k.registers} registers, {k.static_shared_bytes} B shared, "
+                  f"{k.stack_frame_bytes} B stack, spills {k.spill_store_bytes}/{k.spill_load_bytes} B (stores/loads)")
+        table = Table(show_header=True)
+        for col in ("block", "blocks/SM", "warps/SM", "occupancy", "limited by"):
+            table.add_column(col)
+        for o in occ:
+            table.add_row(str(o.block_size), str(o.active_blocks_per_sm), str(o.active_warps_per_sm),
+                          f"{o.theoretical_occupancy_pct:.0f}%", ", ".join(o.limiting_factors))
+        out.print(table)
+
+
+@app.command()
+def doctor(
+    online: bool = typer.Option(False, "--online",
+                                help="Also ask the LLM endpoint (GET <base-url>/models) whether it lists the model."),
+    json_output: bool = typer.Option(False, "--json", help="Print the checks as a JSON list."),
+) -> None:
+    """Check what kernelloop needs on this machine, one line each with the fix.
+
+    Exits 0 when everything `optimize` needs is there, 1 otherwise. The API key is
+    shown only as its first 4 characters and its length."""
+    import json
+
+    from rich.markup import escape
+
+    from ..doctor import exit_code, run_checks
+
+    if json_output:
+        checks = run_checks(online=online)
+        out.print_json(json.dumps([c.model_dump() for c in checks]))
+    else:
+        with err.status("checking…"):
+            checks = run_checks(online=online)
+        for c in checks:
+            mark = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]"}[c.status]
+            line = f"{c.name}: {c.detail}" + (f" — {c.fix}" if c.fix and c.status != "ok" else "")
+            out.print(f"{mark} {escape(line)}", highlight=False)
+    raise typer.Exit(exit_code(checks))
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from ..profiler.diagnosis import Diagnosis
 from ..verify.verdict import Verdict
 
 _MARK = {"pass": "[green]✓[/]", "fail": "[red]✗[/]", "skipped": "[yellow]–[/]", "info": "[blue]i[/]"}
@@ -42,3 +43,55 @@ def print_verdict(console: Console, v: Verdict) -> None:
                   f"memcheck {d.memcheck_s:.1f}, timing {d.timing_s:.1f}; verifier overhead {d.overhead_s:.2f})")
     style = "bold green" if v.accepted else "bold red"
     console.print(f"[{style}]{v.summary}[/]")
+
+
+_SEVERITY = {"critical": "[bold red]critical[/]", "major": "[yellow]major[/]", "minor": "[dim]minor[/]"}
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit in ("B/s", "FLOP/s"):
+        return f"{value / 1e9:,.1f} G{unit}"
+    if unit == "ns":
+        return f"{value / 1e3:,.1f} µs"
+    if abs(value) >= 1e6:
+        return f"{value:.3g} {unit}".strip()
+    return f"{value:,.2f} {unit}".strip()
+
+
+def print_diagnosis(console: Console, d: Diagnosis, *, extra: str = "") -> None:
+    """Verdict first, then the evidence."""
+    console.print(f"[bold]{d.kernel}[/] on {d.device or 'unknown GPU'}"
+                  + (f", {d.duration_ms:.3f} ms per launch" if d.duration_ms else "")
+                  + (f", grid {d.grid} block {d.block}" if d.grid else ""))
+    console.print(f"[bold magenta]{d.primary}[/] — [bold]{d.subtype}[/]")
+    console.print(d.summary.split(": ", 1)[-1], highlight=False)
+    metrics = Table(title="key metrics", title_justify="left")
+    metrics.add_column("metric")
+    metrics.add_column("value", justify="right")
+    for e in d.key_metrics:
+        metrics.add_row(e.label, _fmt(e.value, e.unit))
+    console.print(metrics)
+    if d.findings:
+        rules = Table(title="findings (rule table)", title_justify="left", show_lines=True)
+        for col in ("severity", "rule", "finding", "action", "NVIDIA agrees"):
+            rules.add_column(col, overflow="fold")
+        for f in d.findings:
+            rules.add_row(_SEVERITY[f.severity], f.rule, f.finding, f.action, ", ".join(f.nvidia_agrees) or "-")
+        console.print(rules)
+    if d.nvidia:
+        nv = Table(title="Nsight Compute's own rules", title_justify="left")
+        for col in ("rule", "kind", "est. speedup", "agrees with", "message"):
+            nv.add_column(col, overflow="fold")
+        for r in d.nvidia:
+            speed = f"{r.estimated_speedup_pct:.1f}%" if r.estimated_speedup_pct is not None else "-"
+            nv.add_row(r.rule_id, r.kind, speed, ", ".join(r.agrees_with) or "-", r.message[:160])
+        console.print(nv)
+    roof = d.roofline
+    if roof.ridge_point:
+        ai = f"{roof.arithmetic_intensity:.2f}" if roof.arithmetic_intensity is not None else "-"
+        console.print(f"roofline: {ai} FLOP/byte (ridge {roof.ridge_point:.1f}): {roof.side or '-'} side; "
+                      f"{_fmt(roof.fp32_flops_per_s, 'FLOP/s')} = {roof.pct_of_compute_roof or 0:.1f}% of the FP32 roof, "
+                      f"{_fmt(roof.dram_bytes_per_s, 'B/s')} = {roof.pct_of_memory_roof or 0:.1f}% of DRAM bandwidth")
+    console.print(f"{d.metrics_parsed} metrics parsed; report: {d.report_path}" + extra)

@@ -655,6 +655,13 @@ HEADLINE_METRICS: dict[str, list[str]] = {
     "global_store_requests": ["l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"],
     "global_load_sectors_per_request": ["l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_ld.ratio"],
     "global_store_sectors_per_request": ["l1tex__average_t_sectors_per_request_pipe_lsu_mem_global_op_st.ratio"],
+    # global atomics/reductions, and how unevenly they load the L2 slices' atomic units
+    # (a hot address keeps one slice busy while the rest idle: contention)
+    "global_red_instructions": ["smsp__inst_executed_op_global_red.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"],
+    # (warp-level requests: the full set has no executed-instruction count for ATOM)
+    "global_atom_instructions": ["smsp__inst_executed_op_global_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"],
+    "l2_atomic_busy_max_pct": ["lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed"],
+    "l2_atomic_busy_avg_pct": ["lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed"],
     # shared memory bank conflicts (extra wavefronts) and the wavefronts they add to
     "shared_bank_conflicts": ["l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"],
     "shared_load_bank_conflicts": ["l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"],

@@ -264,3 +264,32 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         harness_symbols=harness_syms, kept_global=keep, flags=flags,
         harness_kernels=harness_kernels, editable_kernels=editable_kernels,
     )
+
+
+def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
+                        limits: Limits | None = None) -> BuildResult:
+    """Compile a program as it is, one translation unit (for profiling the user's own file)."""
+    toolchain = toolchain or find_toolchain()
+    flags = ["-O3", "-std=c++17", *arch_flags(arch)]
+    key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source]).encode()
+                         ).hexdigest()[:32]
+    out_dir = cache_dir / "builds" / key
+    if (out_dir / "program").exists():
+        return BuildResult(ok=True, stage="done", log="", binary=out_dir / "program", flags=flags, cached=True, key=key)
+    limits = limits or Limits(wall_timeout_s=300, memory_bytes=8 << 30, max_processes=512)
+    started = time.monotonic()
+    with private_workdir() as work:
+        (work / "program.cu").write_text(source)
+        shutil.chown(work / "program.cu", user=work.stat().st_uid, group=work.stat().st_gid)
+        run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, "program.cu", "-o", "program"],
+                            workdir=work, limits=limits)
+        log = (run.stdout + run.stderr).strip()
+        if not run.ok:
+            return BuildResult(ok=False, stage="compile", log=log + f"\n[compile] nvcc {run.failure()}", flags=flags,
+                               key=key, seconds=time.monotonic() - started)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp = out_dir / "program.tmp"
+        shutil.copy2(work / "program", tmp)
+        os.replace(tmp, out_dir / "program")
+    return BuildResult(ok=True, stage="done", log=log, binary=out_dir / "program", flags=flags, key=key,
+                       seconds=time.monotonic() - started)

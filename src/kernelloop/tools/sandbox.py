@@ -314,11 +314,15 @@ def run_sandboxed(
     workdir: Path,
     limits: Limits | None = None,
     env: Mapping[str, str] | None = None,
+    drop_privileges: bool = True,
 ) -> RunResult:
-    """Run `argv` in `workdir` under the sandbox; never raises for the program's misbehaviour."""
+    """Run `argv` in `workdir` under the sandbox; never raises for the program's misbehaviour.
+
+    `drop_privileges=False` keeps the caller's uid (Nsight Compute needs it for the
+    performance counters); everything else still applies."""
     limits = limits or Limits()
     flags, _ = available_isolation()
-    uid = _run_uid(workdir)
+    uid = _run_uid(workdir) if drop_privileges else None
     isolation = describe_isolation(limits)
     full_env = scrubbed_env(env, home=workdir)
     start = time.monotonic()

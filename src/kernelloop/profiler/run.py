@@ -1,0 +1,197 @@
+"""Profile one launch of a program's hot kernel with Nsight Compute and diagnose it.
+
+1. Build the program as it is (nvcc, sandboxed, cached).
+2. Find the hot kernel: one run under the CUPTI tracer gives every kernel's total GPU time
+   and launch count (so ncu profiles one launch of one kernel, not every launch).
+3. ncu --set full (or a faster section set) --clock-control none on that kernel's second
+   launch (the first is a warm-up), one launch only; the .ncu-rep is kept.
+4. Read the report with NVIDIA's ncu_report and diagnose it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..config import Settings
+from ..errors import EnvironmentProblem, InputError
+from ..program.split import looks_like_cuda, read_program
+from ..tools.cupti import CuptiUnavailable, build_injection_library
+from ..tools.gpu import detect_gpus
+from ..tools.ncu_report_reader import read_report
+from ..tools.nvcc import build_whole_program, find_toolchain
+from ..tools.resources import KernelResources, Occupancy, gpu_limits, kernel_resources, occupancy
+from ..tools.sandbox import Limits, private_workdir, run_sandboxed
+from ..verify.runs import run_program
+from .diagnosis import Diagnosis, diagnose
+
+SectionSet = Literal["full", "fast"]
+# Enough for every rule of the table at a fraction of the full set's replay passes.
+FAST_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis_Tables",
+                 "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "WarpStateStats", "SchedulerStats")
+PERMISSION_FIX = ("ncu has no permission to read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or set "
+                  "NVreg_RestrictProfilingToAdminUsers=0 in /etc/modprobe.d (takes effect after a reboot); containers need "
+                  "CAP_SYS_ADMIN; vGPU profiles strip counters from guests. `kernelloop doctor` checks this; "
+                  "`kernelloop profile --report FILE.ncu-rep` diagnoses an existing report without a GPU")
+
+
+class KernelLaunches(BaseModel):
+    name: str
+    launches: int
+    total_ms: float
+
+
+class ProfileTimings(BaseModel):
+    compile_s: float = 0.0
+    locate_s: float = 0.0  # the traced run that finds the hot kernel
+    ncu_s: float = 0.0
+    parse_s: float = 0.0
+    total_s: float = 0.0
+
+
+class ProfileResult(BaseModel):
+    diagnosis: Diagnosis
+    report_path: Path
+    kernel: str
+    kernels: list[KernelLaunches] = []
+    ncu_command: list[str] = []
+    section_set: str
+    clock_control: str
+    resources: KernelResources | None = None  # ptxas's report for the profiled kernel
+    occupancy: Occupancy | None = None  # theoretical, from those resources and the launch's block size
+    timings: ProfileTimings
+
+
+def find_ncu() -> Path:
+    found = shutil.which("ncu")
+    for candidate in ([Path(found)] if found else []) + [Path("/usr/local/cuda/bin/ncu")]:
+        if candidate.is_file():
+            return candidate
+    raise EnvironmentProblem("ncu (Nsight Compute) not found on PATH; install Nsight Compute, then run `kernelloop doctor`")
+
+
+def diagnose_report(report: Path, *, kernel: str | None = None) -> Diagnosis:
+    """Diagnose an existing .ncu-rep: needs no GPU."""
+    return diagnose(read_report(report, kernel=kernel), report_path=str(report))
+
+
+def _kernels_by_time(binary: Path, settings: Settings) -> list[KernelLaunches]:
+    try:
+        lib = build_injection_library(settings.cache_dir / "cupti")
+    except CuptiUnavailable:
+        return []
+    run = run_program(binary, seed=20260528, limits=Limits(wall_timeout_s=settings.verify.run_timeout_s),
+                      cupti_library=lib, want_dump=False)
+    if run.trace is None:
+        return []
+    total: dict[str, float] = defaultdict(float)
+    count: dict[str, int] = defaultdict(int)
+    for k in run.trace.kernels:
+        total[k.name or "?"] += (k.end - k.start) / 1e6
+        count[k.name or "?"] += 1
+    return sorted((KernelLaunches(name=n, launches=count[n], total_ms=t) for n, t in total.items()),
+                  key=lambda k: -k.total_ms)
+
+
+def _pick_kernel(kernels: list[KernelLaunches], wanted: str | None) -> KernelLaunches | None:
+    if wanted is None:
+        return kernels[0] if kernels else None
+    try:
+        pattern = re.compile(wanted)
+    except re.error:
+        pattern = re.compile(re.escape(wanted))
+    matches = [k for k in kernels if pattern.search(k.name)]
+    if not matches and kernels:
+        names = ", ".join(k.name for k in kernels[:8])
+        raise InputError(f"no kernel matching {wanted!r}; the program launches: {names}")
+    return matches[0] if matches else None
+
+
+def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, section_set: SectionSet = "full",
+                 clock_control: Literal["none", "base"] = "none", output_dir: Path | None = None,
+                 timeout_s: float = 600.0) -> ProfileResult:
+    started = time.monotonic()
+    timings = ProfileTimings()
+    source = read_program(path)
+    if not looks_like_cuda(source):
+        raise InputError(f"{path}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    ncu = find_ncu()
+    gpus = detect_gpus()
+    if not gpus:
+        raise EnvironmentProblem("profile needs a CUDA GPU (`--report FILE.ncu-rep` diagnoses an existing report "
+                                 "without one); run `kernelloop doctor`")
+    arch = settings.verify.arch or gpus[0].arch
+    t = time.monotonic()
+    build = build_whole_program(source, arch=arch, cache_dir=settings.cache_dir, toolchain=find_toolchain())
+    timings.compile_s = time.monotonic() - t
+    if not build.ok or build.binary is None:
+        first = next((ln for ln in build.log.splitlines() if "error" in ln), build.log.strip()[-200:])
+        raise InputError(f"{path}: does not compile: {first.strip()}")
+
+    t = time.monotonic()
+    kernels = _kernels_by_time(build.binary, settings)
+    chosen = _pick_kernel(kernels, kernel)
+    timings.locate_s = time.monotonic() - t
+
+    argv = [str(ncu), "--clock-control", clock_control, "--launch-count", "1", "-f", "-o", "profile"]
+    argv[1:1] = ["--set", "full"] if section_set == "full" else [a for s in FAST_SECTIONS for a in ("--section", s)]
+    if chosen is not None:
+        argv[-4:-4] = ["--kernel-name-base", "mangled", "-k", f"regex:^{re.escape(chosen.name)}$",
+                       "--launch-skip", "1" if chosen.launches > 1 else "0"]
+    elif kernel is not None:
+        argv[-4:-4] = ["-k", f"regex:{kernel}", "--launch-skip", "0"]
+    else:
+        argv[-4:-4] = ["--launch-skip", "1"]
+    t = time.monotonic()
+    with private_workdir() as work:
+        prog = work / "program"
+        shutil.copy2(build.binary, prog)
+        run = run_sandboxed([*argv, str(prog)], workdir=work, drop_privileges=False,
+                            env={"KERNELLOOP_SEED": "20260528"},
+                            limits=Limits(wall_timeout_s=timeout_s, memory_bytes=None, max_processes=1024,
+                                          file_size_bytes=4 << 30))
+        timings.ncu_s = time.monotonic() - t
+        text = run.stdout + run.stderr
+        if "ERR_NVGPUCTRPERM" in text or "permission" in text.lower() and "counter" in text.lower():
+            raise EnvironmentProblem(PERMISSION_FIX)
+        report = work / "profile.ncu-rep"
+        if not report.exists():
+            if "No kernels were profiled" in text:
+                raise InputError(f"{path}: ncu profiled no kernel" + (f" matching {kernel!r}" if kernel else ""))
+            first = next((ln for ln in text.splitlines() if "ERROR" in ln), run.failure() or text.strip()[-200:])
+            raise EnvironmentProblem(f"ncu failed: {first.strip()}")
+        out_dir = output_dir or settings.data_dir / "profiles"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        kept = out_dir / f"{path.stem}-{stamp}.ncu-rep"
+        shutil.copy2(report, kept)
+    t = time.monotonic()
+    profile = read_report(kept, kernel=f"^{re.escape(chosen.name)}$" if chosen else None)
+    diagnosis = diagnose(profile, report_path=str(kept))
+    timings.parse_s = time.monotonic() - t
+    resources, occ = _resources_for(source, arch, profile.mangled_name or profile.kernel_name, profile.block)
+    timings.total_s = time.monotonic() - started
+    return ProfileResult(diagnosis=diagnosis, report_path=kept, kernel=profile.kernel_name, kernels=kernels,
+                         ncu_command=[*argv, "program"], section_set=section_set, clock_control=clock_control,
+                         resources=resources, occupancy=occ, timings=timings)
+
+
+def _resources_for(source: str, arch: str, kernel: str, block: tuple[int, int, int] | None
+                   ) -> tuple[KernelResources | None, Occupancy | None]:
+    """ptxas's resource report for one kernel and its theoretical occupancy (best effort)."""
+    try:
+        found = [r for r in kernel_resources(source, arch=arch) if r.is_kernel and r.name == kernel]
+    except InputError:
+        return None, None
+    if not found:
+        return None, None
+    res = found[0]
+    occ = occupancy(res, block[0] * block[1] * block[2], gpu_limits(arch)) if block else None
+    return res, occ
