@@ -106,3 +106,18 @@ def test_resources_command_errors():
     assert kl("resources", "nope.cu").returncode == 2
     r = kl("resources", "kernels/naive_matmul.cu", "--arch", "sm_1")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_ncu_command_profiles_one_launch_of_the_hot_kernel():
+    hot = prun.KernelLaunches(name="_Z19naive_matmul_kernelPKfS0_Pfi", launches=22, total_ms=9.0)
+    argv = prun.ncu_command(prun.Path("/x/ncu"), chosen=hot, kernel=None, section_set="full", clock_control="none")
+    assert argv == ["/x/ncu", "--set", "full", "--clock-control", "none", "--kernel-name-base", "mangled",
+                    "-k", "regex:^_Z19naive_matmul_kernelPKfS0_Pfi$", "--launch-skip", "1", "--launch-count", "1",
+                    "-f", "-o", "profile"]
+    once = hot.model_copy(update={"launches": 1})
+    fast = prun.ncu_command(prun.Path("ncu"), chosen=once, kernel=None, section_set="fast", clock_control="base")
+    assert fast[fast.index("--launch-skip") + 1] == "0" and "--set" not in fast
+    assert fast.count("--section") == len(prun.FAST_SECTIONS)
+    # every option is followed by its own value
+    for flag in ("--clock-control", "--launch-skip", "--launch-count", "-o", "-k"):
+        assert not fast[fast.index(flag) + 1].startswith("-")

@@ -114,6 +114,21 @@ def _pick_kernel(kernels: list[KernelLaunches], wanted: str | None) -> KernelLau
     return matches[0] if matches else None
 
 
+def ncu_command(ncu: Path, *, chosen: KernelLaunches | None, kernel: str | None, section_set: SectionSet,
+                clock_control: str) -> list[str]:
+    """The ncu invocation for one launch of one kernel (the program path is appended by the caller)."""
+    sections = ["--set", "full"] if section_set == "full" else [a for s in FAST_SECTIONS for a in ("--section", s)]
+    if chosen is not None:  # exact mangled name; skip its first launch (a warm-up) when there are several
+        target = ["--kernel-name-base", "mangled", "-k", f"regex:^{re.escape(chosen.name)}$",
+                  "--launch-skip", "1" if chosen.launches > 1 else "0"]
+    elif kernel is not None:
+        target = ["-k", f"regex:{kernel}", "--launch-skip", "0"]
+    else:
+        target = ["--launch-skip", "1"]
+    return [str(ncu), *sections, "--clock-control", clock_control, *target, "--launch-count", "1",
+            "-f", "-o", "profile"]
+
+
 def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, section_set: SectionSet = "full",
                  clock_control: Literal["none", "base"] = "none", output_dir: Path | None = None,
                  timeout_s: float = 600.0) -> ProfileResult:
@@ -140,15 +155,7 @@ def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, s
     chosen = _pick_kernel(kernels, kernel)
     timings.locate_s = time.monotonic() - t
 
-    argv = [str(ncu), "--clock-control", clock_control, "--launch-count", "1", "-f", "-o", "profile"]
-    argv[1:1] = ["--set", "full"] if section_set == "full" else [a for s in FAST_SECTIONS for a in ("--section", s)]
-    if chosen is not None:
-        argv[-4:-4] = ["--kernel-name-base", "mangled", "-k", f"regex:^{re.escape(chosen.name)}$",
-                       "--launch-skip", "1" if chosen.launches > 1 else "0"]
-    elif kernel is not None:
-        argv[-4:-4] = ["-k", f"regex:{kernel}", "--launch-skip", "0"]
-    else:
-        argv[-4:-4] = ["--launch-skip", "1"]
+    argv = ncu_command(ncu, chosen=chosen, kernel=kernel, section_set=section_set, clock_control=clock_control)
     t = time.monotonic()
     with private_workdir() as work:
         prog = work / "program"
