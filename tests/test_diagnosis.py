@@ -92,6 +92,8 @@ QUIET = {  # a healthy kernel: nothing should fire
     "theoretical_occupancy_pct": 100.0, "waves_per_sm": 8.0, "grid_size": 8448.0, "sm_count": 132.0,
     "block_size": 256.0, "issue_active_pct": 30.0, "ffma_per_cycle": 1000.0, "ffma_peak_per_cycle": 16896.0,
     "global_load_sectors_per_request": 4.0, "global_store_sectors_per_request": 4.0, "shared_wavefronts": 1e6,
+    "global_load_requests": 1e6, "global_store_requests": 1e6, "global_load_bytes_per_sector": 32.0,
+    "global_store_bytes_per_sector": 32.0,
     "shared_bank_conflicts": 0.0, "stall_long_scoreboard": 2.0, "stall_wait": 2.0, "stall_not_selected": 2.0,
     "occupancy_limit_registers": 8.0, "occupancy_limit_shared_mem": 32.0, "occupancy_limit_warps": 8.0,
     "occupancy_limit_blocks": 32.0, "duration_ns": 500_000.0, "local_spill_requests": 0.0,
@@ -108,11 +110,18 @@ def test_a_healthy_kernel_fires_nothing():
 
 EDGES = [
     # rule, metrics just under the edge, metrics at/over it
-    ("uncoalesced-global", {"global_store_sectors_per_request": 7.9}, {"global_store_sectors_per_request": 8.0}),
+    ("uncoalesced-global", {"global_store_bytes_per_sector": 16.0}, {"global_store_bytes_per_sector": 15.9}),
+    # float4 loads: 16 sectors per request yet every byte used — coalesced, must not fire
+    ("uncoalesced-global", {"global_load_sectors_per_request": 16.0, "global_load_bytes_per_sector": 32.0},
+     {"global_load_sectors_per_request": 16.0, "global_load_bytes_per_sector": 8.0}),
     ("l1-lsu-limited", {"l1tex_throughput_pct": 79.9, "dram_throughput_pct": 1.0, "l1_hit_rate_pct": 90.0},
      {"l1tex_throughput_pct": 80.0, "dram_throughput_pct": 1.0, "l1_hit_rate_pct": 90.0}),
     ("l1-lsu-limited", {"l1tex_throughput_pct": 95.0, "dram_throughput_pct": 20.0, "l1_hit_rate_pct": 90.0},
      {"l1tex_throughput_pct": 95.0, "dram_throughput_pct": 19.9, "l1_hit_rate_pct": 90.0}),
+    ("l1-lsu-limited", {"l1tex_throughput_pct": 95.0, "dram_throughput_pct": 1.0, "l1_hit_rate_pct": 90.0,
+                        "global_load_bytes_per_sector": 15.9},
+     {"l1tex_throughput_pct": 95.0, "dram_throughput_pct": 1.0, "l1_hit_rate_pct": 90.0,
+      "global_load_bytes_per_sector": 16.0}),
     ("too-few-blocks", {"waves_per_sm": 1.0}, {"waves_per_sm": 0.99}),
     ("tail-effect", {"waves_per_sm": 3.95}, {"waves_per_sm": 3.5}),
     ("issue-bound", {"issue_active_pct": 59.9, "sm_throughput_pct": 80.0}, {"issue_active_pct": 60.0, "sm_throughput_pct": 80.0}),

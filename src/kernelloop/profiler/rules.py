@@ -22,8 +22,9 @@ SATURATED_PCT = 80.0  # a unit this busy is the limiter
 BUSY_PCT = 60.0  # Speed Of Light: above this a kernel is bound by that side
 IDLE_DRAM_PCT = 20.0  # DRAM this idle while L1 is saturated: the data is re-read on chip
 L1_REUSE_HIT_PCT = 50.0
-COALESCED_SECTORS = 4.5  # 32 threads x 4 bytes = 128 bytes = 4 sectors per request, ideally
-UNCOALESCED_SECTORS = 8.0
+# Coalescing is judged by how many bytes of each fetched 32-byte sector the threads use:
+# sectors per request depend on the access width (4 for floats, 16 for float4, both ideal).
+UNCOALESCED_BYTES_PER_SECTOR = 16.0  # half of every sector wasted, or worse
 FEW_WAVES = 1.0  # fewer waves than this leaves SMs without a block
 TAIL_MAX_WAVES = 4.0  # a partial last wave matters only when there are few waves
 TAIL_MAX_FILL = 0.9
@@ -83,6 +84,14 @@ def derived(m: Metrics) -> Metrics:
     return d
 
 
+def worst_bytes_per_sector(m: Metrics) -> float | None:
+    """The lower of load/store bytes used per sector, counting only the kinds the kernel does."""
+    used = [m.get(f"global_{kind}_bytes_per_sector") for kind in ("load", "store")
+            if (m.get(f"global_{kind}_requests") or m.get(f"global_{kind}_sectors") or 0) > 0]
+    used = [u for u in used if u is not None and u > 0]
+    return min(used) if used else None
+
+
 def top_stall(m: Metrics) -> str | None:
     index = m.get("top_stall_index")
     return None if index is None else STALL_REASONS[int(index)]
@@ -130,12 +139,11 @@ RULES: list[Rule] = [
     ),
     Rule(
         id="uncoalesced-global", severity="critical", title="uncoalesced global memory access",
-        condition=lambda m: max(_v(m, "global_load_sectors_per_request"), _v(m, "global_store_sectors_per_request"))
-        >= UNCOALESCED_SECTORS,
-        finding=lambda m: (f"global loads use {_v(m, 'global_load_sectors_per_request'):.1f} and stores "
-                           f"{_v(m, 'global_store_sectors_per_request'):.1f} sectors per request (4 is ideal for 32-bit "
-                           "accesses): neighbouring threads touch addresses far apart, so most of each 32-byte sector "
-                           "fetched is wasted"),
+        condition=lambda m: (worst_bytes_per_sector(m) or 32.0) < UNCOALESCED_BYTES_PER_SECTOR,
+        finding=lambda m: (f"threads use {_v(m, 'global_load_bytes_per_sector'):.0f} (loads) and "
+                           f"{_v(m, 'global_store_bytes_per_sector'):.0f} (stores) of every 32 bytes fetched, at "
+                           f"{_v(m, 'global_load_sectors_per_request'):.1f}/{_v(m, 'global_store_sectors_per_request'):.1f} "
+                           "sectors per request: neighbouring threads touch addresses far apart"),
         action="make threadIdx.x walk the contiguous dimension; where reads and writes need different orders "
                "(transpose), stage a tile through shared memory (padded against bank conflicts)",
         note="uncoalesced-access",
@@ -147,7 +155,7 @@ RULES: list[Rule] = [
         id="l1-lsu-limited", severity="critical", title="L1/load-store limited (data re-read, not reused)",
         condition=lambda m: _v(m, "l1tex_throughput_pct") >= SATURATED_PCT and _v(m, "dram_throughput_pct") < IDLE_DRAM_PCT
         and _v(m, "l1_hit_rate_pct") >= L1_REUSE_HIT_PCT
-        and max(_v(m, "global_load_sectors_per_request"), _v(m, "global_store_sectors_per_request")) <= COALESCED_SECTORS,
+        and (worst_bytes_per_sector(m) or 32.0) >= UNCOALESCED_BYTES_PER_SECTOR,
         finding=lambda m: (f"the L1/TEX path is {_v(m, 'l1tex_throughput_pct'):.0f}% busy while DRAM is "
                            f"{_v(m, 'dram_throughput_pct'):.1f}% busy and L1 hits {_v(m, 'l1_hit_rate_pct'):.0f}%: the "
                            "load/store unit re-reads the same data from L1 for every output instead of reusing it; "
