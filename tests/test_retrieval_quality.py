@@ -29,6 +29,18 @@ LABELS = {"bm25": "BM25-only", "dense": "dense-only", "hybrid": "hybrid (RRF)"}
 pytestmark = pytest.mark.skipif(not QUERIES.is_file(), reason=f"no labelled query set at {QUERIES}")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _local_embeddings_only():
+    """Measure the offline model; never reach NVIDIA's service, even when a key is set."""
+    saved = os.environ.get("KERNELLOOP_EMBEDDINGS")
+    os.environ["KERNELLOOP_EMBEDDINGS"] = "local"
+    yield
+    if saved is None:
+        os.environ.pop("KERNELLOOP_EMBEDDINGS", None)
+    else:
+        os.environ["KERNELLOOP_EMBEDDINGS"] = saved
+
+
 def _dense_ready() -> bool:
     if dense.disabled():
         return False

@@ -6,6 +6,12 @@ sentence-transformers loads directly, so nothing is fetched from a hub (it works
 HF_HUB_OFFLINE=1 and no network). Vectors are L2-normalised, so cosine = dot product.
 
 Set KERNELLOOP_CORPUS_DENSE=off to ignore an installed extra (BM25 only).
+
+Backends (KERNELLOOP_EMBEDDINGS): "auto" (default) uses NVIDIA's retrieval embeddings and
+reranker (`kernelloop.corpus.nvidia`, the `nim` extra) when NVIDIA_API_KEY is set and
+langchain-nvidia-ai-endpoints is importable, else the local model above when installed,
+else none; "nvidia", "local" and "off" force one. Vectors are cached per backend and
+model (`cache_model`), so local and NVIDIA vectors never mix.
 """
 
 from __future__ import annotations
@@ -31,6 +37,51 @@ def disabled() -> bool:
     return os.environ.get("KERNELLOOP_CORPUS_DENSE", "").strip().lower() in ("0", "off", "false", "no")
 
 
+BACKEND_ENV = "KERNELLOOP_EMBEDDINGS"
+BACKENDS = ("auto", "nvidia", "local", "off")
+
+
+def requested_backend() -> str:
+    value = os.environ.get(BACKEND_ENV, "").strip().lower() or "auto"
+    return value if value in BACKENDS else "auto"
+
+
+def backend() -> str | None:
+    """"nvidia", "local" or None (no dense retrieval). Touches no network."""
+    if disabled():
+        return None
+    want = requested_backend()
+    if want == "off":
+        return None
+    from . import nvidia
+
+    if want == "nvidia":
+        return "nvidia" if nvidia.configured() else None
+    if want == "auto" and nvidia.configured():
+        return "nvidia"
+    return "local" if installed() else None
+
+
+def cache_model(which: str | None = None) -> str:
+    """The embeddings table's `model` value for the backend's vectors."""
+    which = which or backend() or "local"
+    if which == "nvidia":
+        from . import nvidia
+
+        return nvidia.cache_model()
+    return MODEL_ID
+
+
+def describe(which: str | None = None) -> str | None:
+    """What CorpusStats.dense shows: the backend and model, or None."""
+    which = which if which is not None else backend()
+    if which == "nvidia":
+        from . import nvidia
+
+        return nvidia.describe()
+    return MODEL_ID if which == "local" else None  # "sentence-transformers/…": library and model
+
+
 def installed() -> bool:
     """Cheap: is the extra importable (without importing torch)?"""
     if disabled() or _load_error is not None:
@@ -41,6 +92,15 @@ def installed() -> bool:
 def unavailable_reason() -> str:
     if disabled():
         return "dense retrieval is switched off (KERNELLOOP_CORPUS_DENSE=off)"
+    want = requested_backend()
+    if want == "off":
+        return f"dense retrieval is switched off ({BACKEND_ENV}=off)"
+    if want == "nvidia":
+        from . import nvidia
+
+        if not nvidia.has_key():
+            return f"{BACKEND_ENV}=nvidia needs NVIDIA_API_KEY (environment or ./.env)"
+        return f"{BACKEND_ENV}=nvidia needs langchain-nvidia-ai-endpoints: pip install 'kernelloop[nim]'"
     if _load_error:
         return f"the embedding model failed to load ({_load_error})"
     return "dense retrieval needs the embeddings extra: pip install 'kernelloop[embeddings]'"
@@ -81,7 +141,16 @@ def model() -> Any | None:
 
 
 def available() -> bool:
-    return model() is not None
+    """Is a dense backend usable? (NVIDIA: key and package present; no network touched.)"""
+    which = backend()
+    if which == "nvidia":
+        return True
+    return which == "local" and model() is not None
+
+
+def local_available() -> bool:
+    """The local model, regardless of KERNELLOOP_EMBEDDINGS (the fallback when NVIDIA fails)."""
+    return not disabled() and requested_backend() != "off" and model() is not None
 
 
 def dimension() -> int:

@@ -26,7 +26,7 @@ import numpy as np
 from ..config import Settings, load_settings
 from ..errors import EnvironmentProblem, InputError
 from ..profiler.diagnosis import Diagnosis
-from . import dense, ingest, store
+from . import dense, ingest, nvidia, store
 from .ingest import Skip
 from .models import AddReport, CorpusStats, DocumentInfo, Hit, Mode
 from .text import tokenize
@@ -35,6 +35,7 @@ T = TypeVar("T")
 
 RRF_K = 60
 CANDIDATES = 50  # documents each retriever contributes to the fusion
+RERANK_CANDIDATES = 20  # fused documents the NVIDIA reranker reorders (at least k)
 BM25_K1 = 1.2
 BM25_B = 0.75
 STATE_CACHE = 4  # indexes whose in-memory state this process keeps
@@ -63,6 +64,7 @@ class _State:
     bm25: bm25s.BM25 | None
     vocab: set[str]
     vectors: np.ndarray | None = None
+    vectors_model: str | None = None  # the embeddings-table model (backend-prefixed) of `vectors`
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -136,27 +138,44 @@ def _load_state(index: store.Index) -> _State:
     return state
 
 
-def _vectors(state: _State, index: store.Index) -> np.ndarray:
-    """The chunks' dense vectors: stored ones read back, missing ones embedded and stored."""
+def _vectors(state: _State, index: store.Index, which: str = "local") -> np.ndarray:
+    """The chunks' dense vectors for backend `which` ("local" or "nvidia"): stored ones read
+    back, missing ones embedded and stored. Rows are keyed by (text hash, backend-prefixed
+    model), so local and NVIDIA vectors never mix. NVIDIA failures raise nvidia.NimError."""
+    model_key = dense.cache_model(which)
     with state.lock:
-        if state.vectors is not None:
+        if state.vectors is not None and state.vectors_model == model_key:
             return state.vectors
         stored: dict[str, np.ndarray] = {}
-        dim = dense.dimension()
-        for h, blob in index.conn.execute("SELECT text_hash, vector FROM embeddings WHERE model = ? AND dim = ?",
-                                          (dense.MODEL_ID, dim)):
+        if which == "local":
+            dim: int | None = dense.dimension()
+            rows = index.conn.execute("SELECT text_hash, vector FROM embeddings WHERE model = ? AND dim = ?",
+                                      (model_key, dim))
+        else:
+            row = index.conn.execute("SELECT dim, count(*) AS n FROM embeddings WHERE model = ? GROUP BY dim "
+                                     "ORDER BY n DESC LIMIT 1", (model_key,)).fetchone()
+            dim = int(row[0]) if row else None
+            rows = index.conn.execute("SELECT text_hash, vector FROM embeddings WHERE model = ? AND dim = ?",
+                                      (model_key, dim)) if dim is not None else []
+        for h, blob in rows:
             stored[h] = np.frombuffer(blob, dtype=np.float32)
         missing = sorted({h for h in state.hashes if h not in stored})
         if missing:
             text_of = dict(zip(state.hashes, state.index_texts, strict=True))
-            fresh = dense.encode_cached(missing, [text_of[h] for h in missing])
+            texts = [text_of[h] for h in missing]
+            fresh = dense.encode_cached(missing, texts) if which == "local" else nvidia.embed_passages(missing, texts)
+            if dim is not None and fresh.shape[1] != dim:  # the service's model changed: drop the old ones
+                stored = {}
+                missing = sorted(set(state.hashes))
+                fresh = nvidia.embed_passages(missing, [text_of[h] for h in missing])
+            dim = int(fresh.shape[1])
             for h, v in zip(missing, fresh, strict=True):
                 stored[h] = v
             try:  # not a generation bump: the chunks did not change, only what is cached about them
                 index.conn.execute("BEGIN IMMEDIATE")
                 index.conn.executemany(
                     "INSERT OR REPLACE INTO embeddings(text_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
-                    [(h, dense.MODEL_ID, dim, np.ascontiguousarray(stored[h], dtype=np.float32).tobytes())
+                    [(h, model_key, dim, np.ascontiguousarray(stored[h], dtype=np.float32).tobytes())
                      for h in missing])
                 index.conn.execute("COMMIT")
             except sqlite3.Error:  # read-only or busy: keep them in memory only
@@ -165,7 +184,8 @@ def _vectors(state: _State, index: store.Index) -> np.ndarray:
                 except sqlite3.Error:
                     pass
         state.vectors = (np.stack([stored[h] for h in state.hashes]) if state.hashes
-                         else np.zeros((0, dim), dtype=np.float32))
+                         else np.zeros((0, dim or 0), dtype=np.float32))
+        state.vectors_model = model_key
         return state.vectors
 
 
@@ -193,9 +213,11 @@ def _bm25_scores(state: _State, query: str) -> np.ndarray:
     return np.asarray(state.bm25.get_scores(toks), dtype=np.float32)
 
 
-def _dense_scores(state: _State, index: store.Index, query: str) -> np.ndarray:
-    vectors = _vectors(state, index)
-    q = dense.encode([query])[0]
+def _dense_scores(state: _State, index: store.Index, query: str, which: str = "local") -> np.ndarray:
+    vectors = _vectors(state, index, which)
+    q = dense.encode([query])[0] if which == "local" else nvidia.embed_query(query)
+    if q.shape[0] != vectors.shape[1]:
+        raise nvidia.NimError(f"query vector has {q.shape[0]} dimensions, the stored ones {vectors.shape[1]}")
     return vectors @ q
 
 
@@ -210,31 +232,73 @@ def _resolve_mode(mode: str) -> str:
     if mode not in MODES:
         raise InputError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     if mode == "auto":
-        return "hybrid" if dense.installed() and dense.available() else "bm25"
+        return "hybrid" if dense.available() else "bm25"
     if mode in ("dense", "hybrid") and not dense.available():
         raise EnvironmentProblem(f"{mode} search: {dense.unavailable_reason()}")
     return mode
 
 
+def _bm25_hits(state: _State, query: str, k: int, retriever: str = "bm25") -> list[Hit]:
+    return [_hit(state, d, ci, s, retriever) for d, ci, s in _per_doc(state, _bm25_scores(state, query),
+                                                                       positive=True)[:k]]
+
+
+def _semantic(state: _State, index: store.Index, query: str, k: int, mode: str,
+              which: str) -> list[tuple[int, int, float, str]]:
+    """(doc, chunk shown, score, retriever) from dense or hybrid retrieval, best first;
+    for the NVIDIA backend, the fused candidates reordered by NVIDIA's reranker."""
+    want = max(k, RERANK_CANDIDATES) if which == "nvidia" else k
+    semantic = _per_doc(state, _dense_scores(state, index, query, which), positive=False)
+    if mode == "dense":
+        ranked = [(d, ci, s, "dense") for d, ci, s in semantic[:want]]
+    else:
+        lexical = _per_doc(state, _bm25_scores(state, query), positive=True)[:CANDIDATES]
+        fused: dict[int, float] = {}
+        shown: dict[int, int] = {}
+        for ranking in (lexical, semantic[:CANDIDATES]):
+            for rank, (d, ci, _) in enumerate(ranking, start=1):
+                fused[d] = fused.get(d, 0.0) + 1.0 / (RRF_K + rank)
+                shown.setdefault(d, ci)  # the lexical best chunk where BM25 found the document
+        best = sorted(fused.items(), key=lambda t: (-t[1], t[0]))[:want]
+        ranked = [(d, shown[d], s, "hybrid") for d, s in best]
+    if which != "nvidia" or len(ranked) < 2 or not nvidia.settings().rerank_model:
+        return ranked[:k]
+    passages = [f"{state.headings[ci]}\n{state.texts[ci]}".strip() for _, ci, _, _ in ranked]
+    try:
+        order = nvidia.rerank(query, passages)
+    except nvidia.NimError as exc:
+        note = f"NVIDIA rerank unavailable: {exc}"
+        nvidia.note_fallback(note)
+        return [(d, ci, s, f"{r} ({note})") for d, ci, s, r in ranked[:k]]
+    seen = {i for i, _ in order if 0 <= i < len(ranked)}
+    out = [(ranked[i][0], ranked[i][1], score, f"{ranked[i][3]}+rerank") for i, score in order if 0 <= i < len(ranked)]
+    out += [(d, ci, s, r) for i, (d, ci, s, r) in enumerate(ranked) if i not in seen]
+    return out[:k]
+
+
 def _retrieve(state: _State, index: store.Index, query: str, k: int, mode: str) -> list[Hit]:
+    """Network failures of the NVIDIA backend never fail a search: the local model (where
+    installed) or BM25 answers instead, and the hits' retriever says why."""
     if state.empty:
         return []
     if mode == "bm25":
-        return [_hit(state, d, ci, s, "bm25") for d, ci, s in _per_doc(state, _bm25_scores(state, query),
-                                                                          positive=True)[:k]]
-    if mode == "dense":
-        return [_hit(state, d, ci, s, "dense") for d, ci, s in _per_doc(state, _dense_scores(state, index, query),
-                                                                           positive=False)[:k]]
-    lexical = _per_doc(state, _bm25_scores(state, query), positive=True)[:CANDIDATES]
-    semantic = _per_doc(state, _dense_scores(state, index, query), positive=False)[:CANDIDATES]
-    fused: dict[int, float] = {}
-    shown: dict[int, int] = {}
-    for ranking in (lexical, semantic):
-        for rank, (d, ci, _) in enumerate(ranking, start=1):
-            fused[d] = fused.get(d, 0.0) + 1.0 / (RRF_K + rank)
-            shown.setdefault(d, ci)  # the lexical best chunk where BM25 found the document
-    best = sorted(fused.items(), key=lambda t: (-t[1], t[0]))[:k]
-    return [_hit(state, d, shown[d], s, "hybrid") for d, s in best]
+        return _bm25_hits(state, query, k)
+    which = dense.backend()
+    note = ""
+    if which == "nvidia":
+        try:
+            ranked = _semantic(state, index, query, k, mode, "nvidia")
+            if not any("unavailable" in r for _, _, _, r in ranked):
+                nvidia.note_fallback(None)
+            return [_hit(state, d, ci, s, r) for d, ci, s, r in ranked]
+        except nvidia.NimError as exc:
+            note = f"NVIDIA embeddings unavailable: {exc}"
+            nvidia.note_fallback(note)
+            which = "local" if dense.requested_backend() == "auto" and dense.local_available() else None
+    if which is None:
+        return _bm25_hits(state, query, k, f"bm25 ({note})" if note else "bm25")
+    ranked = _semantic(state, index, query, k, mode, which)
+    return [_hit(state, d, ci, s, f"{r} ({note})" if note else r) for d, ci, s, r in ranked]
 
 
 def _check_query(query: str, k: int) -> None:
@@ -314,14 +378,17 @@ def corpus_stats(settings: Settings | None = None) -> CorpusStats:
         conn = index.conn
         by_kind = {kind: n for kind, n in conn.execute("SELECT kind, count(*) FROM documents GROUP BY kind")}
         chunks = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        which = dense.backend()
         embedded = conn.execute(
             "SELECT count(*) FROM chunks c JOIN embeddings e ON e.text_hash = c.text_hash AND e.model = ?",
-            (dense.MODEL_ID,)).fetchone()[0]
+            (dense.cache_model(which),)).fetchone()[0]
         warnings = list(index.warnings)
         warnings += [w for w in store.stored_warnings(conn) if w not in warnings]
+        if which == "nvidia" and nvidia.last_warning and nvidia.last_warning not in warnings:
+            warnings.append(nvidia.last_warning)  # the latest search fell back
         return CorpusStats(
             documents=sum(by_kind.values()), chunks=chunks, by_kind=by_kind, index_path=str(index.path),
-            dense=dense.MODEL_ID if dense.installed() else None, built_at=store.get_meta(conn, "built_at"),
+            dense=dense.describe(which), built_at=store.get_meta(conn, "built_at"),
             bundled_hash=store.get_meta(conn, "bundled_hash") or ingest.bundled_hash(), embedded_chunks=embedded,
             warnings=warnings)
 

@@ -13,7 +13,8 @@ Mode = Literal["auto", "bm25", "dense", "hybrid"]
 class Hit(BaseModel):
     """One retrieved document, shown by its best-matching chunk.
 
-    `retriever` is "bm25", "dense" or "hybrid" for text retrieval, and "rule" for a note
+    `retriever` is "bm25", "dense" or "hybrid" for text retrieval ("+rerank" when NVIDIA's
+    reranker reordered them; a parenthesised reason when a backend fell back), and "rule" for a note
     that `search_for_diagnosis` put first because a finding names it (score 1.0 then; the
     list's order is the ranking, scores of different retrievers are not comparable).
     """

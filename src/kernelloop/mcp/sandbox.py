@@ -10,6 +10,7 @@ from mcp.server.fastmcp import Context
 from pydantic import BaseModel, Field
 
 from ..verify.policy import Violation
+from ..verify.gate import build_summary
 from ..verify.verdict import BuildSummary, Verdict
 from .common import KernelloopMCP, ProgressBridge, add_server_info, new_server, run_tool
 
@@ -40,12 +41,6 @@ class StaticCheck(BaseModel):
     violations: list[Violation] = []
     baseline_build: BuildSummary
     candidate_build: BuildSummary | None = None  # None: not compiled (it failed the policy)
-
-
-def _summary(build) -> BuildSummary:
-    tail = "\n".join(build.log.strip().splitlines()[-25:]) if not build.ok else ""
-    return BuildSummary(ok=build.ok, cached=build.cached, seconds=build.seconds, stage=build.stage,
-                        log_excerpt=tail, flags=build.flags)
 
 
 def _verify(baseline_path: str, candidate_source: str | None, candidate_path: str | None,
@@ -98,8 +93,8 @@ def _static_check(baseline_path: str, candidate_source: str, arch: str | None) -
         summary = f"clean: passes the policy and builds (nvcc {' '.join(cand.flags)}); verify can run it"
     return StaticCheck(ok=not static.violations and cand is not None and cand.ok, summary=summary, arch=chosen,
                        split_mode=split.mode, notes=notes, violations=static.violations,
-                       baseline_build=_summary(static.baseline),
-                       candidate_build=_summary(cand) if cand is not None else None)
+                       baseline_build=build_summary(static.baseline),
+                       candidate_build=build_summary(cand) if cand is not None else None)
 
 
 def build_server() -> KernelloopMCP:

@@ -52,7 +52,7 @@ def _log_tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _summary(build: BuildResult) -> BuildSummary:
+def build_summary(build: BuildResult) -> BuildSummary:
     return BuildSummary(ok=build.ok, cached=build.cached, seconds=build.seconds, stage=build.stage,
                         log_excerpt=_log_tail(build.log) if not build.ok else "", flags=build.flags)
 
@@ -137,9 +137,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                           baseline_name=baseline_name)
     base_build, cand_build, violations = static.baseline, static.candidate, static.violations
     durations.compile_s = time.monotonic() - t
-    v.builds = {"baseline": _summary(base_build)}
+    v.builds = {"baseline": build_summary(base_build)}
     if cand_build is not None:
-        v.builds["candidate"] = _summary(cand_build)
+        v.builds["candidate"] = build_summary(cand_build)
     v.policy = violations
     v.gates.append(GateResult(gate="policy", status="fail" if violations else "pass", baseline="-",
                               candidate=f"{len(violations)} violation(s)" if violations else "clean",
