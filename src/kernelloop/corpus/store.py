@@ -114,10 +114,17 @@ def _connect(path: Path | str) -> sqlite3.Connection:
 @contextmanager
 def write_txn(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One atomic write; bumps the generation so every process's caches see the change."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(conn):
         yield conn
         conn.execute("UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'generation'")
+
+
+@contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception (the previous state stays whole)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
         conn.execute("COMMIT")
     except BaseException:
         try:
@@ -148,8 +155,7 @@ def _init_schema(conn: sqlite3.Connection) -> None:
         return
     if version is not None:
         raise Incompatible(f"index schema version {version}, this kernelloop uses {SCHEMA_VERSION}")
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with _immediate(conn):
         for statement in SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
@@ -163,13 +169,6 @@ def _init_schema(conn: sqlite3.Connection) -> None:
             set_meta(conn, "created_at", now_iso())
         elif version != SCHEMA_VERSION:
             raise Incompatible(f"index schema version {version}, this kernelloop uses {SCHEMA_VERSION}")
-        conn.execute("COMMIT")
-    except BaseException:
-        try:
-            conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass
-        raise
 
 
 def insert_document(conn: sqlite3.Connection, doc: Document, added_at: str | None = None) -> None:
