@@ -2,7 +2,7 @@
 
 Environment variables are named KERNELLOOP_<SECTION>_<FIELD> (e.g.
 KERNELLOOP_VERIFY_THRESHOLD=1.5). The project file is ./kernelloop.toml, with one table
-per section ([verify]). Secrets never live here: they come only from the environment
+per section ([verify], [optimize]). Secrets never live here: they come only from the environment
 or a .env file in the current directory.
 """
 
@@ -55,8 +55,33 @@ class VerifySettings(BaseModel):
         return v
 
 
+class OptimizeSettings(BaseModel):
+    """Every cap of the agent loop (`kernelloop optimize`), with its default."""
+
+    max_iterations: int = Field(3, ge=1, le=100, description="optimizer->verifier rounds before giving up (--max-iterations)")
+    compile_fix_attempts: int = Field(2, ge=0, le=10, description="inner loop: times nvcc's errors go back to the optimizer per round")
+    keep_going: bool = Field(False, description="after an acceptance, continue from the new best (--keep-going)")
+    patience: int = Field(2, ge=1, le=50, description="with keep_going: stop after this many rounds without a gain >= min_gain")
+    min_gain: float = Field(0.02, ge=0, le=1, description="with keep_going: the relative gain over the best that counts as progress")
+    max_rounds: int = Field(12, ge=1, le=200, description="with keep_going: hard cap on rounds, whatever the patience")
+    optimizer: Literal["auto", "offline", "nim", "openai"] = Field("auto", description="auto: nim when a key is configured, else offline")
+    llm_timeout_s: float = Field(180.0, gt=0, description="one chat request's timeout")
+    llm_retries: int = Field(4, ge=0, le=20, description="retries of a chat request on 429, 5xx, timeouts and connection errors")
+    llm_backoff_s: float = Field(2.0, ge=0, description="first retry's wait; doubles each retry (with jitter)")
+    llm_backoff_max_s: float = Field(30.0, ge=0, description="longest wait between retries")
+    temperature: float = Field(0.2, ge=0, le=2)
+    max_tokens: int = Field(8192, ge=256, le=131072, description="completion token cap per chat request")
+    research_k: int = Field(4, ge=0, le=20, description="research notes given to the optimizer")
+    profile_sections: Literal["full", "fast"] = Field("fast", description="Nsight Compute section set for the loop's profiles")
+    reprofile_winner: bool = Field(True, description="profile the accepted kernel so the report shows before/after")
+    runs_dir: Path = Field(Path("runs"), description="where run artifacts go: runs/<kernel>/<timestamp>/ (relative: to the current directory)")
+    mcp_start_timeout_s: float = Field(60.0, gt=0, description="cap on starting one MCP server and its handshake")
+    memory_attempts: int = Field(8, ge=0, le=100, description="past attempts of the same kernel shown to the optimizer")
+
+
 class Settings(BaseModel):
     verify: VerifySettings = VerifySettings()
+    optimize: OptimizeSettings = OptimizeSettings()
     cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("kernelloop")))
     data_dir: Path = Field(default_factory=lambda: Path(user_data_dir("kernelloop")))
 
@@ -81,13 +106,19 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
             raise ConfigError(f"{project_file}: not valid TOML ({exc})") from exc
     verify: dict[str, Any] = dict(file_values.get("verify", {}))
     verify.update(_from_env(VerifySettings, "KERNELLOOP_VERIFY_"))
-    verify.update({k: v for k, v in (cli or {}).items() if v is not None})
+    optimize: dict[str, Any] = dict(file_values.get("optimize", {}))
+    optimize.update(_from_env(OptimizeSettings, "KERNELLOOP_OPTIMIZE_"))
+    for key, value in (cli or {}).items():
+        if value is None:
+            continue
+        # A flag names a field of one section; the optimize section's names never clash with verify's.
+        (optimize if key in OptimizeSettings.model_fields else verify)[key] = value
     top: dict[str, Any] = {k: v for k, v in file_values.items() if k in ("cache_dir", "data_dir")}
     for key in ("cache_dir", "data_dir"):
         if os.environ.get(f"KERNELLOOP_{key.upper()}"):
             top[key] = os.environ[f"KERNELLOOP_{key.upper()}"]
     try:
-        return Settings(verify=VerifySettings(**verify), **top)
+        return Settings(verify=VerifySettings(**verify), optimize=OptimizeSettings(**optimize), **top)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

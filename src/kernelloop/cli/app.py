@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -13,7 +14,7 @@ from .. import __version__
 from ..config import load_settings
 from ..errors import KernelloopError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Make CUDA kernels faster and prove it.")
 out = Console()
 err = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the terminal width
@@ -188,7 +189,126 @@ def doctor(
     raise typer.Exit(exit_code(checks))
 
 
-corpus_app = typer.Typer(no_args_is_help=True, help="The researcher's knowledge corpus: bundled notes and your documents.")
+@app.command()
+def optimize(
+    kernel: Optional[Path] = typer.Argument(None, help="The CUDA program to optimize (follows docs/contract.md)."),
+    optimizer: Optional[str] = typer.Option(None, help="auto | offline | nim | openai [default: auto: nim with a key, else offline]."),
+    model: Optional[str] = typer.Option(None, help="LLM model name [default: nvidia/llama-3.3-nemotron-super-49b-v1]."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint (self-hosted NIM, vLLM, Ollama, llama.cpp)."),
+    api_key: Optional[str] = typer.Option(None, help="NVIDIA API key [default: $NVIDIA_API_KEY, then ./.env]."),
+    max_iterations: Optional[int] = typer.Option(None, help="Rounds before giving up [default: 3]."),
+    keep_going: Optional[bool] = typer.Option(None, "--keep-going/--stop-at-first",
+                                              help="After an acceptance, go on from the new best [default: stop]."),
+    patience: Optional[int] = typer.Option(None, help="With --keep-going: rounds without a 2% gain before stopping [default: 2]."),
+    compile_fix_attempts: Optional[int] = typer.Option(None, help="nvcc errors handed back per round [default: 2]."),
+    threshold: Optional[float] = typer.Option(None, help="Minimum speedup to accept [default: 1.2]."),
+    runs_dir: Optional[Path] = typer.Option(None, help="Where run folders go [default: ./runs]."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue an interrupted run (its id, or a unique prefix)."),
+    json_output: bool = typer.Option(False, "--json", help="Print the run's summary as JSON (and nothing else on stdout)."),
+) -> None:
+    """Profile, research, rewrite and verify KERNEL until a rewrite is proven faster.
+
+    Exit code 0: accepted; 3: no candidate cleared the bar; 2: a usage or environment problem."""
+    import asyncio
+
+    from ..errors import InputError
+    from ..graph.session import optimize as optimize_events
+    from ..llm_config import resolve_llm_config
+    from .loop_view import LoopView
+
+    if (kernel is None) == (resume is None):
+        raise InputError("give the kernel to optimize, or --resume RUN_ID (not both)")
+    settings = load_settings({"max_iterations": max_iterations, "keep_going": keep_going, "patience": patience,
+                              "compile_fix_attempts": compile_fix_attempts, "threshold": threshold,
+                              "runs_dir": runs_dir, "optimizer": optimizer})
+    llm = resolve_llm_config(model, base_url, api_key)
+    view = LoopView(err, quiet=json_output)
+
+    async def drive() -> None:
+        async for event in optimize_events(kernel, settings, llm, optimizer_kind=optimizer, resume=resume):
+            view.handle(event)
+
+    try:
+        with view:
+            asyncio.run(drive())
+    except KeyboardInterrupt:
+        hint = f"; continue with `kernelloop optimize --resume {view.run_id}`" if view.run_id else ""
+        err.print(f"interrupted{hint}", highlight=False)
+        raise typer.Exit(130) from None
+    summary = view.summary()
+    if json_output:
+        out.print_json(json.dumps(summary))
+    else:
+        view.print_result(out, summary)
+    raise typer.Exit(0 if summary.get("status") == "accepted" else 3)
+
+
+@app.command("verify-cert")
+def verify_cert(
+    certificate: Path = typer.Argument(..., help="A certificate.json from a run folder."),
+    baseline: Optional[Path] = typer.Option(None, help="The baseline program [default: the one beside the certificate]."),
+    candidate: Optional[Path] = typer.Option(None, help="The certified program [default: the one beside the certificate]."),
+    static: bool = typer.Option(False, "--static", help="Check the hashes only (no GPU)."),
+    json_output: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+) -> None:
+    """Re-check a proof certificate on this machine: hashes, reference outputs, the verify gate.
+
+    Exit code 0: every check passed; 1: a check failed; 2: a usage or environment problem."""
+    from ..runs.recheck import check_certificate
+
+    settings = load_settings()
+    if json_output or static:
+        result = check_certificate(certificate, settings, baseline=baseline, candidate=candidate, static_only=static)
+    else:
+        with err.status("re-checking…") as status:
+            result = check_certificate(certificate, settings, baseline=baseline, candidate=candidate,
+                                       progress=lambda p: status.update(f"[bold]{p.stage}[/]: {p.message}"))
+    if json_output:
+        out.print_json(result.model_dump_json())
+    else:
+        from .render import print_certificate_check
+
+        print_certificate_check(out, result)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+runs_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The run log: every `kernelloop optimize` run.")
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("list")
+def runs_list(kernel: Optional[str] = typer.Option(None, help="Only runs of this kernel (file stem)."),
+              limit: int = typer.Option(20, help="How many runs, newest first."),
+              json_output: bool = typer.Option(False, "--json")) -> None:
+    """The latest runs, newest first."""
+    from ..graph.loop import run_store
+    from .render import runs_table
+
+    runs = run_store(load_settings()).list_runs(kernel=kernel, limit=limit)
+    if json_output:
+        out.print_json(json.dumps([r.model_dump(mode="json", exclude={"options", "summary"}) for r in runs]))
+    else:
+        out.print(runs_table(runs))
+
+
+@runs_app.command("show")
+def runs_show(run_id: str = typer.Argument(..., help="A run id, or a unique prefix of one."),
+              json_output: bool = typer.Option(False, "--json")) -> None:
+    """One run: its outcome, every attempt and why it was accepted or rejected, its folder."""
+    from ..graph.loop import run_store
+    from .render import print_run
+
+    store = run_store(load_settings())
+    record = store.get_run(run_id)
+    attempts = store.attempts(record.run_id)
+    if json_output:
+        out.print_json(json.dumps({**record.model_dump(mode="json", exclude={"options"}),
+                                   "attempts": [a.model_dump(mode="json") for a in attempts]}))
+    else:
+        print_run(out, record, attempts)
+
+
+corpus_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The researcher's knowledge corpus: bundled notes and your documents.")
 app.add_typer(corpus_app, name="corpus")
 
 
@@ -279,7 +399,7 @@ def corpus_statistics(json_output: bool = typer.Option(False, "--json")) -> None
         err.print(f"[yellow]warning:[/] {w}", highlight=False)
 
 
-mcp_app = typer.Typer(no_args_is_help=True, help="MCP tool servers for agents (stdio).")
+mcp_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="MCP tool servers for agents (stdio).")
 app.add_typer(mcp_app, name="mcp")
 
 
@@ -302,6 +422,9 @@ def main() -> None:
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
     except typer.Abort:
         err.print("aborted")
         sys.exit(130)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..profiler.diagnosis import Diagnosis
+from ..runs.certificate import CertificateCheck
+from ..runs.store import AttemptRecord, RunRecord
 from ..verify.verdict import Verdict
 
 _MARK = {"pass": "[green]✓[/]", "fail": "[red]✗[/]", "skipped": "[yellow]–[/]", "info": "[blue]i[/]"}
@@ -95,3 +98,37 @@ def print_diagnosis(console: Console, d: Diagnosis, *, extra: str = "") -> None:
                       f"{_fmt(roof.fp32_flops_per_s, 'FLOP/s')} = {roof.pct_of_compute_roof or 0:.1f}% of the FP32 roof, "
                       f"{_fmt(roof.dram_bytes_per_s, 'B/s')} = {roof.pct_of_memory_roof or 0:.1f}% of DRAM bandwidth")
     console.print(f"{d.metrics_parsed} metrics parsed; report: {d.report_path}" + extra)
+
+
+def print_certificate_check(console: Console, result: CertificateCheck) -> None:
+    for c in result.checks:
+        console.print(f"{_MARK[c.status]} {c.name}: {escape(c.detail)}", highlight=False)
+    if result.verdict is not None:
+        console.print(verdict_table(result.verdict))
+    console.print("[green]certificate holds[/]" if result.ok else "[red]certificate does not hold[/]")
+
+
+def runs_table(runs: list[RunRecord]) -> Table:
+    table = Table(title="kernelloop runs (newest first)", title_justify="left")
+    for col in ("run", "kernel", "status", "speedup", "iterations", "optimizer", "started"):
+        table.add_column(col, overflow="fold")
+    for r in runs:
+        speed = f"{r.best_speedup:.2f}x" if r.best_speedup else "-"
+        table.add_row(r.run_id, r.kernel, r.status, speed, str(r.iterations), r.optimizer + (f" ({r.model})" if r.model else ""),
+                      r.started_at)
+    return table
+
+
+def print_run(console: Console, record: RunRecord, attempts: list[AttemptRecord]) -> None:
+    speed = f", {record.best_speedup:.2f}x" if record.best_speedup else ""
+    console.print(f"[bold]{record.run_id}[/] {record.kernel}: {record.status}{speed} after {record.iterations} "
+                  f"iteration(s); optimizer {record.optimizer}{' (' + record.model + ')' if record.model else ''}; "
+                  f"GPU {record.gpu or '-'}", highlight=False)
+    console.print(f"kernel: {record.kernel_path}\nfolder: {record.run_dir}", highlight=False)
+    table = Table(title_justify="left")
+    for col in ("iteration", "approach", "outcome", "speedup", "reason"):
+        table.add_column(col, overflow="fold")
+    for a in attempts:
+        table.add_row(str(a.iteration), a.approach, "accepted" if a.accepted else f"rejected: {a.kind}",
+                      f"{a.speedup:.2f}x" if a.speedup else "-", escape(a.reason))
+    console.print(table)

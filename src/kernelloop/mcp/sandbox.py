@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 from mcp.server.fastmcp import Context
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from ..verify.policy import Violation
 from ..verify.gate import build_summary
-from ..verify.verdict import BuildSummary, Verdict
+from ..verify.verdict import StaticCheck, Verdict
 from .common import KernelloopMCP, ProgressBridge, add_server_info, new_server, run_tool
 
 NAME = "kernelloop-sandbox"
@@ -28,19 +27,6 @@ BaselinePath = Annotated[str, Field(description=(
     "Path of the baseline .cu program (follows docs/contract.md) on the server's machine."))]
 CandidateSource = Annotated[str, Field(description=(
     "The candidate's source text: its editable part only, or a whole program (its main() is ignored)."))]
-
-
-class StaticCheck(BaseModel):
-    """What the verify gate decides before running anything."""
-
-    ok: bool  # passes the policy and builds: verify would go on to run it
-    summary: str
-    arch: str
-    split_mode: str  # how the baseline was split: "markers" | "default"
-    notes: list[str] = []
-    violations: list[Violation] = []
-    baseline_build: BuildSummary
-    candidate_build: BuildSummary | None = None  # None: not compiled (it failed the policy)
 
 
 def _verify(baseline_path: str, candidate_source: str | None, candidate_path: str | None,

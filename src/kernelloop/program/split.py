@@ -39,6 +39,17 @@ class ProgramSplit(BaseModel):
         line = self.editable_line if editable is None else 1
         return f"{self.preamble}\n#line {line} \"{filename}\"\n{part}\n"
 
+    def whole_program(self, editable: str | None = None) -> str:
+        """One file: preamble, an editable part between markers, the frozen harness.
+
+        With markers this reproduces the baseline file exactly for its own editable part; it
+        is what `kernelloop verify`, `profile` and a person can build and run on its own."""
+        part = self.editable if editable is None else editable
+        if part and not part.endswith("\n"):
+            part += "\n"
+        return (f"{self.preamble}// kernelloop: editable begin\n{part}"
+                f"// kernelloop: editable end\n{self.harness}")
+
     def harness_unit(self, filename: str = "harness.cu") -> str:
         """Translation unit 2: preamble + declarations + the frozen harness."""
         decls = "\n".join(self.exported)

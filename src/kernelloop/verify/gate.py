@@ -29,7 +29,7 @@ from ..tools.sanitizer import MEMCHECK_EXIT_CODE, find_compute_sanitizer, memche
 from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .outputs import Comparison, compare_dumps, compare_outputs
-from .runs import ProgramRun, run_program
+from .runs import ProgramRun, output_digest, run_program
 from .stats import decide
 from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict
 
@@ -207,7 +207,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             v.notes.append("element-wise check unavailable: the harness writes no KERNELLOOP_OUTPUT_FILE dump "
                            "(docs/contract.md); only the printed numbers were compared")
         cmp = _compare_runs(base, cand, vs)
-        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="correctness"))
+        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="correctness",
+                                  baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
         correct &= cmp.match
         candidate_audits.append(_audit(cand, harness_kernels))
     durations.correctness_s = time.monotonic() - t

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -55,3 +56,12 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             except (DumpError, OSError) as exc:
                 run.dump_problem = str(exc)
         return run
+
+
+def output_digest(run: ProgramRun) -> str:
+    """SHA-256 of a run's results: its stdout, then each dumped array's dtype, shape and bytes."""
+    digest = hashlib.sha256(run.result.stdout.encode("utf-8", "surrogateescape"))
+    for array in run.dump or []:
+        digest.update(f"\n{array.dtype.str} {array.shape}\n".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()

@@ -59,6 +59,10 @@ class SeedCheck(BaseModel):
     seed: int
     comparison: Comparison
     phase: Literal["correctness", "timing"]
+    # SHA-256 of what each program produced on this seed (stdout, then every dumped array):
+    # the reference outputs a proof certificate names.
+    baseline_sha256: str = ""
+    candidate_sha256: str = ""
 
 
 class Durations(BaseModel):
@@ -106,3 +110,16 @@ class Verdict(BaseModel):
 
     def gate(self, name: str) -> GateResult | None:
         return next((g for g in self.gates if g.gate == name), None)
+
+
+class StaticCheck(BaseModel):
+    """What the verify gate decides before running anything."""
+
+    ok: bool  # passes the policy and builds: verify would go on to run it
+    summary: str
+    arch: str
+    split_mode: str  # how the baseline was split: "markers" | "default"
+    notes: list[str] = []
+    violations: list[Violation] = []
+    baseline_build: BuildSummary
+    candidate_build: BuildSummary | None = None  # None: not compiled (it failed the policy)

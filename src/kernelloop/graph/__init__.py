@@ -1,0 +1,1 @@
+"""The agent loop as a LangGraph state machine: profiler -> researcher -> optimizer -> verifier."""

@@ -1,0 +1,206 @@
+"""The loop's graph and how a run starts, streams its events, and resumes.
+
+    START -> profiler -> researcher -> optimizer -> check -> verifier -> accept -> finish -> END
+                                         ^  ^  fix |   retry |          | continue
+                                         |  +------+         |          v
+                                         +-------------------+      researcher
+
+* check: the policy scan and nvcc, no GPU; a build error goes back to the optimizer with
+  nvcc's messages (at most optimize.compile_fix_attempts times a round).
+* verifier: the whole verify gate. accept -> record the proof and re-profile the winner;
+  retry -> the failed attempt and why go to the optimizer as anti-context; exhausted after
+  optimize.max_iterations rounds (with keep_going: after optimize.patience rounds without a
+  gain of optimize.min_gain over the best, or max_iterations + max_rounds rounds in all).
+
+State is checkpointed after every node in `<data dir>/checkpoints.sqlite` (LangGraph's SQLite
+checkpointer), keyed by the run id: `kernelloop optimize --resume RUN_ID` continues there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+
+from ..config import OptimizeSettings, Settings
+from ..errors import EnvironmentProblem, InputError
+from ..optimizers.base import Optimizer, PastAttempt
+from ..program.split import ProgramSplit, looks_like_cuda, read_program, split_program
+from ..runs.artifacts import RunArtifacts, kernel_name, new_run_id
+from ..runs.store import RunRecord, RunStore, now
+from ..tools.gpu import detect_gpus
+from .context import LoopContext, Toolbox
+from .events import LoopEvent
+from .nodes import make_nodes
+from .state import LoopState
+
+
+def route(state: LoopState) -> str:
+    """Every conditional edge: the route the node just wrote. Reads only."""
+    return state["route"]
+
+
+def recursion_limit(opt: OptimizeSettings) -> int:
+    """Steps a run can take at most, from the caps (LangGraph's own default is far too high)."""
+    rounds = opt.max_iterations + (opt.max_rounds if opt.keep_going else 0)
+    per_round = 2 * (opt.compile_fix_attempts + 1) + 3  # optimizer+check per try, verifier, accept, researcher
+    return 2 + rounds * per_round + 2  # profiler and researcher first; finish last
+
+
+def build_graph(ctx: LoopContext, checkpointer: Any = None) -> Any:
+    nodes = make_nodes(ctx)
+    g = StateGraph(LoopState)
+    for name, fn in nodes.items():
+        g.add_node(name, fn)
+    g.add_edge(START, "profiler")
+    g.add_edge("profiler", "researcher")
+    g.add_edge("researcher", "optimizer")
+    g.add_conditional_edges("optimizer", route, {"check": "check", "retry": "optimizer", "exhausted": "finish",
+                                                 "finish": "finish"})
+    g.add_conditional_edges("check", route, {"verify": "verifier", "fix": "optimizer", "retry": "optimizer",
+                                             "exhausted": "finish"})
+    g.add_conditional_edges("verifier", route, {"accept": "accept", "retry": "optimizer", "exhausted": "finish"})
+    g.add_conditional_edges("accept", route, {"continue": "researcher", "finish": "finish"})
+    g.add_edge("finish", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def checkpoint_path(settings: Settings) -> Path:
+    return settings.data_dir / "checkpoints.sqlite"
+
+
+def run_store(settings: Settings) -> RunStore:
+    return RunStore(settings.data_dir / "runs.sqlite")
+
+
+def _arch(settings: Settings, require_gpu: bool) -> tuple[str, str]:
+    """(arch, GPU name) of the GPU the run will verify on."""
+    gpus = detect_gpus()
+    if not gpus:
+        if require_gpu:
+            raise EnvironmentProblem("optimize needs a CUDA GPU to profile and verify, and none is visible here "
+                                     "(nvidia-smi); `kernelloop doctor` explains what is missing")
+        return settings.verify.arch or "sm_90", ""
+    return settings.verify.arch or gpus[0].arch, gpus[0].name
+
+
+def check_inputs(path: Path, settings: Settings, *, require_gpu: bool = True) -> tuple[str, ProgramSplit, str, str]:
+    """The program's text and split, and the GPU's arch and name; each problem a user can fix
+    is one clear error, raised before anything starts (servers, optimizer, GPU time)."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    text = read_program(path)
+    if not looks_like_cuda(text):
+        raise InputError(f"{path}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    split = split_program(text, str(path))
+    arch, gpu = _arch(settings, require_gpu)
+    return text, split, arch, gpu
+
+
+def new_run(path: Path, settings: Settings, optimizer: Optimizer, toolbox: Toolbox, *, model: str = "",
+            options: dict[str, Any] | None = None, require_gpu: bool = True, runs_dir: Path | None = None) -> LoopContext:
+    """Check the input, create the run folder and the run log entry, load the kernel's memory."""
+    text, split, arch, gpu = check_inputs(path, settings, require_gpu=require_gpu)
+    kernel = kernel_name(path)
+    run_id = new_run_id(datetime.now())
+    root = (runs_dir or settings.optimize.runs_dir).expanduser()
+    artifacts = RunArtifacts((root if root.is_absolute() else Path.cwd() / root) / kernel / run_id)
+    artifacts.prepare(text)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    store = run_store(settings)
+    memory = [PastAttempt(run_id=a.run_id, approach=a.approach, accepted=a.accepted, reason=a.reason, speedup=a.speedup)
+              for a in store.memory(kernel, sha, limit=settings.optimize.memory_attempts)]
+    store.start_run(RunRecord(run_id=run_id, kernel=kernel, kernel_path=str(path.resolve()), kernel_sha256=sha,
+                              started_at=now(), status="running", optimizer=optimizer.name, model=model, gpu=gpu,
+                              run_dir=str(artifacts.root),
+                              options={**(options or {}), "settings": settings.model_dump(mode="json")}))
+    return LoopContext(settings=settings, toolbox=toolbox, optimizer=optimizer, artifacts=artifacts, store=store,
+                       run_id=run_id, kernel=kernel, kernel_path=path, kernel_sha256=sha, baseline_text=text,
+                       split=split, arch=arch, model=model, memory=memory)
+
+
+def resumed_run(record: RunRecord, settings: Settings, optimizer: Optimizer, toolbox: Toolbox, *,
+                require_gpu: bool = True) -> LoopContext:
+    """The context of a run that stopped: its own copy of the baseline, its own settings."""
+    artifacts = RunArtifacts(Path(record.run_dir))
+    if not artifacts.baseline_path.is_file():
+        raise InputError(f"run {record.run_id}: its folder {record.run_dir} is gone; it cannot be resumed")
+    text = read_program(artifacts.baseline_path)
+    arch, _ = _arch(settings, require_gpu)
+    store = run_store(settings)
+    memory = [PastAttempt(run_id=a.run_id, approach=a.approach, accepted=a.accepted, reason=a.reason, speedup=a.speedup)
+              for a in store.memory(record.kernel, record.kernel_sha256, limit=settings.optimize.memory_attempts,
+                                    exclude_run=record.run_id)]
+    store.update_run(record.run_id, status="running", finished_at=None)
+    return LoopContext(settings=settings, toolbox=toolbox, optimizer=optimizer, artifacts=artifacts, store=store,
+                       run_id=record.run_id, kernel=record.kernel, kernel_path=Path(record.kernel_path),
+                       kernel_sha256=record.kernel_sha256, baseline_text=text, split=split_program(text, record.kernel_path),
+                       arch=arch, model=record.model, memory=memory, resumed=True)
+
+
+def saved_settings(record: RunRecord) -> Settings:
+    """The settings a run started with (a resumed run keeps its caps and threshold)."""
+    saved = record.options.get("settings")
+    return Settings.model_validate(saved) if saved else Settings()
+
+
+async def run_loop(ctx: LoopContext) -> AsyncIterator[LoopEvent]:
+    """Run (or resume) the loop; yields its events. The run log says how it ended, also when it
+    is interrupted (Ctrl-C) or fails: then the checkpoint lets `--resume` continue."""
+    finished = False
+    ending = "interrupted"  # Ctrl-C, or the caller stopped listening
+    try:
+        ctx.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        async with AsyncSqliteSaver.from_conn_string(str(checkpoint_path(ctx.settings))) as saver:
+            graph = build_graph(ctx, saver)
+            config = {"configurable": {"thread_id": ctx.run_id},
+                      "recursion_limit": recursion_limit(ctx.settings.optimize)}
+            inputs: dict[str, Any] | None = {"iteration": 0}
+            if ctx.resumed:
+                snapshot = await graph.aget_state(config)
+                if not snapshot.values:
+                    raise InputError(f"run {ctx.run_id} has no checkpoint to resume from; start a new run")
+                # Finished means the finish node ran. An empty `next` alone does not: a node whose
+                # writes were saved just before the interruption leaves no task, only writes to apply.
+                if snapshot.values.get("status") in ("accepted", "exhausted"):
+                    finished = True
+                    raise InputError(f"run {ctx.run_id} already finished ({snapshot.values['status']}); "
+                                     f"`kernelloop runs show {ctx.run_id}`")
+                if not snapshot.next and snapshot.tasks:
+                    # Interrupted just as a node finished: its writes are in the state but the task
+                    # is marked cancelled, so nothing is scheduled. Re-take the edge out of it.
+                    await graph.aupdate_state(config, {}, as_node=snapshot.tasks[0].name)
+                    snapshot = await graph.aget_state(config)
+                inputs = None  # continue from the checkpoint
+                at = snapshot.next[0] if snapshot.next else "the step after the last saved node"
+                yield LoopEvent(kind="info", node="start", iteration=snapshot.values.get("iteration", 0),
+                                message=f"resuming run {ctx.run_id} at {at}")
+            # durability="sync": a node's checkpoint is on disk before the next node starts, so
+            # Ctrl-C at any moment loses at most the node that was running.
+            stream = graph.astream(inputs, config, stream_mode="custom", durability="sync")
+            async with aclosing(stream):
+                async for chunk in stream:
+                    event = LoopEvent.model_validate(chunk)
+                    if event.kind == "done":
+                        finished = True
+                    yield event
+    except Exception:
+        ending = "error"
+        raise
+    finally:
+        if not finished:
+            ctx.store.update_run(ctx.run_id, status=ending, finished_at=now())
+
+
+async def final_state(ctx: LoopContext) -> dict[str, Any]:
+    """The last checkpointed state of a run (for --json output and tests)."""
+    async with AsyncSqliteSaver.from_conn_string(str(checkpoint_path(ctx.settings))) as saver:
+        graph = build_graph(ctx, saver)
+        snapshot = await graph.aget_state({"configurable": {"thread_id": ctx.run_id}})
+        return dict(snapshot.values)

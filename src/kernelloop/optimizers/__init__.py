@@ -1,0 +1,1 @@
+"""Optimizers: one interface (base.Optimizer), chosen with `--optimizer` (factory.make_optimizer)."""

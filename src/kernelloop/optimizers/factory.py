@@ -1,0 +1,45 @@
+"""Which optimizer a run uses: `--optimizer auto|offline|nim|openai`.
+
+auto: an OpenAI-compatible endpoint when a base URL other than NVIDIA's hosted one is
+configured (a self-hosted NIM, vLLM, Ollama, llama.cpp server); else NIM when an NVIDIA
+API key is configured; else the offline optimizer (no key, no network).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..config import OptimizeSettings
+from ..errors import ConfigError
+from ..llm_config import LLMConfig
+from .base import Optimizer
+
+OptimizerKind = Literal["auto", "offline", "nim", "openai"]
+KINDS: tuple[str, ...] = ("auto", "offline", "nim", "openai")
+
+
+def resolve_kind(kind: str, llm: LLMConfig) -> str:
+    if kind not in KINDS:
+        raise ConfigError(f"unknown optimizer {kind!r}; use one of: {', '.join(KINDS)}")
+    if kind != "auto":
+        return kind
+    if not llm.nvidia_hosted:
+        return "openai"
+    return "nim" if llm.api_key is not None else "offline"
+
+
+def make_optimizer(kind: str, llm: LLMConfig, settings: OptimizeSettings) -> Optimizer:
+    """The optimizer for `kind` (auto resolved). Constructing one never touches the network."""
+    chosen = resolve_kind(kind, llm)
+    if chosen == "offline":
+        from .offline import OfflineOptimizer
+
+        return OfflineOptimizer(settings)
+    from .llm import make_nim_optimizer, make_openai_optimizer
+
+    return make_nim_optimizer(llm, settings) if chosen == "nim" else make_openai_optimizer(llm, settings)
+
+
+def model_label(optimizer: Optimizer, llm: LLMConfig) -> str:
+    """The model name to record for a run ('' for the offline optimizer)."""
+    return "" if optimizer.name == "offline" else llm.model

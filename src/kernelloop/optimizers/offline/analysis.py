@@ -1,0 +1,86 @@
+"""Analysis of a baseline: for each launcher the harness calls, the kernel it launches and the
+family (with argument roles) that kernel's structure matches, or why none does.
+
+Nothing here looks at a name: launchers are found by what the harness calls, kernels by what
+the launchers launch, families by the shape of the kernel body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .facts import collect_facts
+from .families import FAMILIES, FAMILY_NAMES
+from .families.base import Match, Mismatch
+from .launcher import Binder, EditablePart, read_editable
+from .sizes import role_values
+
+
+@dataclass
+class KernelVerdict:
+    launcher: str
+    kernel: str | None
+    match: Match | None = None
+    mismatches: list[Mismatch] = field(default_factory=list)
+    problem: str | None = None  # the launcher or kernel could not be read at all
+
+
+@dataclass
+class Analysis:
+    part: EditablePart
+    verdicts: list[KernelVerdict]
+
+    @property
+    def matches(self) -> list[Match]:
+        return [v.match for v in self.verdicts if v.match is not None]
+
+    def no_fit_message(self) -> str:
+        """One line: why no template fits any launcher of this editable part."""
+        if not self.verdicts:
+            if self.part.harness_launched:
+                return (f"no template fits: the harness launches kernel {', '.join(self.part.harness_launched)} itself "
+                        "(the templates replace a launcher in the editable part, which must choose the grid)")
+            unread = f" ({'; '.join(self.part.problems)})" if self.part.problems else ""
+            return f"no template fits: the harness calls no launcher the editable part defines and the analysis can read{unread}"
+        parts = []
+        for v in self.verdicts:
+            if v.problem:
+                parts.append(f"launcher {v.launcher} {v.problem}")
+                continue
+            reasons = "; ".join(f"{m.family}: {m.reason}" for m in v.mismatches)
+            parts.append(f"kernel {v.kernel}'s structure matches none of {', '.join(FAMILY_NAMES)} ({reasons})")
+        return "no template fits: " + " | ".join(parts)
+
+
+def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
+    part = read_editable(editable, harness, exported)
+    verdicts: list[KernelVerdict] = []
+    for lau in part.launchers:
+        verdict = KernelVerdict(launcher=lau.fn.name, kernel=lau.kernel)
+        verdicts.append(verdict)
+        if lau.problem:
+            verdict.problem = lau.problem
+            continue
+        kernel = part.functions.get(lau.kernel or "")
+        if kernel is None or not kernel.is_kernel:
+            unread = next((p for p in part.problems if p.startswith(f"{lau.kernel}:")), None)
+            verdict.problem = (f"launches {lau.kernel}, which could not be read ({unread.split(': ', 1)[1]})" if unread
+                               else f"launches {lau.kernel}, which is not a kernel defined in the editable part")
+            continue
+        if len(lau.args) != len(kernel.sig.params):
+            verdict.problem = f"passes {len(lau.args)} arguments to {kernel.name}, which takes {len(kernel.sig.params)}"
+            continue
+        facts = collect_facts(kernel.sig, kernel.body)
+        binder = Binder(lau, kernel)
+        for family in FAMILIES:
+            try:
+                result = family.match(facts, binder)
+            except Exception as exc:  # a shape the matcher did not foresee: that family does not fit
+                result = Mismatch(family.NAME, f"analysis failed ({type(exc).__name__})")
+            if isinstance(result, Match):
+                result.sizes = role_values(result.polys, lau, [p.name for p in kernel.sig.params], preamble, harness)
+                result.zeroing = [z.text for z in lau.zeroing] + result.zeroing
+                verdict.match = result
+                break
+            verdict.mismatches.append(result)
+    return Analysis(part=part, verdicts=verdicts)

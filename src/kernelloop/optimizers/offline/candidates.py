@@ -1,0 +1,123 @@
+"""From (match, configuration) to the complete editable part of a candidate.
+
+The candidate keeps everything of the baseline's editable part except the launcher it rewrites
+and the kernels only that launcher used: other exported functions, includes and constants
+stay as written. The rewritten launcher keeps the baseline's head verbatim (name, return type,
+parameter types, order and names), runs the baseline's zeroing statements as written, and
+calls the template's `kl_<family>_run` with the arguments in the template's canonical order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from ...program.scanner import normalized, strip_comments
+from .cparse import tokenize
+from .families import BY_NAME
+from .families.base import Config, Match
+from .launcher import EditablePart
+from .syntax import ParseError
+from .templates import Template
+
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    match: Match
+    config: Config
+    template: Template
+    source: str  # the complete candidate editable part
+    label: str
+    prefix: str = "kl_"  # of the template's identifiers in this candidate
+
+    @property
+    def fingerprint(self) -> str:
+        return source_fingerprint(self.source)
+
+
+def source_fingerprint(source: str) -> str:
+    """Equal for sources that differ only in comments and whitespace."""
+    return hashlib.sha256(normalized(source).encode()).hexdigest()
+
+
+def _prefix(texts: list[str]) -> str:
+    """kl_ unless the baseline already uses names starting with it; then kl0_, kl1_, ..."""
+    joined = "\n".join(texts)
+    for candidate in ["kl_"] + [f"kl{i}_" for i in range(10)]:
+        if not re.search(rf"\b{candidate}|\b{candidate.upper()}", joined):
+            return candidate
+    raise ValueError("no free identifier prefix")
+
+
+def _ascii(text: str) -> str | None:
+    if text.isascii():
+        return text
+    stripped = strip_comments(text)
+    return stripped if stripped.isascii() else None
+
+
+def build(match: Match, config: Config, template: Template, part: EditablePart, editable: str,
+          preamble: str, harness: str = "") -> Candidate | str:
+    """The candidate, or one line saying why this configuration cannot be emitted here."""
+    values = {**config.values(), **{k: v for k, v in match.placeholders.items() if not k.startswith("_")}}
+    body = template.render(values)
+    prefix = _prefix([editable, preamble, harness])  # the harness's kernels must not be shadowed either
+    if prefix != "kl_":
+        body = re.sub(r"\bkl_", prefix, body)
+        body = re.sub(r"\bKL_", prefix.upper(), body)
+    macros = set(_DEFINE.findall(strip_comments(preamble))) | set(_DEFINE.findall(strip_comments(editable)))
+    try:
+        used = {t.text for t in tokenize(body) if t.kind == "id"}
+    except ParseError as exc:
+        return f"template {template.name} does not tokenize: {exc}"
+    clash = sorted(used & macros)
+    if clash:
+        return f"the preamble's macro {clash[0]} would rewrite the template {template.name}"
+
+    lau = match.launcher
+    family = BY_NAME[match.family]
+    args = [match.roles[r] if r not in family.INT_ROLES else f"(int)({match.roles[r]})" for r in family.ROLES]
+    head = _ascii(lau.fn.head.rstrip())
+    if head is None:
+        return "the launcher's head is not ASCII"
+    lines = [f"{head} {{"]
+    lines += [f"  {z}" for z in match.zeroing]
+    lines.append(f"  {prefix}{match.family}_run({', '.join(args)});")
+    if lau.fn.sig.return_type == "cudaError_t":
+        lines.append("  return cudaGetLastError();")
+    lines.append("}")
+    launcher_text = "\n".join(lines)
+
+    harness_free = _kernels_to_drop(part, match)
+    out: list[str] = []
+    for item in part.items:
+        if item is lau.fn.item:
+            out.append(f"// kernelloop offline optimizer: {config.label} (template {template.name})\n"
+                       f"// recognized: {match.detail}\n{body.rstrip()}\n\n{launcher_text}")
+            continue
+        if any(item is part.functions[k].item for k in harness_free):
+            continue
+        text = _ascii(item.text)
+        if text is None:
+            return "the baseline's editable part has non-ASCII code"
+        out.append(text)
+    source = "\n\n".join(out) + "\n"
+    if not source.isascii():
+        return "the candidate is not ASCII"
+    return Candidate(match=match, config=config, template=template, source=source, label=config.label, prefix=prefix)
+
+
+def _kernels_to_drop(part: EditablePart, match: Match) -> list[str]:
+    """Kernels only the rewritten launcher used (not the harness, not another kept item)."""
+    name = match.launcher.kernel
+    if name is None or name not in part.functions:
+        return []
+    kept = [i.text for i in part.items if i is not match.launcher.fn.item and i is not part.functions[name].item]
+    if any(re.search(rf"\b{re.escape(name)}\b", strip_comments(t)) for t in kept):
+        return []
+    if name in part.harness_launched or name in part.harness_referenced:
+        return []
+    return [name]

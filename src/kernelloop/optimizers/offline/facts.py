@@ -1,0 +1,598 @@
+"""What a kernel body does, as facts the family matchers can test.
+
+Two passes over the parsed body. The first resolves every name to a binding (scopes,
+shadowing) and counts how often each local is assigned after its declaration; a local
+declared with a value and never assigned again is *inlined* wherever it is used, so
+`size_t idx = (size_t)row * cols + col; out[idx] = in[idx - cols];` is seen as accesses at
+row*cols + col and row*cols + col - cols. The second pass records every memory access
+(reads, stores, atomics) with its context: the conditions that guard it (if/else branches,
+early returns, ternaries, short-circuit operands) and the loops around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import count
+
+from .cparse import Param, Signature
+from .symbolic import Poly, is_thread_atom, is_uniform_atom
+from .syntax import (
+    Assign,
+    Binary,
+    Block,
+    Call,
+    Cast,
+    Decl,
+    Empty,
+    Expr,
+    ExprStmt,
+    For,
+    If,
+    Index,
+    InitList,
+    Jump,
+    Launch,
+    Member,
+    Name,
+    Num,
+    Postfix,
+    Return,
+    SizeOf,
+    Stmt,
+    Ternary,
+    Unary,
+    While,
+    call_name,
+    to_c,
+)
+
+_BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+SIZEOF = {"float": 4, "int": 4, "unsigned int": 4, "unsigned": 4, "double": 8, "size_t": 8, "char": 1,
+           "unsigned char": 1, "long long": 8, "unsigned long long": 8, "long": 8, "short": 2, "float4": 16,
+           "uint4": 16, "int4": 16, "float2": 8}
+ATOMICS = frozenset(["atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicExch", "atomicCAS", "atomicInc",
+                     "atomicDec", "atomicAnd", "atomicOr", "atomicXor", "atomicAdd_block", "atomicAdd_system"])
+
+
+@dataclass
+class Binding:
+    key: str  # unique within the kernel: name#n
+    name: str
+    type: str  # base type without qualifiers ("float", "unsigned int")
+    pointer: int
+    array: bool = False  # declared with [] (a local or shared array)
+    shared: bool = False
+    param: Param | None = None
+    init: Expr | None = None
+    assignments: int = 0  # after the declaration
+    loop_var: bool = False  # declared in or stepped by a for header
+
+    @property
+    def inlinable(self) -> bool:
+        return (self.param is None and self.init is not None and self.assignments == 0 and not self.array
+                and not self.shared and not self.loop_var and not isinstance(self.init, InitList)
+                and not (isinstance(self.init, Call) and self.type == "dim3"))
+
+
+@dataclass(frozen=True)
+class Loop:
+    id: int
+    var: str | None  # binding key of the counted variable; None for while loops
+    init: Expr | None
+    cond: Expr | None
+    step: Expr | None
+    unit_step: bool  # ++k, k++, k += 1, k = k + 1
+
+
+@dataclass(frozen=True)
+class Cond:
+    expr: Expr
+    holds: bool
+
+
+@dataclass(frozen=True)
+class Context:
+    conds: tuple[Cond, ...] = ()
+    loops: tuple[Loop, ...] = ()
+
+    def where(self, expr: Expr, holds: bool) -> Context:
+        return Context(self.conds + (Cond(expr, holds),), self.loops)
+
+    def inside(self, loop: Loop) -> Context:
+        return Context(self.conds, self.loops + (loop,))
+
+
+@dataclass
+class Access:
+    kind: str  # "read" | "store" | "atomic"
+    array: Binding | None  # None: an array the kernel cannot name (a global)
+    offset: Poly | None  # element index; None when it is no polynomial
+    node: Expr
+    ctx: Context
+    op: str = ""  # store: "=", "+=", ...; atomic: the function
+    value: Expr | None = None  # what is stored or atomically combined (as written)
+    reinterpreted: bool = False  # through a cast to a pointer of another element type
+
+
+@dataclass
+class ScalarAssign:
+    binding: Binding
+    op: str  # "=", "+=", ..., "++", "--"; "decl" for a declaration's value
+    value: Expr | None
+    ctx: Context
+
+
+@dataclass
+class KernelFacts:
+    sig: Signature
+    body: Block
+    params: dict[str, Binding]
+    names: dict[int, Binding]  # id(Name node) -> binding
+    declared: dict[int, Binding] = field(default_factory=dict)  # id(Declarator) -> the binding it creates
+    accesses: list[Access] = field(default_factory=list)
+    assigns: list[ScalarAssign] = field(default_factory=list)
+    calls: set[str] = field(default_factory=set)
+    loops: list[Loop] = field(default_factory=list)
+    bindings: list[Binding] = field(default_factory=list)
+
+    # -- names and values --
+    def binding(self, e: Expr) -> Binding | None:
+        return self.names.get(id(e)) if isinstance(e, Name) else None
+
+    def resolve(self, e: Expr, depth: int = 0) -> Expr:
+        """`e` with every inlinable local replaced by its value."""
+        if depth > 64:
+            return e
+        if isinstance(e, Name):
+            b = self.binding(e)
+            if b is not None and b.inlinable:
+                assert b.init is not None
+                return self.resolve(b.init, depth + 1)
+            return e
+        r = lambda x: self.resolve(x, depth + 1)  # noqa: E731
+        if isinstance(e, Binary):
+            return Binary(e.op, r(e.left), r(e.right))
+        if isinstance(e, Unary):
+            return Unary(e.op, r(e.operand))
+        if isinstance(e, Cast):
+            return Cast(e.type, r(e.operand))
+        if isinstance(e, Ternary):
+            return Ternary(r(e.cond), r(e.then), r(e.other))
+        if isinstance(e, Index):
+            return Index(r(e.base), r(e.index))
+        if isinstance(e, Call):
+            return Call(e.func, tuple(r(a) for a in e.args), e.targs)
+        if isinstance(e, Member):
+            return Member(r(e.base), e.field, e.arrow)
+        return e
+
+    def atom_of(self, e: Name) -> str:
+        b = self.binding(e)
+        if b is None:
+            return f"g:{e.id}"
+        if b.param is not None:
+            return f"p:{b.name}"
+        return f"L:{b.key}" if b.loop_var else f"v:{b.key}"
+
+    def poly(self, e: Expr, depth: int = 0) -> Poly | None:
+        """The integer polynomial `e` computes, or None (floats, pointers)."""
+        if depth > 64:
+            return None
+        p = lambda x: self.poly(x, depth + 1)  # noqa: E731
+        if isinstance(e, Num):
+            return None if e.is_float else Poly.const(int(e.value))
+        if isinstance(e, Name):
+            b = self.binding(e)
+            if b is not None and b.inlinable:
+                assert b.init is not None
+                return p(b.init)
+            if b is not None and (b.pointer or b.array):
+                return None
+            return Poly.atom(self.atom_of(e))
+        if isinstance(e, Member) and isinstance(e.base, Name) and e.base.id in _BUILTINS:
+            return Poly.atom(f"{e.base.id}.{e.field}")
+        if isinstance(e, Cast):
+            return p(e.operand)
+        if isinstance(e, SizeOf):
+            size = SIZEOF.get(e.text)
+            return Poly.const(size) if size else self._opaque(e)
+        if isinstance(e, Unary) and e.op in ("-", "+"):
+            inner = p(e.operand)
+            return None if inner is None else (-inner if e.op == "-" else inner)
+        if isinstance(e, Binary) and e.op in ("+", "-", "*"):
+            a, b = p(e.left), p(e.right)
+            if a is None or b is None:
+                return None if (a is None and b is None) else self._opaque(e)
+            return a + b if e.op == "+" else a - b if e.op == "-" else a * b
+        if isinstance(e, Binary) and e.op == "<<":
+            a, b = p(e.left), p(e.right)
+            if a is not None and b is not None and b.is_const and 0 <= b.const_value < 63:
+                return a.scale(1 << b.const_value)
+        return self._opaque(e)
+
+    def _opaque(self, e: Expr) -> Poly:
+        resolved = self.resolve(e)
+        atoms: set[str] = set()
+        for sub in _leaves(resolved):
+            if isinstance(sub, Member) and isinstance(sub.base, Name) and sub.base.id in _BUILTINS:
+                atoms.add(f"{sub.base.id}.{sub.field}")
+            elif isinstance(sub, Name):
+                atoms.add(self.atom_of(sub))
+        text = " ".join(to_c(resolved).split())
+        if atoms and all(is_uniform_atom(a) for a in atoms):
+            return Poly.atom(f"o:{text}")
+        if any(is_thread_atom(a) for a in atoms) and all(is_thread_atom(a) or is_uniform_atom(a) for a in atoms):
+            return Poly.atom(f"t:{text}")
+        return Poly.atom(f"x:{text}")
+
+    # -- arrays --
+    def array_of(self, e: Expr, depth: int = 0) -> tuple[Binding | None, Poly | None, bool]:
+        """(array, element offset, reinterpreted) of a pointer expression."""
+        if depth > 64:
+            return None, None, False
+        if isinstance(e, Name):
+            b = self.binding(e)
+            if b is None:
+                return None, None, False
+            if b.inlinable and b.pointer:
+                assert b.init is not None
+                return self.array_of(b.init, depth + 1)
+            if b.pointer or b.array:
+                return b, Poly(), False
+            return None, None, False
+        if isinstance(e, Binary) and e.op in ("+", "-"):
+            base, off, re_ = self.array_of(e.left, depth + 1)
+            other = e.right
+            if base is None and e.op == "+":
+                base, off, re_ = self.array_of(e.right, depth + 1)
+                other = e.left
+            if base is None:
+                return None, None, False
+            step = self.poly(other)
+            if off is None or step is None:
+                return base, None, re_
+            return base, (off + step if e.op == "+" else off - step), re_
+        if isinstance(e, Unary) and e.op == "&" and isinstance(e.operand, Index):
+            base, off, re_ = self.array_of(e.operand.base, depth + 1)
+            idx = self.poly(e.operand.index)
+            return base, (None if off is None or idx is None else off + idx), re_
+        if isinstance(e, Cast):
+            base, off, re_ = self.array_of(e.operand, depth + 1)
+            if base is not None:
+                target = " ".join(w for w in e.type.replace("*", " ").split()
+                                  if w not in ("const", "volatile", "__restrict__"))
+                re_ = re_ or target != base.type
+            return base, off, re_
+        return None, None, False
+
+
+def _leaves(e: Expr):
+    if isinstance(e, (Name, Num)):
+        yield e
+    elif isinstance(e, Member):
+        if isinstance(e.base, Name) and e.base.id in _BUILTINS:
+            yield e
+        else:
+            yield from _leaves(e.base)
+    elif isinstance(e, Index):
+        yield from _leaves(e.base)
+        yield from _leaves(e.index)
+    elif isinstance(e, Call):
+        for a in e.args:
+            yield from _leaves(a)
+    elif isinstance(e, (Unary, Cast)):
+        yield from _leaves(e.operand)
+    elif isinstance(e, Binary):
+        yield from _leaves(e.left)
+        yield from _leaves(e.right)
+    elif isinstance(e, Ternary):
+        yield from _leaves(e.cond)
+        yield from _leaves(e.then)
+        yield from _leaves(e.other)
+
+
+# -- pass 1: scopes ------------------------------------------------------------------------------
+
+class _Scopes:
+    def __init__(self, sig: Signature) -> None:
+        self.counter = count()
+        self.names: dict[int, Binding] = {}
+        self.declared: dict[int, Binding] = {}
+        self.bindings: list[Binding] = []
+        self.params: dict[str, Binding] = {}
+        top: dict[str, Binding] = {}
+        for prm in sig.params:
+            b = Binding(key=f"{prm.name}#p", name=prm.name, type=prm.base, pointer=prm.pointer, param=prm)
+            top[prm.name] = b
+            self.params[prm.name] = b
+        self.stack: list[dict[str, Binding]] = [top]
+
+    def lookup(self, name: str) -> Binding | None:
+        for scope in reversed(self.stack):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def declare(self, d: Decl, loop_header: bool = False) -> None:
+        words = [w for w in d.type.split() if w not in ("const", "volatile", "static", "extern", "__shared__",
+                                                       "register", "constexpr", "__restrict__")]
+        for dec in d.declarators:
+            if dec.init is not None:
+                self.expr(dec.init)
+            for dim in dec.array:
+                if dim is not None:
+                    self.expr(dim)
+            b = Binding(key=f"{dec.name}#{next(self.counter)}", name=dec.name, type=" ".join(words),
+                        pointer=dec.pointer, array=bool(dec.array), shared=d.shared, init=dec.init,
+                        loop_var=loop_header)
+            self.stack[-1][dec.name] = b
+            self.bindings.append(b)
+            self.declared[id(dec)] = b
+
+    def assigned(self, target: Expr, loop_step: bool = False) -> None:
+        if isinstance(target, Name):
+            b = self.lookup(target.id)
+            if b is not None:
+                b.assignments += 1
+                if loop_step:
+                    b.loop_var = True
+
+    def expr(self, e: Expr | None, loop_step: bool = False) -> None:
+        if e is None:
+            return
+        if isinstance(e, Name):
+            b = self.lookup(e.id)
+            if b is not None:
+                self.names[id(e)] = b
+            return
+        if isinstance(e, Assign):
+            self.assigned(e.target, loop_step)
+        elif isinstance(e, (Unary, Postfix)) and e.op in ("++", "--"):
+            self.assigned(e.operand, loop_step)
+        for child in _children(e):
+            self.expr(child, loop_step)
+
+    def stmt(self, s: Stmt | None) -> None:
+        if s is None:
+            return
+        if isinstance(s, Block):
+            self.stack.append({})
+            for x in s.body:
+                self.stmt(x)
+            self.stack.pop()
+        elif isinstance(s, Decl):
+            self.declare(s)
+        elif isinstance(s, ExprStmt):
+            self.expr(s.expr)
+        elif isinstance(s, If):
+            self.expr(s.cond)
+            self.scoped(s.then)
+            self.scoped(s.other)
+        elif isinstance(s, For):
+            self.stack.append({})
+            if isinstance(s.init, Decl):
+                self.declare(s.init, loop_header=True)
+            elif isinstance(s.init, ExprStmt):
+                self.expr(s.init.expr, loop_step=True)
+            self.expr(s.cond)
+            self.expr(s.step, loop_step=True)
+            self.scoped(s.body)
+            self.stack.pop()
+        elif isinstance(s, While):
+            self.expr(s.cond)
+            self.scoped(s.body)
+        elif isinstance(s, Return):
+            self.expr(s.value)
+
+    def scoped(self, s: Stmt | None) -> None:
+        self.stack.append({})
+        self.stmt(s)
+        self.stack.pop()
+
+
+def _children(e: Expr) -> list[Expr]:
+    if isinstance(e, Member):
+        return [e.base]
+    if isinstance(e, Index):
+        return [e.base, e.index]
+    if isinstance(e, Call):
+        return [e.func, *e.args]
+    if isinstance(e, Launch):
+        return [e.kernel, *e.config, *e.args]
+    if isinstance(e, (Unary, Postfix, Cast)):
+        return [e.operand]
+    if isinstance(e, Binary):
+        return [e.left, e.right]
+    if isinstance(e, Ternary):
+        return [e.cond, e.then, e.other]
+    if isinstance(e, Assign):
+        return [e.target, e.value]
+    if isinstance(e, InitList):
+        return list(e.items)
+    return []
+
+
+# -- pass 2: accesses in context ---------------------------------------------------------------
+
+def always_exits(s: Stmt | None) -> bool:
+    """Control never falls through `s` (return, break, continue, or a block ending so)."""
+    if isinstance(s, (Return, Jump)):
+        return True
+    if isinstance(s, Block):
+        return any(always_exits(x) for x in s.body)
+    if isinstance(s, If):
+        return s.other is not None and always_exits(s.then) and always_exits(s.other)
+    return False
+
+
+class _Collector:
+    def __init__(self, facts: KernelFacts) -> None:
+        self.f = facts
+        self.loop_ids = count()
+
+    def stmt(self, s: Stmt | None, ctx: Context) -> None:
+        if s is None or isinstance(s, Empty):
+            return
+        if isinstance(s, Block):
+            cur = ctx
+            for x in s.body:
+                self.stmt(x, cur)
+                if isinstance(x, (Return, Jump)):
+                    return
+                if isinstance(x, If):
+                    if always_exits(x.then) and not always_exits(x.other):
+                        cur = cur.where(x.cond, False)
+                    elif x.other is not None and always_exits(x.other) and not always_exits(x.then):
+                        cur = cur.where(x.cond, True)
+        elif isinstance(s, Decl):
+            for dec in s.declarators:
+                if dec.init is None:
+                    continue
+                self.expr(dec.init, ctx)
+                b = self.f.declared.get(id(dec))
+                if b is not None:
+                    self.f.assigns.append(ScalarAssign(b, "decl", dec.init, ctx))
+        elif isinstance(s, ExprStmt):
+            self.expr(s.expr, ctx)
+        elif isinstance(s, If):
+            self.expr(s.cond, ctx)
+            self.stmt(s.then, ctx.where(s.cond, True))
+            self.stmt(s.other, ctx.where(s.cond, False))
+        elif isinstance(s, For):
+            var, init_value = None, None
+            if isinstance(s.init, Decl) and s.init.declarators:
+                b = self.f.declared.get(id(s.init.declarators[0]))
+                var, init_value = (b.key if b else None), s.init.declarators[0].init
+                self.stmt(s.init, ctx)
+            elif isinstance(s.init, ExprStmt) and isinstance(s.init.expr, Assign) and \
+                    isinstance(s.init.expr.target, Name):
+                b = self.f.binding(s.init.expr.target)
+                var, init_value = (b.key if b else None), s.init.expr.value
+                self.expr(s.init.expr.value, ctx)
+            elif s.init is not None:
+                self.stmt(s.init, ctx)
+            loop = Loop(next(self.loop_ids), var, init_value, s.cond, s.step, _unit_step(self.f, s.step, var))
+            self.f.loops.append(loop)
+            inner = ctx.inside(loop)
+            if s.cond is not None:
+                self.expr(s.cond, inner)
+            if s.step is not None:
+                self.expr(s.step, inner)
+            self.stmt(s.body, inner)
+        elif isinstance(s, While):
+            loop = Loop(next(self.loop_ids), None, None, s.cond, None, False)
+            self.f.loops.append(loop)
+            inner = ctx.inside(loop)
+            self.expr(s.cond, inner)
+            self.stmt(s.body, inner)
+        elif isinstance(s, Return) and s.value is not None:
+            self.expr(s.value, ctx)
+
+    def access(self, kind: str, ptr: Expr, index: Expr | None, node: Expr, ctx: Context, op: str = "",
+               value: Expr | None = None) -> None:
+        base, off, re_ = self.f.array_of(ptr)
+        if index is not None and off is not None:
+            idx = self.f.poly(index)
+            off = None if idx is None else off + idx
+        self.f.accesses.append(Access(kind, base, off, node, ctx, op, value, re_))
+
+    def expr(self, e: Expr | None, ctx: Context) -> None:
+        if e is None:
+            return
+        if isinstance(e, Assign):
+            t = e.target
+            if isinstance(t, Index):
+                self.access("store", t.base, t.index, t, ctx, e.op, e.value)
+                self.expr(t.index, ctx)
+                self.expr(t.base, ctx)
+            elif isinstance(t, Unary) and t.op == "*":
+                self.access("store", t.operand, None, t, ctx, e.op, e.value)
+                self.expr(t.operand, ctx)
+            elif isinstance(t, Name):
+                b = self.f.binding(t)
+                if b is not None:
+                    self.f.assigns.append(ScalarAssign(b, e.op, e.value, ctx))
+            else:
+                self.expr(t, ctx)
+            self.expr(e.value, ctx)
+            return
+        if isinstance(e, (Unary, Postfix)) and e.op in ("++", "--"):
+            t = e.operand
+            if isinstance(t, Name):
+                b = self.f.binding(t)
+                if b is not None:
+                    self.f.assigns.append(ScalarAssign(b, e.op, None, ctx))
+            elif isinstance(t, Index):
+                self.access("store", t.base, t.index, t, ctx, "+=" if e.op == "++" else "-=", Num("1"))
+                self.expr(t.index, ctx)
+            return
+        if isinstance(e, Index):
+            self.access("read", e.base, e.index, e, ctx)
+            self.expr(e.base, ctx)
+            self.expr(e.index, ctx)
+            return
+        if isinstance(e, Unary) and e.op == "*":
+            self.access("read", e.operand, None, e, ctx)
+            self.expr(e.operand, ctx)
+            return
+        if isinstance(e, Unary) and e.op == "&" and isinstance(e.operand, Index):
+            self.expr(e.operand.base, ctx)  # an address, not a read
+            self.expr(e.operand.index, ctx)
+            return
+        if isinstance(e, Call):
+            name = call_name(e)
+            if name:
+                self.f.calls.add(name)
+            if name in ATOMICS and e.args:
+                self.access("atomic", e.args[0], None, e, ctx, name, e.args[1] if len(e.args) > 1 else None)
+                self.expr(e.args[0], ctx)
+                for a in e.args[1:]:
+                    self.expr(a, ctx)
+                return
+            if name in ("__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv") and len(e.args) == 1:
+                self.access("read", e.args[0], None, e, ctx)
+                self.expr(e.args[0], ctx)
+                return
+            for a in e.args:
+                self.expr(a, ctx)
+            return
+        if isinstance(e, Ternary):
+            self.expr(e.cond, ctx)
+            self.expr(e.then, ctx.where(e.cond, True))
+            self.expr(e.other, ctx.where(e.cond, False))
+            return
+        if isinstance(e, Binary) and e.op in ("&&", "||"):
+            self.expr(e.left, ctx)
+            self.expr(e.right, ctx.where(e.left, e.op == "&&"))
+            return
+        for child in _children(e):
+            self.expr(child, ctx)
+
+
+def _unit_step(f: KernelFacts, step: Expr | None, var: str | None) -> bool:
+    if step is None or var is None:
+        return False
+
+    def is_var(x: Expr) -> bool:
+        b = f.binding(x)
+        return b is not None and b.key == var
+
+    if isinstance(step, (Unary, Postfix)) and step.op == "++":
+        return is_var(step.operand)
+    if isinstance(step, Assign) and is_var(step.target):
+        if step.op == "+=":
+            return isinstance(step.value, Num) and step.value.value == 1
+        if step.op == "=" and isinstance(step.value, Binary) and step.value.op == "+":
+            l, r = step.value.left, step.value.right
+            one = lambda x: isinstance(x, Num) and x.value == 1  # noqa: E731
+            return (is_var(l) and one(r)) or (is_var(r) and one(l))
+    return False
+
+
+def collect_facts(sig: Signature, body: Block) -> KernelFacts:
+    scopes = _Scopes(sig)
+    scopes.stmt(body)
+    facts = KernelFacts(sig=sig, body=body, params=scopes.params, names=scopes.names, declared=scopes.declared,
+                        bindings=scopes.bindings)
+    _Collector(facts).stmt(body, Context())
+    return facts

@@ -1,0 +1,232 @@
+"""Matmul: a per-thread loop over k accumulating X[r*K + k] * Y[k*N + c], stored to Z[r*N + c].
+
+Roles come from the indexing alone: the operand indexed r*K + k is A, the one indexed
+k*N + c is B, the stored array is C; K is the loop bound (and A's row stride), N is B's row
+stride (and C's), M is the guard on r. The kernel must do nothing else: no other loads,
+stores or atomics, an accumulator that starts at zero and is stored as is.
+"""
+
+from __future__ import annotations
+
+from ..conditions import loop_bound, loop_start, upper_bound
+from ..facts import KernelFacts, ScalarAssign
+from ..launcher import Binder
+from ..symbolic import Poly, split_thread
+from ..syntax import Binary, Call, Expr, call_name
+from .base import (
+    Config,
+    Match,
+    Mismatch,
+    ceil_div,
+    coordinate_form,
+    is_coordinate,
+    is_float_pointer,
+    is_zero_literal,
+    param_arrays,
+    read_target,
+    role_texts,
+    strip_casts,
+    unreadable_access,
+)
+
+NAME = "matmul"
+ROLES = ("A", "B", "C", "M", "N", "K")
+INT_ROLES = ("M", "N", "K")
+
+# (BM, BN, BK, TM, TN); the first is the exemplar's (5.69x on an H200 at 1024^3).
+REGISTER_BLOCKING = [(64, 64, 16, 4, 4), (128, 128, 8, 8, 8), (128, 64, 16, 8, 4), (64, 128, 16, 4, 8),
+                     (64, 32, 16, 4, 4), (32, 64, 16, 4, 4)]
+TILES = [32, 16]
+_PRIOR_REGISTER_BLOCKING = 5.7  # exemplars/matmul_register_blocking.cu on an H200
+_PRIOR_TILING = {32: 1.74, 16: 1.3}  # exemplars/matmul_smem_tiling.cu (32); 16: fewer FMAs per load
+
+
+def _product(f: KernelFacts, e: Expr) -> tuple[Expr, Expr] | None:
+    e = strip_casts(f.resolve(e))
+    if isinstance(e, Binary) and e.op == "*":
+        return e.left, e.right
+    return None
+
+
+def _accumulation(f: KernelFacts, a: ScalarAssign) -> tuple[Expr, Expr] | None:
+    """The two factors when `a` is acc += x*y, acc = acc + x*y or acc = fmaf(x, y, acc)."""
+    if a.value is None:
+        return None
+    if a.op == "+=":
+        return _product(f, a.value)
+    if a.op != "=":
+        return None
+    v = strip_casts(f.resolve(a.value))
+    same = lambda x: f.binding(strip_casts(x)) is a.binding  # noqa: E731
+    if isinstance(v, Binary) and v.op == "+":
+        if same(v.left):
+            return _product(f, v.right)
+        if same(v.right):
+            return _product(f, v.left)
+    if isinstance(v, Call) and call_name(v) in ("fmaf", "fma", "__fmaf_rn") and len(v.args) == 3 and same(v.args[2]):
+        return v.args[0], v.args[1]
+    return None
+
+
+def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
+    def no(reason: str) -> Mismatch:
+        return Mismatch(NAME, reason)
+
+    if (why := unreadable_access(f)) is not None:
+        return no(why)
+    stores = param_arrays(f, "store")
+    if any(a.kind == "atomic" for a in f.accesses):
+        return no("uses atomics")
+    if len(stores) != 1 or stores[0].op != "=" or stores[0].ctx.loops:
+        return no("expects exactly one plain store of the result, outside any loop")
+    store = stores[0]
+    acc = f.binding(strip_casts(f.resolve(store.value))) if store.value is not None else None
+    if acc is None or acc.param is not None or acc.pointer or acc.array:
+        return no("the stored value is not a scalar accumulator")
+    assigns = [a for a in f.assigns if a.binding is acc]
+    inits = [a for a in assigns if a.op == "decl"]
+    updates = [a for a in assigns if a.op != "decl"]
+    if len(inits) != 1 or inits[0].value is None or not is_zero_literal(inits[0].value) or len(updates) != 1:
+        return no("the accumulator is not zeroed once and updated once")
+    update = updates[0]
+    factors = _accumulation(f, update)
+    if factors is None or not update.ctx.loops:
+        return no("no loop accumulating a product of two loads")
+    if update.ctx.conds != store.ctx.conds or len(update.ctx.loops) != 1:
+        return no("the accumulation is conditional or nested in another loop")
+    loop = update.ctx.loops[-1]
+    if not loop.unit_step or loop.var is None:
+        return no("the accumulation loop does not step by one")
+    start = loop_start(f, loop)
+    if start is None or not (start.is_zero or (start.is_const and start.const_value == 0)):
+        return no("the accumulation loop does not start at 0")
+    K = loop_bound(f, loop)
+    if K is None:
+        return no("the accumulation loop has no bound like k < K")
+    reads = [read_target(f, x) for x in factors]
+    if any(r is None for r in reads):
+        return no("the product's factors are not plain loads")
+    kvar = Poly.atom(f"L:{loop.var}")
+    a_side = None
+    for i, (arr, off) in enumerate(reads):  # type: ignore[misc]
+        form_a = split_k(off, kvar)
+        if form_a is not None:
+            a_side = (i, arr, form_a)
+            break
+    if a_side is None:
+        return no("no factor indexed row*K + k")
+    arr_b, off_b = reads[1 - a_side[0]]  # type: ignore[misc]
+    form_b = split_kn(off_b, kvar)
+    if form_b is None:
+        return no("no factor indexed k*N + col")
+    A, (k_stride, row) = a_side[1], a_side[2]
+    B, (n_stride, col) = arr_b, form_b
+    if k_stride != K:
+        return no(f"A's row stride {k_stride} is not the loop bound {K}")
+    if store.offset is None:
+        return no("the store's index is not a polynomial")
+    form = coordinate_form(store.offset)
+    if form is None:
+        return no("the store is not at row*N + col")
+    s_key, s_row, s_col = form
+    if Poly(((s_key, 1),)) != n_stride or s_row != row or s_col != col:
+        return no("the store is not at the same row*N + col as the operands")
+    if not (is_coordinate(row) and is_coordinate(col)) or row == col:
+        return no("row and column are not distinct thread coordinates")
+    M = upper_bound(f, store.ctx, row)
+    col_bound = upper_bound(f, store.ctx, col)
+    if M is None or col_bound is None:
+        return no("no guard row < M and col < N around the store")
+    if col_bound != n_stride:
+        return no(f"the column guard {col_bound} is not the row stride {n_stride}")
+    C = store.array
+    if not (is_float_pointer(A) and is_float_pointer(B) and is_float_pointer(C, writable=True)):
+        return no("operands are not fp32 arrays")
+    if C is A or C is B:
+        return no("the result overwrites an operand")
+    if len(param_arrays(f, "read")) != 2:
+        return no("reads more than the two operands")
+    mapped = role_texts(binder, {"A": A, "B": B, "C": C}, {"M": M, "N": n_stride, "K": K})
+    if isinstance(mapped, str):
+        return no(mapped)
+    roles, described = mapped
+    return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
+                 detail=f"C[r*N + c] = sum over k < K of A[r*K + k] * B[k*N + c] "
+                        f"(A={A.name}, B={B.name}, C={C.name}, M={M}, N={n_stride}, K={K})",
+                 polys={"M": M, "N": n_stride, "K": K})
+
+
+def split_k(off: Poly, kvar: Poly) -> tuple[Poly, Poly] | None:
+    """off = row*S + k: (S as a polynomial, row)."""
+    if off.coefficient(tuple(kvar.atoms())) != 1:
+        return None
+    rest = off - kvar
+    if any(a.startswith("L:") for a in rest.atoms()):
+        return None
+    groups = split_thread(rest)
+    if len(groups) != 1:
+        return None
+    ((key, major),) = groups.items()
+    if not key or not is_coordinate(major):
+        return None
+    return Poly(((key, 1),)), major
+
+
+def split_kn(off: Poly, kvar: Poly) -> tuple[Poly, Poly] | None:
+    """off = k*S + col: (S, col)."""
+    (katom,) = tuple(kvar.atoms())
+    with_k = {m: c for m, c in off.terms if katom in m}
+    if not with_k:
+        return None
+    stride_terms = []
+    for m, c in with_k.items():
+        rest = tuple(a for a in m if a != katom)
+        if len(rest) == len(m) - 1 and rest:
+            stride_terms.append((rest, c))
+        else:
+            return None
+    stride = Poly(tuple(sorted(stride_terms)))
+    if not all(a.startswith(("p:", "g:")) for a in stride.atoms()):
+        return None
+    col = off - stride * kvar
+    if col.atoms() & {katom} or not is_coordinate(col) or any(not a.startswith(("threadIdx.", "blockIdx.",
+                                                                                 "blockDim.", "gridDim.", "t:"))
+                                                              for a in col.atoms()):
+        return None
+    return stride, col
+
+
+def configs(m: Match, sms: int) -> list[Config]:
+    M, N = m.sizes.get("M"), m.sizes.get("N")
+    known = M is not None and N is not None and M > 0 and N > 0
+    out: list[Config] = []
+    tags = frozenset({"register-blocking", "smem-tiling", "vectorized"})
+    for bm, bn, bk, tm, tn in REGISTER_BLOCKING:
+        threads = (bm // tm) * (bn // tn)
+        smem = 4 * (2 * bk * (bm + 4) + 2 * bk * bn)
+        prior = _PRIOR_REGISTER_BLOCKING * ((bm * bn) / 4096) ** 0.15 * ((tm * tn) / 16) ** 0.15
+        out.append(Config(
+            template="matmul_register_blocking", technique="register blocking",
+            params=(("BM", str(bm)), ("BN", str(bn)), ("BK", str(bk)), ("TM", str(tm)), ("TN", str(tn)),
+                    ("ADAPTIVE", "false")),
+            threads=threads, smem_bytes=smem, min_registers=tm * tn + tm + tn + 8,
+            blocks=ceil_div(M, bm) * ceil_div(N, bn) if known else None,  # type: ignore[operator]
+            prior=prior, tags=tags, best_known=(bm, bn, bk, tm, tn) == REGISTER_BLOCKING[0], memory_bound=False,
+            label_override=f"register blocking BM={bm} BN={bn} BK={bk} TM={tm} TN={tn}"))
+    if not known:
+        # The size is decided at run time: the exemplar's rule (64x64 tiles, 128x128 once that grid
+        # fills the GPU) is the best-known configuration.
+        out.append(Config(
+            template="matmul_register_blocking", technique="register blocking",
+            params=(("BM", "64"), ("BN", "64"), ("BK", "16"), ("TM", "4"), ("TN", "4"), ("ADAPTIVE", "true")),
+            threads=256, smem_bytes=4 * (2 * 16 * 68 + 2 * 16 * 64), min_registers=32, blocks=None,
+            prior=_PRIOR_REGISTER_BLOCKING * 1.02, tags=tags, best_known=True, memory_bound=False,
+            label_override="register blocking auto (BM=64 BN=64 BK=16 TM=4 TN=4; BM=128 BN=128 BK=8 TM=8 TN=8 "
+                           "when that grid gives every SM a block)"))
+    for t in TILES:
+        out.append(Config(
+            template="matmul_smem_tiling", technique="shared-memory tiling", params=(("TILE", str(t)),),
+            threads=t * t, smem_bytes=2 * t * t * 4, min_registers=24,
+            blocks=ceil_div(M, t) * ceil_div(N, t) if known else None,  # type: ignore[operator]
+            prior=_PRIOR_TILING[t], tags=frozenset({"smem-tiling"}), best_known=False, memory_bound=True))
+    return out

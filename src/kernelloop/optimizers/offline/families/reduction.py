@@ -1,0 +1,183 @@
+"""Sum reduction: every element of one fp32 array flows, through additions only, into a single
+fp32 output (atomicAdd or a plain store to element 0).
+
+The data flow is followed from the loads through locals, shared arrays and warp shuffles: each
+step must be an addition (or a select against 0), so a sum of squares, a max or a mean is not
+mistaken for a sum, and no element may be loaded at two places (it would count twice; what the
+tree does with the partial sums is the verifier's to check). The element count is the bound
+that guards the loads (i < n, or the loop bound of a grid-stride loop). With atomics the kernel
+adds to whatever the output holds; the launcher's zeroing, copied as written, decides whether
+the result replaces it. A plain store replaces it, so the candidate zeroes the output itself.
+"""
+
+from __future__ import annotations
+
+from ..conditions import loop_bound, upper_bound
+from ..facts import Access, Binding, KernelFacts
+from ..launcher import Binder
+from ..symbolic import Poly
+from ..syntax import Binary, Call, Expr, Name, Ternary, call_name, walk_expr
+from .base import (
+    Config,
+    Match,
+    Mismatch,
+    ceil_div,
+    is_float_pointer,
+    is_zero_literal,
+    param_arrays,
+    read_target,
+    role_texts,
+    strip_casts,
+    unreadable_access,
+)
+
+NAME = "reduction"
+ROLES = ("in", "out", "n")
+INT_ROLES = ("n",)
+_SHUFFLES = ("__shfl_down_sync", "__shfl_xor_sync", "__shfl_up_sync", "__shfl_sync")
+CONFIGS = [(256, 4), (512, 4), (256, 8), (512, 2), (256, 2), (512, 8)]  # (BLOCK, BLOCKS_PER_SM); first: exemplar
+_PRIOR = 10.0  # exemplars/reduction_warp_shuffle.cu on an H200
+
+
+def element_bound(f: KernelFacts, a: Access) -> Poly | None:
+    """n for a load guarded by i < n, or inside a loop over i < n (grid-stride loops)."""
+    if a.offset is None:
+        return None
+    for loop in reversed(a.ctx.loops):
+        if loop.var and a.offset == Poly.atom(f"L:{loop.var}"):
+            return loop_bound(f, loop)
+    return upper_bound(f, a.ctx, a.offset)
+
+
+class _SumFlow:
+    """Which locals and shared arrays carry (partial sums of) the input, and whether only additions
+    combine them."""
+
+    def __init__(self, f: KernelFacts, src: Binding) -> None:
+        self.f, self.src = f, src
+        self.vars: set[str] = set()
+        self.arrays: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for a in f.assigns:
+                if a.value is not None and a.binding.key not in self.vars and self.tainted(a.value):
+                    self.vars.add(a.binding.key)
+                    changed = True
+            for acc in f.accesses:
+                if acc.kind == "store" and acc.array is not None and acc.array.param is None and \
+                        acc.value is not None and acc.array.key not in self.arrays and self.tainted(acc.value):
+                    self.arrays.add(acc.array.key)
+                    changed = True
+
+    def tainted(self, e: Expr) -> bool:
+        for sub in walk_expr(self.f.resolve(e)):
+            b = self.f.binding(sub)
+            if b is not None and b.key in self.vars:
+                return True
+            t = read_target(self.f, sub)
+            if t is not None and (t[0] is self.src or t[0].key in self.arrays):
+                return True
+        return False
+
+    def additive(self, e: Expr) -> bool:
+        e = strip_casts(self.f.resolve(e))
+        if not self.tainted(e):
+            return is_zero_literal(e)
+        if isinstance(e, Name):
+            return True
+        if read_target(self.f, e) is not None:
+            return True
+        if isinstance(e, Binary) and e.op == "+":
+            return self.additive(e.left) and self.additive(e.right)
+        if isinstance(e, Ternary):
+            return self.additive(e.then) and self.additive(e.other)
+        if isinstance(e, Call) and call_name(e) in _SHUFFLES and len(e.args) >= 2:
+            return self.additive(e.args[1])
+        return False
+
+    def problem(self) -> str | None:
+        for a in self.f.assigns:
+            if a.binding.key not in self.vars:
+                continue
+            if a.op in ("decl", "=", "+="):
+                if a.value is None or not self.additive(a.value):
+                    return f"{a.binding.name} combines input values with something other than +"
+            else:
+                return f"{a.binding.name} is updated with {a.op}"
+        for acc in self.f.accesses:
+            if acc.kind == "store" and acc.array is not None and acc.array.key in self.arrays:
+                if acc.op not in ("=", "+=") or acc.value is None or not self.additive(acc.value):
+                    return f"{acc.array.name} combines input values with something other than +"
+        return None
+
+
+def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
+    def no(reason: str) -> Mismatch:
+        return Mismatch(NAME, reason)
+
+    if (why := unreadable_access(f)) is not None:
+        return no(why)
+    reads = param_arrays(f, "read")
+    writes = [a for a in param_arrays(f) if a.kind in ("store", "atomic")]
+    if not reads or not writes:
+        return no("expects loads of an input array and a write of one result")
+    src = reads[0].array
+    out = writes[0].array
+    if any(a.array is not src for a in reads) or any(a.array is not out for a in writes) or src is out:
+        return no("expects loads from one array and writes to another")
+    if not (is_float_pointer(src) and is_float_pointer(out, writable=True)):
+        return no("not fp32 arrays")
+    assert src is not None and out is not None
+    kinds = {a.kind for a in writes}
+    if kinds == {"atomic"}:
+        if any(a.op != "atomicAdd" for a in writes):
+            return no("combines results with an atomic other than atomicAdd")
+        semantics = "accumulate"
+    elif kinds == {"store"}:
+        if any(a.op != "=" for a in writes):
+            return no("updates the result with a compound store")
+        semantics = "overwrite"
+    else:
+        return no("mixes atomics and stores on the result")
+    if any(a.offset is None or not a.offset.is_zero for a in writes):
+        return no("writes more than one result element")
+    if len({a.offset for a in reads}) != len(reads):
+        return no("loads the same element twice (it would be counted twice)")
+    bounds = {element_bound(f, a) for a in reads}
+    if len(bounds) != 1 or None in bounds:
+        return no("cannot tell the element count from the guards of the loads")
+    (n,) = bounds
+    assert n is not None
+    flow = _SumFlow(f, src)
+    if (why := flow.problem()) is not None:
+        return no(why)
+    for w in writes:
+        if w.value is None or not flow.tainted(w.value) or not flow.additive(w.value):
+            return no("the result is not a sum of the input")
+    mapped = role_texts(binder, {"in": src, "out": out}, {"n": n})
+    if isinstance(mapped, str):
+        return no(mapped)
+    roles, described = mapped
+    m = Match(NAME, f.sig.name, binder.launcher, roles, described, {},
+              detail=f"{out.name}[0] {'+' if semantics == 'accumulate' else ''}= sum of {src.name}[0..n) (n={n})",
+              polys={"n": n})
+    zeroed = binder.launcher_param(out.name)
+    launcher_zeroes = any(z.pointer == zeroed for z in binder.launcher.zeroing)
+    m.placeholders["_semantics"] = semantics
+    if semantics == "overwrite" and not launcher_zeroes:
+        m.zeroing.append(f"cudaMemsetAsync({roles['out']}, 0, sizeof(float));")
+    return m
+
+
+def configs(m: Match, sms: int) -> list[Config]:
+    n = m.sizes.get("n")
+    out = []
+    for block, bps in CONFIGS:
+        blocks = None if n is None else max(1, min(bps * sms, ceil_div(max(n // 4, 1), block)))
+        out.append(Config(
+            template="reduction_warp_shuffle", technique="warp-shuffle reduction",
+            params=(("BLOCK", str(block)), ("BLOCKS_PER_SM", str(bps))), threads=block,
+            smem_bytes=4 * (block // 32), min_registers=20, blocks=blocks, prior=_PRIOR,
+            tags=frozenset({"warp-reduction", "vectorized", "parallelism"}), best_known=(block, bps) == CONFIGS[0]))
+    return out

@@ -1,0 +1,298 @@
+"""The editable part's shape: which launchers the harness calls, what each launches, and how.
+
+A launcher fits a template when it only sets up and launches one kernel: local geometry
+(dim3, grid arithmetic), at most one `<<<...>>>` launch, optional zeroing of an output
+(cudaMemset / cudaMemsetAsync, whatever macro wraps it), error checks and synchronizations,
+and early returns. The zeroing statements are kept as the baseline wrote them, so the
+candidate reproduces the launcher's observable behaviour exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ...program.scanner import Item, function_name, scan_items, strip_comments
+from .cparse import Signature, parse_body, parse_signature
+from .facts import KernelFacts, collect_facts
+from .symbolic import Poly
+from .syntax import (
+    Block,
+    Call,
+    Cast,
+    Decl,
+    Expr,
+    ExprStmt,
+    For,
+    If,
+    Launch,
+    Name,
+    Num,
+    ParseError,
+    Return,
+    Stmt,
+    While,
+    call_name,
+    to_c,
+    walk_expr,
+)
+
+_MEMSETS = frozenset(["cudaMemset", "cudaMemsetAsync"])
+# Calls a launcher may make besides the launch: checks, syncs and device queries (dropped).
+_DROPPABLE = frozenset(["cudaGetLastError", "cudaPeekAtLastError", "cudaDeviceSynchronize", "cudaStreamSynchronize",
+                        "cudaGetDevice", "cudaDeviceGetAttribute", "cudaFuncSetAttribute", "cudaFuncSetCacheConfig",
+                        "cudaGetDeviceProperties", "cudaOccupancyMaxActiveBlocksPerMultiprocessor"])
+
+
+@dataclass
+class Function:
+    name: str
+    sig: Signature
+    item: Item
+    head: str  # the text before the body, verbatim
+    body: Block
+    is_kernel: bool
+
+
+@dataclass
+class ZeroingStatement:
+    pointer: str  # the launcher parameter it zeroes
+    text: str  # C text of the statement (locals of the launcher inlined)
+
+
+@dataclass
+class Launcher:
+    fn: Function
+    facts: KernelFacts  # the launcher's own body, for inlining its locals
+    launch: Launch | None = None
+    kernel: str | None = None
+    args: tuple[Expr, ...] = ()  # launch arguments with the launcher's locals inlined
+    zeroing: list[ZeroingStatement] = field(default_factory=list)
+    problem: str | None = None
+
+    def param_names(self) -> list[str]:
+        return [p.name for p in self.fn.sig.params]
+
+
+@dataclass
+class EditablePart:
+    items: list[Item]
+    functions: dict[str, Function]
+    launchers: list[Launcher]  # exported host functions the harness calls, in source order
+    harness_launched: list[str]  # kernels the harness launches itself
+    problems: list[str]  # why a function could not be read (parse errors), by name
+    harness_referenced: list[str] = field(default_factory=list)  # editable functions the harness names
+
+
+def _strip(text: str) -> str:
+    return strip_comments(text)
+
+
+def read_editable(editable: str, harness: str, exported: list[str]) -> EditablePart:
+    items = scan_items(editable)
+    functions: dict[str, Function] = {}
+    problems: list[str] = []
+    for item in items:
+        if not item.is_function_definition:
+            continue
+        name = function_name(item) or ""
+        head = item.head
+        try:
+            sig = parse_signature(strip_comments(head))
+            body = parse_body(item.text[len(head):])
+        except ParseError as exc:
+            problems.append(f"{name}: {exc}")
+            continue
+        functions[name] = Function(name, sig, item, head, body, "__global__" in sig.qualifiers)
+    harness_code = _strip(harness)
+    exported_names = []
+    for decl in exported:
+        m = re.search(r"([A-Za-z_]\w*)\s*\(", re.sub(r"__launch_bounds__\s*\([^)]*\)", "", decl))
+        if m:
+            exported_names.append(m.group(1))
+    called = [n for n in exported_names if re.search(rf"(?<![\w.]){re.escape(n)}\s*\(", harness_code)]
+    launched = [n for n in exported_names
+                if re.search(rf"(?<![\w.]){re.escape(n)}\s*(?:<[^;<>]*>)?\s*<<<", harness_code)]
+    launchers: list[Launcher] = []
+    for name, fn in functions.items():
+        if fn.is_kernel or name not in called:
+            continue
+        launchers.append(read_launcher(fn))
+    referenced = [n for n in functions if re.search(rf"(?<![\w.]){re.escape(n)}\b", harness_code)]
+    return EditablePart(items, functions, launchers, launched, problems, referenced)
+
+
+def read_launcher(fn: Function) -> Launcher:
+    facts = collect_facts(fn.sig, fn.body)
+    lau = Launcher(fn=fn, facts=facts)
+    launches = [e for s in _all_exprs(fn.body) for e in walk_expr(s) if isinstance(e, Launch)]
+    if len(launches) != 1:
+        lau.problem = f"launches {len(launches)} kernels (a template replaces exactly one launch)"
+        return lau
+    if fn.sig.return_type not in ("void", "cudaError_t"):
+        lau.problem = f"returns {fn.sig.return_type} (only void or cudaError_t launchers are rewritten)"
+        return lau
+    launch = launches[0]
+    if not isinstance(launch.kernel, Name):
+        lau.problem = "launches a kernel through an expression"
+        return lau
+    if len(launch.config) > 3 and not _default_stream(facts.resolve(launch.config[3])):
+        lau.problem = "launches on a stream of its own (the templates launch on the default stream)"
+        return lau
+    lau.launch, lau.kernel = launch, launch.kernel.id.split("::")[-1]
+    lau.args = tuple(facts.resolve(a) for a in launch.args)
+    for stmt in fn.body.body:
+        problem = _classify(stmt, lau)
+        if problem:
+            lau.problem = problem
+            return lau
+    return lau
+
+
+def _default_stream(e: Expr) -> bool:
+    while isinstance(e, Cast):
+        e = e.operand
+    return (isinstance(e, Num) and e.value == 0) or (isinstance(e, Name) and e.id in (
+        "nullptr", "NULL", "cudaStreamDefault", "cudaStreamLegacy"))
+
+
+def _all_exprs(s: Stmt | None):
+    """Top-level expressions of every statement under `s`."""
+    if s is None:
+        return
+    if isinstance(s, Block):
+        for x in s.body:
+            yield from _all_exprs(x)
+    elif isinstance(s, ExprStmt):
+        yield s.expr
+    elif isinstance(s, Decl):
+        for d in s.declarators:
+            if d.init is not None:
+                yield d.init
+    elif isinstance(s, If):
+        yield s.cond
+        yield from _all_exprs(s.then)
+        yield from _all_exprs(s.other)
+    elif isinstance(s, For):
+        yield from _all_exprs(s.init)
+        if s.cond is not None:
+            yield s.cond
+        if s.step is not None:
+            yield s.step
+        yield from _all_exprs(s.body)
+    elif isinstance(s, While):
+        yield s.cond
+        yield from _all_exprs(s.body)
+    elif isinstance(s, Return) and s.value is not None:
+        yield s.value
+
+
+def _classify(stmt: Stmt, lau: Launcher) -> str | None:
+    """None when the statement is allowed (recording zeroing statements), else why not."""
+    exprs = list(_all_exprs(stmt))
+    calls = [e for x in exprs for e in walk_expr(x) if call_name(e)]
+    names = {call_name(c) for c in calls}
+    has_launch = any(isinstance(e, Launch) for x in exprs for e in walk_expr(x))
+    memsets = [c for c in calls if call_name(c) in _MEMSETS]
+    if memsets:
+        if has_launch or len(memsets) > 1:
+            return "zeroes memory and launches in one statement"
+        return _zeroing(stmt, memsets[0], lau)
+    if isinstance(stmt, Decl):
+        return None if not (names & {"cudaMalloc", "cudaMemcpy", "cudaMemcpyAsync", "malloc"}) else \
+            "allocates or copies memory"
+    if has_launch:
+        if isinstance(stmt, ExprStmt) and isinstance(stmt.expr, Launch):
+            return None
+        return "launches its kernel inside a condition or loop"
+    if isinstance(stmt, Return):
+        return None
+    if isinstance(stmt, If) and stmt.other is None and isinstance(stmt.then, (Return, Block)) and \
+            (isinstance(stmt.then, Return) or (len(stmt.then.body) == 1 and isinstance(stmt.then.body[0], Return))):
+        return None  # an early return for empty sizes; the templates handle those themselves
+    if isinstance(stmt, ExprStmt) and calls and all(
+            n in _DROPPABLE or (n is not None and n.isupper()) for n in names):
+        cuda_calls = {n for n in names if n and n.startswith("cuda")}
+        if cuda_calls <= _DROPPABLE:
+            return None
+    if isinstance(stmt, ExprStmt) and not calls:
+        return "computes something besides the launch"
+    called = ", ".join(sorted(n for n in names if n)) or "nothing"
+    return f"does more than launch one kernel (statement calling {called})"
+
+
+def _zeroing(stmt: Stmt, memset: Expr, lau: Launcher) -> str | None:
+    assert isinstance(memset, Call)
+    if len(memset.args) < 3:
+        return "calls cudaMemset with too few arguments"
+    target = memset.args[0]
+    while isinstance(target, Cast):
+        target = target.operand
+    value = lau.facts.resolve(memset.args[1])
+    b = lau.facts.binding(target)
+    if b is None or b.param is None or not b.param.pointer:
+        return "zeroes memory that is not one of its pointer parameters"
+    if not (isinstance(value, Num) and not value.is_float and value.value == 0):
+        return "sets memory to a non-zero byte"
+    if isinstance(stmt, ExprStmt):
+        text = to_c(lau.facts.resolve(stmt.expr)) + ";"
+    else:
+        start, end = stmt.span  # type: ignore[attr-defined]
+        body_text = lau.fn.item.text[len(lau.fn.head):]
+        text = body_text[start:end]
+        local_names = {bd.name for bd in lau.facts.bindings}
+        if any(re.search(rf"\b{re.escape(n)}\b", _strip(text)) for n in local_names):
+            return "zeroes memory inside a statement that uses its local variables"
+    lau.zeroing.append(ZeroingStatement(pointer=b.name, text=text))
+    return None
+
+
+@dataclass
+class Binder:
+    """Kernel parameters -> the launcher's argument expressions (C text in the launcher's scope)."""
+
+    launcher: Launcher
+    kernel: Function
+
+    def arg(self, param: str) -> Expr | None:
+        names = [p.name for p in self.kernel.sig.params]
+        if param not in names or len(self.launcher.args) != len(names):
+            return None
+        return self.launcher.args[names.index(param)]
+
+    def pointer_text(self, param: str) -> str | None:
+        a = self.arg(param)
+        return None if a is None else to_c(a)
+
+    def launcher_param(self, param: str) -> str | None:
+        """The launcher parameter a kernel pointer parameter receives, when it is one (maybe cast)."""
+        a = self.arg(param)
+        while isinstance(a, Cast):
+            a = a.operand
+        b = self.launcher.facts.binding(a) if a is not None else None
+        return b.name if b is not None and b.param is not None else None
+
+    def int_text(self, p: Poly) -> str | None:
+        """C text of a uniform polynomial over kernel parameters and outside constants."""
+        if p.is_zero:
+            return "0"
+        parts: list[str] = []
+        for monomial, coef in p.terms:
+            factors: list[str] = [] if coef == 1 else [f"({coef})"]
+            for atom in monomial:
+                if atom.startswith("p:"):
+                    a = self.arg(atom[2:])
+                    if a is None:
+                        return None
+                    text = to_c(a)
+                    factors.append(text if re.fullmatch(r"[A-Za-z_]\w*|\d+", text) else f"({text})")
+                elif atom.startswith("g:"):
+                    factors.append(atom[2:])
+                else:
+                    return None  # an opaque value: its text is in the kernel's names
+            parts.append("*".join(factors) if factors else "1")
+        return " + ".join(parts)
+
+    def describe(self, p: Poly) -> str:
+        text = self.int_text(p)
+        return text if text is not None else str(p)

@@ -1,0 +1,107 @@
+"""Problem sizes, when the harness fixes them: constants and the harness's call of the launcher.
+
+The cost model ranks configurations by how many blocks they launch, so it wants M, N, K (or
+rows, cols, n). They are read, not guessed: integer constants of the preamble and harness
+(`static const int N = 1 << 26;`, `#define ROWS 4000`, `const int k = 512;`) are evaluated,
+then the arguments of the harness's first call of the launcher. Anything not computable stays
+unknown and the ranking uses a default size.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...program.scanner import strip_comments
+from .cparse import Parser, parse_expression
+from .facts import SIZEOF
+from .launcher import Launcher
+from .symbolic import Poly
+from .syntax import Binary, Cast, Expr, Name, Num, ParseError, SizeOf, Unary
+
+_INT_TYPES = r"(?:(?:unsigned|signed|long|short|int|size_t|std::size_t|u?int(?:8|16|32|64)_t)\s+)+"
+_CONST_DECL = re.compile(rf"\b(?:constexpr|const)\s+{_INT_TYPES}([A-Za-z_]\w*)\s*=\s*([^;{{}}]+);")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]+)$", re.M)
+
+
+def eval_int(e: Expr, env: dict[str, int]) -> int | None:
+    if isinstance(e, Num):
+        return None if e.is_float else int(e.value)
+    if isinstance(e, Name):
+        return env.get(e.id)
+    if isinstance(e, Cast):
+        return eval_int(e.operand, env)
+    if isinstance(e, SizeOf):
+        return SIZEOF.get(e.text)
+    if isinstance(e, Unary) and e.op in ("-", "+"):
+        v = eval_int(e.operand, env)
+        return None if v is None else (-v if e.op == "-" else v)
+    if isinstance(e, Binary):
+        a, b = eval_int(e.left, env), eval_int(e.right, env)
+        if a is None or b is None:
+            return None
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if e.op == "*":
+            return a * b
+        if e.op in ("/", "%") and b != 0:
+            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # C truncates toward zero
+            return q if e.op == "/" else a - q * b
+        if e.op == "<<" and 0 <= b < 63:
+            return a << b
+        if e.op == ">>" and 0 <= b < 63:
+            return a >> b
+    return None
+
+
+def constants(*texts: str) -> dict[str, int]:
+    """Integer constants defined in the texts, in order (later ones may use earlier ones)."""
+    env: dict[str, int] = {}
+    for text in texts:
+        code = strip_comments(text)
+        found = [(m.start(), m.group(1), m.group(2)) for m in _CONST_DECL.finditer(code)]
+        found += [(m.start(), m.group(1), m.group(2)) for m in _DEFINE.finditer(code)]
+        for _, name, value in sorted(found):
+            try:
+                v = eval_int(parse_expression(value.strip()), env)
+            except ParseError:
+                continue
+            if v is not None:
+                env.setdefault(name, v)
+    return env
+
+
+def harness_call(harness: str, launcher: str) -> tuple[Expr, ...] | None:
+    """The arguments of the harness's first call of `launcher`."""
+    code = strip_comments(harness)
+    for m in re.finditer(rf"(?<![\w.]){re.escape(launcher)}\s*\(", code):
+        p = Parser(code[m.end() - 1:])
+        try:
+            p.take("(")
+            return p.arguments(")")
+        except ParseError:
+            continue
+    return None
+
+
+def role_values(polys: dict[str, Poly], lau: Launcher, kernel_params: list[str], preamble: str,
+                harness: str) -> dict[str, int | None]:
+    """Concrete values of integer roles (kernel-side polynomials) for the harness's call."""
+    env = constants(preamble, harness)
+    call = harness_call(harness, lau.fn.name)
+    launcher_env = dict(env)
+    if call is not None and len(call) == len(lau.fn.sig.params):
+        for prm, arg in zip(lau.fn.sig.params, call):
+            v = eval_int(arg, env)
+            if v is not None:
+                launcher_env[prm.name] = v
+    kernel_env: dict[str, int] = {}
+    if len(lau.args) == len(kernel_params):
+        for name, arg in zip(kernel_params, lau.args):
+            v = eval_int(arg, launcher_env)
+            if v is not None:
+                kernel_env[f"p:{name}"] = v
+    for name, v in env.items():
+        kernel_env[f"g:{name}"] = v
+    return {role: p.evaluate(kernel_env) for role, p in polys.items()}
