@@ -286,3 +286,11 @@ def test_a_configuration_error_from_the_optimizer_ends_the_run_with_that_one_lin
     with pytest.raises(ConfigError, match="exact model name"):
         run(NAIVE, FakeToolbox([]), Misconfigured())
     assert run_store(load_settings()).list_runs()[0].status == "error"
+
+
+def test_an_optimizer_out_of_ideas_during_a_compile_fix_records_the_broken_candidate(env):
+    broken = TILED.replace("acc += sA[ty][k] * sB[k][tx];", "acc += undefined_name;")
+    events = run(NAIVE, FakeToolbox([]), Scripted([broken]))
+    s = summary(events)
+    assert s["status"] == "exhausted" and s["iterations"] == 1
+    assert [(a["iteration"], a["outcome"]) for a in s["attempts"]] == [(1, "rejected: compile")]

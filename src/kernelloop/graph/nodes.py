@@ -150,8 +150,14 @@ def make_nodes(ctx: LoopContext) -> dict[str, Node]:
             proposal = await asyncio.to_thread(ctx.optimizer.propose, request)
         except NoMoreCandidates as exc:
             _emit("info", "optimizer", iteration, f"nothing left to try: {exc}")
-            return {"iteration": iteration - (0 if fixing else 1), "route": "finish", "stop_reason": str(exc),
-                    "timings": _add_time(state, "optimize", time.monotonic() - t)}
+            update: dict[str, Any] = {"iteration": iteration - (0 if fixing else 1), "route": "finish",
+                                      "stop_reason": str(exc), "timings": _add_time(state, "optimize", time.monotonic() - t)}
+            if fixing and state.get("proposal"):  # the round's candidate still did not build
+                last = Proposal.model_validate(state["proposal"])
+                update["failed"] = [*state.get("failed", []), FailedAttempt(
+                    iteration=iteration, approach=last.approach, kind="compile", reason="does not build",
+                    excerpt=state.get("compile_errors") or "", source=last.source).model_dump(mode="json")]
+            return update
         except InvalidResponse as exc:
             elapsed = time.monotonic() - t
             where = ctx.artifacts.attempt_dir(iteration, fix)
