@@ -143,7 +143,6 @@ def resources(
         occ = [occupancy(k, block, limits)] if block else occupancy_table(k, limits)
         rows.append((k, occ))
     if json_output:
-        import json
 
         out.print_json(json.dumps([{"kernel": k.model_dump(), "occupancy": [o.model_dump() for o in occ]}
                                    for k, occ in rows]))
@@ -170,7 +169,6 @@ def doctor(
 
     Exits 0 when everything `optimize` needs is there, 1 otherwise. The API key is
     shown only as its first 4 characters and its length."""
-    import json
 
     from rich.markup import escape
 
@@ -341,7 +339,6 @@ def corpus_list(json_output: bool = typer.Option(False, "--json")) -> None:
 
     docs = list_documents(load_settings())
     if json_output:
-        import json
 
         out.print_json(json.dumps([d.model_dump() for d in docs], default=str))
         return
@@ -373,7 +370,6 @@ def corpus_search(query: str = typer.Argument(...), k: int = typer.Option(5, hel
 
     hits = search(query, k=k, mode=mode, settings=load_settings())  # type: ignore[arg-type]
     if json_output:
-        import json
 
         out.print_json(json.dumps([h.model_dump() for h in hits]))
         return

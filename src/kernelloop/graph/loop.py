@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,16 @@ def _arch(settings: Settings, require_gpu: bool) -> tuple[str, str]:
     return settings.verify.arch or gpus[0].arch, gpus[0].name
 
 
-def check_inputs(path: Path, settings: Settings, *, require_gpu: bool = True) -> tuple[str, ProgramSplit, str, str]:
+@dataclass(frozen=True)
+class CheckedInput:
+    path: Path
+    text: str
+    split: ProgramSplit
+    arch: str
+    gpu: str  # the GPU's name ("" when none is required and none is visible)
+
+
+def check_inputs(path: Path, settings: Settings, *, require_gpu: bool = True) -> CheckedInput:
     """The program's text and split, and the GPU's arch and name; each problem a user can fix
     is one clear error, raised before anything starts (servers, optimizer, GPU time)."""
     if not path.is_file():
@@ -100,13 +110,18 @@ def check_inputs(path: Path, settings: Settings, *, require_gpu: bool = True) ->
         raise InputError(f"{path}: not a CUDA program (no __global__ kernel or kernel launch found)")
     split = split_program(text, str(path))
     arch, gpu = _arch(settings, require_gpu)
-    return text, split, arch, gpu
+    return CheckedInput(path=path, text=text, split=split, arch=arch, gpu=gpu)
 
 
-def new_run(path: Path, settings: Settings, optimizer: Optimizer, toolbox: Toolbox, *, model: str = "",
-            options: dict[str, Any] | None = None, require_gpu: bool = True, runs_dir: Path | None = None) -> LoopContext:
-    """Check the input, create the run folder and the run log entry, load the kernel's memory."""
-    text, split, arch, gpu = check_inputs(path, settings, require_gpu=require_gpu)
+def _memory(store: RunStore, kernel: str, sha: str, settings: Settings, exclude_run: str | None = None) -> list[PastAttempt]:
+    return [PastAttempt(run_id=a.run_id, approach=a.approach, accepted=a.accepted, reason=a.reason, speedup=a.speedup)
+            for a in store.memory(kernel, sha, limit=settings.optimize.memory_attempts, exclude_run=exclude_run)]
+
+
+def new_run(checked: CheckedInput, settings: Settings, optimizer: Optimizer, toolbox: Toolbox, *, model: str = "",
+            options: dict[str, Any] | None = None, runs_dir: Path | None = None) -> LoopContext:
+    """Create the run folder and the run log entry for checked input, load the kernel's memory."""
+    path, text, split, arch, gpu = checked.path, checked.text, checked.split, checked.arch, checked.gpu
     kernel = kernel_name(path)
     run_id = new_run_id(datetime.now())
     root = (runs_dir or settings.optimize.runs_dir).expanduser()
@@ -114,8 +129,7 @@ def new_run(path: Path, settings: Settings, optimizer: Optimizer, toolbox: Toolb
     artifacts.prepare(text)
     sha = hashlib.sha256(text.encode()).hexdigest()
     store = run_store(settings)
-    memory = [PastAttempt(run_id=a.run_id, approach=a.approach, accepted=a.accepted, reason=a.reason, speedup=a.speedup)
-              for a in store.memory(kernel, sha, limit=settings.optimize.memory_attempts)]
+    memory = _memory(store, kernel, sha, settings)
     store.start_run(RunRecord(run_id=run_id, kernel=kernel, kernel_path=str(path.resolve()), kernel_sha256=sha,
                               started_at=now(), status="running", optimizer=optimizer.name, model=model, gpu=gpu,
                               run_dir=str(artifacts.root),
@@ -132,11 +146,12 @@ def resumed_run(record: RunRecord, settings: Settings, optimizer: Optimizer, too
     if not artifacts.baseline_path.is_file():
         raise InputError(f"run {record.run_id}: its folder {record.run_dir} is gone; it cannot be resumed")
     text = read_program(artifacts.baseline_path)
+    if hashlib.sha256(text.encode()).hexdigest() != record.kernel_sha256:
+        raise InputError(f"run {record.run_id}: {artifacts.baseline_path} changed since the run started; "
+                         "it cannot be resumed against another baseline")
     arch, _ = _arch(settings, require_gpu)
     store = run_store(settings)
-    memory = [PastAttempt(run_id=a.run_id, approach=a.approach, accepted=a.accepted, reason=a.reason, speedup=a.speedup)
-              for a in store.memory(record.kernel, record.kernel_sha256, limit=settings.optimize.memory_attempts,
-                                    exclude_run=record.run_id)]
+    memory = _memory(store, record.kernel, record.kernel_sha256, settings, exclude_run=record.run_id)
     store.update_run(record.run_id, status="running", finished_at=None)
     return LoopContext(settings=settings, toolbox=toolbox, optimizer=optimizer, artifacts=artifacts, store=store,
                        run_id=record.run_id, kernel=record.kernel, kernel_path=Path(record.kernel_path),
@@ -172,10 +187,11 @@ async def run_loop(ctx: LoopContext) -> AsyncIterator[LoopEvent]:
                     finished = True
                     raise InputError(f"run {ctx.run_id} already finished ({snapshot.values['status']}); "
                                      f"`kernelloop runs show {ctx.run_id}`")
-                if not snapshot.next and snapshot.tasks:
+                done = [t for t in snapshot.tasks if t.result is not None]
+                if not snapshot.next and done:
                     # Interrupted just as a node finished: its writes are in the state but the task
                     # is marked cancelled, so nothing is scheduled. Re-take the edge out of it.
-                    await graph.aupdate_state(config, {}, as_node=snapshot.tasks[0].name)
+                    await graph.aupdate_state(config, {}, as_node=done[0].name)
                     snapshot = await graph.aget_state(config)
                 inputs = None  # continue from the checkpoint
                 at = snapshot.next[0] if snapshot.next else "the step after the last saved node"

@@ -5,6 +5,7 @@ only read `route` (LangGraph drops writes made in a routing function)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import time
 from collections.abc import Awaitable, Callable
@@ -16,8 +17,10 @@ from langgraph.config import get_stream_writer
 from ..agents.feedback import compile_errors, failure_from_static, failure_from_verdict, not_a_gain
 from ..optimizers.base import (FailedAttempt, InvalidResponse, NoMoreCandidates, OptimizeRequest, Proposal,
                                ResearchNote)
+from ..errors import InputError
 from ..profiler.diagnosis import Diagnosis
 from ..profiler.run import ProfileResult
+from ..program.split import BEGIN_MARKER, END_MARKER, candidate_editable_part
 from ..runs.certificate import build_certificate, write_certificate
 from ..runs.report import RunFacts, report_markdown, summary
 from ..runs.store import AttemptRecord, now
@@ -27,6 +30,7 @@ from .events import LoopEvent
 from .state import LoopState
 
 Node = Callable[[LoopState], Awaitable[dict[str, Any]]]
+_MAIN = re.compile(r"\bmain\s*\(")
 
 
 def _emit(event: str, node: str, iteration: int, message: str, **data: Any) -> None:
@@ -147,7 +151,7 @@ def make_nodes(ctx: LoopContext) -> dict[str, Node]:
         request = build_request(state, iteration)
         t = time.monotonic()
         try:
-            proposal = await asyncio.to_thread(ctx.optimizer.propose, request)
+            proposal = await asyncio.to_thread(lambda: _as_gate_sees_it(ctx.optimizer.propose(request), ctx))
         except NoMoreCandidates as exc:
             _emit("info", "optimizer", iteration, f"nothing left to try: {exc}")
             update: dict[str, Any] = {"iteration": iteration - (0 if fixing else 1), "route": "finish",
@@ -263,15 +267,12 @@ def make_nodes(ctx: LoopContext) -> dict[str, Node]:
         facts = run_facts(ctx, state, status)
         ctx.artifacts.write_json("summary.json", summary(facts))
         ctx.artifacts.write_text("report.md", report_markdown(facts))
-        for a in state.get("failed", []):
+        logged = [(a, False, a["kind"], a["reason"]) for a in state.get("failed", [])]
+        logged += [(a, True, "accepted", a["summary"]) for a in accepted]
+        for a, ok, kind, reason in logged:
             ctx.store.add_attempt(AttemptRecord(run_id=ctx.run_id, iteration=a["iteration"], approach=a["approach"],
-                                                optimizer=ctx.optimizer.name, accepted=False, kind=a["kind"],
-                                                reason=a["reason"], speedup=a.get("speedup"), kernel=ctx.kernel,
-                                                kernel_sha256=ctx.kernel_sha256))
-        for a in accepted:
-            ctx.store.add_attempt(AttemptRecord(run_id=ctx.run_id, iteration=a["iteration"], approach=a["approach"],
-                                                optimizer=ctx.optimizer.name, accepted=True, kind="accepted",
-                                                reason=a["summary"], speedup=a["speedup"], kernel=ctx.kernel,
+                                                optimizer=ctx.optimizer.name, accepted=ok, kind=kind, reason=reason,
+                                                speedup=a.get("speedup"), kernel=ctx.kernel,
                                                 kernel_sha256=ctx.kernel_sha256))
         ctx.store.update_run(ctx.run_id, status=status, finished_at=now(), iterations=state.get("iteration", 0),
                              best_speedup=state.get("best_speedup") if accepted else None, gpu=state.get("gpu", ""),
@@ -303,6 +304,23 @@ def run_facts(ctx: LoopContext, state: LoopState, status: str) -> RunFacts:
         timings=dict(state.get("timings") or {}), loop_time_s=time.time() - state.get("started_at", time.time()),
         tokens=dict(state.get("tokens") or {}), certificate="certificate.json" if accepted else None,
         resumed=ctx.resumed, mcp_start_s=ctx.mcp_start_s)
+
+
+def _as_gate_sees_it(proposal: Proposal, ctx: LoopContext) -> Proposal:
+    """The candidate cut down the way the verify gate cuts it, when it holds editable markers or a
+    main(): best.cu and the certificate then name exactly the code that was verified."""
+    source = proposal.source
+    if not (BEGIN_MARKER.search(source) or END_MARKER.search(source) or _MAIN.search(source)):
+        return proposal
+    try:
+        editable, notes = candidate_editable_part(source, ctx.split, "the candidate")
+    except InputError as exc:
+        raise InvalidResponse(str(exc), response=proposal.response, prompt=proposal.prompt, tokens=proposal.tokens,
+                              thinking_s=proposal.thinking_s) from None
+    if not editable.strip():
+        raise InvalidResponse("the candidate's editable part is empty", response=proposal.response,
+                              prompt=proposal.prompt, tokens=proposal.tokens, thinking_s=proposal.thinking_s)
+    return proposal.model_copy(update={"source": editable, "notes": [*proposal.notes, *notes]})
 
 
 async def _quietly(work: Awaitable[Any]) -> None:

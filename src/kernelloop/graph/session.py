@@ -37,12 +37,11 @@ async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, o
         ctx = resumed_run(record, settings, chosen, _NoToolbox(), require_gpu=require_gpu)
     else:
         assert kernel is not None
-        check_inputs(kernel, settings, require_gpu=require_gpu)
+        checked = check_inputs(kernel, settings, require_gpu=require_gpu)  # before the optimizer and servers start
         kind = resolve_kind(optimizer_kind or settings.optimize.optimizer, llm)
         chosen = optimizer or make_optimizer(kind, llm, settings.optimize)
-        ctx = new_run(kernel, settings, chosen, _NoToolbox(), model=model_label(chosen, llm),
-                      options={"optimizer_kind": kind, "base_url": llm.base_url if kind != "offline" else None},
-                      require_gpu=require_gpu)
+        ctx = new_run(checked, settings, chosen, _NoToolbox(), model=model_label(chosen, llm),
+                      options={"optimizer_kind": kind, "base_url": llm.base_url if kind != "offline" else None})
     yield LoopEvent(kind="info", node="start", message=f"run {ctx.run_id}: {ctx.artifacts.root}",
                     data={"run_id": ctx.run_id, "run_dir": str(ctx.artifacts.root), "optimizer": chosen.name,
                           "model": ctx.model, "resumed": ctx.resumed})

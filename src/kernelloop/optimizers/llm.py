@@ -431,7 +431,7 @@ def make_nim_optimizer(config: LLMConfig, settings: OptimizeSettings, *,
     if config.nvidia_hosted and config.api_key is None:
         raise ConfigError(MISSING_KEY_MESSAGE)
     for module in ("langchain_nvidia_ai_endpoints", "tenacity"):
-        _require(module, "nim", "'kernelloop[nim]'")
+        _require(module, "nim", "-e . (kernelloop's own dependencies)")
     key = config.api_key
 
     def chat_nvidia() -> BaseChatModel:
@@ -463,7 +463,7 @@ def make_openai_optimizer(config: LLMConfig, settings: OptimizeSettings, *,
     if config.nvidia_hosted and config.api_key is None:
         raise ConfigError(MISSING_KEY_MESSAGE)
     for module in ("langchain_openai", "tenacity"):
-        _require(module, "openai", "langchain-openai tenacity")
+        _require(module, "openai", "-e . (kernelloop's own dependencies)")
     key = config.api_key
 
     def chat_openai() -> BaseChatModel:

@@ -57,6 +57,7 @@ class RunArtifacts:
     def prepare(self, baseline_text: str) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "baseline.cu").write_text(baseline_text)
+        (self.root / "baseline.cu").chmod(0o444)  # the reference of every round and of a resume
 
     @property
     def baseline_path(self) -> Path:
