@@ -195,3 +195,120 @@ def test_per_call_event_pairs_are_supported():
         total += p.elapsed()
     r = audit_trace(p.trace, reported_ms=total / 10, harness_kernels=set())
     assert r.windows == 10 and r.iterations == 10 and r.window_launches == 10 and not r.findings
+
+
+# -- contract v2: probes first, then one pair of events per timed call --------------------------
+
+
+def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=False):
+    """A v2 harness's trace: bandwidth probes (their own windows), warm-up, then one window
+    per timed call on events of its own."""
+    p = Program()
+    for k in range(probes):
+        p.record(f"0xp{k}a")
+        p.launch(name="_ZN2kl25kl_bandwidth_probe_kernel", dur_us=50)
+        p.record(f"0xp{k}b")
+        p.elapsed(f"0xp{k}a", f"0xp{k}b")
+    for i in range(warmup):
+        call(p, i)
+    total = 0.0
+    for c in range(calls):
+        p.t = p.gpu + 50 * US
+        p.record(f"0xs{c}")
+        call(p, warmup + c)
+        if rerecord and c == 5:
+            p.record(f"0xs{c}")  # the candidate re-records the harness's start event: the window shrinks
+            p.launch(dur_us=5)
+        p.record(f"0xe{c}")
+        total += p.elapsed(f"0xs{c}", f"0xe{c}")
+        if extra_window and c == 3:
+            p.record("0xc1")
+            p.record("0xc1")
+            p.elapsed("0xc1", "0xc1")  # a planted zero-length window
+    return p.trace, total / calls
+
+
+def audited_v2(call, **kw):
+    trace, kernel_ms = harness_v2(call, **kw)
+    hk = {"_ZN2kl25kl_bandwidth_probe_kernel"}
+    report = audit_trace(trace, reported_ms=kernel_ms, harness_kernels=hk, timed_calls=20)
+    base_trace, base_ms = harness_v2(honest)
+    base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=hk, timed_calls=20)
+    return judge(report, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+
+
+def test_v2_honest_harness_passes_with_probe_windows_ignored():
+    r = audited_v2(honest)
+    assert r.ok, r.findings
+    assert r.windows == 20 and r.elapsed_calls == 23 and r.window_launches == 20
+
+
+def test_v2_a_planted_timing_window_is_reframing():
+    r = audited_v2(honest, extra_window=True)
+    assert any(f.reason == "reframed_timing" for f in r.findings), r.findings
+
+
+def test_v2_re_recording_a_window_event_is_reframing():
+    r = audited_v2(honest, rerecord=True)
+    assert any(f.reason == "reframed_timing" for f in r.findings), r.findings
+
+
+def test_v2_one_call_escaping_its_own_window_is_caught():
+    def one_escapes(p, i):
+        p.launch()
+        if i == 9:
+            p.launch(dur_us=3000, side_stream=True)  # outlives this call's stop event
+
+    r = audited_v2(one_escapes)
+    assert any(f.reason == "timer_escape" for f in r.findings), r.findings
+
+
+def test_v2_copy_engine_work_in_a_window_counts_as_busy():
+    def copies_on_the_side(p, i):
+        p.launch()
+        c = p._next()
+        p.trace.api.append(ApiRecord(cbid=41, name="cudaMemcpyAsync", start=p.t, end=p.t + US, corr=c))
+        start = p.t + 2 * US
+        p.trace.copies.append(CopyRecord(copy_kind="DtoD", bytes=64 << 20, start=start, end=start + 5000 * US,
+                                         corr=c, stream=9))  # a side-stream device copy the events never wait for
+        p.t += 2 * US
+
+    r = audited_v2(copies_on_the_side)
+    assert any(f.reason == "timer_escape" for f in r.findings), r.findings
+
+
+def test_v2_too_few_windows_for_the_declared_calls_fails_closed():
+    trace, ms = harness_v2(honest, calls=5, probes=0)
+    r = audit_trace(trace, reported_ms=ms, harness_kernels=set(), timed_calls=20)
+    assert [f.reason for f in r.findings] == ["timing_unverified"]
+
+
+def test_v2_work_launched_between_timed_calls_escapes_the_timer():
+    def hooked(p, i):
+        p.launch()
+
+    trace, ms = harness_v2(hooked)
+    # the same kernel, launched by harness code between two timed windows (a hijacked hook)
+    trace.api.append(ApiRecord(cbid=211, name="cudaLaunchKernel", start=trace.elapsed[-1].t + 5 * US,
+                               end=trace.elapsed[-1].t + 6 * US, corr=99999))
+    trace.kernels.append(KernelRecord(name="_Z6kernelPf", start=trace.elapsed[-1].t + 7 * US,
+                                      end=trace.elapsed[-1].t + 400 * US, corr=99999, stream=1, device=0,
+                                      grid=(64, 64, 1), block=(16, 16, 1)))
+    hk = {"_ZN2kl25kl_bandwidth_probe_kernel"}
+    report = audit_trace(trace, reported_ms=ms, harness_kernels=hk, timed_calls=20)
+    base_trace, base_ms = harness_v2(honest)
+    base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=hk, timed_calls=20)
+    r = judge(report, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+    assert any(f.reason == "timer_escape" and "between timed" in f.message for f in r.findings), r.findings
+
+
+def test_v2_a_call_that_launches_other_work_than_the_first_is_inconsistent():
+    def lazy_after_first(p, i):
+        if i == 2:  # the first timed call does everything in 20 launches
+            for _ in range(20):
+                p.launch(dur_us=20)
+        else:
+            p.launch(dur_us=20) if i < 2 else None
+
+    r = audited_v2(lazy_after_first)
+    assert any(f.reason == "inconsistent_work" for f in r.findings), r.findings

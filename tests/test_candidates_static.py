@@ -16,6 +16,7 @@ from kernelloop.config import Settings
 from kernelloop.program.split import candidate_editable_part, split_program
 from kernelloop.tools.nvcc import find_toolchain
 from kernelloop.verify.gate import static_gates
+from kernelloop.verify.policy import _CUDA_REFUSED as CUDA_REFUSED
 
 from .conftest import FIXTURES, ROOT
 
@@ -27,7 +28,29 @@ SUITE = {
     "stencil2d": "stencil2d.cu",
     "histogram": "histogram.cu",
 }
-STATIC_REASONS = {"policy", "compile"}
+STATIC_REASONS = {"policy", "compile", "reduced_precision"}
+# Verifier v2 attack fixtures (tests/fixtures/candidates/matmul): the rules that must reject
+# each, from the source scan, and from the object and program scans when the source scan
+# is bypassed (defence in depth: the object is what really runs).
+V2_RULES: dict[str, tuple[set[str], set[str]]] = {
+    "ifunc_resolver.cu": ({"ifunc"}, {"ifunc"}),
+    "init_section.cu": ({"static-init"}, {"static-init"}),
+    "exit_handler.cu": ({"exit-handler"}, {"exit-handler"}),
+    "fini_destructor.cu": ({"exit-handler"}, {"static-init"}),
+    "tls_cache.cu": ({"tls"}, {"tls"}),
+    "graph_host_node.cu": ({"graph-node"}, {"graph-node"}),
+    "graph_generic_node.cu": ({"graph-node"}, {"graph-node"}),
+    "user_object_dtor.cu": ({"user-object"}, {"user-object"}),
+    "host_callback.cu": ({"host-callback"}, {"host-callback"}),
+    "library_load.cu": ({"code-loading"}, {"code-loading"}),
+    "driver_entry.cu": ({"code-loading"}, {"code-loading"}),
+    "planted_window.cu": ({"timing"}, {"timing"}),
+    "persist_l2.cu": ({"device-state", "l2-persistence"}, {"device-state", "l2-persistence"}),
+    "mapped_host.cu": ({"host-memory"}, {"host-memory"}),
+    "other_gpu.cu": ({"device-state"}, {"device-state"}),
+    "profiler_stop.cu": ({"profiler"}, {"profiler"}),
+    "symver_import.cu": ({"symver"}, {"forbidden-call"}),
+}
 
 
 def cases():
@@ -60,6 +83,11 @@ def test_static_gates(baseline: str, candidate: Path, expect: str, settings):
     assert result.baseline.ok
     if expect == "policy":
         assert result.violations, "a policy candidate got past the policy gate"
+        want = V2_RULES.get(candidate.name, (set(), set()))[0]
+        assert want <= {v.rule for v in result.violations}, [v.describe() for v in result.violations]
+    elif expect == "reduced_precision":
+        assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+        assert "reduced_precision" in {v.rule for v in result.violations}, [v.describe() for v in result.violations]
     elif expect == "compile":
         assert result.candidate is not None and not result.candidate.ok and not result.violations
     else:
@@ -68,7 +96,11 @@ def test_static_gates(baseline: str, candidate: Path, expect: str, settings):
 
 
 @pytest.mark.nvcc
-def test_interposing_a_library_function_is_caught_and_contained(settings):
+def test_interposing_a_library_function_is_caught_and_contained(settings, monkeypatch):
+    from kernelloop.verify import policy
+
+    # the source scan already refuses the name (rule `timing`); what is tested here is the object
+    monkeypatch.setattr(policy, "scan_source", lambda editable: [])
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
     editable, _ = candidate_editable_part((FIXTURES / "candidates/matmul/interpose_elapsed.cu").read_text(), split)
     result = static_gates(split, editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
@@ -111,3 +143,172 @@ def test_a_weak_definition_of_a_library_function_the_harness_imports_is_interpos
     evil = editable + '\nnamespace std { __attribute__((weak)) void __throw_length_error(const char*) { for (;;) {} } }\n'
     result = static_gates(split, evil, arch="sm_90", settings=settings, toolchain=find_toolchain())
     assert any(v.rule == "interposition" and "__throw_length_error" in v.detail for v in result.violations)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", sorted(V2_RULES))
+def test_object_and_program_scans_catch_what_the_source_scan_would(name, settings, monkeypatch):
+    """With the source scan switched off, the compiled object and the linked program alone
+    still reject every verifier-v2 attack for the intended reason."""
+    from kernelloop.verify import policy
+
+    monkeypatch.setattr(policy, "scan_source", lambda editable: [])
+    split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
+    editable, _ = candidate_editable_part((FIXTURES / "candidates/matmul" / name).read_text(), split, name)
+    result = static_gates(split, editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    found = {v.rule for v in result.violations if v.where in ("object", "program")}
+    assert V2_RULES[name][1] <= found, [v.describe() for v in result.violations]
+    if name == "ifunc_resolver.cu":  # the linked program too: an IRELATIVE relocation the baseline lacks
+        assert any(v.rule == "ifunc" and v.where == "program" for v in result.violations)
+    if name == "fini_destructor.cu":
+        assert any(v.rule == "static-init" and v.where == "program" for v in result.violations)
+
+
+@pytest.mark.nvcc
+def test_a_static_local_in_an_inline_host_function_is_a_unique_symbol_and_refused(settings):
+    split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
+    editable, _ = candidate_editable_part((ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
+    # `inline` gives the static local GNU-unique binding: bound process-wide, left global by containment
+    unique = editable + "\ninline int kl_calls() { static int calls = 0; return ++calls; }\n" \
+                        "int kl_probe_calls() { return kl_calls(); }\n"
+    result = static_gates(split, unique, arch="sm_90", settings=settings, toolchain=find_toolchain())
+    assert any(v.rule == "symbol-type" and "nm type u" in v.detail for v in result.violations), \
+        [v.describe() for v in result.violations]
+    # the fix the message suggests: a static (internal) function keeps its static local local
+    local = unique.replace("inline int kl_calls", "static int kl_calls")
+    result = static_gates(split, local, arch="sm_90", settings=settings, toolchain=find_toolchain())
+    assert not [v for v in result.violations if v.rule == "symbol-type"], [v.describe() for v in result.violations]
+
+
+@pytest.mark.nvcc
+def test_honest_launcher_runtime_calls_pass_the_allow_list(settings):
+    """Streams, events without elapsed time, capture into a kernel graph, cluster launches,
+    occupancy and attribute queries, async allocation: what honest launchers use."""
+    split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
+    editable, _ = candidate_editable_part((ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
+    extra = """
+__global__ void kl_noop_kernel(float* x) { if (x && threadIdx.x == 1024) x[0] = 0.0f; }
+void kl_honest_runtime_use(float* x) {
+  int device = 0, sms = 0, blocks = 0, min_grid = 0, block = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  cudaDeviceProp prop;
+  cudaGetDeviceProperties(&prop, device);
+  cudaFuncSetAttribute(kl_noop_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 1024);
+  cudaFuncAttributes attrs;
+  cudaFuncGetAttributes(&attrs, kl_noop_kernel);
+  cudaFuncSetCacheConfig(kl_noop_kernel, cudaFuncCachePreferShared);
+  cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, kl_noop_kernel, 0, 0);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kl_noop_kernel, 256, 0);
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaEvent_t e;
+  cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+  float* t = nullptr;
+  cudaMallocAsync(&t, 64, s);
+  cudaMemsetAsync(t, 0, 64, s);
+  cudaMemcpyAsync(t, x, 64, cudaMemcpyDeviceToDevice, s);
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  kl_noop_kernel<<<1, 32, 0, s>>>(t);
+  cudaGraph_t g;
+  cudaStreamEndCapture(s, &g);
+  cudaGraphExec_t ge;
+  cudaGraphInstantiate(&ge, g, 0);
+  cudaGraphLaunch(ge, s);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(32);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  cudaLaunchKernelEx(&cfg, kl_noop_kernel, t);
+  cudaEventRecord(e, s);
+  cudaStreamWaitEvent(0, e, 0);
+  cudaFreeAsync(t, s);
+  cudaStreamSynchronize(s);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaEventDestroy(e);
+  cudaStreamDestroy(s);
+  (void)cudaPeekAtLastError();
+  (void)cudaGetErrorString(cudaGetLastError());
+}
+"""
+    result = static_gates(split, editable + extra, arch="sm_90", settings=settings, toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    # the import, CUDA-call, symbol-kind, section and code-outside-main allow-lists (the host
+    # code scan of verify/hostcode.py judges the stores and out-pointers separately)
+    allow_list_rules = {"forbidden-call", "driver-api", "symbol-type", "section", "tls", "ifunc", "exit-handler",
+                        "static-init", "symver", *(rule for rule, _, _ in CUDA_REFUSED)}
+    assert not [v for v in result.violations if v.rule in allow_list_rules], [v.describe() for v in result.violations]
+
+
+# -- the allow-lists themselves (no nvcc) -------------------------------------------------------
+
+def test_cuda_runtime_allow_list_and_the_rules_of_what_it_refuses():
+    from kernelloop.verify.policy import cuda_call_rule
+
+    for honest in ["cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernel_ptsz", "cudaLaunchCooperativeKernel",
+                   "cudaFuncSetAttribute", "cudaFuncGetAttributes", "cudaFuncSetCacheConfig",
+                   "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "cudaGetDevice",
+                   "cudaDeviceGetAttribute", "cudaGetDeviceProperties_v2", "cudaMalloc", "cudaFreeAsync",
+                   "cudaMemsetAsync", "cudaMemcpyAsync", "cudaMemcpyToSymbol", "cudaStreamCreateWithFlags",
+                   "cudaStreamWaitEvent", "cudaEventCreateWithFlags", "cudaEventRecord", "cudaEventSynchronize",
+                   "cudaStreamBeginCapture", "cudaStreamGetCaptureInfo_v3", "cudaGraphInstantiateWithFlags",
+                   "cudaGraphLaunch", "cudaGetLastError", "cudaPeekAtLastError", "cudaGetErrorString",
+                   "__cudaRegisterFunction", "__cudaLaunchKernel", "memcpy"]:
+        assert cuda_call_rule(honest) is None, honest
+    refused = {
+        "cudaLaunchHostFunc": "host-callback", "cudaStreamAddCallback": "host-callback",
+        "cudaGraphAddHostNode": "graph-node", "cudaGraphHostNodeSetParams": "graph-node",
+        "cudaGraphExecHostNodeSetParams": "graph-node", "cudaGraphAddNode": "graph-node",
+        "cudaGraphAddNode_v2": "graph-node", "cudaGraphNodeSetParams": "graph-node",
+        "cudaGraphExecNodeSetParams": "graph-node", "cudaUserObjectCreate": "user-object",
+        "cudaGraphRetainUserObject": "user-object", "cudaLibraryLoadData": "code-loading",
+        "cudaLibraryLoadFromFile": "code-loading", "cudaGetKernel": "code-loading",
+        "cudaGetDriverEntryPoint": "code-loading", "cudaGetDriverEntryPointByVersion": "code-loading",
+        "cudaGetExportTable": "code-loading", "cuModuleLoadData": "driver-api", "cuLaunchKernel": "driver-api",
+        "cudaEventElapsedTime": "timing", "cudaEventElapsedTime_v2": "timing", "cudaProfilerStart": "profiler",
+        "cudaCtxResetPersistingL2Cache": "l2-persistence", "cudaStreamSetAttribute": "l2-persistence",
+        "cudaGraphKernelNodeSetAttribute": "l2-persistence", "cudaDeviceSetLimit": "device-state",
+        "cudaSetDevice": "device-state", "cudaDeviceReset": "device-state", "cudaMemcpyPeerAsync": "device-state",
+        "cudaHostAlloc": "host-memory", "cudaMallocHost": "host-memory", "cudaHostRegister": "host-memory",
+        "cudaHostGetDevicePointer": "host-memory", "cudaMallocManaged": "host-memory",
+        "__cudaRegisterManagedVar": "host-memory", "cudaIpcGetMemHandle": "ipc",
+        "cudaGraphDebugDotPrint": "file-io", "cudaLogsDumpToFile": "file-io",
+        "cudaSomethingNew": "forbidden-call",
+    }
+    for name, rule in refused.items():
+        assert cuda_call_rule(name) is not None and cuda_call_rule(name)[0] == rule, name
+
+
+@pytest.mark.parametrize("text, rules", [
+    ('asm(".pushsection .init, \\"ax\\", @progbits\\n call f@PLT\\n .popsection");', {"static-init"}),
+    ('asm(".symver inner, popen@GLIBC_2.2.5");', {"symver"}),
+    ('static int f() __attribute__((ifunc("pick")));', {"ifunc"}),
+    ('__attribute__((target_clones("avx2", "default"))) int g() { return 1; }', {"ifunc"}),
+    ("thread_local int calls = 0;", {"tls"}),
+    ("__attribute__((used, destructor)) static void bye() {}", {"exit-handler"}),
+    ("[[gnu::destructor]] void bye() {}", {"exit-handler"}),
+    ("__attribute__((noinline, constructor)) static void hi() {}", {"static-init"}),
+    ("void f() { atexit(g); }", {"exit-handler"}),
+    ("float ms; cudaEventElapsedTime(&ms, a, b);", {"timing"}),
+    ("cudaStream_t s; cudaStreamAttrValue v; cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v);",
+     {"l2-persistence"}),
+    ("void* p; cudaHostAlloc(&p, 64, cudaHostAllocMapped);", {"host-memory"}),
+    ("CUmodule m; cuModuleLoadData(&m, image);", {"driver-api"}),
+    # not violations: member calls named init, CUDA types and enumerators, PTX in device asm
+    ("struct S { void init(); } s; void f() { s.init(); int a[2]; (void)a; }", set()),
+    ("cudaStream_t s; cudaMemcpyAsync(d, e, 4, cudaMemcpyDeviceToDevice, s); cudaGraph_t g; CUtensorMap t;", set()),
+    ('asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0; selp.b32 %0, 1, 0, p; }" : "=r"(x) : "r"(y));', set()),
+])
+def test_source_rules_of_verifier_v2(text, rules):
+    from kernelloop.verify.policy import scan_source
+
+    assert {v.rule for v in scan_source(text)} == rules

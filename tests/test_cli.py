@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 from .conftest import ROOT
 
@@ -77,3 +80,67 @@ def test_doctor_reports_truthfully_without_a_gpu():
     has_gpu = "nvidia-smi" in subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True, text=True).stdout
     if not has_gpu:
         assert r.returncode == 1 and "no NVIDIA GPU visible" in r.stdout
+
+
+# -- kernelloop verify --static: every gate that needs no GPU, with real nvcc ---------------
+
+
+@pytest.fixture(scope="module")
+def static_env(tmp_path_factory):
+    """One build cache for the module: the baseline is compiled once."""
+    return {"KERNELLOOP_CACHE_DIR": str(tmp_path_factory.mktemp("static-cache"))}
+
+
+def has_gpu() -> bool:
+    return "nvidia-smi" in subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.nvcc
+def test_static_check_passes_an_honest_candidate(static_env):
+    r = kl("verify", "--static", "kernels/naive_matmul.cu", "exemplars/matmul_smem_tiling.cu", env=static_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "passes every static gate" in r.stdout and "Traceback" not in r.stderr
+    if not has_gpu():
+        assert "arch sm_86 (default (no GPU visible))" in " ".join(r.stdout.split())
+
+
+@pytest.mark.nvcc
+def test_static_check_json_rejects_reduced_precision_and_the_flag_allows_it(static_env):
+    r = kl("verify", "--static", "--json", "kernels/naive_matmul.cu",
+           "tests/fixtures/candidates/matmul/bf16_mma.cu", env=static_env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    check = json.loads(r.stdout)
+    assert check["ok"] is False and check["reasons"] == ["reduced_precision"]
+    assert check["violations"][0]["rule"] == "reduced_precision" and check["precision_source"] in ("sass", "ptx")
+    assert check["arch"] == ("sm_86" if not has_gpu() else check["arch"])
+    r = kl("verify", "--static", "--json", "--allow-reduced-precision", "kernels/naive_matmul.cu",
+           "tests/fixtures/candidates/matmul/bf16_mma.cu", env=static_env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check = json.loads(r.stdout)
+    assert check["ok"] is True and check["allow_reduced_precision"] is True and check["precision_source"] == ""
+
+
+@pytest.mark.nvcc
+def test_static_check_names_the_policy_rule(static_env):
+    r = kl("verify", "--static", "kernels/naive_matmul.cu", "tests/fixtures/candidates/matmul/planted_window.cu",
+           "--arch", "sm_90", env=static_env)
+    assert r.returncode == 1 and "rejected" in r.stdout
+    assert "timing (source line" in " ".join(r.stdout.split()) and "cudaEventElapsedTime" in r.stdout
+
+
+def test_static_check_missing_file_exits_2_with_one_line(tmp_path):
+    r = kl("verify", "--static", "kernels/naive_matmul.cu", str(tmp_path / "nope.cu"))
+    assert r.returncode == 2 and "nope.cu: no such file" in one_error_line(r)
+
+
+@pytest.mark.nvcc
+def test_static_check_bad_arch_exits_2_with_one_line(tmp_path):
+    r = kl("verify", "--static", "--arch", "sm_1x", "kernels/naive_matmul.cu", "exemplars/matmul_smem_tiling.cu",
+           env={"KERNELLOOP_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 2 and "--arch 'sm_1x'" in one_error_line(r)
+
+
+def test_static_check_without_nvcc_exits_2(tmp_path):
+    r = kl("verify", "--static", "kernels/naive_matmul.cu", "exemplars/matmul_smem_tiling.cu",
+           env={"PATH": os.path.dirname(sys.executable), "KERNELLOOP_CACHE_DIR": str(tmp_path)})
+    assert r.returncode == 2 and "nvcc not found" in one_error_line(r)

@@ -12,7 +12,7 @@ def test_defaults(tmp_path, monkeypatch):
     for k in ("KERNELLOOP_VERIFY_THRESHOLD", "KERNELLOOP_VERIFY_RUNS"):
         monkeypatch.delenv(k, raising=False)
     s = load_settings(project_dir=tmp_path)
-    assert s.verify.threshold == 1.2 and s.verify.runs == 7 and s.verify.seeds == 2 and s.verify.rtol == 1e-3
+    assert s.verify.threshold == 1.2 and s.verify.runs == 7 and s.verify.seeds == 2 and s.verify.rtol is None
 
 
 def test_precedence(tmp_path, monkeypatch):

@@ -174,6 +174,68 @@ def test_renaming_every_identifier_changes_nothing(path):
     assert match.roles == {r: mapping.get(v, v) for r, v in roles.items()}
 
 
+# -- contract v2 harnesses: sizes from `h.size({...})`, the launcher called inside `h.run`'s lambda --
+
+@pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
+def test_every_suite_and_heldout_harness_is_v2_with_the_launcher_called_in_a_lambda(path):
+    """So EXPECTED's sizes above are read from v2 harnesses: the default of each `size` option list."""
+    split = split_program(path.read_text(), path.name)
+    code = strip_comments(split.harness)
+    assert "#include <kernelloop_harness.cuh>" in code
+    assert re.search(r"\w+\s*\.\s*size\s*\(\s*\{", code)
+    (launcher,) = analysis_of(path.read_text(), path.name).part.launchers
+    calls = [m.start() for m in re.finditer(rf"(?<![\w.]){launcher.fn.name}\s*\(", code)]
+    run = re.search(r"\.\s*run\s*\(\s*\[&\]\s*\{", code)
+    assert run and len(calls) == 1 and calls[0] > run.end()
+
+
+@pytest.mark.parametrize("declaration, value", [
+    ("const int n = h.size({N, 768});", 1024),
+    ("int n = harness.size({N, 768});", 1024),  # not const, another object name
+    ("auto n = bench->size<int>({2 * N, 7, 9});", 2048),  # a pointer, explicit template arguments
+    ("const size_t n = h.size({(1 << 24) + 3, N});", (1 << 24) + 3),  # the FIRST option, not the constant
+    ("static const int n = h.size({N, 768}) / 2;", 512),
+    ("const int n = h.size({kUnknown, 768});", None),  # the default is not computable: unknown
+    ("const int n = h.resize({N, 768});", None),  # only `size`
+    ("const int n = h.size({});", None),
+])
+def test_a_v2_size_variable_takes_its_first_option(declaration, value):
+    from kernelloop.optimizers.offline.sizes import constants
+
+    harness = f"int main() {{\n  kl::Harness h;\n  {declaration}\n  return 0;\n}}\n"
+    assert constants("static const int N = 1024;\n", harness).get("n") == value
+
+
+def _v2_matmul(harness_edit) -> str:
+    text = (ROOT / "kernels" / "naive_matmul.cu").read_text()
+    split = split_program(text)
+    return text[:len(text) - len(split.harness)] + harness_edit(split.harness)
+
+
+@pytest.mark.parametrize("edit, sizes", [
+    (lambda h: h, {"M": 1024, "N": 1024, "K": 1024}),
+    # The first option decides, whatever the preamble's constant says.
+    (lambda h: h.replace("h.size({N, 768})", "h.size({512, N})"), {"M": 512, "N": 512, "K": 512}),
+    # Any name for the harness object, the size read through a pointer to it with template arguments.
+    (lambda h: h.replace("kl::Harness h;", "kl::Harness experiment;\n  kl::Harness* hp = &experiment;")
+               .replace("const int n = h.size({N, 768});", "auto n = hp->size<int>({N / 2, 768});")
+               .replace("h.", "experiment."), {"M": 512, "N": 512, "K": 512}),
+    # The launcher after other statements in the lambda, with a size computed inline.
+    (lambda h: h.replace("{ launch_matmul(A, B, C, n); }",
+                         "{\n    cudaMemsetAsync(C, 0, 4);\n    launch_matmul(A, B, C, h.size({256, 768}));\n  }"),
+     {"M": 256, "N": 256, "K": 256}),
+])
+def test_a_v2_harness_gives_the_timed_size_and_its_launcher_call_is_found(edit, sizes):
+    text = _v2_matmul(edit)
+    split = split_program(text)
+    (launcher,) = analysis_of(text).part.launchers
+    assert launcher.fn.name == "launch_matmul"
+    (match,) = analysis_of(text).matches
+    assert match.family == "matmul" and match.roles == EXPECTED["naive_matmul.cu"][1]
+    assert match.sizes == sizes
+    assert "h.run(" in split.harness or "experiment.run(" in split.harness
+
+
 # Mutations of the suite that look like a family but compute something else: none may be taken
 # for that family (a template would compute the wrong function).
 NEAR_MISSES = [
@@ -511,7 +573,9 @@ def test_other_exported_functions_are_kept_as_written(optimizer, gate_settings):
              "  scale_kernel<<<(n + 255) / 256, 256>>>(y, n);\n}\n")
     text = (ROOT / "kernels" / "transpose.cu").read_text()
     text = text.replace("// kernelloop: editable end", extra + "// kernelloop: editable end")
-    text = text.replace("  float total_ms = 0.0f;", "  scale_in_place(in, 1);\n  float total_ms = 0.0f;")
+    fetch = "  std::vector<float> hOut = h.fetch(out);"
+    assert fetch in text
+    text = text.replace(fetch, "  scale_in_place(out, 1);\n" + fetch)
     split = split_program(text)
     assert len(analysis_of(text).verdicts) == 2 and len(analysis_of(text).matches) == 1
     p = optimizer.propose(request_for(text))

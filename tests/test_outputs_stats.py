@@ -52,8 +52,11 @@ def test_compare_rejects_nan_inf_and_count_changes_and_needs_numbers():
 
 
 def test_atol_allows_small_absolute_differences():
-    assert not compare_outputs("v 0.0", "v 1e-9", rtol=1e-3).match
-    assert compare_outputs("v 0.0", "v 1e-9", rtol=1e-3, atol=1e-8).match
+    # printed to 1e-12 (12 decimals) and 1e-10: the prints' own resolution cannot hide 1e-9
+    assert not compare_outputs("v 0.000000000000", "v 1.0e-9", rtol=1e-3).match
+    assert compare_outputs("v 0.000000000000", "v 1.0e-9", rtol=1e-3, atol=1e-8).match
+    # "0.0" and "1e-9" are both prints of a value within 5e-10 of 5e-10: the same number as printed
+    assert compare_outputs("v 0.0", "v 1e-9", rtol=1e-3).match
 
 
 def test_median_interval_coverage():

@@ -80,7 +80,7 @@ def test_candidate_with_markers_takes_the_region_and_notes_a_changed_harness():
 
 def test_candidate_without_main_is_all_editable_and_repeated_preamble_is_dropped():
     s = split_program(NAIVE)
-    cand = "#include <cuda_runtime.h>\nstatic const int N = 1024;\n__global__ void k2() {}\nvoid launch_matmul(const float*, const float*, float*, int) {}\n"
+    cand = "#include <cuda_runtime.h>\n[[maybe_unused]] static const int N = 1024;\n__global__ void k2() {}\nvoid launch_matmul(const float*, const float*, float*, int) {}\n"
     part, notes = candidate_editable_part(cand, s)
     assert "static const int N" not in part and "#include <cuda_runtime.h>" not in part
     assert "k2" in part and notes == []

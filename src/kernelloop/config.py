@@ -29,8 +29,11 @@ class VerifySettings(BaseModel):
     runs: int = Field(7, ge=3, le=200, description="timing runs per program (interleaved pairs); 7 bounds A/A false accepts by 1/3432")
     max_runs: int = Field(15, ge=3, le=400, description="cap on runs when the verdict is a coin toss")
     confidence: float = Field(0.9, gt=0.5, lt=1.0, description="two-sided confidence of the speedup interval")
-    rtol: float = Field(1e-3, ge=0, description="relative tolerance on every printed number")
-    atol: float = Field(0.0, ge=0, description="absolute tolerance on every printed number")
+    rtol: float | None = Field(None, ge=0, description="relative tolerance on every compared number; None: by output "
+                               "dtype (float32 2^-15, float64 2^-44, float16 2^-9, bfloat16 2^-6, integers exact; "
+                               "docs/verifier.md 'Tolerance model')")
+    atol: float | None = Field(None, ge=0, description="absolute tolerance on every compared number; None: by output "
+                               "dtype (0 for every dtype)")
     arch: str | None = Field(None, description="nvcc -arch (default: the visible GPU's)")
     run_timeout_s: float = Field(60.0, gt=0, description="wall-clock cap on one program run")
     candidate_timeout_factor: float = Field(10.0, gt=1, description="candidate run cap = factor x baseline wall (>=10 s)")
@@ -42,7 +45,10 @@ class VerifySettings(BaseModel):
     escape_tolerance: float = Field(0.10, ge=0, description="kernel time may exceed event time by this fraction")
     agreement_tolerance: float = Field(0.25, ge=0, description="KERNEL_MS may undercut CUPTI time by this fraction")
     warmup_slowdown_limit: float = Field(1.5, gt=1, description="max first-launch/timed and max/median launch duration ratios, relative to the baseline's")
-    baseline_drift_limit: float = Field(0.15, gt=0, description="max relative spread (max/min - 1) of the baseline's own timing runs")
+    baseline_drift_limit: float = Field(0.15, gt=0, description="max relative change of the baseline's time on the same experiment repeated after the timing pairs")
+    allow_reduced_precision: bool = Field(False, description="accept half/bf16/tf32 arithmetic, tensor-core MMA or fp64->fp32 downgrades the baseline does not use (--allow-reduced-precision)")
+    baseline_noise_factor: float = Field(4.0, ge=0, description="multiple of the baseline's own run-to-run variation (same experiment) allowed on top of the tolerance")
+    speed_of_light_margin: float = Field(1.5, gt=1, description="a candidate may reach at most this multiple of the measured copy bandwidth and FP32 throughput (contract v2)")
     stdout_cap_bytes: int = Field(8 << 20, gt=0)
     output_dump_max_bytes: int = Field(2 << 30, gt=0, description="cap on the full output dump a run writes (RLIMIT_FSIZE)")
     memory_limit_bytes: int | None = Field(32 << 30, description="RLIMIT_DATA for program runs")

@@ -40,22 +40,47 @@ def verify(
     seeds: Optional[int] = typer.Option(None, help="Fresh seeds for the correctness gate [default: 2]."),
     runs: Optional[int] = typer.Option(None, help="Timing runs per program, interleaved [default: 7]."),
     max_runs: Optional[int] = typer.Option(None, help="Cap on runs when the verdict is a coin toss [default: 15]."),
-    rtol: Optional[float] = typer.Option(None, help="Relative tolerance on every printed number [default: 1e-3]."),
-    atol: Optional[float] = typer.Option(None, help="Absolute tolerance [default: 0]."),
-    arch: Optional[str] = typer.Option(None, help="nvcc architecture, e.g. sm_90 [default: the GPU's]."),
+    rtol: Optional[float] = typer.Option(
+        None, help="Relative tolerance on every compared number, all dtypes [default: by output dtype: float32 "
+                   "2^-15 (3.1e-5), float64 2^-44, float16 2^-9, bfloat16 2^-6, integers exact; docs/verifier.md]."),
+    atol: Optional[float] = typer.Option(None, help="Absolute tolerance, all dtypes [default: 0]."),
+    arch: Optional[str] = typer.Option(
+        None, help="nvcc architecture, e.g. sm_90 [default: the GPU's; with --static and no GPU visible: sm_86]."),
     memcheck: Optional[str] = typer.Option(None, help="compute-sanitizer memcheck: auto|on|off [default: auto]."),
     independent_timing: Optional[str] = typer.Option(
         None, help="CUPTI audit of KERNEL_MS: on|auto|off [default: on; auto accepts without CUPTI]."),
     run_timeout: Optional[float] = typer.Option(None, help="Wall-clock cap on one run, seconds [default: 60]."),
     json_output: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+    static: bool = typer.Option(
+        False, "--static", help="Run only the gates that need no GPU (policy, includes, compile, object and program "
+                                "scans, precision scan). Exit 0: passes them all; 1: rejected."),
+    allow_reduced_precision: bool = typer.Option(
+        False, "--allow-reduced-precision",
+        help="Accept fp16/bf16/tf32/int8 arithmetic, tensor-core MMA or an fp64->fp32 downgrade the baseline does not "
+             "use [default: refused as reduced_precision]."),
 ) -> None:
-    """Accept CANDIDATE only if it builds, matches BASELINE's results and is faster."""
+    """Accept CANDIDATE only if it builds, matches BASELINE's results and is faster.
+
+    Exit code 0: accepted (with --static: passes every static gate); 1: rejected; 2: a usage or
+    environment problem."""
     from ..verify.gate import verify_files
 
     settings = load_settings({
         "threshold": threshold, "seeds": seeds, "runs": runs, "max_runs": max_runs, "rtol": rtol, "atol": atol,
         "arch": arch, "memcheck": memcheck, "independent_timing": independent_timing, "run_timeout_s": run_timeout,
+        "allow_reduced_precision": True if allow_reduced_precision else None,
     })
+    if static:
+        from ..verify.static_check import check_static_files
+
+        if json_output:
+            check = check_static_files(baseline, candidate, settings)
+            out.print_json(check.model_dump_json())
+        else:
+            with err.status("static gates: policy scan, nvcc, object scans…"):
+                check = check_static_files(baseline, candidate, settings)
+            _print_static_check(check)
+        raise typer.Exit(0 if check.ok else 1)
     if json_output:
         verdict = verify_files(baseline, candidate, settings)
         out.print_json(verdict.model_dump_json())
@@ -67,6 +92,24 @@ def verify(
                                    progress=lambda p: status.update(f"[bold]{p.stage}[/]: {p.message}"))
         print_verdict(out, verdict)
     raise typer.Exit(0 if verdict.accepted else 1)
+
+
+def _print_static_check(check) -> None:
+    from rich.markup import escape
+
+    mark = "[green]passes[/]" if check.ok else "[red]rejected[/]"
+    out.print(f"{mark}: {escape(check.summary)}", highlight=False)
+    out.print(f"arch {check.arch} ({escape(check.arch_source)}), nvcc {check.nvcc_version}, split: {check.split_mode}"
+              + (f", precision scan read {check.precision_source.upper()}" if check.precision_source else ""),
+              highlight=False)
+    for v in check.violations:
+        out.print(f"  [red]✗[/] {escape(v.describe())}", highlight=False)
+    build = check.candidate_build
+    if build is not None and not build.ok:
+        out.print(f"  [red]✗[/] compile ({escape(build.stage)}):", highlight=False)
+        out.print(escape(build.log_excerpt), highlight=False)
+    for note in check.notes:
+        out.print(f"  note: {escape(note)}", highlight=False)
 
 
 @app.command()
@@ -157,6 +200,15 @@ def resources(
             table.add_row(str(o.block_size), str(o.active_blocks_per_sm), str(o.active_warps_per_sm),
                           f"{o.theoretical_occupancy_pct:.0f}%", ", ".join(o.limiting_factors))
         out.print(table)
+
+
+@app.command("include-dir")
+def include_dir() -> None:
+    """Print the folder of kernelloop_harness.cuh (contract v2), for building a program by hand:
+    nvcc -O3 -arch=sm_XX -I "$(kernelloop include-dir)" file.cu"""
+    from ..tools.nvcc import harness_include_dir
+
+    typer.echo(str(harness_include_dir()))
 
 
 @app.command()

@@ -26,7 +26,7 @@ from ..program.split import looks_like_cuda, read_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import detect_gpus
 from ..tools.ncu_report_reader import read_report
-from ..tools.nvcc import build_whole_program, find_toolchain
+from ..tools.nvcc import HARNESS_KERNEL_PREFIX, build_whole_program, find_toolchain
 from ..tools.resources import KernelResources, Occupancy, gpu_limits, kernel_resources, occupancy
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..verify.runs import run_program
@@ -94,6 +94,8 @@ def _kernels_by_time(binary: Path, settings: Settings) -> list[KernelLaunches]:
     total: dict[str, float] = defaultdict(float)
     count: dict[str, int] = defaultdict(int)
     for k in run.trace.kernels:
+        if (k.name or "").startswith(HARNESS_KERNEL_PREFIX):
+            continue  # the v2 harness's own work (input fill, sampling, probes) is never the hot kernel
         total[k.name or "?"] += (k.end - k.start) / 1e6
         count[k.name or "?"] += 1
     return sorted((KernelLaunches(name=n, launches=count[n], total_ms=t) for n, t in total.items()),

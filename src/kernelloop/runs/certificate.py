@@ -45,6 +45,8 @@ class SourceDigest(BaseModel):
 
 class SeedEvidence(BaseModel):
     seed: int
+    secret: str = ""  # hex: the experiment's stream secret (contract v2), needed to reproduce its outputs
+    size_index: int = 0
     baseline_output_sha256: str
     candidate_output_sha256: str
     compared: int  # numbers and elements compared
@@ -75,8 +77,8 @@ class Certificate(BaseModel):
     arch: str
     nvcc_version: str
     nvcc_flags: list[str]
-    rtol: float
-    atol: float
+    rtol: float | None  # None: the dtype defaults of the tolerance model (docs/verifier.md)
+    atol: float | None
     threshold: float
     speedup: float
     speedup_interval: tuple[float, float]
@@ -112,10 +114,10 @@ def build_certificate(verdict: Verdict, *, kernel: str, baseline_text: str, cand
         baseline=SourceDigest(file=baseline_file, sha256=sha256_text(baseline_text)),
         candidate=SourceDigest(file=candidate_file, sha256=sha256_text(candidate_text)),
         candidate_editable_sha256=sha256_text(candidate_editable),
-        seeds=[SeedEvidence(seed=c.seed, baseline_output_sha256=c.baseline_sha256,
+        seeds=[SeedEvidence(seed=c.seed, secret=c.secret, size_index=c.size_index, baseline_output_sha256=c.baseline_sha256,
                             candidate_output_sha256=c.candidate_sha256, compared=c.comparison.compared,
                             max_rel_error=c.comparison.max_rel_error)
-               for c in verdict.checks if c.phase == "correctness"],
+               for c in verdict.checks if c.phase in ("correctness", "size")],
         gpu=verdict.gpu.name, compute_capability=verdict.gpu.compute_capability,
         driver=verdict.gpu.driver_version, arch=verdict.arch, nvcc_version=verdict.nvcc_version,
         nvcc_flags=flags, rtol=verdict.settings.rtol, atol=verdict.settings.atol,

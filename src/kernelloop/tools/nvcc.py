@@ -147,6 +147,31 @@ def object_symbols(obj: Path) -> ObjectSymbols:
                          defined_weak=sorted(set(weak)))
 
 
+HARNESS_HEADER = Path(__file__).resolve().parent.parent / "harness" / "kernelloop_harness.cuh"
+# The trusted header's kernels (input fill, gather, guard check, probes) live in namespace kl.
+HARNESS_KERNEL_PREFIX = "_ZN2kl"
+_HARNESS_INCLUDE = "klinclude"  # inside a build's workdir; only the harness unit is given it
+
+
+def harness_include_dir() -> Path:
+    """The folder holding kernelloop_harness.cuh (contract v2's trusted harness)."""
+    return HARNESS_HEADER.parent
+
+
+def stage_harness_header(work: Path) -> list[str]:
+    """Copy kernelloop_harness.cuh into a build's workdir; returns the nvcc flag that finds it."""
+    folder = work / _HARNESS_INCLUDE
+    folder.mkdir()
+    shutil.copy2(HARNESS_HEADER, folder / HARNESS_HEADER.name)
+    for path in (folder, folder / HARNESS_HEADER.name):
+        shutil.chown(path, user=work.stat().st_uid, group=work.stat().st_gid)
+    return [f"-I{_HARNESS_INCLUDE}"]
+
+
+def _harness_header_digest() -> str:
+    return hashlib.sha256(HARNESS_HEADER.read_bytes()).hexdigest()
+
+
 def build_program(
     editable_unit: str,
     harness_unit: str,
@@ -168,7 +193,7 @@ def build_program(
     flags = ["-O3", "-std=c++17", *arch_flags(arch), *(extra_flags or [])]
     key = hashlib.sha256(
         json.dumps([BUILD_RECIPE_VERSION, toolchain.version, toolchain.banner, flags, editable_unit, harness_unit,
-                    exports]).encode()
+                    exports, _harness_header_digest()]).encode()
     ).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
     meta = out_dir / "build.json"
@@ -199,6 +224,7 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         (work / "harness.cu").write_text(harness_unit)
         for path in work.iterdir():
             shutil.chown(path, user=work.stat().st_uid, group=work.stat().st_gid)
+        stage_harness_header(work)  # the editable unit is compiled without this include path
 
         def nvcc(stage: str, args: list[str]) -> BuildResult | None:
             run = run_sandboxed([str(tc.nvcc), *flags, *_SUPPRESSED, *args], workdir=work, limits=limits)
@@ -214,12 +240,12 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         failed = nvcc("compile editable", ["-c", "editable.cu", "-o", "editable.o"])
         if failed:
             return failed
-        failed = nvcc("compile harness", ["-c", "harness.cu", "-o", "harness.o"])
+        failed = nvcc("compile harness", [f"-I{_HARNESS_INCLUDE}", "-c", "harness.cu", "-o", "harness.o"])
         if failed:
             return failed
         # Kernel names come from the device code (PTX), never from host symbols: an
         # extern "C" kernel may borrow any host symbol's name.
-        failed = nvcc("list harness kernels", ["-ptx", "harness.cu", "-o", "harness.ptx"])
+        failed = nvcc("list harness kernels", [f"-I{_HARNESS_INCLUDE}", "-ptx", "harness.cu", "-o", "harness.ptx"])
         if failed:
             return failed
         harness_kernels = sorted(set(_PTX_ENTRY.findall((work / "harness.ptx").read_text())))
@@ -271,8 +297,8 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
     """Compile a program as it is, one translation unit (for profiling the user's own file)."""
     toolchain = toolchain or find_toolchain()
     flags = ["-O3", "-std=c++17", *arch_flags(arch)]
-    key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source]).encode()
-                         ).hexdigest()[:32]
+    key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source,
+                                     _harness_header_digest()]).encode()).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
     if (out_dir / "program").exists():
         return BuildResult(ok=True, stage="done", log="", binary=out_dir / "program", flags=flags, cached=True, key=key)
@@ -281,7 +307,8 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
     with private_workdir() as work:
         (work / "program.cu").write_text(source)
         shutil.chown(work / "program.cu", user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, "program.cu", "-o", "program"],
+        stage_harness_header(work)
+        run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", "program.cu", "-o", "program"],
                             workdir=work, limits=limits)
         log = (run.stdout + run.stderr).strip()
         if not run.ok:

@@ -49,7 +49,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..errors import ConfigError, InputError
-from .nvcc import Toolchain, arch_flags, find_toolchain
+from .nvcc import HARNESS_KERNEL_PREFIX, Toolchain, arch_flags, find_toolchain, stage_harness_header
 from .sandbox import Limits, private_workdir, run_sandboxed
 
 __all__ = [
@@ -214,13 +214,15 @@ def kernel_resources(
     with private_workdir() as work:
         (work / "unit.cu").write_text(unit_source)
         shutil.chown(work / "unit.cu", user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), *flags, "-c", "unit.cu", "-o", "unit.o"],
+        include = stage_harness_header(work)  # a whole v2 program includes the harness header
+        run = run_sandboxed([str(toolchain.nvcc), *flags, *include, "-c", "unit.cu", "-o", "unit.o"],
                             workdir=work, limits=limits)
     text = run.stdout + "\n" + run.stderr
     if not run.ok:
         detail = _first_error(text) or run.failure() or "failed"
         raise InputError(f"the translation unit does not compile for {arch}: {detail}")
-    return parse_ptxas_report(text, arch=arch)
+    # The v2 harness header's own kernels (input fill, sampling, probes) are not the program's.
+    return [k for k in parse_ptxas_report(text, arch=arch) if not k.name.startswith(HARNESS_KERNEL_PREFIX)]
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -315,11 +315,13 @@ def run_sandboxed(
     limits: Limits | None = None,
     env: Mapping[str, str] | None = None,
     drop_privileges: bool = True,
+    pass_fds: Sequence[int] = (),
 ) -> RunResult:
     """Run `argv` in `workdir` under the sandbox; never raises for the program's misbehaviour.
 
     `drop_privileges=False` keeps the caller's uid (Nsight Compute needs it for the
-    performance counters); everything else still applies."""
+    performance counters); everything else still applies. `pass_fds` stay open in the
+    program (the verifier's stream pipe); every other descriptor is closed."""
     limits = limits or Limits()
     flags, _ = available_isolation()
     uid = _run_uid(workdir) if drop_privileges else None
@@ -337,6 +339,7 @@ def run_sandboxed(
             start_new_session=True,
             preexec_fn=functools.partial(_child_setup, limits, flags, uid),
             close_fds=True,
+            pass_fds=tuple(pass_fds),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return RunResult(argv=list(argv), returncode=127, stderr=f"could not start: {exc}", isolation=isolation)

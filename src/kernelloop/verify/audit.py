@@ -31,7 +31,8 @@ NS_PER_MS = 1e6
 
 
 class AuditFinding(BaseModel):
-    reason: Literal["timer_escape", "kernel_ms_mismatch", "no_gpu_work", "inconsistent_work", "timing_unverified"]
+    reason: Literal["timer_escape", "kernel_ms_mismatch", "no_gpu_work", "inconsistent_work", "timing_unverified",
+                    "reframed_timing"]
     message: str
 
 
@@ -51,6 +52,15 @@ class AuditReport(BaseModel):
     warmup_signatures: list[str] = []
     window_signatures: list[str] = []
     first_to_timed_ratio: float | None = None
+    # The timing windows themselves, which the candidate must not add, drop or move: how many
+    # cudaEventElapsedTime calls the run made, and how often each timed window's events were recorded.
+    elapsed_calls: int = 0
+    window_event_records: list[int] = []
+    worst_window_escape: float | None = None  # max over timed windows of GPU busy / event time
+    # Per timed call: the editable part's launches (v2: every call must launch the same work),
+    # and its kernels launched after the first timed call outside any window (work between calls).
+    uneven_window: int | None = None  # the first window whose launches differ from the first one's
+    launches_between_calls: int = 0
     findings: list[AuditFinding] = []
     notes: list[str] = []
 
@@ -82,20 +92,27 @@ def _union_ns(intervals: list[tuple[int, int]]) -> int:
 @dataclass
 class _Timeline:
     windows: list[tuple[int, int]]
+    window_ms: list[float]
     events_ms: float
     window_kernels: list
     warmup_kernels: list
     window_host_copies: int
     run_host_copies: int
+    elapsed_calls: int
+    window_event_records: list[int]
+    window_busy_ns: list[int]
+    window_signatures: list[Counter]
+    between_calls: int
 
 
-def _timeline(trace: CuptiTrace, harness_kernels: set[str]) -> _Timeline | None:
+def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | None = None) -> _Timeline | None:
     launch_time = {a.corr: a.start for a in trace.api}
     records_by_event: dict[str, list[int]] = {}
     for r in trace.event_records:
         records_by_event.setdefault(r.event, []).append(r.t)
     windows: list[tuple[int, int]] = []
-    events_ms = 0.0
+    window_ms: list[float] = []
+    window_events: list[tuple[str, str]] = []
     for e in trace.elapsed:
         if e.result != 0 or e.ms is None:
             continue
@@ -108,13 +125,26 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str]) -> _Timeline | None:
         if not starts:
             continue
         windows.append((max(starts), max(ends)))
-        events_ms += e.ms
+        window_ms.append(e.ms)
+        window_events.append((e.start_event, e.end_event))
+    elapsed_calls = len(windows)
+    if timed_calls is not None:
+        # A v2 harness times its calls last, one window each; earlier windows are its own
+        # bandwidth probes. Fewer windows than calls: the trace cannot be read as the harness ran.
+        if len(windows) < timed_calls:
+            return None
+        windows, window_ms, window_events = windows[-timed_calls:], window_ms[-timed_calls:], window_events[-timed_calls:]
     if not windows:
         return None
+    events_ms = sum(window_ms)
+    window_event_records = [len(records_by_event.get(ev, [])) for pair in window_events for ev in pair]
     first = min(s for s, _ in windows)
 
     def inside(t: int) -> bool:
         return any(s <= t <= e for s, e in windows)
+
+    def window_of(t: int) -> int | None:
+        return next((i for i, (s, e) in enumerate(windows) if s <= t <= e), None)
 
     window_kernels, warmup_kernels = [], []
     for k in trace.kernels:
@@ -123,13 +153,36 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str]) -> _Timeline | None:
             window_kernels.append(k)
         elif t < first and k.name not in harness_kernels:
             warmup_kernels.append(k)
-    host_copies = [c for c in trace.copies if c.copy_kind in ("HtoD", "DtoH")]
+    # Every copy that touches host memory (host-to-host too: a cudaMemcpy can write any host address).
+    host_copies = [c for c in trace.copies if c.copy_kind not in ("DtoD", "PtoP")]
     in_window = sum(1 for c in host_copies if inside(launch_time.get(c.corr, c.start)))
-    return _Timeline(windows=windows, events_ms=events_ms, window_kernels=window_kernels,
-                     warmup_kernels=warmup_kernels, window_host_copies=in_window, run_host_copies=len(host_copies))
+    # GPU busy time per window: kernels, and copy-engine work (copies, memsets) too, issued
+    # inside the window; a window's work must fit inside its own events.
+    per_window: list[list[tuple[int, int]]] = [[] for _ in windows]
+    signatures: list[Counter] = [Counter() for _ in windows]
+    between = 0
+    for k in trace.kernels:
+        if k.name in harness_kernels:
+            continue
+        t = launch_time.get(k.corr, k.start)
+        i = window_of(t)
+        if i is not None:
+            signatures[i][_signature(k)] += 1
+        elif t > first:
+            between += 1
+    for item in [*trace.kernels, *trace.copies, *trace.memsets]:
+        i = window_of(launch_time.get(item.corr, item.start))
+        if i is not None:
+            per_window[i].append((item.start, item.end))
+    return _Timeline(windows=windows, window_ms=window_ms, events_ms=events_ms, window_kernels=window_kernels,
+                     warmup_kernels=warmup_kernels, window_host_copies=in_window, run_host_copies=len(host_copies),
+                     elapsed_calls=elapsed_calls, window_event_records=window_event_records,
+                     window_busy_ns=[_union_ns(w) for w in per_window], window_signatures=signatures,
+                     between_calls=between)
 
 
-def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[str]) -> AuditReport:
+def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[str],
+                timed_calls: int | None = None) -> AuditReport:
     """Measure one run's trace (no judgement against a baseline yet)."""
     report = AuditReport(source="cupti", reported_ms=reported_ms)
     # A trace we cannot trust whole proves nothing: fail closed.
@@ -140,7 +193,7 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
         return report
     if len(trace.pids) > 1:
         report.notes.append(f"{len(trace.pids)} processes loaded the tracer (the program started children)")
-    tl = _timeline(trace, harness_kernels)
+    tl = _timeline(trace, harness_kernels, timed_calls)
     if tl is None:
         report.findings.append(AuditFinding(
             reason="timing_unverified",
@@ -150,7 +203,22 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
     editable = [k for k in tl.window_kernels if k.name not in harness_kernels]
     report.windows = len(tl.windows)
     report.events_ms = tl.events_ms
-    report.busy_ms = _union_ns([(k.start, k.end) for k in tl.window_kernels]) / NS_PER_MS
+    in_windows = [(k.start, k.end) for k in tl.window_kernels]
+    launch_time = {a.corr: a.start for a in trace.api}
+    in_windows += [(x.start, x.end) for x in [*trace.copies, *trace.memsets]
+                   if any(s <= launch_time.get(x.corr, x.start) <= e for s, e in tl.windows)]
+    report.busy_ms = _union_ns(in_windows) / NS_PER_MS
+    report.elapsed_calls = tl.elapsed_calls
+    if timed_calls is not None:
+        report.launches_between_calls = tl.between_calls
+        report.uneven_window = next((i for i, sig in enumerate(tl.window_signatures) if sig != tl.window_signatures[0]),
+                                    None)
+    report.window_event_records = tl.window_event_records
+    if len(tl.windows) > 1:
+        # One pair of events per call: each window's own work against its own time (2 us of
+        # timestamp granularity per window).
+        report.worst_window_escape = max((busy / NS_PER_MS) / max(ms + 0.002, 1e-6)
+                                         for busy, ms in zip(tl.window_busy_ns, tl.window_ms))
     report.window_launches = len(editable)
     report.window_host_copies = tl.window_host_copies
     report.run_host_copies = tl.run_host_copies
@@ -191,6 +259,23 @@ def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: fl
     elif c.run_host_copies > baseline.run_host_copies:
         flag("no_gpu_work", f"{c.run_host_copies} host<->device copies in the run (baseline "
                             f"{baseline.run_host_copies}): the launcher moves data to or from the host")
+    # The windows are the harness's: the candidate may not add timing windows (a planted
+    # cudaEventElapsedTime of its own), nor re-record the harness's events to move one.
+    if baseline.elapsed_calls and c.elapsed_calls != baseline.elapsed_calls:
+        flag("reframed_timing", f"the run made {c.elapsed_calls} cudaEventElapsedTime measurements, the baseline "
+                                f"{baseline.elapsed_calls}: timing windows were added or dropped")
+    elif baseline.window_event_records and c.window_event_records != baseline.window_event_records:
+        flag("reframed_timing", "the timed windows' events were recorded more often than the harness records them: "
+                                "a window was moved")
+    if c.launches_between_calls > baseline.launches_between_calls:
+        flag("timer_escape", f"{c.launches_between_calls} kernels of the editable part were launched between timed "
+                             "calls, outside every timing window")
+    if c.uneven_window is not None and baseline.uneven_window is None:
+        flag("inconsistent_work", f"timed call {c.uneven_window + 1} launched other work than the first timed call: "
+                                  "every call must compute the whole result")
+    if c.worst_window_escape is not None and c.worst_window_escape > 1 + escape_tolerance:
+        flag("timer_escape", f"one timed call kept the GPU busy {c.worst_window_escape:.2f}x as long as its events "
+                             "measured: work escaped its timer")
     slack_ms = 0.002 * max(1, c.window_launches)  # timestamp granularity per kernel
     if c.busy_ms is not None and c.busy_ms > c.events_ms * (1 + escape_tolerance) + slack_ms:
         flag("timer_escape", f"kernels launched in the timed region were busy {c.busy_ms:.3f} ms on the GPU "

@@ -10,12 +10,14 @@ per pair, and every timing run's output is checked too.
 
 from __future__ import annotations
 
+import math
 import secrets
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel
 
 from ..config import Settings
@@ -28,10 +30,19 @@ from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import MEMCHECK_EXIT_CODE, find_compute_sanitizer, memcheck_argv, read_memcheck
 from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
-from .outputs import Comparison, compare_dumps, compare_outputs
+from .hostcode import scan_host_code
+from .precision import PrecisionScan, scan_precision
+from .experiment import V1_MISSING_GUARANTEES, compare_calls, speed_of_light
+from .outputs import Comparison, Tolerance, compare_dumps, compare_outputs, numbers_in, printed_dtype
+from .records import Manifest
 from .runs import ProgramRun, output_digest, run_program
 from .stats import decide
 from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict
+
+
+# The memcheck run carries the tracer's environment like every other run (issue 9: a program
+# must not be able to tell the checked run from the others).
+MEMCHECK_WITH_TRACER_ENV = True
 
 
 class Progress(BaseModel):
@@ -67,23 +78,90 @@ def _fresh_seeds(count: int, avoid: set[int]) -> list[int]:
     return seeds
 
 
-def _compare_runs(base: ProgramRun, cand: ProgramRun, vs) -> Comparison:
-    """Printed numbers, and every element of the output dump when the harness writes one."""
-    printed = compare_outputs(base.result.stdout, cand.result.stdout, rtol=vs.rtol, atol=vs.atol)
+class BaselineNoise(BaseModel):
+    """How far the baseline's own results move between two runs of one experiment (same seed,
+    same secret): float atomics make sums order-dependent. The comparison allows the candidate
+    `baseline_noise_factor` times this on top of the dtype tolerance: no candidate can be held
+    closer to the baseline than the baseline holds to itself. Zero for a deterministic baseline."""
+
+    printed: list[float] = []
+    buffers: list[float] = []
+
+    @property
+    def any(self) -> bool:
+        return any(self.printed) or any(self.buffers)
+
+
+def _baseline_noise(first: ProgramRun, again: ProgramRun, factor: float) -> BaselineNoise:
+    a, b = numbers_in(first.result.stdout), numbers_in(again.result.stdout)
+    printed = [factor * abs(x - y) if math.isfinite(x) and math.isfinite(y) else 0.0 for x, y in zip(a, b)] \
+        if len(a) == len(b) else []
+    def spread(x: np.ndarray, y: np.ndarray) -> float:
+        if x.shape != y.shape or x.dtype != y.dtype or x.dtype.kind != "f" and str(x.dtype) != "bfloat16":
+            return 0.0
+        diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
+        finite = diff[np.isfinite(diff)]
+        return float(np.max(finite)) if finite.size else 0.0
+
+    # Every output buffer's largest difference, over the final dump and (v2) every timed call's
+    # samples: 20 draws of the noise rather than one, so one lucky pair cannot set it near zero.
+    buffers = [spread(x, y) for x, y in zip(first.dump or [], again.dump or [])]
+    if first.records and again.records:
+        for call in sorted({smp.call for smp in first.records.samples}):
+            for n, (x, y) in enumerate(zip(first.records.samples_of_call(call), again.records.samples_of_call(call))):
+                if n < len(buffers):
+                    buffers[n] = max(buffers[n], spread(x, y))
+    # Printed numbers are derived from the outputs: each also gets the outputs' largest relative
+    # variation at its own magnitude (one printed pair alone is a single draw).
+    scales = [float(np.max(np.abs(x.astype(np.float64)))) if x.size and x.dtype.kind == "f" else 0.0
+              for x in first.dump or []]
+    relative = max((b / m for b, m in zip(buffers, scales) if m > 0 and math.isfinite(m)), default=0.0)
+    printed = [max(p, factor * relative * abs(x)) for p, x in zip(printed, a)] if printed else []
+    return BaselineNoise(printed=printed, buffers=[factor * b for b in buffers])
+
+
+def _compare_runs(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise | None = None) -> Comparison:
+    """Printed numbers, and every element of the output dump when the harness writes one.
+    The tolerance is the user's rtol/atol where set, else by dtype (docs/verifier.md,
+    "Tolerance model"); printed numbers take the dump's loosest floating dtype (float32 without one)."""
+    tolerance = Tolerance(rtol=vs.rtol, atol=vs.atol)
+    printed = compare_outputs(base.result.stdout, cand.result.stdout, tolerance=tolerance,
+                              dtype=printed_dtype(base.dump), noise=noise.printed if noise else None)
     if base.dump is None or not printed.match:
         return printed
     if cand.dump is None:
         return printed.model_copy(update={"match": False, "problem": cand.dump_problem
                                           or "the candidate run wrote no output dump"})
-    full = compare_dumps(base.dump, cand.dump, rtol=vs.rtol, atol=vs.atol)
+    full = compare_dumps(base.dump, cand.dump, tolerance=tolerance, noise=noise.buffers if noise else None)
     if not full.match:
         return full
-    return printed.model_copy(update={"compared": printed.compared + full.compared,
-                                      "max_rel_error": max(printed.max_rel_error, full.max_rel_error)})
+    return printed.merged(full)
+
+
+def _secret() -> bytes:
+    """A v2 experiment's stream secret: independent of the seed, so the seed predicts nothing."""
+    return secrets.token_bytes(32)
+
+
+def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise | None = None) -> Comparison:
+    """The whole result (printed numbers, full dump), then every timed call's samples (v2)."""
+    whole = _compare_runs(base, cand, vs, noise)
+    if not whole.match or base.records is None:
+        return whole
+    calls = compare_calls(base.records, cand.records or base.records.model_copy(update={"manifest": None}),
+                          lambda b, c: compare_dumps(b, c, tolerance=Tolerance(rtol=vs.rtol, atol=vs.atol),
+                                                     noise=noise.buffers if noise else None))
+    if calls is None:
+        return whole
+    if not calls.match:
+        return calls
+    return whole.merged(calls)
 
 
 def _run_failure(run: ProgramRun) -> tuple[Reason, str] | None:
     r = run.result
+    if run.guard_tripped:
+        return Reason.memcheck, _log_tail(r.stderr, 1) or "out-of-bounds write into a guard zone"
     if r.timed_out:
         return Reason.timeout, r.failure() or "timed out"
     if r.flooded:
@@ -144,8 +222,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     v.gates.append(GateResult(gate="policy", status="fail" if violations else "pass", baseline="-",
                               candidate=f"{len(violations)} violation(s)" if violations else "clean",
                               detail="; ".join(x.describe() for x in violations[:3])))
-    if violations:
+    if any(x.rule != "reduced_precision" for x in violations):
         reasons.append(Reason.policy)
+    if any(x.rule == "reduced_precision" for x in violations):
+        reasons.append(Reason.reduced_precision)
     flags = " ".join(base_build.flags)
     if cand_build is None:
         v.gates.append(GateResult(gate="compile", status="skipped", baseline="OK", candidate="-",
@@ -178,39 +258,65 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
     say(Progress(stage="correctness", message="baseline calibration run"))
     t = time.monotonic()
-    calibration = run_program(base_bin, seed=_fresh_seeds(1, used_seeds)[0], limits=run_limits, cupti_library=cupti_lib)
+    calibration = run_program(base_bin, seed=_fresh_seeds(1, used_seeds)[0], limits=run_limits,
+                              cupti_library=cupti_lib, secret=_secret())
     durations.program_runs_s += calibration.result.wall_s
     if _run_failure(calibration):
         raise InputError(f"{baseline_name}: the baseline fails to run: {_run_failure(calibration)[1]}")
+    manifest: Manifest | None = calibration.records.manifest if calibration.records else None
+    v.contract = manifest.contract if manifest else 1
+    if manifest is None:
+        v.notes.append(V1_MISSING_GUARANTEES)
+    timed_calls = manifest.calls if manifest else None
     cand_limits = run_limits.model_copy(update={"wall_timeout_s": min(
         vs.run_timeout_s, max(10.0, vs.candidate_timeout_factor * calibration.result.wall_s))})
-    baseline_audit = _audit(calibration, harness_kernels)
+    baseline_audit = _audit(calibration, harness_kernels, timed_calls)
     v.baseline_audit = baseline_audit
 
     v.seeds = _fresh_seeds(vs.seeds, used_seeds)
     candidate_audits: list[AuditReport] = []
     failure: tuple[Reason, str] | None = None
     correct = True
-    for seed in v.seeds:
-        say(Progress(stage="correctness", message=f"seed {seed}: candidate, then baseline"))
-        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib)
+    # Each experiment: the default size for every seed, then each alternative size a v2
+    # harness declares (a kernel specialised to one size fails there).
+    sizes = manifest.size_options if manifest else 1
+    experiments = [(seed, 0) for seed in v.seeds] + [(_fresh_seeds(1, used_seeds)[0], k) for k in range(1, sizes)]
+    if sizes == 1:
+        v.notes.append("checked at one size only: the harness declares no alternative problem size")
+    noise_by_size: dict[int, BaselineNoise] = {}
+    for seed, size_index in experiments:
+        say(Progress(stage="correctness", message=f"seed {seed}{f' (size {size_index})' if size_index else ''}: "
+                                                  "candidate, then baseline"))
+        secret = _secret()
+        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
+                           size_index=size_index)
         durations.program_runs_s += cand.result.wall_s
         failure = _run_failure(cand)
         if failure:
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
             break
-        base = run_program(base_bin, seed=seed, limits=run_limits)
+        base = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index)
         durations.program_runs_s += base.result.wall_s
         if _run_failure(base):
             raise InputError(f"{baseline_name}: the baseline fails on seed {seed}: {_run_failure(base)[1]}")
+        if size_index not in noise_by_size:  # each size's first experiment, run again: the baseline's own variation
+            again = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index)
+            durations.program_runs_s += again.result.wall_s
+            noise_by_size[size_index] = _baseline_noise(base, again, vs.baseline_noise_factor) \
+                if not _run_failure(again) else BaselineNoise()
+            if noise_by_size[size_index].any and not any("vary between runs" in n for n in v.notes):
+                v.notes.append(f"the baseline's results vary between runs of one experiment (e.g. float atomics); "
+                               f"{vs.baseline_noise_factor:g}x that variation is allowed on top of the tolerance")
         if base.dump is None and "element-wise" not in " ".join(v.notes):
             v.notes.append("element-wise check unavailable: the harness writes no KERNELLOOP_OUTPUT_FILE dump "
                            "(docs/contract.md); only the printed numbers were compared")
-        cmp = _compare_runs(base, cand, vs)
-        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="correctness",
+        cmp = _compare_experiment(base, cand, vs, noise_by_size[size_index])
+        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="size" if size_index else "correctness",
+                                  secret=secret.hex(), size_index=size_index,
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
         correct &= cmp.match
-        candidate_audits.append(_audit(cand, harness_kernels))
+        if not size_index:  # the audit compares with the baseline's calibration run, at the default size
+            candidate_audits.append(_audit(cand, harness_kernels, timed_calls))
     durations.correctness_s = time.monotonic() - t
 
     if failure:
@@ -219,11 +325,15 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                                   candidate=failure[0].value, detail=failure[1]))
         return finish()
     bad = next((c for c in v.checks if not c.comparison.match), None)
+    checked = f"{len(v.seeds)} fresh seeds" + (f" and {sizes - 1} other size(s)" if sizes > 1 else "") + \
+        (f", every one of {manifest.calls} timed calls sampled" if manifest else "")
     v.gates.append(GateResult(
         gate="correctness", status="pass" if correct else "fail", baseline="reference",
         candidate="match" if correct else "MISMATCH",
-        detail=(f"{len(v.seeds)} fresh seeds, rtol {vs.rtol:g}" if correct
-                else f"seed {bad.seed}: {bad.comparison.describe()}")))
+        detail=(f"{checked}; worst seed: {max((c.comparison for c in v.checks), key=lambda k: k.worst_ratio).describe()}"
+                if correct
+                else f"seed {bad.seed}{f' (size {bad.size_index})' if bad.size_index else ''}: "
+                     f"{bad.comparison.describe()}")))
     if not correct:
         reasons.append(Reason.correctness)
 
@@ -232,17 +342,22 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
     # -- memcheck ----------------------------------------------------------------------
     if not reasons:
-        _memcheck(v, cand_bin, toolchain.nvcc, durations, reasons, say)
+        _memcheck(v, cand_bin, toolchain.nvcc, durations, reasons, say, cupti_lib, sizes)
     # -- speed -------------------------------------------------------------------------
     if reasons:
         v.gates.append(GateResult(gate="speedup", status="skipped", detail="not timed: an earlier gate failed"))
         return finish()
     say(Progress(stage="timing", message=f"{vs.runs} interleaved runs each"))
     t = time.monotonic()
-    _time_pairs(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, durations, reasons, say,
-                cupti_lib if audit_status == "done" else None, harness_kernels)
+    manifests = _time_pairs(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, durations, reasons, say,
+                            cupti_lib if audit_status == "done" else None, harness_kernels, timed_calls,
+                            noise_by_size.get(0))
     durations.timing_s = time.monotonic() - t
-    _ = audit_status
+    if not reasons and manifest is not None:
+        _speed_of_light(v, [manifest, *manifests], reasons)
+    elif manifest is None:
+        v.gates.append(GateResult(gate="speed of light", status="skipped",
+                                  detail="contract v1 harness: no declared buffers or measured peaks"))
     return finish()
 
 
@@ -250,6 +365,7 @@ class StaticResult(BaseModel):
     baseline: BuildResult
     candidate: BuildResult | None  # None: not compiled, because the source failed the policy
     violations: list[policy.Violation]
+    precision: PrecisionScan | None = None  # None: not scanned (not built, or reduced precision allowed)
 
 
 def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Settings,
@@ -289,21 +405,31 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             allowed_exports=base_build.kept_global,
             baseline_init_entries=policy.init_array_entries(base_build.editable_object),
             trusted_imports=policy.preamble_allowed_imports(split.preamble, editable),
+            baseline_object=base_build.editable_object,
         )
-        violations += policy.scan_program(cand_build.binary)
+        violations += policy.scan_program(cand_build.binary, base_build.binary)
+        violations += scan_host_code(cand_build.editable_object)
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
                                                detail=f"defines kernel {shadowed[0]}, a name the harness's own kernel has"))
+        if not settings.verify.allow_reduced_precision:
+            precision = scan_precision(baseline_object=base_build.editable_object,
+                                       candidate_object=cand_build.editable_object,
+                                       baseline_unit=split.editable_unit(), candidate_unit=unit, arch=arch,
+                                       toolchain=toolchain, limits=limits, cache_dir=settings.cache_dir)
+            violations += precision.violations
+            return StaticResult(baseline=base_build, candidate=cand_build, violations=violations, precision=precision)
     return StaticResult(baseline=base_build, candidate=cand_build, violations=violations)
 
 
-def _audit(run: ProgramRun, harness_kernels: set[str]) -> AuditReport:
+def _audit(run: ProgramRun, harness_kernels: set[str], timed_calls: int | None) -> AuditReport:
     if run.trace is None:
         report = AuditReport(source="none")
         report.notes.append(run.trace_problem or "no CUPTI trace")
         return report
-    return audit_trace(run.trace, reported_ms=run.kernel_ms.value or 0.0, harness_kernels=harness_kernels)
+    return audit_trace(run.trace, reported_ms=run.kernel_ms.value or 0.0, harness_kernels=harness_kernels,
+                       timed_calls=timed_calls)
 
 
 def _judge_one(candidate: AuditReport, baseline: AuditReport, vs) -> AuditReport:
@@ -348,7 +474,10 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
     return "done"
 
 
-def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reasons: list[Reason], say) -> None:
+def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reasons: list[Reason], say,
+              cupti_lib: Path | None, sizes: int = 1) -> None:
+    """compute-sanitizer memcheck on the candidate, at every problem size the harness declares
+    (an access out of bounds at one size only is still out of bounds)."""
     vs = v.settings
     sanitizer = find_compute_sanitizer(nvcc) if vs.memcheck != "off" else None
     if sanitizer is None:
@@ -360,14 +489,29 @@ def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reason
     say(Progress(stage="memcheck", message="compute-sanitizer --tool memcheck on the candidate"))
     t = time.monotonic()
     limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes)
-    run = run_program(binary, seed=v.seeds[0], limits=limits, wrapper=memcheck_argv(sanitizer, Path("program"))[:-1])
+    for size_index in range(sizes):
+        # The run looks like every other run to the program: the same environment (the tracer's
+        # variables included) and the same stream pipe, so it cannot tell it is being checked.
+        run = run_program(binary, seed=v.seeds[0], limits=limits, wrapper=memcheck_argv(sanitizer, Path("program"))[:-1],
+                          cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=_secret(),
+                          size_index=size_index)
+        durations.program_runs_s += run.result.wall_s
+        result = read_memcheck(run.result.stdout, run.result.stderr)
+        if run.result.timed_out or run.guard_tripped or result.errors != 0 \
+                or run.result.returncode == MEMCHECK_EXIT_CODE:
+            break
     durations.memcheck_s = time.monotonic() - t
-    durations.program_runs_s += run.result.wall_s
-    result = read_memcheck(run.result.stdout, run.result.stderr)
     if run.result.timed_out:
-        v.gates.append(GateResult(gate="memcheck", status="skipped",
-                                  detail=f"compute-sanitizer timed out after {vs.memcheck_timeout_s:g} s"))
-        v.notes.append("memcheck timed out; raise --memcheck-timeout for heavy programs")
+        # Unchecked is not clean: a program that only misbehaves when slow to check must not pass.
+        reasons.append(Reason.memcheck)
+        v.gates.append(GateResult(gate="memcheck", status="fail", candidate="timed out",
+                                  detail=f"compute-sanitizer timed out after {vs.memcheck_timeout_s:g} s; "
+                                         "raise --memcheck-timeout for heavy programs"))
+        return
+    if run.guard_tripped:
+        reasons.append(Reason.memcheck)
+        v.gates.append(GateResult(gate="memcheck", status="fail", candidate="guard zone",
+                                  detail=_log_tail(run.result.stderr, 1)))
         return
     clean = result.errors == 0 and run.result.returncode != MEMCHECK_EXIT_CODE
     v.memcheck_excerpt = result.excerpt
@@ -382,35 +526,40 @@ def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reason
 
 def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                 used_seeds: set[int], durations: Durations, reasons: list[Reason], say,
-                cupti_lib: Path | None, harness_kernels: set[str]) -> None:
+                cupti_lib: Path | None, harness_kernels: set[str], timed_calls: int | None,
+                noise: BaselineNoise | None) -> list[Manifest]:
     """Interleaved (candidate, baseline) pairs, a fresh seed each; every run is traced and
-    audited like the correctness runs, so a candidate cannot behave when watched only."""
+    audited like the correctness runs, so a candidate cannot behave when watched only.
+    Returns the manifests the runs wrote (their measured peaks feed the speed-of-light gate)."""
     vs = v.settings
     decision = None
+    manifests: list[Manifest] = []
+    first_pair: tuple[int, bytes, float] | None = None
     while True:
         target = vs.runs if decision is None else min(vs.max_runs, len(v.candidate_kernel_ms) + 2)
         while len(v.candidate_kernel_ms) < target:
-            seed = _fresh_seeds(1, used_seeds)[0]
-            cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib)
-            base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib)
+            seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+            cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret)
+            base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret)
             durations.program_runs_s += cand.result.wall_s + base.result.wall_s
             failure = _run_failure(cand)
             if failure:
                 reasons.append(failure[0])
                 v.gates.append(GateResult(gate="speedup", status="fail", candidate=failure[0].value,
                                           detail=f"timing run: {failure[1]}"))
-                return
+                return manifests
             if _run_failure(base):
                 raise InputError(f"{v.baseline_file}: the baseline failed during timing: {_run_failure(base)[1]}")
-            cmp = _compare_runs(base, cand, vs)
-            v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="timing"))
+            manifests += [r.records.manifest for r in (cand, base) if r.records and r.records.manifest]
+            cmp = _compare_experiment(base, cand, vs, noise)
+            v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="timing", secret=secret.hex()))
             if not cmp.match:
                 reasons.append(Reason.correctness)
                 v.gates.append(GateResult(gate="speedup", status="fail", candidate="MISMATCH",
                                           detail=f"timing run, seed {seed}: {cmp.describe()}"))
-                return
+                return manifests
             if cupti_lib is not None and vs.independent_timing != "off":
-                audit = _judge_one(_audit(cand, harness_kernels), _audit(base, harness_kernels), vs)
+                audit = _judge_one(_audit(cand, harness_kernels, timed_calls), _audit(base, harness_kernels, timed_calls), vs)
                 if audit.findings:
                     v.audit = audit
                     reasons.extend(Reason(f.reason) for f in audit.findings)
@@ -420,7 +569,9 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
                                                            f"{audit.findings[0].message}"
                     v.gates.append(GateResult(gate="speedup", status="skipped",
                                               detail="stopped: a timing run failed the independent timing audit"))
-                    return
+                    return manifests
+            if first_pair is None:
+                first_pair = (seed, secret, base.kernel_ms.value)
             v.candidate_kernel_ms.append(cand.kernel_ms.value)
             v.baseline_kernel_ms.append(base.kernel_ms.value)
             v.candidate_wall_ms.append(cand.result.wall_s * 1000)
@@ -433,12 +584,25 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
             break
     v.speed = decision
     b, c = decision.baseline, decision.candidate
-    drift = b.maximum / b.minimum - 1
     status = "pass" if decision.outcome == "faster" else "fail"
     detail = decision.describe()
+    # Drift: the first pair's baseline experiment (same seed, same secret, so the same work)
+    # run again after all pairs. A seed-dependent workload cannot trip this; a GPU that changed
+    # speed during the pairs (shared, throttling, a leftover process) does.
+    drift = 0.0
+    if first_pair is not None:
+        seed, secret, first_ms = first_pair
+        again = run_program(base_bin, seed=seed, limits=base_limits, secret=secret)
+        durations.program_runs_s += again.result.wall_s
+        if again.kernel_ms.value:
+            drift = abs(again.kernel_ms.value / first_ms - 1)
+            v.checks.append(SeedCheck(seed=seed, phase="drift", secret=secret.hex(), comparison=Comparison(
+                match=True, baseline_count=0, candidate_count=0, compared=0)))
+            v.notes.append(f"baseline drift: the first experiment ran {first_ms:.4f} ms, "
+                           f"{again.kernel_ms.value:.4f} ms when repeated after the pairs ({drift:.1%})")
     if drift > vs.baseline_drift_limit:
         # The GPU was disturbed (shared, throttling, a leftover process): no verdict on speed.
-        status, detail = "fail", (f"the baseline's own time varied by {drift:.0%} across runs "
+        status, detail = "fail", (f"the baseline's own time changed by {drift:.0%} on the same experiment "
                                   f"(limit {vs.baseline_drift_limit:.0%}): the GPU is shared or throttling; retry")
         reasons.append(Reason.inconclusive)
     elif decision.outcome == "not_faster":
@@ -454,3 +618,30 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
     v.gates.append(GateResult(
         gate="process wall", status="info", baseline=f"{bw:.0f} ms", candidate=f"{cw:.0f} ms",
         detail=f"{bw / cw:.2f}x: context creation and copies dominate; the kernel speedup is invisible at this layer"))
+    return manifests
+
+
+def _speed_of_light(v: Verdict, manifests: list[Manifest], reasons: list[Reason]) -> None:
+    """No candidate may beat physics: one call must read every byte of its fresh inputs from
+    DRAM and do its declared FLOPs; the least time that allows, at `speed_of_light_margin` times
+    the GPU's measured copy bandwidth and FP32 throughput, is a floor on the candidate's time."""
+    vs = v.settings
+    sol = speed_of_light(manifests, margin=vs.speed_of_light_margin, count_flops=not vs.allow_reduced_precision)
+    if sol is None or v.speed is None:
+        v.gates.append(GateResult(gate="speed of light", status="skipped", detail="the harness measured no peaks"))
+        return
+    base_ms, cand_ms = v.speed.baseline.median, v.speed.candidate.median
+    floor = f"floor {sol.min_ms:.4f} ms"
+    if base_ms < sol.min_ms:
+        # The declared work is no lower bound for this program (e.g. it need not read every input).
+        v.gates.append(GateResult(gate="speed of light", status="skipped", baseline=f"{base_ms:.4f} ms",
+                                  candidate=floor, detail="the baseline itself is below the floor: "
+                                  "the harness's declared buffers are no lower bound here"))
+        return
+    if cand_ms < sol.min_ms:
+        reasons.append(Reason.impossible_speed)
+        v.gates.append(GateResult(gate="speed of light", status="fail", baseline=floor, candidate=f"{cand_ms:.4f} ms",
+                                  detail=f"physically impossible: {sol.describe(cand_ms)}"))
+        return
+    v.gates.append(GateResult(gate="speed of light", status="pass", baseline=floor, candidate=f"{cand_ms:.4f} ms",
+                              detail=sol.describe(cand_ms)))

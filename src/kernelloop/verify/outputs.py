@@ -1,4 +1,26 @@
-"""Reading what a kernel program prints, and comparing two outputs number by number."""
+"""Reading what a kernel program prints, and comparing two outputs number by number.
+
+The tolerance model (docs/verifier.md, "Tolerance model"). Every compared value b (baseline)
+and c (candidate) must satisfy
+
+    |c - b| <= rtol * max(|b|, |c|, floor) + atol
+
+- rtol and atol are the user's when given (--rtol/--atol), else the defaults of the value's
+  dtype (DEFAULT_TOLERANCES): float64 2^-44, float32 2^-15, float16 2^-9, bfloat16 2^-6,
+  integers exact. They are sized to the rounding noise of honest rewrites (reordered long sums,
+  other tilings, fused kernels) and far below the errors of lower-precision arithmetic (bf16/tf32
+  inputs, fp16 accumulation, subsampling);
+- floor, for a buffer of the output dump, is the baseline buffer's RMS (at least the dtype's
+  smallest normal): a value that is near zero by cancellation is judged against the magnitude
+  of the buffer, not its own. Printed numbers have no floor, but each is allowed half a unit
+  of its last printed digit (the print's own resolution);
+- NaN and infinity never pass; integers are compared exactly unless the user sets a tolerance.
+
+A Comparison states the error seen against the error allowed: `worst_ratio` (max of
+error/allowance over every value: <= 1 passes), `max_ulps` and `allowed_ulps` (the largest
+error in units in the last place of its dtype, and the allowance there), and per buffer the
+rtol/atol actually used.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +28,9 @@ import math
 import re
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 _NUMBER = re.compile(
     r"(?<![\w.])[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w.])", re.I
@@ -18,6 +41,36 @@ _KERNEL_MS = re.compile(r"^\s*KERNEL_MS:\s*(\S+)\s*$", re.M)
 def numbers_in(text: str) -> list[float]:
     """Every number printed, in order (labels are skipped; 'nan'/'inf' are numbers)."""
     return [float(m.group(0)) for m in _NUMBER.finditer(text)]
+
+
+def _half_unit(text: str) -> float | None:
+    """Half a unit of the last printed digit of a number's text ("0.000512" -> 5e-7,
+    "1.5e-3" -> 5e-5); None for a plain integer ("123", exact as printed) and 0 for nan/inf."""
+    t = text.lower().lstrip("+-")
+    if t.startswith(("n", "i")):
+        return 0.0
+    mantissa, _, exponent = t.partition("e")
+    if "." not in mantissa and not exponent:
+        return None
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+
+
+def _printed(text: str) -> list[tuple[float, float | None]]:
+    """(value, half unit of its last digit) of every number printed, in order."""
+    return [(float(m.group(0)), _half_unit(m.group(0))) for m in _NUMBER.finditer(text)]
+
+
+def _print_allowance(hb: float | None, hc: float | None) -> float:
+    """What the two prints' rounding alone can make them differ by. Both come from the same
+    format at the same place, so each was rounded at least as finely as the finer of the two
+    last digits ("%.9g" drops trailing zeros: "0.5" beside "0.500000012" was printed to 9
+    digits too); a plain integer beside a decimal takes the decimal's resolution."""
+    if hb is None and hc is None:
+        return 0.0
+    if hb is None or hc is None:
+        return 2 * (hc if hb is None else hb)
+    return 2 * min(hb, hc)
 
 
 class KernelMs(BaseModel):
@@ -42,63 +95,263 @@ def parse_kernel_ms(stderr: str) -> KernelMs:
     return KernelMs(value=value, count=1)
 
 
+# -- dtypes and their default tolerances ---------------------------------------------------
+
+
+class DumpError(ValueError):
+    """The dump file is malformed (a candidate cannot write it: the frozen harness does)."""
+
+
+class UnknownDtype(DumpError, KeyError):
+    """A dtype name the output dump format does not have."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+# The dump format's dtype names (docs/contract.md), little-endian. bfloat16 is ml_dtypes' numpy
+# dtype (numpy has none of its own).
+_DUMP_DTYPES: dict[str, np.dtype] = {
+    "float32": np.dtype("<f4"), "float64": np.dtype("<f8"), "float16": np.dtype("<f2"),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "int8": np.dtype("i1"), "uint8": np.dtype("u1"), "int16": np.dtype("<i2"), "uint16": np.dtype("<u2"),
+    "int32": np.dtype("<i4"), "uint32": np.dtype("<u4"), "int64": np.dtype("<i8"), "uint64": np.dtype("<u8"),
+}
+
+# Explicit mantissa bits and the exponent of the smallest normal number, per floating dtype.
+_FLOAT_FORMATS: dict[str, tuple[int, int]] = {
+    "float64": (52, -1022), "float32": (23, -126), "float16": (10, -14), "bfloat16": (7, -126),
+}
+
+# (rtol, atol) by output dtype; docs/verifier.md "Tolerance model" gives the measurements.
+# float32/float64: 2^9 unit roundoffs (2^-15, 2^-44): the rounding noise of the longest honest
+# reordering in the suite (a 2^26-element float32 sum accumulated with 2^18 atomics, against other
+# orders: up to 2.4e-5 in 60 seeds, rms 7.3e-6) fits; bf16- or tf32-rounded matmul inputs (up to
+# 4.4e-4 and 5.5e-5), fp16 accumulation and sums that skip input do not. float16/bfloat16: 4 unit
+# roundoffs (2^-9, 2^-6; 2 to 4 ulps): such outputs are accumulated in fp32 and rounded once, so
+# honest rewrites differ by a rounding flip (1 ulp), plus one intermediate rounding a fused rewrite
+# may drop. Integers: exact.
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (2.0**-44, 0.0), "float32": (2.0**-15, 0.0),
+    "float16": (2.0**-9, 0.0), "bfloat16": (2.0**-6, 0.0),
+    **{name: (0.0, 0.0) for name in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")},
+}
+
+
+def dump_dtype(name: str) -> np.dtype:
+    """The numpy dtype of one of the dump format's dtype names ("float32", "bfloat16", ...).
+    Raises UnknownDtype (a DumpError and a KeyError) for any other name."""
+    try:
+        return _DUMP_DTYPES[name]
+    except KeyError:
+        known = ", ".join(_DUMP_DTYPES)
+        raise UnknownDtype(f"unknown output dtype {name!r} (the dump format has {known})") from None
+
+
+def dtype_name(dtype: np.dtype | type | str) -> str:
+    """The dump format's name of a numpy dtype (the inverse of dump_dtype)."""
+    dt = np.dtype(dtype)
+    for name, known in _DUMP_DTYPES.items():
+        if dt == known:
+            return name
+    raise UnknownDtype(f"no output dtype of the dump format is {dt}")
+
+
+class Tolerance(BaseModel):
+    """rtol/atol for every compared value; None: the value's dtype's default (DEFAULT_TOLERANCES).
+    A value set here (the user's --rtol/--atol) applies to every dtype, integers included."""
+
+    rtol: float | None = Field(None, ge=0)
+    atol: float | None = Field(None, ge=0)
+
+    def for_dtype(self, dtype: str) -> tuple[float, float]:
+        rtol, atol = DEFAULT_TOLERANCES[dtype]
+        return (rtol if self.rtol is None else self.rtol), (atol if self.atol is None else self.atol)
+
+    def describe(self) -> str:
+        if self.rtol is None and self.atol is None:
+            return "tolerance by output dtype"
+        return ", ".join(f"{k} {v:g}" for k, v in (("rtol", self.rtol), ("atol", self.atol)) if v is not None) + \
+            (" (the rest by dtype)" if self.rtol is None or self.atol is None else "")
+
+
+def _tolerance(tolerance: Tolerance | None, rtol: float | None, atol: float | None) -> Tolerance:
+    tol = tolerance or Tolerance()
+    if rtol is not None or atol is not None:
+        tol = Tolerance(rtol=tol.rtol if rtol is None else rtol, atol=tol.atol if atol is None else atol)
+    return tol
+
+
+def printed_dtype(dump: list[np.ndarray] | None) -> str:
+    """The dtype whose tolerance the printed numbers get: the loosest floating dtype of the
+    output dump (printed numbers are derived from the outputs), float32 without one."""
+    names = [dtype_name(b.dtype) for b in dump or [] if b.dtype in _DUMP_DTYPES.values()]
+    floats = [n for n in names if n in _FLOAT_FORMATS]
+    return max(floats, key=lambda n: DEFAULT_TOLERANCES[n][0]) if floats else "float32"
+
+
+def _ulp(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Unit in the last place of each value in its dtype (subnormal spacing below the smallest
+    normal; 1 for integers), in x's own float type."""
+    if dtype not in _FLOAT_FORMATS:
+        return np.ones_like(x)
+    nmant, emin = _FLOAT_FORMATS[dtype]
+    _, e = np.frexp(x)
+    e = np.where(x == 0, emin, np.maximum(e.astype(np.int32) - 1, emin))
+    return np.ldexp(np.ones_like(x), e - nmant)
+
+
+# -- the comparison result ------------------------------------------------------------------
+
+
+# inf (NaN or inf seen, or an error where none is allowed) goes to JSON as the string "Infinity",
+# which reads back as inf (plain JSON has no infinity; pydantic's default, null, would not read back).
+_JSON_INF = ConfigDict(ser_json_inf_nan="strings")
+
+
 class Mismatch(BaseModel):
-    index: int  # position among the printed numbers
+    model_config = _JSON_INF
+
+    index: int  # position among the printed numbers, or among all elements of the dump
     baseline: float
     candidate: float
     rel_error: float
+    allowed: float | None = None  # the absolute error allowed there
+    ulps: float | None = None  # the error in units in the last place of its dtype, at the magnitude judged
+
+
+class BufferCheck(BaseModel):
+    """One compared group: the printed numbers, or one buffer of the output dump."""
+
+    model_config = _JSON_INF
+
+    what: str  # "stdout" or "buffer <n>"
+    dtype: str  # the dtype whose tolerance applied (printed numbers: the dump's loosest, else float32)
+    count: int
+    rtol: float
+    atol: float
+    floor: float = 0.0  # near-zero values are judged against this magnitude (the baseline buffer's RMS)
+    max_abs_error: float = 0.0
+    max_ulps: float = 0.0
+    allowed_ulps: float = 0.0  # the allowance, in ulps, where max_ulps was seen
+    worst_ratio: float = 0.0  # max over values of error / allowance (inf: NaN/inf, or an error where none is allowed)
+    mismatches: int = 0
+
+    def tolerance_label(self) -> str:
+        if self.rtol == 0 and self.atol == 0:
+            return f"{self.dtype} exact"
+        return f"{self.dtype} rtol {self.rtol:.3g}" + (f" atol {self.atol:.3g}" if self.atol else "")
+
+
+def _g(x: float) -> str:
+    return f"{x:.3g}"
 
 
 class Comparison(BaseModel):
+    model_config = _JSON_INF
+
     match: bool
     baseline_count: int
     candidate_count: int
     compared: int
     nonfinite: bool = False
-    max_rel_error: float = 0.0
+    max_rel_error: float = 0.0  # max |c - b| / max(|b|, |c|), whatever the tolerance
+    worst_ratio: float = 0.0  # max over every compared value of error / allowance: <= 1 passes
+    max_ulps: float = 0.0  # the largest error, in units in the last place of its dtype at the magnitude
+    # it is judged at (max(|b|, |c|), or the buffer's RMS when larger)
+    allowed_ulps: float = 0.0  # the allowance, in ulps, where max_ulps was seen
+    buffers: list[BufferCheck] = []  # per compared group: the tolerance used and the error seen
     first_mismatches: list[Mismatch] = []
     problem: str | None = None
 
+    def tolerance_summary(self) -> str:
+        return "; ".join(dict.fromkeys(b.tolerance_label() for b in self.buffers))
+
     def describe(self) -> str:
         if self.match:
-            return f"{self.compared} numbers match (max rel err {self.max_rel_error:.2e})"
+            if not self.buffers:
+                return f"{self.compared} numbers match (max rel err {self.max_rel_error:.2e})"
+            if self.worst_ratio == 0:
+                return f"{self.compared} numbers match exactly ({self.tolerance_summary()})"
+            return (f"{self.compared} numbers match: max error {_g(self.max_ulps)} ulp (allowed {_g(self.allowed_ulps)}), "
+                    f"worst {self.worst_ratio:.2g} of the allowance ({self.tolerance_summary()})")
         if self.problem:
             return self.problem
         shown = ", ".join(
-            f"#{m.index}: baseline {m.baseline:.7g} vs candidate {m.candidate:.7g}" for m in self.first_mismatches[:3]
+            f"#{m.index}: baseline {m.baseline:.9g} vs candidate {m.candidate:.9g}" for m in self.first_mismatches[:3]
         )
-        return f"mismatch at {shown}"
+        suffix = f" (worst {self.worst_ratio:.3g}x the allowance; {self.tolerance_summary()})" if self.buffers else ""
+        return f"mismatch at {shown}{suffix}"
+
+    def merged(self, other: Comparison) -> Comparison:
+        """Two matching parts (printed numbers, the dump, per-call samples) as one result."""
+        worst_ulps = other if other.max_ulps > self.max_ulps else self
+        return self.model_copy(update={
+            "match": self.match and other.match,
+            "baseline_count": self.baseline_count + other.baseline_count,
+            "candidate_count": self.candidate_count + other.candidate_count,
+            "compared": self.compared + other.compared,
+            "nonfinite": self.nonfinite or other.nonfinite,
+            "max_rel_error": max(self.max_rel_error, other.max_rel_error),
+            "worst_ratio": max(self.worst_ratio, other.worst_ratio),
+            "max_ulps": worst_ulps.max_ulps, "allowed_ulps": worst_ulps.allowed_ulps,
+            "buffers": self.buffers + other.buffers,
+            "first_mismatches": self.first_mismatches + other.first_mismatches,
+            "problem": self.problem or other.problem,
+        })
 
 
-def compare_outputs(baseline: str, candidate: str, *, rtol: float, atol: float = 0.0, keep: int = 5) -> Comparison:
-    """Every number the candidate prints must equal the baseline's within the tolerance."""
-    b, c = numbers_in(baseline), numbers_in(candidate)
+# -- printed numbers -------------------------------------------------------------------------
+
+
+def compare_outputs(baseline: str, candidate: str, *, tolerance: Tolerance | None = None, dtype: str = "float32",
+                    rtol: float | None = None, atol: float | None = None, keep: int = 5,
+                    noise: list[float] | None = None) -> Comparison:
+    """Every number the candidate prints must equal the baseline's within the tolerance of
+    `dtype` (rtol/atol here override `tolerance`'s), plus the print's own resolution, plus
+    `noise[i]`: what the baseline itself varies by between two runs of the same experiment."""
+    r, a = _tolerance(tolerance, rtol, atol).for_dtype(dtype)
+    b, c = _printed(baseline), _printed(candidate)
     result = Comparison(match=False, baseline_count=len(b), candidate_count=len(c), compared=0)
     if not b:
         result.problem = "the baseline printed no numbers on stdout; nothing to compare"
         return result
-    if not all(math.isfinite(x) for x in b):
+    if not all(math.isfinite(x) for x, _ in b):
         result.problem = "the baseline itself prints NaN or inf; fix the baseline first"
         return result
     if len(b) != len(c):
         result.problem = f"the candidate printed {len(c)} numbers, the baseline {len(b)}"
         return result
-    worst = 0.0
-    for i, (x, y) in enumerate(zip(b, c)):
+    check = BufferCheck(what="stdout", dtype=dtype, count=len(b), rtol=r, atol=a)
+    worst_rel, mismatches = 0.0, []
+    for i, ((x, hx), (y, hy)) in enumerate(zip(b, c)):
         if not math.isfinite(y):
             result.nonfinite = True
-            result.first_mismatches.append(Mismatch(index=i, baseline=x, candidate=y, rel_error=math.inf))
+            check.worst_ratio = math.inf
+            mismatches.append(Mismatch(index=i, baseline=x, candidate=y, rel_error=math.inf))
             continue
         diff = abs(x - y)
         scale = max(abs(x), abs(y))
         rel = diff / scale if scale > 0 else 0.0
-        worst = max(worst, rel)
-        if diff > rtol * scale + atol:
-            result.first_mismatches.append(Mismatch(index=i, baseline=x, candidate=y, rel_error=rel))
+        worst_rel = max(worst_rel, rel)
+        # 4 double ulps: the decimal texts' conversion to binary must not decide an exact tie
+        allowed = r * scale + a + _print_allowance(hx, hy) + 4 * math.ulp(scale) + (noise[i] if noise else 0.0)
+        ratio = diff / allowed if allowed > 0 else (math.inf if diff > 0 else 0.0)
+        ulp = float(_ulp(np.float64(scale), dtype)) if dtype in _FLOAT_FORMATS else 1.0
+        ulps = diff / ulp
+        check.max_abs_error = max(check.max_abs_error, diff)
+        check.worst_ratio = max(check.worst_ratio, ratio)
+        if ulps >= check.max_ulps:
+            check.max_ulps, check.allowed_ulps = ulps, allowed / ulp
+        if diff > allowed:
+            mismatches.append(Mismatch(index=i, baseline=x, candidate=y, rel_error=rel, allowed=allowed, ulps=ulps))
+    check.mismatches = len(mismatches)
     result.compared = len(b)
-    result.max_rel_error = worst
-    result.first_mismatches = result.first_mismatches[:keep]
-    result.match = not result.first_mismatches
+    result.max_rel_error = worst_rel
+    result.worst_ratio, result.max_ulps, result.allowed_ulps = check.worst_ratio, check.max_ulps, check.allowed_ulps
+    result.buffers = [check]
+    result.first_mismatches = mismatches[:keep]
+    result.match = not mismatches
     if result.nonfinite:
         result.problem = "the candidate printed NaN or inf" + (
             f" (#{result.first_mismatches[0].index})" if result.first_mismatches else ""
@@ -108,12 +361,8 @@ def compare_outputs(baseline: str, candidate: str, *, rtol: float, atol: float =
 
 # -- the full output dump (docs/contract.md): every element, not just what is printed ------
 
-_DUMP_HEADER = re.compile(rb"kernelloop-output 1 (float32|float64|int32|uint32|int64) (\d+)\n")
-_DTYPES = {"float32": "<f4", "float64": "<f8", "int32": "<i4", "uint32": "<u4", "int64": "<i8"}
-
-
-class DumpError(ValueError):
-    """The dump file is malformed (a candidate cannot write it: the frozen harness does)."""
+_DUMP_HEADER = re.compile(rb"kernelloop-output 1 (" + b"|".join(n.encode() for n in _DUMP_DTYPES) + rb") (\d+)\n")
+_CHUNK = 1 << 22  # elements compared at a time (bounded memory for 2 GiB dumps)
 
 
 def read_dump(path: Path, *, max_bytes: int = 4 << 30) -> list[np.ndarray]:
@@ -127,7 +376,7 @@ def read_dump(path: Path, *, max_bytes: int = 4 << 30) -> list[np.ndarray]:
         m = _DUMP_HEADER.match(data, offset)
         if not m:
             raise DumpError(f"malformed output dump header at byte {offset}")
-        dtype = np.dtype(_DTYPES[m.group(1).decode()])
+        dtype = dump_dtype(m.group(1).decode())
         count = int(m.group(2))
         start, end = m.end(), m.end() + count * dtype.itemsize
         if end > len(data):
@@ -137,44 +386,121 @@ def read_dump(path: Path, *, max_bytes: int = 4 << 30) -> list[np.ndarray]:
     return buffers
 
 
-def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, rtol: float, atol: float = 0.0,
-                  keep: int = 5) -> Comparison:
-    """Every element of every output buffer, within the tolerance; NaN and inf never pass."""
+def _rms(values: np.ndarray) -> float:
+    """Root mean square, scaled by the largest magnitude first so float64 squares cannot overflow."""
+    if values.size == 0:
+        return 0.0
+    top = max(float(np.max(np.abs(values[s:s + _CHUNK].astype(np.float64)))) for s in range(0, values.size, _CHUNK))
+    if top == 0.0:
+        return 0.0
+    squares = 0.0
+    for s in range(0, values.size, _CHUNK):
+        z = values[s:s + _CHUNK].astype(np.float64) / top
+        squares += float(np.dot(z, z))
+    return top * math.sqrt(squares / values.size)
+
+
+def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: int, keep: int,
+                    mismatches: list[Mismatch], noise: float = 0.0) -> tuple[float, bool]:
+    """Fills `check` and appends up to `keep` mismatches; returns (max rel error, candidate finite)."""
+    name, rtol, atol = check.dtype, check.rtol, check.atol
+    is_float = name in _FLOAT_FORMATS
+    exact = rtol == 0 and atol == 0
+    # float64 work for float64 and integers; float32 for float32/float16/bfloat16 (every value
+    # exact in it, and the differences that matter are far above its rounding)
+    work = np.float32 if name in ("float32", "float16", "bfloat16") else np.float64
+    bits = np.dtype(f"u{b.dtype.itemsize}")
+    floor: float | None = None
+    worst_rel, all_finite = 0.0, True
+    for s in range(0, b.size, _CHUNK):
+        bc, cc = b[s:s + _CHUNK], c[s:s + _CHUNK]
+        if np.array_equal(bc.view(bits), cc.view(bits)):
+            continue  # bit-identical (the baseline's finiteness was checked before)
+        if floor is None:
+            floor = _rms(b)
+            if is_float:
+                floor = max(floor, 2.0 ** _FLOAT_FORMATS[name][1])
+            check.floor = floor
+        x, y = bc.astype(work), cc.astype(work)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            finite = np.isfinite(y)
+            diff = np.abs(x - y)
+            mag = np.maximum(np.abs(x), np.abs(y))
+            judged = np.maximum(mag, work(floor))  # the magnitude the value is judged at
+            allowed = rtol * judged + atol + work(noise)
+            bad = ~finite | ~(diff <= allowed)
+            if exact and not is_float:
+                bad = bc != cc  # exact in the integers themselves (64-bit beyond 2^53 included)
+                diff = np.where(bad & (diff == 0), 1.0, diff)  # at least one unit where they differ
+            ratio = np.where(allowed > 0, diff / np.where(allowed > 0, allowed, 1), np.where(diff > 0, np.inf, 0.0))
+            ratio[~finite] = np.inf
+            rel = np.where(mag > 0, diff / np.where(mag > 0, mag, 1), 0.0)
+            ulp = _ulp(judged, name)
+            ulps = diff / ulp
+        all_finite &= bool(finite.all())
+        check.worst_ratio = max(check.worst_ratio, float(np.max(ratio)))
+        if finite.any():
+            fin = np.flatnonzero(finite)
+            worst_rel = max(worst_rel, float(np.max(rel[fin])))
+            check.max_abs_error = max(check.max_abs_error, float(np.max(diff[fin])))
+            j = fin[int(np.argmax(ulps[fin]))]
+            if float(ulps[j]) >= check.max_ulps:
+                check.max_ulps, check.allowed_ulps = float(ulps[j]), float(allowed[j] / ulp[j])
+        bad_at = np.flatnonzero(bad)
+        check.mismatches += int(bad_at.size)
+        for i in bad_at[: max(0, keep - len(mismatches))]:
+            mismatches.append(Mismatch(index=offset + s + int(i), baseline=float(x[i]), candidate=float(y[i]),
+                                       rel_error=float(rel[i]) if finite[i] else math.inf,
+                                       allowed=float(allowed[i]), ulps=float(ulps[i]) if finite[i] else math.inf))
+    return worst_rel, all_finite
+
+
+def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, tolerance: Tolerance | None = None,
+                  rtol: float | None = None, atol: float | None = None, keep: int = 5,
+                  noise: list[float] | None = None) -> Comparison:
+    """Every element of every output buffer, within the tolerance of its dtype (rtol/atol
+    here override `tolerance`'s), plus `noise[n]` for buffer n (the baseline's own variation
+    between two runs of one experiment); NaN and inf never pass."""
+    tol = _tolerance(tolerance, rtol, atol)
     total = sum(b.size for b in baseline)
     result = Comparison(match=False, baseline_count=total, candidate_count=sum(c.size for c in candidate), compared=0)
     if len(baseline) != len(candidate) or any(b.shape != c.shape or b.dtype != c.dtype
                                               for b, c in zip(baseline, candidate)):
         result.problem = "the output dumps have different buffers (count, size or type)"
         return result
-    worst, offset = 0.0, 0
-    for b, c in zip(baseline, candidate):
-        # float32 arithmetic is exact enough for a 1e-3-scale tolerance and halves the memory
-        work = np.float32 if b.dtype == np.float32 else np.float64
-        b64, c64 = b.astype(work, copy=False), c.astype(work, copy=False)
-        if not np.isfinite(b64).all():
+    try:
+        names = [dtype_name(b.dtype) for b in baseline]
+    except UnknownDtype as exc:
+        result.problem = f"cannot compare the output dumps: {exc}"
+        return result
+    mismatches: list[Mismatch] = []
+    offset = 0
+    for n, (b, c, name) in enumerate(zip(baseline, candidate, names)):
+        b, c = np.ascontiguousarray(b).reshape(-1), np.ascontiguousarray(c).reshape(-1)
+        if name in _FLOAT_FORMATS and not all(np.isfinite(b[s:s + _CHUNK]).all() for s in range(0, b.size, _CHUNK)):
             result.problem = "the baseline's own output holds NaN or inf; fix the baseline first"
             return result
-        finite = np.isfinite(c64)
-        diff = np.abs(b64 - c64)
-        scale = np.maximum(np.abs(b64), np.abs(c64))
-        bad = ~finite | (diff > rtol * scale + atol)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rel = np.where(scale > 0, diff / np.where(scale > 0, scale, 1), 0.0)
-        if finite.any():
-            worst = max(worst, float(np.max(rel[finite])))
-        for i in np.flatnonzero(bad)[: keep - len(result.first_mismatches)]:
-            result.first_mismatches.append(Mismatch(index=offset + int(i), baseline=float(b64[i]),
-                                                    candidate=float(c64[i]), rel_error=float(rel[i]) if finite[i] else math.inf))
-        result.nonfinite |= not finite.all()
+        r, a = tol.for_dtype(name)
+        check = BufferCheck(what=f"buffer {n}", dtype=name, count=b.size, rtol=r, atol=a)
+        rel, finite = _compare_buffer(b, c, check, offset, keep, mismatches, noise[n] if noise and n < len(noise) else 0.0)
+        result.max_rel_error = max(result.max_rel_error, rel)
+        result.nonfinite |= not finite
+        result.buffers.append(check)
         offset += b.size
     result.compared = total
-    result.max_rel_error = worst
-    result.match = not result.first_mismatches
+    result.first_mismatches = mismatches[:keep]
+    result.worst_ratio = max((k.worst_ratio for k in result.buffers), default=0.0)
+    top = max(result.buffers, key=lambda k: k.max_ulps, default=None)
+    if top is not None:
+        result.max_ulps, result.allowed_ulps = top.max_ulps, top.allowed_ulps
+    bad = sum(k.mismatches for k in result.buffers)
+    result.match = bad == 0
     if result.nonfinite:
         result.problem = "the candidate's output holds NaN or inf" + (
-            f" (element {result.first_mismatches[0].index})" if result.first_mismatches else "")
+            f" (element {mismatches[0].index})" if mismatches else "")
     elif not result.match:
-        shown = ", ".join(f"element {m.index}: baseline {m.baseline:.7g} vs candidate {m.candidate:.7g}"
+        shown = ", ".join(f"element {m.index}: baseline {m.baseline:.9g} vs candidate {m.candidate:.9g}"
                           for m in result.first_mismatches[:3])
-        result.problem = f"{int(sum(1 for _ in result.first_mismatches))}+ of {total} elements differ ({shown})"
+        worst = f", the worst by {result.worst_ratio:.3g}x the allowance" if math.isfinite(result.worst_ratio) else ""
+        result.problem = f"{bad} of {total} elements differ{worst} ({result.tolerance_summary()}): {shown}"
     return result

@@ -39,6 +39,98 @@ ALLOWED_HEADERS = re.compile(
     r"|type_traits|utility|limits|algorithm|array|vector|cstdint|numeric|functional|tuple|initializer_list)$"
 )
 _VENDOR = r"(?:cublas\w*|cublasLt\w*|cudnn\w*|cufft\w*|cusparse\w*|cusolver\w*|curand[A-Z]\w*|nccl\w*)"
+
+# The CUDA runtime calls an editable part may make: an allow-list (verifier v2). What an
+# honest launcher needs and nothing that runs host code, loads code, measures time, keeps
+# state beyond a call, changes the device or lets a kernel touch host memory. The object
+# scan checks the imported symbol (`_v2`/`_ptds`/`_ptsz` variants included); the source
+# scan names the refused ones early, with a line number.
+_CUDA_SUFFIX = r"(?:_v\d+)?(?:_ptds|_ptsz)?"
+_CUDA_ALLOWED = re.compile(
+    r"^(?:"
+    # launching (cudaLaunchKernelExC carries cluster dimensions; an access-policy window
+    # among its attributes is inert: the persisting L2 set-aside needs cudaDeviceSetLimit,
+    # refused below, and the harness resets persisting lines before every call)
+    r"cudaLaunchKernel|cudaLaunchKernelExC|cudaLaunchCooperativeKernel"
+    # kernel attributes and occupancy (what cudaOccupancyMaxPotentialBlockSize compiles to)
+    r"|cudaFuncSetAttribute|cudaFuncGetAttributes|cudaFuncSetCacheConfig|cudaFuncSetSharedMemConfig|cudaFuncGetName"
+    r"|cudaOccupancy(?:MaxActiveBlocksPerMultiprocessor(?:WithFlags)?|AvailableDynamicSMemPerBlock"
+    r"|MaxPotentialClusterSize|MaxActiveClusters)"
+    # read-only queries
+    r"|cudaGetDevice|cudaGetDeviceCount|cudaDeviceGetAttribute|cudaGetDeviceProperties|cudaDriverGetVersion"
+    r"|cudaRuntimeGetVersion|cudaDeviceGetStreamPriorityRange|cudaMemGetInfo|cudaPointerGetAttributes"
+    r"|cudaGetSymbolAddress|cudaGetSymbolSize"
+    # device memory (copies in either direction: the timing audit counts host<->device copies)
+    r"|cudaMalloc|cudaFree|cudaMallocAsync|cudaFreeAsync|cudaMallocPitch|cudaMalloc3D|cudaMallocArray|cudaFreeArray"
+    r"|cudaMemset(?:2D|3D)?(?:Async)?|cudaMemcpy(?:2D|3D)?(?:Async)?|cudaMemcpy(?:To|From)Symbol(?:Async)?"
+    r"|cudaMemcpy2D(?:To|From)Array(?:Async)?"
+    r"|cudaCreateTextureObject|cudaDestroyTextureObject|cudaCreateSurfaceObject|cudaDestroySurfaceObject"
+    r"|cudaCreateChannelDesc"
+    # streams and events for multi-stream dependencies (never an elapsed time)
+    r"|cudaStreamCreate(?:WithFlags|WithPriority)?|cudaStreamDestroy|cudaStreamSynchronize|cudaStreamQuery"
+    r"|cudaStreamWaitEvent|cudaStreamGetFlags|cudaStreamGetPriority|cudaDeviceSynchronize"
+    r"|cudaEventCreate(?:WithFlags)?|cudaEventRecord(?:WithFlags)?|cudaEventDestroy|cudaEventSynchronize|cudaEventQuery"
+    # stream capture and kernel graphs (nodes typed at compile time: kernels, empty nodes)
+    r"|cudaStreamBeginCapture|cudaStreamEndCapture|cudaStreamIsCapturing|cudaStreamGetCaptureInfo"
+    r"|cudaThreadExchangeStreamCaptureMode"
+    r"|cudaGraphCreate|cudaGraphAddKernelNode|cudaGraphAddEmptyNode|cudaGraphAddDependencies"
+    r"|cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams"
+    r"|cudaGraphInstantiate(?:WithFlags|WithParams)?|cudaGraphLaunch|cudaGraphUpload|cudaGraphExecUpdate"
+    r"|cudaGraphExecDestroy|cudaGraphDestroy"
+    # errors
+    r"|cudaGetLastError|cudaPeekAtLastError|cudaGetErrorString|cudaGetErrorName"
+    rf"){_CUDA_SUFFIX}$"
+)
+# Refused CUDA calls, by what they would let the candidate do: (rule, pattern, why).
+_CUDA_REFUSED: list[tuple[str, str, str]] = [
+    ("host-callback", r"cudaLaunchHostFunc|cudaStreamAddCallback|cudaLogsRegisterCallback"
+     r"|cudaDeviceRegisterAsyncNotification",
+     "runs host code from inside the stream, outside the launcher's call"),
+    ("graph-node", r"cudaGraphAddHostNode|cudaGraph(?:Exec)?HostNode\w*|cudaGraphAddNode\w*"
+     r"|cudaGraph(?:Exec)?NodeSetParams|cudaGraphConditionalHandleCreate\w*|cudaGraphAddChildGraphNode"
+     r"|cudaStreamBeginCaptureToGraph",
+     "graph host nodes, and the generic node API whose node type is data, run host code"),
+    ("user-object", r"cudaUserObject\w+|cudaGraph(?:Retain|Release)UserObject",
+     "a user object's destructor runs host code on a CUDA thread"),
+    ("code-loading", r"cudaLibrary\w+|cudaGetKernel|cudaKernelSetAttributeForDevice|cudaGetFuncBySymbol"
+     r"|cudaGetDriverEntryPoint\w*|cudaGetExportTable",
+     "loads or reaches device or driver code that the object scan never sees"),
+    ("timing", r"cudaEventElapsedTime\w*",
+     "the harness alone measures time: a launcher must not open timing windows"),
+    ("profiler", r"cudaProfilerSt\w+", "starts or stops profiling around the harness's measurement"),
+    ("l2-persistence", r"cudaCtxResetPersistingL2Cache|cudaStreamSetAttribute|cudaStreamCopyAttributes"
+     r"|cudaGraphKernelNodeSetAttribute|cudaGraphKernelNodeCopyAttributes",
+     "controls persisting L2 lines or stream attributes that outlive the call"),
+    ("device-state", r"cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaDeviceSetSharedMemConfig|cudaSetDevice\w*"
+     r"|cudaSetValidDevices|cudaChooseDevice|cudaInitDevice|cudaDeviceReset|cudaDevice(?:En|Dis)ablePeerAccess"
+     r"|cudaMemcpy\w*Peer\w*|cudaDeviceSetMemPool|cudaMemPool\w+|cudaMallocFromPoolAsync|cudaDeviceGraphMemTrim"
+     r"|cudaDeviceSetGraphMemAttribute|cudaGraphAddMem(?:Alloc|Free)Node",
+     "changes device-wide state (limits such as the persisting-L2 set-aside, the current device, "
+     "peers, memory pools) that outlives the call or moves work off the timed device"),
+    ("host-memory", r"cudaHostAlloc|cudaMallocHost|cudaHostRegister|cudaHostUnregister|cudaHostGetDevicePointer"
+     r"|cudaHostGetFlags|cudaFreeHost|cudaMallocManaged|cudaMemAdvise\w*|cudaMemPrefetch\w*|cudaMemDiscard\w*"
+     r"|cudaStreamAttachMemAsync|cudaMemRangeGetAttributes?|__cudaRegisterManagedVar",
+     "pinned, mapped or managed host memory: a kernel could read or write host memory with no copy the audit sees"),
+    ("ipc", r"cudaIpc\w+|cudaImportExternal\w+|cudaExternalMemory\w+|cudaDestroyExternal\w+"
+     r"|cudaSignalExternal\w+|cudaWaitExternal\w+|cudaGraphics\w+",
+     "shares memory or events with another process or API"),
+    ("file-io", r"cudaGraphDebugDotPrint|cudaLogsDumpToFile", "writes a file"),
+]
+_CUDA_REFUSED_RE = [(rule, re.compile(rf"^(?:{pattern}){_CUDA_SUFFIX}$"), why) for rule, pattern, why in _CUDA_REFUSED]
+
+
+def cuda_call_rule(name: str) -> tuple[str, str] | None:
+    """(rule, why) for a CUDA runtime or driver symbol an editable part may not use; None if allowed."""
+    if _CUDA_ALLOWED.match(name) or name.startswith("__cuda") and name != "__cudaRegisterManagedVar":
+        return None
+    for rule, pattern, why in _CUDA_REFUSED_RE:
+        if pattern.match(name):
+            return rule, why
+    if re.match(r"^cu[A-Z]\w*$", name):
+        return "driver-api", "a driver API call (module and library loading, raw launches, contexts)"
+    if name.startswith("cuda"):
+        return "forbidden-call", "a CUDA runtime call that is not on the launcher allow-list"
+    return None
 # (rule, pattern on comment- and string-free source, message)
 _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("vendor-library", re.compile(rf"\b{_VENDOR}\b"), "vendor library call {m}: only hand-written kernels are allowed"),
@@ -54,7 +146,17 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("printing", re.compile(r"\b(?:std\s*::\s*)?(?:cout|cerr|clog)\b"), "printing {m}: only the frozen harness prints"),
     ("environment", re.compile(r"\b(?:getenv|secure_getenv|setenv|putenv|unsetenv|clearenv|environ|__environ)\b"), "environment access {m}"),
     ("dynamic-code", re.compile(r"\b(?:dlopen|dlsym|dlmopen|syscall)\s*\("), "dynamic loading or raw system call {m}"),
-    ("static-init", re.compile(r"__attribute__\s*\(\(\s*(?:__)?constructor|\[\[\s*gnu\s*::\s*constructor"), "static constructor {m}: runs code before main"),
+    # Anywhere in an attribute list: `__attribute__((used, constructor))` is one too.
+    ("static-init", re.compile(r"(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?(?:constructor|init_priority)(?:__)?\b"),
+     "static constructor {m}: runs code before main"),
+    ("exit-handler", re.compile(r"(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?destructor(?:__)?\b"),
+     "{m}: runs code after main, outside the harness"),
+    ("exit-handler", re.compile(r"\b(?:atexit|at_quick_exit|quick_exit|on_exit|__cxa_atexit|__cxa_thread_atexit(?:_impl)?)\b"),
+     "exit handler {m}: runs code after main, outside the harness"),
+    ("ifunc", re.compile(r"\b(?:__)?(?:ifunc|target_clones)(?:__)?\b"),
+     "GNU indirect function {m}: its resolver runs inside the dynamic loader, before main"),
+    ("tls", re.compile(r"\b(?:thread_local|__thread|_Thread_local)\b"),
+     "thread-local storage {m}: per-thread state with its own initializers and destructors"),
     ("harness-state", re.compile(r"\bcudaDeviceReset\s*\("), "{m} would destroy the harness's context"),
     ("main", re.compile(r"\bint\s+main\s*\("), "the editable part defines main()"),
     # Pasting builds names the text scan cannot see; kernels have no need for it.
@@ -91,6 +193,15 @@ _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
      "explicit section placement {m} (init/fini arrays run code outside the harness)"),
     ("static-init", re.compile(r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors|\.section\b"),
      "assembler section {m} (code that runs outside the harness)"),
+    # A directive token (a dot not following a name, `)` or `]`, so `cfg.init()` is not one):
+    # section switches, the .init/.fini sections, symbol versions and kinds are assembler
+    # business no kernel needs, and PTX has none of them.
+    ("static-init", re.compile(r"(?<![\w)\]])\.(?:pushsection|popsection|previous|subsection|init|fini)\b"),
+     "assembler directive {m} (code that runs outside the harness)"),
+    ("symver", re.compile(r"(?<![\w)\]])\.(?:symver|weakref)\b"),
+     "assembler directive {m} binds a name to another library symbol"),
+    ("ifunc", re.compile(r"gnu_indirect_function|gnu_unique_object|STT_GNU_IFUNC"),
+     "symbol kind {m}: an indirect function runs its resolver before main; a unique symbol escapes containment"),
 ]
 
 
@@ -125,6 +236,14 @@ def scan_source(editable: str) -> list[Violation]:
         for m in pattern.finditer(code):
             found.append(Violation(rule=rule, where=line(m.start()),
                                    detail=message.format(m=m.group(0).rstrip("(: ").strip())))
+    # Refused CUDA runtime and driver calls, named early (the object scan is the guard: it
+    # also sees calls through macros and function pointers). Types and enumerators such as
+    # cudaStream_t or cudaMemcpyDeviceToDevice are not calls, so only refused names count.
+    for m in re.finditer(r"\b(cuda[A-Z]\w*|cu[A-Z]\w*)\b(\s*\()?", code):
+        cuda = cuda_call_rule(m.group(1))
+        if cuda is None or cuda[0] == "forbidden-call" or cuda[0] == "driver-api" and not m.group(2):
+            continue
+        found.append(Violation(rule=cuda[0], where=line(m.start()), detail=f"{m.group(1)}: {cuda[1]}"))
     return _dedupe(found)
 
 
@@ -133,17 +252,14 @@ def scan_source(editable: str) -> list[Violation]:
 # dl_iterate_phdr, setvbuf...) to enumerate. Everything a kernel launcher needs is here.
 _ALLOWED_IMPORT = re.compile(
     r"^(?:"
-    r"cuda(?!DeviceReset|LaunchHostFunc|StreamAddCallback|GraphAddHostNode|GraphExecHostNodeSetParams"
-    r"|GraphHostNode|MallocManaged|Ipc|GetDriverEntryPoint|ProfilerSt|SetDeviceFlags|DeviceSetLimit"
-    r"|HostRegister|LaunchCooperativeKernelMultiDevice)[A-Z]\w*"  # the CUDA runtime API, less escape hatches
-    r"|__cuda(?!RegisterManagedVar)\w+"  # nvcc's fatbinary/kernel registration and launch configuration
+    r"__cuda(?!RegisterManagedVar)\w+"  # nvcc's fatbinary/kernel registration and launch configuration
     r"|_Znwm|_Znam|_ZdlPv\w*|_ZdaPv\w*|_ZnwmRKSt9nothrow_t|_ZnamRKSt9nothrow_t"  # operator new/delete
     r"|_ZnwmSt11align_val_t|_ZdlPvSt11align_val_t|_ZdlPvmSt11align_val_t"
     r"|__cxa_(?:guard_acquire|guard_release|guard_abort|begin_catch|end_catch|rethrow|allocate_exception"
     r"|free_exception|throw|pure_virtual|call_unexpected)"
     r"|__gxx_personality_v0|_Unwind_Resume|__stack_chk_fail|__dso_handle"
     r"|_ZSt\d+__throw_\w+|_ZSt9terminatev"
-    r"|atexit"  # nvcc's own registration code unregisters the fatbinary at exit
+    r"|atexit"  # nvcc's own registration code unregisters the fatbinary at exit (calls beyond the baseline's: refused)
     r"|memcpy|memmove|memset|memcmp|__memcpy_chk|__memset_chk|__memmove_chk|abort|exit"
     r"|malloc|calloc|realloc|free|aligned_alloc|posix_memalign"
     r"|(?:sqrt|cbrt|exp|exp2|expm1|log|log2|log10|log1p|pow|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh"
@@ -213,12 +329,20 @@ def scan_object(
     allowed_exports: list[str],
     baseline_init_entries: int,
     trusted_imports: set[str] = frozenset(),
+    baseline_object: Path | None = None,
 ) -> list[Violation]:
-    """Rules on the compiled editable part: what it imports, defines and runs at load."""
+    """Rules on the compiled editable part: what it imports, defines and runs at load.
+
+    `baseline_object` is the baseline's own editable object: what nvcc itself adds (one
+    `atexit` registration) is measured on it rather than assumed."""
     found: list[Violation] = []
     for raw, name in zip(undefined, demangle(undefined)):
         base = raw.split("@")[0]
-        if base in trusted_imports or _ALLOWED_IMPORT.match(base):
+        cuda = cuda_call_rule(base)
+        if cuda is not None:
+            found.append(Violation(rule=cuda[0], where="object", detail=f"uses {name}: {cuda[1]}"))
+            continue
+        if base in trusted_imports or _ALLOWED_IMPORT.match(base) or _CUDA_ALLOWED.match(base):
             continue
         if _VENDOR_IMPORT.match(name.split("(")[0]):
             found.append(Violation(rule="vendor-library", where="object", detail=f"calls {name}"))
@@ -240,7 +364,96 @@ def scan_object(
     if entries > baseline_init_entries:
         found.append(Violation(rule="static-init", where="object",
                                detail=f"{entries - baseline_init_entries} function(s) run before or after main"))
+    found += scan_symbol_types(editable_object)
+    found += scan_sections(editable_object)
+    relocations = _run(["readelf", "-rW", str(editable_object)])
+    if re.search(r"R_\w+_IRELATIV", relocations):
+        found.append(Violation(rule="ifunc", where="object",
+                               detail="IRELATIVE relocation: an indirect function's resolver runs before main"))
+    exits = exit_registrations(relocations)
+    allowed_exits = exit_registrations(_run(["readelf", "-rW", str(baseline_object)])) if baseline_object else 1
+    if exits > allowed_exits:
+        found.append(Violation(rule="exit-handler", where="object",
+                               detail=f"{exits - allowed_exits} more reference(s) to atexit than nvcc's own "
+                                      "registration code makes: a handler would run after main"))
     return _dedupe(found)
+
+
+# nm symbol types an editable object may contain: an allow-list of what nvcc and the host
+# compiler emit for kernels, launchers, device globals, templates and statics: code (T/t),
+# data (D/d, B/b, R/r), undefined imports (U; w/v weak ones, checked as imports), weak
+# definitions (W/V: templates, inline functions, vtables, DW.ref.__gxx_personality_v0) and
+# COMDAT group signatures (n). Refused, among others: i (GNU indirect function: its resolver
+# runs inside the dynamic loader before main), u (GNU unique: bound process-wide by the
+# dynamic loader and left global by containment), C (common), A (absolute), N (debug).
+_NM_TYPES = set("TtDdBbRrUWwVvn")
+# ELF symbol kinds and bindings (readelf), which nm does not show: thread-local storage is
+# refused (per-thread state with its own initializers and exit-time destructors).
+_ELF_TYPES = {"NOTYPE", "OBJECT", "FUNC", "SECTION", "FILE"}
+_ELF_BINDS = {"LOCAL", "GLOBAL", "WEAK", "UNIQUE"}  # UNIQUE is nm's `u`, reported above
+
+
+def scan_symbol_types(obj: Path) -> list[Violation]:
+    found: list[Violation] = []
+    for line in _run(["nm", "-P", str(obj)]).splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[1] not in _NM_TYPES:
+            rule = {"i": "ifunc"}.get(parts[1], "symbol-type")
+            why = {"i": "a GNU indirect function, whose resolver runs before main",
+                   "u": "a GNU unique symbol, bound process-wide (a static variable inside an inline or template "
+                        "host function: make the function static)"}.get(parts[1], "a symbol kind ordinary kernels and "
+                                                                                   "launchers never produce")
+            found.append(Violation(rule=rule, where="object", detail=f"{demangle([parts[0]])[0]} (nm type "
+                                                                   f"{parts[1]}): {why}"))
+    for line in _run(["readelf", "-sW", str(obj)]).splitlines():
+        parts = line.split()
+        if len(parts) < 8 or not parts[0].rstrip(":").isdigit():
+            continue
+        kind, bind, name = parts[3], parts[4], parts[7]
+        if kind == "TLS":
+            found.append(Violation(rule="tls", where="object",
+                                   detail=f"{demangle([name])[0]} is thread-local storage"))
+        elif kind == "IFUNC":
+            found.append(Violation(rule="ifunc", where="object", detail=f"{demangle([name])[0]} is an indirect function"))
+        elif kind not in _ELF_TYPES or bind not in _ELF_BINDS:
+            found.append(Violation(rule="symbol-type", where="object",
+                                   detail=f"{demangle([name])[0]} is a {bind} {kind} symbol, which ordinary kernels "
+                                          "and launchers never produce"))
+    return found
+
+
+# Sections an editable object may have: an allow-list of what nvcc and the host compiler emit
+# (code, data, read-only data, the fatbinary, nvcc's one .init_array registration entry,
+# exception tables, COMDAT groups). Refused: .init/.fini and .preinit_array/.fini_array/
+# .ctors/.dtors (code run outside the harness), .tdata/.tbss (thread-local storage),
+# __nv_managed_data__ (managed memory), .interp and any other special or custom section.
+_ALLOWED_SECTION = re.compile(
+    r"^(?:|\.(?:text|data|bss|rodata|data\.rel(?:\.ro)?(?:\.local)?|gcc_except_table)(?:\.[\w.$@-]+)?"
+    r"|\.nv_fatbin|\.nvFatBinSegment|\.init_array|\.eh_frame|\.group|\.comment|\.note\.GNU-stack"
+    r"|\.note\.gnu\.property|\.symtab|\.strtab|\.shstrtab|\.symtab_shndx)$"
+)
+
+
+def scan_sections(obj: Path) -> list[Violation]:
+    found: list[Violation] = []
+    for line in _run(["readelf", "-SW", str(obj)]).splitlines():
+        m = re.match(r"^\s*\[\s*\d+\]\s+(\S*)\s+[A-Z_]", line)
+        if not m:
+            continue
+        name = re.sub(r"^\.rela?(?=\.)", "", m.group(1))
+        if name.startswith(".tdata") or name.startswith(".tbss"):
+            found.append(Violation(rule="tls", where="object", detail=f"section {name}: thread-local storage"))
+        elif not _ALLOWED_SECTION.match(name):
+            found.append(Violation(rule="static-init" if re.search(r"init|fini|ctors|dtors", name) else "section",
+                                   where="object", detail=f"section {name} is not one that ordinary kernels "
+                                                          "and launchers produce"))
+    return found
+
+
+def exit_registrations(relocations: str) -> int:
+    """References to atexit (calls, or its address taken) in `readelf -rW` output."""
+    return sum(1 for line in relocations.splitlines()
+               if re.match(r"^[0-9a-f]{8,}\s", line) and re.search(r"\s(?:atexit|at_quick_exit)(?:@\S*)?\s*[+-]", line))
 
 
 _RUN_OUTSIDE_MAIN = (".init_array", ".preinit_array", ".fini_array", ".ctors", ".dtors")
@@ -259,14 +472,39 @@ def init_array_entries(obj: Path) -> int:
     return count
 
 
-def scan_program(binary: Path) -> list[Violation]:
-    """The linked program may depend only on the C/C++ runtime (cudart is static)."""
+def scan_program(binary: Path, baseline_binary: Path | None = None) -> list[Violation]:
+    """The linked program may depend only on the C/C++ runtime (cudart is static), and may
+    run no more code outside main than the baseline's program (same harness, same runtime):
+    indirect-function resolvers (IRELATIVE relocations) and init/fini array entries."""
     text = _run(["readelf", "-dW", str(binary)])
     found = []
     for lib in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", text):
         if not _ALLOWED_LIBS.match(lib):
             found.append(Violation(rule="vendor-library", where="program", detail=f"links {lib}"))
+    if baseline_binary is None:
+        return found
+    base_text = _run(["readelf", "-dW", str(baseline_binary)])
+    for tag in ("PREINIT_ARRAYSZ", "INIT_ARRAYSZ", "FINI_ARRAYSZ"):
+        ours, theirs = _dynamic_size(text, tag), _dynamic_size(base_text, tag)
+        if ours > theirs:
+            found.append(Violation(rule="static-init", where="program",
+                                   detail=f"{tag[:-2]} holds {(ours - theirs) // 8} more function(s) than the "
+                                          "baseline's program: code that runs before or after main"))
+    ours, theirs = irelative_count(binary), irelative_count(baseline_binary)
+    if ours > theirs:
+        found.append(Violation(rule="ifunc", where="program",
+                               detail=f"{ours - theirs} more IRELATIVE relocation(s) than the baseline's program: "
+                                      "indirect-function resolvers run inside the dynamic loader, before main"))
     return found
+
+
+def _dynamic_size(readelf_d: str, tag: str) -> int:
+    m = re.search(rf"\({tag}\)\s+(\d+)", readelf_d)
+    return int(m.group(1)) if m else 0
+
+
+def irelative_count(binary: Path) -> int:
+    return len(re.findall(r"R_\w+_IRELATIV", _run(["readelf", "-rW", str(binary)])))
 
 
 def _run(argv: list[str]) -> str:

@@ -11,9 +11,25 @@ from pydantic import BaseModel, ConfigDict
 
 from ..tools.cupti import CuptiTrace, CuptiUnavailable, injection_env, read_trace
 from ..tools.sandbox import Limits, RunResult, private_workdir, run_sandboxed, stage_file
-from .outputs import DumpError, KernelMs, parse_kernel_ms, read_dump
+from .outputs import DumpError, KernelMs, parse_kernel_ms
+from .records import OutputRecords, read_records
 
 OUTPUT_FILE_ENV = "KERNELLOOP_OUTPUT_FILE"
+STREAM_FD_ENV = "KERNELLOOP_STREAM_FD"  # the verifier's pipe: the timed calls' seed and sample positions
+SIZE_INDEX_ENV = "KERNELLOOP_SIZE_INDEX"
+STREAM_BYTES = 8 * 4096  # fits a pipe's buffer whole: 1 seed + up to 4095 timed calls
+GUARD_EXIT_CODE = 86  # kernelloop_harness.cuh: a guard zone around a buffer was overwritten
+
+
+def stream_for(secret: bytes) -> bytes:
+    """The bytes a v2 harness reads from the pipe, expanded from a per-experiment secret:
+    the baseline and candidate runs of one experiment read the same stream."""
+    out = bytearray()
+    counter = 0
+    while len(out) < STREAM_BYTES:
+        out += hashlib.sha256(secret + counter.to_bytes(8, "little")).digest()
+        counter += 1
+    return bytes(out[:STREAM_BYTES])
 
 
 class ProgramRun(BaseModel):
@@ -26,15 +42,27 @@ class ProgramRun(BaseModel):
     trace_problem: str | None = None
     dump: list[np.ndarray] | None = None  # the full output, when the harness writes one
     dump_problem: str | None = None
+    records: OutputRecords | None = None  # everything the harness wrote (v2: manifest, per-call samples)
+    secret: str | None = None  # hex of the experiment's secret (v2), revealed once the run is over
+    size_index: int = 0
+
+    @property
+    def guard_tripped(self) -> bool:
+        return self.result.returncode == GUARD_EXIT_CODE
 
 
 def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
-                wrapper: list[str] | None = None, want_dump: bool = True) -> ProgramRun:
-    """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer)."""
+                wrapper: list[str] | None = None, want_dump: bool = True, secret: bytes | None = None,
+                size_index: int = 0) -> ProgramRun:
+    """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
+    v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
+    alternative problem size."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
         env = {"KERNELLOOP_SEED": str(seed)}
+        if size_index:
+            env[SIZE_INDEX_ENV] = str(size_index)
         dump_file = work / "output.bin"
         if want_dump:
             env[OUTPUT_FILE_ENV] = str(dump_file)
@@ -43,8 +71,22 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             lib = stage_file(cupti_library, work, cupti_library.name)
             env.update(injection_env(lib, trace_file))
         argv = [*(wrapper or []), str(program)]
-        result = run_sandboxed(argv, workdir=work, limits=limits, env=env)
-        run = ProgramRun(seed=seed, result=result, kernel_ms=parse_kernel_ms(result.stderr))
+        read_fd = write_fd = -1
+        if secret is not None:
+            # The pipe is filled and closed before the program starts: the stream lives in
+            # the kernel's pipe buffer, not in the process, until the harness reads it.
+            read_fd, write_fd = os.pipe()
+            os.write(write_fd, stream_for(secret))
+            os.close(write_fd)
+            env[STREAM_FD_ENV] = str(read_fd)
+        try:
+            result = run_sandboxed(argv, workdir=work, limits=limits, env=env,
+                                   pass_fds=(read_fd,) if read_fd >= 0 else ())
+        finally:
+            if read_fd >= 0:
+                os.close(read_fd)
+        run = ProgramRun(seed=seed, result=result, kernel_ms=parse_kernel_ms(result.stderr),
+                         secret=secret.hex() if secret is not None else None, size_index=size_index)
         if cupti_library is not None:
             try:
                 run.trace = read_trace(trace_file)
@@ -52,7 +94,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 run.trace_problem = str(exc)
         if want_dump and dump_file.exists() and result.ok:
             try:
-                run.dump = read_dump(dump_file)
+                run.records = read_records(dump_file)
+                run.dump = run.records.outputs or None
             except (DumpError, OSError) as exc:
                 run.dump_problem = str(exc)
         return run

@@ -20,6 +20,7 @@ class Reason(str, Enum):
     """Why a candidate was rejected. Several can apply; all are reported."""
 
     policy = "policy"
+    reduced_precision = "reduced_precision"  # half/bf16/tf32/int8 math or an fp64->fp32 downgrade the baseline lacks
     compile = "compile"
     run_failed = "run_failed"
     timeout = "timeout"
@@ -31,11 +32,14 @@ class Reason(str, Enum):
     timer_escape = "timer_escape"
     kernel_ms_mismatch = "kernel_ms_mismatch"
     timing_unverified = "timing_unverified"
+    reframed_timing = "reframed_timing"  # timing windows added, dropped or moved by the candidate
     not_faster = "not_faster"
     inconclusive = "inconclusive"
+    impossible_speed = "impossible_speed"  # faster than the bytes and FLOPs one call must move allow
 
 
-GateName = Literal["policy", "compile", "correctness", "memcheck", "independent timing", "speedup", "process wall"]
+GateName = Literal["policy", "compile", "correctness", "memcheck", "independent timing", "speedup", "speed of light",
+                   "process wall"]
 
 
 class GateResult(BaseModel):
@@ -58,7 +62,9 @@ class BuildSummary(BaseModel):
 class SeedCheck(BaseModel):
     seed: int
     comparison: Comparison
-    phase: Literal["correctness", "timing"]
+    phase: Literal["correctness", "size", "timing", "drift"]
+    secret: str = ""  # hex: a v2 harness's stream secret for this experiment (revealed after the run)
+    size_index: int = 0  # a v2 harness's problem size (0: the default)
     # SHA-256 of what each program produced on this seed (stdout, then every dumped array):
     # the reference outputs a proof certificate names.
     baseline_sha256: str = ""
@@ -104,6 +110,7 @@ class Verdict(BaseModel):
     memcheck_excerpt: str = ""
     failure_excerpt: str = ""
     isolation: IsolationReport | None = None
+    contract: int = 1  # the harness's contract version (2: kernelloop_harness.cuh)
     notes: list[str] = []
     durations: Durations = Durations()
     settings: VerifySettings
@@ -123,3 +130,11 @@ class StaticCheck(BaseModel):
     violations: list[Violation] = []
     baseline_build: BuildSummary
     candidate_build: BuildSummary | None = None  # None: not compiled (it failed the policy)
+    # `kernelloop verify --static` (verify/static_check.py) fills these too
+    reasons: list[Reason] = []  # policy, reduced_precision, compile: why it was rejected
+    baseline_file: str = ""
+    candidate_file: str = ""
+    nvcc_version: str = ""
+    arch_source: str = ""  # "--arch" / "setting" | "gpu" | "default (no GPU visible)"
+    precision_source: str = ""  # "sass" | "ptx": how the precision scan read the device code; "" not scanned
+    allow_reduced_precision: bool = False

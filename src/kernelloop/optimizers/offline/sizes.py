@@ -5,6 +5,12 @@ rows, cols, n). They are read, not guessed: integer constants of the preamble an
 (`static const int N = 1 << 26;`, `#define ROWS 4000`, `const int k = 512;`) are evaluated,
 then the arguments of the harness's first call of the launcher. Anything not computable stays
 unknown and the ranking uses a default size.
+
+A contract-v2 harness (kernelloop_harness.cuh) takes its sizes from the harness object,
+`const int n = h.size({N, 768});`, and calls the launcher inside a lambda passed to `h.run`.
+`size` returns its first option unless the verifier asks for another (a check of correctness
+only), so such a variable, whatever the object's name, takes the first option: the size that
+is timed.
 """
 
 from __future__ import annotations
@@ -16,11 +22,18 @@ from .cparse import Parser, parse_expression
 from .facts import SIZEOF
 from .launcher import Launcher
 from .symbolic import Poly
-from .syntax import Binary, Cast, Expr, Name, Num, ParseError, SizeOf, Unary
+from .syntax import Binary, Call, Cast, Expr, InitList, Member, Name, Num, ParseError, SizeOf, Unary
 
-_INT_TYPES = r"(?:(?:unsigned|signed|long|short|int|size_t|std::size_t|u?int(?:8|16|32|64)_t)\s+)+"
+_INT_WORDS = r"(?:unsigned|signed|long|short|int|size_t|std::size_t|u?int(?:8|16|32|64)_t)"
+_INT_TYPES = rf"(?:{_INT_WORDS}\s+)+"
 _CONST_DECL = re.compile(rf"\b(?:constexpr|const)\s+{_INT_TYPES}([A-Za-z_]\w*)\s*=\s*([^;{{}}]+);")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]+)$", re.M)
+# Contract v2: a variable initialised from the harness object's size options, const or not, any
+# integer type or auto: `const int n = h.size({N, 768});`, `auto rows = bench->size<int>({R, 300});`.
+_SIZE_OF_HARNESS = r"(?:\.|->)\s*size\s*(?:<[^<>;{}()]*>\s*)?\(\s*\{"
+_SIZE_DECL = re.compile(rf"(?<![\w:.])(?:(?:constexpr|const|static|auto|{_INT_WORDS})\s+)+([A-Za-z_]\w*)\s*=\s*"
+                        rf"([^;]*?{_SIZE_OF_HARNESS}[^;]*);")
+_SIZE_TEMPLATE_ARGS = re.compile(r"((?:\.|->)\s*size)\s*<[^<>;{}()]*>")
 
 
 def eval_int(e: Expr, env: dict[str, int]) -> int | None:
@@ -35,6 +48,9 @@ def eval_int(e: Expr, env: dict[str, int]) -> int | None:
     if isinstance(e, Unary) and e.op in ("-", "+"):
         v = eval_int(e.operand, env)
         return None if v is None else (-v if e.op == "-" else v)
+    if isinstance(e, Call) and isinstance(e.func, Member) and e.func.field == "size" and len(e.args) == 1 \
+            and isinstance(e.args[0], InitList) and e.args[0].items:
+        return eval_int(e.args[0].items[0], env)  # a v2 harness's `h.size({default, other, ...})`
     if isinstance(e, Binary):
         a, b = eval_int(e.left, env), eval_int(e.right, env)
         if a is None or b is None:
@@ -62,6 +78,8 @@ def constants(*texts: str) -> dict[str, int]:
         code = strip_comments(text)
         found = [(m.start(), m.group(1), m.group(2)) for m in _CONST_DECL.finditer(code)]
         found += [(m.start(), m.group(1), m.group(2)) for m in _DEFINE.finditer(code)]
+        found += [(m.start(), m.group(1), _SIZE_TEMPLATE_ARGS.sub(r"\1", m.group(2)))
+                  for m in _SIZE_DECL.finditer(code)]
         for _, name, value in sorted(found):
             try:
                 v = eval_int(parse_expression(value.strip()), env)
@@ -73,7 +91,8 @@ def constants(*texts: str) -> dict[str, int]:
 
 
 def harness_call(harness: str, launcher: str) -> tuple[Expr, ...] | None:
-    """The arguments of the harness's first call of `launcher`."""
+    """The arguments of the harness's first call of `launcher`, wherever it stands: in `main`
+    itself (contract v1) or in the lambda a v2 harness passes to `h.run([&] { ... })`."""
     code = strip_comments(harness)
     for m in re.finditer(rf"(?<![\w.]){re.escape(launcher)}\s*\(", code):
         p = Parser(code[m.end() - 1:])

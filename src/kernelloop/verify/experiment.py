@@ -1,0 +1,96 @@
+"""Contract v2's per-experiment checks: every timed call's output, the guarantees a harness
+gives, and the speed-of-light bound.
+
+A v2 harness (kernelloop_harness.cuh) declares its buffers and the work of one call in a
+manifest, writes a sample of every output after every timed call at positions drawn after
+the call, and measures the GPU's copy bandwidth and FP32 throughput before any launcher call.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+import numpy as np
+from pydantic import BaseModel
+
+from .outputs import Comparison
+from .records import Manifest, OutputRecords
+
+CompareArrays = Callable[[list[np.ndarray], list[np.ndarray]], Comparison]
+
+V1_MISSING_GUARANTEES = (
+    "contract v1 harness: these v2 guarantees do not hold — the timed calls share one set of inputs "
+    "(work can be amortized across calls), only the last call's output is checked, L2 is not flushed "
+    "between calls, the timed inputs' seed exists in the process before warm-up, no guard zones, "
+    "one problem size, no speed-of-light bound (docs/contract.md, 'Contract v2')"
+)
+
+
+def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareArrays) -> Comparison | None:
+    """The samples of every timed call, the candidate's against the baseline's (same positions:
+    both runs read the same stream). None when the baseline wrote no samples."""
+    if base.manifest is None or not base.samples:
+        return None
+    if cand.manifest is None:
+        return Comparison(match=False, baseline_count=len(base.samples), candidate_count=0, compared=0,
+                          problem="the candidate run wrote no per-call samples")
+    calls = sorted({s.call for s in base.samples})
+    merged: Comparison | None = None
+    for call in calls:
+        result = compare(base.samples_of_call(call), cand.samples_of_call(call))
+        if not result.match:
+            return result.model_copy(update={"problem": f"timed call {call + 1} of {len(calls)}: "
+                                                        f"{result.describe()}"})
+        merged = result if merged is None else merged.merged(result)
+    return merged
+
+
+class SpeedOfLight(BaseModel):
+    """The least time one call can take, from the bytes it must move and the FLOPs it must do."""
+
+    bytes_read: int
+    copy_gbps: float
+    flops: float
+    fma_gflops: float
+    min_ms_bytes: float
+    min_ms_flops: float
+    margin: float
+
+    @property
+    def min_ms(self) -> float:
+        return max(self.min_ms_bytes, self.min_ms_flops)
+
+    def describe(self, ms: float) -> str:
+        parts = []
+        if self.bytes_read:
+            parts.append(f"{self.bytes_read / (ms * 1e-3) / 1e12:.2f} TB/s read from {self.bytes_read / 1e6:.1f} MB of "
+                         f"fresh inputs (measured copy bandwidth {self.copy_gbps / 1e3:.2f} TB/s)")
+        if self.flops:
+            parts.append(f"{self.flops / (ms * 1e-3) / 1e12:.1f} TFLOP/s (measured FP32 {self.fma_gflops / 1e3:.1f} TFLOP/s)")
+        return "; ".join(parts)
+
+
+def speed_of_light(manifests: list[Manifest], *, margin: float, count_flops: bool) -> SpeedOfLight | None:
+    """The bound from the harness's own measurements (the best across runs: the most generous).
+    Every input and in-out buffer is freshly written and L2 flushed before each call, so each
+    byte must come from DRAM; `count_flops` is False when tensor-core or reduced-precision math
+    is allowed (FP32 FMA throughput is then no bound)."""
+    if not manifests:
+        return None
+    m = manifests[0]
+    copy = max(x.copy_gbps for x in manifests)
+    fma = max(x.fma_gflops for x in manifests)
+    if copy <= 0:
+        return None
+    bytes_read = m.bytes_read()
+    flops = m.flops if count_flops and fma > 0 else 0.0
+    return SpeedOfLight(
+        bytes_read=bytes_read, copy_gbps=copy, flops=flops, fma_gflops=fma, margin=margin,
+        min_ms_bytes=bytes_read / (copy * 1e9 * margin) * 1e3,
+        min_ms_flops=flops / (fma * 1e9 * margin) * 1e3 if flops else 0.0,
+    )
+
+
+def median_ms(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0

@@ -1,0 +1,337 @@
+"""The precision-downgrade scan: does the candidate compute in a narrower float type than
+the baseline?
+
+Inputs in [0, 1) are kind to reduced precision: a bf16 tensor-core matmul stays inside rtol
+1e-3 on them, so the output comparison alone would accept a kernel that answers a different
+(cheaper) question. This scan reads the device code the candidate's editable object really
+contains and sorts its instructions into classes:
+
+- `half`: fp16/bf16 arithmetic (HADD2, HFMA2, HMUL2, HMNMX2, HSETP2, their .BF16_V2 forms,
+  HADD2.F32 which widens a half value; PTX: any non-move instruction typed .f16/.bf16);
+- `narrowing`: conversions to a narrower float type (F2FP.*, F2F.F16.F32, F2F.BF16.F32,
+  fp8/tf32 conversions; PTX: cvt to f16/bf16/tf32/e4m3/...);
+- `tensor`: reduced-precision matrix or dot-product units (HMMA incl. .TF32/.BF16, HGMMA,
+  IMMA, IGMMA, QGMMA, BMMA, OMMA, their tcgen05 forms, IDP; PTX: mma/wmma/wgmma/tcgen05.mma
+  on narrow types, dp4a/dp2a);
+- `fp64`: fp64 arithmetic (DADD, DFMA, DMUL, DMMA).
+
+A `half`, `narrowing` or `tensor` class the candidate uses and the baseline does not, or fp64
+arithmetic the baseline does and the candidate does not, is a `reduced_precision` violation
+(unless `allow_reduced_precision`). The comparison is relative to the baseline's own editable
+object, so a half-precision baseline may have half-precision rewrites.
+
+Not covered (documented in docs/verifier.md): precision cut by integer bit masking
+(`__float_as_uint(x) & 0xffff0000`) uses no float instruction at all; the output tolerance is
+the only check on it.
+
+The device code is read from SASS (`cuobjdump -sass` on the editable object: what will run)
+when cuobjdump and nvdisasm are available (the CUDA toolkit's, on PATH, or the
+nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm wheels), else from PTX (`nvcc -ptx` of the
+same translation unit, in the sandbox). Baseline and candidate are always read the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from ..tools.nvcc import Toolchain, arch_flags, system_include_roots
+from ..tools.sandbox import Limits, private_workdir, run_sandboxed
+from .policy import Violation
+
+PRECISION_SCAN_VERSION = "1"
+ClassName = Literal["half", "narrowing", "tensor", "fp64"]
+REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
+DESCRIPTION: dict[str, str] = {
+    "half": "fp16/bf16 arithmetic",
+    "narrowing": "conversions to a narrower float type",
+    "tensor": "reduced-precision tensor-core or dot-product instructions",
+    "fp64": "fp64 arithmetic",
+}
+
+
+class PrecisionProfile(BaseModel):
+    """Which precision classes one object's device code uses, with the opcodes seen."""
+
+    source: Literal["sass", "ptx"]
+    classes: dict[str, list[str]] = {}  # class -> sorted distinct opcodes
+    instructions: int = 0  # how many instructions were read (0: no device code)
+
+
+# ---------------------------------------------------------------------------------- SASS
+
+# `/*0150*/   @!P0 HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0 ;`
+_SASS_LINE = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P(?:T|\d+)\s+)?([A-Z][A-Za-z0-9_.]*)\s*([^;]*);")
+_SASS_HALF = re.compile(r"^H(?:ADD|FMA|MUL|MNMX|MIN|MAX|SET|SETP)2$")
+_SASS_TENSOR = re.compile(r"^(?:UTC)?[HIQBO]G?MMA$|^IDP\d?A?$")
+_SASS_FP64 = {"DADD", "DFMA", "DMUL", "DMMA"}
+# bits of each float format an F2F / I2F modifier names
+_WIDTH = {"F64": 64, "F32": 32, "TF32": 19, "F16": 16, "BF16": 16, "E4M3": 8, "E5M2": 8, "E3M2": 6, "E2M3": 6,
+          "E2M1": 4, "UE8M0": 8}
+
+
+def _sass_class(opcode: str, operands: str) -> ClassName | None:
+    parts = opcode.split(".")
+    mnemonic = parts[0]
+    if _SASS_TENSOR.match(mnemonic):
+        return "tensor"
+    if mnemonic in _SASS_FP64:
+        return "fp64"
+    if _SASS_HALF.match(mnemonic):
+        ops = [o.strip() for o in operands.split(",")]
+        # `HFMA2.MMA R5, -RZ, RZ, 0, 2.38e-07`: 0 * 0 + c, the compiler's way to load a
+        # constant into a register, in plain fp32 code too.
+        if mnemonic == "HFMA2" and len(ops) >= 3 and ops[1].lstrip("-|") == "RZ" and ops[2].lstrip("-|") == "RZ":
+            return None
+        return "half"
+    if mnemonic == "F2FP":  # float to packed narrower float (f16x2, bf16x2, fp8x2, ...)
+        return "narrowing"
+    if mnemonic in ("F2F", "I2F", "I2FP"):
+        types = [p for p in parts[1:] if p in _WIDTH]
+        if mnemonic != "F2F":
+            return "narrowing" if types and _WIDTH[types[0]] < 32 else None
+        if len(types) >= 2:
+            dst, src = _WIDTH[types[0]], _WIDTH[types[1]]
+            if dst < src and dst < 32:
+                return "narrowing"  # F2F.F32.F64 is the fp64 check's business
+            if dst >= 32 and src < 32:
+                return "half"  # a half value widened
+    return None
+
+
+def classify_sass(text: str) -> PrecisionProfile:
+    classes: dict[str, set[str]] = {}
+    count = 0
+    for line in text.splitlines():
+        m = _SASS_LINE.match(line)
+        if not m:
+            continue
+        count += 1
+        kind = _sass_class(m.group(1), m.group(2))
+        if kind:
+            classes.setdefault(kind, set()).add(m.group(1))
+    return PrecisionProfile(source="sass", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
+
+
+# ----------------------------------------------------------------------------------- PTX
+
+_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)*)\b", re.M)
+_PTX_WIDTH = {"f64": 64, "f32": 32, "tf32": 19, "f16": 16, "f16x2": 16, "bf16": 16, "bf16x2": 16, "e4m3": 8,
+              "e5m2": 8, "e4m3x2": 8, "e5m2x2": 8, "e4m3x4": 8, "e5m2x4": 8, "e2m1": 4, "e2m1x2": 4, "e3m2": 6,
+              "e2m3": 6, "e3m2x2": 6, "e2m3x2": 6, "ue8m0": 8, "ue8m0x2": 8}
+_PTX_NARROW_OPERAND = {"f16", "f16x2", "bf16", "bf16x2", "tf32", "e4m3", "e5m2", "e2m1", "e3m2", "e2m3", "s8", "u8",
+                       "s4", "u4", "b1", "kind::f16", "kind::tf32", "kind::f8f6f4", "kind::i8", "kind::mxf8f6f4",
+                       "kind::mxf4", "kind::mxf4nvf4"}  # tcgen05.mma names its kind instead of types
+_PTX_MOVES = {"ld", "ldu", "st", "mov", "cvta", "shfl", "prmt", "cp", "ldmatrix", "stmatrix", "movmatrix",
+              "tex", "tld4", "suld", "sust", "isspacep", "selp"}
+_PTX_FP64_ARITH = {"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "min", "max", "neg", "abs"}
+
+
+def _ptx_class(opcode: str) -> ClassName | None:
+    parts = opcode.split(".")
+    base = parts[0]
+    mods = set(parts[1:])
+    is_mma = (base == "mma" or (base == "wmma" and "mma" in mods) or (base == "wgmma" and any(
+        p.startswith("mma_async") for p in mods)) or (base == "tcgen05" and "mma" in mods))
+    if is_mma:  # `wmma.mma...m16n16k16.f32.f32` names no input type: f16 inputs
+        return "fp64" if "f64" in mods and not mods & _PTX_NARROW_OPERAND else "tensor"
+    if base in ("dp4a", "dp2a"):
+        return "tensor"
+    if base == "cvt":
+        types = [p for p in parts[1:] if p in _PTX_WIDTH]
+        if len(types) >= 2:
+            dst, src = _PTX_WIDTH[types[0]], _PTX_WIDTH[types[1]]
+            if dst < src and dst < 32:
+                return "narrowing"
+            if dst >= 32 and src < 32:
+                return "half"
+        return None
+    if base in _PTX_MOVES or (base == "wmma" and not mods & {"mma"}):
+        return None
+    if mods & {"f16", "f16x2", "bf16", "bf16x2"}:
+        return "half"
+    if "f64" in mods and base in _PTX_FP64_ARITH:
+        return "fp64"
+    return None
+
+
+def classify_ptx(text: str) -> PrecisionProfile:
+    classes: dict[str, set[str]] = {}
+    count = 0
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+    # Statements end at `;`; inline asm wraps them in braces (`{  cvt.rn.f16.f32 %rs1, %f1;}`),
+    # and vector operands are braced too: splitting at braces only cuts operand lists short.
+    for statement in re.split(r"[;{}]", code):
+        statement = re.sub(r"^\s*(?:[$\w]+:\s*)*", "", statement)  # labels
+        if not statement or statement.startswith((".", "%", "$")):
+            continue
+        m = _PTX_INSTRUCTION.match(statement)
+        if not m:
+            continue
+        count += 1
+        kind = _ptx_class(m.group(1))
+        if kind:
+            classes.setdefault(kind, set()).add(m.group(1))
+    return PrecisionProfile(source="ptx", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
+
+
+# ---------------------------------------------------------------------------- comparison
+
+def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) -> list[Violation]:
+    """A reduced-precision class the candidate uses and the baseline does not, or fp64
+    arithmetic the baseline does and the candidate does not."""
+    where = f"object ({candidate.source.upper()})"
+    found: list[Violation] = []
+    new = [k for k in REDUCED if candidate.classes.get(k) and not baseline.classes.get(k)]
+    if new:
+        what = "; ".join(f"{DESCRIPTION[k]} ({', '.join(_few(candidate.classes[k]))})" for k in new)
+        found.append(Violation(rule="reduced_precision", where=where,
+                               detail=f"uses {what}, which the baseline does not: the candidate computes in a "
+                                      "narrower float type (pass --allow-reduced-precision if the task allows it)"))
+    if baseline.classes.get("fp64") and not candidate.classes.get("fp64"):
+        found.append(Violation(rule="reduced_precision", where=where,
+                               detail=f"the baseline computes in fp64 ({', '.join(_few(baseline.classes['fp64']))}) "
+                                      "and the candidate has no fp64 arithmetic: fp64 -> fp32 downgrade "
+                                      "(pass --allow-reduced-precision if the task allows it)"))
+    return found
+
+
+def _few(opcodes: list[str], limit: int = 6) -> list[str]:
+    return opcodes[:limit] + ([f"+{len(opcodes) - limit} more"] if len(opcodes) > limit else [])
+
+
+# ----------------------------------------------------------------------------- the tools
+
+class Disassembler(BaseModel):
+    cuobjdump: Path
+    nvdisasm_dir: Path
+
+
+def _wheel_bins() -> list[Path]:
+    """bin/ folders of the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels."""
+    found = []
+    for entry in sys.path:
+        root = Path(entry or ".") / "nvidia"
+        if root.is_dir():
+            found += [p for p in (*root.glob("cu*/bin"), *root.glob("cuda_*/bin")) if p.is_dir()]
+    return found
+
+
+def find_disassembler(toolchain: Toolchain) -> Disassembler | None:
+    """cuobjdump (and the nvdisasm it runs for -sass): the toolkit's, PATH's, or a wheel's."""
+    try:
+        folders = [system_include_roots(toolchain)[0] / "bin"]
+    except OSError:
+        folders = []
+    folders += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p] + _wheel_bins()
+
+    def first(name: str) -> Path | None:
+        for folder in folders:
+            candidate = folder / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+        found = shutil.which(name)
+        return Path(found) if found else None
+
+    cuobjdump, nvdisasm = first("cuobjdump"), first("nvdisasm")
+    if cuobjdump is None or nvdisasm is None:
+        return None
+    return Disassembler(cuobjdump=cuobjdump, nvdisasm_dir=nvdisasm.parent)
+
+
+class ScanFailed(Exception):
+    pass
+
+
+def sass_profile(obj: Path, tool: Disassembler) -> PrecisionProfile:
+    env = {**os.environ, "PATH": f"{tool.nvdisasm_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    try:
+        run = subprocess.run([str(tool.cuobjdump), "-sass", str(obj)], capture_output=True, text=True,
+                             timeout=120, env=env)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ScanFailed(f"cuobjdump -sass failed ({exc})") from exc
+    if run.returncode != 0:
+        if "does not contain device code" in run.stderr:
+            return PrecisionProfile(source="sass")
+        raise ScanFailed(f"cuobjdump -sass exit {run.returncode}: {run.stderr.strip()[:200]}")
+    return classify_sass(run.stdout)
+
+
+def ptx_profile(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits) -> PrecisionProfile:
+    """`nvcc -ptx` of the translation unit, in the sandbox (what ptxas would turn into SASS)."""
+    with private_workdir() as work:
+        (work / "unit.cu").write_text(unit)
+        shutil.chown(work / "unit.cu", user=work.stat().st_uid, group=work.stat().st_gid)
+        run = run_sandboxed([str(toolchain.nvcc), "-O3", "-std=c++17", *arch_flags(arch), "-diag-suppress", "177,550",
+                             "-ptx", "unit.cu", "-o", "unit.ptx"], workdir=work, limits=limits)
+        if not run.ok or not (work / "unit.ptx").is_file():
+            raise ScanFailed(f"nvcc -ptx failed ({run.failure() or 'no output'})")
+        return classify_ptx((work / "unit.ptx").read_text(errors="replace"))
+
+
+class PrecisionScan(BaseModel):
+    source: Literal["sass", "ptx"]
+    baseline: PrecisionProfile
+    candidate: PrecisionProfile
+    violations: list[Violation] = []
+
+
+def scan_precision(*, baseline_object: Path, candidate_object: Path, baseline_unit: str, candidate_unit: str,
+                   arch: str, toolchain: Toolchain, limits: Limits, cache_dir: Path) -> PrecisionScan:
+    """Profile both editable objects the same way (SASS if it can be read here, else PTX)
+    and compare. Fails closed: a candidate that cannot be read is a violation."""
+    tool = find_disassembler(toolchain)
+
+    def cached(kind: str, key_parts: list[str], make) -> PrecisionProfile:
+        key = hashlib.sha256(json.dumps([PRECISION_SCAN_VERSION, kind, *key_parts]).encode()).hexdigest()[:32]
+        path = cache_dir / "precision" / f"{key}.json"
+        if path.is_file():
+            try:
+                return PrecisionProfile.model_validate_json(path.read_text())
+            except ValueError:
+                pass
+        profile = make()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(profile.model_dump_json())
+        os.replace(tmp, path)
+        return profile
+
+    def digest(obj: Path) -> str:
+        return hashlib.sha256(obj.read_bytes()).hexdigest()
+
+    base: PrecisionProfile | None = None
+    if tool is not None:
+        try:
+            base = cached("sass", [digest(baseline_object)], lambda: sass_profile(baseline_object, tool))
+        except ScanFailed:
+            base = None  # this cuobjdump cannot read these objects: read PTX instead
+    if base is not None and tool is not None:
+        try:
+            cand = cached("sass", [digest(candidate_object)], lambda: sass_profile(candidate_object, tool))
+        except ScanFailed as exc:
+            return PrecisionScan(source="sass", baseline=base, candidate=PrecisionProfile(source="sass"),
+                                 violations=[Violation(rule="reduced_precision", where="object (SASS)",
+                                                       detail=f"the candidate's device code could not be read: {exc}")])
+    else:
+        banner = [toolchain.banner, arch]
+        try:
+            base = cached("ptx", [*banner, baseline_unit],
+                          lambda: ptx_profile(baseline_unit, arch=arch, toolchain=toolchain, limits=limits))
+            cand = cached("ptx", [*banner, candidate_unit],
+                          lambda: ptx_profile(candidate_unit, arch=arch, toolchain=toolchain, limits=limits))
+        except ScanFailed as exc:
+            empty = PrecisionProfile(source="ptx")
+            return PrecisionScan(source="ptx", baseline=base or empty, candidate=empty,
+                                 violations=[Violation(rule="reduced_precision", where="object (PTX)",
+                                                       detail=f"the device code could not be read: {exc}")])
+    return PrecisionScan(source=base.source, baseline=base, candidate=cand, violations=compare_profiles(base, cand))

@@ -1,0 +1,127 @@
+"""Reading what a harness wrote to KERNELLOOP_OUTPUT_FILE.
+
+A contract-v1 harness writes only whole output buffers ("kernelloop-output 1" records). A v2
+harness (the bundled `kernelloop_harness.cuh`) writes a manifest first, a sample of every
+output after every timed call, and the whole outputs after the last call
+(docs/contract.md). The file is written by the frozen harness, never by the candidate (the
+policy leaves the editable part no file API), so a malformed file is the harness's fault.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .outputs import DumpError, dump_dtype
+
+_OUTPUT = re.compile(rb"kernelloop-output 1 ([a-z0-9]+) (\d+)\n")
+_SAMPLE = re.compile(rb"kernelloop-sample 2 (\d+) (\d+) ([a-z0-9]+) (\d+)\n")
+_MANIFEST = re.compile(rb"kernelloop-manifest 2 (\d+)\n")
+MANIFEST_MAX_BYTES = 1 << 20
+
+
+class BufferSpec(BaseModel):
+    name: str
+    role: Literal["input", "output", "inout", "scratch"]
+    dtype: str
+    count: int = Field(ge=1)
+
+    @property
+    def bytes(self) -> int:
+        return self.count * dump_dtype(self.dtype).itemsize
+
+
+class Manifest(BaseModel):
+    """What a v2 harness declares about its experiment (trusted: the harness is frozen)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    contract: int
+    warmup: int = Field(ge=1)
+    calls: int = Field(ge=1)
+    flops: float = Field(0.0, ge=0)
+    size_index: int = 0
+    size_options: int = Field(1, ge=1)
+    l2_flush_bytes: int = 0
+    copy_gbps: float = 0.0  # measured by the harness before any launcher call: read + write bytes/s
+    fma_gflops: float = 0.0  # measured FP32 FMA throughput
+    samples_per_buffer: int = 0
+    secret_fd: bool = False
+    buffers: list[BufferSpec]
+
+    def bytes_read(self) -> int:
+        """Bytes one call must read: every input and in-out buffer (freshly written, L2 flushed)."""
+        return sum(b.bytes for b in self.buffers if b.role in ("input", "inout"))
+
+    def bytes_written(self) -> int:
+        return sum(b.bytes for b in self.buffers if b.role in ("output", "inout"))
+
+
+class Sample(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    call: int
+    buffer: int
+    values: np.ndarray
+
+
+class OutputRecords(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    manifest: Manifest | None = None  # None: a contract-v1 harness
+    samples: list[Sample] = []
+    outputs: list[np.ndarray] = []
+
+    @property
+    def contract(self) -> int:
+        return self.manifest.contract if self.manifest else 1
+
+    def samples_of_call(self, call: int) -> list[np.ndarray]:
+        return [s.values for s in self.samples if s.call == call]
+
+
+def _array(data: bytes, dtype_name: bytes, count: int, start: int) -> tuple[np.ndarray, int]:
+    try:
+        dtype = dump_dtype(dtype_name.decode())
+    except (KeyError, ValueError) as exc:
+        raise DumpError(f"unknown dtype {dtype_name.decode(errors='replace')!r} in the output file") from exc
+    end = start + count * dtype.itemsize
+    if end > len(data):
+        raise DumpError(f"the output file ends inside a buffer ({count} {dtype_name.decode()} declared)")
+    return np.frombuffer(data, dtype=dtype, count=count, offset=start), end
+
+
+def parse_records(data: bytes) -> OutputRecords:
+    records = OutputRecords()
+    offset = 0
+    while offset < len(data):
+        if m := _OUTPUT.match(data, offset):
+            array, offset = _array(data, m.group(1), int(m.group(2)), m.end())
+            records.outputs.append(array)
+        elif m := _SAMPLE.match(data, offset):
+            array, offset = _array(data, m.group(3), int(m.group(4)), m.end())
+            records.samples.append(Sample(call=int(m.group(1)), buffer=int(m.group(2)), values=array))
+        elif m := _MANIFEST.match(data, offset):
+            size = int(m.group(1))
+            if records.manifest is not None or size > MANIFEST_MAX_BYTES or m.end() + size > len(data):
+                raise DumpError("malformed or repeated manifest in the output file")
+            try:
+                records.manifest = Manifest.model_validate(json.loads(data[m.end():m.end() + size]))
+            except (ValueError, ValidationError) as exc:
+                raise DumpError(f"unreadable manifest in the output file: {exc}") from exc
+            offset = m.end() + size
+        else:
+            raise DumpError(f"malformed output file record at byte {offset}")
+    return records
+
+
+def read_records(path: Path, *, max_bytes: int = 4 << 30) -> OutputRecords:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise DumpError(f"output file is {size} bytes, over the {max_bytes}-byte cap")
+    return parse_records(path.read_bytes())

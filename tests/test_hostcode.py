@@ -1,0 +1,75 @@
+"""The host-code scan on real nvcc objects: what a launcher may and may not do with memory and
+control flow (src/kernelloop/verify/hostcode.py). Each refused pattern is the enabling step of a
+red-team attack (tests/fixtures/redteam/); each allowed one is what honest launchers compile to,
+with and without _FORTIFY_SOURCE (the GPU hosts' compilers fortify by default, CI's does not)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelloop.verify.hostcode import scan_host_code
+
+pytestmark = pytest.mark.nvcc
+
+PRELUDE = """
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cuda_runtime.h>
+#define CUDA_CHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \\
+  fprintf(stderr, "CUDA error %s at %s:%d\\n", cudaGetErrorString(e_), __FILE__, __LINE__); exit(1); } } while (0)
+__global__ void k(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = 1.0f; }
+"""
+
+
+def scan(tmp_path: Path, body: str, *flags: str) -> list[str]:
+    src = tmp_path / "unit.cu"
+    src.write_text(PRELUDE + body)
+    obj = tmp_path / "unit.o"
+    subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", *flags, "-c", str(src), "-o", str(obj)],
+                   check=True, capture_output=True, timeout=300)
+    return [v.rule for v in scan_host_code(obj)]
+
+
+HONEST = """
+static float* scratch = nullptr;
+void launch(float* x, int n) {
+  int device = 0, sms = 0, blocks = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, 256, 0));
+  if (scratch == nullptr) CUDA_CHECK(cudaMalloc(&scratch, 1024));
+  CUDA_CHECK(cudaMemsetAsync(x, 0, n * sizeof(float)));
+  CUDA_CHECK(cudaMemcpyAsync(scratch, x, 256, cudaMemcpyDeviceToDevice));
+  k<<<(n + 255) / 256, 256>>>(x, n);
+  CUDA_CHECK(cudaGetLastError());
+}
+"""
+
+
+@pytest.mark.parametrize("fortify", [[], ["-Xcompiler", "-D_FORTIFY_SOURCE=2"]], ids=["plain", "fortified"])
+def test_an_honest_launcher_passes(tmp_path, fortify):
+    assert scan(tmp_path, HONEST, *fortify) == []
+
+
+@pytest.mark.parametrize("body, rule", [
+    ("void launch(float* x, int n) { void (*f)(float*, int) = (void (*)(float*, int))(n * 16L);"
+     " f(x, n); }", "indirect-call"),
+    ("extern \"C\" __attribute__((naked, noinline)) void tramp(void*) { asm volatile(\"push %rdi\\n ret\"); }\n"
+     "void launch(float* x, int n) { tramp((void*)(long)n); }", "indirect-call"),
+    ("void launch(float* x, int n) { long* p = (long*)(n * 64L); *p = 42; }", "foreign-store"),
+    ("void launch(float* x, int n) { volatile char here = 0; volatile char* p = &here; p[n] = 1; }",
+     "foreign-store"),
+    ("void launch(float* x, int n) { memcpy((void*)(n * 8L), x, (size_t)n); }", "host-memory-write"),
+    ("void launch(float* x, int n) { int* p = (int*)(n * 4L); cudaDeviceGetAttribute(p, cudaDevAttrWarpSize, 0); }",
+     "foreign-store"),
+    ("#include <new>\nstruct Tag {};\nvoid* operator new(size_t, Tag, void* p) { return p; }\n"
+     "void launch(float* x, int n) { new (Tag{}, (void*)(n * 8L)) cudaChannelFormatDesc("
+     "cudaCreateChannelDesc(1, 2, 3, 4, cudaChannelFormatKindFloat)); }", "foreign-store"),
+], ids=["call-through-pointer", "push-ret-trampoline", "store-through-pointer", "stack-walk-write",
+        "memcpy", "out-pointer-not-own", "struct-return-pointer"])
+def test_a_capability_to_reach_foreign_memory_or_code_is_refused(tmp_path, body, rule):
+    assert rule in scan(tmp_path, body)

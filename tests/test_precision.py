@@ -1,0 +1,227 @@
+"""The precision-downgrade scan: the instruction classifier on SASS and PTX captured from real
+nvcc 13.0 output (sm_80, sm_86, sm_90, sm_90a), and the scan inside the static gates."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.config import Settings
+from kernelloop.program.split import candidate_editable_part, split_program
+from kernelloop.tools.nvcc import find_toolchain
+from kernelloop.verify import precision
+from kernelloop.verify.gate import static_gates
+from kernelloop.verify.precision import PrecisionProfile, classify_ptx, classify_sass, compare_profiles
+
+from .conftest import FIXTURES, ROOT
+
+# `cuobjdump -sass` lines (encodings trimmed), captured from small kernels compiled with
+# nvcc 13.0 -O3: __float2half/__half2float, __hadd/__hfma/__hmul/__hmax, bf16 arithmetic, wmma
+# f16/bf16/tf32/int8/f64, wgmma bf16/tf32/e4m3/s8 (sm_90a), fp64 arithmetic.
+SASS = {
+    "fp32_constant_idiom": """
+        /*0050*/                   HFMA2.MMA R5, -RZ, RZ, 0, 2.384185791015625e-07 ;
+        /*0060*/                   HFMA2.MMA R18, -RZ, RZ, 0, 0 ;
+        /*0070*/                   FFMA R3, R2, R5, R3 ;
+        /*0080*/                   MUFU.RCP R7, R2 ;
+        /*0090*/                   I2FP.F32.S32 R4, R0 ;
+        /*00a0*/                   F2F.F32.F64 R7, R2 ;
+""",
+    "half_sm80": """
+        /*0100*/                   F2FP.PACK_AB R3, R3, R2 ;
+        /*0110*/                   HADD2 R3, R0.H0_H0, R0.H1_H1 ;
+        /*0120*/                   HFMA2 R3, R0.H0_H0, R0.H1_H1, R3.H0_H0 ;
+        /*0130*/                   HMUL2 R3, R3.H0_H0, R0.H0_H0 ;
+        /*0140*/                   HMNMX2 R3, R3.H0_H0, R0.H1_H1, !PT ;
+        /*0150*/                   HADD2.F32 R9, -RZ, R3.H0_H0 ;
+""",
+    "half2_sm90_on_the_mma_pipe": """
+        /*0100*/                   F2FP.F16.F32.PACK_AB R0, R5, R2 ;
+        /*0110*/                   HFMA2.MMA R0, R3, R3, R0 ;
+        /*0120*/                   HMNMX2 R0, R0, R3, PT ;
+""",
+    "bf16_sm90": """
+        /*0100*/                   F2FP.BF16.F32.PACK_AB R0, RZ, R2 ;
+        /*0110*/                   HADD2.BF16_V2 R3, R0.H0_H0, R0.H0_H0 ;
+        /*0120*/                   HFMA2.BF16_V2 R3, R0.H0_H0, R0.H0_H0, R3.H0_H0 ;
+""",
+    "round_bf16_sm90": """
+        /*0100*/                   F2F.BF16.F32 R0, R2 ;
+        /*0110*/                   SHF.L.U32 R0, R0, 0x10, RZ ;
+""",
+    "wmma_bf16": "        /*0200*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;\n",
+    "wmma_f16": "        /*0200*/                   HMMA.16816.F32 R4, R8, R12, R4 ;\n",
+    "mma_f16_accumulate": "        /*00c0*/                   HMMA.16816.F16 R6, R8, R6, RZ ;\n",
+    "wmma_tf32": "        /*0200*/                   HMMA.1684.F32.TF32 R4, R8, R12, R4 ;\n",
+    "wmma_int8": "        /*0200*/               @!P0 IMMA.16816.S8.S8 R4, R8.ROW, R12.COL, R4 ;\n",
+    "wgmma_bf16": "        /*0150*/                   HGMMA.64x8x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0 ;\n",
+    "wgmma_tf32": "        /*0150*/                   HGMMA.64x8x8.F32.TF32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;\n",
+    "wgmma_e4m3": "        /*0150*/                   QGMMA.64x8x32.F32.E4M3.E4M3 R24, gdesc[UR4], RZ, !UPT, gsb0 ;\n",
+    "wgmma_s8": "        /*0150*/                   IGMMA.64x8x32.S8.S8 R24, gdesc[UR4], RZ, !UPT, gsb0 ;\n",
+    "fp8_convert": "        /*0080*/                   F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C R5, R3, R2, RZ ;\n",
+    "dp4a": "        /*00b0*/                   IDP.4A.S8.S8 R9, R2, R5, RZ ;\n",
+    "fp64": """
+        /*0100*/                   DMUL R4, R2, R2 ;
+        /*0110*/                   DFMA R6, R4, R2, R6 ;
+        /*0120*/                   DADD R8, R6, -R2 ;
+        /*0130*/                   DMMA.8x8x4 R4, R8, R12, R4 ;
+""",
+}
+SASS_EXPECTED = {
+    "fp32_constant_idiom": {},
+    "half_sm80": {"narrowing": ["F2FP.PACK_AB"], "half": ["HADD2", "HADD2.F32", "HFMA2", "HMNMX2", "HMUL2"]},
+    "half2_sm90_on_the_mma_pipe": {"narrowing": ["F2FP.F16.F32.PACK_AB"], "half": ["HFMA2.MMA", "HMNMX2"]},
+    "bf16_sm90": {"narrowing": ["F2FP.BF16.F32.PACK_AB"], "half": ["HADD2.BF16_V2", "HFMA2.BF16_V2"]},
+    "round_bf16_sm90": {"narrowing": ["F2F.BF16.F32"]},
+    "wmma_bf16": {"tensor": ["HMMA.16816.F32.BF16"]},
+    "wmma_f16": {"tensor": ["HMMA.16816.F32"]},
+    "mma_f16_accumulate": {"tensor": ["HMMA.16816.F16"]},
+    "wmma_tf32": {"tensor": ["HMMA.1684.F32.TF32"]},
+    "wmma_int8": {"tensor": ["IMMA.16816.S8.S8"]},
+    "wgmma_bf16": {"tensor": ["HGMMA.64x8x16.F32.BF16"]},
+    "wgmma_tf32": {"tensor": ["HGMMA.64x8x8.F32.TF32"]},
+    "wgmma_e4m3": {"tensor": ["QGMMA.64x8x32.F32.E4M3.E4M3"]},
+    "wgmma_s8": {"tensor": ["IGMMA.64x8x32.S8.S8"]},
+    "fp8_convert": {"narrowing": ["F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C"]},
+    "dp4a": {"tensor": ["IDP.4A.S8.S8"]},
+    "fp64": {"fp64": ["DADD", "DFMA", "DMMA.8x8x4", "DMUL"]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SASS))
+def test_sass_classes(name):
+    assert classify_sass(SASS[name]).classes == SASS_EXPECTED[name]
+
+
+PTX = {
+    "half_inline_asm": "\t// begin inline asm\n\t{  cvt.rn.f16.f32 %rs1, %f1;}\n\t// end inline asm\n"
+                       "\t{add.f16 %rs3,%rs1,%rs2;\n}\n\t{ fma.rn.f16x2 %r5,%r3,%r3,%r4;\n}\n"
+                       "\t{  cvt.f32.f16 %f3, %rs9;}\n\tld.global.f32 \t%f1, [%rd6];\n",
+    "bf16": "\t{  cvt.rn.bf16.f32 %rs1, %f1;}\n\t{ add.bf16 %rs2,%rs1,%rs1;\n}\n",
+    "wmma_f16_names_no_input_type": "\twmma.load.a.sync.aligned.row.m16n16k16.global.f16 \t{%r2, %r3}, [%rd6], %r1;\n"
+                                    "\twmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 {%f2, %f3}, {%r2, %r3}, "
+                                    "{%r10, %r11}, {%f1, %f1};\n",
+    "wmma_tf32": "\tcvt.rna.tf32.f32 \t%r5, %f5;\n"
+                 "\twmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32 {%f2}, {%r2}, {%r10}, {%f1};\n",
+    "wgmma_e4m3": "\twgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%f1,%f2,%f3,%f4}, %rd1, %rd2, 0, 1, 1;\n",
+    "mma_f64": "\tmma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%fd1, %fd2}, {%fd3}, {%fd4}, {%fd1, %fd2};\n",
+    "fp64_and_fp32": "\tfma.rn.f64 \t%fd3, %fd1, %fd2, %fd1;\n\tdiv.rn.f64 \t%fd4, %fd3, 0d4008000000000000;\n"
+                     "\tcvt.rn.f32.f64 \t%f1, %fd4;\n\tfma.rn.f32 \t%f2, %f1, %f1, %f1;\n",
+    "fp32_only": "$L__BB0_4:\n\tld.global.f32 \t%f12, [%rd30];\n\tfma.rn.f32 \t%f14, %f13, %f12, %f29;\n"
+                 "\t@%p6 bra \t$L__BB0_4;\n\tmov.f32 \t%f29, 0f00000000;\n",
+    "dp4a": "\tdp4a.s32.s32 \t%r5, %r3, %r4, 0;\n",
+}
+PTX_EXPECTED = {
+    "half_inline_asm": {"narrowing": ["cvt.rn.f16.f32"], "half": ["add.f16", "cvt.f32.f16", "fma.rn.f16x2"]},
+    "bf16": {"narrowing": ["cvt.rn.bf16.f32"], "half": ["add.bf16"]},
+    "wmma_f16_names_no_input_type": {"tensor": ["wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"]},
+    "wmma_tf32": {"narrowing": ["cvt.rna.tf32.f32"], "tensor": ["wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32"]},
+    "wgmma_e4m3": {"tensor": ["wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"]},
+    "mma_f64": {"fp64": ["mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64"]},
+    "fp64_and_fp32": {"fp64": ["div.rn.f64", "fma.rn.f64"]},
+    "fp32_only": {},
+    "dp4a": {"tensor": ["dp4a.s32.s32"]},
+}
+
+
+@pytest.mark.parametrize("name", sorted(PTX))
+def test_ptx_classes(name):
+    assert {k: v for k, v in classify_ptx(PTX[name]).classes.items()} == PTX_EXPECTED[name]
+
+
+def profile(**classes) -> PrecisionProfile:
+    return PrecisionProfile(source="sass", classes=classes)
+
+
+def test_a_class_the_baseline_does_not_use_is_a_violation_and_one_it_uses_is_not():
+    v = compare_profiles(profile(), profile(tensor=["HMMA.16816.F32.BF16"], narrowing=["F2FP.BF16.F32.PACK_AB"]))
+    assert len(v) == 1 and v[0].rule == "reduced_precision"
+    assert "HMMA.16816.F32.BF16" in v[0].detail and "F2FP.BF16.F32.PACK_AB" in v[0].detail
+    # a half-precision baseline may have half-precision rewrites
+    assert not compare_profiles(profile(half=["HFMA2"], narrowing=["F2FP.PACK_AB"]),
+                                profile(half=["HADD2", "HFMA2.MMA"], narrowing=["F2FP.PACK_AB"]))
+
+
+def test_dropping_the_baselines_fp64_is_a_downgrade():
+    v = compare_profiles(profile(fp64=["DFMA", "DADD"]), profile())
+    assert len(v) == 1 and "fp64 -> fp32" in v[0].detail and "DFMA" in v[0].detail
+    assert not compare_profiles(profile(fp64=["DFMA"]), profile(fp64=["DADD"]))
+    assert not compare_profiles(profile(), profile(fp64=["DFMA"]))  # more precision is fine
+
+
+# -- inside the static gates, with real nvcc ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory):
+    return Settings(cache_dir=tmp_path_factory.mktemp("precision-cache"))
+
+
+def gates(name: str, settings: Settings, arch: str = "sm_86"):
+    split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
+    path = FIXTURES / "candidates/matmul" / name if "/" not in name else ROOT / name
+    editable, _ = candidate_editable_part(path.read_text(), split, path.name)
+    return static_gates(split, editable, arch=arch, settings=settings, toolchain=find_toolchain())
+
+
+def reduced(result):
+    """The precision scan's violations (other scans of the static gates judge other things)."""
+    return [v for v in result.violations if v.rule == "reduced_precision"]
+
+
+@pytest.fixture(params=["sass", "ptx"])
+def backend(request, monkeypatch):
+    """Both ways of reading device code: SASS where cuobjdump and nvdisasm exist, PTX always."""
+    if request.param == "sass":
+        if precision.find_disassembler(find_toolchain()) is None:
+            pytest.skip("cuobjdump/nvdisasm not found (toolkit, PATH, or the nvidia-cuda-cuobjdump wheels)")
+    else:
+        monkeypatch.setattr(precision, "find_disassembler", lambda toolchain: None)
+    return request.param
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name, expect_classes", [
+    ("bf16_mma.cu", {"tensor", "narrowing"}),
+    ("half_round.cu", {"narrowing", "half"}),
+])
+def test_reduced_precision_fixtures_are_caught(name, expect_classes, settings, backend):
+    result = gates(name, settings)
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert result.precision is not None and result.precision.source == backend
+    assert len(reduced(result)) == 1, [v.describe() for v in result.violations]
+    assert set(result.precision.candidate.classes) == expect_classes
+    assert not result.precision.baseline.classes
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("exemplar", ["exemplars/matmul_smem_tiling.cu", "exemplars/matmul_register_blocking.cu"])
+def test_fp32_exemplars_pass_the_precision_scan(exemplar, settings, backend):
+    result = gates(exemplar, settings)
+    assert not reduced(result), [v.describe() for v in result.violations]
+    assert result.precision is not None and result.precision.source == backend
+    assert result.precision.candidate.instructions > 0 and not result.precision.candidate.classes
+
+
+@pytest.mark.nvcc
+def test_allow_reduced_precision_skips_the_scan(settings):
+    allowed = settings.model_copy(update={"verify": settings.verify.model_copy(update={"allow_reduced_precision": True})})
+    result = gates("bf16_mma.cu", allowed)
+    assert result.candidate is not None and result.candidate.ok and not reduced(result)
+    assert result.precision is None
+
+
+@pytest.mark.nvcc
+def test_an_fp64_baseline_rewritten_in_fp32_is_a_downgrade(settings, backend):
+    program = (ROOT / "kernels" / "naive_matmul.cu").read_text()
+    fp64 = program.replace("float acc = 0.0f;", "double acc = 0.0;").replace(
+        "acc += A[row * n + k] * B[k * n + col];", "acc += (double)A[row * n + k] * (double)B[k * n + col];"
+    ).replace("C[row * n + col] = acc;", "C[row * n + col] = (float)acc;")
+    assert fp64 != program
+    split = split_program(fp64)
+    fp32 = split.editable.replace("double acc = 0.0;", "float acc = 0.0f;").replace(
+        "acc += (double)A[row * n + k] * (double)B[k * n + col];", "acc += A[row * n + k] * B[k * n + col];")
+    result = static_gates(split, fp32, arch="sm_86", settings=settings, toolchain=find_toolchain())
+    assert len(reduced(result)) == 1, [v.describe() for v in result.violations]
+    assert "fp64 -> fp32" in reduced(result)[0].detail
+    # the baseline compared with itself: no downgrade
+    same = static_gates(split, split.editable, arch="sm_86", settings=settings, toolchain=find_toolchain())
+    assert not reduced(same) and same.precision.baseline.classes.get("fp64")
