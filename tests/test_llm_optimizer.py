@@ -110,7 +110,7 @@ def test_system_prompt_states_the_rules():
     assert system.role == "system"
     for rule in ("cuBLAS", "cuDNN", "thrust", "CUTLASS", "cub::Device", "Inline PTX", ".incbin",
                  "exactly its name, return type and parameter types", "printing", "environment variables",
-                 "1e-3", "exactly ONE ```cuda code block", "COMPLETE editable part", "ASCII characters only",
+                 "3e-5 for fp32", "only its own local variables", "exactly ONE ```cuda code block", "COMPLETE editable part", "ASCII characters only",
                  "rest unchanged", "Approach:"):
         assert rule in system.content, rule
 

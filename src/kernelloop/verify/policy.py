@@ -157,6 +157,9 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
      "GNU indirect function {m}: its resolver runs inside the dynamic loader, before main"),
     ("tls", re.compile(r"\b(?:thread_local|__thread|_Thread_local)\b"),
      "thread-local storage {m}: per-thread state with its own initializers and destructors"),
+    # A naked function is nothing but hand-written host assembly (the red team's push/ret trampoline).
+    ("host-asm", re.compile(r"(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?naked(?:__)?\b"),
+     "{m}: a naked function is raw host assembly"),
     ("harness-state", re.compile(r"\bcudaDeviceReset\s*\("), "{m} would destroy the harness's context"),
     ("main", re.compile(r"\bint\s+main\s*\("), "the editable part defines main()"),
     # Pasting builds names the text scan cannot see; kernels have no need for it.

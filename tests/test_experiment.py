@@ -1,0 +1,87 @@
+"""Contract v2's verifier side without a GPU: the records a harness writes, the stream both runs
+of an experiment read, every call's samples compared, the speed-of-light floor, and the
+baseline's own noise."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from kernelloop.tools.sandbox import IsolationReport, RunResult
+from kernelloop.verify.experiment import compare_calls, speed_of_light
+from kernelloop.verify.gate import _baseline_noise
+from kernelloop.verify.outputs import DumpError, KernelMs, compare_dumps
+from kernelloop.verify.records import Manifest, parse_records
+from kernelloop.verify.runs import STREAM_BYTES, ProgramRun, stream_for
+
+
+def manifest(**kw) -> dict:
+    base = {"contract": 2, "warmup": 2, "calls": 2, "flops": 2e9, "size_options": 2, "copy_gbps": 3000.0,
+            "fma_gflops": 50000.0, "buffers": [{"name": "A", "role": "input", "dtype": "float32", "count": 1 << 20},
+                                               {"name": "C", "role": "output", "dtype": "float32", "count": 4}]}
+    base.update(kw)
+    return base
+
+
+def records_bytes(samples: list[list[float]], final: list[float], m: dict | None = None) -> bytes:
+    text = json.dumps(m or manifest()).encode()
+    out = b"kernelloop-manifest 2 %d\n" % len(text) + text
+    for call, values in enumerate(samples):
+        out += b"kernelloop-sample 2 %d 1 float32 %d\n" % (call, len(values)) + np.array(values, "<f4").tobytes()
+    return out + b"kernelloop-output 1 float32 %d\n" % len(final) + np.array(final, "<f4").tobytes()
+
+
+def test_records_round_trip_and_malformed_files_are_errors():
+    r = parse_records(records_bytes([[1, 2, 3, 4], [5, 6, 7, 8]], [5, 6, 7, 8]))
+    assert r.contract == 2 and r.manifest.calls == 2 and len(r.samples) == 2 and r.outputs[0].tolist() == [5, 6, 7, 8]
+    assert r.manifest.bytes_read() == 4 << 20 and r.manifest.bytes_written() == 16
+    with pytest.raises(DumpError):
+        parse_records(b"kernelloop-sample 2 0 1 float32 4\n" + b"\0" * 8)  # cut short
+    with pytest.raises(DumpError):
+        parse_records(b"something else\n")
+    assert parse_records(b"kernelloop-output 1 float32 1\n" + b"\0" * 4).contract == 1
+
+
+def test_both_runs_of_an_experiment_read_the_same_stream_and_other_experiments_another():
+    a, b = stream_for(b"x" * 32), stream_for(b"x" * 32)
+    assert a == b and len(a) == STREAM_BYTES and stream_for(b"y" * 32) != a
+
+
+def test_every_call_is_compared_and_the_failing_call_is_named():
+    base = parse_records(records_bytes([[1, 2, 3, 4], [5, 6, 7, 8]], [5, 6, 7, 8]))
+    good = parse_records(records_bytes([[1, 2, 3, 4], [5, 6, 7, 8]], [5, 6, 7, 8]))
+    stale = parse_records(records_bytes([[1, 2, 3, 4], [1, 2, 3, 4]], [5, 6, 7, 8]))  # call 2 kept call 1's result
+    compare = lambda b, c: compare_dumps(b, c)  # noqa: E731
+    assert compare_calls(base, good, compare).match
+    bad = compare_calls(base, stale, compare)
+    assert not bad.match and "timed call 2 of 2" in bad.problem
+
+
+def test_the_speed_of_light_floor_comes_from_the_declared_work_and_measured_peaks():
+    sol = speed_of_light([Manifest.model_validate(manifest())], margin=1.5, count_flops=True)
+    assert sol.min_ms_bytes == pytest.approx((4 << 20) / (3000e9 * 1.5) * 1e3)
+    assert sol.min_ms_flops == pytest.approx(2e9 / (50000e9 * 1.5) * 1e3)
+    assert sol.min_ms == sol.min_ms_flops  # the matmul-like declaration is FLOP-bound here
+    assert "TFLOP/s" in sol.describe(0.001)
+    no_flops = speed_of_light([Manifest.model_validate(manifest())], margin=1.5, count_flops=False)
+    assert no_flops.min_ms == no_flops.min_ms_bytes
+    assert speed_of_light([], margin=1.5, count_flops=True) is None
+
+
+def run_with(stdout: str, dump: list[np.ndarray]) -> ProgramRun:
+    return ProgramRun(seed=1, result=RunResult(argv=["p"], returncode=0, stdout=stdout, isolation=IsolationReport()),
+                      kernel_ms=KernelMs(value=1.0, count=1), dump=dump)
+
+
+def test_a_deterministic_baseline_adds_no_noise_and_a_varying_one_widens_by_its_own_variation():
+    same = _baseline_noise(run_with("dot 10.5\n", [np.array([10.5], "<f4")]),
+                           run_with("dot 10.5\n", [np.array([10.5], "<f4")]), 4.0)
+    assert not same.any
+    varying = _baseline_noise(run_with("dot 10.5\n", [np.array([10.5], "<f4")]),
+                              run_with("dot 10.25\n", [np.array([10.25], "<f4")]), 4.0)
+    assert varying.buffers == [pytest.approx(1.0)] and varying.printed[0] >= 1.0
+    # the widening lets the baseline's own spread pass, and no more than a few times it
+    assert compare_dumps([np.array([10.5], "<f4")], [np.array([10.9], "<f4")], noise=varying.buffers).match
+    assert not compare_dumps([np.array([10.5], "<f4")], [np.array([12.0], "<f4")], noise=varying.buffers).match
