@@ -58,6 +58,8 @@ def main() -> None:
             speedups.append(v.speed.speedup)
             results["aa"].append({"speedup": v.speed.speedup, "accepted": v.accepted, "lower": v.speed.lower,
                                   "upper": v.speed.upper})
+            print(f"A/A {i + 1}: {v.speed.speedup:.4f} ({v.speed.lower:.4f}-{v.speed.upper:.4f}) "
+                  f"{'ACCEPTED' if v.accepted else 'rejected'}", flush=True)
         if speedups:
             print(f"A/A over {len(speedups)} verifications on {v.gpu.name}: median {statistics.median(speedups):.4f}, "
                   f"min {min(speedups):.4f}, max {max(speedups):.4f}, stdev {statistics.pstdev(speedups):.4f}; "
@@ -68,6 +70,7 @@ def main() -> None:
             v = verify_files(controls / "repeat5_matmul.cu", controls / "repeat4.cu", aa_settings)
             control_speedups.append(v.speed.speedup if v.speed else float("nan"))
             results["control"].append({"speedup": control_speedups[-1], "accepted": v.accepted, "summary": v.summary})
+            print(f"control {i + 1}: {control_speedups[-1]:.4f} {v.summary[:90]}", flush=True)
         if control_speedups:
             print(f"true 1.25x control over {len(control_speedups)} verifications on {v.gpu.name}: median "
                   f"{statistics.median(control_speedups):.4f}, min {min(control_speedups):.4f}, "

@@ -21,8 +21,8 @@
     }                                                                           \
   } while (0)
 
-// The default size; the harness also checks correctness at 1000 (h.size below): no tile size
-// divides it, so a kernel that drops its edge handling fails there.
+// The default size; the harness also checks correctness at 1001 (h.size below): it is odd, so no
+// tile or vector width divides it, and a kernel that drops its edge handling fails there.
 [[maybe_unused]] static const int N = 1024;
 
 // kernelloop: editable begin
@@ -47,7 +47,7 @@ void launch_matmul(const float* A, const float* B, float* C, int n) {
 
 int main() {
   kl::Harness h;
-  const int n = h.size({N, 1000});
+  const int n = h.size({N, 1001});
   const size_t count = (size_t)n * n;
   const float* A = h.input<float>("A", count, kl::Uniform<float>{0.0f, 1.0f});
   const float* B = h.input<float>("B", count, kl::Uniform<float>{0.0f, 1.0f});

@@ -35,7 +35,7 @@
     }                                                                           \
   } while (0)
 
-// The default size; the harness also checks 3000 x 1500. [[maybe_unused]]: the editable
+// The default size; the harness also checks 3001 x 1500. [[maybe_unused]]: the editable
 // translation unit need not reference them.
 [[maybe_unused]] static const int ROWS = 16384;
 [[maybe_unused]] static const int COLS = 2048;
@@ -64,12 +64,13 @@ void launch_softmax(const float* in, float* out, int rows, int cols) {
 
 int main() {
   kl::Harness h;
-  // The alternative size, 3000 rows of 1500 columns, catches a kernel that hard-codes 16384 x 2048
+  // The alternative size, 3001 rows of 1500 columns, catches a kernel that hard-codes 16384 x 2048
   // (or a row length of 2048, like the register-resident path of a block-per-row kernel): 1500 is
-  // a multiple of 4, so the rows stay 16-byte aligned for float4 loads, but not of 32, 128 or
-  // 256, so a row ends inside a warp's or a block's last chunk. The exemplars and the templates
+  // a multiple of 4, so the rows stay 16-byte aligned for float4 loads (the verdict says so), but
+  // not of 8, 32, 128 or 256, so a row ends inside a warp's or a block's last chunk; 3001 rows is
+  // odd, so no rows-per-block grouping divides it. The exemplars and the templates
   // take their general paths for it.
-  const int rows = h.size({ROWS, 3000});
+  const int rows = h.size({ROWS, 3001});
   const int cols = h.size({COLS, 1500});
   const size_t count = (size_t)rows * cols;
   // Logits in [-100, 100): beyond expf's range (88), so a softmax that skips the max subtraction

@@ -34,7 +34,7 @@
     }                                                                           \
   } while (0)
 
-// The default size; the harness also checks 5000 x 3000. [[maybe_unused]]: the editable
+// The default size; the harness also checks 5001 x 2999. [[maybe_unused]]: the editable
 // translation unit need not reference them.
 [[maybe_unused]] static const int ROWS = 8192;
 [[maybe_unused]] static const int COLS = 8192;
@@ -63,12 +63,12 @@ void launch_stencil(const float* in, float* out, int rows, int cols) {
 
 int main() {
   kl::Harness h;
-  // The alternative size, 5000 rows of 3000 columns, catches a kernel that hard-codes 8192 x 8192
-  // and one that swaps rows and columns (the default is square): 3000 is no multiple of the
-  // column sweep's 64/128/256-thread blocks and 5000 none of its 16-row sweep, so the last
+  // The alternative size, 5001 rows of 2999 columns, catches a kernel that hard-codes 8192 x 8192
+  // and one that swaps rows and columns (the default is square): both are odd, so no block
+  // width, row sweep or vector width divides them, and the last
   // blocks are partial, which the exemplar and the template bound-check.
-  const int rows = h.size({ROWS, 5000});
-  const int cols = h.size({COLS, 3000});
+  const int rows = h.size({ROWS, 5001});
+  const int cols = h.size({COLS, 2999});
   const size_t count = (size_t)rows * cols;
   const float* in = h.input<float>("in", count, kl::Uniform<float>{0.0f, 1.0f});
   float* out = h.output<float>("out", count);

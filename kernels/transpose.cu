@@ -31,7 +31,7 @@
     }                                                                           \
   } while (0)
 
-// The default size; the harness also checks 3000 x 5000. [[maybe_unused]]: the editable
+// The default size; the harness also checks 3001 x 4999. [[maybe_unused]]: the editable
 // translation unit need not reference them.
 [[maybe_unused]] static const int ROWS = 8192;  // rows of the input = columns of the output
 [[maybe_unused]] static const int COLS = 8192;  // columns of the input = rows of the output
@@ -55,12 +55,12 @@ void launch_transpose(const float* in, float* out, int rows, int cols) {
 
 int main() {
   kl::Harness h;
-  // The alternative size, 3000 rows of 5000 columns, catches a kernel that hard-codes 8192 x 8192
+  // The alternative size, 3001 rows of 4999 columns, catches a kernel that hard-codes 8192 x 8192
   // and one that swaps rows and columns (the default is square, so that goes unseen there):
-  // neither is a multiple of the 32 x 32 tile, so the edge tiles are partial, which the
+  // both are odd, so no tile or vector width divides them: the edge tiles are partial, which the
   // exemplar and the template bound-check.
-  const int rows = h.size({ROWS, 3000});
-  const int cols = h.size({COLS, 5000});
+  const int rows = h.size({ROWS, 3001});
+  const int cols = h.size({COLS, 4999});
   const size_t count = (size_t)rows * cols;
   const float* in = h.input<float>("in", count, kl::Uniform<float>{0.0f, 1.0f});
   float* out = h.output<float>("out", count);  // cols rows of rows elements

@@ -144,3 +144,20 @@ def test_static_check_without_nvcc_exits_2(tmp_path):
     r = kl("verify", "--static", "kernels/naive_matmul.cu", "exemplars/matmul_smem_tiling.cu",
            env={"PATH": os.path.dirname(sys.executable), "KERNELLOOP_CACHE_DIR": str(tmp_path)})
     assert r.returncode == 2 and "nvcc not found" in one_error_line(r)
+
+
+@pytest.mark.parametrize("command", [["optimize"], ["verify", "--static", "{f}", "{f}"], ["verify", "{f}", "{f}"],
+                                     ["profile"]])
+def test_a_program_outside_the_contract_ends_in_one_line_before_any_gpu_work(command):
+    # A program as a CUDA developer writes it (its own main and checks, no harness): the
+    # contract is checked from the text first, before tools, compilers or the GPU.
+    import time
+    f = "tests/fixtures/outside/vector_add.cu"
+    args = [a.format(f=f) for a in command] + ([f] if "{f}" not in " ".join(command) else [])
+    started = time.monotonic()
+    r = kl(*args)
+    elapsed = time.monotonic() - started
+    line = one_error_line(r)
+    assert r.returncode == 2 and "not a kernelloop program yet" in line and "Writing a v2 harness" in line
+    assert "ncu" not in line and "GPU" not in line
+    assert elapsed < 3.0, elapsed

@@ -53,7 +53,7 @@ def test_every_call_is_compared_and_the_failing_call_is_named():
     base = parse_records(records_bytes([[1, 2, 3, 4], [5, 6, 7, 8]], [5, 6, 7, 8]))
     good = parse_records(records_bytes([[1, 2, 3, 4], [5, 6, 7, 8]], [5, 6, 7, 8]))
     stale = parse_records(records_bytes([[1, 2, 3, 4], [1, 2, 3, 4]], [5, 6, 7, 8]))  # call 2 kept call 1's result
-    compare = lambda b, c: compare_dumps(b, c)  # noqa: E731
+    compare = lambda b, c, call: compare_dumps(b, c)  # noqa: E731
     assert compare_calls(base, good, compare).match
     bad = compare_calls(base, stale, compare)
     assert not bad.match and "timed call 2 of 2" in bad.problem
@@ -85,3 +85,45 @@ def test_a_deterministic_baseline_adds_no_noise_and_a_varying_one_widens_by_its_
     # the widening lets the baseline's own spread pass, and no more than a few times it
     assert compare_dumps([np.array([10.5], "<f4")], [np.array([10.9], "<f4")], noise=varying.buffers).match
     assert not compare_dumps([np.array([10.5], "<f4")], [np.array([12.0], "<f4")], noise=varying.buffers).match
+
+
+def _manifest(size_values, stressed=True, dtype="float32"):
+    from kernelloop.verify.records import BufferSpec, Manifest
+    return Manifest(contract=2, warmup=1, calls=2, size_options=len(size_values[0]), size_values=size_values,
+                    buffers=[BufferSpec(name="x", role="input", dtype=dtype, count=4, stressed=stressed),
+                             BufferSpec(name="y", role="output", dtype=dtype, count=4)])
+
+
+def test_coverage_notes_name_a_factor_every_checked_size_shares():
+    from kernelloop.verify.experiment import coverage_notes
+    notes = coverage_notes(_manifest([[1024, 1000]]))
+    assert len(notes) == 1 and "multiples of 8" in notes[0]
+    assert coverage_notes(_manifest([[1024, 1001]])) == []
+    # every dimension is judged on its own: rows covered, columns all multiples of 4
+    notes = coverage_notes(_manifest([[16384, 3001], [2048, 1500]]))
+    assert len(notes) == 1 and "size() call 2 (2048, 1500: multiples of 4)" in notes[0]
+    assert "one size only" in coverage_notes(_manifest([[1024]]))[0]
+
+
+def test_coverage_notes_say_when_no_float_input_is_stressed():
+    from kernelloop.verify.experiment import coverage_notes
+    assert any("stressed" in n for n in coverage_notes(_manifest([[7, 9]], stressed=False)))
+    assert coverage_notes(_manifest([[7, 9]], stressed=False, dtype="int32")) == []
+
+
+def test_the_verifier_knows_which_calls_the_harness_stresses():
+    from kernelloop.verify.runs import stressed_calls
+    secret = b"s" * 32
+    stream = stream_for(secret)
+    draws = [int.from_bytes(stream[i:i + 8], "little") for i in range(0, 8 * 41, 8)]
+    expected = {c for c in range(20) if draws[1 + 2 * c] & 1}
+    assert stressed_calls(secret, 20) == expected
+    assert 0 < len(expected) < 20  # about half
+
+
+def test_a_stressed_call_is_judged_at_the_stress_factor():
+    from kernelloop.verify.outputs import Tolerance
+    base = [np.array([1000.0], dtype=np.float32)]
+    cand = [np.array([1000.2], dtype=np.float32)]  # 2e-4 relative: ~6.5x float32's rtol
+    assert not compare_dumps(base, cand).match
+    assert compare_dumps(base, cand, tolerance=Tolerance(scale=8.0)).match

@@ -215,10 +215,10 @@ def _v2_matmul(harness_edit) -> str:
 @pytest.mark.parametrize("edit, sizes", [
     (lambda h: h, {"M": 1024, "N": 1024, "K": 1024}),
     # The first option decides, whatever the preamble's constant says.
-    (lambda h: h.replace("h.size({N, 1000})", "h.size({512, N})"), {"M": 512, "N": 512, "K": 512}),
+    (lambda h: h.replace("h.size({N, 1001})", "h.size({512, N})"), {"M": 512, "N": 512, "K": 512}),
     # Any name for the harness object, the size read through a pointer to it with template arguments.
     (lambda h: h.replace("kl::Harness h;", "kl::Harness experiment;\n  kl::Harness* hp = &experiment;")
-               .replace("const int n = h.size({N, 1000});", "auto n = hp->size<int>({N / 2, 768});")
+               .replace("const int n = h.size({N, 1001});", "auto n = hp->size<int>({N / 2, 768});")
                .replace("h.", "experiment."), {"M": 512, "N": 512, "K": 512}),
     # The launcher after other statements in the lambda, with a size computed inline.
     (lambda h: h.replace("{ launch_matmul(A, B, C, n); }",
@@ -339,7 +339,7 @@ __global__ void axpy_kernel(float a, const float* x, float* y, int n) {
 }
 void axpy(float a, const float* x, float* y, int n) { axpy_kernel<<<(n + 255) / 256, 256>>>(a, x, y, n); }
 // kernelloop: editable end
-int main() { axpy(2.0f, nullptr, nullptr, 0); return 0; }
+int main() { axpy(2.0f, nullptr, nullptr, 0); fprintf(stderr, "KERNEL_MS: 1\n"); return 0; }
 """
 
 

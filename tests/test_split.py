@@ -19,7 +19,7 @@ __device__ float twice(float x) { return SCALE * x; }
 template <int B> __global__ void k(float* out, int n) { int i = threadIdx.x; if (i < n) out[i] = twice(i); }
 __constant__ float table[4] = {1, 2, 3, 4};
 void helper_on_host(float* h) { h[0] = 0; }
-int main() { float* d; cudaMalloc(&d, 64); k<16><<<1, 16>>>(d, 16); return 0; }
+int main() { float* d; cudaMalloc(&d, 64); k<16><<<1, 16>>>(d, 16); fprintf(stderr, "KERNEL_MS: 1\\n"); return 0; }
 """
 
 
@@ -101,3 +101,14 @@ def test_scanner_handles_comments_strings_and_struct_semicolons():
     items = scan_items(src)
     assert [i.text.split()[0] for i in items] == ["struct", "const", "void", "int"]
     assert function_name(items[2]) == "f" and function_name(items[0]) is None and function_name(items[3]) is None
+
+
+def test_a_program_nothing_times_is_not_a_kernelloop_program():
+    text = (ROOT / "tests" / "fixtures" / "outside" / "vector_add.cu").read_text()
+    with pytest.raises(InputError) as err:
+        split_program(text, "vector_add.cu")
+    message = str(err.value)
+    assert message.startswith("vector_add.cu: not a kernelloop program yet: nothing in it times the kernel")
+    assert "Writing a v2 harness" in message and "\n" not in message
+    # a v1 program (KERNEL_MS) and a v2 one (kl::Harness) are
+    assert split_program(text.replace("printf(\"Done\\n\");", "fprintf(stderr, \"KERNEL_MS: 1\\n\");"))

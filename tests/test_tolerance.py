@@ -613,3 +613,33 @@ def main(seeds: int) -> None:  # pragma: no cover - prints the documentation's t
 
 if __name__ == "__main__":  # pragma: no cover
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 60)
+
+
+def test_flushing_many_small_values_inside_the_floor_is_a_mismatch():
+    # A red team zeroed every small softmax output: each is within rtol x RMS (the floor), but
+    # wrong at its own magnitude; honest rewrites need the floor for a sliver of values only.
+    rng = np.random.default_rng(3)
+    base = np.exp(rng.uniform(-30.0, 0.0, 100_000)).astype(np.float32)
+    flushed = np.where(base < 1e-7, np.float32(0.0), base).astype(np.float32)
+    result = compare_dumps([base], [flushed])
+    assert not result.match and "near-zero floor" in (result.problem or "")
+    assert result.buffers[0].floored > 1000
+
+
+def test_a_few_values_that_need_the_floor_still_match():
+    rng = np.random.default_rng(4)
+    base = rng.uniform(-1.0, 1.0, 100_000).astype(np.float32)
+    cand = base.copy()
+    cand[:50] += np.float32(1e-7)  # cancellation noise on 0.05% of the values
+    base[:50] = np.float32(1e-6)
+    cand[:50] = np.float32(1.05e-6)
+    result = compare_dumps([base], [cand])
+    assert result.match, result.problem
+    assert 0 < result.buffers[0].floored <= 50
+
+
+def test_flushed_subnormals_are_no_loss():
+    base = np.full(10_000, 1e-40, dtype=np.float32)
+    base[::2] = 0.5
+    result = compare_dumps([base], [np.where(base < 1e-38, np.float32(0), base).astype(np.float32)])
+    assert result.match, result.problem

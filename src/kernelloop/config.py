@@ -48,6 +48,8 @@ class VerifySettings(BaseModel):
     baseline_drift_limit: float = Field(0.15, gt=0, description="max relative change of the baseline's time on the same experiment repeated after the timing pairs")
     allow_reduced_precision: bool = Field(False, description="accept half/bf16/tf32 arithmetic, tensor-core MMA or fp64->fp32 downgrades the baseline does not use (--allow-reduced-precision)")
     baseline_noise_factor: float = Field(4.0, ge=0, description="multiple of the baseline's own run-to-run variation (same experiment) allowed on top of the tolerance")
+    size_draw: int | None = Field(None, ge=1, description="the draw behind the problem size chosen at verify time (contract v2); None: a fresh random one (set it to reproduce a verdict)")
+    stress_tolerance_factor: float = Field(8.0, ge=1, description="timed calls on stressed inputs (large values at secret positions, contract v2) are judged at this multiple of the tolerance: they make honest sums worse conditioned, and the errors they exist to catch are 100x or more")
     speed_of_light_margin: float = Field(1.5, gt=1, description="a candidate may reach at most this multiple of the measured copy bandwidth and FP32 throughput (contract v2)")
     stdout_cap_bytes: int = Field(8 << 20, gt=0)
     output_dump_max_bytes: int = Field(2 << 30, gt=0, description="cap on the full output dump a run writes (RLIMIT_FSIZE)")

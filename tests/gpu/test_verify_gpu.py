@@ -47,6 +47,11 @@ def record(name: str, v) -> None:
 
 @pytest.mark.parametrize("baseline, candidate, expect", list(cases()))
 def test_candidate_fate(baseline, candidate, expect, settings):
+    manifest = candidate.parent / "manifest.json"
+    entry = json.loads(manifest.read_text()).get(candidate.name, {}) if manifest.exists() else {}
+    if entry.get("size_draw"):  # a fixture wrong at some sizes only: the draw that picks one of them
+        settings = settings.model_copy(update={"verify": settings.verify.model_copy(
+            update={"size_draw": entry["size_draw"]})})
     v = verify_files(ROOT / "kernels" / baseline, candidate, settings)
     record(f"{candidate.parent.name}/{candidate.name}", v)
     if expect == "accepted":

@@ -202,6 +202,65 @@ def resources(
         out.print(table)
 
 
+def _pairs(option: str, given: list[str]) -> dict[str, str]:
+    from ..errors import InputError
+
+    pairs: dict[str, str] = {}
+    for text in given:
+        name, sep, value = text.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise InputError(f"{option} takes NAME=VALUE, got {text!r}")
+        pairs[name.strip()] = value.strip()
+    return pairs
+
+
+@app.command()
+def init(
+    source: Path = typer.Argument(..., help="A .cu/.cuh file with your kernel (with or without its own main)."),
+    output: Path = typer.Option(..., "--output", "-o", help="Where to write the contract-v2 program."),
+    kernel: Optional[str] = typer.Option(None, help="The kernel to wrap, when the file defines several."),
+    set_: list[str] = typer.Option([], "--set", help="A scalar argument's value: NAME=DEFAULT[,ALTERNATIVE] (repeat)."),
+    count: list[str] = typer.Option([], "--count", help="A pointer's element count: NAME=C-EXPRESSION (repeat)."),
+    role: list[str] = typer.Option([], "--role", help="A pointer's role: NAME=input|output|inout|scratch (repeat)."),
+    grid: Optional[str] = typer.Option(None, help="Launch grid, a C expression of the arguments [default: one thread per element]."),
+    block: Optional[str] = typer.Option(None, help="Launch block, a C expression [default: 256]."),
+    force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT if it exists."),
+) -> None:
+    """Write a contract-v2 program around your own kernel, copied verbatim, ready for optimize.
+
+    Every guess (roles, element counts, launch configuration, input ranges) is a GUESS comment
+    at the top of the file; check them. The program is compiled once to make sure it builds."""
+    from rich.markup import escape
+
+    from ..errors import InputError
+    from ..program.init import ROLES, InitSpec, generate
+    from ..program.split import read_program
+    from ..tools.nvcc import build_whole_program, find_toolchain
+
+    if output.exists() and not force:
+        raise InputError(f"{output} exists; choose another --output or add --force")
+    roles = _pairs("--role", role)
+    for name, value in roles.items():
+        if value not in ROLES:
+            raise InputError(f"--role {name}={value}: the role is one of {', '.join(ROLES)}")
+    spec = InitSpec(kernel=kernel, values={k: v.split(",") for k, v in _pairs("--set", set_).items()},
+                    counts=_pairs("--count", count), roles=roles, grid=grid, block=block)  # type: ignore[arg-type]
+    result = generate(read_program(source), spec, source.name)
+    settings = load_settings()
+    build = build_whole_program(result.program, arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
+                                toolchain=find_toolchain())
+    if not build.ok:
+        last = next((ln for ln in reversed(build.log.splitlines()) if "error" in ln), build.log.strip()[-200:])
+        raise InputError(f"the generated program does not compile: {last.strip()}; check --set/--count/--grid")
+    output.write_text(result.program)
+    err.print(f"wrote {escape(str(output))}: kernel {escape(result.kernel)}, "
+              + ", ".join(f"{escape(k)} {v}" for k, v in result.roles.items()), highlight=False)
+    for note in result.notes:
+        err.print(f"  check: {escape(note)}", highlight=False)
+    err.print(f"next: kernelloop verify --static {escape(str(output))} {escape(str(output))}; "
+              f"then kernelloop optimize {escape(str(output))}", highlight=False)
+
+
 @app.command("include-dir")
 def include_dir() -> None:
     """Print the folder of kernelloop_harness.cuh (contract v2), for building a program by hand:
@@ -262,6 +321,10 @@ def optimize(
     import asyncio
 
     from ..errors import InputError
+    from ..program.split import check_program
+
+    if kernel is not None and resume is None:
+        check_program(kernel)  # the contract first: one line, before anything heavy loads or starts
     from ..graph.session import optimize as optimize_events
     from ..llm_config import resolve_llm_config
     from .loop_view import LoopView

@@ -32,7 +32,7 @@ from langgraph.graph import END, START, StateGraph
 from ..config import OptimizeSettings, Settings
 from ..errors import EnvironmentProblem, InputError
 from ..optimizers.base import Optimizer, PastAttempt
-from ..program.split import ProgramSplit, looks_like_cuda, read_program, split_program
+from ..program.split import ProgramSplit, check_program, read_program, split_program
 from ..runs.artifacts import RunArtifacts, kernel_name, new_run_id
 from ..runs.store import RunRecord, RunStore, now
 from ..tools.gpu import detect_gpus
@@ -103,12 +103,7 @@ class CheckedInput:
 def check_inputs(path: Path, settings: Settings, *, require_gpu: bool = True) -> CheckedInput:
     """The program's text and split, and the GPU's arch and name; each problem a user can fix
     is one clear error, raised before anything starts (servers, optimizer, GPU time)."""
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    text = read_program(path)
-    if not looks_like_cuda(text):
-        raise InputError(f"{path}: not a CUDA program (no __global__ kernel or kernel launch found)")
-    split = split_program(text, str(path))
+    text, split = check_program(path)
     arch, gpu = _arch(settings, require_gpu)
     return CheckedInput(path=path, text=text, split=split, arch=arch, gpu=gpu)
 

@@ -29,6 +29,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,6 +111,30 @@ __global__ void kl_fill_kernel(T* out, size_t n, uint64_t key, Gen gen) {
     out[i] = gen.value(mix64(key ^ mix64(i)), i, key);
 }
 
+// Stress: in a secret half of the timed calls, a few elements of every floating-point input
+// declared with kl::Uniform become large (same sign, (|v| + 1) x 2^16; fp16 x 16, bf16 x 256), at
+// secret positions. A kernel that is only right on the declared range (a fixed shift instead of
+// a row max, fixed-point arithmetic) or that skips part of its input (subsampling) then gives
+// wrong results that the checks see; an exact kernel does not care. Declare a generator of your
+// own for inputs whose domain is narrower (indices, probabilities).
+template <class T> struct SpikeScale { static constexpr float value = 65536.0f; };
+template <> struct SpikeScale<__half> { static constexpr float value = 16.0f; };
+template <> struct SpikeScale<__nv_bfloat16> { static constexpr float value = 256.0f; };
+template <class Gen> struct Spikeable : std::false_type {};
+template <class T> struct Spikeable<Uniform<T>>
+    : std::integral_constant<bool, std::is_floating_point<T>::value || std::is_same<T, __half>::value ||
+                                       std::is_same<T, __nv_bfloat16>::value> {};
+constexpr int kSpikesPerBuffer = 16;
+
+template <class T> __global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count) {
+  const int j = threadIdx.x;
+  if (j >= count) return;
+  const size_t i = mix64(key ^ mix64(0x5350494B45000000ull + (uint64_t)j)) % n;
+  const float v = static_cast<float>(data[i]);
+  const float magnitude = (fabsf(v) + 1.0f) * SpikeScale<T>::value;
+  data[i] = from_float<T>(v < 0.0f ? -magnitude : magnitude);
+}
+
 __global__ void kl_gather_kernel(const unsigned char* base, size_t elem, const uint64_t* index, size_t count,
                                  unsigned char* out) {
   size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -150,15 +175,20 @@ inline const char* role_name(Role r) {
   }
 }
 
+constexpr int kMaxBuffers = 64;
+constexpr int kMaxCalls = 4000;  // the verifier's stream holds 1 + 2 x 4000 draws
+constexpr size_t kMaxGeneratorBytes = 128;
+
 struct Buffer {
-  std::string name;
+  char name[64];
   Role role;
   const char* dtype;
   size_t count, elem;
   unsigned char* base;  // the allocation: guard, data, guard
   unsigned char* data;
   void (*fill)(const Buffer&, uint64_t key, const void* gen);
-  std::vector<unsigned char> gen;  // the generator, by value
+  void (*spike)(const Buffer&, uint64_t key);  // null: not stressed (see kl_spike_kernel)
+  alignas(16) unsigned char gen[kMaxGeneratorBytes];  // the generator, by value
 };
 
 struct RunOptions {
@@ -167,6 +197,30 @@ struct RunOptions {
   double flops = 0.0;  // the work one call must do, when known (a matmul: 2*M*N*K)
 };
 
+// Everything the harness decides with lives in one block of pages at a fixed address, and those
+// pages are read-only while the launcher runs: no write the editable part can make (a pointer
+// found in memory, a runtime call that writes through its argument, a device-to-host copy)
+// can change what the harness poisons, fills, samples, times or reports. A fixed address means
+// no writable pointer leads to it. The harness itself writes it only between launcher calls.
+struct State {
+  uint64_t seed, local_draws, secret, size_draw;
+  int secret_fd, size_index, size_options, size_calls, device, nbuffers, calls;
+  long long size_chosen[16];  // what every size() call returned
+  bool prepared;
+  long long size_values[16][8];  // every size() call's options, for the manifest
+  char output_path[4096];
+  Buffer buffers[kMaxBuffers];
+  cudaEvent_t start[kMaxCalls], stop[kMaxCalls];
+  float ms[kMaxCalls];
+  unsigned char* flush;
+  size_t flush_bytes;
+  int* guard_bad;
+  uint64_t* sample_index;
+  unsigned char* sample_values;
+};
+constexpr uintptr_t kStateAddress = 0x3c5a7e000000ull;
+constexpr size_t kStateBytes = (sizeof(State) + 4095) / 4096 * 4096;
+
 class Harness {
  public:
   static constexpr size_t kGuardBytes = 4096;
@@ -174,15 +228,27 @@ class Harness {
   static constexpr int kSamplesPerBuffer = 256;
 
   Harness() {
+    void* at = mmap(reinterpret_cast<void*>(kStateAddress), kStateBytes, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (at != reinterpret_cast<void*>(kStateAddress))
+      fail("cannot map the harness's state (one kl::Harness per program)");
+    State& s = st();
     const char* seed_text = getenv("KERNELLOOP_SEED");
-    seed_ = seed_text && *seed_text ? strtoull(seed_text, nullptr, 10) : 20260528ull;
+    s.seed = seed_text && *seed_text ? strtoull(seed_text, nullptr, 10) : 20260528ull;
     const char* fd_text = getenv("KERNELLOOP_STREAM_FD");
-    secret_fd_ = fd_text && *fd_text ? atoi(fd_text) : -1;
+    s.secret_fd = fd_text && *fd_text ? atoi(fd_text) : -1;
     const char* size_text = getenv("KERNELLOOP_SIZE_INDEX");
-    size_index_ = size_text && *size_text ? atoi(size_text) : 0;
+    s.size_index = size_text && *size_text ? atoi(size_text) : 0;
+    const char* draw_text = getenv("KERNELLOOP_SIZE_DRAW");
+    s.size_draw = draw_text && *draw_text ? strtoull(draw_text, nullptr, 10) : 0;
+    if (s.size_draw) s.size_index = -1;
+    s.size_options = 1;
     const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
-    if (out && *out) output_path_ = out;
-    KL_CHECK(cudaGetDevice(&device_));
+    if (out && *out) {
+      if (strlen(out) >= sizeof s.output_path) fail("KERNELLOOP_OUTPUT_FILE is too long");
+      strcpy(s.output_path, out);
+    }
+    KL_CHECK(cudaGetDevice(&s.device));
   }
   Harness(const Harness&) = delete;
   Harness& operator=(const Harness&) = delete;
@@ -190,12 +256,22 @@ class Harness {
   // The problem size: the first option normally; the verifier also checks correctness at the
   // others (KERNELLOOP_SIZE_INDEX), so a kernel specialised to one size is caught.
   template <class T> T size(std::initializer_list<T> options) {
+    State& s = st();
     if (options.size() == 0) fail("size() needs at least one option");
-    if (size_calls_++ > 0 && size_options_ != (int)options.size())
+    if (s.size_calls > 0 && s.size_options != (int)options.size())
       fail("every size() call needs the same number of options (one alternative problem per index)");
-    size_options_ = (int)options.size();
-    if (size_index_ < 0 || size_index_ >= (int)options.size()) fail("KERNELLOOP_SIZE_INDEX out of range");
-    return options.begin()[size_index_];
+    if (options.size() > 8 || s.size_calls >= 16) fail("at most 16 size() calls of at most 8 options each");
+    for (size_t k = 0; k < options.size(); ++k) s.size_values[s.size_calls][k] = (long long)options.begin()[k];
+    s.size_options = (int)options.size();
+    T chosen;
+    if (s.size_draw) {
+      chosen = drawn_size(options);
+    } else {
+      if (s.size_index < 0 || s.size_index >= (int)options.size()) fail("KERNELLOOP_SIZE_INDEX out of range");
+      chosen = options.begin()[s.size_index];
+    }
+    s.size_chosen[s.size_calls++] = (long long)chosen;
+    return chosen;
   }
 
   template <class T, class Gen = Uniform<T>> T* input(const char* name, size_t count, Gen gen = Gen()) {
@@ -215,34 +291,41 @@ class Harness {
 
   // Warm-up calls, then the timed calls, each a fresh, checked experiment.
   template <class Launch> void run(Launch launch, RunOptions opt = RunOptions()) {
+    State& s = st();
     if (opt.calls < 1 || opt.warmup < 1) fail("run() needs at least one warm-up call and one timed call");
+    if (opt.calls > kMaxCalls) fail("run() allows at most 4000 timed calls");
     prepare(opt);
     for (int w = 0; w < opt.warmup; ++w) {
-      prepare_call(mix64(seed_ ^ 0x5741524D55500000ull) + (uint64_t)w);
+      prepare_call(mix64(s.seed ^ 0x5741524D55500000ull) + (uint64_t)w);
+      lock();
       launch();
+      unlock();
       KL_CHECK(cudaGetLastError());
       KL_CHECK(cudaDeviceSynchronize());
       check_guards(-1 - w);
     }
-    const uint64_t secret = read_secret();  // only now does the timed calls' seed exist here
-    std::vector<float> ms(opt.calls);
-    for (int c = 0; c < opt.calls; ++c) {
-      prepare_call(mix64(secret) + (uint64_t)c);
-      KL_CHECK(cudaEventRecord(start_[c]));
+    s.secret = read_secret();  // only now does the timed calls' seed exist here
+    for (s.calls = 0; s.calls < opt.calls; ++s.calls) {
+      const int c = s.calls;
+      uint64_t stress = read_secret();  // whether, and where, this call's inputs are stressed
+      prepare_call(mix64(s.secret) + (uint64_t)c, stress);
+      *static_cast<volatile uint64_t*>(&stress) = 0;
+      lock();
+      KL_CHECK(cudaEventRecord(s.start[c]));
       launch();
-      KL_CHECK(cudaEventRecord(stop_[c]));
-      KL_CHECK(cudaEventSynchronize(stop_[c]));
+      KL_CHECK(cudaEventRecord(s.stop[c]));
+      unlock();
+      KL_CHECK(cudaEventSynchronize(s.stop[c]));
       KL_CHECK(cudaGetLastError());
       KL_CHECK(cudaDeviceSynchronize());  // work left on other streams lands before the check
-      KL_CHECK(cudaEventElapsedTime(&ms[c], start_[c], stop_[c]));
+      KL_CHECK(cudaEventElapsedTime(&s.ms[c], s.start[c], s.stop[c]));
       check_guards(c);
       sample_outputs(c, read_secret());
     }
     double total = 0.0;
-    for (float t : ms) total += t;
+    for (int c = 0; c < s.calls; ++c) total += s.ms[c];
     dump_outputs();
-    call_ms_ = ms;
-    fprintf(stderr, "KERNEL_MS: %.6f\n", total / opt.calls);
+    fprintf(stderr, "KERNEL_MS: %.6f\n", total / s.calls);
   }
 
   // Copies an output (after run(): the last call's result) to the host, for printing.
@@ -253,10 +336,22 @@ class Harness {
     return host;
   }
 
-  uint64_t seed() const { return seed_; }
-  const std::vector<float>& call_ms() const { return call_ms_; }
+  uint64_t seed() const { return st().seed; }
+  // Each timed call's milliseconds, after run().
+  std::vector<float> call_ms() const { return std::vector<float>(st().ms, st().ms + st().calls); }
 
  private:
+  static State& st() { return *reinterpret_cast<State*>(kStateAddress); }
+  // Read-only while the launcher runs; a write to it then ends the program (SIGSEGV).
+  static void lock() {
+    if (mprotect(reinterpret_cast<void*>(kStateAddress), kStateBytes, PROT_READ) != 0)
+      fail("cannot protect the harness's state");
+  }
+  static void unlock() {
+    if (mprotect(reinterpret_cast<void*>(kStateAddress), kStateBytes, PROT_READ | PROT_WRITE) != 0)
+      fail("cannot unprotect the harness's state");
+  }
+
   template <class T, class Gen>
   static void fill_with(const Buffer& b, uint64_t key, const void* gen) {
     static_assert(std::is_trivially_copyable<Gen>::value, "a generator is copied by value to the GPU");
@@ -266,11 +361,41 @@ class Harness {
     KL_CHECK(cudaGetLastError());
   }
 
+  // A size the verifier draws (KERNELLOOP_SIZE_DRAW) that the candidate cannot know in advance:
+  // a multiple of the options' common factor (the granularity the harness declares, e.g. rows
+  // kept 16-byte aligned) between half the smallest option and the largest. Non-integer options
+  // (a scale factor) keep the default.
+  template <class T> static T drawn_size(std::initializer_list<T> options) {
+    if (!std::is_integral<T>::value || options.size() < 2) return options.begin()[0];
+    long long lo = (long long)options.begin()[0], hi = lo, g = 0;
+    for (T v : options) {
+      lo = std::min(lo, (long long)v);
+      hi = std::max(hi, (long long)v);
+      long long a = g, b = (long long)v < 0 ? -(long long)v : (long long)v;
+      while (b) { long long t = a % b; a = b; b = t; }
+      g = a;
+    }
+    if (g <= 0 || hi <= 0) return options.begin()[0];
+    const long long first = std::max(1LL, (lo / 2 + g - 1) / g), last = hi / g;
+    const uint64_t r = mix64(st().size_draw ^ mix64(0x53495A45ull + (uint64_t)st().size_calls));
+    return (T)((first + (long long)(r % (uint64_t)(last - first + 1))) * g);
+  }
+
+  template <class T>
+  static void spike_with(const Buffer& b, uint64_t key) {
+    kl_spike_kernel<T><<<1, 32>>>(reinterpret_cast<T*>(b.data), b.count, key,
+                                  (int)std::min<size_t>(kSpikesPerBuffer, b.count));
+    KL_CHECK(cudaGetLastError());
+  }
+
   template <class T, class Gen> T* add(const char* name, Role role, size_t count, Gen gen) {
-    if (prepared_) fail("declare every buffer before run()");
+    static_assert(sizeof(Gen) <= kMaxGeneratorBytes, "a generator may hold at most 128 bytes");
+    State& s = st();
+    if (s.prepared) fail("declare every buffer before run()");
     if (count == 0) fail("a buffer needs at least one element");
-    Buffer b;
-    b.name = name;
+    if (s.nbuffers >= kMaxBuffers) fail("at most 64 buffers");
+    Buffer& b = s.buffers[s.nbuffers];
+    snprintf(b.name, sizeof b.name, "%s", name);
     b.role = role;
     b.dtype = DType<T>::name;
     b.count = count;
@@ -278,38 +403,39 @@ class Harness {
     KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + 2 * kGuardBytes));
     b.data = b.base + kGuardBytes;
     b.fill = &Harness::fill_with<T, Gen>;
-    b.gen.resize(sizeof(Gen));
-    memcpy(b.gen.data(), &gen, sizeof(Gen));
-    buffers_.push_back(b);
+    b.spike = Spikeable<Gen>::value && role != Role::output && role != Role::scratch ? &Harness::spike_with<T> : nullptr;
+    memcpy(b.gen, &gen, sizeof(Gen));
+    ++s.nbuffers;
     return reinterpret_cast<T*>(b.data);
   }
 
   const Buffer& find(const void* device_ptr) const {
-    for (const Buffer& b : buffers_)
-      if (b.data == device_ptr) return b;
+    const State& s = st();
+    for (int i = 0; i < s.nbuffers; ++i)
+      if (s.buffers[i].data == device_ptr) return s.buffers[i];
     fail("fetch() of a pointer that is no declared buffer");
   }
 
   void prepare(const RunOptions& opt) {
-    prepared_ = true;
+    State& s = st();
+    s.prepared = true;
     int l2 = 0;
-    KL_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_));
-    flush_bytes_ = std::max<size_t>(2 * (size_t)l2, (size_t)64 << 20);
-    KL_CHECK(cudaMalloc(&flush_, flush_bytes_));
-    KL_CHECK(cudaMalloc(&guard_bad_, sizeof(int)));
+    KL_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, s.device));
+    s.flush_bytes = std::max<size_t>(2 * (size_t)l2, (size_t)64 << 20);
+    KL_CHECK(cudaMalloc(&s.flush, s.flush_bytes));
+    KL_CHECK(cudaMalloc(&s.guard_bad, sizeof(int)));
     size_t most = 1;
-    for (Buffer& b : buffers_) {
+    for (int i = 0; i < s.nbuffers; ++i) {
+      Buffer& b = s.buffers[i];
       KL_CHECK(cudaMemset(b.base, kGuardByte, kGuardBytes));
       KL_CHECK(cudaMemset(b.data + b.count * b.elem, kGuardByte, kGuardBytes));
       most = std::max(most, b.elem);
     }
-    KL_CHECK(cudaMalloc(&sample_index_, kSamplesPerBuffer * sizeof(uint64_t)));
-    KL_CHECK(cudaMalloc(&sample_values_, kSamplesPerBuffer * most));
-    start_.resize(opt.calls);
-    stop_.resize(opt.calls);
+    KL_CHECK(cudaMalloc(&s.sample_index, kSamplesPerBuffer * sizeof(uint64_t)));
+    KL_CHECK(cudaMalloc(&s.sample_values, kSamplesPerBuffer * most));
     for (int c = 0; c < opt.calls; ++c) {
-      KL_CHECK(cudaEventCreate(&start_[c]));
-      KL_CHECK(cudaEventCreate(&stop_[c]));
+      KL_CHECK(cudaEventCreate(&s.start[c]));
+      KL_CHECK(cudaEventCreate(&s.stop[c]));
     }
     double fma_gflops = 0.0;
     const double copy_gbps = probe_bandwidth(&fma_gflops);
@@ -320,9 +446,10 @@ class Harness {
   // the flush buffer, and FP32 FMA throughput: the speed-of-light gate's yardsticks, measured
   // on this GPU in this run, before any launcher call.
   double probe_bandwidth(double* fma_gflops) {
-    const size_t half = flush_bytes_ / 2 / sizeof(float4);
-    const float4* in = reinterpret_cast<const float4*>(flush_);
-    float4* out = reinterpret_cast<float4*>(flush_) + half;
+    State& s = st();
+    const size_t half = s.flush_bytes / 2 / sizeof(float4);
+    const float4* in = reinterpret_cast<const float4*>(s.flush);
+    float4* out = reinterpret_cast<float4*>(s.flush) + half;
     cudaEvent_t a, b;
     KL_CHECK(cudaEventCreate(&a));
     KL_CHECK(cudaEventCreate(&b));
@@ -337,12 +464,12 @@ class Harness {
       if (rep > 0 && t < best) best = t;
     }
     int sms = 1;
-    KL_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+    KL_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s.device));
     const int blocks = 8 * sms, threads = 256, iters = 2048;
     float best_fma = 1e30f;
     for (int rep = 0; rep < 3; ++rep) {
       KL_CHECK(cudaEventRecord(a));
-      kl_fma_probe_kernel<<<blocks, threads>>>(reinterpret_cast<float*>(flush_), iters, 0.999f, 1e-3f);
+      kl_fma_probe_kernel<<<blocks, threads>>>(reinterpret_cast<float*>(s.flush), iters, 0.999f, 1e-3f);
       KL_CHECK(cudaEventRecord(b));
       KL_CHECK(cudaEventSynchronize(b));
       float t = 0.0f;
@@ -355,29 +482,33 @@ class Harness {
     return 2.0 * (double)half * sizeof(float4) / (best * 1e-3) / 1e9;
   }
 
-  void prepare_call(uint64_t key) {
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      Buffer& b = buffers_[i];
-      if (b.role == Role::input || b.role == Role::inout)
-        b.fill(b, mix64(key ^ (0x1000 + i)), b.gen.data());
-      else
+  void prepare_call(uint64_t key, uint64_t stress = 0) {
+    State& s = st();
+    for (int i = 0; i < s.nbuffers; ++i) {
+      const Buffer& b = s.buffers[i];
+      if (b.role == Role::input || b.role == Role::inout) {
+        b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
+        if ((stress & 1) && b.spike != nullptr) b.spike(b, mix64(stress ^ (0x2000 + (uint64_t)i)));
+      } else
         KL_CHECK(cudaMemset(b.data, 0xFF, b.count * b.elem));  // poison
     }
     KL_CHECK(cudaCtxResetPersistingL2Cache());
-    KL_CHECK(cudaMemset(flush_, (int)(key & 0x7F), flush_bytes_));
+    KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));
     KL_CHECK(cudaDeviceSynchronize());
   }
 
   void check_guards(int call) {
-    KL_CHECK(cudaMemset(guard_bad_, 0, sizeof(int)));
-    for (Buffer& b : buffers_) {
-      kl_guard_check_kernel<<<8, 256>>>(b.base, kGuardBytes, kGuardByte, guard_bad_);
-      kl_guard_check_kernel<<<8, 256>>>(b.data + b.count * b.elem, kGuardBytes, kGuardByte, guard_bad_);
+    const State& s = st();
+    KL_CHECK(cudaMemset(s.guard_bad, 0, sizeof(int)));
+    for (int i = 0; i < s.nbuffers; ++i) {
+      const Buffer& b = s.buffers[i];
+      kl_guard_check_kernel<<<8, 256>>>(b.base, kGuardBytes, kGuardByte, s.guard_bad);
+      kl_guard_check_kernel<<<8, 256>>>(b.data + b.count * b.elem, kGuardBytes, kGuardByte, s.guard_bad);
       int bad = 0;
-      KL_CHECK(cudaMemcpy(&bad, guard_bad_, sizeof(int), cudaMemcpyDeviceToHost));
+      KL_CHECK(cudaMemcpy(&bad, s.guard_bad, sizeof(int), cudaMemcpyDeviceToHost));
       if (bad) {
         fprintf(stderr, "kernelloop harness: out-of-bounds write: a guard zone of buffer '%s' changed in %s %d\n",
-                b.name.c_str(), call < 0 ? "warm-up call" : "timed call", call < 0 ? -call : call + 1);
+                b.name, call < 0 ? "warm-up call" : "timed call", call < 0 ? -call : call + 1);
         exit(kGuardExitCode);
       }
     }
@@ -385,11 +516,12 @@ class Harness {
 
   // 8 bytes from the verifier's pipe; without one (a run by hand), a stream from the seed.
   uint64_t read_secret() {
-    if (secret_fd_ < 0) return mix64(seed_ ^ 0x53454352ull ^ ++local_draws_);
+    State& s = st();
+    if (s.secret_fd < 0) return mix64(s.seed ^ 0x53454352ull ^ ++s.local_draws);
     uint64_t v = 0;
     size_t got = 0;
     while (got < sizeof v) {
-      ssize_t n = read(secret_fd_, reinterpret_cast<char*>(&v) + got, sizeof v - got);
+      ssize_t n = read(s.secret_fd, reinterpret_cast<char*>(&v) + got, sizeof v - got);
       if (n <= 0) fail("cannot read the verifier's secret stream (KERNELLOOP_STREAM_FD)");
       got += (size_t)n;
     }
@@ -397,30 +529,33 @@ class Harness {
   }
 
   void sample_outputs(int call, uint64_t sample_seed) {
-    if (output_path_.empty()) return;
+    const State& s = st();
+    if (!s.output_path[0]) return;
     std::vector<uint64_t> index(kSamplesPerBuffer);
     std::vector<unsigned char> values;
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      const Buffer& b = buffers_[i];
+    for (int i = 0; i < s.nbuffers; ++i) {
+      const Buffer& b = s.buffers[i];
       if (b.role != Role::output && b.role != Role::inout) continue;
       const size_t k = std::min<size_t>(kSamplesPerBuffer, b.count);
       for (size_t j = 0; j < k; ++j)
-        index[j] = k == b.count ? j : mix64(sample_seed ^ mix64((i << 32) + j)) % b.count;
-      KL_CHECK(cudaMemcpy(sample_index_, index.data(), k * sizeof(uint64_t), cudaMemcpyHostToDevice));
-      kl_gather_kernel<<<(unsigned)((k + 127) / 128), 128>>>(b.data, b.elem, sample_index_, k, sample_values_);
+        index[j] = k == b.count ? j : mix64(sample_seed ^ mix64(((uint64_t)i << 32) + j)) % b.count;
+      KL_CHECK(cudaMemcpy(s.sample_index, index.data(), k * sizeof(uint64_t), cudaMemcpyHostToDevice));
+      kl_gather_kernel<<<(unsigned)((k + 127) / 128), 128>>>(b.data, b.elem, s.sample_index, k, s.sample_values);
       KL_CHECK(cudaGetLastError());
       values.resize(k * b.elem);
-      KL_CHECK(cudaMemcpy(values.data(), sample_values_, k * b.elem, cudaMemcpyDeviceToHost));
+      KL_CHECK(cudaMemcpy(values.data(), s.sample_values, k * b.elem, cudaMemcpyDeviceToHost));
       char header[160];
-      snprintf(header, sizeof header, "kernelloop-sample 2 %d %zu %s %zu\n", call, i, b.dtype, k);
+      snprintf(header, sizeof header, "kernelloop-sample 2 %d %d %s %zu\n", call, i, b.dtype, k);
       append(header, strlen(header));
       append(values.data(), values.size());
     }
   }
 
   void dump_outputs() {
-    if (output_path_.empty()) return;
-    for (const Buffer& b : buffers_) {
+    const State& s = st();
+    if (!s.output_path[0]) return;
+    for (int i = 0; i < s.nbuffers; ++i) {
+      const Buffer& b = s.buffers[i];
       if (b.role != Role::output && b.role != Role::inout) continue;
       std::vector<unsigned char> host(b.count * b.elem);
       KL_CHECK(cudaMemcpy(host.data(), b.data, host.size(), cudaMemcpyDeviceToHost));
@@ -432,22 +567,27 @@ class Harness {
   }
 
   void write_manifest(const RunOptions& opt, double copy_gbps, double fma_gflops) {
-    if (output_path_.empty()) return;
+    const State& s = st();
+    if (!s.output_path[0]) return;
     std::string json = "{\"contract\":2,\"warmup\":" + std::to_string(opt.warmup) +
                        ",\"calls\":" + std::to_string(opt.calls) + ",\"flops\":" + std::to_string(opt.flops) +
-                       ",\"size_index\":" + std::to_string(size_index_) +
-                       ",\"size_options\":" + std::to_string(size_options_) +
-                       ",\"l2_flush_bytes\":" + std::to_string(flush_bytes_) +
+                       ",\"size_index\":" + std::to_string(s.size_index) +
+                       ",\"size_options\":" + std::to_string(s.size_options) + ",\"size_values\":[" +
+                       size_values_json() + "],\"sizes\":[" + sizes_json() + "]" +
+                       ",\"l2_flush_bytes\":" + std::to_string(s.flush_bytes) +
                        ",\"copy_gbps\":" + std::to_string(copy_gbps) +
                        ",\"fma_gflops\":" + std::to_string(fma_gflops) +
                        ",\"samples_per_buffer\":" + std::to_string(kSamplesPerBuffer) +
-                       ",\"secret_fd\":" + (secret_fd_ >= 0 ? "true" : "false") + ",\"buffers\":[";
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      const Buffer& b = buffers_[i];
+                       ",\"spikes_per_buffer\":" + std::to_string(kSpikesPerBuffer) +
+                       ",\"secret_fd\":" + (s.secret_fd >= 0 ? "true" : "false") + ",\"buffers\":[";
+    for (int i = 0; i < s.nbuffers; ++i) {
+      const Buffer& b = s.buffers[i];
       std::string name;
-      for (char ch : b.name) name += (ch == '"' || ch == '\\' || (unsigned char)ch < 0x20) ? '_' : ch;
+      for (const char* ch = b.name; *ch; ++ch)
+        name += (*ch == '"' || *ch == '\\' || (unsigned char)*ch < 0x20) ? '_' : *ch;
       json += (i ? "," : "") + std::string("{\"name\":\"") + name + "\",\"role\":\"" + role_name(b.role) +
-              "\",\"dtype\":\"" + b.dtype + "\",\"count\":" + std::to_string(b.count) + "}";
+              "\",\"dtype\":\"" + b.dtype + "\",\"count\":" + std::to_string(b.count) +
+              ",\"stressed\":" + (b.spike != nullptr ? "true" : "false") + "}";
     }
     json += "]}";
     std::string header = "kernelloop-manifest 2 " + std::to_string(json.size()) + "\n";
@@ -455,25 +595,29 @@ class Harness {
     append(json.data(), json.size());
   }
 
+  std::string size_values_json() const {
+    const State& s = st();
+    std::string out;
+    for (int c = 0; c < s.size_calls; ++c) {
+      out += c ? ",[" : "[";
+      for (int k = 0; k < s.size_options; ++k) out += (k ? "," : "") + std::to_string(s.size_values[c][k]);
+      out += "]";
+    }
+    return out;
+  }
+
+  std::string sizes_json() const {
+    std::string out;
+    for (int c = 0; c < st().size_calls; ++c) out += (c ? "," : "") + std::to_string(st().size_chosen[c]);
+    return out;
+  }
+
   void append(const void* data, size_t bytes) {
-    FILE* f = fopen(output_path_.c_str(), "ab");
+    FILE* f = fopen(st().output_path, "ab");
     if (f == nullptr) fail("cannot open KERNELLOOP_OUTPUT_FILE for appending");
     bool ok = fwrite(data, 1, bytes, f) == bytes;
     if (fclose(f) != 0 || !ok) fail("cannot write KERNELLOOP_OUTPUT_FILE");
   }
-
-  uint64_t seed_ = 0, local_draws_ = 0;
-  int secret_fd_ = -1, size_index_ = 0, size_options_ = 1, size_calls_ = 0, device_ = 0;
-  bool prepared_ = false;
-  std::string output_path_;
-  std::vector<Buffer> buffers_;
-  std::vector<cudaEvent_t> start_, stop_;
-  std::vector<float> call_ms_;
-  unsigned char* flush_ = nullptr;
-  size_t flush_bytes_ = 0;
-  int* guard_bad_ = nullptr;
-  uint64_t* sample_index_ = nullptr;
-  unsigned char* sample_values_ = nullptr;
 };
 
 }  // namespace kl

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..config import Settings
 from ..errors import EnvironmentProblem, InputError
-from ..program.split import looks_like_cuda, read_program
+from ..program.split import check_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import detect_gpus
 from ..tools.ncu_report_reader import read_report
@@ -136,9 +136,7 @@ def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, s
                  timeout_s: float = 600.0) -> ProfileResult:
     started = time.monotonic()
     timings = ProfileTimings()
-    source = read_program(path)
-    if not looks_like_cuda(source):
-        raise InputError(f"{path}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    source, _ = check_program(path)  # the contract first: one line, before the tools and the GPU
     ncu = find_ncu()
     gpus = detect_gpus()
     if not gpus:

@@ -19,6 +19,7 @@ from .scanner import Item, function_name, normalized, scan_items, strip_comments
 BEGIN_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+begin\b.*$", re.I | re.M)
 END_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+end\b.*$", re.I | re.M)
 _CUDA_HINT = re.compile(r"__global__|<<<|cudaMalloc|cudaLaunchKernel")
+_MEASURED = re.compile(r"\bKERNEL_MS\b|\bkl\s*::\s*Harness\b|kernelloop_harness\.cuh")
 
 
 class ProgramSplit(BaseModel):
@@ -77,14 +78,39 @@ def read_program(path: Path) -> str:
         raise InputError(f"{path}: is not UTF-8 text ({exc.reason})") from exc
 
 
+def contract_problem(text: str) -> str | None:
+    """What keeps a CUDA program from being a kernelloop program, in words; None when nothing.
+    Checked from the text alone, before anything is compiled or run: a program the verifier
+    cannot time (no v2 harness, no v1 KERNEL_MS line) would otherwise fail only after a build."""
+    code = strip_comments(text)
+    if _MEASURED.search(code):
+        return None
+    return ("nothing in it times the kernel for the verifier (no kl::Harness from kernelloop_harness.cuh, "
+            "no 'KERNEL_MS: <ms>' line)")
+
+
 def split_program(text: str, name: str = "program") -> ProgramSplit:
     """Split a baseline program by its markers, or by the documented default."""
     if not looks_like_cuda(text):
         raise InputError(f"{name}: not a CUDA program (no __global__ kernel or kernel launch found)")
     begins, ends = list(BEGIN_MARKER.finditer(text)), list(END_MARKER.finditer(text))
-    if begins or ends:
-        return _split_by_markers(text, name, begins, ends)
-    return _split_by_default(text, name)
+    split = _split_by_markers(text, name, begins, ends) if begins or ends else _split_by_default(text, name)
+    problem = contract_problem(text)
+    if problem:
+        stem = Path(name).stem or "program"
+        raise InputError(f"{name}: not a kernelloop program yet: {problem}; `kernelloop init {name} -o {stem}_kl.cu "
+                         "--set ARG=SIZE,ALT` wraps its kernel in a contract-v2 harness (or by hand: docs/contract.md, "
+                         "'Writing a v2 harness')")
+    return split
+
+
+def check_program(path: Path) -> tuple[str, ProgramSplit]:
+    """A program file's text and split; every problem a user can fix is one InputError, found
+    from the text alone (no compiler, no GPU), so commands can check it before anything else."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    text = read_program(path)
+    return text, split_program(text, str(path))
 
 
 def _split_by_markers(text: str, name: str, begins: list[re.Match], ends: list[re.Match]) -> ProgramSplit:

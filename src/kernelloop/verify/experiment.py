@@ -8,6 +8,7 @@ the call, and measures the GPU's copy bandwidth and FP32 throughput before any l
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 
@@ -17,7 +18,7 @@ from pydantic import BaseModel
 from .outputs import Comparison
 from .records import Manifest, OutputRecords
 
-CompareArrays = Callable[[list[np.ndarray], list[np.ndarray]], Comparison]
+CompareCall = Callable[[list[np.ndarray], list[np.ndarray], int], Comparison]
 
 V1_MISSING_GUARANTEES = (
     "contract v1 harness: these v2 guarantees do not hold — the timed calls share one set of inputs "
@@ -27,9 +28,30 @@ V1_MISSING_GUARANTEES = (
 )
 
 
-def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareArrays) -> Comparison | None:
+def coverage_notes(manifest: Manifest) -> list[str]:
+    """What the harness's experiment leaves unchecked, in words for the verdict: one size only,
+    sizes that all share a factor (a kernel that drops remainders of it passes), no stressed input."""
+    notes: list[str] = []
+    if manifest.size_options == 1:
+        notes.append("checked at one size only: the harness declares no alternative problem size")
+    else:
+        shared = [(i, options, math.gcd(*options)) for i, options in enumerate(manifest.size_values, 1)
+                  if len(options) > 1 and math.gcd(*options) > 1]
+        if shared:
+            parts = ", ".join(f"size() call {i} ({', '.join(map(str, options))}: multiples of {g})"
+                              for i, options, g in shared)
+            notes.append(f"checked sizes share a factor — {parts}: a kernel that ignores remainders of it is not "
+                         "caught there; declare an alternative size with no common factor (an odd one)")
+    floats = [b for b in manifest.buffers if b.role in ("input", "inout") and b.dtype.startswith(("float", "bfloat"))]
+    if floats and not any(b.stressed for b in floats):
+        notes.append("no floating-point input is stressed (each has a generator of its own): correctness is "
+                     "checked on the declared input distribution only")
+    return notes
+
+
+def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall) -> Comparison | None:
     """The samples of every timed call, the candidate's against the baseline's (same positions:
-    both runs read the same stream). None when the baseline wrote no samples."""
+    both runs read the same stream); `compare` is told the call. None when the baseline wrote no samples."""
     if base.manifest is None or not base.samples:
         return None
     if cand.manifest is None:
@@ -38,7 +60,7 @@ def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareArra
     calls = sorted({s.call for s in base.samples})
     merged: Comparison | None = None
     for call in calls:
-        result = compare(base.samples_of_call(call), cand.samples_of_call(call))
+        result = compare(base.samples_of_call(call), cand.samples_of_call(call), call)
         if not result.match:
             return result.model_copy(update={"problem": f"timed call {call + 1} of {len(calls)}: "
                                                         f"{result.describe()}"})

@@ -32,10 +32,10 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .experiment import V1_MISSING_GUARANTEES, compare_calls, speed_of_light
+from .experiment import V1_MISSING_GUARANTEES, compare_calls, coverage_notes, speed_of_light
 from .outputs import Comparison, Tolerance, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .records import Manifest
-from .runs import ProgramRun, output_digest, run_program
+from .runs import ProgramRun, output_digest, run_program, stressed_calls
 from .stats import decide
 from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict
 
@@ -120,11 +120,12 @@ def _baseline_noise(first: ProgramRun, again: ProgramRun, factor: float) -> Base
     return BaselineNoise(printed=printed, buffers=[factor * b for b in buffers])
 
 
-def _compare_runs(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise | None = None) -> Comparison:
+def _compare_runs(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise | None = None,
+                  scale: float = 1.0) -> Comparison:
     """Printed numbers, and every element of the output dump when the harness writes one.
     The tolerance is the user's rtol/atol where set, else by dtype (docs/verifier.md,
     "Tolerance model"); printed numbers take the dump's loosest floating dtype (float32 without one)."""
-    tolerance = Tolerance(rtol=vs.rtol, atol=vs.atol)
+    tolerance = Tolerance(rtol=vs.rtol, atol=vs.atol, scale=scale)
     printed = compare_outputs(base.result.stdout, cand.result.stdout, tolerance=tolerance,
                               dtype=printed_dtype(base.dump), noise=noise.printed if noise else None)
     if base.dump is None or not printed.match:
@@ -145,17 +146,30 @@ def _secret() -> bytes:
 
 def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise | None = None) -> Comparison:
     """The whole result (printed numbers, full dump), then every timed call's samples (v2)."""
-    whole = _compare_runs(base, cand, vs, noise)
+    manifest = base.records.manifest if base.records else None
+    stressed: set[int] = set()
+    if manifest is not None and base.secret and any(b.stressed for b in manifest.buffers):
+        stressed = stressed_calls(bytes.fromhex(base.secret), manifest.calls)
+
+    def scale(call: int) -> float:  # stressed inputs make honest sums worse conditioned
+        return vs.stress_tolerance_factor if call in stressed else 1.0
+
+    whole = _compare_runs(base, cand, vs, noise, scale(manifest.calls - 1) if manifest else 1.0)
     if not whole.match or base.records is None:
         return whole
     calls = compare_calls(base.records, cand.records or base.records.model_copy(update={"manifest": None}),
-                          lambda b, c: compare_dumps(b, c, tolerance=Tolerance(rtol=vs.rtol, atol=vs.atol),
-                                                     noise=noise.buffers if noise else None))
+                          lambda b, c, call: compare_dumps(
+                              b, c, tolerance=Tolerance(rtol=vs.rtol, atol=vs.atol, scale=scale(call)),
+                              noise=noise.buffers if noise else None))
     if calls is None:
         return whole
     if not calls.match:
         return calls
     return whole.merged(calls)
+
+
+def _size_words(size_index: int) -> str:
+    return "" if size_index == 0 else " (a size drawn at verify time)" if size_index < 0 else f" (size {size_index})"
 
 
 def _run_failure(run: ProgramRun) -> tuple[Reason, str] | None:
@@ -278,29 +292,38 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     failure: tuple[Reason, str] | None = None
     correct = True
     # Each experiment: the default size for every seed, then each alternative size a v2
-    # harness declares (a kernel specialised to one size fails there).
+    # harness declares (a kernel specialised to one size fails there), then a size drawn now,
+    # that nobody could know in advance (-1: a kernel right only at the declared sizes fails).
     sizes = manifest.size_options if manifest else 1
-    experiments = [(seed, 0) for seed in v.seeds] + [(_fresh_seeds(1, used_seeds)[0], k) for k in range(1, sizes)]
-    if sizes == 1:
-        v.notes.append("checked at one size only: the harness declares no alternative problem size")
+    size_draw = vs.size_draw or secrets.randbits(63) | 1
+    v.size_draw = size_draw if sizes > 1 else None
+    size_indices = [*range(1, sizes), *([-1] if sizes > 1 else [])]
+    experiments = [(seed, 0) for seed in v.seeds] + [(_fresh_seeds(1, used_seeds)[0], k) for k in size_indices]
+    if manifest is not None:
+        v.notes += coverage_notes(manifest)
     noise_by_size: dict[int, BaselineNoise] = {}
+    drawn_sizes: list[int] = []
     for seed, size_index in experiments:
-        say(Progress(stage="correctness", message=f"seed {seed}{f' (size {size_index})' if size_index else ''}: "
-                                                  "candidate, then baseline"))
+        say(Progress(stage="correctness", message=f"seed {seed}{_size_words(size_index)}: candidate, then baseline"))
         secret = _secret()
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                           size_index=size_index)
+                           size_index=size_index, size_draw=size_draw)
         durations.program_runs_s += cand.result.wall_s
         failure = _run_failure(cand)
         if failure:
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
             break
-        base = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index)
+        base = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
+                           size_draw=size_draw)
         durations.program_runs_s += base.result.wall_s
         if _run_failure(base):
-            raise InputError(f"{baseline_name}: the baseline fails on seed {seed}: {_run_failure(base)[1]}")
+            raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{_size_words(size_index)}: "
+                             f"{_run_failure(base)[1]}")
+        if size_index < 0 and base.records and base.records.manifest:
+            drawn_sizes = base.records.manifest.sizes
         if size_index not in noise_by_size:  # each size's first experiment, run again: the baseline's own variation
-            again = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index)
+            again = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
+                                size_draw=size_draw)
             durations.program_runs_s += again.result.wall_s
             noise_by_size[size_index] = _baseline_noise(base, again, vs.baseline_noise_factor) \
                 if not _run_failure(again) else BaselineNoise()
@@ -326,13 +349,14 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         return finish()
     bad = next((c for c in v.checks if not c.comparison.match), None)
     checked = f"{len(v.seeds)} fresh seeds" + (f" and {sizes - 1} other size(s)" if sizes > 1 else "") + \
+        (f", and one drawn now ({' x '.join(map(str, drawn_sizes))})" if drawn_sizes else "") + \
         (f", every one of {manifest.calls} timed calls sampled" if manifest else "")
     v.gates.append(GateResult(
         gate="correctness", status="pass" if correct else "fail", baseline="reference",
         candidate="match" if correct else "MISMATCH",
         detail=(f"{checked}; worst seed: {max((c.comparison for c in v.checks), key=lambda k: k.worst_ratio).describe()}"
                 if correct
-                else f"seed {bad.seed}{f' (size {bad.size_index})' if bad.size_index else ''}: "
+                else f"seed {bad.seed}{_size_words(bad.size_index)}: "
                      f"{bad.comparison.describe()}")))
     if not correct:
         reasons.append(Reason.correctness)
@@ -342,7 +366,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
     # -- memcheck ----------------------------------------------------------------------
     if not reasons:
-        _memcheck(v, cand_bin, toolchain.nvcc, durations, reasons, say, cupti_lib, sizes)
+        _memcheck(v, cand_bin, toolchain.nvcc, durations, reasons, say, cupti_lib, size_indices, size_draw)
     # -- speed -------------------------------------------------------------------------
     if reasons:
         v.gates.append(GateResult(gate="speedup", status="skipped", detail="not timed: an earlier gate failed"))
@@ -475,9 +499,10 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
 
 
 def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reasons: list[Reason], say,
-              cupti_lib: Path | None, sizes: int = 1) -> None:
-    """compute-sanitizer memcheck on the candidate, at every problem size the harness declares
-    (an access out of bounds at one size only is still out of bounds)."""
+              cupti_lib: Path | None, other_sizes: list[int] | None = None, size_draw: int | None = None) -> None:
+    """compute-sanitizer memcheck on the candidate, at the default size and every other size the
+    correctness gate used, the drawn one included (an access out of bounds at one size only is
+    still out of bounds)."""
     vs = v.settings
     sanitizer = find_compute_sanitizer(nvcc) if vs.memcheck != "off" else None
     if sanitizer is None:
@@ -489,12 +514,12 @@ def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reason
     say(Progress(stage="memcheck", message="compute-sanitizer --tool memcheck on the candidate"))
     t = time.monotonic()
     limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes)
-    for size_index in range(sizes):
+    for size_index in [0, *(other_sizes or [])]:
         # The run looks like every other run to the program: the same environment (the tracer's
         # variables included) and the same stream pipe, so it cannot tell it is being checked.
         run = run_program(binary, seed=v.seeds[0], limits=limits, wrapper=memcheck_argv(sanitizer, Path("program"))[:-1],
                           cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=_secret(),
-                          size_index=size_index)
+                          size_index=size_index, size_draw=size_draw)
         durations.program_runs_s += run.result.wall_s
         result = read_memcheck(run.result.stdout, run.result.stderr)
         if run.result.timed_out or run.guard_tripped or result.errors != 0 \

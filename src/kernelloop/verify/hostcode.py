@@ -79,7 +79,7 @@ OUT_POINTER_ARGS: dict[str, tuple[int, ...]] = {
     "cudaPointerGetAttributes": (0,), "cudaDeviceGetLimit": (0,), "cudaFuncGetName": (0,),
     "cudaDeviceGetStreamPriorityRange": (0, 1), "cudaStreamGetPriority": (1,), "cudaStreamGetFlags": (1,),
     "cudaGetSymbolAddress": (0,), "cudaGetSymbolSize": (0,), "cudaStreamGetCaptureInfo": (1, 2, 3, 4, 5),
-    "__cudaPopCallConfiguration": (0, 1, 2, 3), "cudaGetFuncBySymbol": (0,), "cudaThreadExchangeStreamCaptureMode": (0,),
+    "__cudaPopCallConfiguration": (0, 1, 2, 3), "__cudaGetKernel": (0,), "cudaGetFuncBySymbol": (0,), "cudaThreadExchangeStreamCaptureMode": (0,),
 }
 OUT_POINTER_ARGS.update({  # struct results returned through a hidden pointer (%rdi), and handles
     "cudaCreateChannelDesc": (0,), "cudaMalloc3D": (0,), "cudaMallocArray": (0,), "cudaMalloc3DArray": (0,),
@@ -93,9 +93,114 @@ OUT_POINTER_ARGS.update({  # libm/libc functions with output pointers an honest 
     "frexp": (1,), "frexpf": (1,), "modf": (1,), "modff": (1,), "remquo": (2,), "remquof": (2,),
     "sincos": (1, 2), "sincosf": (1, 2), "lgamma_r": (1,), "lgammaf_r": (1,), "posix_memalign": (0,),
 })
+# Imports that write no host memory through their arguments (or, for copies, only memory the
+# timing audit counts: every host copy is compared with the baseline's). The scan fails closed:
+# a call to an import in neither table is refused, so adding a name to the policy's allow-list
+# cannot open a write primitive by itself (a red team found one through a struct return).
+_CUDA_NO_HOST_WRITES = re.compile(
+    r"^(?:cudaLaunchKernel|cudaLaunchKernelExC|cudaLaunchCooperativeKernel|cudaFuncSetAttribute"
+    r"|cudaFuncSetCacheConfig|cudaFuncSetSharedMemConfig|cudaFree|cudaFreeAsync|cudaFreeArray"
+    r"|cudaMemset(?:2D|3D)?(?:Async)?|cudaMemcpy(?:2D|3D)?(?:Async)?|cudaMemcpy(?:To|From)Symbol(?:Async)?"
+    r"|cudaMemcpy2D(?:To|From)Array(?:Async)?|cudaDestroyTextureObject|cudaDestroySurfaceObject"
+    r"|cudaStreamDestroy|cudaStreamSynchronize|cudaStreamQuery|cudaStreamWaitEvent|cudaDeviceSynchronize"
+    r"|cudaEventRecord(?:WithFlags)?|cudaEventDestroy|cudaEventSynchronize|cudaEventQuery|cudaStreamBeginCapture"
+    r"|cudaGraphAddDependencies|cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphLaunch"
+    r"|cudaGraphUpload|cudaGraphExecDestroy|cudaGraphDestroy|cudaGetLastError|cudaPeekAtLastError"
+    r"|cudaGetErrorString|cudaGetErrorName"
+    r"|__cudaRegister(?:FatBinary|FatBinaryEnd|Function|Var|Texture|Surface|LinkedBinary\w*)|__cudaUnregisterFatBinary"
+    r"|__cudaPushCallConfiguration|__cudaInitModule|__cudaLaunchKernel)"
+    r"(?:_v\d+)?(?:_ptds|_ptsz)?$")
+_LIBC_NO_HOST_WRITES = re.compile(
+    r"^(?:_Znwm|_Znam|_ZnwmRKSt9nothrow_t|_ZnamRKSt9nothrow_t|_ZnwmSt11align_val_t|malloc|calloc|aligned_alloc"
+    r"|__cxa_guard_acquire|__cxa_guard_release|__cxa_guard_abort|__cxa_begin_catch|__cxa_end_catch|__cxa_rethrow"
+    r"|__cxa_allocate_exception|__cxa_throw|__cxa_pure_virtual|__cxa_call_unexpected|_Unwind_Resume"
+    r"|__stack_chk_fail|_ZSt\d+__throw_\w+|_ZSt9terminatev|abort|exit|atexit|memcmp|__errno_location"
+    r"|(?:sqrt|cbrt|exp|exp2|expm1|log|log2|log10|log1p|pow|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh"
+    r"|erf|erfc|fabs|floor|ceil|round|lround|trunc|fmod|fmin|fmax|fma|hypot|ldexp|nearbyint|rint)[fl]?"
+    r"|__isinf\w*|__isnan\w*|__finite\w*|__fpclassify\w*"
+    # the preamble's own error-printing macros (the source policy refuses FILE, stderr and these names
+    # in the editable part, so the stream is the preamble's)
+    r"|fprintf|__fprintf_chk|fwrite|fputs|fputc|putc|printf|__printf_chk|puts|putchar|perror|fflush)$")
+# free/delete/realloc write the allocator's metadata around their argument: the pointer must be
+# the launcher's own, like any out-parameter (a heap pointer found in memory is a write primitive).
+OUT_POINTER_ARGS.update({"free": (0,), "realloc": (0,), "_ZdlPv": (0,), "_ZdaPv": (0,), "_ZdlPvm": (0,),
+                         "_ZdaPvm": (0,), "_ZdlPvSt11align_val_t": (0,), "_ZdlPvmSt11align_val_t": (0,)})
+
+
+_API_SUFFIX = re.compile(r"(?:_v\d+)?(?:_ptds|_ptsz)?$")
+
+
+def _out_pointer_args(name: str) -> tuple[int, ...] | None:
+    """The out-pointer positions of an import, its versioned/per-thread variants included."""
+    found = OUT_POINTER_ARGS.get(name)
+    return found if found is not None else OUT_POINTER_ARGS.get(_API_SUFFIX.sub("", name))
+
+
+def classified_import(name: str) -> bool:
+    """Whether the scan knows what `name` writes through its arguments."""
+    return _out_pointer_args(name) is not None or bool(_CUDA_NO_HOST_WRITES.match(name) or _LIBC_NO_HOST_WRITES.match(name)
+                                           or _MEMORY_WRITERS.match(name))
+
+
 # Writers whose destination is data, whatever the compiler can prove: refused in host code.
 _MEMORY_WRITERS = re.compile(r"^(__)?(memcpy|memmove|memset|mempcpy|bcopy|bzero|explicit_bzero|str\w*cpy|str\w*cat|"
                              r"wmem\w+|(memcpy|memmove|memset|mempcpy|str\w*cpy|str\w*cat|wmem\w+)_chk)$")
+
+
+# How many bytes each modelled out-parameter receives (default 8: an int64, a size_t, a handle or
+# a pointer). A write is judged by its whole extent, not its start: an out-pointer near the top of
+# the frame must not reach the saved registers or the return address (a red team overflowed a
+# 20-byte struct return into the return address and ran a return-oriented chain).
+OUT_POINTER_SIZES: dict[str, dict[int, int]] = {
+    "cudaDeviceGetAttribute": {0: 4}, "cudaGetDevice": {0: 4}, "cudaGetDeviceCount": {0: 4},
+    "cudaDriverGetVersion": {0: 4}, "cudaRuntimeGetVersion": {0: 4}, "cudaGetDeviceProperties": {0: 1024},
+    "cudaFuncGetAttributes": {0: 160}, "cudaPointerGetAttributes": {0: 96}, "cudaMalloc3D": {0: 32},
+    "cudaCreateChannelDesc": {0: 20}, "cudaGetChannelDesc": {0: 20}, "cudaGraphInstantiateWithParams": {2: 32},
+    "cudaGraphExecUpdate": {2: 24}, "cudaOccupancyMaxActiveBlocksPerMultiprocessor": {0: 4},
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags": {0: 4}, "cudaOccupancyMaxPotentialBlockSize": {0: 4, 1: 4},
+    "cudaOccupancyMaxPotentialClusterSize": {0: 4}, "cudaOccupancyMaxActiveClusters": {0: 4},
+    "cudaDeviceGetStreamPriorityRange": {0: 4, 1: 4}, "cudaStreamGetPriority": {1: 4}, "cudaStreamGetFlags": {1: 4},
+    "cudaStreamIsCapturing": {1: 4}, "cudaStreamGetCaptureInfo": {1: 4}, "cudaThreadExchangeStreamCaptureMode": {0: 4},
+    "cudaStreamGetDevice": {1: 4}, "__cudaPopCallConfiguration": {0: 12, 1: 12},
+    "frexp": {1: 4}, "frexpf": {1: 4}, "modff": {1: 4}, "remquo": {2: 4}, "remquof": {2: 4}, "sincosf": {1: 4, 2: 4},
+    "lgamma_r": {1: 4}, "lgammaf_r": {1: 4},
+}
+_REG_WIDTH = {**{r: 8 for r in ("%rax", "%rbx", "%rcx", "%rdx", "%rsi", "%rdi", "%rbp", "%rsp")},
+              **{f"%r{i}": 8 for i in range(8, 16)}, **{f"%r{i}d": 4 for i in range(8, 16)},
+              **{f"%r{i}w": 2 for i in range(8, 16)}, **{f"%r{i}b": 1 for i in range(8, 16)},
+              **{r: 4 for r in ("%eax", "%ebx", "%ecx", "%edx", "%esi", "%edi", "%ebp", "%esp")},
+              **{r: 2 for r in ("%ax", "%bx", "%cx", "%dx", "%si", "%di", "%bp", "%sp")},
+              **{r: 1 for r in ("%al", "%bl", "%cl", "%dl", "%sil", "%dil", "%bpl", "%spl", "%ah", "%bh", "%ch", "%dh")}}
+
+
+def _out_pointer_size(name: str, position: int) -> int:
+    sizes = OUT_POINTER_SIZES.get(name) or OUT_POINTER_SIZES.get(_API_SUFFIX.sub("", name)) or {}
+    return sizes.get(position, 8)
+
+
+def _store_width(mnemonic: str, ops: list[str]) -> int:
+    """Bytes a store writes, from its source register or its size suffix; 64 when unknown."""
+    text = " ".join(ops)
+    if "%zmm" in text:
+        return 64
+    if "%ymm" in text:
+        return 32
+    if "%xmm" in text:
+        if re.match(r"^v?(movss|movd|extractps|pextrd|cvt\w*ss)\b", mnemonic):
+            return 4
+        if re.match(r"^v?(movsd|movq|movlp[sd]|movhp[sd]|pextrq)\b", mnemonic):
+            return 8
+        return 16
+    for op in ops[:-1]:
+        if op in _REG_WIDTH:
+            return _REG_WIDTH[op]
+    if m := re.match(r"^(?:mov|add|sub|and|or|xor|inc|dec|neg|not|sh[lr]|sa[lr]|ro[lr]|set\w*|cmov\w*)([bwlq])$", mnemonic):
+        return {"b": 1, "w": 2, "l": 4, "q": 8}[m.group(1)]
+    if mnemonic.startswith("set"):
+        return 1
+    if mnemonic.startswith(("fstpt", "fstt")):
+        return 10
+    return 64
 
 
 @dataclass
@@ -103,7 +208,11 @@ class _Function:
     name: str
     section: str
     frame: int = 0  # bytes the function has moved %rsp down since entry (sub, push), in layout order
-    max_frame: int = 0  # its largest frame: code laid out after an epilogue still runs inside the frame
+    saved: int = 0  # bytes of callee-saved registers pushed before the frame was opened
+    opened: int = 0  # the largest frame right after a `sub $n,%rsp`: saved registers plus locals
+    frame_opened: bool = False
+    called: bool = False
+
     lines: list[str] = field(default_factory=list)
 
 
@@ -153,27 +262,93 @@ def _operands(text: str) -> tuple[str, list[str]]:
     return mnemonic, ops
 
 
-def defined_symbols(obj: Path) -> set[str]:
-    """Every symbol the object defines, local ones included (relocations name them)."""
-    nm = shutil.which("nm")
-    if nm is None:
-        raise FileNotFoundError("nm (binutils) is needed to scan the candidate's host code")
-    out = subprocess.run([nm, "--defined-only", str(obj)], capture_output=True, text=True, timeout=60)
-    return {parts[-1] for parts in (ln.split() for ln in out.stdout.splitlines()) if len(parts) >= 3}
+@dataclass
+class _OwnData:
+    """Where the object's own symbols lie: a symbol's section and offset, and each section's size."""
+    symbols: dict[str, tuple[str, int]]
+    sections: dict[str, int]
+
+    def names(self) -> set[str]:
+        return set(self.symbols) | set(self.sections)
+
+    def fits(self, name: str, offset: int, width: int) -> bool:
+        """Whether `width` bytes at `name + offset` stay inside the section that holds `name`."""
+        section, start = (name, 0) if name in self.sections else self.symbols.get(name, ("", 0))
+        size = self.sections.get(section)
+        return size is not None and 0 <= start + offset and start + offset + width <= size
 
 
-def scan_host_code(obj: Path, own_symbols: set[str] | None = None) -> list[Violation]:
-    """Violations in the host code of a compiled editable part (see the module's docstring).
-    `own_symbols`: what the object defines (read with nm when not given)."""
-    own = defined_symbols(obj) if own_symbols is None else own_symbols
+def own_data(obj: Path) -> _OwnData:
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        raise FileNotFoundError("readelf (binutils) is needed to scan the candidate's host code")
+    out = subprocess.run([readelf, "-SsW", str(obj)], capture_output=True, text=True, timeout=60).stdout
+    by_index: dict[str, str] = {}
+    sections: dict[str, int] = {}
+    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", out, re.M):
+        by_index[m.group(1)] = m.group(2)
+        sections[m.group(2)] = int(m.group(3), 16)
+    symbols: dict[str, tuple[str, int]] = {}
+    for m in re.finditer(r"^\s*\d+:\s+([0-9a-f]+)\s+\S+\s+\w+\s+\w+\s+\w+\s+(\d+)\s+(\S+)\s*$", out, re.M):
+        if m.group(2) in by_index:
+            symbols[m.group(3)] = (by_index[m.group(2)], int(m.group(1), 16))
+    return _OwnData(symbols=symbols, sections=sections)
+
+
+_DIRECT_TARGET = re.compile(r"^(?P<target>[0-9a-f]+) <")
+_BRANCH = re.compile(r"^(?:j[a-z]+|call|callq|loop\w*)$")
+_UNCONDITIONAL = ("jmp", "jmpq", "ret", "retq", "ud2", "hlt")
+_PADDING = re.compile(r"^\s*(?:(?:data16|cs|ds)\s+)*(?:nop\w*|xchg\s+%ax,%ax|int3)\b")
+
+
+@dataclass
+class _Listing:
+    """Where instructions start, and the direct branches with no relocation, per section."""
+    starts: dict[str, set[int]]
+    branches: dict[str, list[tuple[int, int, str]]]  # (from, to, function)
+
+
+def _listing(text: str) -> _Listing:
+    starts: dict[str, set[int]] = {}
+    branches: dict[str, list[tuple[int, int, str]]] = {}
+    section, func = "", ""
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
+        if m := _SECTION.match(line):
+            section = m.group("name")
+            continue
+        if m := _FUNC.match(line):
+            func = m.group("name")
+            continue
+        m = _INSN.match(line)
+        if not m or _RELOC.match(line) or not _EXEC_SECTIONS.match(section):
+            continue
+        address = int(m.group("addr"), 16)
+        starts.setdefault(section, set()).add(address)
+        mnemonic, ops = _operands(m.group("text"))
+        relocated = k + 1 < len(lines) and _RELOC.match(lines[k + 1]) is not None
+        if _BRANCH.match(mnemonic.split()[-1]) and ops and not relocated:
+            if t := _DIRECT_TARGET.match(ops[0]):
+                branches.setdefault(section, []).append((address, int(t.group("target"), 16), func))
+    return _Listing(starts=starts, branches=branches)
+
+
+def scan_host_code(obj: Path) -> list[Violation]:
+    """Violations in the host code of a compiled editable part (see the module's docstring)."""
+    data = own_data(obj)
+    own = data.names()
     violations: list[Violation] = []
     seen: set[tuple[str, str]] = set()
     section = ""
     func: _Function | None = None
-    pending_store: tuple[str, str] | None = None  # (function, instruction) awaiting its relocation
+    # A %rip-relative store awaiting its relocation, then the next instruction's address:
+    # (function, instruction, width) and (symbol, addend, relocation address).
+    pending_store: tuple[str, str, int] | None = None
+    pending_global: tuple[str, str, int, str, int, int] | None = None
     pending_call: str | None = None  # a direct call whose target comes on the relocation line
-    # Argument registers set, in this straight-line stretch, to the function's own memory.
-    own_pointers: set[str] = set()
+    # Argument registers set, in this straight-line stretch, to the function's own memory:
+    # ("stack", displacement, "") or ("global", offset, symbol).
+    own_pointers: dict[str, tuple[str, int, str]] = {}
     pending_lea: str | None = None  # an `lea sym(%rip)` into this register awaits its relocation
 
     def report(rule: str, where: str, detail: str) -> None:
@@ -181,69 +356,142 @@ def scan_host_code(obj: Path, own_symbols: set[str] | None = None) -> list[Viola
             seen.add((rule, where))
             violations.append(Violation(rule=rule, where="object", detail=f"{where}: {detail}"))
 
-    for line in _disassemble(obj).splitlines():
+    def judge_global(next_address: int | None) -> None:
+        nonlocal pending_global
+        if pending_global is None:
+            return
+        where, text, width, symbol, addend, reloc_at = pending_global
+        pending_global = None
+        offset = addend + (next_address - reloc_at if next_address is not None else 4)
+        if not data.fits(symbol, offset, width):
+            report("foreign-store", where, f"`{text}`: writes {width} bytes at {symbol}{offset:+d}, outside "
+                                           "the editable part's own data")
+
+    text_listing = _disassemble(obj)
+    listing = _listing(text_listing)
+    # Code hidden inside other instructions' bytes (a jump into an immediate) is code the linear
+    # disassembly never shows: every direct branch must land where an instruction starts.
+    for sec, branches in listing.branches.items():
+        for source, target, name in branches:
+            if target not in listing.starts.get(sec, set()):
+                report("hidden-code", name, f"a branch at {source:#x} lands at {target:#x}, inside another "
+                                            "instruction: bytes that run as code the scan never sees")
+    # The stack depth where each forward branch lands, to follow control flow through the frame.
+    frame_at_target: dict[tuple[str, int], int] = {}
+    frame_at: dict[tuple[str, int], int] = {}
+    fell_through = True
+    for line in text_listing.splitlines():
         if m := _SECTION.match(line):
+            judge_global(None)
             section = m.group("name")
             func = None
             continue
         if not _EXEC_SECTIONS.match(section):
             continue
         if m := _FUNC.match(line):
+            judge_global(int(line.split()[0], 16))
             func = _Function(name=m.group("name"), section=section)
             pending_store = pending_call = pending_lea = None
-            own_pointers = set()
+            own_pointers = {}
+            fell_through = True
             continue
         if func is None:
             continue
         if m := _RELOC.match(line):
             target = re.split(r"[-+]", m.group("target"), maxsplit=1)[0].split("@")[0]
+            addend_text = m.group("target")[len(re.split(r"[-+]", m.group("target"), maxsplit=1)[0]):]
+            addend = _int(addend_text.replace("+", "")) if addend_text else 0
             if pending_call is not None:
+                if target not in own and not target.startswith(".") and not classified_import(target):
+                    report("unknown-call", pending_call, f"calls {target}, which the host-code scan does not "
+                                                          "classify: it may write host memory through its arguments")
                 if _MEMORY_WRITERS.match(target):
                     report("host-memory-write", pending_call, f"calls {target}: writes host memory at an address "
                                                               "the editable part computes")
-                for k in OUT_POINTER_ARGS.get(target, ()):
-                    if _ARG_REGS[k] not in own_pointers:
+                for k in _out_pointer_args(target) or ():
+                    size = _out_pointer_size(target, k)
+                    pointer = own_pointers.get(_ARG_REGS[k])
+                    if pointer is None:
                         report("foreign-store", pending_call, f"passes {target} an output pointer (argument {k + 1}) "
                                                               "that is not its own stack frame or global")
+                    elif pointer[0] == "stack" and not (-func.frame - 128 <= pointer[1]
+                                                         and pointer[1] + size <= -func.saved):
+                        report("foreign-store", pending_call,
+                               f"passes {target} an output pointer (argument {k + 1}) whose {size} bytes at "
+                               f"{pointer[1] + func.frame}(%rsp) reach past its locals "
+                               f"({func.frame - func.saved} bytes) into saved registers or the return address")
+                    elif pointer[0] == "global" and not data.fits(pointer[2], pointer[1], size):
+                        report("foreign-store", pending_call,
+                               f"passes {target} an output pointer (argument {k + 1}) whose {size} bytes at "
+                               f"{pointer[2]}{pointer[1]:+d} reach outside the editable part's own data")
                 pending_call = None
-                own_pointers = set()  # the call clobbers the argument registers
+                own_pointers = {}  # the call clobbers the argument registers
             if pending_lea is not None:
                 if target.startswith(".") or target in own:
-                    own_pointers.add(pending_lea)
+                    own_pointers[pending_lea] = ("global", addend + 4, target)  # lea's field ends the instruction
                 pending_lea = None
             if pending_store is not None:
-                target = re.split(r"[-+]", m.group("target"), maxsplit=1)[0]
-                if not (target.startswith(".") or target in own):
-                    report("foreign-store", pending_store[0],
-                           f"stores into {target}, which the editable part does not define ({pending_store[1]})")
+                where, text, width = pending_store
                 pending_store = None
+                if not (target.startswith(".") or target in own):
+                    report("foreign-store", where,
+                           f"stores into {target}, which the editable part does not define ({text})")
+                else:
+                    reloc_at = int(line.split(":")[0], 16)
+                    pending_global = (where, text, width, target, addend, reloc_at)
             continue
         m = _INSN.match(line)
         if not m:
             continue
+        address = int(m.group("addr"), 16)
+        judge_global(address)
+        # The stack depth here: from the branches that land here, else from the instruction before.
+        arrived = frame_at_target.get((section, address))
+        if arrived is None and not fell_through and _PADDING.match(m.group("text")):
+            continue  # alignment padding after a jump or return: never runs
+        if arrived is not None and fell_through and arrived != func.frame:
+            report("stack-depth", func.name, f"paths reach {address:#x} with {arrived} and {func.frame} bytes "
+                                             "on the stack: the scan cannot tell where its writes land")
+        elif arrived is not None:
+            func.frame = arrived
+        elif not fell_through:
+            func.frame = max(func.opened, func.saved)  # reached only by the unwinder (a landing pad): the whole frame
+        frame_at[(section, address)] = func.frame
         pending_store = pending_lea = None
         if pending_call is not None:  # a call with no relocation: a local function; arguments are gone
-            pending_call, own_pointers = None, set()
+            pending_call, own_pointers = None, {}
         mnemonic, ops = _operands(m.group("text"))
         base_mnemonic = mnemonic.split()[-1]
         where = func.name
+        fell_through = base_mnemonic not in _UNCONDITIONAL
+        if base_mnemonic.startswith("j") and ops and (t := _DIRECT_TARGET.match(ops[0])):
+            target = int(t.group("target"), 16)
+            if target > address:
+                earlier = frame_at_target.setdefault((section, target), func.frame)
+                if earlier != func.frame:
+                    report("stack-depth", where, f"paths reach {target:#x} with {earlier} and {func.frame} bytes "
+                                                 "on the stack: the scan cannot tell where its writes land")
+            elif frame_at.get((section, target), func.frame) != func.frame:
+                report("stack-depth", where, f"a loop back to {target:#x} changes the stack depth "
+                                             f"({frame_at[(section, target)]} there, {func.frame} here)")
         if base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and not ops[0].startswith("*"):
             pending_call = where  # judged by its relocation (imports and external symbols have one)
+            func.called = True
         elif base_mnemonic.startswith("j") or base_mnemonic.startswith("ret"):
-            own_pointers = set()  # a new straight-line stretch begins at every branch
+            own_pointers = {}  # a new straight-line stretch begins at every branch
         # Track argument registers pointing at the function's own memory; any other write to
         # them (or to a sub-register) forgets it.
         written = ops[-1] if ops else ""
         arg = next((r for r, names in _REG_ALIASES.items() if written in names), None)
         if arg is not None and base_mnemonic not in ("call", "callq", "jmp", "jmpq", "push", "pushq", "cmp", "test"):
-            own_pointers.discard(arg)
+            own_pointers.pop(arg, None)
             if base_mnemonic in ("mov", "movq") and ops[0] == "%rsp" and written == arg:
-                own_pointers.add(arg)  # the frame's base
+                own_pointers[arg] = ("stack", -func.frame, "")  # the frame's base (positions: from the entry %rsp)
             if base_mnemonic in ("lea", "leaq") and written == arg and len(ops) == 2:
                 src = _MEM.search(ops[0])
                 if src is not None and src.group("index") is None:
-                    if src.group("base") == "%rsp" and -128 <= _int(src.group("disp")) < func.max_frame:
-                        own_pointers.add(arg)
+                    if src.group("base") == "%rsp":
+                        own_pointers[arg] = ("stack", _int(src.group("disp")) - func.frame, "")
                     elif src.group("base") == "%rip":
                         pending_lea = arg
         if base_mnemonic in _FORBIDDEN:
@@ -258,24 +506,38 @@ def scan_host_code(obj: Path, own_symbols: set[str] | None = None) -> list[Viola
                 report("indirect-call", where, f"returns with {func.frame} bytes of its own still on the stack: "
                                                "a jump to a pushed address")
             continue
+        lea_rsp = base_mnemonic.startswith("lea") and ops and ops[-1] == "%rsp" and _MEM.search(ops[0]) \
+            and _MEM.search(ops[0]).group("base") == "%rsp" and _MEM.search(ops[0]).group("index") is None
         if ops and ops[-1] == "%rsp" and not _IMM_RSP.match(f"{base_mnemonic} {','.join(ops)}") \
-                and not base_mnemonic.startswith(("push", "pop", "cmp", "test")) \
-                and not (base_mnemonic.startswith("lea") and _MEM.search(ops[0]) and
-                         (_MEM.search(ops[0]).group("base") == "%rsp")):
+                and not base_mnemonic.startswith(("push", "pop", "cmp", "test")) and not lea_rsp:
             report("indirect-call", where, f"`{m.group('text').split('#')[0].strip()}`: moves the stack pointer "
                                            "somewhere else (a stack pivot)")
+            continue
+        if lea_rsp:
+            func.frame -= _int(_MEM.search(ops[0]).group("disp"))
+            if func.frame < 0:
+                report("foreign-store", where, f"`{m.group('text').split('#')[0].strip()}`: moves the stack "
+                                               "pointer above its own frame (pushes would write the caller's)")
             continue
         if r := _IMM_RSP.match(f"{base_mnemonic} {','.join(ops)}"):
             delta = _int(r.group("imm"))
             func.frame += delta if r.group(1) == "sub" else -delta
-            func.max_frame = max(func.max_frame, func.frame)
+            if r.group(1) == "sub":
+                func.opened = max(func.opened, func.frame)
+                func.frame_opened = True
+            if func.frame < 0:
+                report("foreign-store", where, f"`{m.group('text').split('#')[0].strip()}`: moves the stack "
+                                               "pointer above its own frame (pushes would write the caller's)")
             continue
         if base_mnemonic.startswith("push"):
+            if not func.frame_opened and not func.called:
+                func.saved += 8  # a callee-saved register, before the frame is opened
             func.frame += 8
-            func.max_frame = max(func.max_frame, func.frame)
             continue
         if base_mnemonic.startswith("pop"):
             func.frame -= 8
+            if func.frame < 0:
+                report("foreign-store", where, "pops above its own frame: the stack pointer leaves it")
             continue
         if _STRING_STORE.match(mnemonic.replace("rep ", "rep")) or _STRING_STORE.match(base_mnemonic):
             report("foreign-store", where, f"`{base_mnemonic}`: a string instruction writes through a pointer")
@@ -290,15 +552,19 @@ def scan_host_code(obj: Path, own_symbols: set[str] | None = None) -> list[Viola
             continue
         seg, base, index, disp = dest.group("seg"), dest.group("base"), dest.group("index"), _int(dest.group("disp"))
         text = m.group("text").split("#")[0].strip()
+        width = _store_width(base_mnemonic, ops)
         if seg:
             report("foreign-store", where, f"`{text}`: stores through segment {seg} (thread-local storage)")
         elif base == "%rip":
-            pending_store = (where, text)  # judged by the relocation line that follows
+            pending_store = (where, text, width)  # judged by the relocation line that follows
         elif base == "%rsp" and index is None:
-            if not -128 <= disp < func.max_frame:
-                report("foreign-store", where, f"`{text}`: stores outside its own stack frame "
-                                               f"({func.max_frame} bytes): into its caller's frame or return address")
+            top = func.frame - func.saved  # the locals end here, relative to %rsp now
+            if not (-128 <= disp and disp + width <= top):
+                report("foreign-store", where, f"`{text}`: writes {width} bytes at {disp}(%rsp), outside its own "
+                                               f"locals ({max(top, 0)} bytes below the saved registers): into "
+                                               "saved registers, its return address or its caller's frame")
         else:
             report("foreign-store", where, f"`{text}`: stores through a computed pointer; the editable part's host "
                                            "code may write only its own stack frame and its own globals")
+    judge_global(None)
     return violations

@@ -30,6 +30,7 @@ class BufferSpec(BaseModel):
     role: Literal["input", "output", "inout", "scratch"]
     dtype: str
     count: int = Field(ge=1)
+    stressed: bool = False  # gets large values at secret positions in a secret half of the timed calls
 
     @property
     def bytes(self) -> int:
@@ -45,12 +46,15 @@ class Manifest(BaseModel):
     warmup: int = Field(ge=1)
     calls: int = Field(ge=1)
     flops: float = Field(0.0, ge=0)
-    size_index: int = 0
+    size_index: int = 0  # -1: a size the verifier drew (KERNELLOOP_SIZE_DRAW)
     size_options: int = Field(1, ge=1)
+    size_values: list[list[int]] = []  # each size() call's options (default first)
+    sizes: list[int] = []  # what each size() call returned in this run (size_index -1: drawn)
     l2_flush_bytes: int = 0
     copy_gbps: float = 0.0  # measured by the harness before any launcher call: read + write bytes/s
     fma_gflops: float = 0.0  # measured FP32 FMA throughput
     samples_per_buffer: int = 0
+    spikes_per_buffer: int = 0
     secret_fd: bool = False
     buffers: list[BufferSpec]
 

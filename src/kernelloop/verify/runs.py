@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 from pathlib import Path
@@ -17,7 +19,8 @@ from .records import OutputRecords, read_records
 OUTPUT_FILE_ENV = "KERNELLOOP_OUTPUT_FILE"
 STREAM_FD_ENV = "KERNELLOOP_STREAM_FD"  # the verifier's pipe: the timed calls' seed and sample positions
 SIZE_INDEX_ENV = "KERNELLOOP_SIZE_INDEX"
-STREAM_BYTES = 8 * 4096  # fits a pipe's buffer whole: 1 seed + up to 4095 timed calls
+SIZE_DRAW_ENV = "KERNELLOOP_SIZE_DRAW"  # the verifier's draw of a problem size nobody chose in advance
+STREAM_BYTES = 8 * 8192  # a pipe's default buffer whole: 1 seed + 2 draws (stress, samples) per timed call, up to 4000 calls
 GUARD_EXIT_CODE = 86  # kernelloop_harness.cuh: a guard zone around a buffer was overwritten
 
 
@@ -30,6 +33,14 @@ def stream_for(secret: bytes) -> bytes:
         out += hashlib.sha256(secret + counter.to_bytes(8, "little")).digest()
         counter += 1
     return bytes(out[:STREAM_BYTES])
+
+
+def stressed_calls(secret: bytes, calls: int) -> set[int]:
+    """The timed calls whose inputs a v2 harness stresses (kl_spike_kernel): the stream holds
+    the timed seed, then per call a stress draw (bit 0: stressed) and a sample draw."""
+    stream = stream_for(secret)
+    draws = [int.from_bytes(stream[i:i + 8], "little") for i in range(0, len(stream), 8)]
+    return {c for c in range(calls) if 1 + 2 * c < len(draws) and draws[1 + 2 * c] & 1}
 
 
 class ProgramRun(BaseModel):
@@ -53,16 +64,18 @@ class ProgramRun(BaseModel):
 
 def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
                 wrapper: list[str] | None = None, want_dump: bool = True, secret: bytes | None = None,
-                size_index: int = 0) -> ProgramRun:
+                size_index: int = 0, size_draw: int | None = None) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
-    alternative problem size."""
+    alternative problem size, or (-1, with `size_draw`) has it draw one."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
         env = {"KERNELLOOP_SEED": str(seed)}
-        if size_index:
+        if size_index > 0:
             env[SIZE_INDEX_ENV] = str(size_index)
+        if size_index < 0 and size_draw:
+            env[SIZE_DRAW_ENV] = str(size_draw)
         dump_file = work / "output.bin"
         if want_dump:
             env[OUTPUT_FILE_ENV] = str(dump_file)
@@ -76,6 +89,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             # The pipe is filled and closed before the program starts: the stream lives in
             # the kernel's pipe buffer, not in the process, until the harness reads it.
             read_fd, write_fd = os.pipe()
+            with contextlib.suppress(OSError):  # the default (64 KiB) holds the stream already
+                fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 2 * STREAM_BYTES)
             os.write(write_fd, stream_for(secret))
             os.close(write_fd)
             env[STREAM_FD_ENV] = str(read_fd)

@@ -97,6 +97,7 @@ class Verdict(BaseModel):
     nvcc_version: str = ""
     split_mode: str = ""
     seeds: list[int] = []
+    size_draw: int | None = None  # the draw behind the size chosen at verify time (KERNELLOOP_SIZE_DRAW)
     checks: list[SeedCheck] = []
     policy: list[Violation] = []
     builds: dict[str, BuildSummary] = {}

@@ -1,0 +1,21 @@
+"""How `kernelloop init` is told about each outside-style program in tests/fixtures/outside/
+(shared by the CPU and GPU tests)."""
+
+from __future__ import annotations
+
+from kernelloop.program.init import InitSpec
+
+from .conftest import FIXTURES
+
+OUTSIDE = FIXTURES / "outside"
+SPECS: dict[str, InitSpec] = {
+    # cuda-samples style: its own main and checks; one integer argument, so counts and launch are guessed
+    "vector_add.cu": InitSpec(values={"numElements": ["16777216", "16777215"]}),
+    # a kernel file without main: bf16 in and out, a float scale
+    "bf16_scale.cu": InitSpec(values={"alpha": ["1.25"], "n": ["33554432", "33554431"]}),
+    # a GEMM that reads its output (C = alpha AB + beta C): inout, 2-D launch, explicit counts
+    "gemm_accumulate.cu": InitSpec(
+        values={"M": ["512", "333"], "N": ["512", "257"], "K": ["256", "129"], "alpha": ["1.5"], "beta": ["0.5"]},
+        counts={"A": "M * K", "B": "K * N", "C": "M * N"}, roles={"C": "inout"},
+        grid="dim3((N + 15) / 16, (M + 15) / 16)", block="dim3(16, 16)"),
+}
