@@ -13,6 +13,9 @@ SPECS: dict[str, InitSpec] = {
     "vector_add.cu": InitSpec(values={"numElements": ["16777216", "16777215"]}),
     # a kernel file without main: bf16 in and out, a float scale
     "bf16_scale.cu": InitSpec(values={"alpha": ["1.25"], "n": ["33554432", "33554431"]}),
+    # a read-only pointer written without const (guessed inout), counts only written, a wide integer range
+    "popcount_words.cu": InitSpec(values={"n": ["16777216", "16777215"]}, roles={"counts": "output"},
+                                  ranges={"words": ("0", "2147483647")}),
     # a GEMM that reads its output (C = alpha AB + beta C): inout, 2-D launch, explicit counts
     "gemm_accumulate.cu": InitSpec(
         values={"M": ["512", "333"], "N": ["512", "257"], "K": ["256", "129"], "alpha": ["1.5"], "beta": ["0.5"]},

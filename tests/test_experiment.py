@@ -108,7 +108,8 @@ def test_coverage_notes_name_a_factor_every_checked_size_shares():
 def test_coverage_notes_say_when_no_float_input_is_stressed():
     from kernelloop.verify.experiment import coverage_notes
     assert any("stressed" in n for n in coverage_notes(_manifest([[7, 9]], stressed=False)))
-    assert coverage_notes(_manifest([[7, 9]], stressed=False, dtype="int32")) == []
+    notes = coverage_notes(_manifest([[7, 9]], stressed=False, dtype="int32"))
+    assert len(notes) == 1 and "integer inputs (x) are checked on their declared range only" in notes[0]
 
 
 def test_the_verifier_knows_which_calls_the_harness_stresses():
@@ -127,3 +128,11 @@ def test_a_stressed_call_is_judged_at_the_stress_factor():
     cand = [np.array([1000.2], dtype=np.float32)]  # 2e-4 relative: ~6.5x float32's rtol
     assert not compare_dumps(base, cand).match
     assert compare_dumps(base, cand, tolerance=Tolerance(scale=8.0)).match
+
+
+def test_outputs_that_never_change_with_the_inputs_are_found():
+    from kernelloop.verify.experiment import inputs_reach_outputs
+    constant = parse_records(records_bytes([[32, 32, 32, 32], [32, 32, 32, 32], [32, 32, 32, 32]], [32, 32, 32, 32]))
+    varying = parse_records(records_bytes([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4]], [1, 2, 3, 4]))
+    assert not inputs_reach_outputs(constant)
+    assert inputs_reach_outputs(varying)

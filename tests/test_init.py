@@ -66,3 +66,15 @@ def test_the_generated_program_passes_every_static_gate_against_itself(name, tmp
     result = static_gates(split, split.editable, arch="sm_90", settings=Settings(cache_dir=tmp_path),
                           toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok and result.violations == []
+
+
+def test_a_pointer_without_const_is_guessed_inout_and_a_kernel_reading_nothing_is_refused():
+    source = "__global__ void popcount(unsigned* words, int* counts, int n) { counts[0] = __popc(words[0]); }\n"
+    result = generate(source, InitSpec(values={"n": ["64", "63"]}))
+    assert result.roles == {"words": "inout", "counts": "inout"}
+    assert any("words holds integers in [0, 16)" in n for n in result.notes)
+    with pytest.raises(InputError, match="reads nothing the harness generates"):
+        generate(source, InitSpec(values={"n": ["64"]}, roles={"words": "output", "counts": "output"}))
+    ranged = generate(source, InitSpec(values={"n": ["64"]}, roles={"counts": "output"},
+                                       ranges={"words": ("0", "1000000")}))
+    assert "kl::UniformInt<uint32_t>{0, 1000000}" in ranged.program

@@ -222,6 +222,7 @@ def init(
     set_: list[str] = typer.Option([], "--set", help="A scalar argument's value: NAME=DEFAULT[,ALTERNATIVE] (repeat)."),
     count: list[str] = typer.Option([], "--count", help="A pointer's element count: NAME=C-EXPRESSION (repeat)."),
     role: list[str] = typer.Option([], "--role", help="A pointer's role: NAME=input|output|inout|scratch (repeat)."),
+    range_: list[str] = typer.Option([], "--range", help="An integer input's values: NAME=LO,HI, drawn in [LO, HI) (repeat)."),
     grid: Optional[str] = typer.Option(None, help="Launch grid, a C expression of the arguments [default: one thread per element]."),
     block: Optional[str] = typer.Option(None, help="Launch block, a C expression [default: 256]."),
     force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT if it exists."),
@@ -230,6 +231,8 @@ def init(
 
     Every guess (roles, element counts, launch configuration, input ranges) is a GUESS comment
     at the top of the file; check them. The program is compiled once to make sure it builds."""
+    import re
+
     from rich.markup import escape
 
     from ..errors import InputError
@@ -243,8 +246,15 @@ def init(
     for name, value in roles.items():
         if value not in ROLES:
             raise InputError(f"--role {name}={value}: the role is one of {', '.join(ROLES)}")
+    ranges = {}
+    for name, value in _pairs("--range", range_).items():
+        bounds = [b.strip() for b in value.split(",")]
+        if len(bounds) != 2 or not all(re.fullmatch(r"-?\d+", b) for b in bounds) or int(bounds[0]) >= int(bounds[1]):
+            raise InputError(f"--range {name}={value}: give two integers LO,HI with LO < HI")
+        ranges[name] = (bounds[0], bounds[1])
     spec = InitSpec(kernel=kernel, values={k: v.split(",") for k, v in _pairs("--set", set_).items()},
-                    counts=_pairs("--count", count), roles=roles, grid=grid, block=block)  # type: ignore[arg-type]
+                    counts=_pairs("--count", count), roles=roles, ranges=ranges, grid=grid,
+                    block=block)  # type: ignore[arg-type]
     result = generate(read_program(source), spec, source.name)
     settings = load_settings()
     build = build_whole_program(result.program, arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,

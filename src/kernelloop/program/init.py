@@ -50,6 +50,7 @@ class InitSpec(BaseModel):
     values: dict[str, list[str]] = Field(default_factory=dict)  # scalar -> [default, alternative]
     counts: dict[str, str] = Field(default_factory=dict)  # pointer -> element count (C expression)
     roles: dict[str, Role] = Field(default_factory=dict)
+    ranges: dict[str, tuple[str, str]] = Field(default_factory=dict)  # integer input -> [lo, hi)
     grid: str | None = None
     block: str | None = None
     calls: int = Field(20, ge=1, le=4000)
@@ -124,11 +125,12 @@ def _pick_kernel(items: list[Item], wanted: str | None) -> Item:
     return kernels[0]
 
 
-def _generator(element: str, role: Role) -> tuple[str, str]:
-    """The generator expression for an input, and the note saying what it draws."""
+def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, str]:
+    """The generator expression for an input, and the comment saying what it draws."""
     if element in _FLOATING:
         return f"kl::Uniform<{element}>{{-1.0f, 1.0f}}", "uniform in [-1, 1) (stressed with large values too)"
-    return f"kl::UniformInt<{element}>{{0, 16}}", "integers in [0, 16): if they are indices, set the range they must stay in"
+    lo, hi = value_range or ("0", "16")
+    return f"kl::UniformInt<{element}>{{{lo}, {hi}}}", f"integers in [{lo}, {hi}): GUESS unless --range gave it"
 
 
 def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> InitResult:
@@ -142,7 +144,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     params = parse_params(kernel_item.head)
     notes: list[str] = []
     names = {p.name for p in params}
-    for given in [*spec.values, *spec.counts, *spec.roles]:
+    for given in [*spec.values, *spec.counts, *spec.roles, *spec.ranges]:
         if given not in names:
             raise InputError(f"{kernel} has no parameter {given!r}; its parameters: {', '.join(sorted(names))}")
     scalars = [p for p in params if not p.pointer]
@@ -168,14 +170,25 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
         else:
             raise InputError(f"how many elements does {p.name} hold? give --count {p.name}=EXPR "
                              f"(a C expression of {', '.join(s.name for s in integer_scalars) or 'the sizes'})")
+    # A pointer without const may be read, written or both: inout is the safe guess (fresh inputs
+    # before every call, compared after), where "output" would feed a read-only buffer the same
+    # poison every call and make the experiment blind (a red team exploited exactly that).
     roles: dict[str, Role] = {}
     for p in pointers:
-        roles[p.name] = spec.roles.get(p.name) or ("input" if p.const else "output")
+        roles[p.name] = spec.roles.get(p.name) or ("input" if p.const else "inout")
         if p.name not in spec.roles:
             notes.append(f"{p.name} is an {roles[p.name]} (guessed from {'const' if p.const else 'no const'}; "
-                         f"--role {p.name}=input|output|inout|scratch to change)")
+                         f"--role {p.name}=output if the kernel only writes it, or input|scratch)")
     if not any(roles[p.name] in ("output", "inout") for p in pointers):
         raise InputError(f"{kernel} has no output: mark the pointer it writes with --role NAME=output (or inout)")
+    if not any(roles[p.name] in ("input", "inout") for p in pointers):
+        raise InputError(f"{kernel} reads nothing the harness generates (every pointer is an output or scratch): "
+                         "its results could not depend on the inputs; mark what it reads --role NAME=input")
+    for p in pointers:
+        if roles[p.name] in ("input", "inout") and p.element not in _FLOATING:
+            lo, hi = spec.ranges.get(p.name, ("0", "16"))
+            notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your kernel "
+                         "must handle: indices must stay in bounds; larger values test more)")
     if spec.grid is None or spec.block is None:
         if len(integer_scalars) != 1 or spec.grid is not None or spec.block is not None:
             raise InputError("give the launch configuration: --grid EXPR --block EXPR (C expressions of the "
@@ -228,7 +241,7 @@ def _render(source: str, items: list[Item], kernel: str, params: list[Param], sp
             continue
         role, count = roles[p.name], f"(size_t)({counts[p.name]})"
         if role in ("input", "inout"):
-            gen, what = _generator(p.element, role)
+            gen, what = _generator(p.element, spec.ranges.get(p.name))
             lines.append(f"  {p.element}* {p.name} = h.{role}<{p.element}>(\"{p.name}\", {count}, {gen});  // {what}")
         else:
             lines.append(f"  {p.element}* {p.name} = h.{role}<{p.element}>(\"{p.name}\", {count});")

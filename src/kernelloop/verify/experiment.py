@@ -42,11 +42,29 @@ def coverage_notes(manifest: Manifest) -> list[str]:
                               for i, options, g in shared)
             notes.append(f"checked sizes share a factor — {parts}: a kernel that ignores remainders of it is not "
                          "caught there; declare an alternative size with no common factor (an odd one)")
-    floats = [b for b in manifest.buffers if b.role in ("input", "inout") and b.dtype.startswith(("float", "bfloat"))]
+    inputs = [b for b in manifest.buffers if b.role in ("input", "inout")]
+    floats = [b for b in inputs if b.dtype.startswith(("float", "bfloat"))]
     if floats and not any(b.stressed for b in floats):
         notes.append("no floating-point input is stressed (each has a generator of its own): correctness is "
                      "checked on the declared input distribution only")
+    integers = [b.name for b in inputs if not b.dtype.startswith(("float", "bfloat"))]
+    if integers:
+        notes.append(f"integer inputs ({', '.join(integers)}) are checked on their declared range only (they may be "
+                     "indices, so they are never stressed): declare the range your kernel must handle")
     return notes
+
+
+def inputs_reach_outputs(records: OutputRecords) -> bool:
+    """Whether the outputs change with the inputs: every timed call gets new inputs, so outputs
+    whose samples are the same in every call do not depend on anything the harness generates
+    (a pointer the kernel reads declared as an output, poisoned the same way every call), and
+    comparing them cannot tell a right candidate from a wrong one. True when unknown."""
+    calls = sorted({s.call for s in records.samples})
+    if len(calls) < 2:
+        return True
+    first = records.samples_of_call(calls[0])
+    return any(len(other) != len(first) or any(a.tobytes() != b.tobytes() for a, b in zip(first, other))
+               for other in (records.samples_of_call(c) for c in calls[1:]))
 
 
 def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall) -> Comparison | None:

@@ -32,7 +32,7 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .experiment import V1_MISSING_GUARANTEES, compare_calls, coverage_notes, speed_of_light
+from .experiment import V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inputs_reach_outputs, speed_of_light
 from .outputs import Comparison, Tolerance, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .records import Manifest
 from .runs import ProgramRun, output_digest, run_program, stressed_calls
@@ -278,6 +278,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     if _run_failure(calibration):
         raise InputError(f"{baseline_name}: the baseline fails to run: {_run_failure(calibration)[1]}")
     manifest: Manifest | None = calibration.records.manifest if calibration.records else None
+    if calibration.records is not None and not inputs_reach_outputs(calibration.records):
+        raise InputError(f"{baseline_name}: the baseline's outputs are the same in every timed call although every "
+                         "call gets new inputs: nothing the harness generates reaches them (a buffer the kernel "
+                         "reads declared as an output?), so no candidate can be checked against them")
     v.contract = manifest.contract if manifest else 1
     if manifest is None:
         v.notes.append(V1_MISSING_GUARANTEES)
