@@ -289,8 +289,12 @@ def test_cuda_runtime_allow_list_and_the_rules_of_what_it_refuses():
 
 
 @pytest.mark.parametrize("text, rules", [
-    ('asm(".pushsection .init, \\"ax\\", @progbits\\n call f@PLT\\n .popsection");', {"static-init"}),
-    ('asm(".symver inner, popen@GLIBC_2.2.5");', {"symver"}),
+    ('asm(".pushsection .init, \\"ax\\", @progbits\\n call f@PLT\\n .popsection");', {"static-init", "host-asm"}),
+    ('asm(".symver inner, popen@GLIBC_2.2.5");', {"symver", "host-asm"}),
+    # host assembly anywhere: in a host function, a __host__ __device__ one, or a macro
+    ('void launch() { asm volatile("nop"); }', {"host-asm"}),
+    ('__host__ __device__ void f() { asm("nop"); }', {"host-asm"}),
+    ('#define BARRIER asm volatile("" ::: "memory")\n', {"host-asm"}),
     ('static int f() __attribute__((ifunc("pick")));', {"ifunc"}),
     ('__attribute__((target_clones("avx2", "default"))) int g() { return 1; }', {"ifunc"}),
     ("thread_local int calls = 0;", {"tls"}),
@@ -306,7 +310,8 @@ def test_cuda_runtime_allow_list_and_the_rules_of_what_it_refuses():
     # not violations: member calls named init, CUDA types and enumerators, PTX in device asm
     ("struct S { void init(); } s; void f() { s.init(); int a[2]; (void)a; }", set()),
     ("cudaStream_t s; cudaMemcpyAsync(d, e, 4, cudaMemcpyDeviceToDevice, s); cudaGraph_t g; CUtensorMap t;", set()),
-    ('asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0; selp.b32 %0, 1, 0, p; }" : "=r"(x) : "r"(y));', set()),
+    ('__device__ int f(int y) { int x; asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0; selp.b32 %0, 1, 0, p; }"'
+     ' : "=r"(x) : "r"(y)); return x; }', set()),
 ])
 def test_source_rules_of_verifier_v2(text, rules):
     from kernelloop.verify.policy import scan_source

@@ -115,3 +115,18 @@ def test_a_store_into_a_large_own_global_passes(tmp_path):
     body = ("static volatile float big[1 << 20];\n"
             "void launch(float* x, int n) { big[(1 << 20) - 1] = 1.0f; k<<<1, 1>>>(x, (int)big[0]); }")
     assert scan(tmp_path, body) == []
+
+
+@pytest.mark.parametrize("asm, rule", [
+    ('"lock cmpxchg %%rsi,(%%rdi)" : : "D"(p), "S"(v) : "rax", "memory"', "foreign-store"),
+    ('"vcvtps2ph $4,%%xmm0,(%%rdi)" : : "D"(p) : "memory"', "foreign-store"),
+    ('"maskmovdqu %%xmm1,%%xmm0" : : "D"(p) : "memory"', "host-instruction"),
+    ('"mov %%rdi,%%rbp\\n\\tleave" : : "D"(p) : "memory"', "host-instruction"),
+    ('"enter $0,$0" : : : "memory"', "host-instruction"),
+    ('"loop 1f\\n\\t1:" : : : "rcx"', "host-instruction"),
+], ids=["cmpxchg", "vcvtps2ph", "maskmovdqu", "leave", "enter", "loop"])
+def test_stores_and_stack_moves_the_frame_model_cannot_place_are_refused(tmp_path, asm, rule):
+    # Red team round 6: each of these wrote host memory or moved %rsp past the scan.
+    body = ("void launch(float* x, int n) { void* p = x; long v = n;\n"
+            f"  asm volatile({asm});\n  (void)v; k<<<1, 1>>>(x, n); }}")
+    assert rule in scan(tmp_path, body)

@@ -53,12 +53,24 @@ _MEM = re.compile(r"(?:(?P<seg>%[cdefgs]s):)?(?P<disp>-?(?:0x[0-9a-f]+|\d+))?\((
 _IMM_RSP = re.compile(r"^(sub|add)q?\s+\$(?P<imm>-?(?:0x[0-9a-f]+|\d+)),%rsp$")
 
 # Instructions whose last memory operand is only read (AT&T: destination last).
-_READ_ONLY = re.compile(r"^(cmp|test|push|bt\b|ucomis|comis|vucomis|vcomis|prefetch|nop|lea|call|jmp|j[a-z]+\b|"
-                        r"pcmp|vpcmp|ptest|vptest|cvt|vcvt)")
+# Whole mnemonics only: `cmpxchg` is a store, `vcvtps2ph` can store to memory.
+_READ_ONLY = re.compile(r"^(?:cmp[bwlq]?|test[bwlq]?|push[wlq]?|bt[wlq]?|v?u?comis[sd]|prefetch\w*|nop[wlq]?|lea[wlq]?|"
+                        r"call[q]?|jmp[q]?|j[a-z]+|v?pcmp\w*|v?ptest|v?cvt(?!ps2ph)\w*)$")
 _STRING_STORE = re.compile(r"^(rep[a-z]*\s+)?(stos|movs[bwlq]?\b|scas|cmps)")
 _FORBIDDEN = {"wrpkru": "writes the protection-key register", "xrstor": "restores extended state",
               "xrstors": "restores extended state", "syscall": "raw system call", "sysenter": "raw system call",
-              "int": "software interrupt", "int3": "software interrupt"}
+              "int": "software interrupt", "int3": "software interrupt",
+              # stores to an implicit address, and stack-pointer moves the frame model does not follow
+              "maskmovdqu": "stores to the address in %rdi", "vmaskmovdqu": "stores to the address in %rdi",
+              "maskmovq": "stores to the address in %rdi", "movdir64b": "stores to an address in a register",
+              "movdiri": "direct store", "enqcmd": "stores to an address in a register",
+              "enqcmds": "stores to an address in a register", "leave": "moves the stack pointer to %rbp",
+              "leaveq": "moves the stack pointer to %rbp", "enter": "builds a frame the scan does not model",
+              "enterq": "builds a frame the scan does not model", "popf": "restores flags", "popfq": "restores flags",
+              "loop": "a branch the frame model does not follow", "loope": "a branch the frame model does not follow",
+              "loopne": "a branch the frame model does not follow", "jrcxz": "a branch the frame model does not follow",
+              "jecxz": "a branch the frame model does not follow", "ljmp": "far jump", "lcall": "far call",
+              "lret": "far return", "iret": "interrupt return", "iretq": "interrupt return"}
 _EXEC_SECTIONS = re.compile(r"^\.(text|init|fini)")
 _ARG_REGS = ("%rdi", "%rsi", "%rdx", "%rcx", "%r8", "%r9")
 _REG_ALIASES = {"%rdi": ("%rdi", "%edi", "%di", "%dil"), "%rsi": ("%rsi", "%esi", "%si", "%sil"),
@@ -502,6 +514,9 @@ def scan_host_code(obj: Path) -> list[Violation]:
                                            "the editable part may only call functions it names")
             continue
         if base_mnemonic.startswith("ret"):
+            if ops:
+                report("indirect-call", where, f"`{m.group('text').split('#')[0].strip()}`: a return that also "
+                                               "moves the stack pointer")
             if func.frame > 0:
                 report("indirect-call", where, f"returns with {func.frame} bytes of its own still on the stack: "
                                                "a jump to a pushed address")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..program.scanner import strip_comments
+from ..program.scanner import body_start, scan_items, strip_comments
 
 
 class Violation(BaseModel):
@@ -38,6 +38,7 @@ ALLOWED_HEADERS = re.compile(
     r"|c(?:stdint|stddef|stdio|stdlib|string|math|float|limits|assert)|(?:stdint|stddef|stdio|stdlib|string|math|float|limits|assert)\.h"
     r"|type_traits|utility|limits|algorithm|array|vector|cstdint|numeric|functional|tuple|initializer_list)$"
 )
+_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b")
 _VENDOR = r"(?:cublas\w*|cublasLt\w*|cudnn\w*|cufft\w*|cusparse\w*|cusolver\w*|curand[A-Z]\w*|nccl\w*)"
 
 # The CUDA runtime calls an editable part may make: an allow-list (verifier v2). What an
@@ -239,6 +240,20 @@ def scan_source(editable: str) -> list[Violation]:
         for m in pattern.finditer(code):
             found.append(Violation(rule=rule, where=line(m.start()),
                                    detail=message.format(m=m.group(0).rstrip("(: ").strip())))
+    # Host assembly: every way past the host-code scan a red team found used it (instructions
+    # hidden in immediates, stores and stack moves the scan did not model, a call to an import
+    # the source may not name). Device code keeps inline PTX: `asm` is allowed only inside
+    # functions that are __global__ or __device__ and not __host__; a macro holding `asm` could
+    # be used anywhere, so it is refused.
+    for item in scan_items(text):
+        if not _ASM.search(_without_strings(item.text)):
+            continue
+        head = item.head if item.kind == "code" else ""
+        device_only = bool(re.search(r"\b(?:__global__|__device__)\b", head)) and "__host__" not in head
+        if item.kind != "code" or not device_only or body_start(item.text) is None:
+            found.append(Violation(rule="host-asm", where=line(item.start),
+                                   detail="inline assembly outside a __global__/__device__ function (or in a macro): "
+                                          "host code may not contain assembly"))
     # Refused CUDA runtime and driver calls, named early (the object scan is the guard: it
     # also sees calls through macros and function pointers). Types and enumerators such as
     # cudaStream_t or cudaMemcpyDeviceToDevice are not calls, so only refused names count.
