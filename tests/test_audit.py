@@ -200,7 +200,11 @@ def test_per_call_event_pairs_are_supported():
 # -- contract v2: probes first, then one pair of events per timed call --------------------------
 
 
-def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=False):
+MARKER = "_ZN2kl23kl_window_marker_kernelEv"
+HARNESS_V2 = {"_ZN2kl25kl_bandwidth_probe_kernel", MARKER}
+
+
+def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=False, markers=True):
     """A v2 harness's trace: bandwidth probes (their own windows), warm-up, then one window
     per timed call on events of its own."""
     p = Program()
@@ -220,6 +224,8 @@ def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=
             p.record(f"0xs{c}")  # the candidate re-records the harness's start event: the window shrinks
             p.launch(dur_us=5)
         p.record(f"0xe{c}")
+        if markers:  # the harness's marker kernel, right after the stop event on the same stream
+            p.launch(name=MARKER, dur_us=2, grid=(1, 1, 1), block=(1, 1, 1))
         total += p.elapsed(f"0xs{c}", f"0xe{c}")
         if extra_window and c == 3:
             p.record("0xc1")
@@ -230,7 +236,7 @@ def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=
 
 def audited_v2(call, **kw):
     trace, kernel_ms = harness_v2(call, **kw)
-    hk = {"_ZN2kl25kl_bandwidth_probe_kernel"}
+    hk = HARNESS_V2
     report = audit_trace(trace, reported_ms=kernel_ms, harness_kernels=hk, timed_calls=20)
     base_trace, base_ms = harness_v2(honest)
     base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=hk, timed_calls=20)
@@ -294,7 +300,7 @@ def test_v2_work_launched_between_timed_calls_escapes_the_timer():
     trace.kernels.append(KernelRecord(name="_Z6kernelPf", start=trace.elapsed[-1].t + 7 * US,
                                       end=trace.elapsed[-1].t + 400 * US, corr=99999, stream=1, device=0,
                                       grid=(64, 64, 1), block=(16, 16, 1)))
-    hk = {"_ZN2kl25kl_bandwidth_probe_kernel"}
+    hk = HARNESS_V2
     report = audit_trace(trace, reported_ms=ms, harness_kernels=hk, timed_calls=20)
     base_trace, base_ms = harness_v2(honest)
     base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=hk, timed_calls=20)
@@ -312,3 +318,54 @@ def test_v2_a_call_that_launches_other_work_than_the_first_is_inconsistent():
 
     r = audited_v2(lazy_after_first)
     assert any(f.reason == "inconsistent_work" for f in r.findings), r.findings
+
+
+def test_v2_a_tail_of_each_call_past_its_stop_event_is_caught_at_the_default_allowance():
+    """Red-team round 7: 9-12% of each call's work on a side stream, waiting for the main kernel,
+    so it runs after the stop event. The allowance for busy time past a window's events was
+    10% + 2 us (a free ~1.09x); it is now 3%, about the honest runs' own spread (busy/events
+    ~0.98 on the H100)."""
+    from kernelloop.config import VerifySettings
+
+    def tail(p, i):
+        p.launch(dur_us=400)
+        p.launch(name="_Z4tailPf", dur_us=36, grid=(32, 1, 1), side_stream=True)  # starts when the main one ends
+
+    hk = HARNESS_V2
+    trace, ms = harness_v2(tail, markers=False)  # the busy-time check alone (the marker check is below)
+    report = audit_trace(trace, reported_ms=ms, harness_kernels=hk, timed_calls=20)
+    base_trace, base_ms = harness_v2(honest, markers=False)
+    base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=hk, timed_calls=20)
+    assert 1.05 < report.worst_window_escape < 1.10
+    default = VerifySettings().escape_tolerance
+    found = judge(report, base, escape_tolerance=default, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+    assert "timer_escape" in {f.reason for f in found.findings}
+    old = judge(report, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+    assert "timer_escape" not in {f.reason for f in old.findings}  # the hole the red team used
+
+
+
+def test_v2_work_still_running_after_the_stop_event_is_caught_whatever_its_share():
+    """Red-team round 7/8: a side-stream tail of 12% per call was accepted on the H100 (6.60x
+    against the honest kernel's 6.09x) although the busy-time allowance was 3%: the start
+    event's lead on the first kernel hid it. The harness's marker kernel after each stop event
+    dates the end of the window on the GPU: any work still running then escaped, however small."""
+    def small_tail(p, i):
+        p.launch(dur_us=400)
+        p.launch(name="_Z4tailPf", dur_us=8, grid=(32, 1, 1), side_stream=True)  # 2% of the call
+
+    trace, ms = harness_v2(small_tail)
+    report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    base_trace, base_ms = harness_v2(honest)
+    base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    assert base.worst_window_overrun_us is not None and base.worst_window_overrun_us <= 0
+    assert report.worst_window_overrun_us > 5
+    found = judge(report, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+    assert any(f.reason == "timer_escape" and "stop event" in f.message for f in found.findings), found.findings
+    assert judge(base, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5).ok
+
+
+def test_v2_a_trace_without_markers_is_judged_by_busy_time_only():
+    trace, ms = harness_v2(honest, markers=False)
+    report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    assert report.worst_window_overrun_us is None and report.ok

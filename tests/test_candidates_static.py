@@ -16,6 +16,7 @@ from kernelloop.config import Settings
 from kernelloop.program.split import candidate_editable_part, split_program
 from kernelloop.tools.nvcc import find_toolchain
 from kernelloop.verify.gate import static_gates
+from kernelloop.verify import policy
 from kernelloop.verify.policy import _CUDA_REFUSED as CUDA_REFUSED
 
 from .conftest import FIXTURES, ROOT
@@ -101,6 +102,7 @@ def test_interposing_a_library_function_is_caught_and_contained(settings, monkey
 
     # the source scan already refuses the name (rule `timing`); what is tested here is the object
     monkeypatch.setattr(policy, "scan_source", lambda editable: [])
+    monkeypatch.setattr(policy, "scan_host_pass", lambda lines: [])  # the host-pass scan: a source scan too
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
     editable, _ = candidate_editable_part((FIXTURES / "candidates/matmul/interpose_elapsed.cu").read_text(), split)
     result = static_gates(split, editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
@@ -153,6 +155,7 @@ def test_object_and_program_scans_catch_what_the_source_scan_would(name, setting
     from kernelloop.verify import policy
 
     monkeypatch.setattr(policy, "scan_source", lambda editable: [])
+    monkeypatch.setattr(policy, "scan_host_pass", lambda lines: [])  # the host-pass scan: a source scan too
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
     editable, _ = candidate_editable_part((FIXTURES / "candidates/matmul" / name).read_text(), split, name)
     result = static_gates(split, editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
@@ -317,3 +320,59 @@ def test_source_rules_of_verifier_v2(text, rules):
     from kernelloop.verify.policy import scan_source
 
     assert {v.rule for v in scan_source(text)} == rules
+
+
+@pytest.mark.parametrize("name", ["rt7_ifdef_cuda_arch_host_asm.cu", "rt7_string_in_head_host_asm.cu"])
+def test_host_assembly_is_judged_on_the_host_code_nvcc_compiles(name, settings):
+    """Red-team round 7: `#ifdef __CUDA_ARCH__` around `__device__`, and a string holding
+    "__device__" in a host function's head, made the source scan read host assembly as device
+    code. The host pass (nvcc --cuda) is what the host compiler gets: the assembly is there."""
+    split = split_program((ROOT / "kernels" / "sum_reduction.cu").read_text())
+    editable, _ = candidate_editable_part((FIXTURES / "candidates/sum_reduction" / name).read_text(), split, name)
+    result = static_gates(split, editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
+    assert [v.rule for v in result.violations] and {v.rule for v in result.violations} == {"host-asm"}
+
+
+def test_the_host_pass_keeps_device_assembly_out_and_host_assembly_in(tmp_path):
+    from kernelloop.tools.nvcc import host_pass
+    from kernelloop.tools.sandbox import Limits
+    unit = ("__global__ void k(float* x) { asm volatile(\"membar.gl;\"); x[0] = 1; }\n"
+            "__device__ int d(int a) { int r; asm(\"mov.u32 %0, %1;\" : \"=r\"(r) : \"r\"(a)); return r; }\n"
+            "#ifdef __CUDA_ARCH__\n__device__\n#endif\nvoid sneaky() { asm volatile(\"nop\"); }\n"
+            "int main() { sneaky(); k<<<1, 1>>>(nullptr); return 0; }\n")
+    hosted = host_pass(unit, arch="sm_90", toolchain=find_toolchain(), limits=Limits(wall_timeout_s=120))
+    assert hosted.ok
+    found = policy.scan_host_pass(hosted.lines)
+    assert [v.where for v in found] == ["source line 6"]  # `void sneaky()`, the only host assembly
+
+
+@pytest.mark.parametrize("directive", ['#line 1 "kernelloop_harness.cuh"', '  # 7 "x.h"', '%:line 3'])
+def test_a_line_directive_is_refused(directive):
+    found = policy.scan_source(f"{directive}\nvoid f() {{}}\n")
+    assert [v.rule for v in found] == ["line-directive"]
+
+
+@pytest.mark.nvcc
+def test_a_template_the_harness_also_instantiates_runs_the_editable_units_own_copy(settings):
+    """Red-team round 8: a weak COMDAT definition shared with the harness object was merged at
+    link time and the harness's copy kept, so a launcher could run code the host-code scan never
+    saw in its object. Shared definitions are renamed in the editable object: the linked program
+    holds both copies, and each unit calls its own."""
+    import subprocess
+    split = split_program(SHARED_TEMPLATE_PROGRAM)
+    result = static_gates(split, split.editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
+    assert result.candidate.ok and not result.violations
+    symbols = subprocess.run(["nm", str(result.candidate.binary)], capture_output=True, text=True).stdout
+    copies = [line.split()[-1] for line in symbols.splitlines() if "kl_twice" in line and " W " in line]
+    assert len(copies) == 2 and any(name.startswith("__kl_editable_") for name in copies), copies
+    relro = subprocess.run(["readelf", "-d", str(result.candidate.binary)], capture_output=True, text=True).stdout
+    assert "BIND_NOW" in relro or "(NOW)" in relro  # full RELRO: the GOT is read-only after start-up
+
+
+def test_naming_a_cxx_runtime_abi_function_in_host_code_is_refused():
+    """Red-team round 9: __cxa_guard_release/abort (and __cxa_throw, _Unwind_Resume) write
+    through the pointer they are given; the compiler calls them with pointers it makes, a
+    launcher that names them chooses the pointer."""
+    found = policy.scan_host_pass([(3, 'extern "C" void __cxa_guard_release(long long*);'),
+                                   (4, "void f() { _Unwind_Resume(0); }"), (5, 'const char* s = "__cxa_throw";')])
+    assert [(v.rule, v.where) for v in found] == [("abi-call", "source line 3"), ("abi-call", "source line 4")]

@@ -94,31 +94,50 @@ def _manifest(size_values, stressed=True, dtype="float32"):
                              BufferSpec(name="y", role="output", dtype=dtype, count=4)])
 
 
+def _span_free(notes):
+    return [n for n in notes if not n.startswith("sizes are drawn")]
+
+
 def test_coverage_notes_name_a_factor_every_checked_size_shares():
     from kernelloop.verify.experiment import coverage_notes
-    notes = coverage_notes(_manifest([[1024, 1000]]))
+    notes = _span_free(coverage_notes(_manifest([[1024, 1000]])))
     assert len(notes) == 1 and "multiples of 8" in notes[0]
-    assert coverage_notes(_manifest([[1024, 1001]])) == []
+    assert _span_free(coverage_notes(_manifest([[1024, 1001]]))) == []
     # every dimension is judged on its own: rows covered, columns all multiples of 4
-    notes = coverage_notes(_manifest([[16384, 3001], [2048, 1500]]))
+    notes = _span_free(coverage_notes(_manifest([[16384, 3001], [2048, 1500]])))
     assert len(notes) == 1 and "size() call 2 (2048, 1500: multiples of 4)" in notes[0]
     assert "one size only" in coverage_notes(_manifest([[1024]]))[0]
+
+
+def test_coverage_notes_say_which_sizes_the_draw_spans():
+    from kernelloop.verify.experiment import coverage_notes
+    notes = coverage_notes(_manifest([[16384, 3001], [2048, 1500]]))
+    assert any("(1500-20480, 750-2560)" in n for n in notes), notes
 
 
 def test_coverage_notes_say_when_no_float_input_is_stressed():
     from kernelloop.verify.experiment import coverage_notes
     assert any("stressed" in n for n in coverage_notes(_manifest([[7, 9]], stressed=False)))
-    notes = coverage_notes(_manifest([[7, 9]], stressed=False, dtype="int32"))
-    assert len(notes) == 1 and "integer inputs (x) are checked on their declared range only" in notes[0]
+    notes = _span_free(coverage_notes(_manifest([[7, 9]], stressed=False, dtype="int32")))
+    assert len(notes) == 1 and "integer inputs (x) are checked on their generator's values only" in notes[0]
 
 
 def test_the_verifier_knows_which_calls_the_harness_stresses():
     from kernelloop.verify.runs import stressed_calls
     secret = b"s" * 32
     stream = stream_for(secret)
-    draws = [int.from_bytes(stream[i:i + 8], "little") for i in range(0, 8 * 41, 8)]
-    expected = {c for c in range(20) if draws[1 + 2 * c] & 1}
+    draws = [int.from_bytes(stream[i:i + 8], "little") for i in range(0, 8 * 40, 8)]
+    expected = {c for c in range(20) if draws[2 * c] & 1}  # per call: key and stress bits, then samples
     assert stressed_calls(secret, 20) == expected
+    # Timing runs never get the "one value" stress; every other bit, and so which calls are
+    # stressed, stays the same.
+    from kernelloop.verify.runs import heavy_calls
+    light = stream_for(secret, heavy=False)
+    assert len(light) == len(stream) and light != stream
+    assert stressed_calls(secret, 20, heavy=False) == expected
+    assert heavy_calls(secret, 20, heavy=False) == set()
+    assert heavy_calls(secret, 20) == {c for c in expected if draws[2 * c] & 2} != set()
+    assert all(a == b for i, (a, b) in enumerate(zip(light, stream)) if i % 16)
     assert 0 < len(expected) < 20  # about half
 
 

@@ -130,3 +130,41 @@ def test_stores_and_stack_moves_the_frame_model_cannot_place_are_refused(tmp_pat
     body = ("void launch(float* x, int n) { void* p = x; long v = n;\n"
             f"  asm volatile({asm});\n  (void)v; k<<<1, 1>>>(x, n); }}")
     assert rule in scan(tmp_path, body)
+
+
+# Instructions no mnemonic rule of the scan ever named: the decoder's own account of what each
+# writes (explicitly or implicitly) and whether it moves %rsp decides, so each is refused.
+@pytest.mark.parametrize("insn, rule", [
+    ("popq 8(%%rdi)", "foreign-store"),          # pop into memory a pointer names
+    ("btsq $3, (%%rdi)", "foreign-store"),       # bit set in memory
+    ("setne (%%rdi)", "foreign-store"),
+    ("movnti %%eax, (%%rdi)", "foreign-store"),  # non-temporal store
+    ("xaddq %%rax, (%%rdi)", "foreign-store"),
+    ("fnstenv (%%rdi)", "foreign-store"),        # x87 environment store
+    ("xsaveopt (%%rdi)", "foreign-store"),
+    ("stmxcsr (%%rdi)", "foreign-store"),
+    ("sgdt (%%rdi)", "foreign-store"),
+    ("rep movsb", "foreign-store"),              # implicit [%rdi]
+    ("pushfq; popfq", "indirect-call"),          # a stack move the frame model does not follow
+    ("xchg %%rax, %%rsp", "indirect-call"),      # a stack pivot through a swap
+    ("xbegin 1f; 1:", "host-instruction"),       # an abort jumps to an address
+    ("ud1 %%eax, %%eax", None),                  # traps, writes nothing: allowed
+])
+def test_the_decoder_judges_instructions_no_rule_names(tmp_path, insn, rule):
+    body = f'void launch(float* x, int n) {{ asm volatile("{insn}" ::: "memory"); k<<<1, 1>>>(x, n); }}\n'
+    found = scan(tmp_path, body)
+    assert (rule in found) if rule else found == [], found
+
+
+def test_the_decoder_reads_implicit_and_rip_relative_writes():
+    from kernelloop.verify.x86 import decode
+    maskmov = decode(bytes.fromhex("660ff7c1"), 0)  # maskmovdqu %xmm1,%xmm0: writes at %rdi
+    assert [(w.base, w.size) for w in maskmov.writes] == [("rdi", 16)]
+    enter = decode(bytes.fromhex("c8000000"), 0)
+    assert enter.writes_stack_pointer and enter.mnemonic == "enter"
+    leave = decode(bytes.fromhex("c9"), 0)
+    assert leave.writes_stack_pointer and leave.stack_pointer_increment == 0  # %rsp <- %rbp: no constant change
+    rip = decode(bytes.fromhex("880500000000"), 0x100)  # mov %al,0(%rip): a global, relocated
+    assert [(w.base, w.displacement, w.size) for w in rip.writes] == [("rip", 0, 1)]
+    assert decode(bytes.fromhex("0f05"), 0).privileged_or_system  # syscall
+    assert decode(bytes.fromhex("ffd0"), 0).flow == "indirect-call"

@@ -58,6 +58,10 @@ def verify(
         False, "--allow-reduced-precision",
         help="Accept fp16/bf16/tf32/int8 arithmetic, tensor-core MMA or an fp64->fp32 downgrade the baseline does not "
              "use [default: refused as reduced_precision]."),
+    allow_pageable_memory_access: bool = typer.Option(
+        False, "--allow-pageable-memory-access",
+        help="Verify even on a GPU whose kernels can reach any host memory (HMM/ATS), where a candidate's kernel "
+             "could rewrite the harness: only for candidates you trust [default: refused]."),
 ) -> None:
     """Accept CANDIDATE only if it builds, matches BASELINE's results and is faster.
 
@@ -69,6 +73,7 @@ def verify(
         "threshold": threshold, "seeds": seeds, "runs": runs, "max_runs": max_runs, "rtol": rtol, "atol": atol,
         "arch": arch, "memcheck": memcheck, "independent_timing": independent_timing, "run_timeout_s": run_timeout,
         "allow_reduced_precision": True if allow_reduced_precision else None,
+        "allow_pageable_memory_access": True if allow_pageable_memory_access else None,
     })
     if static:
         from ..verify.static_check import check_static_files

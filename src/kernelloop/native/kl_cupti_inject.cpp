@@ -591,9 +591,16 @@ int initialize() {
     write_data("{\"kind\":\"error\",\"where\":\"atexit\",\"code\":-1,\"message\":\"atexit failed\"}\n", 1);
   }
 
-  // Activity API: the ground truth of what ran.
-  if (KL_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
-               "cuptiActivityRegisterCallbacks")) {
+  // Activity API: the ground truth of what ran. Under another CUPTI client (compute-sanitizer)
+  // registration fails: the trace then says so and the library stays passive, so the program
+  // still ends the way it would untraced (a later flush would crash it).
+  if (!KL_CUPTI(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+                "cuptiActivityRegisterCallbacks")) {
+    write_control("{\"kind\":\"passive\"}\n");
+    g_enabled.store(false, std::memory_order_release);
+    return 1;
+  }
+  {
     enable_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "cuptiActivityEnable(CONCURRENT_KERNEL)");
     enable_kind(CUPTI_ACTIVITY_KIND_MEMCPY, "cuptiActivityEnable(MEMCPY)");
     enable_kind(CUPTI_ACTIVITY_KIND_MEMSET, "cuptiActivityEnable(MEMSET)");
@@ -601,7 +608,10 @@ int initialize() {
   }
 
   // Callback API: what the program asked its events to measure.
-  if (KL_CUPTI(cuptiSubscribe(&g_subscriber, on_callback, nullptr), "cuptiSubscribe")) {
+  if (!KL_CUPTI(cuptiSubscribe(&g_subscriber, on_callback, nullptr), "cuptiSubscribe")) {
+    write_control("{\"kind\":\"passive\"}\n");
+    g_enabled.store(false, std::memory_order_release);
+  } else {
     const CUpti_CallbackId ids[] = {kCbidEventRecord, kCbidEventRecordPtsz, kCbidEventRecordFlags,
                                     kCbidEventRecordFlagsPtsz, kCbidElapsed, kCbidElapsed12080};
     for (CUpti_CallbackId id : ids) {

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
 
-BUILD_RECIPE_VERSION = "7"  # bump when the build steps change, to invalidate the cache
+BUILD_RECIPE_VERSION = "8"  # bump when the build steps change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -127,6 +127,40 @@ def check_includes(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits
             if not any(path == r or path.startswith(r + os.sep) for r in roots):
                 outside.append(path)
         return IncludeCheck(ok=not outside, outside=outside)
+
+
+class HostPass(BaseModel):
+    ok: bool
+    lines: list[tuple[int, str]] = []  # (line in the unit, host code) the unit itself contributes
+    problem: str | None = None
+
+
+_LINE_MARKER = re.compile(r'^#\s*(?:line\s+)?(\d+)\s+"([^"]*)"')
+
+
+def host_pass(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits, name: str = "candidate.cu") -> HostPass:
+    """The host code nvcc hands the host compiler for `unit` (nvcc --cuda: preprocessed, device
+    function bodies removed), cut to the lines the unit itself contributes. What a source scan
+    reads and what the host compiler compiles can differ (`#ifdef __CUDA_ARCH__` around a
+    `__device__`, macros); this is the latter."""
+    with private_workdir() as work:
+        (work / name).write_text(unit)
+        shutil.chown(work / name, user=work.stat().st_uid, group=work.stat().st_gid)
+        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), "--cuda", name, "-o", "host.ii"],
+                            workdir=work, limits=limits)
+        out = work / "host.ii"
+        if not run.ok or not out.exists():
+            return HostPass(ok=False, problem=f"the host pass failed ({run.failure()})")
+        lines: list[tuple[int, str]] = []
+        current, number = "", 0
+        for text in out.read_text(errors="replace").splitlines():
+            if m := _LINE_MARKER.match(text):
+                number, current = int(m.group(1)), m.group(2)
+                continue
+            if os.path.basename(current) == name and text.strip():
+                lines.append((number, text))
+            number += 1
+        return HostPass(ok=True, lines=lines)
 
 
 def object_symbols(obj: Path) -> ObjectSymbols:
@@ -259,26 +293,41 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         harness_syms = object_symbols(work / "harness.o")
         needed = set(harness_syms.undefined) & set(editable_syms.defined_global)
         keep = sorted(needed if exports is None else needed & set(exports))
-        # Left global, because localizing them breaks the link and they cannot interpose:
-        # DW.ref.* (hidden references to the EH personality routine), and weak COMDAT
-        # definitions the harness defines too (the same template instantiation: the
-        # harness object comes first on the link line, so its copy is the one kept).
-        # A weak definition the harness *imports* from a library is interposition: the
-        # policy gate rejects it.
+        # Weak COMDAT definitions the harness defines too (the same template instantiation)
+        # would be merged at link time, the harness's copy kept: the editable part's calls
+        # would then run code the host-code scan never saw in its object (a red team gave
+        # std::vector's growth function an empty body and borrowed the harness's memset).
+        # They are renamed in the editable object, so each unit runs its own copy.
         harness_defined = set(harness_syms.defined_global)
-        keep_linker = sorted(s for s in editable_syms.defined_global
-                             if s.startswith("DW.ref.") or (s in editable_syms.defined_weak and s in harness_defined))
+        shared = sorted(s for s in editable_syms.defined_weak if s in harness_defined and not s.startswith("DW.ref."))
+        renamed = {s: f"__kl_editable_{k}_{s}" for k, s in enumerate(shared)}
+        (work / "rename.txt").write_text("".join(f"{a} {b}\n" for a, b in renamed.items()))
+        # Left global, because localizing them breaks the link and they cannot interpose:
+        # DW.ref.* (hidden references to the EH personality routine) and the renamed COMDAT
+        # copies (unique names now). A weak definition the harness *imports* from a library
+        # is interposition: the policy gate rejects it.
+        keep_linker = sorted([s for s in editable_syms.defined_global if s.startswith("DW.ref.")] + list(renamed.values()))
         # objcopy fails on an empty list; a name nothing defines keeps it meaningful.
         (work / "keep.txt").write_text("".join(f"{s}\n" for s in [*keep, *keep_linker] or ["__kernelloop_exports_nothing"]))
+        rename = subprocess.run(
+            ["objcopy", f"--redefine-syms={work / 'rename.txt'}", str(work / "editable.o"), str(work / "editable.own.o")],
+            capture_output=True, text=True, timeout=60,
+        )
+        if rename.returncode != 0:
+            logs.append(f"[rename shared definitions] objcopy exit {rename.returncode}\n{rename.stderr}")
+            return BuildResult(ok=False, stage="contain symbols", log="\n".join(logs), flags=flags)
         contain = subprocess.run(
-            ["objcopy", f"--keep-global-symbols={work / 'keep.txt'}", str(work / "editable.o"), str(work / "editable.local.o")],
+            ["objcopy", f"--keep-global-symbols={work / 'keep.txt'}", str(work / "editable.own.o"),
+             str(work / "editable.local.o")],
             capture_output=True, text=True, timeout=60,
         )
         if contain.returncode != 0:
             logs.append(f"[contain symbols] objcopy exit {contain.returncode}\n{contain.stderr}")
             return BuildResult(ok=False, stage="contain symbols", log="\n".join(logs), flags=flags)
         shutil.chown(work / "editable.local.o", user=work.stat().st_uid, group=work.stat().st_gid)
-        failed = nvcc("link", ["harness.o", "editable.local.o", "-o", "program"])
+        # Full RELRO: the GOT is read-only once the program starts, so no write can redirect
+        # the harness's own library calls.
+        failed = nvcc("link", ["harness.o", "editable.local.o", "-Xlinker", "-z,relro,-z,now", "-o", "program"])
         if failed:
             return failed
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -57,6 +57,7 @@ class AuditReport(BaseModel):
     elapsed_calls: int = 0
     window_event_records: list[int] = []
     worst_window_escape: float | None = None  # max over timed windows of GPU busy / event time
+    worst_window_overrun_us: float | None = None  # max over timed calls of work still running after the stop event
     # Per timed call: the editable part's launches (v2: every call must launch the same work),
     # and its kernels launched after the first timed call outside any window (work between calls).
     uneven_window: int | None = None  # the first window whose launches differ from the first one's
@@ -103,6 +104,11 @@ class _Timeline:
     window_busy_ns: list[int]
     window_signatures: list[Counter]
     between_calls: int
+    window_overrun_ns: list[int] | None  # per window: work past the marker after its stop event
+
+
+MARKER_KERNEL = "kl_window_marker_kernel"  # kernelloop_harness.cuh
+OVERRUN_GRANULARITY_NS = 1000  # CUPTI's kernel timestamps against each other
 
 
 def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | None = None) -> _Timeline | None:
@@ -174,15 +180,28 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
         i = window_of(launch_time.get(item.corr, item.start))
         if i is not None:
             per_window[i].append((item.start, item.end))
+    # The harness launches a marker kernel right after each timed call's stop event (v2): work
+    # the call launched must have ended when the marker starts on the GPU, or it escaped.
+    overrun: list[int] | None = None
+    if timed_calls is not None:
+        overrun = []
+        by_launch = sorted(trace.kernels, key=lambda k: launch_time.get(k.corr, k.start))
+        for i, (s, e) in enumerate(windows):
+            marker = next((k for k in by_launch if launch_time.get(k.corr, k.start) > e), None)
+            if marker is None or MARKER_KERNEL not in (marker.name or ""):
+                overrun = None  # an older harness without markers: judged by busy time only
+                break
+            ends = [end for start, end in per_window[i]]
+            overrun.append(max(ends, default=marker.start) - marker.start)
     return _Timeline(windows=windows, window_ms=window_ms, events_ms=events_ms, window_kernels=window_kernels,
                      warmup_kernels=warmup_kernels, window_host_copies=in_window, run_host_copies=len(host_copies),
                      elapsed_calls=elapsed_calls, window_event_records=window_event_records,
                      window_busy_ns=[_union_ns(w) for w in per_window], window_signatures=signatures,
-                     between_calls=between)
+                     between_calls=between, window_overrun_ns=overrun)
 
 
 def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[str],
-                timed_calls: int | None = None) -> AuditReport:
+                timed_calls: int | None = None, uneven_calls: set[int] | None = None) -> AuditReport:
     """Measure one run's trace (no judgement against a baseline yet)."""
     report = AuditReport(source="cupti", reported_ms=reported_ms)
     # A trace we cannot trust whole proves nothing: fail closed.
@@ -214,6 +233,8 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
         report.uneven_window = next((i for i, sig in enumerate(tl.window_signatures) if sig != tl.window_signatures[0]),
                                     None)
     report.window_event_records = tl.window_event_records
+    if tl.window_overrun_ns is not None:
+        report.worst_window_overrun_us = max(tl.window_overrun_ns, default=0) / 1000
     if len(tl.windows) > 1:
         # One pair of events per call: each window's own work against its own time (2 us of
         # timestamp granularity per window).
@@ -229,8 +250,12 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
     report.warmup_signatures = sorted({_signature(k) for k in tl.warmup_kernels})
     report.window_signatures = sorted({_signature(k) for k in editable})
     ratios, spreads = [], []
+    # Launch uniformity on the calls whose inputs are alike (not the "one value" stressed ones).
+    alike = [k for k in editable
+             if next((i for i, (s, e) in enumerate(tl.windows) if s <= launch_time.get(k.corr, k.start) <= e), None)
+             not in (uneven_calls or set())]
     for sig in report.window_signatures:
-        timed = [k.end - k.start for k in editable if _signature(k) == sig]
+        timed = [k.end - k.start for k in alike if _signature(k) == sig]
         if timed and statistics.median(timed) > 0:
             spreads.append(max(timed) / statistics.median(timed))
         first = [k.end - k.start for k in tl.warmup_kernels if _signature(k) == sig]
@@ -273,6 +298,9 @@ def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: fl
     if c.uneven_window is not None and baseline.uneven_window is None:
         flag("inconsistent_work", f"timed call {c.uneven_window + 1} launched other work than the first timed call: "
                                   "every call must compute the whole result")
+    if c.worst_window_overrun_us is not None and c.worst_window_overrun_us * 1000 > OVERRUN_GRANULARITY_NS:
+        flag("timer_escape", f"work launched in a timed call was still running {c.worst_window_overrun_us:.1f} us after "
+                             "its stop event (the harness's marker kernel had started): work escaped its timer")
     if c.worst_window_escape is not None and c.worst_window_escape > 1 + escape_tolerance:
         flag("timer_escape", f"one timed call kept the GPU busy {c.worst_window_escape:.2f}x as long as its events "
                              "measured: work escaped its timer")

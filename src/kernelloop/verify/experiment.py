@@ -42,15 +42,25 @@ def coverage_notes(manifest: Manifest) -> list[str]:
                               for i, options, g in shared)
             notes.append(f"checked sizes share a factor — {parts}: a kernel that ignores remainders of it is not "
                          "caught there; declare an alternative size with no common factor (an odd one)")
+        ranges = [(min(o), max(o)) for o in manifest.size_values if len(o) > 1 and min(o) > 0]
+        if ranges:
+            spans = ", ".join(f"{max(1, lo // 2)}-{hi + hi // 4}" for lo, hi in ranges)
+            notes.append(f"sizes are drawn between half the smallest and 1.25x the largest declared one ({spans}): "
+                         "sizes outside that span are not checked")
     inputs = [b for b in manifest.buffers if b.role in ("input", "inout")]
     floats = [b for b in inputs if b.dtype.startswith(("float", "bfloat"))]
     if floats and not any(b.stressed for b in floats):
         notes.append("no floating-point input is stressed (each has a generator of its own): correctness is "
                      "checked on the declared input distribution only")
-    integers = [b.name for b in inputs if not b.dtype.startswith(("float", "bfloat"))]
-    if integers:
-        notes.append(f"integer inputs ({', '.join(integers)}) are checked on their declared range only (they may be "
-                     "indices, so they are never stressed): declare the range your kernel must handle")
+    unstressed = [b.name for b in inputs if not b.dtype.startswith(("float", "bfloat")) and not b.one_value]
+    if unstressed:
+        notes.append(f"integer inputs ({', '.join(unstressed)}) are checked on their generator's values only (a "
+                     "generator of its own is never stressed unless it says `stressable`): declare the range and "
+                     "mix your kernel must handle")
+    stressed_ints = [b.name for b in inputs if not b.dtype.startswith(("float", "bfloat")) and b.one_value]
+    if stressed_ints:
+        notes.append(f"integer inputs ({', '.join(stressed_ints)}) are checked inside their declared range only "
+                     "(spread out, and dominated by one value)")
     return notes
 
 

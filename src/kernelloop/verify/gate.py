@@ -25,7 +25,7 @@ from ..errors import EnvironmentProblem, InputError
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
-from ..tools.nvcc import BuildResult, Toolchain, build_program, check_includes, find_toolchain
+from ..tools.nvcc import BuildResult, Toolchain, build_program, check_includes, find_toolchain, host_pass
 from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import MEMCHECK_EXIT_CODE, find_compute_sanitizer, memcheck_argv, read_memcheck
 from . import policy
@@ -35,7 +35,7 @@ from .precision import PrecisionScan, scan_precision
 from .experiment import V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inputs_reach_outputs, speed_of_light
 from .outputs import Comparison, Tolerance, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .records import Manifest
-from .runs import ProgramRun, output_digest, run_program, stressed_calls
+from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
 from .stats import decide
 from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict
 
@@ -43,6 +43,12 @@ from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Ver
 # The memcheck run carries the tracer's environment like every other run (issue 9: a program
 # must not be able to tell the checked run from the others).
 MEMCHECK_WITH_TRACER_ENV = True
+
+
+PAGEABLE_MEMORY_REFUSAL = (
+    "kernels on this GPU can read and write any host memory (pageable memory access: HMM or ATS), so a candidate's "
+    "kernel could rewrite the verifier's own harness; turn HMM off (`options nvidia_uvm uvm_disable_hmm=1`, then "
+    "reload nvidia_uvm) or, for candidates you trust, pass --allow-pageable-memory-access")
 
 
 class Progress(BaseModel):
@@ -61,6 +67,12 @@ def verify_files(baseline: Path, candidate: Path, settings: Settings, *,
 
 def _log_tail(text: str, lines: int = 25) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _program_tail(stderr: str) -> str:
+    """The program's own last line under compute-sanitizer (its banner lines dropped)."""
+    own = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith("=========")]
+    return own[-1].strip() if own else ""
 
 
 def build_summary(build: BuildResult) -> BuildSummary:
@@ -148,8 +160,8 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
     """The whole result (printed numbers, full dump), then every timed call's samples (v2)."""
     manifest = base.records.manifest if base.records else None
     stressed: set[int] = set()
-    if manifest is not None and base.secret and any(b.stressed for b in manifest.buffers):
-        stressed = stressed_calls(bytes.fromhex(base.secret), manifest.calls)
+    if manifest is not None and base.secret and any(b.any_stress for b in manifest.buffers):
+        stressed = stressed_calls(bytes.fromhex(base.secret), manifest.calls, heavy=base.heavy)
 
     def scale(call: int) -> float:  # stressed inputs make honest sums worse conditioned
         return vs.stress_tolerance_factor if call in stressed else 1.0
@@ -282,6 +294,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         raise InputError(f"{baseline_name}: the baseline's outputs are the same in every timed call although every "
                          "call gets new inputs: nothing the harness generates reaches them (a buffer the kernel "
                          "reads declared as an output?), so no candidate can be checked against them")
+    if manifest is not None and manifest.pageable_memory_access:
+        if not vs.allow_pageable_memory_access:
+            raise EnvironmentProblem(PAGEABLE_MEMORY_REFUSAL)
+        v.notes.append("kernels on this GPU can read and write any host memory (HMM/ATS), and verification ran "
+                       "anyway (--allow-pageable-memory-access): a candidate's kernel could have changed the "
+                       "harness's own memory; this verdict holds only if the candidate is trusted not to")
     v.contract = manifest.contract if manifest else 1
     if manifest is None:
         v.notes.append(V1_MISSING_GUARANTEES)
@@ -370,7 +388,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
     # -- memcheck ----------------------------------------------------------------------
     if not reasons:
-        _memcheck(v, cand_bin, toolchain.nvcc, durations, reasons, say, cupti_lib, size_indices, size_draw)
+        _memcheck(v, cand_bin, base_bin, toolchain.nvcc, durations, reasons, say, cupti_lib, size_indices, size_draw)
     # -- speed -------------------------------------------------------------------------
     if reasons:
         v.gates.append(GateResult(gate="speedup", status="skipped", detail="not timed: an earlier gate failed"))
@@ -420,8 +438,14 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
                   if includes.outside else includes.problem or "preprocessing failed")
         return StaticResult(baseline=base_build, candidate=None,
                             violations=[policy.Violation(rule="include", where="preprocessor", detail=detail)])
+    hosted = host_pass(unit, arch=arch, toolchain=toolchain, limits=limits)
+    if hosted.ok and (host_violations := policy.scan_host_pass(hosted.lines)):
+        return StaticResult(baseline=base_build, candidate=None, violations=host_violations)
     cand_build = build_program(unit, split.harness_unit(), arch=arch, cache_dir=settings.cache_dir,
                                toolchain=toolchain, limits=limits, exports=base_build.kept_global)
+    if cand_build.ok and not hosted.ok:  # it builds, so the host pass should have worked: fail closed
+        return StaticResult(baseline=base_build, candidate=cand_build, violations=[policy.Violation(
+            rule="host-asm", where="host pass", detail=f"the host code could not be read: {hosted.problem}")])
     if cand_build.ok:
         assert cand_build.editable_symbols and cand_build.harness_symbols and cand_build.editable_object
         assert base_build.editable_object and cand_build.binary
@@ -456,8 +480,12 @@ def _audit(run: ProgramRun, harness_kernels: set[str], timed_calls: int | None) 
         report = AuditReport(source="none")
         report.notes.append(run.trace_problem or "no CUPTI trace")
         return report
+    # Calls with the "one value" stress may run at another speed (atomics on one address):
+    # they are left out of the per-launch uniformity figures, never out of the timing windows.
+    uneven = heavy_calls(bytes.fromhex(run.secret), timed_calls, heavy=run.heavy) \
+        if run.secret and timed_calls else set()
     return audit_trace(run.trace, reported_ms=run.kernel_ms.value or 0.0, harness_kernels=harness_kernels,
-                       timed_calls=timed_calls)
+                       timed_calls=timed_calls, uneven_calls=uneven)
 
 
 def _judge_one(candidate: AuditReport, baseline: AuditReport, vs) -> AuditReport:
@@ -502,8 +530,9 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
     return "done"
 
 
-def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reasons: list[Reason], say,
-              cupti_lib: Path | None, other_sizes: list[int] | None = None, size_draw: int | None = None) -> None:
+def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: Durations, reasons: list[Reason],
+              say, cupti_lib: Path | None, other_sizes: list[int] | None = None,
+              size_draw: int | None = None) -> None:
     """compute-sanitizer memcheck on the candidate, at the default size and every other size the
     correctness gate used, the drawn one included (an access out of bounds at one size only is
     still out of bounds)."""
@@ -517,7 +546,11 @@ def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reason
         return
     say(Progress(stage="memcheck", message="compute-sanitizer --tool memcheck on the candidate"))
     t = time.monotonic()
-    limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes)
+    # The same limits as every other run (the dump included: a smaller file-size cap killed the
+    # memcheck runs of programs with large outputs with SIGXFSZ), but no memory cap: the
+    # sanitizer reserves address space of its own.
+    limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
+                    file_size_bytes=vs.output_dump_max_bytes)
     for size_index in [0, *(other_sizes or [])]:
         # The run looks like every other run to the program: the same environment (the tracer's
         # variables included) and the same stream pipe, so it cannot tell it is being checked.
@@ -526,8 +559,7 @@ def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reason
                           size_index=size_index, size_draw=size_draw)
         durations.program_runs_s += run.result.wall_s
         result = read_memcheck(run.result.stdout, run.result.stderr)
-        if run.result.timed_out or run.guard_tripped or result.errors != 0 \
-                or run.result.returncode == MEMCHECK_EXIT_CODE:
+        if run.result.timed_out or run.guard_tripped or result.errors != 0 or run.result.returncode != 0:
             break
     durations.memcheck_s = time.monotonic() - t
     if run.result.timed_out:
@@ -542,8 +574,28 @@ def _memcheck(v: Verdict, binary: Path, nvcc: Path, durations: Durations, reason
         v.gates.append(GateResult(gate="memcheck", status="fail", candidate="guard zone",
                                   detail=_log_tail(run.result.stderr, 1)))
         return
-    clean = result.errors == 0 and run.result.returncode != MEMCHECK_EXIT_CODE
     v.memcheck_excerpt = result.excerpt
+    if result.errors == 0 and run.result.returncode not in (0, MEMCHECK_EXIT_CODE):
+        # A run that did not finish is not a clean run (it may have stopped before the part
+        # that misbehaves). Tell a sanitizer that cannot run programs here from a candidate
+        # that fails under it: the baseline gets the same run.
+        base = run_program(baseline, seed=v.seeds[0], limits=limits,
+                           wrapper=memcheck_argv(sanitizer, Path("program"))[:-1],
+                           cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=_secret())
+        durations.program_runs_s += base.result.wall_s
+        durations.memcheck_s = time.monotonic() - t
+        if base.result.returncode != 0:
+            raise EnvironmentProblem(
+                f"compute-sanitizer cannot run the baseline here (exit status {base.result.returncode}: "
+                f"{_program_tail(base.result.stderr) or 'no message'}); fix the sanitizer set-up or pass --memcheck off")
+        reasons.append(Reason.memcheck)
+        v.gates.append(GateResult(gate="memcheck", status="fail", baseline="exit 0",
+                                  candidate=f"exit {run.result.returncode}",
+                                  detail=f"the candidate did not finish under compute-sanitizer (exit status "
+                                         f"{run.result.returncode}; the baseline finishes): an unfinished run "
+                                         f"is not a clean one. {_program_tail(run.result.stderr)}".strip()))
+        return
+    clean = result.errors == 0 and run.result.returncode == 0
     if not clean:
         reasons.append(Reason.memcheck)
     first = next((ln for ln in result.excerpt.splitlines() if "Invalid" in ln or "Error" in ln), result.excerpt[:200])
@@ -568,8 +620,10 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
         target = vs.runs if decision is None else min(vs.max_runs, len(v.candidate_kernel_ms) + 2)
         while len(v.candidate_kernel_ms) < target:
             seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-            cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret)
-            base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret)
+            cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
+                               heavy=False)
+            base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret,
+                               heavy=False)
             durations.program_runs_s += cand.result.wall_s + base.result.wall_s
             failure = _run_failure(cand)
             if failure:
@@ -621,7 +675,7 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
     drift = 0.0
     if first_pair is not None:
         seed, secret, first_ms = first_pair
-        again = run_program(base_bin, seed=seed, limits=base_limits, secret=secret)
+        again = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, heavy=False)
         durations.program_runs_s += again.result.wall_s
         if again.kernel_ms.value:
             drift = abs(again.kernel_ms.value / first_ms - 1)

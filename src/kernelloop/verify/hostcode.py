@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .policy import Violation
+from .x86 import Instruction, SectionBytes
 
 _FUNC = re.compile(r"^[0-9a-f]+ <(?P<name>[^>]+)>:$")
 _SECTION = re.compile(r"^Disassembly of section (?P<name>\S+):$")
@@ -52,11 +53,6 @@ _RELOC = re.compile(r"^\s*[0-9a-f]+:\s+(?P<type>R_X86_64_\w+)\s+(?P<target>\S+)$
 _MEM = re.compile(r"(?:(?P<seg>%[cdefgs]s):)?(?P<disp>-?(?:0x[0-9a-f]+|\d+))?\((?P<base>%\w+)?(?:,(?P<index>%\w+))?(?:,\d)?\)")
 _IMM_RSP = re.compile(r"^(sub|add)q?\s+\$(?P<imm>-?(?:0x[0-9a-f]+|\d+)),%rsp$")
 
-# Instructions whose last memory operand is only read (AT&T: destination last).
-# Whole mnemonics only: `cmpxchg` is a store, `vcvtps2ph` can store to memory.
-_READ_ONLY = re.compile(r"^(?:cmp[bwlq]?|test[bwlq]?|push[wlq]?|bt[wlq]?|v?u?comis[sd]|prefetch\w*|nop[wlq]?|lea[wlq]?|"
-                        r"call[q]?|jmp[q]?|j[a-z]+|v?pcmp\w*|v?ptest|v?cvt(?!ps2ph)\w*)$")
-_STRING_STORE = re.compile(r"^(rep[a-z]*\s+)?(stos|movs[bwlq]?\b|scas|cmps)")
 _FORBIDDEN = {"wrpkru": "writes the protection-key register", "xrstor": "restores extended state",
               "xrstors": "restores extended state", "syscall": "raw system call", "sysenter": "raw system call",
               "int": "software interrupt", "int3": "software interrupt",
@@ -133,6 +129,11 @@ _LIBC_NO_HOST_WRITES = re.compile(
     # the preamble's own error-printing macros (the source policy refuses FILE, stderr and these names
     # in the editable part, so the stream is the preamble's)
     r"|fprintf|__fprintf_chk|fwrite|fputs|fputc|putc|printf|__printf_chk|puts|putchar|perror|fflush)$")
+# The C++ runtime's ABI functions (__cxa_guard_*, __cxa_throw, _Unwind_Resume) write through
+# their pointer arguments. Only the compiler may call them, with pointers it makes: the source
+# may not name them (policy.scan_host_pass, `abi-call`; a red team wrote bytes anywhere with
+# __cxa_guard_release/abort). Their pointer is not tracked here: the compiler sets it in code
+# the frame model splits (a `.cold` part for the abort path).
 # free/delete/realloc write the allocator's metadata around their argument: the pointer must be
 # the launcher's own, like any out-parameter (a heap pointer found in memory is a write primitive).
 OUT_POINTER_ARGS.update({"free": (0,), "realloc": (0,), "_ZdlPv": (0,), "_ZdaPv": (0,), "_ZdlPvm": (0,),
@@ -177,42 +178,10 @@ OUT_POINTER_SIZES: dict[str, dict[int, int]] = {
     "frexp": {1: 4}, "frexpf": {1: 4}, "modff": {1: 4}, "remquo": {2: 4}, "remquof": {2: 4}, "sincosf": {1: 4, 2: 4},
     "lgamma_r": {1: 4}, "lgammaf_r": {1: 4},
 }
-_REG_WIDTH = {**{r: 8 for r in ("%rax", "%rbx", "%rcx", "%rdx", "%rsi", "%rdi", "%rbp", "%rsp")},
-              **{f"%r{i}": 8 for i in range(8, 16)}, **{f"%r{i}d": 4 for i in range(8, 16)},
-              **{f"%r{i}w": 2 for i in range(8, 16)}, **{f"%r{i}b": 1 for i in range(8, 16)},
-              **{r: 4 for r in ("%eax", "%ebx", "%ecx", "%edx", "%esi", "%edi", "%ebp", "%esp")},
-              **{r: 2 for r in ("%ax", "%bx", "%cx", "%dx", "%si", "%di", "%bp", "%sp")},
-              **{r: 1 for r in ("%al", "%bl", "%cl", "%dl", "%sil", "%dil", "%bpl", "%spl", "%ah", "%bh", "%ch", "%dh")}}
-
 
 def _out_pointer_size(name: str, position: int) -> int:
     sizes = OUT_POINTER_SIZES.get(name) or OUT_POINTER_SIZES.get(_API_SUFFIX.sub("", name)) or {}
     return sizes.get(position, 8)
-
-
-def _store_width(mnemonic: str, ops: list[str]) -> int:
-    """Bytes a store writes, from its source register or its size suffix; 64 when unknown."""
-    text = " ".join(ops)
-    if "%zmm" in text:
-        return 64
-    if "%ymm" in text:
-        return 32
-    if "%xmm" in text:
-        if re.match(r"^v?(movss|movd|extractps|pextrd|cvt\w*ss)\b", mnemonic):
-            return 4
-        if re.match(r"^v?(movsd|movq|movlp[sd]|movhp[sd]|pextrq)\b", mnemonic):
-            return 8
-        return 16
-    for op in ops[:-1]:
-        if op in _REG_WIDTH:
-            return _REG_WIDTH[op]
-    if m := re.match(r"^(?:mov|add|sub|and|or|xor|inc|dec|neg|not|sh[lr]|sa[lr]|ro[lr]|set\w*|cmov\w*)([bwlq])$", mnemonic):
-        return {"b": 1, "w": 2, "l": 4, "q": 8}[m.group(1)]
-    if mnemonic.startswith("set"):
-        return 1
-    if mnemonic.startswith(("fstpt", "fstt")):
-        return 10
-    return 64
 
 
 @dataclass
@@ -381,6 +350,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
 
     text_listing = _disassemble(obj)
     listing = _listing(text_listing)
+    code = SectionBytes(obj)
     # Code hidden inside other instructions' bytes (a jump into an immediate) is code the linear
     # disassembly never shows: every direct branch must land where an instruction starts.
     for sec, branches in listing.branches.items():
@@ -469,6 +439,9 @@ def scan_host_code(obj: Path) -> list[Violation]:
         elif not fell_through:
             func.frame = max(func.opened, func.saved)  # reached only by the unwinder (a landing pad): the whole frame
         frame_at[(section, address)] = func.frame
+        if pending_store is not None:  # a %rip-relative store with no relocation: not into the object's data
+            report("foreign-store", pending_store[0], f"`{pending_store[1]}`: stores at a %rip-relative address "
+                                                      "that is none of the editable part's own data")
         pending_store = pending_lea = None
         if pending_call is not None:  # a call with no relocation: a local function; arguments are gone
             pending_call, own_pointers = None, {}
@@ -509,10 +482,25 @@ def scan_host_code(obj: Path) -> list[Violation]:
         if base_mnemonic in _FORBIDDEN:
             report("host-instruction", where, f"{base_mnemonic}: {_FORBIDDEN[base_mnemonic]}")
             continue
-        if base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and ops[0].startswith("*"):
-            report("indirect-call", where, f"`{m.group('text').split('#')[0].strip()}`: calls through a pointer; "
+        insn = code.instruction(section, address)
+        if insn is None:
+            report("host-instruction", where, f"`{m.group('text').split('#')[0].strip()}` at {address:#x} cannot be "
+                                              "decoded where the listing puts it")
+            continue
+        if insn.flow in ("indirect-branch", "indirect-call") or (
+                base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and ops[0].startswith("*")):
+            report("indirect-call", where, f"`{insn.text}`: transfers control through a pointer; "
                                            "the editable part may only call functions it names")
             continue
+        if insn.privileged_or_system or insn.flow in ("interrupt", "xbegin"):
+            report("host-instruction", where, f"`{insn.text}`: a system, privileged or transactional instruction")
+            continue
+        if insn.writes_stack_pointer and not _models_stack(insn, ops):
+            report("indirect-call", where, f"`{insn.text}`: moves the stack pointer in a way the frame model does "
+                                           "not follow (a stack pivot)")
+            continue
+        if _judge_writes(insn, func, where, report):
+            pending_store = (where, insn.text, _write_size(insn))
         if base_mnemonic.startswith("ret"):
             if ops:
                 report("indirect-call", where, f"`{m.group('text').split('#')[0].strip()}`: a return that also "
@@ -554,32 +542,48 @@ def scan_host_code(obj: Path) -> list[Violation]:
             if func.frame < 0:
                 report("foreign-store", where, "pops above its own frame: the stack pointer leaves it")
             continue
-        if _STRING_STORE.match(mnemonic.replace("rep ", "rep")) or _STRING_STORE.match(base_mnemonic):
-            report("foreign-store", where, f"`{base_mnemonic}`: a string instruction writes through a pointer")
-            continue
-        if not ops or _READ_ONLY.match(base_mnemonic):
-            continue
-        mems = [(i, _MEM.search(op)) for i, op in enumerate(ops)]
-        dest = mems[-1][1] if mems and mems[-1][1] is not None and not ops[-1].startswith("$") else None
-        if base_mnemonic.startswith("xchg") or base_mnemonic.startswith("cmpxchg") or base_mnemonic.startswith("xadd"):
-            dest = next((mm for _, mm in mems if mm is not None), dest)
-        if dest is None:
-            continue
-        seg, base, index, disp = dest.group("seg"), dest.group("base"), dest.group("index"), _int(dest.group("disp"))
-        text = m.group("text").split("#")[0].strip()
-        width = _store_width(base_mnemonic, ops)
-        if seg:
-            report("foreign-store", where, f"`{text}`: stores through segment {seg} (thread-local storage)")
-        elif base == "%rip":
-            pending_store = (where, text, width)  # judged by the relocation line that follows
-        elif base == "%rsp" and index is None:
-            top = func.frame - func.saved  # the locals end here, relative to %rsp now
-            if not (-128 <= disp and disp + width <= top):
-                report("foreign-store", where, f"`{text}`: writes {width} bytes at {disp}(%rsp), outside its own "
-                                               f"locals ({max(top, 0)} bytes below the saved registers): into "
-                                               "saved registers, its return address or its caller's frame")
-        else:
-            report("foreign-store", where, f"`{text}`: stores through a computed pointer; the editable part's host "
-                                           "code may write only its own stack frame and its own globals")
     judge_global(None)
     return violations
+
+
+def _models_stack(insn: Instruction, ops: list[str]) -> bool:
+    """Whether the frame model follows this write to %rsp: push and pop of a register or a
+    constant, call, ret, `sub/add $imm,%rsp` and `lea disp(%rsp),%rsp` (the scan's own cases)."""
+    if insn.mnemonic in ("push", "pop") and insn.stack_pointer_increment in (8, -8):
+        return True
+    if insn.mnemonic in ("call", "ret"):
+        return True
+    if insn.mnemonic in ("sub", "add") and ops and ops[-1] == "%rsp" and ops[0].startswith("$"):
+        return True
+    return insn.mnemonic == "lea" and ops and ops[-1] == "%rsp" and "(%rsp" in ops[0] and "," not in ops[0]
+
+
+def _write_size(insn: Instruction) -> int:
+    return next((w.size or 64 for w in insn.writes if w.base == "rip"), 64)
+
+
+def _judge_writes(insn: Instruction, func: _Function, where: str, report) -> bool:
+    """Judge every memory write the decoder lists (explicit or implicit: `maskmovdqu` writes at
+    %rdi, `stos` at %rdi, `pop mem` at its operand). The stack slot a push or call writes is the
+    frame model's. Returns True for a %rip-relative write, judged by its relocation."""
+    rip = False
+    for w in insn.writes:
+        if insn.mnemonic in ("push", "call") and w.base == "rsp" and not w.index and w.displacement == -8:
+            continue
+        size = w.size or 64
+        if w.segment in ("fs", "gs"):
+            report("foreign-store", where, f"`{insn.text}`: stores through segment %{w.segment} (thread-local storage)")
+        elif w.base == "rip" and not w.index:
+            rip = True
+        elif w.base == "rsp" and insn.mnemonic == "pop":
+            report("foreign-store", where, f"`{insn.text}`: pops into memory addressed by the stack pointer it moves")
+        elif w.base == "rsp" and not w.index:
+            top = func.frame - func.saved  # the locals end here, relative to %rsp now
+            if not (-128 <= w.displacement and w.displacement + size <= top):
+                report("foreign-store", where, f"`{insn.text}`: writes {size} bytes at {w.displacement}(%rsp), outside "
+                                               f"its own locals ({max(top, 0)} bytes below the saved registers): into "
+                                               "saved registers, its return address or its caller's frame")
+        else:
+            report("foreign-store", where, f"`{insn.text}`: stores through a computed pointer; the editable part's "
+                                           "host code may write only its own stack frame and its own globals")
+    return rip

@@ -209,6 +209,33 @@ _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
 ]
 
 
+_ASM_TOKEN = re.compile(r"\b(?:__asm__|__asm|asm)\b")
+# The C++ runtime's ABI entry points: the compiler calls them itself (static-local guards,
+# throw and catch, unwinding) with pointers it makes; called by name, each writes through a
+# pointer the caller chose (a red team wrote bytes anywhere with __cxa_guard_release/abort).
+_ABI_TOKEN = re.compile(r"\b(?:__cxa_\w+|_Unwind_\w+|__gxx_\w+|__builtin_eh_\w+|__builtin_unwind_\w+)\b")
+
+
+def scan_host_pass(lines: list[tuple[int, str]]) -> list[Violation]:
+    """Assembly in the host code the host compiler actually gets from the editable part
+    (tools.nvcc.host_pass): whatever made the source scan read it as device code (a
+    `#ifdef __CUDA_ARCH__` around `__device__`, a macro), it is host assembly here."""
+    found: list[Violation] = []
+    for number, text in lines:
+        code = _without_strings(text)
+        if m := _ASM_TOKEN.search(code):
+            found.append(Violation(rule="host-asm", where=f"source line {number}",
+                                   detail=f"`{m.group(0)}` in the host code nvcc compiles for this line: host code "
+                                          "may not contain assembly"))
+        if m := _ABI_TOKEN.search(code):
+            found.append(Violation(rule="abi-call", where=f"source line {number}",
+                                   detail=f"`{m.group(0)}` names a C++ runtime ABI function: the compiler calls "
+                                          "these itself, and called by name they write through any pointer"))
+        if len(found) >= 5:
+            break
+    return found
+
+
 def scan_source(editable: str) -> list[Violation]:
     """Rules on the editable part's text (splices joined, digraphs spelled out, comments removed)."""
     text = strip_comments(normalize_source(editable))
@@ -232,6 +259,11 @@ def scan_source(editable: str) -> list[Violation]:
             else:
                 found.append(Violation(rule="include", where=line(m.start()),
                                        detail=f"#{m.group(1)} {target[:80]} is not an allowed system header"))
+    # A line directive makes what follows look like another file's lines to every tool that
+    # reads the compiler's output (the host-pass scan among them).
+    for m in re.finditer(r"^[ \t]*#[ \t]*(?:line\b|\d)", text, re.M):
+        found.append(Violation(rule="line-directive", where=line(m.start()),
+                               detail="#line (or a # N line marker) renames the lines that follow"))
     for m in _DEFINE.finditer(text):
         if _PROTECTED_MACRO.match(m.group(2)):
             found.append(Violation(rule="macro", where=line(m.start()),
@@ -248,7 +280,7 @@ def scan_source(editable: str) -> list[Violation]:
     for item in scan_items(text):
         if not _ASM.search(_without_strings(item.text)):
             continue
-        head = item.head if item.kind == "code" else ""
+        head = _without_strings(item.head) if item.kind == "code" else ""
         device_only = bool(re.search(r"\b(?:__global__|__device__)\b", head)) and "__host__" not in head
         if item.kind != "code" or not device_only or body_start(item.text) is None:
             found.append(Violation(rule="host-asm", where=line(item.start),

@@ -31,6 +31,12 @@ class BufferSpec(BaseModel):
     dtype: str
     count: int = Field(ge=1)
     stressed: bool = False  # gets large values at secret positions in a secret half of the timed calls
+    one_sign: bool = False  # mapped into one sign of its range in some stressed calls
+    one_value: bool = False  # half or all of it one value in some stressed calls of correctness runs
+
+    @property
+    def any_stress(self) -> bool:
+        return self.stressed or self.one_sign or self.one_value
 
     @property
     def bytes(self) -> int:
@@ -56,6 +62,7 @@ class Manifest(BaseModel):
     samples_per_buffer: int = 0
     spikes_per_buffer: int = 0
     secret_fd: bool = False
+    pageable_memory_access: bool = False  # kernels can reach pageable host memory (HMM/ATS)
     buffers: list[BufferSpec]
 
     def bytes_read(self) -> int:

@@ -17,30 +17,45 @@ from .outputs import DumpError, KernelMs, parse_kernel_ms
 from .records import OutputRecords, read_records
 
 OUTPUT_FILE_ENV = "KERNELLOOP_OUTPUT_FILE"
-STREAM_FD_ENV = "KERNELLOOP_STREAM_FD"  # the verifier's pipe: the timed calls' seed and sample positions
+STREAM_FD_ENV = "KERNELLOOP_STREAM_FD"  # the verifier's pipe: each timed call's key and stress bits, its sample positions
 SIZE_INDEX_ENV = "KERNELLOOP_SIZE_INDEX"
 SIZE_DRAW_ENV = "KERNELLOOP_SIZE_DRAW"  # the verifier's draw of a problem size nobody chose in advance
-STREAM_BYTES = 8 * 8192  # a pipe's default buffer whole: 1 seed + 2 draws (stress, samples) per timed call, up to 4000 calls
+STREAM_BYTES = 8 * 8192  # a pipe's default buffer whole: 2 draws (key and stress, samples) per timed call, up to 4000 calls
 GUARD_EXIT_CODE = 86  # kernelloop_harness.cuh: a guard zone around a buffer was overwritten
+# Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
+STRESSED_BIT, HEAVY_BIT = 1, 2
 
 
-def stream_for(secret: bytes) -> bytes:
+def stream_for(secret: bytes, *, heavy: bool = True) -> bytes:
     """The bytes a v2 harness reads from the pipe, expanded from a per-experiment secret:
-    the baseline and candidate runs of one experiment read the same stream."""
+    the baseline and candidate runs of one experiment read the same stream. Per timed call,
+    two draws: the call's key and stress bits, then the positions sampled after it. Timing
+    runs (`heavy=False`) never get the "one value" stress, which changes a kernel's speed
+    (atomics on one address): it is a correctness check, not the workload timed."""
     out = bytearray()
     counter = 0
     while len(out) < STREAM_BYTES:
         out += hashlib.sha256(secret + counter.to_bytes(8, "little")).digest()
         counter += 1
+    if not heavy:
+        for offset in range(0, STREAM_BYTES, 16):
+            out[offset] &= 0xFF ^ HEAVY_BIT
     return bytes(out[:STREAM_BYTES])
 
 
-def stressed_calls(secret: bytes, calls: int) -> set[int]:
-    """The timed calls whose inputs a v2 harness stresses (kl_spike_kernel): the stream holds
-    the timed seed, then per call a stress draw (bit 0: stressed) and a sample draw."""
-    stream = stream_for(secret)
-    draws = [int.from_bytes(stream[i:i + 8], "little") for i in range(0, len(stream), 8)]
-    return {c for c in range(calls) if 1 + 2 * c < len(draws) and draws[1 + 2 * c] & 1}
+def _stress_draws(secret: bytes, calls: int, heavy: bool) -> list[int]:
+    stream = stream_for(secret, heavy=heavy)
+    return [int.from_bytes(stream[16 * c:16 * c + 8], "little") for c in range(min(calls, STREAM_BYTES // 16))]
+
+
+def stressed_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
+    """The timed calls whose inputs a v2 harness stresses (bit 0 of the call's draw)."""
+    return {c for c, d in enumerate(_stress_draws(secret, calls, heavy)) if d & STRESSED_BIT}
+
+
+def heavy_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
+    """The stressed calls that also get the "one value" stress (slower for some baselines)."""
+    return {c for c, d in enumerate(_stress_draws(secret, calls, heavy)) if d & STRESSED_BIT and d & HEAVY_BIT}
 
 
 class ProgramRun(BaseModel):
@@ -55,6 +70,7 @@ class ProgramRun(BaseModel):
     dump_problem: str | None = None
     records: OutputRecords | None = None  # everything the harness wrote (v2: manifest, per-call samples)
     secret: str | None = None  # hex of the experiment's secret (v2), revealed once the run is over
+    heavy: bool = True  # whether the stream allowed the "one value" stress (correctness runs)
     size_index: int = 0
 
     @property
@@ -64,7 +80,7 @@ class ProgramRun(BaseModel):
 
 def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
                 wrapper: list[str] | None = None, want_dump: bool = True, secret: bytes | None = None,
-                size_index: int = 0, size_draw: int | None = None) -> ProgramRun:
+                size_index: int = 0, size_draw: int | None = None, heavy: bool = True) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one."""
@@ -91,7 +107,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             read_fd, write_fd = os.pipe()
             with contextlib.suppress(OSError):  # the default (64 KiB) holds the stream already
                 fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 2 * STREAM_BYTES)
-            os.write(write_fd, stream_for(secret))
+            os.write(write_fd, stream_for(secret, heavy=heavy))
             os.close(write_fd)
             env[STREAM_FD_ENV] = str(read_fd)
         try:
@@ -101,7 +117,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             if read_fd >= 0:
                 os.close(read_fd)
         run = ProgramRun(seed=seed, result=result, kernel_ms=parse_kernel_ms(result.stderr),
-                         secret=secret.hex() if secret is not None else None, size_index=size_index)
+                         secret=secret.hex() if secret is not None else None, size_index=size_index, heavy=heavy)
         if cupti_library is not None:
             try:
                 run.trace = read_trace(trace_file)

@@ -1,0 +1,117 @@
+"""What each x86-64 instruction of an object's code does to memory, the stack pointer and
+control flow, from a real decoder (iced-x86) rather than from its mnemonic.
+
+The host-code scan (hostcode.py) judges every instruction by these facts. Mnemonic rules fail
+open on what they do not list: red teams found stores hidden in `cmpxchg`, `vcvtps2ph`,
+`maskmovdqu` (an implicit [%rdi]), and stack moves in `leave`/`enter`. The decoder lists every
+memory write, explicit or implicit, with its address's parts, and every write to %rsp, so an
+instruction nobody thought of is judged like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import iced_x86 as ix
+from elftools.elf.elffile import ELFFile
+
+_WRITES = {ix.OpAccess.WRITE, ix.OpAccess.COND_WRITE, ix.OpAccess.READ_WRITE, ix.OpAccess.READ_COND_WRITE}
+_STACK_POINTER = {ix.Register.RSP, ix.Register.ESP, ix.Register.SP, ix.Register.SPL}
+_FORMATTER = ix.Formatter(ix.FormatterSyntax.GAS)
+_REGISTER_NAMES = {getattr(ix.Register, n): n.lower() for n in dir(ix.Register) if n.isupper()}
+_MNEMONIC_NAMES = {getattr(ix.Mnemonic, n): n.lower() for n in dir(ix.Mnemonic) if n.isupper()}
+
+
+@dataclass(frozen=True)
+class MemoryWrite:
+    base: str  # "rsp", "rip", "rdi", ... ("" when none)
+    index: str
+    displacement: int  # signed; for %rip-relative writes, relative to the next instruction
+    size: int  # bytes; 0 when the decoder cannot tell (string instructions)
+    segment: str  # "fs"/"gs" for thread-local storage, else the default ("ss", "ds", "es")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    address: int
+    length: int
+    mnemonic: str  # iced's name, lower case ("push", "cmpxchg", "maskmovdqu")
+    text: str  # AT&T, for messages
+    writes: tuple[MemoryWrite, ...]
+    writes_stack_pointer: bool
+    stack_pointer_increment: int
+    flow: str  # next, branch, conditional, indirect-branch, return, call, indirect-call, interrupt, xbegin, exception
+    branch_target: int | None
+    privileged_or_system: bool  # syscall, sysenter, int n, wrpkru, xrstor...
+
+
+_FLOW = {ix.FlowControl.NEXT: "next", ix.FlowControl.UNCONDITIONAL_BRANCH: "branch",
+         ix.FlowControl.CONDITIONAL_BRANCH: "conditional", ix.FlowControl.INDIRECT_BRANCH: "indirect-branch",
+         ix.FlowControl.RETURN: "return", ix.FlowControl.CALL: "call", ix.FlowControl.INDIRECT_CALL: "indirect-call",
+         ix.FlowControl.INTERRUPT: "interrupt", ix.FlowControl.XBEGIN_XABORT_XEND: "xbegin",
+         ix.FlowControl.EXCEPTION: "exception"}
+# Instructions that enter the kernel or change what memory may be written, whatever their flow class.
+_SYSTEM = {"syscall", "sysenter", "sysexit", "sysret", "int", "int1", "into", "wrpkru", "xrstor", "xrstor64",
+           "xrstors", "xrstors64", "fxrstor", "fxrstor64", "wrfsbase", "wrgsbase", "wrssd", "wrssq", "wrussd",
+           "wrussq", "rstorssp", "saveprevssp", "setssbsy", "clrssbsy", "incsspd", "incsspq", "ltr", "lldt",
+           "lgdt", "lidt", "wrmsr", "invlpg", "hlt", "iret", "iretd", "iretq", "uiret", "senduipi", "tpause",
+           "umwait", "serialize", "xsetbv", "vmcall", "vmmcall", "vmfunc", "encls", "enclu", "swapgs"}
+
+
+def _register(reg: int) -> str:
+    return "" if reg == ix.Register.NONE else _REGISTER_NAMES.get(reg, f"r{reg}")
+
+
+def _write(insn: ix.Instruction, m) -> MemoryWrite:
+    # iced resolves a %rip-relative operand to its absolute address (no base register): give it
+    # back its base, relative to the next instruction, as the relocation that follows reads it.
+    rip = insn.is_ip_rel_memory_operand and m.base == ix.Register.NONE and m.index == ix.Register.NONE \
+        and m.displacement == insn.ip_rel_memory_address
+    displacement = m.displacement - (1 << 64) if m.displacement >= 1 << 63 else m.displacement
+    return MemoryWrite(base="rip" if rip else _register(m.base), index=_register(m.index),
+                       displacement=insn.ip_rel_memory_address - insn.next_ip if rip else displacement,
+                       size=ix.MemorySizeExt.size(m.memory_size), segment=_register(m.segment))
+
+
+def decode(code: bytes, address: int) -> Instruction | None:
+    """The instruction whose first byte is `code[0]`, placed at `address`; None if invalid."""
+    decoder = ix.Decoder(64, code, ip=address)
+    insn = decoder.decode()
+    if insn.is_invalid:
+        return None
+    info = ix.InstructionInfoFactory().info(insn)
+    writes = tuple(_write(insn, m) for m in info.used_memory() if m.access in _WRITES)
+    stack = any(r.register in _STACK_POINTER and r.access in _WRITES for r in info.used_registers())
+    flow = _FLOW.get(insn.flow_control, "exception")
+    target = insn.near_branch_target if flow in ("branch", "conditional", "call") and insn.op0_kind in (
+        ix.OpKind.NEAR_BRANCH64, ix.OpKind.NEAR_BRANCH32, ix.OpKind.NEAR_BRANCH16) else None
+    mnemonic = _MNEMONIC_NAMES.get(insn.mnemonic, "?")
+    return Instruction(address=address, length=insn.len, mnemonic=mnemonic, text=_FORMATTER.format(insn),
+                       writes=writes, writes_stack_pointer=stack, stack_pointer_increment=insn.stack_pointer_increment,
+                       flow=flow, branch_target=target,
+                       privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged)
+
+
+class SectionBytes:
+    """The bytes of an object's executable sections, by objdump's section name (a name that
+    occurs more than once is ambiguous: its instructions are not decoded, and the scan refuses)."""
+
+    def __init__(self, obj: Path):
+        self._data: dict[str, bytes] = {}
+        self._ambiguous: set[str] = set()
+        with obj.open("rb") as f:
+            elf = ELFFile(f)
+            for section in elf.iter_sections():
+                if not section["sh_flags"] & 0x4:  # SHF_EXECINSTR
+                    continue
+                if section.name in self._data:
+                    self._ambiguous.add(section.name)
+                self._data[section.name] = section.data()
+
+    def instruction(self, section: str, address: int) -> Instruction | None:
+        """The instruction at `address` of `section`; None when it cannot be decoded there."""
+        data = self._data.get(section)
+        if data is None or section in self._ambiguous or not 0 <= address < len(data):
+            return None
+        return decode(data[address:address + 15], address)
