@@ -374,5 +374,27 @@ def test_naming_a_cxx_runtime_abi_function_in_host_code_is_refused():
     through the pointer they are given; the compiler calls them with pointers it makes, a
     launcher that names them chooses the pointer."""
     found = policy.scan_host_pass([(3, 'extern "C" void __cxa_guard_release(long long*);'),
-                                   (4, "void f() { _Unwind_Resume(0); }"), (5, 'const char* s = "__cxa_throw";')])
-    assert [(v.rule, v.where) for v in found] == [("abi-call", "source line 3"), ("abi-call", "source line 4")]
+                                   (4, "void f() { _Unwind_Resume(0); }"), (5, 'const char* s = "__cxa_throw";'),
+                                   (6, "__cudaRegisterFunction(h, f, n, n, -1, 0, 0, 0, 0, 0);"),
+                                   (7, "(__cudaPushCallConfiguration(1, 1)) ? (void)0 : k(x);")])  # a launch: allowed
+    assert [(v.rule, v.where) for v in found] == [("abi-call", "source line 3"), ("abi-call", "source line 4"),
+                                                  ("abi-call", "source line 6")]
+
+
+@pytest.mark.nvcc
+def test_a_constructor_group_the_harness_shares_is_kept_in_the_editable_unit(settings):
+    """A constructor's C1/C2 pair sits in a COMDAT group named C5, which is none of its symbols:
+    renaming the symbols alone left the group to merge with the harness's, the editable copy
+    dropped and its renamed symbols undefined (weak: a call to address 0). The group's
+    signature is renamed too."""
+    import subprocess
+    program = SHARED_TEMPLATE_PROGRAM.replace(
+        "template <class T> __attribute__((noinline)) T kl_twice(T x) { return x + x; }  // COMDAT in both units",
+        "template <class T> struct Box { T v; __attribute__((noinline)) Box(T x) : v(x + x) {} };\n"
+        "template <class T> __attribute__((noinline)) T kl_twice(T x) { Box<T> b(x); return b.v; }")
+    split = split_program(program)
+    result = static_gates(split, split.editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    symbols = subprocess.run(["nm", str(result.candidate.binary)], capture_output=True, text=True).stdout
+    renamed = [line.split() for line in symbols.splitlines() if "__kl_editable_" in line and "Box" in line]
+    assert renamed and all(parts[-2] == "W" for parts in renamed), renamed  # defined, not a weak undefined

@@ -155,3 +155,14 @@ def test_outputs_that_never_change_with_the_inputs_are_found():
     varying = parse_records(records_bytes([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4]], [1, 2, 3, 4]))
     assert not inputs_reach_outputs(constant)
     assert inputs_reach_outputs(varying)
+
+
+def test_several_sizes_are_drawn_from_one_number():
+    """Red-team round 9: with one drawn size, a kernel wrong at a fraction f of sizes passes with
+    probability 1 - f; the verifier draws `size_draws` (default 2) from the verdict's one draw."""
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import size_draws
+    draws = size_draws(2, VerifySettings().size_draws)
+    assert draws[0] == 2 and len(draws) == 2 == len(set(draws))
+    assert size_draws(2, 4) == size_draws(2, 4) and size_draws(2, 4)[:2] == draws
+    assert all(0 < d < 1 << 63 for d in size_draws(12345, 8))  # KERNELLOOP_SIZE_DRAW is parsed as unsigned

@@ -47,6 +47,7 @@ class SeedEvidence(BaseModel):
     seed: int
     secret: str = ""  # hex: the experiment's stream secret (contract v2), needed to reproduce its outputs
     size_index: int = 0
+    size_draw: int | None = None  # size_index -1: the draw that chose the size
     baseline_output_sha256: str
     candidate_output_sha256: str
     compared: int  # numbers and elements compared
@@ -114,7 +115,8 @@ def build_certificate(verdict: Verdict, *, kernel: str, baseline_text: str, cand
         baseline=SourceDigest(file=baseline_file, sha256=sha256_text(baseline_text)),
         candidate=SourceDigest(file=candidate_file, sha256=sha256_text(candidate_text)),
         candidate_editable_sha256=sha256_text(candidate_editable),
-        seeds=[SeedEvidence(seed=c.seed, secret=c.secret, size_index=c.size_index, baseline_output_sha256=c.baseline_sha256,
+        seeds=[SeedEvidence(seed=c.seed, secret=c.secret, size_index=c.size_index, size_draw=c.size_draw,
+                            baseline_output_sha256=c.baseline_sha256,
                             candidate_output_sha256=c.candidate_sha256, compared=c.comparison.compared,
                             max_rel_error=c.comparison.max_rel_error)
                for c in verdict.checks if c.phase in ("correctness", "size")],

@@ -74,7 +74,7 @@ def _reference_outputs(cert: Certificate, base_text: str, base_name: str, settin
     differing: list[int] = []
     for evidence in cert.seeds:
         run = run_program(build.binary, seed=evidence.seed, limits=limits, size_index=evidence.size_index,
-                          secret=bytes.fromhex(evidence.secret) if evidence.secret else None)
+                          size_draw=evidence.size_draw, secret=bytes.fromhex(evidence.secret) if evidence.secret else None)
         if not run.result.ok or output_digest(run) != evidence.baseline_output_sha256:
             differing.append(evidence.seed)
     if not differing:

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
 
-BUILD_RECIPE_VERSION = "8"  # bump when the build steps change, to invalidate the cache
+BUILD_RECIPE_VERSION = "9"  # bump when the build steps change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -163,6 +163,15 @@ def host_pass(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits, nam
         return HostPass(ok=True, lines=lines)
 
 
+_GROUP_SIGNATURE = re.compile(r"^COMDAT group section \[\s*\d+\] `[^']*' \[(?P<signature>[^\]]+)\]", re.M)
+
+
+def _comdat_signatures(obj: Path) -> set[str]:
+    """The signatures of an object's COMDAT groups (readelf -g)."""
+    out = subprocess.run(["readelf", "-gW", str(obj)], capture_output=True, text=True, timeout=60).stdout
+    return {m.group("signature") for m in _GROUP_SIGNATURE.finditer(out)}
+
+
 def object_symbols(obj: Path) -> ObjectSymbols:
     out = subprocess.run(["nm", "-P", str(obj)], capture_output=True, text=True, timeout=60).stdout
     defined, undefined, weak = [], [], []
@@ -300,6 +309,10 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         # They are renamed in the editable object, so each unit runs its own copy.
         harness_defined = set(harness_syms.defined_global)
         shared = sorted(s for s in editable_syms.defined_weak if s in harness_defined and not s.startswith("DW.ref."))
+        # A group's signature need not be one of its symbols (a constructor's C1/C2 pair is
+        # grouped under C5): a shared signature would still merge the groups and drop the
+        # editable copy, leaving its renamed symbols undefined. Those are renamed too.
+        shared += sorted((_comdat_signatures(work / "editable.o") & _comdat_signatures(work / "harness.o")) - set(shared))
         renamed = {s: f"__kl_editable_{k}_{s}" for k, s in enumerate(shared)}
         (work / "rename.txt").write_text("".join(f"{a} {b}\n" for a, b in renamed.items()))
         # Left global, because localizing them breaks the link and they cannot interpose:

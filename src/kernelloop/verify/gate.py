@@ -10,6 +10,7 @@ per pair, and every timing run's output is checked too.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import secrets
 import statistics
@@ -180,6 +181,13 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
     return whole.merged(calls)
 
 
+def size_draws(first: int, count: int) -> list[int]:
+    """The draws behind the sizes chosen at verify time: `first`, then `count - 1` more that
+    follow from it (so one number in a verdict reproduces them all)."""
+    return [first] + [int.from_bytes(hashlib.sha256(f"{first}:{k}".encode()).digest()[:8], "little") >> 1 | 1
+                      for k in range(1, count)]
+
+
 def _size_words(size_index: int) -> str:
     return "" if size_index == 0 else " (a size drawn at verify time)" if size_index < 0 else f" (size {size_index})"
 
@@ -319,45 +327,52 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     sizes = manifest.size_options if manifest else 1
     size_draw = vs.size_draw or secrets.randbits(63) | 1
     v.size_draw = size_draw if sizes > 1 else None
+    # Several drawn sizes: a kernel wrong at a fraction f of sizes passes one draw with
+    # probability 1 - f, `size_draws` draws with (1 - f)^size_draws. The first is `size_draw`
+    # itself (a verdict's draw repeats it); the others follow from it.
+    draws = size_draws(size_draw, vs.size_draws) if sizes > 1 else []
     size_indices = [*range(1, sizes), *([-1] if sizes > 1 else [])]
-    experiments = [(seed, 0) for seed in v.seeds] + [(_fresh_seeds(1, used_seeds)[0], k) for k in size_indices]
+    experiments = [(seed, 0, None) for seed in v.seeds] + \
+        [(_fresh_seeds(1, used_seeds)[0], k, None) for k in range(1, sizes)] + \
+        [(_fresh_seeds(1, used_seeds)[0], -1, d) for d in draws]
     if manifest is not None:
         v.notes += coverage_notes(manifest)
-    noise_by_size: dict[int, BaselineNoise] = {}
-    drawn_sizes: list[int] = []
-    for seed, size_index in experiments:
+    noise_by_size: dict[tuple[int, int | None], BaselineNoise] = {}
+    drawn_sizes: list[list[int]] = []
+    for seed, size_index, draw in experiments:
         say(Progress(stage="correctness", message=f"seed {seed}{_size_words(size_index)}: candidate, then baseline"))
         secret = _secret()
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                           size_index=size_index, size_draw=size_draw)
+                           size_index=size_index, size_draw=draw)
         durations.program_runs_s += cand.result.wall_s
         failure = _run_failure(cand)
         if failure:
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
             break
         base = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
-                           size_draw=size_draw)
+                           size_draw=draw)
         durations.program_runs_s += base.result.wall_s
         if _run_failure(base):
             raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{_size_words(size_index)}: "
                              f"{_run_failure(base)[1]}")
         if size_index < 0 and base.records and base.records.manifest:
-            drawn_sizes = base.records.manifest.sizes
-        if size_index not in noise_by_size:  # each size's first experiment, run again: the baseline's own variation
+            drawn_sizes.append(base.records.manifest.sizes)
+        size_key = (size_index, draw)
+        if size_key not in noise_by_size:  # each size's first experiment, run again: the baseline's own variation
             again = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
-                                size_draw=size_draw)
+                                size_draw=draw)
             durations.program_runs_s += again.result.wall_s
-            noise_by_size[size_index] = _baseline_noise(base, again, vs.baseline_noise_factor) \
+            noise_by_size[size_key] = _baseline_noise(base, again, vs.baseline_noise_factor) \
                 if not _run_failure(again) else BaselineNoise()
-            if noise_by_size[size_index].any and not any("vary between runs" in n for n in v.notes):
+            if noise_by_size[size_key].any and not any("vary between runs" in n for n in v.notes):
                 v.notes.append(f"the baseline's results vary between runs of one experiment (e.g. float atomics); "
                                f"{vs.baseline_noise_factor:g}x that variation is allowed on top of the tolerance")
         if base.dump is None and "element-wise" not in " ".join(v.notes):
             v.notes.append("element-wise check unavailable: the harness writes no KERNELLOOP_OUTPUT_FILE dump "
                            "(docs/contract.md); only the printed numbers were compared")
-        cmp = _compare_experiment(base, cand, vs, noise_by_size[size_index])
+        cmp = _compare_experiment(base, cand, vs, noise_by_size[size_key])
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="size" if size_index else "correctness",
-                                  secret=secret.hex(), size_index=size_index,
+                                  secret=secret.hex(), size_index=size_index, size_draw=draw,
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
         correct &= cmp.match
         if not size_index:  # the audit compares with the baseline's calibration run, at the default size
@@ -371,7 +386,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         return finish()
     bad = next((c for c in v.checks if not c.comparison.match), None)
     checked = f"{len(v.seeds)} fresh seeds" + (f" and {sizes - 1} other size(s)" if sizes > 1 else "") + \
-        (f", and one drawn now ({' x '.join(map(str, drawn_sizes))})" if drawn_sizes else "") + \
+        (f", and {len(drawn_sizes)} drawn now ({', '.join(' x '.join(map(str, d)) for d in drawn_sizes)})"
+         if drawn_sizes else "") + \
         (f", every one of {manifest.calls} timed calls sampled" if manifest else "")
     v.gates.append(GateResult(
         gate="correctness", status="pass" if correct else "fail", baseline="reference",
@@ -397,7 +413,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     t = time.monotonic()
     manifests = _time_pairs(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, durations, reasons, say,
                             cupti_lib if audit_status == "done" else None, harness_kernels, timed_calls,
-                            noise_by_size.get(0))
+                            noise_by_size.get((0, None)))
     durations.timing_s = time.monotonic() - t
     if not reasons and manifest is not None:
         _speed_of_light(v, [manifest, *manifests], reasons)

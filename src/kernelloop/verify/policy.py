@@ -213,7 +213,11 @@ _ASM_TOKEN = re.compile(r"\b(?:__asm__|__asm|asm)\b")
 # The C++ runtime's ABI entry points: the compiler calls them itself (static-local guards,
 # throw and catch, unwinding) with pointers it makes; called by name, each writes through a
 # pointer the caller chose (a red team wrote bytes anywhere with __cxa_guard_release/abort).
-_ABI_TOKEN = re.compile(r"\b(?:__cxa_\w+|_Unwind_\w+|__gxx_\w+|__builtin_eh_\w+|__builtin_unwind_\w+)\b")
+# nvcc's registration entry points too: its generated registration code (not the editable
+# part's lines) calls them; a launcher calling __cudaRegisterFunction could re-point a harness
+# kernel's host stub at device code of its own (red-team round 10).
+_ABI_TOKEN = re.compile(r"\b(?:__cxa_\w+|_Unwind_\w+|__gxx_\w+|__builtin_eh_\w+|__builtin_unwind_\w+"
+                        r"|__cudaRegister\w*|__cudaUnregister\w*|__cudaInitModule)\b")
 
 
 def scan_host_pass(lines: list[tuple[int, str]]) -> list[Violation]:
@@ -229,8 +233,9 @@ def scan_host_pass(lines: list[tuple[int, str]]) -> list[Violation]:
                                           "may not contain assembly"))
         if m := _ABI_TOKEN.search(code):
             found.append(Violation(rule="abi-call", where=f"source line {number}",
-                                   detail=f"`{m.group(0)}` names a C++ runtime ABI function: the compiler calls "
-                                          "these itself, and called by name they write through any pointer"))
+                                   detail=f"`{m.group(0)}` names a C++ runtime ABI or CUDA registration function: "
+                                          "the compiler calls these itself, and called by name they write "
+                                          "through any pointer or re-register a kernel"))
         if len(found) >= 5:
             break
     return found

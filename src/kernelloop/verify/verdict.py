@@ -65,6 +65,7 @@ class SeedCheck(BaseModel):
     phase: Literal["correctness", "size", "timing", "drift"]
     secret: str = ""  # hex: a v2 harness's stream secret for this experiment (revealed after the run)
     size_index: int = 0  # a v2 harness's problem size (0: the default)
+    size_draw: int | None = None  # size_index -1: the draw behind the size (KERNELLOOP_SIZE_DRAW)
     # SHA-256 of what each program produced on this seed (stdout, then every dumped array):
     # the reference outputs a proof certificate names.
     baseline_sha256: str = ""
