@@ -138,7 +138,6 @@ template <class T> struct Spikeable<Uniform<T>>
 template <class Gen, class = void> struct OptsIn : std::false_type {};
 template <class Gen> struct OptsIn<Gen, typename std::enable_if<Gen::stressable>::type> : std::true_type {};
 template <class Gen> struct Stressable : OptsIn<Gen> {};
-template <class T> struct Stressable<Uniform<T>> : std::true_type {};
 template <class T> struct Stressable<UniformInt<T>> : std::true_type {};
 constexpr int kSpikesPerBuffer = 16;
 // Bits of a timed call's stress draw (the verifier's stream, runs.py).

@@ -511,11 +511,6 @@ def scan_host_code(obj: Path) -> list[Violation]:
             continue
         lea_rsp = base_mnemonic.startswith("lea") and ops and ops[-1] == "%rsp" and _MEM.search(ops[0]) \
             and _MEM.search(ops[0]).group("base") == "%rsp" and _MEM.search(ops[0]).group("index") is None
-        if ops and ops[-1] == "%rsp" and not _IMM_RSP.match(f"{base_mnemonic} {','.join(ops)}") \
-                and not base_mnemonic.startswith(("push", "pop", "cmp", "test")) and not lea_rsp:
-            report("indirect-call", where, f"`{m.group('text').split('#')[0].strip()}`: moves the stack pointer "
-                                           "somewhere else (a stack pivot)")
-            continue
         if lea_rsp:
             func.frame -= _int(_MEM.search(ops[0]).group("disp"))
             if func.frame < 0:
