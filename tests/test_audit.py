@@ -365,7 +365,12 @@ def test_v2_work_still_running_after_the_stop_event_is_caught_whatever_its_share
     assert judge(base, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5).ok
 
 
-def test_v2_a_trace_without_markers_is_judged_by_busy_time_only():
+def test_v2_a_trace_without_markers_fails_closed():
+    """Every v2 harness launches the marker after each stop event; a trace without one cannot
+    date the end of a window, so work past it cannot be ruled out."""
     trace, ms = harness_v2(honest, markers=False)
     report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
-    assert report.worst_window_overrun_us is None and report.ok
+    base_trace, base_ms = harness_v2(honest)
+    base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    judged = judge(report, base, escape_tolerance=0.03, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+    assert [f.reason for f in judged.findings] == ["timing_unverified"]

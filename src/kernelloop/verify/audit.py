@@ -58,6 +58,7 @@ class AuditReport(BaseModel):
     window_event_records: list[int] = []
     worst_window_escape: float | None = None  # max over timed windows of GPU busy / event time
     worst_window_overrun_us: float | None = None  # max over timed calls of work still running after the stop event
+    window_markers: bool = True  # v2: every timed window is followed by the harness's marker kernel
     # Per timed call: the editable part's launches (v2: every call must launch the same work),
     # and its kernels launched after the first timed call outside any window (work between calls).
     uneven_window: int | None = None  # the first window whose launches differ from the first one's
@@ -189,7 +190,7 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
         for i, (s, e) in enumerate(windows):
             marker = next((k for k in by_launch if launch_time.get(k.corr, k.start) > e), None)
             if marker is None or MARKER_KERNEL not in (marker.name or ""):
-                overrun = None  # an older harness without markers: judged by busy time only
+                overrun = None  # every v2 harness launches one: the trace cannot be read as it ran
                 break
             ends = [end for start, end in per_window[i]]
             overrun.append(max(ends, default=marker.start) - marker.start)
@@ -233,6 +234,7 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
         report.uneven_window = next((i for i, sig in enumerate(tl.window_signatures) if sig != tl.window_signatures[0]),
                                     None)
     report.window_event_records = tl.window_event_records
+    report.window_markers = timed_calls is None or tl.window_overrun_ns is not None
     if tl.window_overrun_ns is not None:
         report.worst_window_overrun_us = max(tl.window_overrun_ns, default=0) / 1000
     if len(tl.windows) > 1:
@@ -298,6 +300,10 @@ def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: fl
     if c.uneven_window is not None and baseline.uneven_window is None:
         flag("inconsistent_work", f"timed call {c.uneven_window + 1} launched other work than the first timed call: "
                                   "every call must compute the whole result")
+    if not c.window_markers:
+        # Every v2 harness launches one after each stop event: without it the end of a window
+        # cannot be dated, so work past it cannot be ruled out.
+        flag("timing_unverified", "a timed call has no harness marker kernel right after its stop event")
     if c.worst_window_overrun_us is not None and c.worst_window_overrun_us * 1000 > OVERRUN_GRANULARITY_NS:
         flag("timer_escape", f"work launched in a timed call was still running {c.worst_window_overrun_us:.1f} us after "
                              "its stop event (the harness's marker kernel had started): work escaped its timer")
