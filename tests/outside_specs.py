@@ -21,4 +21,19 @@ SPECS: dict[str, InitSpec] = {
         values={"M": ["512", "333"], "N": ["512", "257"], "K": ["256", "129"], "alpha": ["1.5"], "beta": ["0.5"]},
         counts={"A": "M * K", "B": "K * N", "C": "M * N"}, roles={"C": "inout"},
         grid="dim3((N + 15) / 16, (M + 15) / 16)", block="dim3(16, 16)"),
+    # llm.c dev/cuda style: a cudaCheck macro over a non-static cuda_check(), a CPU reference, and a
+    # launcher that takes the block size and launches two kernels (init wraps the launcher itself)
+    "layernorm_llmc.cu": InitSpec(
+        values={"N": ["8192", "1531"], "C": ["768", "333"], "block_size": ["256"]},
+        counts={"out": "N * C", "inp": "N * C", "weight": "C"}, roles={"out": "output"}),
+    # a template kernel <typename T, int BLOCK>: --template-args gives both; one thread per element
+    "block_sums_template.cu": InitSpec(
+        template_args="float, 256", values={"n": ["16777216", "16777215"]},
+        counts={"x": "n", "sums": "(n + 255) / 256"}, roles={"sums": "output"}),
+    # a gradient that accumulates (dbias += column sums of dout): in-out
+    "bias_backward.cu": InitSpec(
+        values={"N": ["4096", "1023"], "OC": ["3072", "2049"]}, counts={"dbias": "OC", "dout": "N * OC"},
+        roles={"dbias": "inout"}, grid="(OC + 255) / 256", block="256"),
+    # a workspace the kernel writes before it reads (scratch: never compared), and a plain output
+    "smooth_scratch.cu": InitSpec(values={"n": ["16777216", "16777215"]}, roles={"workspace": "scratch", "y": "output"}),
 }

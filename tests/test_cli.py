@@ -161,3 +161,44 @@ def test_a_program_outside_the_contract_ends_in_one_line_before_any_gpu_work(com
     assert r.returncode == 2 and "not a kernelloop program yet" in line and "Writing a v2 harness" in line
     assert "ncu" not in line and "GPU" not in line
     assert elapsed < 3.0, elapsed
+
+
+# -- --rtol/--atol: every output, or NAME=VALUE for one (verify and optimize) -----------------
+
+
+@pytest.mark.parametrize("command", [["verify", "kernels/naive_matmul.cu", "kernels/naive_matmul.cu"],
+                                     ["optimize", "kernels/naive_matmul.cu"]])
+def test_a_bad_tolerance_flag_is_one_line_and_exit_2(command):
+    r = kl(*command, "--rtol", "out=1e-4", "--rtol", "out=fast")
+    assert r.returncode == 2 and "error: --rtol 'out=fast': 'fast' is not a number" in one_error_line(r)
+    r = kl(*command, "--atol", "=0")
+    assert r.returncode == 2 and "--atol '=0': give a number (every output) or NAME=NUMBER" in one_error_line(r)
+
+
+def test_tolerance_flags_take_a_number_or_name_value_pairs():
+    # both forms parse: the error that ends the command is the threshold's, after them
+    r = kl("verify", "--rtol", "1e-3", "--rtol", "out=1e-4", "--atol", "dbias=1e-6", "--threshold", "0.9",
+           "kernels/naive_matmul.cu", "kernels/naive_matmul.cu")
+    assert r.returncode == 2 and "threshold" in one_error_line(r) and "tol" not in one_error_line(r)
+    for command in ("verify", "optimize"):
+        text = " ".join(kl(command, "--help").stdout.split())
+        assert "--rtol [NAME=]RTOL" in text and "--atol [NAME=]ATOL" in text and "NAME=RTOL for the output" in text
+
+
+def test_init_capture_without_a_gpu_exits_2_in_one_line(tmp_path):
+    if "nvidia-smi" in subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True, text=True).stdout:
+        pytest.skip("a GPU machine: capture is covered by tests/gpu/test_capture_gpu.py")
+    r = kl("init", str(ROOT / "tests" / "fixtures" / "outside" / "vector_add.cu"), "-o", str(tmp_path / "out.cu"),
+           "--capture", env={"KERNELLOOP_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 2 and "--capture runs your program on a GPU and none is visible" in one_error_line(r)
+    assert not (tmp_path / "out.cu").exists()
+    r = kl("init", str(ROOT / "tests" / "fixtures" / "outside" / "vector_add.cu"), "-o", str(tmp_path / "out.cu"),
+           "--capture-command", "./app")
+    assert r.returncode == 2 and "add --capture" in one_error_line(r)
+
+
+def test_an_unknown_project_setting_is_reported(tmp_path):
+    (tmp_path / "kernelloop.toml").write_text("[verfy]\nrtol = 1e-4\n")
+    r = kl("verify", "--static", str(ROOT / "kernels" / "naive_matmul.cu"), str(ROOT / "kernels" / "naive_matmul.cu"),
+           cwd=tmp_path)
+    assert r.returncode == 2 and "unknown setting verfy" in one_error_line(r)

@@ -42,3 +42,96 @@ def test_bad_project_file(tmp_path):
     (tmp_path / "kernelloop.toml").write_text("[verify\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(project_dir=tmp_path)
+
+
+# -- tolerances: for every output, and per output by name (issue 10) --------------------------
+
+
+@pytest.fixture
+def no_tolerance_env(monkeypatch):
+    for k in ("KERNELLOOP_VERIFY_RTOL", "KERNELLOOP_VERIFY_ATOL", "KERNELLOOP_VERIFY_TOLERANCES"):
+        monkeypatch.delenv(k, raising=False)
+
+
+def test_flags_give_every_output_or_one_output(tmp_path, no_tolerance_env):
+    s = load_settings({"rtol": ["1e-5", "out=1e-4"], "atol": ["dbias=1e-6", "out=0"]}, project_dir=tmp_path)
+    assert s.verify.rtol == 1e-5 and s.verify.atol is None
+    assert {k: v.model_dump() for k, v in s.verify.tolerances.items()} == {
+        "out": {"rtol": 1e-4, "atol": 0.0}, "dbias": {"rtol": None, "atol": 1e-6}}
+    # comma-separated items, a plain number as before, and the last of repeats wins
+    s = load_settings({"rtol": ["out=1e-4,dx=2e-4", "out=3e-4"], "atol": 0.5}, project_dir=tmp_path)
+    assert s.verify.rtol is None and s.verify.atol == 0.5
+    assert s.verify.tolerances["out"].rtol == 3e-4 and s.verify.tolerances["dx"].rtol == 2e-4
+    assert load_settings(project_dir=tmp_path).verify.tolerances == {}
+
+
+def test_per_output_tolerances_layer_by_name_cli_over_env_over_file(tmp_path, monkeypatch, no_tolerance_env):
+    (tmp_path / "kernelloop.toml").write_text(
+        "[verify]\nrtol = 1e-6\n\n[verify.tolerances.out]\nrtol = 1e-4\natol = 0\n\n"
+        "[verify.tolerances.dbias]\natol = 1e-6\n")
+    s = load_settings(project_dir=tmp_path)
+    assert s.verify.rtol == 1e-6
+    assert (s.verify.tolerances["out"].rtol, s.verify.tolerances["out"].atol) == (1e-4, 0.0)
+    assert (s.verify.tolerances["dbias"].rtol, s.verify.tolerances["dbias"].atol) == (None, 1e-6)
+    monkeypatch.setenv("KERNELLOOP_VERIFY_RTOL", "out=2e-4, dx=1e-3")
+    s = load_settings({"rtol": ["out=3e-4"], "atol": ["dbias=5e-6"]}, project_dir=tmp_path)
+    t = s.verify.tolerances
+    assert t["out"].rtol == 3e-4 and t["out"].atol == 0.0  # the flag's rtol, the file's atol
+    assert t["dx"].rtol == 1e-3 and t["dbias"].atol == 5e-6
+    # the every-output value from a higher layer leaves the per-output ones in place
+    s = load_settings({"rtol": ["1e-3"]}, project_dir=tmp_path)
+    assert s.verify.rtol == 1e-3 and s.verify.tolerances["out"].rtol == 2e-4
+
+
+@pytest.mark.parametrize("cli, message", [
+    ({"rtol": ["out=abc"]}, "--rtol 'out=abc': 'abc' is not a number"),
+    ({"rtol": ["=1e-4"]}, "--rtol '=1e-4': give a number (every output) or NAME=NUMBER"),
+    ({"atol": ["out=1e-4,"]}, "--atol 'out=1e-4,'"),
+    ({"atol": ["fast"]}, "--atol 'fast': 'fast' is not a number"),
+    ({"rtol": ["out=-1"]}, "setting tolerances.out.rtol: Input should be greater than or equal to 0"),
+    ({"rtol": ["-1"]}, "setting rtol"),
+])
+def test_bad_tolerance_flags_are_one_line_config_errors(tmp_path, no_tolerance_env, cli, message):
+    with pytest.raises(ConfigError) as err:
+        load_settings(cli, project_dir=tmp_path)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_bad_tolerance_tables_and_variables_are_reported(tmp_path, monkeypatch, no_tolerance_env):
+    (tmp_path / "kernelloop.toml").write_text("[verify.tolerances.out]\nrtl = 1e-4\n")
+    with pytest.raises(ConfigError, match=r"tolerances\.out\.rtl: Extra inputs are not permitted"):
+        load_settings(project_dir=tmp_path)
+    (tmp_path / "kernelloop.toml").write_text("[verify]\ntolerances = 3\n")
+    with pytest.raises(ConfigError, match=r"setting tolerances: Input should be a valid dictionary"):
+        load_settings({"rtol": ["out=1e-4"]}, project_dir=tmp_path)
+    (tmp_path / "kernelloop.toml").unlink()
+    monkeypatch.setenv("KERNELLOOP_VERIFY_RTOL", "out=x")
+    with pytest.raises(ConfigError, match="KERNELLOOP_VERIFY_RTOL 'out=x'"):
+        load_settings(project_dir=tmp_path)
+    monkeypatch.setenv("KERNELLOOP_VERIFY_RTOL", "1e-4")
+    assert load_settings(project_dir=tmp_path).verify.rtol == 1e-4  # the plain number, as before
+    monkeypatch.setenv("KERNELLOOP_VERIFY_TOLERANCES", "out=1")
+    with pytest.raises(ConfigError, match="KERNELLOOP_VERIFY_TOLERANCES is not read"):
+        load_settings(project_dir=tmp_path)
+
+
+def test_optimize_hands_its_tolerances_to_the_sandbox_server(tmp_path, monkeypatch, no_tolerance_env):
+    # `kernelloop optimize --rtol ...`: the verifier runs in the sandbox MCP server, which loads its
+    # own settings; the run's tolerances reach it through the server's environment, unchanged.
+    from kernelloop.config import tolerance_environment
+    from kernelloop.graph.session import mcp_toolbox
+
+    s = load_settings({"rtol": ["1e-5", "out=1e-4"], "atol": ["dbias=1e-6"]}, project_dir=tmp_path)
+    env = tolerance_environment(s.verify)
+    assert env == {"KERNELLOOP_VERIFY_RTOL": "1e-05,out=0.0001", "KERNELLOOP_VERIFY_ATOL": "dbias=1e-06"}
+    toolbox = mcp_toolbox(s)
+    assert toolbox.env is not None and toolbox.env["KERNELLOOP_VERIFY_RTOL"] == "1e-05,out=0.0001"
+    assert toolbox.env["PATH"] == __import__("os").environ["PATH"]  # the rest of the environment as before
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    again = load_settings(project_dir=tmp_path)  # what the server loads
+    assert again.verify.rtol == s.verify.rtol and again.verify.tolerances == s.verify.tolerances
+    assert mcp_toolbox(load_settings({"rtol": None}, project_dir=tmp_path / "none")).env is not None  # env set above
+    monkeypatch.delenv("KERNELLOOP_VERIFY_RTOL")
+    monkeypatch.delenv("KERNELLOOP_VERIFY_ATOL")
+    assert mcp_toolbox(load_settings(project_dir=tmp_path)).env is None  # nothing to hand over: as before

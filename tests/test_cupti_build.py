@@ -76,12 +76,13 @@ def test_concurrent_builds_agree(tmp_path: Path) -> None:
 
 
 @pytest.mark.nvcc
-def test_source_compiles_without_warnings(tmp_path: Path) -> None:
+@pytest.mark.parametrize("source_name", [cupti.SOURCE_NAME, "kl_capture_inject.cpp"])
+def test_source_compiles_without_warnings(tmp_path: Path, source_name: str) -> None:
     paths = _cupti_or_skip()
     if shutil.which("g++") is None:
         pytest.skip("g++ is not installed")
-    src = tmp_path / cupti.SOURCE_NAME
-    src.write_bytes(cupti._bundled_source())
+    src = tmp_path / source_name
+    src.write_bytes(cupti._bundled_source(source_name))
     cmd = cupti._compile_command("g++", src, tmp_path / "lib.so", paths)
     cmd.insert(1, "-Wextra")
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)

@@ -166,3 +166,18 @@ def test_several_sizes_are_drawn_from_one_number():
     assert draws[0] == 2 and len(draws) == 2 == len(set(draws))
     assert size_draws(2, 4) == size_draws(2, 4) and size_draws(2, 4)[:2] == draws
     assert all(0 < d < 1 << 63 for d in size_draws(12345, 8))  # KERNELLOOP_SIZE_DRAW is parsed as unsigned
+
+
+def test_only_the_calibration_stream_fixes_the_poison():
+    from kernelloop.verify.runs import FIXED_POISON_BIT, HEAVY_BIT, STRESSED_BIT, stream_for
+    secret = b"\x01" * 32
+    plain, fixed = stream_for(secret), stream_for(secret, fixed_poison=True)
+    draws = range(0, 16 * 200, 16)
+    assert all(fixed[o] & FIXED_POISON_BIT for o in draws)
+    assert not all(plain[o] & FIXED_POISON_BIT for o in draws)  # otherwise drawn, like any bit
+    # nothing else changes: the same keys, stresses and sample positions
+    assert all(fixed[o] & ~FIXED_POISON_BIT & 0xFF == plain[o] & ~FIXED_POISON_BIT & 0xFF for o in draws)
+    assert all(fixed[o + 1:o + 16] == plain[o + 1:o + 16] for o in draws)
+    timing = stream_for(secret, heavy=False, fixed_poison=True)
+    assert all(timing[o] & FIXED_POISON_BIT and not timing[o] & HEAVY_BIT for o in draws)
+    assert any(plain[o] & STRESSED_BIT for o in draws)

@@ -168,3 +168,77 @@ def test_the_decoder_reads_implicit_and_rip_relative_writes():
     assert [(w.base, w.displacement, w.size) for w in rip.writes] == [("rip", 0, 1)]
     assert decode(bytes.fromhex("0f05"), 0).privileged_or_system  # syscall
     assert decode(bytes.fromhex("ffd0"), 0).flow == "indirect-call"
+
+
+# gcc 13 (the GPU hosts' compiler) splits a launcher's landing pads into a `.cold` part in
+# .text.unlikely that runs in the launcher's frame; written out here as gcc 13 emits it for nvcc's
+# launch stubs (reading the stack protector's slot), since CI's gcc 12 does not split them.
+_COLD_SPLIT = """
+  .text
+  .globl _Z6launchPfi
+  .type _Z6launchPfi, @function
+_Z6launchPfi:
+  push %rbx
+  sub $0xa0,%rsp
+  mov %fs:0x28,%rax
+  mov %rax,0x98(%rsp)
+  xor %eax,%eax
+  mov 0x98(%rsp),%rax
+  sub %fs:0x28,%rax
+  jne .Lcold
+  add $0xa0,%rsp
+  pop %rbx
+  ret
+  .size _Z6launchPfi, .-_Z6launchPfi
+  .section .text.unlikely
+  .type _Z6launchPfi.cold, @function
+_Z6launchPfi.cold:
+.Lcold:
+  mov {offset}(%rsp),%rax
+  call __stack_chk_fail
+  .size _Z6launchPfi.cold, .-_Z6launchPfi.cold
+"""
+
+
+def _scan_assembly(tmp_path: Path, text: str) -> list:
+    (tmp_path / "unit.s").write_text(text)
+    subprocess.run(["as", "--64", str(tmp_path / "unit.s"), "-o", str(tmp_path / "unit.o")], check=True, timeout=60)
+    return scan_host_code(tmp_path / "unit.o")
+
+
+def test_a_cold_part_reads_its_parents_frame_but_not_beyond(tmp_path):
+    assert _scan_assembly(tmp_path, _COLD_SPLIT.format(offset="0x98")) == []
+    hot, cold = _COLD_SPLIT.split("  .section .text.unlikely\n")
+    assert _scan_assembly(tmp_path, "  .section .text.unlikely\n" + cold.format(offset="0x98")
+                          + hot.replace("jne .Lcold", "jne _Z6launchPfi.cold")) == []  # cold section first
+    # 0xa0 of locals, 8 of %rbx, 8 of return address: 0xb0 is the caller's frame
+    found = _scan_assembly(tmp_path, _COLD_SPLIT.format(offset="0xb0"))
+    assert [v.rule for v in found] == ["foreign-load"] and "_Z6launchPfi.cold" in found[0].detail
+
+
+def test_reads_of_the_caller_frame_fixed_addresses_and_other_threads_storage_are_refused(tmp_path):
+    body = """
+void launch_a(float* x, int n) {
+  volatile unsigned long long* p = (volatile unsigned long long*)0x3c5a7e000000ull;
+  k<<<(n + 255) / 256, 256>>>(x, n + (int)p[0]);
+}
+"""
+    assert "foreign-load" in scan(tmp_path, body)
+    through_argument = """
+void launch_b(float* x, const int* host_n) {
+  k<<<(*host_n + 255) / 256, 256>>>(x, *host_n);
+}
+"""
+    assert "foreign-load" in scan(tmp_path, through_argument)
+
+
+def test_an_honest_launcher_with_stack_passed_arguments_may_read_them(tmp_path):
+    body = """
+void launch_many(float* a, float* b, float* c, float* d, int n, int m, int p, int q, int r) {
+  k<<<(n + m + p + q + r + 255) / 256, 256>>>(a, n);
+  k<<<(n + 255) / 256, 256>>>(b, p);
+  k<<<(q + 255) / 256, 256>>>(c, q);
+  k<<<(r + 255) / 256, 256>>>(d, r);
+}
+"""
+    assert scan(tmp_path, body) == [] and scan(tmp_path, body, "-Xcompiler", "-D_FORTIFY_SOURCE=2") == []

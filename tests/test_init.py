@@ -28,7 +28,10 @@ def test_init_writes_a_contract_program_that_keeps_the_kernel_verbatim(name):
     kernel = next(i for i in source.split("__global__")[1:2])
     assert kernel.split("{")[0] in split.editable  # the signature, as written
     assert "kl::Harness h;" in split.harness and "int main()" not in split.editable
-    assert f"void launch_{result.kernel}(" in split.editable
+    if result.launcher is None:
+        assert f"void launch_{result.kernel}(" in split.editable
+    else:  # the file's own launcher, verbatim, is the editable part's entry point
+        assert result.launcher in split.exported_names
     assert all(f"// GUESS: {n}" in result.program for n in result.notes)
 
 
@@ -51,9 +54,65 @@ def test_what_init_cannot_guess_is_one_clear_line(spec, message):
     assert "\n" not in str(err.value)
 
 
-def test_a_template_kernel_is_refused_with_the_reason():
-    with pytest.raises(InputError, match="template kernel"):
+def test_a_template_kernel_without_template_args_is_one_line_saying_to_pass_them():
+    with pytest.raises(InputError, match=r"k is a template <int B>: give its arguments with --template-args") as err:
         generate("template <int B> __global__ void k(float* x, int n) { x[0] = B; }\n", InitSpec(values={"n": ["4"]}))
+    assert "\n" not in str(err.value)
+    with pytest.raises(InputError, match="takes 1 template argument"):
+        generate("template <int B> __global__ void k(float* x, int n) { x[0] = B; }\n",
+                 InitSpec(values={"n": ["4"]}, template_args="4, 5"))
+
+
+def test_template_arguments_name_the_parameter_types_and_the_launch():
+    source = "template <typename T, int B = 64>\n__global__ void k(const T* x, T* y, T scale, int n) { }\n"
+    result = generate(source, InitSpec(values={"n": ["64", "63"], "scale": ["2"]}, template_args="double"))
+    assert [(p.name, p.type) for p in result.params] == [
+        ("x", "const double*"), ("y", "double*"), ("scale", "double"), ("n", "int")]
+    assert "k<double><<<(n + 255) / 256, 256>>>(x, y, scale, n);" in result.program
+    assert 'h.input<double>("x"' in result.program and "const double scale = (double)(2);" in result.program
+    # as a CUPTI capture would give them: `void matrixMul<32>(float*, float*, int, int)`
+    captured = generate("template <int BLOCK_SIZE> __global__ void matrixMul(float* C, const float* A, int n) { }\n",
+                        InitSpec(values={"n": ["64"]}, template_args="32", counts={"C": "n", "A": "n"}))
+    assert "matrixMul<32><<<" in captured.program
+
+
+LAUNCHERS = """#include <cstdio>
+#define CHECK(x) do { if ((x) != cudaSuccess) exit(1); } while (0)
+__global__ void k1(float* y, const float* x, int n) { }
+__global__ void k2(float* y, int n) { }
+void run_both(float* y, const float* x, int n, int block_size) {
+  k1<<<(n + block_size - 1) / block_size, block_size>>>(y, x, n);
+  CHECK(cudaGetLastError());
+  k2<<<(n + block_size - 1) / block_size, block_size>>>(y, n);
+}
+static void run_k2(float* y, int n) { k2<<<1, 32>>>(y, n); }
+int main() { run_both(nullptr, nullptr, 0, 32); run_k2(nullptr, 0); }
+"""
+
+
+def test_a_launcher_is_wrapped_verbatim_with_its_kernels_and_its_parameters():
+    spec = InitSpec(launcher="run_both", values={"n": ["1024", "1023"], "block_size": ["128"]},
+                    roles={"y": "output"})
+    result = generate(LAUNCHERS, spec)
+    assert (result.launcher, result.kernels, result.kernel) == ("run_both", ["k1", "k2"], "k1")
+    split = split_program(result.program, "generated.cu")
+    assert "CHECK(cudaGetLastError());" in split.editable and "void run_both(" in split.editable
+    assert "run_k2" not in result.program.split("// kernelloop: editable end")[1]  # another launcher: left out
+    assert "h.run([&] { run_both(y, x, n, block_size); }" in split.harness
+    assert "const int32_t block_size = (int32_t)(128);" in split.harness and "<<<" not in split.harness
+    # the launcher of the named kernel is found by itself; a static one is called through a wrapper
+    only_k2 = generate(LAUNCHERS, InitSpec(kernel="k2", launcher="run_k2", values={"n": ["64", "63"]}))
+    assert "void launch_run_k2(float* y, int n) {\n  run_k2(y, n);\n}" in only_k2.program
+    with pytest.raises(InputError, match="run_both, run_k2 all launch k2: choose one with --launcher"):
+        generate(LAUNCHERS, InitSpec(kernel="k2", values={"n": ["64"]}))
+    with pytest.raises(InputError, match="the launcher run_both chooses its own launch configuration"):
+        generate(LAUNCHERS, spec.model_copy(update={"grid": "1", "block": "1"}))
+    with pytest.raises(InputError, match="no host function named 'nope' launches a kernel; the file's launchers: "
+                                         "run_both, run_k2"):
+        generate(LAUNCHERS, InitSpec(launcher="nope"))
+    # --grid/--block with --kernel wrap the kernel alone, as before
+    alone = generate(LAUNCHERS, InitSpec(kernel="k2", values={"n": ["64"]}, grid="1", block="64"))
+    assert alone.launcher is None and "void launch_k2(float* y, int n)" in alone.program
 
 
 @pytest.mark.nvcc

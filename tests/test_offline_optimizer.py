@@ -352,9 +352,21 @@ def test_a_kernel_no_template_fits_raises_with_a_clear_reason(optimizer):
     assert "\n" not in message
 
 
+def test_without_markers_the_launcher_is_editable_and_gets_a_candidate(optimizer):
+    text = (ROOT / "kernels" / "transpose.cu").read_text()
+    text = re.sub(r"// kernelloop: editable (begin|end)\n", "", text)  # default split: launcher + kernels
+    proposal = optimizer.propose(request_for(text))
+    assert "launch_transpose" in proposal.source and "__global__" in proposal.source
+
+
 def test_a_kernel_the_harness_launches_itself_is_refused_with_the_reason(optimizer):
     text = (ROOT / "kernels" / "transpose.cu").read_text()
-    text = re.sub(r"// kernelloop: editable (begin|end)\n", "", text)  # default split: kernels only
+    text = re.sub(r"// kernelloop: editable (begin|end)\n", "", text)
+    # main launches the kernel itself: no launcher of the file's own to rewrite
+    launcher = re.search(r"^void launch_transpose\((.*?)\) \{\n(.*?)^\}\n", text, re.S | re.M)
+    assert launcher, "transpose.cu's launcher moved"
+    body = launcher.group(2).strip()
+    text = text.replace(launcher.group(0), "").replace("launch_transpose(in, out, rows, cols);", body)
     with pytest.raises(NoMoreCandidates, match="harness launches kernel naive_transpose_kernel itself"):
         optimizer.propose(request_for(text))
 

@@ -6,7 +6,7 @@ import pytest
 
 from kernelloop.errors import InputError
 from kernelloop.program.scanner import function_name, scan_items
-from kernelloop.program.split import candidate_editable_part, split_program
+from kernelloop.program.split import candidate_editable_part, check_program, split_program
 
 from .conftest import ROOT
 
@@ -112,3 +112,71 @@ def test_a_program_nothing_times_is_not_a_kernelloop_program():
     assert "Writing a v2 harness" in message and "\n" not in message
     # a v1 program (KERNEL_MS) and a v2 one (kl::Harness) are
     assert split_program(text.replace("printf(\"Done\\n\");", "fprintf(stderr, \"KERNEL_MS: 1\\n\");"))
+
+
+LAUNCHER_PROGRAM = """#include <cstdio>
+#include <cstdlib>
+static void cuda_check(cudaError_t e, int line) { if (e != cudaSuccess) { fprintf(stderr, "%d\\\\n", line); exit(1); } }
+#define cudaCheck(e) cuda_check((e), __LINE__)
+__global__ void k1(float* y, const float* x, int n) { int i = threadIdx.x; if (i < n) y[i] = x[i]; }
+__global__ void k2(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= 2.0f; }
+__global__ void k3(float* y) { y[0] = 0.0f; }
+void launch_x(float* y, const float* x, int n, int block_size) {
+  k1<<<(n + block_size - 1) / block_size, block_size>>>(y, x, n);
+  cudaCheck(cudaGetLastError());
+  void* args[] = {&y, &n};
+  cudaCheck(cudaLaunchKernel((const void*)k2, dim3(1), dim3(block_size), args, 0, 0));
+}
+void reference(float* y, const float* x, int n) { for (int i = 0; i < n; i++) y[i] = 2 * x[i]; }
+int main() {
+  float* d; cudaMalloc(&d, 256); launch_x(d, d, 32, 32); k3<<<1, 1>>>(d);
+  fprintf(stderr, "KERNEL_MS: 1\\\\n"); return 0;
+}
+"""
+
+
+def test_a_launcher_without_markers_is_editable_with_its_kernels_and_the_split_says_so():
+    s = split_program(LAUNCHER_PROGRAM, "p.cu")
+    assert s.mode == "default"
+    assert "void launch_x(" in s.editable and "cudaCheck(cudaGetLastError());" in s.editable
+    assert "void launch_x(float* y, const float* x, int n, int block_size);" in s.exported
+    assert "void launch_x" not in s.harness and "void reference(" in s.harness and "int main()" in s.harness
+    assert "#define cudaCheck" in s.preamble  # the launcher's error check comes from the frozen preamble
+    assert s.notes == ["no markers: the launcher launch_x and kernels k1, k2 are the editable part "
+                       "(with k3, launched by the frozen harness with its own grid and block)"]
+    plain = split_program(NO_MARKERS, "p")
+    assert plain.notes == ["no markers: the kernel k is the editable part; the frozen harness launches them, "
+                           "so grid and block stay as they are"]
+
+
+def test_a_whole_program_candidate_without_markers_brings_its_own_launcher():
+    s = split_program(LAUNCHER_PROGRAM, "p.cu")
+    cand = LAUNCHER_PROGRAM.replace("(n + block_size - 1) / block_size, block_size", "(n + 255) / 256, 256")
+    part, _ = candidate_editable_part(cand, s)
+    assert "k1<<<(n + 255) / 256, 256>>>" in part and "int main" not in part and "void reference" not in part
+
+
+def test_the_users_headers_are_inlined_into_the_frozen_code_and_a_candidate_may_only_repeat_them(tmp_path):
+    from .conftest import FIXTURES
+    include = FIXTURES / "outside" / "include"
+    program = (ROOT / "kernels" / "naive_matmul.cu").read_text().replace(
+        "#include <cuda_runtime.h>", '#include <cuda_runtime.h>\n#include "kl_check.h"', 1)
+    path = tmp_path / "m.cu"
+    path.write_text(program)
+    s = split_program(program, str(path), include_dirs=[include])
+    assert '#line 1 "kl_check.h"' in s.preamble and "#define checkCudaErrors" in s.preamble
+    assert '#include "kl_check.h"' not in s.preamble and "#pragma once" not in s.preamble
+    assert s.headers == [str((include / "kl_check.h").resolve())] and "kl_check.h is frozen" in s.notes[-1]
+    # beside the file, no include folder is needed; without either, the include stays as written
+    (tmp_path / "kl_check.h").write_text((include / "kl_check.h").read_text())
+    assert split_program(program, str(path), include_dirs=[]).headers == [str(tmp_path / "kl_check.h")]
+    assert '#include "kl_check.h"' in split_program(program, "elsewhere.cu", include_dirs=[]).preamble
+    # a candidate repeating the baseline's include adds nothing; the whole program is noted unchanged
+    part, notes = candidate_editable_part(program, s)
+    assert notes == [] and "kl_check" not in part
+    whole = program.replace("// kernelloop: editable begin\n", "").replace("// kernelloop: editable end\n", "")
+    part, _ = candidate_editable_part(whole, s)
+    assert '#include "kl_check.h"' not in part
+    # check_program gives the text with the header inlined, so it builds and is copied on its own
+    text, _ = check_program(path, [include])
+    assert "#define checkCudaErrors" in text and '#include "kl_check.h"' not in text

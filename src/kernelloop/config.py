@@ -14,11 +14,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 from platformdirs import user_cache_dir, user_data_dir
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 
 PROJECT_FILE = "kernelloop.toml"
+
+
+class OutputTolerance(BaseModel):
+    """One output buffer's rtol/atol (`[verify.tolerances.<name>]`, `--rtol NAME=VALUE`); None: the
+    value for every output (verify.rtol/atol), else the dtype's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rtol: float | None = Field(None, ge=0)
+    atol: float | None = Field(None, ge=0)
 
 
 class VerifySettings(BaseModel):
@@ -34,6 +44,10 @@ class VerifySettings(BaseModel):
                                "docs/verifier.md 'Tolerance model')")
     atol: float | None = Field(None, ge=0, description="absolute tolerance on every compared number; None: by output "
                                "dtype (0 for every dtype)")
+    tolerances: dict[str, OutputTolerance] = Field(
+        default_factory=dict, description="per-output rtol/atol by the output buffer's name in the harness "
+        "([verify.tolerances.out], --rtol out=1e-4); they win over rtol/atol for that output, and a name the "
+        "program's outputs do not have is an error")
     arch: str | None = Field(None, description="nvcc -arch (default: the visible GPU's)")
     run_timeout_s: float = Field(60.0, gt=0, description="wall-clock cap on one program run")
     candidate_timeout_factor: float = Field(10.0, gt=1, description="candidate run cap = factor x baseline wall (>=10 s)")
@@ -68,6 +82,8 @@ class VerifySettings(BaseModel):
 class OptimizeSettings(BaseModel):
     """Every cap of the agent loop (`kernelloop optimize`), with its default."""
 
+    model_config = ConfigDict(extra="forbid")
+
     max_iterations: int = Field(3, ge=1, le=100, description="optimizer->verifier rounds before giving up (--max-iterations)")
     compile_fix_attempts: int = Field(2, ge=0, le=10, description="inner loop: times nvcc's errors go back to the optimizer per round")
     keep_going: bool = Field(False, description="after an acceptance, continue from the new best (--keep-going)")
@@ -89,11 +105,69 @@ class OptimizeSettings(BaseModel):
     memory_attempts: int = Field(8, ge=0, le=100, description="past attempts of the same kernel shown to the optimizer")
 
 
+class InitSettings(BaseModel):
+    """The caps of `kernelloop init --capture` (running your own program once under capture)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    capture_timeout_s: float = Field(300.0, gt=0, description="wall-clock cap on the captured run of your program")
+    capture_max_launches: int = Field(20000, ge=1, description="kernel launches recorded; later ones are not")
+    capture_sample_bytes: int = Field(16384, ge=0, le=1 << 24, description="bytes read from each pointer argument at a kernel's first launch (value ranges of inputs)")
+
+
 class Settings(BaseModel):
     verify: VerifySettings = VerifySettings()
     optimize: OptimizeSettings = OptimizeSettings()
+    init: InitSettings = InitSettings()
     cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("kernelloop")))
     data_dir: Path = Field(default_factory=lambda: Path(user_data_dir("kernelloop")))
+    include_dirs: list[Path] = Field(default_factory=list, description="folders of your own headers (-I) that a "
+                                     "program's frozen code includes (--include-dir, KERNELLOOP_INCLUDE_DIRS, "
+                                     "include_dirs = [...] in kernelloop.toml); searched after the program's own folder")
+
+
+INCLUDE_DIRS_ENV = "KERNELLOOP_INCLUDE_DIRS"  # folders separated by os.pathsep
+
+
+def include_dirs_setting(cli: list[Path] | None = None, *, project_dir: Path | None = None,
+                         file_values: dict[str, Any] | None = None) -> list[Path]:
+    """The include_dirs setting: CLI > KERNELLOOP_INCLUDE_DIRS > kernelloop.toml > none, each an
+    existing folder (absolute; the project file's relative to its folder)."""
+    base = project_dir or Path.cwd()
+    if cli:
+        dirs, where = [Path(d) for d in cli], "--include-dir"
+    elif os.environ.get(INCLUDE_DIRS_ENV):
+        dirs, where = [Path(d) for d in os.environ[INCLUDE_DIRS_ENV].split(os.pathsep) if d], INCLUDE_DIRS_ENV
+    else:
+        if file_values is None:
+            file_values = _project_values(base / PROJECT_FILE)
+        raw = file_values.get("include_dirs", [])
+        if isinstance(raw, str) or not isinstance(raw, list) or not all(isinstance(d, str) for d in raw):
+            raise ConfigError(f"{base / PROJECT_FILE}: include_dirs is a list of folders, e.g. include_dirs = [\"include\"]")
+        dirs, where = [Path(d) for d in raw], "include_dirs"
+    found: list[Path] = []
+    for folder in dirs:
+        folder = (folder.expanduser() if folder.expanduser().is_absolute() else base / folder).resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"setting include_dirs ({where}): {folder} is not a folder")
+        found.append(folder)
+    return found
+
+
+def share_include_dirs(dirs: list[Path]) -> None:
+    """Make the include folders this command was given the setting of every program split in this
+    process and of the servers it starts (they inherit the environment)."""
+    if dirs:
+        os.environ[INCLUDE_DIRS_ENV] = os.pathsep.join(str(d) for d in dirs)
+
+
+def _project_values(project_file: Path) -> dict[str, Any]:
+    if not project_file.is_file():
+        return {}
+    try:
+        return tomllib.loads(project_file.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{project_file}: not valid TOML ({exc})") from exc
 
 
 def _from_env(model: type[BaseModel], prefix: str) -> dict[str, Any]:
@@ -105,6 +179,66 @@ def _from_env(model: type[BaseModel], prefix: str) -> dict[str, Any]:
     return values
 
 
+TOLERANCE_KEYS = ("rtol", "atol")
+
+
+def parse_tolerances(raw: Any, source: str) -> tuple[float | None, dict[str, float]]:
+    """A tolerance setting as a flag or variable gives it: a number for every output ("1e-4") or
+    NAME=NUMBER for one output ("out=1e-4"); several items repeated (a list) or comma-separated.
+    Returns (the value for every output or None, {output name: value}); the last of repeats wins.
+    Numbers are checked by the settings model (>= 0)."""
+    items = [raw] if isinstance(raw, str | int | float) else list(raw)
+    every: float | None = None
+    per_output: dict[str, float] = {}
+    for item in items:
+        if isinstance(item, int | float):
+            every = float(item)
+            continue
+        for part in str(item).split(","):
+            text = part.strip()
+            name, eq, value = text.rpartition("=")
+            name = name.strip()
+            if not text or (eq and not name):
+                raise ConfigError(f"{source} {str(item)!r}: give a number (every output) or NAME=NUMBER "
+                                  "(the output buffer of that name in the harness)")
+            try:
+                number = float(value)
+            except ValueError:
+                raise ConfigError(f"{source} {text!r}: {value.strip()!r} is not a number") from None
+            if eq:
+                per_output[name] = number
+            else:
+                every = number
+    return every, per_output
+
+
+def _apply_tolerances(verify: dict[str, Any], key: str, raw: Any, source: str) -> None:
+    """Layer one rtol/atol setting over `verify`: the every-output value replaces the one below,
+    each per-output value replaces that output's (other outputs keep theirs)."""
+    every, per_output = parse_tolerances(raw, source)
+    if every is not None:
+        verify[key] = every
+    table = verify.setdefault("tolerances", {})
+    if not isinstance(table, dict):
+        return  # the project file's own mistake, reported by the model
+    for name, value in per_output.items():
+        entry = table.get(name)
+        table[name] = {**(entry if isinstance(entry, dict) else {}), key: value}
+
+
+def tolerance_environment(vs: VerifySettings) -> dict[str, str]:
+    """The environment variables that give a process started from here (the sandbox MCP server of
+    `kernelloop optimize`) the same tolerances: KERNELLOOP_VERIFY_RTOL=1e-05,out=0.0001 ..."""
+    env: dict[str, str] = {}
+    for key in TOLERANCE_KEYS:
+        every = getattr(vs, key)
+        items = ([] if every is None else [repr(every)]) + \
+            [f"{name}={getattr(own, key)!r}" for name, own in vs.tolerances.items() if getattr(own, key) is not None]
+        if items:
+            env[f"KERNELLOOP_VERIFY_{key.upper()}"] = ",".join(items)
+    return env
+
+
 def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None = None) -> Settings:
     """Merge defaults < ./kernelloop.toml < environment < CLI flags (None = not given)."""
     project_file = (project_dir or Path.cwd()) / PROJECT_FILE
@@ -114,12 +248,30 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
             file_values = tomllib.loads(project_file.read_text())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{project_file}: not valid TOML ({exc})") from exc
+    unknown = sorted(set(file_values) - {"verify", "optimize", "init", "cache_dir", "data_dir", "include_dirs"})
+    if unknown:
+        raise ConfigError(f"{project_file}: unknown setting {', '.join(unknown)} (known: [verify], [optimize], "
+                          "[init], cache_dir, data_dir, include_dirs)")
     verify: dict[str, Any] = dict(file_values.get("verify", {}))
-    verify.update(_from_env(VerifySettings, "KERNELLOOP_VERIFY_"))
+    if isinstance(verify.get("tolerances"), dict):  # a copy: the layers above merge into it
+        verify["tolerances"] = {k: dict(v) if isinstance(v, dict) else v for k, v in verify["tolerances"].items()}
+    env = _from_env(VerifySettings, "KERNELLOOP_VERIFY_")
+    if "tolerances" in env:
+        raise ConfigError("KERNELLOOP_VERIFY_TOLERANCES is not read: set one output's tolerance with "
+                          "KERNELLOOP_VERIFY_RTOL=NAME=VALUE (or _ATOL; comma-separated)")
+    for key in TOLERANCE_KEYS:
+        if key in env:
+            _apply_tolerances(verify, key, env.pop(key), f"KERNELLOOP_VERIFY_{key.upper()}")
+    verify.update(env)
     optimize: dict[str, Any] = dict(file_values.get("optimize", {}))
     optimize.update(_from_env(OptimizeSettings, "KERNELLOOP_OPTIMIZE_"))
+    init: dict[str, Any] = dict(file_values.get("init", {}))
+    init.update(_from_env(InitSettings, "KERNELLOOP_INIT_"))
     for key, value in (cli or {}).items():
-        if value is None:
+        if value is None or key == "include_dirs":
+            continue
+        if key in TOLERANCE_KEYS:  # a number, or NAME=NUMBER items (--rtol out=1e-4, repeatable)
+            _apply_tolerances(verify, key, value, f"--{key}")
             continue
         # A flag names a field of one section; the optimize section's names never clash with verify's.
         (optimize if key in OptimizeSettings.model_fields else verify)[key] = value
@@ -127,8 +279,11 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
     for key in ("cache_dir", "data_dir"):
         if os.environ.get(f"KERNELLOOP_{key.upper()}"):
             top[key] = os.environ[f"KERNELLOOP_{key.upper()}"]
+    top["include_dirs"] = include_dirs_setting((cli or {}).get("include_dirs"), project_dir=project_dir,
+                                               file_values=file_values)
     try:
-        return Settings(verify=VerifySettings(**verify), optimize=OptimizeSettings(**optimize), **top)
+        return Settings(verify=VerifySettings(**verify), optimize=OptimizeSettings(**optimize),
+                        init=InitSettings(**init), **top)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

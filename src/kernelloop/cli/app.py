@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from .. import __version__
-from ..config import load_settings
+from ..config import load_settings, share_include_dirs
 from ..errors import KernelloopError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
@@ -32,6 +32,12 @@ def _root(version: bool = typer.Option(False, "--version", is_eager=True, callba
     """Make CUDA kernels faster and prove it."""
 
 
+RTOL_HELP = ("Relative tolerance: RTOL for every output, all dtypes; NAME=RTOL for the output buffer of that name "
+             "(repeatable) [default: by output dtype: float32 2^-15 (3.1e-5), float64 2^-44, float16 2^-9, "
+             "bfloat16 2^-6, integers exact; docs/verifier.md].")
+ATOL_HELP = "Absolute tolerance: ATOL for every output, NAME=ATOL for one output (repeatable) [default: 0]."
+
+
 @app.command()
 def verify(
     baseline: Path = typer.Argument(..., help="The baseline program (follows docs/contract.md)."),
@@ -40,10 +46,8 @@ def verify(
     seeds: Optional[int] = typer.Option(None, help="Fresh seeds for the correctness gate [default: 2]."),
     runs: Optional[int] = typer.Option(None, help="Timing runs per program, interleaved [default: 7]."),
     max_runs: Optional[int] = typer.Option(None, help="Cap on runs when the verdict is a coin toss [default: 15]."),
-    rtol: Optional[float] = typer.Option(
-        None, help="Relative tolerance on every compared number, all dtypes [default: by output dtype: float32 "
-                   "2^-15 (3.1e-5), float64 2^-44, float16 2^-9, bfloat16 2^-6, integers exact; docs/verifier.md]."),
-    atol: Optional[float] = typer.Option(None, help="Absolute tolerance, all dtypes [default: 0]."),
+    rtol: Optional[list[str]] = typer.Option(None, metavar="[NAME=]RTOL", help=RTOL_HELP),
+    atol: Optional[list[str]] = typer.Option(None, metavar="[NAME=]ATOL", help=ATOL_HELP),
     arch: Optional[str] = typer.Option(
         None, help="nvcc architecture, e.g. sm_90 [default: the GPU's; with --static and no GPU visible: sm_86]."),
     memcheck: Optional[str] = typer.Option(None, help="compute-sanitizer memcheck: auto|on|off [default: auto]."),
@@ -62,6 +66,9 @@ def verify(
         False, "--allow-pageable-memory-access",
         help="Verify even on a GPU whose kernels can reach any host memory (HMM/ATS), where a candidate's kernel "
              "could rewrite the harness: only for candidates you trust [default: refused]."),
+    include_dir: list[Path] = typer.Option(
+        [], "--include-dir", help="A folder of your own headers that the program includes (repeat) [default: the "
+                                  "program's own folder only]."),
 ) -> None:
     """Accept CANDIDATE only if it builds, matches BASELINE's results and is faster.
 
@@ -70,11 +77,14 @@ def verify(
     from ..verify.gate import verify_files
 
     settings = load_settings({
-        "threshold": threshold, "seeds": seeds, "runs": runs, "max_runs": max_runs, "rtol": rtol, "atol": atol,
+        "threshold": threshold, "seeds": seeds, "runs": runs, "max_runs": max_runs,
+        "rtol": rtol or None, "atol": atol or None,  # a number, or NAME=NUMBER (config.parse_tolerances)
         "arch": arch, "memcheck": memcheck, "independent_timing": independent_timing, "run_timeout_s": run_timeout,
         "allow_reduced_precision": True if allow_reduced_precision else None,
         "allow_pageable_memory_access": True if allow_pageable_memory_access else None,
+        "include_dirs": include_dir or None,
     })
+    share_include_dirs(settings.include_dirs)
     if static:
         from ..verify.static_check import check_static_files
 
@@ -127,6 +137,9 @@ def profile(
     arch: Optional[str] = typer.Option(None, help="nvcc architecture [default: the GPU's]."),
     output: Optional[Path] = typer.Option(None, help="Folder for the .ncu-rep [default: the user data folder]."),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    include_dir: list[Path] = typer.Option(
+        [], "--include-dir", help="A folder of your own headers that the program includes (repeat) [default: the "
+                                  "program's own folder only]."),
 ) -> None:
     """Profile one launch of the hot kernel with Nsight Compute and diagnose its bottleneck."""
     from ..errors import InputError
@@ -138,7 +151,8 @@ def profile(
         raise InputError(f"--set {section_set!r}: use full or fast")
     if clock_control not in ("none", "base"):
         raise InputError(f"--clock-control {clock_control!r}: use none or base")
-    settings = load_settings({"arch": arch})
+    settings = load_settings({"arch": arch, "include_dirs": include_dir or None})
+    share_include_dirs(settings.include_dirs)
     if report is not None:
         diagnosis = diagnose_report(report, kernel=kernel)
         result = None
@@ -230,6 +244,21 @@ def init(
     range_: list[str] = typer.Option([], "--range", help="An integer input's values: NAME=LO,HI, drawn in [LO, HI) (repeat)."),
     grid: Optional[str] = typer.Option(None, help="Launch grid, a C expression of the arguments [default: one thread per element]."),
     block: Optional[str] = typer.Option(None, help="Launch block, a C expression [default: 256]."),
+    launcher: Optional[str] = typer.Option(
+        None, help="Your host function that launches the kernel(s): the harness calls it with its parameters "
+                   "[default: the one that launches the chosen kernel, if any]."),
+    template_args: Optional[str] = typer.Option(
+        None, "--template-args", help="Template arguments of a template kernel (or launcher), e.g. '32' or 'float, 128'."),
+    include_dir: list[Path] = typer.Option(
+        [], "--include-dir", help="A folder of your own headers that the file includes (repeat) [default: the "
+                                  "file's own folder only]."),
+    capture: bool = typer.Option(
+        False, "--capture", help="Run your program once on the GPU (FILE's own main, or --capture-command) and take "
+                                 "the launch configuration, sizes, scalar values and input ranges from the hottest "
+                                 "launch of its kernel; --set/--count/... still override."),
+    capture_command: Optional[str] = typer.Option(
+        None, "--capture-command", help="With --capture: the command that runs your program, built your way "
+                                        "(e.g. './app --steps 2'), instead of building FILE's main."),
     force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT if it exists."),
 ) -> None:
     """Write a contract-v2 program around your own kernel, copied verbatim, ready for optimize.
@@ -242,7 +271,7 @@ def init(
 
     from ..errors import InputError
     from ..program.init import ROLES, InitSpec, generate
-    from ..program.split import read_program
+    from ..program.split import inline_user_headers, read_program, split_program
     from ..tools.nvcc import build_whole_program, find_toolchain
 
     if output.exists() and not force:
@@ -259,17 +288,54 @@ def init(
         ranges[name] = (bounds[0], bounds[1])
     spec = InitSpec(kernel=kernel, values={k: v.split(",") for k, v in _pairs("--set", set_).items()},
                     counts=_pairs("--count", count), roles=roles, ranges=ranges, grid=grid,
-                    block=block)  # type: ignore[arg-type]
-    result = generate(read_program(source), spec, source.name)
-    settings = load_settings()
-    build = build_whole_program(result.program, arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
+                    block=block, launcher=launcher, template_args=template_args)  # type: ignore[arg-type]
+    settings = load_settings({"include_dirs": include_dir or None})
+    if capture_command is not None and not capture:
+        raise InputError("--capture-command runs your program under capture: add --capture")
+    if capture:
+        import shlex
+
+        from ..capture_init import init_from_capture
+        from ..tools.capture import CaptureLimits
+        from ..tools.gpu import detect_gpus
+
+        gpus = detect_gpus()
+        if not gpus:
+            raise InputError("--capture runs your program on a GPU and none is visible here: give the sizes with "
+                             "--set instead (and --count, --grid/--block where init cannot guess them)")
+        limits = CaptureLimits(timeout_s=settings.init.capture_timeout_s,
+                               max_launches=settings.init.capture_max_launches,
+                               sample_bytes=settings.init.capture_sample_bytes)
+        with err.status("building and running your program under capture…"):
+            result, captured = init_from_capture(
+                source, spec, cache_dir=settings.cache_dir, arch=settings.verify.arch or gpus[0].arch,
+                limits=limits, command=shlex.split(capture_command) if capture_command else None,
+                include_dirs=settings.include_dirs)
+        total = sum(k.gpu_ns for k in captured.kernels) or 1
+        err.print(f"captured {sum(k.launches for k in captured.kernels)} launch(es) of "
+                  f"{len(captured.kernels)} kernel(s) on {escape(gpus[0].name)}"
+                  + "".join(f"; {escape(k.base_name)} {k.gpu_ns / total:.0%} of GPU time"
+                            for k in captured.kernels[:3]), highlight=False)
+    else:
+        result = generate(read_program(source), spec, source.name)
+    build = build_whole_program(inline_user_headers(result.program, str(source), settings.include_dirs),
+                                arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
                                 toolchain=find_toolchain())
     if not build.ok:
         last = next((ln for ln in reversed(build.log.splitlines()) if "error" in ln), build.log.strip()[-200:])
-        raise InputError(f"the generated program does not compile: {last.strip()}; check --set/--count/--grid")
+        hint = "give the folder of your headers with --include-dir" if "No such file" in last else "check --set/--count/--grid"
+        raise InputError(f"the generated program does not compile: {last.strip()}; {hint}")
     output.write_text(result.program)
-    err.print(f"wrote {escape(str(output))}: kernel {escape(result.kernel)}, "
+    called = (f"launcher {escape(result.launcher)} (kernels {escape(', '.join(result.kernels))})" if result.launcher
+              else f"kernel {escape(result.kernel)}")
+    err.print(f"wrote {escape(str(output))}: {called}, "
               + ", ".join(f"{escape(k)} {v}" for k, v in result.roles.items()), highlight=False)
+    beside = split_program(result.program, str(output), []).headers
+    needed = split_program(result.program, str(source), settings.include_dirs).headers
+    for header in sorted(set(needed) - set(beside)):
+        err.print(f"  check: {escape(str(output))} includes {escape(header)}, which is not beside it: give "
+                  f"--include-dir {escape(str(Path(header).parent))} to verify, profile and optimize (or "
+                  "include_dirs in kernelloop.toml)", highlight=False)
     for note in result.notes:
         err.print(f"  check: {escape(note)}", highlight=False)
     err.print(f"next: kernelloop verify --static {escape(str(output))} {escape(str(output))}; "
@@ -326,20 +392,30 @@ def optimize(
     patience: Optional[int] = typer.Option(None, help="With --keep-going: rounds without a 2% gain before stopping [default: 2]."),
     compile_fix_attempts: Optional[int] = typer.Option(None, help="nvcc errors handed back per round [default: 2]."),
     threshold: Optional[float] = typer.Option(None, help="Minimum speedup to accept [default: 1.2]."),
+    rtol: Optional[list[str]] = typer.Option(None, metavar="[NAME=]RTOL", help=RTOL_HELP),
+    atol: Optional[list[str]] = typer.Option(None, metavar="[NAME=]ATOL", help=ATOL_HELP),
     runs_dir: Optional[Path] = typer.Option(None, help="Where run folders go [default: ./runs]."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue an interrupted run (its id, or a unique prefix)."),
     json_output: bool = typer.Option(False, "--json", help="Print the run's summary as JSON (and nothing else on stdout)."),
+    include_dir: list[Path] = typer.Option(
+        [], "--include-dir", help="A folder of your own headers that the program includes (repeat) [default: the "
+                                  "program's own folder only]."),
 ) -> None:
     """Profile, research, rewrite and verify KERNEL until a rewrite is proven faster.
 
     Exit code 0: accepted; 3: no candidate cleared the bar; 2: a usage or environment problem."""
     import asyncio
 
+    from rich.markup import escape as escape_markup
+
     from ..errors import InputError
     from ..program.split import check_program
 
+    share_include_dirs(load_settings({"include_dirs": include_dir or None}).include_dirs)  # servers inherit it
     if kernel is not None and resume is None:
-        check_program(kernel)  # the contract first: one line, before anything heavy loads or starts
+        _, split = check_program(kernel)  # the contract first: one line, before anything heavy loads or starts
+        for note in split.notes:  # what a split without markers made editable: the first thing to know
+            err.print(f"note: {escape_markup(note)}", highlight=False)
     from ..graph.session import optimize as optimize_events
     from ..llm_config import resolve_llm_config
     from .loop_view import LoopView
@@ -348,6 +424,7 @@ def optimize(
         raise InputError("give the kernel to optimize, or --resume RUN_ID (not both)")
     settings = load_settings({"max_iterations": max_iterations, "keep_going": keep_going, "patience": patience,
                               "compile_fix_attempts": compile_fix_attempts, "threshold": threshold,
+                              "rtol": rtol or None, "atol": atol or None,
                               "runs_dir": runs_dir, "optimizer": optimizer})
     llm = resolve_llm_config(model, base_url, api_key)
     view = LoopView(err, quiet=json_output)

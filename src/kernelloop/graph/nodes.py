@@ -48,8 +48,14 @@ def _progress(node: str, iteration: int) -> Callable[[str], None]:
         writer = get_stream_writer()
     except RuntimeError:
         return lambda message: None
-    return lambda message: writer(LoopEvent(kind="progress", node=node, iteration=iteration,
-                                            message=message).model_dump(mode="json"))
+
+    def report(message: str) -> None:
+        try:
+            writer(LoopEvent(kind="progress", node=node, iteration=iteration, message=message).model_dump(mode="json"))
+        except RuntimeError:  # the node has finished (or the task lost its run's context): nothing listens
+            pass
+
+    return report
 
 
 def _add_time(state: LoopState, phase: str, seconds: float) -> dict[str, float]:

@@ -3,12 +3,13 @@ sessions, run (or resume) the loop, and stream its events."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
+from ..config import Settings, tolerance_environment
 from ..llm_config import LLMConfig, resolve_llm_config
 from ..mcp.client import McpToolbox
 from ..optimizers.factory import make_optimizer, model_label, resolve_kind
@@ -20,7 +21,11 @@ ToolboxFactory = Callable[[Settings], Any]  # -> an async context manager yieldi
 
 
 def mcp_toolbox(settings: Settings) -> McpToolbox:
-    return McpToolbox(start_timeout_s=settings.optimize.mcp_start_timeout_s)
+    # The sandbox server loads its own settings (environment, then ./kernelloop.toml): the run's
+    # tolerances (--rtol/--atol, per output too) travel to it as KERNELLOOP_VERIFY_RTOL/ATOL.
+    tolerances = tolerance_environment(settings.verify)
+    return McpToolbox(start_timeout_s=settings.optimize.mcp_start_timeout_s,
+                      env={**os.environ, **tolerances} if tolerances else None)
 
 
 async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, optimizer_kind: str | None = None,

@@ -2,8 +2,8 @@
 
 From a kernel file (with or without its own `main`) and the sizes the user gives, this writes
 a program `optimize` can work on: the file's includes, macros and host helpers as the frozen
-preamble; its `__global__`/`__device__` code, verbatim, plus a generated launcher as the
-editable part; and a v2 harness that declares every pointer argument as a buffer with a role
+preamble; its `__global__`/`__device__` code, verbatim, plus a generated launcher (or the file's
+own host launcher, verbatim, when it has one for the kernel) as the editable part; and a v2 harness that declares every pointer argument as a buffer with a role
 (input, output, inout, scratch), the scalar arguments from the given sizes, and one alternative
 size. Every guess (roles, element counts, launch configuration, input ranges) is written into
 the file as a comment, and each can be overridden, so the user can check the result.
@@ -12,12 +12,13 @@ the file as a comment, and each can be overridden, so the user can check the res
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from .scanner import Item, function_name, scan_items, strip_comments
+from .scanner import Item, function_name, launched_kernels, scan_items, strip_comments
 
 Role = Literal["input", "output", "inout", "scratch"]
 ROLES: tuple[Role, ...] = ("input", "output", "inout", "scratch")
@@ -47,22 +48,34 @@ class InitSpec(BaseModel):
     """What the user tells `init` (the CLI's options)."""
 
     kernel: str | None = None
+    launcher: str | None = None  # a host function of the file that launches the kernel(s): wrapped instead
+    template_args: str | None = None  # C++ template arguments of a template kernel/launcher: "32", "float, 128"
     values: dict[str, list[str]] = Field(default_factory=dict)  # scalar -> [default, alternative]
     counts: dict[str, str] = Field(default_factory=dict)  # pointer -> element count (C expression)
     roles: dict[str, Role] = Field(default_factory=dict)
     ranges: dict[str, tuple[str, str]] = Field(default_factory=dict)  # integer input -> [lo, hi)
     grid: str | None = None
     block: str | None = None
+    shared_memory: str | None = None  # dynamic shared memory bytes of a generated launch (C expression)
+    notes: list[str] = Field(default_factory=list)  # what a capture inferred: GUESS lines before init's own
     calls: int = Field(20, ge=1, le=4000)
     warmup: int = Field(2, ge=1)
 
 
 class InitResult(BaseModel):
     program: str
-    kernel: str
+    kernel: str  # the kernel wrapped, or the first kernel the launcher launches
+    launcher: str | None = None  # the file's own launcher the harness calls, when there is one
+    kernels: list[str] = []  # every kernel the harness's call launches
     params: list[Param]
     roles: dict[str, Role]
     notes: list[str]  # what was guessed, for the user to check
+
+
+def element_type(ctype: str) -> str | None:
+    """The harness's element type of a parameter type as written (`const float* __restrict__`:
+    `float`, `unsigned int`: `uint32_t`); None for anything but numbers and pointers to numbers."""
+    return _ELEMENT_TYPES.get(" ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ")).split()))
 
 
 def parse_params(head: str) -> list[Param]:
@@ -100,8 +113,7 @@ def parse_params(head: str) -> list[Param]:
             raise InputError(f"cannot read the kernel parameter {text!r}: give it a name")
         ctype = m.group("type").strip()
         pointer = "*" in ctype or text.rstrip().endswith("]")
-        base = " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ")).split())
-        element = _ELEMENT_TYPES.get(base)
+        element = element_type(ctype)
         if element is None:
             raise InputError(f"parameter {m.group('name')} has type {ctype!r}, which init cannot generate "
                              "(numbers and pointers to numbers only); write the harness by hand (docs/contract.md)")
@@ -110,19 +122,142 @@ def parse_params(head: str) -> list[Param]:
     return params
 
 
+def _kernels(items: list[Item]) -> list[tuple[Item, str]]:
+    return [(i, function_name(i) or "") for i in items
+            if i.is_function_definition and "__global__" in strip_comments(i.head)]
+
+
 def _pick_kernel(items: list[Item], wanted: str | None) -> Item:
-    kernels = [i for i in items if i.is_function_definition and "__global__" in strip_comments(i.head)]
-    names = [function_name(i) or "" for i in kernels]
+    kernels = _kernels(items)
+    names = [name for _, name in kernels]
     if not kernels:
         raise InputError("no __global__ kernel defined in the file")
     if wanted is not None:
-        for item, name in zip(kernels, names):
+        for item, name in kernels:
             if name == wanted:
                 return item
         raise InputError(f"no kernel named {wanted!r}; the file defines: {', '.join(names)}")
     if len(kernels) > 1:
-        raise InputError(f"the file defines {len(kernels)} kernels ({', '.join(names)}); choose one with --kernel")
-    return kernels[0]
+        raise InputError(f"the file defines {len(kernels)} kernels ({', '.join(names)}); choose one with --kernel "
+                         "(or the host function that launches them with --launcher)")
+    return kernels[0][0]
+
+
+def _launchers(items: list[Item], kernels: list[str]) -> list[tuple[Item, str, list[str]]]:
+    """Host functions of the file (not main) that launch its kernels: (item, name, kernels)."""
+    found = []
+    for item in items:
+        launched = launched_kernels(item, kernels)
+        if launched:
+            found.append((item, function_name(item) or "", launched))
+    return found
+
+
+def _pick_launcher(items: list[Item], spec: InitSpec) -> tuple[Item, str, list[str]] | None:
+    """The file's launcher the harness calls, or None to wrap a kernel in a generated one.
+
+    --launcher names it; otherwise the one host function that launches the chosen kernel (or,
+    with no --kernel, the file's only launcher) is taken, unless --grid/--block ask for the kernel."""
+    names = [name for _, name in _kernels(items)]
+    launchers = _launchers(items, names)
+    if spec.launcher is not None:
+        for found in launchers:
+            if found[1] == spec.launcher:
+                if spec.kernel is not None and spec.kernel not in found[2]:
+                    raise InputError(f"{spec.launcher} does not launch {spec.kernel}; it launches {', '.join(found[2])}")
+                return found
+        hosts = [function_name(i) for i in items if i.is_function_definition and not i.is_device_item
+                 and function_name(i) != "main"]
+        if spec.launcher in hosts:
+            raise InputError(f"{spec.launcher} launches none of the file's kernels ({', '.join(names) or 'none'}): "
+                             "a launcher launches with <<<...>>> or cudaLaunchKernel")
+        known = ", ".join(n for _, n, _ in launchers) or "none"
+        raise InputError(f"no host function named {spec.launcher!r} launches a kernel; the file's launchers: {known}")
+    if spec.grid is not None or spec.block is not None:
+        return None
+    if spec.kernel is not None:
+        mine = [found for found in launchers if spec.kernel in found[2]]
+    else:
+        mine = launchers if len(names) > 1 or len(launchers) == 1 else []
+    if len(mine) > 1:
+        raise InputError(f"{', '.join(n for _, n, _ in mine)} all launch "
+                         f"{spec.kernel or 'the file' + chr(39) + 's kernels'}: choose one with --launcher")
+    return mine[0] if mine else None
+
+
+def _template_head(head: str) -> tuple[str, str] | None:
+    """A function head's `template <...>` parameter text and what follows it; None for a non-template."""
+    clean = strip_comments(head)
+    m = re.search(r"\btemplate\s*<", clean)
+    if m is None:
+        return None
+    depth, i = 1, m.end()
+    while i < len(clean) and depth:
+        depth += {"<": 1, ">": -1}.get(clean[i], 0)
+        i += 1
+    return clean[m.end():i - 1].strip(), clean[i:]
+
+
+def _template_parameters(text: str) -> list[tuple[str, str, str | None]]:
+    """A template's parameters as (kind, name, default); kind is "type" or "value"."""
+    params = []
+    for part in _split_top(text):
+        decl, _, default = part.partition("=")
+        words = re.findall(r"[A-Za-z_]\w*", decl)
+        if not words:
+            continue
+        kind = "type" if words[0] in ("typename", "class") else "value"
+        params.append((kind, words[-1] if len(words) > 1 else "", default.strip() or None))
+    return params
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` cut at its top-level commas (not inside <>, () or [])."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "(<[" and 1 or 0
+        depth -= ch in ")>]" and 1 or 0
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def _instantiate(name: str, head: str, template_args: str | None) -> tuple[str, str]:
+    """A head with its template parameters replaced by --template-args (`const T* x` with
+    `float`: `const float* x`), and how to name the instantiation (`k<float, 128>`); a
+    non-template head is returned as it is."""
+    template = _template_head(head)
+    if template is None:
+        if template_args is not None:
+            raise InputError(f"{name} is not a template: drop --template-args")
+        return head, name
+    text, rest = template
+    params = _template_parameters(text)
+    if template_args is None:
+        example = ", ".join("float" if kind == "type" else "128" for kind, _, _ in params)
+        raise InputError(f"{name} is a template <{' '.join(text.split())}>: give its arguments with --template-args "
+                         f"(e.g. --template-args '{example}')")
+    args = _split_top(template_args)
+    if not args or len(args) > len(params) or any(d is None for _, _, d in params[len(args):]):
+        raise InputError(f"--template-args {template_args!r}: {name} takes {len(params)} template argument"
+                         f"{'s' if len(params) != 1 else ''} <{' '.join(text.split())}>")
+    values = args + [d or "" for _, _, d in params[len(args):]]
+    for (_, param, _), value in zip(params, values):
+        if param:
+            rest = re.sub(rf"\b{re.escape(param)}\b", value, rest)
+    return rest, f"{name}<{', '.join(args)}>"
+
+
+def kernel_params(source: str, kernel: str, template_args: str | None = None) -> list[Param]:
+    """The parameters of a kernel `source` defines (a template one instantiated with `template_args`)."""
+    item = _pick_kernel(scan_items(source), kernel)
+    head, _ = _instantiate(kernel, item.head, template_args)
+    return parse_params(head)
 
 
 def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, str]:
@@ -134,39 +269,51 @@ def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, 
 
 
 def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> InitResult:
-    """A contract-v2 program around `source`'s kernel (see the module's docstring)."""
+    """A contract-v2 program around `source`'s kernel, or around the host launcher that launches
+    it (see the module's docstring)."""
     items = scan_items(source)
-    kernel_item = _pick_kernel(items, spec.kernel)
-    kernel = function_name(kernel_item) or "kernel"
-    if re.search(r"\btemplate\s*<", strip_comments(kernel_item.head)):
-        raise InputError(f"{kernel} is a template kernel: init cannot choose its template arguments; "
-                         "write its harness by hand (docs/contract.md)")
-    params = parse_params(kernel_item.head)
-    notes: list[str] = []
+    found = _pick_launcher(items, spec)
+    if found is not None:
+        callee_item, callee, launched = found
+        if spec.grid is not None or spec.block is not None:
+            raise InputError(f"--grid/--block: the launcher {callee} chooses its own launch configuration "
+                             "(leave them out, or give --kernel without --launcher to wrap the kernel alone)")
+        kernel = spec.kernel or launched[0]
+    else:
+        callee_item = _pick_kernel(items, spec.kernel)
+        callee = kernel = function_name(callee_item) or "kernel"
+        launched = [kernel]
+    head, instance = _instantiate(callee, callee_item.head, spec.template_args)
+    params = parse_params(head)
+    notes: list[str] = list(spec.notes)
     names = {p.name for p in params}
     for given in [*spec.values, *spec.counts, *spec.roles, *spec.ranges]:
         if given not in names:
-            raise InputError(f"{kernel} has no parameter {given!r}; its parameters: {', '.join(sorted(names))}")
+            raise InputError(f"{callee} has no parameter {given!r}; its parameters: {', '.join(sorted(names))}")
     scalars = [p for p in params if not p.pointer]
     pointers = [p for p in params if p.pointer]
     if not pointers:
-        raise InputError(f"{kernel} takes no pointer: nothing to compare")
+        raise InputError(f"{callee} takes no pointer: nothing to compare")
     for p in scalars:
         if p.name not in spec.values:
-            raise InputError(f"give the value of {kernel}'s argument {p.name} ({p.type}): --set {p.name}=DEFAULT,ALTERNATIVE")
+            raise InputError(f"give the value of {callee}'s argument {p.name} ({p.type}): --set {p.name}=DEFAULT,ALTERNATIVE")
     alternatives = [len(spec.values[p.name]) for p in scalars]
     options = max(alternatives, default=1)
     if any(n not in (1, options) for n in alternatives):
         raise InputError("every --set gives the same number of sizes (a default, then the same alternatives)")
     integer_scalars = [p for p in scalars if p.element not in _FLOATING]
+    # The size the counts and the launch are guessed from: the only integer argument, or the only
+    # one given alternatives (a block_size given one value is a setting, not a size).
+    varied = [p for p in integer_scalars if len(spec.values[p.name]) > 1]
+    sized = integer_scalars[0] if len(integer_scalars) == 1 else varied[0] if len(varied) == 1 else None
+    why = "the only integer argument" if len(integer_scalars) == 1 else "the only integer argument with alternatives"
     counts: dict[str, str] = {}
     for p in pointers:
         if p.name in spec.counts:
             counts[p.name] = spec.counts[p.name]
-        elif len(integer_scalars) == 1:
-            counts[p.name] = integer_scalars[0].name
-            notes.append(f"{p.name} holds {integer_scalars[0].name} elements (guessed: the only integer argument; "
-                         f"--count {p.name}=EXPR to change)")
+        elif sized is not None:
+            counts[p.name] = sized.name
+            notes.append(f"{p.name} holds {sized.name} elements (guessed: {why}; --count {p.name}=EXPR to change)")
         else:
             raise InputError(f"how many elements does {p.name} hold? give --count {p.name}=EXPR "
                              f"(a C expression of {', '.join(s.name for s in integer_scalars) or 'the sizes'})")
@@ -180,20 +327,23 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
             notes.append(f"{p.name} is an {roles[p.name]} (guessed from {'const' if p.const else 'no const'}; "
                          f"--role {p.name}=output if the kernel only writes it, or input|scratch)")
     if not any(roles[p.name] in ("output", "inout") for p in pointers):
-        raise InputError(f"{kernel} has no output: mark the pointer it writes with --role NAME=output (or inout)")
+        raise InputError(f"{callee} has no output: mark the pointer it writes with --role NAME=output (or inout)")
     if not any(roles[p.name] in ("input", "inout") for p in pointers):
-        raise InputError(f"{kernel} reads nothing the harness generates (every pointer is an output or scratch): "
+        raise InputError(f"{callee} reads nothing the harness generates (every pointer is an output or scratch): "
                          "its results could not depend on the inputs; mark what it reads --role NAME=input")
     for p in pointers:
         if roles[p.name] in ("input", "inout") and p.element not in _FLOATING:
             lo, hi = spec.ranges.get(p.name, ("0", "16"))
             notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your kernel "
                          "must handle: indices must stay in bounds; larger values test more)")
-    if spec.grid is None or spec.block is None:
-        if len(integer_scalars) != 1 or spec.grid is not None or spec.block is not None:
+    grid = block = ""
+    if found is not None:
+        pass  # the file's own launcher computes grid and block
+    elif spec.grid is None or spec.block is None:
+        if sized is None or spec.grid is not None or spec.block is not None:
             raise InputError("give the launch configuration: --grid EXPR --block EXPR (C expressions of the "
                              "arguments, e.g. --grid 'dim3((n + 15) / 16, (m + 15) / 16)' --block 'dim3(16, 16)')")
-        n = integer_scalars[0].name
+        n = sized.name
         grid, block = f"({n} + 255) / 256", "256"
         notes.append(f"launched as <<<({n} + 255) / 256, 256>>> (guessed: one thread per element; "
                      "--grid/--block to change)")
@@ -202,30 +352,93 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     if options == 1:
         notes.append("one size only: give an alternative size (--set NAME=DEFAULT,ALTERNATIVE, an odd one) so "
                      "a kernel specialised to one size is caught")
-    program = _render(source, items, kernel, params, spec, roles, counts, grid, block, options, notes, source_name)
-    return InitResult(program=program, kernel=kernel, params=params, roles=roles, notes=notes)
+    call = _Call(name=callee, instance=instance, item=callee_item if found is not None else None,
+                 kernels=launched, grid=grid, block=block)
+    program = _render(source, items, call, params, spec, roles, counts, options, notes, source_name)
+    return InitResult(program=program, kernel=kernel, launcher=callee if found is not None else None,
+                      kernels=launched, params=params, roles=roles, notes=notes)
 
 
-def _render(source: str, items: list[Item], kernel: str, params: list[Param], spec: InitSpec,
-            roles: dict[str, Role], counts: dict[str, str], grid: str, block: str, options: int,
-            notes: list[str], source_name: str) -> str:
+@dataclass(frozen=True)
+class _Call:
+    """What the harness calls: the file's own launcher (`item`), or a launcher generated for a kernel."""
+
+    name: str
+    instance: str  # the name with its template arguments
+    item: Item | None
+    kernels: list[str]
+    grid: str
+    block: str
+
+
+def _needed_above(frozen: list[Item], cut: int, editable: list[Item]) -> list[Item]:
+    """The frozen items that go above the markers (the preamble, compiled with the editable part):
+    those before `cut`, except host functions nothing editable needs (a CPU reference, a
+    validation helper), which go below: in the preamble they would be compiled into the
+    editable object, whose host code is scanned as the candidate's."""
+    before = [i for i in frozen if i.start < cut]
+    functions = [i for i in before if i.is_function_definition]
+    needed = "\n".join(i.text for i in [*editable, *before] if i not in functions)
+    kept: list[Item] = []
+    changed = True
+    while changed:
+        changed = False
+        for item in functions:
+            if item not in kept and re.search(rf"\b{re.escape(function_name(item) or '')}\b", needed):
+                kept.append(item)
+                needed += "\n" + item.text
+                changed = True
+    return [i for i in before if i not in functions or i in kept]
+
+
+def _render(source: str, items: list[Item], call: _Call, params: list[Param], spec: InitSpec,
+            roles: dict[str, Role], counts: dict[str, str], options: int, notes: list[str], source_name: str) -> str:
     device = [i for i in items if i.is_device_item]
-    frozen = [i for i in items if not i.is_device_item and function_name(i) != "main"]
+    kernels = [function_name(i) or "" for i in device if i.is_function_definition and "__global__" in strip_comments(i.head)]
+    # The file's other launchers are left out: frozen code below the markers that launched the
+    # editable kernels would bind every candidate to their names and parameters.
+    others = [i for i in items if i is not call.item and launched_kernels(i, kernels)]
+    frozen = [i for i in items if not i.is_device_item and function_name(i) != "main" and i is not call.item
+              and i not in others]
     dropped_main = any(function_name(i) == "main" for i in items)
     signature = ", ".join(f"{p.type} {p.name}" for p in params)
     arguments = ", ".join(p.name for p in params)
-    lines = [f"// Generated by `kernelloop init` from {source_name}: the kernel code between the markers is",
+    what = "the kernel code between the markers is" if call.item is None else \
+        f"the launcher {call.name} and the kernel code between the markers are"
+    lines = [f"// Generated by `kernelloop init` from {source_name}: {what}",
              "// copied verbatim; check every line marked GUESS before you optimize.",
              *(f"// GUESS: {n}" for n in notes)]
-    if dropped_main:
-        lines.append(f"// {source_name}'s own main() was left out: the harness below replaces it.")
+    if call.item is not None:
+        lines.append(f"// The harness calls {call.name} (it launches {', '.join(call.kernels)}): "
+                     "the launch configuration is its own.")
+    if dropped_main or others:
+        left = (["own main()"] if dropped_main else []) + [f"launcher {function_name(i)}" for i in others]
+        lines.append(f"// {source_name}'s {', '.join(left)} {'was' if len(left) == 1 else 'were'} left out: "
+                     "the harness below replaces it.")
     lines.append("")
-    lines += [i.text for i in frozen if i.start < device[0].start]
+    # Frozen code the callee may use comes before the markers: everything above the first kernel,
+    # and with a launcher of the file's own, everything above the launcher too.
+    cut = device[0].start if call.item is None else call.item.start
+    above = _needed_above(frozen, cut, [*device, *([call.item] if call.item else [])])
+    lines += [i.text for i in above]
     lines += ["", "// kernelloop: editable begin"]
     lines += [i.text for i in device]
-    lines += ["", f"void launch_{kernel}({signature}) {{",
-              f"  {kernel}<<<{grid}, {block}>>>({arguments});", "}", "// kernelloop: editable end", ""]
-    lines += [i.text for i in frozen if i.start > device[0].start]
+    if call.item is None:
+        harness_calls = f"launch_{call.name}"
+        lines += ["", f"void {harness_calls}({signature}) {{",
+                  f"  {call.instance}<<<{call.grid}, {call.block}"
+                  + (f", {spec.shared_memory}" if spec.shared_memory else "") + f">>>({arguments});", "}"]
+    else:
+        lines += [call.item.text]
+        head = strip_comments(call.item.head)
+        harness_calls = call.name
+        if re.match(r"\s*static\b", head) or call.instance != call.name:
+            # A static or template launcher cannot be called from the other translation unit:
+            # the harness calls a plain function that calls it.
+            harness_calls = f"launch_{call.name}"
+            lines += ["", f"void {harness_calls}({signature}) {{", f"  {call.instance}({arguments});", "}"]
+    lines += ["// kernelloop: editable end", ""]
+    lines += [i.text for i in frozen if i not in above]
     lines += ["#include <cstdio>", "#include <vector>", "#include <kernelloop_harness.cuh>", "", "int main() {",
               "  kl::Harness h;"]
     for p in params:
@@ -245,7 +458,7 @@ def _render(source: str, items: list[Item], kernel: str, params: list[Param], sp
             lines.append(f"  {p.element}* {p.name} = h.{role}<{p.element}>(\"{p.name}\", {count}, {gen});  // {what}")
         else:
             lines.append(f"  {p.element}* {p.name} = h.{role}<{p.element}>(\"{p.name}\", {count});")
-    lines.append(f"  h.run([&] {{ launch_{kernel}({arguments}); }}, "
+    lines.append(f"  h.run([&] {{ {harness_calls}({arguments}); }}, "
                  f"{{.warmup = {spec.warmup}, .calls = {spec.calls}, .flops = 0.0}});")
     for p in params:
         if p.pointer and roles[p.name] in ("output", "inout"):

@@ -233,7 +233,7 @@ def function_name(item: Item) -> str | None:
     """Name of the function an item declares or defines (None for other items)."""
     if item.kind != "code":
         return None
-    head = strip_comments(item.head)
+    head = _without_template_head(strip_comments(item.head))
     first = re.findall(r"[A-Za-z_]\w*", head)
     if first and first[0] in _SPECIFIER_WORDS + ("namespace", "extern", "static_assert"):
         if not (first[0] == "extern" and len(first) > 1 and first[1] != "C"):
@@ -263,6 +263,37 @@ def function_name(item: Item) -> str | None:
     return None
 
 
+def _without_template_head(head: str) -> str:
+    """`head` without its leading `template <...>` lists (their default arguments hold `=`)."""
+    while m := re.match(r"\s*template\s*<", head):
+        depth, i = 1, m.end()
+        while i < len(head) and depth:
+            depth += {"<": 1, ">": -1}.get(head[i], 0)
+            i += 1
+        head = head[i:]
+    return head
+
+
 def normalized(text: str) -> str:
     """Whitespace- and comment-insensitive form, for comparing items."""
     return " ".join(strip_comments(text).split())
+
+
+# What launches a kernel from host code: the triple-chevron syntax or the runtime's launch calls.
+_LAUNCH = re.compile(r"<<<|\bcudaLaunch(?:Cooperative)?Kernel(?:Ex|ExC)?\b")
+
+
+def is_host_function(item: Item) -> bool:
+    """A host function definition (`__host__ __device__` ones count as device code)."""
+    return item.is_function_definition and not item.is_device_item
+
+
+def launched_kernels(item: Item, kernels: list[str]) -> list[str]:
+    """Which of `kernels` a host function launches (<<<...>>>, cudaLaunchKernel and its Ex and
+    cooperative forms), in the order given; empty when it launches none of them."""
+    if not is_host_function(item) or function_name(item) == "main":
+        return []
+    body = strip_comments(item.text[body_start(item.text) or 0:])
+    if not _LAUNCH.search(body):
+        return []
+    return [k for k in kernels if re.search(rf"\b{re.escape(k)}\b", body)]

@@ -8,13 +8,14 @@ neither how inputs are made nor how time is measured nor what is printed.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
 from ..errors import InputError
-from .scanner import Item, function_name, normalized, scan_items, strip_comments
+from .scanner import Item, function_name, launched_kernels, normalized, scan_items, strip_comments
 
 BEGIN_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+begin\b.*$", re.I | re.M)
 END_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+end\b.*$", re.I | re.M)
@@ -33,6 +34,9 @@ class ProgramSplit(BaseModel):
     exported_names: list[str]
     editable_line: int  # 1-based line of the editable part in the original file
     harness_line: int
+    notes: list[str] = []  # what the split decided that the user should hear (a default split's editable part)
+    headers: list[str] = []  # the user's own headers inlined into the frozen code (absolute paths)
+    source_frozen: str = ""  # the frozen code as written, before the user's headers were inlined
 
     def editable_unit(self, editable: str | None = None, filename: str = "editable.cu") -> str:
         """Translation unit 1: preamble + an editable part (the baseline's by default)."""
@@ -89,12 +93,23 @@ def contract_problem(text: str) -> str | None:
             "no 'KERNEL_MS: <ms>' line)")
 
 
-def split_program(text: str, name: str = "program") -> ProgramSplit:
-    """Split a baseline program by its markers, or by the documented default."""
+def split_program(text: str, name: str = "program", include_dirs: list[Path] | None = None) -> ProgramSplit:
+    """Split a baseline program by its markers, or by the documented default.
+
+    The user's own headers that the frozen code includes (`#include "common.h"` beside the file or
+    in an include folder, `#include <helper_cuda.h>` in an include folder) are inlined into it as
+    they are now: trusted, frozen, and built with no include path (docs/contract.md)."""
     if not looks_like_cuda(text):
         raise InputError(f"{name}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    headers = _Headers(name, include_dirs)
     begins, ends = list(BEGIN_MARKER.finditer(text)), list(END_MARKER.finditer(text))
-    split = _split_by_markers(text, name, begins, ends) if begins or ends else _split_by_default(text, name)
+    split = (_split_by_markers(text, name, begins, ends, headers) if begins or ends
+             else _split_by_default(text, name, headers))
+    if headers.inlined:
+        split.headers = [str(h) for h in headers.inlined]
+        split.notes.append(f"your header{'s' if len(headers.inlined) > 1 else ''} "
+                           f"{', '.join(h.name for h in headers.inlined)} {'are' if len(headers.inlined) > 1 else 'is'} "
+                           "frozen: inlined into the preamble and harness as it is now")
     problem = contract_problem(text)
     if problem:
         stem = Path(name).stem or "program"
@@ -104,16 +119,106 @@ def split_program(text: str, name: str = "program") -> ProgramSplit:
     return split
 
 
-def check_program(path: Path) -> tuple[str, ProgramSplit]:
+def check_program(path: Path, include_dirs: list[Path] | None = None) -> tuple[str, ProgramSplit]:
     """A program file's text and split; every problem a user can fix is one InputError, found
-    from the text alone (no compiler, no GPU), so commands can check it before anything else."""
+    from the text alone (no compiler, no GPU), so commands can check it before anything else.
+    The text has the user's own headers inlined (see split_program), so it builds and is
+    copied on its own."""
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     text = read_program(path)
-    return text, split_program(text, str(path))
+    split = split_program(text, str(path), include_dirs)
+    return (inline_user_headers(text, str(path), include_dirs) if split.headers else text), split
 
 
-def _split_by_markers(text: str, name: str, begins: list[re.Match], ends: list[re.Match]) -> ProgramSplit:
+def inline_user_headers(text: str, name: str, include_dirs: list[Path] | None = None) -> str:
+    """`text` with the user's own headers inlined outside its editable markers (everywhere when it
+    has none): a program that builds with no include path, as split_program builds it."""
+    headers = _Headers(name, include_dirs)
+    begins, ends = list(BEGIN_MARKER.finditer(text)), list(END_MARKER.finditer(text))
+    if len(begins) == 1 and len(ends) == 1 and begins[0].end() <= ends[0].start():
+        begin, end = begins[0], ends[0]
+        return (headers.inline(text[: begin.start()], 1, headers.resume) + text[begin.start(): end.end() + 1]
+                + headers.inline(text[end.end() + 1:], text.count("\n", 0, end.end()) + 2, headers.resume))
+    return headers.inline(text, 1, headers.resume)
+
+
+def _system_header(target: str) -> bool:
+    """Whether the CUDA toolkit or the system has a header of this name."""
+    roots = [Path("/usr/include"), Path("/usr/local/include")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        toolkit = Path(nvcc).resolve().parent.parent
+        roots += [toolkit / "include", *toolkit.glob("targets/*/include")]
+    return any((root / target).is_file() for root in roots)
+
+
+_INCLUDE_LINE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)[ \t]*(?://.*|/\*.*\*/[ \t]*)?$')
+_PRAGMA_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b.*$")
+
+
+class _Headers:
+    """Inlines the user's own headers: a quoted include found beside the including file or in an
+    include folder, an angle include found in an include folder (as nvcc -I would find them);
+    anything else (the toolkit's and the system's headers) stays an include. Each header is
+    inlined once per program (what include guards and #pragma once do)."""
+
+    def __init__(self, name: str, include_dirs: list[Path] | None) -> None:
+        given = Path(name)
+        self.folder = given.resolve().parent if given.is_file() else None
+        self.resume = given.name if given.suffix else "program.cu"
+        self._dirs = include_dirs
+        self.inlined: list[Path] = []
+
+    @property
+    def dirs(self) -> list[Path]:
+        if self._dirs is None:
+            from ..config import include_dirs_setting
+
+            self._dirs = include_dirs_setting()
+        return self._dirs
+
+    def find(self, target: str, quoted: bool, folder: Path | None) -> Path | None:
+        if Path(target).is_absolute():
+            return None  # never by absolute path: a program names its headers relative to a folder
+        bases = ([folder] if quoted and folder is not None else []) + self.dirs
+        if not bases or not quoted and _system_header(target):
+            return None  # <cuda_runtime.h> stays the toolkit's, whatever folders were given
+        for base in bases:
+            candidate = base / target
+            if candidate.is_file():
+                return candidate.resolve()
+        return None
+
+    def inline(self, text: str, first_line: int, resume: str, folder: Path | None = None, depth: int = 0) -> str:
+        """`text` (whose first line is line `first_line` of file `resume`) with its user includes inlined."""
+        if "include" not in text:
+            return text
+        folder = folder or self.folder
+        lines = text.split("\n")
+        out: list[str] = []
+        for index, line in enumerate(lines):
+            m = _INCLUDE_LINE.match(line)
+            found = m and self.find(m.group(1) or m.group(2), bool(m.group(1)), folder)
+            if not found:
+                out.append(line)
+                continue
+            if found in self.inlined or depth > 32:
+                out.append("")  # already inlined once: guards would make it empty
+                continue
+            self.inlined.append(found)
+            try:
+                content = found.read_text()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"{resume}: cannot read the header {found} it includes ({exc})") from exc
+            content = "\n".join("" if _PRAGMA_ONCE.match(ln) else ln for ln in content.split("\n"))
+            body = self.inline(content, 1, found.name, found.parent, depth + 1).rstrip("\n")
+            out += [f'#line 1 "{found.name}"', body, f'#line {first_line + index + 1} "{resume}"']
+        return "\n".join(out)
+
+
+def _split_by_markers(text: str, name: str, begins: list[re.Match], ends: list[re.Match],
+                      headers: _Headers) -> ProgramSplit:
     if len(begins) != 1 or len(ends) != 1:
         raise InputError(
             f"{name}: expected exactly one '// kernelloop: editable begin' and one "
@@ -133,46 +238,73 @@ def _split_by_markers(text: str, name: str, begins: list[re.Match], ends: list[r
     exported, names = _declarations(items)
     if not any(i.is_device_item for i in items):
         raise InputError(f"{name}: the editable part holds no __global__ or __device__ code")
+    harness_line = text.count("\n", 0, end.end()) + 2
     return ProgramSplit(
         mode="markers",
-        preamble=preamble,
+        preamble=headers.inline(preamble, 1, headers.resume),
         editable=editable,
-        harness=harness,
+        harness=headers.inline(harness, harness_line, "harness.cu"),
         exported=exported,
         exported_names=names,
         editable_line=text.count("\n", 0, begin.end()) + 2,
-        harness_line=text.count("\n", 0, end.end()) + 2,
+        harness_line=harness_line,
+        source_frozen=preamble + harness,
     )
 
 
-def _split_by_default(text: str, name: str) -> ProgramSplit:
+def _split_by_default(text: str, name: str, headers: _Headers) -> ProgramSplit:
     items = scan_items(text)
-    editable_items = [i for i in items if i.is_device_item]
-    if not editable_items:
+    device_items = [i for i in items if i.is_device_item]
+    if not device_items:
         raise InputError(f"{name}: no __global__ or __device__ code to optimize")
     if not any(function_name(i) == "main" for i in items):
         raise InputError(f"{name}: no main(); a kernel program is a whole program (docs/contract.md)")
+    # A host function that launches the file's kernels (not main) is a launcher: it chooses grid
+    # and block, so it is editable with them; the harness calls it through its declaration.
+    kernels = [function_name(i) or "" for i in device_items
+               if i.is_function_definition and "__global__" in strip_comments(i.head)]
+    launchers = [i for i in items if i.start > device_items[0].start and launched_kernels(i, kernels)]
+    editable_items = sorted(device_items + launchers, key=lambda i: i.start)
     first = editable_items[0]
     preamble = text[: first.start]
     # Everything frozen after the first editable item is the harness, in source order,
     # each piece under a #line directive so compiler messages point at the real file.
     pieces: list[str] = []
     for item in items:
-        if item.start < first.start or item.is_device_item:
+        if item.start < first.start or item in editable_items:
             continue
-        pieces.append(f"#line {item.line} \"harness.cu\"\n{item.text}")
+        piece = headers.inline(item.text, item.line, "harness.cu") if item.kind == "preproc" else item.text
+        pieces.append(f"#line {item.line} \"harness.cu\"\n{piece}")
     editable = "\n".join(f"#line {i.line} \"editable.cu\"\n{i.text}" for i in editable_items)
     exported, names = _declarations(editable_items)
     return ProgramSplit(
         mode="default",
-        preamble=preamble,
+        preamble=headers.inline(preamble, 1, headers.resume),
         editable=editable,
         harness="\n".join(pieces),
         exported=exported,
         exported_names=names,
         editable_line=first.line,
         harness_line=first.line,
+        notes=[_default_split_note(launchers, kernels)],
+        source_frozen=preamble + "\n".join(i.text for i in items if i.start >= first.start and i not in editable_items),
     )
+
+
+def _default_split_note(launchers: list[Item], kernels: list[str]) -> str:
+    """What a split without markers made editable, in one sentence."""
+    launched = [k for k in kernels if any(k in launched_kernels(item, kernels) for item in launchers)]
+    if launchers:
+        names = [function_name(i) or "" for i in launchers]
+        note = (f"no markers: the launcher{'s' if len(names) > 1 else ''} {', '.join(names)} and "
+                f"kernel{'s' if len(launched) > 1 else ''} {', '.join(launched)} are the editable part")
+        rest = [k for k in kernels if k not in launched]
+        if rest:
+            note += f" (with {', '.join(rest)}, launched by the frozen harness with its own grid and block)"
+        return note
+    what = (f"kernels {', '.join(kernels)} are" if len(kernels) > 1 else
+            f"kernel {kernels[0]} is" if kernels else "device code is")
+    return f"no markers: the {what} the editable part; the frozen harness launches them, so grid and block stay as they are"
 
 
 def _defines_main(text: str) -> bool:
@@ -211,14 +343,15 @@ def candidate_editable_part(candidate: str, baseline: ProgramSplit, name: str = 
         part = candidate[begins[0].end() + 1 : ends[0].start()]
         outside = normalized(candidate[: begins[0].start()] + candidate[ends[0].end() :])
         frozen = normalized(baseline.preamble + baseline.harness)
-        if outside != frozen:
+        if outside != frozen and outside != normalized(baseline.source_frozen):
             notes.append("the candidate's code outside the editable markers differs from the baseline's; it is ignored")
         return _drop_shared_items(part, baseline), notes
     items = scan_items(candidate)
     if not any(function_name(i) == "main" and i.is_function_definition for i in items):
         return _drop_shared_items(candidate, baseline), notes
     notes.append("the candidate is a whole program without markers: its main() is ignored, the baseline harness is used")
-    frozen = {normalized(i.text) for i in scan_items(baseline.preamble + "\n" + baseline.harness)}
+    frozen = {normalized(i.text) for i in scan_items(baseline.preamble + "\n" + baseline.harness + "\n"
+                                                     + baseline.source_frozen)}
     kept = [
         i.text
         for i in items
@@ -229,7 +362,10 @@ def candidate_editable_part(candidate: str, baseline: ProgramSplit, name: str = 
 
 def _drop_shared_items(part: str, baseline: ProgramSplit) -> str:
     """Drop items the preamble already provides (repeated includes, constants)."""
-    preamble_items = {normalized(i.text) for i in scan_items(baseline.preamble)}
+    # The baseline's includes of its own headers as written count too: repeating one adds nothing
+    # (the policy refuses any other include by path).
+    preamble_items = {normalized(i.text) for i in scan_items(baseline.preamble + "\n" + baseline.source_frozen)
+                      if i.start < len(baseline.preamble) or i.kind == "preproc" and "include" in i.text}
     out: list[str] = []
     last = 0
     for item in scan_items(part):

@@ -257,12 +257,12 @@ def find_cupti(cuda_home: Path | None = None) -> CuptiPaths:
 # --------------------------------------------------------------------------- building
 
 
-def _bundled_source() -> bytes:
+def _bundled_source(source_name: str) -> bytes:
     try:
-        return importlib.resources.files(SOURCE_PACKAGE).joinpath(SOURCE_NAME).read_bytes()
+        return importlib.resources.files(SOURCE_PACKAGE).joinpath(source_name).read_bytes()
     except (FileNotFoundError, ModuleNotFoundError, OSError) as err:
         raise CuptiUnavailable(
-            f"the bundled {SOURCE_NAME} is missing from package {SOURCE_PACKAGE} ({err}); reinstall kernelloop"
+            f"the bundled {source_name} is missing from package {SOURCE_PACKAGE} ({err}); reinstall kernelloop"
         ) from err
 
 
@@ -317,15 +317,17 @@ def build_injection_library(
     cuda_home: Path | None = None,
     compiler: str = "g++",
     timeout_s: float = 120,
+    source_name: str = SOURCE_NAME,
+    library_name: str = LIBRARY_NAME,
 ) -> Path:
-    """Compile the bundled injection library, or reuse a cached build.
+    """Compile a bundled injection library (the audit's by default), or reuse a cached build.
 
-    The result is ``cache_dir/<sha256>/libkl_cupti_inject.so``, where the hash covers
+    The result is ``cache_dir/<sha256>/<library_name>``, where the hash covers
     the source, the CUPTI paths and the compiler's identity. The build writes to a
     temporary file and renames it into place, so concurrent builds are safe.
     """
     paths = find_cupti(cuda_home)
-    source = _bundled_source()
+    source = _bundled_source(source_name)
     exe, version = _compiler_identity(compiler, timeout_s)
     digest = hashlib.sha256()
     digest.update(source)
@@ -335,7 +337,7 @@ def build_injection_library(
     digest.update(f"{exe}\0{version}\0{platform.machine()}\0".encode())
     digest.update(" ".join(_compile_command(exe, Path("SRC"), Path("OUT"), paths)).encode())
     target_dir = Path(cache_dir) / digest.hexdigest()
-    target = target_dir / LIBRARY_NAME
+    target = target_dir / library_name
     if target.is_file() and target.stat().st_size > 0:
         return target
 
@@ -345,9 +347,9 @@ def build_injection_library(
         raise CuptiUnavailable(f"cannot create the CUPTI build cache {target_dir}: {err}") from err
     with tempfile.TemporaryDirectory(prefix=".build-", dir=target_dir) as tmp:
         tmp_dir = Path(tmp)
-        src = tmp_dir / SOURCE_NAME
+        src = tmp_dir / source_name
         src.write_bytes(source)
-        tmp_out = tmp_dir / LIBRARY_NAME
+        tmp_out = tmp_dir / library_name
         cmd = _compile_command(exe, src, tmp_out, paths)
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)

@@ -124,6 +124,10 @@ def check_includes(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits
             path = os.path.realpath(dep if os.path.isabs(dep) else os.path.join(work, dep))
             if path.startswith(str(work.resolve()) + os.sep) and Path(path).name == name:
                 continue
+            if not os.path.exists(path):
+                # A name from a #line directive, not a file the preprocessor opened: the user's
+                # headers inlined into the frozen preamble keep their names for messages.
+                continue
             if not any(path == r or path.startswith(r + os.sep) for r in roots):
                 outside.append(path)
         return IncludeCheck(ok=not outside, outside=outside)
@@ -342,6 +346,9 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         # the harness's own library calls.
         failed = nvcc("link", ["harness.o", "editable.local.o", "-Xlinker", "-z,relro,-z,now", "-o", "program"])
         if failed:
+            cause = explain_link_failure(failed.log, editable_unit, harness_unit)
+            if cause:
+                failed.log += f"\n[link] {cause}"
             return failed
         out_dir.mkdir(parents=True, exist_ok=True)
         for name in ("program", "editable.o"):
@@ -382,3 +389,83 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
         os.replace(tmp, out_dir / "program")
     return BuildResult(ok=True, stage="done", log=log, binary=out_dir / "program", flags=flags, key=key,
                        seconds=time.monotonic() - started)
+
+
+_LINK_FUNCTION = re.compile(r"([\w.-]+\.o): in function [`']")
+_LINK_PROBLEM = re.compile(r"(undefined reference|multiple definition) (?:to|of) [`'‘](.+?)['’]")
+
+
+def _demangle(name: str) -> str:
+    if not name.startswith("_Z"):
+        return name
+    try:
+        run = subprocess.run(["c++filt", name], capture_output=True, text=True, timeout=30)
+        return run.stdout.strip() or name
+    except (OSError, subprocess.SubprocessError):
+        return name
+
+
+def _bare_name(signature: str) -> str:
+    """`void launch_x<float>(float*, int)` -> `launch_x`."""
+    head = signature.split("(", 1)[0]
+    depth, out = 0, ""
+    for ch in head:  # drop template argument lists
+        depth += ch == "<"
+        if depth == 0:
+            out += ch
+        depth -= ch == ">"
+    return out.split()[-1].split("::")[-1] if out.split() else signature
+
+
+def _definition_kind(unit: str, name: str) -> str | None:
+    """How `unit` defines function `name` at top level: "template", "static", "inline", "plain";
+    None when it does not define it."""
+    from ..program.scanner import function_name, scan_items, strip_comments
+
+    for item in scan_items(unit):
+        if item.is_function_definition and function_name(item) == name:
+            head = strip_comments(item.head)
+            if re.match(r"\s*template\s*<", head):
+                return "template"
+            if re.search(r"\bstatic\b", head):
+                return "static"
+            if re.search(r"\b(?:inline|__forceinline__)\b", head):
+                return "inline"
+            return "plain"
+    return None
+
+
+def explain_link_failure(log: str, editable_unit: str, harness_unit: str) -> str | None:
+    """The link step's failure in one sentence that names its cause: an undefined reference to a
+    function the other translation unit defines as a template, `static` or `inline` (so it has
+    no visible definition there), or a function the preamble defines in both units; otherwise
+    the first undefined reference or multiple definition, rather than collect2's last line."""
+    caller = ""
+    for line in log.splitlines():
+        if m := _LINK_FUNCTION.search(line):
+            caller = m.group(1)
+        m = _LINK_PROBLEM.search(line)
+        if m is None:
+            continue
+        kind, symbol = m.group(1), _demangle(m.group(2))
+        name = _bare_name(symbol)
+        if kind == "multiple definition":
+            if _definition_kind(harness_unit, name) and _definition_kind(editable_unit, name):
+                return (f"multiple definition of {symbol}: it is defined in code both translation units compile "
+                        "(the frozen preamble, or one of your headers): give it `static inline` or move it "
+                        "below the editable part")
+            return f"multiple definition of {symbol}"
+        harness_calls = caller.startswith("harness")
+        who, where = ("the harness", "the editable part") if harness_calls else ("the editable part", "the harness")
+        defined = _definition_kind(editable_unit if harness_calls else harness_unit, name)
+        if defined == "template":
+            return (f"{who} calls {symbol}, a template defined in {where}: instantiate it there "
+                    f"(`template {symbol};`) or make it a non-template")
+        if defined in ("static", "inline"):
+            return (f"{who} calls {symbol}, which {where} defines `{defined}` (so the other translation unit "
+                    f"cannot see it): drop `{defined}` there")
+        if defined == "plain":
+            return (f"{who} calls {symbol}, which {where} defines with other parameter types or in another "
+                    "namespace: keep the baseline's signature")
+        return f"undefined reference to {symbol}: {where} does not define it"
+    return None

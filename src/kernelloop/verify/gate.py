@@ -34,7 +34,7 @@ from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
 from .experiment import V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inputs_reach_outputs, speed_of_light
-from .outputs import Comparison, Tolerance, compare_dumps, compare_outputs, numbers_in, printed_dtype
+from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .records import Manifest
 from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
 from .stats import decide
@@ -133,12 +133,30 @@ def _baseline_noise(first: ProgramRun, again: ProgramRun, factor: float) -> Base
     return BaselineNoise(printed=printed, buffers=[factor * b for b in buffers])
 
 
+def _tolerance(vs, scale: float = 1.0) -> Tolerance:
+    """The user's rtol/atol (every output, and per output by name) where set, else by dtype."""
+    return Tolerance(rtol=vs.rtol, atol=vs.atol, outputs=vs.tolerances, scale=scale)
+
+
+def output_names(manifest: Manifest | None) -> list[str] | None:
+    """The names of the buffers the dump and the per-call samples hold, in order (the harness
+    writes its output and in-out buffers in the order it declared them); None for a v1 harness."""
+    return None if manifest is None else [b.name for b in manifest.buffers if b.role in ("output", "inout")]
+
+
+def check_tolerance_names(vs, manifest: Manifest | None) -> None:
+    """A per-output tolerance must name an output of the program: InputError (one line) otherwise."""
+    inputs = [b.name for b in manifest.buffers if b.role not in ("output", "inout")] if manifest else []
+    check_output_names(_tolerance(vs), output_names(manifest), inputs)
+
+
 def _compare_runs(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise | None = None,
                   scale: float = 1.0) -> Comparison:
     """Printed numbers, and every element of the output dump when the harness writes one.
-    The tolerance is the user's rtol/atol where set, else by dtype (docs/verifier.md,
-    "Tolerance model"); printed numbers take the dump's loosest floating dtype (float32 without one)."""
-    tolerance = Tolerance(rtol=vs.rtol, atol=vs.atol, scale=scale)
+    The tolerance is the user's rtol/atol where set (per output by name, else for every output),
+    else by dtype (docs/verifier.md, "Tolerance model"); printed numbers take the dump's loosest
+    floating dtype (float32 without one), widened to the loosest per-output setting."""
+    tolerance = _tolerance(vs, scale)
     printed = compare_outputs(base.result.stdout, cand.result.stdout, tolerance=tolerance,
                               dtype=printed_dtype(base.dump), noise=noise.printed if noise else None)
     if base.dump is None or not printed.match:
@@ -146,7 +164,8 @@ def _compare_runs(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise |
     if cand.dump is None:
         return printed.model_copy(update={"match": False, "problem": cand.dump_problem
                                           or "the candidate run wrote no output dump"})
-    full = compare_dumps(base.dump, cand.dump, tolerance=tolerance, noise=noise.buffers if noise else None)
+    full = compare_dumps(base.dump, cand.dump, tolerance=tolerance, noise=noise.buffers if noise else None,
+                         names=output_names(base.records.manifest if base.records else None))
     if not full.match:
         return full
     return printed.merged(full)
@@ -172,8 +191,8 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
         return whole
     calls = compare_calls(base.records, cand.records or base.records.model_copy(update={"manifest": None}),
                           lambda b, c, call: compare_dumps(
-                              b, c, tolerance=Tolerance(rtol=vs.rtol, atol=vs.atol, scale=scale(call)),
-                              noise=noise.buffers if noise else None))
+                              b, c, tolerance=_tolerance(vs, scale(call)),
+                              noise=noise.buffers if noise else None, names=output_names(manifest)))
     if calls is None:
         return whole
     if not calls.match:
@@ -293,11 +312,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     say(Progress(stage="correctness", message="baseline calibration run"))
     t = time.monotonic()
     calibration = run_program(base_bin, seed=_fresh_seeds(1, used_seeds)[0], limits=run_limits,
-                              cupti_library=cupti_lib, secret=_secret())
+                              cupti_library=cupti_lib, secret=_secret(), fixed_poison=True)
     durations.program_runs_s += calibration.result.wall_s
     if _run_failure(calibration):
         raise InputError(f"{baseline_name}: the baseline fails to run: {_run_failure(calibration)[1]}")
     manifest: Manifest | None = calibration.records.manifest if calibration.records else None
+    check_tolerance_names(vs, manifest)  # a per-output tolerance naming no output: one line, exit 2
     if calibration.records is not None and not inputs_reach_outputs(calibration.records):
         raise InputError(f"{baseline_name}: the baseline's outputs are the same in every timed call although every "
                          "call gets new inputs: nothing the harness generates reaches them (a buffer the kernel "

@@ -28,10 +28,20 @@ Control must also come back the way it went: a `ret` with bytes still pushed in 
 (`push %reg; ret` is a call through a pointer without a `call *`) and any write to %rsp other
 than adding or subtracting a constant, push and pop (a stack pivot) are refused.
 
-Loads are not restricted (the launcher may read what it likes; the secrets that matter arrive
-through the pipe only after the call that could use them). The cost: host code in the editable
-part cannot use host containers or write through host pointers (a launcher only sizes grids and
-launches), and the scan is conservative (a switch compiled to a jump table is refused).
+Loads follow the same rule: the harness's state (its seed), what the runtime keeps on the
+heap (the fill kernels' parameters: the inputs' key) and anything else in the process is out of
+reach. A red team read a call's draw from the harness's frame above the launcher's with loads
+alone, regenerated a quarter of the input from it and skipped reading it (round 11). Every read
+must be of the function's own frame (from 128 bytes below %rsp, its red zone, to its return
+address), its stack-passed arguments (as many as its demangled signature says; none when it
+cannot be read), the editable object's own data or the GOT entries of functions it names
+(`%rip`-relative, relocated), `stdout`/`stderr` (the preamble's error macros) and the stack
+protector's canary (%fs:0x28). The harness, for its part, leaves nothing secret in registers or
+in the dead stack the launcher's frame reuses (kernelloop_harness.cuh, `scrub_before_launch`).
+
+The cost: host code in the editable part cannot use host containers, references or pointers to
+host memory (a launcher only sizes grids and launches), and the scan is conservative (a switch
+compiled to a jump table is refused).
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .policy import Violation
+from .policy import Violation, demangle
 from .x86 import Instruction, SectionBytes
 
 _FUNC = re.compile(r"^[0-9a-f]+ <(?P<name>[^>]+)>:$")
@@ -86,7 +96,7 @@ OUT_POINTER_ARGS: dict[str, tuple[int, ...]] = {
     "cudaGraphInstantiate": (0,), "cudaGraphInstantiateWithFlags": (0,), "cudaStreamIsCapturing": (1,),
     "cudaPointerGetAttributes": (0,), "cudaDeviceGetLimit": (0,), "cudaFuncGetName": (0,),
     "cudaDeviceGetStreamPriorityRange": (0, 1), "cudaStreamGetPriority": (1,), "cudaStreamGetFlags": (1,),
-    "cudaGetSymbolAddress": (0,), "cudaGetSymbolSize": (0,), "cudaStreamGetCaptureInfo": (1, 2, 3, 4, 5),
+    "cudaGetSymbolAddress": (0,), "cudaGetSymbolSize": (0,), "cudaStreamGetCaptureInfo": (1, 2, 3, 4, 5, 6),
     "__cudaPopCallConfiguration": (0, 1, 2, 3), "__cudaGetKernel": (0,), "cudaGetFuncBySymbol": (0,), "cudaThreadExchangeStreamCaptureMode": (0,),
 }
 OUT_POINTER_ARGS.update({  # struct results returned through a hidden pointer (%rdi), and handles
@@ -331,6 +341,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
     # ("stack", displacement, "") or ("global", offset, symbol).
     own_pointers: dict[str, tuple[str, int, str]] = {}
     pending_lea: str | None = None  # an `lea sym(%rip)` into this register awaits its relocation
+    pending_load: tuple[str, str] | None = None  # a %rip-relative load awaiting its relocation
 
     def report(rule: str, where: str, detail: str) -> None:
         if (rule, where) not in seen and len(violations) < 20:
@@ -350,6 +361,8 @@ def scan_host_code(obj: Path) -> list[Violation]:
 
     text_listing = _disassemble(obj)
     listing = _listing(text_listing)
+    names = sorted({m.group("name") for line in text_listing.splitlines() if (m := _FUNC.match(line))})
+    stack_arguments = {name: _stack_argument_bytes(signature) for name, signature in zip(names, demangle(names))}
     code = SectionBytes(obj)
     # Code hidden inside other instructions' bytes (a jump into an immediate) is code the linear
     # disassembly never shows: every direct branch must land where an instruction starts.
@@ -361,8 +374,9 @@ def scan_host_code(obj: Path) -> list[Violation]:
     # The stack depth where each forward branch lands, to follow control flow through the frame.
     frame_at_target: dict[tuple[str, int], int] = {}
     frame_at: dict[tuple[str, int], int] = {}
+    functions: dict[str, _Function] = {}
     fell_through = True
-    for line in text_listing.splitlines():
+    for line in _cold_sections_last(text_listing):
         if m := _SECTION.match(line):
             judge_global(None)
             section = m.group("name")
@@ -373,7 +387,15 @@ def scan_host_code(obj: Path) -> list[Violation]:
         if m := _FUNC.match(line):
             judge_global(int(line.split()[0], 16))
             func = _Function(name=m.group("name"), section=section)
-            pending_store = pending_call = pending_lea = None
+            functions[func.name] = func
+            parent = functions.get(_COLD_PART.sub("", func.name)) if _COLD_PART.search(func.name) else None
+            if parent is not None:
+                # A function's cold part (gcc's hot/cold split: error paths, landing pads) runs in
+                # its parent's frame, reached by a jump or by the unwinder: it starts with the
+                # parent's whole frame, as a landing pad inside a function does.
+                func.frame = func.opened = max(parent.opened, parent.saved)
+                func.saved, func.frame_opened, func.called = parent.saved, True, True
+            pending_store = pending_call = pending_lea = pending_load = None
             own_pointers = {}
             fell_through = True
             continue
@@ -392,6 +414,10 @@ def scan_host_code(obj: Path) -> list[Violation]:
                                                               "the editable part computes")
                 for k in _out_pointer_args(target) or ():
                     size = _out_pointer_size(target, k)
+                    if k >= len(_ARG_REGS):  # passed on the stack: the scan follows argument registers only
+                        report("foreign-store", pending_call, f"passes {target} an output pointer as argument "
+                                                              f"{k + 1}, on the stack, where the scan cannot check it")
+                        continue
                     pointer = own_pointers.get(_ARG_REGS[k])
                     if pointer is None:
                         report("foreign-store", pending_call, f"passes {target} an output pointer (argument {k + 1}) "
@@ -412,6 +438,13 @@ def scan_host_code(obj: Path) -> list[Violation]:
                 if target.startswith(".") or target in own:
                     own_pointers[pending_lea] = ("global", addend + 4, target)  # lea's field ends the instruction
                 pending_lea = None
+            if pending_load is not None:
+                where, text = pending_load
+                pending_load = None
+                if not (target.startswith(".") or target in own or target in _READABLE_EXTERNAL_DATA
+                        or classified_import(target)):
+                    report("foreign-load", where, f"reads {target}, which is neither the editable part's own data "
+                                                  f"nor a function it calls ({text})")
             if pending_store is not None:
                 where, text, width = pending_store
                 pending_store = None
@@ -442,7 +475,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
         if pending_store is not None:  # a %rip-relative store with no relocation: not into the object's data
             report("foreign-store", pending_store[0], f"`{pending_store[1]}`: stores at a %rip-relative address "
                                                       "that is none of the editable part's own data")
-        pending_store = pending_lea = None
+        pending_store = pending_lea = pending_load = None  # (a load with no relocation reads its own section)
         if pending_call is not None:  # a call with no relocation: a local function; arguments are gone
             pending_call, own_pointers = None, {}
         mnemonic, ops = _operands(m.group("text"))
@@ -501,6 +534,8 @@ def scan_host_code(obj: Path) -> list[Violation]:
             continue
         if _judge_writes(insn, func, where, report):
             pending_store = (where, insn.text, _write_size(insn))
+        if _judge_reads(insn, func, where, report, stack_arguments.get(func.name, 0)):
+            pending_load = (where, insn.text)
         if base_mnemonic.startswith("ret"):
             if ops:
                 report("indirect-call", where, f"`{m.group('text').split('#')[0].strip()}`: a return that also "
@@ -541,6 +576,22 @@ def scan_host_code(obj: Path) -> list[Violation]:
     return violations
 
 
+_COLD_PART = re.compile(r"\.cold(?:\.\d+)?$")
+
+
+def _cold_sections_last(listing: str) -> list[str]:
+    """The listing's lines with the cold-code sections (`.text.unlikely*`) after the others, so a
+    function's cold part is judged after the function whose frame it runs in."""
+    chunks: list[list[str]] = [[]]
+    for line in listing.splitlines():
+        if _SECTION.match(line):
+            chunks.append([])
+        chunks[-1].append(line)
+    head, sections = chunks[0], chunks[1:]
+    cold = [c for c in sections if _SECTION.match(c[0]).group("name").startswith(".text.unlikely")]
+    return head + [line for c in sections if c not in cold for line in c] + [line for c in cold for line in c]
+
+
 def _models_stack(insn: Instruction, ops: list[str]) -> bool:
     """Whether the frame model follows this write to %rsp: push and pop of a register or a
     constant, call, ret, `sub/add $imm,%rsp` and `lea disp(%rsp),%rsp` (the scan's own cases)."""
@@ -555,6 +606,82 @@ def _models_stack(insn: Instruction, ops: list[str]) -> bool:
 
 def _write_size(insn: Instruction) -> int:
     return next((w.size or 64 for w in insn.writes if w.base == "rip"), 64)
+
+
+# External data an honest launcher reads: the FILE pointers the preamble's error macros print to.
+_READABLE_EXTERNAL_DATA = {"stderr", "stdout", "stdin"}
+_STACK_CANARY = 0x28  # %fs:0x28, which -fstack-protector code reads
+
+
+def _judge_reads(insn: Instruction, func: _Function, where: str, report, stack_argument_bytes: int) -> bool:
+    """Judge every memory read the decoder lists, like writes (see the module's docstring).
+    Returns True for a %rip-relative read, judged by its relocation."""
+    rip = False
+    for r in insn.reads:
+        size = r.size or 64
+        if insn.mnemonic in ("pop", "ret") and r.base == "rsp" and not r.index:
+            continue  # the frame model's own slot
+        if r.segment in ("fs", "gs"):
+            if not (r.segment == "fs" and not r.base and not r.index and r.displacement == _STACK_CANARY):
+                report("foreign-load", where, f"`{insn.text}`: reads through segment %{r.segment} (thread-local "
+                                              "storage)")
+        elif r.base == "rip" and not r.index:
+            rip = True
+        elif r.base == "rsp" and not r.index:
+            top = func.frame + 8 + stack_argument_bytes  # its return address, then its stack-passed arguments
+            if not (-128 <= r.displacement and r.displacement + size <= top):
+                report("foreign-load", where, f"`{insn.text}`: reads {size} bytes at {r.displacement}(%rsp), outside "
+                                              f"its own frame and its {stack_argument_bytes // 8} stack-passed "
+                                              "argument(s): its caller's frame")
+        else:
+            how = "a fixed address" if not r.base and not r.index else "a computed pointer"
+            report("foreign-load", where, f"`{insn.text}`: reads through {how}; the editable part's host code may "
+                                          "read only its own stack frame, arguments and globals")
+    return rip
+
+
+_INTEGER_TYPES = re.compile(r"^(?:(?:un)?signed )?(?:bool|char|short|int|long|long long|wchar_t|char(?:8|16|32)_t"
+                            r"|unsigned|(?:u?int\d+_t)|size_t|ptrdiff_t|__half|__nv_bfloat16|half)$")
+
+
+def _stack_argument_bytes(signature: str) -> int:
+    """Bytes of arguments the SysV ABI passes a function with this demangled signature on the
+    stack (six integer and eight vector registers first); 0 when it cannot be told."""
+    head = signature.split(" [clone", 1)[0]
+    close = head.rfind(")")
+    depth, open_at = 0, -1
+    for i in range(close, -1, -1):
+        depth += {")": 1, "(": -1}.get(head[i], 0)
+        if depth == 0:
+            open_at = i
+            break
+    if close < 0 or open_at < 0:
+        return 0
+    parts, depth, cur = [], 0, ""
+    for ch in head[open_at + 1:close]:
+        depth += {"(": 1, "<": 1, "[": 1, ")": -1, ">": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip() and cur.strip() != "void":
+        parts.append(cur.strip())
+    integer = vector = memory = 0
+    for part in parts:
+        kind = " ".join(part.replace("const", " ").replace("volatile", " ").split())
+        if "*" in kind or "&" in kind or _INTEGER_TYPES.match(kind):
+            integer += 1
+        elif kind in ("float", "double"):
+            vector += 1
+        elif kind in ("dim3", "uint3", "int3", "int4", "uint4", "long2", "ulonglong2", "longlong2"):
+            integer += 2
+        elif kind in ("float2", "float4", "double2"):
+            vector += 1 if kind == "float2" else 2
+        else:
+            return 0  # a struct passed by value: its class is not known here
+    memory = max(0, integer - 6) + max(0, vector - 8)
+    return 8 * memory
 
 
 def _judge_writes(insn: Instruction, func: _Function, where: str, report) -> bool:

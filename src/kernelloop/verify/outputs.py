@@ -5,15 +5,18 @@ and c (candidate) must satisfy
 
     |c - b| <= rtol * max(|b|, |c|, floor) + atol
 
-- rtol and atol are the user's when given (--rtol/--atol), else the defaults of the value's
+- rtol and atol are the user's when given: for one output buffer by its name (--rtol out=1e-4,
+  [verify.tolerances.out]), else for every output (--rtol 1e-4), else the defaults of the value's
   dtype (DEFAULT_TOLERANCES): float64 2^-44, float32 2^-15, float16 2^-9, bfloat16 2^-6,
   integers exact. They are sized to the rounding noise of honest rewrites (reordered long sums,
   other tilings, fused kernels) and far below the errors of lower-precision arithmetic (bf16/tf32
   inputs, fp16 accumulation, subsampling);
 - floor, for a buffer of the output dump, is the baseline buffer's RMS (at least the dtype's
   smallest normal): a value that is near zero by cancellation is judged against the magnitude
-  of the buffer, not its own. Printed numbers have no floor, but each is allowed half a unit
-  of its last printed digit (the print's own resolution);
+  of the buffer, not its own (so an output that crosses zero needs no setting of its own); at
+  most 1% of a buffer's values may lean on it grossly (see gross_error). Printed numbers have no
+  floor, but each is allowed half a unit of its last printed digit (the print's own resolution),
+  and they take the loosest rtol/atol any output is given (they are derived from the outputs);
 - NaN and infinity never pass; integers are compared exactly unless the user sets a tolerance.
 
 A Comparison states the error seen against the error allowed: `worst_ratio` (max of
@@ -31,6 +34,9 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..config import OutputTolerance
+from ..errors import InputError
 
 _NUMBER = re.compile(
     r"(?<![\w.])[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)(?![\w.])", re.I
@@ -159,30 +165,72 @@ def dtype_name(dtype: np.dtype | type | str) -> str:
 
 class Tolerance(BaseModel):
     """rtol/atol for every compared value; None: the value's dtype's default (DEFAULT_TOLERANCES).
-    A value set here (the user's --rtol/--atol) applies to every dtype, integers included."""
+    A value set here (the user's --rtol/--atol) applies to every dtype, integers included.
+    `outputs` overrides either one for the output buffer of that name (the name the harness
+    gives it: `h.output<float>("out", n)`); a value an override leaves unset is the one above."""
 
     rtol: float | None = Field(None, ge=0)
     atol: float | None = Field(None, ge=0)
     scale: float = Field(1.0, ge=1.0)  # widens everything allowed: calls on stressed inputs (see gate.py)
+    outputs: dict[str, OutputTolerance] = {}
 
-    def for_dtype(self, dtype: str) -> tuple[float, float]:
+    def for_dtype(self, dtype: str, output: str | None = None) -> tuple[float, float]:
         rtol, atol = DEFAULT_TOLERANCES[dtype]
-        return ((rtol if self.rtol is None else self.rtol) * self.scale,
-                (atol if self.atol is None else self.atol) * self.scale)
+        own = self.outputs.get(output) if output is not None else None
+        r = own.rtol if own is not None and own.rtol is not None else self.rtol
+        a = own.atol if own is not None and own.atol is not None else self.atol
+        return ((rtol if r is None else r) * self.scale, (atol if a is None else a) * self.scale)
+
+    def overrides(self, output: str | None) -> bool:
+        """Whether a per-output setting applies to the output of this name."""
+        own = self.outputs.get(output) if output is not None else None
+        return own is not None and (own.rtol is not None or own.atol is not None)
+
+    def for_printed(self, dtype: str) -> tuple[float, float]:
+        """Printed numbers are derived from the outputs: the tolerance of `dtype` (the dump's loosest
+        floating dtype), widened to the loosest rtol and atol any per-output setting gives."""
+        r, a = self.for_dtype(dtype)
+        for own in self.outputs.values():
+            r = max(r, (own.rtol or 0.0) * self.scale)
+            a = max(a, (own.atol or 0.0) * self.scale)
+        return r, a
 
     def describe(self) -> str:
-        if self.rtol is None and self.atol is None:
+        parts = [] if self.rtol is None and self.atol is None else \
+            [", ".join(f"{k} {v:g}" for k, v in (("rtol", self.rtol), ("atol", self.atol)) if v is not None)]
+        for name, own in self.outputs.items():
+            if own.rtol is not None or own.atol is not None:
+                parts.append(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in (("rtol", own.rtol), ("atol", own.atol))
+                                                    if v is not None))
+        if not parts:
             return "tolerance by output dtype"
-        return ", ".join(f"{k} {v:g}" for k, v in (("rtol", self.rtol), ("atol", self.atol)) if v is not None) + \
-            (" (the rest by dtype)" if self.rtol is None or self.atol is None else "")
+        return "; ".join(parts) + (" (the rest by dtype)" if self.rtol is None or self.atol is None else "")
 
 
 def _tolerance(tolerance: Tolerance | None, rtol: float | None, atol: float | None) -> Tolerance:
     tol = tolerance or Tolerance()
     if rtol is not None or atol is not None:
         tol = Tolerance(rtol=tol.rtol if rtol is None else rtol, atol=tol.atol if atol is None else atol,
-                        scale=tol.scale)
+                        scale=tol.scale, outputs=tol.outputs)
     return tol
+
+
+def check_output_names(tolerance: Tolerance, outputs: list[str] | None, inputs: list[str] = ()) -> None:
+    """Raise InputError (one line) when a per-output tolerance names no output of the program:
+    `outputs` are the names of its output (and in-out) buffers, None when its harness declares
+    none (contract v1); `inputs` its other buffers, named in the message when one is meant."""
+    named = [n for n in tolerance.outputs if tolerance.overrides(n)]
+    if not named:
+        return
+    if outputs is None:
+        raise InputError(f"a per-output tolerance ({', '.join(named)}) needs a contract v2 harness, whose output "
+                         "buffers have names; this program's do not: give --rtol/--atol without a name "
+                         "(every output)")
+    unknown = [n for n in named if n not in outputs]
+    if unknown:
+        which = "; ".join(f"{n!r} is an input, not an output" if n in inputs else f"{n!r} is not one" for n in unknown)
+        raise InputError(f"a per-output tolerance names no output of the program ({which}); its outputs: "
+                         f"{', '.join(dict.fromkeys(outputs)) or 'none'}")
 
 
 def printed_dtype(dump: list[np.ndarray] | None) -> str:
@@ -229,6 +277,8 @@ class BufferCheck(BaseModel):
     model_config = _JSON_INF
 
     what: str  # "stdout" or "buffer <n>"
+    output: str | None = None  # the output buffer's name in the harness (contract v2)
+    override: bool = False  # a per-output tolerance set for this output applied
     dtype: str  # the dtype whose tolerance applied (printed numbers: the dump's loosest, else float32)
     count: int
     rtol: float
@@ -239,7 +289,8 @@ class BufferCheck(BaseModel):
     allowed_ulps: float = 0.0  # the allowance, in ulps, where max_ulps was seen
     worst_ratio: float = 0.0  # max over values of error / allowance (inf: NaN/inf, or an error where none is allowed)
     mismatches: int = 0
-    floored: int = 0  # values within the allowance only thanks to the floor (wrong at their own magnitude)
+    floored: int = 0  # values within the allowance only thanks to the floor (grossly wrong at their own
+    # magnitude: by more than gross_error(rtol) of it)
 
     def tolerance_label(self) -> str:
         if self.rtol == 0 and self.atol == 0:
@@ -269,7 +320,16 @@ class Comparison(BaseModel):
     problem: str | None = None
 
     def tolerance_summary(self) -> str:
-        return "; ".join(dict.fromkeys(b.tolerance_label() for b in self.buffers))
+        """Each tolerance used; when a per-output setting applied, which outputs got which one."""
+        if not any(b.override for b in self.buffers):
+            return "; ".join(dict.fromkeys(b.tolerance_label() for b in self.buffers))
+        groups: dict[str, list[str]] = {}
+        for b in self.buffers:
+            who = groups.setdefault(b.tolerance_label(), [])
+            name = b.output or ("printed numbers" if b.what == "stdout" else b.what)
+            if name not in who:
+                who.append(name)
+        return "; ".join(f"{', '.join(who)}: {label}" for label, who in groups.items())
 
     def describe(self) -> str:
         if self.match:
@@ -312,10 +372,11 @@ def compare_outputs(baseline: str, candidate: str, *, tolerance: Tolerance | Non
                     rtol: float | None = None, atol: float | None = None, keep: int = 5,
                     noise: list[float] | None = None) -> Comparison:
     """Every number the candidate prints must equal the baseline's within the tolerance of
-    `dtype` (rtol/atol here override `tolerance`'s), plus the print's own resolution, plus
+    `dtype` (rtol/atol here override `tolerance`'s; widened to the loosest per-output setting:
+    printed numbers are derived from the outputs), plus the print's own resolution, plus
     `noise[i]`: what the baseline itself varies by between two runs of the same experiment."""
     tol = _tolerance(tolerance, rtol, atol)
-    r, a = tol.for_dtype(dtype)
+    r, a = tol.for_printed(dtype)
     b, c = _printed(baseline), _printed(candidate)
     result = Comparison(match=False, baseline_count=len(b), candidate_count=len(c), compared=0)
     if not b:
@@ -327,7 +388,8 @@ def compare_outputs(baseline: str, candidate: str, *, tolerance: Tolerance | Non
     if len(b) != len(c):
         result.problem = f"the candidate printed {len(c)} numbers, the baseline {len(b)}"
         return result
-    check = BufferCheck(what="stdout", dtype=dtype, count=len(b), rtol=r, atol=a)
+    check = BufferCheck(what="stdout", dtype=dtype, count=len(b), rtol=r, atol=a,
+                        override=(r, a) != tol.for_dtype(dtype))
     worst_rel, mismatches = 0.0, []
     for i, ((x, hx), (y, hy)) in enumerate(zip(b, c)):
         if not math.isfinite(y):
@@ -434,9 +496,10 @@ def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: in
             judged = np.maximum(mag, work(floor))  # the magnitude the value is judged at
             allowed = rtol * judged + atol + work(noise)
             bad = ~finite | ~(diff <= allowed)
-            # wrong at their own magnitude, beyond the smallest normal number (a flushed subnormal is no loss)
+            # grossly wrong at their own magnitude (see gross_error), beyond the smallest normal number
+            # (a flushed subnormal is no loss)
             tiny = work(2.0 ** _FLOAT_FORMATS[name][1]) if is_float else work(0)
-            floored = finite & ~bad & ~(diff <= rtol * mag + atol + work(noise) + tiny)
+            floored = finite & ~bad & ~(diff <= gross_error(rtol) * mag + atol + work(noise) + tiny)
             if exact and not is_float:
                 bad = bc != cc  # exact in the integers themselves (64-bit beyond 2^53 included)
                 diff = np.where(bad & (diff == 0), 1.0, diff)  # at least one unit where they differ
@@ -467,10 +530,12 @@ def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: in
 
 def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, tolerance: Tolerance | None = None,
                   rtol: float | None = None, atol: float | None = None, keep: int = 5,
-                  noise: list[float] | None = None) -> Comparison:
+                  noise: list[float] | None = None, names: list[str] | None = None) -> Comparison:
     """Every element of every output buffer, within the tolerance of its dtype (rtol/atol
     here override `tolerance`'s), plus `noise[n]` for buffer n (the baseline's own variation
-    between two runs of one experiment); NaN and inf never pass."""
+    between two runs of one experiment); NaN and inf never pass. `names[n]` is buffer n's name
+    in the harness (contract v2: the manifest's output buffers, in order): a per-output
+    tolerance of `tolerance` applies to the buffer of that name."""
     tol = _tolerance(tolerance, rtol, atol)
     total = sum(b.size for b in baseline)
     result = Comparison(match=False, baseline_count=total, candidate_count=sum(c.size for c in candidate), compared=0)
@@ -479,19 +544,21 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
         result.problem = "the output dumps have different buffers (count, size or type)"
         return result
     try:
-        names = [dtype_name(b.dtype) for b in baseline]
+        dtypes = [dtype_name(b.dtype) for b in baseline]
     except UnknownDtype as exc:
         result.problem = f"cannot compare the output dumps: {exc}"
         return result
     mismatches: list[Mismatch] = []
     offset = 0
-    for n, (b, c, name) in enumerate(zip(baseline, candidate, names)):
+    for n, (b, c, name) in enumerate(zip(baseline, candidate, dtypes)):
         b, c = np.ascontiguousarray(b).reshape(-1), np.ascontiguousarray(c).reshape(-1)
         if name in _FLOAT_FORMATS and not all(np.isfinite(b[s:s + _CHUNK]).all() for s in range(0, b.size, _CHUNK)):
             result.problem = "the baseline's own output holds NaN or inf; fix the baseline first"
             return result
-        r, a = tol.for_dtype(name)
-        check = BufferCheck(what=f"buffer {n}", dtype=name, count=b.size, rtol=r, atol=a)
+        output = names[n] if names is not None and n < len(names) else None
+        r, a = tol.for_dtype(name, output)
+        check = BufferCheck(what=f"buffer {n}", dtype=name, count=b.size, rtol=r, atol=a, output=output,
+                            override=tol.overrides(output))
         rel, finite = _compare_buffer(b, c, check, offset, keep, mismatches,
                                       tol.scale * (noise[n] if noise and n < len(noise) else 0.0))
         result.max_rel_error = max(result.max_rel_error, rel)
@@ -517,17 +584,34 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
         result.problem = f"{bad} of {total} elements differ{worst} ({result.tolerance_summary()}): {shown}"
     elif leaning:
         k = leaning[0]
-        result.problem = (f"{k.floored} of {k.count} values of {k.what} are wrong at their own magnitude and pass "
+        result.problem = (f"{k.floored} of {k.count} values of {k.what} are wrong at their own magnitude (by over "
+                          f"{gross_error(k.rtol):.2g} of it) and pass "
                           f"only by the near-zero floor ({k.floor:.3g}); an honest rewrite needs it for a few values, "
                           f"not {100 * k.floored / k.count:.2g}% (small values flushed or approximated)")
     return result
 
 
 # The floor (the buffer's RMS) lets values near zero differ by rtol x RMS, because cancellation
-# makes their relative error meaningless. Honest rewrites need it for a sliver of the values;
-# a kernel that flushes or approximates every small value needs it for many (a red team zeroed
-# 84% of a softmax's nonzero outputs inside it).
+# makes their relative error meaningless. Honest rewrites lean on it heavily for a sliver of the
+# values; a kernel that flushes or approximates every small value leans on it for many (a red
+# team zeroed 84% of a softmax's nonzero outputs inside it).
 FLOOR_RELIANCE_FRACTION = 0.01
+
+# What counts as leaning on the floor: an error above GROSS_FACTOR x rtol of the value's own
+# magnitude (at most half of it: a value lost entirely always counts). Honest noise near zero is
+# the rounding of the terms that cancelled, about one size d for every value of the buffer, so it
+# is over k x rtol of a value's magnitude only where |b| < d / (k rtol): a band around zero holding
+# a fraction 2 p(0) d / (k rtol) of the values (p: the values' density). With d within the
+# allowance (rtol x RMS) that is at most 2 p(0) RMS / k: under 1% at k = 100 for a normal
+# distribution (p(0) RMS = 0.4) or anything no more peaked at zero. At k = 1 (the rule before) an
+# honest reordering of a difference of two 64-term float32 sums (an output crossing zero) leaned
+# on the floor for 3-5% of its values and was rejected, at 0.3 of the allowance.
+GROSS_FACTOR = 100.0
+
+
+def gross_error(rtol: float) -> float:
+    """The relative error at a value's own magnitude above which passing by the floor counts."""
+    return min(GROSS_FACTOR * rtol, 0.5)
 
 
 def floor_reliance_limit(count: int) -> float:

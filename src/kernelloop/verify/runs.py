@@ -23,23 +23,27 @@ SIZE_DRAW_ENV = "KERNELLOOP_SIZE_DRAW"  # the verifier's draw of a problem size 
 STREAM_BYTES = 8 * 8192  # a pipe's default buffer whole: 2 draws (key and stress, samples) per timed call, up to 4000 calls
 GUARD_EXIT_CODE = 86  # kernelloop_harness.cuh: a guard zone around a buffer was overwritten
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
-STRESSED_BIT, HEAVY_BIT = 1, 2
+STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT = 1, 2, 64
 
 
-def stream_for(secret: bytes, *, heavy: bool = True) -> bytes:
+def stream_for(secret: bytes, *, heavy: bool = True, fixed_poison: bool = False) -> bytes:
     """The bytes a v2 harness reads from the pipe, expanded from a per-experiment secret:
     the baseline and candidate runs of one experiment read the same stream. Per timed call,
     two draws: the call's key and stress bits, then the positions sampled after it. Timing
     runs (`heavy=False`) never get the "one value" stress, which changes a kernel's speed
-    (atomics on one address): it is a correctness check, not the workload timed."""
+    (atomics on one address): it is a correctness check, not the workload timed. With
+    `fixed_poison` (the baseline's calibration run) every call's outputs are poisoned with the same
+    byte, so outputs that depend on nothing but the poison show as the same in every call."""
     out = bytearray()
     counter = 0
     while len(out) < STREAM_BYTES:
         out += hashlib.sha256(secret + counter.to_bytes(8, "little")).digest()
         counter += 1
-    if not heavy:
-        for offset in range(0, STREAM_BYTES, 16):
+    for offset in range(0, STREAM_BYTES, 16):
+        if not heavy:
             out[offset] &= 0xFF ^ HEAVY_BIT
+        if fixed_poison:
+            out[offset] |= FIXED_POISON_BIT
     return bytes(out[:STREAM_BYTES])
 
 
@@ -80,7 +84,8 @@ class ProgramRun(BaseModel):
 
 def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
                 wrapper: list[str] | None = None, want_dump: bool = True, secret: bytes | None = None,
-                size_index: int = 0, size_draw: int | None = None, heavy: bool = True) -> ProgramRun:
+                size_index: int = 0, size_draw: int | None = None, heavy: bool = True,
+                fixed_poison: bool = False) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one."""
@@ -107,7 +112,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             read_fd, write_fd = os.pipe()
             with contextlib.suppress(OSError):  # the default (64 KiB) holds the stream already
                 fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 2 * STREAM_BYTES)
-            os.write(write_fd, stream_for(secret, heavy=heavy))
+            os.write(write_fd, stream_for(secret, heavy=heavy, fixed_poison=fixed_poison))
             os.close(write_fd)
             env[STREAM_FD_ENV] = str(read_fd)
         try:

@@ -4,8 +4,8 @@ control flow, from a real decoder (iced-x86) rather than from its mnemonic.
 The host-code scan (hostcode.py) judges every instruction by these facts. Mnemonic rules fail
 open on what they do not list: red teams found stores hidden in `cmpxchg`, `vcvtps2ph`,
 `maskmovdqu` (an implicit [%rdi]), and stack moves in `leave`/`enter`. The decoder lists every
-memory write, explicit or implicit, with its address's parts, and every write to %rsp, so an
-instruction nobody thought of is judged like any other.
+memory write and read, explicit or implicit, with its address's parts, and every write to
+%rsp, so an instruction nobody thought of is judged like any other.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import iced_x86 as ix
 from elftools.elf.elffile import ELFFile
 
 _WRITES = {ix.OpAccess.WRITE, ix.OpAccess.COND_WRITE, ix.OpAccess.READ_WRITE, ix.OpAccess.READ_COND_WRITE}
+_READS = {ix.OpAccess.READ, ix.OpAccess.COND_READ, ix.OpAccess.READ_WRITE, ix.OpAccess.READ_COND_WRITE}
 _STACK_POINTER = {ix.Register.RSP, ix.Register.ESP, ix.Register.SP, ix.Register.SPL}
 _FORMATTER = ix.Formatter(ix.FormatterSyntax.GAS)
 _REGISTER_NAMES = {getattr(ix.Register, n): n.lower() for n in dir(ix.Register) if n.isupper()}
@@ -24,10 +25,10 @@ _MNEMONIC_NAMES = {getattr(ix.Mnemonic, n): n.lower() for n in dir(ix.Mnemonic) 
 
 
 @dataclass(frozen=True)
-class MemoryWrite:
+class MemoryAccess:
     base: str  # "rsp", "rip", "rdi", ... ("" when none)
     index: str
-    displacement: int  # signed; for %rip-relative writes, relative to the next instruction
+    displacement: int  # signed; for %rip-relative operands, relative to the next instruction
     size: int  # bytes; 0 when the decoder cannot tell (string instructions)
     segment: str  # "fs"/"gs" for thread-local storage, else the default ("ss", "ds", "es")
 
@@ -38,7 +39,8 @@ class Instruction:
     length: int
     mnemonic: str  # iced's name, lower case ("push", "cmpxchg", "maskmovdqu")
     text: str  # AT&T, for messages
-    writes: tuple[MemoryWrite, ...]
+    writes: tuple[MemoryAccess, ...]
+    reads: tuple[MemoryAccess, ...]
     writes_stack_pointer: bool
     stack_pointer_increment: int
     flow: str  # next, branch, conditional, indirect-branch, return, call, indirect-call, interrupt, xbegin, exception
@@ -63,13 +65,13 @@ def _register(reg: int) -> str:
     return "" if reg == ix.Register.NONE else _REGISTER_NAMES.get(reg, f"r{reg}")
 
 
-def _write(insn: ix.Instruction, m) -> MemoryWrite:
+def _access(insn: ix.Instruction, m) -> MemoryAccess:
     # iced resolves a %rip-relative operand to its absolute address (no base register): give it
     # back its base, relative to the next instruction, as the relocation that follows reads it.
     rip = insn.is_ip_rel_memory_operand and m.base == ix.Register.NONE and m.index == ix.Register.NONE \
         and m.displacement == insn.ip_rel_memory_address
     displacement = m.displacement - (1 << 64) if m.displacement >= 1 << 63 else m.displacement
-    return MemoryWrite(base="rip" if rip else _register(m.base), index=_register(m.index),
+    return MemoryAccess(base="rip" if rip else _register(m.base), index=_register(m.index),
                        displacement=insn.ip_rel_memory_address - insn.next_ip if rip else displacement,
                        size=ix.MemorySizeExt.size(m.memory_size), segment=_register(m.segment))
 
@@ -81,14 +83,15 @@ def decode(code: bytes, address: int) -> Instruction | None:
     if insn.is_invalid:
         return None
     info = ix.InstructionInfoFactory().info(insn)
-    writes = tuple(_write(insn, m) for m in info.used_memory() if m.access in _WRITES)
+    writes = tuple(_access(insn, m) for m in info.used_memory() if m.access in _WRITES)
+    reads = tuple(_access(insn, m) for m in info.used_memory() if m.access in _READS)
     stack = any(r.register in _STACK_POINTER and r.access in _WRITES for r in info.used_registers())
     flow = _FLOW.get(insn.flow_control, "exception")
     target = insn.near_branch_target if flow in ("branch", "conditional", "call") and insn.op0_kind in (
         ix.OpKind.NEAR_BRANCH64, ix.OpKind.NEAR_BRANCH32, ix.OpKind.NEAR_BRANCH16) else None
     mnemonic = _MNEMONIC_NAMES.get(insn.mnemonic, "?")
     return Instruction(address=address, length=insn.len, mnemonic=mnemonic, text=_FORMATTER.format(insn),
-                       writes=writes, writes_stack_pointer=stack, stack_pointer_increment=insn.stack_pointer_increment,
+                       writes=writes, reads=reads, writes_stack_pointer=stack, stack_pointer_increment=insn.stack_pointer_increment,
                        flow=flow, branch_target=target,
                        privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged)
 
