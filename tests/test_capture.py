@@ -77,8 +77,8 @@ def test_a_one_integer_kernel_gets_counts_grid_and_a_second_size_from_the_captur
     spec, notes = spec_from_capture(kernel, ["A", "B", "C", "numElements"], InitSpec())
     assert spec.counts == {"A": "numElements", "B": "numElements", "C": "numElements"}
     assert spec.grid == "dim3((numElements + 255) / 256, 1, 1)" and spec.block == "dim3(256, 1, 1)"
-    # 50000 = 16 * 3125: the second size keeps the alignment to 16
-    assert spec.values == {"numElements": ["50000", "37488"]}
+    # 50000 = 16 * 3125: the second size is a multiple of 16 and of no larger common factor
+    assert spec.values == {"numElements": ["50000", "37504"]}
     assert any("3 launch(es)" in n and "1 other shape" in n for n in notes)
 
 
@@ -105,8 +105,8 @@ def test_a_2d_launch_with_products_of_sizes_and_float_scalars(tmp_path):
     assert spec.counts == {"A": "K * M", "B": "K * N", "C": "M * N"}
     assert spec.grid == "dim3((N + 15) / 16, (M + 15) / 16, 1)"
     assert spec.values["alpha"] == ["1.5f", "1.5f"] and spec.values["beta"] == ["0.5f", "0.5f"]
-    # about 3/4 of each, still a multiple of the power of two it was (up to a quarter of it)
-    assert spec.values["M"] == ["512", "384"] and spec.values["N"] == ["384", "256"]
+    # about 3/4 of each, a multiple of the power of two it was (up to a quarter of it), no more
+    assert spec.values["M"] == ["512", "384"] and spec.values["N"] == ["384", "320"]
     assert spec.values["K"] == ["256", "192"]
 
 
@@ -212,12 +212,12 @@ def test_a_real_capture_of_a_cuda_samples_program_gives_its_template_and_sizes()
     assert kernel.base_name == "MatrixMulCUDA" and kernel.template_args == "32" and kernel.launches == 31
     assert kernel.gpu_ns > 0 and len(kernel.shapes) == 1
     spec, _ = spec_from_capture(kernel, ["C", "A", "B", "wA", "wB"], InitSpec())
-    assert spec.values == {"wA": ["640", "384"], "wB": ["1280", "768"]}  # both stay multiples of 128
+    assert spec.values == {"wA": ["640", "512"], "wB": ["1280", "1024"]}  # both stay multiples of 128
     assert spec.counts == {"C": "wA * wB", "A": "wA * wA", "B": "wA * wB"}
     assert spec.grid == "dim3((wB + 31) / 32, (wA + 31) / 32, 1)" and spec.block == "dim3(32, 32, 1)"
     program = generate((Path(__file__).parent / "fixtures" / "outside" / "matrix_mul_sample.cu").read_text(),
                        spec, "matrix_mul_sample.cu").program
-    assert "MatrixMulCUDA<32><<<" in program and "h.size<int32_t>({640, 384})" in program
+    assert "MatrixMulCUDA<32><<<" in program and "h.size<int32_t>({640, 512})" in program
 
 
 def test_a_real_capture_shows_the_token_ids_range():
@@ -236,7 +236,7 @@ def test_a_real_capture_of_an_llmc_style_program():
     (kernel,) = capture.kernels
     assert kernel.launches == 20 and kernel.shapes[0].example.block == (128, 1, 1)
     spec, _ = spec_from_capture(kernel, ["out", "inp", "N"], InitSpec())
-    assert spec.values == {"N": ["6291456", "4718592"]} and spec.counts == {"out": "N", "inp": "N"}
+    assert spec.values == {"N": ["6291456", "4718336"]} and spec.counts == {"out": "N", "inp": "N"}
     assert spec.grid == "dim3((N + 127) / 128, 1, 1)"
 
 
@@ -277,3 +277,30 @@ def test_init_from_capture_without_main_asks_for_the_command(tmp_path):
     with pytest.raises(InputError, match="has no main\\(\\): give the command"):
         init_from_capture(outside / "gemm_accumulate.cu", InitSpec(), cache_dir=tmp_path, arch="sm_90",
                           limits=CaptureLimits())
+
+
+def test_second_sizes_share_only_the_intended_alignment():
+    import math
+    from kernelloop.capture_init import _alternative
+    for value in (1 << 24, 6291456, 50000, 4097, 8192, 640, 98304):
+        alt = _alternative(value)
+        alignment = min(value & -value, 256, 1 << max(0, (value // 4).bit_length() - 1))
+        assert 0 < alt < value and alt % alignment == 0 and math.gcd(value, alt) == alignment, (value, alt)
+        assert 0.6 <= alt / value <= 0.9
+
+
+def test_an_identity_float_argument_gets_another_value_in_the_second_size(tmp_path):
+    m = n = k = 256
+    name, sig = "_Z4gemmPKfS0_Pfiiiff", "gemm(float const*, float const*, float*, int, int, int, float, float)"
+    args = [_ptr(BASE, BASE, 4 * m * k, ctype="float const*"), _ptr(BASE + 2**24, BASE + 2**24, 4 * k * n,
+                                                                     ctype="float const*"),
+            _ptr(BASE + 2**25, BASE + 2**25, 4 * m * n), _int(m), _int(n), _int(k), _float(1.0), _float(0.0)]
+    path = _write(tmp_path, [_launch(1, name, sig, (16, 16, 1), (16, 16, 1), args), _kernel(1, name, 100)])
+    spec, notes = spec_from_capture(read_capture(path).kernels[0], ["A", "B", "C", "M", "N", "K", "alpha", "beta"],
+                                    InitSpec())
+    # beta = 0 would let a kernel skip reading C, alpha = 1 skip a multiply: both vary
+    assert spec.values["beta"] == ["0.0f", "0.5f"] and spec.values["alpha"] == ["1.0f", "0.75f"]
+    assert any("beta was 0" in note for note in notes)
+    pinned, _ = spec_from_capture(read_capture(path).kernels[0], ["A", "B", "C", "M", "N", "K", "alpha", "beta"],
+                                  InitSpec(values={"beta": ["0"]}))
+    assert pinned.values["beta"] == ["0", "0"]

@@ -137,3 +137,13 @@ def test_a_pointer_without_const_is_guessed_inout_and_a_kernel_reading_nothing_i
     ranged = generate(source, InitSpec(values={"n": ["64"]}, roles={"counts": "output"},
                                        ranges={"words": ("0", "1000000")}))
     assert "kl::UniformInt<uint32_t>{0, 1000000}" in ranged.program
+
+
+def test_a_kernel_with_dynamic_shared_memory_needs_its_size():
+    source = (OUTSIDE.parent / "kept_aside" / "row_sums_launchkernel.cu").read_text()
+    spec = InitSpec(values={"cols": ["3000", "2999"]}, counts={"in": "4096 * cols", "out": "4096"}, grid="4096",
+                    block="256")
+    with pytest.raises(InputError, match="dynamic shared memory .* --shared-memory"):
+        generate(source, spec)
+    program = generate(source, spec.model_copy(update={"shared_memory": "256 * sizeof(float)"})).program
+    assert "row_sums<<<4096, 256, 256 * sizeof(float)>>>(in, out, cols);" in program

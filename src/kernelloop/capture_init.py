@@ -65,10 +65,13 @@ def _decode(raw: bytes, element: str) -> str:
         raise InputError(f"a captured {element} argument has {len(raw)} bytes; init cannot set it: "
                          "write the harness by hand (docs/contract.md)")
     value = struct.unpack(fmt, raw)[0]
-    if element == "float":
-        return f"{value:.9g}f"
-    if element == "double":
-        return f"{value:.17g}"
+    if element in ("float", "double"):
+        if not math.isfinite(value):
+            raise InputError(f"a captured {element} argument is {value}: init reproduces finite values only")
+        text = f"{value:.9g}" if element == "float" else f"{value:.17g}"
+        if not any(c in text for c in ".e"):
+            text += ".0"  # a floating literal: 1.0f, not 1f
+        return text + ("f" if element == "float" else "")
     return str(value)
 
 
@@ -117,13 +120,18 @@ def _smem_expression(smem: int, threads: int, sizes: dict[str, int]) -> str | No
 
 
 def _alternative(value: int) -> int:
-    """A second size about 3/4 of `value` that keeps the alignment the captured one had."""
-    # the power of two the captured value is a multiple of, up to 256 and to a quarter of the value
+    """A second size near 3/4 of `value` that is a multiple of the power of two the captured one
+    was (up to 256 and a quarter of it) and shares no larger factor with it: every size checked
+    is then a multiple of that alignment only, so a kernel that drops any remainder is caught
+    (red team round 12: 3/4 of 2^24 shared a factor of 2^22 with it)."""
     alignment = min(value & -value, _MAX_ALIGNMENT, 1 << max(0, (value // 4).bit_length() - 1))
-    if alignment == 1:
-        return (value * 3 // 4) | 1
-    alt = (value * 3 // 4) // alignment * alignment
-    return alt if 0 < alt < value else max(alignment, value - alignment)
+    units = value // alignment
+    target = round(value * 3 / 4 / alignment)
+    for step in range(units):
+        for k in (target - step, target + step):
+            if 0 < k < units and math.gcd(units, k) == 1:
+                return k * alignment
+    return value
 
 
 def spec_from_capture(kernel: CapturedKernel, param_names: list[str], given: InitSpec,
@@ -243,11 +251,23 @@ def spec_from_capture(kernel: CapturedKernel, param_names: list[str], given: Ini
         else:
             spec_values[name] = [values[name]]
     if any(len(v) > 1 for v in spec_values.values()):
+        # A float argument that makes a term vanish or an operation the identity (beta = 0 in
+        # C = alpha AB + beta C, a scale of 1) lets a kernel skip work that is wrong for any other
+        # value: the second size runs with another value of it.
+        for name in param_names:
+            if name in values and name not in given.values and elements[name] in ("float", "double"):
+                number = float(values[name].rstrip("f"))
+                if number in (0.0, 1.0, -1.0):
+                    other = {0.0: 0.5, 1.0: 0.75, -1.0: -0.75}[number]
+                    spec_values[name] = [values[name], f"{other}f" if elements[name] == "float" else str(other)]
+                    notes.append(f"{name} was {number:g} in the capture, a value a kernel could special-case: the "
+                                 f"second size runs with {name} = {other:g} (--set {name}=VALUE to keep one value)")
         width = max(len(v) for v in spec_values.values())
         spec_values = {k: v if len(v) == width else v * width for k, v in spec_values.items()}
         alts = [f"{k}={v[1]}" for k, v in spec_values.items() if len(set(v)) > 1]
-        notes.append(f"a second size is checked too: {', '.join(alts)} (about 3/4 of the captured one, keeping its "
-                     "alignment to a power of two up to 256; arguments equal in the capture stay equal)")
+        notes.append(f"a second size is checked too: {', '.join(alts)} (about 3/4 of the captured one, a multiple of "
+                     "the power of two it was, up to 256, and of no larger common factor; arguments equal in the "
+                     "capture stay equal)")
     elif not exact:
         notes.append("only the captured size is checked: some count or grid dimension matched no expression of the "
                      "arguments (give --count/--grid as expressions and --set NAME=DEFAULT,ALTERNATIVE to add one)")

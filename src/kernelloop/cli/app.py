@@ -244,6 +244,9 @@ def init(
     range_: list[str] = typer.Option([], "--range", help="An integer input's values: NAME=LO,HI, drawn in [LO, HI) (repeat)."),
     grid: Optional[str] = typer.Option(None, help="Launch grid, a C expression of the arguments [default: one thread per element]."),
     block: Optional[str] = typer.Option(None, help="Launch block, a C expression [default: 256]."),
+    shared_memory: Optional[str] = typer.Option(
+        None, "--shared-memory", help="Dynamic shared memory of the launch in bytes, a C expression (for a kernel "
+                                      "with extern __shared__) [default: none]."),
     launcher: Optional[str] = typer.Option(
         None, help="Your host function that launches the kernel(s): the harness calls it with its parameters "
                    "[default: the one that launches the chosen kernel, if any]."),
@@ -288,7 +291,8 @@ def init(
         ranges[name] = (bounds[0], bounds[1])
     spec = InitSpec(kernel=kernel, values={k: v.split(",") for k, v in _pairs("--set", set_).items()},
                     counts=_pairs("--count", count), roles=roles, ranges=ranges, grid=grid,
-                    block=block, launcher=launcher, template_args=template_args)  # type: ignore[arg-type]
+                    block=block, shared_memory=shared_memory, launcher=launcher,
+                    template_args=template_args)  # type: ignore[arg-type]
     settings = load_settings({"include_dirs": include_dir or None})
     if capture_command is not None and not capture:
         raise InputError("--capture-command runs your program under capture: add --capture")

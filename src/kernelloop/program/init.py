@@ -349,6 +349,10 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
                      "--grid/--block to change)")
     else:
         grid, block = spec.grid, spec.block
+    if found is None and spec.shared_memory is None and re.search(r"\bextern\s+__shared__\b",
+                                                                   strip_comments(callee_item.text)):
+        raise InputError(f"{callee} uses dynamic shared memory (extern __shared__): give its size in bytes with "
+                         "--shared-memory EXPR (a C expression of the arguments, e.g. '256 * sizeof(float)')")
     if options == 1:
         notes.append("one size only: give an alternative size (--set NAME=DEFAULT,ALTERNATIVE, an odd one) so "
                      "a kernel specialised to one size is caught")

@@ -113,8 +113,13 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
     problem = contract_problem(text)
     if problem:
         stem = Path(name).stem or "program"
-        raise InputError(f"{name}: not a kernelloop program yet: {problem}; `kernelloop init {name} -o {stem}_kl.cu "
-                         "--set ARG=SIZE,ALT` wraps its kernel in a contract-v2 harness (or by hand: docs/contract.md, "
+        if _defines_main(text):  # a whole program: capturing one run of it gives init everything
+            how = (f"`kernelloop init {name} -o {stem}_kl.cu --capture` runs it once under launch capture and wraps "
+                   "its hottest kernel in a contract-v2 harness (where it cannot run: `--set ARG=SIZE,ALT`")
+        else:
+            how = (f"`kernelloop init {name} -o {stem}_kl.cu --set ARG=SIZE,ALT` wraps its kernel in a contract-v2 "
+                   "harness (")
+        raise InputError(f"{name}: not a kernelloop program yet: {problem}; {how}; by hand: docs/contract.md, "
                          "'Writing a v2 harness')")
     return split
 

@@ -335,13 +335,15 @@ def scan_host_code(obj: Path) -> list[Violation]:
     # A %rip-relative store awaiting its relocation, then the next instruction's address:
     # (function, instruction, width) and (symbol, addend, relocation address).
     pending_store: tuple[str, str, int] | None = None
-    pending_global: tuple[str, str, int, str, int, int] | None = None
+    # %rip-relative accesses whose relocation has come, judged once the next instruction's address
+    # is known: (rule, function, instruction, width, symbol, addend, relocation address).
+    pending_global: list[tuple[str, str, str, int, str, int, int]] = []
     pending_call: str | None = None  # a direct call whose target comes on the relocation line
     # Argument registers set, in this straight-line stretch, to the function's own memory:
     # ("stack", displacement, "") or ("global", offset, symbol).
     own_pointers: dict[str, tuple[str, int, str]] = {}
     pending_lea: str | None = None  # an `lea sym(%rip)` into this register awaits its relocation
-    pending_load: tuple[str, str] | None = None  # a %rip-relative load awaiting its relocation
+    pending_load: tuple[str, str, int] | None = None  # a %rip-relative load awaiting its relocation
 
     def report(rule: str, where: str, detail: str) -> None:
         if (rule, where) not in seen and len(violations) < 20:
@@ -350,14 +352,13 @@ def scan_host_code(obj: Path) -> list[Violation]:
 
     def judge_global(next_address: int | None) -> None:
         nonlocal pending_global
-        if pending_global is None:
-            return
-        where, text, width, symbol, addend, reloc_at = pending_global
-        pending_global = None
-        offset = addend + (next_address - reloc_at if next_address is not None else 4)
-        if not data.fits(symbol, offset, width):
-            report("foreign-store", where, f"`{text}`: writes {width} bytes at {symbol}{offset:+d}, outside "
-                                           "the editable part's own data")
+        for rule, where, text, width, symbol, addend, reloc_at in pending_global:
+            offset = addend + (next_address - reloc_at if next_address is not None else 4)
+            if not data.fits(symbol, offset, width):
+                verb = "writes" if rule == "foreign-store" else "reads"
+                report(rule, where, f"`{text}`: {verb} {width} bytes at {symbol}{offset:+d}, outside "
+                                    "the editable part's own data")
+        pending_global = []
 
     text_listing = _disassemble(obj)
     listing = _listing(text_listing)
@@ -439,10 +440,12 @@ def scan_host_code(obj: Path) -> list[Violation]:
                     own_pointers[pending_lea] = ("global", addend + 4, target)  # lea's field ends the instruction
                 pending_lea = None
             if pending_load is not None:
-                where, text = pending_load
+                where, text, width = pending_load
                 pending_load = None
-                if not (target.startswith(".") or target in own or target in _READABLE_EXTERNAL_DATA
-                        or classified_import(target)):
+                if target.startswith(".") or target in own:  # its own data: inside the symbol's section
+                    pending_global.append(("foreign-load", where, text, width, target, addend,
+                                           int(line.split(":")[0], 16)))
+                elif not (target in _READABLE_EXTERNAL_DATA or classified_import(target)):
                     report("foreign-load", where, f"reads {target}, which is neither the editable part's own data "
                                                   f"nor a function it calls ({text})")
             if pending_store is not None:
@@ -452,8 +455,8 @@ def scan_host_code(obj: Path) -> list[Violation]:
                     report("foreign-store", where,
                            f"stores into {target}, which the editable part does not define ({text})")
                 else:
-                    reloc_at = int(line.split(":")[0], 16)
-                    pending_global = (where, text, width, target, addend, reloc_at)
+                    pending_global.append(("foreign-store", where, text, width, target, addend,
+                                           int(line.split(":")[0], 16)))
             continue
         m = _INSN.match(line)
         if not m:
@@ -535,7 +538,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
         if _judge_writes(insn, func, where, report):
             pending_store = (where, insn.text, _write_size(insn))
         if _judge_reads(insn, func, where, report, stack_arguments.get(func.name, 0)):
-            pending_load = (where, insn.text)
+            pending_load = (where, insn.text, next((r.size or 64 for r in insn.reads if r.base == "rip"), 64))
         if base_mnemonic.startswith("ret"):
             if ops:
                 report("indirect-call", where, f"`{m.group('text').split('#')[0].strip()}`: a return that also "
@@ -667,10 +670,16 @@ def _stack_argument_bytes(signature: str) -> int:
             cur += ch
     if cur.strip() and cur.strip() != "void":
         parts.append(cur.strip())
-    integer = vector = memory = 0
+    integer = vector = 0
     for part in parts:
         kind = " ".join(part.replace("const", " ").replace("volatile", " ").split())
-        if "*" in kind or "&" in kind or _INTEGER_TYPES.match(kind):
+        outer, depth = "", 0  # the type outside any template argument list: Tag<int*> is no pointer
+        for ch in kind:
+            depth += ch == "<"
+            if depth == 0:
+                outer += ch
+            depth -= ch == ">"
+        if "*" in outer or "&" in outer or _INTEGER_TYPES.match(kind):
             integer += 1
         elif kind in ("float", "double"):
             vector += 1
@@ -679,9 +688,8 @@ def _stack_argument_bytes(signature: str) -> int:
         elif kind in ("float2", "float4", "double2"):
             vector += 1 if kind == "float2" else 2
         else:
-            return 0  # a struct passed by value: its class is not known here
-    memory = max(0, integer - 6) + max(0, vector - 8)
-    return 8 * memory
+            return 0  # a class passed by value (an empty one takes no slot at all): not known here
+    return 8 * (max(0, integer - 6) + max(0, vector - 8))
 
 
 def _judge_writes(insn: Instruction, func: _Function, where: str, report) -> bool:
