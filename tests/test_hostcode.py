@@ -242,3 +242,40 @@ void launch_many(float* a, float* b, float* c, float* d, int n, int m, int p, in
 }
 """
     assert scan(tmp_path, body) == [] and scan(tmp_path, body, "-Xcompiler", "-D_FORTIFY_SOURCE=2") == []
+
+
+_COLD_AFTER_A_BIG_CALL = """
+  .text
+  .globl _Z6launchPfi
+  .type _Z6launchPfi, @function
+_Z6launchPfi:
+  push %rbx
+  sub $0xa0,%rsp
+  sub $0x100,%rsp
+  call malloc
+  add $0x100,%rsp
+  test %eax,%eax
+  jne .Lcold
+  add $0xa0,%rsp
+  pop %rbx
+  ret
+  .size _Z6launchPfi, .-_Z6launchPfi
+  .section .text.unlikely
+  .type _Z6launchPfi.cold, @function
+_Z6launchPfi.cold:
+.Lcold:
+  mov %rax,{offset}(%rsp)
+  call abort
+  .size _Z6launchPfi.cold, .-_Z6launchPfi.cold
+"""
+
+
+def test_a_cold_part_is_judged_at_the_depth_its_parent_jumps_in(tmp_path):
+    # Red team round 13: the parent's largest frame (0x1a8, with a call's temporary area) is not
+    # the depth of the jump (0xa8): a store at 0xc8 there is the return address.
+    assert _scan_assembly(tmp_path, _COLD_AFTER_A_BIG_CALL.format(offset="0x10")) == []
+    found = _scan_assembly(tmp_path, _COLD_AFTER_A_BIG_CALL.format(offset="0xc8"))
+    assert [v.rule for v in found] == ["foreign-store"], [v.describe() for v in found]
+    # reached only by the unwinder (no jump in): its depth is a guess, so it may not write the stack
+    unwound = _COLD_AFTER_A_BIG_CALL.replace("  jne .Lcold\n", "").format(offset="0x10")
+    assert "stack-depth" in [v.rule for v in _scan_assembly(tmp_path, unwound)]

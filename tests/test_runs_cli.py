@@ -174,3 +174,20 @@ def test_optimize_usage_errors_are_one_line_exit_2(env, monkeypatch, capsys):
         code, err = main_exit(args, monkeypatch, capsys)
         assert code == 2, (args, err)
         assert expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_certificate_keeps_per_output_tolerances_and_old_ones_keep_their_digest(tmp_path):
+    from kernelloop.config import OutputTolerance
+    verdict = make_verdict(accepted=True, speedup=1.5)
+    plain = build_certificate(verdict, kernel="k", baseline_text="b", candidate_text="c", candidate_editable="e")
+    assert plain.tolerances == {}
+    # a certificate written before the field existed has no key for it: same digest
+    body = json.loads(plain.model_dump_json())
+    del body["tolerances"]
+    from kernelloop.runs.certificate import Certificate
+    assert Certificate.model_validate(body).canonical_digest() == plain.digest
+    verdict.settings.tolerances = {"dbias": OutputTolerance(rtol=1e-4), "unused": OutputTolerance()}
+    cert = build_certificate(verdict, kernel="k", baseline_text="b", candidate_text="c", candidate_editable="e")
+    assert cert.tolerances == {"dbias": OutputTolerance(rtol=1e-4)} and cert.digest != plain.digest
+    edited = cert.model_copy(update={"tolerances": {"dbias": OutputTolerance(rtol=1e-2)}})
+    assert edited.canonical_digest() != cert.digest  # loosening a tolerance breaks the certificate

@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .. import __version__
+from ..config import OutputTolerance
 from ..errors import InputError
 from ..verify.verdict import Verdict
 
@@ -80,6 +81,7 @@ class Certificate(BaseModel):
     nvcc_flags: list[str]
     rtol: float | None  # None: the dtype defaults of the tolerance model (docs/verifier.md)
     atol: float | None
+    tolerances: dict[str, OutputTolerance] = {}  # per output buffer, by name (--rtol NAME=VALUE)
     threshold: float
     speedup: float
     speedup_interval: tuple[float, float]
@@ -92,6 +94,8 @@ class Certificate(BaseModel):
 
     def canonical_digest(self) -> str:
         body = self.model_dump(mode="json", exclude={"digest"})
+        if not body["tolerances"]:
+            del body["tolerances"]  # a certificate from before per-output tolerances keeps its digest
         return sha256_text(json.dumps(body, sort_keys=True, separators=(",", ":")))
 
 
@@ -123,6 +127,8 @@ def build_certificate(verdict: Verdict, *, kernel: str, baseline_text: str, cand
         gpu=verdict.gpu.name, compute_capability=verdict.gpu.compute_capability,
         driver=verdict.gpu.driver_version, arch=verdict.arch, nvcc_version=verdict.nvcc_version,
         nvcc_flags=flags, rtol=verdict.settings.rtol, atol=verdict.settings.atol,
+        tolerances={name: own for name, own in verdict.settings.tolerances.items()
+                    if own.rtol is not None or own.atol is not None},
         threshold=verdict.settings.threshold, speedup=speed.speedup, speedup_interval=(speed.lower, speed.upper),
         confidence=speed.confidence,
         baseline_kernel_ms=_timing(verdict.baseline_kernel_ms, speed.baseline.relative_iqr),

@@ -47,7 +47,8 @@ def check_certificate(path: Path, settings: Settings, *, baseline: Path | None =
                                  "only); run `kernelloop doctor`")
     gpu = gpus[0]
     result.checks.append(_reference_outputs(cert, base_text, str(base_path), settings, gpu.arch))
-    vs = settings.verify.model_copy(update={"threshold": cert.threshold, "rtol": cert.rtol, "atol": cert.atol})
+    vs = settings.verify.model_copy(update={"threshold": cert.threshold, "rtol": cert.rtol, "atol": cert.atol,
+                                            "tolerances": dict(cert.tolerances)})
     verdict = verify_sources(base_text, cand_text, settings.model_copy(update={"verify": vs}),
                              baseline_name=str(base_path), candidate_name=str(cand_path), progress=progress, gpu=gpu)
     result.verdict = verdict

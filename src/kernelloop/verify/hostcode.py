@@ -41,7 +41,9 @@ in the dead stack the launcher's frame reuses (kernelloop_harness.cuh, `scrub_be
 
 The cost: host code in the editable part cannot use host containers, references or pointers to
 host memory (a launcher only sizes grids and launches), and the scan is conservative (a switch
-compiled to a jump table is refused).
+compiled to a jump table is refused). A function's `.cold` part (gcc's hot/cold split) is judged
+in its parent's frame at the depth of the parent's jumps into it; code that only the unwinder
+reaches (landing pads) may read its frame but not write it.
 """
 
 from __future__ import annotations
@@ -203,6 +205,7 @@ class _Function:
     opened: int = 0  # the largest frame right after a `sub $n,%rsp`: saved registers plus locals
     frame_opened: bool = False
     called: bool = False
+    unwound: bool = False  # in code reached only by the unwinder: its depth is a guess, so no stack writes
 
     lines: list[str] = field(default_factory=list)
 
@@ -343,7 +346,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
     # ("stack", displacement, "") or ("global", offset, symbol).
     own_pointers: dict[str, tuple[str, int, str]] = {}
     pending_lea: str | None = None  # an `lea sym(%rip)` into this register awaits its relocation
-    pending_load: tuple[str, str, int] | None = None  # a %rip-relative load awaiting its relocation
+    pending_load: tuple[str, str, int, str, int] | None = None  # a %rip-relative load awaiting its relocation
 
     def report(rule: str, where: str, detail: str) -> None:
         if (rule, where) not in seen and len(violations) < 20:
@@ -376,6 +379,12 @@ def scan_host_code(obj: Path) -> list[Violation]:
     frame_at_target: dict[tuple[str, int], int] = {}
     frame_at: dict[tuple[str, int], int] = {}
     functions: dict[str, _Function] = {}
+    function_at = _function_addresses(text_listing)  # (section, address) -> function name
+    cold_entries: dict[str, set[int]] = {}  # cold part -> the stack depths of the jumps into it
+    guessed_depth: set[tuple[str, int]] = set()  # branch targets reached from unwinder-only code
+    guessed_cold: set[str] = set()  # cold parts entered from unwinder-only code
+    pending_branch: tuple[int, bool] | None = None  # a jump whose target comes on its relocation line: the
+    # depth there, and whether that depth is a guess (unwinder-only code)
     fell_through = True
     for line in _cold_sections_last(text_listing):
         if m := _SECTION.match(line):
@@ -392,11 +401,18 @@ def scan_host_code(obj: Path) -> list[Violation]:
             parent = functions.get(_COLD_PART.sub("", func.name)) if _COLD_PART.search(func.name) else None
             if parent is not None:
                 # A function's cold part (gcc's hot/cold split: error paths, landing pads) runs in
-                # its parent's frame, reached by a jump or by the unwinder: it starts with the
-                # parent's whole frame, as a landing pad inside a function does.
-                func.frame = func.opened = max(parent.opened, parent.saved)
+                # its parent's frame, entered by the parent's jumps (at the depth each jump had:
+                # they must agree) or by the unwinder (a depth the scan cannot tell: no stack
+                # writes there). Red team round 13 wrote its return address through a cold part
+                # judged with the parent's largest frame.
+                depths = cold_entries.get(func.name, set())
+                if len(depths) > 1:
+                    report("stack-depth", func.name, f"is entered with {sorted(depths)} bytes on the stack: the scan "
+                                                     "cannot tell where its writes land")
+                func.frame = min(depths) if depths else max(parent.opened, parent.saved)
+                func.opened, func.unwound = max(parent.opened, parent.saved), not depths or func.name in guessed_cold
                 func.saved, func.frame_opened, func.called = parent.saved, True, True
-            pending_store = pending_call = pending_lea = pending_load = None
+            pending_store = pending_call = pending_lea = pending_load = pending_branch = None
             own_pointers = {}
             fell_through = True
             continue
@@ -406,6 +422,22 @@ def scan_host_code(obj: Path) -> list[Violation]:
             target = re.split(r"[-+]", m.group("target"), maxsplit=1)[0].split("@")[0]
             addend_text = m.group("target")[len(re.split(r"[-+]", m.group("target"), maxsplit=1)[0]):]
             addend = _int(addend_text.replace("+", "")) if addend_text else 0
+            if pending_branch is not None:
+                depth, guessed = pending_branch
+                entered = target if _COLD_PART.search(target) else function_at.get((target, addend + 4))
+                if entered is not None and _COLD_PART.search(entered):
+                    cold_entries.setdefault(entered, set()).add(depth)
+                    if guessed:
+                        guessed_cold.add(entered)
+                elif target.startswith(".text"):  # into another section, not at a function's start
+                    earlier = frame_at_target.setdefault((target, addend + 4), depth)
+                    if guessed:
+                        guessed_depth.add((target, addend + 4))
+                    if earlier != depth:
+                        report("stack-depth", func.name, f"paths reach {target}+{addend + 4:#x} with {earlier} and "
+                                                         f"{depth} bytes on the stack: the scan cannot "
+                                                         "tell where its writes land")
+                pending_branch = None
             if pending_call is not None:
                 if target not in own and not target.startswith(".") and not classified_import(target):
                     report("unknown-call", pending_call, f"calls {target}, which the host-code scan does not "
@@ -440,7 +472,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
                     own_pointers[pending_lea] = ("global", addend + 4, target)  # lea's field ends the instruction
                 pending_lea = None
             if pending_load is not None:
-                where, text, width = pending_load
+                where, text, width = pending_load[:3]
                 pending_load = None
                 if target.startswith(".") or target in own:  # its own data: inside the symbol's section
                     pending_global.append(("foreign-load", where, text, width, target, addend,
@@ -471,14 +503,20 @@ def scan_host_code(obj: Path) -> list[Violation]:
             report("stack-depth", func.name, f"paths reach {address:#x} with {arrived} and {func.frame} bytes "
                                              "on the stack: the scan cannot tell where its writes land")
         elif arrived is not None:
-            func.frame = arrived
+            func.frame, func.unwound = arrived, (section, address) in guessed_depth
         elif not fell_through:
             func.frame = max(func.opened, func.saved)  # reached only by the unwinder (a landing pad): the whole frame
+            func.unwound = True
         frame_at[(section, address)] = func.frame
         if pending_store is not None:  # a %rip-relative store with no relocation: not into the object's data
             report("foreign-store", pending_store[0], f"`{pending_store[1]}`: stores at a %rip-relative address "
                                                       "that is none of the editable part's own data")
-        pending_store = pending_lea = pending_load = None  # (a load with no relocation reads its own section)
+        if pending_load is not None and len(pending_load) > 3:  # a %rip-relative load with no relocation:
+            where_, text_, width_, target_section, target_offset = pending_load  # its own section, at a fixed offset
+            if not data.fits(target_section, target_offset, width_):
+                report("foreign-load", where_, f"`{text_}`: reads {width_} bytes at {target_section}"
+                                               f"{target_offset:+d}, outside the section")
+        pending_store = pending_lea = pending_load = pending_branch = None
         if pending_call is not None:  # a call with no relocation: a local function; arguments are gone
             pending_call, own_pointers = None, {}
         mnemonic, ops = _operands(m.group("text"))
@@ -488,6 +526,8 @@ def scan_host_code(obj: Path) -> list[Violation]:
         if base_mnemonic.startswith("j") and ops and (t := _DIRECT_TARGET.match(ops[0])):
             target = int(t.group("target"), 16)
             if target > address:
+                if func.unwound:  # a depth guessed in unwinder-only code stays a guess where it jumps
+                    guessed_depth.add((section, target))
                 earlier = frame_at_target.setdefault((section, target), func.frame)
                 if earlier != func.frame:
                     report("stack-depth", where, f"paths reach {target:#x} with {earlier} and {func.frame} bytes "
@@ -495,6 +535,8 @@ def scan_host_code(obj: Path) -> list[Violation]:
             elif frame_at.get((section, target), func.frame) != func.frame:
                 report("stack-depth", where, f"a loop back to {target:#x} changes the stack depth "
                                              f"({frame_at[(section, target)]} there, {func.frame} here)")
+        if base_mnemonic.startswith("j") and ops and not ops[0].startswith("*"):
+            pending_branch = (func.frame, func.unwound)  # a jump into a cold part: its relocation names the target
         if base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and not ops[0].startswith("*"):
             pending_call = where  # judged by its relocation (imports and external symbols have one)
             func.called = True
@@ -538,7 +580,9 @@ def scan_host_code(obj: Path) -> list[Violation]:
         if _judge_writes(insn, func, where, report):
             pending_store = (where, insn.text, _write_size(insn))
         if _judge_reads(insn, func, where, report, stack_arguments.get(func.name, 0)):
-            pending_load = (where, insn.text, next((r.size or 64 for r in insn.reads if r.base == "rip"), 64))
+            rip_read = next(r for r in insn.reads if r.base == "rip")
+            pending_load = (where, insn.text, rip_read.size or 64, section,
+                            address + insn.length + rip_read.displacement)
         if base_mnemonic.startswith("ret"):
             if ops:
                 report("indirect-call", where, f"`{m.group('text').split('#')[0].strip()}`: a return that also "
@@ -580,6 +624,18 @@ def scan_host_code(obj: Path) -> list[Violation]:
 
 
 _COLD_PART = re.compile(r"\.cold(?:\.\d+)?$")
+
+
+def _function_addresses(listing: str) -> dict[tuple[str, int], str]:
+    """Where each function of the listing starts: (section, address) -> name."""
+    found: dict[tuple[str, int], str] = {}
+    section = ""
+    for line in listing.splitlines():
+        if m := _SECTION.match(line):
+            section = m.group("name")
+        elif m := _FUNC.match(line):
+            found[(section, int(line.split()[0], 16))] = m.group("name")
+    return found
 
 
 def _cold_sections_last(listing: str) -> list[str]:
@@ -647,6 +703,12 @@ _INTEGER_TYPES = re.compile(r"^(?:(?:un)?signed )?(?:bool|char|short|int|long|lo
                             r"|unsigned|(?:u?int\d+_t)|size_t|ptrdiff_t|__half|__nv_bfloat16|half)$")
 
 
+# A pointer or reference written as plain words and stars (`float const*`, `Foo<...>*&`): a
+# `decltype(...)` or a function pointer is not read as one (round 13 dressed an empty class
+# that way), and a type the scan cannot read gives no window at all.
+_SIMPLE_POINTER = re.compile(r"^[\w: ]*\w[ ]*(?:\*[ ]*)+&?$|^[\w: ]*\w[ ]*&{1,2}$")
+
+
 def _stack_argument_bytes(signature: str) -> int:
     """Bytes of arguments the SysV ABI passes a function with this demangled signature on the
     stack (six integer and eight vector registers first); 0 when it cannot be told."""
@@ -679,7 +741,7 @@ def _stack_argument_bytes(signature: str) -> int:
             if depth == 0:
                 outer += ch
             depth -= ch == ">"
-        if "*" in outer or "&" in outer or _INTEGER_TYPES.match(kind):
+        if _SIMPLE_POINTER.match(outer) or _INTEGER_TYPES.match(kind):
             integer += 1
         elif kind in ("float", "double"):
             vector += 1
@@ -707,6 +769,9 @@ def _judge_writes(insn: Instruction, func: _Function, where: str, report) -> boo
             rip = True
         elif w.base == "rsp" and insn.mnemonic == "pop":
             report("foreign-store", where, f"`{insn.text}`: pops into memory addressed by the stack pointer it moves")
+        elif w.base == "rsp" and not w.index and func.unwound:
+            report("stack-depth", where, f"`{insn.text}`: writes the stack in code reached only by the unwinder, "
+                                         "where the scan cannot tell how deep the frame is")
         elif w.base == "rsp" and not w.index:
             top = func.frame - func.saved  # the locals end here, relative to %rsp now
             if not (-128 <= w.displacement and w.displacement + size <= top):
