@@ -380,9 +380,11 @@ def scan_host_code(obj: Path) -> list[Violation]:
     frame_at: dict[tuple[str, int], int] = {}
     functions: dict[str, _Function] = {}
     function_at = _function_addresses(text_listing)  # (section, address) -> function name
+    functions_named = set(function_at.values())
     cold_entries: dict[str, set[int]] = {}  # cold part -> the stack depths of the jumps into it
     guessed_depth: set[tuple[str, int]] = set()  # branch targets reached from unwinder-only code
     guessed_cold: set[str] = set()  # cold parts entered from unwinder-only code
+    returning = _returning_functions(text_listing)
     pending_branch: tuple[int, bool] | None = None  # a jump whose target comes on its relocation line: the
     # depth there, and whether that depth is a guess (unwinder-only code)
     fell_through = True
@@ -439,6 +441,9 @@ def scan_host_code(obj: Path) -> list[Violation]:
                                                          "tell where its writes land")
                 pending_branch = None
             if pending_call is not None:
+                if _NO_RETURN_IMPORTS.match(target) or (target in own and target in functions_named
+                                                        and target not in returning):
+                    fell_through = False  # what follows runs only if the unwinder lands there
                 if target not in own and not target.startswith(".") and not classified_import(target):
                     report("unknown-call", pending_call, f"calls {target}, which the host-code scan does not "
                                                           "classify: it may write host memory through its arguments")
@@ -523,6 +528,10 @@ def scan_host_code(obj: Path) -> list[Violation]:
         base_mnemonic = mnemonic.split()[-1]
         where = func.name
         fell_through = base_mnemonic not in _UNCONDITIONAL
+        if base_mnemonic in ("call", "callq") and ops and (t := _DIRECT_TARGET.match(ops[0])):
+            callee = function_at.get((section, int(t.group("target"), 16)))
+            if callee is not None and callee not in returning:
+                fell_through = False  # a local [[noreturn]] function: what follows is a landing pad
         if base_mnemonic.startswith("j") and ops and (t := _DIRECT_TARGET.match(ops[0])):
             target = int(t.group("target"), 16)
             if target > address:
@@ -624,6 +633,30 @@ def scan_host_code(obj: Path) -> list[Violation]:
 
 
 _COLD_PART = re.compile(r"\.cold(?:\.\d+)?$")
+# Imports that never return: the code after a call to one is reached only by the unwinder.
+_NO_RETURN_IMPORTS = re.compile(r"^(?:abort|exit|_exit|_Exit|quick_exit|__cxa_throw|__cxa_rethrow|_Unwind_Resume"
+                                r"|__stack_chk_fail|__cxa_call_unexpected|__cxa_bad_cast|__cxa_bad_typeid"
+                                r"|__cxa_pure_virtual|__assert_fail|_ZSt9terminatev|_ZSt\d+__throw_\w+)$")
+
+
+def _returning_functions(listing: str) -> set[str]:
+    """The object's functions that can return to their caller: a `ret`, or a jump out of them (a
+    tail call). A local function with neither is [[noreturn]]: the code after a call to it is
+    reached only by the unwinder (red team round 14 hid a landing pad there, at the depth of the
+    call's unpopped stack arguments)."""
+    returning: set[str] = set()
+    name = ""
+    for line in listing.splitlines():
+        if m := _FUNC.match(line):
+            name = m.group("name")
+        elif (m := _INSN.match(line)) and name:
+            mnemonic, ops = _operands(m.group("text"))
+            base = mnemonic.split()[-1]
+            if base.startswith("ret") or (base in ("jmp", "jmpq") and ops and (
+                    ops[0].startswith("*") or (t := _DIRECT_TARGET.match(ops[0])) is None
+                    or f"<{name}" not in ops[0])):
+                returning.add(name)
+    return returning
 
 
 def _function_addresses(listing: str) -> dict[tuple[str, int], str]:
