@@ -122,3 +122,17 @@ def test_source_normalization_defeats_splices_and_digraphs():
     assert any(v.rule == "printing" for v in scan_source('void f() { prin\\\ntf("x"); }'))
     assert any(v.rule == "include" for v in scan_source('asm(".incbin \\"/etc/passwd\\"");'))
     assert any(v.rule == "static-init" for v in scan_source('__attribute__((section(".init_array"))) void* p;'))
+
+
+def test_source_options_for_the_host_compiler_are_refused():
+    # The host-code scan checks its stack model against the unwind tables gcc writes under its
+    # default options (verify/unwind.py): the source may not change them.
+    from kernelloop.verify.policy import scan_source
+
+    for text in ('#pragma GCC optimize("O0")\nvoid f() {}\n',
+                 '_Pragma("GCC optimize(\\"no-omit-frame-pointer\\")") void f() {}\n',
+                 '__attribute__((noinline, optimize("O0"))) void f() {}\n',
+                 '[[gnu::optimize("no-asynchronous-unwind-tables")]] void f() {}\n'):
+        assert any(v.rule == "compiler-options" for v in scan_source(text)), text
+    assert not any(v.rule == "compiler-options" for v in scan_source(
+        '__global__ void k(float* x) {\n#pragma unroll 4\n  for (int i = 0; i < 4; ++i) x[i] = 0; }\n'))

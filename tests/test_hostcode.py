@@ -178,8 +178,11 @@ _COLD_SPLIT = """
   .globl _Z6launchPfi
   .type _Z6launchPfi, @function
 _Z6launchPfi:
+  .cfi_startproc
   push %rbx
+  .cfi_def_cfa_offset 16
   sub $0xa0,%rsp
+  .cfi_def_cfa_offset 176
   mov %fs:0x28,%rax
   mov %rax,0x98(%rsp)
   xor %eax,%eax
@@ -187,15 +190,21 @@ _Z6launchPfi:
   sub %fs:0x28,%rax
   jne .Lcold
   add $0xa0,%rsp
+  .cfi_def_cfa_offset 16
   pop %rbx
+  .cfi_def_cfa_offset 8
   ret
+  .cfi_endproc
   .size _Z6launchPfi, .-_Z6launchPfi
   .section .text.unlikely
   .type _Z6launchPfi.cold, @function
 _Z6launchPfi.cold:
+  .cfi_startproc
+  .cfi_def_cfa_offset 176
 .Lcold:
   mov {offset}(%rsp),%rax
   call __stack_chk_fail
+  .cfi_endproc
   .size _Z6launchPfi.cold, .-_Z6launchPfi.cold
 """
 
@@ -249,23 +258,34 @@ _COLD_AFTER_A_BIG_CALL = """
   .globl _Z6launchPfi
   .type _Z6launchPfi, @function
 _Z6launchPfi:
+  .cfi_startproc
   push %rbx
+  .cfi_def_cfa_offset 16
   sub $0xa0,%rsp
+  .cfi_def_cfa_offset 176
   sub $0x100,%rsp
+  .cfi_def_cfa_offset 432
   call malloc
   add $0x100,%rsp
+  .cfi_def_cfa_offset 176
   test %eax,%eax
   jne .Lcold
   add $0xa0,%rsp
+  .cfi_def_cfa_offset 16
   pop %rbx
+  .cfi_def_cfa_offset 8
   ret
+  .cfi_endproc
   .size _Z6launchPfi, .-_Z6launchPfi
   .section .text.unlikely
   .type _Z6launchPfi.cold, @function
 _Z6launchPfi.cold:
+  .cfi_startproc
+  .cfi_def_cfa_offset 176
 .Lcold:
   mov %rax,{offset}(%rsp)
   call abort
+  .cfi_endproc
   .size _Z6launchPfi.cold, .-_Z6launchPfi.cold
 """
 
@@ -279,3 +299,77 @@ def test_a_cold_part_is_judged_at_the_depth_its_parent_jumps_in(tmp_path):
     # reached only by the unwinder (no jump in): its depth is a guess, so it may not write the stack
     unwound = _COLD_AFTER_A_BIG_CALL.replace("  jne .Lcold\n", "").format(offset="0x10")
     assert "stack-depth" in [v.rule for v in _scan_assembly(tmp_path, unwound)]
+
+
+def test_the_unwind_table_gives_the_compilers_depth_at_every_instruction(tmp_path):
+    from kernelloop.verify.unwind import UnwindTable
+    (tmp_path / "unit.s").write_text(_COLD_AFTER_A_BIG_CALL.format(offset="0x10"))
+    subprocess.run(["as", "--64", str(tmp_path / "unit.s"), "-o", str(tmp_path / "unit.o")], check=True, timeout=60)
+    table = UnwindTable(tmp_path / "unit.o")
+    assert [table.depth_at(".text", a).bytes for a in (0, 1, 8, 15)] == [0, 8, 168, 424]
+    assert table.depth_at(".text.unlikely", 0).bytes == 168
+    assert not table.depth_at(".text", 0x400).covered and not table.depth_at(".data", 0).covered
+
+
+def test_a_stack_depth_the_unwind_table_contradicts_is_refused(tmp_path):
+    # Red team rounds 11-15 each found code whose depth the scan's model got wrong (cold parts,
+    # landing pads after calls that never return): the compiler's table is the second account.
+    lying = _COLD_SPLIT.replace("  push %rbx\n  .cfi_def_cfa_offset 16\n", "  push %rbx\n  .cfi_def_cfa_offset 24\n")
+    assert "stack-depth" in [v.rule for v in _scan_assembly(tmp_path, lying.format(offset="0x98"))]
+    # no unwind record at all: nothing to check the model against
+    bare = "\n".join(line for line in _COLD_SPLIT.splitlines() if ".cfi_" not in line)
+    found = _scan_assembly(tmp_path, bare.format(offset="0x98"))
+    assert "stack-depth" in [v.rule for v in found] and "no unwind record" in found[0].detail
+
+
+def test_an_honest_call_to_a_noreturn_function_in_another_section_passes(tmp_path):
+    # Red team round 15: a static [[noreturn]] function in another section is called through the
+    # section's name (`.text-0x4`), which hid that it never returns.
+    body = """
+[[noreturn]] __attribute__((noinline)) static void die(long a) { exit((int)a); }
+void launch(float* x, int n) {
+  if (n < 0) {
+    volatile long buf[4];
+    buf[0] = n;
+    die(buf[0]);
+  }
+  k<<<(n + 255) / 256, 256>>>(x, n);
+}
+"""
+    assert scan(tmp_path, body) == []  # honest: nothing after the call
+
+
+_SAVE_AFTER_A_TAIL_JUMP = """
+  .text
+  .globl _Z6launchPfi
+  .type _Z6launchPfi, @function
+_Z6launchPfi:
+  .cfi_startproc
+  test %esi,%esi
+  jns .Lslow
+  jmp cudaDeviceSynchronize
+.Lslow:
+  push %rbx
+  .cfi_def_cfa_offset 16
+  .cfi_offset 3, -16
+  sub $0x10,%rsp
+  .cfi_def_cfa_offset 32
+  call cudaGetLastError
+  mov %rax,{offset}(%rsp)
+  add $0x10,%rsp
+  .cfi_def_cfa_offset 16
+  pop %rbx
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size _Z6launchPfi, .-_Z6launchPfi
+"""
+
+
+def test_registers_saved_after_an_early_tail_jump_are_the_callers(tmp_path):
+    # Red team round 16: gcc put a fast path with a tail jump first and the pushes after it; the
+    # model counted no saved register, so a local array's constant out-of-bounds index wrote the
+    # harness's %r13. The unwind table's save slots bound the locals wherever the pushes are.
+    assert _scan_assembly(tmp_path, _SAVE_AFTER_A_TAIL_JUMP.format(offset="0x8")) == []
+    found = _scan_assembly(tmp_path, _SAVE_AFTER_A_TAIL_JUMP.format(offset="0x10"))
+    assert [v.rule for v in found] == ["foreign-store"], [v.describe() for v in found]

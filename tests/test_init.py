@@ -39,7 +39,7 @@ def test_roles_and_sizes_follow_the_options():
     result = generate((OUTSIDE / "gemm_accumulate.cu").read_text(), SPECS["gemm_accumulate.cu"])
     assert result.roles == {"A": "input", "B": "input", "C": "inout"}
     assert 'h.inout<float>("C", (size_t)(M * N)' in result.program
-    assert "h.size<int32_t>({512, 333})" in result.program and "const float alpha = (float)(1.5);" in result.program
+    assert "h.size<int32_t>({512, 333})" in result.program and "h.size<float>({1.5, 1.125f})" in result.program
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -69,7 +69,7 @@ def test_template_arguments_name_the_parameter_types_and_the_launch():
     assert [(p.name, p.type) for p in result.params] == [
         ("x", "const double*"), ("y", "double*"), ("scale", "double"), ("n", "int")]
     assert "k<double><<<(n + 255) / 256, 256>>>(x, y, scale, n);" in result.program
-    assert 'h.input<double>("x"' in result.program and "const double scale = (double)(2);" in result.program
+    assert 'h.input<double>("x"' in result.program and "h.size<double>({2, 1.5})" in result.program
     # as a CUPTI capture would give them: `void matrixMul<32>(float*, float*, int, int)`
     captured = generate("template <int BLOCK_SIZE> __global__ void matrixMul(float* C, const float* A, int n) { }\n",
                         InitSpec(values={"n": ["64"]}, template_args="32", counts={"C": "n", "A": "n"}))
@@ -147,3 +147,30 @@ def test_a_kernel_with_dynamic_shared_memory_needs_its_size():
         generate(source, spec)
     program = generate(source, spec.model_copy(update={"shared_memory": "256 * sizeof(float)"})).program
     assert "row_sums<<<4096, 256, 256 * sizeof(float)>>>(in, out, cols);" in program
+
+
+def test_a_float_argument_given_one_value_takes_another_at_the_second_size():
+    # Red team round 15: alpha and beta set once were constants in every run, so a GEMM that
+    # hard-coded them matched the baseline exactly.
+    source = ("__global__ void axpby(const float* x, float* y, int n, float alpha, double beta) {\n"
+              "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = alpha * x[i] + beta * y[i]; }\n")
+    result = generate(source, InitSpec(values={"n": ["4096", "3001"], "alpha": ["1.5"], "beta": ["0"]}))
+    assert "h.size<float>({1.5, 1.125f})" in result.program and "h.size<double>({0, 0.5})" in result.program
+    assert any("alpha is 1.5 and, at the second size, 1.125f" in n for n in result.notes)
+    # one size given: the floats still get a second run (the integer keeps its value)
+    single = generate(source, InitSpec(values={"n": ["4096"], "alpha": ["2"], "beta": ["0.25"]}))
+    assert "h.size<float>({2, 1.5f})" in single.program and "const int32_t n = (int32_t)(4096);" in single.program
+    assert any(n.startswith("one size only") for n in single.notes)
+    # the same value twice pins it
+    pinned = generate(source, InitSpec(values={"n": ["4096"], "alpha": ["2", "2"], "beta": ["0.25", "0.25"]}))
+    assert "h.size<float>({2, 2})" in pinned.program
+
+
+def test_a_half_precision_argument_given_one_value_varies_too():
+    # Red team round 16: the round-15 fix left __half and __nv_bfloat16 arguments constant, so a
+    # half axpby could hard-code beta = 0 and never read y.
+    source = ("#include <cuda_fp16.h>\n__global__ void half_axpby(const __half* x, __half* y, __half alpha, "
+              "__half beta, int n) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "  if (i < n) y[i] = __hadd(__hmul(alpha, x[i]), __hmul(beta, y[i])); }\n")
+    result = generate(source, InitSpec(values={"n": ["4096", "3001"], "alpha": ["1.5"], "beta": ["0"]}))
+    assert "h.size<__half>({1.5, 1.125})" in result.program and "h.size<__half>({0, 0.5})" in result.program

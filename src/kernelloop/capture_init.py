@@ -251,19 +251,6 @@ def spec_from_capture(kernel: CapturedKernel, param_names: list[str], given: Ini
         else:
             spec_values[name] = [values[name]]
     if any(len(v) > 1 for v in spec_values.values()):
-        # A float argument that makes a term vanish or an operation the identity (beta = 0 in
-        # C = alpha AB + beta C, a scale of 1) lets a kernel skip work that is wrong for any other
-        # value: the second size runs with another value of it.
-        for name in param_names:
-            if name in values and name not in given.values and elements[name] in ("float", "double"):
-                number = float(values[name].rstrip("f"))
-                if number in (0.0, 1.0, -1.0):
-                    other = {0.0: 0.5, 1.0: 0.75, -1.0: -0.75}[number]
-                    spec_values[name] = [values[name], f"{other}f" if elements[name] == "float" else str(other)]
-                    notes.append(f"{name} was {number:g} in the capture, a value a kernel could special-case: the "
-                                 f"second size runs with {name} = {other:g} (--set {name}=VALUE to keep one value)")
-        width = max(len(v) for v in spec_values.values())
-        spec_values = {k: v if len(v) == width else v * width for k, v in spec_values.items()}
         alts = [f"{k}={v[1]}" for k, v in spec_values.items() if len(set(v)) > 1]
         notes.append(f"a second size is checked too: {', '.join(alts)} (about 3/4 of the captured one, a multiple of "
                      "the power of two it was, up to 256, and of no larger common factor; arguments equal in the "

@@ -128,3 +128,23 @@ def test_offline_optimize_makes_an_attempt_on_an_init_program(name, tmp_path):
     # optimizer fits); either way it got past the contract, the build and the profile.
     assert summary["status"] and summary["stop_reason"], summary
     assert summary["gpu"], summary
+
+
+def test_a_kernel_that_bakes_in_a_float_argument_is_rejected(tmp_path):
+    # Red team round 15: alpha and beta given once (--set alpha=1.5 --set beta=0.5) were constants
+    # in every run, so a GEMM that hard-coded them matched exactly; init now gives each float
+    # argument another value at the second size.
+    result = generate((OUTSIDE / "gemm_accumulate.cu").read_text(), SPECS["gemm_accumulate.cu"], "gemm_accumulate.cu")
+    program = tmp_path / "gemm_kl.cu"
+    program.write_text(result.program)
+    launcher = re.search(r"^void (launch_\w+)\((.*)\) \{$", result.program, re.M)
+    baked = _TILED_GEMM.replace("alpha * acc[i][j] + beta * C", "1.5f * acc[i][j] + 0.5f * C")
+    assert baked != _TILED_GEMM
+    begin, end = result.program.index("// kernelloop: editable begin"), result.program.index("// kernelloop: editable end")
+    candidate = tmp_path / "baked.cu"
+    candidate.write_text(result.program[:begin] + "// kernelloop: editable begin\n" + baked
+                         + f"\nvoid {launcher.group(1)}({launcher.group(2)}) {{\n  sgemm_tiled<<<dim3((N + 31) / 32, "
+                         "(M + 31) / 32), dim3(16, 16)>>>(M, N, K, alpha, A, B, beta, C);\n}\n" + result.program[end:])
+    v = verify_files(program, candidate, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert any(c.size_index == 1 and not c.comparison.match for c in v.checks), v.summary

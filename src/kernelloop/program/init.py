@@ -72,6 +72,19 @@ class InitResult(BaseModel):
     notes: list[str]  # what was guessed, for the user to check
 
 
+def _other_float(text: str, element: str) -> str | None:
+    """Another value for a float argument given as `text`: 3/4 of it (0.5 for zero), so signs
+    and magnitudes stay those the user chose; None when the text is no plain number."""
+    try:
+        number = float(text.strip().rstrip("fF"))
+    except ValueError:
+        return None
+    if number != number or number in (float("inf"), float("-inf")):
+        return None
+    other = 0.75 * number if number else 0.5
+    return f"{other!r}f" if element == "float" else repr(other)
+
+
 def element_type(ctype: str) -> str | None:
     """The harness's element type of a parameter type as written (`const float* __restrict__`:
     `float`, `unsigned int`: `uint32_t`); None for anything but numbers and pointers to numbers."""
@@ -301,6 +314,27 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     options = max(alternatives, default=1)
     if any(n not in (1, options) for n in alternatives):
         raise InputError("every --set gives the same number of sizes (a default, then the same alternatives)")
+    # A float argument given one value would be a constant a kernel can bake in (alpha and beta
+    # of C = alpha AB + beta C hard-coded: red team round 15). The second size runs with another
+    # value of it; the same value given twice pins it.
+    values = dict(spec.values)
+    for p in scalars:
+        if p.element in _FLOATING and len(values[p.name]) == 1:
+            default = values[p.name][0]
+            other = _other_float(default, p.element)
+            if other is None:
+                notes.append(f"{p.name} = {default} is one value in every run: a kernel could special-case it "
+                             f"(--set {p.name}={default},OTHER to check another)")
+                continue
+            options = max(options, 2)
+            values[p.name] = [default] + [other] * (options - 1)
+            notes.append(f"{p.name} is {default} and, at the second size, {other}: a kernel that bakes one value in "
+                         f"is caught (--set {p.name}={default},{default} keeps one value)")
+    spec = spec.model_copy(update={"values": values})
+    fixed = [p.name for p in scalars if p.element not in _FLOATING and len(values[p.name]) == 1]
+    if fixed and len(fixed) < len([p for p in scalars if p.element not in _FLOATING]):
+        notes.append(f"{', '.join(fixed)} keep{'s' if len(fixed) == 1 else ''} one value at every size: a kernel may "
+                     "special-case it (--set NAME=DEFAULT,ALTERNATIVE to vary it)")
     integer_scalars = [p for p in scalars if p.element not in _FLOATING]
     # The size the counts and the launch are guessed from: the only integer argument, or the only
     # one given alternatives (a block_size given one value is a setting, not a size).
@@ -353,7 +387,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
                                                                    strip_comments(callee_item.text)):
         raise InputError(f"{callee} uses dynamic shared memory (extern __shared__): give its size in bytes with "
                          "--shared-memory EXPR (a C expression of the arguments, e.g. '256 * sizeof(float)')")
-    if options == 1:
+    if not any(len(values[p.name]) > 1 for p in scalars if p.element not in _FLOATING):
         notes.append("one size only: give an alternative size (--set NAME=DEFAULT,ALTERNATIVE, an odd one) so "
                      "a kernel specialised to one size is caught")
     call = _Call(name=callee, instance=instance, item=callee_item if found is not None else None,

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
+from .symbols import demangle
 
 BUILD_RECIPE_VERSION = "9"  # bump when the build steps change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
@@ -395,16 +396,6 @@ _LINK_FUNCTION = re.compile(r"([\w.-]+\.o): in function [`']")
 _LINK_PROBLEM = re.compile(r"(undefined reference|multiple definition) (?:to|of) [`'‘](.+?)['’]")
 
 
-def _demangle(name: str) -> str:
-    if not name.startswith("_Z"):
-        return name
-    try:
-        run = subprocess.run(["c++filt", name], capture_output=True, text=True, timeout=30)
-        return run.stdout.strip() or name
-    except (OSError, subprocess.SubprocessError):
-        return name
-
-
 def _bare_name(signature: str) -> str:
     """`void launch_x<float>(float*, int)` -> `launch_x`."""
     head = signature.split("(", 1)[0]
@@ -447,7 +438,7 @@ def explain_link_failure(log: str, editable_unit: str, harness_unit: str) -> str
         m = _LINK_PROBLEM.search(line)
         if m is None:
             continue
-        kind, symbol = m.group(1), _demangle(m.group(2))
+        kind, symbol = m.group(1), demangle([m.group(2)])[0]
         name = _bare_name(symbol)
         if kind == "multiple definition":
             if _definition_kind(harness_unit, name) and _definition_kind(editable_unit, name):

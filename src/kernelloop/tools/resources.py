@@ -51,6 +51,7 @@ from pydantic import BaseModel
 from ..errors import ConfigError, InputError
 from .nvcc import HARNESS_KERNEL_PREFIX, Toolchain, arch_flags, find_toolchain, stage_harness_header
 from .sandbox import Limits, private_workdir, run_sandboxed
+from .symbols import demangle
 
 __all__ = [
     "GPU_LIMITS",
@@ -167,7 +168,7 @@ def parse_ptxas_report(text: str, *, arch: str = "") -> list[KernelResources]:
         # Module-level lines ("N bytes gmem, N bytes cmem[3]") belong to no function.
 
     names = [key[0] for key in order]
-    demangled = _demangle(names)
+    demangled = demangle(names)
     results = []
     for key, pretty in zip(order, demangled):
         f = found[key]
@@ -175,12 +176,6 @@ def parse_ptxas_report(text: str, *, arch: str = "") -> list[KernelResources]:
         f["notes"] = [w for w in warnings if re.search(rf"(?<![\w$.]){re.escape(key[0])}(?![\w$.])", w)]
         results.append(KernelResources(demangled=pretty, **f))
     return sorted(results, key=lambda r: not r.is_kernel)  # stable: report order within each group
-
-
-def _demangle(names: list[str]) -> list[str]:
-    from ..verify.policy import demangle  # c++filt; returns the names unchanged when it cannot
-
-    return demangle(names)
 
 
 _ERROR_LINE = re.compile(r"\berror\b|\bfatal\b", re.I)

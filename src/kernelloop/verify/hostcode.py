@@ -54,7 +54,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .policy import Violation, demangle
+from ..tools.symbols import demangle
+from .policy import Violation
+from .unwind import UnwindTable
 from .x86 import Instruction, SectionBytes
 
 _FUNC = re.compile(r"^[0-9a-f]+ <(?P<name>[^>]+)>:$")
@@ -202,10 +204,16 @@ class _Function:
     section: str
     frame: int = 0  # bytes the function has moved %rsp down since entry (sub, push), in layout order
     saved: int = 0  # bytes of callee-saved registers pushed before the frame was opened
+    table_saved: int = 0  # bytes of callee-saved register slots the unwind table names, anywhere in it
     opened: int = 0  # the largest frame right after a `sub $n,%rsp`: saved registers plus locals
     frame_opened: bool = False
     called: bool = False
     unwound: bool = False  # in code reached only by the unwinder: its depth is a guess, so no stack writes
+
+    @property
+    def protected(self) -> int:
+        """Bytes below the return address that are the caller's (saved registers): locals end there."""
+        return max(self.saved, self.table_saved)
 
     lines: list[str] = field(default_factory=list)
 
@@ -368,6 +376,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
     names = sorted({m.group("name") for line in text_listing.splitlines() if (m := _FUNC.match(line))})
     stack_arguments = {name: _stack_argument_bytes(signature) for name, signature in zip(names, demangle(names))}
     code = SectionBytes(obj)
+    unwind = UnwindTable(obj)
     # Code hidden inside other instructions' bytes (a jump into an immediate) is code the linear
     # disassembly never shows: every direct branch must land where an instruction starts.
     for sec, branches in listing.branches.items():
@@ -441,8 +450,11 @@ def scan_host_code(obj: Path) -> list[Violation]:
                                                          "tell where its writes land")
                 pending_branch = None
             if pending_call is not None:
-                if _NO_RETURN_IMPORTS.match(target) or (target in own and target in functions_named
-                                                        and target not in returning):
+                # A call through a section's name (a static function in another section) is to the
+                # function at that offset; one the scan cannot name may not return (round 15).
+                callee = function_at.get((target, addend + 4)) if target.startswith(".") else target
+                if _NO_RETURN_IMPORTS.match(target) or (callee in own or target.startswith(".")) and (
+                        callee not in functions_named or callee not in returning):
                     fell_through = False  # what follows runs only if the unwinder lands there
                 if target not in own and not target.startswith(".") and not classified_import(target):
                     report("unknown-call", pending_call, f"calls {target}, which the host-code scan does not "
@@ -461,11 +473,11 @@ def scan_host_code(obj: Path) -> list[Violation]:
                         report("foreign-store", pending_call, f"passes {target} an output pointer (argument {k + 1}) "
                                                               "that is not its own stack frame or global")
                     elif pointer[0] == "stack" and not (-func.frame - 128 <= pointer[1]
-                                                         and pointer[1] + size <= -func.saved):
+                                                         and pointer[1] + size <= -func.protected):
                         report("foreign-store", pending_call,
                                f"passes {target} an output pointer (argument {k + 1}) whose {size} bytes at "
                                f"{pointer[1] + func.frame}(%rsp) reach past its locals "
-                               f"({func.frame - func.saved} bytes) into saved registers or the return address")
+                               f"({func.frame - func.protected} bytes) into saved registers or the return address")
                     elif pointer[0] == "global" and not data.fits(pointer[2], pointer[1], size):
                         report("foreign-store", pending_call,
                                f"passes {target} an output pointer (argument {k + 1}) whose {size} bytes at "
@@ -512,6 +524,22 @@ def scan_host_code(obj: Path) -> list[Violation]:
         elif not fell_through:
             func.frame = max(func.opened, func.saved)  # reached only by the unwinder (a landing pad): the whole frame
             func.unwound = True
+        # The compiler's unwind table is a second account of the depth: a disagreement means the
+        # scan's model is wrong here (rounds 11-15 each wrote a return address from such a spot).
+        recorded = unwind.depth_at(section, address)
+        # Registers the function saves anywhere (after an early tail jump too: round 16) are its
+        # caller's: its locals end below the deepest save slot.
+        func.table_saved = recorded.saved
+        if not recorded.covered and not _PADDING.match(m.group("text")):
+            report("stack-depth", func.name, f"the instruction at {section}+{address:#x} has no unwind record: the "
+                                             "scan cannot check its stack depth against the compiler's")
+        elif recorded.bytes is not None and recorded.bytes != func.frame:
+            if func.unwound:
+                func.frame = recorded.bytes  # the compiler's depth replaces the scan's guess (writes stay refused)
+            else:
+                report("stack-depth", func.name, f"at {section}+{address:#x} the scan counts {func.frame} bytes on "
+                                                 f"the stack and the compiler's unwind table {recorded.bytes}: the "
+                                                 "scan cannot tell where its writes land")
         frame_at[(section, address)] = func.frame
         if pending_store is not None:  # a %rip-relative store with no relocation: not into the object's data
             report("foreign-store", pending_store[0], f"`{pending_store[1]}`: stores at a %rip-relative address "
@@ -582,6 +610,10 @@ def scan_host_code(obj: Path) -> list[Violation]:
         if insn.privileged_or_system or insn.flow in ("interrupt", "xbegin"):
             report("host-instruction", where, f"`{insn.text}`: a system, privileged or transactional instruction")
             continue
+        if recorded.covered and recorded.bytes is None and insn.mnemonic not in ("push", "pop", "call", "ret") \
+                and any(a.base == "rsp" for a in (*insn.reads, *insn.writes)):
+            report("stack-depth", where, f"`{insn.text}`: uses the stack where the unwind table keeps the frame in "
+                                         "another register: the scan cannot check how deep it is")
         if insn.writes_stack_pointer and not _models_stack(insn, ops):
             report("indirect-call", where, f"`{insn.text}`: moves the stack pointer in a way the frame model does "
                                            "not follow (a stack pivot)")
@@ -653,7 +685,7 @@ def _returning_functions(listing: str) -> set[str]:
             mnemonic, ops = _operands(m.group("text"))
             base = mnemonic.split()[-1]
             if base.startswith("ret") or (base in ("jmp", "jmpq") and ops and (
-                    ops[0].startswith("*") or (t := _DIRECT_TARGET.match(ops[0])) is None
+                    ops[0].startswith("*") or _DIRECT_TARGET.match(ops[0]) is None
                     or f"<{name}" not in ops[0])):
                 returning.add(name)
     return returning
@@ -806,7 +838,7 @@ def _judge_writes(insn: Instruction, func: _Function, where: str, report) -> boo
             report("stack-depth", where, f"`{insn.text}`: writes the stack in code reached only by the unwinder, "
                                          "where the scan cannot tell how deep the frame is")
         elif w.base == "rsp" and not w.index:
-            top = func.frame - func.saved  # the locals end here, relative to %rsp now
+            top = func.frame - func.protected  # the locals end here, relative to %rsp now
             if not (-128 <= w.displacement and w.displacement + size <= top):
                 report("foreign-store", where, f"`{insn.text}`: writes {size} bytes at {w.displacement}(%rsp), outside "
                                                f"its own locals ({max(top, 0)} bytes below the saved registers): into "

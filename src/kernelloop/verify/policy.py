@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..program.scanner import body_start, scan_items, strip_comments
+from ..tools.symbols import demangle
 
 
 class Violation(BaseModel):
@@ -206,6 +207,11 @@ _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
      "assembler directive {m} binds a name to another library symbol"),
     ("ifunc", re.compile(r"gnu_indirect_function|gnu_unique_object|STT_GNU_IFUNC"),
      "symbol kind {m}: an indirect function runs its resolver before main; a unique symbol escapes containment"),
+    # The host-code scan checks its stack model against the unwind tables the compiler writes
+    # under its default options (verify/unwind.py); options set from the source could change both.
+    ("compiler-options", re.compile(r"#\s*pragma\s+(?:GCC|clang)\s+optimize\b|\b_Pragma\s*\(\s*\"\s*(?:GCC|clang)\s+optimize"
+                                    r"|(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?optimize(?:__)?\b"),
+     "{m}: changes how the host compiler builds the code the host-code scan judges"),
 ]
 
 
@@ -332,17 +338,6 @@ _VENDOR_IMPORT = re.compile(rf"^{_VENDOR}$")
 _VENDOR_DEFINED = re.compile(r"\b(?:thrust|cutlass|cute)::|\bcub::(?:\w+::)*Device\w+")
 _ALLOWED_LIBS = re.compile(r"^(?:libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|ld-linux[-\w.]*)\.so")
 _HOST_SYSCALL = re.compile(r"\s(?:syscall|sysenter|int\s+\$0x80)\b")
-
-
-def demangle(names: list[str]) -> list[str]:
-    if not names:
-        return []
-    try:
-        out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, timeout=60).stdout
-        lines = out.splitlines()
-        return lines if len(lines) == len(names) else names
-    except (OSError, subprocess.SubprocessError):
-        return names
 
 
 # The frozen preamble is trusted: an error-check macro there (CUDA_CHECK printing with
