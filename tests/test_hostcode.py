@@ -373,3 +373,39 @@ def test_registers_saved_after_an_early_tail_jump_are_the_callers(tmp_path):
     assert _scan_assembly(tmp_path, _SAVE_AFTER_A_TAIL_JUMP.format(offset="0x8")) == []
     found = _scan_assembly(tmp_path, _SAVE_AFTER_A_TAIL_JUMP.format(offset="0x10"))
     assert [v.rule for v in found] == ["foreign-store"], [v.describe() for v in found]
+
+
+_JOIN_BEFORE_A_CALL = """
+  .text
+  .globl _Z6launchPfi
+  .type _Z6launchPfi, @function
+_Z6launchPfi:
+  .cfi_startproc
+  sub $0x28,%rsp
+  .cfi_def_cfa_offset 48
+  test %esi,%esi
+  js .Lother
+  lea 0x10(%rsp),%rdi
+  jmp .Lcall
+.Lother:
+  {other}
+.Lcall:
+  call cudaGetDevice
+  add $0x28,%rsp
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size _Z6launchPfi, .-_Z6launchPfi
+"""
+
+
+def test_an_output_pointer_is_the_functions_own_only_if_every_path_to_the_call_says_so(tmp_path):
+    # Red team round 17: the fall-through set %rdi to the frame, the path that ran jumped onto the
+    # call with any pointer. Paths that agree keep the fact; one that disagrees drops it.
+    assert _scan_assembly(tmp_path, _JOIN_BEFORE_A_CALL.format(other="lea 0x18(%rsp),%rdi")) != []  # differ
+    assert _scan_assembly(tmp_path, _JOIN_BEFORE_A_CALL.format(other="lea 0x10(%rsp),%rdi")) == []  # agree
+    found = _scan_assembly(tmp_path, _JOIN_BEFORE_A_CALL.format(other="mov %rdx,%rdi"))
+    assert [v.rule for v in found] == ["foreign-store"], [v.describe() for v in found]
+    # a register written without being named last (`cqto` writes %rdx) is forgotten too
+    from kernelloop.verify.x86 import decode
+    assert "rdx" in decode(bytes.fromhex("4899"), 0).written_registers

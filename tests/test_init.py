@@ -127,6 +127,24 @@ def test_the_generated_program_passes_every_static_gate_against_itself(name, tmp
     assert result.candidate is not None and result.candidate.ok and result.violations == []
 
 
+REWRITES = OUTSIDE / "rewrites"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", sorted(p.name for p in REWRITES.glob("*.cu")))
+def test_each_scripted_rewrite_passes_every_static_gate_against_its_init_program(name, tmp_path):
+    # The faster rewrites the GPU tests serve from a scripted LLM server (tests/gpu/test_init_gpu.py):
+    # well-formed editable parts that keep the launcher the harness calls.
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+    program = generate((OUTSIDE / name).read_text(), SPECS[name], name).program
+    split = split_program(program, "generated.cu")
+    result = static_gates(split, (REWRITES / name).read_text(), arch="sm_90", settings=Settings(cache_dir=tmp_path),
+                          toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert result.violations == [], [v.describe() for v in result.violations]
+
+
 def test_a_pointer_without_const_is_guessed_inout_and_a_kernel_reading_nothing_is_refused():
     source = "__global__ void popcount(unsigned* words, int* counts, int n) { counts[0] = __popc(words[0]); }\n"
     result = generate(source, InitSpec(values={"n": ["64", "63"]}))
@@ -174,3 +192,20 @@ def test_a_half_precision_argument_given_one_value_varies_too():
               "  if (i < n) y[i] = __hadd(__hmul(alpha, x[i]), __hmul(beta, y[i])); }\n")
     result = generate(source, InitSpec(values={"n": ["4096", "3001"], "alpha": ["1.5"], "beta": ["0"]}))
     assert "h.size<__half>({1.5, 1.125})" in result.program and "h.size<__half>({0, 0.5})" in result.program
+
+
+def test_device_state_the_files_host_code_sets_is_refused_and_initialized_tables_are_kept():
+    # Red team round 17: a gain table set by main with cudaMemcpyToSymbol was zero in the
+    # generated harness, so a candidate that ignored its input matched the baseline exactly.
+    kernel = ("__global__ void gain(const float* x, float* y, int n) {\n"
+              "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = c_gain[i & 3] * x[i]; }\n")
+    set_by_main = ("__constant__ float c_gain[4];\n" + kernel +
+                   "int main() { const float g[4] = {1, 2, 3, 4}; cudaMemcpyToSymbol(c_gain, g, sizeof g); return 0; }\n")
+    with pytest.raises(InputError, match=r"__constant__ c_gain is set by the file's host code \(cudaMemcpyToSymbol\)"):
+        generate(set_by_main, InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"}))
+    through_address = set_by_main.replace("__constant__", "__device__").replace(
+        "cudaMemcpyToSymbol(c_gain, g, sizeof g)", "void* p; cudaGetSymbolAddress(&p, c_gain); cudaMemcpy(p, g, 16, cudaMemcpyHostToDevice)")
+    with pytest.raises(InputError, match="__device__ c_gain is set by the file's host code"):
+        generate(through_address, InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"}))
+    table = "__constant__ float c_gain[4] = {1.1f, 0.9f, 1.05f, 1.0f};\n" + kernel
+    assert "c_gain[4] = {1.1f" in generate(table, InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"})).program

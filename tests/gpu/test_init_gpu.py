@@ -116,6 +116,22 @@ def test_init_then_optimize_with_a_scripted_llm_is_accepted(tmp_path):
     assert server.requests and "sgemm_naive" in json.dumps(server.requests[0].json)
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in (OUTSIDE / "rewrites").glob("*.cu")))
+def test_init_then_optimize_accepts_a_scripted_faster_rewrite(name, tmp_path):
+    # One per outside-style program that has a faster form (tests/fixtures/outside/rewrites/):
+    # the LLM path, end to end, on code nobody wrote for the suite.
+    program = tmp_path / f"{Path(name).stem}_kl.cu"
+    program.write_text(generate((OUTSIDE / name).read_text(), SPECS[name], name).program)
+    rewrite = (OUTSIDE / "rewrites" / name).read_text()
+    with FakeOpenAIServer() as server:
+        server.script(Reply(body=chat_completion(f"Approach: see the comments.\n```cuda\n{rewrite}```")))
+        proc = _optimize(program, tmp_path, "--optimizer", "openai", "--base-url", server.base_url,
+                         "--model", "fake-model")
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "accepted" and summary["verify"]["speedup"] >= 1.2, summary
+
+
 @pytest.mark.parametrize("name", ["vector_add.cu", "gemm_accumulate.cu"])
 def test_offline_optimize_makes_an_attempt_on_an_init_program(name, tmp_path):
     program = tmp_path / f"{Path(name).stem}_kl.cu"

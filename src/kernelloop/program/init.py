@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from .scanner import Item, function_name, launched_kernels, scan_items, strip_comments
+from .scanner import Item, body_start, function_name, launched_kernels, scan_items, strip_comments
 
 Role = Literal["input", "output", "inout", "scratch"]
 ROLES: tuple[Role, ...] = ("input", "output", "inout", "scratch")
@@ -83,6 +83,33 @@ def _other_float(text: str, element: str) -> str | None:
         return None
     other = 0.75 * number if number else 0.5
     return f"{other!r}f" if element == "float" else repr(other)
+
+
+_DEVICE_VARIABLE = re.compile(r"^\s*(?:static\s+)?(?:__(constant|device|managed)__\s+)+[^;(){}=]*?\b(\w+)\s*(?:\[[^\]]*\]\s*)*(?:=[^;]*)?;\s*$",
+                              re.S)
+
+
+def _refuse_state_set_by_host_code(items: list[Item]) -> None:
+    """A `__constant__`/`__device__`/`__managed__` variable that the file's host code sets
+    (`cudaMemcpyToSymbol`, `cudaGetSymbolAddress`, or any host use of a managed one) would be
+    zero in the generated harness, which runs no host code of the file but the launcher: the
+    baseline would compute something else than the user's program (red team round 17 wrapped
+    a gain table set by main, and a candidate that ignored its input matched the zero gains)."""
+    variables = {}
+    for item in items:
+        if item.kind == "code" and (m := _DEVICE_VARIABLE.match(strip_comments(item.text))):
+            variables[m.group(2)] = m.group(1)
+    if not variables:
+        return
+    host = "\n".join(strip_comments(i.text) for i in items if i.kind == "code" and body_start(i.text) is not None
+                     and (not re.search(r"\b__(?:global|device)__\b", i.head) or re.search(r"\b__host__\b", i.head)))
+    for name, kind in variables.items():
+        written = re.search(rf"\bcuda(?:MemcpyToSymbol(?:Async)?|GetSymbolAddress)\s*\([^;]*?\b{re.escape(name)}\b", host)
+        if written or (kind == "managed" and re.search(rf"\b{re.escape(name)}\b", host)):
+            how = written.group(0).split("(")[0] if written else "host code uses it"
+            raise InputError(f"__{kind}__ {name} is set by the file's host code ({how}), which the generated harness "
+                             f"does not run, so the kernel would see it zero: give {name} an initializer in the file "
+                             "or pass its values as a kernel argument")
 
 
 def element_type(ctype: str) -> str | None:
@@ -285,6 +312,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     """A contract-v2 program around `source`'s kernel, or around the host launcher that launches
     it (see the module's docstring)."""
     items = scan_items(source)
+    _refuse_state_set_by_host_code(items)
     found = _pick_launcher(items, spec)
     if found is not None:
         callee_item, callee, launched = found

@@ -308,11 +308,13 @@ class _Listing:
     """Where instructions start, and the direct branches with no relocation, per section."""
     starts: dict[str, set[int]]
     branches: dict[str, list[tuple[int, int, str]]]  # (from, to, function)
+    entered: set[tuple[str, int]]  # (section, offset) that relocated jumps land at (cold parts jumping back)
 
 
 def _listing(text: str) -> _Listing:
     starts: dict[str, set[int]] = {}
     branches: dict[str, list[tuple[int, int, str]]] = {}
+    entered: set[tuple[str, int]] = set()
     section, func = "", ""
     lines = text.splitlines()
     for k, line in enumerate(lines):
@@ -328,11 +330,17 @@ def _listing(text: str) -> _Listing:
         address = int(m.group("addr"), 16)
         starts.setdefault(section, set()).add(address)
         mnemonic, ops = _operands(m.group("text"))
-        relocated = k + 1 < len(lines) and _RELOC.match(lines[k + 1]) is not None
-        if _BRANCH.match(mnemonic.split()[-1]) and ops and not relocated:
+        relocation = _RELOC.match(lines[k + 1]) if k + 1 < len(lines) else None
+        if _BRANCH.match(mnemonic.split()[-1]) and ops and relocation is None:
             if t := _DIRECT_TARGET.match(ops[0]):
                 branches.setdefault(section, []).append((address, int(t.group("target"), 16), func))
-    return _Listing(starts=starts, branches=branches)
+        elif mnemonic.split()[-1].startswith("j") and relocation is not None:
+            symbol, _, addend = relocation.group("target").partition("+") if "+" in relocation.group("target") \
+                else relocation.group("target").partition("-")
+            if symbol.startswith("."):
+                offset = _int(addend) if "+" in relocation.group("target") else -_int(addend or "0")
+                entered.add((symbol, offset + 4))
+    return _Listing(starts=starts, branches=branches, entered=entered)
 
 
 def scan_host_code(obj: Path) -> list[Violation]:
@@ -394,6 +402,11 @@ def scan_host_code(obj: Path) -> list[Violation]:
     guessed_depth: set[tuple[str, int]] = set()  # branch targets reached from unwinder-only code
     guessed_cold: set[str] = set()  # cold parts entered from unwinder-only code
     returning = _returning_functions(text_listing)
+    # Join points of the argument-register facts (see below).
+    joins_unknown = {(sec, target) for sec, branches in listing.branches.items()
+                     for source, target, _ in branches if target <= source} | listing.entered
+    pointers_at_target: dict[tuple[str, int], dict[str, tuple[str, int, str]]] = {}
+    direct_branches = {(sec, source) for sec, branches in listing.branches.items() for source, _, _ in branches}
     pending_branch: tuple[int, bool] | None = None  # a jump whose target comes on its relocation line: the
     # depth there, and whether that depth is a guess (unwinder-only code)
     fell_through = True
@@ -541,6 +554,15 @@ def scan_host_code(obj: Path) -> list[Violation]:
                                                  f"the stack and the compiler's unwind table {recorded.bytes}: the "
                                                  "scan cannot tell where its writes land")
         frame_at[(section, address)] = func.frame
+        # What the argument registers hold where paths join is what every path agrees on: a
+        # path that jumps onto a call with another pointer must not borrow the fall-through's
+        # (round 17). Loop heads and the landing spots of relocated jumps are not known in
+        # advance: nothing is kept there.
+        if (section, address) in joins_unknown:
+            own_pointers = {}
+        elif (incoming := pointers_at_target.get((section, address))) is not None:
+            own_pointers = {r: v for r, v in own_pointers.items() if incoming.get(r) == v} if fell_through \
+                else dict(incoming)
         if pending_store is not None:  # a %rip-relative store with no relocation: not into the object's data
             report("foreign-store", pending_store[0], f"`{pending_store[1]}`: stores at a %rip-relative address "
                                                       "that is none of the editable part's own data")
@@ -562,6 +584,11 @@ def scan_host_code(obj: Path) -> list[Violation]:
                 fell_through = False  # a local [[noreturn]] function: what follows is a landing pad
         if base_mnemonic.startswith("j") and ops and (t := _DIRECT_TARGET.match(ops[0])):
             target = int(t.group("target"), 16)
+            if target > address and (section, address) in direct_branches:  # not a relocated jump's placeholder
+                key = (section, target)
+                snapshot = dict(own_pointers)
+                pointers_at_target[key] = snapshot if key not in pointers_at_target else {
+                    r: v for r, v in pointers_at_target[key].items() if snapshot.get(r) == v}
             if target > address:
                 if func.unwound:  # a depth guessed in unwinder-only code stays a guess where it jumps
                     guessed_depth.add((section, target))
@@ -583,21 +610,27 @@ def scan_host_code(obj: Path) -> list[Violation]:
         # them (or to a sub-register) forgets it.
         written = ops[-1] if ops else ""
         arg = next((r for r, names in _REG_ALIASES.items() if written in names), None)
+        set_here = None
         if arg is not None and base_mnemonic not in ("call", "callq", "jmp", "jmpq", "push", "pushq", "cmp", "test"):
             own_pointers.pop(arg, None)
             if base_mnemonic in ("mov", "movq") and ops[0] == "%rsp" and written == arg:
                 own_pointers[arg] = ("stack", -func.frame, "")  # the frame's base (positions: from the entry %rsp)
+                set_here = arg
             if base_mnemonic in ("lea", "leaq") and written == arg and len(ops) == 2:
                 src = _MEM.search(ops[0])
                 if src is not None and src.group("index") is None:
                     if src.group("base") == "%rsp":
                         own_pointers[arg] = ("stack", _int(src.group("disp")) - func.frame, "")
+                        set_here = arg
                     elif src.group("base") == "%rip":
                         pending_lea = arg
         if base_mnemonic in _FORBIDDEN:
             report("host-instruction", where, f"{base_mnemonic}: {_FORBIDDEN[base_mnemonic]}")
             continue
         insn = code.instruction(section, address)
+        if insn is not None:  # registers the instruction writes without naming them last (`cqto`, `div`, `xchg`)
+            for reg in [r for r in own_pointers if r[1:] in insn.written_registers and r != set_here]:
+                own_pointers.pop(reg)
         if insn is None:
             report("host-instruction", where, f"`{m.group('text').split('#')[0].strip()}` at {address:#x} cannot be "
                                               "decoded where the listing puts it")

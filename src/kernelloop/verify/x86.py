@@ -46,6 +46,7 @@ class Instruction:
     flow: str  # next, branch, conditional, indirect-branch, return, call, indirect-call, interrupt, xbegin, exception
     branch_target: int | None
     privileged_or_system: bool  # syscall, sysenter, int n, wrpkru, xrstor...
+    written_registers: frozenset[str] = frozenset()  # full 64-bit names ("rdx" for a `cqto`), implicit ones too
 
 
 _FLOW = {ix.FlowControl.NEXT: "next", ix.FlowControl.UNCONDITIONAL_BRANCH: "branch",
@@ -90,10 +91,12 @@ def decode(code: bytes, address: int) -> Instruction | None:
     target = insn.near_branch_target if flow in ("branch", "conditional", "call") and insn.op0_kind in (
         ix.OpKind.NEAR_BRANCH64, ix.OpKind.NEAR_BRANCH32, ix.OpKind.NEAR_BRANCH16) else None
     mnemonic = _MNEMONIC_NAMES.get(insn.mnemonic, "?")
+    written = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
+                        if r.access in _WRITES)
     return Instruction(address=address, length=insn.len, mnemonic=mnemonic, text=_FORMATTER.format(insn),
                        writes=writes, reads=reads, writes_stack_pointer=stack, stack_pointer_increment=insn.stack_pointer_increment,
                        flow=flow, branch_target=target,
-                       privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged)
+                       privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged, written_registers=written)
 
 
 class SectionBytes:
