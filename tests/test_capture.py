@@ -308,3 +308,16 @@ def test_an_identity_float_argument_gets_another_value_in_the_second_size(tmp_pa
     pinned, _ = spec_from_capture(read_capture(path).kernels[0], ["A", "B", "C", "M", "N", "K", "alpha", "beta"],
                                   InitSpec(values={"beta": ["0", "0"]}))
     assert "h.size<float>({0, 0})" in generate(source, pinned).program
+
+
+def test_an_integer_input_seen_with_one_value_is_not_drawn_as_a_constant(tmp_path):
+    # Red team round 18: a padding mask whose sampled rows were all 1 became the range [1, 2), a
+    # constant input a candidate could ignore.
+    name, sig = "_Z4maskPKfPKiPfi", "mask(float const*, int const*, float*, int)"
+    n = 4096
+    args = [_ptr(BASE, BASE, 4 * n, ctype="float const*"),
+            _ptr(BASE + 2**24, BASE + 2**24, 4 * n, sample=struct.pack("<64i", *[1] * 64), ctype="int const*"),
+            _ptr(BASE + 2**25, BASE + 2**25, 4 * n), _int(n)]
+    path = _write(tmp_path, [_launch(1, name, sig, (16, 1, 1), (256, 1, 1), args), _kernel(1, name, 100)])
+    spec, notes = spec_from_capture(read_capture(path).kernels[0], ["x", "m", "y", "n"], InitSpec())
+    assert spec.ranges["m"] == ("0", "2") and any("held only 1" in note for note in notes)

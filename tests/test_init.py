@@ -197,15 +197,36 @@ def test_a_half_precision_argument_given_one_value_varies_too():
 def test_device_state_the_files_host_code_sets_is_refused_and_initialized_tables_are_kept():
     # Red team round 17: a gain table set by main with cudaMemcpyToSymbol was zero in the
     # generated harness, so a candidate that ignored its input matched the baseline exactly.
+    # Round 18: the same with a host global the launcher passes, and through a helper or a macro.
     kernel = ("__global__ void gain(const float* x, float* y, int n) {\n"
               "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = c_gain[i & 3] * x[i]; }\n")
+    spec = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"})
     set_by_main = ("__constant__ float c_gain[4];\n" + kernel +
                    "int main() { const float g[4] = {1, 2, 3, 4}; cudaMemcpyToSymbol(c_gain, g, sizeof g); return 0; }\n")
-    with pytest.raises(InputError, match=r"__constant__ c_gain is set by the file's host code \(cudaMemcpyToSymbol\)"):
-        generate(set_by_main, InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"}))
-    through_address = set_by_main.replace("__constant__", "__device__").replace(
-        "cudaMemcpyToSymbol(c_gain, g, sizeof g)", "void* p; cudaGetSymbolAddress(&p, c_gain); cudaMemcpy(p, g, 16, cudaMemcpyHostToDevice)")
-    with pytest.raises(InputError, match="__device__ c_gain is set by the file's host code"):
-        generate(through_address, InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"}))
+    with pytest.raises(InputError, match=r"c_gain is a file-scope variable that main\(\) uses"):
+        generate(set_by_main, spec)
+    through_a_helper = ("__device__ float c_gain[4];\n" + kernel + "void upload(float* t, const float* g) {}\n"
+                        "int main() { const float g[4] = {1, 2, 3, 4}; upload(c_gain, g); return 0; }\n")
+    with pytest.raises(InputError, match="c_gain is a file-scope variable"):
+        generate(through_a_helper, spec)
+    through_a_macro = ("__constant__ float c_gain[4];\n#define GAINS c_gain\n" + kernel +
+                       "int main() { const float g[4] = {1, 2, 3, 4}; cudaMemcpyToSymbol(GAINS, g, 16); return 0; }\n")
+    with pytest.raises(InputError, match="c_gain is a file-scope variable"):
+        generate(through_a_macro, spec)
+    host_global = ("static float g_scale;\n__global__ void scale(const float* x, float* y, float s, int n) {\n"
+                   "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = s * x[i]; }\n"
+                   "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, g_scale, n); }\n"
+                   "int main(int argc, char** argv) { g_scale = argc > 1 ? 2.0f : 0.1f; return 0; }\n")
+    with pytest.raises(InputError, match=r"g_scale is a file-scope variable that main\(\) uses"):
+        generate(host_global, spec)
     table = "__constant__ float c_gain[4] = {1.1f, 0.9f, 1.05f, 1.0f};\n" + kernel
-    assert "c_gain[4] = {1.1f" in generate(table, InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"})).program
+    assert "c_gain[4] = {1.1f" in generate(table, spec).program
+    const_table = "static const float c_gain[4] = {1.1f, 0.9f, 1.05f, 1.0f};\n" + kernel + "int main() { return (int)c_gain[0]; }\n"
+    assert "c_gain[4] = {1.1f" in generate(const_table, spec).program
+
+
+def test_a_parameter_named_like_the_harness_object_is_fine():
+    # Red team round 18: a kernel argument named `h` collided with the generated `kl::Harness h`.
+    source = "__global__ void k(const float* x, float* h, int n) { int i = threadIdx.x; if (i < n) h[i] = x[i]; }\n"
+    program = generate(source, InitSpec(values={"n": ["64", "33"]}, roles={"h": "output"})).program
+    assert "kl::Harness kl_harness;" in program and 'float* h = kl_harness.output<float>("h"' in program

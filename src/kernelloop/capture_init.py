@@ -232,6 +232,12 @@ def spec_from_capture(kernel: CapturedKernel, param_names: list[str], given: Ini
                              dtype=_NUMPY[element])
         if data.size:
             lo, hi = int(data.min()), int(data.max()) + 1
+            if hi - lo == 1:
+                # One value seen (a mask whose sampled rows were all valid) would be a constant input,
+                # which a kernel can ignore (red team round 18): draw 0 up to it as well.
+                lo, hi = min(lo, 0), max(hi, 2)
+                notes.append(f"{name} held only {int(data.min())} in the values the capture read: its inputs are drawn "
+                             f"from [{lo}, {hi}) so it is not a constant (--range {name}=LO,HI to change)")
             ranges[name] = (str(lo), str(hi))
             notes.append(f"{name} held integers in [{lo}, {hi}) in the first {data.size} values the capture read; "
                          f"its inputs are drawn from that range (--range {name}=LO,HI to change)")

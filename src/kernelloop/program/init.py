@@ -85,31 +85,47 @@ def _other_float(text: str, element: str) -> str | None:
     return f"{other!r}f" if element == "float" else repr(other)
 
 
-_DEVICE_VARIABLE = re.compile(r"^\s*(?:static\s+)?(?:__(constant|device|managed)__\s+)+[^;(){}=]*?\b(\w+)\s*(?:\[[^\]]*\]\s*)*(?:=[^;]*)?;\s*$",
-                              re.S)
+# A file-scope variable: declarators before `;`, no parameter list (a function) and no body.
+_FILE_VARIABLE = re.compile(r"^\s*(?:(?:static|extern|volatile|inline|__(?:constant|device|managed|shared)__)\s+)*"
+                            r"(?P<type>[A-Za-z_][\w:<>, ]*?[\s*&]+)(?P<name>[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*"
+                            r"(?:=[^;]*|\{[^;]*\})?;\s*$", re.S)
+_MACRO = re.compile(r"^\s*#\s*define\s+(\w+)(?:\([^)]*\))?\s+(.*)$", re.M)
 
 
-def _refuse_state_set_by_host_code(items: list[Item]) -> None:
-    """A `__constant__`/`__device__`/`__managed__` variable that the file's host code sets
-    (`cudaMemcpyToSymbol`, `cudaGetSymbolAddress`, or any host use of a managed one) would be
-    zero in the generated harness, which runs no host code of the file but the launcher: the
-    baseline would compute something else than the user's program (red team round 17 wrapped
-    a gain table set by main, and a candidate that ignored its input matched the zero gains)."""
-    variables = {}
+def _refuse_state_set_by_host_code(items: list[Item], kept: set[str]) -> None:
+    """A file-scope variable (host global, `__constant__`, `__device__`, `__managed__`) that host
+    code `init` drops (the file's `main`, or any host function other than the launcher it wraps)
+    names, directly, through a helper's arguments or through a macro, could be set there: the
+    generated harness runs none of that code, so the kernel would see the variable's initial
+    value and the baseline compute something other than the user's program (red team round 17:
+    a gain table set by main; round 18: a host global the launcher passes, and the same through
+    a helper and a macro). Constants (`const`, `constexpr`) cannot be set and are kept."""
+    variables: dict[str, str] = {}
     for item in items:
-        if item.kind == "code" and (m := _DEVICE_VARIABLE.match(strip_comments(item.text))):
-            variables[m.group(2)] = m.group(1)
+        text = strip_comments(item.text)
+        if item.kind != "code" or body_start(item.text) is not None or re.search(r"\b(?:const|constexpr|typedef|using)\b", text):
+            continue
+        if (m := _FILE_VARIABLE.match(text)) and not re.match(r"^\s*(?:struct|class|enum|union|template)\b", text):
+            variables[m.group("name")] = " ".join(m.group("type").split())
     if not variables:
         return
-    host = "\n".join(strip_comments(i.text) for i in items if i.kind == "code" and body_start(i.text) is not None
-                     and (not re.search(r"\b__(?:global|device)__\b", i.head) or re.search(r"\b__host__\b", i.head)))
-    for name, kind in variables.items():
-        written = re.search(rf"\bcuda(?:MemcpyToSymbol(?:Async)?|GetSymbolAddress)\s*\([^;]*?\b{re.escape(name)}\b", host)
-        if written or (kind == "managed" and re.search(rf"\b{re.escape(name)}\b", host)):
-            how = written.group(0).split("(")[0] if written else "host code uses it"
-            raise InputError(f"__{kind}__ {name} is set by the file's host code ({how}), which the generated harness "
-                             f"does not run, so the kernel would see it zero: give {name} an initializer in the file "
-                             "or pass its values as a kernel argument")
+    # What a name in dropped host code can stand for: itself, and every macro whose body names it.
+    macros = {m.group(1): m.group(2) for item in items if item.kind == "preproc" for m in _MACRO.finditer(item.text)}
+    aliases = {name: {name} for name in variables}
+    for _ in range(4):  # macros of macros, a few levels deep
+        for name, spelled in aliases.items():
+            spelled |= {macro for macro, body in macros.items()
+                        if any(re.search(rf"\b{re.escape(s)}\b", body) for s in spelled)}
+    dropped = [i for i in items if i.kind == "code" and body_start(i.text) is not None
+               and function_name(i) not in kept
+               and (not re.search(r"\b__(?:global|device)__\b", i.head) or re.search(r"\b__host__\b", i.head))]
+    for item in dropped:
+        body = strip_comments(item.text)
+        for name, spelled in aliases.items():
+            if any(re.search(rf"\b{re.escape(s)}\b", body) for s in spelled):
+                raise InputError(f"{name} is a file-scope variable that {function_name(item)}() uses, and init "
+                                 f"runs none of that code, so the kernel would see {name} as the file initialises it: "
+                                 f"make it a constant with its value, or pass it as an argument of the launcher")
 
 
 def element_type(ctype: str) -> str | None:
@@ -312,7 +328,6 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     """A contract-v2 program around `source`'s kernel, or around the host launcher that launches
     it (see the module's docstring)."""
     items = scan_items(source)
-    _refuse_state_set_by_host_code(items)
     found = _pick_launcher(items, spec)
     if found is not None:
         callee_item, callee, launched = found
@@ -324,6 +339,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
         callee_item = _pick_kernel(items, spec.kernel)
         callee = kernel = function_name(callee_item) or "kernel"
         launched = [kernel]
+    _refuse_state_set_by_host_code(items, kept={callee, *launched})
     head, instance = _instantiate(callee, callee_item.head, spec.template_args)
     params = parse_params(head)
     notes: list[str] = list(spec.notes)
@@ -505,14 +521,16 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
             lines += ["", f"void {harness_calls}({signature}) {{", f"  {call.instance}({arguments});", "}"]
     lines += ["// kernelloop: editable end", ""]
     lines += [i.text for i in frozen if i not in above]
+    # The harness object's name, unless a parameter already has it (a kernel argument named `h`).
+    h = "h" if "h" not in {p.name for p in params} else "kl_harness"
     lines += ["#include <cstdio>", "#include <vector>", "#include <kernelloop_harness.cuh>", "", "int main() {",
-              "  kl::Harness h;"]
+              f"  kl::Harness {h};"]
     for p in params:
         if p.pointer:
             continue
         values = spec.values[p.name]
         if len(values) > 1:
-            lines.append(f"  const {p.element} {p.name} = h.size<{p.element}>({{{', '.join(values)}}});")
+            lines.append(f"  const {p.element} {p.name} = {h}.size<{p.element}>({{{', '.join(values)}}});")
         else:
             lines.append(f"  const {p.element} {p.name} = ({p.element})({values[0]});")
     for p in params:
@@ -521,17 +539,18 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
         role, count = roles[p.name], f"(size_t)({counts[p.name]})"
         if role in ("input", "inout"):
             gen, what = _generator(p.element, spec.ranges.get(p.name))
-            lines.append(f"  {p.element}* {p.name} = h.{role}<{p.element}>(\"{p.name}\", {count}, {gen});  // {what}")
+            lines.append(f"  {p.element}* {p.name} = {h}.{role}<{p.element}>(\"{p.name}\", {count}, {gen});  // {what}")
         else:
-            lines.append(f"  {p.element}* {p.name} = h.{role}<{p.element}>(\"{p.name}\", {count});")
-    lines.append(f"  h.run([&] {{ {harness_calls}({arguments}); }}, "
+            lines.append(f"  {p.element}* {p.name} = {h}.{role}<{p.element}>(\"{p.name}\", {count});")
+    lines.append(f"  {h}.run([&] {{ {harness_calls}({arguments}); }}, "
                  f"{{.warmup = {spec.warmup}, .calls = {spec.calls}, .flops = 0.0}});")
     for p in params:
         if p.pointer and roles[p.name] in ("output", "inout"):
             lines += [f"  {{  // a checksum of {p.name}: the verifier compares every element too",
-                      f"    std::vector<{p.element}> v = h.fetch({p.name});",
-                      "    double sum = 0.0;",
-                      f"    for (const auto& x : v) sum += {'(double)(float)x' if p.element in _FLOATING else '(double)x'};",
-                      f"    printf(\"{p.name} sum %.9g\\n\", sum);", "  }"]
+                      f"    std::vector<{p.element}> kl_values = {h}.fetch({p.name});",
+                      "    double kl_sum = 0.0;",
+                      f"    for (const auto& kl_x : kl_values) kl_sum += "
+                      f"{'(double)(float)kl_x' if p.element in _FLOATING else '(double)kl_x'};",
+                      f"    printf(\"{p.name} sum %.9g\\n\", kl_sum);", "  }"]
     lines += ["  return 0;", "}", ""]
     return "\n".join(lines)

@@ -148,10 +148,11 @@ _LIBC_NO_HOST_WRITES = re.compile(
 # may not name them (policy.scan_host_pass, `abi-call`; a red team wrote bytes anywhere with
 # __cxa_guard_release/abort). Their pointer is not tracked here: the compiler sets it in code
 # the frame model splits (a `.cold` part for the abort path).
-# free/delete/realloc write the allocator's metadata around their argument: the pointer must be
-# the launcher's own, like any out-parameter (a heap pointer found in memory is a write primitive).
-OUT_POINTER_ARGS.update({"free": (0,), "realloc": (0,), "_ZdlPv": (0,), "_ZdaPv": (0,), "_ZdlPvm": (0,),
-                         "_ZdaPvm": (0,), "_ZdlPvSt11align_val_t": (0,), "_ZdlPvmSt11align_val_t": (0,)})
+# free/delete/realloc write the allocator's metadata around their argument and hand its memory
+# to the next allocation anywhere in the process: of a heap pointer found in memory, or of the
+# launcher's own memory dressed as a chunk (red team round 18 had the harness's next malloc return
+# the candidate's globals), each is a write primitive. They are refused outright.
+_ALLOCATOR_RELEASE = re.compile(r"^(?:free|cfree|realloc|reallocarray|_ZdlPv\w*|_ZdaPv\w*)$")
 
 
 _API_SUFFIX = re.compile(r"(?:_v\d+)?(?:_ptds|_ptsz)?$")
@@ -472,6 +473,9 @@ def scan_host_code(obj: Path) -> list[Violation]:
                 if target not in own and not target.startswith(".") and not classified_import(target):
                     report("unknown-call", pending_call, f"calls {target}, which the host-code scan does not "
                                                           "classify: it may write host memory through its arguments")
+                if _ALLOCATOR_RELEASE.match(target):
+                    report("host-memory-write", pending_call, f"calls {target}: the allocator writes around the "
+                                                              "address it is given and hands that memory out again")
                 if _MEMORY_WRITERS.match(target):
                     report("host-memory-write", pending_call, f"calls {target}: writes host memory at an address "
                                                               "the editable part computes")
@@ -589,7 +593,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
                 snapshot = dict(own_pointers)
                 pointers_at_target[key] = snapshot if key not in pointers_at_target else {
                     r: v for r, v in pointers_at_target[key].items() if snapshot.get(r) == v}
-            if target > address:
+            if target > address and (section, address) in direct_branches:
                 if func.unwound:  # a depth guessed in unwinder-only code stays a guess where it jumps
                     guessed_depth.add((section, target))
                 earlier = frame_at_target.setdefault((section, target), func.frame)
@@ -711,14 +715,16 @@ def _returning_functions(listing: str) -> set[str]:
     call's unpopped stack arguments)."""
     returning: set[str] = set()
     name = ""
-    for line in listing.splitlines():
+    lines = listing.splitlines()
+    for k, line in enumerate(lines):
         if m := _FUNC.match(line):
             name = m.group("name")
-        elif (m := _INSN.match(line)) and name:
+        elif (m := _INSN.match(line)) and name and not _RELOC.match(line):
             mnemonic, ops = _operands(m.group("text"))
             base = mnemonic.split()[-1]
+            relocated = k + 1 < len(lines) and _RELOC.match(lines[k + 1]) is not None  # its placeholder names itself
             if base.startswith("ret") or (base in ("jmp", "jmpq") and ops and (
-                    ops[0].startswith("*") or _DIRECT_TARGET.match(ops[0]) is None
+                    relocated or ops[0].startswith("*") or _DIRECT_TARGET.match(ops[0]) is None
                     or f"<{name}" not in ops[0])):
                 returning.add(name)
     return returning
