@@ -30,6 +30,16 @@ SUITE = {
     "histogram": "histogram.cu",
 }
 STATIC_REASONS = {"policy", "compile", "reduced_precision"}
+# Other families' attack fixtures and the rules that must reject each (red team round 19).
+RULES: dict[str, set[str]] = {
+    "rt19_launch_args_read.cu": {"launch-arguments"}, "rt19_cooperative_args_read.cu": {"launch-arguments"},
+    "rt19_graph_node_args_read.cu": {"launch-arguments"}, "rt19_pasted_internal_launch.cu": {"launch-arguments"},
+    "rt19_memcpy_h2h_write.cu": {"host-copy"}, "rt19_memcpy_kind_computed.cu": {"host-copy"},
+    "rt19_memcpy_size_unknown.cu": {"host-copy"}, "rt19_memcpy_htod_foreign.cu": {"foreign-load"},
+    "rt19_memcpy_dtoh_heap.cu": {"foreign-store"}, "vault_role_write.cu": {"foreign-store"},
+    "rt20_launchex_kernel_overload_read.cu": {"launch-arguments"}, "rt20_launchex_pointer_chase.cu": {"launch-arguments"},
+    "rt20_launch_attrs_foreign.cu": {"launch-arguments"},
+}
 # Verifier v2 attack fixtures (tests/fixtures/candidates/matmul): the rules that must reject
 # each, from the source scan, and from the object and program scans when the source scan
 # is bypassed (defence in depth: the object is what really runs).
@@ -82,9 +92,13 @@ def test_static_gates(baseline: str, candidate: Path, expect: str, settings):
     editable, _ = candidate_editable_part(candidate.read_text(), split, candidate.name)
     result = static_gates(split, editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
     assert result.baseline.ok
+    manifest = candidate.parent / "manifest.json"  # the exemplars live outside the fixture folders
+    entry = json.loads(manifest.read_text()).get(candidate.name, {}) if manifest.exists() else {}
+    if expect == "policy" and entry.get("compiler_specific") and not result.violations:
+        pytest.skip(f"this host compiler does not produce the attack: {entry['compiler_specific']}")
     if expect == "policy":
         assert result.violations, "a policy candidate got past the policy gate"
-        want = V2_RULES.get(candidate.name, (set(), set()))[0]
+        want = V2_RULES.get(candidate.name, (RULES.get(candidate.name, set()), set()))[0]
         assert want <= {v.rule for v in result.violations}, [v.describe() for v in result.violations]
     elif expect == "reduced_precision":
         assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
@@ -219,18 +233,7 @@ void kl_honest_runtime_use(float* x) {
   cudaGraphExec_t ge;
   cudaGraphInstantiate(&ge, g, 0);
   cudaGraphLaunch(ge, s);
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(1);
-  cfg.blockDim = dim3(32);
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  cudaLaunchKernelEx(&cfg, kl_noop_kernel, t);
+  kl_noop_kernel<<<1, 32, 0, s>>>(t);
   cudaEventRecord(e, s);
   cudaStreamWaitEvent(0, e, 0);
   cudaFreeAsync(t, s);
@@ -257,7 +260,7 @@ void kl_honest_runtime_use(float* x) {
 def test_cuda_runtime_allow_list_and_the_rules_of_what_it_refuses():
     from kernelloop.verify.policy import cuda_call_rule
 
-    for honest in ["cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchKernel_ptsz", "cudaLaunchCooperativeKernel",
+    for honest in ["cudaLaunchKernel", "cudaLaunchKernel_ptsz",
                    "cudaFuncSetAttribute", "cudaFuncGetAttributes", "cudaFuncSetCacheConfig",
                    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "cudaGetDevice",
                    "cudaDeviceGetAttribute", "cudaGetDeviceProperties_v2", "cudaMalloc", "cudaFreeAsync",
@@ -285,6 +288,10 @@ def test_cuda_runtime_allow_list_and_the_rules_of_what_it_refuses():
         "cudaHostGetDevicePointer": "host-memory", "cudaMallocManaged": "host-memory",
         "__cudaRegisterManagedVar": "host-memory", "cudaIpcGetMemHandle": "ipc",
         "cudaGraphDebugDotPrint": "file-io", "cudaLogsDumpToFile": "file-io",
+        "cudaLaunchCooperativeKernel": "launch-arguments", "cudaGraphAddKernelNode": "launch-arguments",
+        "cudaLaunchKernelExC": "launch-arguments",
+        "cudaGraphExecKernelNodeSetParams": "launch-arguments", "cudaMemcpy2DAsync": "host-copy",
+        "cudaMemcpy3D": "host-copy", "cudaMemcpyToArray": "host-copy",
         "cudaSomethingNew": "forbidden-call",
     }
     for name, rule in refused.items():

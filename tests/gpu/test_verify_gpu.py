@@ -62,6 +62,8 @@ def test_candidate_fate(baseline, candidate, expect, settings):
         assert all(c.comparison.match for c in v.checks) and len(v.checks) >= 2 + settings.verify.runs
     else:
         assert not v.accepted
+        if entry.get("compiler_specific") and Reason.policy not in v.reasons:
+            return  # this host compiler does not produce the attack (the manifest says why): rejected all the same
         assert Reason(expect) in v.reasons, (v.reasons, v.summary)
 
 

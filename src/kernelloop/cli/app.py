@@ -262,6 +262,10 @@ def init(
     capture_command: Optional[str] = typer.Option(
         None, "--capture-command", help="With --capture: the command that runs your program, built your way "
                                         "(e.g. './app --steps 2'), instead of building FILE's main."),
+    keep_state: list[str] = typer.Option(
+        [], "--keep-state", help="A variable the kept launcher keeps for itself between calls (a cached workspace "
+                                 "or device property), which init may keep as it is (repeat) [default: none: init "
+                                 "refuses state the code it leaves out could set]."),
     force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT if it exists."),
 ) -> None:
     """Write a contract-v2 program around your own kernel, copied verbatim, ready for optimize.
@@ -274,6 +278,7 @@ def init(
 
     from ..errors import InputError
     from ..program.init import ROLES, InitSpec, generate
+    from ..init_state import refuse_state_set_by_dropped_code
     from ..program.split import inline_user_headers, read_program, split_program
     from ..tools.nvcc import build_whole_program, find_toolchain
 
@@ -322,6 +327,9 @@ def init(
                             for k in captured.kernels[:3]), highlight=False)
     else:
         result = generate(read_program(source), spec, source.name)
+    refuse_state_set_by_dropped_code(inline_user_headers(read_program(source), str(source), settings.include_dirs),
+                                     result, arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
+                                     keep_state=keep_state)
     build = build_whole_program(inline_user_headers(result.program, str(source), settings.include_dirs),
                                 arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
                                 toolchain=find_toolchain())

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from .scanner import Item, body_start, function_name, launched_kernels, scan_items, strip_comments
+from .scanner import Item, function_name, launched_kernels, scan_items, strip_comments
 
 Role = Literal["input", "output", "inout", "scratch"]
 ROLES: tuple[Role, ...] = ("input", "output", "inout", "scratch")
@@ -83,49 +83,6 @@ def _other_float(text: str, element: str) -> str | None:
         return None
     other = 0.75 * number if number else 0.5
     return f"{other!r}f" if element == "float" else repr(other)
-
-
-# A file-scope variable: declarators before `;`, no parameter list (a function) and no body.
-_FILE_VARIABLE = re.compile(r"^\s*(?:(?:static|extern|volatile|inline|__(?:constant|device|managed|shared)__)\s+)*"
-                            r"(?P<type>[A-Za-z_][\w:<>, ]*?[\s*&]+)(?P<name>[A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*"
-                            r"(?:=[^;]*|\{[^;]*\})?;\s*$", re.S)
-_MACRO = re.compile(r"^\s*#\s*define\s+(\w+)(?:\([^)]*\))?\s+(.*)$", re.M)
-
-
-def _refuse_state_set_by_host_code(items: list[Item], kept: set[str]) -> None:
-    """A file-scope variable (host global, `__constant__`, `__device__`, `__managed__`) that host
-    code `init` drops (the file's `main`, or any host function other than the launcher it wraps)
-    names, directly, through a helper's arguments or through a macro, could be set there: the
-    generated harness runs none of that code, so the kernel would see the variable's initial
-    value and the baseline compute something other than the user's program (red team round 17:
-    a gain table set by main; round 18: a host global the launcher passes, and the same through
-    a helper and a macro). Constants (`const`, `constexpr`) cannot be set and are kept."""
-    variables: dict[str, str] = {}
-    for item in items:
-        text = strip_comments(item.text)
-        if item.kind != "code" or body_start(item.text) is not None or re.search(r"\b(?:const|constexpr|typedef|using)\b", text):
-            continue
-        if (m := _FILE_VARIABLE.match(text)) and not re.match(r"^\s*(?:struct|class|enum|union|template)\b", text):
-            variables[m.group("name")] = " ".join(m.group("type").split())
-    if not variables:
-        return
-    # What a name in dropped host code can stand for: itself, and every macro whose body names it.
-    macros = {m.group(1): m.group(2) for item in items if item.kind == "preproc" for m in _MACRO.finditer(item.text)}
-    aliases = {name: {name} for name in variables}
-    for _ in range(4):  # macros of macros, a few levels deep
-        for name, spelled in aliases.items():
-            spelled |= {macro for macro, body in macros.items()
-                        if any(re.search(rf"\b{re.escape(s)}\b", body) for s in spelled)}
-    dropped = [i for i in items if i.kind == "code" and body_start(i.text) is not None
-               and function_name(i) not in kept
-               and (not re.search(r"\b__(?:global|device)__\b", i.head) or re.search(r"\b__host__\b", i.head))]
-    for item in dropped:
-        body = strip_comments(item.text)
-        for name, spelled in aliases.items():
-            if any(re.search(rf"\b{re.escape(s)}\b", body) for s in spelled):
-                raise InputError(f"{name} is a file-scope variable that {function_name(item)}() uses, and init "
-                                 f"runs none of that code, so the kernel would see {name} as the file initialises it: "
-                                 f"make it a constant with its value, or pass it as an argument of the launcher")
 
 
 def element_type(ctype: str) -> str | None:
@@ -209,7 +166,23 @@ def _launchers(items: list[Item], kernels: list[str]) -> list[tuple[Item, str, l
     return found
 
 
+# Launches with an array of pointers to the kernel's arguments: a candidate may not make them (the
+# runtime copies whatever host memory the pointers name into the kernel; verify.policy,
+# `launch-arguments`), so a launcher written with one cannot be the editable part.
+_ARGUMENT_ARRAY_LAUNCH = re.compile(r"\b(cudaLaunchKernel\w*|cudaLaunchCooperativeKernel\w*)\s*[(<]")
+
+
 def _pick_launcher(items: list[Item], spec: InitSpec) -> tuple[Item, str, list[str]] | None:
+    found = _find_launcher(items, spec)
+    if found is not None and (m := _ARGUMENT_ARRAY_LAUNCH.search(strip_comments(found[0].text))):
+        raise InputError(f"{found[1]} launches with {m.group(1)}, whose array of argument pointers a candidate may not "
+                         "use (the runtime copies whatever host memory they name into the kernel): launch with "
+                         "<<<...>>> there, or wrap the kernel alone with --kernel NAME "
+                         "--grid EXPR --block EXPR")
+    return found
+
+
+def _find_launcher(items: list[Item], spec: InitSpec) -> tuple[Item, str, list[str]] | None:
     """The file's launcher the harness calls, or None to wrap a kernel in a generated one.
 
     --launcher names it; otherwise the one host function that launches the chosen kernel (or,
@@ -339,7 +312,6 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
         callee_item = _pick_kernel(items, spec.kernel)
         callee = kernel = function_name(callee_item) or "kernel"
         launched = [kernel]
-    _refuse_state_set_by_host_code(items, kept={callee, *launched})
     head, instance = _instantiate(callee, callee_item.head, spec.template_args)
     params = parse_params(head)
     notes: list[str] = list(spec.notes)

@@ -254,7 +254,10 @@ def build_program(
             pass
     limits = limits or Limits(wall_timeout_s=300, memory_bytes=8 << 30, max_processes=512)
     started = time.monotonic()
-    result = _build(editable_unit, harness_unit, flags, toolchain, limits, out_dir, exports)
+    harness_key = hashlib.sha256(json.dumps(["harness", BUILD_RECIPE_VERSION, toolchain.version, toolchain.banner, flags,
+                                             harness_unit, _harness_header_digest()]).encode()).hexdigest()[:32]
+    result = _build(editable_unit, harness_unit, flags, toolchain, limits, out_dir, exports,
+                    harness_dir=cache_dir / "harness" / harness_key)
     result.seconds = time.monotonic() - started
     result.key = key
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -265,7 +268,7 @@ def build_program(
 
 
 def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchain, limits: Limits,
-           out_dir: Path, exports: list[str] | None) -> BuildResult:
+           out_dir: Path, exports: list[str] | None, harness_dir: Path) -> BuildResult:
     logs: list[str] = []
     with private_workdir() as work:
         (work / "editable.cu").write_text(editable_unit)
@@ -288,15 +291,27 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         failed = nvcc("compile editable", ["-c", "editable.cu", "-o", "editable.o"])
         if failed:
             return failed
-        failed = nvcc("compile harness", [f"-I{_HARNESS_INCLUDE}", "-c", "harness.cu", "-o", "harness.o"])
-        if failed:
-            return failed
-        # Kernel names come from the device code (PTX), never from host symbols: an
-        # extern "C" kernel may borrow any host symbol's name.
-        failed = nvcc("list harness kernels", [f"-I{_HARNESS_INCLUDE}", "-ptx", "harness.cu", "-o", "harness.ptx"])
-        if failed:
-            return failed
-        harness_kernels = sorted(set(_PTX_ENTRY.findall((work / "harness.ptx").read_text())))
+        # The harness unit is the baseline's whatever the candidate: compiled once per content.
+        if (harness_dir / "kernels.json").exists() and (harness_dir / "harness.o").exists():
+            shutil.copy2(harness_dir / "harness.o", work / "harness.o")
+            shutil.chown(work / "harness.o", user=work.stat().st_uid, group=work.stat().st_gid)
+            harness_kernels = json.loads((harness_dir / "kernels.json").read_text())
+        else:
+            failed = nvcc("compile harness", [f"-I{_HARNESS_INCLUDE}", "-c", "harness.cu", "-o", "harness.o"])
+            if failed:
+                return failed
+            # Kernel names come from the device code (PTX), never from host symbols: an
+            # extern "C" kernel may borrow any host symbol's name.
+            failed = nvcc("list harness kernels", [f"-I{_HARNESS_INCLUDE}", "-ptx", "harness.cu", "-o", "harness.ptx"])
+            if failed:
+                return failed
+            harness_kernels = sorted(set(_PTX_ENTRY.findall((work / "harness.ptx").read_text())))
+            harness_dir.mkdir(parents=True, exist_ok=True)
+            for name, write in (("harness.o", lambda t: shutil.copy2(work / "harness.o", t)),
+                                ("kernels.json", lambda t: t.write_text(json.dumps(harness_kernels)))):
+                tmp = harness_dir / f"{name}.{os.getpid()}.tmp"
+                write(tmp)
+                os.replace(tmp, harness_dir / name)  # kernels.json last: its presence means both are whole
         editable_kernels: list[str] = []
         if harness_kernels:
             failed = nvcc("list editable kernels", ["-ptx", "editable.cu", "-o", "editable.ptx"])
@@ -365,30 +380,46 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
 def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
                         limits: Limits | None = None) -> BuildResult:
     """Compile a program as it is, one translation unit (for profiling the user's own file)."""
+    return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=False)
+
+
+def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
+                       limits: Limits | None = None) -> BuildResult:
+    """Compile a program's one translation unit to an object for reading what each function
+    touches: unoptimised (every function keeps its own symbol), a section per function and variable."""
+    return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True)
+
+
+def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None, limits: Limits | None,
+                 object_only: bool) -> BuildResult:
     toolchain = toolchain or find_toolchain()
-    flags = ["-O3", "-std=c++17", *arch_flags(arch)]
+    # An object for reading: -O0 and a section per function and variable, so every reference from
+    # one function to another (a static helper's call too) is a relocation.
+    reading = ["-c", "-Xcompiler", "-ffunction-sections,-fdata-sections"] if object_only else []
+    flags = ["-O0" if object_only else "-O3", "-std=c++17", *arch_flags(arch), *reading]
+    output = "program.o" if object_only else "program"
     key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source,
                                      _harness_header_digest()]).encode()).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
-    if (out_dir / "program").exists():
-        return BuildResult(ok=True, stage="done", log="", binary=out_dir / "program", flags=flags, cached=True, key=key)
+    if (out_dir / output).exists():
+        return BuildResult(ok=True, stage="done", log="", binary=out_dir / output, flags=flags, cached=True, key=key)
     limits = limits or Limits(wall_timeout_s=300, memory_bytes=8 << 30, max_processes=512)
     started = time.monotonic()
     with private_workdir() as work:
         (work / "program.cu").write_text(source)
         shutil.chown(work / "program.cu", user=work.stat().st_uid, group=work.stat().st_gid)
         stage_harness_header(work)
-        run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", "program.cu", "-o", "program"],
+        run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", "program.cu", "-o", output],
                             workdir=work, limits=limits)
         log = (run.stdout + run.stderr).strip()
         if not run.ok:
             return BuildResult(ok=False, stage="compile", log=log + f"\n[compile] nvcc {run.failure()}", flags=flags,
                                key=key, seconds=time.monotonic() - started)
         out_dir.mkdir(parents=True, exist_ok=True)
-        tmp = out_dir / "program.tmp"
-        shutil.copy2(work / "program", tmp)
-        os.replace(tmp, out_dir / "program")
-    return BuildResult(ok=True, stage="done", log=log, binary=out_dir / "program", flags=flags, key=key,
+        tmp = out_dir / f"{output}.tmp"
+        shutil.copy2(work / output, tmp)
+        os.replace(tmp, out_dir / output)
+    return BuildResult(ok=True, stage="done", log=log, binary=out_dir / output, flags=flags, key=key,
                        seconds=time.monotonic() - started)
 
 

@@ -21,8 +21,11 @@ CUDA runtime's out-parameters: `cudaDeviceGetAttribute(&value, ...)`, `cudaMallo
 and nvcc's own launch stubs): each such pointer must be set, in the same straight-line stretch
 of code as the call, to the function's own frame or its own globals (`lea disp(%rsp)` or
 `lea sym(%rip)`). libc's memory writers (`memcpy`, `memset`, ...) are refused outright: their
-destination is data. CUDA copies (`cudaMemcpy*`) stay allowed for device-to-device work: any
-copy that touches host memory is counted by the timing audit against the baseline's.
+destination is data. A CUDA copy (`cudaMemcpy`, `...Async`, `...To/FromSymbol`) must name its
+direction as a constant: device to device, or host to device / device to host with the host side
+its own frame or globals and a constant size (a red team read and wrote any host address with
+host-to-host and default-direction copies, round 19). Copies whose direction the scan cannot see
+in registers (2D, 3D, arrays) are refused.
 
 Control must also come back the way it went: a `ret` with bytes still pushed in its own frame
 (`push %reg; ret` is a call through a pointer without a `call *`) and any write to %rsp other
@@ -122,8 +125,7 @@ OUT_POINTER_ARGS.update({  # libm/libc functions with output pointers an honest 
 _CUDA_NO_HOST_WRITES = re.compile(
     r"^(?:cudaLaunchKernel|cudaLaunchKernelExC|cudaLaunchCooperativeKernel|cudaFuncSetAttribute"
     r"|cudaFuncSetCacheConfig|cudaFuncSetSharedMemConfig|cudaFree|cudaFreeAsync|cudaFreeArray"
-    r"|cudaMemset(?:2D|3D)?(?:Async)?|cudaMemcpy(?:2D|3D)?(?:Async)?|cudaMemcpy(?:To|From)Symbol(?:Async)?"
-    r"|cudaMemcpy2D(?:To|From)Array(?:Async)?|cudaDestroyTextureObject|cudaDestroySurfaceObject"
+    r"|cudaMemset(?:2D|3D)?(?:Async)?|cudaDestroyTextureObject|cudaDestroySurfaceObject"
     r"|cudaStreamDestroy|cudaStreamSynchronize|cudaStreamQuery|cudaStreamWaitEvent|cudaDeviceSynchronize"
     r"|cudaEventRecord(?:WithFlags)?|cudaEventDestroy|cudaEventSynchronize|cudaEventQuery|cudaStreamBeginCapture"
     r"|cudaGraphAddDependencies|cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphLaunch"
@@ -164,10 +166,25 @@ def _out_pointer_args(name: str) -> tuple[int, ...] | None:
     return found if found is not None else OUT_POINTER_ARGS.get(_API_SUFFIX.sub("", name))
 
 
+# CUDA copies, by the argument positions the scan checks: (direction, byte count, destination,
+# source); -1 where that side is a device symbol. cudaMemcpyKind values: 0 host to host, 1 host
+# to device, 2 device to host, 3 device to device, 4 inferred from the pointers.
+_COPY_ARGS: dict[str, tuple[int, int, int, int]] = {
+    "cudaMemcpy": (3, 2, 0, 1), "cudaMemcpyAsync": (3, 2, 0, 1),
+    "cudaMemcpyToSymbol": (4, 2, -1, 1), "cudaMemcpyToSymbolAsync": (4, 2, -1, 1),
+    "cudaMemcpyFromSymbol": (4, 2, 0, -1), "cudaMemcpyFromSymbolAsync": (4, 2, 0, -1),
+}
+_HOST_TO_DEVICE, _DEVICE_TO_HOST, _DEVICE_TO_DEVICE = 1, 2, 3
+
+
+def _copy_args(name: str) -> tuple[int, int, int, int] | None:
+    return _COPY_ARGS.get(name) or _COPY_ARGS.get(_API_SUFFIX.sub("", name))
+
+
 def classified_import(name: str) -> bool:
     """Whether the scan knows what `name` writes through its arguments."""
-    return _out_pointer_args(name) is not None or bool(_CUDA_NO_HOST_WRITES.match(name) or _LIBC_NO_HOST_WRITES.match(name)
-                                           or _MEMORY_WRITERS.match(name))
+    return _out_pointer_args(name) is not None or _copy_args(name) is not None or bool(
+        _CUDA_NO_HOST_WRITES.match(name) or _LIBC_NO_HOST_WRITES.match(name) or _MEMORY_WRITERS.match(name))
 
 
 # Writers whose destination is data, whatever the compiler can prove: refused in host code.
@@ -359,8 +376,8 @@ def scan_host_code(obj: Path) -> list[Violation]:
     # is known: (rule, function, instruction, width, symbol, addend, relocation address).
     pending_global: list[tuple[str, str, str, int, str, int, int]] = []
     pending_call: str | None = None  # a direct call whose target comes on the relocation line
-    # Argument registers set, in this straight-line stretch, to the function's own memory:
-    # ("stack", displacement, "") or ("global", offset, symbol).
+    # Argument registers set, in this straight-line stretch, to the function's own memory or to a
+    # constant: ("stack", displacement, ""), ("global", offset, symbol) or ("const", value, "").
     own_pointers: dict[str, tuple[str, int, str]] = {}
     pending_lea: str | None = None  # an `lea sym(%rip)` into this register awaits its relocation
     pending_load: tuple[str, str, int, str, int] | None = None  # a %rip-relative load awaiting its relocation
@@ -379,6 +396,50 @@ def scan_host_code(obj: Path) -> list[Violation]:
                 report(rule, where, f"`{text}`: {verb} {width} bytes at {symbol}{offset:+d}, outside "
                                     "the editable part's own data")
         pending_global = []
+
+    def judge_own_pointer(where: str, target: str, k: int, size: int, role: str, rule: str) -> None:
+        """Argument k of a call must point at `size` bytes of the function's own frame or globals."""
+        assert func is not None
+        if k >= len(_ARG_REGS):  # passed on the stack: the scan follows argument registers only
+            report(rule, where, f"passes {target} {role} as argument {k + 1}, on the stack, where the scan "
+                                "cannot check it")
+            return
+        pointer = own_pointers.get(_ARG_REGS[k])
+        if pointer is None or pointer[0] not in ("stack", "global"):
+            report(rule, where, f"passes {target} {role} (argument {k + 1}) that is not its own stack frame or global")
+        elif pointer[0] == "stack" and not (-func.frame - 128 <= pointer[1] and pointer[1] + size <= -func.protected):
+            report(rule, where, f"passes {target} {role} (argument {k + 1}) whose {size} bytes at "
+                                f"{pointer[1] + func.frame}(%rsp) reach past its locals "
+                                f"({func.frame - func.protected} bytes) into saved registers or the return address")
+        elif pointer[0] == "global" and not data.fits(pointer[2], pointer[1], size):
+            report(rule, where, f"passes {target} {role} (argument {k + 1}) whose {size} bytes at "
+                                f"{pointer[2]}{pointer[1]:+d} reach outside the editable part's own data")
+
+    def constant_argument(k: int) -> int | None:
+        fact = own_pointers.get(_ARG_REGS[k]) if k < len(_ARG_REGS) else None
+        return fact[1] if fact is not None and fact[0] == "const" else None
+
+    def judge_copy(where: str, target: str, kind_at: int, count_at: int, dst_at: int, src_at: int) -> None:
+        """A CUDA copy names its direction as a constant, and its host side is the function's own
+        memory, of a constant size (round 19 read and wrote any host address with copies)."""
+        kind = constant_argument(kind_at)
+        if kind == _DEVICE_TO_DEVICE:
+            return
+        if kind not in (_HOST_TO_DEVICE, _DEVICE_TO_HOST):
+            report("host-copy", where, f"calls {target} with a direction that is not device-to-device, host-to-device "
+                                       "or device-to-host, written as a constant: a host-to-host or inferred copy "
+                                       "reads or writes any host address")
+            return
+        host_at = src_at if kind == _HOST_TO_DEVICE else dst_at
+        count = constant_argument(count_at)
+        if host_at < 0:
+            report("host-copy", where, f"calls {target} with a host-side direction on a device symbol's side")
+        elif count is None or count <= 0:
+            report("host-copy", where, f"calls {target} with a host-side size the scan cannot read as a constant")
+        else:
+            role = "a host source" if kind == _HOST_TO_DEVICE else "a host destination"
+            judge_own_pointer(where, target, host_at, count, role,
+                              "foreign-load" if kind == _HOST_TO_DEVICE else "foreign-store")
 
     text_listing = _disassemble(obj)
     listing = _listing(text_listing)
@@ -480,25 +541,10 @@ def scan_host_code(obj: Path) -> list[Violation]:
                     report("host-memory-write", pending_call, f"calls {target}: writes host memory at an address "
                                                               "the editable part computes")
                 for k in _out_pointer_args(target) or ():
-                    size = _out_pointer_size(target, k)
-                    if k >= len(_ARG_REGS):  # passed on the stack: the scan follows argument registers only
-                        report("foreign-store", pending_call, f"passes {target} an output pointer as argument "
-                                                              f"{k + 1}, on the stack, where the scan cannot check it")
-                        continue
-                    pointer = own_pointers.get(_ARG_REGS[k])
-                    if pointer is None:
-                        report("foreign-store", pending_call, f"passes {target} an output pointer (argument {k + 1}) "
-                                                              "that is not its own stack frame or global")
-                    elif pointer[0] == "stack" and not (-func.frame - 128 <= pointer[1]
-                                                         and pointer[1] + size <= -func.protected):
-                        report("foreign-store", pending_call,
-                               f"passes {target} an output pointer (argument {k + 1}) whose {size} bytes at "
-                               f"{pointer[1] + func.frame}(%rsp) reach past its locals "
-                               f"({func.frame - func.protected} bytes) into saved registers or the return address")
-                    elif pointer[0] == "global" and not data.fits(pointer[2], pointer[1], size):
-                        report("foreign-store", pending_call,
-                               f"passes {target} an output pointer (argument {k + 1}) whose {size} bytes at "
-                               f"{pointer[2]}{pointer[1]:+d} reach outside the editable part's own data")
+                    judge_own_pointer(pending_call, target, k, _out_pointer_size(target, k), "an output pointer",
+                                      "foreign-store")
+                if (copy := _copy_args(target)) is not None:
+                    judge_copy(pending_call, target, *copy)
                 pending_call = None
                 own_pointers = {}  # the call clobbers the argument registers
             if pending_lea is not None:
@@ -619,6 +665,15 @@ def scan_host_code(obj: Path) -> list[Violation]:
             own_pointers.pop(arg, None)
             if base_mnemonic in ("mov", "movq") and ops[0] == "%rsp" and written == arg:
                 own_pointers[arg] = ("stack", -func.frame, "")  # the frame's base (positions: from the entry %rsp)
+                set_here = arg
+            # A constant (a copy's direction and size): a full-width write of an immediate, or a
+            # register cleared with itself. 8- and 16-bit writes keep the rest of the register.
+            if written in _REG_ALIASES[arg][:2] and len(ops) == 2 and (
+                    base_mnemonic in ("mov", "movl", "movq", "movabs", "movabsq") and ops[0].startswith("$")):
+                own_pointers[arg] = ("const", _int(ops[0][1:]), "")
+                set_here = arg
+            if written in _REG_ALIASES[arg][:2] and base_mnemonic in ("xor", "xorl", "xorq") and ops[0] == ops[1]:
+                own_pointers[arg] = ("const", 0, "")
                 set_here = arg
             if base_mnemonic in ("lea", "leaq") and written == arg and len(ops) == 2:
                 src = _MEM.search(ops[0])

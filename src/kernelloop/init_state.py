@@ -1,0 +1,93 @@
+"""init's guard against state the generated program would not set as the user's program does.
+
+`init` keeps the user's launcher and kernels and drops the rest of the host code (`main`, setup
+helpers). State the kept code reads and something else sets (main, a setup helper, a set-up call
+of the launcher itself, another file) would hold its initial value in the generated program, so
+the baseline would compute something other than the user's program, and a candidate could match
+that degenerate baseline (red team rounds 17-20: a blend weight left at 0, so copying the input
+matched). The decision is made on the compiled file (tools.state_refs), where every spelling of a
+variable is the same symbol:
+
+- mutable state the kept code reaches (host variables, static locals, another file's variables,
+  `__device__`/`__constant__` variables it uploads) is refused unless the user names it with
+  `--keep-state` (a workspace the launcher caches for itself): init cannot tell who else sets it;
+- device variables the dropped code names are refused, and so are kernels the dropped code
+  launches in a file with device variables (a setup kernel can write them).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .errors import InputError
+from .program.init import InitResult
+from .tools.nvcc import build_whole_object
+from .tools.state_refs import StateReferences, generated, state_references
+
+
+def _base_name(signature: str) -> str:
+    """`void ns::launch<float>(float*, int)` -> `launch`."""
+    head = signature.split("(", 1)[0]
+    depth, bare = 0, ""
+    for ch in head:
+        depth += ch == "<"
+        if depth == 0:
+            bare += ch
+        depth -= ch == ">"
+    return re.split(r"::|\s", bare.strip())[-1]
+
+
+def _variable_name(readable: str) -> str:
+    """A variable's name as a user writes it: `launch(float*, int)::alpha` -> `alpha`, `cfg::w` -> `cfg::w`."""
+    return readable.rsplit(")::", 1)[-1]
+
+
+def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[str] = frozenset()) -> list[str]:
+    """What makes the generated program's baseline differ from the user's program, one line each."""
+    readable = refs.readable_names
+
+    def launches(f: str) -> bool:  # a kernel's host-side wrapper: it calls the kernel's launch stub
+        return "__device_stub__" not in f and any("__device_stub__" in c and c in refs.functions
+                                                  for c in refs.edges.get(f, ()))
+
+    kept_roots = {f for f in refs.functions if _base_name(readable.get(f, f)) in kept_names}
+    kept = refs.reach(kept_roots)
+    problems: list[str] = []
+    for variable in sorted(refs.state(kept)):
+        name = _variable_name(readable.get(variable, variable))
+        if name in keep_state or name.split("::")[-1] in keep_state:
+            continue
+        where = "another file's variable" if variable in refs.external else "state that persists between calls"
+        problems.append(f"the kept code reads {name}, {where}: init cannot tell whether the code it leaves out "
+                        f"(main, set-up calls) sets it")
+    device_variables = sorted(_variable_name(readable.get(v, v)) for v in refs.device_shadows)
+    kept_functions = kept & refs.functions
+    for root in sorted(f for f in refs.functions - kept if not generated(f) and not launches(f)):
+        reachable = refs.reach({root}, stop=kept_functions)
+        setter = _base_name(readable.get(root, root))
+        for variable in sorted(reachable & refs.device_shadows):
+            problems.append(f"{setter}() can set the device variable {_variable_name(readable.get(variable, variable))}, "
+                            "and init runs none of that code")
+        if device_variables:
+            for wrapper in sorted(f for f in reachable if launches(f)):
+                problems.append(f"{setter}() launches {_base_name(readable.get(wrapper, wrapper))}, which can write the "
+                                f"device variables ({', '.join(device_variables[:3])}), and init runs none of that code")
+    return list(dict.fromkeys(problems))
+
+
+def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: str, cache_dir: Path,
+                                     keep_state: list[str] | None = None) -> None:
+    """Raise InputError when the generated program's baseline could differ from the user's program."""
+    build = build_whole_object(source, arch=arch, cache_dir=cache_dir)
+    if not build.ok or build.binary is None:
+        first = next((ln for ln in build.log.splitlines() if "error" in ln), build.log.strip()[-200:])
+        raise InputError(f"the file does not compile as it is ({first.strip()}): init reads its object to see what "
+                         "the code it leaves out sets; give --include-dir for your headers")
+    kept = {_base_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
+    problems = state_problems(state_references(build.binary), kept, set(keep_state or []))
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(f"{problems[0]}{more}, so the kernel could see another value than in your program: make it "
+                         "a constant or a launcher argument, or, for state the launcher keeps for itself (a cached "
+                         "workspace), name it with --keep-state NAME")

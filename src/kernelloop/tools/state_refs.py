@@ -1,0 +1,150 @@
+"""Which writable data each function of a compiled object can reach, read from its relocations.
+
+`init` keeps a file's launcher and kernels and drops the rest of its host code (`main`, helpers).
+Anything the dropped code sets that the kept code reads would differ between the user's program
+and the generated one. Names in the source cannot answer that: C++ reaches a variable through
+namespaces, class members, aggregates, several declarators, pointers and references kept in other
+globals and token pasting (red team round 19 hid one from a text match nine ways). The object
+can: every access to file-scope data is a relocation against its symbol (or its section plus an
+offset), and data that holds an address has a relocation of its own, so following relocations
+from a function through data finds every variable it can touch, however it was spelled.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .symbols import demangle
+
+# Code the compiler writes (registration, static initialisation, launch stubs' handles): it runs
+# the same way in the user's program and in the generated one.
+_GENERATED = re.compile(r"__cuda|__nv_|__sti__|_GLOBAL__sub_I|__static_initialization_and_destruction"
+                        r"|__cxx_global_var_init|__device_stub__|__fatDeviceText|__dso_handle|^_ZGV|_ZL\d+__cuda")
+_PC_RELATIVE = {"R_X86_64_PC32", "R_X86_64_PLT32", "R_X86_64_GOTPCREL", "R_X86_64_GOTPCRELX",
+                "R_X86_64_REX_GOTPCRELX", "R_X86_64_PC64"}
+_SECTION_HEADER = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+"
+                             r"(?P<flags>[A-Za-z]*)\s", re.M)
+_SYMBOL = re.compile(r"^\s*\d+:\s+(?P<value>[0-9a-f]+)\s+(?P<size>\d+)\s+(?P<type>\w+)\s+\w+\s+\w+\s+"
+                     r"(?P<index>\d+)\s+(?P<name>\S+)\s*$")
+_RELOCATION_SECTION = re.compile(r"^Relocation section '\.rela?(?P<section>\S+)'")
+_RELOCATION = re.compile(r"^(?P<offset>[0-9a-f]+)\s+[0-9a-f]+\s+(?P<type>R_X86_64_\w+)\s+[0-9a-f]+\s+"
+                         r"(?P<target>\S+)\s*(?P<sign>[+-])\s*(?P<addend>[0-9a-f]+)")
+
+
+@dataclass
+class _Symbol:
+    name: str
+    section: str
+    start: int
+    size: int
+    kind: str  # FUNC or OBJECT
+
+
+@dataclass
+class StateReferences:
+    """What each symbol of an object refers to, and which symbols are mutable state."""
+
+    edges: dict[str, set[str]] = field(default_factory=dict)  # symbol -> symbols its code or bytes refer to
+    functions: set[str] = field(default_factory=set)
+    writable: set[str] = field(default_factory=set)  # file-scope and static variables the program can change
+    external: set[str] = field(default_factory=set)  # data another file defines (referenced, not called)
+    device_shadows: set[str] = field(default_factory=set)  # host shadows of __device__/__constant__ variables
+    readable_names: dict[str, str] = field(default_factory=dict)  # mangled -> demangled
+
+    def reach(self, roots: set[str], *, stop: set[str] = frozenset()) -> set[str]:
+        """Every symbol reachable from `roots` through calls, data accesses and addresses kept in
+        data (a function pointer in a table is reached, and so called), not entering `stop`."""
+        seen, todo = set(), [r for r in roots if r not in stop]
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            todo += [t for t in self.edges.get(name, ()) if t not in seen and t not in stop]
+        return seen
+
+    def state(self, symbols: set[str]) -> set[str]:
+        """The mutable state among `symbols` (the compiler's own excluded)."""
+        return {s for s in symbols if (s in self.writable or s in self.external) and not generated(s)}
+
+
+def generated(name: str) -> bool:
+    return bool(_GENERATED.search(name))
+
+
+# Data a library defines that an honest launcher's error path touches.
+_LIBRARY_DATA = {"stdin", "stdout", "stderr", "_ZSt4cout", "_ZSt4cerr", "_ZSt4clog", "__dso_handle",
+                 "_ZTVN10__cxxabiv117__class_type_infoE", "_ZTVN10__cxxabiv120__si_class_type_infoE"}
+_CALL_RELOCATIONS = {"R_X86_64_PLT32"}
+
+
+def state_references(obj: Path) -> StateReferences:
+    """Read `obj` (an ELF relocatable object from nvcc -c) with readelf."""
+    if shutil.which("readelf") is None:
+        raise FileNotFoundError("readelf (binutils) is needed to read the program's object")
+    out = subprocess.run(["readelf", "-SsrW", str(obj)], capture_output=True, text=True, timeout=120).stdout
+    sections: dict[str, str] = {}  # index -> name
+    writable_sections: set[str] = set()
+    for m in _SECTION_HEADER.finditer(out):
+        sections[m.group(1)] = m.group(2)
+        name = m.group(2)
+        # RELRO data (.data.rel.ro) is read-only once the program runs: it is followed, not counted
+        if "W" in m.group("flags") and "X" not in m.group("flags") and not name.startswith(".data.rel.ro") \
+                and name not in (".init_array", ".fini_array", ".got", ".got.plt") and not name.startswith(".nv"):
+            writable_sections.add(name)
+    symbols: list[_Symbol] = []
+    undefined: set[str] = set()
+    for line in out.splitlines():
+        m = _SYMBOL.match(line)
+        if m and m.group("type") in ("FUNC", "OBJECT", "TLS") and m.group("index") in sections:
+            symbols.append(_Symbol(m.group("name"), sections[m.group("index")], int(m.group("value"), 16),
+                                   int(m.group("size")), "FUNC" if m.group("type") == "FUNC" else "OBJECT"))
+        elif line.strip() and re.match(r"^\s*\d+:\s+0+\s+0\s+NOTYPE\s+GLOBAL\s+\w+\s+UND\s+(\S+)", line):
+            undefined.add(line.split()[-1])
+    by_section: dict[str, list[_Symbol]] = {}
+    for s in symbols:
+        by_section.setdefault(s.section, []).append(s)
+
+    def containing(section: str, offset: int) -> _Symbol | None:
+        for s in by_section.get(section, ()):
+            if s.start <= offset < s.start + max(s.size, 1):
+                return s
+        return None
+
+    names = {s.name for s in symbols}
+    refs = StateReferences()
+    section = ""
+    for line in out.splitlines():
+        if m := _RELOCATION_SECTION.match(line):
+            section = m.group("section")
+            continue
+        m = _RELOCATION.match(line.strip())
+        if not m or not section:
+            continue
+        source = containing(section, int(m.group("offset"), 16))
+        if source is None:
+            continue
+        target, addend = m.group("target"), int(m.group("addend"), 16) * (-1 if m.group("sign") == "-" else 1)
+        if target in undefined:
+            if m.group("type") not in _CALL_RELOCATIONS and target not in _LIBRARY_DATA:
+                refs.external.add(target)  # a variable of another file (a called function has a PLT relocation)
+        elif target not in names:  # a section symbol plus an offset: the symbol there, else the section's bytes
+            offset = addend + 4 if m.group("type") in _PC_RELATIVE else addend
+            inner = containing(target, offset)
+            if inner is None and target in writable_sections:
+                inner = _Symbol(f"{target}+{offset:#x}", target, offset, 1, "OBJECT")
+                symbols.append(inner)
+                by_section.setdefault(target, []).append(inner)
+            target = inner.name if inner is not None else target
+        refs.edges.setdefault(source.name, set()).add(target)
+    refs.functions = {s.name for s in symbols if s.kind == "FUNC"}
+    refs.writable = {s.name for s in symbols if s.kind == "OBJECT" and s.section in writable_sections}
+    refs.device_shadows = {t for fn in refs.functions if "__nv_cudaEntityRegisterCallback" in fn
+                           for t in refs.edges.get(fn, ()) if t in refs.writable and not generated(t)}
+    every = sorted(refs.functions | refs.writable | refs.external)
+    refs.readable_names = dict(zip(every, demangle(every)))
+    return refs

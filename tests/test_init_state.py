@@ -1,0 +1,85 @@
+"""init's object-level guard: state the dropped host code sets and the kept code reads
+(src/kernelloop/init_state.py, src/kernelloop/tools/state_refs.py), on real nvcc objects."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.errors import InputError
+from kernelloop.init_state import refuse_state_set_by_dropped_code, state_problems
+from kernelloop.program.init import InitSpec, generate
+from kernelloop.program.split import inline_user_headers
+from kernelloop.tools.nvcc import build_whole_object
+from kernelloop.tools.state_refs import state_references
+
+from .conftest import FIXTURES
+from .outside_specs import OUTSIDE, SPECS
+
+pytestmark = pytest.mark.nvcc
+
+HIDDEN = FIXTURES / "init_state" / "hidden_setters.cu"
+
+
+def test_every_spelling_of_state_main_sets_is_found_and_mains_own_state_is_not(tmp_path):
+    build = build_whole_object(HIDDEN.read_text(), arch="sm_90", cache_dir=tmp_path)
+    assert build.ok, build.log
+    problems = "\n".join(state_problems(state_references(build.binary), {"launch", "k"}))
+    # red team round 19's nine spellings of a host global main sets, and device state set three ways
+    for name in ["cfg::w_ns", "g_cfg", "Statics::w_static", "w_aliased", "w_second", "w_aligned", "w_cast", "w_pasted",
+                 "w_referred"]:
+        assert f"the kept code reads {name}," in problems
+    assert "setup() can set the device variable d_table" in problems
+    assert "main() can set the device variable c_gain" in problems
+    assert "main() launches set_bias, which can write the device variables" in problems
+    assert "w_main_only" not in problems and "w_first" not in problems  # main's own: the kernel never sees it
+
+
+ROUND20 = {  # red team round 20: the kept code reads state that something else sets
+    "accessor": ("static float& alpha() { static float value = 0.0f; return value; }\n", "alpha()",
+                 "alpha() = 0.75f;", "value"),
+    "launcher_mode": ("", "mode_alpha", "scale_forward(nullptr, nullptr, -1);", "mode_alpha"),
+    "function_pointer": ("static float g_alpha = 0.0f;\nstatic float get_alpha() { return g_alpha; }\n"
+                         "static float (*const k_alpha)() = get_alpha;\n", "k_alpha()", "g_alpha = 0.75f;", "g_alpha"),
+    "other_file": ("extern float blend_alpha;\n", "blend_alpha", "", "blend_alpha"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(ROUND20))
+def test_state_the_kept_code_reads_is_refused_unless_named(variant, tmp_path):
+    decl, use, setter, name = ROUND20[variant]
+    launcher = ("void scale_forward(const float* x, float* y, int n) {\n"
+                + ("  static float mode_alpha = 0.0f; if (n < 0) { mode_alpha = 0.75f; return; }\n"
+                   if variant == "launcher_mode" else "")
+                + f"  scale<<<(n + 255) / 256, 256>>>(x, y, {use}, n);\n}}\n")
+    source = decl + KERNEL + launcher + f"int main() {{ {setter} return 0; }}\n"
+    spec = SPEC.model_copy(update={"launcher": "scale_forward"})
+    result = generate(source, spec)
+    with pytest.raises(InputError, match=rf"^the kept code reads {name}, .*--keep-state NAME$"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path)
+    if variant != "other_file":  # a cached value the user vouches for
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, keep_state=[name])
+
+
+KERNEL = ("__global__ void scale(const float* x, float* y, float s, int n) {\n"
+          "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = s * x[i]; }\n")
+SPEC = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"})
+
+
+def test_init_refuses_state_main_sets_in_one_line_and_keeps_mains_own(tmp_path):
+    launcher = "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, *g_slot, n); }\n"
+    aliased = ("static float g_scale = 0.1f;\nstatic float* const g_slot = &g_scale;\n" + KERNEL + launcher +
+               "int main(int argc, char**) { *g_slot = argc > 1 ? 2.0f : 0.5f; return 0; }\n")
+    spec = SPEC.model_copy(update={"launcher": "scale_forward"})
+    with pytest.raises(InputError, match=r"^the kept code reads g_scale, state that persists between calls"):
+        refuse_state_set_by_dropped_code(aliased, generate(aliased, spec), arch="sm_90", cache_dir=tmp_path)
+    own = ("static int g_runs = 0;\n" + KERNEL + launcher.replace("*g_slot", "0.5f") +
+           "int main() { ++g_runs; return g_runs; }\n")
+    refuse_state_set_by_dropped_code(own, generate(own, spec), arch="sm_90", cache_dir=tmp_path)  # no refusal
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_the_outside_programs_keep_nothing_their_dropped_code_sets(name, tmp_path):
+    source = (OUTSIDE / name).read_text()
+    result = generate(source, SPECS[name], name)
+    whole = inline_user_headers(source, str(OUTSIDE / name), [OUTSIDE / "include"])
+    refuse_state_set_by_dropped_code(whole, result, arch="sm_90", cache_dir=tmp_path)  # no refusal
