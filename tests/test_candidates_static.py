@@ -39,6 +39,8 @@ RULES: dict[str, set[str]] = {
     "rt19_memcpy_dtoh_heap.cu": {"foreign-store"}, "vault_role_write.cu": {"foreign-store"},
     "rt20_launchex_kernel_overload_read.cu": {"launch-arguments"}, "rt20_launchex_pointer_chase.cu": {"launch-arguments"},
     "rt20_launch_attrs_foreign.cu": {"launch-arguments"},
+    "rt21_redzone_retaddr.cu": {"foreign-store"}, "rt21_redzone_outptr.cu": {"foreign-store"},
+    "rt21_input_pointers_foreign.cu": {"foreign-load"},
 }
 # Verifier v2 attack fixtures (tests/fixtures/candidates/matmul): the rules that must reject
 # each, from the source scan, and from the object and program scans when the source scan

@@ -409,3 +409,17 @@ def test_an_output_pointer_is_the_functions_own_only_if_every_path_to_the_call_s
     # a register written without being named last (`cqto` writes %rdx) is forgotten too
     from kernelloop.verify.x86 import decode
     assert "rdx" in decode(bytes.fromhex("4899"), 0).written_registers
+
+
+def test_a_descriptor_an_allowed_call_reads_from_foreign_memory_is_refused(tmp_path):
+    # Round 21: the pointers an allowed call reads through are judged like output pointers.
+    # (An honest launcher that zero-fills a descriptor with `= {}` is refused too, for the
+    # `rep stos` it compiles to: a known cost of the scan, docs/verifier.md.)
+    foreign = """
+void launch(float* x, int n) {
+  cudaTextureObject_t t = 0;
+  CUDA_CHECK(cudaCreateTextureObject(&t, (const cudaResourceDesc*)(n * 64L), (const cudaTextureDesc*)(n * 32L), nullptr));
+  k<<<(n + 255) / 256, 256>>>(x, n);
+}
+"""
+    assert "foreign-load" in scan(tmp_path, foreign)

@@ -83,3 +83,22 @@ def test_the_outside_programs_keep_nothing_their_dropped_code_sets(name, tmp_pat
     result = generate(source, SPECS[name], name)
     whole = inline_user_headers(source, str(OUTSIDE / name), [OUTSIDE / "include"])
     refuse_state_set_by_dropped_code(whole, result, arch="sm_90", cache_dir=tmp_path)  # no refusal
+
+
+ROUND21 = {  # red team round 21's programs (tests/fixtures/redteam/round21/init) and what init says
+    "a1_nvname.cu": "the kept code reads blend__nv_alpha,",  # a user's name with the compiler's prefix inside it
+    "a2_device_setup.cu": "the kernels can read the device variable d_alpha",  # set by a kept set-up kernel
+    "a3_device_other_tu.cu": "the kernels can read the device variable blend_alpha",  # set by another file
+    "a4_template_other_tu.cu": "launch is not in the compiled file",  # a template launcher never instantiated
+    "a5_getenv.cu": "main() calls setenv",
+    "a6_heap_limit.cu": "main() calls cudaDeviceSetLimit",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND21))
+def test_round21_ways_around_the_state_rule_are_refused(name, tmp_path):
+    source = (FIXTURES / "redteam" / "round21" / "init" / name).read_text()
+    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    assert build.ok, build.log
+    problems = state_problems(state_references(build.binary), {"launch", "blend"}, launcher="launch")
+    assert any(p.startswith(ROUND21[name]) for p in problems), problems

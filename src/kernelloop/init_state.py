@@ -11,8 +11,13 @@ variable is the same symbol:
 - mutable state the kept code reaches (host variables, static locals, another file's variables,
   `__device__`/`__constant__` variables it uploads) is refused unless the user names it with
   `--keep-state` (a workspace the launcher caches for itself): init cannot tell who else sets it;
-- device variables the dropped code names are refused, and so are kernels the dropped code
-  launches in a file with device variables (a setup kernel can write them).
+- every `__device__`/`__constant__` variable needs `--keep-state` too (kernels use them where the
+  host object cannot see, and another file can set an exported one);
+- device variables the dropped code names, kernels it launches in a file with device variables,
+  and device, kernel or process settings it changes (`cudaDeviceSetLimit`, `cudaFuncSetAttribute`,
+  `setenv`, ...) are refused;
+- a kept launcher the compiled file does not contain (a template never instantiated there) is
+  refused: nothing can be read about it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,20 @@ from .errors import InputError
 from .program.init import InitResult
 from .tools.nvcc import build_whole_object
 from .tools.state_refs import StateReferences, generated, state_references
+
+
+# Calls that change how the kept code runs without touching a variable of the file: device and
+# kernel settings, the process environment, the C library's generators and modes (round 21: a
+# device heap limit raised by main, and a setting passed through setenv).
+_SETTINGS = re.compile(r"^(?:cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaDeviceSetSharedMemConfig|cudaFuncSetAttribute"
+                       r"|cudaFuncSetCacheConfig|cudaFuncSetSharedMemConfig|cudaSetDevice\w*|cudaDeviceSetMemPool"
+                       r"|cudaCtxResetPersistingL2Cache|cudaStreamSetAttribute|cudaDeviceSetGraphMemAttribute|cuCtxSetLimit"
+                       r"|setenv|putenv|unsetenv|clearenv|srand|srandom|srand48|seed48|setlocale|fesetround|fesetenv"
+                       r"|fedisableexcept|feenableexcept)(?:_v\d+)?$")
+
+
+_PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand48|lrand48|mrand48|time|clock|gettimeofday"
+                            r"|clock_gettime|getpid|getuid|sysconf|getrandom|fopen|open|read|fread|fscanf|scanf)$")
 
 
 def _base_name(signature: str) -> str:
@@ -43,7 +62,8 @@ def _variable_name(readable: str) -> str:
     return readable.rsplit(")::", 1)[-1]
 
 
-def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[str] = frozenset()) -> list[str]:
+def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[str] = frozenset(),
+                   launcher: str | None = None) -> list[str]:
     """What makes the generated program's baseline differ from the user's program, one line each."""
     readable = refs.readable_names
 
@@ -52,9 +72,23 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
                                                   for c in refs.edges.get(f, ()))
 
     kept_roots = {f for f in refs.functions if _base_name(readable.get(f, f)) in kept_names}
-    kept = refs.reach(kept_roots)
     problems: list[str] = []
-    for variable in sorted(refs.state(kept)):
+    if launcher is not None and not any(_base_name(readable.get(f, f)) == launcher for f in kept_roots):
+        problems.append(f"{launcher} is not in the compiled file (a template or inline function the file never "
+                        "instantiates): init cannot read what it touches")
+    kept = refs.reach(kept_roots)
+    for call in sorted(c for c in kept if _PROCESS_READS.match(c)):
+        problems.append(f"the kept code calls {call}, whose result the generated program cannot reproduce "
+                        "(the environment, a generator's state, the clock)")
+    # Device variables: kernels read and write them where the host object cannot see, a kept
+    # kernel launched in a set-up call included (round 21), and another file can set an exported
+    # one. Each is state the user must vouch for.
+    for variable in sorted(refs.device_shadows):
+        name = _variable_name(readable.get(variable, variable))
+        if name not in keep_state and name.split("::")[-1] not in keep_state:
+            problems.append(f"the kernels can read the device variable {name}: init cannot tell whether the code it "
+                            "leaves out (main, set-up calls, another file) sets it")
+    for variable in sorted(refs.state(kept) - refs.device_shadows):
         name = _variable_name(readable.get(variable, variable))
         if name in keep_state or name.split("::")[-1] in keep_state:
             continue
@@ -63,9 +97,12 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
                         f"(main, set-up calls) sets it")
     device_variables = sorted(_variable_name(readable.get(v, v)) for v in refs.device_shadows)
     kept_functions = kept & refs.functions
-    for root in sorted(f for f in refs.functions - kept if not generated(f) and not launches(f)):
+    for root in sorted(f for f in refs.functions - kept if not generated(f, readable.get(f)) and not launches(f)):
         reachable = refs.reach({root}, stop=kept_functions)
         setter = _base_name(readable.get(root, root))
+        for call in sorted(c for c in reachable if _SETTINGS.match(c)):
+            problems.append(f"{setter}() calls {call}, which changes how the kept code runs (a device limit, a "
+                            "kernel attribute, the environment), and init runs none of that code")
         for variable in sorted(reachable & refs.device_shadows):
             problems.append(f"{setter}() can set the device variable {_variable_name(readable.get(variable, variable))}, "
                             "and init runs none of that code")
@@ -85,7 +122,8 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
         raise InputError(f"the file does not compile as it is ({first.strip()}): init reads its object to see what "
                          "the code it leaves out sets; give --include-dir for your headers")
     kept = {_base_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
-    problems = state_problems(state_references(build.binary), kept, set(keep_state or []))
+    problems = state_problems(state_references(build.binary), kept, set(keep_state or []),
+                              launcher=_base_name(result.launcher) if result.launcher else None)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more}, so the kernel could see another value than in your program: make it "

@@ -20,10 +20,12 @@ from pathlib import Path
 
 from .symbols import demangle
 
-# Code the compiler writes (registration, static initialisation, launch stubs' handles): it runs
-# the same way in the user's program and in the generated one.
-_GENERATED = re.compile(r"__cuda|__nv_|__sti__|_GLOBAL__sub_I|__static_initialization_and_destruction"
-                        r"|__cxx_global_var_init|__device_stub__|__fatDeviceText|__dso_handle|^_ZGV|_ZL\d+__cuda")
+# Code and data the compiler writes (registration, static initialisation, launch stubs and their
+# handles): it runs the same way in the user's program and in the generated one. Matched on the
+# demangled identifier's start, never inside a user's name (round 21: `blend__nv_alpha`).
+_GENERATED = re.compile(r"^(?:__cuda|__nv_|____nv_|__sti__|__device_stub__|__wrapper__device_stub|_GLOBAL__sub_I"
+                        r"|__static_initialization_and_destruction|__cxx_global_var_init|__fatDeviceText$|__dso_handle$"
+                        r"|guard variable for |DW\.ref\.)")
 _PC_RELATIVE = {"R_X86_64_PC32", "R_X86_64_PLT32", "R_X86_64_GOTPCREL", "R_X86_64_GOTPCRELX",
                 "R_X86_64_REX_GOTPCRELX", "R_X86_64_PC64"}
 _SECTION_HEADER = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+"
@@ -69,11 +71,18 @@ class StateReferences:
 
     def state(self, symbols: set[str]) -> set[str]:
         """The mutable state among `symbols` (the compiler's own excluded)."""
-        return {s for s in symbols if (s in self.writable or s in self.external) and not generated(s)}
+        return {s for s in symbols if (s in self.writable or s in self.external)
+                and not generated(s, self.readable_names.get(s))}
 
 
-def generated(name: str) -> bool:
-    return bool(_GENERATED.search(name))
+def generated(name: str, readable: str | None = None) -> bool:
+    """Whether a symbol is the compiler's own: its identifier, or the function a static local of it
+    belongs to, is one nvcc or gcc makes."""
+    text = readable if readable is not None else name
+    head = text.split("(", 1)[0].split("<", 1)[0]
+    owner = re.sub(r"^(?:static |void |int |char |auto )+", "", head).split("::")[-1].strip()
+    return bool(_GENERATED.match(owner) or _GENERATED.match(text) or _GENERATED.match(name)
+                or re.match(r"^_ZZL?\d+(?:__device_stub__|__nv_)", name))
 
 
 # Data a library defines that an honest launcher's error path touches.
@@ -144,7 +153,8 @@ def state_references(obj: Path) -> StateReferences:
     refs.functions = {s.name for s in symbols if s.kind == "FUNC"}
     refs.writable = {s.name for s in symbols if s.kind == "OBJECT" and s.section in writable_sections}
     refs.device_shadows = {t for fn in refs.functions if "__nv_cudaEntityRegisterCallback" in fn
-                           for t in refs.edges.get(fn, ()) if t in refs.writable and not generated(t)}
+                           for t in refs.edges.get(fn, ()) if t in refs.writable}
     every = sorted(refs.functions | refs.writable | refs.external)
     refs.readable_names = dict(zip(every, demangle(every)))
+    refs.device_shadows = {t for t in refs.device_shadows if not generated(t, refs.readable_names.get(t))}
     return refs

@@ -97,7 +97,7 @@ OUT_POINTER_ARGS: dict[str, tuple[int, ...]] = {
     "cudaMalloc": (0,), "cudaMallocAsync": (0,), "cudaMallocPitch": (0, 1), "cudaMemGetInfo": (0, 1),
     "cudaFuncGetAttributes": (0,), "cudaOccupancyMaxActiveBlocksPerMultiprocessor": (0,),
     "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags": (0,), "cudaOccupancyMaxPotentialBlockSize": (0, 1),
-    "cudaOccupancyAvailableDynamicSMemPerBlock": (0,), "cudaOccupancyMaxActiveClusters": (0,),
+    "cudaOccupancyAvailableDynamicSMemPerBlock": (0,),
     "cudaStreamCreate": (0,), "cudaStreamCreateWithFlags": (0,), "cudaStreamCreateWithPriority": (0,),
     "cudaEventCreate": (0,), "cudaEventCreateWithFlags": (0,), "cudaStreamEndCapture": (1,),
     "cudaGraphInstantiate": (0,), "cudaGraphInstantiateWithFlags": (0,), "cudaStreamIsCapturing": (1,),
@@ -111,7 +111,7 @@ OUT_POINTER_ARGS.update({  # struct results returned through a hidden pointer (%
     "cudaCreateTextureObject": (0,), "cudaCreateSurfaceObject": (0,), "cudaGraphCreate": (0,),
     "cudaGraphAddKernelNode": (0,), "cudaGraphAddEmptyNode": (0,), "cudaGraphAddMemsetNode": (0,),
     "cudaGraphAddMemcpyNode": (0,), "cudaGraphAddChildGraphNode": (0,), "cudaGraphInstantiateWithParams": (0, 2),
-    "cudaGraphExecUpdate": (2,), "cudaOccupancyMaxPotentialClusterSize": (0,), "cudaGetChannelDesc": (0,),
+    "cudaGraphExecUpdate": (2,), "cudaGetChannelDesc": (0,),
     "cudaFuncGetParamInfo": (2, 3), "cudaStreamGetId": (1,), "cudaStreamGetDevice": (1,), "cudaEventQuery": (),
 })
 OUT_POINTER_ARGS.update({  # libm/libc functions with output pointers an honest launcher might reach
@@ -128,7 +128,7 @@ _CUDA_NO_HOST_WRITES = re.compile(
     r"|cudaMemset(?:2D|3D)?(?:Async)?|cudaDestroyTextureObject|cudaDestroySurfaceObject"
     r"|cudaStreamDestroy|cudaStreamSynchronize|cudaStreamQuery|cudaStreamWaitEvent|cudaDeviceSynchronize"
     r"|cudaEventRecord(?:WithFlags)?|cudaEventDestroy|cudaEventSynchronize|cudaEventQuery|cudaStreamBeginCapture"
-    r"|cudaGraphAddDependencies|cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphLaunch"
+    r"|cudaGraphKernelNodeSetParams|cudaGraphExecKernelNodeSetParams|cudaGraphLaunch"
     r"|cudaGraphUpload|cudaGraphExecDestroy|cudaGraphDestroy|cudaGetLastError|cudaPeekAtLastError"
     r"|cudaGetErrorString|cudaGetErrorName"
     r"|__cudaRegister(?:FatBinary|FatBinaryEnd|Function|Var|Texture|Surface|LinkedBinary\w*)|__cudaUnregisterFatBinary"
@@ -203,13 +203,27 @@ OUT_POINTER_SIZES: dict[str, dict[int, int]] = {
     "cudaCreateChannelDesc": {0: 20}, "cudaGetChannelDesc": {0: 20}, "cudaGraphInstantiateWithParams": {2: 32},
     "cudaGraphExecUpdate": {2: 24}, "cudaOccupancyMaxActiveBlocksPerMultiprocessor": {0: 4},
     "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags": {0: 4}, "cudaOccupancyMaxPotentialBlockSize": {0: 4, 1: 4},
-    "cudaOccupancyMaxPotentialClusterSize": {0: 4}, "cudaOccupancyMaxActiveClusters": {0: 4},
     "cudaDeviceGetStreamPriorityRange": {0: 4, 1: 4}, "cudaStreamGetPriority": {1: 4}, "cudaStreamGetFlags": {1: 4},
     "cudaStreamIsCapturing": {1: 4}, "cudaStreamGetCaptureInfo": {1: 4}, "cudaThreadExchangeStreamCaptureMode": {0: 4},
     "cudaStreamGetDevice": {1: 4}, "__cudaPopCallConfiguration": {0: 12, 1: 12},
     "frexp": {1: 4}, "frexpf": {1: 4}, "modff": {1: 4}, "remquo": {2: 4}, "remquof": {2: 4}, "sincosf": {1: 4, 2: 4},
     "lgamma_r": {1: 4}, "lgammaf_r": {1: 4},
 }
+
+# Pointers an allowed call reads through (index -> bytes read): each must be the caller's own
+# frame or globals, as output pointers must (round 21 had texture descriptors read from the
+# harness's state). 0 bytes: only a null pointer (a constant 0) is allowed there (a dependency
+# array whose length the scan does not follow). An optional descriptor may be null too.
+IN_POINTER_ARGS: dict[str, dict[int, int]] = {
+    "cudaCreateTextureObject": {1: 144, 2: 72, 3: 112}, "cudaCreateSurfaceObject": {1: 144},
+    "cudaMallocArray": {1: 20}, "cudaMalloc3DArray": {1: 20}, "cudaGraphAddEmptyNode": {2: 0},
+}
+_OPTIONAL_IN_POINTERS = {("cudaCreateTextureObject", 3)}
+
+
+def _in_pointer_args(name: str) -> dict[int, int]:
+    return IN_POINTER_ARGS.get(name) or IN_POINTER_ARGS.get(_API_SUFFIX.sub("", name)) or {}
+
 
 def _out_pointer_size(name: str, position: int) -> int:
     sizes = OUT_POINTER_SIZES.get(name) or OUT_POINTER_SIZES.get(_API_SUFFIX.sub("", name)) or {}
@@ -407,7 +421,13 @@ def scan_host_code(obj: Path) -> list[Violation]:
         pointer = own_pointers.get(_ARG_REGS[k])
         if pointer is None or pointer[0] not in ("stack", "global"):
             report(rule, where, f"passes {target} {role} (argument {k + 1}) that is not its own stack frame or global")
-        elif pointer[0] == "stack" and not (-func.frame - 128 <= pointer[1] and pointer[1] + size <= -func.protected):
+        elif pointer[0] == "stack" and pointer[1] < -func.frame:
+            # Below %rsp is the callee's while it runs (its return address at -8, then its frame):
+            # the red zone is the function's own only between its calls (round 21 had a copy
+            # overwrite the runtime's return address there).
+            report(rule, where, f"passes {target} {role} (argument {k + 1}) at {pointer[1] + func.frame}(%rsp), below "
+                                "the stack pointer: the callee's return address and frame")
+        elif pointer[0] == "stack" and pointer[1] + size > -func.protected:
             report(rule, where, f"passes {target} {role} (argument {k + 1}) whose {size} bytes at "
                                 f"{pointer[1] + func.frame}(%rsp) reach past its locals "
                                 f"({func.frame - func.protected} bytes) into saved registers or the return address")
@@ -545,6 +565,13 @@ def scan_host_code(obj: Path) -> list[Violation]:
                                       "foreign-store")
                 if (copy := _copy_args(target)) is not None:
                     judge_copy(pending_call, target, *copy)
+                for k, size in _in_pointer_args(target).items():
+                    null = constant_argument(k) == 0
+                    if size == 0 and not null:
+                        report("foreign-load", pending_call, f"passes {target} a pointer (argument {k + 1}) that must "
+                                                             "be null here: the scan does not follow what it points at")
+                    elif size and not (null and (_API_SUFFIX.sub("", target), k) in _OPTIONAL_IN_POINTERS):
+                        judge_own_pointer(pending_call, target, k, size, "a pointer it reads", "foreign-load")
                 pending_call = None
                 own_pointers = {}  # the call clobbers the argument registers
             if pending_lea is not None:

@@ -57,7 +57,7 @@ _CUDA_ALLOWED = re.compile(
     # kernel attributes and occupancy (what cudaOccupancyMaxPotentialBlockSize compiles to)
     r"|cudaFuncSetAttribute|cudaFuncGetAttributes|cudaFuncSetCacheConfig|cudaFuncSetSharedMemConfig|cudaFuncGetName"
     r"|cudaOccupancy(?:MaxActiveBlocksPerMultiprocessor(?:WithFlags)?|AvailableDynamicSMemPerBlock"
-    r"|MaxPotentialClusterSize|MaxActiveClusters)"
+    r")"
     # read-only queries
     r"|cudaGetDevice|cudaGetDeviceCount|cudaDeviceGetAttribute|cudaGetDeviceProperties|cudaDriverGetVersion"
     r"|cudaRuntimeGetVersion|cudaDeviceGetStreamPriorityRange|cudaMemGetInfo|cudaPointerGetAttributes"
@@ -75,7 +75,7 @@ _CUDA_ALLOWED = re.compile(
     # stream capture and kernel graphs (nodes typed at compile time: kernels, empty nodes)
     r"|cudaStreamBeginCapture|cudaStreamEndCapture|cudaStreamIsCapturing|cudaStreamGetCaptureInfo"
     r"|cudaThreadExchangeStreamCaptureMode"
-    r"|cudaGraphCreate|cudaGraphAddEmptyNode|cudaGraphAddDependencies"
+    r"|cudaGraphCreate|cudaGraphAddEmptyNode"
     r"|cudaGraphInstantiate(?:WithFlags|WithParams)?|cudaGraphLaunch|cudaGraphUpload|cudaGraphExecUpdate"
     r"|cudaGraphExecDestroy|cudaGraphDestroy"
     # errors
