@@ -102,3 +102,18 @@ def test_round21_ways_around_the_state_rule_are_refused(name, tmp_path):
     assert build.ok, build.log
     problems = state_problems(state_references(build.binary), {"launch", "blend"}, launcher="launch")
     assert any(p.startswith(ROUND21[name]) for p in problems), problems
+
+
+ROUND22 = {  # red team round 22: a setting reached without importing it by name; a launcher reading stdin
+    "b1_heap_dlsym.cu": "main() calls dlsym", "b2_heap_entrypoint.cu": "main() calls cudaGetDriverEntryPoint",
+    "b3_scanf.cu": "the kept code calls __isoc99_scanf",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND22))
+def test_round22_ways_around_the_settings_rule_are_refused(name, tmp_path):
+    source = (FIXTURES / "redteam" / "round22" / "init" / name).read_text()
+    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    assert build.ok, build.log
+    problems = state_problems(state_references(build.binary), {"launch", "blend"}, launcher="launch")
+    assert any(p.startswith(ROUND22[name]) for p in problems), problems

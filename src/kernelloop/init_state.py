@@ -38,11 +38,17 @@ _SETTINGS = re.compile(r"^(?:cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaDev
                        r"|cudaFuncSetCacheConfig|cudaFuncSetSharedMemConfig|cudaSetDevice\w*|cudaDeviceSetMemPool"
                        r"|cudaCtxResetPersistingL2Cache|cudaStreamSetAttribute|cudaDeviceSetGraphMemAttribute|cuCtxSetLimit"
                        r"|setenv|putenv|unsetenv|clearenv|srand|srandom|srand48|seed48|setlocale|fesetround|fesetenv"
-                       r"|fedisableexcept|feenableexcept)(?:_v\d+)?$")
+                       r"|fedisableexcept|feenableexcept"
+                       # ways to reach any of those without importing it by name (round 22: dlsym and
+                       # the driver entry point set the device heap limit)
+                       r"|dlsym|dlvsym|dlopen|dlmopen|cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*|cudaGetExportTable"
+                       r"|cudaLibrary\w+|cuLibrary\w+|cuModule\w+)(?:_v\d+)?$")
 
 
 _PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand48|lrand48|mrand48|time|clock|gettimeofday"
-                            r"|clock_gettime|getpid|getuid|sysconf|getrandom|fopen|open|read|fread|fscanf|scanf)$")
+                            r"|clock_gettime|getpid|getuid|sysconf|getrandom|fopen\w*|open\w*|read\w*|fread\w*"
+                            r"|\w*scanf\w*|fgets\w*|fgetc|getc\w*|getchar\w*|getline|getdelim|ifstream\w*|dlsym|dlvsym"
+                            r"|cudaGetDriverEntryPoint\w*)$")
 
 
 def _base_name(signature: str) -> str:
