@@ -29,6 +29,7 @@ from .errors import InputError
 from .program.init import InitResult
 from .tools.nvcc import build_whole_object
 from .tools.state_refs import StateReferences, generated, state_references
+from .tools.symbols import bare_name
 
 
 # Calls that change how the kept code runs without touching a variable of the file: device and
@@ -51,18 +52,6 @@ _PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand4
                             r"|cudaGetDriverEntryPoint\w*)$")
 
 
-def _base_name(signature: str) -> str:
-    """`void ns::launch<float>(float*, int)` -> `launch`."""
-    head = signature.split("(", 1)[0]
-    depth, bare = 0, ""
-    for ch in head:
-        depth += ch == "<"
-        if depth == 0:
-            bare += ch
-        depth -= ch == ">"
-    return re.split(r"::|\s", bare.strip())[-1]
-
-
 def _variable_name(readable: str) -> str:
     """A variable's name as a user writes it: `launch(float*, int)::alpha` -> `alpha`, `cfg::w` -> `cfg::w`."""
     return readable.rsplit(")::", 1)[-1]
@@ -77,9 +66,9 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
         return "__device_stub__" not in f and any("__device_stub__" in c and c in refs.functions
                                                   for c in refs.edges.get(f, ()))
 
-    kept_roots = {f for f in refs.functions if _base_name(readable.get(f, f)) in kept_names}
+    kept_roots = {f for f in refs.functions if bare_name(readable.get(f, f)) in kept_names}
     problems: list[str] = []
-    if launcher is not None and not any(_base_name(readable.get(f, f)) == launcher for f in kept_roots):
+    if launcher is not None and not any(bare_name(readable.get(f, f)) == launcher for f in kept_roots):
         problems.append(f"{launcher} is not in the compiled file (a template or inline function the file never "
                         "instantiates): init cannot read what it touches")
     kept = refs.reach(kept_roots)
@@ -105,7 +94,7 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
     kept_functions = kept & refs.functions
     for root in sorted(f for f in refs.functions - kept if not generated(f, readable.get(f)) and not launches(f)):
         reachable = refs.reach({root}, stop=kept_functions)
-        setter = _base_name(readable.get(root, root))
+        setter = bare_name(readable.get(root, root))
         for call in sorted(c for c in reachable if _SETTINGS.match(c)):
             problems.append(f"{setter}() calls {call}, which changes how the kept code runs (a device limit, a "
                             "kernel attribute, the environment), and init runs none of that code")
@@ -114,7 +103,7 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
                             "and init runs none of that code")
         if device_variables:
             for wrapper in sorted(f for f in reachable if launches(f)):
-                problems.append(f"{setter}() launches {_base_name(readable.get(wrapper, wrapper))}, which can write the "
+                problems.append(f"{setter}() launches {bare_name(readable.get(wrapper, wrapper))}, which can write the "
                                 f"device variables ({', '.join(device_variables[:3])}), and init runs none of that code")
     return list(dict.fromkeys(problems))
 
@@ -127,9 +116,9 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
         first = next((ln for ln in build.log.splitlines() if "error" in ln), build.log.strip()[-200:])
         raise InputError(f"the file does not compile as it is ({first.strip()}): init reads its object to see what "
                          "the code it leaves out sets; give --include-dir for your headers")
-    kept = {_base_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
+    kept = {bare_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
     problems = state_problems(state_references(build.binary), kept, set(keep_state or []),
-                              launcher=_base_name(result.launcher) if result.launcher else None)
+                              launcher=bare_name(result.launcher) if result.launcher else None)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more}, so the kernel could see another value than in your program: make it "

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
-from .symbols import demangle
+from .symbols import bare_name, demangle
 
 BUILD_RECIPE_VERSION = "9"  # bump when the build steps change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
@@ -427,18 +427,6 @@ _LINK_FUNCTION = re.compile(r"([\w.-]+\.o): in function [`']")
 _LINK_PROBLEM = re.compile(r"(undefined reference|multiple definition) (?:to|of) [`'‘](.+?)['’]")
 
 
-def _bare_name(signature: str) -> str:
-    """`void launch_x<float>(float*, int)` -> `launch_x`."""
-    head = signature.split("(", 1)[0]
-    depth, out = 0, ""
-    for ch in head:  # drop template argument lists
-        depth += ch == "<"
-        if depth == 0:
-            out += ch
-        depth -= ch == ">"
-    return out.split()[-1].split("::")[-1] if out.split() else signature
-
-
 def _definition_kind(unit: str, name: str) -> str | None:
     """How `unit` defines function `name` at top level: "template", "static", "inline", "plain";
     None when it does not define it."""
@@ -470,7 +458,7 @@ def explain_link_failure(log: str, editable_unit: str, harness_unit: str) -> str
         if m is None:
             continue
         kind, symbol = m.group(1), demangle([m.group(2)])[0]
-        name = _bare_name(symbol)
+        name = bare_name(symbol)
         if kind == "multiple definition":
             if _definition_kind(harness_unit, name) and _definition_kind(editable_unit, name):
                 return (f"multiple definition of {symbol}: it is defined in code both translation units compile "

@@ -16,3 +16,15 @@ def demangle(names: list[str]) -> list[str]:
         return names
     lines = out.splitlines()
     return lines if len(lines) == len(names) else names
+
+
+def bare_name(signature: str) -> str:
+    """A function's own name from its demangled signature: `void ns::launch_x<float>(float*, int)` -> `launch_x`."""
+    head = signature.split("(", 1)[0]
+    depth, out = 0, ""
+    for ch in head:  # drop template argument lists
+        depth += ch == "<"
+        if depth == 0:
+            out += ch
+        depth -= ch == ">"
+    return out.split()[-1].split("::")[-1] if out.split() else signature
