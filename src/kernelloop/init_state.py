@@ -70,11 +70,11 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
     problems: list[str] = []
     if launcher is not None and not any(bare_name(readable.get(f, f)) == launcher for f in kept_roots):
         problems.append(f"{launcher} is not in the compiled file (a template or inline function the file never "
-                        "instantiates): init cannot read what it touches")
+                        "instantiates): init cannot read what it touches; instantiate it in the file")
     kept = refs.reach(kept_roots)
     for call in sorted(c for c in kept if _PROCESS_READS.match(c)):
         problems.append(f"the kept code calls {call}, whose result the generated program cannot reproduce "
-                        "(the environment, a generator's state, the clock)")
+                        "(the environment, a generator's state, the clock, input): pass the value as a launcher argument")
     # Device variables: kernels read and write them where the host object cannot see, a kept
     # kernel launched in a set-up call included (round 21), and another file can set an exported
     # one. Each is state the user must vouch for.
@@ -82,14 +82,16 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
         name = _variable_name(readable.get(variable, variable))
         if name not in keep_state and name.split("::")[-1] not in keep_state:
             problems.append(f"the kernels can read the device variable {name}: init cannot tell whether the code it "
-                            "leaves out (main, set-up calls, another file) sets it")
+                            f"leaves out (main, set-up calls, another file) sets it; --keep-state {name} if the "
+                            "kernels own it")
     for variable in sorted(refs.state(kept) - refs.device_shadows):
         name = _variable_name(readable.get(variable, variable))
         if name in keep_state or name.split("::")[-1] in keep_state:
             continue
         where = "another file's variable" if variable in refs.external else "state that persists between calls"
         problems.append(f"the kept code reads {name}, {where}: init cannot tell whether the code it leaves out "
-                        f"(main, set-up calls) sets it")
+                        f"(main, set-up calls) sets it; make it a constant or a launcher argument, or "
+                        f"--keep-state {name} if the launcher keeps it for itself (a cached workspace)")
     device_variables = sorted(_variable_name(readable.get(v, v)) for v in refs.device_shadows)
     kept_functions = kept & refs.functions
     for root in sorted(f for f in refs.functions - kept if not generated(f, readable.get(f)) and not launches(f)):
@@ -97,14 +99,15 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
         setter = bare_name(readable.get(root, root))
         for call in sorted(c for c in reachable if _SETTINGS.match(c)):
             problems.append(f"{setter}() calls {call}, which changes how the kept code runs (a device limit, a "
-                            "kernel attribute, the environment), and init runs none of that code")
+                            "kernel attribute, the environment), and init runs none of that code: move it into the launcher")
         for variable in sorted(reachable & refs.device_shadows):
             problems.append(f"{setter}() can set the device variable {_variable_name(readable.get(variable, variable))}, "
-                            "and init runs none of that code")
+                            "and init runs none of that code: upload it in the launcher")
         if device_variables:
             for wrapper in sorted(f for f in reachable if launches(f)):
                 problems.append(f"{setter}() launches {bare_name(readable.get(wrapper, wrapper))}, which can write the "
-                                f"device variables ({', '.join(device_variables[:3])}), and init runs none of that code")
+                                f"device variables ({', '.join(device_variables[:3])}), and init runs none of that code: launch it from the "
+                                "launcher")
     return list(dict.fromkeys(problems))
 
 
@@ -121,6 +124,4 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
                               launcher=bare_name(result.launcher) if result.launcher else None)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise InputError(f"{problems[0]}{more}, so the kernel could see another value than in your program: make it "
-                         "a constant or a launcher argument, or, for state the launcher keeps for itself (a cached "
-                         "workspace), name it with --keep-state NAME")
+        raise InputError(f"{problems[0]}{more} (the generated program could compute something other than yours)")
