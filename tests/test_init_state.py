@@ -117,3 +117,62 @@ def test_round22_ways_around_the_settings_rule_are_refused(name, tmp_path):
     assert build.ok, build.log
     problems = state_problems(state_references(build.binary), {"launch", "blend"}, launcher="launch")
     assert any(p.startswith(ROUND22[name]) for p in problems), problems
+
+
+LEFT_OUT_SETTINGS = {  # what the code init leaves out may not do, each a way no name of a setting shows
+    "static_initialiser": ("static int g_heap = (cudaDeviceSetLimit(cudaLimitMallocHeapSize, 1 << 30), 0);\n", "",
+                           "a file-scope initialiser calls cudaDeviceSetLimit, a CUDA call"),
+    "context_made_current": ("#include <cuda.h>\n", "CUcontext c; CUdevice d; cuDeviceGet(&d, 0); cuDevicePrimaryCtxRetain(&c, d); cuCtxSetCurrent(c);",
+                             "main() calls cuCtxSetCurrent"),
+    "function_attribute": ("", "cudaFuncSetAttribute(scale, cudaFuncAttributePreferredSharedMemoryCarveout, 0);",
+                           "main() calls cudaFuncSetAttribute, a CUDA call"),
+    "mxcsr_in_asm": ("", "unsigned m = 0x9fc0; asm volatile(\"ldmxcsr %0\" :: \"m\"(m));",
+                     "main() runs a `ldmxcsr` instruction"),
+    "raw_syscall": ("", "asm volatile(\"mov $39, %%eax; syscall\" ::: \"rax\", \"rcx\", \"r11\", \"memory\");",
+                    "main() runs a `syscall` instruction"),
+    "locale": ("#include <clocale>\n", "setlocale(LC_ALL, \"de_DE.UTF-8\");", "main() calls setlocale"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(LEFT_OUT_SETTINGS))
+def test_settings_the_left_out_code_makes_are_refused_however_made(variant, tmp_path):
+    head, body, expected = LEFT_OUT_SETTINGS[variant]
+    launcher = "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, 0.5f, n); }\n"
+    source = head + KERNEL + launcher + f"int main() {{ {body} return 0; }}\n"
+    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    assert build.ok, build.log
+    problems = state_problems(state_references(build.binary), {"scale_forward", "scale"}, launcher="scale_forward")
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_a_main_as_cuda_developers_write_it_is_not_refused(tmp_path):
+    # seeding, device selection and queries, a set-up kernel, events, copies, printing, a vector
+    main = """
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <vector>
+__global__ void fill(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = i * 0.5f; }
+static std::vector<float> g_host(1024);
+int main() {
+  srand((unsigned)time(nullptr));
+  int count = 0; cudaGetDeviceCount(&count); cudaSetDevice(0);
+  cudaDeviceProp prop; cudaGetDeviceProperties(&prop, 0);
+  float *x, *y; cudaMalloc(&x, 4096); cudaMalloc(&y, 4096);
+  fill<<<4, 256>>>(x, 1024);
+  for (float& v : g_host) v = rand() / (float)RAND_MAX;
+  cudaMemcpy(x, g_host.data(), 4096, cudaMemcpyHostToDevice);
+  cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b); cudaEventRecord(a);
+  scale_forward(x, y, 1024);
+  cudaEventRecord(b); cudaEventSynchronize(b); float ms = 0; cudaEventElapsedTime(&ms, a, b);
+  cudaError_t e = cudaGetLastError(); if (e != cudaSuccess) { fprintf(stderr, "%s\\n", cudaGetErrorString(e)); exit(1); }
+  cudaMemcpy(g_host.data(), y, 4096, cudaMemcpyDeviceToHost);
+  printf("%s %f ms %f\\n", prop.name, ms, g_host[3]);
+  cudaFree(x); cudaFree(y); cudaDeviceReset();
+  return 0;
+}
+"""
+    launcher = "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, 0.5f, n); }\n"
+    source = KERNEL + launcher + main
+    spec = SPEC.model_copy(update={"launcher": "scale_forward"})
+    refuse_state_set_by_dropped_code(source, generate(source, spec), arch="sm_90", cache_dir=tmp_path)  # no refusal

@@ -14,8 +14,10 @@ variable is the same symbol:
 - every `__device__`/`__constant__` variable needs `--keep-state` too (kernels use them where the
   host object cannot see, and another file can set an exported one);
 - device variables the dropped code names, kernels it launches in a file with device variables,
-  and device, kernel or process settings it changes (`cudaDeviceSetLimit`, `cudaFuncSetAttribute`,
-  `setenv`, ...) are refused;
+  CUDA calls outside an allow-list (memory, copies, streams, events, errors, queries), host calls
+  that set the environment, floating-point mode or locale or find functions by name, and
+  instructions that set the floating-point mode or call the system are refused, in `main`, its
+  helpers and static initialisers alike;
 - a kept launcher the compiled file does not contain (a template never instantiated there) is
   refused: nothing can be read about it.
 """
@@ -32,24 +34,41 @@ from .tools.state_refs import StateReferences, generated, state_references
 from .tools.symbols import bare_name
 
 
-# Calls that change how the kept code runs without touching a variable of the file: device and
-# kernel settings, the process environment, the C library's generators and modes (round 21: a
-# device heap limit raised by main, and a setting passed through setenv).
-_SETTINGS = re.compile(r"^(?:cudaDeviceSetLimit|cudaDeviceSetCacheConfig|cudaDeviceSetSharedMemConfig|cudaFuncSetAttribute"
-                       r"|cudaFuncSetCacheConfig|cudaFuncSetSharedMemConfig|cudaSetDevice\w*|cudaDeviceSetMemPool"
-                       r"|cudaCtxResetPersistingL2Cache|cudaStreamSetAttribute|cudaDeviceSetGraphMemAttribute|cuCtxSetLimit"
-                       r"|setenv|putenv|unsetenv|clearenv|srand|srandom|srand48|seed48|setlocale|fesetround|fesetenv"
-                       r"|fedisableexcept|feenableexcept"
-                       # ways to reach any of those without importing it by name (round 22: dlsym and
-                       # the driver entry point set the device heap limit)
-                       r"|dlsym|dlvsym|dlopen|dlmopen|cudaGetDriverEntryPoint\w*|cuGetProcAddress\w*|cudaGetExportTable"
-                       r"|cudaLibrary\w+|cuLibrary\w+|cuModule\w+)(?:_v\d+)?$")
+# What the code init leaves out may call of CUDA: memory, copies, streams, events, errors, device
+# queries, launches (a kernel it launches is judged on its own below). Any other runtime or driver
+# call may change how the kept code runs (a device heap limit, a kernel attribute, a context made
+# current, a module loaded, a function looked up), so it is refused: an allow-list, because every
+# CUDA release adds settings (round 21: a heap limit raised by main; round 22: the same through
+# dlsym and the driver entry point).
+_CUDA_CALL = re.compile(r"^cuda[A-Z]|^cu[A-Z]")
+_CUDA_CALLS_LEFT_OUT_CODE_MAY_MAKE = re.compile(
+    r"^(?:cuda(?:Malloc\w*|Free\w*|Memcpy\w*|Memset\w*|HostAlloc|HostRegister|HostUnregister|HostGetDevicePointer"
+    r"|HostGetFlags|DeviceSynchronize|ThreadSynchronize|StreamSynchronize|StreamCreate\w*|StreamDestroy|StreamQuery"
+    r"|StreamWaitEvent|StreamGet\w+|Event(?:Create\w*|Record\w*|Synchronize|Query|ElapsedTime\w*|Destroy)"
+    r"|GetLastError|PeekAtLastError|GetErrorString|GetErrorName|GetDevice|GetDeviceCount|GetDeviceProperties\w*"
+    r"|DeviceGetAttribute|DeviceGetLimit|DeviceGetCacheConfig|DeviceGetPCIBusId|DeviceGetByPCIBusId|DeviceCanAccessPeer"
+    r"|SetDevice|ChooseDevice\w*|DeviceReset|ThreadExit|RuntimeGetVersion|DriverGetVersion|MemGetInfo"
+    r"|PointerGetAttributes|ProfilerStart|ProfilerStop|MemPrefetchAsync\w*|MemAdvise\w*|Occupancy\w+"
+    r"|FuncGetAttributes|LaunchKernel)"
+    r"|cu(?:Init|DriverGetVersion|DeviceGet\w*|DeviceTotalMem\w*|DeviceComputeCapability|GetErrorString|GetErrorName"
+    r"|MemAlloc\w*|MemFree\w*|Memcpy\w*|Memset\w*|MemGetInfo\w*|CtxSynchronize|CtxGetDevice|StreamSynchronize))"
+    r"(?:_v\d+)?(?:_ptsz|_ptds)?$")
+
+# Host calls that change how the kept code runs without touching a variable of the file: the
+# process environment the runtime reads, the floating-point environment and locale the launcher's
+# arithmetic and formatting use, and every way of reaching a function by name at run time.
+_HOST_SETTINGS = re.compile(r"^(?:setenv|putenv|unsetenv|clearenv|setlocale|uselocale|fesetround|fesetenv|feupdateenv"
+                            r"|fesetexceptflag|fedisableexcept|feenableexcept|dlsym|dlvsym|dlopen|dlmopen|syscall"
+                            r"|prctl|arch_prctl|personality|mprotect|pkey_\w+)$")
 
 
 _PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand48|lrand48|mrand48|time|clock|gettimeofday"
                             r"|clock_gettime|getpid|getuid|sysconf|getrandom|fopen\w*|open\w*|read\w*|fread\w*"
                             r"|\w*scanf\w*|fgets\w*|fgetc|getc\w*|getchar\w*|getline|getdelim|ifstream\w*|dlsym|dlvsym"
                             r"|cudaGetDriverEntryPoint\w*)$")
+
+
+_STATIC_INIT = re.compile(r"^(?:_GLOBAL__sub_I|__cxx_global_var_init|_Z\d+__static_initialization_and_destruction)")
 
 
 def _variable_name(readable: str) -> str:
@@ -94,18 +113,32 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
                         f"--keep-state {name} if the launcher keeps it for itself (a cached workspace)")
     device_variables = sorted(_variable_name(readable.get(v, v)) for v in refs.device_shadows)
     kept_functions = kept & refs.functions
-    for root in sorted(f for f in refs.functions - kept if not generated(f, readable.get(f)) and not launches(f)):
+    # Static initialisers are the compiler's functions but run the user's expressions before main.
+    left_out = {f for f in refs.functions - kept if (not generated(f, readable.get(f)) or _STATIC_INIT.match(f))
+                and not launches(f)}
+    for root in sorted(left_out):
         reachable = refs.reach({root}, stop=kept_functions)
-        setter = bare_name(readable.get(root, root))
-        for call in sorted(c for c in reachable if _SETTINGS.match(c)):
-            problems.append(f"{setter}() calls {call}, which changes how the kept code runs (a device limit, a "
-                            "kernel attribute, the environment), and init runs none of that code: move it into the launcher")
+        setter = "a file-scope initialiser" if _STATIC_INIT.match(root) else f"{bare_name(readable.get(root, root))}()"
+        for call in sorted(c for c in reachable & refs.imports if _CUDA_CALL.match(c)
+                           and not _CUDA_CALLS_LEFT_OUT_CODE_MAY_MAKE.match(c)):
+            problems.append(f"{setter} calls {call}, a CUDA call that can change how the kept code runs (init lets "
+                            "the code it leaves out allocate, copy, synchronize, time and query, nothing else), and "
+                            "init runs none of that code: move it into the launcher")
+        for call in sorted(c for c in reachable & refs.imports if _HOST_SETTINGS.match(c)):
+            problems.append(f"{setter} calls {call}, which changes how the kept code runs (the environment, the "
+                            "floating-point mode, a function found by name), and init runs none of that code: "
+                            "move it into the launcher")
+        for function in sorted(reachable & refs.functions):
+            for instruction in sorted(refs.control_instructions.get(function, ())):
+                problems.append(f"{setter} runs a `{instruction}` instruction (the floating-point mode, a system "
+                                "call), which can change how the kept code runs, and init runs none of that code: "
+                                "move it into the launcher")
         for variable in sorted(reachable & refs.device_shadows):
-            problems.append(f"{setter}() can set the device variable {_variable_name(readable.get(variable, variable))}, "
+            problems.append(f"{setter} can set the device variable {_variable_name(readable.get(variable, variable))}, "
                             "and init runs none of that code: upload it in the launcher")
         if device_variables:
             for wrapper in sorted(f for f in reachable if launches(f)):
-                problems.append(f"{setter}() launches {bare_name(readable.get(wrapper, wrapper))}, which can write the "
+                problems.append(f"{setter} launches {bare_name(readable.get(wrapper, wrapper))}, which can write the "
                                 f"device variables ({', '.join(device_variables[:3])}), and init runs none of that code: launch it from the "
                                 "launcher")
     return list(dict.fromkeys(problems))

@@ -55,6 +55,8 @@ class StateReferences:
     writable: set[str] = field(default_factory=set)  # file-scope and static variables the program can change
     external: set[str] = field(default_factory=set)  # data another file defines (referenced, not called)
     device_shadows: set[str] = field(default_factory=set)  # host shadows of __device__/__constant__ variables
+    imports: set[str] = field(default_factory=set)  # functions another library defines (called through the PLT)
+    control_instructions: dict[str, set[str]] = field(default_factory=dict)  # function -> process-control mnemonics
     readable_names: dict[str, str] = field(default_factory=dict)  # mangled -> demangled
 
     def reach(self, roots: set[str], *, stop: set[str] = frozenset()) -> set[str]:
@@ -139,7 +141,9 @@ def state_references(obj: Path) -> StateReferences:
             continue
         target, addend = m.group("target"), int(m.group("addend"), 16) * (-1 if m.group("sign") == "-" else 1)
         if target in undefined:
-            if m.group("type") not in _CALL_RELOCATIONS and target not in _LIBRARY_DATA:
+            if m.group("type") in _CALL_RELOCATIONS:
+                refs.imports.add(target)
+            elif target not in _LIBRARY_DATA:
                 refs.external.add(target)  # a variable of another file (a called function has a PLT relocation)
         elif target not in names:  # a section symbol plus an offset: the symbol there, else the section's bytes
             offset = addend + 4 if m.group("type") in _PC_RELATIVE else addend
@@ -157,4 +161,31 @@ def state_references(obj: Path) -> StateReferences:
     every = sorted(refs.functions | refs.writable | refs.external)
     refs.readable_names = dict(zip(every, demangle(every)))
     refs.device_shadows = {t for t in refs.device_shadows if not generated(t, refs.readable_names.get(t))}
+    refs.control_instructions = _control_instructions(obj)
     return refs
+
+
+# Instructions that change the process with no symbol to see: the floating-point environment
+# (rounding, flush-to-zero: round 22 named an MXCSR load in main), system calls made directly,
+# segment bases and protection keys.
+_CONTROL_MNEMONICS = re.compile(r"^(?:v?ldmxcsr|fldcw|fldenv|frstor|fxrstor\w*|xrstor\w*|syscall|sysenter|int"
+                                r"|wr[fg]sbase|wrpkru)$")
+_FUNCTION_HEADER = re.compile(r"^[0-9a-f]+ <(?P<name>[^>]+)>:$")
+_INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(?:(?:rep|repz|repnz|lock|notrack|bnd|data16|addr32|cs|ds)\s+)*"
+                          r"(?P<mnemonic>[a-z][a-z0-9]*)")
+
+
+def _control_instructions(obj: Path) -> dict[str, set[str]]:
+    """For each function of `obj`, the process-control instructions its code contains."""
+    if shutil.which("objdump") is None:
+        raise FileNotFoundError("objdump (binutils) is needed to read the program's object")
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(obj)], capture_output=True, text=True,
+                         timeout=120).stdout
+    found: dict[str, set[str]] = {}
+    function = ""
+    for line in out.splitlines():
+        if m := _FUNCTION_HEADER.match(line):
+            function = m.group("name")
+        elif function and (m := _INSTRUCTION.match(line)) and _CONTROL_MNEMONICS.match(m.group("mnemonic")):
+            found.setdefault(function, set()).add(m.group("mnemonic"))
+    return found
