@@ -41,6 +41,7 @@ RULES: dict[str, set[str]] = {
     "rt20_launch_attrs_foreign.cu": {"launch-arguments"},
     "rt21_redzone_retaddr.cu": {"foreign-store"}, "rt21_redzone_outptr.cu": {"foreign-store"},
     "rt21_input_pointers_foreign.cu": {"foreign-load"},
+    "rt23_msabi_launcher.cu": {"compiler-options"},
 }
 # Verifier v2 attack fixtures (tests/fixtures/candidates/matmul): the rules that must reject
 # each, from the source scan, and from the object and program scans when the source scan

@@ -176,3 +176,59 @@ int main() {
     source = KERNEL + launcher + main
     spec = SPEC.model_copy(update={"launcher": "scale_forward"})
     refuse_state_set_by_dropped_code(source, generate(source, spec), arch="sm_90", cache_dir=tmp_path)  # no refusal
+
+
+ROUND23 = {  # red team round 23: settings reached through a function's address, and a signal handler
+    "fp_heap.cu": ["main() calls cudaDeviceSetLimit", "the kernels allocate from the device heap"],
+    "round_ptr.cu": ["main() calls fesetround"],
+    "round_sig.cu": ["main() calls sigaction"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND23))
+def test_round23_settings_made_through_an_address_or_a_handler_are_refused(name, tmp_path):
+    source = (FIXTURES / "redteam" / "round23" / "init" / name).read_text()
+    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    assert build.ok, build.log
+    problems = state_problems(state_references(build.binary), {"launch", "blend", "smooth"}, launcher="launch")
+    for expected in ROUND23[name]:
+        assert any(p.startswith(expected) for p in problems), problems
+
+
+LEFT_OUT_BY_ADDRESS = {  # our own variants of round 23's class: calls no direct call shows
+    "table_of_setters": ("#include <cfenv>\nstatic int (*const g_setters[])(int) = {fesetround};\n",
+                         "g_setters[0](FE_DOWNWARD);", "main() calls fesetround"),
+    "thread": ("#include <thread>\n", "std::thread t([] { }); t.join();", "main() calls std::thread::_M_start_thread"),
+    "alarm_handler": ("#include <csignal>\nstatic void on_alarm(int) { }\n", "signal(SIGALRM, on_alarm);",
+                      "main() calls signal"),
+    "setter_address_in_a_global": ("static void* g_fn = (void*)&cudaDeviceSetLimit;\n",
+                                   "((cudaError_t (*)(cudaLimit, size_t))g_fn)(cudaLimitMallocHeapSize, 1 << 30);",
+                                   "main() calls cudaDeviceSetLimit"),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(LEFT_OUT_BY_ADDRESS))
+def test_calls_the_left_out_code_makes_by_address_or_unknown_are_refused(variant, tmp_path):
+    head, body, expected = LEFT_OUT_BY_ADDRESS[variant]
+    launcher = "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, 0.5f, n); }\n"
+    source = head + KERNEL + launcher + f"int main() {{ {body} return 0; }}\n"
+    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    assert build.ok, build.log
+    problems = state_problems(state_references(build.binary), {"scale_forward", "scale"}, launcher="scale_forward")
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_a_call_the_user_vouches_for_passes_and_device_malloc_needs_consent(tmp_path):
+    kernel = ("__global__ void scale(const float* x, float* y, float s, int n) {\n"
+              "  float* t = new float[4]; int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+              "  if (i < n) y[i] = s * x[i] * (t ? 1.0f : 0.0f); delete[] t; }\n")
+    launcher = "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, 0.5f, n); }\n"
+    source = "#include <csignal>\n" + kernel + launcher + "int main() { signal(SIGINT, SIG_IGN); return 0; }\n"
+    spec = SPEC.model_copy(update={"launcher": "scale_forward"})
+    result = generate(source, spec)
+    with pytest.raises(InputError, match=r"the kernels allocate from the device heap .*--keep-state device-heap"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, trust_calls=["signal"])
+    with pytest.raises(InputError, match=r"^main\(\) calls signal, .*--trust-call signal if"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, keep_state=["device-heap"])
+    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, keep_state=["device-heap"],
+                                     trust_calls=["signal"])  # both vouched for: no refusal

@@ -31,7 +31,7 @@ from .errors import InputError
 from .program.init import InitResult
 from .tools.nvcc import build_whole_object
 from .tools.state_refs import StateReferences, generated, state_references
-from .tools.symbols import bare_name
+from .tools.symbols import bare_name, demangle
 
 
 # What the code init leaves out may call of CUDA: memory, copies, streams, events, errors, device
@@ -54,12 +54,43 @@ _CUDA_CALLS_LEFT_OUT_CODE_MAY_MAKE = re.compile(
     r"|MemAlloc\w*|MemFree\w*|Memcpy\w*|Memset\w*|MemGetInfo\w*|CtxSynchronize|CtxGetDevice|StreamSynchronize))"
     r"(?:_v\d+)?(?:_ptsz|_ptds)?$")
 
-# Host calls that change how the kept code runs without touching a variable of the file: the
-# process environment the runtime reads, the floating-point environment and locale the launcher's
-# arithmetic and formatting use, and every way of reaching a function by name at run time.
-_HOST_SETTINGS = re.compile(r"^(?:setenv|putenv|unsetenv|clearenv|setlocale|uselocale|fesetround|fesetenv|feupdateenv"
-                            r"|fesetexceptflag|fedisableexcept|feenableexcept|dlsym|dlvsym|dlopen|dlmopen|syscall"
-                            r"|prctl|arch_prctl|personality|mprotect|pkey_\w+)$")
+# What the code init leaves out may call besides CUDA, by class: memory and strings, printing and
+# files, math, the clock and generators, exit and the C++ runtime, CUDA's math libraries. Anything
+# else (a signal handler that edits the saved floating-point mode, a thread, setenv, setlocale,
+# fesetround, a lookup by name) is refused unless the user vouches for it with --trust-call: an
+# allow-list, because each deny-list so far was passed by a call not on it (rounds 21-23).
+_HOST_CALLS_LEFT_OUT_CODE_MAY_MAKE = re.compile(
+    # memory, strings, conversions
+    r"^(?:malloc|calloc|realloc|free|aligned_alloc|posix_memalign|memalign|mem(?:cpy|move|set|cmp|chr)|str[a-z]*"
+    r"|wcs[a-z]*|ato[filq]+|to(?:upper|lower)|is(?:alpha|digit|space|upper|lower|alnum|print|punct|xdigit)|qsort|bsearch"
+    r"|abs|labs|llabs|div|ldiv|__errno_location|__ctype_\w+|__\w+_chk"
+    # printing, files, arguments
+    r"|v?[fsd]?n?printf|puts|fputs|putchar|fputc|putc|fwrite|fflush|perror|fopen(?:64)?|fclose|fread|fgets|fgetc|getc"
+    r"|getchar|v?[fs]?scanf|__isoc\d+_v?[fs]?scanf|fseeko?(?:64)?|ftello?(?:64)?|rewind|feof|ferror|clearerr|remove"
+    r"|rename|getline|getdelim|setvbuf|setbuf|getopt\w*|stdin|stdout|stderr|optarg|optind|opterr|optopt"
+    # math (reading the rounding mode, never setting it)
+    r"|a?(?:sin|cos|tan)h?f?|atan2f?|exp(?:2|m1)?f?|log(?:2|10|1p)?f?|powf?|sqrtf?|cbrtf?|fabsf?|floorf?|ceilf?"
+    r"|l{0,2}roundf?|truncf?|l{0,2}rintf?|nearbyintf?|fmodf?|remainderf?|fmaxf?|fminf?|fmaf?|hypotf?|erfc?f?"
+    r"|[tl]gammaf?|ldexpf?|frexpf?|modff?|copysignf?|nanf?|__(?:finite|isnan|isinf)\w*"
+    # the clock, generators, the environment read
+    r"|time|clock|gettimeofday|clock_gettime|difftime|localtime\w*|gmtime\w*|strftime|[sl]?rand(?:om|_r)?|[dsejmnl]?rand48"
+    r"|seed48|srandom|getpid|usleep|sleep|nanosleep|sched_yield|getenv|secure_getenv"
+    # exit and the C++ runtime
+    r"|exit|_exit|_Exit|abort|atexit|__assert_fail|__stack_chk_fail|__cxa_\w+|_Unwind_\w+|__gxx_personality_v0"
+    r"|__dso_handle|_Zn[wa]\w*|_Zd[la]\w*|_ZT[VIS]\w*|_ZSt\d+__throw_\w+|_ZSt(?:4cout|4cerr|4clog|3cin)"
+    r"|_ZNS[oi]\w*|_ZNKS[oi]\w*|_ZSt(?:ls|rs)I\w*|_ZSt16__ostream_insert\w*|_ZNSt8ios_base4Init\w*"
+    r"|_ZNS[ti]9basic_ios\w*|_ZNKSt9basic_ios\w*|_ZNKSt5ctypeIcE\w*|_ZSt16__throw_bad_cast\w*|_ZNSt7__cxx11\w*"
+    r"|_ZNKSt7__cxx11\w*|_ZNSt(?:14basic_ifstream|14basic_ofstream|13basic_fstream|15basic_streambuf|13basic_filebuf)\w*"
+    r"|_ZNSt6chrono\w*_clock3nowEv|_ZNSt13random_device\w*|_ZSt(?:18|17|28|29)_Rb_tree\w*|_ZNSt8__detail\w*"
+    # CUDA's compiler-generated registration and launch calls; its math libraries and markers
+    r"|__cuda\w+|(?:cublas|cublasLt|curand|cufft|cusparse|cusolver|nvtx)\w*)$")
+
+
+def left_out_call_allowed(name: str) -> bool:
+    """Whether the code init leaves out may make this call without changing how the kept code runs."""
+    if _CUDA_CALL.match(name):
+        return bool(_CUDA_CALLS_LEFT_OUT_CODE_MAY_MAKE.match(name))
+    return bool(_HOST_CALLS_LEFT_OUT_CODE_MAY_MAKE.match(name))
 
 
 _PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand48|lrand48|mrand48|time|clock|gettimeofday"
@@ -71,13 +102,28 @@ _PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand4
 _STATIC_INIT = re.compile(r"^(?:_GLOBAL__sub_I|__cxx_global_var_init|_Z\d+__static_initialization_and_destruction)")
 
 
+# Device settings a kernel's result can depend on without failing: device malloc returns NULL past
+# the heap limit, and a device-side launch fails past the pending-launch limit, so a kernel can
+# fall back to other work (round 23: a filter that passes its input through when malloc fails,
+# with the heap raised in main). The program may set them where init cannot see (another file).
+_DEVICE_SETTINGS = {
+    "device-heap": ({"malloc", "_Znwm", "_Znam", "__nv_aligned_device_malloc"},
+                    "allocate from the device heap (malloc or new in a kernel), which succeeds or not by the heap "
+                    "limit (8 MiB unless the program raises it)"),
+    "device-launches": ({"cudaLaunchDevice", "cudaLaunchDeviceV2", "cudaGetParameterBuffer",
+                         "cudaGetParameterBufferV2"},
+                        "launch kernels from the device (dynamic parallelism), which succeeds or not by the "
+                        "pending-launch limit"),
+}
+
+
 def _variable_name(readable: str) -> str:
     """A variable's name as a user writes it: `launch(float*, int)::alpha` -> `alpha`, `cfg::w` -> `cfg::w`."""
     return readable.rsplit(")::", 1)[-1]
 
 
 def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[str] = frozenset(),
-                   launcher: str | None = None) -> list[str]:
+                   launcher: str | None = None, trusted: set[str] = frozenset()) -> list[str]:
     """What makes the generated program's baseline differ from the user's program, one line each."""
     readable = refs.readable_names
 
@@ -103,6 +149,20 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
             problems.append(f"the kernels can read the device variable {name}: init cannot tell whether the code it "
                             f"leaves out (main, set-up calls, another file) sets it; --keep-state {name} if the "
                             "kernels own it")
+    device_functions = sorted(refs.device_edges)
+    kept_kernels = {f for f, readable_name in zip(device_functions, demangle(device_functions))
+                    if bare_name(readable_name) in kept_names}
+    device_reach, todo = set(), list(kept_kernels)
+    while todo:
+        name = todo.pop()
+        if name not in device_reach:
+            device_reach.add(name)
+            todo += [t for t in refs.device_edges.get(name, ()) if t in refs.device_edges]
+    used = set().union(*(refs.device_edges[f] for f in device_reach)) if device_reach else set()
+    for setting, (names, what) in _DEVICE_SETTINGS.items():
+        if used & names and setting not in keep_state:
+            problems.append(f"the kernels {what}: init cannot tell whether your program changes that limit in the "
+                            f"code it leaves out or another file; --keep-state {setting} if it leaves it as it is")
     for variable in sorted(refs.state(kept) - refs.device_shadows):
         name = _variable_name(readable.get(variable, variable))
         if name in keep_state or name.split("::")[-1] in keep_state:
@@ -119,15 +179,14 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
     for root in sorted(left_out):
         reachable = refs.reach({root}, stop=kept_functions)
         setter = "a file-scope initialiser" if _STATIC_INIT.match(root) else f"{bare_name(readable.get(root, root))}()"
-        for call in sorted(c for c in reachable & refs.imports if _CUDA_CALL.match(c)
-                           and not _CUDA_CALLS_LEFT_OUT_CODE_MAY_MAKE.match(c)):
-            problems.append(f"{setter} calls {call}, a CUDA call that can change how the kept code runs (init lets "
-                            "the code it leaves out allocate, copy, synchronize, time and query, nothing else), and "
-                            "init runs none of that code: move it into the launcher")
-        for call in sorted(c for c in reachable & refs.imports if _HOST_SETTINGS.match(c)):
-            problems.append(f"{setter} calls {call}, which changes how the kept code runs (the environment, the "
-                            "floating-point mode, a function found by name), and init runs none of that code: "
-                            "move it into the launcher")
+        for call in sorted(c for c in reachable & refs.imports if not left_out_call_allowed(c) and c not in trusted):
+            what = ("a CUDA call that can change how the kept code runs (init lets the code it leaves out allocate, "
+                    "copy, synchronize, time and query, nothing else)" if _CUDA_CALL.match(call) else
+                    "which init does not know to leave the kept code as it is (it knows memory, strings, printing, "
+                    "files, math, the clock, generators, exit and the C++ runtime)")
+            problems.append(f"{setter} calls {readable.get(call, call)}, {what}, and init runs none of that "
+                            f"code: move it into the launcher, or --trust-call {call} if it cannot change what the "
+                            "launcher and kernels compute")
         for function in sorted(reachable & refs.functions):
             for instruction in sorted(refs.control_instructions.get(function, ())):
                 problems.append(f"{setter} runs a `{instruction}` instruction (the floating-point mode, a system "
@@ -145,7 +204,7 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
 
 
 def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: str, cache_dir: Path,
-                                     keep_state: list[str] | None = None) -> None:
+                                     keep_state: list[str] | None = None, trust_calls: list[str] | None = None) -> None:
     """Raise InputError when the generated program's baseline could differ from the user's program."""
     build = build_whole_object(source, arch=arch, cache_dir=cache_dir)
     if not build.ok or build.binary is None:
@@ -154,7 +213,8 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
                          "the code it leaves out sets; give --include-dir for your headers")
     kept = {bare_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
     problems = state_problems(state_references(build.binary), kept, set(keep_state or []),
-                              launcher=bare_name(result.launcher) if result.launcher else None)
+                              launcher=bare_name(result.launcher) if result.launcher else None,
+                              trusted=set(trust_calls or []))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more} (the generated program could compute something other than yours)")

@@ -266,6 +266,10 @@ def init(
         [], "--keep-state", help="A variable the kept launcher keeps for itself between calls (a cached workspace "
                                  "or device property), which init may keep as it is (repeat) [default: none: init "
                                  "refuses state the code it leaves out could set]."),
+    trust_call: list[str] = typer.Option(
+        [], "--trust-call", help="A call in the code init leaves out (main, helpers) that you know cannot change what "
+                                 "the launcher and kernels compute, named as init's refusal names it (repeat) "
+                                 "[default: none: init refuses calls it does not know]."),
     force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT if it exists."),
 ) -> None:
     """Write a contract-v2 program around your own kernel, copied verbatim, ready for optimize.
@@ -329,7 +333,7 @@ def init(
         result = generate(read_program(source), spec, source.name)
     refuse_state_set_by_dropped_code(inline_user_headers(read_program(source), str(source), settings.include_dirs),
                                      result, arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
-                                     keep_state=keep_state)
+                                     keep_state=keep_state, trust_calls=trust_call)
     build = build_whole_program(inline_user_headers(result.program, str(source), settings.include_dirs),
                                 arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
                                 toolchain=find_toolchain())

@@ -24,7 +24,7 @@ from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
 
-BUILD_RECIPE_VERSION = "9"  # bump when the build steps change, to invalidate the cache
+BUILD_RECIPE_VERSION = "10"  # bump when the build steps change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -386,7 +386,8 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
 def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
                        limits: Limits | None = None) -> BuildResult:
     """Compile a program's one translation unit to an object for reading what each function
-    touches: unoptimised (every function keeps its own symbol), a section per function and variable."""
+    touches: unoptimised (every function keeps its own symbol), a section per function and variable;
+    its device code as PTX beside it (`program.ptx`)."""
     return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True)
 
 
@@ -401,7 +402,8 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
     key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source,
                                      _harness_header_digest()]).encode()).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
-    if (out_dir / output).exists():
+    outputs = [output, "program.ptx"] if object_only else [output]
+    if all((out_dir / name).exists() for name in outputs):
         return BuildResult(ok=True, stage="done", log="", binary=out_dir / output, flags=flags, cached=True, key=key)
     limits = limits or Limits(wall_timeout_s=300, memory_bytes=8 << 30, max_processes=512)
     started = time.monotonic()
@@ -411,14 +413,19 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
         stage_harness_header(work)
         run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", "program.cu", "-o", output],
                             workdir=work, limits=limits)
+        if run.ok and object_only:  # the device code as PTX, for what the kernels call (device malloc)
+            run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), *_SUPPRESSED,
+                                 f"-I{_HARNESS_INCLUDE}", "-ptx", "program.cu", "-o", "program.ptx"],
+                                workdir=work, limits=limits)
         log = (run.stdout + run.stderr).strip()
         if not run.ok:
             return BuildResult(ok=False, stage="compile", log=log + f"\n[compile] nvcc {run.failure()}", flags=flags,
                                key=key, seconds=time.monotonic() - started)
         out_dir.mkdir(parents=True, exist_ok=True)
-        tmp = out_dir / f"{output}.tmp"
-        shutil.copy2(work / output, tmp)
-        os.replace(tmp, out_dir / output)
+        for name in outputs:
+            tmp = out_dir / f"{name}.tmp"
+            shutil.copy2(work / name, tmp)
+            os.replace(tmp, out_dir / name)
     return BuildResult(ok=True, stage="done", log=log, binary=out_dir / output, flags=flags, key=key,
                        seconds=time.monotonic() - started)
 

@@ -55,8 +55,9 @@ class StateReferences:
     writable: set[str] = field(default_factory=set)  # file-scope and static variables the program can change
     external: set[str] = field(default_factory=set)  # data another file defines (referenced, not called)
     device_shadows: set[str] = field(default_factory=set)  # host shadows of __device__/__constant__ variables
-    imports: set[str] = field(default_factory=set)  # functions another library defines (called through the PLT)
+    imports: set[str] = field(default_factory=set)  # every symbol another file or library defines, called or referred to
     control_instructions: dict[str, set[str]] = field(default_factory=dict)  # function -> process-control mnemonics
+    device_edges: dict[str, set[str]] = field(default_factory=dict)  # device function (PTX) -> names its body uses
     readable_names: dict[str, str] = field(default_factory=dict)  # mangled -> demangled
 
     def reach(self, roots: set[str], *, stop: set[str] = frozenset()) -> set[str]:
@@ -141,9 +142,10 @@ def state_references(obj: Path) -> StateReferences:
             continue
         target, addend = m.group("target"), int(m.group("addend"), 16) * (-1 if m.group("sign") == "-" else 1)
         if target in undefined:
-            if m.group("type") in _CALL_RELOCATIONS:
-                refs.imports.add(target)
-            elif target not in _LIBRARY_DATA:
+            # a function can be called through its address as well as directly (round 23: a pointer
+            # to cudaDeviceSetLimit), so every reference to another library's symbol is an import
+            refs.imports.add(target)
+            if m.group("type") not in _CALL_RELOCATIONS and target not in _LIBRARY_DATA:
                 refs.external.add(target)  # a variable of another file (a called function has a PLT relocation)
         elif target not in names:  # a section symbol plus an offset: the symbol there, else the section's bytes
             offset = addend + 4 if m.group("type") in _PC_RELATIVE else addend
@@ -158,11 +160,35 @@ def state_references(obj: Path) -> StateReferences:
     refs.writable = {s.name for s in symbols if s.kind == "OBJECT" and s.section in writable_sections}
     refs.device_shadows = {t for fn in refs.functions if "__nv_cudaEntityRegisterCallback" in fn
                            for t in refs.edges.get(fn, ()) if t in refs.writable}
-    every = sorted(refs.functions | refs.writable | refs.external)
+    every = sorted(refs.functions | refs.writable | refs.external | refs.imports)
     refs.readable_names = dict(zip(every, demangle(every)))
     refs.device_shadows = {t for t in refs.device_shadows if not generated(t, refs.readable_names.get(t))}
     refs.control_instructions = _control_instructions(obj)
+    ptx = obj.with_name("program.ptx")
+    refs.device_edges = device_references(ptx.read_text()) if ptx.exists() else {}
     return refs
+
+
+_PTX_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(?P<name>[\w$.]+)")
+_PTX_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def device_references(ptx: str) -> dict[str, set[str]]:
+    """For each kernel and device function of a PTX module, the names its body uses (the
+    functions it calls or takes the address of among them)."""
+    edges: dict[str, set[str]] = {}
+    function, in_body = "", False
+    for line in ptx.splitlines():
+        if not in_body and (m := _PTX_FUNCTION.match(line)):
+            function = m.group("name")
+            edges.setdefault(function, set())
+        elif line.startswith("{") and function:
+            in_body = True
+        elif line.startswith("}") and in_body:
+            in_body, function = False, ""
+        elif in_body:
+            edges[function].update(_PTX_NAME.findall(line.split("//", 1)[0]))
+    return edges
 
 
 # Instructions that change the process with no symbol to see: the floating-point environment

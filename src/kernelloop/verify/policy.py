@@ -218,6 +218,12 @@ _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("compiler-options", re.compile(r"#\s*pragma\s+(?:GCC|clang)\s+optimize\b|\b_Pragma\s*\(\s*\"\s*(?:GCC|clang)\s+optimize"
                                     r"|(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?optimize(?:__)?\b"),
      "{m}: changes how the host compiler builds the code the host-code scan judges"),
+    # A calling convention or register-saving rule of its own lets the launcher leave the
+    # harness's callee-saved registers changed with no store the scan sees (round 23: ms_abi).
+    ("compiler-options", re.compile(r"(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?(?:ms_abi|sysv_abi|regparm|stdcall"
+                                    r"|cdecl|fastcall|thiscall|vectorcall|sseregparm|preserve_(?:most|all|none)"
+                                    r"|no_(?:callee|caller)_saved_registers|interrupt|force_align_arg_pointer)(?:__)?\b"),
+     "{m}: a calling convention of its own, which the host-code scan does not model"),
 ]
 
 
