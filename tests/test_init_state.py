@@ -232,3 +232,43 @@ def test_a_call_the_user_vouches_for_passes_and_device_malloc_needs_consent(tmp_
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, keep_state=["device-heap"])
     refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, keep_state=["device-heap"],
                                      trust_calls=["signal"])  # both vouched for: no refusal
+
+
+ROUND24 = {  # red team round 24: the copy init makes differs from the user's file; -O0 hid a variable
+    "c_dead_overload.cu": "blend compiles to other code in the generated program",
+    "b_optimize.cu": "the kept code reads g_scale",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND24))
+def test_round24_a_copy_that_compiles_differently_is_refused(name, tmp_path):
+    path = FIXTURES / "redteam" / "round24" / "init" / name
+    source = path.read_text()
+    result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), name)
+    with pytest.raises(InputError, match=ROUND24[name]):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+
+
+UNFAITHFUL_COPIES = {  # our own: what the copied code means must not change on the way
+    "host_overload_in_ifdef": ("#ifdef LEGACY_WEIGHTS\nstatic float weight(int) { return 1.0f; }\n#endif\n"
+                               "static float weight(double) { return 0.75f; }\n", "weight(1)", None),  # kept in place: faithful
+    "device_overload_in_if0": ("#if 0\n__device__ float gain(float v, int) { return v; }\n#endif\n"
+                               "__device__ float gain(float v, double) { return 0.5f * v; }\n", None, "scale compiles"),
+    "line_as_a_value": ("", "(__LINE__ % 2 ? 0.75f : 0.0f)", None),  # position macros: compared as equal
+}
+
+
+@pytest.mark.parametrize("variant", sorted(UNFAITHFUL_COPIES))
+def test_kept_code_must_compile_the_same_in_the_generated_program(variant, tmp_path):
+    head, factor, expected = UNFAITHFUL_COPIES[variant]
+    kernel = KERNEL if factor is not None else KERNEL.replace("y[i] = s * x[i]", "y[i] = gain(x[i], 1)")
+    launcher = ("void scale_forward(const float* x, float* y, int n) {\n"
+                f"  scale<<<(n + 255) / 256, 256>>>(x, y, {factor or '0.5f'}, n);\n}}\n")
+    source = "#include <cstdio>\n" + head + kernel + launcher + "int main() { return 0; }\n"
+    spec = SPEC.model_copy(update={"launcher": "scale_forward"})
+    result = generate(source, spec)
+    if expected is None:
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+        return
+    with pytest.raises(InputError, match=expected):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)

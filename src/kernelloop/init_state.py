@@ -30,6 +30,7 @@ from pathlib import Path
 from .errors import InputError
 from .program.init import InitResult
 from .tools.nvcc import build_whole_object
+from .tools.code_identity import device_fingerprints, host_fingerprints
 from .tools.state_refs import StateReferences, generated, state_references
 from .tools.symbols import bare_name, demangle
 
@@ -203,18 +204,70 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
     return list(dict.fromkeys(problems))
 
 
-def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: str, cache_dir: Path,
-                                     keep_state: list[str] | None = None, trust_calls: list[str] | None = None) -> None:
-    """Raise InputError when the generated program's baseline could differ from the user's program."""
-    build = build_whole_object(source, arch=arch, cache_dir=cache_dir)
+# Macros that name a place in the source or the moment of the build: the generated program puts
+# the kept code on other lines, so they are made equal before the kept code is compared.
+_POSITION_MACROS = re.compile(r"\b(?:__LINE__|__COUNTER__|__FILE__|__FILE_NAME__|__BASE_FILE__|__DATE__|__TIME__"
+                              r"|__TIMESTAMP__)\b")
+
+
+def _without_positions(source: str) -> str:
+    return _POSITION_MACROS.sub(lambda m: "0" if m.group(0) in ("__LINE__", "__COUNTER__") else '""', source)
+
+
+def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str) -> Path:
+    build = build_whole_object(source, arch=arch, cache_dir=cache_dir, optimised=optimised)
     if not build.ok or build.binary is None:
         first = next((ln for ln in build.log.splitlines() if "error" in ln), build.log.strip()[-200:])
-        raise InputError(f"the file does not compile as it is ({first.strip()}): init reads its object to see what "
+        raise InputError(f"{what} does not compile as it is ({first.strip()}): init reads its object to see what "
                          "the code it leaves out sets; give --include-dir for your headers")
+    return build.binary
+
+
+def _kept_symbols(refs: StateReferences, kept: set[str]) -> set[str]:
+    return {f for f in refs.functions if bare_name(refs.readable_names.get(f, f)) in kept}
+
+
+def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: str, cache_dir: Path,
+                                     keep_state: list[str] | None = None, trust_calls: list[str] | None = None,
+                                     generated: str | None = None) -> None:
+    """Raise InputError when the generated program's baseline could differ from the user's program:
+    state or settings the left-out code changes (read from the file's object unoptimised, and
+    optimised as the real build is, since the source can tell the two apart), and, given the
+    generated program's text, kept code that compiles differently there (a `#if` region the copy
+    lost, a macro, an overload beside it)."""
     kept = {bare_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
-    problems = state_problems(state_references(build.binary), kept, set(keep_state or []),
+    plain = state_references(_object(source, arch=arch, cache_dir=cache_dir, optimised=False, what="the file"))
+    optimised_object = _object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
+                               what="the file")
+    optimised = state_references(optimised_object)
+    problems = state_problems(plain, kept, set(keep_state or []),
                               launcher=bare_name(result.launcher) if result.launcher else None,
                               trusted=set(trust_calls or []))
+    problems += state_problems(optimised, kept, set(keep_state or []), trusted=set(trust_calls or []))
+    if generated is not None:
+        problems += _kept_code_differences(optimised_object, optimised, generated, kept, arch=arch, cache_dir=cache_dir)
+    problems = list(dict.fromkeys(problems))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more} (the generated program could compute something other than yours)")
+
+
+def _kept_code_differences(user_object: Path, user_refs: StateReferences, generated: str, kept: set[str], *,
+                           arch: str, cache_dir: Path) -> list[str]:
+    """The kept functions and kernels that compile to other code in the generated program."""
+    program_object = _object(_without_positions(generated), arch=arch, cache_dir=cache_dir, optimised=True,
+                             what="the generated program")
+    program_refs = state_references(program_object)
+    names = _kept_symbols(user_refs, kept) & _kept_symbols(program_refs, kept)
+    ours, theirs = host_fingerprints(user_object, names), host_fingerprints(program_object, names)
+    user_ptx = user_object.with_name("program.ptx").read_text()
+    program_ptx = program_object.with_name("program.ptx").read_text()
+    entries = set(user_refs.device_edges) & set(program_refs.device_edges)
+    kernels = {f for f, readable in zip(sorted(entries), demangle(sorted(entries))) if bare_name(readable) in kept}
+    ours.update(device_fingerprints(user_ptx, kernels))
+    theirs.update(device_fingerprints(program_ptx, kernels))
+    readable = dict(zip(sorted(ours), demangle(sorted(ours))))
+    return [f"{bare_name(readable[name])} compiles to other code in the generated program than in your file (a "
+            "#if region, a macro or an overload around the code init copies): keep the kernels and launcher "
+            "outside #if blocks, or wrap the kernel alone (--kernel, --grid, --block)"
+            for name in sorted(ours) if name in theirs and ours[name] != theirs[name]]

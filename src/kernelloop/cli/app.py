@@ -333,7 +333,8 @@ def init(
         result = generate(read_program(source), spec, source.name)
     refuse_state_set_by_dropped_code(inline_user_headers(read_program(source), str(source), settings.include_dirs),
                                      result, arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
-                                     keep_state=keep_state, trust_calls=trust_call)
+                                     keep_state=keep_state, trust_calls=trust_call,
+                                     generated=inline_user_headers(result.program, str(source), settings.include_dirs))
     build = build_whole_program(inline_user_headers(result.program, str(source), settings.include_dirs),
                                 arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
                                 toolchain=find_toolchain())

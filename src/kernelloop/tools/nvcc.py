@@ -24,7 +24,7 @@ from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
 
-BUILD_RECIPE_VERSION = "10"  # bump when the build steps change, to invalidate the cache
+BUILD_RECIPE_VERSION = "11"  # bump when the build steps change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -384,20 +384,26 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
 
 
 def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
-                       limits: Limits | None = None) -> BuildResult:
+                       limits: Limits | None = None, optimised: bool = False) -> BuildResult:
     """Compile a program's one translation unit to an object for reading what each function
-    touches: unoptimised (every function keeps its own symbol), a section per function and variable;
-    its device code as PTX beside it (`program.ptx`)."""
-    return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True)
+    touches, a section per function and variable; its device code as PTX beside it (`program.ptx`).
+    Unoptimised, every function keeps its own symbol; `optimised`, the source sees the macros the
+    real build defines (-O3: `__OPTIMIZE__`), with no function folded into another by the compiler."""
+    return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True,
+                        optimised=optimised)
 
 
 def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None, limits: Limits | None,
-                 object_only: bool) -> BuildResult:
+                 object_only: bool, optimised: bool = True) -> BuildResult:
     toolchain = toolchain or find_toolchain()
-    # An object for reading: -O0 and a section per function and variable, so every reference from
-    # one function to another (a static helper's call too) is a relocation.
-    reading = ["-c", "-Xcompiler", "-ffunction-sections,-fdata-sections"] if object_only else []
-    flags = ["-O0" if object_only else "-O3", "-std=c++17", *arch_flags(arch), *reading]
+    # An object for reading: a section per function and variable, so every reference from one
+    # function to another is a relocation; optimised, no automatic inlining, cloning or merging
+    # either (round 24: `#ifdef __OPTIMIZE__` hid a variable from the -O0 reading).
+    reading = ["-c", "-Xcompiler", "-ffunction-sections,-fdata-sections"
+               + (",-fno-inline-functions,-fno-inline-small-functions,-fno-inline-functions-called-once,"
+                  "-fno-partial-inlining,-fno-ipa-cp,-fno-ipa-sra,-fno-ipa-icf,-fno-ipa-cp-clone" if optimised else "")] \
+        if object_only else []
+    flags = ["-O3" if optimised else "-O0", "-std=c++17", *arch_flags(arch), *reading]
     output = "program.o" if object_only else "program"
     key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source,
                                      _harness_header_digest()]).encode()).hexdigest()[:32]
@@ -414,7 +420,7 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
         run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", "program.cu", "-o", output],
                             workdir=work, limits=limits)
         if run.ok and object_only:  # the device code as PTX, for what the kernels call (device malloc)
-            run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), *_SUPPRESSED,
+            run = run_sandboxed([str(toolchain.nvcc), "-O3", "-std=c++17", *arch_flags(arch), *_SUPPRESSED,
                                  f"-I{_HARNESS_INCLUDE}", "-ptx", "program.cu", "-o", "program.ptx"],
                                 workdir=work, limits=limits)
         log = (run.stdout + run.stderr).strip()

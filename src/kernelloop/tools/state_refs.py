@@ -148,8 +148,12 @@ def state_references(obj: Path) -> StateReferences:
             if m.group("type") not in _CALL_RELOCATIONS and target not in _LIBRARY_DATA:
                 refs.external.add(target)  # a variable of another file (a called function has a PLT relocation)
         elif target not in names:  # a section symbol plus an offset: the symbol there, else the section's bytes
-            offset = addend + 4 if m.group("type") in _PC_RELATIVE else addend
-            inner = containing(target, offset)
+            # A PC-relative field is followed by the rest of its instruction: 4 bytes to its end,
+            # more when an immediate follows (a store of a constant: `sym-8`), so the variable is
+            # at the first of those offsets that lands in one.
+            tails = (4, 5, 6, 8) if m.group("type") in _PC_RELATIVE else (0,)
+            inner = next((found for tail in tails if (found := containing(target, addend + tail)) is not None), None)
+            offset = addend + tails[0]
             if inner is None and target in writable_sections:
                 inner = _Symbol(f"{target}+{offset:#x}", target, offset, 1, "OBJECT")
                 symbols.append(inner)

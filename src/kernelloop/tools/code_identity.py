@@ -1,0 +1,147 @@
+"""Whether a function compiles to the same code in two builds: a fingerprint of its machine code
+(host) or PTX (device) that two translation units can be compared on.
+
+`init` copies the user's launcher and kernels into a program of its own. What it copies must
+compile to what the user's file compiles to: a `#if 0` block whose contents moved out of it, a
+macro the harness defines, an overload that appears beside the kept code would all change what
+the baseline computes without any state being involved (red team round 24: a dead overload
+became the one called). Comparing the compiled code checks the result of the copy, however the
+copy went wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import SymbolTableSection
+
+# x86-64 relocation types and the bytes each patches (the rest are 4 bytes)
+_EIGHT_BYTE_RELOCATIONS = {1, 24}  # R_X86_64_64, R_X86_64_PC64
+_PC_RELATIVE = {2, 4, 9, 24, 41, 42}  # PC32, PLT32, GOTPCREL, PC64, GOTPCRELX, REX_GOTPCRELX
+
+
+def host_fingerprints(obj: Path, names: set[str]) -> dict[str, str]:
+    """For each function of `obj` whose symbol is in `names`: a digest of its bytes and of every
+    function and variable of the object it reaches, with every relocation replaced by what it
+    refers to (a symbol's name, the bytes of a variable, constant or string), so the same code in
+    two objects gives the same digest."""
+    with open(obj, "rb") as handle:
+        elf = ELFFile(handle)
+        symtab = elf.get_section_by_name(".symtab")
+        if not isinstance(symtab, SymbolTableSection):
+            return {}
+        symbols = list(symtab.iter_symbols())
+        defined = {s.name: s for s in symbols if s.name and isinstance(s["st_shndx"], int)
+                   and s["st_info"]["type"] in ("STT_FUNC", "STT_OBJECT")}
+        texts: dict[str, str] = {}
+        edges: dict[str, set[str]] = {}
+        for name, symbol in defined.items():
+            texts[name], edges[name] = _describe(elf, symbols, symbol)
+        prints: dict[str, str] = {}
+        for root in sorted(names & {n for n, s in defined.items() if s["st_info"]["type"] == "STT_FUNC"}):
+            seen, todo = set(), [root]
+            while todo:
+                name = todo.pop()
+                if name not in seen:
+                    seen.add(name)
+                    todo += [t for t in edges.get(name, ()) if t in defined and t not in seen]
+            prints[root] = hashlib.sha256("\n".join(f"{n}={texts[n]}" for n in sorted(seen)).encode()).hexdigest()
+        return prints
+
+
+def _describe(elf: ELFFile, symbols: list, symbol) -> tuple[str, set[str]]:
+    """A symbol's bytes with its relocations resolved to names and contents, and the names it uses."""
+    section = elf.get_section(symbol["st_shndx"])
+    start, size = symbol["st_value"], symbol["st_size"]
+    if section["sh_type"] == "SHT_NOBITS":
+        return f"zeros:{size}", set()
+    code = bytearray(section.data()[start:start + size])
+    described: list[str] = []
+    uses: set[str] = set()
+    relocations = elf.get_section_by_name(f".rela{section.name}")
+    if isinstance(relocations, RelocationSection):
+        for rel in relocations.iter_relocations():
+            offset = rel["r_offset"] - start
+            if not 0 <= offset < size:
+                continue
+            kind = rel["r_info_type"]
+            width = 8 if kind in _EIGHT_BYTE_RELOCATIONS else 4
+            code[offset:offset + width] = bytes(width)
+            target = symbols[rel["r_info_sym"]]
+            uses.add(target.name)
+            described.append(f"{offset}:{kind}:{_target(elf, target, rel, kind)}")
+    return bytes(code).hex() + "|" + ";".join(described), uses
+
+
+def _target(elf: ELFFile, symbol, rel, kind: int) -> str:
+    """What a relocation refers to, independent of where the compiler laid things out."""
+    addend = rel["r_addend"] + (4 if kind in _PC_RELATIVE else 0)
+    # a section, or a local label the compiler numbers in order (.LC0): named by what lies there
+    if symbol["st_info"]["type"] != "STT_SECTION" and not symbol.name.startswith(".L"):
+        return f"{symbol.name}{addend:+d}"
+    if not isinstance(symbol["st_shndx"], int):
+        return f"{symbol.name}{addend:+d}"
+    addend += symbol["st_value"]
+    section = elf.get_section(symbol["st_shndx"])
+    if section["sh_type"] == "SHT_NOBITS":
+        return f"{section.name}:zeros"
+    data = section.data()
+    if section.name.startswith(".rodata.str"):
+        end = data.find(b"\0", addend)
+        return f"{section.name}:{data[addend:end if end >= 0 else len(data)].hex()}"
+    # a merged constant section holds entries of sh_entsize bytes; other data sections hold one
+    # variable each (-fdata-sections), read up to 32 bytes
+    width = section["sh_entsize"] or 32
+    return f"{section.name}:{data[addend:addend + width].hex()}"
+
+
+_PTX_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(?P<name>[\w$.]+)")
+_PTX_VARIABLE = re.compile(r"^(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:global|const|shared)\s[^;]*?(?P<name>[\w$]+)"
+                           r"(?:\[\d*\])*\s*(?:=|;)")
+_PTX_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+# Names the PTX writer numbers by position in the module: a label's function index, a string's count.
+_POSITIONAL = [(re.compile(r"\$L__BB\d+_"), "$L__BB_"), (re.compile(r"\$str\$\d+"), "$str"),
+               (re.compile(r"__local_depot\d+"), "__local_depot")]
+
+
+def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
+    """For each kernel of a PTX module whose name is in `kernels`: a digest of its text and of
+    every device function and variable it reaches, with position-dependent names made neutral."""
+    bodies: dict[str, list[str]] = {}
+    variables: dict[str, str] = {}
+    current, in_body = "", False
+    for line in ptx.splitlines():
+        if not in_body and (m := _PTX_FUNCTION.match(line)):
+            current = m.group("name")
+            bodies.setdefault(current, []).append(line)
+        elif not in_body and not current and (m := _PTX_VARIABLE.match(line)):
+            variables[m.group("name")] = line.strip()
+        elif current:
+            bodies[current].append(line)
+            if line.startswith("{"):
+                in_body = True
+            elif line.startswith("}") and in_body:
+                in_body, current = False, ""
+    prints: dict[str, str] = {}
+    for kernel in sorted(kernels & set(bodies)):
+        seen, todo, text = set(), [kernel], []
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in variables:
+                text.append(variables[name])
+                continue
+            body = "\n".join(bodies.get(name, ()))
+            text.append(body)
+            todo += [t for t in _PTX_NAME.findall(body) if (t in bodies or t in variables) and t not in seen]
+        joined = "\n".join(text)
+        for pattern, neutral in _POSITIONAL:
+            joined = pattern.sub(neutral, joined)
+        prints[kernel] = hashlib.sha256(joined.encode()).hexdigest()
+    return prints
