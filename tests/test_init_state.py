@@ -272,3 +272,14 @@ def test_kept_code_must_compile_the_same_in_the_generated_program(variant, tmp_p
         return
     with pytest.raises(InputError, match=expected):
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+
+
+def test_round25_an_overload_the_verifiers_build_does_not_see_is_refused(tmp_path):
+    # the copy put `weight(Tag<128>)` below the editable part: a whole-file build finds it by
+    # argument-dependent lookup, the verifier's build of the editable unit does not
+    path = FIXTURES / "redteam" / "round25" / "init" / "adl_late.cu"
+    source = path.read_text()
+    spec = InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}, template_args="128")
+    result = generate(source, spec, path.name)
+    with pytest.raises(InputError, match="launch compiles to other code in the generated program"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)

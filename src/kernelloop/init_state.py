@@ -29,6 +29,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .program.init import InitResult
+from .program.split import split_program
 from .tools.nvcc import build_whole_object
 from .tools.code_identity import device_fingerprints, host_fingerprints
 from .tools.state_refs import StateReferences, generated, state_references
@@ -254,9 +255,13 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
 
 def _kept_code_differences(user_object: Path, user_refs: StateReferences, generated: str, kept: set[str], *,
                            arch: str, cache_dir: Path) -> list[str]:
-    """The kept functions and kernels that compile to other code in the generated program."""
-    program_object = _object(_without_positions(generated), arch=arch, cache_dir=cache_dir, optimised=True,
-                             what="the generated program")
+    """The kept functions and kernels that compile to other code in the generated program, built
+    as the verifier builds it: the editable unit alone (round 25: an overload the copy put below
+    the editable part was found by a whole-file build, by argument-dependent lookup, and not by
+    the verifier's)."""
+    unit = split_program(generated, "generated.cu").editable_unit()
+    program_object = _object(_without_positions(unit), arch=arch, cache_dir=cache_dir, optimised=True,
+                             what="the generated program's editable part")
     program_refs = state_references(program_object)
     names = _kept_symbols(user_refs, kept) & _kept_symbols(program_refs, kept)
     ours, theirs = host_fingerprints(user_object, names), host_fingerprints(program_object, names)
