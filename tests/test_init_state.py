@@ -236,17 +236,20 @@ def test_a_call_the_user_vouches_for_passes_and_device_malloc_needs_consent(tmp_
                                      trust_calls=["signal"])  # both vouched for: no refusal
 
 
-ROUND24 = {  # red team round 24: the copy init makes differs from the user's file; -O0 hid a variable
-    "c_dead_overload.cu": "blend compiles to other code in the generated program",
-    "b_optimize.cu": "the kept code reads g_scale",
+ROUND24 = {  # red team rounds 24 and 26: the copy init makes differs from the user's file; -O0 hid a variable
+    "round24/init/c_dead_overload.cu": "blend compiles to other code in the generated program",
+    "round24/init/b_optimize.cu": "the kept code reads g_scale",
+    # a kernel launched through a macro's name, and a table whose second half the copy changed
+    "round26/init/hidden_kernel_macro.cu": "blend compiles to other code in the generated program",
+    "round26/init/table_past_window.cu": "run compiles to other code in the generated program",
 }
 
 
 @pytest.mark.parametrize("name", sorted(ROUND24))
-def test_round24_a_copy_that_compiles_differently_is_refused(name, tmp_path):
-    path = FIXTURES / "redteam" / "round24" / "init" / name
+def test_round24_26_a_copy_that_compiles_differently_is_refused(name, tmp_path):
+    path = FIXTURES / "redteam" / name
     source = path.read_text()
-    result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), name)
+    result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
     with pytest.raises(InputError, match=ROUND24[name]):
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
 

@@ -224,10 +224,6 @@ def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: s
     return build.binary
 
 
-def _kept_symbols(refs: StateReferences, kept: set[str]) -> set[str]:
-    return {f for f in refs.functions if bare_name(refs.readable_names.get(f, f)) in kept}
-
-
 def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: str, cache_dir: Path,
                                      keep_state: list[str] | None = None, trust_calls: list[str] | None = None,
                                      generated: str | None = None) -> None:
@@ -246,31 +242,33 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
                               trusted=set(trust_calls or []))
     problems += state_problems(optimised, kept, set(keep_state or []), trusted=set(trust_calls or []))
     if generated is not None:
-        problems += _kept_code_differences(optimised_object, optimised, generated, kept, arch=arch, cache_dir=cache_dir)
+        problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir)
     problems = list(dict.fromkeys(problems))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more} (the generated program could compute something other than yours)")
 
 
-def _kept_code_differences(user_object: Path, user_refs: StateReferences, generated: str, kept: set[str], *,
+def _kept_code_differences(user_object: Path, user_refs: StateReferences, program_text: str, *,
                            arch: str, cache_dir: Path) -> list[str]:
     """The kept functions and kernels that compile to other code in the generated program, built
     as the verifier builds it: the editable unit alone (round 25: an overload the copy put below
     the editable part was found by a whole-file build, by argument-dependent lookup, and not by
     the verifier's)."""
-    unit = split_program(generated, "generated.cu").editable_unit()
+    unit = split_program(program_text, "generated.cu").editable_unit()
     program_object = _object(_without_positions(unit), arch=arch, cache_dir=cache_dir, optimised=True,
                              what="the generated program's editable part")
     program_refs = state_references(program_object)
-    names = _kept_symbols(user_refs, kept) & _kept_symbols(program_refs, kept)
+    # Every function the editable unit defines, not only the launcher and the kernels named in
+    # its text: the copy moved all of it (round 26: a kernel launched through a macro's name).
+    defined = {f for f in program_refs.functions if not generated(f, program_refs.readable_names.get(f))}
+    names = defined & user_refs.functions
     ours, theirs = host_fingerprints(user_object, names), host_fingerprints(program_object, names)
     user_ptx = user_object.with_name("program.ptx").read_text()
     program_ptx = program_object.with_name("program.ptx").read_text()
-    entries = set(user_refs.device_edges) & set(program_refs.device_edges)
-    kernels = {f for f, readable in zip(sorted(entries), demangle(sorted(entries))) if bare_name(readable) in kept}
-    ours.update(device_fingerprints(user_ptx, kernels))
-    theirs.update(device_fingerprints(program_ptx, kernels))
+    device = set(user_refs.device_edges) & set(program_refs.device_edges)
+    ours.update(device_fingerprints(user_ptx, device))
+    theirs.update(device_fingerprints(program_ptx, device))
     readable = dict(zip(sorted(ours), demangle(sorted(ours))))
     return [f"{bare_name(readable[name])} compiles to other code in the generated program than in your file (a "
             "#if region, a macro or an overload around the code init copies): keep the kernels and launcher "
