@@ -288,3 +288,34 @@ def test_round25_an_overload_the_verifiers_build_does_not_see_is_refused(tmp_pat
     result = generate(source, spec, path.name)
     with pytest.raises(InputError, match="launch compiles to other code in the generated program"):
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+
+
+REPLACEABLE = {  # red team round 27 and our own: a definition another file's link replaces
+    "attribute": "__attribute__((weak)) float weight() { return 0.0f; }\n",
+    "pragma": "#pragma weak weight\nextern \"C\" float weight() { return 0.0f; }\n",  # C linkage: the pragma's name
+    "reached_through_a_helper": "__attribute__((weak)) float weight() { return 0.0f; }\n",
+}
+
+
+@pytest.mark.parametrize("variant", sorted(REPLACEABLE))
+def test_a_weak_definition_the_kept_code_uses_is_refused_unless_vouched_for(variant, tmp_path):
+    helper = ("static float blend_weight() { return weight(); }\n" if variant == "reached_through_a_helper" else "")
+    use = "blend_weight()" if helper else "weight()"
+    # an inline template the launcher also uses: the compiler's own weak copy, in a COMDAT group
+    source = (REPLACEABLE[variant] + helper + "template <class T> inline T half(T v) { return v / 2; }\n" + KERNEL
+              + "void scale_forward(const float* x, float* y, int n) {\n"
+              f"  scale<<<(n + 255) / 256, 256>>>(x, y, half({use}), n);\n}}\nint main() {{ return 0; }}\n")
+    spec = SPEC.model_copy(update={"launcher": "scale_forward"})
+    result = generate(source, spec)
+    with pytest.raises(InputError, match=r"^the kept code uses weight(\(\))?, a weak definition .*--keep-state weight if"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program,
+                                     keep_state=["weight"])  # vouched for: no refusal
+
+
+def test_round27_a_weak_weight_another_file_replaces_is_refused(tmp_path):
+    path = FIXTURES / "redteam" / "round27" / "init" / "weak_override.cu"
+    source = path.read_text()
+    result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
+    with pytest.raises(InputError, match=r"the kept code uses weight\(\), a weak definition"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)

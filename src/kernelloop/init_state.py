@@ -165,6 +165,12 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
         if used & names and setting not in keep_state:
             problems.append(f"the kernels {what}: init cannot tell whether your program changes that limit in the "
                             f"code it leaves out or another file; --keep-state {setting} if it leaves it as it is")
+    for symbol in sorted(kept & refs.replaceable):
+        name = _variable_name(readable.get(symbol, symbol))
+        if name not in keep_state and name.split("::")[-1].split("(")[0] not in keep_state:
+            problems.append(f"the kept code uses {name}, a weak definition that another file of your program can "
+                            "replace when it links: init cannot tell which one your program runs; make it a plain "
+                            f"definition, or --keep-state {name.split('(')[0]} if this file's is the one")
     for variable in sorted(refs.state(kept) - refs.device_shadows):
         name = _variable_name(readable.get(variable, variable))
         if name in keep_state or name.split("::")[-1] in keep_state:

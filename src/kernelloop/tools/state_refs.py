@@ -30,7 +30,7 @@ _PC_RELATIVE = {"R_X86_64_PC32", "R_X86_64_PLT32", "R_X86_64_GOTPCREL", "R_X86_6
                 "R_X86_64_REX_GOTPCRELX", "R_X86_64_PC64"}
 _SECTION_HEADER = re.compile(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+"
                              r"(?P<flags>[A-Za-z]*)\s", re.M)
-_SYMBOL = re.compile(r"^\s*\d+:\s+(?P<value>[0-9a-f]+)\s+(?P<size>\d+)\s+(?P<type>\w+)\s+\w+\s+\w+\s+"
+_SYMBOL = re.compile(r"^\s*\d+:\s+(?P<value>[0-9a-f]+)\s+(?P<size>\d+)\s+(?P<type>\w+)\s+(?P<bind>\w+)\s+\w+\s+"
                      r"(?P<index>\d+)\s+(?P<name>\S+)\s*$")
 _RELOCATION_SECTION = re.compile(r"^Relocation section '\.rela?(?P<section>\S+)'")
 _RELOCATION = re.compile(r"^(?P<offset>[0-9a-f]+)\s+[0-9a-f]+\s+(?P<type>R_X86_64_\w+)\s+[0-9a-f]+\s+"
@@ -56,6 +56,7 @@ class StateReferences:
     external: set[str] = field(default_factory=set)  # data another file defines (referenced, not called)
     device_shadows: set[str] = field(default_factory=set)  # host shadows of __device__/__constant__ variables
     imports: set[str] = field(default_factory=set)  # every symbol another file or library defines, called or referred to
+    replaceable: set[str] = field(default_factory=set)  # weak definitions another file's strong one replaces
     control_instructions: dict[str, set[str]] = field(default_factory=dict)  # function -> process-control mnemonics
     device_edges: dict[str, set[str]] = field(default_factory=dict)  # device function (PTX) -> names its body uses
     readable_names: dict[str, str] = field(default_factory=dict)  # mangled -> demangled
@@ -101,9 +102,13 @@ def state_references(obj: Path) -> StateReferences:
     out = subprocess.run(["readelf", "-SsrW", str(obj)], capture_output=True, text=True, timeout=120).stdout
     sections: dict[str, str] = {}  # index -> name
     writable_sections: set[str] = set()
+    grouped: set[str] = set()  # indices of sections in a COMDAT group
+    replaceable: set[str] = set()
     for m in _SECTION_HEADER.finditer(out):
         sections[m.group(1)] = m.group(2)
         name = m.group(2)
+        if "G" in m.group("flags"):
+            grouped.add(m.group(1))
         # RELRO data (.data.rel.ro) is read-only once the program runs: it is followed, not counted
         if "W" in m.group("flags") and "X" not in m.group("flags") and not name.startswith(".data.rel.ro") \
                 and name not in (".init_array", ".fini_array", ".got", ".got.plt") and not name.startswith(".nv"):
@@ -113,6 +118,11 @@ def state_references(obj: Path) -> StateReferences:
     for line in out.splitlines():
         m = _SYMBOL.match(line)
         if m and m.group("type") in ("FUNC", "OBJECT", "TLS") and m.group("index") in sections:
+            # A weak definition outside a COMDAT group (`__attribute__((weak))`, `#pragma weak`)
+            # is one another file of the program can replace at link time (round 27); the
+            # compiler's own weak copies of inline and template code sit in groups.
+            if m.group("bind") == "WEAK" and m.group("index") not in grouped:
+                replaceable.add(m.group("name"))
             symbols.append(_Symbol(m.group("name"), sections[m.group("index")], int(m.group("value"), 16),
                                    int(m.group("size")), "FUNC" if m.group("type") == "FUNC" else "OBJECT"))
         elif line.strip() and re.match(r"^\s*\d+:\s+0+\s+0\s+NOTYPE\s+GLOBAL\s+\w+\s+UND\s+(\S+)", line):
@@ -129,6 +139,7 @@ def state_references(obj: Path) -> StateReferences:
 
     names = {s.name for s in symbols}
     refs = StateReferences()
+    refs.replaceable = replaceable
     section = ""
     for line in out.splitlines():
         if m := _RELOCATION_SECTION.match(line):
