@@ -1,27 +1,30 @@
-"""init's guard against state the generated program would not set as the user's program does.
+"""init's guard: the generated program's baseline must compute what the user's program computes.
 
 `init` keeps the user's launcher and kernels and drops the rest of the host code (`main`, setup
 helpers). State the kept code reads and something else sets (main, a setup helper, a set-up call
 of the launcher itself, another file) would hold its initial value in the generated program, so
 the baseline would compute something other than the user's program, and a candidate could match
-that degenerate baseline (red team rounds 17-20: a blend weight left at 0, so copying the input
+that degenerate baseline (red team rounds 17-27: a blend weight left at 0, so copying the input
 matched). The decision is made on the compiled file (tools.state_refs), where every spelling of a
-variable is the same symbol:
+variable is the same symbol, read unoptimised and optimised as the real build is:
 
 - mutable state the kept code reaches (host variables, static locals, another file's variables,
   `__device__`/`__constant__` variables it uploads) is refused unless the user names it with
   `--keep-state` (a workspace the launcher caches for itself): init cannot tell who else sets it;
 - every `__device__`/`__constant__` variable needs `--keep-state` too (kernels use them where the
-  host object cannot see, and another file can set an exported one);
+  host object cannot see, and another file can set an exported one), and so do the device heap
+  and launch limits kernels depend on, and weak definitions another file can replace;
 - device variables the dropped code names, kernels it launches in a file with device variables,
-  CUDA calls outside an allow-list (memory, copies, streams, events, errors, queries), host calls
-  that set the environment, floating-point mode or locale or find functions by name, and
-  instructions that set the floating-point mode or call the system are refused, in `main`, its
-  helpers and static initialisers alike;
+  calls outside allow-lists by class (CUDA: memory, copies, streams, events, errors, queries;
+  host: memory, strings, printing, files, math, clock, generators, exit, C++ runtime), however
+  reached, and instructions that set the floating-point mode or call the system are refused, in
+  `main`, its helpers and static initialisers alike (`--trust-call` to vouch for a call);
 - a kept launcher the compiled file does not contain (a template never instantiated there) is
-  refused: nothing can be read about it.
+  refused: nothing can be read about it;
+- every function and kernel of the generated editable unit, built as the verifier builds it,
+  must compile to the same code as in the user's file (tools.code_identity): the copy may not
+  change what any of it means (a `#if` block, a macro, an overload, lookup order).
 """
-
 from __future__ import annotations
 
 import re
