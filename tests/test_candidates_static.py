@@ -42,6 +42,7 @@ RULES: dict[str, set[str]] = {
     "rt21_redzone_retaddr.cu": {"foreign-store"}, "rt21_redzone_outptr.cu": {"foreign-store"},
     "rt21_input_pointers_foreign.cu": {"foreign-load"},
     "rt23_msabi_launcher.cu": {"compiler-options"},
+    "rt28_xsave_unsized_store.cu": {"host-instruction"}, "own_xsaveopt_global.cu": {"host-instruction"},
 }
 # Verifier v2 attack fixtures (tests/fixtures/candidates/matmul): the rules that must reject
 # each, from the source scan, and from the object and program scans when the source scan

@@ -321,3 +321,16 @@ def test_an_integer_input_seen_with_one_value_is_not_drawn_as_a_constant(tmp_pat
     path = _write(tmp_path, [_launch(1, name, sig, (16, 1, 1), (256, 1, 1), args), _kernel(1, name, 100)])
     spec, notes = spec_from_capture(read_capture(path).kernels[0], ["x", "m", "y", "n"], InitSpec())
     assert spec.ranges["m"] == ("0", "2") and any("held only 1" in note for note in notes)
+
+
+def test_float_inputs_are_drawn_from_the_values_the_sample_showed(tmp_path):
+    # pixels in [0, 255]: a kernel that computes only on such values must be checked on them (round 28)
+    n = 4096
+    pixels = struct.pack(f"<{n}f", *[float((i * 37) % 256) for i in range(n)])
+    name, sig = "_Z4tonePKfPfi", "tone(float const*, float*, int)"
+    args = [_ptr(BASE, BASE, 4 * n, sample=pixels, ctype="float const*"), _ptr(BASE + 2**24, BASE + 2**24, 4 * n),
+            _int(n)]
+    path = _write(tmp_path, [_launch(1, name, sig, (n // 256, 1, 1), (256, 1, 1), args), _kernel(1, name, 100)])
+    spec, notes = spec_from_capture(read_capture(path).kernels[0], ["x", "y", "n"], InitSpec())
+    assert tuple(map(float, spec.ranges["x"])) == (0.0, 255.0)
+    assert any(note.startswith("x held values in [0, 255]") for note in notes)

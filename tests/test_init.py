@@ -223,3 +223,26 @@ def test_a_launcher_that_launches_with_an_argument_array_is_refused_with_what_to
         generate(source, InitSpec(values={"n": ["32", "17"]}, roles={"y": "output"}))
     wrapped = generate(source, InitSpec(kernel="k", grid="1", block="32", values={"n": ["32", "17"]}, roles={"y": "output"}))
     assert wrapped.launcher is None and "k<<<" in wrapped.program
+
+
+_TONE = ("__global__ void tone(const float* x, float* y, int n) {\n"
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] > 1.0f ? x[i] / 255.0f : x[i]; }\n")
+
+
+def test_every_float_input_says_the_values_it_is_drawn_from_and_takes_a_range():
+    spec = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"})
+    result = generate(_TONE, spec)
+    assert any(n.startswith("x holds values drawn uniform in [-1, 1) (--range x=LO,HI") for n in result.notes)
+    assert "kl::Uniform<float>{-1.0f, 1.0f}" in result.program and "GUESS unless --range gave it" in result.program
+    ranged = generate(_TONE, spec.model_copy(update={"ranges": {"x": ("0", "255.5")}}))
+    assert "kl::Uniform<float>{0.0f, 255.5f}" in ranged.program
+    assert any(n.startswith("x holds values drawn uniform in [0, 255.5)") for n in ranged.notes)
+
+
+def test_an_integer_input_refuses_a_fractional_range():
+    gather = ("__global__ void gather(const int* idx, const float* t, float* y, int n) {\n"
+              "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = t[idx[i]]; }\n")
+    spec = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"}, counts={"t": "16"},
+                    ranges={"idx": ("0", "15.5")})
+    with pytest.raises(InputError, match=r"^--range idx=0,15.5: idx holds integers"):
+        generate(gather, spec)

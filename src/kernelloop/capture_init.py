@@ -225,11 +225,23 @@ def spec_from_capture(kernel: CapturedKernel, param_names: list[str], given: Ini
     ranges = dict(given.ranges)
     for (name, arg), sample in zip(zip(param_names, launch.args), kernel.samples):
         element = elements.get(name)
-        if (name not in pointers or name in ranges or element not in _NUMPY or element in ("float", "double")
+        if (name not in pointers or name in ranges or element not in _NUMPY
                 or "const" not in (arg.type or "") or not sample):
             continue
         data = np.frombuffer(sample[: len(sample) // _ELEMENT_BYTES[element] * _ELEMENT_BYTES[element]],
                              dtype=_NUMPY[element])
+        if element in ("float", "double"):
+            # The values the program really gives the kernel (pixels in [0, 255], not [-1, 1)): a
+            # kernel that computes only on its own values would otherwise be checked on others.
+            finite = data[np.isfinite(data)]
+            if finite.size:
+                lo, hi = float(finite.min()), float(finite.max())
+                if hi <= lo:
+                    lo, hi = min(lo, 0.0), max(hi, 1.0)
+                ranges[name] = (repr(lo), repr(hi))
+                notes.append(f"{name} held values in [{lo:g}, {hi:g}] in the first {data.size} values the capture "
+                             f"read; its inputs are drawn from that range (--range {name}=LO,HI to change)")
+            continue
         if data.size:
             lo, hi = int(data.min()), int(data.max()) + 1
             if hi - lo == 1:

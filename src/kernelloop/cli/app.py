@@ -241,7 +241,8 @@ def init(
     set_: list[str] = typer.Option([], "--set", help="A scalar argument's value: NAME=DEFAULT[,ALTERNATIVE] (repeat)."),
     count: list[str] = typer.Option([], "--count", help="A pointer's element count: NAME=C-EXPRESSION (repeat)."),
     role: list[str] = typer.Option([], "--role", help="A pointer's role: NAME=input|output|inout|scratch (repeat)."),
-    range_: list[str] = typer.Option([], "--range", help="An integer input's values: NAME=LO,HI, drawn in [LO, HI) (repeat)."),
+    range_: list[str] = typer.Option([], "--range", help="An input's values: NAME=LO,HI, drawn in [LO, HI) (repeat) [default: "
+                                                    "[-1, 1) for floating point, [0, 16) for integers]."),
     grid: Optional[str] = typer.Option(None, help="Launch grid, a C expression of the arguments [default: one thread per element]."),
     block: Optional[str] = typer.Option(None, help="Launch block, a C expression [default: 256]."),
     shared_memory: Optional[str] = typer.Option(
@@ -276,6 +277,7 @@ def init(
 
     Every guess (roles, element counts, launch configuration, input ranges) is a GUESS comment
     at the top of the file; check them. The program is compiled once to make sure it builds."""
+    import math
     import re
 
     from rich.markup import escape
@@ -295,8 +297,12 @@ def init(
     ranges = {}
     for name, value in _pairs("--range", range_).items():
         bounds = [b.strip() for b in value.split(",")]
-        if len(bounds) != 2 or not all(re.fullmatch(r"-?\d+", b) for b in bounds) or int(bounds[0]) >= int(bounds[1]):
-            raise InputError(f"--range {name}={value}: give two integers LO,HI with LO < HI")
+        number = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+        if len(bounds) != 2 or not all(re.fullmatch(number, b) for b in bounds) \
+                or not math.isfinite(float(bounds[0])) or not math.isfinite(float(bounds[1])) \
+                or float(bounds[0]) >= float(bounds[1]):
+            raise InputError(f"--range {name}={value}: give two numbers LO,HI with LO < HI (integers for an "
+                             "integer input)")
         ranges[name] = (bounds[0], bounds[1])
     spec = InitSpec(kernel=kernel, values={k: v.split(",") for k, v in _pairs("--set", set_).items()},
                     counts=_pairs("--count", count), roles=roles, ranges=ranges, grid=grid,

@@ -53,7 +53,7 @@ class InitSpec(BaseModel):
     values: dict[str, list[str]] = Field(default_factory=dict)  # scalar -> [default, alternative]
     counts: dict[str, str] = Field(default_factory=dict)  # pointer -> element count (C expression)
     roles: dict[str, Role] = Field(default_factory=dict)
-    ranges: dict[str, tuple[str, str]] = Field(default_factory=dict)  # integer input -> [lo, hi)
+    ranges: dict[str, tuple[str, str]] = Field(default_factory=dict)  # input -> [lo, hi) (integers, or numbers for floats)
     grid: str | None = None
     block: str | None = None
     shared_memory: str | None = None  # dynamic shared memory bytes of a generated launch (C expression)
@@ -292,7 +292,10 @@ def kernel_params(source: str, kernel: str, template_args: str | None = None) ->
 def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, str]:
     """The generator expression for an input, and the comment saying what it draws."""
     if element in _FLOATING:
-        return f"kl::Uniform<{element}>{{-1.0f, 1.0f}}", "uniform in [-1, 1) (stressed with large values too)"
+        lo, hi = value_range or ("-1", "1")
+        return (f"kl::Uniform<{element}>{{{float(lo)!r}f, {float(hi)!r}f}}",
+                f"uniform in [{lo}, {hi}) (stressed with large values too)"
+                + ("" if value_range else ": GUESS unless --range gave it"))
     lo, hi = value_range or ("0", "16")
     return f"kl::UniformInt<{element}>{{{lo}, {hi}}}", f"integers in [{lo}, {hi}): GUESS unless --range gave it"
 
@@ -384,8 +387,16 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     for p in pointers:
         if roles[p.name] in ("input", "inout") and p.element not in _FLOATING:
             lo, hi = spec.ranges.get(p.name, ("0", "16"))
+            if not all(re.fullmatch(r"-?\d+", b) for b in (lo, hi)):
+                raise InputError(f"--range {p.name}={lo},{hi}: {p.name} holds integers ({p.element}): give integer bounds")
             notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your kernel "
                          "must handle: indices must stay in bounds; larger values test more)")
+        elif roles[p.name] in ("input", "inout"):
+            # Said always: a kernel that computes only on its program's own values (pixels in
+            # [0, 255]) passes harness values through unchanged, and a copy would match (round 28).
+            lo, hi = spec.ranges.get(p.name, ("-1", "1"))
+            notes.append(f"{p.name} holds values drawn uniform in [{lo}, {hi}) (--range {p.name}=LO,HI for the values "
+                         "your program gives it: a kernel checked only on other values is not checked)")
     grid = block = ""
     if found is not None:
         pass  # the file's own launcher computes grid and block

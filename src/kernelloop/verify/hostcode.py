@@ -863,6 +863,10 @@ def _judge_reads(insn: Instruction, func: _Function, where: str, report, stack_a
     Returns True for a %rip-relative read, judged by its relocation."""
     rip = False
     for r in insn.reads:
+        if not r.size and r.base not in ("rdi", "rsi") and insn.mnemonic not in ("pop", "ret"):
+            report("host-instruction", where, f"`{insn.text}`: reads memory of a size the scan cannot know "
+                                              "(it depends on registers at run time)")
+            continue
         size = r.size or 64
         if insn.mnemonic in ("pop", "ret") and r.base == "rsp" and not r.index:
             continue  # the frame model's own slot
@@ -947,6 +951,13 @@ def _judge_writes(insn: Instruction, func: _Function, where: str, report) -> boo
     rip = False
     for w in insn.writes:
         if insn.mnemonic in ("push", "call") and w.base == "rsp" and not w.index and w.displacement == -8:
+            continue
+        if not w.size and w.base not in ("rdi", "rsi"):
+            # An extent set by registers at run time (xsave writes 512 to thousands of bytes by the
+            # mask in edx:eax; round 28 wrote past the frame this way): no bound can be checked.
+            # String instructions (size 0 at %rdi/%rsi) are judged as computed pointers below.
+            report("host-instruction", where, f"`{insn.text}`: writes memory of a size the scan cannot know "
+                                              "(it depends on registers at run time)")
             continue
         size = w.size or 64
         if w.segment in ("fs", "gs"):
