@@ -319,3 +319,11 @@ def test_round27_a_weak_weight_another_file_replaces_is_refused(tmp_path):
     result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
     with pytest.raises(InputError, match=r"the kept code uses weight\(\), a weak definition"):
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+
+
+def test_code_the_compiler_numbers_differently_in_the_copy_is_not_refused(tmp_path):
+    # switch tables and strings the compiler numbers in order of appearance (CSWTCH.17 in the
+    # user's file, CSWTCH.15 in the editable unit) are the same code
+    source = (FIXTURES / "init_state" / "numbered_tables.cu").read_text()
+    result = generate(source, SPEC.model_copy(update={"launcher": "scale_forward"}))
+    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)

@@ -49,7 +49,8 @@ def host_fingerprints(obj: Path, names: set[str]) -> dict[str, str]:
                 if name not in seen:
                     seen.add(name)
                     todo += [t for t in edges.get(name, ()) if t in defined and t not in seen]
-            prints[root] = hashlib.sha256("\n".join(f"{n}={texts[n]}" for n in sorted(seen)).encode()).hexdigest()
+            prints[root] = hashlib.sha256("\n".join(sorted(f"{_stable_name(defined[n])}={texts[n]}" for n in seen))
+                                          .encode()).hexdigest()
         return prints
 
 
@@ -82,23 +83,32 @@ def _target(elf: ELFFile, symbol, rel, kind: int) -> str:
     addend = rel["r_addend"] + (4 if kind in _PC_RELATIVE else 0)
     # a section, or a local label the compiler numbers in order (.LC0): named by what lies there
     if symbol["st_info"]["type"] != "STT_SECTION" and not symbol.name.startswith(".L"):
-        return f"{symbol.name}{addend:+d}"
+        return f"{_stable_name(symbol)}{addend:+d}"
     if not isinstance(symbol["st_shndx"], int):
         return f"{symbol.name}{addend:+d}"
     addend += symbol["st_value"]
     section = elf.get_section(symbol["st_shndx"])
+    label = re.sub(r"\.\d+$", ".N", section.name)  # `.rodata.CSWTCH.17`: numbered in order, like local names
     if section["sh_type"] == "SHT_NOBITS":
-        return f"{section.name}:zeros"
+        return f"{label}:zeros"
     data = section.data()
-    if section.name.startswith(".rodata.str"):
+    if section["sh_flags"] & 0x20:  # SHF_STRINGS: a string, read to its end
         end = data.find(b"\0", addend)
-        return f"{section.name}:{data[addend:end if end >= 0 else len(data)].hex()}"
+        return f"{label}:{data[addend:end if end >= 0 else len(data)].hex()}"
     # A merged constant section holds entries of sh_entsize bytes: the one referred to. Any other
     # data section is hashed whole: an index computed at run time reaches all of it (round 26:
     # a table compared 32 bytes from its start, its second half differing).
     if section["sh_entsize"]:
-        return f"{section.name}:{data[addend:addend + section['sh_entsize']].hex()}"
-    return f"{section.name}{addend:+d}:{hashlib.sha256(data).hexdigest()}"
+        return f"{label}:{data[addend:addend + section['sh_entsize']].hex()}"
+    return f"{label}{addend:+d}:{hashlib.sha256(data).hexdigest()}"
+
+
+def _stable_name(symbol) -> str:
+    """A symbol's name without the number the compiler gives local ones in order of appearance
+    (`CSWTCH.17`, `value.0`): it differs between two files that hold the same code in another order."""
+    if symbol["st_info"]["bind"] == "STB_LOCAL":
+        return re.sub(r"\.\d+$", ".N", symbol.name)
+    return symbol.name
 
 
 _PTX_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(?P<name>[\w$.]+)")
