@@ -327,3 +327,13 @@ def test_code_the_compiler_numbers_differently_in_the_copy_is_not_refused(tmp_pa
     source = (FIXTURES / "init_state" / "numbered_tables.cu").read_text()
     result = generate(source, SPEC.model_copy(update={"launcher": "scale_forward"}))
     refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+
+
+def test_round29_state_in_a_section_the_source_named_is_state(tmp_path):
+    # `section(".data.rel.ro.w")` on a global main sets: only the compiler's own RELRO sections are
+    # read-only when the program runs
+    path = FIXTURES / "redteam" / "round29" / "init" / "relro_state.cu"
+    source = path.read_text()
+    result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
+    with pytest.raises(InputError, match=r"the kept code reads g_w, state that persists between calls"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)

@@ -146,8 +146,10 @@ def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
             if name in seen:
                 continue
             seen.add(name)
-            if name in variables:
+            if name in variables:  # with what its initializer names (a pointer to a table)
                 text.append(variables[name])
+                todo += [t for t in _PTX_NAME.findall(variables[name].split("=", 1)[-1])
+                         if (t in bodies or t in variables) and t not in seen]
                 continue
             body = "\n".join(bodies.get(name, ()))
             text.append(body)

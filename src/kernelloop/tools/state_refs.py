@@ -103,12 +103,15 @@ def state_references(obj: Path) -> StateReferences:
     sections: dict[str, str] = {}  # index -> name
     writable_sections: set[str] = set()
     grouped: set[str] = set()  # indices of sections in a COMDAT group
+    relro: set[str] = set()
     replaceable: set[str] = set()
     for m in _SECTION_HEADER.finditer(out):
         sections[m.group(1)] = m.group(2)
         name = m.group(2)
         if "G" in m.group("flags"):
             grouped.add(m.group(1))
+        if "W" in m.group("flags") and name.startswith(".data.rel.ro"):
+            relro.add(name)
         # RELRO data (.data.rel.ro) is read-only once the program runs: it is followed, not counted
         if "W" in m.group("flags") and "X" not in m.group("flags") and not name.startswith(".data.rel.ro") \
                 and name not in (".init_array", ".fini_array", ".got", ".got.plt") and not name.startswith(".nv"):
@@ -130,6 +133,13 @@ def state_references(obj: Path) -> StateReferences:
     by_section: dict[str, list[_Symbol]] = {}
     for s in symbols:
         by_section.setdefault(s.section, []).append(s)
+    # Only the compiler's own RELRO sections are read-only when the program runs: a section name the
+    # source chose (`section(".data.rel.ro.w")` on a global main sets; round 29) is writable data.
+    for name in relro:
+        own = {".data.rel.ro", ".data.rel.ro.local"} | {f"{prefix}.{s.name}" for s in by_section.get(name, ())
+                                                         for prefix in (".data.rel.ro", ".data.rel.ro.local")}
+        if name not in own:
+            writable_sections.add(name)
 
     def containing(section: str, offset: int) -> _Symbol | None:
         for s in by_section.get(section, ()):
