@@ -164,3 +164,66 @@ def test_a_kernel_that_bakes_in_a_float_argument_is_rejected(tmp_path):
     v = verify_files(program, candidate, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert any(c.size_index == 1 and not c.comparison.match for c in v.checks), v.summary
+
+
+# -- inputs that a call changes, and outputs that are copies of an input -------------------
+
+def _init_program(path: Path, tmp: Path, **spec) -> Path:
+    from kernelloop.program.init import InitSpec
+    program = tmp / f"{path.stem}.kl.cu"
+    program.write_text(generate(path.read_text(), InitSpec(**spec), path.name).program)
+    return program
+
+
+_N = {"n": ["1048576", "1000003"]}
+
+
+@pytest.mark.parametrize("name", ["inplace_const.cu", "inplace_cstyle.cu"])
+def test_a_baseline_that_writes_into_an_input_is_refused(name, tmp_path):
+    # Red team round 30: init guessed x an input from its const, and the kernel wrote its real
+    # result into x (a const_cast; a C cast in the launcher): nothing compared it.
+    from kernelloop.errors import InputError
+    from ..conftest import FIXTURES
+    program = _init_program(FIXTURES / "redteam" / "round30" / "init" / name, tmp_path, values=_N,
+                            roles={"y": "output"})
+    with pytest.raises(InputError, match="input buffer 'x' changed in warm-up call 1.*--role x=inout"):
+        verify_files(program, program, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
+
+
+def test_declared_in_out_the_written_input_is_compared_and_skipping_its_work_is_rejected(tmp_path):
+    from ..conftest import FIXTURES
+    program = _init_program(FIXTURES / "redteam" / "round30" / "init" / "inplace_const.cu", tmp_path, values=_N,
+                            roles={"y": "output", "x": "inout"})
+    text = program.read_text()
+    work = "  for (int k = 0; k < 256; ++k) r = r - 0.1f * (r * r * r - v);  // the real work, written back in place\n"
+    assert work in text
+    candidate = tmp_path / "skips_the_work.cu"
+    candidate.write_text(text.replace(work, ""))
+    v = verify_files(program, candidate, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+
+
+@pytest.mark.parametrize("name, spec, words", [
+    ("band_tone.cu", {"values": _N, "roles": {"y": "output"}}, "output 'y' equals its input 'x'"),
+    ("sanitize_inplace.cu", {"values": {**_N, "limit": ["10000"]}}, "output 'g' is left as the harness filled it"),
+])
+def test_a_baseline_that_copies_an_input_in_every_call_is_refused(name, spec, words, tmp_path):
+    from kernelloop.errors import InputError
+    from ..conftest import FIXTURES
+    program = _init_program(FIXTURES / "init_checks" / name, tmp_path, **spec)
+    with pytest.raises(InputError, match=re.escape(words) + ".*--allow-pass-through"):
+        verify_files(program, program, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
+
+
+def test_a_copy_the_user_allows_and_a_partial_copy_are_verified(tmp_path):
+    from ..conftest import FIXTURES
+    folder = FIXTURES / "init_checks"
+    # 2^22 elements: at 2^20 a call takes a few microseconds, and an A/A run was once called off as
+    # inconclusive (the baseline's own time drifted 19%); refused or not is what this test is about.
+    n = {"n": ["4194304", "4000037"]}
+    allowed = _init_program(folder / "band_tone.cu", tmp_path, values=n, roles={"y": "output"})
+    leaky = _init_program(folder / "leaky_relu.cu", tmp_path, values={**n, "slope": ["0.01"]}, roles={"y": "output"})
+    for program, settings in ((allowed, VerifySettings(allow_pass_through=True)), (leaky, VerifySettings())):
+        v = verify_files(program, program, Settings(cache_dir=tmp_path / "cache", verify=settings))
+        assert not v.accepted and v.reasons in ([Reason.not_faster], [Reason.inconclusive]), v.summary
+        assert v.checks and all(c.comparison.match for c in v.checks)

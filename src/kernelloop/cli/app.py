@@ -36,6 +36,8 @@ RTOL_HELP = ("Relative tolerance: RTOL for every output, all dtypes; NAME=RTOL f
              "(repeatable) [default: by output dtype: float32 2^-15 (3.1e-5), float64 2^-44, float16 2^-9, "
              "bfloat16 2^-6, integers exact; docs/verifier.md].")
 ATOL_HELP = "Absolute tolerance: ATOL for every output, NAME=ATOL for one output (repeatable) [default: 0]."
+PASS_THROUGH_HELP = ("Verify a baseline whose output equals one of its inputs in every timed call, for a kernel whose "
+                     "job is a copy [default: refused: on such inputs the kernel's work does not show].")
 
 
 @app.command()
@@ -62,6 +64,8 @@ def verify(
         False, "--allow-reduced-precision",
         help="Accept fp16/bf16/tf32/int8 arithmetic, tensor-core MMA or an fp64->fp32 downgrade the baseline does not "
              "use [default: refused as reduced_precision]."),
+    allow_pass_through: bool = typer.Option(
+        False, "--allow-pass-through", help=PASS_THROUGH_HELP),
     allow_pageable_memory_access: bool = typer.Option(
         False, "--allow-pageable-memory-access",
         help="Verify even on a GPU whose kernels can reach any host memory (HMM/ATS), where a candidate's kernel "
@@ -82,6 +86,7 @@ def verify(
         "arch": arch, "memcheck": memcheck, "independent_timing": independent_timing, "run_timeout_s": run_timeout,
         "allow_reduced_precision": True if allow_reduced_precision else None,
         "allow_pageable_memory_access": True if allow_pageable_memory_access else None,
+        "allow_pass_through": True if allow_pass_through else None,
         "include_dirs": include_dir or None,
     })
     share_include_dirs(settings.include_dirs)
@@ -423,6 +428,8 @@ def optimize(
     include_dir: list[Path] = typer.Option(
         [], "--include-dir", help="A folder of your own headers that the program includes (repeat) [default: the "
                                   "program's own folder only]."),
+    allow_pass_through: bool = typer.Option(
+        False, "--allow-pass-through", help=PASS_THROUGH_HELP),
 ) -> None:
     """Profile, research, rewrite and verify KERNEL until a rewrite is proven faster.
 
@@ -448,7 +455,8 @@ def optimize(
     settings = load_settings({"max_iterations": max_iterations, "keep_going": keep_going, "patience": patience,
                               "compile_fix_attempts": compile_fix_attempts, "threshold": threshold,
                               "rtol": rtol or None, "atol": atol or None,
-                              "runs_dir": runs_dir, "optimizer": optimizer})
+                              "runs_dir": runs_dir, "optimizer": optimizer,
+                              "allow_pass_through": True if allow_pass_through else None})
     llm = resolve_llm_config(model, base_url, api_key)
     view = LoopView(err, quiet=json_output)
 

@@ -15,11 +15,14 @@
 //   * after every call a trusted kernel gathers elements of every output at positions drawn
 //     from the pipe after the call (a candidate cannot know them while it runs), and guard zones
 //     around every buffer are checked for out-of-bounds writes;
+//   * after every call every input is checked to be as the harness wrote it (a hash of its
+//     contents), and every output is checked for being a copy of an input;
 //   * after the last call every output is dumped whole.
 //
 // Everything goes to KERNELLOOP_OUTPUT_FILE (when set) as records the verifier reads:
 //   kernelloop-manifest 2 <bytes>\n<json>
 //   kernelloop-sample 2 <call> <buffer> <dtype> <count>\n<count raw elements>
+//   kernelloop-identical 2 <output> <input> <calls> <timed calls>\n  (an output equal to an input)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
 //
@@ -60,6 +63,9 @@ inline void check(cudaError_t err, const char* what, const char* file, int line)
 
 // An out-of-bounds write found by a guard zone: a distinct exit status the verifier reports.
 constexpr int kGuardExitCode = 86;
+// An input buffer whose contents a call changed: inputs are read-only, and nothing compares them,
+// so a result written into one (through a const_cast, a cast, a copy) would never be checked.
+constexpr int kInputWrittenExitCode = 87;
 
 __host__ __device__ inline uint64_t mix64(uint64_t z) {  // splitmix64's finalizer
   z += 0x9E3779B97F4A7C15ull;
@@ -201,6 +207,24 @@ __global__ void kl_gather_kernel(const unsigned char* base, size_t elem, const u
     for (size_t b = 0; b < elem; ++b) out[k * elem + b] = base[index[k] * elem + b];
 }
 
+// A hash of a buffer's contents: the sum over its 8-byte words (the last one zero-padded) of a
+// mix of the word and its position. Equal contents of equal size hash equal in any buffer, so
+// one hash tells both whether an input changed and whether an output is a copy of an input.
+__global__ void kl_hash_kernel(const unsigned char* data, size_t bytes, unsigned long long* out) {
+  const size_t words = (bytes + 7) / 8;
+  unsigned long long acc = 0;
+  for (size_t w = blockIdx.x * (size_t)blockDim.x + threadIdx.x; w < words; w += (size_t)gridDim.x * blockDim.x) {
+    uint64_t v = 0;
+    if (8 * w + 8 <= bytes)
+      v = reinterpret_cast<const uint64_t*>(data)[w];  // buffers start 4096 bytes into an allocation
+    else
+      for (size_t k = 0; 8 * w + k < bytes; ++k) v |= (uint64_t)data[8 * w + k] << (8 * k);
+    acc += mix64(v ^ mix64(w ^ 0x4841534855ull));
+  }
+  for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_down_sync(0xFFFFFFFFu, acc, offset);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
+}
+
 __global__ void kl_guard_check_kernel(const unsigned char* zone, size_t n, unsigned char expect, int* bad) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     if (zone[i] != expect) atomicExch(bad, 1);
@@ -286,6 +310,10 @@ struct State {
   int* guard_bad;
   uint64_t* sample_index;
   unsigned char* sample_values;
+  unsigned long long* hashes;          // on the GPU: one per buffer
+  uint64_t before[kMaxBuffers];        // each input's and in-out buffer's hash as the call began
+  uint64_t now[kMaxBuffers];           // the hashes just taken
+  int identical[kMaxBuffers][kMaxBuffers];  // timed calls that left output [o] equal to input [i]
 };
 constexpr uintptr_t kStateAddress = 0x3c5a7e000000ull;
 constexpr size_t kStateBytes = (sizeof(State) + 4095) / 4096 * 4096;
@@ -381,6 +409,7 @@ class Harness {
       KL_CHECK(cudaDeviceSynchronize());
       unlock();
       check_guards(-1 - w);
+      check_inputs(-1 - w);
     }
     for (s.calls = 0; s.calls < opt.calls; ++s.calls) {
       const int c = s.calls;
@@ -398,10 +427,12 @@ class Harness {
       unlock();
       KL_CHECK(cudaEventElapsedTime(&s.ms[c], s.start[c], s.stop[c]));
       check_guards(c);
+      check_inputs(c);
       sample_outputs(c, read_secret());
     }
     double total = 0.0;
     for (int c = 0; c < s.calls; ++c) total += s.ms[c];
+    write_identical();
     dump_outputs();
     fprintf(stderr, "KERNEL_MS: %.6f\n", total / s.calls);
   }
@@ -531,6 +562,7 @@ class Harness {
     s.flush_bytes = std::max<size_t>(2 * (size_t)l2, (size_t)64 << 20);
     KL_CHECK(cudaMalloc(&s.flush, s.flush_bytes));
     KL_CHECK(cudaMalloc(&s.guard_bad, sizeof(int)));
+    KL_CHECK(cudaMalloc(&s.hashes, kMaxBuffers * sizeof(unsigned long long)));
     size_t most = 1;
     const Table& t = table();
     for (int i = 0; i < t.nbuffers; ++i) {
@@ -654,6 +686,8 @@ class Harness {
       } else
         KL_CHECK(cudaMemset(b.data, poison, b.count * b.elem));
     }
+    hash_buffers(true);
+    memcpy(s.before, s.now, sizeof s.before);
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));
     KL_CHECK(cudaDeviceSynchronize());
@@ -675,6 +709,65 @@ class Harness {
         exit(kGuardExitCode);
       }
     }
+  }
+
+  // The hash of every buffer the harness fills (`read_only`: inputs and in-out buffers) or of
+  // every buffer but scratch, into State::now.
+  void hash_buffers(bool read_only) {
+    State& s = st();
+    const Table& t = table();
+    KL_CHECK(cudaMemset(s.hashes, 0, t.nbuffers * sizeof(unsigned long long)));
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      const bool filled = b.role == Role::input || b.role == Role::inout;
+      if (b.role == Role::scratch || (read_only && !filled)) continue;
+      kl_hash_kernel<<<256, 256>>>(b.data, b.count * b.elem, s.hashes + i);
+    }
+    KL_CHECK(cudaGetLastError());
+    KL_CHECK(cudaMemcpy(s.now, s.hashes, t.nbuffers * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  }
+
+  // After a call: every input as it was when the call began (else the program ends: a result
+  // written into an input would never be compared), and which outputs are copies of an input.
+  void check_inputs(int call) {
+    State& s = st();
+    const Table& t = table();
+    hash_buffers(false);
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      if (b.role != Role::input || s.now[i] == s.before[i]) continue;
+      fprintf(stderr, "kernelloop harness: input buffer '%s' changed in %s %d: an input must stay as the harness "
+              "wrote it (nothing compares it); if the kernel writes it, declare it in-out (h.inout, or "
+              "`kernelloop init --role %s=inout`)\n", b.name, call < 0 ? "warm-up call" : "timed call",
+              call < 0 ? -call : call + 1, b.name);
+      exit(kInputWrittenExitCode);
+    }
+    if (call < 0) return;
+    for (int o = 0; o < t.nbuffers; ++o) {
+      const Buffer& out = t.buffers[o];
+      if (out.role != Role::output && out.role != Role::inout) continue;
+      for (int i = 0; i < t.nbuffers; ++i) {
+        const Buffer& in = t.buffers[i];
+        if ((in.role == Role::input || in.role == Role::inout) && in.count * in.elem == out.count * out.elem &&
+            s.now[o] == s.before[i])
+          ++s.identical[o][i];
+      }
+    }
+  }
+
+  // For each output that some timed call left equal to an input (an in-out buffer: to itself as
+  // it was filled), in how many of the calls.
+  void write_identical() {
+    const State& s = st();
+    if (!s.output_path[0]) return;
+    const Table& t = table();
+    for (int o = 0; o < t.nbuffers; ++o)
+      for (int i = 0; i < t.nbuffers; ++i) {
+        if (!s.identical[o][i]) continue;
+        char line[128];
+        snprintf(line, sizeof line, "kernelloop-identical 2 %d %d %d %d\n", o, i, s.identical[o][i], s.calls);
+        append(line, strlen(line));
+      }
   }
 
   // 8 bytes from the verifier's pipe; without one (a run by hand), a stream from the seed.

@@ -377,8 +377,11 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     for p in pointers:
         roles[p.name] = spec.roles.get(p.name) or ("input" if p.const else "inout")
         if p.name not in spec.roles:
-            notes.append(f"{p.name} is an {roles[p.name]} (guessed from {'const' if p.const else 'no const'}; "
-                         f"--role {p.name}=output if the kernel only writes it, or input|scratch)")
+            checked = "; the harness stops if a call changes it: --role {0}=inout if the kernel writes it" \
+                if roles[p.name] == "input" else ""
+            notes.append(f"{p.name} is an {roles[p.name]} (guessed from {'const' if p.const else 'no const'}"
+                         f"{checked.format(p.name)}; --role {p.name}=output if the kernel only writes it, or "
+                         "input|scratch)")
     if not any(roles[p.name] in ("output", "inout") for p in pointers):
         raise InputError(f"{callee} has no output: mark the pointer it writes with --role NAME=output (or inout)")
     if not any(roles[p.name] in ("input", "inout") for p in pointers):

@@ -77,6 +77,18 @@ def inputs_reach_outputs(records: OutputRecords) -> bool:
                for other in (records.samples_of_call(c) for c in calls[1:]))
 
 
+def copies_of_inputs(records: OutputRecords) -> list[tuple[str, str]]:
+    """(output, input) names of every output that each timed call left byte-for-byte equal to
+    an input (an in-out buffer: to itself as the harness filled it). On such inputs the
+    kernel's work does not show, and a copy matches it."""
+    manifest = records.manifest
+    if manifest is None:
+        return []
+    names = [b.name for b in manifest.buffers]
+    return [(names[i.output], names[i.input]) for i in records.identical
+            if i.calls == i.of == manifest.calls and max(i.output, i.input) < len(names)]
+
+
 def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall) -> Comparison | None:
     """The samples of every timed call, the candidate's against the baseline's (same positions:
     both runs read the same stream); `compare` is told the call. None when the baseline wrote no samples."""

@@ -2,7 +2,8 @@
 
 A contract-v1 harness writes only whole output buffers ("kernelloop-output 1" records). A v2
 harness (the bundled `kernelloop_harness.cuh`) writes a manifest first, a sample of every
-output after every timed call, and the whole outputs after the last call
+output after every timed call, which outputs some calls left equal to an input, and the whole
+outputs after the last call
 (docs/contract.md). The file is written by the frozen harness, never by the candidate (the
 policy leaves the editable part no file API), so a malformed file is the harness's fault.
 """
@@ -22,6 +23,7 @@ from .outputs import DumpError, dump_dtype
 _OUTPUT = re.compile(rb"kernelloop-output 1 ([a-z0-9]+) (\d+)\n")
 _SAMPLE = re.compile(rb"kernelloop-sample 2 (\d+) (\d+) ([a-z0-9]+) (\d+)\n")
 _MANIFEST = re.compile(rb"kernelloop-manifest 2 (\d+)\n")
+_IDENTICAL = re.compile(rb"kernelloop-identical 2 (\d+) (\d+) (\d+) (\d+)\n")
 MANIFEST_MAX_BYTES = 1 << 20
 
 
@@ -81,11 +83,22 @@ class Sample(BaseModel):
     values: np.ndarray
 
 
+class Identical(BaseModel):
+    """An output buffer that some timed calls left equal to an input buffer (an in-out buffer:
+    to itself as the harness filled it), byte for byte."""
+
+    output: int  # buffer indices in the manifest
+    input: int
+    calls: int  # how many timed calls
+    of: int  # of how many
+
+
 class OutputRecords(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     manifest: Manifest | None = None  # None: a contract-v1 harness
     samples: list[Sample] = []
+    identical: list[Identical] = []
     outputs: list[np.ndarray] = []
 
     @property
@@ -117,6 +130,10 @@ def parse_records(data: bytes) -> OutputRecords:
         elif m := _SAMPLE.match(data, offset):
             array, offset = _array(data, m.group(3), int(m.group(4)), m.end())
             records.samples.append(Sample(call=int(m.group(1)), buffer=int(m.group(2)), values=array))
+        elif m := _IDENTICAL.match(data, offset):
+            records.identical.append(Identical(output=int(m.group(1)), input=int(m.group(2)),
+                                               calls=int(m.group(3)), of=int(m.group(4))))
+            offset = m.end()
         elif m := _MANIFEST.match(data, offset):
             size = int(m.group(1))
             if records.manifest is not None or size > MANIFEST_MAX_BYTES or m.end() + size > len(data):

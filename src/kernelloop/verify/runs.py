@@ -22,6 +22,7 @@ SIZE_INDEX_ENV = "KERNELLOOP_SIZE_INDEX"
 SIZE_DRAW_ENV = "KERNELLOOP_SIZE_DRAW"  # the verifier's draw of a problem size nobody chose in advance
 STREAM_BYTES = 8 * 8192  # a pipe's default buffer whole: 2 draws (key and stress, samples) per timed call, up to 4000 calls
 GUARD_EXIT_CODE = 86  # kernelloop_harness.cuh: a guard zone around a buffer was overwritten
+INPUT_WRITTEN_EXIT_CODE = 87  # kernelloop_harness.cuh: a call changed an input buffer
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
 STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT = 1, 2, 64
 
@@ -80,6 +81,10 @@ class ProgramRun(BaseModel):
     @property
     def guard_tripped(self) -> bool:
         return self.result.returncode == GUARD_EXIT_CODE
+
+    @property
+    def input_written(self) -> bool:
+        return self.result.returncode == INPUT_WRITTEN_EXIT_CODE
 
 
 def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
