@@ -204,8 +204,8 @@ def test_declared_in_out_the_written_input_is_compared_and_skipping_its_work_is_
 
 
 @pytest.mark.parametrize("name, spec, words", [
-    ("band_tone.cu", {"values": _N, "roles": {"y": "output"}}, "output 'y' equals its input 'x'"),
-    ("sanitize_inplace.cu", {"values": {**_N, "limit": ["10000"]}}, "output 'g' is left as the harness filled it"),
+    ("band_tone.cu", {"values": _N, "roles": {"y": "output"}}, "'y' equals input 'x'"),
+    ("sanitize_inplace.cu", {"values": {**_N, "limit": ["10000"]}}, "'g' is left as the harness filled it"),
 ])
 def test_a_baseline_that_copies_an_input_in_every_call_is_refused(name, spec, words, tmp_path):
     from kernelloop.errors import InputError
@@ -215,7 +215,7 @@ def test_a_baseline_that_copies_an_input_in_every_call_is_refused(name, spec, wo
         verify_files(program, program, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
 
 
-def test_a_copy_the_user_allows_and_a_partial_copy_are_verified(tmp_path):
+def test_a_copy_the_user_allows_a_partial_copy_and_a_read_only_in_out_buffer_are_verified(tmp_path):
     from ..conftest import FIXTURES
     folder = FIXTURES / "init_checks"
     # 2^22 elements: at 2^20 a call takes a few microseconds, and an A/A run was once called off as
@@ -223,7 +223,11 @@ def test_a_copy_the_user_allows_and_a_partial_copy_are_verified(tmp_path):
     n = {"n": ["4194304", "4000037"]}
     allowed = _init_program(folder / "band_tone.cu", tmp_path, values=n, roles={"y": "output"})
     leaky = _init_program(folder / "leaky_relu.cu", tmp_path, values={**n, "slope": ["0.01"]}, roles={"y": "output"})
-    for program, settings in ((allowed, VerifySettings(allow_pass_through=True)), (leaky, VerifySettings())):
+    # Red team round 31: x has no const, so init makes it in-out, and the kernel only reads it: it
+    # is left as filled in every call, beside y, which shows the work.
+    saxpy = _init_program(folder / "saxpy_noconst.cu", tmp_path, values={**n, "a": ["2.5"]})
+    for program, settings in ((allowed, VerifySettings(allow_pass_through=True)), (leaky, VerifySettings()),
+                              (saxpy, VerifySettings())):
         v = verify_files(program, program, Settings(cache_dir=tmp_path / "cache", verify=settings))
         assert not v.accepted and v.reasons in ([Reason.not_faster], [Reason.inconclusive]), v.summary
         assert v.checks and all(c.comparison.match for c in v.checks)

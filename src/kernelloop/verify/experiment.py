@@ -77,16 +77,25 @@ def inputs_reach_outputs(records: OutputRecords) -> bool:
                for other in (records.samples_of_call(c) for c in calls[1:]))
 
 
-def copies_of_inputs(records: OutputRecords) -> list[tuple[str, str]]:
-    """(output, input) names of every output that each timed call left byte-for-byte equal to
-    an input (an in-out buffer: to itself as the harness filled it). On such inputs the
-    kernel's work does not show, and a copy matches it."""
+def outputs_showing_no_work(records: OutputRecords) -> list[tuple[str, str]]:
+    """When no compared buffer shows the kernel's work, (output, input) names saying why: each
+    output was left byte-for-byte equal to an input, or each in-out buffer as the harness filled
+    it, in every timed call. On such inputs any copy matches the baseline. Empty when at least
+    one output differs from every input in some call: an in-out buffer the kernel only reads (a
+    pointer without const) or an output saving a state's old value beside the updated state
+    is then part of an experiment that does show work."""
     manifest = records.manifest
     if manifest is None:
         return []
     names = [b.name for b in manifest.buffers]
-    return [(names[i.output], names[i.input]) for i in records.identical
-            if i.calls == i.of == manifest.calls and max(i.output, i.input) < len(names)]
+    compared = {n for n, b in enumerate(manifest.buffers) if b.role in ("output", "inout")}
+    copied: dict[int, int] = {}
+    for i in records.identical:
+        if i.calls == i.of == manifest.calls and i.output in compared and i.input < len(names):
+            copied.setdefault(i.output, i.input)
+    if not compared or set(copied) != compared:
+        return []
+    return [(names[o], names[copied[o]]) for o in sorted(compared)]
 
 
 def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall) -> Comparison | None:

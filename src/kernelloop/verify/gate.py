@@ -33,8 +33,8 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .experiment import (V1_MISSING_GUARANTEES, compare_calls, copies_of_inputs, coverage_notes, inputs_reach_outputs,
-                         speed_of_light)
+from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inputs_reach_outputs,
+                         outputs_showing_no_work, speed_of_light)
 from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .records import Manifest
 from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
@@ -325,14 +325,14 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         raise InputError(f"{baseline_name}: the baseline's outputs are the same in every timed call although every "
                          "call gets new inputs: nothing the harness generates reaches them (a buffer the kernel "
                          "reads declared as an output?), so no candidate can be checked against them")
-    copies = copies_of_inputs(calibration.records) if calibration.records is not None else []
+    copies = outputs_showing_no_work(calibration.records) if calibration.records is not None else []
     if copies and not vs.allow_pass_through:
-        output, source = copies[0]
-        same = "is left as the harness filled it" if output == source else f"equals its input '{source}'"
-        raise InputError(f"{baseline_name}: the baseline's output '{output}' {same} in every timed call: on these "
-                         "inputs the kernel's work does not show, and any copy would match it. Give inputs it works "
-                         "on (`kernelloop init --range NAME=LO,HI`, or `--capture` from a real run), or pass "
-                         "--allow-pass-through if copying is the kernel's job")
+        said = "; ".join(f"'{output}' is left as the harness filled it" if output == source
+                         else f"'{output}' equals input '{source}'" for output, source in copies)
+        raise InputError(f"{baseline_name}: no output of the baseline shows its work: in every timed call {said}. On "
+                         "these inputs any copy would match it. Give inputs it works on (`kernelloop init --range "
+                         "NAME=LO,HI`, or `--capture` from a real run), or pass --allow-pass-through if copying is "
+                         "the kernel's job")
     if manifest is not None and manifest.pageable_memory_access:
         if not vs.allow_pageable_memory_access:
             raise EnvironmentProblem(PAGEABLE_MEMORY_REFUSAL)
