@@ -64,7 +64,8 @@ def test_candidate_fate(baseline, candidate, expect, settings):
         assert not v.accepted
         if entry.get("compiler_specific") and Reason.policy not in v.reasons:
             return  # this host compiler does not produce the attack (the manifest says why): rejected all the same
-        assert Reason(expect) in v.reasons, (v.reasons, v.summary)
+        # "or": other reasons that are the same finding (an out-of-bounds read that faults before memcheck sees it)
+        assert any(Reason(r) in v.reasons for r in [expect, *entry.get("or", [])]), (v.reasons, v.summary)
 
 
 def test_a_program_against_itself_is_about_1x_and_rejected(settings):
