@@ -240,7 +240,12 @@ def test_a_v2_harness_gives_the_timed_size_and_its_launcher_call_is_found(edit, 
 # for that family (a template would compute the wrong function).
 NEAR_MISSES = [
     ("naive_matmul.cu", "B[k * n + col]", "B[col * n + k]"),  # A * B^T
-    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = 2.0f * acc;"),
+    # an epilogue of the sum may read only the old element it writes, and use only float scalars
+    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc + A[row * n + col];"),
+    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc * C[row * n + col + 1];"),
+    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc + (float)row;"),
+    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = expf(acc);"),
+    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc * (float)n;"),
     ("naive_matmul.cu", "float acc = 0.0f;", "float acc = 1.0f;"),
     ("naive_matmul.cu", "acc += A[row * n + k] * B[k * n + col];", "acc += A[row * n + k] + B[k * n + col];"),
     ("naive_matmul.cu", "acc += A[row * n + k]", "if (k % 2 == 0) acc += A[row * n + k]"),
@@ -262,6 +267,42 @@ NEAR_MISSES = [
     ("histogram.cu", "atomicAdd(&bins[in[i]], 1u);", "atomicAdd(&bins[in[i] >> 4], 1u);"),
     ("histogram.cu", "atomicAdd(&bins[in[i]], 1u);", "atomicAdd(&bins[in[i]], 2u);"),
 ]
+
+
+@pytest.mark.parametrize("store, epilogue", [
+    ("C[row * n + col] = 2.0f * acc;", "2.0f * acc"),
+    ("C[row * n + col] = acc + C[row * n + col];", "acc + c_old"),
+    ("C[row * n + col] = fmaf(acc, 0.5f, -C[row * n + col]);", "fmaf(acc, 0.5f, -c_old)"),
+])
+def test_an_epilogue_of_the_sum_is_recognized_and_carried_into_every_template(store, epilogue, optimizer):
+    text = (ROOT / "kernels" / "naive_matmul.cu").read_text().replace("C[row * n + col] = acc;", store)
+    (match,) = analysis_of(text).matches
+    assert match.family == "matmul"
+    bare = lambda t: t.replace("(", "").replace(")", "").replace(" ", "")  # noqa: E731
+    assert bare(match.placeholders["EPILOGUE"]) == bare(epilogue)
+    candidates = optimizer.candidates(request_for(text))
+    assert {c.config.template for c in candidates} == {"matmul_register_blocking", "matmul_smem_tiling"}
+    for cand in candidates:
+        assert bare(f"return {epilogue};") in bare(cand.source) and "epilogue(acc" in cand.source
+
+
+@pytest.mark.nvcc
+def test_a_gemm_with_alpha_and_beta_hands_them_to_the_template(optimizer, gate_settings):
+    # C = alpha * A * B + beta * C, the outside-style GEMM that reads its output (init writes its harness)
+    from kernelloop.program.init import generate
+
+    from .outside_specs import OUTSIDE, SPECS
+    text = generate((OUTSIDE / "gemm_accumulate.cu").read_text(), SPECS["gemm_accumulate.cu"],
+                    "gemm_accumulate.cu").program
+    (match,) = analysis_of(text).matches
+    assert match.family == "matmul" and "kl_e0=alpha, kl_e1=beta" in match.detail
+    p = optimizer.propose(request_for(text, "gemm_accumulate"))
+    assert re.search(r"kl\d?_matmul_run\(A, B, C, \(int\)\(M\), \(int\)\(N\), \(int\)\(K\), alpha, beta\);", p.source)
+    split = split_program(text)
+    editable, _ = candidate_editable_part(p.source, split)
+    result = static_gates(split, editable, arch="sm_90", settings=gate_settings, toolchain=find_toolchain())
+    assert not result.violations, [v.describe() for v in result.violations]
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:] if result.candidate else ""
 
 
 @pytest.mark.parametrize("name, old, new", NEAR_MISSES, ids=[f"{n}:{new[:30]}" for n, _, new in NEAR_MISSES])

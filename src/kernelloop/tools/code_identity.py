@@ -19,6 +19,8 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
+from .ptx_module import NAME, read_ptx
+
 # x86-64 relocation types and the bytes each patches (the rest are 4 bytes)
 _EIGHT_BYTE_RELOCATIONS = {1, 24}  # R_X86_64_64, R_X86_64_PC64
 _PC_RELATIVE = {2, 4, 9, 24, 41, 42}  # PC32, PLT32, GOTPCREL, PC64, GOTPCRELX, REX_GOTPCRELX
@@ -111,10 +113,6 @@ def _stable_name(symbol) -> str:
     return symbol.name
 
 
-_PTX_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(?P<name>[\w$.]+)")
-_PTX_VARIABLE = re.compile(r"^(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:global|const|shared)\s[^;]*?(?P<name>[\w$]+)"
-                           r"(?:\[\d*\])*\s*(?:=|;)")
-_PTX_NAME = re.compile(r"[A-Za-z_$][\w$]*")
 # Names the PTX writer numbers by position in the module: a label's function index, a string's count.
 _POSITIONAL = [(re.compile(r"\$L__BB\d+_"), "$L__BB_"), (re.compile(r"\$str\$\d+"), "$str"),
                (re.compile(r"__local_depot\d+"), "__local_depot")]
@@ -123,21 +121,9 @@ _POSITIONAL = [(re.compile(r"\$L__BB\d+_"), "$L__BB_"), (re.compile(r"\$str\$\d+
 def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
     """For each kernel of a PTX module whose name is in `kernels`: a digest of its text and of
     every device function and variable it reaches, with position-dependent names made neutral."""
-    bodies: dict[str, list[str]] = {}
-    variables: dict[str, str] = {}
-    current, in_body = "", False
-    for line in ptx.splitlines():
-        if not in_body and (m := _PTX_FUNCTION.match(line)):
-            current = m.group("name")
-            bodies.setdefault(current, []).append(line)
-        elif not in_body and not current and (m := _PTX_VARIABLE.match(line)):
-            variables[m.group("name")] = line.strip()
-        elif current:
-            bodies[current].append(line)
-            if line.startswith("{"):
-                in_body = True
-            elif line.startswith("}") and in_body:
-                in_body, current = False, ""
+    module = read_ptx(ptx)
+    bodies = {name: f.lines for name, f in module.functions.items()}
+    variables = module.variables
     prints: dict[str, str] = {}
     for kernel in sorted(kernels & set(bodies)):
         seen, todo, text = set(), [kernel], []
@@ -148,12 +134,12 @@ def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
             seen.add(name)
             if name in variables:  # with what its initializer names (a pointer to a table)
                 text.append(variables[name])
-                todo += [t for t in _PTX_NAME.findall(variables[name].split("=", 1)[-1])
+                todo += [t for t in NAME.findall(variables[name].split("=", 1)[-1])
                          if (t in bodies or t in variables) and t not in seen]
                 continue
             body = "\n".join(bodies.get(name, ()))
             text.append(body)
-            todo += [t for t in _PTX_NAME.findall(body) if (t in bodies or t in variables) and t not in seen]
+            todo += [t for t in NAME.findall(body) if (t in bodies or t in variables) and t not in seen]
         joined = "\n".join(text)
         for pattern, neutral in _POSITIONAL:
             joined = pattern.sub(neutral, joined)

@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .ptx_module import read_ptx
 from .symbols import demangle
 
 # Code and data the compiler writes (registration, static initialisation, launch stubs and their
@@ -194,26 +195,10 @@ def state_references(obj: Path) -> StateReferences:
     return refs
 
 
-_PTX_FUNCTION = re.compile(r"^(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:entry|func)\s+(?:\([^)]*\)\s*)?(?P<name>[\w$.]+)")
-_PTX_NAME = re.compile(r"[A-Za-z_$][\w$]*")
-
-
 def device_references(ptx: str) -> dict[str, set[str]]:
     """For each kernel and device function of a PTX module, the names its body uses (the
     functions it calls or takes the address of among them)."""
-    edges: dict[str, set[str]] = {}
-    function, in_body = "", False
-    for line in ptx.splitlines():
-        if not in_body and (m := _PTX_FUNCTION.match(line)):
-            function = m.group("name")
-            edges.setdefault(function, set())
-        elif line.startswith("{") and function:
-            in_body = True
-        elif line.startswith("}") and in_body:
-            in_body, function = False, ""
-        elif in_body:
-            edges[function].update(_PTX_NAME.findall(line.split("//", 1)[0]))
-    return edges
+    return {name: f.names_used() for name, f in read_ptx(ptx).functions.items()}
 
 
 # Instructions that change the process with no symbol to see: the floating-point environment

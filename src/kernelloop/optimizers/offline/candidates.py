@@ -80,6 +80,7 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     lau = match.launcher
     family = BY_NAME[match.family]
     args = [match.roles[r] if r not in family.INT_ROLES else f"(int)({match.roles[r]})" for r in family.ROLES]
+    args += [a for a in match.placeholders.get("_EXTRA_ARGS", "").split("\n") if a]  # e.g. a GEMM's alpha, beta
     head = _ascii(lau.fn.head.rstrip())
     if head is None:
         return "the launcher's head is not ASCII"

@@ -3,7 +3,9 @@
 Roles come from the indexing alone: the operand indexed r*K + k is A, the one indexed
 k*N + c is B, the stored array is C; K is the loop bound (and A's row stride), N is B's row
 stride (and C's), M is the guard on r. The kernel must do nothing else: no other loads,
-stores or atomics, an accumulator that starts at zero and is stored as is.
+stores or atomics, and an accumulator that starts at zero. What is stored is the accumulator
+or an epilogue of it: arithmetic of the accumulator, the old C[r*N + c], the kernel's float
+scalars and literals (C = alpha * A * B + beta * C), which the templates apply as written.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from ..conditions import loop_bound, loop_start, upper_bound
 from ..facts import KernelFacts, ScalarAssign
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
-from ..syntax import Binary, Call, Expr, call_name
+from ..syntax import Binary, Call, Expr, Name, Num, Unary, call_name, to_c
 from .base import (
     Config,
     Match,
@@ -68,6 +70,69 @@ def _accumulation(f: KernelFacts, a: ScalarAssign) -> tuple[Expr, Expr] | None:
     return None
 
 
+_EPILOGUE_CALLS = ("fmaf", "fma", "__fmaf_rn", "fminf", "fmaxf")
+
+
+def _epilogue(f: KernelFacts, value: Expr, store) -> tuple[object, str, list[str]] | str:
+    """(accumulator binding, the stored expression as C text over acc, c_old and kl_e<i>, the
+    float scalar parameters named kl_e0, kl_e1, ... in order) or why the stored value is no
+    epilogue of one accumulator."""
+    accumulators: list = []
+    params: list[str] = []
+
+    def check(e: Expr) -> str | None:
+        e = strip_casts(e)
+        target = read_target(f, e)
+        if target is not None:
+            array, offset = target
+            if array is not store.array or offset != store.offset:
+                return "the stored value reads memory other than the old value of the element it writes"
+            return None
+        if isinstance(e, Num):
+            return None
+        if isinstance(e, Name):
+            b = f.binding(e)
+            if b is None:
+                return f"the stored value names {e.id}, which the kernel does not declare"
+            if b.param is not None:
+                if b.pointer or b.type != "float":
+                    return "the stored value uses a parameter that is not a float scalar"
+                if b.name not in params:
+                    params.append(b.name)
+            elif b.pointer or b.array:
+                return "the stored value names an array"
+            elif b not in accumulators:
+                accumulators.append(b)
+            return None
+        if isinstance(e, Unary) and e.op in ("-", "+"):
+            return check(e.operand)
+        if isinstance(e, Binary) and e.op in ("+", "-", "*", "/"):
+            return check(e.left) or check(e.right)
+        if isinstance(e, Call) and call_name(e) in _EPILOGUE_CALLS:
+            return next((why for why in map(check, e.args) if why), None)
+        return "the stored value is not plain arithmetic of the accumulator"
+
+    why = check(value)
+    if why:
+        return why
+    if len(accumulators) != 1:
+        return "the stored value is not an expression of one scalar accumulator"
+    acc = accumulators[0]
+
+    def sub(e: Expr) -> str | None:
+        if read_target(f, e) is not None:
+            return "c_old"
+        if isinstance(e, Name):
+            b = f.binding(e)
+            if b is acc:
+                return "acc"
+            if b is not None and b.param is not None:
+                return f"kl_e{params.index(b.name)}"
+        return None
+
+    return acc, to_c(value, sub), params
+
+
 def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     def no(reason: str) -> Mismatch:
         return Mismatch(NAME, reason)
@@ -80,7 +145,14 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if len(stores) != 1 or stores[0].op != "=" or stores[0].ctx.loops:
         return no("expects exactly one plain store of the result, outside any loop")
     store = stores[0]
-    acc = f.binding(strip_casts(f.resolve(store.value))) if store.value is not None else None
+    value = f.resolve(store.value) if store.value is not None else None
+    acc = f.binding(strip_casts(value)) if value is not None else None
+    epilogue, epilogue_params = "acc", []
+    if value is not None and (acc is None or acc.param is not None or acc.pointer or acc.array):
+        found = _epilogue(f, value, store)
+        if isinstance(found, str):
+            return no(found)
+        acc, epilogue, epilogue_params = found
     if acc is None or acc.param is not None or acc.pointer or acc.array:
         return no("the stored value is not a scalar accumulator")
     assigns = [a for a in f.assigns if a.binding is acc]
@@ -144,16 +216,28 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("operands are not fp32 arrays")
     if C is A or C is B:
         return no("the result overwrites an operand")
-    if len(param_arrays(f, "read")) != 2:
+    operand_reads = [a for a in param_arrays(f, "read") if not (a.array is C and a.offset == store.offset)]
+    if len(operand_reads) != 2:
         return no("reads more than the two operands")
     mapped = role_texts(binder, {"A": A, "B": B, "C": C}, {"M": M, "N": n_stride, "K": K})
     if isinstance(mapped, str):
         return no(mapped)
     roles, described = mapped
+    scalars = [binder.pointer_text(name) for name in epilogue_params]
+    if any(t is None for t in scalars):
+        return no("cannot map the epilogue's scalars to launcher arguments")
+    fields = " ".join(f"float kl_e{i};" for i in range(len(scalars)))
+    stored = "the sum" if epilogue == "acc" else f"{epilogue} of the sum acc and the old value c_old" + (
+        f" ({', '.join(f'kl_e{i}={n}' for i, n in enumerate(epilogue_params))})" if epilogue_params else "")
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
-                 detail=f"C[r*N + c] = sum over k < K of A[r*K + k] * B[k*N + c] "
+                 detail=f"C[r*N + c] = {stored}, the sum over k < K of A[r*K + k] * B[k*N + c] "
                         f"(A={A.name}, B={B.name}, C={C.name}, M={M}, N={n_stride}, K={K})",
-                 polys={"M": M, "N": n_stride, "K": K})
+                 polys={"M": M, "N": n_stride, "K": K},
+                 placeholders={"EPI_FIELDS": fields, "EPILOGUE": epilogue,
+                               "EPI_PARAMS": "".join(f", float kl_e{i}" for i in range(len(scalars))),
+                               "EPI_ARGS": "".join(f", kl_e{i}" for i in range(len(scalars))),
+                               "EPI_INIT": ", ".join(f"kl_e{i}" for i in range(len(scalars))),
+                               "_EXTRA_ARGS": "\n".join(t for t in scalars if t is not None)})
 
 
 def split_k(off: Poly, kvar: Poly) -> tuple[Poly, Poly] | None:
