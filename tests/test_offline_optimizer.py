@@ -236,6 +236,29 @@ def test_a_v2_harness_gives_the_timed_size_and_its_launcher_call_is_found(edit, 
     assert "h.run(" in split.harness or "experiment.run(" in split.harness
 
 
+_CHECK_HELPERS = ("static int cudaCheck(cudaError_t e, int x = 0) { return (int)e + x; }\n"
+                  "static int check_cuda(cudaError_t e, const char*, int) { return (int)e; }\n"
+                  "static cudaError_t compute_more() { return cudaSuccess; }\nstatic int helper() { return 0; }\n")
+
+
+@pytest.mark.parametrize("statement, fits", [
+    ("cudaCheck(cudaGetLastError());", True),  # llm.c's dev/cuda launchers
+    ('check_cuda(cudaDeviceSynchronize(), "matmul", 3);', True),  # a project's own checker
+    ("cudaCheck(compute_more());", False),  # the wrapped call is not an error query
+    ("cudaCheck(cudaGetLastError(), helper());", False),  # and nothing else may be called
+])
+def test_a_launcher_that_checks_errors_through_a_function_fits(statement, fits):
+    text = (ROOT / "kernels" / "naive_matmul.cu").read_text()
+    start = text.index("void launch_matmul")
+    end = text.index(";", text.index("<<<", start)) + 1
+    text = text[:end] + "\n  " + statement + text[end:]
+    text = text.replace("// kernelloop: editable begin", "// kernelloop: editable begin\n" + _CHECK_HELPERS)
+    analysis = analysis_of(text)
+    assert bool(analysis.matches) == fits, analysis.no_fit_message() if not analysis.matches else ""
+    if not fits:
+        assert "does more than launch one kernel" in analysis.no_fit_message()
+
+
 # Mutations of the suite that look like a family but compute something else: none may be taken
 # for that family (a template would compute the wrong function).
 NEAR_MISSES = [

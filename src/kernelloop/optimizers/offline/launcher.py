@@ -17,6 +17,7 @@ from .cparse import Signature, parse_body, parse_signature
 from .facts import KernelFacts, collect_facts
 from .symbolic import Poly
 from .syntax import (
+    Assign,
     Block,
     Call,
     Cast,
@@ -215,10 +216,24 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
         cuda_calls = {n for n in names if n and n.startswith("cuda")}
         if cuda_calls <= _DROPPABLE:
             return None
+    if isinstance(stmt, ExprStmt) and _error_check(stmt.expr):
+        return None
     if isinstance(stmt, ExprStmt) and not calls:
         return "computes something besides the launch"
     called = ", ".join(sorted(n for n in names if n)) or "nothing"
     return f"does more than launch one kernel (statement calling {called})"
+
+
+def _error_check(e: Expr) -> bool:
+    """`check(cudaGetLastError())`, `cudaCheck(cudaDeviceSynchronize(), "launch")`: any function
+    (llm.c's cudaCheck, a project's own) handed the result of droppable CUDA calls and nothing
+    else that calls: an error check, which the rewritten launcher may leave out."""
+    if not isinstance(e, Call) or call_name(e) is None or not e.args:
+        return False
+    inner = [a for a in e.args if isinstance(a, Call)]
+    return bool(inner) and all(call_name(a) in _DROPPABLE and not any(
+        isinstance(x, (Call, Launch)) for arg in a.args for x in walk_expr(arg)) for a in inner) and not any(
+        isinstance(x, (Call, Launch, Assign)) for a in e.args if not isinstance(a, Call) for x in walk_expr(a))
 
 
 def _zeroing(stmt: Stmt, memset: Expr, lau: Launcher) -> str | None:
