@@ -36,7 +36,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     naive = ROOT / "kernels" / "naive_matmul.cu"
-    tiled = ROOT / "exemplars" / "matmul_smem_tiling.cu"
+    tiled = ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu"
     results: dict = {"verify": [], "aa": [], "control": []}
     with tempfile.TemporaryDirectory() as cache:
         settings = Settings(cache_dir=Path(cache))

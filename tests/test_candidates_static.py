@@ -158,7 +158,7 @@ def test_a_template_instantiated_in_both_units_still_links(settings):
 @pytest.mark.nvcc
 def test_a_weak_definition_of_a_library_function_the_harness_imports_is_interposition(settings):
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
-    editable, _ = candidate_editable_part((ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
+    editable, _ = candidate_editable_part((ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
     # the harness's std::vector imports std::__throw_length_error from libstdc++
     evil = editable + '\nnamespace std { __attribute__((weak)) void __throw_length_error(const char*) { for (;;) {} } }\n'
     result = static_gates(split, evil, arch="sm_90", settings=settings, toolchain=find_toolchain())
@@ -189,7 +189,7 @@ def test_object_and_program_scans_catch_what_the_source_scan_would(name, setting
 @pytest.mark.nvcc
 def test_a_static_local_in_an_inline_host_function_is_a_unique_symbol_and_refused(settings):
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
-    editable, _ = candidate_editable_part((ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
+    editable, _ = candidate_editable_part((ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
     # `inline` gives the static local GNU-unique binding: bound process-wide, left global by containment
     unique = editable + "\ninline int kl_calls() { static int calls = 0; return ++calls; }\n" \
                         "int kl_probe_calls() { return kl_calls(); }\n"
@@ -207,7 +207,7 @@ def test_honest_launcher_runtime_calls_pass_the_allow_list(settings):
     """Streams, events without elapsed time, capture into a kernel graph, cluster launches,
     occupancy and attribute queries, async allocation: what honest launchers use."""
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
-    editable, _ = candidate_editable_part((ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
+    editable, _ = candidate_editable_part((ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
     extra = """
 __global__ void kl_noop_kernel(float* x) { if (x && threadIdx.x == 1024) x[0] = 0.0f; }
 void kl_honest_runtime_use(float* x) {

@@ -97,7 +97,7 @@ def has_gpu() -> bool:
 
 @pytest.mark.nvcc
 def test_static_check_passes_an_honest_candidate(static_env):
-    r = kl("verify", "--static", "kernels/naive_matmul.cu", "exemplars/matmul_smem_tiling.cu", env=static_env)
+    r = kl("verify", "--static", "kernels/naive_matmul.cu", "src/kernelloop/exemplars/matmul_smem_tiling.cu", env=static_env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "passes every static gate" in r.stdout and "Traceback" not in r.stderr
     if not has_gpu():
@@ -135,13 +135,13 @@ def test_static_check_missing_file_exits_2_with_one_line(tmp_path):
 
 @pytest.mark.nvcc
 def test_static_check_bad_arch_exits_2_with_one_line(tmp_path):
-    r = kl("verify", "--static", "--arch", "sm_1x", "kernels/naive_matmul.cu", "exemplars/matmul_smem_tiling.cu",
+    r = kl("verify", "--static", "--arch", "sm_1x", "kernels/naive_matmul.cu", "src/kernelloop/exemplars/matmul_smem_tiling.cu",
            env={"KERNELLOOP_CACHE_DIR": str(tmp_path)})
     assert r.returncode == 2 and "--arch 'sm_1x'" in one_error_line(r)
 
 
 def test_static_check_without_nvcc_exits_2(tmp_path):
-    r = kl("verify", "--static", "kernels/naive_matmul.cu", "exemplars/matmul_smem_tiling.cu",
+    r = kl("verify", "--static", "kernels/naive_matmul.cu", "src/kernelloop/exemplars/matmul_smem_tiling.cu",
            env={"PATH": os.path.dirname(sys.executable), "KERNELLOOP_CACHE_DIR": str(tmp_path)})
     assert r.returncode == 2 and "nvcc not found" in one_error_line(r)
 

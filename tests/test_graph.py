@@ -27,8 +27,8 @@ from .graph_fakes import FakeToolbox, make_verdict
 pytestmark = pytest.mark.nvcc  # the static check compiles every candidate for real
 
 NAIVE = ROOT / "kernels" / "naive_matmul.cu"
-TILED = (ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text()
-BLOCKED = (ROOT / "exemplars" / "matmul_register_blocking.cu").read_text()
+TILED = (ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text()
+BLOCKED = (ROOT / "src" / "kernelloop" / "exemplars" / "matmul_register_blocking.cu").read_text()
 
 
 def fenced(source: str, prose: str = "Here is the rewrite.") -> str:

@@ -55,7 +55,7 @@ from .fakes import FakeOpenAIServer, Reply, ScriptedChatModel, chat_completion
 from .fakes.openai_server import fake_openai_server  # noqa: F401  (pytest fixture)
 
 KEY = "nvapi-TEST-0123456789abcdefghijklmnop"
-TILED = (ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text()
+TILED = (ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text()
 TILED_CODE = TILED[TILED.index("static const int kTile") :]  # the exemplar without its header comment
 FAST = OptimizeSettings(llm_retries=2, llm_backoff_s=0.001, llm_backoff_max_s=0.005, llm_timeout_s=5)
 
@@ -187,7 +187,7 @@ def test_prompts_are_deterministic():
 
 
 def _worst_case(kernel: str) -> OptimizeRequest:
-    big_source = (ROOT / "exemplars" / "matmul_register_blocking.cu").read_text()
+    big_source = (ROOT / "src" / "kernelloop" / "exemplars" / "matmul_register_blocking.cu").read_text()
     return request_for(
         kernel,
         diagnosis=diagnosis(findings=9),
@@ -350,7 +350,7 @@ BASELINE_OF = {"matmul": "naive_matmul", "softmax": "row_softmax", "reduction": 
                "transpose": "transpose", "stencil": "stencil2d", "histogram": "histogram"}
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "exemplars").glob("*.cu")) +
+@pytest.mark.parametrize("path", sorted((ROOT / "src" / "kernelloop" / "exemplars").glob("*.cu")) +
                          sorted((ROOT / "tests" / "fixtures" / "candidates" / "matmul").glob("*.cu")),
                          ids=lambda p: p.name)
 def test_clean_passes_real_candidates(path):

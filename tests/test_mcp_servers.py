@@ -31,7 +31,7 @@ from .conftest import FIXTURES, ROOT
 NAIVE_PATH = ROOT / "kernels" / "naive_matmul.cu"
 NAIVE = NAIVE_PATH.read_text()
 MATMUL = FIXTURES / "candidates" / "matmul"
-EXEMPLARS = ROOT / "exemplars"
+EXEMPLARS = ROOT / "src" / "kernelloop" / "exemplars"
 REPORT = FIXTURES / "ncu" / "suite" / "naive_matmul.ncu-rep"
 HAS_GPU = bool(detect_gpus())
 

@@ -33,7 +33,7 @@ from kernelloop.verify.gate import static_gates
 from .conftest import FIXTURES, ROOT
 
 PACKAGE = ROOT / "src" / "kernelloop" / "optimizers" / "offline"
-TEMPLATES = ROOT / "exemplars" / "templates"
+TEMPLATES = ROOT / "src" / "kernelloop" / "exemplars" / "templates"
 SUITE = sorted((ROOT / "kernels").glob("*.cu"))
 HELDOUT = sorted((FIXTURES / "heldout").glob("*.cu"))
 ALL = SUITE + HELDOUT

@@ -193,7 +193,7 @@ def test_reduced_precision_fixtures_are_caught(name, expect_classes, settings, b
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("exemplar", ["exemplars/matmul_smem_tiling.cu", "exemplars/matmul_register_blocking.cu"])
+@pytest.mark.parametrize("exemplar", ["src/kernelloop/exemplars/matmul_smem_tiling.cu", "src/kernelloop/exemplars/matmul_register_blocking.cu"])
 def test_fp32_exemplars_pass_the_precision_scan(exemplar, settings, backend):
     result = gates(exemplar, settings)
     assert not reduced(result), [v.describe() for v in result.violations]

@@ -95,7 +95,7 @@ def test_kernel_name_that_matches_nothing_lists_the_kernels():
 
 @pytest.mark.nvcc
 def test_resources_command_without_a_gpu():
-    r = kl("resources", "exemplars/matmul_smem_tiling.cu", "--block", "1024", "--json")
+    r = kl("resources", "src/kernelloop/exemplars/matmul_smem_tiling.cu", "--block", "1024", "--json")
     assert r.returncode == 0, r.stderr
     (entry,) = json.loads(r.stdout)
     assert entry["kernel"]["static_shared_bytes"] == 8192 and entry["kernel"]["registers"] > 0

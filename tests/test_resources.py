@@ -102,7 +102,7 @@ def test_naive_matmul_resources():
 @pytest.mark.nvcc
 def test_tiled32_static_shared_memory():
     split = _matmul_split()
-    editable, _ = candidate_editable_part((ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
+    editable, _ = candidate_editable_part((ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
     (k,) = [e for e in kernel_resources(split.editable_unit(editable), arch="sm_90") if e.is_kernel]
     assert k.demangled.startswith("tiled_matmul_kernel(")
     assert k.static_shared_bytes == 2 * 32 * 32 * 4 == 8192

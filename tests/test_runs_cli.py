@@ -18,7 +18,7 @@ from .graph_fakes import FakeToolbox, make_verdict
 
 runner = CliRunner()
 NAIVE = ROOT / "kernels" / "naive_matmul.cu"
-TILED = (ROOT / "exemplars" / "matmul_smem_tiling.cu").read_text()
+TILED = (ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text()
 
 
 @pytest.fixture

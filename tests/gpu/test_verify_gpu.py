@@ -78,7 +78,7 @@ def test_a_program_against_itself_is_about_1x_and_rejected(settings):
 
 def test_the_sandbox_isolated_the_runs(settings):
     naive = ROOT / "kernels" / "naive_matmul.cu"
-    v = verify_files(naive, ROOT / "exemplars" / "matmul_smem_tiling.cu", settings)
+    v = verify_files(naive, ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu", settings)
     assert v.isolation is not None and v.isolation.env_scrubbed and v.isolation.private_tmp
     if os.geteuid() == 0:  # the lent GPU machines run us as root
         assert v.isolation.network == "namespace" and v.isolation.user == "unprivileged"

@@ -37,7 +37,7 @@ MAX_REPLACEMENT_RATIO = 0.02  # undecodable bytes tolerated in a text file befor
 # Where the bundled corpus lives. Module globals (not constants captured at import) so tests
 # can point them elsewhere.
 NOTES_DIR = Path(kernelloop.__file__).resolve().parent / "knowledge" / "notes"
-EXEMPLARS_DIR = Path(kernelloop.__file__).resolve().parents[2] / "exemplars"
+EXEMPLARS_DIR = Path(kernelloop.__file__).resolve().parent / "exemplars"
 
 
 @dataclass

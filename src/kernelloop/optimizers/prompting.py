@@ -20,8 +20,8 @@ from ..profiler.diagnosis import Diagnosis, Evidence
 from .base import FailedAttempt, Message, OptimizeRequest, PastAttempt, ResearchNote
 from .cleaning import parse_signature, required_exports, to_ascii
 
-PROMPTS_DIR = Path(kernelloop.__file__).resolve().parents[2] / "prompts"
-EXEMPLAR_PATH = Path(kernelloop.__file__).resolve().parents[2] / "exemplars" / "matmul_smem_tiling.cu"
+PROMPTS_DIR = Path(kernelloop.__file__).resolve().parent / "prompts"
+EXEMPLAR_PATH = Path(kernelloop.__file__).resolve().parent / "exemplars" / "matmul_smem_tiling.cu"
 PROMPT_FILES = ("system.md", "user.md", "anti_context.md", "attempt.md", "compile_fix.md")
 PROMPT_BUDGET_CHARS = 24_000  # system + user message, in characters
 

@@ -17,7 +17,7 @@ import kernelloop
 
 from ...errors import InputError
 
-DEFAULT_TEMPLATES_DIR = Path(kernelloop.__file__).resolve().parents[2] / "exemplars" / "templates"
+DEFAULT_TEMPLATES_DIR = Path(kernelloop.__file__).resolve().parent / "exemplars" / "templates"
 TEMPLATE_SUFFIX = ".cu.in"
 _PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
 _HEADER_KEY = re.compile(r"^//\s*(kernelloop template|family|technique|interface|placeholders):\s*(.*?)\s*$")
