@@ -228,12 +228,17 @@ def _error_check(e: Expr) -> bool:
     """`check(cudaGetLastError())`, `cudaCheck(cudaDeviceSynchronize(), "launch")`: any function
     (llm.c's cudaCheck, a project's own) handed the result of droppable CUDA calls and nothing
     else that calls: an error check, which the rewritten launcher may leave out."""
-    if not isinstance(e, Call) or call_name(e) is None or not e.args:
+    if not isinstance(e, Call) or call_name(e) is None:
         return False
-    inner = [a for a in e.args if isinstance(a, Call)]
-    return bool(inner) and all(call_name(a) in _DROPPABLE and not any(
-        isinstance(x, (Call, Launch)) for arg in a.args for x in walk_expr(arg)) for a in inner) and not any(
-        isinstance(x, (Call, Launch, Assign)) for a in e.args if not isinstance(a, Call) for x in walk_expr(a))
+    queries = [a for a in e.args if isinstance(a, Call)]
+    others = [a for a in e.args if not isinstance(a, Call)]
+
+    def calls_or_assigns(x: Expr) -> bool:
+        return any(isinstance(y, (Call, Launch, Assign)) for y in walk_expr(x))
+
+    return bool(queries) and all(
+        call_name(q) in _DROPPABLE and not any(calls_or_assigns(arg) for arg in q.args) for q in queries
+    ) and not any(calls_or_assigns(a) for a in others)
 
 
 def _zeroing(stmt: Stmt, memset: Expr, lau: Launcher) -> str | None:
