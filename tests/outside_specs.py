@@ -37,3 +37,36 @@ SPECS: dict[str, InitSpec] = {
     # a workspace the kernel writes before it reads (scratch: never compared), and a plain output
     "smooth_scratch.cu": InitSpec(values={"n": ["16777216", "16777215"]}, roles={"workspace": "scratch", "y": "output"}),
 }
+SPECS.update({
+    # llm.c's first layernorm kernel: one thread per row, mean and rstd stored per row (the row tier)
+    "layernorm_rows_llmc.cu": InitSpec(
+        values={"B": ["8"], "T": ["1024", "333"], "C": ["768", "257"], "block_size": ["256"]},
+        counts={"out": "B * T * C", "mean": "B * T", "rstd": "B * T", "inp": "B * T * C", "weight": "C",
+                "bias": "C"},
+        roles={"out": "output", "mean": "output", "rstd": "output"}),
+    # RMS norm, one thread per row, an early return and size_t row offsets (the row tier)
+    "rmsnorm_rows.cu": InitSpec(
+        values={"rows": ["16384", "3001"], "cols": ["1024", "509"]},
+        counts={"y": "rows * cols", "inv_rms": "rows", "x": "rows * cols", "gain": "cols"},
+        roles={"y": "output", "inv_rms": "output"}),
+    # negative control: a running sum along each row (a sequential dependence the row tier refuses)
+    "row_running_sum.cu": InitSpec(
+        values={"rows": ["8192", "3001"], "cols": ["512", "257"]},
+        counts={"out": "rows * cols", "in": "rows * cols"}, roles={"out": "output"}),
+})
+
+# Kept aside (tests/fixtures/kept_aside/): written before the row tier was tuned further and run
+# only at the end, as a user would.
+KEPT_ASIDE = FIXTURES / "kept_aside"
+KEPT_ASIDE_SPECS: dict[str, InitSpec] = {
+    "encoder_rows.cu": InitSpec(
+        values={"B": ["8"], "T": ["1024", "317"], "C": ["768", "259"], "block_size": ["256"]},
+        counts={"out": "B * T * C", "inp": "B * T", "wte": "50257 * C", "wpe": "T * C"},
+        roles={"out": "output"}, ranges={"inp": ("0", "50256")}),
+    "causal_softmax_rows.cu": InitSpec(
+        values={"B": ["4"], "T": ["512", "131"], "NH": ["12", "5"]},
+        counts={"att": "B * NH * T * T", "preatt": "B * NH * T * T"}, roles={"att": "output"}),
+    "row_argmax.cu": InitSpec(
+        values={"rows": ["16384", "3001"], "cols": ["512", "257"]},
+        counts={"arg": "rows", "x": "rows * cols"}, roles={"arg": "output"}),
+}

@@ -14,11 +14,10 @@ import re
 from dataclasses import dataclass
 
 from ...program.scanner import normalized, strip_comments
-from .cparse import tokenize
+from .cparse import identifiers
 from .families import BY_NAME
 from .families.base import Config, Match
 from .launcher import EditablePart
-from .syntax import ParseError
 from .templates import Template
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
@@ -69,10 +68,7 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
         body = re.sub(r"\bkl_", prefix, body)
         body = re.sub(r"\bKL_", prefix.upper(), body)
     macros = set(_DEFINE.findall(strip_comments(preamble))) | set(_DEFINE.findall(strip_comments(editable)))
-    try:
-        used = {t.text for t in tokenize(body) if t.kind == "id"}
-    except ParseError as exc:
-        return f"template {template.name} does not tokenize: {exc}"
+    used = identifiers(body)
     clash = sorted(used & macros)
     if clash:
         return f"the preamble's macro {clash[0]} would rewrite the template {template.name}"

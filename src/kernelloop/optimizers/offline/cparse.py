@@ -1,12 +1,11 @@
-"""A small parser for the C++ that naive CUDA kernels and launchers are written in.
+"""Kernels and launchers as syntax.py trees, read through tree-sitter's CUDA grammar.
 
-Enough of the language to read kernel bodies and launchers structurally: expressions with
-C++ precedence (casts, C++ casts, calls, indexing, members, ternaries, assignments, kernel
-launches), declarations, if/for/while/do, return/break/continue. What it cannot read
-(lambdas, classes, `new`, exotic templates) raises ParseError, and the analysis then says
-the kernel fits no template; it never guesses.
-
-The tree it builds is defined in syntax.py.
+The grammar (program/cuda_tree.py) reads real CUDA C++: templates, unknown type names
+(`uint`, a project's typedefs), `__restrict__`, C and C++ casts, `#pragma unroll`, lambdas.
+This module turns the parts the analysis reasons about into syntax.py nodes: expressions,
+declarations, if/for/while/do, return/break/continue. A construct it does not model (a lambda
+in a kernel, `switch`, `new`, `#if` inside a body) or a text the grammar cannot read raises
+ParseError, and the analysis then says the kernel fits no template; it never guesses.
 """
 
 from __future__ import annotations
@@ -14,6 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tree_sitter import Node
+
+from ...program.cuda_tree import Source, first_error, leaves, walk
 from .syntax import (
     Assign,
     Binary,
@@ -45,551 +47,15 @@ from .syntax import (
     While,
 )
 
-
-# -- tokens ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Tok:
-    kind: str  # "id" | "num" | "str" | "op"
-    text: str
-    pos: int
-
-
-_OPERATORS = sorted(
-    ["<<<", ">>>", "<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
-     "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "::",
-     "+", "-", "*", "/", "%", "<", ">", "=", "!", "~", "&", "|", "^", "?", ":", ";", ",", ".",
-     "(", ")", "[", "]", "{", "}"],
-    key=len, reverse=True,
-)
-_NUMBER = re.compile(r"(?:0[xX][0-9a-fA-F']+|(?:\d[\d']*\.?[\d']*|\.\d[\d']*)(?:[eE][+-]?\d+)?)[uUlLfF]*")
-_IDENT = re.compile(r"[A-Za-z_]\w*")
-
-
-def tokenize(text: str) -> list[Tok]:
-    """Tokens of `text`; comments and preprocessor lines (#pragma unroll, ...) are dropped."""
-    toks: list[Tok] = []
-    i, n = 0, len(text)
-    line_start = True
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            line_start = True
-            i += 1
-            continue
-        if c in " \t\r\f\v":
-            i += 1
-            continue
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            if j < 0:
-                raise ParseError("unterminated comment")
-            i = j + 2
-            continue
-        if c == "#" and line_start:
-            j = i
-            while True:  # a preprocessor line with its continuations
-                k = text.find("\n", j)
-                if k < 0:
-                    k = n
-                    break
-                if text[k - 1] == "\\":
-                    j = k + 1
-                    continue
-                break
-            i = k
-            continue
-        line_start = False
-        if c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            toks.append(Tok("str", text[i:j + 1], i))
-            i = j + 1
-            continue
-        m = _NUMBER.match(text, i) if (c.isdigit() or (c == "." and i + 1 < n and text[i + 1].isdigit())) else None
-        if m:
-            toks.append(Tok("num", m.group(0), i))
-            i = m.end()
-            continue
-        m = _IDENT.match(text, i)
-        if m:
-            toks.append(Tok("id", m.group(0), i))
-            i = m.end()
-            continue
-        for op in _OPERATORS:
-            if text.startswith(op, i):
-                toks.append(Tok("op", op, i))
-                i += len(op)
-                break
-        else:
-            raise ParseError(f"unexpected character {c!r}")
-    return toks
-
-
-# Words that start or continue a type. Identifiers ending in _t (size_t, uint8_t) are types too.
-TYPE_WORDS = frozenset("""
-    void bool char short int long float double signed unsigned auto const volatile static extern register
-    constexpr inline __restrict__ __restrict restrict __shared__ __device__ __constant__ __managed__
-    __forceinline__ __noinline__ __host__ __global__ dim3 half float2 float3 float4 int2 int3 int4 uint2 uint3
-    uint4 uchar4 char4 double2 double4 longlong2 ulonglong2 short2 ushort2 std
-""".split())
-_ASSIGN_OPS = frozenset(["=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "|=", "^="])
-_BINARY_PRECEDENCE = {
-    "||": 3, "&&": 4, "|": 5, "^": 6, "&": 7, "==": 8, "!=": 8, "<": 9, ">": 9, "<=": 9, ">=": 9,
-    "<<": 10, ">>": 10, "+": 11, "-": 11, "*": 12, "/": 12, "%": 12,
-}
 _CXX_CASTS = frozenset(["static_cast", "reinterpret_cast", "const_cast", "dynamic_cast"])
-_STATEMENT_WORDS = frozenset(["if", "else", "for", "while", "do", "return", "break", "continue", "switch",
-                              "case", "default", "goto", "sizeof"])
-
-
-def is_type_word(tok: Tok) -> bool:
-    return tok.kind == "id" and (tok.text in TYPE_WORDS or tok.text.endswith("_t"))
-
-
-class Parser:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.toks = tokenize(text)
-        self.i = 0
-
-    # -- cursor --
-    def peek(self, k: int = 0) -> Tok | None:
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else None
-
-    def at(self, text: str, k: int = 0) -> bool:
-        t = self.peek(k)
-        return t is not None and t.text == text and t.kind in ("op", "id")
-
-    def take(self, text: str | None = None) -> Tok:
-        t = self.peek()
-        if t is None:
-            raise ParseError(f"unexpected end of text, expected {text or 'a token'}")
-        if text is not None and t.text != text:
-            raise ParseError(f"expected {text!r}, found {t.text!r}")
-        self.i += 1
-        return t
-
-    def done(self) -> bool:
-        return self.i >= len(self.toks)
-
-    def pos(self) -> int:
-        t = self.peek()
-        return t.pos if t is not None else len(self.text)
-
-    def end_pos(self) -> int:
-        prev = self.toks[self.i - 1] if self.i > 0 else None
-        return prev.pos + len(prev.text) if prev else 0
-
-    # -- expressions --
-    def expression(self) -> Expr:
-        e = self.assignment()
-        while self.at(","):
-            self.take(",")
-            e = Binary(",", e, self.assignment())
-        return e
-
-    def assignment(self) -> Expr:
-        left = self.ternary()
-        t = self.peek()
-        if t is not None and t.kind == "op" and t.text in _ASSIGN_OPS:
-            self.take()
-            value = self.initializer() if self.at("{") else self.assignment()
-            return Assign(t.text, left, value)
-        return left
-
-    def ternary(self) -> Expr:
-        cond = self.binary(3)
-        if self.at("?"):
-            self.take("?")
-            then = self.assignment()
-            self.take(":")
-            return Ternary(cond, then, self.assignment())
-        return cond
-
-    def binary(self, min_prec: int) -> Expr:
-        left = self.unary()
-        while True:
-            t = self.peek()
-            if t is None or t.kind != "op":
-                return left
-            prec = _BINARY_PRECEDENCE.get(t.text)
-            if prec is None or prec < min_prec:
-                return left
-            self.take()
-            right = self.binary(prec + 1)
-            left = Binary(t.text, left, right)
-
-    def unary(self) -> Expr:
-        t = self.peek()
-        if t is None:
-            raise ParseError("unexpected end of expression")
-        if t.kind == "op" and t.text in ("-", "+", "!", "~", "*", "&", "++", "--"):
-            self.take()
-            return Unary(t.text, self.unary())
-        if t.kind == "id" and t.text == "sizeof":
-            self.take()
-            if self.at("("):
-                start = self.i
-                self.skip_balanced("(", ")")
-                inner = self.toks[start + 1:self.i - 1]
-                return SizeOf(" ".join(x.text for x in inner))
-            operand = self.unary()
-            return SizeOf(type(operand).__name__)
-        if t.kind == "op" and t.text == "(" and self.cast_ahead():
-            self.take("(")
-            type_text = self.type_tokens_until(")")
-            self.take(")")
-            return Cast(type_text, self.unary())
-        return self.postfix(self.primary())
-
-    def cast_ahead(self) -> bool:
-        """`(` type `)` followed by an operand: a C-style cast."""
-        j = self.i + 1
-        saw_type = False
-        while j < len(self.toks):
-            t = self.toks[j]
-            if t.kind == "id" and (is_type_word(t) or t.text in ("struct", "class")):
-                saw_type = True
-            elif t.kind == "op" and t.text in ("*", "&", "::"):
-                pass
-            elif t.kind == "op" and t.text == ")":
-                nxt = self.toks[j + 1] if j + 1 < len(self.toks) else None
-                return saw_type and nxt is not None and not (nxt.kind == "op" and nxt.text in (
-                    ")", ";", ",", "]", "+=", "-=", "=", "?", ":", "<", ">", "==", "!=", "<=", ">=", "|", "^", "||",
-                    "&&", "/", "%", "<<", ">>"))
-            else:
-                return False
-            j += 1
-        return False
-
-    def type_tokens_until(self, stop: str) -> str:
-        parts: list[str] = []
-        depth = 0
-        while not self.done():
-            t = self.peek()
-            assert t is not None
-            if depth == 0 and t.text == stop:
-                break
-            if t.text == "<":
-                depth += 1
-            elif t.text == ">":
-                depth -= 1
-            elif t.text == ">>":
-                depth -= 2
-            parts.append(t.text)
-            self.take()
-        return normalize_type(" ".join(parts))
-
-    def template_args_ahead(self) -> bool:
-        """After an identifier: is `<` the start of template arguments (then `(`, `<<<` or `::`)?"""
-        if not self.at("<"):
-            return False
-        depth = 0
-        j = self.i
-        while j < len(self.toks):
-            t = self.toks[j]
-            if t.kind == "op" and t.text in (";", "{", "}", "&&", "||", ")", "?"):
-                return False
-            if t.text == "<":
-                depth += 1
-            elif t.text == ">":
-                depth -= 1
-            elif t.text in (">>", ">>>"):
-                if t.text == ">>>" and depth == 1:
-                    return False  # `a < b >>> ...` is not a template
-                depth -= 2
-            if depth <= 0:
-                nxt = self.toks[j + 1] if j + 1 < len(self.toks) else None
-                return depth == 0 and nxt is not None and nxt.text in ("(", "<<<", "::")
-            j += 1
-        return False
-
-    def take_template_args(self) -> str:
-        parts: list[str] = []
-        depth = 0
-        while True:
-            t = self.take()
-            if t.text == "<":
-                depth += 1
-                if depth == 1:
-                    continue
-            elif t.text == ">":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif t.text == ">>":
-                depth -= 2
-                if depth <= 0:
-                    break
-            parts.append(t.text)
-        return " ".join(parts)
-
-    def primary(self) -> Expr:
-        t = self.take()
-        if t.kind == "num":
-            return Num(t.text)
-        if t.kind == "str":
-            return Str(t.text)
-        if t.kind == "id":
-            if t.text in _CXX_CASTS:
-                self.take("<")
-                depth, parts = 1, []
-                while True:
-                    u = self.take()
-                    if u.text == "<":
-                        depth += 1
-                    elif u.text == ">":
-                        depth -= 1
-                        if depth == 0:
-                            break
-                    parts.append(u.text)
-                self.take("(")
-                operand = self.expression()
-                self.take(")")
-                return Cast(normalize_type(" ".join(parts)), operand)
-            if t.text in ("new", "delete", "throw", "operator", "this", "template", "typename") or \
-                    t.text in _STATEMENT_WORDS:
-                raise ParseError(f"unsupported construct {t.text!r}")
-            name = t.text
-            while self.at("::"):
-                self.take("::")
-                name += "::" + self.take().text
-            return Name(name)
-        if t.text == "(":
-            e = self.expression()
-            self.take(")")
-            return e
-        if t.text == "[":
-            raise ParseError("lambdas are not supported")
-        raise ParseError(f"unexpected {t.text!r}")
-
-    def postfix(self, e: Expr) -> Expr:
-        while True:
-            if isinstance(e, Name) and self.template_args_ahead():
-                targs = self.take_template_args()
-                if self.at("<<<"):
-                    e = self.launch(e, targs)
-                    continue
-                self.take("(")
-                e = Call(e, self.arguments(")"), targs)
-                continue
-            if self.at("<<<"):
-                e = self.launch(e, "")
-            elif self.at("("):
-                self.take("(")
-                e = Call(e, self.arguments(")"))
-            elif self.at("["):
-                self.take("[")
-                idx = self.expression()
-                self.take("]")
-                e = Index(e, idx)
-            elif self.at(".") or self.at("->"):
-                arrow = self.take().text == "->"
-                e = Member(e, self.take().text, arrow)
-            elif self.at("++") or self.at("--"):
-                e = Postfix(self.take().text, e)
-            else:
-                return e
-
-    def launch(self, kernel: Expr, targs: str) -> Launch:
-        self.take("<<<")
-        config: list[Expr] = []
-        while True:
-            config.append(self.binary(3) if not self.at("(") else self.assignment())
-            if self.at(","):
-                self.take(",")
-                continue
-            self.take(">>>")
-            break
-        self.take("(")
-        return Launch(kernel, tuple(config), self.arguments(")"), targs)
-
-    def arguments(self, close: str) -> tuple[Expr, ...]:
-        args: list[Expr] = []
-        if self.at(close):
-            self.take(close)
-            return ()
-        while True:
-            args.append(self.initializer() if self.at("{") else self.assignment())
-            if self.at(","):
-                self.take(",")
-                continue
-            self.take(close)
-            return tuple(args)
-
-    def initializer(self) -> Expr:
-        self.take("{")
-        return InitList(self.arguments("}"))
-
-    def skip_balanced(self, open_: str, close: str) -> None:
-        self.take(open_)
-        depth = 1
-        while depth:
-            t = self.take()
-            if t.text == open_:
-                depth += 1
-            elif t.text == close:
-                depth -= 1
-
-    # -- statements --
-    def statement(self) -> Stmt:
-        start = self.pos()
-        t = self.peek()
-        if t is None:
-            raise ParseError("unexpected end of statements")
-        if t.text == "{" and t.kind == "op":
-            self.take("{")
-            body: list[Stmt] = []
-            while not self.at("}"):
-                if self.done():
-                    raise ParseError("unbalanced braces")
-                body.append(self.statement())
-            self.take("}")
-            return Block(tuple(body), (start, self.end_pos()))
-        if t.text == ";":
-            self.take()
-            return Empty((start, self.end_pos()))
-        if t.kind == "id":
-            if t.text == "if":
-                self.take()
-                self.take("(")
-                cond = self.expression()
-                self.take(")")
-                then = self.statement()
-                other = None
-                if self.at("else"):
-                    self.take("else")
-                    other = self.statement()
-                return If(cond, then, other, (start, self.end_pos()))
-            if t.text == "for":
-                self.take()
-                self.take("(")
-                init: Stmt | None = None
-                if not self.at(";"):
-                    init = self.declaration() if self.declaration_ahead() else ExprStmt(self.expression())
-                if not self.at(";"):
-                    raise ParseError("range-based for loops are not supported")
-                self.take(";")
-                cond = None if self.at(";") else self.expression()
-                self.take(";")
-                step = None if self.at(")") else self.expression()
-                self.take(")")
-                return For(init, cond, step, self.statement(), (start, self.end_pos()))
-            if t.text == "while":
-                self.take()
-                self.take("(")
-                cond = self.expression()
-                self.take(")")
-                return While(cond, self.statement(), False, (start, self.end_pos()))
-            if t.text == "do":
-                self.take()
-                body_stmt = self.statement()
-                self.take("while")
-                self.take("(")
-                cond = self.expression()
-                self.take(")")
-                self.take(";")
-                return While(cond, body_stmt, True, (start, self.end_pos()))
-            if t.text == "return":
-                self.take()
-                value = None if self.at(";") else self.expression()
-                self.take(";")
-                return Return(value, (start, self.end_pos()))
-            if t.text in ("break", "continue"):
-                self.take()
-                self.take(";")
-                return Jump(t.text, (start, self.end_pos()))
-            if t.text in ("switch", "goto", "case", "default", "asm", "__asm__", "try", "using", "typedef",
-                          "struct", "class", "union", "enum", "namespace", "template"):
-                raise ParseError(f"unsupported statement {t.text!r}")
-        if self.declaration_ahead():
-            d = self.declaration()
-            self.take(";")
-            return Decl(d.type, d.declarators, (start, self.end_pos()))
-        e = self.expression()
-        self.take(";")
-        return ExprStmt(e, (start, self.end_pos()))
-
-    def declaration_ahead(self) -> bool:
-        t, u = self.peek(), self.peek(1)
-        if t is None or t.kind != "id":
-            return False
-        if is_type_word(t):
-            return not (u is not None and u.text in ("(", "::") and t.text not in TYPE_WORDS)
-        if u is None:
-            return False
-        if u.kind == "id":
-            return True  # `MyType name`
-        if u.text in ("*", "&"):  # `MyType* name =` rather than `a * b`
-            j = self.i + 1
-            while j < len(self.toks) and self.toks[j].text in ("*", "&", "const", "__restrict__"):
-                j += 1
-            if j + 1 < len(self.toks) and self.toks[j].kind == "id":
-                return self.toks[j + 1].text in ("=", ";", ",", "[")
-        return False
-
-    def declaration(self) -> Decl:
-        start = self.pos()
-        type_parts: list[str] = []
-        while True:
-            t = self.peek()
-            if t is None:
-                raise ParseError("unexpected end of declaration")
-            if t.kind != "id":
-                break
-            nxt = self.peek(1)
-            if is_type_word(t):
-                # `int count_t = 0`: a name ending in _t after a type is the declarator.
-                if t.text not in TYPE_WORDS and type_parts and nxt is not None and \
-                        nxt.text in ("=", ";", ",", "[", "(", "{"):
-                    break
-            elif type_parts:
-                break  # the declarator name
-            self.take()
-            type_parts.append(t.text)
-            if self.at("::"):
-                self.take("::")
-                type_parts.append("::")
-            elif self.at("<") and t.text not in TYPE_WORDS:
-                type_parts.append("<" + self.take_template_args() + ">")
-        if not type_parts:
-            raise ParseError("expected a type")
-        declarators: list[Declarator] = []
-        while True:
-            pointer = 0
-            while self.at("*") or self.at("&") or self.at("const") or self.at("__restrict__") or self.at("__restrict"):
-                if self.take().text == "*":
-                    pointer += 1
-            name_tok = self.take()
-            if name_tok.kind != "id":
-                raise ParseError(f"expected a declarator name, found {name_tok.text!r}")
-            dims: list[Expr | None] = []
-            while self.at("["):
-                self.take("[")
-                dims.append(None if self.at("]") else self.expression())
-                self.take("]")
-            init: Expr | None = None
-            if self.at("="):
-                self.take("=")
-                init = self.initializer() if self.at("{") else self.assignment()
-            elif self.at("("):
-                self.take("(")
-                init = Call(Name(" ".join(type_parts)), self.arguments(")"))
-            elif self.at("{"):
-                init = self.initializer()
-            declarators.append(Declarator(name_tok.text, pointer, tuple(dims), init))
-            if self.at(","):
-                self.take(",")
-                continue
-            break
-        return Decl(normalize_type(" ".join(type_parts)), tuple(declarators), (start, self.end_pos()))
+_NAME_NODES = frozenset(["identifier", "field_identifier", "type_identifier", "namespace_identifier",
+                         "qualified_identifier", "primitive_type", "sized_type_specifier", "true", "false",
+                         "null", "nullptr"])
+_DECLARATOR_NODES = frozenset(["identifier", "init_declarator", "pointer_declarator", "array_declarator",
+                               "reference_declarator", "function_declarator", "parenthesized_declarator",
+                               "field_identifier"])
+_SKIPPED_IN_BODIES = frozenset(["comment", "preproc_call"])  # `#pragma unroll` and the like
+_BODY_PREFIX = "void __kl_body()"
 
 
 def normalize_type(text: str) -> str:
@@ -598,27 +64,298 @@ def normalize_type(text: str) -> str:
     return " ".join(text.split())
 
 
+def _tokens_text(src: Source, node: Node) -> str:
+    """The node's tokens joined by single spaces, comments left out."""
+    return " ".join(src.text_of(t) for t in leaves(node) if t.type != "comment")
+
+
+class _Reader:
+    def __init__(self, src: Source, base: int = 0) -> None:
+        self.src = src
+        self.base = base  # character offset of the caller's text inside src.text
+
+    def text(self, node: Node) -> str:
+        return self.src.text_of(node)
+
+    def span(self, node: Node) -> tuple[int, int]:
+        start, end = self.src.span(node)
+        return start - self.base, end - self.base
+
+    def check(self, node: Node) -> None:
+        bad = first_error(node)
+        if bad is not None:
+            near = self.text(bad).strip().splitlines()
+            found = near[0][:30] if near else "end of text"
+            raise ParseError(f"does not parse near {found!r}" if not bad.is_missing else f"expected {bad.type!r}")
+
+    # -- expressions --
+    def expr(self, n: Node) -> Expr:
+        t = n.type
+        if t in _NAME_NODES:
+            return Name(re.sub(r"\s+", " ", normalize_type(self.text(n))))
+        if t == "number_literal":
+            return Num(self.text(n))
+        if t in ("string_literal", "char_literal", "concatenated_string", "raw_string_literal"):
+            return Str(self.text(n))
+        if t == "parenthesized_expression":
+            inner = [c for c in n.named_children if c.type != "comment"]
+            if len(inner) != 1:
+                raise ParseError("unreadable parenthesized expression")
+            return self.expr(inner[0])
+        if t in ("binary_expression", "comma_expression"):
+            op = "," if t == "comma_expression" else self.text(n.child_by_field_name("operator"))
+            return Binary(op, self.expr(n.child_by_field_name("left")), self.expr(n.child_by_field_name("right")))
+        if t in ("unary_expression", "pointer_expression"):
+            return Unary(self.text(n.child_by_field_name("operator")), self.expr(n.child_by_field_name("argument")))
+        if t == "update_expression":
+            op_node = n.child_by_field_name("operator")
+            arg = self.expr(n.child_by_field_name("argument"))
+            op = self.text(op_node)
+            return Unary(op, arg) if op_node.start_byte < n.child_by_field_name("argument").start_byte \
+                else Postfix(op, arg)
+        if t == "assignment_expression":
+            right = n.child_by_field_name("right")
+            return Assign(self.text(n.child_by_field_name("operator")), self.expr(n.child_by_field_name("left")),
+                          self.expr(right))
+        if t == "conditional_expression":
+            return Ternary(self.expr(n.child_by_field_name("condition")),
+                           self.expr(n.child_by_field_name("consequence")),
+                           self.expr(n.child_by_field_name("alternative")))
+        if t == "cast_expression":
+            return Cast(normalize_type(_tokens_text(self.src, n.child_by_field_name("type"))),
+                        self.expr(n.child_by_field_name("value")))
+        if t == "subscript_expression":
+            indices = n.child_by_field_name("indices")
+            items = [c for c in indices.named_children if c.type != "comment"] if indices is not None else []
+            if len(items) != 1:
+                raise ParseError("subscript with other than one index")
+            return Index(self.expr(n.child_by_field_name("argument")), self.expr(items[0]))
+        if t == "field_expression":
+            op = self.text(n.child_by_field_name("operator"))
+            return Member(self.expr(n.child_by_field_name("argument")), self.text(n.child_by_field_name("field")),
+                          op == "->")
+        if t == "sizeof_expression":
+            type_node = n.child_by_field_name("type")
+            if type_node is not None:
+                return SizeOf(normalize_type(_tokens_text(self.src, type_node)))
+            return SizeOf(type(self.expr(n.child_by_field_name("value"))).__name__)
+        if t == "initializer_list":
+            return InitList(tuple(self.expr(c) for c in n.named_children if c.type != "comment"))
+        if t == "call_expression":
+            return self.call(n)
+        if t == "template_function":
+            return Name(self.text(n.child_by_field_name("name")))
+        if t == "lambda_expression":
+            raise ParseError("lambdas are not supported")
+        raise ParseError(f"unsupported construct {t.replace('_', ' ')}")
+
+    def arguments(self, n: Node | None) -> tuple[Expr, ...]:
+        if n is None:
+            return ()
+        return tuple(self.expr(c) for c in n.named_children if c.type != "comment")
+
+    def call(self, n: Node) -> Expr:
+        func = n.child_by_field_name("function")
+        args_node = n.child_by_field_name("arguments")
+        launch = next((c for c in n.children if c.type == "kernel_call_syntax"), None)
+        targs = ""
+        if func.type == "template_function":
+            name = self.text(func.child_by_field_name("name"))
+            targ_node = func.child_by_field_name("arguments")
+            targs = _template_args_text(self.src, targ_node)
+            if name in _CXX_CASTS:
+                args = self.arguments(args_node)
+                if len(args) != 1:
+                    raise ParseError(f"{name} with {len(args)} operands")
+                return Cast(normalize_type(targs), args[0])
+            func_expr: Expr = Name(normalize_type(name))
+        else:
+            func_expr = self.expr(func)
+        if launch is not None:
+            config = tuple(self.expr(c) for c in launch.named_children if c.type != "comment")
+            return Launch(func_expr, config, self.arguments(args_node), targs)
+        return Call(func_expr, self.arguments(args_node), targs)
+
+    # -- statements --
+    def statements(self, n: Node) -> list[Stmt]:
+        out = []
+        for c in n.named_children:
+            if c.type in _SKIPPED_IN_BODIES:
+                if c.type == "preproc_call" and self.text(c.child_by_field_name("directive")) != "#pragma":
+                    raise ParseError(f"preprocessor directive {self.text(c.child_by_field_name('directive'))} "
+                                     "inside a function")
+                continue
+            out.append(self.stmt(c))
+        return out
+
+    def stmt(self, n: Node) -> Stmt:
+        t = n.type
+        span = self.span(n)
+        if t == "compound_statement":
+            return Block(tuple(self.statements(n)), span)
+        if t == "expression_statement":
+            inner = [c for c in n.named_children if c.type != "comment"]
+            if not inner:
+                return Empty(span)
+            return ExprStmt(self.expr(inner[0]), span)
+        if t == "declaration":
+            return self.declaration(n)
+        if t == "if_statement":
+            if any(c.type == "constexpr" or self.text(c) == "constexpr" for c in n.children):
+                raise ParseError("if constexpr is not supported")
+            cond = self._condition(n.child_by_field_name("condition"))
+            alt = n.child_by_field_name("alternative")
+            other = None
+            if alt is not None:
+                body = [c for c in alt.named_children if c.type != "comment"]
+                other = self.stmt(body[0])
+            return If(cond, self.stmt(n.child_by_field_name("consequence")), other, span)
+        if t == "for_statement":
+            init_node = n.child_by_field_name("initializer")
+            init: Stmt | None = None
+            if init_node is not None:
+                init = self.declaration(init_node) if init_node.type == "declaration" else \
+                    ExprStmt(self.expr(init_node), self.span(init_node))
+            cond_node, step_node = n.child_by_field_name("condition"), n.child_by_field_name("update")
+            return For(init, self.expr(cond_node) if cond_node is not None else None,
+                       self.expr(step_node) if step_node is not None else None,
+                       self.stmt(n.child_by_field_name("body")), span)
+        if t == "while_statement":
+            return While(self._condition(n.child_by_field_name("condition")), self.stmt(n.child_by_field_name("body")),
+                         False, span)
+        if t == "do_statement":
+            return While(self.expr(n.child_by_field_name("condition")), self.stmt(n.child_by_field_name("body")),
+                         True, span)
+        if t == "return_statement":
+            inner = [c for c in n.named_children if c.type != "comment"]
+            return Return(self.expr(inner[0]) if inner else None, span)
+        if t in ("break_statement", "continue_statement"):
+            return Jump(t.split("_")[0], span)
+        raise ParseError(f"unsupported statement {t.replace('_', ' ')}")
+
+    def _condition(self, n: Node) -> Expr:
+        if n.type == "condition_clause":
+            if n.child_by_field_name("initializer") is not None:
+                raise ParseError("a condition with an initializer is not supported")
+            value = n.child_by_field_name("value")
+            if value is None or value.type == "declaration":
+                raise ParseError("a declaration as a condition is not supported")
+            return self.expr(value)
+        return self.expr(n)
+
+    def declaration(self, n: Node) -> Decl:
+        declarators = [c for i, c in enumerate(n.children) if n.field_name_for_child(i) == "declarator"]
+        if not declarators:
+            raise ParseError("a declaration without a name")
+        type_parts = [c for i, c in enumerate(n.children)
+                      if n.field_name_for_child(i) != "declarator" and c.type not in (";", ",", "comment")]
+        type_text = " ".join(_tokens_text(self.src, c) for c in type_parts)
+        if not type_text or any(c.type in ("struct_specifier", "class_specifier", "union_specifier",
+                                           "enum_specifier") and c.child_by_field_name("body") is not None
+                                for c in type_parts):
+            raise ParseError("a declaration defining a type is not supported")
+        out = [self.declarator(d, type_text) for d in declarators]
+        return Decl(normalize_type(type_text), tuple(out), self.span(n))
+
+    def declarator(self, d: Node, type_text: str) -> Declarator:
+        init: Expr | None = None
+        if d.type == "init_declarator":
+            value = d.child_by_field_name("value")
+            if value.type == "argument_list":
+                init = Call(Name(type_text), self.arguments(value))
+            else:
+                init = self.expr(value)
+            d = d.child_by_field_name("declarator")
+        pointer, dims = 0, []
+        while d.type != "identifier":
+            if d.type == "pointer_declarator":
+                pointer += 1
+            elif d.type == "array_declarator":
+                size = d.child_by_field_name("size")
+                dims.insert(0, self.expr(size) if size is not None else None)
+            elif d.type not in ("reference_declarator", "parenthesized_declarator"):
+                raise ParseError(f"unsupported declarator {d.type.replace('_', ' ')}")
+            inner = d.child_by_field_name("declarator")
+            if inner is None:
+                inner = next((c for c in d.named_children if c.type in _DECLARATOR_NODES), None)
+            if inner is None:
+                raise ParseError("a declarator without a name")
+            d = inner
+        return Declarator(self.text(d), pointer, tuple(dims), init)
+
+
+def _template_args_text(src: Source, n: Node | None) -> str:
+    if n is None:
+        return ""
+    return ", ".join(normalize_type(_tokens_text(src, c)) for c in n.named_children if c.type != "comment")
+
+
 def parse_expression(text: str) -> Expr:
-    p = Parser(text)
-    e = p.expression()
-    if not p.done():
-        raise ParseError(f"trailing text after expression: {p.peek().text!r}")  # type: ignore[union-attr]
-    return e
+    prefix = "void __kl_expr() { "
+    src = Source(f"{prefix}{text}\n; }}")
+    body = src.root.children[0].child_by_field_name("body") if src.root.child_count == 1 else None
+    reader = _Reader(src, len(prefix))
+    if body is None:
+        raise ParseError("not an expression")
+    reader.check(body)
+    stmts = [c for c in body.named_children if c.type != "comment"]
+    if len(stmts) != 1 or stmts[0].type != "expression_statement" or not stmts[0].named_children:
+        raise ParseError("not one expression")
+    return reader.expr(stmts[0].named_children[0])
 
 
 def parse_body(text: str) -> Block:
-    """The statements of a function body (`text` with or without its outer braces)."""
-    p = Parser(text)
-    if p.at("{"):
-        stmt = p.statement()
-        if not p.done():
-            raise ParseError("text after the function body")
-        assert isinstance(stmt, Block)
-        return stmt
-    body: list[Stmt] = []
-    while not p.done():
-        body.append(p.statement())
-    return Block(tuple(body), (0, len(text)))
+    """The statements of a function body (`text` with or without its outer braces); statement
+    spans are offsets into `text`."""
+    braced = text.lstrip().startswith("{")
+    code = f"{_BODY_PREFIX}{text}" if braced else f"{_BODY_PREFIX}{{{text}\n}}"
+    base = len(_BODY_PREFIX) + (0 if braced else 1)
+    src = Source(code)
+    functions = [c for c in src.root.named_children if c.type != "comment"]
+    if len(functions) != 1 or functions[0].type != "function_definition":
+        raise ParseError("text after the function body" if braced else "not a function body")
+    body = functions[0].child_by_field_name("body")
+    reader = _Reader(src, base)
+    reader.check(functions[0])
+    if braced:
+        return reader.stmt(body)  # type: ignore[return-value]
+    return Block(tuple(reader.statements(body)), (0, len(text)))
+
+
+def call_arguments(code: str, function: str) -> list[tuple[Expr, ...]]:
+    """The arguments of every readable call of `function` in `code` (a whole file or a body),
+    in source order; launches with `<<<...>>>` are not calls."""
+    src = Source(code)
+    reader = _Reader(src)
+    out: list[tuple[Expr, ...]] = []
+    for n in walk(src.root):
+        if n.type != "call_expression" or any(c.type == "kernel_call_syntax" for c in n.children):
+            continue
+        func = n.child_by_field_name("function")
+        if func is None or func.type != "identifier" or reader.text(func) != function:
+            continue
+        args = n.child_by_field_name("arguments")
+        if args is None or first_error(args) is not None:
+            continue
+        try:
+            out.append(reader.arguments(args))
+        except ParseError:
+            continue
+    return out
+
+
+def identifiers(code: str) -> set[str]:
+    """Every identifier-like token of `code` (names, type names, keywords), comments left out;
+    preprocessor lines count too."""
+    src = Source(code)
+    words: set[str] = set()
+    for leaf in leaves(src.root):
+        if leaf.type == "comment":
+            continue
+        words.update(re.findall(r"[A-Za-z_]\w*", src.text_of(leaf)) if leaf.type in (
+            "preproc_arg", "string_content") else
+            [src.text_of(leaf)] if re.fullmatch(r"[A-Za-z_]\w*", src.text_of(leaf)) else [])
+    return words
 
 
 # -- signatures ------------------------------------------------------------------------------
@@ -633,78 +370,132 @@ class Param:
 
 
 @dataclass(frozen=True)
+class TemplateParam:
+    name: str
+    kind: str  # "type" | "value"
+    type: str  # the value's type ("int"); "" for a type parameter
+
+
+@dataclass(frozen=True)
 class Signature:
     name: str
     return_type: str  # without attributes: "void", "cudaError_t"
     qualifiers: tuple[str, ...]  # __global__, static, inline, ...
     params: tuple[Param, ...]
+    template: tuple[TemplateParam, ...] = ()  # a function template's parameters
 
 
 _QUALIFIER_WORDS = frozenset(["__global__", "__device__", "__host__", "static", "inline", "__forceinline__",
                               "__noinline__", "extern", "constexpr"])
+_POINTER_WORDS = frozenset(["*", "&", "__restrict__", "__restrict", "restrict"])
 
 
 def parse_signature(head: str) -> Signature:
-    """`head` is a function's text before its body: `void f(const float* a, int n)`."""
-    text = re.sub(r"__launch_bounds__\s*\([^()]*\)", " ", head)
-    text = re.sub(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)", " ", text)
-    text = re.sub(r"\[\[[^\]]*\]\]", " ", text)
-    toks = tokenize(text)
-    if not toks or toks[-1].text != ")":
+    """`head` is a function's text before its body: `void f(const float* a, int n)`, maybe with
+    `template <...>` before it."""
+    src = Source(f"{head}\n{{}}")
+    tops = [c for c in src.root.named_children if c.type != "comment"]
+    if len(tops) != 1:
         raise ParseError("not a function head")
-    depth, open_idx = 0, -1
-    for j in range(len(toks) - 1, -1, -1):
-        if toks[j].text == ")":
-            depth += 1
-        elif toks[j].text == "(":
-            depth -= 1
-            if depth == 0:
-                open_idx = j
-                break
-    if open_idx < 1 or toks[open_idx - 1].kind != "id":
+    node = tops[0]
+    template: list[TemplateParam] = []
+    if node.type == "template_declaration":
+        template = _template_params(src, node.child_by_field_name("parameters"))
+        inner = [c for c in node.named_children if c.type == "function_definition"]
+        if not inner:
+            raise ParseError("not a function head")
+        node = inner[0]
+    if node.type != "function_definition":
+        raise ParseError("not a function head")
+    bad = first_error(node)
+    if bad is not None:
+        raise ParseError(f"does not parse near {src.text_of(bad).strip()[:30]!r}")
+    declarator = node.child_by_field_name("declarator")
+    ret_pointer = ""
+    while declarator is not None and declarator.type in ("pointer_declarator", "reference_declarator"):
+        ret_pointer += "*" if declarator.type == "pointer_declarator" else "&"
+        declarator = declarator.child_by_field_name("declarator") or next(
+            (c for c in declarator.named_children if c.type in _DECLARATOR_NODES), None)
+    if declarator is None or declarator.type != "function_declarator":
+        raise ParseError("not a function head")
+    name_node = declarator.child_by_field_name("declarator")
+    if name_node is None or name_node.type not in ("identifier", "qualified_identifier", "field_identifier"):
         raise ParseError("no function name before the parameter list")
-    if any(t.text == "template" for t in toks[:open_idx]):
-        raise ParseError("function templates are not supported")
-    name = toks[open_idx - 1].text
-    before = [t.text for t in toks[:open_idx - 1]]
-    qualifiers = tuple(w for w in before if w in _QUALIFIER_WORDS)
-    return_type = normalize_type(" ".join(w for w in before if w not in _QUALIFIER_WORDS))
-    params: list[Param] = []
-    inner = toks[open_idx + 1:-1]
-    groups: list[list[Tok]] = [[]]
-    depth = 0
-    for t in inner:
-        if t.text in ("(", "[", "<", "{"):
-            depth += 1
-        elif t.text in (")", "]", ">", "}"):
-            depth -= 1
-        if t.text == "," and depth == 0:
-            groups.append([])
-        else:
-            groups[-1].append(t)
-    for g in groups:
-        if not g or (len(g) == 1 and g[0].text == "void"):
+    before: list[str] = []
+    for c in node.children:
+        if c.start_byte >= declarator.start_byte or c.type in ("launch_bounds", "attribute_specifier",
+                                                                "attribute_declaration", "ms_declspec_modifier"):
+            if c.start_byte >= declarator.start_byte:
+                break
             continue
-        if any(t.text == "=" for t in g):  # default argument
-            g = g[:[t.text for t in g].index("=")]
-        if not g:
-            raise ParseError("unreadable parameter")
-        array = False
-        if g[-1].text == "]":
-            while g and g[-1].text != "[":
-                g = g[:-1]
-            g = g[:-1]
+        before += [src.text_of(t) for t in leaves(c) if t.type != "comment"]
+    qualifiers = tuple(w for w in before if w in _QUALIFIER_WORDS)
+    return_type = normalize_type(" ".join(w for w in before if w not in _QUALIFIER_WORDS) + ret_pointer)
+    params = tuple(_param(src, p) for p in declarator.child_by_field_name("parameters").named_children
+                   if p.type != "comment")
+    params = tuple(p for p in params if p is not None)
+    name = src.text_of(name_node).split("::")[-1].strip()
+    return Signature(name, return_type, qualifiers, params, tuple(template))
+
+
+def _template_params(src: Source, n: Node | None) -> list[TemplateParam]:
+    out: list[TemplateParam] = []
+    for p in (n.named_children if n is not None else []):
+        if p.type in ("type_parameter_declaration", "optional_type_parameter_declaration"):
+            name = p.child_by_field_name("name") or next((c for c in p.named_children
+                                                          if c.type == "type_identifier"), None)
+            if name is None:
+                raise ParseError("an unnamed template parameter")
+            out.append(TemplateParam(src.text_of(name), "type", ""))
+        elif p.type in ("parameter_declaration", "optional_parameter_declaration"):
+            d = p.child_by_field_name("declarator")
+            if d is None or d.type != "identifier":
+                raise ParseError("an unreadable template parameter")
+            out.append(TemplateParam(src.text_of(d), "value",
+                                     normalize_type(_tokens_text(src, p.child_by_field_name("type")))))
+        elif p.type != "comment":
+            raise ParseError(f"unsupported template parameter {p.type.replace('_', ' ')}")
+    return out
+
+
+def _param(src: Source, p: Node) -> Param | None:
+    if p.type == "variadic_parameter_declaration" or src.text_of(p).strip() == "...":
+        raise ParseError("variadic parameters are not supported")
+    if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+        raise ParseError(f"unreadable parameter {src.text_of(p).strip()!r}")
+    d = p.child_by_field_name("declarator")
+    if d is None:
+        if src.text_of(p).strip() == "void":
+            return None
+        raise ParseError("unnamed or unreadable parameter")
+    array = False
+    words: list[str] = []
+    for i, c in enumerate(p.children):
+        field = p.field_name_for_child(i)
+        if field in ("declarator", "default_value") or c.type in ("=", "comment"):
+            continue
+        words += [src.text_of(t) for t in leaves(c) if t.type != "comment"]
+    after: list[str] = []  # the declarator's tokens besides the name: *, const, __restrict__
+    node = d
+    while node.type != "identifier":
+        if node.type == "array_declarator":
             array = True
-        if len(g) < 2 or g[-1].kind != "id" or is_type_word(g[-1]) and g[-1].text in TYPE_WORDS:
+        elif node.type not in ("pointer_declarator", "reference_declarator", "parenthesized_declarator"):
+            raise ParseError(f"unreadable parameter {src.text_of(p).strip()!r}")
+        inner = node.child_by_field_name("declarator") or next(
+            (c for c in node.named_children if c.type in _DECLARATOR_NODES), None)
+        if inner is None:
             raise ParseError("unnamed or unreadable parameter")
-        pname = g[-1].text
-        type_toks = [t.text for t in g[:-1]]
-        pointer = type_toks.count("*") + (1 if array else 0)
-        words = [w for w in type_toks if w not in ("*", "&", "__restrict__", "__restrict", "restrict")]
-        star = type_toks.index("*") if "*" in type_toks else len(type_toks)
-        const = "const" in type_toks[:star] if pointer else "const" in type_toks
-        base = normalize_type(" ".join(w for w in words if w not in ("const", "volatile")))
-        params.append(Param(pname, normalize_type(" ".join(type_toks) + ("*" if array else "")), base, pointer, const))
-    return Signature(name, return_type, qualifiers, tuple(params))
-
-
+        after += [src.text_of(t) for c in node.children if c.start_byte < inner.start_byte
+                  for t in leaves(c) if t.type != "comment"]
+        node = inner
+    type_toks = words + after
+    pointer = type_toks.count("*") + (1 if array else 0)
+    plain = [w for w in type_toks if w not in _POINTER_WORDS]
+    star = type_toks.index("*") if "*" in type_toks else len(type_toks)
+    const = "const" in type_toks[:star] if pointer else "const" in type_toks
+    base = normalize_type(" ".join(w for w in plain if w not in ("const", "volatile")))
+    if not base:
+        raise ParseError("unnamed or unreadable parameter")
+    return Param(src.text_of(node), normalize_type(" ".join(type_toks) + ("*" if array else "")), base, pointer,
+                 const)

@@ -4,7 +4,9 @@ propose(): analyse the baseline (cached), instantiate every template configurati
 its family (cached), rank them (ranking.py) against what this run already learned, then walk
 the ranking best-first: a candidate not yet checked is compiled by ptxas (cached) and scored
 again with its real registers; one that does not compile, spills or cannot launch is skipped;
-the first checked candidate still ahead of the rest is proposed.
+the first checked candidate still ahead of the rest is proposed. When no template fits, or
+every template candidate was tried, the generic row tier (rowwarp.py) proposes its rewrites:
+a kernel that gives each thread one row, rewritten to give each warp one row.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .candidates import Candidate, build
 from .families import BY_NAME
 from .probe import ResourceProbe
 from .ranking import History, Ranked, rank, rescore, sm_count
+from .rowwarp import Rewrite, row_warp_rewrites
 from .templates import Template, load_templates
 
 MAX_PROBES_PER_PROPOSAL = 4  # ptxas runs (about 0.6 s each, cached) one proposal may spend
@@ -39,6 +42,7 @@ class OfflineOptimizer:
         self._analyses: dict[str, Analysis] = {}
         self._built: dict[tuple[str, int], tuple[list[Candidate], list[str]]] = {}
         self._proposed: dict[str, dict[str, int]] = {}  # baseline key -> label -> first iteration
+        self._row_rewrites: dict[str, tuple[list[Rewrite], list[str]]] = {}
 
     # -- public ----------------------------------------------------------------------------------
     def propose(self, request: OptimizeRequest) -> Proposal:
@@ -46,15 +50,34 @@ class OfflineOptimizer:
         preamble, harness, exported = _context(request)
         key = _baseline_key(request.baseline_editable, preamble, harness, exported)
         analysis = self.analysis(request.baseline_editable, harness, exported, preamble, key)
-        if not analysis.matches:
-            raise NoMoreCandidates(analysis.no_fit_message())
+        rewrites, refused = self._rewrites(key, analysis, harness)
+        failed_labels = {f.approach for f in request.failed_attempts}
+        why_not = analysis.no_fit_message() if not analysis.matches else ""
+        if analysis.matches:
+            try:
+                return self._propose_template(request, key, analysis, preamble, harness, failed_labels, started)
+            except NoMoreCandidates as exc:
+                why_not = str(exc)
+        for rewrite in rewrites:  # the generic tier: after every template, or where none fits
+            if not self._tried(key, rewrite.label, request.iteration, failed_labels):
+                self._proposed.setdefault(key, {}).setdefault(rewrite.label, request.iteration)
+                notes = [f"{rewrite.detail} (launched by {rewrite.launcher})"] + ([why_not] if why_not else [])
+                return Proposal(source=rewrite.source, approach=rewrite.label, optimizer=self.name,
+                                thinking_s=time.perf_counter() - started, notes=notes)
+        if rewrites:
+            why_not += f" | the row tier's {len(rewrites)} rewrite(s) were tried"
+        elif refused and not analysis.matches:
+            why_not += " | " + "; ".join(refused)
+        raise NoMoreCandidates(why_not)
+
+    def _propose_template(self, request: OptimizeRequest, key: str, analysis: Analysis, preamble: str, harness: str,
+                          failed_labels: set[str], started: float) -> Proposal:
         limits = gpu_limits(request.arch)
         sms = sm_count(request.gpu_name, request.arch)
         candidates, unusable = self._candidates(key, analysis, request.baseline_editable, preamble, harness, sms)
         if not candidates:
             raise NoMoreCandidates(f"no template could be instantiated: {unusable[0]}")
         history = History.from_request(request, candidates)
-        failed_labels = {f.approach for f in request.failed_attempts}
         for label, first in self._proposed.get(key, {}).items():
             # Proposed in an earlier round and never reported as failed: it was accepted (keep-going).
             if first < request.iteration and label not in failed_labels:
@@ -67,6 +90,17 @@ class OfflineOptimizer:
         notes = _notes(choice, request, history, probe_notes, self.probe.unavailable)
         return Proposal(source=choice.cand.source, approach=choice.cand.label, optimizer=self.name,
                         thinking_s=time.perf_counter() - started, notes=notes)
+
+    def _tried(self, key: str, label: str, iteration: int, failed_labels: set[str]) -> bool:
+        """Reported as failed, or proposed in an earlier round and never reported as failed: it
+        was accepted (keep-going)."""
+        first = self._proposed.get(key, {}).get(label)
+        return label in failed_labels or (first is not None and first < iteration)
+
+    def _rewrites(self, key: str, analysis: Analysis, harness: str) -> tuple[list[Rewrite], list[str]]:
+        if key not in self._row_rewrites:
+            self._row_rewrites[key] = row_warp_rewrites(analysis.part, harness)
+        return self._row_rewrites[key]
 
     def candidates(self, request: OptimizeRequest) -> list[Candidate]:
         """Every template instantiation that fits the request's baseline, unranked."""

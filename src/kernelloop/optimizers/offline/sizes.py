@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ...program.scanner import strip_comments
-from .cparse import Parser, parse_expression
+from .cparse import call_arguments, parse_expression
 from .facts import SIZEOF
 from .launcher import Launcher
 from .symbolic import Poly
@@ -93,15 +93,8 @@ def constants(*texts: str) -> dict[str, int]:
 def harness_call(harness: str, launcher: str) -> tuple[Expr, ...] | None:
     """The arguments of the harness's first call of `launcher`, wherever it stands: in `main`
     itself (contract v1) or in the lambda a v2 harness passes to `h.run([&] { ... })`."""
-    code = strip_comments(harness)
-    for m in re.finditer(rf"(?<![\w.]){re.escape(launcher)}\s*\(", code):
-        p = Parser(code[m.end() - 1:])
-        try:
-            p.take("(")
-            return p.arguments(")")
-        except ParseError:
-            continue
-    return None
+    calls = call_arguments(strip_comments(harness), launcher)
+    return calls[0] if calls else None
 
 
 def role_values(polys: dict[str, Poly], lau: Launcher, kernel_params: list[str], preamble: str,

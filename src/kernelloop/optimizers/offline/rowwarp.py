@@ -1,0 +1,538 @@
+"""The generic row tier: a kernel that gives each thread one row becomes one that gives each
+warp one row, whatever the row computes.
+
+Naive row-wise kernels (layer norm, RMS norm, softmax, any per-row statistic) are written one
+thread per row: `int row = blockIdx.x * blockDim.x + threadIdx.x; if (row < N) { for (c ...)
+... x[row * C + c] ... }`. Neighbouring threads then read addresses C elements apart, so every
+load is a separate memory transaction. Rewritten, the 32 lanes of a warp share the row and
+split every loop over it (`c = lane; c < C; c += 32`): loads coalesce. The rewrite is
+mechanical and only taken where it provably keeps the kernel's meaning:
+
+- the thread index is used only as the row (no other use of the CUDA built-ins, no shared
+  memory, barriers, shuffles or atomics), so every statement outside the loops computes the
+  same value in every lane of a warp;
+- each loop over the row *reduces* into scalars declared before it (`s += e`,
+  `m = fmaxf(m, e)`, `if (e > m) m = e`) and/or *maps* (stores to memory), and nothing in
+  the loop but an accumulator's own update reads an accumulator (a prefix sum, which stores
+  what it accumulates, is refused); every access to an array the loop stores uses the stored
+  element's own index, which moves one-to-one with the counter; nothing else is rewritten
+  (no nested loops, no break, no other scalar assigned across iterations);
+- after a reduction loop the lanes combine their partial results with warp shuffles, after a
+  map loop they meet at `__syncwarp()`, and per-row stores outside loops are made by lane 0.
+
+The launch keeps the baseline's rows: it had G blocks of B threads, one row per thread; the
+rewrite launches G*B warps. The verifier still decides whether the result is the same and
+faster; this only keeps the optimizer from proposing what cannot be.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ...program.scanner import strip_comments
+from .facts import ATOMICS, Binding, KernelFacts, collect_facts
+from .launcher import EditablePart, Function
+from .symbolic import Poly
+from .syntax import (
+    Assign,
+    Binary,
+    Block,
+    Call,
+    Decl,
+    Empty,
+    Expr,
+    ExprStmt,
+    For,
+    If,
+    Index,
+    Launch,
+    Member,
+    Name,
+    Postfix,
+    Return,
+    Stmt,
+    Unary,
+    call_name,
+    to_c,
+    walk_expr,
+)
+
+WARP = 32
+ROW_WARP_BLOCK = 256  # threads per block of the rewritten launch: 8 rows per block
+_BUILTIN_WORDS = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b")
+# Functions with no side effects and no cross-thread behaviour that a row kernel may call.
+PURE_FUNCTIONS = frozenset("""
+    expf exp __expf exp2f exp2 expm1f logf log __logf log2f log2 log10f log10 log1pf sqrtf sqrt rsqrtf rsqrt
+    cbrtf powf pow __powf sinf cosf tanf sin cos tan __sinf __cosf tanhf tanh erff erf erfcf fabsf fabs abs
+    fmaxf fminf fmax fmin max min floorf floor ceilf ceil roundf round truncf fmodf fmaf fma __fdividef
+    __frcp_rn __fsqrt_rn __fmul_rn __fadd_rn copysignf isnan isinf isfinite __float2int_rn __int2float_rn
+    __float2half __half2float __float2bfloat16 __bfloat162float static_cast float double int
+""".split())
+_SUM_OPS = {"+=": "+", "-=": "-"}
+_MAX_CALLS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
+
+
+class NotARowKernel(Exception):
+    """Why the kernel is not one the row tier may rewrite."""
+
+
+@dataclass
+class _Loop:
+    stmt: For
+    var: str  # binding key of the loop variable
+    kind: str = ""  # "reduce" | "map"
+    accumulators: dict[str, str] = field(default_factory=dict)  # binding key -> "sum" | "max" | "min"
+
+
+@dataclass
+class RowPlan:
+    index: Decl  # the thread-index declaration
+    index_key: str  # its binding
+    loops: list[_Loop]
+    lane0_stores: list[ExprStmt]
+    bindings: dict[str, Binding]
+    block: int
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    label: str
+    source: str  # the complete candidate editable part
+    kernel: str
+    launcher: str
+    detail: str
+
+
+# -- recognition ---------------------------------------------------------------------------------
+
+def _global_x() -> Poly:
+    return Poly.atom("blockIdx.x") * Poly.atom("blockDim.x") + Poly.atom("threadIdx.x")
+
+
+class _Planner:
+    def __init__(self, fn: Function, facts: KernelFacts) -> None:
+        self.fn = fn
+        self.f = facts
+        self.loops: list[_Loop] = []
+        self.lane0: list[ExprStmt] = []
+        self.index_key = ""
+
+    def fail(self, why: str):
+        raise NotARowKernel(why)
+
+    def binding(self, e: Expr) -> Binding | None:
+        return self.f.binding(e)
+
+    # the thread index: a declaration `T row = blockIdx.x * blockDim.x + threadIdx.x;`
+    def find_index(self) -> tuple[Decl, str]:
+        for s in self.fn.body.body:
+            if not isinstance(s, Decl) or len(s.declarators) != 1:
+                continue
+            d = s.declarators[0]
+            if d.init is None or d.pointer or d.array:
+                continue
+            if self.f.poly(d.init) == _global_x():
+                b = self.f.declared.get(id(d))
+                if b is None or b.assignments:
+                    self.fail("its thread index is assigned after its declaration")
+                return s, d.name
+        self.fail("no one-dimensional thread index (blockIdx.x * blockDim.x + threadIdx.x) declared at the top")
+        raise AssertionError
+
+    def plan(self) -> RowPlan:
+        index, _ = self.find_index()
+        self.index_key = self.f.declared[id(index.declarators[0])].key
+        body_text = strip_comments(self.fn.item.text[len(self.fn.head):])
+        start, end = index.span
+        outside = body_text[:start] + " " * (end - start) + body_text[end:]
+        if _BUILTIN_WORDS.search(outside):
+            self.fail(f"uses {_BUILTIN_WORDS.search(outside).group(1)} besides its thread index")
+        if any(b.shared or b.array for b in self.f.bindings):
+            self.fail("uses shared memory or a local array")
+        impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS)
+        if impure:
+            self.fail(f"calls {impure[0]} (only side-effect-free math functions are allowed)")
+        if any(a.kind == "atomic" for a in self.f.accesses) or self.f.calls & ATOMICS:
+            self.fail("uses atomics")
+        self.region(self.fn.body)
+        if not self.loops:
+            self.fail("has no loop over its row")
+        if not self.uncoalesced():
+            self.fail("already reads and writes its rows coalesced (neighbouring threads, neighbouring elements)")
+        return RowPlan(index, self.index_key, self.loops, self.lane0, {b.key: b for b in self.f.bindings}, ROW_WARP_BLOCK)
+
+    # statements every lane of a warp runs alike
+    def region(self, s: Stmt | None) -> None:
+        if s is None or isinstance(s, (Empty, Return)):
+            if isinstance(s, Return) and s.value is not None:
+                self.fail("returns a value")
+            return
+        if isinstance(s, Block):
+            for x in s.body:
+                self.region(x)
+            return
+        if isinstance(s, Decl):
+            for d in s.declarators:
+                if d.init is not None:
+                    self.plain_value(d.init)
+            return
+        if isinstance(s, If):
+            self.plain_value(s.cond)
+            self.region(s.then)
+            self.region(s.other)
+            return
+        if isinstance(s, For):
+            self.row_loop(s)
+            return
+        if isinstance(s, ExprStmt):
+            e = s.expr
+            if isinstance(e, Assign):
+                self.plain_value(e.value)
+                if isinstance(e.target, Name):
+                    return  # a per-row scalar: the same in every lane
+                if isinstance(e.target, (Index, Unary)) and (not isinstance(e.target, Unary) or e.target.op == "*"):
+                    self.plain_value(e.target)
+                    self.lane0.append(s)  # a per-row store: one lane makes it
+                    return
+                self.fail(f"assigns to {to_c(e.target)}")
+            if isinstance(e, (Unary, Postfix)) and e.op in ("++", "--") and isinstance(e.operand, Name):
+                return
+            self.fail(f"has a statement that is not an assignment ({to_c(e)[:40]})")
+        self.fail(f"has a {type(s).__name__.lower()} statement outside its row loops")
+
+    def plain_value(self, e: Expr) -> None:
+        """An expression without side effects (no assignment, ++/--, or launch inside)."""
+        for x in walk_expr(e):
+            if isinstance(x, (Assign, Launch)) or (isinstance(x, (Unary, Postfix)) and x.op in ("++", "--")):
+                self.fail("assigns inside an expression")
+
+    def row_loop(self, s: For) -> None:
+        if not isinstance(s.init, Decl) or len(s.init.declarators) != 1 or s.init.declarators[0].init is None:
+            self.fail("has a loop whose counter is not declared in its header")
+        d = s.init.declarators[0]
+        b = self.f.declared.get(id(d))
+        loop = next((x for x in self.f.loops if x.cond is s.cond and x.step is s.step), None)
+        if b is None or loop is None or not loop.unit_step:
+            self.fail("has a loop that does not step its counter by one")
+        self.plain_value(d.init)
+        if not (isinstance(s.cond, Binary) and s.cond.op in ("<", "<=") and self.binding(s.cond.left) is b):
+            self.fail("has a loop whose condition is not `counter < bound`")
+        self.plain_value(s.cond.right)
+        if any(self.binding(x) is b for x in walk_expr(s.cond.right)):
+            self.fail("has a loop whose bound depends on its counter")
+        if b.assignments != 1:  # the step only
+            self.fail("has a loop whose counter is assigned in its body")
+        info = _Loop(s, b.key)
+        stores = [False]
+        reads: list[Expr] = []  # every expression of the body but the accumulators' own updates
+        self.loop_body(s.body, info, stores, set(), reads)
+        if not stores[0] and not info.accumulators:
+            self.fail("has a loop that neither stores nor accumulates")
+        for e in reads:
+            for x in walk_expr(e):
+                acc = self.binding(x)
+                if acc is not None and acc.key in info.accumulators:
+                    self.fail(f"reads {acc.name} in the loop that accumulates it (a sequential dependence, "
+                              "e.g. a prefix sum)")
+        info.kind = "map" if stores[0] else "reduce"
+        if stores[0]:
+            self.check_map(loop.id)
+        self.loops.append(info)
+
+    def loop_body(self, s: Stmt | None, info: _Loop, stores: list[bool], declared_inside: set[str],
+                  reads: list[Expr]) -> None:
+        if s is None or isinstance(s, Empty):
+            return
+        if isinstance(s, Block):
+            for x in s.body:
+                self.loop_body(x, info, stores, declared_inside, reads)
+            return
+        if isinstance(s, Decl):
+            for d in s.declarators:
+                if d.init is not None:
+                    self.plain_value(d.init)
+                    reads.append(d.init)
+                b = self.f.declared.get(id(d))
+                if b is not None:
+                    declared_inside.add(b.key)
+            return
+        if isinstance(s, If):
+            acc = self.compare_update(s)
+            if acc is not None:
+                self.add_accumulator(info, *acc)
+                return
+            self.plain_value(s.cond)
+            reads.append(s.cond)
+            self.loop_body(s.then, info, stores, declared_inside, reads)
+            self.loop_body(s.other, info, stores, declared_inside, reads)
+            return
+        if isinstance(s, ExprStmt) and isinstance(s.expr, Assign):
+            e = s.expr
+            self.plain_value(e.value)
+            if isinstance(e.target, Name):
+                b = self.binding(e.target)
+                if b is None:
+                    self.fail(f"assigns to {e.target.id}, which it does not declare")
+                if b.key in declared_inside:
+                    reads.append(e.value)
+                    return  # a value of this iteration only
+                self.add_accumulator(info, b, self.reduction_kind(e, b))
+                return
+            self.plain_value(e.target)
+            reads += [e.target, e.value]
+            stores[0] = True
+            return
+        self.fail("has a loop body with other than declarations, assignments and ifs")
+
+    def reduction_kind(self, e: Assign, b: Binding) -> tuple[str, Expr]:
+        def is_acc(x: Expr) -> bool:
+            return self.binding(x) is b
+        if e.op in _SUM_OPS:
+            return "sum", e.value
+        if e.op == "=" and isinstance(e.value, Binary) and e.value.op == "+":
+            if is_acc(e.value.left):
+                return "sum", e.value.right
+            if is_acc(e.value.right):
+                return "sum", e.value.left
+        if e.op == "=" and isinstance(e.value, Call) and call_name(e.value) in _MAX_CALLS and len(e.value.args) == 2:
+            a, c = e.value.args
+            if is_acc(a):
+                return _MAX_CALLS[call_name(e.value)], c
+            if is_acc(c):
+                return _MAX_CALLS[call_name(e.value)], a
+        self.fail(f"updates {b.name} in a loop in a way that is not a sum, max or min")
+        raise AssertionError
+
+    def compare_update(self, s: If) -> tuple[Binding, tuple[str, Expr]] | None:
+        """`if (e > m) m = e;` (max) or `if (e < m) m = e;` (min), any side written first."""
+        if s.other is not None or not isinstance(s.cond, Binary) or s.cond.op not in ("<", ">", "<=", ">="):
+            return None
+        then = s.then.body[0] if isinstance(s.then, Block) and len(s.then.body) == 1 else s.then
+        if not (isinstance(then, ExprStmt) and isinstance(then.expr, Assign) and then.expr.op == "="
+                and isinstance(then.expr.target, Name)):
+            return None
+        b = self.binding(then.expr.target)
+        if b is None:
+            return None
+        left, right, op = s.cond.left, s.cond.right, s.cond.op
+        if self.binding(left) is b:  # m < e  ->  e > m
+            left, right, op = right, left, {"<": ">", ">": "<", "<=": ">=", ">=": "<="}[op]
+        if self.binding(right) is not b or left != then.expr.value:
+            return None
+        self.plain_value(left)
+        return b, ("max" if op in (">", ">=") else "min", left)
+
+    def add_accumulator(self, info: _Loop, b: Binding, kind_value: tuple[str, Expr]) -> None:
+        kind, value = kind_value
+        if b.param is not None or b.pointer or b.key == self.index_key:
+            self.fail(f"assigns {b.name} in a loop over its row")
+        if any(self.f.binding(x) is not None and self.f.binding(x).key in info.accumulators
+               for x in walk_expr(value)) or any(self.binding(x) is b for x in walk_expr(value)):
+            self.fail(f"updates {b.name} from a value that reads an accumulator")
+        if info.accumulators.get(b.key, kind) != kind:
+            self.fail(f"accumulates {b.name} in two ways")
+        info.accumulators[b.key] = kind
+
+    def check_map(self, loop_id: int) -> None:
+        """Every array stored in the loop is accessed there only at the stored element, and the
+        stored element moves with the counter one-to-one."""
+        inside = [a for a in self.f.accesses if any(lp.id == loop_id for lp in a.ctx.loops)]
+        loop = next(x for x in self.f.loops if x.id == loop_id)
+        counter = f"L:{loop.var}"
+        stored = {a.array.key: a for a in inside if a.kind == "store" and a.array is not None}
+        for a in inside:
+            if a.array is None or a.offset is None:
+                self.fail("has a loop access whose array or index it cannot read")
+            if a.kind == "store" and (a.op != "=" and a.op not in ("+=", "-=", "*=", "/=")):
+                self.fail("has a loop store it cannot read")
+        for key, first in stored.items():
+            if first.offset.coefficient((counter,)) != 1 or any(counter in m for m, _ in first.offset.terms
+                                                                  if m != (counter,)):
+                self.fail(f"stores {first.array.name} at an element that does not move one-to-one with the counter")
+            for a in inside:
+                if a.array is not None and a.array.key == key and a.offset != first.offset:
+                    self.fail(f"reads or writes {first.array.name} at two different elements in one loop")
+
+    def uncoalesced(self) -> bool:
+        """Some access in a row loop strides across threads (thread index times a row length)."""
+        for a in self.f.accesses:
+            if not a.ctx.loops or a.offset is None:
+                continue
+            for monomial, coef in a.offset.terms:
+                if "threadIdx.x" in monomial and (len(monomial) > 1 or abs(coef) > 1):
+                    return True
+        return False
+
+
+def plan_row_warp(fn: Function) -> RowPlan:
+    if not fn.is_kernel:
+        raise NotARowKernel("is not a kernel")
+    if fn.sig.template:
+        raise NotARowKernel("is a function template")
+    block = ROW_WARP_BLOCK
+    bounds = re.search(r"__launch_bounds__\s*\(\s*(\d+)", fn.head)
+    if bounds:
+        block = int(bounds.group(1))
+        if block < WARP or block % WARP:
+            raise NotARowKernel(f"declares __launch_bounds__({block}), not whole warps")
+        block = min(block, ROW_WARP_BLOCK)
+    plan = _Planner(fn, collect_facts(fn.sig, fn.body)).plan()
+    plan.block = block
+    return plan
+
+
+# -- emission --------------------------------------------------------------------------------------
+
+def _shuffle_combine(name: str, kind: str, ctype: str) -> str:
+    if kind == "sum":
+        step = f"{name} += __shfl_xor_sync(0xffffffffu, {name}, kl_offset);"
+    else:
+        fn = {"float": f"f{kind}f", "double": f"f{kind}"}.get(ctype, kind)
+        step = f"{name} = {fn}({name}, __shfl_xor_sync(0xffffffffu, {name}, kl_offset));"
+    return f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) {step}"
+
+
+def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
+    body = fn.item.text[len(fn.head):]
+    edits: list[tuple[int, int, str]] = []
+    d = plan.index.declarators[0]
+    start, end = plan.index.span
+    index_type = plan.bindings[plan.index_key].type
+    edits.append((start, end, f"{plan.index.type} {d.name} = ({index_type})(((unsigned long long)blockIdx.x * "
+                              f"blockDim.x + threadIdx.x) / {WARP}); const int kl_lane = (int)(threadIdx.x % {WARP}); "
+                              f"// one warp per row (kernelloop row tier)"))
+    for loop in plan.loops:
+        s = loop.stmt
+        init = s.init
+        assert isinstance(init, Decl)
+        counter = init.declarators[0]
+        header = (f"for ({init.type} {counter.name} = ({to_c(counter.init)}) + kl_lane; {to_c(s.cond)}; "
+                  f"{counter.name} += {WARP}) ")
+        b_start, b_end = s.body.span  # type: ignore[attr-defined]
+        loop_text = header + body[b_start:b_end]
+        before, after = [], []
+        for key, kind in loop.accumulators.items():
+            b = plan.bindings[key]
+            if kind == "sum":
+                before.append(f"const {b.type} kl_{b.name}_before = {b.name}; {b.name} = 0;")
+                after.append(_shuffle_combine(b.name, kind, b.type))
+                after.append(f"{b.name} = kl_{b.name}_before + {b.name};")
+            else:
+                after.append(_shuffle_combine(b.name, kind, b.type))
+        if loop.kind == "map":
+            after.append("__syncwarp();")
+        f_start, f_end = s.span
+        line_start = body.rfind("\n", 0, f_start) + 1
+        indent = re.match(r"[ \t]*", body[line_start:f_start]).group(0)
+        edits.append((f_start, f_end, "{ " + " ".join(before) + (" " if before else "") + loop_text + "\n"
+                      + indent + " ".join(after) + " }"))
+    for store in plan.lane0_stores:
+        s_start, s_end = store.span
+        edits.append((s_start, s_end, f"{{ if (kl_lane == 0) {{ {body[s_start:s_end]} }} __syncwarp(); }}"))
+    return fn.head + _apply(body, edits)
+
+
+def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+    edits = sorted(edits)
+    for (_, e1, _), (s2, _, _) in zip(edits, edits[1:]):
+        if s2 < e1:
+            raise NotARowKernel("overlapping rewrites")
+    out, pos = [], 0
+    for s, e, new in edits:
+        out.append(text[pos:s])
+        out.append(new)
+        pos = e
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _launches(s: Stmt | None):
+    """Statements `kernel<<<...>>>(...);` anywhere under `s`."""
+    if isinstance(s, Block):
+        for x in s.body:
+            yield from _launches(x)
+    elif isinstance(s, ExprStmt) and isinstance(s.expr, Launch):
+        yield s
+    elif isinstance(s, If):
+        yield from _launches(s.then)
+        yield from _launches(s.other)
+    elif isinstance(s, For):
+        yield from _launches(s.body)
+
+
+def _launch_text(stmt: ExprStmt, block: int) -> str:
+    launch = stmt.expr
+    assert isinstance(launch, Launch)
+    grid, threads = (to_c(c) for c in launch.config[:2])
+    rows_per_block = block // WARP
+    new_grid = f"(unsigned int)(((long long)({grid}) * (long long)({threads}) + {rows_per_block - 1}) / {rows_per_block})"
+    rest = "".join(f", {to_c(c)}" for c in launch.config[2:])
+    targs = f"<{launch.targs}>" if launch.targs else ""
+    args = ", ".join(to_c(a) for a in launch.args)
+    return f"{to_c(launch.kernel)}{targs}<<<{new_grid}, {block}{rest}>>>({args});"
+
+
+def row_warp_rewrites(part: EditablePart, harness: str) -> tuple[list[Rewrite], list[str]]:
+    """A rewrite for every launch, in the launchers the harness calls, of a kernel the row tier
+    may rewrite; and one line per launched kernel it may not, saying why."""
+    rewrites: list[Rewrite] = []
+    refused: list[str] = []
+    harness_code = strip_comments(harness)
+    for lau in part.launchers:
+        for stmt in _launches(lau.fn.body):
+            launch = stmt.expr
+            assert isinstance(launch, Launch)
+            name = to_c(launch.kernel).split("::")[-1]
+            fn = part.functions.get(name)
+            if fn is None or not fn.is_kernel:
+                continue
+            why = _shared_kernel(part, fn, lau.fn, harness_code)
+            if why is None and len(launch.config) < 2:
+                why = "is launched without a block size"
+            if why is None:
+                try:
+                    plan = plan_row_warp(fn)
+                    kernel_text = rewrite_kernel(fn, plan)
+                except NotARowKernel as exc:
+                    why = str(exc)
+            if why is not None:
+                refused.append(f"row tier: kernel {name} {why}")
+                continue
+            launcher_body = lau.fn.item.text[len(lau.fn.head):]
+            l_start, l_end = stmt.span
+            launcher_text = lau.fn.head + _apply(launcher_body, [(l_start, l_end, _launch_text(stmt, plan.block))])
+            out = []
+            for item in part.items:
+                if item is fn.item:
+                    out.append(kernel_text)
+                elif item is lau.fn.item:
+                    out.append(launcher_text)
+                else:
+                    out.append(item.text)
+            kinds = ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
+                                              if lp.accumulators else "") for lp in plan.loops)
+            rewrites.append(Rewrite(
+                label=f"row tier: one warp per row of {name}",
+                source="\n\n".join(t.rstrip("\n") for t in out) + "\n",
+                kernel=name, launcher=lau.fn.name,
+                detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({kinds}) are "
+                       f"split across the 32 lanes of a warp, {plan.block} threads per block"))
+    return rewrites, refused
+
+
+def _shared_kernel(part: EditablePart, kernel: Function, launcher: Function, harness_code: str) -> str | None:
+    """Why the kernel cannot change its thread mapping: someone else launches or names it."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(kernel.name)}\b")
+    if pattern.search(harness_code):
+        return "is named by the harness too"
+    for item in part.items:
+        if item is kernel.item:
+            continue
+        count = len(pattern.findall(strip_comments(item.text)))
+        if item is launcher.item:
+            if count != 1:
+                return "is launched more than once"
+        elif count:
+            return "is used outside its launcher"
+    return None

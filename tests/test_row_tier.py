@@ -1,0 +1,205 @@
+"""The offline optimizer's generic row tier (optimizers/offline/rowwarp.py): a kernel that gives
+each thread one row is rewritten to give each warp one row, only where that keeps its meaning.
+
+Tier 1: which kernels it takes and which it refuses, by class (a sequential dependence, an
+element read at another index, cross-thread built-ins, barriers, shared memory, atomics, rows
+already read coalesced, ...), and how it slots into the proposal loop. Tier 2 (nvcc): the
+rewrites of the outside-style row programs pass the verifier's static gates.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kernelloop.config import Settings
+from kernelloop.optimizers.base import FailedAttempt, NoMoreCandidates
+from kernelloop.optimizers.offline.launcher import read_editable
+from kernelloop.optimizers.offline.optimizer import OfflineOptimizer
+from kernelloop.optimizers.offline.rowwarp import NotARowKernel, plan_row_warp, rewrite_kernel, row_warp_rewrites
+from kernelloop.program.init import generate
+from kernelloop.program.split import candidate_editable_part, split_program
+from kernelloop.tools.nvcc import find_toolchain
+from kernelloop.verify.gate import static_gates
+
+from .outside_specs import OUTSIDE, SPECS
+
+ROW_PROGRAMS = ["layernorm_rows_llmc.cu", "rmsnorm_rows.cu"]
+
+
+def _program(name: str) -> str:
+    return generate((OUTSIDE / name).read_text(), SPECS[name], name).program
+
+
+def _plan(kernel_text: str):
+    part = read_editable(kernel_text, "", [])
+    (fn,) = [f for f in part.functions.values() if f.is_kernel]
+    return fn, plan_row_warp(fn)
+
+
+SOFTMAX_ROWS = """
+__global__ void softmax_rows(float* out, const float* inp, int N, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) {
+        const float* inp_row = inp + i * C;
+        float* out_row = out + i * C;
+        float maxval = -INFINITY;
+        for (int j = 0; j < C; j++) {
+            if (inp_row[j] > maxval) {
+                maxval = inp_row[j];
+            }
+        }
+        double sum = 0.0;
+        for (int j = 0; j < C; j++) {
+            out_row[j] = expf(inp_row[j] - maxval);
+            sum += out_row[j];
+        }
+        for (int j = 0; j < C; j++) {
+            out_row[j] /= (float)sum;
+        }
+    }
+}
+"""
+
+
+def test_the_outside_style_row_programs_get_a_rewrite():
+    for name in ROW_PROGRAMS:
+        split = split_program(_program(name), name)
+        part = read_editable(split.editable, split.harness, split.exported)
+        rewrites, refused = row_warp_rewrites(part, split.harness)
+        assert len(rewrites) == 1 and not refused, (name, refused)
+        (r,) = rewrites
+        assert "kl_lane" in r.source and "__shfl_xor_sync" in r.source and "__syncwarp();" in r.source
+        # the launch keeps the baseline's rows: G blocks of B threads become G*B warps
+        assert re.search(r"<<<\(unsigned int\)\(\(\(long long\)\(.+\) \* \(long long\)\(.+\) \+ 7\) / 8\), 256>>>",
+                         r.source), r.source
+        # everything else in the editable part is kept verbatim
+        assert split.editable.count("cudaCheck(cudaGetLastError());") == r.source.count("cudaCheck(cudaGetLastError());")
+
+
+def test_a_loop_that_stores_and_sums_what_it_stored_is_split_and_a_max_by_comparison_is_a_max():
+    fn, plan = _plan(SOFTMAX_ROWS)
+    kinds = [(lp.kind, sorted(lp.accumulators.values())) for lp in plan.loops]
+    assert kinds == [("reduce", ["max"]), ("map", ["sum"]), ("map", [])]
+    text = rewrite_kernel(fn, plan)
+    assert "maxval = fmaxf(maxval, __shfl_xor_sync(0xffffffffu, maxval, kl_offset));" in text
+    assert "const double kl_sum_before = sum; sum = 0;" in text
+    assert "sum = kl_sum_before + sum;" in text  # the value before the loop is kept, whatever it was
+
+
+def test_renaming_every_identifier_changes_nothing():
+    renamed = SOFTMAX_ROWS
+    for old, new in [("softmax_rows", "k7"), ("inp_row", "q"), ("out_row", "w"), ("maxval", "hi"), ("sum", "tot"),
+                     ("inp", "src"), ("out", "dst"), ("N", "rows"), ("C", "width")]:
+        renamed = re.sub(rf"\b{old}\b", new, renamed)
+    _, a = _plan(SOFTMAX_ROWS)
+    _, b = _plan(renamed)
+    assert [(lp.kind, sorted(lp.accumulators.values())) for lp in a.loops] == \
+        [(lp.kind, sorted(lp.accumulators.values())) for lp in b.loops]
+
+
+# Each refusal is a class: what the rewrite would change if it were taken.
+ROW_BASE = """
+__global__ void k(float* out, float* stat, const float* in, int rows, int cols) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float acc = 0.0f;
+  for (int c = 0; c < cols; c++) acc += in[r * cols + c];
+  for (int c = 0; c < cols; c++) out[r * cols + c] = in[r * cols + c] / acc;
+  stat[r] = acc;
+}
+"""
+REFUSED = [
+    # a sequential dependence: the loop stores what it accumulates (a running sum)
+    ("for (int c = 0; c < cols; c++) out[r * cols + c] = in[r * cols + c] / acc;",
+     "float run = 0.0f; for (int c = 0; c < cols; c++) { run += in[r * cols + c]; out[r * cols + c] = run; }",
+     "reads run in the loop that accumulates it"),
+    # an element of the stored array read at another index (a recurrence through memory)
+    ("out[r * cols + c] = in[r * cols + c] / acc;", "out[r * cols + c] = out[r * cols + c - 1] + in[r * cols + c];",
+     "two different elements"),
+    # two iterations store the same element
+    ("out[r * cols + c] = in[r * cols + c] / acc;", "out[r * cols + c / 2] = in[r * cols + c];",
+     "one-to-one"),
+    # a scalar carried across iterations that is no sum, max or min
+    ("acc += in[r * cols + c];", "acc = acc * 0.5f + in[r * cols + c];", "not a sum, max or min"),
+    ("acc += in[r * cols + c];", "acc += in[r * cols + c] * acc;", "from a value that reads an accumulator"),
+    # leaving the loop early
+    ("acc += in[r * cols + c];", "{ if (in[r * cols + c] < 0.0f) break; acc += in[r * cols + c]; }", "other than"),
+    # nested loops
+    ("acc += in[r * cols + c];", "for (int d = 0; d < 4; d++) acc += in[r * cols + c] * d;", "other than"),
+    # other uses of the thread mapping, cross-thread operations
+    ("stat[r] = acc;", "stat[r] = acc + threadIdx.x;", "uses threadIdx besides"),
+    ("stat[r] = acc;", "stat[r] = acc * gridDim.x;", "uses gridDim besides"),
+    ("stat[r] = acc;", "__syncthreads(); stat[r] = acc;", "calls __syncthreads"),
+    ("stat[r] = acc;", "atomicAdd(stat, acc);", "calls atomicAdd"),
+    ("stat[r] = acc;", "stat[r] = __shfl_down_sync(0xffffffff, acc, 1);", "calls __shfl_down_sync"),
+    ("float acc = 0.0f;", "__shared__ float tile[32]; float acc = 0.0f;", "shared memory"),
+    ("stat[r] = acc;", "printf(\"%f\", acc); stat[r] = acc;", "calls printf"),
+    # a row index that is not the global x index
+    ("int r = blockIdx.x * blockDim.x + threadIdx.x;", "int r = blockIdx.x;", "no one-dimensional thread index"),
+    ("int r = blockIdx.x * blockDim.x + threadIdx.x;", "int r = blockIdx.y * blockDim.y + threadIdx.y;",
+     "no one-dimensional thread index"),
+    # rows already read coalesced (column-major storage: thread r reads element c * rows + r)
+    ("acc += in[r * cols + c];", "acc += in[c * rows + r];", None),
+    # a counter the body changes, a bound that moves
+    ("acc += in[r * cols + c];", "{ acc += in[r * cols + c]; c += 1; }", "counter is assigned"),
+    # a while loop
+    ("for (int c = 0; c < cols; c++) acc += in[r * cols + c];",
+     "int c = 0; while (c < cols) { acc += in[r * cols + c]; c++; }", "while statement"),
+]
+
+
+@pytest.mark.parametrize("old, new, why", REFUSED, ids=[n[:40] for _, n, _ in REFUSED])
+def test_kernels_whose_meaning_the_rewrite_would_change_are_refused(old, new, why):
+    assert old in ROW_BASE
+    _plan(ROW_BASE)  # the base kernel is taken
+    text = ROW_BASE.replace(old, new)
+    if why is None:  # column-major rows: the reduction is the only loop
+        text = text.replace("  for (int c = 0; c < cols; c++) out[r * cols + c] = in[r * cols + c] / acc;\n", "")
+        why = "already reads and writes its rows coalesced"
+    with pytest.raises(NotARowKernel, match=re.escape(why)):
+        _plan(text)
+
+
+def test_a_kernel_that_someone_else_launches_too_is_left_alone():
+    split = split_program(_program("rmsnorm_rows.cu"), "rmsnorm_rows.cu")
+    part = read_editable(split.editable, split.harness + "\n// rmsnorm_rows<<<1, 32>>>", split.exported)
+    rewrites, _ = row_warp_rewrites(part, split.harness + "\nvoid other() { rmsnorm_rows<<<1, 32>>>(0, 0, 0, 0, 0, 0, 0.f); }")
+    assert rewrites == []
+
+
+def test_the_negative_control_gets_no_proposal_and_says_why():
+    text = _program("row_running_sum.cu")
+    split = split_program(text, "row_running_sum.cu")
+    from .test_offline_optimizer import request_for
+    with pytest.raises(NoMoreCandidates, match="row tier: kernel row_running_sum reads acc in the loop"):
+        OfflineOptimizer().propose(request_for(text, "row_running_sum"))
+    assert split.editable
+
+
+def test_the_row_tier_is_proposed_once_then_the_optimizer_runs_out():
+    from .test_offline_optimizer import request_for
+    text = _program("layernorm_rows_llmc.cu")
+    opt = OfflineOptimizer()
+    p = opt.propose(request_for(text, "layernorm"))
+    assert p.approach == "row tier: one warp per row of layernorm_forward_kernel1"
+    assert any("row loop(s) (reduce (sum), reduce (sum), map)" in n for n in p.notes), p.notes
+    failed = FailedAttempt(iteration=1, approach=p.approach, kind="correctness", reason="rejected", source=p.source)
+    with pytest.raises(NoMoreCandidates, match="row tier's 1 rewrite"):
+        opt.propose(request_for(text, "layernorm", iteration=2, failed_attempts=[failed]))
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", ROW_PROGRAMS)
+def test_the_row_rewrites_pass_the_static_gates(name, tmp_path):
+    text = _program(name)
+    split = split_program(text, name)
+    part = read_editable(split.editable, split.harness, split.exported)
+    (rewrite,), _ = row_warp_rewrites(part, split.harness)
+    editable, _ = candidate_editable_part(rewrite.source, split)
+    for arch in ("sm_86", "sm_90"):
+        result = static_gates(split, editable, arch=arch, settings=Settings(cache_dir=tmp_path / arch),
+                              toolchain=find_toolchain())
+        assert not result.violations, [v.describe() for v in result.violations]
+        assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
