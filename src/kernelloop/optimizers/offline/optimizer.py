@@ -50,7 +50,7 @@ class OfflineOptimizer:
         preamble, harness, exported = _context(request)
         key = _baseline_key(request.baseline_editable, preamble, harness, exported)
         analysis = self.analysis(request.baseline_editable, harness, exported, preamble, key)
-        rewrites, refused = self._rewrites(key, analysis, harness)
+        rewrites, refused = self._rewrites(key, analysis, harness, preamble)
         failed_labels = {f.approach for f in request.failed_attempts}
         why_not = analysis.no_fit_message() if not analysis.matches else ""
         if analysis.matches:
@@ -97,9 +97,10 @@ class OfflineOptimizer:
         first = self._proposed.get(key, {}).get(label)
         return label in failed_labels or (first is not None and first < iteration)
 
-    def _rewrites(self, key: str, analysis: Analysis, harness: str) -> tuple[list[Rewrite], list[str]]:
+    def _rewrites(self, key: str, analysis: Analysis, harness: str,
+                  preamble: str) -> tuple[list[Rewrite], list[str]]:
         if key not in self._row_rewrites:
-            self._row_rewrites[key] = row_warp_rewrites(analysis.part, harness)
+            self._row_rewrites[key] = row_warp_rewrites(analysis.part, harness, preamble)
         return self._row_rewrites[key]
 
     def candidates(self, request: OptimizeRequest) -> list[Candidate]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from ...program.scanner import strip_comments
 from .facts import ATOMICS, Binding, KernelFacts, collect_facts
-from .launcher import EditablePart, Function
+from .launcher import EditablePart, Function, read_editable
 from .symbolic import Poly
 from .syntax import (
     Assign,
@@ -68,6 +68,7 @@ PURE_FUNCTIONS = frozenset("""
     fmaxf fminf fmax fmin max min floorf floor ceilf ceil roundf round truncf fmodf fmaf fma __fdividef
     __frcp_rn __fsqrt_rn __fmul_rn __fadd_rn copysignf isnan isinf isfinite __float2int_rn __int2float_rn
     __float2half __half2float __float2bfloat16 __bfloat162float static_cast float double int
+    __ldg __ldca __ldcg __ldcs __ldlu __ldcv
 """.split())
 _SUM_OPS = {"+=": "+", "-=": "-"}
 _MAX_CALLS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
@@ -111,9 +112,10 @@ def _global_x() -> Poly:
 
 
 class _Planner:
-    def __init__(self, fn: Function, facts: KernelFacts) -> None:
+    def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> None:
         self.fn = fn
         self.f = facts
+        self.helpers = helpers
         self.loops: list[_Loop] = []
         self.lane0: list[ExprStmt] = []
         self.index_key = ""
@@ -137,7 +139,7 @@ class _Planner:
                 if b is None or b.assignments:
                     self.fail("its thread index is assigned after its declaration")
                 return s, d.name
-        self.fail("no one-dimensional thread index (blockIdx.x * blockDim.x + threadIdx.x) declared at the top")
+        self.fail("declares no one-dimensional thread index (blockIdx.x * blockDim.x + threadIdx.x) at the top")
         raise AssertionError
 
     def plan(self) -> RowPlan:
@@ -150,9 +152,11 @@ class _Planner:
             self.fail(f"uses {_BUILTIN_WORDS.search(outside).group(1)} besides its thread index")
         if any(b.shared or b.array for b in self.f.bindings):
             self.fail("uses shared memory or a local array")
-        impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS)
+        type_params = {t.name for t in self.fn.sig.template if t.kind == "type"}  # T(0): a conversion
+        impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS and c not in self.helpers
+                        and c not in type_params)
         if impure:
-            self.fail(f"calls {impure[0]} (only side-effect-free math functions are allowed)")
+            self.fail(f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)")
         if any(a.kind == "atomic" for a in self.f.accesses) or self.f.calls & ATOMICS:
             self.fail("uses atomics")
         self.region(self.fn.body)
@@ -342,10 +346,12 @@ class _Planner:
         counter = f"L:{loop.var}"
         stored = {a.array.key: a for a in inside if a.kind == "store" and a.array is not None}
         for a in inside:
-            if a.array is None or a.offset is None:
-                self.fail("has a loop access whose array or index it cannot read")
-            if a.kind == "store" and (a.op != "=" and a.op not in ("+=", "-=", "*=", "/=")):
+            if a.kind == "atomic" or (a.kind == "store" and (a.array is None or a.offset is None)):
+                self.fail("has a loop store whose array or element it cannot read")
+            if a.kind == "store" and a.op not in ("=", "+=", "-=", "*=", "/="):
                 self.fail("has a loop store it cannot read")
+            if a.kind == "read" and a.array is None:
+                self.fail("reads memory it cannot name in a loop that stores")
         for key, first in stored.items():
             if first.offset.coefficient((counter,)) != 1 or any(counter in m for m, _ in first.offset.terms
                                                                   if m != (counter,)):
@@ -355,29 +361,56 @@ class _Planner:
                     self.fail(f"reads or writes {first.array.name} at two different elements in one loop")
 
     def uncoalesced(self) -> bool:
-        """Some access in a row loop strides across threads (thread index times a row length)."""
+        """Some access in a row loop strides across threads: a per-thread value (the thread index,
+        or what is computed from it, such as idx / T) times a row length or a constant above 1."""
         for a in self.f.accesses:
             if not a.ctx.loops or a.offset is None:
                 continue
             for monomial, coef in a.offset.terms:
-                if "threadIdx.x" in monomial and (len(monomial) > 1 or abs(coef) > 1):
+                per_thread = [x for x in monomial if x == "threadIdx.x" or x.startswith("t:")]
+                if per_thread and (len(monomial) > len(per_thread) or abs(coef) > 1):
                     return True
         return False
 
 
-def plan_row_warp(fn: Function) -> RowPlan:
+def pure_helpers(functions: list[Function]) -> frozenset[str]:
+    """Device functions that compute only from their arguments: no memory written through a
+    pointer, no CUDA built-ins, shared memory, barriers or atomics, and calls only to math
+    functions or to other such helpers."""
+    candidates: dict[str, KernelFacts] = {}
+    for fn in functions:
+        if fn.is_kernel or "__device__" not in fn.sig.qualifiers:
+            continue
+        text = strip_comments(fn.item.text[len(fn.head):])
+        facts = collect_facts(fn.sig, fn.body)
+        if _BUILTIN_WORDS.search(text) or any(b.shared or b.array for b in facts.bindings) or \
+                any(a.kind != "read" for a in facts.accesses) or any(p.pointer for p in fn.sig.params):
+            continue
+        candidates[fn.name] = facts
+    pure = set(candidates)
+    changed = True
+    while changed:  # drop helpers that call something impure, until nothing changes
+        changed = False
+        for name in sorted(pure):
+            if any(c not in PURE_FUNCTIONS and c not in pure for c in candidates[name].calls):
+                pure.discard(name)
+                changed = True
+    return frozenset(pure)
+
+
+def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset()) -> RowPlan:
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
-    if fn.sig.template:
-        raise NotARowKernel("is a function template")
     block = ROW_WARP_BLOCK
-    bounds = re.search(r"__launch_bounds__\s*\(\s*(\d+)", fn.head)
+    bounds = re.search(r"__launch_bounds__\s*\(\s*([^,)]*)", fn.head)
     if bounds:
+        if not bounds.group(1).strip().isdigit():
+            raise NotARowKernel(f"declares __launch_bounds__({bounds.group(1).strip()}), which may be below a warp")
         block = int(bounds.group(1))
         if block < WARP or block % WARP:
             raise NotARowKernel(f"declares __launch_bounds__({block}), not whole warps")
         block = min(block, ROW_WARP_BLOCK)
-    plan = _Planner(fn, collect_facts(fn.sig, fn.body)).plan()
+    plan = _Planner(fn, collect_facts(fn.sig, fn.body), helpers).plan()
     plan.block = block
     return plan
 
@@ -473,9 +506,11 @@ def _launch_text(stmt: ExprStmt, block: int) -> str:
     return f"{to_c(launch.kernel)}{targs}<<<{new_grid}, {block}{rest}>>>({args});"
 
 
-def row_warp_rewrites(part: EditablePart, harness: str) -> tuple[list[Rewrite], list[str]]:
+def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
     """A rewrite for every launch, in the launchers the harness calls, of a kernel the row tier
     may rewrite; and one line per launched kernel it may not, saying why."""
+    frozen = read_editable(preamble, "", []) if preamble.strip() else None
+    helpers = pure_helpers(list(part.functions.values()) + (list(frozen.functions.values()) if frozen else []))
     rewrites: list[Rewrite] = []
     refused: list[str] = []
     harness_code = strip_comments(harness)
@@ -492,7 +527,7 @@ def row_warp_rewrites(part: EditablePart, harness: str) -> tuple[list[Rewrite], 
                 why = "is launched without a block size"
             if why is None:
                 try:
-                    plan = plan_row_warp(fn)
+                    plan = plan_row_warp(fn, helpers)
                     kernel_text = rewrite_kernel(fn, plan)
                 except NotARowKernel as exc:
                     why = str(exc)
