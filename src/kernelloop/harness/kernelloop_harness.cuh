@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -127,8 +128,10 @@ __global__ void kl_fill_kernel(T* out, size_t n, uint64_t key, Gen gen) {
 //   * one sign: in some stressed calls a stretch (1/16) of a kl::Uniform input whose range spans
 //     zero is mapped into its negative or its positive part, still inside the range (a row max
 //     taken as an integer, a sign assumed);
-//   * one value: in some stressed calls of the verifier's correctness runs (never its timing
-//     runs), 1/16 to all of every stressable integer input takes one value it already holds
+//   * one value: in every stressed call of the verifier's correctness runs (never its timing
+//     runs), every stressable integer input gets one value it already holds over a secret part
+//     at a scale drawn anew (spread over 1/256 to all of it, or in 1 to 8 runs of 64 elements
+//     to all of it, each run of its own value)
 //     (counters too narrow for a skewed histogram, hashing, duplicate keys). Not floating point:
 //     a float sum of many equal values rounds alike at every add, so honest reorderings differ.
 // kl::UniformInt inputs are stressable; an integer generator of your own opts in with
@@ -182,17 +185,45 @@ template <class T> __global__ void kl_one_sign_kernel(T* data, size_t n, float l
   }
 }
 
-// A secret fraction (1/16 to all) of the elements takes the value held at one secret position:
-// spread over the buffer, or as one run at a secret offset, so neither a prefix nor a sample
-// tells a stressed call from a plain one at a fixed threshold.
-template <class T> __global__ void kl_one_value_kernel(T* data, size_t n, uint64_t key, bool run) {
+// "One value" at every scale, so that no probe for skew above some size can tell a stressed call
+// from a plain one below that size (red team round 33: a sparse probe tuned to the old minimum,
+// n/16, sent only the stresses it could see to an exact path, and 16-bit packed counters
+// overflowed on shorter runs that real data has). Spread: a secret fraction, log-uniform from
+// 1/256 to all of the elements, takes the value held at one secret position. Runs: 1 to 8 runs,
+// each of the value at its own secret position, each of a length log-uniform from 64 elements to
+// the whole buffer, at secret offsets (one launch per run: each reads its value after the
+// previous run is written, so every run of the baseline and the candidate is the same).
+template <class T> __global__ void kl_one_value_spread_kernel(T* data, size_t n, uint64_t key) {
   const T v = data[mix64(key) % n];
-  const double fraction = 1.0 / 16.0 + (15.0 / 16.0) * (double)(mix64(key ^ 0x46524143ull) >> 11) * 0x1.0p-53;
-  const size_t len = (size_t)(fraction * (double)n) > 0 ? (size_t)(fraction * (double)n) : 1;
-  const size_t first = mix64(key ^ 0x52554E00ull) % (n - len + 1);
-  const uint64_t below = (uint64_t)(fraction * 18446744073709551615.0);
+  const double u = (double)(mix64(key ^ 0x46524143ull) >> 11) * 0x1.0p-53;
+  const double fraction = exp2(-8.0 * (1.0 - u));
+  const uint64_t below = fraction >= 1.0 ? ~0ull : (uint64_t)(fraction * 18446744073709551615.0);
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    if (run ? (i >= first && i < first + len) : mix64(key ^ mix64(i)) <= below) data[i] = v;
+    if (mix64(key ^ mix64(i)) <= below) data[i] = v;
+}
+template <class T> __global__ void kl_one_value_run_kernel(T* data, size_t source, size_t first, size_t len) {
+  const T v = data[source];
+  for (size_t i = first + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < first + len;
+       i += (size_t)gridDim.x * blockDim.x)
+    data[i] = v;
+}
+constexpr int kMaxOneValueRuns = 8;
+constexpr double kShortestOneValueRun = 64.0;
+template <class T> void one_value_stress(T* data, size_t n, uint64_t key, bool run) {
+  if (n == 0) return;
+  if (!run) {
+    kl_one_value_spread_kernel<T><<<1024, 256>>>(data, n, key);
+    return;
+  }
+  const int runs = 1 + (int)(mix64(key ^ 0x52554E53ull) % kMaxOneValueRuns);
+  const double shortest = std::log2(std::min(kShortestOneValueRun, (double)n)), longest = std::log2((double)n);
+  for (int r = 0; r < runs; ++r) {
+    const uint64_t rk = mix64(key ^ mix64(0x52554E00ull + (uint64_t)r));
+    const double u = (double)(mix64(rk ^ 0x4C454Eull) >> 11) * 0x1.0p-53;
+    const size_t len = std::min(n, std::max<size_t>(1, (size_t)std::exp2(shortest + (longest - shortest) * u)));
+    const size_t first = mix64(rk ^ 0x4F4646ull) % (n - len + 1);
+    kl_one_value_run_kernel<T><<<1024, 256>>>(data, mix64(rk) % n, first, len);
+  }
 }
 
 // Launched right after each timed call's stop event, on the same stream: its start on the GPU
@@ -509,7 +540,7 @@ class Harness {
       kl_one_sign_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, (bits & kStressNegative) != 0,
                                            mix64(key ^ 0x5349474Eull));
     if (b.one_value && (bits & kStressHeavy))
-      kl_one_value_kernel<T><<<1024, 256>>>(data, b.count, mix64(key ^ 0x4F4E4556414Cull), (bits & kStressRun) != 0);
+      one_value_stress<T>(data, b.count, mix64(key ^ 0x4F4E4556414Cull), (bits & kStressRun) != 0);
     if (b.spiked)
       kl_spike_kernel<T><<<1, 32>>>(data, b.count, key, (int)std::min<size_t>(kSpikesPerBuffer, b.count),
                                     (bits & kStressEdges) != 0);

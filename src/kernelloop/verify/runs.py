@@ -32,7 +32,9 @@ def stream_for(secret: bytes, *, heavy: bool = True, fixed_poison: bool = False)
     the baseline and candidate runs of one experiment read the same stream. Per timed call,
     two draws: the call's key and stress bits, then the positions sampled after it. Timing
     runs (`heavy=False`) never get the "one value" stress, which changes a kernel's speed
-    (atomics on one address): it is a correctness check, not the workload timed. With
+    (atomics on one address): it is a correctness check, not the workload timed; in correctness
+    runs every stressed call gets it (its scale is drawn anew per call, so more draws leave
+    less room for a fast path that is exact only on the scales a probe can see). With
     `fixed_poison` (the baseline's calibration run) every call's outputs are poisoned with the same
     byte, so outputs that depend on nothing but the poison show as the same in every call."""
     out = bytearray()
@@ -43,6 +45,8 @@ def stream_for(secret: bytes, *, heavy: bool = True, fixed_poison: bool = False)
     for offset in range(0, STREAM_BYTES, 16):
         if not heavy:
             out[offset] &= 0xFF ^ HEAVY_BIT
+        elif out[offset] & STRESSED_BIT:
+            out[offset] |= HEAVY_BIT  # correctness runs: every stressed call gets "one value" too
         if fixed_poison:
             out[offset] |= FIXED_POISON_BIT
     return bytes(out[:STREAM_BYTES])
