@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from kernelloop.tools.gpu import detect_gpus
+
+
+def pytest_configure(config):
+    # Never the user's real cache and data folders (~/.cache/kernelloop, ~/.local/share/kernelloop):
+    # a folder per test process, unless the caller chose folders explicitly.
+    base = Path(tempfile.mkdtemp(prefix="kernelloop-tests-"))
+    os.environ.setdefault("KERNELLOOP_CACHE_DIR", str(base / "cache"))
+    os.environ.setdefault("KERNELLOOP_DATA_DIR", str(base / "data"))
+
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -54,7 +54,7 @@ def test_no_gpu_exits_2_and_points_at_doctor(tmp_path):
            env={"PATH": os.path.dirname(sys.executable) + ":/usr/local/bin:/usr/bin:/bin".replace("/usr/bin:", "/usr/bin:") ,
                 "KERNELLOOP_CACHE_DIR": str(tmp_path)})
     if "nvidia-smi" in subprocess.run(["sh", "-c", "command -v nvidia-smi"], capture_output=True, text=True).stdout:
-        return  # a GPU machine: covered by the gpu tests
+        pytest.skip("a GPU machine: covered by the gpu tests")
     assert r.returncode == 2
     assert one_error_line(r) == "error: verify needs a CUDA GPU; run `kernelloop doctor`"
 
@@ -202,3 +202,42 @@ def test_an_unknown_project_setting_is_reported(tmp_path):
     r = kl("verify", "--static", str(ROOT / "kernels" / "naive_matmul.cu"), str(ROOT / "kernels" / "naive_matmul.cu"),
            cwd=tmp_path)
     assert r.returncode == 2 and "unknown setting verfy" in one_error_line(r)
+
+
+# -- text from data is printed as it is; errors a user causes are one line, exit 2 -------------
+
+def test_brackets_in_data_are_printed_literally_never_read_as_markup(tmp_path):
+    r = kl("runs", "show", "[/]", env={"KERNELLOOP_DATA_DIR": str(tmp_path / "data")})
+    assert r.returncode == 2 and "no run '[/]'" in one_error_line(r)
+    folder = tmp_path / "d[v2]"
+    folder.mkdir()
+    bad = folder / "k.cu"
+    text = (ROOT / "kernels" / "sum_reduction.cu").read_text()
+    begin = text.index("// kernelloop: editable begin")
+    bad.write_text(text[:begin] + "// kernelloop: editable begin\n__global__ void broken(float* sdata) "
+                   "{ sdata[tid] = 1.0f; }\n" + text[text.index("// kernelloop: editable end"):])
+    r = kl("verify", "--static", "--arch", "sm_90", str(ROOT / "kernels" / "sum_reduction.cu"), str(bad),
+           env={"KERNELLOOP_CACHE_DIR": str(tmp_path / "cache")})
+    assert "Traceback" not in r.stderr and "MarkupError" not in r.stderr
+    assert "sdata[tid]" in r.stdout + r.stderr  # the compiler's log keeps its subscripts
+
+
+def test_the_settings_file_is_reported_with_its_brackets(tmp_path):
+    (tmp_path / "kernelloop.toml").write_text("[verfy]\nruns = 9\n")
+    r = kl("verify", "a.cu", "b.cu", cwd=tmp_path)
+    assert r.returncode == 2 and "unknown setting verfy (did you mean [verify]?)" in one_error_line(r)
+
+
+def test_a_folder_kernelloop_cannot_use_is_one_line_exit_2(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    r = kl("runs", "list", env={"KERNELLOOP_DATA_DIR": str(blocker / "data")})
+    assert r.returncode == 2
+    line = one_error_line(r)
+    assert line.startswith("error: ") and "KERNELLOOP_DATA_DIR" in line
+
+
+@pytest.mark.parametrize("args", [["-h"], ["runs", "-h"], ["corpus", "-h"], ["verify", "-h"]])
+def test_dash_h_is_help(args):
+    r = kl(*args)
+    assert r.returncode == 0 and "Usage:" in r.stdout

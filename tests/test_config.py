@@ -38,6 +38,40 @@ def test_bad_values_are_one_line_config_errors(tmp_path, cli, message):
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize("text, message", [
+    ("verify = 3\n", "[verify] must be a table of settings, not 3"),
+    ("[verify]\nthreshhold = 5.0\n", "[verify]: unknown setting threshhold (did you mean threshold?)"),
+    ("[verfy]\nruns = 9\n", "unknown setting verfy (did you mean [verify]?)"),
+    ("[optimize]\nmax_iteration = 3\n", "unknown setting max_iteration (did you mean max_iterations?)"),
+    ("[verify]\nseeds = 0\n", "kernelloop.toml [verify] seeds: Input should be greater than or equal to 1"),
+    ("[verify]\nrtol = inf\n", "kernelloop.toml [verify] rtol: Input should be a finite number"),
+])
+def test_project_file_mistakes_name_the_key_and_suggest_the_right_one(tmp_path, text, message):
+    (tmp_path / "kernelloop.toml").write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_settings(project_dir=tmp_path)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("cli, env, source", [
+    ({"threshold": float("nan")}, {}, "--threshold: Input should be a finite number"),
+    ({"rtol": ["inf"]}, {}, "--rtol: Input should be a finite number"),
+    ({"atol": ["out=inf"]}, {}, "--atol (output out): Input should be a finite number"),
+    ({}, {"KERNELLOOP_VERIFY_RTOL": "inf"}, "KERNELLOOP_VERIFY_RTOL=inf: Input should be a finite number"),
+    ({}, {"KERNELLOOP_VERIFY_THRESHOLD": "abc"}, "KERNELLOOP_VERIFY_THRESHOLD=abc: Input should be a valid number"),
+])
+def test_non_finite_and_unreadable_values_are_refused_naming_where_they_came_from(tmp_path, monkeypatch, cli, env,
+                                                                                 source):
+    # rtol = inf would switch the correctness check off; the error names the flag or variable
+    for k in ("KERNELLOOP_VERIFY_RTOL", "KERNELLOOP_VERIFY_ATOL", "KERNELLOOP_VERIFY_THRESHOLD"):
+        monkeypatch.delenv(k, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ConfigError) as err:
+        load_settings(cli, project_dir=tmp_path)
+    assert source in str(err.value)
+
+
 def test_bad_project_file(tmp_path):
     (tmp_path / "kernelloop.toml").write_text("[verify\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
@@ -88,8 +122,8 @@ def test_per_output_tolerances_layer_by_name_cli_over_env_over_file(tmp_path, mo
     ({"rtol": ["=1e-4"]}, "--rtol '=1e-4': give a number (every output) or NAME=NUMBER"),
     ({"atol": ["out=1e-4,"]}, "--atol 'out=1e-4,'"),
     ({"atol": ["fast"]}, "--atol 'fast': 'fast' is not a number"),
-    ({"rtol": ["out=-1"]}, "setting tolerances.out.rtol: Input should be greater than or equal to 0"),
-    ({"rtol": ["-1"]}, "setting rtol"),
+    ({"rtol": ["out=-1"]}, "--rtol (output out): Input should be greater than or equal to 0"),
+    ({"rtol": ["-1"]}, "--rtol: Input should be greater than or equal to 0"),
 ])
 def test_bad_tolerance_flags_are_one_line_config_errors(tmp_path, no_tolerance_env, cli, message):
     with pytest.raises(ConfigError) as err:
@@ -99,10 +133,10 @@ def test_bad_tolerance_flags_are_one_line_config_errors(tmp_path, no_tolerance_e
 
 def test_bad_tolerance_tables_and_variables_are_reported(tmp_path, monkeypatch, no_tolerance_env):
     (tmp_path / "kernelloop.toml").write_text("[verify.tolerances.out]\nrtl = 1e-4\n")
-    with pytest.raises(ConfigError, match=r"tolerances\.out\.rtl: Extra inputs are not permitted"):
+    with pytest.raises(ConfigError, match=r"\[verify\.tolerances\.out\] rtl: Extra inputs are not permitted"):
         load_settings(project_dir=tmp_path)
     (tmp_path / "kernelloop.toml").write_text("[verify]\ntolerances = 3\n")
-    with pytest.raises(ConfigError, match=r"setting tolerances: Input should be a valid dictionary"):
+    with pytest.raises(ConfigError, match=r"\[verify\] tolerances: Input should be a valid dictionary"):
         load_settings({"rtol": ["out=1e-4"]}, project_dir=tmp_path)
     (tmp_path / "kernelloop.toml").unlink()
     monkeypatch.setenv("KERNELLOOP_VERIFY_RTOL", "out=x")

@@ -417,3 +417,21 @@ def test_online_through_the_cli(fake_nim, tmp_path):
     assert seen == [f"Bearer {GOOD_KEY}"]
     assert GOOD_KEY not in r.stdout + r.stderr and "GOODKEY" not in r.stdout + r.stderr
     assert f"nvap… ({len(GOOD_KEY)} chars) from ./.env" in r.stdout
+
+
+
+def test_doctor_names_a_broken_settings_file_and_an_unusable_data_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("KERNELLOOP_DATA_DIR", raising=False)  # the project file's folders, not the tests'
+    monkeypatch.delenv("KERNELLOOP_CACHE_DIR", raising=False)
+    (tmp_path / "kernelloop.toml").write_text("verify = 3\n")
+    settings = doctor.check_settings(tmp_path)
+    assert settings.status == "fail" and "[verify] must be a table" in settings.detail
+    assert doctor.check_cupti_build(True, tmp_path).detail == "skipped: the settings are not valid"
+    (tmp_path / "kernelloop.toml").unlink()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    (tmp_path / "kernelloop.toml").write_text(f'data_dir = "{blocker / "data"}"\n')
+    settings = doctor.check_settings(tmp_path)
+    assert settings.status == "fail" and "data_dir" in settings.detail and "KERNELLOOP_DATA_DIR" in settings.fix
+    (tmp_path / "kernelloop.toml").write_text(f'data_dir = "{tmp_path / "fine"}"\ncache_dir = "{tmp_path / "c"}"\n')
+    assert doctor.check_settings(tmp_path).status == "ok"

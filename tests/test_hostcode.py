@@ -423,3 +423,51 @@ void launch(float* x, int n) {
 }
 """
     assert "foreign-load" in scan(tmp_path, foreign)
+
+
+def test_a_tail_call_passing_stack_arguments_through_the_launchers_own_argument_slots_passes(tmp_path):
+    # Kept-aside finding (2026-11-24): a launcher of 8 arguments launching a kernel of 7 compiles
+    # to a tail call that writes the 7th into the launcher's own incoming argument slot; the SysV
+    # ABI gives those slots to the callee, so writing them is not writing the caller's frame.
+    body = """
+__global__ void k7(float* o, const int* t, const float* a, const float* b, int x, int y, int z) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < x * y) o[i] = a[i] + b[t[i] % z];
+}
+void launch8(float* o, const int* t, const float* a, const float* b, int x, int y, int z, int block) {
+  const int n = x * y;
+  k7<<<(unsigned int)(((long long)((n + block - 1) / block) * (long long)block + 7) / 8), 256>>>(o, t, a, b, x, y, z);
+}
+"""
+    assert scan(tmp_path, body) == []
+
+
+_OWN_ARGUMENT_WRITE = """
+  .text
+  .globl _Z6launchPfS_S_S_iiii
+  .type _Z6launchPfS_S_S_iiii, @function
+_Z6launchPfS_S_S_iiii:
+  .cfi_startproc
+  push %rbx
+  .cfi_def_cfa_offset 16
+  sub $0x10,%rsp
+  .cfi_def_cfa_offset 32
+  mov %eax,{offset}(%rsp)
+  add $0x10,%rsp
+  .cfi_def_cfa_offset 16
+  pop %rbx
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size _Z6launchPfS_S_S_iiii, .-_Z6launchPfS_S_S_iiii
+"""
+
+
+@pytest.mark.parametrize("offset, allowed", [
+    ("0x20", True), ("0x2c", True),  # its two stack-passed arguments (8 integer-class, 6 in registers)
+    ("0x30", False),  # past them: the caller's frame
+    ("0x18", False),  # its return address
+    ("0x10", False),  # the saved %rbx
+])
+def test_a_function_may_write_its_own_stack_passed_arguments_and_nothing_above(tmp_path, offset, allowed):
+    found = _scan_assembly(tmp_path, _OWN_ARGUMENT_WRITE.format(offset=offset))
+    assert (found == []) == allowed, [v.detail for v in found]

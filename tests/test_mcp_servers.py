@@ -222,7 +222,7 @@ def test_verify_wants_exactly_one_candidate():
 
 def test_verify_rejects_a_bad_setting_as_one_line():
     r = run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "threshold": 0.9})
-    assert error_text(r).startswith("setting threshold: ")
+    assert error_text(r).startswith("argument threshold: ")
 
 
 def _fake_gate(monkeypatch, seen: dict):

@@ -8,6 +8,7 @@ or a .env file in the current directory.
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
@@ -25,7 +26,7 @@ class OutputTolerance(BaseModel):
     """One output buffer's rtol/atol (`[verify.tolerances.<name>]`, `--rtol NAME=VALUE`); None: the
     value for every output (verify.rtol/atol), else the dtype's default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     rtol: float | None = Field(None, ge=0)
     atol: float | None = Field(None, ge=0)
@@ -33,6 +34,8 @@ class OutputTolerance(BaseModel):
 
 class VerifySettings(BaseModel):
     """Every cap and tolerance the verify gate uses, with its default."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # rtol = inf would switch the correctness check off
 
     threshold: float = Field(1.2, description="minimum speedup (median baseline / median candidate)")
     seeds: int = Field(2, ge=1, le=32, description="fresh seeds for the correctness gate")
@@ -83,7 +86,7 @@ class VerifySettings(BaseModel):
 class OptimizeSettings(BaseModel):
     """Every cap of the agent loop (`kernelloop optimize`), with its default."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     max_iterations: int = Field(3, ge=1, le=100, description="optimizer->verifier rounds before giving up (--max-iterations)")
     compile_fix_attempts: int = Field(2, ge=0, le=10, description="inner loop: times nvcc's errors go back to the optimizer per round")
@@ -109,7 +112,7 @@ class OptimizeSettings(BaseModel):
 class InitSettings(BaseModel):
     """The caps of `kernelloop init --capture` (running your own program once under capture)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     capture_timeout_s: float = Field(300.0, gt=0, description="wall-clock cap on the captured run of your program")
     capture_max_launches: int = Field(20000, ge=1, description="kernel launches recorded; later ones are not")
@@ -240,8 +243,35 @@ def tolerance_environment(vs: VerifySettings) -> dict[str, str]:
     return env
 
 
-def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None = None) -> Settings:
-    """Merge defaults < ./kernelloop.toml < environment < CLI flags (None = not given)."""
+_TOP_KEYS = ("cache_dir", "data_dir", "include_dirs")
+
+
+def _unknown(where: str, key: str, known: list[str]) -> ConfigError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(known)}"
+    return ConfigError(f"{where}: unknown setting {key} ({hint})")
+
+
+def _check_project_keys(project_file: Path, values: dict[str, Any]) -> None:
+    """Every key of kernelloop.toml is one kernelloop reads, and every section is a table."""
+    sections = {"verify": VerifySettings, "optimize": OptimizeSettings, "init": InitSettings}
+    for key, value in values.items():
+        if key in sections:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{project_file}: [{key}] must be a table of settings, not {value!r} "
+                                  f"(e.g. [{key}] on its own line, then name = value lines)")
+            known = sorted(sections[key].model_fields)
+            for inner in value:
+                if inner not in known:
+                    raise _unknown(f"{project_file} [{key}]", inner, known)
+        elif key not in _TOP_KEYS:
+            raise _unknown(str(project_file), key, [f"[{s}]" for s in sections] + list(_TOP_KEYS))
+
+
+def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None = None,
+                  given_as: str = "--{}") -> Settings:
+    """Merge defaults < ./kernelloop.toml < environment < CLI flags (None = not given).
+    `given_as` names a value of `cli` in errors: a flag (`--{}`), or an MCP tool's argument."""
     project_file = (project_dir or Path.cwd()) / PROJECT_FILE
     file_values: dict[str, Any] = {}
     if project_file.is_file():
@@ -249,10 +279,7 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
             file_values = tomllib.loads(project_file.read_text())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{project_file}: not valid TOML ({exc})") from exc
-    unknown = sorted(set(file_values) - {"verify", "optimize", "init", "cache_dir", "data_dir", "include_dirs"})
-    if unknown:
-        raise ConfigError(f"{project_file}: unknown setting {', '.join(unknown)} (known: [verify], [optimize], "
-                          "[init], cache_dir, data_dir, include_dirs)")
+    _check_project_keys(project_file, file_values)
     verify: dict[str, Any] = dict(file_values.get("verify", {}))
     if isinstance(verify.get("tolerances"), dict):  # a copy: the layers above merge into it
         verify["tolerances"] = {k: dict(v) if isinstance(v, dict) else v for k, v in verify["tolerances"].items()}
@@ -282,10 +309,39 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
             top[key] = os.environ[f"KERNELLOOP_{key.upper()}"]
     top["include_dirs"] = include_dirs_setting((cli or {}).get("include_dirs"), project_dir=project_dir,
                                                file_values=file_values)
+    built: dict[str, BaseModel] = {}
+    for section, model, values in (("verify", VerifySettings, verify), ("optimize", OptimizeSettings, optimize),
+                                   ("init", InitSettings, init)):
+        try:
+            built[section] = model(**values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ConfigError(f"{_source_of((section, *first['loc']), cli or {}, project_file, given_as)}: "
+                              f"{first['msg']}") from exc
     try:
-        return Settings(verify=VerifySettings(**verify), optimize=OptimizeSettings(**optimize),
-                        init=InitSettings(**init), **top)
+        return Settings(**built, **top)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"setting {where}: {first['msg']}") from exc
+        raise ConfigError(f"{_source_of(first['loc'], cli or {}, project_file, given_as)}: {first['msg']}") from exc
+
+
+def _source_of(loc: tuple, cli: dict[str, Any], project_file: Path, given_as: str = "--{}") -> str:
+    """Where a bad value came from, as the user gave it: the flag, the variable or the file's key
+    (the highest layer that sets it: flag > environment > project file)."""
+    names = [str(p) for p in loc]
+    section, key = (names[0], names[1]) if len(names) > 1 and names[0] in ("verify", "optimize", "init") \
+        else ("", names[0] if names else "")
+    if key == "tolerances" and len(names) > 3:  # one output's rtol/atol: [verify.tolerances.NAME] KEY
+        output, key = names[2], names[3]
+        if cli.get(key) is not None:
+            return f"{given_as.format(key)} (output {output})"
+        variable = f"KERNELLOOP_VERIFY_{key.upper()}"
+        if os.environ.get(variable) is not None:
+            return f"{variable}={os.environ[variable]}"
+        return f"{project_file} [verify.tolerances.{output}] {key}"
+    if cli.get(key) is not None and key != "include_dirs":
+        return given_as.format(key if key in ("rtol", "atol") else key.replace("_", "-"))
+    variable = f"KERNELLOOP_{section.upper()}_{key.upper()}" if section else f"KERNELLOOP_{key.upper()}"
+    if os.environ.get(variable) is not None:
+        return f"{variable}={os.environ[variable]}"
+    return f"{project_file} [{section}] {key}" if section else f"{project_file} {key}"

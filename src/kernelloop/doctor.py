@@ -253,6 +253,39 @@ def check_cupti():
     return Check(name="cupti", status="ok", detail=f"{paths.lib_file}"), paths
 
 
+def _unusable_folder(path: Path) -> str | None:
+    """Why kernelloop could not write into `path` (creating it if needed), or None."""
+    if path.exists():
+        if not path.is_dir():
+            return f"{path} is not a folder"
+        return None if os.access(path, os.W_OK) else f"{path} is not writable"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a folder, so {path} cannot be created"
+    if not os.access(parent, os.W_OK) or str(parent).startswith(("/proc", "/sys")):
+        return f"{path} cannot be created ({parent} is not writable)"
+    return None
+
+
+def check_settings(cwd: Path | None = None) -> Check:
+    """kernelloop.toml and the KERNELLOOP_* variables: valid, and the folders kernelloop writes usable."""
+    from .config import load_settings
+
+    try:
+        settings = load_settings(project_dir=cwd)
+    except KernelloopError as exc:
+        return Check(name="settings", status="fail", detail=str(exc).splitlines()[0],
+                     fix="fix the setting named (kernelloop.toml, a KERNELLOOP_* variable); docs: README 'Settings'")
+    for name, folder in (("data_dir", settings.data_dir), ("cache_dir", settings.cache_dir)):
+        why = _unusable_folder(Path(folder))
+        if why:
+            return Check(name="settings", status="fail", detail=f"{name}: {why}",
+                         fix=f"set KERNELLOOP_{name.upper()} (or {name} in kernelloop.toml) to a writable folder")
+    return Check(name="settings", status="ok", detail=f"data {settings.data_dir}, cache {settings.cache_dir}")
+
+
 def check_cupti_build(found: bool, cwd: Path | None = None) -> Check:
     """Build (or reuse) the CUPTI injection library verify's timing audit loads."""
     from .config import load_settings
@@ -263,6 +296,10 @@ def check_cupti_build(found: bool, cwd: Path | None = None) -> Check:
         return Check(name=name, status="fail", detail="skipped: CUPTI not found", fix="install CUPTI first (see above)")
     try:
         cache_dir = load_settings(project_dir=cwd).cache_dir / "cupti"
+    except KernelloopError:
+        return Check(name=name, status="fail", detail="skipped: the settings are not valid",
+                     fix="fix the settings first (see above)")
+    try:
         lib = build_injection_library(cache_dir)
     except KernelloopError as exc:
         head, _, log = str(exc).partition("\n")
@@ -431,7 +468,7 @@ def run_checks(
     `<base_url>/models`.
     """
     runner = ncu_runner or default_runner
-    checks: list[Check] = [check_python()]
+    checks: list[Check] = [check_python(), check_settings(cwd)]
     nvcc_check, nvcc = check_nvcc()
     gpu_check, gpu = check_gpu()
     ncu_check, ncu = check_ncu(nvcc, runner)

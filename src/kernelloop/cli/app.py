@@ -8,16 +8,17 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 
 from .. import __version__
 from ..config import load_settings, share_include_dirs
 from ..errors import KernelloopError
+from .render import plain_console, styled
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+_HELP = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(context_settings=_HELP, add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Make CUDA kernels faster and prove it.")
-out = Console()
-err = Console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the terminal width
+out = plain_console()
+err = plain_console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the terminal width
 
 
 def _print_version(value: bool) -> None:
@@ -109,27 +110,24 @@ def verify(
 
         with err.status("verifying…") as status:
             verdict = verify_files(baseline, candidate, settings,
-                                   progress=lambda p: status.update(f"[bold]{p.stage}[/]: {p.message}"))
+                                   progress=lambda p: status.update(styled((p.stage, "bold"), f": {p.message}")))
         print_verdict(out, verdict)
     raise typer.Exit(0 if verdict.accepted else 1)
 
 
 def _print_static_check(check) -> None:
-    from rich.markup import escape
-
-    mark = "[green]passes[/]" if check.ok else "[red]rejected[/]"
-    out.print(f"{mark}: {escape(check.summary)}", highlight=False)
-    out.print(f"arch {check.arch} ({escape(check.arch_source)}), nvcc {check.nvcc_version}, split: {check.split_mode}"
-              + (f", precision scan read {check.precision_source.upper()}" if check.precision_source else ""),
-              highlight=False)
+    mark = ("passes", "green") if check.ok else ("rejected", "red")
+    out.print(styled(mark, f": {check.summary}"))
+    out.print(f"arch {check.arch} ({check.arch_source}), nvcc {check.nvcc_version}, split: {check.split_mode}"
+              + (f", precision scan read {check.precision_source.upper()}" if check.precision_source else ""))
     for v in check.violations:
-        out.print(f"  [red]✗[/] {escape(v.describe())}", highlight=False)
+        out.print(styled("  ", ("✗", "red"), f" {v.describe()}"))
     build = check.candidate_build
     if build is not None and not build.ok:
-        out.print(f"  [red]✗[/] compile ({escape(build.stage)}):", highlight=False)
-        out.print(escape(build.log_excerpt), highlight=False)
+        out.print(styled("  ", ("✗", "red"), f" compile ({build.stage}):"))
+        out.print(build.log_excerpt)
     for note in check.notes:
-        out.print(f"  note: {escape(note)}", highlight=False)
+        out.print(f"  note: {note}")
 
 
 @app.command()
@@ -215,8 +213,8 @@ def resources(
                                    for k, occ in rows]))
         return
     for k, occ in rows:
-        out.print(f"[bold]{k.demangled or k.name}[/] ({arch}): {k.registers} registers, {k.static_shared_bytes} B shared, "
-                  f"{k.stack_frame_bytes} B stack, spills {k.spill_store_bytes}/{k.spill_load_bytes} B (stores/loads)")
+        out.print(styled((k.demangled or k.name, "bold"), f" ({arch}): {k.registers} registers, {k.static_shared_bytes} B shared, "
+                         f"{k.stack_frame_bytes} B stack, spills {k.spill_store_bytes}/{k.spill_load_bytes} B (stores/loads)"))
         table = Table(show_header=True)
         for col in ("block", "blocks/SM", "warps/SM", "occupancy", "limited by"):
             table.add_column(col)
@@ -285,7 +283,6 @@ def init(
     import math
     import re
 
-    from rich.markup import escape
 
     from ..errors import InputError
     from ..program.init import ROLES, InitSpec, generate
@@ -337,9 +334,9 @@ def init(
                 include_dirs=settings.include_dirs)
         total = sum(k.gpu_ns for k in captured.kernels) or 1
         err.print(f"captured {sum(k.launches for k in captured.kernels)} launch(es) of "
-                  f"{len(captured.kernels)} kernel(s) on {escape(gpus[0].name)}"
-                  + "".join(f"; {escape(k.base_name)} {k.gpu_ns / total:.0%} of GPU time"
-                            for k in captured.kernels[:3]), highlight=False)
+                  f"{len(captured.kernels)} kernel(s) on {gpus[0].name}"
+                  + "".join(f"; {k.base_name} {k.gpu_ns / total:.0%} of GPU time"
+                            for k in captured.kernels[:3]))
     else:
         result = generate(read_program(source), spec, source.name)
     refuse_state_set_by_dropped_code(inline_user_headers(read_program(source), str(source), settings.include_dirs),
@@ -354,20 +351,20 @@ def init(
         hint = "give the folder of your headers with --include-dir" if "No such file" in last else "check --set/--count/--grid"
         raise InputError(f"the generated program does not compile: {last.strip()}; {hint}")
     output.write_text(result.program)
-    called = (f"launcher {escape(result.launcher)} (kernels {escape(', '.join(result.kernels))})" if result.launcher
-              else f"kernel {escape(result.kernel)}")
-    err.print(f"wrote {escape(str(output))}: {called}, "
-              + ", ".join(f"{escape(k)} {v}" for k, v in result.roles.items()), highlight=False)
+    called = (f"launcher {result.launcher} (kernels {', '.join(result.kernels)})" if result.launcher
+              else f"kernel {result.kernel}")
+    err.print(f"wrote {output}: {called}, "
+              + ", ".join(f"{k} {v}" for k, v in result.roles.items()))
     beside = split_program(result.program, str(output), []).headers
     needed = split_program(result.program, str(source), settings.include_dirs).headers
     for header in sorted(set(needed) - set(beside)):
-        err.print(f"  check: {escape(str(output))} includes {escape(header)}, which is not beside it: give "
-                  f"--include-dir {escape(str(Path(header).parent))} to verify, profile and optimize (or "
-                  "include_dirs in kernelloop.toml)", highlight=False)
+        err.print(f"  check: {output} includes {header}, which is not beside it: give "
+                  f"--include-dir {Path(header).parent} to verify, profile and optimize (or "
+                  "include_dirs in kernelloop.toml)")
     for note in result.notes:
-        err.print(f"  check: {escape(note)}", highlight=False)
-    err.print(f"next: kernelloop verify --static {escape(str(output))} {escape(str(output))}; "
-              f"then kernelloop optimize {escape(str(output))}", highlight=False)
+        err.print(f"  check: {note}")
+    err.print(f"next: kernelloop verify --static {output} {output}; "
+              f"then kernelloop optimize {output}")
 
 
 @app.command("include-dir")
@@ -390,7 +387,6 @@ def doctor(
     Exits 0 when everything `optimize` needs is there, 1 otherwise. The API key is
     shown only as its first 4 characters and its length."""
 
-    from rich.markup import escape
 
     from ..doctor import exit_code, run_checks
 
@@ -401,9 +397,9 @@ def doctor(
         with err.status("checking…"):
             checks = run_checks(online=online)
         for c in checks:
-            mark = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]"}[c.status]
+            mark = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red")}[c.status]
             line = f"{c.name}: {c.detail}" + (f" — {c.fix}" if c.fix and c.status != "ok" else "")
-            out.print(f"{mark} {escape(line)}", highlight=False)
+            out.print(styled(mark, f" {line}"))
     raise typer.Exit(exit_code(checks))
 
 
@@ -436,7 +432,6 @@ def optimize(
     Exit code 0: accepted; 3: no candidate cleared the bar; 2: a usage or environment problem."""
     import asyncio
 
-    from rich.markup import escape as escape_markup
 
     from ..errors import InputError
     from ..program.split import check_program
@@ -445,7 +440,7 @@ def optimize(
     if kernel is not None and resume is None:
         _, split = check_program(kernel)  # the contract first: one line, before anything heavy loads or starts
         for note in split.notes:  # what a split without markers made editable: the first thing to know
-            err.print(f"note: {escape_markup(note)}", highlight=False)
+            err.print(f"note: {note}")
     from ..graph.session import optimize as optimize_events
     from ..llm_config import resolve_llm_config
     from .loop_view import LoopView
@@ -469,7 +464,7 @@ def optimize(
             asyncio.run(drive())
     except KeyboardInterrupt:
         hint = f"; continue with `kernelloop optimize --resume {view.run_id}`" if view.run_id else ""
-        err.print(f"interrupted{hint}", highlight=False)
+        err.print(f"interrupted{hint}")
         raise typer.Exit(130) from None
     summary = view.summary()
     if json_output:
@@ -498,7 +493,7 @@ def verify_cert(
     else:
         with err.status("re-checking…") as status:
             result = check_certificate(certificate, settings, baseline=baseline, candidate=candidate,
-                                       progress=lambda p: status.update(f"[bold]{p.stage}[/]: {p.message}"))
+                                       progress=lambda p: status.update(styled((p.stage, "bold"), f": {p.message}")))
     if json_output:
         out.print_json(result.model_dump_json())
     else:
@@ -508,7 +503,7 @@ def verify_cert(
     raise typer.Exit(0 if result.ok else 1)
 
 
-runs_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The run log: every `kernelloop optimize` run.")
+runs_app = typer.Typer(context_settings=_HELP, no_args_is_help=True, rich_markup_mode=None, help="The run log: every `kernelloop optimize` run.")
 app.add_typer(runs_app, name="runs")
 
 
@@ -544,7 +539,7 @@ def runs_show(run_id: str = typer.Argument(..., help="A run id, or a unique pref
         print_run(out, record, attempts)
 
 
-corpus_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="The researcher's knowledge corpus: bundled notes and your documents.")
+corpus_app = typer.Typer(context_settings=_HELP, no_args_is_help=True, rich_markup_mode=None, help="The researcher's knowledge corpus: bundled notes and your documents.")
 app.add_typer(corpus_app, name="corpus")
 
 
@@ -563,9 +558,9 @@ def corpus_add(path: Path = typer.Argument(..., help="A file or folder of Markdo
         return
     out.print(f"added {len(report.added)} document(s)" + (f", skipped {len(report.skipped)}" if report.skipped else ""))
     for skipped, why in report.skipped:
-        err.print(f"[yellow]skipped[/] {skipped}: {why}", highlight=False)
+        err.print(styled(("skipped", "yellow"), f" {skipped}: {why}"))
     for warning in report.warnings:
-        err.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        err.print(styled(("warning:", "yellow"), f" {warning}"))
 
 
 @corpus_app.command("list")
@@ -614,8 +609,8 @@ def corpus_search(query: str = typer.Argument(...), k: int = typer.Option(5, hel
     if not hits:
         out.print("no research notes (the corpus is empty or nothing matched)")
     for i, h in enumerate(hits, 1):
-        out.print(f"[bold]{i}. {h.title}[/] [dim]({h.doc_id}, {h.kind}, {h.retriever} {h.score:.3f})[/]")
-        out.print("   " + " ".join(h.chunk.split())[:300], highlight=False)
+        out.print(styled((f"{i}. {h.title}", "bold"), " ", (f"({h.doc_id}, {h.kind}, {h.retriever} {h.score:.3f})", "dim")))
+        out.print("   " + " ".join(h.chunk.split())[:300])
 
 
 @corpus_app.command("stats")
@@ -630,10 +625,10 @@ def corpus_statistics(json_output: bool = typer.Option(False, "--json")) -> None
     out.print(f"{st.documents} documents, {st.chunks} chunks ({', '.join(f'{k}: {v}' for k, v in st.by_kind.items())}); "
               f"dense: {st.dense or 'off (install kernelloop[embeddings])'}; index: {st.index_path}")
     for w in getattr(st, "warnings", []) or []:
-        err.print(f"[yellow]warning:[/] {w}", highlight=False)
+        err.print(styled(("warning:", "yellow"), f" {w}"))
 
 
-mcp_app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="MCP tool servers for agents (stdio).")
+mcp_app = typer.Typer(context_settings=_HELP, no_args_is_help=True, rich_markup_mode=None, help="MCP tool servers for agents (stdio).")
 app.add_typer(mcp_app, name="mcp")
 
 
@@ -652,10 +647,15 @@ def main() -> None:
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
     except KernelloopError as exc:
-        err.print(f"[red]error:[/] {exc}", highlight=False)
+        err.print(styled(("error:", "red"), f" {exc}"))
         sys.exit(2)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a path the user gave (or a folder the settings name) cannot be used
+        where = f": {exc.filename}" if exc.filename else ""
+        err.print(styled(("error:", "red"), f" {exc.strerror or exc}{where} (check the path; for kernelloop's own "
+                         "folders, KERNELLOOP_DATA_DIR / KERNELLOOP_CACHE_DIR or data_dir / cache_dir in kernelloop.toml)"))
+        sys.exit(2)
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)

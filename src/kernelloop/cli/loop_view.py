@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.status import Status
 from rich.table import Table
 
 from ..graph.events import LoopEvent
+from .render import styled
 
 _NODE_STYLE = {"profiler": "cyan", "researcher": "magenta", "optimizer": "yellow", "check": "blue",
                "verifier": "green", "accept": "green", "finish": "white", "start": "white"}
@@ -42,8 +42,8 @@ class LoopView:
         if self.quiet:
             return
         style = _NODE_STYLE.get(event.node, "white")
-        where = f"[{style}]{event.node:<10}[/]" + (f" it {event.iteration}" if event.iteration else "      ")
-        self.console.print(f"{where}  {escape(text)}", highlight=False)
+        where = f" it {event.iteration}" if event.iteration else "      "
+        self.console.print(styled((f"{event.node:<10}", style), f"{where}  {text}"))
 
     def handle(self, event: LoopEvent) -> None:
         self.events.append(event)
@@ -55,18 +55,18 @@ class LoopView:
             return
         if event.kind == "node" and self.status is not None:
             it = f" · iteration {event.iteration}" if event.iteration else ""
-            self.status.update(f"[bold]{event.node}[/]{it}: {escape(event.message)}")
+            self.status.update(styled((event.node, "bold"), f"{it}: {event.message}"))
         elif event.kind == "progress" and self.status is not None:
-            self.status.update(f"[bold]{event.node}[/] · iteration {event.iteration}: {escape(event.message)}")
+            self.status.update(styled((event.node, "bold"), f" · iteration {event.iteration}: {event.message}"))
         elif event.kind == "proposal":
             extra = f" (compile fix {event.data['fix']})" if event.data.get("fix") else ""
             self._line(event, f"candidate: {event.message}{extra}")
         elif event.kind == "verdict":
-            mark = "[green]accepted[/]" if event.data.get("accepted") else "[red]rejected[/]"
+            mark = ("accepted", "green") if event.data.get("accepted") else ("rejected", "red")
             if not self.quiet:
-                self.console.print(f"[green]{event.node:<10}[/] it {event.iteration}  {mark}  "
-                                   f"{escape(event.message.removeprefix('accepted: ').removeprefix('rejected: '))}",
-                                   highlight=False)
+                message = event.message.removeprefix("accepted: ").removeprefix("rejected: ")
+                self.console.print(styled((f"{event.node:<10}", "green"), f" it {event.iteration}  ", mark,
+                                          f"  {message}"))
         elif event.kind in ("info", "done"):
             self._line(event, event.message)
 
@@ -84,20 +84,21 @@ class LoopView:
         table.add_column("")
         table.add_column("", overflow="fold")
         status = summary.get("status", "unknown")
-        table.add_row("result", ("[green]ACCEPTED[/]" if status == "accepted" else f"[red]{status.upper()}[/]")
-                      + (f" at iteration {verify.get('iteration_accepted')}" if verify.get("iteration_accepted") else ""))
+        table.add_row("result", styled(("ACCEPTED", "green") if status == "accepted" else (status.upper(), "red"),
+                                       f" at iteration {verify.get('iteration_accepted')}"
+                                       if verify.get("iteration_accepted") else ""))
         if verify.get("speedup"):
             table.add_row("kernel time", f"{verify['baseline_kernel_ms']} ms -> {verify['candidate_kernel_ms']} ms "
                           f"({verify['speedup']}x, bar {verify['accept_threshold']}x)")
         elif summary.get("stop_reason"):
-            table.add_row("why", escape(summary["stop_reason"]))
+            table.add_row("why", summary["stop_reason"])
         profile = summary.get("profile") or {}
         if profile:
-            table.add_row("diagnosis", escape(profile.get("verdict", "")))
+            table.add_row("diagnosis", profile.get("verdict", ""))
         split = summary.get("time_split_seconds") or {}
         table.add_row("time", f"{summary.get('loop_time_seconds')} s (" + ", ".join(f"{k} {v}" for k, v in split.items()) + ")")
         tokens = summary.get("tokens") or {}
         if tokens.get("total_tokens"):
             table.add_row("tokens", f"{tokens['total_tokens']} in {tokens.get('calls', 0)} call(s)")
-        table.add_row("artifacts", escape(str(summary.get("run_dir", ""))))
+        table.add_row("artifacts", str(summary.get("run_dir", "")))
         console.print(table)

@@ -1,17 +1,31 @@
-"""Rich rendering of core results. Presentation only: no logic decides anything here."""
+"""Rich rendering of core results. Presentation only: no logic decides anything here.
+
+The CLI's consoles read no markup: text from data (code, logs, paths, file names with
+brackets) is printed as it is. Styles are given as (text, style) pieces to `styled`.
+"""
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..profiler.diagnosis import Diagnosis
 from ..runs.certificate import CertificateCheck
 from ..runs.store import AttemptRecord, RunRecord
 from ..verify.verdict import Verdict
 
-_MARK = {"pass": "[green]✓[/]", "fail": "[red]✗[/]", "skipped": "[yellow]–[/]", "info": "[blue]i[/]"}
+_MARK = {"pass": ("✓", "green"), "fail": ("✗", "red"), "skipped": ("–", "yellow"), "info": ("i", "blue")}
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """One text from plain pieces and (text, style) pieces; nothing in it is read as markup."""
+    return Text.assemble(*parts)
+
+
+def plain_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
+    """A console that prints data literally (no markup, no highlighting of numbers and paths)."""
+    return Console(stderr=stderr, soft_wrap=soft_wrap, markup=False, highlight=False)
 
 
 def verdict_table(v: Verdict) -> Table:
@@ -19,7 +33,7 @@ def verdict_table(v: Verdict) -> Table:
     for col in ("Gate", "Baseline", "Candidate", "Result"):
         table.add_column(col, overflow="fold")
     for g in v.gates:
-        table.add_row(g.gate, g.baseline, g.candidate, f"{_MARK[g.status]} {g.detail}")
+        table.add_row(g.gate, g.baseline, g.candidate, styled(_MARK[g.status], f" {g.detail}"))
     return table
 
 
@@ -30,25 +44,25 @@ def print_verdict(console: Console, v: Verdict) -> None:
     if v.isolation:
         console.print(f"sandbox: {v.isolation.summary()}")
     for note in v.notes:
-        console.print(f"[yellow]note:[/] {note}")
+        console.print(styled(("note:", "yellow"), f" {note}"))
     if v.policy:
         for violation in v.policy[:10]:
-            console.print(f"  [red]policy[/] {violation.describe()}")
+            console.print(styled("  ", ("policy", "red"), f" {violation.describe()}"))
     for name, build in v.builds.items():
         if not build.ok and build.log_excerpt:
-            console.print(f"[red]{name} build log ({build.stage}):[/]\n{build.log_excerpt}")
+            console.print(styled((f"{name} build log ({build.stage}):", "red"), f"\n{build.log_excerpt}"))
     if v.memcheck_excerpt and "memcheck" in {r.value for r in v.reasons}:
-        console.print(f"[red]memcheck:[/]\n{v.memcheck_excerpt}")
+        console.print(styled(("memcheck:", "red"), f"\n{v.memcheck_excerpt}"))
     if v.failure_excerpt:
-        console.print(f"[red]candidate stderr:[/]\n{v.failure_excerpt}")
+        console.print(styled(("candidate stderr:", "red"), f"\n{v.failure_excerpt}"))
     d = v.durations
     console.print(f"time: {d.total_s:.1f} s (compile {d.compile_s:.1f}, correctness {d.correctness_s:.1f}, "
                   f"memcheck {d.memcheck_s:.1f}, timing {d.timing_s:.1f}; verifier overhead {d.overhead_s:.2f})")
     style = "bold green" if v.accepted else "bold red"
-    console.print(f"[{style}]{v.summary}[/]")
+    console.print(styled((v.summary, style)))
 
 
-_SEVERITY = {"critical": "[bold red]critical[/]", "major": "[yellow]major[/]", "minor": "[dim]minor[/]"}
+_SEVERITY = {"critical": ("critical", "bold red"), "major": ("major", "yellow"), "minor": ("minor", "dim")}
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -65,11 +79,11 @@ def _fmt(value: float | None, unit: str) -> str:
 
 def print_diagnosis(console: Console, d: Diagnosis, *, extra: str = "") -> None:
     """Verdict first, then the evidence."""
-    console.print(f"[bold]{d.kernel}[/] on {d.device or 'unknown GPU'}"
-                  + (f", {d.duration_ms:.3f} ms per launch" if d.duration_ms else "")
-                  + (f", grid {d.grid} block {d.block}" if d.grid else ""))
-    console.print(f"[bold magenta]{d.primary}[/] — [bold]{d.subtype}[/]")
-    console.print(d.summary.split(": ", 1)[-1], highlight=False)
+    console.print(styled((d.kernel, "bold"), f" on {d.device or 'unknown GPU'}"
+                         + (f", {d.duration_ms:.3f} ms per launch" if d.duration_ms else "")
+                         + (f", grid {d.grid} block {d.block}" if d.grid else "")))
+    console.print(styled((d.primary, "bold magenta"), " — ", (d.subtype, "bold")))
+    console.print(d.summary.split(": ", 1)[-1])
     metrics = Table(title="key metrics", title_justify="left")
     metrics.add_column("metric")
     metrics.add_column("value", justify="right")
@@ -81,7 +95,7 @@ def print_diagnosis(console: Console, d: Diagnosis, *, extra: str = "") -> None:
         for col in ("severity", "rule", "finding", "action", "NVIDIA agrees"):
             rules.add_column(col, overflow="fold")
         for f in d.findings:
-            rules.add_row(_SEVERITY[f.severity], f.rule, f.finding, f.action, ", ".join(f.nvidia_agrees) or "-")
+            rules.add_row(styled(_SEVERITY[f.severity]), f.rule, f.finding, f.action, ", ".join(f.nvidia_agrees) or "-")
         console.print(rules)
     if d.nvidia:
         nv = Table(title="Nsight Compute's own rules", title_justify="left")
@@ -102,10 +116,10 @@ def print_diagnosis(console: Console, d: Diagnosis, *, extra: str = "") -> None:
 
 def print_certificate_check(console: Console, result: CertificateCheck) -> None:
     for c in result.checks:
-        console.print(f"{_MARK[c.status]} {c.name}: {escape(c.detail)}", highlight=False)
+        console.print(styled(_MARK[c.status], f" {c.name}: {c.detail}"))
     if result.verdict is not None:
         console.print(verdict_table(result.verdict))
-    console.print("[green]certificate holds[/]" if result.ok else "[red]certificate does not hold[/]")
+    console.print(styled(("certificate holds", "green") if result.ok else ("certificate does not hold", "red")))
 
 
 def runs_table(runs: list[RunRecord]) -> Table:
@@ -121,14 +135,14 @@ def runs_table(runs: list[RunRecord]) -> Table:
 
 def print_run(console: Console, record: RunRecord, attempts: list[AttemptRecord]) -> None:
     speed = f", {record.best_speedup:.2f}x" if record.best_speedup else ""
-    console.print(f"[bold]{record.run_id}[/] {record.kernel}: {record.status}{speed} after {record.iterations} "
-                  f"iteration(s); optimizer {record.optimizer}{' (' + record.model + ')' if record.model else ''}; "
-                  f"GPU {record.gpu or '-'}", highlight=False)
-    console.print(f"kernel: {record.kernel_path}\nfolder: {record.run_dir}", highlight=False)
+    console.print(styled((record.run_id, "bold"), f" {record.kernel}: {record.status}{speed} after {record.iterations} "
+                         f"iteration(s); optimizer {record.optimizer}{' (' + record.model + ')' if record.model else ''}; "
+                         f"GPU {record.gpu or '-'}"))
+    console.print(f"kernel: {record.kernel_path}\nfolder: {record.run_dir}")
     table = Table(title_justify="left")
     for col in ("iteration", "approach", "outcome", "speedup", "reason"):
         table.add_column(col, overflow="fold")
     for a in attempts:
         table.add_row(str(a.iteration), a.approach, "accepted" if a.accepted else f"rejected: {a.kind}",
-                      f"{a.speedup:.2f}x" if a.speedup else "-", escape(a.reason))
+                      f"{a.speedup:.2f}x" if a.speedup else "-", a.reason)
     console.print(table)

@@ -38,7 +38,7 @@ def _verify(baseline_path: str, candidate_source: str | None, candidate_path: st
 
     if (candidate_source is None) == (candidate_path is None):
         raise InputError("give the candidate as candidate_source or as candidate_path (exactly one)")
-    settings = load_settings({"threshold": threshold, "runs": runs, "seeds": seeds})
+    settings = load_settings({"threshold": threshold, "runs": runs, "seeds": seeds}, given_as="argument {}")
     if candidate_path is not None:
         return gate.verify_files(Path(baseline_path), Path(candidate_path), settings, progress=progress)
     assert candidate_source is not None

@@ -737,7 +737,7 @@ def scan_host_code(obj: Path) -> list[Violation]:
             report("indirect-call", where, f"`{insn.text}`: moves the stack pointer in a way the frame model does "
                                            "not follow (a stack pivot)")
             continue
-        if _judge_writes(insn, func, where, report):
+        if _judge_writes(insn, func, where, report, stack_arguments.get(func.name, 0)):
             pending_store = (where, insn.text, _write_size(insn))
         if _judge_reads(insn, func, where, report, stack_arguments.get(func.name, 0)):
             rip_read = next(r for r in insn.reads if r.base == "rip")
@@ -944,10 +944,12 @@ def _stack_argument_bytes(signature: str) -> int:
     return 8 * (max(0, integer - 6) + max(0, vector - 8))
 
 
-def _judge_writes(insn: Instruction, func: _Function, where: str, report) -> bool:
+def _judge_writes(insn: Instruction, func: _Function, where: str, report, stack_argument_bytes: int = 0) -> bool:
     """Judge every memory write the decoder lists (explicit or implicit: `maskmovdqu` writes at
     %rdi, `stos` at %rdi, `pop mem` at its operand). The stack slot a push or call writes is the
-    frame model's. Returns True for a %rip-relative write, judged by its relocation."""
+    frame model's. A function's own stack-passed arguments (above its return address) are its to
+    write: the SysV ABI gives them to the callee, and compilers reuse them to pass a tail call's
+    arguments. Returns True for a %rip-relative write, judged by its relocation."""
     rip = False
     for w in insn.writes:
         if insn.mnemonic in ("push", "call") and w.base == "rsp" and not w.index and w.displacement == -8:
@@ -971,7 +973,10 @@ def _judge_writes(insn: Instruction, func: _Function, where: str, report) -> boo
                                          "where the scan cannot tell how deep the frame is")
         elif w.base == "rsp" and not w.index:
             top = func.frame - func.protected  # the locals end here, relative to %rsp now
-            if not (-128 <= w.displacement and w.displacement + size <= top):
+            arguments = func.frame + 8  # its stack-passed arguments start above the return address
+            own_argument = stack_argument_bytes > 0 and arguments <= w.displacement and \
+                w.displacement + size <= arguments + stack_argument_bytes
+            if not own_argument and not (-128 <= w.displacement and w.displacement + size <= top):
                 report("foreign-store", where, f"`{insn.text}`: writes {size} bytes at {w.displacement}(%rsp), outside "
                                                f"its own locals ({max(top, 0)} bytes below the saved registers): into "
                                                "saved registers, its return address or its caller's frame")
