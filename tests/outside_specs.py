@@ -62,7 +62,7 @@ KEPT_ASIDE_SPECS: dict[str, InitSpec] = {
     "encoder_rows.cu": InitSpec(
         values={"B": ["8"], "T": ["1024", "317"], "C": ["768", "259"], "block_size": ["256"]},
         counts={"out": "B * T * C", "inp": "B * T", "wte": "50257 * C", "wpe": "T * C"},
-        roles={"out": "output"}, ranges={"inp": ("0", "50256")}),
+        roles={"out": "output", "wte": "table"}, ranges={"inp": ("0", "50256")}),
     "causal_softmax_rows.cu": InitSpec(
         values={"B": ["4"], "T": ["512", "131"], "NH": ["12", "5"]},
         counts={"att": "B * NH * T * T", "preatt": "B * NH * T * T"}, roles={"att": "output"}),

@@ -200,3 +200,16 @@ def test_only_the_calibration_stream_fixes_the_poison():
     timing = stream_for(secret, heavy=False, fixed_poison=True)
     assert all(timing[o] & FIXED_POISON_BIT and not timing[o] & HEAVY_BIT for o in draws)
     assert any(plain[o] & STRESSED_BIT for o in draws)
+
+
+def test_a_table_input_is_no_byte_a_call_must_read():
+    # An embedding table read through indices: an honest kernel reads the rows the indices name,
+    # not the table; the speed-of-light floor counts it as no byte a call must read.
+    from kernelloop.verify.records import BufferSpec, Manifest
+    buffers = [BufferSpec(name="idx", role="input", dtype="int32", count=1000),
+               BufferSpec(name="wte", role="input", dtype="float32", count=10_000_000, partial=True),
+               BufferSpec(name="out", role="output", dtype="float32", count=768_000)]
+    m = Manifest(contract=2, warmup=1, calls=2, size_options=1, size_values=[[1]], buffers=buffers)
+    assert m.bytes_read() == 4000
+    assert Manifest(contract=2, warmup=1, calls=2, size_options=1, size_values=[[1]],
+                    buffers=[b.model_copy(update={"partial": False}) for b in buffers]).bytes_read() == 40_004_000

@@ -25,13 +25,24 @@ __global__ void k(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx
 """
 
 
-def scan(tmp_path: Path, body: str, *flags: str) -> list[str]:
+def scan(tmp_path: Path, body: str, *flags: str, exported: tuple[str, ...] = ()) -> list[str]:
     src = tmp_path / "unit.cu"
     src.write_text(PRELUDE + body)
     obj = tmp_path / "unit.o"
     subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", *flags, "-c", str(src), "-o", str(obj)],
                    check=True, capture_output=True, timeout=300)
-    return [v.rule for v in scan_host_code(obj)]
+    return [v.rule for v in scan_host_code(obj, _defined_functions(obj, exported))]
+
+
+def _defined_functions(obj: Path, demangled_prefixes: tuple[str, ...]) -> frozenset[str]:
+    """The object's global functions whose demangled names start with one of the prefixes: what
+    the baseline would export (the verifier passes the baseline's exported symbols)."""
+    if not demangled_prefixes:
+        return frozenset()
+    out = subprocess.run(["nm", "--defined-only", "-g", str(obj)], capture_output=True, text=True, check=True).stdout
+    names = [line.split()[-1] for line in out.splitlines() if " T " in line]
+    plain = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.splitlines()
+    return frozenset(n for n, d in zip(names, plain) if d.startswith(demangled_prefixes))
 
 
 HONEST = """
@@ -209,10 +220,10 @@ _Z6launchPfi.cold:
 """
 
 
-def _scan_assembly(tmp_path: Path, text: str) -> list:
+def _scan_assembly(tmp_path: Path, text: str, exported: frozenset[str] = frozenset()) -> list:
     (tmp_path / "unit.s").write_text(text)
     subprocess.run(["as", "--64", str(tmp_path / "unit.s"), "-o", str(tmp_path / "unit.o")], check=True, timeout=60)
-    return scan_host_code(tmp_path / "unit.o")
+    return scan_host_code(tmp_path / "unit.o", exported)
 
 
 def test_a_cold_part_reads_its_parents_frame_but_not_beyond(tmp_path):
@@ -438,7 +449,8 @@ void launch8(float* o, const int* t, const float* a, const float* b, int x, int 
   k7<<<(unsigned int)(((long long)((n + block - 1) / block) * (long long)block + 7) / 8), 256>>>(o, t, a, b, x, y, z);
 }
 """
-    assert scan(tmp_path, body) == []
+    assert scan(tmp_path, body, exported=("launch8(",)) == []
+    assert "foreign-store" in scan(tmp_path, body)  # not exported by the baseline: no window to write
 
 
 _OWN_ARGUMENT_WRITE = """
@@ -468,6 +480,41 @@ _Z6launchPfS_S_S_iiii:
     ("0x18", False),  # its return address
     ("0x10", False),  # the saved %rbx
 ])
-def test_a_function_may_write_its_own_stack_passed_arguments_and_nothing_above(tmp_path, offset, allowed):
-    found = _scan_assembly(tmp_path, _OWN_ARGUMENT_WRITE.format(offset=offset))
+def test_a_launcher_may_write_its_own_stack_passed_arguments_and_nothing_above(tmp_path, offset, allowed):
+    found = _scan_assembly(tmp_path, _OWN_ARGUMENT_WRITE.format(offset=offset), frozenset({"_Z6launchPfS_S_S_iiii"}))
     assert (found == []) == allowed, [v.detail for v in found]
+    # a function the baseline does not export has no such window: its signature is the candidate's text
+    assert "foreign-store" in [v.rule for v in _scan_assembly(tmp_path, _OWN_ARGUMENT_WRITE.format(offset=offset))]
+
+
+@pytest.mark.parametrize("signature, trusted, size", [
+    ("f(int, int, int, int, int, int, long, long)", False, 16),
+    ("f(float*, int const*, float const*, float const*, int, int, int, int)", False, 16),
+    # red team round 35: names the old text matching took for types that take a stack slot
+    ("f(int, int, int, int, int, int, constlong, constlong, long, long)", False, 0),
+    ("f(int, int, int, int, int, int, volatileint, long)", False, 0),
+    ("f(int, int, int, int, int, int, half, half, long, long)", False, 0),
+    ("f(int, int, int, int, int, int, dim3, long)", False, 0),
+    # the baseline's own launcher: its types are the frozen preamble's, counted by name
+    ("f(int, int, int, int, int, int, dim3, long)", True, 24),
+    ("f(int, int, int, int, int, int, __half, long)", True, 16),
+    # a compiler's clone may have dropped arguments
+    ("f(int, int, int, int, int, int, long, long) [clone .constprop.0]", True, 0),
+])
+def test_stack_argument_windows_count_only_what_the_signature_proves(signature, trusted, size):
+    from kernelloop.verify.hostcode import _stack_argument_bytes
+    assert _stack_argument_bytes(signature, trusted=trusted) == size
+
+
+@pytest.mark.parametrize("name", ["rt35_constlong_stack_window_write.cu", "rt35_half_stack_window_write.cu"])
+def test_round35_fake_stack_argument_windows_are_refused(tmp_path, name):
+    from kernelloop.config import Settings
+    from kernelloop.program.split import candidate_editable_part, split_program
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+
+    from .conftest import FIXTURES, ROOT
+    split = split_program((ROOT / "kernels" / "sum_reduction.cu").read_text())
+    editable, _ = candidate_editable_part((FIXTURES / "redteam" / "round35" / name).read_text(), split)
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=tmp_path), toolchain=find_toolchain())
+    assert {v.rule for v in result.violations} & {"foreign-store", "foreign-load"}, [v.describe() for v in result.violations]

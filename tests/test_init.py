@@ -246,3 +246,19 @@ def test_an_integer_input_refuses_a_fractional_range():
                     ranges={"idx": ("0", "15.5")})
     with pytest.raises(InputError, match=r"^--range idx=0,15.5: idx holds integers"):
         generate(gather, spec)
+
+
+def test_a_table_role_declares_an_input_read_in_part():
+    from kernelloop.program.init import InitSpec
+    source = """
+__global__ void gather_rows(float* out, const int* idx, const float* table, int n, int c) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n * c) out[i] = table[idx[i / c] * c + i % c];
+}
+"""
+    spec = InitSpec(values={"n": ["4096", "1001"], "c": ["256"]}, counts={"out": "n * c", "idx": "n", "table": "50000 * c"},
+                    roles={"out": "output", "table": "table"}, ranges={"idx": ("0", "50000")},
+                    grid="(n * c + 255) / 256", block="256")
+    program = generate(source, spec, "gather.cu").program
+    assert 'float* table = h.table_input<float>("table", (size_t)(50000 * c)' in program
+    assert 'int32_t* idx = h.input<int32_t>("idx"' in program

@@ -325,6 +325,7 @@ struct Buffer {
   void (*fill)(const Buffer&, uint64_t key, const void* gen);
   void (*stress)(const Buffer&, uint64_t bits, uint64_t key);  // null: never stressed
   bool spiked, one_sign, one_value;  // which stresses apply (for the manifest)
+  bool partial;                      // an input read in part (a table): not in the speed-of-light bound
   float lo, hi;                      // a kl::Uniform input's range
   alignas(16) unsigned char gen[kMaxGeneratorBytes];  // the generator, by value
 };
@@ -434,6 +435,14 @@ class Harness {
 
   template <class T, class Gen = Uniform<T>> T* input(const char* name, size_t count, Gen gen = Gen()) {
     return add<T, Gen>(name, Role::input, count, gen);
+  }
+  // An input the kernel reads only in part, where indices from other data point (an embedding or
+  // lookup table): filled, checked and hashed like any input, but not counted among the bytes a
+  // call must read in the verifier's speed-of-light bound.
+  template <class T, class Gen = Uniform<T>> T* table_input(const char* name, size_t count, Gen gen = Gen()) {
+    T* data = add<T, Gen>(name, Role::input, count, gen);
+    table().buffers[table().nbuffers - 1].partial = true;
+    return data;
   }
   // Read and written: re-initialised from `gen` before every call (e.g. C in C = aAB + bC).
   template <class T, class Gen = Uniform<T>> T* inout(const char* name, size_t count, Gen gen = Gen()) {
@@ -595,6 +604,7 @@ class Harness {
     range_of(gen, b);
     b.one_sign = b.spiked && b.lo < 0.0f && b.hi > 0.0f;
     b.stress = b.spiked || b.one_value ? &Harness::stress_with<T, Gen> : nullptr;
+    b.partial = false;
     memcpy(b.gen, &gen, sizeof(Gen));
     ++t.nbuffers;
     return reinterpret_cast<T*>(b.data);
@@ -903,7 +913,8 @@ class Harness {
               "\",\"dtype\":\"" + b.dtype + "\",\"count\":" + std::to_string(b.count) +
               ",\"stressed\":" + (b.spiked ? "true" : "false") +
               ",\"one_sign\":" + (b.one_sign ? "true" : "false") +
-              ",\"one_value\":" + (b.one_value ? "true" : "false") + "}";
+              ",\"one_value\":" + (b.one_value ? "true" : "false") +
+              ",\"partial\":" + (b.partial ? "true" : "false") + "}";
     }
     json += "]}";
     std::string header = "kernelloop-manifest 2 " + std::to_string(json.size()) + "\n";

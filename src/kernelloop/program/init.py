@@ -20,8 +20,12 @@ from pydantic import BaseModel, Field
 from ..errors import InputError
 from .scanner import Item, function_name, launched_kernels, scan_items, strip_comments
 
-Role = Literal["input", "output", "inout", "scratch"]
-ROLES: tuple[Role, ...] = ("input", "output", "inout", "scratch")
+Role = Literal["input", "output", "inout", "scratch", "table"]
+# "table": an input the kernel reads only in part, where indices from other data point (an
+# embedding or lookup table); an input in every check, but not counted among the bytes a call
+# must read in the verifier's speed-of-light bound.
+ROLES: tuple[Role, ...] = ("input", "output", "inout", "scratch", "table")
+_READ_ROLES = ("input", "inout", "table")
 
 # Element types a buffer may have (the harness's DType list), by the spellings kernels use.
 _ELEMENT_TYPES = {
@@ -381,20 +385,20 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
                 if roles[p.name] == "input" else ""
             notes.append(f"{p.name} is an {roles[p.name]} (guessed from {'const' if p.const else 'no const'}"
                          f"{checked.format(p.name)}; --role {p.name}=output if the kernel only writes it, or "
-                         "input|scratch)")
+                         "input|scratch|table)")
     if not any(roles[p.name] in ("output", "inout") for p in pointers):
         raise InputError(f"{callee} has no output: mark the pointer it writes with --role NAME=output (or inout)")
-    if not any(roles[p.name] in ("input", "inout") for p in pointers):
+    if not any(roles[p.name] in _READ_ROLES for p in pointers):
         raise InputError(f"{callee} reads nothing the harness generates (every pointer is an output or scratch): "
                          "its results could not depend on the inputs; mark what it reads --role NAME=input")
     for p in pointers:
-        if roles[p.name] in ("input", "inout") and p.element not in _FLOATING:
+        if roles[p.name] in _READ_ROLES and p.element not in _FLOATING:
             lo, hi = spec.ranges.get(p.name, ("0", "16"))
             if not all(re.fullmatch(r"-?\d+", b) for b in (lo, hi)):
                 raise InputError(f"--range {p.name}={lo},{hi}: {p.name} holds integers ({p.element}): give integer bounds")
             notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your kernel "
                          "must handle: indices must stay in bounds; larger values test more)")
-        elif roles[p.name] in ("input", "inout"):
+        elif roles[p.name] in _READ_ROLES:
             # Said always: a kernel that computes only on its program's own values (pixels in
             # [0, 255]) passes harness values through unchanged, and a copy would match (round 28).
             lo, hi = spec.ranges.get(p.name, ("-1", "1"))
@@ -523,9 +527,11 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
         if not p.pointer:
             continue
         role, count = roles[p.name], f"(size_t)({counts[p.name]})"
-        if role in ("input", "inout"):
+        if role in _READ_ROLES:
             gen, what = _generator(p.element, spec.ranges.get(p.name))
-            lines.append(f"  {p.element}* {p.name} = {h}.{role}<{p.element}>(\"{p.name}\", {count}, {gen});  // {what}")
+            method = "table_input" if role == "table" else role
+            what += "; read only in part (a table)" if role == "table" else ""
+            lines.append(f"  {p.element}* {p.name} = {h}.{method}<{p.element}>(\"{p.name}\", {count}, {gen});  // {what}")
         else:
             lines.append(f"  {p.element}* {p.name} = {h}.{role}<{p.element}>(\"{p.name}\", {count});")
     lines.append(f"  {h}.run([&] {{ {harness_calls}({arguments}); }}, "

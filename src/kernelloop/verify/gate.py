@@ -507,7 +507,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             baseline_object=base_build.editable_object,
         )
         violations += policy.scan_program(cand_build.binary, base_build.binary)
-        violations += scan_host_code(cand_build.editable_object)
+        violations += scan_host_code(cand_build.editable_object, set(base_build.kept_global))
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
@@ -757,8 +757,8 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
 
 
 def _speed_of_light(v: Verdict, manifests: list[Manifest], reasons: list[Reason]) -> None:
-    """No candidate may beat physics: one call must read every byte of its fresh inputs from
-    DRAM and do its declared FLOPs; the least time that allows, at `speed_of_light_margin` times
+    """No candidate may beat physics: one call must read every byte of its fresh inputs (but
+    tables, declared read in part) from DRAM and do its declared FLOPs; the least time that allows, at `speed_of_light_margin` times
     the GPU's measured copy bandwidth and FP32 throughput, is a floor on the candidate's time."""
     vs = v.settings
     sol = speed_of_light(manifests, margin=vs.speed_of_light_margin, count_flops=not vs.allow_reduced_precision)
@@ -775,8 +775,11 @@ def _speed_of_light(v: Verdict, manifests: list[Manifest], reasons: list[Reason]
         return
     if cand_ms < sol.min_ms:
         reasons.append(Reason.impossible_speed)
+        partial_hint = ("; an input the kernel reads only in part (an embedding or lookup table) is no byte a call "
+                        "must read: declare it with h.table_input<T>(...) in the harness (kernelloop init "
+                        "--role NAME=table)")
         v.gates.append(GateResult(gate="speed of light", status="fail", baseline=floor, candidate=f"{cand_ms:.4f} ms",
-                                  detail=f"physically impossible: {sol.describe(cand_ms)}"))
+                                  detail=f"physically impossible: {sol.describe(cand_ms)}{partial_hint}"))
         return
     v.gates.append(GateResult(gate="speed of light", status="pass", baseline=floor, candidate=f"{cand_ms:.4f} ms",
                               detail=sol.describe(cand_ms)))
