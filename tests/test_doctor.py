@@ -435,3 +435,16 @@ def test_doctor_names_a_broken_settings_file_and_an_unusable_data_folder(tmp_pat
     assert settings.status == "fail" and "data_dir" in settings.detail and "KERNELLOOP_DATA_DIR" in settings.fix
     (tmp_path / "kernelloop.toml").write_text(f'data_dir = "{tmp_path / "fine"}"\ncache_dir = "{tmp_path / "c"}"\n')
     assert doctor.check_settings(tmp_path).status == "ok"
+
+
+
+def test_doctor_says_whether_nvidia_smi_is_missing_or_found_no_gpu(monkeypatch):
+    import shutil as shutil_module
+
+    monkeypatch.setattr("kernelloop.tools.gpu.detect_gpus", lambda: [])
+    monkeypatch.setattr(shutil_module, "which", lambda name, *a, **k: None)
+    check, _ = doctor.check_gpu()
+    assert check.status == "fail" and "nvidia-smi is not installed" in check.detail
+    monkeypatch.setattr(shutil_module, "which", lambda name, *a, **k: "/usr/bin/nvidia-smi")
+    check, _ = doctor.check_gpu()
+    assert "nvidia-smi found none" in check.detail

@@ -36,15 +36,15 @@ REPORT = FIXTURES / "ncu" / "suite" / "naive_matmul.ncu-rep"
 HAS_GPU = bool(detect_gpus())
 
 EXPECTED_TOOLS = {
-    "profiler": {"server_info", "compile_check", "resource_usage", "profile", "diagnose_report"},
-    "sandbox": {"server_info", "verify", "static_check"},
-    "rag": {"server_info", "search", "search_for_diagnosis", "corpus_stats"},
+    "profiler": {"profiler_info", "compile_check", "resource_usage", "profile", "diagnose_report"},
+    "sandbox": {"sandbox_info", "verify", "static_check"},
+    "rag": {"rag_info", "search", "search_for_diagnosis", "corpus_stats"},
 }
 REQUIRED = {
     "compile_check": {"source"}, "resource_usage": {"source"}, "profile": {"path"},
     "diagnose_report": {"report_path"}, "verify": {"baseline_path"},
     "static_check": {"baseline_path", "candidate_source"}, "search": {"query"},
-    "search_for_diagnosis": {"diagnosis_json"}, "corpus_stats": set(), "server_info": set(),
+    "search_for_diagnosis": {"diagnosis_json"}, "corpus_stats": set(), "profiler_info": set(), "sandbox_info": set(), "rag_info": set(),
 }
 
 
@@ -97,12 +97,12 @@ def test_lists_its_tools_with_input_and_output_schemas(name):
 
 @pytest.mark.parametrize("name", SERVER_NAMES)
 def test_server_info_is_a_cheap_ping_with_the_effective_timeouts(name, monkeypatch):
-    monkeypatch.setenv("KERNELLOOP_MCP_TIMEOUT_SERVER_INFO", "7.5")
-    r = run(call, name, "server_info")
+    monkeypatch.setenv(f"KERNELLOOP_MCP_TIMEOUT_{name.upper()}_INFO", "7.5")
+    r = run(call, name, f"{name}_info")
     assert not r.isError
     info = r.structuredContent
     assert info["name"] == f"kernelloop-{name}" and set(info["tools"]) == EXPECTED_TOOLS[name]
-    assert info["timeouts_s"]["server_info"] == 7.5
+    assert info["timeouts_s"][f"{name}_info"] == 7.5
     assert set(info["timeouts_s"]) == EXPECTED_TOOLS[name] & set(DEFAULT_TIMEOUTS_S)
     assert info["settings"]["verify"]["threshold"] == 1.2
     assert info["settings"]["cache_dir"] == os.environ["KERNELLOOP_CACHE_DIR"]
@@ -446,12 +446,14 @@ def test_over_stdio_as_a_client_starts_it(name, tmp_path):
                                          read_timeout_seconds=timedelta(seconds=120)) as s:
                     init = await s.initialize()
                     tools = await s.list_tools()
-                    info = await s.call_tool("server_info", {})
+                    info = await s.call_tool(f"{name}_info", {})
                     result = await s.call_tool(tool, arguments)
                     return init, tools, info, result
 
     init, tools, info, result = run(go)
     assert init.serverInfo.name == f"kernelloop-{name}"
+    from kernelloop import __version__
+    assert init.serverInfo.version == __version__  # kernelloop's, not the mcp library's
     assert {t.name for t in tools.tools} == EXPECTED_TOOLS[name]
     assert not info.isError and info.structuredContent["pid"] != os.getpid()
     if name == "profiler":

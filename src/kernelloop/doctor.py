@@ -181,7 +181,8 @@ def check_gpu():
 
     gpus = detect_gpus()
     if not gpus:
-        return Check(name="gpu", status="fail", detail="no NVIDIA GPU visible (nvidia-smi found none)",
+        why = "nvidia-smi found none" if shutil.which("nvidia-smi") else "nvidia-smi is not installed: no driver"
+        return Check(name="gpu", status="fail", detail=f"no NVIDIA GPU visible ({why})",
                      fix="verify and optimize run kernels: use a machine with an NVIDIA GPU and driver"), None
     g = gpus[0]
     more = f" (+{len(gpus) - 1} more)" if len(gpus) > 1 else ""

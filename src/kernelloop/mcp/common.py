@@ -35,7 +35,11 @@ T = TypeVar("T")
 # Seconds each tool may take before the client gets "timed out". Override one with
 # KERNELLOOP_MCP_TIMEOUT_<TOOL> (e.g. KERNELLOOP_MCP_TIMEOUT_VERIFY=7200); read at each call.
 DEFAULT_TIMEOUTS_S: dict[str, float] = {
-    "server_info": 10.0,
+    # each server's ping, named for its server: clients that gather every server's tools into
+    # one list (langchain-mcp-adapters) keep tools by name, so three `server_info` became one
+    "profiler_info": 10.0,
+    "sandbox_info": 10.0,
+    "rag_info": 10.0,
     # profiler
     "compile_check": 600.0,
     "resource_usage": 600.0,
@@ -69,7 +73,7 @@ def timeout_for(tool: str) -> float:
 
 
 def timeouts() -> dict[str, float]:
-    """Every tool's effective deadline (for server_info); a bad override shows as -1."""
+    """Every tool's effective deadline (for the servers' *_info tools); a bad override shows as -1."""
     out: dict[str, float] = {}
     for tool in DEFAULT_TIMEOUTS_S:
         try:
@@ -126,7 +130,9 @@ def new_server(name: str, instructions: str) -> KernelloopMCP:
     level = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         level = "WARNING"
-    return KernelloopMCP(name, instructions=instructions, log_level=level)  # type: ignore[arg-type]
+    server = KernelloopMCP(name, instructions=instructions, log_level=level)  # type: ignore[arg-type]
+    server._mcp_server.version = __version__  # the initialize reply names kernelloop's version, not mcp's
+    return server
 
 
 class ProgressBridge:
@@ -198,7 +204,7 @@ def _internal(tool: str, exc: BaseException) -> KernelloopToolError:
     return KernelloopToolError(f"internal error: {type(exc).__name__}: {one_line(str(exc))}")
 
 
-# -- server_info -------------------------------------------------------------------------
+# -- <server>_info -------------------------------------------------------------------------
 
 
 class ServerInfo(BaseModel):
@@ -222,22 +228,28 @@ def _mcp_version() -> str:
         return "unknown"
 
 
+def info_tool_name(server_name: str) -> str:
+    """The ping of a server: `profiler_info` for kernelloop-profiler."""
+    return f"{server_name.removeprefix('kernelloop-')}_info"
+
+
 def add_server_info(server: KernelloopMCP, tools: list[str]) -> None:
     mcp_version = _mcp_version()
     python = sys.version.split()[0]
+    tool_name = info_tool_name(server.name)
 
     def info() -> ServerInfo:
         from ..config import load_settings
 
         return ServerInfo(
             name=server.name, kernelloop_version=__version__, mcp_version=mcp_version, python=python,
-            pid=os.getpid(), cwd=os.getcwd(), tools=["server_info", *tools],
-            timeouts_s={t: s for t, s in timeouts().items() if t in tools or t == "server_info"},
+            pid=os.getpid(), cwd=os.getcwd(), tools=[tool_name, *tools],
+            timeouts_s={t: s for t, s in timeouts().items() if t in tools or t == tool_name},
             settings=load_settings().model_dump(mode="json"),
         )
 
     async def server_info() -> ServerInfo:
         """Name, versions, tools, per-tool timeouts and settings of this server. Cheap; use it as a ping."""
-        return await run_tool("server_info", info)
+        return await run_tool(tool_name, info)
 
-    server.add_tool(server_info)
+    server.add_tool(server_info, name=tool_name)

@@ -1,6 +1,6 @@
 """The profiler MCP server: build, resource usage, Nsight Compute profile, diagnosis.
 
-Tools: server_info, compile_check, resource_usage, profile, diagnose_report.
+Tools: profiler_info, compile_check, resource_usage, profile, diagnose_report.
 Only `profile` needs a GPU; the rest need nvcc (diagnose_report not even that).
 """
 

@@ -1,6 +1,6 @@
 """The RAG MCP server: search the corpus of CUDA optimization knowledge.
 
-Tools: server_info, search, search_for_diagnosis, corpus_stats. The corpus engine
+Tools: rag_info, search, search_for_diagnosis, corpus_stats. The corpus engine
 (kernelloop.corpus) is imported inside the tools, so the server starts, and says what
 is wrong, even where the engine or its dependencies are missing.
 """

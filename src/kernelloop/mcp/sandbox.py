@@ -1,6 +1,6 @@
 """The sandbox MCP server: the verify gate, and its static part on its own.
 
-Tools: server_info, verify (needs a GPU), static_check (policy scan and builds; no GPU).
+Tools: sandbox_info, verify (needs a GPU), static_check (policy scan and builds; no GPU).
 """
 
 from pathlib import Path
