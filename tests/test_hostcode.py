@@ -500,14 +500,20 @@ def test_a_launcher_may_write_its_own_stack_passed_arguments_and_nothing_above(t
     ("f(int, int, int, int, int, int, __half, long)", True, 16),
     # a compiler's clone may have dropped arguments
     ("f(int, int, int, int, int, int, long, long) [clone .constprop.0]", True, 0),
+    # floats are fundamental: a kernel's host stub of 8 integer and 2 float arguments
+    ("void k<32, 64>(float const*, float const*, float*, int, int, int, bool, bool, float, float)", False, 16),
 ])
 def test_stack_argument_windows_count_only_what_the_signature_proves(signature, trusted, size):
     from kernelloop.verify.hostcode import _stack_argument_bytes
     assert _stack_argument_bytes(signature, trusted=trusted) == size
 
 
-@pytest.mark.parametrize("name", ["rt35_constlong_stack_window_write.cu", "rt35_half_stack_window_write.cu"])
-def test_round35_fake_stack_argument_windows_are_refused(tmp_path, name):
+@pytest.mark.parametrize("name", ["round35/rt35_constlong_stack_window_write.cu", "round35/rt35_half_stack_window_write.cu",
+                                  "round36/rt36_fnptr_return_stack_read.cu", "round36/rt36_cast_fewer_args_stack_read.cu"])
+def test_fake_stack_argument_windows_are_refused(tmp_path, name):
+    # round 35: windows claimed by types that take no slot; round 36: a window parsed from a
+    # returned function pointer's parameter list, and a call through a cast passing fewer
+    # arguments than the callee reads: every call must put the callee's window in its own frame
     from kernelloop.config import Settings
     from kernelloop.program.split import candidate_editable_part, split_program
     from kernelloop.tools.nvcc import find_toolchain
@@ -515,6 +521,38 @@ def test_round35_fake_stack_argument_windows_are_refused(tmp_path, name):
 
     from .conftest import FIXTURES, ROOT
     split = split_program((ROOT / "kernels" / "sum_reduction.cu").read_text())
-    editable, _ = candidate_editable_part((FIXTURES / "redteam" / "round35" / name).read_text(), split)
+    editable, _ = candidate_editable_part((FIXTURES / "redteam" / name).read_text(), split)
     result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=tmp_path), toolchain=find_toolchain())
     assert {v.rule for v in result.violations} & {"foreign-store", "foreign-load"}, [v.describe() for v in result.violations]
+
+
+_CALL_WITH_FRAME = """
+  .text
+  .globl _Z6launchPfi
+  .type _Z6launchPfi, @function
+_Z6launchPfi:
+  .cfi_startproc
+  sub ${frame},%rsp
+  .cfi_def_cfa_offset {cfa}
+  call _ZL4peekiiiiiill
+  add ${frame},%rsp
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size _Z6launchPfi, .-_Z6launchPfi
+  .type _ZL4peekiiiiiill, @function
+_ZL4peekiiiiiill:
+  .cfi_startproc
+  mov 16(%rsp),%rax
+  ret
+  .cfi_endproc
+  .size _ZL4peekiiiiiill, .-_ZL4peekiiiiiill
+"""
+
+
+@pytest.mark.parametrize("frame, allowed", [(16, True), (24, True), (8, False)])
+def test_a_call_must_hold_the_callees_stack_arguments_in_the_callers_own_frame(tmp_path, frame, allowed):
+    # peek(int x6, long, long) reads its 16 bytes of stack-passed arguments; a caller with less
+    # than that below its return slot would let it read saved registers or the caller's caller
+    found = _scan_assembly(tmp_path, _CALL_WITH_FRAME.format(frame=hex(frame), cfa=frame + 8))
+    assert (found == []) == allowed, [v.detail for v in found]

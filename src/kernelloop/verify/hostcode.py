@@ -391,6 +391,10 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     # is known: (rule, function, instruction, width, symbol, addend, relocation address).
     pending_global: list[tuple[str, str, str, int, str, int, int]] = []
     pending_call: str | None = None  # a direct call whose target comes on the relocation line
+    # Every direct call or jump to a function of this object, for the stack-argument check at the
+    # end: (caller, the caller's own bytes below %rsp's return slot at the call, callee, a tail jump).
+    own_calls: list[tuple[str, int, str, bool]] = []
+    pending_call_site: tuple[int, bool] = (0, False)
     # Argument registers set, in this straight-line stretch, to the function's own memory or to a
     # constant: ("stack", displacement, ""), ("global", offset, symbol) or ("const", value, "").
     own_pointers: dict[str, tuple[str, int, str]] = {}
@@ -553,6 +557,8 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
                 # A call through a section's name (a static function in another section) is to the
                 # function at that offset; one the scan cannot name may not return (round 15).
                 callee = function_at.get((target, addend + 4)) if target.startswith(".") else target
+                if callee is not None and (callee in own or target.startswith(".")):
+                    own_calls.append((pending_call, pending_call_site[0], callee, pending_call_site[1]))
                 if _NO_RETURN_IMPORTS.match(target) or (callee in own or target.startswith(".")) and (
                         callee not in functions_named or callee not in returning):
                     fell_through = False  # what follows runs only if the unwinder lands there
@@ -660,9 +666,11 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
         base_mnemonic = mnemonic.split()[-1]
         where = func.name
         fell_through = base_mnemonic not in _UNCONDITIONAL
-        if base_mnemonic in ("call", "callq") and ops and (t := _DIRECT_TARGET.match(ops[0])):
+        if base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and (t := _DIRECT_TARGET.match(ops[0])):
             callee = function_at.get((section, int(t.group("target"), 16)))
-            if callee is not None and callee not in returning:
+            if callee is not None and (section, address) in direct_branches:  # no relocation: this section
+                own_calls.append((where, func.frame - func.protected, callee, base_mnemonic.startswith("jmp")))
+            if base_mnemonic.startswith("call") and callee is not None and callee not in returning:
                 fell_through = False  # a local [[noreturn]] function: what follows is a landing pad
         if base_mnemonic.startswith("j") and ops and (t := _DIRECT_TARGET.match(ops[0])):
             target = int(t.group("target"), 16)
@@ -685,6 +693,7 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
             pending_branch = (func.frame, func.unwound)  # a jump into a cold part: its relocation names the target
         if base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and not ops[0].startswith("*"):
             pending_call = where  # judged by its relocation (imports and external symbols have one)
+            pending_call_site = (func.frame - func.protected, base_mnemonic.startswith("jmp"))
             func.called = True
         elif base_mnemonic.startswith("j") or base_mnemonic.startswith("ret"):
             own_pointers = {}  # a new straight-line stretch begins at every branch
@@ -785,6 +794,23 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
                 report("foreign-store", where, "pops above its own frame: the stack pointer leaves it")
             continue
     judge_global(None)
+    # A function reads its stack-passed arguments above its return address; every call of it in
+    # this object must have put that many bytes of the caller's own there (red team round 36: a
+    # function declared with 14 arguments, called through a cast with 1, read the launcher's saved
+    # registers and return address), and a tail jump may pass on only the arguments it received.
+    for caller, local_bytes, callee, tail in own_calls:
+        needed = stack_arguments.get(callee, 0)
+        if not needed:
+            continue
+        if tail:
+            own = stack_arguments.get(caller, 0)
+            if needed > own:
+                report("foreign-load", caller, f"jumps to {callee}, which reads {needed} bytes of stack-passed "
+                                               f"arguments, with {own} of its own to pass on: the rest is its caller's frame")
+        elif needed > local_bytes:
+            report("foreign-load", caller, f"calls {callee}, which reads {needed} bytes of stack-passed arguments, "
+                                           f"with {max(local_bytes, 0)} bytes of its own frame below: the rest is "
+                                           "saved registers, its return address and its caller's frame")
     return violations
 
 
@@ -951,10 +977,10 @@ def _stack_argument_bytes(signature: str, *, trusted: bool = False) -> int:
             depth -= ch == ">"
         if _SIMPLE_POINTER.match(outer) or _FUNDAMENTAL.match(kind):
             integer += 1
-        elif not trusted:
-            return 0  # a class by value, named by the candidate: its size is not known here
         elif kind in ("float", "double"):
             vector += 1
+        elif not trusted:
+            return 0  # a class by value, named by the candidate: its size is not known here
         elif _INTEGER_TYPES.match(kind):  # CUDA's 2-byte float classes, passed as one integer
             integer += 1
         elif kind in ("dim3", "uint3", "int3", "int4", "uint4", "long2", "ulonglong2", "longlong2"):
