@@ -509,7 +509,8 @@ def test_stack_argument_windows_count_only_what_the_signature_proves(signature, 
 
 
 @pytest.mark.parametrize("name", ["round35/rt35_constlong_stack_window_write.cu", "round35/rt35_half_stack_window_write.cu",
-                                  "round36/rt36_fnptr_return_stack_read.cu", "round36/rt36_cast_fewer_args_stack_read.cu"])
+                                  "round36/rt36_fnptr_return_stack_read.cu", "round36/rt36_cast_fewer_args_stack_read.cu",
+                                  "round37/rt37_fallthrough_stack_read.cu"])
 def test_fake_stack_argument_windows_are_refused(tmp_path, name):
     # round 35: windows claimed by types that take no slot; round 36: a window parsed from a
     # returned function pointer's parameter list, and a call through a cast passing fewer
@@ -523,7 +524,8 @@ def test_fake_stack_argument_windows_are_refused(tmp_path, name):
     split = split_program((ROOT / "kernels" / "sum_reduction.cu").read_text())
     editable, _ = candidate_editable_part((FIXTURES / "redteam" / name).read_text(), split)
     result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=tmp_path), toolchain=find_toolchain())
-    assert {v.rule for v in result.violations} & {"foreign-store", "foreign-load"}, [v.describe() for v in result.violations]
+    assert {v.rule for v in result.violations} & {"foreign-store", "foreign-load", "fall-through"}, \
+        [v.describe() for v in result.violations]
 
 
 _CALL_WITH_FRAME = """
@@ -556,3 +558,32 @@ def test_a_call_must_hold_the_callees_stack_arguments_in_the_callers_own_frame(t
     # than that below its return slot would let it read saved registers or the caller's caller
     found = _scan_assembly(tmp_path, _CALL_WITH_FRAME.format(frame=hex(frame), cfa=frame + 8))
     assert (found == []) == allowed, [v.detail for v in found]
+
+
+_FALLS_THROUGH = """
+  .text
+  .globl _Z6launchPfi
+  .type _Z6launchPfi, @function
+_Z6launchPfi:
+  .cfi_startproc
+  mov %rdi,%rax
+  {last}
+  .cfi_endproc
+  .size _Z6launchPfi, .-_Z6launchPfi
+  .type _ZL4nextv, @function
+_ZL4nextv:
+  .cfi_startproc
+  ret
+  .cfi_endproc
+  .size _ZL4nextv, .-_ZL4nextv
+"""
+
+
+@pytest.mark.parametrize("last, allowed", [("ret", True), ("ret\n  nop\n  nop", True), ("add $1,%rax", False)])
+def test_a_function_that_can_run_off_its_end_is_refused(tmp_path, last, allowed):
+    # round 37: a non-void function without `return` fell into the next function, entered with no
+    # call site at a depth nothing checked (padding after a return never runs)
+    found = _scan_assembly(tmp_path, _FALLS_THROUGH.format(last=last))
+    assert (found == []) == allowed, [v.detail for v in found]
+    if not allowed:
+        assert [v.rule for v in found] == ["fall-through"]

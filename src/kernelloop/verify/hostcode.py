@@ -501,8 +501,19 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     pending_branch: tuple[int, bool] | None = None  # a jump whose target comes on its relocation line: the
     # depth there, and whether that depth is a guess (unwinder-only code)
     fell_through = True
+    ran_instructions = False  # the current function has code (not a second name at one address)
+
+    def judge_end(next_name: str) -> None:
+        # A function whose last instruction can run on falls into whatever the linker puts next:
+        # code entered with no call site, at a depth no check saw (red team round 37: a non-void
+        # function without `return` ran into a reader of 64 bytes of "stack arguments").
+        if func is not None and ran_instructions and fell_through:
+            report("fall-through", func.name, f"can run off its end into {next_name}: code entered without a "
+                                              "call, at a stack depth the scan cannot check")
+
     for line in _cold_sections_last(text_listing):
         if m := _SECTION.match(line):
+            judge_end("the end of its section")
             judge_global(None)
             section = m.group("name")
             func = None
@@ -510,6 +521,8 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
         if not _EXEC_SECTIONS.match(section):
             continue
         if m := _FUNC.match(line):
+            judge_end(m.group("name"))
+            ran_instructions = False
             judge_global(int(line.split()[0], 16))
             func = _Function(name=m.group("name"), section=section)
             functions[func.name] = func
@@ -617,6 +630,7 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
         arrived = frame_at_target.get((section, address))
         if arrived is None and not fell_through and _PADDING.match(m.group("text")):
             continue  # alignment padding after a jump or return: never runs
+        ran_instructions = True
         if arrived is not None and fell_through and arrived != func.frame:
             report("stack-depth", func.name, f"paths reach {address:#x} with {arrived} and {func.frame} bytes "
                                              "on the stack: the scan cannot tell where its writes land")
@@ -793,6 +807,7 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
             if func.frame < 0:
                 report("foreign-store", where, "pops above its own frame: the stack pointer leaves it")
             continue
+    judge_end("the end of the object")
     judge_global(None)
     # A function reads its stack-passed arguments above its return address; every call of it in
     # this object must have put that many bytes of the caller's own there (red team round 36: a
