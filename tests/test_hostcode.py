@@ -510,7 +510,7 @@ def test_stack_argument_windows_count_only_what_the_signature_proves(signature, 
 
 @pytest.mark.parametrize("name", ["round35/rt35_constlong_stack_window_write.cu", "round35/rt35_half_stack_window_write.cu",
                                   "round36/rt36_fnptr_return_stack_read.cu", "round36/rt36_cast_fewer_args_stack_read.cu",
-                                  "round37/rt37_fallthrough_stack_read.cu"])
+                                  "round37/rt37_fallthrough_stack_read.cu", "round38/rt38_alias_cross_section_read.cu"])
 def test_fake_stack_argument_windows_are_refused(tmp_path, name):
     # round 35: windows claimed by types that take no slot; round 36: a window parsed from a
     # returned function pointer's parameter list, and a call through a cast passing fewer

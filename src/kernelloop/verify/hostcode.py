@@ -468,11 +468,23 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
 
     text_listing = _disassemble(obj)
     listing = _listing(text_listing)
-    names = sorted({m.group("name") for line in text_listing.splitlines() if (m := _FUNC.match(line))})
+    labels = {m.group("name") for line in text_listing.splitlines() if (m := _FUNC.match(line))}
+    # A function may have several names (an `alias`); objdump labels its code with one of them,
+    # and a relocation may name another (red team round 38 called a reader through its alias, so
+    # no window was found and the call-site check skipped it). Every name of an address is judged
+    # as that address: its label, with the largest window any of its names claims.
+    label_of = _function_labels(obj, labels)
+    names = sorted(labels | set(label_of))
     # Stack-passed arguments: read by any function whose signature says so in fundamental types;
     # written (a tail call's arguments) only by the baseline's own launchers.
-    stack_arguments = {name: _stack_argument_bytes(signature, trusted=name in exported)
-                       for name, signature in zip(names, demangle(names))}
+    claimed = {name: _stack_argument_bytes(signature, trusted=name in exported)
+               for name, signature in zip(names, demangle(names))}
+    stack_arguments: dict[str, int] = {}
+    for name, size in claimed.items():
+        label = label_of.get(name, name)
+        stack_arguments[label] = max(stack_arguments.get(label, 0), size)
+    for name, label in label_of.items():
+        stack_arguments[name] = stack_arguments.get(label, 0)
     writable_arguments = {name: size for name, size in stack_arguments.items() if name in exported}
     code = SectionBytes(obj)
     unwind = UnwindTable(obj)
@@ -569,10 +581,10 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
             if pending_call is not None:
                 # A call through a section's name (a static function in another section) is to the
                 # function at that offset; one the scan cannot name may not return (round 15).
-                callee = function_at.get((target, addend + 4)) if target.startswith(".") else target
-                if callee is not None and (callee in own or target.startswith(".")):
+                callee = function_at.get((target, addend + 4)) if target.startswith(".") else label_of.get(target, target)
+                if callee is not None and (callee in own or target in own or target.startswith(".")):
                     own_calls.append((pending_call, pending_call_site[0], callee, pending_call_site[1]))
-                if _NO_RETURN_IMPORTS.match(target) or (callee in own or target.startswith(".")) and (
+                if _NO_RETURN_IMPORTS.match(target) or (callee in own or target in own or target.startswith(".")) and (
                         callee not in functions_named or callee not in returning):
                     fell_through = False  # what follows runs only if the unwinder lands there
                 if target not in own and not target.startswith(".") and not classified_import(target):
@@ -947,6 +959,30 @@ _SIMPLE_POINTER = re.compile(r"^[\w: ]*\w[ ]*(?:\*[ ]*)+&?$|^[\w: ]*\w[ ]*&{1,2}
 
 _FUNDAMENTAL = re.compile(r"^(?:(?:un)?signed )?(?:bool|char|short|int|long|long long|wchar_t|char(?:8|16|32)_t"
                           r"|unsigned|unsigned (?:char|short|int|long|long long))$")
+
+
+def _function_labels(obj: Path, labels: set[str]) -> dict[str, str]:
+    """Every function symbol of the object that objdump does not use as a label -> the label of
+    its address (the name the listing judges that code under): aliases."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    with open(obj, "rb") as fh:
+        elf = ELFFile(fh)
+        symbols = [(sym.name, sym["st_shndx"], sym["st_value"])
+                   for sec in elf.iter_sections() if isinstance(sec, SymbolTableSection)
+                   for sym in sec.iter_symbols()
+                   if sym["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC") and isinstance(sym["st_shndx"], int)]
+    by_place: dict[tuple[int, int], list[str]] = {}
+    for name, shndx, value in symbols:
+        by_place.setdefault((shndx, value), []).append(name)
+    out: dict[str, str] = {}
+    for group in by_place.values():
+        label = next((n for n in group if n in labels), None)
+        for name in group:
+            if name not in labels:
+                out[name] = label if label is not None else name
+    return out
 
 
 def _stack_argument_bytes(signature: str, *, trusted: bool = False) -> int:
