@@ -480,12 +480,16 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     claimed = {name: _stack_argument_bytes(signature, trusted=name in exported)
                for name, signature in zip(names, demangle(names))}
     stack_arguments: dict[str, int] = {}
+    exported_window: dict[str, int] = {}  # a launcher the harness calls: its true signature, whatever its aliases say
     for name, size in claimed.items():
         label = label_of.get(name, name)
         stack_arguments[label] = max(stack_arguments.get(label, 0), size)
+        if name in exported:
+            exported_window[label] = size
+    stack_arguments.update(exported_window)
     for name, label in label_of.items():
         stack_arguments[name] = stack_arguments.get(label, 0)
-    writable_arguments = {name: size for name, size in stack_arguments.items() if name in exported}
+    writable_arguments = {label: size for label, size in exported_window.items()}
     code = SectionBytes(obj)
     unwind = UnwindTable(obj)
     # Code hidden inside other instructions' bytes (a jump into an immediate) is code the linear
