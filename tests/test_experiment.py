@@ -176,6 +176,28 @@ def test_an_experiment_whose_outputs_all_copy_an_input_in_every_call_is_found():
     assert outputs_showing_no_work(parse_records(body)) == []
 
 
+def test_an_input_with_no_variety_over_the_timed_calls_is_found():
+    # Red team round 39: an input the harness fills the same way in every call (a half-open range
+    # of one integer), or with one value throughout each call, can be baked in by a candidate.
+    from kernelloop.verify.experiment import inputs_without_variety
+    m = manifest(calls=3, buffers=[{"name": "x", "role": "input", "dtype": "float32", "count": 4},
+                                   {"name": "pad", "role": "input", "dtype": "int32", "count": 4},
+                                   {"name": "acc", "role": "inout", "dtype": "float32", "count": 4},
+                                   {"name": "y", "role": "output", "dtype": "float32", "count": 4}])
+    body = records_bytes([[1, 2, 3, 4]] * 3, [1, 2, 3, 4], m)
+    same = parse_records(body + b"kernelloop-fixed 2 0 1 0 3\n" + b"kernelloop-fixed 2 1 3 3 3\n"
+                         + b"kernelloop-fixed 2 2 1 0 3\n")
+    assert [(v.buffer, v.same_calls, v.flat_calls, v.of) for v in same.variety] == [(0, 1, 0, 3), (1, 3, 3, 3),
+                                                                                   (2, 1, 0, 3)]
+    assert inputs_without_variety(same) == [("pad", "holds the same contents in all 3 timed calls")]
+    flat = parse_records(body + b"kernelloop-fixed 2 1 2 3 3\n" + b"kernelloop-fixed 2 2 3 0 3\n")
+    assert inputs_without_variety(flat) == [("pad", "holds one value in all its elements in each of the 3 timed calls"),
+                                            ("acc", "holds the same contents in all 3 timed calls")]
+    # varied in some call (a stressed call, another key): nothing to say
+    assert inputs_without_variety(parse_records(body + b"kernelloop-fixed 2 1 2 2 3\n")) == []
+    assert inputs_without_variety(parse_records(body)) == []
+
+
 def test_several_sizes_are_drawn_from_one_number():
     """Red-team round 9: with one drawn size, a kernel wrong at a fraction f of sizes passes with
     probability 1 - f; the verifier draws `size_draws` (default 2) from the verdict's one draw."""

@@ -246,6 +246,10 @@ def test_an_integer_input_refuses_a_fractional_range():
                     ranges={"idx": ("0", "15.5")})
     with pytest.raises(InputError, match=r"^--range idx=0,15.5: idx holds integers"):
         generate(gather, spec)
+    # a half-open range of one integer gives the input no variety (red team round 39 read 0,1 as "0 or 1")
+    with pytest.raises(InputError, match=r"^--range idx=3,4 holds one integer \(3\): ranges are half-open.*give 3,5"):
+        generate(gather, spec.model_copy(update={"ranges": {"idx": ("3", "4")}}))
+    assert "kl::UniformInt<int32_t>{3, 5}" in generate(gather, spec.model_copy(update={"ranges": {"idx": ("3", "5")}})).program
 
 
 def test_a_table_role_declares_an_input_read_in_part():

@@ -65,6 +65,7 @@ class VerifySettings(BaseModel):
     baseline_drift_limit: float = Field(0.15, gt=0, description="max relative change of the baseline's time on the same experiment repeated after the timing pairs")
     allow_reduced_precision: bool = Field(False, description="accept half/bf16/tf32 arithmetic, tensor-core MMA or fp64->fp32 downgrades the baseline does not use (--allow-reduced-precision)")
     allow_pass_through: bool = Field(False, description="verify a baseline whose output equals one of its inputs in every timed call (a copy); refused otherwise, since on such inputs any copy matches it (--allow-pass-through)")
+    allow_fixed_inputs: bool = Field(False, description="verify a baseline with an input the harness fills the same way in every timed call, or with one value throughout; refused otherwise, since a candidate may bake such an input in (--allow-fixed-inputs)")
     allow_pageable_memory_access: bool = Field(False, description="verify even where kernels can reach pageable host memory (HMM/ATS), which lets a candidate's kernel rewrite the harness; only for trusted candidates (--allow-pageable-memory-access)")
     baseline_noise_factor: float = Field(4.0, ge=0, description="multiple of the baseline's own run-to-run variation (same experiment) allowed on top of the tolerance")
     size_draw: int | None = Field(None, ge=1, description="the draw behind the problem size chosen at verify time (contract v2); None: a fresh random one (set it to reproduce a verdict)")

@@ -23,6 +23,8 @@
 //   kernelloop-manifest 2 <bytes>\n<json>
 //   kernelloop-sample 2 <call> <buffer> <dtype> <count>\n<count raw elements>
 //   kernelloop-identical 2 <output> <input> <calls> <timed calls>\n  (an output equal to an input)
+//   kernelloop-fixed 2 <input> <same calls> <flat calls> <timed calls>\n  (an input with no variety: the
+//     timed calls it held the same contents as in the first, and those in which all its elements were equal)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
 //
@@ -278,6 +280,24 @@ __global__ void kl_hash_kernel(const unsigned char* data, size_t bytes, unsigned
   if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
 }
 
+// Whether any element of a buffer differs from its first element (compared as 8-byte words where
+// elements tile a word, else byte by byte): *varied becomes 1.
+__global__ void kl_flat_check_kernel(const unsigned char* data, size_t bytes, size_t elem, int* varied) {
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (8 % elem == 0) {
+    const uint64_t* words = reinterpret_cast<const uint64_t*>(data);  // 4096 bytes into an allocation
+    const size_t whole = bytes / 8;
+    for (size_t w = first; w < whole; w += stride)
+      if (words[w] != words[0]) { *varied = 1; return; }
+    for (size_t k = whole * 8 + first; k < bytes; k += stride)
+      if (data[k] != data[k % 8]) { *varied = 1; return; }
+  } else {
+    for (size_t k = elem + first; k < bytes; k += stride)
+      if (data[k] != data[k % elem]) { *varied = 1; return; }
+  }
+}
+
 __global__ void kl_guard_check_kernel(const unsigned char* zone, size_t n, unsigned char expect, int* bad) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
     if (zone[i] != expect) atomicExch(bad, 1);
@@ -368,6 +388,11 @@ struct State {
   uint64_t before[kMaxBuffers];        // each input's and in-out buffer's hash as the call began
   uint64_t now[kMaxBuffers];           // the hashes just taken
   int identical[kMaxBuffers][kMaxBuffers];  // timed calls that left output [o] equal to input [i]
+  int* varied;                         // on the GPU: per buffer, whether its elements differ
+  int flat_now[kMaxBuffers];           // per input: all its elements equal as the call began
+  uint64_t first_hash[kMaxBuffers];    // each input's hash as the first timed call began
+  int same_calls[kMaxBuffers];         // timed calls whose input [i] was as in the first
+  int flat_calls[kMaxBuffers];         // timed calls in which all elements of input [i] were equal
 };
 constexpr uintptr_t kStateAddress = 0x3c5a7e000000ull;
 constexpr size_t kStateBytes = (sizeof(State) + 4095) / 4096 * 4096;
@@ -626,6 +651,7 @@ class Harness {
     KL_CHECK(cudaMalloc(&s.flush, s.flush_bytes));
     KL_CHECK(cudaMalloc(&s.guard_bad, sizeof(int)));
     KL_CHECK(cudaMalloc(&s.hashes, kMaxBuffers * sizeof(unsigned long long)));
+    KL_CHECK(cudaMalloc(&s.varied, kMaxBuffers * sizeof(int)));
     size_t most = 1;
     const Table& t = table();
     for (int i = 0; i < t.nbuffers; ++i) {
@@ -751,6 +777,7 @@ class Harness {
     }
     hash_buffers(true);
     memcpy(s.before, s.now, sizeof s.before);
+    check_flat_inputs();
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));
     KL_CHECK(cudaDeviceSynchronize());
@@ -790,6 +817,25 @@ class Harness {
     KL_CHECK(cudaMemcpy(s.now, s.hashes, t.nbuffers * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
   }
 
+  // Which inputs (and in-out buffers) hold one value in every element as the call begins.
+  void check_flat_inputs() {
+    State& s = st();
+    const Table& t = table();
+    KL_CHECK(cudaMemset(s.varied, 0, t.nbuffers * sizeof(int)));
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      if ((b.role == Role::input || b.role == Role::inout) && b.count > 1)
+        kl_flat_check_kernel<<<256, 256>>>(b.data, b.count * b.elem, b.elem, s.varied + i);
+    }
+    KL_CHECK(cudaGetLastError());
+    int varied[kMaxBuffers];
+    KL_CHECK(cudaMemcpy(varied, s.varied, t.nbuffers * sizeof(int), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      s.flat_now[i] = (b.role == Role::input || b.role == Role::inout) && b.count > 1 && !varied[i];
+    }
+  }
+
   // After a call: every input as it was when the call began (else the program ends: a result
   // written into an input would never be compared), and which outputs are copies of an input.
   void check_inputs(int call) {
@@ -806,6 +852,11 @@ class Harness {
       exit(kInputWrittenExitCode);
     }
     if (call < 0) return;
+    for (int i = 0; i < t.nbuffers; ++i) {  // how much the inputs vary from call to call
+      if (call == 0) s.first_hash[i] = s.before[i];
+      s.same_calls[i] += s.before[i] == s.first_hash[i];
+      s.flat_calls[i] += s.flat_now[i];
+    }
     for (int o = 0; o < t.nbuffers; ++o) {
       const Buffer& out = t.buffers[o];
       if (out.role != Role::output && out.role != Role::inout) continue;
@@ -831,6 +882,13 @@ class Harness {
         snprintf(line, sizeof line, "kernelloop-identical 2 %d %d %d %d\n", o, i, s.identical[o][i], s.calls);
         append(line, strlen(line));
       }
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      if (b.role != Role::input && b.role != Role::inout) continue;
+      char line[128];
+      snprintf(line, sizeof line, "kernelloop-fixed 2 %d %d %d %d\n", i, s.same_calls[i], s.flat_calls[i], s.calls);
+      append(line, strlen(line));
+    }
   }
 
   // 8 bytes from the verifier's pipe; without one (a run by hand), a stream from the seed.

@@ -396,6 +396,11 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
             lo, hi = spec.ranges.get(p.name, ("0", "16"))
             if not all(re.fullmatch(r"-?\d+", b) for b in (lo, hi)):
                 raise InputError(f"--range {p.name}={lo},{hi}: {p.name} holds integers ({p.element}): give integer bounds")
+            if int(hi) - int(lo) < 2:
+                # A range of one integer gives the input no variety: the verifier refuses it (a
+                # candidate could bake the value in; red team round 39 read `0,1` as "0 or 1").
+                raise InputError(f"--range {p.name}={lo},{hi} holds one integer ({lo}): ranges are half-open, [LO, HI); "
+                                 f"give {lo},{int(lo) + 2} for {lo} or {int(lo) + 1}")
             notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your kernel "
                          "must handle: indices must stay in bounds; larger values test more)")
         elif roles[p.name] in _READ_ROLES:

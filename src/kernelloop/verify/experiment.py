@@ -98,6 +98,28 @@ def outputs_showing_no_work(records: OutputRecords) -> list[tuple[str, str]]:
     return [(names[o], names[copied[o]]) for o in sorted(compared)]
 
 
+def inputs_without_variety(records: OutputRecords) -> list[tuple[str, str]]:
+    """(input name, how) for every input the harness gave no variety over the timed calls: the
+    same contents in every call, or one value in every element of every call. Whatever the
+    kernel computes from such an input, a candidate can compute from a constant it has baked
+    in, or from one element, and match the baseline on every call the verifier makes, so the
+    experiment says nothing about that input (red team round 39: `--range pad=0,1`, a half-open
+    range holding one integer, let a kernel that ignores its padding mask be accepted)."""
+    manifest = records.manifest
+    if manifest is None:
+        return []
+    fixed: list[tuple[str, str]] = []
+    for v in records.variety:
+        if v.of < 2 or v.buffer >= len(manifest.buffers):
+            continue
+        name = manifest.buffers[v.buffer].name
+        if v.same_calls == v.of:
+            fixed.append((name, f"holds the same contents in all {v.of} timed calls"))
+        elif v.flat_calls == v.of:
+            fixed.append((name, f"holds one value in all its elements in each of the {v.of} timed calls"))
+    return fixed
+
+
 def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall) -> Comparison | None:
     """The samples of every timed call, the candidate's against the baseline's (same positions:
     both runs read the same stream); `compare` is told the call. None when the baseline wrote no samples."""

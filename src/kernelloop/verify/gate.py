@@ -34,7 +34,7 @@ from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inputs_reach_outputs,
-                         outputs_showing_no_work, speed_of_light)
+                         inputs_without_variety, outputs_showing_no_work, speed_of_light)
 from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .records import Manifest
 from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
@@ -333,6 +333,16 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                          "these inputs any copy would match it. Give inputs it works on (`kernelloop init --range "
                          "NAME=LO,HI`, or `--capture` from a real run), or pass --allow-pass-through if copying is "
                          "the kernel's job")
+    fixed = inputs_without_variety(calibration.records) if calibration.records is not None else []
+    if fixed and not vs.allow_fixed_inputs:
+        said = "; ".join(f"'{name}' {how}" for name, how in fixed)
+        raise InputError(f"{baseline_name}: the harness gives an input no variety: {said}. A candidate could bake it "
+                         "in and still match on every call. Give it a generator that varies (`kernelloop init --range "
+                         "NAME=LO,HI` is half-open: LO,LO+2 for two values), or pass --allow-fixed-inputs if it is a "
+                         "constant of the kernel's job")
+    elif fixed:
+        v.notes.append("inputs the harness fills the same way in every call (--allow-fixed-inputs): "
+                       + ", ".join(name for name, _ in fixed) + "; a candidate that bakes them in would be accepted")
     if manifest is not None and manifest.pageable_memory_access:
         if not vs.allow_pageable_memory_access:
             raise EnvironmentProblem(PAGEABLE_MEMORY_REFUSAL)

@@ -2,8 +2,8 @@
 
 A contract-v1 harness writes only whole output buffers ("kernelloop-output 1" records). A v2
 harness (the bundled `kernelloop_harness.cuh`) writes a manifest first, a sample of every
-output after every timed call, which outputs some calls left equal to an input, and the whole
-outputs after the last call
+output after every timed call, which outputs some calls left equal to an input, how much each input varied from call
+to call, and the whole outputs after the last call
 (docs/contract.md). The file is written by the frozen harness, never by the candidate (the
 policy leaves the editable part no file API), so a malformed file is the harness's fault.
 """
@@ -24,6 +24,7 @@ _OUTPUT = re.compile(rb"kernelloop-output 1 ([a-z0-9]+) (\d+)\n")
 _SAMPLE = re.compile(rb"kernelloop-sample 2 (\d+) (\d+) ([a-z0-9]+) (\d+)\n")
 _MANIFEST = re.compile(rb"kernelloop-manifest 2 (\d+)\n")
 _IDENTICAL = re.compile(rb"kernelloop-identical 2 (\d+) (\d+) (\d+) (\d+)\n")
+_FIXED = re.compile(rb"kernelloop-fixed 2 (\d+) (\d+) (\d+) (\d+)\n")
 MANIFEST_MAX_BYTES = 1 << 20
 
 
@@ -95,12 +96,22 @@ class Identical(BaseModel):
     of: int  # of how many
 
 
+class InputVariety(BaseModel):
+    """How much an input (or in-out) buffer varied over the timed calls, as the harness filled it."""
+
+    buffer: int  # index in the manifest
+    same_calls: int  # timed calls whose contents were those of the first timed call (the first included)
+    flat_calls: int  # timed calls in which every element was equal to the first
+    of: int  # of how many
+
+
 class OutputRecords(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     manifest: Manifest | None = None  # None: a contract-v1 harness
     samples: list[Sample] = []
     identical: list[Identical] = []
+    variety: list[InputVariety] = []
     outputs: list[np.ndarray] = []
 
     @property
@@ -135,6 +146,10 @@ def parse_records(data: bytes) -> OutputRecords:
         elif m := _IDENTICAL.match(data, offset):
             records.identical.append(Identical(output=int(m.group(1)), input=int(m.group(2)),
                                                calls=int(m.group(3)), of=int(m.group(4))))
+            offset = m.end()
+        elif m := _FIXED.match(data, offset):
+            records.variety.append(InputVariety(buffer=int(m.group(1)), same_calls=int(m.group(2)),
+                                                flat_calls=int(m.group(3)), of=int(m.group(4))))
             offset = m.end()
         elif m := _MANIFEST.match(data, offset):
             size = int(m.group(1))
