@@ -53,6 +53,11 @@ SPECS.update({
     "row_running_sum.cu": InitSpec(
         values={"rows": ["8192", "3001"], "cols": ["512", "257"]},
         counts={"out": "rows * cols", "in": "rows * cols"}, roles={"out": "output"}),
+    # a transposed matrix-vector product, one thread per column of A: loads already coalesced,
+    # but only `cols` threads (the column tier); the launcher takes the block size and checks it
+    "matvec_transposed.cu": InitSpec(
+        values={"rows": ["4096", "1021"], "cols": ["2048", "777"], "alpha": ["0.75"], "block": ["256"]},
+        counts={"y": "cols", "A": "rows * cols", "x": "rows"}, roles={"y": "output"}),
 })
 
 # Kept aside (tests/fixtures/kept_aside/): written before the row tier was tuned further and run
@@ -66,6 +71,10 @@ KEPT_ASIDE_SPECS: dict[str, InitSpec] = {
     "causal_softmax_rows.cu": InitSpec(
         values={"B": ["4"], "T": ["512", "131"], "NH": ["12", "5"]},
         counts={"att": "B * NH * T * T", "preatt": "B * NH * T * T"}, roles={"att": "output"}),
+    # written with the column tier, run only at the end: a max over each column, index threadIdx-first
+    "column_absmax.cu": InitSpec(
+        values={"n_rows": ["8192", "3001"], "n_cols": ["1024", "509"]},
+        counts={"scale": "n_cols", "x": "n_rows * n_cols"}, roles={"scale": "output"}),
     "row_argmax.cu": InitSpec(
         values={"rows": ["16384", "3001"], "cols": ["512", "257"]},
         counts={"arg": "rows", "x": "rows * cols"}, roles={"arg": "output"}),

@@ -262,7 +262,7 @@ def test_the_row_tier_is_proposed_once_then_the_optimizer_runs_out():
     assert p.approach == "row tier: one warp per row of layernorm_forward_kernel1"
     assert any("row loop(s) (reduce (sum), reduce (sum), map)" in n for n in p.notes), p.notes
     failed = FailedAttempt(iteration=1, approach=p.approach, kind="correctness", reason="rejected", source=p.source)
-    with pytest.raises(NoMoreCandidates, match="row tier's 1 rewrite"):
+    with pytest.raises(NoMoreCandidates, match="generic tiers' 1 rewrite"):
         opt.propose(request_for(text, "layernorm", iteration=2, failed_attempts=[failed]))
 
 

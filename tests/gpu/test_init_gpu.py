@@ -45,6 +45,22 @@ def test_a_baseline_whose_outputs_ignore_the_inputs_is_refused(tmp_path):
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
 
 
+@pytest.mark.parametrize("baseline, candidate, how", [
+    # red team round 39: `--range pad=0,1` (half-open: one integer) made pad 0 in every call, and
+    # a kernel that never reads it would have been accepted at about 1.5x
+    ("padded_scale_fixed_pad.cu", "rt39_drop_fixed_pad.cu", "holds the same contents in all 20 timed calls"),
+    # the same class by a hand-written generator: one value per call, so pad[0] decides the call
+    ("padded_scale_flat_pad.cu", "rt39_read_one_flat_pad.cu", "holds one value in all its elements"),
+])
+def test_an_input_the_harness_gives_no_variety_is_refused(baseline, candidate, how, tmp_path):
+    from kernelloop.errors import InputError
+    from ..conftest import FIXTURES
+    folder = FIXTURES / "redteam" / "round39"
+    with pytest.raises(InputError, match=f"gives an input no variety: 'pad' {how}"):
+        verify_files(folder / baseline, folder / candidate,
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
+
+
 # A correct, faster rewrite of gemm_accumulate's kernel (32x32 tiles, 2x2 outputs per thread, so
 # the test's 512x512 output still makes 256 blocks; bounds-checked for any M, N, K; the same k
 # order as the naive kernel), as an LLM would answer. A 64x64 version measured 0.73x here: 64
@@ -140,9 +156,11 @@ def test_init_then_optimize_accepts_a_scripted_faster_rewrite(name, tmp_path):
 
 
 # Outside-style programs with a real opportunity the offline optimizer must take: a GEMM that reads
-# its output (a template with the baseline's epilogue) and two one-thread-per-row kernels (the
-# generic row tier). vector_add has no headroom; row_running_sum is the row tier's negative control.
-_OFFLINE_ACCEPTED = {"gemm_accumulate.cu", "layernorm_rows_llmc.cu", "rmsnorm_rows.cu"}
+# its output (a template with the baseline's epilogue), two one-thread-per-row kernels (the generic
+# row tier) and two one-thread-per-column reductions (the column tier). vector_add has no
+# headroom; row_running_sum is the row tier's negative control.
+_OFFLINE_ACCEPTED = {"gemm_accumulate.cu", "layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "bias_backward.cu",
+                     "matvec_transposed.cu"}
 
 
 @pytest.mark.parametrize("name", ["vector_add.cu", "row_running_sum.cu", *sorted(_OFFLINE_ACCEPTED)])
@@ -162,9 +180,10 @@ def test_offline_optimize_on_an_init_program(name, tmp_path, record_property):
         assert summary["status"] != "accepted", summary
 
 
-# The kept-aside set (tests/fixtures/kept_aside/): written before the row tier was tuned, run as a
-# user would. The figures go to the closing note (pytest --junitxml records them); the negative
-# control (an argmax, whose index travels with the value) must never be accepted.
+# The kept-aside set (tests/fixtures/kept_aside/): written before the row tier was tuned (and
+# column_absmax with the column tier, before it ran on a GPU), run as a user would. The figures go
+# to the closing note (pytest --junitxml records them); the negative control (an argmax, whose
+# index travels with the value) must never be accepted.
 _KEPT_ASIDE_NEGATIVE = {"row_argmax.cu"}
 
 

@@ -5,8 +5,10 @@ its family (cached), rank them (ranking.py) against what this run already learne
 the ranking best-first: a candidate not yet checked is compiled by ptxas (cached) and scored
 again with its real registers; one that does not compile, spills or cannot launch is skipped;
 the first checked candidate still ahead of the rest is proposed. When no template fits, or
-every template candidate was tried, the generic row tier (rowwarp.py) proposes its rewrites:
-a kernel that gives each thread one row, rewritten to give each warp one row.
+every template candidate was tried, the generic tiers propose their rewrites: the row tier
+(rowwarp.py: a kernel that gives each thread one row, rewritten to give each warp one row) and
+the column tier (colsplit.py: a thread-per-item reduction read coalesced, shared by several
+threads per item).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .candidates import Candidate, build
 from .families import BY_NAME
 from .probe import ResourceProbe
 from .ranking import History, Ranked, rank, rescore, sm_count
+from .colsplit import column_split_rewrites
 from .rowwarp import Rewrite, row_warp_rewrites
 from .templates import Template, load_templates
 
@@ -42,7 +45,7 @@ class OfflineOptimizer:
         self._analyses: dict[str, Analysis] = {}
         self._built: dict[tuple[str, int], tuple[list[Candidate], list[str]]] = {}
         self._proposed: dict[str, dict[str, int]] = {}  # baseline key -> label -> first iteration
-        self._row_rewrites: dict[str, tuple[list[Rewrite], list[str]]] = {}
+        self._generic_rewrites: dict[str, tuple[list[Rewrite], list[str]]] = {}
 
     # -- public ----------------------------------------------------------------------------------
     def propose(self, request: OptimizeRequest) -> Proposal:
@@ -65,7 +68,7 @@ class OfflineOptimizer:
                 return Proposal(source=rewrite.source, approach=rewrite.label, optimizer=self.name,
                                 thinking_s=time.perf_counter() - started, notes=notes)
         if rewrites:
-            why_not += f" | the row tier's {len(rewrites)} rewrite(s) were tried"
+            why_not += f" | the generic tiers' {len(rewrites)} rewrite(s) were tried"
         elif refused and not analysis.matches:
             why_not += " | " + "; ".join(refused)
         raise NoMoreCandidates(why_not)
@@ -99,9 +102,11 @@ class OfflineOptimizer:
 
     def _rewrites(self, key: str, analysis: Analysis, harness: str,
                   preamble: str) -> tuple[list[Rewrite], list[str]]:
-        if key not in self._row_rewrites:
-            self._row_rewrites[key] = row_warp_rewrites(analysis.part, harness, preamble)
-        return self._row_rewrites[key]
+        if key not in self._generic_rewrites:
+            rows, rows_refused = row_warp_rewrites(analysis.part, harness, preamble)
+            columns, columns_refused = column_split_rewrites(analysis.part, harness, preamble)
+            self._generic_rewrites[key] = (rows + columns, rows_refused + columns_refused)
+        return self._generic_rewrites[key]
 
     def candidates(self, request: OptimizeRequest) -> list[Candidate]:
         """Every template instantiation that fits the request's baseline, unranked."""

@@ -111,7 +111,7 @@ def _global_x() -> Poly:
     return Poly.atom("blockIdx.x") * Poly.atom("blockDim.x") + Poly.atom("threadIdx.x")
 
 
-class _Planner:
+class ItemPlanner:
     def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> None:
         self.fn = fn
         self.f = facts
@@ -143,6 +143,15 @@ class _Planner:
         raise AssertionError
 
     def plan(self) -> RowPlan:
+        """A thread-per-row kernel whose row loops stride across threads (the row tier's case)."""
+        plan = self.recognise()
+        if not self.uncoalesced():
+            self.fail("already reads and writes its rows coalesced (neighbouring threads, neighbouring elements)")
+        return plan
+
+    def recognise(self) -> RowPlan:
+        """A kernel that gives each thread one item (a row, a column, ...) and loops over it: the
+        thread index is used only as the item, and every loop reduces or maps (module docstring)."""
         index, _ = self.find_index()
         self.index_key = self.f.declared[id(index.declarators[0])].key
         body_text = strip_comments(self.fn.item.text[len(self.fn.head):])
@@ -161,9 +170,7 @@ class _Planner:
             self.fail("uses atomics")
         self.region(self.fn.body)
         if not self.loops:
-            self.fail("has no loop over its row")
-        if not self.uncoalesced():
-            self.fail("already reads and writes its rows coalesced (neighbouring threads, neighbouring elements)")
+            self.fail("has no loop over its item (a row, a column)")
         return RowPlan(index, self.index_key, self.loops, self.lane0, {b.key: b for b in self.f.bindings}, ROW_WARP_BLOCK)
 
     # statements every lane of a warp runs alike
@@ -410,7 +417,7 @@ def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset()) -> RowPla
         if block < WARP or block % WARP:
             raise NotARowKernel(f"declares __launch_bounds__({block}), not whole warps")
         block = min(block, ROW_WARP_BLOCK)
-    plan = _Planner(fn, collect_facts(fn.sig, fn.body), helpers).plan()
+    plan = ItemPlanner(fn, collect_facts(fn.sig, fn.body), helpers).plan()
     plan.block = block
     return plan
 
@@ -463,10 +470,10 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
     for store in plan.lane0_stores:
         s_start, s_end = store.span
         edits.append((s_start, s_end, f"{{ if (kl_lane == 0) {{ {body[s_start:s_end]} }} __syncwarp(); }}"))
-    return fn.head + _apply(body, edits)
+    return fn.head + apply_edits(body, edits)
 
 
-def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
+def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
     edits = sorted(edits)
     for (_, e1, _), (s2, _, _) in zip(edits, edits[1:]):
         if s2 < e1:
@@ -480,18 +487,18 @@ def _apply(text: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-def _launches(s: Stmt | None):
+def launches_in(s: Stmt | None):
     """Statements `kernel<<<...>>>(...);` anywhere under `s`."""
     if isinstance(s, Block):
         for x in s.body:
-            yield from _launches(x)
+            yield from launches_in(x)
     elif isinstance(s, ExprStmt) and isinstance(s.expr, Launch):
         yield s
     elif isinstance(s, If):
-        yield from _launches(s.then)
-        yield from _launches(s.other)
+        yield from launches_in(s.then)
+        yield from launches_in(s.other)
     elif isinstance(s, For):
-        yield from _launches(s.body)
+        yield from launches_in(s.body)
 
 
 def _launch_text(stmt: ExprStmt, block: int) -> str:
@@ -506,57 +513,81 @@ def _launch_text(stmt: ExprStmt, block: int) -> str:
     return f"{to_c(launch.kernel)}{targs}<<<{new_grid}, {block}{rest}>>>({args});"
 
 
-def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
-    """A rewrite for every launch, in the launchers the harness calls, of a kernel the row tier
-    may rewrite; and one line per launched kernel it may not, saying why."""
+@dataclass(frozen=True)
+class LaunchSite:
+    """One launch, in a launcher the harness calls, of a kernel of the editable part."""
+    part: EditablePart
+    launcher: Function
+    stmt: ExprStmt  # `kernel<<<...>>>(...);`
+    kernel: Function
+    helpers: frozenset[str]  # device functions the kernel may call freely (pure_helpers)
+
+    def assemble(self, kernel_text: str, launch_text: str) -> str:
+        """The whole editable part with this kernel and this launch replaced."""
+        body = self.launcher.item.text[len(self.launcher.head):]
+        l_start, l_end = self.stmt.span
+        launcher_text = self.launcher.head + apply_edits(body, [(l_start, l_end, launch_text)])
+        out = []
+        for item in self.part.items:
+            if item is self.kernel.item:
+                out.append(kernel_text)
+            elif item is self.launcher.item:
+                out.append(launcher_text)
+            else:
+                out.append(item.text)
+        return "\n\n".join(t.rstrip("\n") for t in out) + "\n"
+
+
+def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[LaunchSite | tuple[str, str]]:
+    """Every launch of a kernel of the editable part in the launchers the harness calls: a
+    LaunchSite where the kernel's thread mapping may change, else (kernel name, why not)."""
     frozen = read_editable(preamble, "", []) if preamble.strip() else None
     helpers = pure_helpers(list(part.functions.values()) + (list(frozen.functions.values()) if frozen else []))
-    rewrites: list[Rewrite] = []
-    refused: list[str] = []
     harness_code = strip_comments(harness)
+    sites: list[LaunchSite | tuple[str, str]] = []
     for lau in part.launchers:
-        for stmt in _launches(lau.fn.body):
+        for stmt in launches_in(lau.fn.body):
             launch = stmt.expr
             assert isinstance(launch, Launch)
             name = to_c(launch.kernel).split("::")[-1]
             fn = part.functions.get(name)
             if fn is None or not fn.is_kernel:
                 continue
-            why = _shared_kernel(part, fn, lau.fn, harness_code)
+            why = shared_kernel(part, fn, lau.fn, harness_code)
             if why is None and len(launch.config) < 2:
                 why = "is launched without a block size"
-            if why is None:
-                try:
-                    plan = plan_row_warp(fn, helpers)
-                    kernel_text = rewrite_kernel(fn, plan)
-                except NotARowKernel as exc:
-                    why = str(exc)
-            if why is not None:
-                refused.append(f"row tier: kernel {name} {why}")
-                continue
-            launcher_body = lau.fn.item.text[len(lau.fn.head):]
-            l_start, l_end = stmt.span
-            launcher_text = lau.fn.head + _apply(launcher_body, [(l_start, l_end, _launch_text(stmt, plan.block))])
-            out = []
-            for item in part.items:
-                if item is fn.item:
-                    out.append(kernel_text)
-                elif item is lau.fn.item:
-                    out.append(launcher_text)
-                else:
-                    out.append(item.text)
-            kinds = ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
-                                              if lp.accumulators else "") for lp in plan.loops)
-            rewrites.append(Rewrite(
-                label=f"row tier: one warp per row of {name}",
-                source="\n\n".join(t.rstrip("\n") for t in out) + "\n",
-                kernel=name, launcher=lau.fn.name,
-                detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({kinds}) are "
-                       f"split across the 32 lanes of a warp, {plan.block} threads per block"))
+            sites.append((name, why) if why is not None else LaunchSite(part, lau.fn, stmt, fn, helpers))
+    return sites
+
+
+def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
+    """A rewrite for every launch, in the launchers the harness calls, of a kernel the row tier
+    may rewrite; and one line per launched kernel it may not, saying why."""
+    rewrites: list[Rewrite] = []
+    refused: list[str] = []
+    for site in launch_sites(part, harness, preamble):
+        if isinstance(site, tuple):
+            refused.append(f"row tier: kernel {site[0]} {site[1]}")
+            continue
+        name = site.kernel.name
+        try:
+            plan = plan_row_warp(site.kernel, site.helpers)
+            kernel_text = rewrite_kernel(site.kernel, plan)
+        except NotARowKernel as exc:
+            refused.append(f"row tier: kernel {name} {exc}")
+            continue
+        kinds = ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
+                                          if lp.accumulators else "") for lp in plan.loops)
+        rewrites.append(Rewrite(
+            label=f"row tier: one warp per row of {name}",
+            source=site.assemble(kernel_text, _launch_text(site.stmt, plan.block)),
+            kernel=name, launcher=site.launcher.name,
+            detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({kinds}) are "
+                   f"split across the 32 lanes of a warp, {plan.block} threads per block"))
     return rewrites, refused
 
 
-def _shared_kernel(part: EditablePart, kernel: Function, launcher: Function, harness_code: str) -> str | None:
+def shared_kernel(part: EditablePart, kernel: Function, launcher: Function, harness_code: str) -> str | None:
     """Why the kernel cannot change its thread mapping: someone else launches or names it."""
     pattern = re.compile(rf"(?<![\w.]){re.escape(kernel.name)}\b")
     if pattern.search(harness_code):
