@@ -346,6 +346,9 @@ SPELLINGS = [
      "const float* arow = A + row * n;\n    for (int k = 0; k < n; k += 1) { float b = B[k * n + col]; acc += arow[k] * b; }"),
     ("transpose.cu", "if (row < rows && col < cols) out[(size_t)col * rows + row] = in[(size_t)row * cols + col];",
      "if (col >= cols || rows <= row) return;\n  const float v = in[(size_t)row * cols + col];\n  *(out + (size_t)col * rows + row) = v;"),
+    # cuda-samples' launch spelling: `dim3 threads(TILE, TILE)` with names for arguments, which a
+    # parser that knows neither macros nor types reads as a function declaration
+    ("naive_matmul.cu", "dim3 block(16, 16);", "const int tile = 16;\n  dim3 block(tile, tile), unused(tile, 1);"),
     ("histogram.cu", "atomicAdd(&bins[in[i]], 1u);", "atomicAdd(bins + in[i], 1);"),
     ("sum_reduction.cu", "atomicAdd(out, sdata[0]);", "atomicAdd(&out[0], sdata[0] + 0.0f);"),
     ("row_softmax.cu", "y[c] = expf(x[c] - m) / s;", "y[c] = __expf(x[c] - m) * (1.0f / s);"),

@@ -266,6 +266,14 @@ class _Reader:
             else:
                 init = self.expr(value)
             d = d.child_by_field_name("declarator")
+        elif d.type == "function_declarator" and d.child_by_field_name("declarator").type == "identifier":
+            # `dim3 grid(W / TILE, H / TILE), threads(TILE, ROWS);` in a body builds objects from
+            # arguments; tree-sitter, which knows neither macros nor which names are types, may read a
+            # function declaration. Arguments that are not expressions (`int x`) stay refused.
+            params = d.child_by_field_name("parameters")
+            init = Call(Name(type_text), tuple(parse_expression(self.text(x)) for x in params.named_children
+                                               if x.type != "comment"))
+            d = d.child_by_field_name("declarator")
         pointer, dims = 0, []
         while d.type != "identifier":
             if d.type == "pointer_declarator":
