@@ -189,13 +189,31 @@ def test_an_input_with_no_variety_over_the_timed_calls_is_found():
                          + b"kernelloop-fixed 2 2 1 0 3\n")
     assert [(v.buffer, v.same_calls, v.flat_calls, v.of) for v in same.variety] == [(0, 1, 0, 3), (1, 3, 3, 3),
                                                                                    (2, 1, 0, 3)]
-    assert inputs_without_variety(same) == [("pad", "holds the same contents in all 3 timed calls")]
+    assert inputs_without_variety(same) == [("pad", "holds the same contents in all 3 timed calls without stress")]
     flat = parse_records(body + b"kernelloop-fixed 2 1 2 3 3\n" + b"kernelloop-fixed 2 2 3 0 3\n")
-    assert inputs_without_variety(flat) == [("pad", "holds one value in all its elements in each of the 3 timed calls"),
-                                            ("acc", "holds the same contents in all 3 timed calls")]
+    assert inputs_without_variety(flat) == [("pad", "holds one value in all its elements in each of the 3 timed calls without stress"),
+                                            ("acc", "holds the same contents in all 3 timed calls without stress")]
     # varied in some call (a stressed call, another key): nothing to say
     assert inputs_without_variety(parse_records(body + b"kernelloop-fixed 2 1 2 2 3\n")) == []
     assert inputs_without_variety(parse_records(body)) == []
+
+
+def test_an_output_the_same_in_every_call_is_found_when_another_varies():
+    # Red team round 40: a per-row non-finite flag is 0 on every input the harness draws; a
+    # rewrite that lost it matched. Its computation is never tested, so the baseline is refused.
+    from kernelloop.verify.experiment import outputs_never_varying
+    m = manifest(calls=3, buffers=[{"name": "x", "role": "input", "dtype": "float32", "count": 4},
+                                   {"name": "norm", "role": "output", "dtype": "float32", "count": 4},
+                                   {"name": "bad", "role": "output", "dtype": "int32", "count": 4}])
+    body = records_bytes([[1, 2, 3, 4]] * 3, [1, 2, 3, 4], m)
+    flag = parse_records(body + b"kernelloop-constant 2 1 1 3\n" + b"kernelloop-constant 2 2 3 3\n")
+    assert [(c.buffer, c.same_calls, c.of) for c in flag.constancy] == [(1, 1, 3), (2, 3, 3)]
+    assert outputs_never_varying(flag) == ["bad"]
+    # every output constant: inputs_reach_outputs says so more plainly; all varying: nothing to say
+    assert outputs_never_varying(parse_records(body + b"kernelloop-constant 2 1 3 3\n"
+                                                      b"kernelloop-constant 2 2 3 3\n")) == []
+    assert outputs_never_varying(parse_records(body + b"kernelloop-constant 2 1 1 3\n"
+                                                      b"kernelloop-constant 2 2 2 3\n")) == []
 
 
 def test_several_sizes_are_drawn_from_one_number():
@@ -235,3 +253,23 @@ def test_a_table_input_is_no_byte_a_call_must_read():
     assert m.bytes_read() == 4000
     assert Manifest(contract=2, warmup=1, calls=2, size_options=1, size_values=[[1]],
                     buffers=[b.model_copy(update={"partial": False}) for b in buffers]).bytes_read() == 40_004_000
+
+
+def test_a_v2_programs_printed_checksum_does_not_decide_when_every_element_matches():
+    # An honest reordered column reduction matched every element of a zero-crossing output, and its
+    # printed `y sum` (10.38: the elements cancel) differed by 1.5e-3, 4.8x the allowance at its
+    # own magnitude. In contract v2 the dump is compared element by element; the checksum the
+    # frozen harness prints from it is not the verdict. In v1 printed numbers still decide.
+
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import _compare_runs
+    from kernelloop.verify.records import OutputRecords
+    values = np.linspace(-20, 20, 64, dtype="<f4")
+    base, cand = run_with("y sum 10.3845825\n", [values]), run_with("y sum 10.3861019\n", [values.copy()])
+    vs = VerifySettings()
+    assert not _compare_runs(base, cand, vs).match  # v1: the printed number is the result
+    v2 = OutputRecords(manifest=_manifest([[4]]))
+    base2, cand2 = base.model_copy(update={"records": v2}), cand.model_copy(update={"records": v2})
+    assert _compare_runs(base2, cand2, vs).match
+    wrong = cand2.model_copy(update={"dump": [values + np.float32(1.0)]})
+    assert not _compare_runs(base2, wrong, vs).match  # the elements still decide

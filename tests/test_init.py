@@ -239,6 +239,19 @@ def test_every_float_input_says_the_values_it_is_drawn_from_and_takes_a_range():
     assert any(n.startswith("x holds values drawn uniform in [0, 255.5)") for n in ranged.notes)
 
 
+def test_a_float_range_of_one_value_once_rounded_is_refused():
+    # Red team round 40: `--range keep=1,1.00000001` passed LO < HI in double precision and was
+    # one float32 value (1.0f) in every element of every call.
+    spec = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"})
+    with pytest.raises(InputError, match=r"^--range x=1,1.00000001 holds one float value once rounded"):
+        generate(_TONE, spec.model_copy(update={"ranges": {"x": ("1", "1.00000001")}}))
+    assert "kl::Uniform<float>{1.0f, 1.001f}" in generate(
+        _TONE, spec.model_copy(update={"ranges": {"x": ("1", "1.001")}})).program
+    from kernelloop.program.init import _values_in_range
+    assert _values_in_range("__nv_bfloat16", "1", "1.001") == 1 and _values_in_range("__nv_bfloat16", "1", "1.1") > 1
+    assert _values_in_range("__half", "1", "1.0001") == 1 and _values_in_range("double", "0", "1") == 3
+
+
 def test_an_integer_input_refuses_a_fractional_range():
     gather = ("__global__ void gather(const int* idx, const float* t, float* y, int n) {\n"
               "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = t[idx[i]]; }\n")

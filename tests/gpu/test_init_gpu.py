@@ -48,16 +48,31 @@ def test_a_baseline_whose_outputs_ignore_the_inputs_is_refused(tmp_path):
 @pytest.mark.parametrize("baseline, candidate, how", [
     # red team round 39: `--range pad=0,1` (half-open: one integer) made pad 0 in every call, and
     # a kernel that never reads it would have been accepted at about 1.5x
-    ("padded_scale_fixed_pad.cu", "rt39_drop_fixed_pad.cu", "holds the same contents in all 20 timed calls"),
+    ("padded_scale_fixed_pad.cu", "rt39_drop_fixed_pad.cu", r"holds the same contents in all \d+ timed calls without"),
     # the same class by a hand-written generator: one value per call, so pad[0] decides the call
     ("padded_scale_flat_pad.cu", "rt39_read_one_flat_pad.cu", "holds one value in all its elements"),
+    # round 40: a float mask of ones (kl::Uniform{1, 1}); its only variety was the stress's spikes,
+    # which keep it nonzero, so a kernel that never reads it matched
+    ("../round40/keep_scale_ones.cu", "../round40/rt40_drop_const_keep.cu", "'keep' holds"),
 ])
 def test_an_input_the_harness_gives_no_variety_is_refused(baseline, candidate, how, tmp_path):
     from kernelloop.errors import InputError
     from ..conftest import FIXTURES
     folder = FIXTURES / "redteam" / "round39"
-    with pytest.raises(InputError, match=f"gives an input no variety: 'pad' {how}"):
+    with pytest.raises(InputError, match="gives an input no variety: " + (how if "'" in how else f"'pad' {how}")):
         verify_files(folder / baseline, folder / candidate,
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
+
+
+def test_an_output_the_same_in_every_call_is_refused(tmp_path):
+    # Red team round 40: a per-row non-finite flag is 0 on every input the harness draws, and the
+    # row tier's rewrite (since fixed) lost it; the candidate would have matched. The baseline is
+    # refused: nothing checks how such an output is computed.
+    from kernelloop.errors import InputError
+    from ..conftest import FIXTURES
+    folder = FIXTURES / "redteam" / "round40"
+    with pytest.raises(InputError, match="output 'bad' is the same in every timed call"):
+        verify_files(folder / "row_grad_norm_flag.cu", folder / "rt40_row_tier_lost_flag.cu",
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
 
 
@@ -157,10 +172,11 @@ def test_init_then_optimize_accepts_a_scripted_faster_rewrite(name, tmp_path):
 
 # Outside-style programs with a real opportunity the offline optimizer must take: a GEMM that reads
 # its output (a template with the baseline's epilogue), two one-thread-per-row kernels (the generic
-# row tier) and two one-thread-per-column reductions (the column tier). vector_add has no
+# row tier), two one-thread-per-column reductions (the column tier) and cuda-samples' transpose
+# spelling (the transpose template). vector_add has no
 # headroom; row_running_sum is the row tier's negative control.
 _OFFLINE_ACCEPTED = {"gemm_accumulate.cu", "layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "bias_backward.cu",
-                     "matvec_transposed.cu"}
+                     "matvec_transposed.cu", "transpose_tiles_sample.cu"}
 
 
 @pytest.mark.parametrize("name", ["vector_add.cu", "row_running_sum.cu", *sorted(_OFFLINE_ACCEPTED)])

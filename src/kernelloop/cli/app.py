@@ -39,9 +39,9 @@ RTOL_HELP = ("Relative tolerance: RTOL for every output, all dtypes; NAME=RTOL f
 ATOL_HELP = "Absolute tolerance: ATOL for every output, NAME=ATOL for one output (repeatable) [default: 0]."
 PASS_THROUGH_HELP = ("Verify a baseline whose output equals one of its inputs in every timed call, for a kernel whose "
                      "job is a copy [default: refused: on such inputs the kernel's work does not show].")
-FIXED_INPUTS_HELP = ("Verify a baseline with an input that holds the same contents in every timed call, or one value "
-                     "in all its elements, for an input that is a constant of the kernel's job [default: refused: a "
-                     "candidate may bake it in].")
+FIXED_BUFFERS_HELP = ("Verify a baseline with an input that holds the same contents in every timed call (or one value "
+                      "in all its elements), or an output that is the same in every timed call, for a buffer constant "
+                      "by design [default: refused: a candidate may bake it in].")
 
 
 @app.command()
@@ -70,8 +70,8 @@ def verify(
              "use [default: refused as reduced_precision]."),
     allow_pass_through: bool = typer.Option(
         False, "--allow-pass-through", help=PASS_THROUGH_HELP),
-    allow_fixed_inputs: bool = typer.Option(
-        False, "--allow-fixed-inputs", help=FIXED_INPUTS_HELP),
+    allow_fixed_buffers: bool = typer.Option(
+        False, "--allow-fixed-buffers", help=FIXED_BUFFERS_HELP),
     allow_pageable_memory_access: bool = typer.Option(
         False, "--allow-pageable-memory-access",
         help="Verify even on a GPU whose kernels can reach any host memory (HMM/ATS), where a candidate's kernel "
@@ -93,7 +93,7 @@ def verify(
         "allow_reduced_precision": True if allow_reduced_precision else None,
         "allow_pageable_memory_access": True if allow_pageable_memory_access else None,
         "allow_pass_through": True if allow_pass_through else None,
-        "allow_fixed_inputs": True if allow_fixed_inputs else None,
+        "allow_fixed_buffers": True if allow_fixed_buffers else None,
         "include_dirs": include_dir or None,
     })
     share_include_dirs(settings.include_dirs)
@@ -432,8 +432,8 @@ def optimize(
                                   "program's own folder only]."),
     allow_pass_through: bool = typer.Option(
         False, "--allow-pass-through", help=PASS_THROUGH_HELP),
-    allow_fixed_inputs: bool = typer.Option(
-        False, "--allow-fixed-inputs", help=FIXED_INPUTS_HELP),
+    allow_fixed_buffers: bool = typer.Option(
+        False, "--allow-fixed-buffers", help=FIXED_BUFFERS_HELP),
 ) -> None:
     """Profile, research, rewrite and verify KERNEL until a rewrite is proven faster.
 
@@ -460,7 +460,7 @@ def optimize(
                               "rtol": rtol or None, "atol": atol or None,
                               "runs_dir": runs_dir, "optimizer": optimizer,
                               "allow_pass_through": True if allow_pass_through else None,
-                              "allow_fixed_inputs": True if allow_fixed_inputs else None})
+                              "allow_fixed_buffers": True if allow_fixed_buffers else None})
     llm = resolve_llm_config(model, base_url, api_key)
     view = LoopView(err, quiet=json_output)
 

@@ -23,8 +23,11 @@
 //   kernelloop-manifest 2 <bytes>\n<json>
 //   kernelloop-sample 2 <call> <buffer> <dtype> <count>\n<count raw elements>
 //   kernelloop-identical 2 <output> <input> <calls> <timed calls>\n  (an output equal to an input)
-//   kernelloop-fixed 2 <input> <same calls> <flat calls> <timed calls>\n  (an input with no variety: the
-//     timed calls it held the same contents as in the first, and those in which all its elements were equal)
+//   kernelloop-fixed 2 <input> <same calls> <flat calls> <plain calls>\n  (an input with no variety: of
+//     the timed calls without stress, those it held the same contents as in the first, and those in which all
+//     its elements were equal: the verifier's stress is no variety of the experiment's own)
+//   kernelloop-constant 2 <output> <same calls> <timed calls>\n  (for every output and in-out buffer: the
+//     timed calls that left it byte for byte as the first did)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
 //
@@ -389,10 +392,14 @@ struct State {
   uint64_t now[kMaxBuffers];           // the hashes just taken
   int identical[kMaxBuffers][kMaxBuffers];  // timed calls that left output [o] equal to input [i]
   int* varied;                         // on the GPU: per buffer, whether its elements differ
+  bool stressed_now;                   // this call's inputs were stressed after they were filled
+  int plain_calls;                     // timed calls without stress
   int flat_now[kMaxBuffers];           // per input: all its elements equal as the call began
-  uint64_t first_hash[kMaxBuffers];    // each input's hash as the first timed call began
-  int same_calls[kMaxBuffers];         // timed calls whose input [i] was as in the first
-  int flat_calls[kMaxBuffers];         // timed calls in which all elements of input [i] were equal
+  uint64_t first_hash[kMaxBuffers];    // each input's hash as the first plain timed call began
+  int same_calls[kMaxBuffers];         // plain timed calls whose input [i] was as in the first
+  int flat_calls[kMaxBuffers];         // plain timed calls in which all elements of input [i] were equal
+  uint64_t first_output_hash[kMaxBuffers];  // each output's hash after the first timed call
+  int constant_calls[kMaxBuffers];     // timed calls that left output [o] as the first did
 };
 constexpr uintptr_t kStateAddress = 0x3c5a7e000000ull;
 constexpr size_t kStateBytes = (sizeof(State) + 4095) / 4096 * 4096;
@@ -778,6 +785,7 @@ class Harness {
     hash_buffers(true);
     memcpy(s.before, s.now, sizeof s.before);
     check_flat_inputs();
+    s.stressed_now = (stress & kStressed) != 0;
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));
     KL_CHECK(cudaDeviceSynchronize());
@@ -852,14 +860,21 @@ class Harness {
       exit(kInputWrittenExitCode);
     }
     if (call < 0) return;
-    for (int i = 0; i < t.nbuffers; ++i) {  // how much the inputs vary from call to call
-      if (call == 0) s.first_hash[i] = s.before[i];
-      s.same_calls[i] += s.before[i] == s.first_hash[i];
-      s.flat_calls[i] += s.flat_now[i];
+    // How much the inputs vary from call to call, as the experiment draws them: in the calls
+    // without stress (a constant mask the stress spikes is still a constant; red team round 40).
+    if (!s.stressed_now) {
+      for (int i = 0; i < t.nbuffers; ++i) {
+        if (s.plain_calls == 0) s.first_hash[i] = s.before[i];
+        s.same_calls[i] += s.before[i] == s.first_hash[i];
+        s.flat_calls[i] += s.flat_now[i];
+      }
+      ++s.plain_calls;
     }
     for (int o = 0; o < t.nbuffers; ++o) {
       const Buffer& out = t.buffers[o];
       if (out.role != Role::output && out.role != Role::inout) continue;
+      if (call == 0) s.first_output_hash[o] = s.now[o];
+      s.constant_calls[o] += s.now[o] == s.first_output_hash[o];
       for (int i = 0; i < t.nbuffers; ++i) {
         const Buffer& in = t.buffers[i];
         if ((in.role == Role::input || in.role == Role::inout) && in.count * in.elem == out.count * out.elem &&
@@ -886,7 +901,15 @@ class Harness {
       const Buffer& b = t.buffers[i];
       if (b.role != Role::input && b.role != Role::inout) continue;
       char line[128];
-      snprintf(line, sizeof line, "kernelloop-fixed 2 %d %d %d %d\n", i, s.same_calls[i], s.flat_calls[i], s.calls);
+      snprintf(line, sizeof line, "kernelloop-fixed 2 %d %d %d %d\n", i, s.same_calls[i], s.flat_calls[i],
+               s.plain_calls);
+      append(line, strlen(line));
+    }
+    for (int o = 0; o < t.nbuffers; ++o) {
+      const Buffer& b = t.buffers[o];
+      if (b.role != Role::output && b.role != Role::inout) continue;
+      char line[128];
+      snprintf(line, sizeof line, "kernelloop-constant 2 %d %d %d\n", o, s.constant_calls[o], s.calls);
       append(line, strlen(line));
     }
   }

@@ -99,8 +99,10 @@ def outputs_showing_no_work(records: OutputRecords) -> list[tuple[str, str]]:
 
 
 def inputs_without_variety(records: OutputRecords) -> list[tuple[str, str]]:
-    """(input name, how) for every input the harness gave no variety over the timed calls: the
-    same contents in every call, or one value in every element of every call. Whatever the
+    """(input name, how) for every input the harness gave no variety over the timed calls without
+    stress: the same contents in every such call, or one value in every element of each. The
+    verifier's stress does not count (round 40: a mask of ones everywhere, spiked to larger ones
+    in stressed calls, looked varied and still never changed an output). Whatever the
     kernel computes from such an input, a candidate can compute from a constant it has baked
     in, or from one element, and match the baseline on every call the verifier makes, so the
     experiment says nothing about that input (red team round 39: `--range pad=0,1`, a half-open
@@ -114,10 +116,25 @@ def inputs_without_variety(records: OutputRecords) -> list[tuple[str, str]]:
             continue
         name = manifest.buffers[v.buffer].name
         if v.same_calls == v.of:
-            fixed.append((name, f"holds the same contents in all {v.of} timed calls"))
+            fixed.append((name, f"holds the same contents in all {v.of} timed calls without stress"))
         elif v.flat_calls == v.of:
-            fixed.append((name, f"holds one value in all its elements in each of the {v.of} timed calls"))
+            fixed.append((name, f"holds one value in all its elements in each of the {v.of} timed calls "
+                                f"without stress"))
     return fixed
+
+
+def outputs_never_varying(records: OutputRecords) -> list[str]:
+    """Outputs the baseline left byte for byte the same in every timed call, although every call
+    gets new inputs: whatever computes them is never put to the test, and a candidate that writes
+    the constant matches (red team round 40: a per-row non-finite flag, 0 on every input the
+    harness draws, would have been accepted from a rewrite that lost it). Empty when no output
+    varies at all: `inputs_reach_outputs` says that more plainly."""
+    manifest = records.manifest
+    if manifest is None:
+        return []
+    constant = [c for c in records.constancy if c.of >= 2 and c.buffer < len(manifest.buffers)]
+    fixed = [manifest.buffers[c.buffer].name for c in constant if c.same_calls == c.of]
+    return fixed if len(fixed) < len(constant) else []
 
 
 def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall) -> Comparison | None:

@@ -25,6 +25,7 @@ _SAMPLE = re.compile(rb"kernelloop-sample 2 (\d+) (\d+) ([a-z0-9]+) (\d+)\n")
 _MANIFEST = re.compile(rb"kernelloop-manifest 2 (\d+)\n")
 _IDENTICAL = re.compile(rb"kernelloop-identical 2 (\d+) (\d+) (\d+) (\d+)\n")
 _FIXED = re.compile(rb"kernelloop-fixed 2 (\d+) (\d+) (\d+) (\d+)\n")
+_CONSTANT = re.compile(rb"kernelloop-constant 2 (\d+) (\d+) (\d+)\n")
 MANIFEST_MAX_BYTES = 1 << 20
 
 
@@ -97,12 +98,21 @@ class Identical(BaseModel):
 
 
 class InputVariety(BaseModel):
-    """How much an input (or in-out) buffer varied over the timed calls, as the harness filled it."""
+    """How much an input (or in-out) buffer varied over the timed calls without stress, as the
+    harness's generator filled it (the verifier's stress is no variety of the experiment's own)."""
 
     buffer: int  # index in the manifest
-    same_calls: int  # timed calls whose contents were those of the first timed call (the first included)
-    flat_calls: int  # timed calls in which every element was equal to the first
-    of: int  # of how many
+    same_calls: int  # plain calls whose contents were those of the first plain call (the first included)
+    flat_calls: int  # plain calls in which every element was equal to the first
+    of: int  # of how many timed calls without stress
+
+
+class OutputConstancy(BaseModel):
+    """How many timed calls left an output (or in-out) buffer byte for byte as the first did."""
+
+    buffer: int  # index in the manifest
+    same_calls: int  # the first included
+    of: int
 
 
 class OutputRecords(BaseModel):
@@ -112,6 +122,7 @@ class OutputRecords(BaseModel):
     samples: list[Sample] = []
     identical: list[Identical] = []
     variety: list[InputVariety] = []
+    constancy: list[OutputConstancy] = []
     outputs: list[np.ndarray] = []
 
     @property
@@ -150,6 +161,10 @@ def parse_records(data: bytes) -> OutputRecords:
         elif m := _FIXED.match(data, offset):
             records.variety.append(InputVariety(buffer=int(m.group(1)), same_calls=int(m.group(2)),
                                                 flat_calls=int(m.group(3)), of=int(m.group(4))))
+            offset = m.end()
+        elif m := _CONSTANT.match(data, offset):
+            records.constancy.append(OutputConstancy(buffer=int(m.group(1)), same_calls=int(m.group(2)),
+                                                     of=int(m.group(3))))
             offset = m.end()
         elif m := _MANIFEST.match(data, offset):
             size = int(m.group(1))
