@@ -125,6 +125,31 @@ def test_kernels_the_column_tier_refuses(text, why):
         _plan(text)
 
 
+def test_a_reference_accumulator_is_not_read_as_a_scalar():
+    # Red team round 40: `float& acc = dbias[col]` was read as a copy, and the split made every
+    # thread of an item update one element unsynchronised. A reference is refused by the front end.
+    text = COLUMN_SUM.replace("float s = 0.0f;", "float& s = out[c];").replace("out[c] = s / rows;", "")
+    part = read_editable(text, "", [])
+    assert "column_sums" not in part.functions
+    assert any("a reference variable is not supported" in p for p in part.problems), part.problems
+
+
+def test_a_rewrite_never_runs_items_the_baseline_did_not_have():
+    # Red team round 40: a kernel with no guard launched with exactly N threads (<<<1, OC>>>) got
+    # extra items when the launch was rounded up to whole blocks; the rewrite passes the baseline's
+    # thread count and returns for items at or past it.
+    text = COLUMN_SUM.replace("  if (c >= cols) return;\n", "") + (
+        "\nvoid launch(float* out, const float* in, int rows, int cols) {\n"
+        "  column_sums<<<1, cols>>>(out, in, rows, cols);\n}\n")
+    part = read_editable(text, "launch(0, 0, 0, 0);", ["void launch(float* out, const float* in, int rows, int cols)"])
+    rewrites, refused = column_split_rewrites(part, "launch(0, 0, 0, 0);")
+    assert rewrites, refused
+    for r in rewrites:
+        assert "int cols, long long kl_items)" in r.source
+        assert "if ((long long)c >= kl_items) return;" in r.source
+        assert "(out, in, rows, cols, (long long)(1) * (long long)(cols));" in r.source
+
+
 def test_launch_bounds_limit_the_split():
     fn, _ = _kernel(COLUMN_SUM.replace("__global__ void", "__global__ void __launch_bounds__(256)"))
     assert split_limit(fn) == 8

@@ -165,7 +165,8 @@ def test_the_rewrites_of_real_row_kernel_shapes_compile_without_spills(name, tmp
     fn, plan = _plan(TAKEN[name])
     text = TAKEN[name].replace(fn.item.text, rewrite_kernel(fn, plan))
     if name == "template_causal":
-        text += "\ntemplate __global__ void causal_dot<float>(float*, const float*, const float*, int, int);\n"
+        # the rewrite takes one more parameter: the baseline's thread count (kl_items)
+        text += "\ntemplate __global__ void causal_dot<float>(float*, const float*, const float*, int, int, long long);\n"
     result = ResourceProbe(tmp_path).check("#include <cuda_runtime.h>\n" + text, "sm_86")
     assert result is not None and result.ok, result.error if result else "no nvcc"
     assert not any(k.spills for k in result.kernels)
@@ -236,6 +237,28 @@ def test_kernels_whose_meaning_the_rewrite_would_change_are_refused(old, new, wh
         why = "already reads and writes its rows coalesced"
     with pytest.raises(NotARowKernel, match=re.escape(why)):
         _plan(text)
+
+
+@pytest.mark.parametrize("accumulate", [
+    # red team round 40: a field of a local flag, set in the row loop, stayed one lane's partial
+    "int2 seen = {0, 0};\n        for (int j = 0; j < C; j++) { if (isnan(inp_row[j])) seen.x = 1; else sum += inp_row[j]; }",
+    # a float2 accumulator: the same class
+    "float2 acc2 = {0.f, 0.f};\n        for (int j = 0; j < C; j++) { acc2.x += inp_row[j]; acc2.y += inp_row[j] * inp_row[j]; }",
+])
+def test_a_field_of_a_local_assigned_in_a_row_loop_is_refused(accumulate):
+    text = SOFTMAX_ROWS.replace("double sum = 0.0;", "double sum = 0.0;\n        " + accumulate)
+    with pytest.raises(NotARowKernel, match="in a loop \\(only scalars and array elements are read\\)"):
+        _plan(text)
+
+
+def test_the_row_rewrite_guards_rows_the_baseline_never_had():
+    name = "rmsnorm_rows.cu"
+    split = split_program(_program(name), name)
+    part = read_editable(split.editable, split.harness, split.exported)
+    (rewrite,), _ = row_warp_rewrites(part, split.harness)
+    assert "float eps, long long kl_items)" in rewrite.source
+    assert "if ((long long)row >= kl_items) return;" in rewrite.source
+    assert "1e-6f, (long long)(((rows + threads) - 1) / threads) * (long long)(threads));" in rewrite.source
 
 
 def test_a_kernel_that_someone_else_launches_too_is_left_alone():

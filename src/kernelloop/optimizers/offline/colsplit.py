@@ -28,12 +28,15 @@ import re
 from .facts import collect_facts
 from .launcher import EditablePart, Function
 from .rowwarp import (
+    ITEM_COUNT,
     ItemPlanner,
     NotARowKernel,
     Rewrite,
     RowPlan,
     apply_edits,
+    item_count_arg,
     launch_sites,
+    with_item_count,
 )
 from .syntax import Decl, ExprStmt, Launch, Num, to_c
 
@@ -120,7 +123,11 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
     for store in plan.lane0_stores:
         st_start, st_end = store.span
         edits.append((st_start, st_end, f"{{ if (kl_owner) {{ {body[st_start:st_end]} }} }}"))
-    return fn.head + apply_edits(body, edits)
+    index_name = plan.index.declarators[0].name
+    _, index_end = plan.index.span
+    edits.append((index_end, index_end, f"\n  if ((long long){index_name} >= {ITEM_COUNT}) return;  "
+                                        "// items the baseline never had"))
+    return with_item_count(fn.head) + apply_edits(body, edits)
 
 
 def _launch_text(stmt: ExprStmt, split: int) -> str:
@@ -131,7 +138,7 @@ def _launch_text(stmt: ExprStmt, split: int) -> str:
     new_grid = f"(unsigned int)(((long long)({grid}) * (long long)({threads}) + {items - 1}) / {items})"
     rest = "".join(f", {to_c(c)}" for c in launch.config[2:])
     targs = f"<{launch.targs}>" if launch.targs else ""
-    args = ", ".join(to_c(a) for a in launch.args)
+    args = ", ".join([*(to_c(a) for a in launch.args), item_count_arg(launch)])
     return f"{to_c(launch.kernel)}{targs}<<<{new_grid}, dim3({items}, {split}){rest}>>>({args});"
 
 

@@ -281,7 +281,11 @@ class _Reader:
             elif d.type == "array_declarator":
                 size = d.child_by_field_name("size")
                 dims.insert(0, self.expr(size) if size is not None else None)
-            elif d.type not in ("reference_declarator", "parenthesized_declarator"):
+            elif d.type == "reference_declarator":
+                # `float& acc = out[i];` names memory, it is not a copy: read as a scalar it would let a
+                # rewrite split "acc" across threads that all write one element (red team round 40)
+                raise ParseError("a reference variable is not supported")
+            elif d.type != "parenthesized_declarator":
                 raise ParseError(f"unsupported declarator {d.type.replace('_', ' ')}")
             inner = d.child_by_field_name("declarator")
             if inner is None:

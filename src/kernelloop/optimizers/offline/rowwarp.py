@@ -290,6 +290,10 @@ class ItemPlanner:
                     return  # a value of this iteration only
                 self.add_accumulator(info, b, self.reduction_kind(e, b))
                 return
+            if not (isinstance(e.target, Index) or (isinstance(e.target, Unary) and e.target.op == "*")):
+                # a field of a local (`seen.x = 1`, a float2 sum) is per-thread state, not memory:
+                # it would stay one lane's partial (red team round 40)
+                self.fail(f"assigns to {to_c(e.target)} in a loop (only scalars and array elements are read)")
             self.plain_value(e.target)
             reads += [e.target, e.value]
             stores[0] = True
@@ -441,7 +445,8 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
     index_type = plan.bindings[plan.index_key].type
     edits.append((start, end, f"{plan.index.type} {d.name} = ({index_type})(((unsigned long long)blockIdx.x * "
                               f"blockDim.x + threadIdx.x) / {WARP}); const int kl_lane = (int)(threadIdx.x % {WARP}); "
-                              f"// one warp per row (kernelloop row tier)"))
+                              f"// one warp per row (kernelloop row tier)\n"
+                              f"  if ((long long){d.name} >= {ITEM_COUNT}) return;  // rows the baseline never had"))
     for loop in plan.loops:
         s = loop.stmt
         init = s.init
@@ -470,7 +475,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
     for store in plan.lane0_stores:
         s_start, s_end = store.span
         edits.append((s_start, s_end, f"{{ if (kl_lane == 0) {{ {body[s_start:s_end]} }} __syncwarp(); }}"))
-    return fn.head + apply_edits(body, edits)
+    return with_item_count(fn.head) + apply_edits(body, edits)
 
 
 def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
@@ -485,6 +490,32 @@ def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
         pos = e
     out.append(text[pos:])
     return "".join(out)
+
+
+ITEM_COUNT = "kl_items"  # the baseline's thread count, passed to a rewritten kernel
+
+
+def with_item_count(head: str) -> str:
+    """The kernel's head with one more parameter, the number of items (threads) the baseline
+    launched: a rewrite rounds its launch up to whole warps or blocks, and the kernel may have no
+    guard of its own for the extra items (a launch of exactly N threads; red team round 40)."""
+    close = head.rstrip().rfind(")")
+    depth, open_ = 0, -1
+    for i in range(close, -1, -1):
+        depth += {")": 1, "(": -1}.get(head[i], 0)
+        if depth == 0:
+            open_ = i
+            break
+    if close < 0 or open_ < 0:
+        raise NotARowKernel("has a head whose parameter list cannot be found")
+    empty = not head[open_ + 1:close].strip() or head[open_ + 1:close].strip() == "void"
+    params = f"long long {ITEM_COUNT}" if empty else f"{head[open_ + 1:close]}, long long {ITEM_COUNT}"
+    return head[:open_ + 1] + params + head[close:]
+
+
+def item_count_arg(launch: Launch) -> str:
+    grid, threads = (to_c(c) for c in launch.config[:2])
+    return f"(long long)({grid}) * (long long)({threads})"
 
 
 def launches_in(s: Stmt | None):
@@ -509,7 +540,7 @@ def _launch_text(stmt: ExprStmt, block: int) -> str:
     new_grid = f"(unsigned int)(((long long)({grid}) * (long long)({threads}) + {rows_per_block - 1}) / {rows_per_block})"
     rest = "".join(f", {to_c(c)}" for c in launch.config[2:])
     targs = f"<{launch.targs}>" if launch.targs else ""
-    args = ", ".join(to_c(a) for a in launch.args)
+    args = ", ".join([*(to_c(a) for a in launch.args), item_count_arg(launch)])
     return f"{to_c(launch.kernel)}{targs}<<<{new_grid}, {block}{rest}>>>({args});"
 
 
