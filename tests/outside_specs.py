@@ -58,6 +58,10 @@ SPECS.update({
     "matvec_transposed.cu": InitSpec(
         values={"rows": ["4096", "1021"], "cols": ["2048", "777"], "alpha": ["0.75"], "block": ["256"]},
         counts={"y": "cols", "A": "rows * cols", "x": "rows"}, roles={"y": "output"}),
+    # cuda-samples' naive transpose spelling: macros, a fixed loop over rows per thread, no guards
+    "transpose_tiles_sample.cu": InitSpec(
+        values={"width": ["2048", "1024"], "height": ["4096", "1024"]},
+        counts={"odata": "width * height", "idata": "width * height"}, roles={"odata": "output"}),
 })
 
 # Kept aside (tests/fixtures/kept_aside/): written before the row tier was tuned further and run

@@ -688,3 +688,21 @@ def test_a_proposal_takes_under_two_seconds(cache_dir):
     # A guard against runaway analysis, not a benchmark: a cold proposal is mostly two ptxas
     # probes (about 1 s each here; more on a loaded CI machine).
     assert time.perf_counter() - started < 5.0 and p.thinking_s < 5.0
+
+
+def test_cuda_samples_transpose_spelling_is_a_transpose():
+    # Tile macros, a fixed loop over a few rows per thread, no guards, `dim3 grid(...), threads(...)`:
+    # an outside review found cuda-samples' naive transpose matched no family.
+    from kernelloop.program.init import generate
+
+    from .outside_specs import OUTSIDE, SPECS
+    name = "transpose_tiles_sample.cu"
+    split = split_program(generate((OUTSIDE / name).read_text(), SPECS[name], name).program, name)
+    (match,) = analyze(split.editable, split.harness, split.exported, split.preamble).matches
+    assert (match.family, match.roles, match.sizes) == (
+        "transpose", {"in": "idata", "out": "odata", "rows": "height", "cols": "width"}, {"rows": 4096, "cols": 2048})
+    assert "several rows per thread through a fixed loop, no guards" in match.detail
+    # a loop whose range depends on the thread is not that spelling
+    text = (OUTSIDE / name).read_text().replace("i < TILE_DIM; i += BLOCK_ROWS", "i < threadIdx.x; i += BLOCK_ROWS")
+    split = split_program(generate(text, SPECS[name], name).program, name)
+    assert not analyze(split.editable, split.harness, split.exported, split.preamble).matches

@@ -13,7 +13,7 @@ from .facts import collect_facts
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launcher import Binder, EditablePart, read_editable
-from .sizes import role_values
+from .sizes import constants, role_values
 
 
 @dataclass
@@ -54,6 +54,7 @@ class Analysis:
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
     part = read_editable(editable, harness, exported)
+    program_constants = constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     for lau in part.launchers:
         verdict = KernelVerdict(launcher=lau.fn.name, kernel=lau.kernel)
@@ -70,7 +71,7 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
         if len(lau.args) != len(kernel.sig.params):
             verdict.problem = f"passes {len(lau.args)} arguments to {kernel.name}, which takes {len(kernel.sig.params)}"
             continue
-        facts = collect_facts(kernel.sig, kernel.body)
+        facts = collect_facts(kernel.sig, kernel.body, program_constants)
         binder = Binder(lau, kernel)
         for family in FAMILIES:
             try:

@@ -134,6 +134,7 @@ class KernelFacts:
     calls: set[str] = field(default_factory=set)
     loops: list[Loop] = field(default_factory=list)
     bindings: list[Binding] = field(default_factory=list)
+    constants: dict[str, int] = field(default_factory=dict)  # integer macros and constants of the program
 
     # -- names and values --
     def binding(self, e: Expr) -> Binding | None:
@@ -188,6 +189,8 @@ class KernelFacts:
                 return p(b.init)
             if b is not None and (b.pointer or b.array):
                 return None
+            if b is None and e.id in self.constants:  # `#define TILE 32`: a number, not an unknown
+                return Poly.const(self.constants[e.id])
             return Poly.atom(self.atom_of(e))
         if isinstance(e, Member) and isinstance(e.base, Name) and e.base.id in _BUILTINS:
             return Poly.atom(f"{e.base.id}.{e.field}")
@@ -589,10 +592,12 @@ def _unit_step(f: KernelFacts, step: Expr | None, var: str | None) -> bool:
     return False
 
 
-def collect_facts(sig: Signature, body: Block) -> KernelFacts:
+def collect_facts(sig: Signature, body: Block, constants: dict[str, int] | None = None) -> KernelFacts:
+    """What the kernel's body does; `constants` are the program's integer macros and constants
+    (sizes.constants), read as numbers."""
     scopes = _Scopes(sig)
     scopes.stmt(body)
     facts = KernelFacts(sig=sig, body=body, params=scopes.params, names=scopes.names, declared=scopes.declared,
-                        bindings=scopes.bindings)
+                        bindings=scopes.bindings, constants=dict(constants or {}))
     _Collector(facts).stmt(body, Context())
     return facts

@@ -2,15 +2,20 @@
 
 Roles from the indexing: the loaded array is the input (rows x cols), the stored one the
 output; cols is the load's row stride and the column guard, rows the store's row stride and
-the row guard.
+the row guard. Two more spellings are common (cuda-samples' naive transpose): each thread
+covers a few rows through a fixed loop (`for (i = 0; i < TILE; i += ROWS)`, the counter in
+the row coordinate of both accesses), and no guards at all (the grid covers the matrix
+exactly): rows and cols then come from the strides alone. The template guards every element,
+so where the baseline's grid does not cover its matrix the results differ and the verifier
+says so.
 """
 
 from __future__ import annotations
 
-from ..conditions import upper_bound
+from ..conditions import loop_bound, loop_start, loop_var_atom, upper_bound
 from ..facts import KernelFacts
 from ..launcher import Binder
-from ..symbolic import Poly
+from ..symbolic import Poly, is_uniform
 from .base import (
     Config,
     Match,
@@ -38,8 +43,17 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
 
     if (why := unreadable_access(f)) is not None:
         return no(why)
-    if any(a.kind == "atomic" for a in f.accesses) or f.loops:
-        return no("uses atomics or loops")
+    if any(a.kind == "atomic" for a in f.accesses):
+        return no("uses atomics")
+    if len(f.loops) > 1:
+        return no("uses more than one loop")
+    counter = None
+    if f.loops:
+        start, bound = loop_start(f, f.loops[0]), loop_bound(f, f.loops[0])
+        if start is None or bound is None or not is_uniform(start) or not is_uniform(bound):
+            return no("uses a loop whose range differs between threads (a loop over a few rows per thread, "
+                      "the same for every thread, is read)")
+        counter = loop_var_atom(f.loops[0])
     stores, reads = param_arrays(f, "store"), param_arrays(f, "read")
     if len(stores) != 1 or len(reads) != 1 or stores[0].op != "=" or stores[0].value is None:
         return no("expects one load and one plain store")
@@ -50,16 +64,20 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     X, load_off = src
     if X is not reads[0].array:
         return no("the stored value is not the kernel's one load")
-    load = coordinate_form(load_off)
-    out = coordinate_form(store.offset) if store.offset is not None else None
+    load = coordinate_form(_counter_as_coordinate(load_off, counter))
+    out = coordinate_form(_counter_as_coordinate(store.offset, counter)) if store.offset is not None else None
     if load is None or out is None:
         return no("indices are not of the form row*stride + col")
     cols_key, r, c = load
     rows_key, c2, r2 = out
     if not (is_coordinate(r) and is_coordinate(c)) or r == c or c2 != c or r2 != r:
         return no("the store does not swap the load's row and column")
+    if counter is not None and (f.loops[0] not in store.ctx.loops or not any(_COUNTER in m for m, _ in r.terms)
+                                or any(_COUNTER in m for m, _ in c.terms)):
+        return no("its loop does not step the row of the one load and store")
     rows_p, cols_p = Poly(((rows_key, 1),)), Poly(((cols_key, 1),))
-    if upper_bound(f, store.ctx, r) != rows_p or upper_bound(f, store.ctx, c) != cols_p:
+    unguarded = not store.ctx.conds
+    if not unguarded and (upper_bound(f, store.ctx, r) != rows_p or upper_bound(f, store.ctx, c) != cols_p):
         return no("no guards row < rows and col < cols matching the strides")
     Y = store.array
     if not (is_float_pointer(X) and is_float_pointer(Y, writable=True)) or X is Y:
@@ -69,8 +87,25 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no(mapped)
     roles, described = mapped
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
-                 detail=f"{Y.name}[c*rows + r] = {X.name}[r*cols + c] (rows={rows_p}, cols={cols_p})",
+                 detail=f"{Y.name}[c*rows + r] = {X.name}[r*cols + c] (rows={rows_p}, cols={cols_p})"
+                        + (", several rows per thread through a fixed loop" if counter else "")
+                        + (", no guards: the grid covers the matrix" if unguarded else ""),
                  polys={"rows": rows_p, "cols": cols_p})
+
+
+_COUNTER = "t:loop"  # the loop counter, read as part of a thread coordinate
+
+
+def _counter_as_coordinate(p: Poly, counter: str | None) -> Poly:
+    """`p` with the loop counter renamed as a per-thread atom: each thread covers the rows
+    r + i, so r + i is the row coordinate."""
+    if counter is None:
+        return p
+    terms: dict[tuple[str, ...], int] = {}
+    for m, c in p.terms:
+        renamed = tuple(sorted(_COUNTER if a == counter else a for a in m))
+        terms[renamed] = terms.get(renamed, 0) + c
+    return Poly._from(terms)
 
 
 def configs(m: Match, sms: int) -> list[Config]:
