@@ -213,6 +213,25 @@ def test_a_parameter_named_like_the_harness_object_is_fine():
     assert "kl::Harness kl_harness;" in program and 'float* h = kl_harness.output<float>("h"' in program
 
 
+def test_a_launcher_that_returns_a_result_is_refused_by_init_and_by_the_contract():
+    # Red team round 41: a launcher returning the mean loss it copied back was wrapped with the
+    # value dropped, and nothing compared it; a candidate returning 0.0f would have been accepted.
+    from kernelloop.program.split import launcher_result_type, split_program
+    from .conftest import FIXTURES
+    folder = FIXTURES / "redteam" / "round41"
+    spec = InitSpec(values={"N": ["4096", "1001"], "C": ["1000", "333"]}, roles={"probs": "output"},
+                    counts={"logits": "N * C", "probs": "N * C", "labels": "N"}, ranges={"labels": ("0", "166")})
+    with pytest.raises(InputError, match=r"^launch_softmax_xent returns float, a result the verifier would never"):
+        generate((folder / "softmax_xent_returns_loss.cu").read_text(), spec)
+    with pytest.raises(InputError, match=r"launch_softmax_xent returns float, a result the verifier never compares"):
+        split_program((folder / "softmax_xent_v2.cu").read_text(), "softmax_xent_v2.cu")
+    cases = {"float launch_x(int a)": "float", "void launch_x(int a)": None, "cudaError_t launch_x()": None,
+             "template <typename T, int B> static inline double launch_x(T* p)": "double",
+             'extern "C" void launch_x(float* x)': None, "std::vector<float> launch_x()": "std::vector<float>"}
+    for head, kind in cases.items():
+        assert launcher_result_type(head, "launch_x") == kind, head
+
+
 def test_a_launcher_that_launches_with_an_argument_array_is_refused_with_what_to_do():
     # A candidate may not launch with an argument array (verify.policy, `launch-arguments`), so
     # the file's launcher written that way cannot be the editable part.

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import InputError
 from .scanner import Item, function_name, launched_kernels, scan_items, strip_comments
+from .split import launcher_result_type
 
 Role = Literal["input", "output", "inout", "scratch", "table"]
 # "table": an input the kernel reads only in part, where indices from other data point (an
@@ -178,6 +179,10 @@ _ARGUMENT_ARRAY_LAUNCH = re.compile(r"\b(cudaLaunchKernel\w*|cudaLaunchCooperati
 
 def _pick_launcher(items: list[Item], spec: InitSpec) -> tuple[Item, str, list[str]] | None:
     found = _find_launcher(items, spec)
+    if found is not None and (kind := launcher_result_type(found[0].head, found[1])) is not None:
+        raise InputError(f"{found[1]} returns {kind}, a result the verifier would never compare (it compares the "
+                         "harness's buffers): have it write the result into a buffer and return void, or wrap the "
+                         "kernel alone with --kernel NAME --grid EXPR --block EXPR")
     if found is not None and (m := _ARGUMENT_ARRAY_LAUNCH.search(strip_comments(found[0].text))):
         raise InputError(f"{found[1]} launches with {m.group(1)}, whose array of argument pointers a candidate may not "
                          "use (the runtime copies whatever host memory they name into the kernel): launch with "

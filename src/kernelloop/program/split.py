@@ -82,6 +82,9 @@ def read_program(path: Path) -> str:
         raise InputError(f"{path}: is not UTF-8 text ({exc.reason})") from exc
 
 
+_V2_HARNESS = re.compile(r"\bkl\s*::\s*Harness\b")
+
+
 def contract_problem(text: str) -> str | None:
     """What keeps a CUDA program from being a kernelloop program, in words; None when nothing.
     Checked from the text alone, before anything is compiled or run: a program the verifier
@@ -91,6 +94,36 @@ def contract_problem(text: str) -> str | None:
         return None
     return ("nothing in it times the kernel for the verifier (no kl::Harness from kernelloop_harness.cuh, "
             "no 'KERNEL_MS: <ms>' line)")
+
+
+_NO_RESULT_TYPES = {"void", "cudaError_t", "cudaError"}  # a launcher's status, not a result
+
+
+def launcher_result_type(head: str, name: str) -> str | None:
+    """The type a host function returns when it is a result (not void, not a CUDA status):
+    `float launch_xent(...)` -> "float"; None otherwise."""
+    code = re.sub(r"\btemplate\s*<[^{;]*?>\s*(?=\w)", " ", strip_comments(head))
+    m = re.search(rf"([\w:<>,*&\s]*?)\b{re.escape(name)}\s*\(", code)
+    if m is None:
+        return None
+    words = [w for w in re.sub(r'extern\s*"C"', " ", m.group(1)).split()
+             if w not in ("static", "inline", "__inline__", "__forceinline__", "__host__", "extern", "constexpr")]
+    kind = " ".join(words).strip()
+    return None if not kind or kind in _NO_RESULT_TYPES else kind
+
+
+def returned_results(split: ProgramSplit) -> list[tuple[str, str]]:
+    """(launcher, type) for every function of the editable part the harness calls that returns a
+    result: in contract v2 only the harness's buffers are compared, so such a value is checked by
+    nothing (red team round 41: a launcher returning a mean loss, dropped by a candidate)."""
+    harness = strip_comments(split.harness)
+    found = []
+    for decl, fname in zip(split.exported, split.exported_names):
+        if fname and "__global__" not in decl and re.search(rf"(?<![\w.]){re.escape(fname)}\s*\(", harness):
+            kind = launcher_result_type(decl, fname)
+            if kind is not None:
+                found.append((fname, kind))
+    return found
 
 
 def split_program(text: str, name: str = "program", include_dirs: list[Path] | None = None) -> ProgramSplit:
@@ -110,6 +143,11 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
         split.notes.append(f"your header{'s' if len(headers.inlined) > 1 else ''} "
                            f"{', '.join(h.name for h in headers.inlined)} {'are' if len(headers.inlined) > 1 else 'is'} "
                            "frozen: inlined into the preamble and harness as it is now")
+    if _V2_HARNESS.search(strip_comments(split.harness)) and (results := returned_results(split)):
+        said = ", ".join(f"{fname} returns {kind}" for fname, kind in results)
+        raise InputError(f"{name}: {said}, a result the verifier never compares (contract v2 compares the "
+                         "harness's buffers): have the launcher write it into an output buffer (h.output) and "
+                         "return void")
     problem = contract_problem(text)
     if problem:
         stem = Path(name).stem or "program"
