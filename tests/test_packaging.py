@@ -35,3 +35,49 @@ def test_every_folder_read_at_run_time_is_inside_the_package_and_shipped():
             relative = f.resolve().relative_to(PACKAGE).as_posix()
             assert any(fnmatch.fnmatchcase(relative, g) for g in globs), f"{relative} is not package data"
     assert prompting.EXEMPLAR_PATH.resolve().is_relative_to(PACKAGE) and prompting.EXEMPLAR_PATH.is_file()
+
+
+def test_the_built_wheel_works_outside_the_source_tree(tmp_path):
+    """Build the wheel, install it alone into a folder and run it from there (the dependencies are
+    this environment's): the CLI starts, and the harness header, templates, prompts and notes it
+    reads are the wheel's own files, not the checkout's."""
+    import os
+    import subprocess
+    import sys
+
+    import shutil
+
+    # From a copy of what the wheel is built from: a checkout's stale build/ must not leak into it.
+    source, dist, site = tmp_path / "source", tmp_path / "dist", tmp_path / "site"
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                            "-w", str(dist), str(source)], capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-2000:]
+    (wheel,) = dist.glob("kernelloop-*.whl")
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
+                              "--target", str(site), str(wheel)], capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr[-2000:]
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    probe = ("import kernelloop, pathlib\n"
+             "from kernelloop.optimizers.offline.templates import load_templates\n"
+             "from kernelloop.optimizers import prompting\n"
+             "from kernelloop.corpus import ingest\n"
+             "print(pathlib.Path(kernelloop.__file__).resolve())\n"
+             "print(len(load_templates()), prompting.EXEMPLAR_PATH.is_file(), len(list(ingest.NOTES_DIR.iterdir())))\n")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    location, counts = run.stdout.strip().splitlines()
+    assert Path(location).is_relative_to(site.resolve()), location  # the wheel's copy, not the checkout
+    templates_count, exemplar, notes = counts.split()
+    assert int(templates_count) > 0 and exemplar == "True" and int(notes) > 0, counts
+    include = subprocess.run([sys.executable, "-m", "kernelloop", "include-dir"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert include.returncode == 0, include.stderr[-2000:]
+    folder = Path(include.stdout.strip())
+    assert folder.is_relative_to(site.resolve()) and (folder / "kernelloop_harness.cuh").is_file(), include.stdout
+    version = subprocess.run([sys.executable, "-m", "kernelloop", "--version"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+    assert version.returncode == 0 and version.stdout.strip(), version.stderr[-2000:]
