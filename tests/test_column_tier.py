@@ -147,7 +147,18 @@ def test_a_rewrite_never_runs_items_the_baseline_did_not_have():
     for r in rewrites:
         assert "int cols, long long kl_items)" in r.source
         assert "if ((long long)c >= kl_items) return;" in r.source
-        assert "(out, in, rows, cols, (long long)(1) * (long long)(cols));" in r.source
+        assert "(out, in, rows, cols, ((long long)dim3(1).x * dim3(cols).x));" in r.source
+
+
+def test_a_launch_with_dim3_grid_and_block_is_rewritten_to_code_that_counts_them():
+    # Red team round 41: `dim3 grid(...), threads(256);` was cast to long long, which does not compile
+    text = COLUMN_SUM + ("\nvoid launch(float* out, const float* in, int rows, int cols) {\n"
+                         "  dim3 grid((cols + 255) / 256), threads(256);\n"
+                         "  column_sums<<<grid, threads>>>(out, in, rows, cols);\n}\n")
+    part = read_editable(text, "launch(0, 0, 0, 0);", ["void launch(float* out, const float* in, int rows, int cols)"])
+    rewrites, refused = column_split_rewrites(part, "launch(0, 0, 0, 0);")
+    assert rewrites, refused
+    assert "((long long)dim3(grid).x * dim3(threads).x)" in rewrites[0].source
 
 
 def test_launch_bounds_limit_the_split():

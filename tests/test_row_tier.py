@@ -78,7 +78,7 @@ def test_the_outside_style_row_programs_get_a_rewrite():
         (r,) = rewrites
         assert "kl_lane" in r.source and "__shfl_xor_sync" in r.source and "__syncwarp();" in r.source
         # the launch keeps the baseline's rows: G blocks of B threads become G*B warps
-        assert re.search(r"<<<\(unsigned int\)\(\(\(long long\)\(.+\) \* \(long long\)\(.+\) \+ 7\) / 8\), 256>>>",
+        assert re.search(r"<<<\(unsigned int\)\(\(\(\(long long\)dim3\(.+\)\.x \* dim3\(.+\)\.x\) \+ 7\) / 8\), 256>>>",
                          r.source), r.source
         # everything else in the editable part is kept verbatim
         assert split.editable.count("cudaCheck(cudaGetLastError());") == r.source.count("cudaCheck(cudaGetLastError());")
@@ -258,7 +258,7 @@ def test_the_row_rewrite_guards_rows_the_baseline_never_had():
     (rewrite,), _ = row_warp_rewrites(part, split.harness)
     assert "float eps, long long kl_items)" in rewrite.source
     assert "if ((long long)row >= kl_items) return;" in rewrite.source
-    assert "1e-6f, (long long)(((rows + threads) - 1) / threads) * (long long)(threads));" in rewrite.source
+    assert "1e-6f, ((long long)dim3(((rows + threads) - 1) / threads).x * dim3(threads).x));" in rewrite.source
 
 
 def test_a_kernel_that_someone_else_launches_too_is_left_alone():

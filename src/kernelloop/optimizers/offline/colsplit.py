@@ -36,6 +36,7 @@ from .rowwarp import (
     apply_edits,
     item_count_arg,
     launch_sites,
+    rounded_grid,
     with_item_count,
 )
 from .syntax import Decl, ExprStmt, Launch, Num, to_c
@@ -133,9 +134,8 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
 def _launch_text(stmt: ExprStmt, split: int) -> str:
     launch = stmt.expr
     assert isinstance(launch, Launch)
-    grid, threads = (to_c(c) for c in launch.config[:2])
     items = ITEMS_PER_BLOCK
-    new_grid = f"(unsigned int)(((long long)({grid}) * (long long)({threads}) + {items - 1}) / {items})"
+    new_grid = rounded_grid(launch, items)
     rest = "".join(f", {to_c(c)}" for c in launch.config[2:])
     targs = f"<{launch.targs}>" if launch.targs else ""
     args = ", ".join([*(to_c(a) for a in launch.args), item_count_arg(launch)])

@@ -514,8 +514,16 @@ def with_item_count(head: str) -> str:
 
 
 def item_count_arg(launch: Launch) -> str:
+    """The baseline's items, as C: its thread index blockIdx.x * blockDim.x + threadIdx.x takes
+    grid.x * block.x values, whether the launch dimensions are integers or dim3s (`dim3
+    grid(...)` is the common spelling; red team round 41)."""
     grid, threads = (to_c(c) for c in launch.config[:2])
-    return f"(long long)({grid}) * (long long)({threads})"
+    return f"((long long)dim3({grid}).x * dim3({threads}).x)"
+
+
+def rounded_grid(launch: Launch, per_block: int) -> str:
+    """Blocks of `per_block` items covering every thread of the baseline's launch."""
+    return f"(unsigned int)(({item_count_arg(launch)} + {per_block - 1}) / {per_block})"
 
 
 def launches_in(s: Stmt | None):
@@ -535,9 +543,7 @@ def launches_in(s: Stmt | None):
 def _launch_text(stmt: ExprStmt, block: int) -> str:
     launch = stmt.expr
     assert isinstance(launch, Launch)
-    grid, threads = (to_c(c) for c in launch.config[:2])
-    rows_per_block = block // WARP
-    new_grid = f"(unsigned int)(((long long)({grid}) * (long long)({threads}) + {rows_per_block - 1}) / {rows_per_block})"
+    new_grid = rounded_grid(launch, block // WARP)
     rest = "".join(f", {to_c(c)}" for c in launch.config[2:])
     targs = f"<{launch.targs}>" if launch.targs else ""
     args = ", ".join([*(to_c(a) for a in launch.args), item_count_arg(launch)])

@@ -53,6 +53,8 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         if start is None or bound is None or not is_uniform(start) or not is_uniform(bound):
             return no("uses a loop whose range differs between threads (a loop over a few rows per thread, "
                       "the same for every thread, is read)")
+        if start != Poly.const(0):
+            return no("uses a loop over rows that does not start at the thread's own row (counter from 0)")
         counter = loop_var_atom(f.loops[0])
     stores, reads = param_arrays(f, "store"), param_arrays(f, "read")
     if len(stores) != 1 or len(reads) != 1 or stores[0].op != "=" or stores[0].value is None:
@@ -77,7 +79,9 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("its loop does not step the row of the one load and store")
     rows_p, cols_p = Poly(((rows_key, 1),)), Poly(((cols_key, 1),))
     unguarded = not store.ctx.conds
-    if not unguarded and (upper_bound(f, store.ctx, r) != rows_p or upper_bound(f, store.ctx, c) != cols_p):
+    # the guards name the counter as the loop does (`y + j < rows`)
+    guard_r, guard_c = _counter_as_coordinate(r, counter, back=True), _counter_as_coordinate(c, counter, back=True)
+    if not unguarded and (upper_bound(f, store.ctx, guard_r) != rows_p or upper_bound(f, store.ctx, guard_c) != cols_p):
         return no("no guards row < rows and col < cols matching the strides")
     Y = store.array
     if not (is_float_pointer(X) and is_float_pointer(Y, writable=True)) or X is Y:
@@ -96,14 +100,15 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
 _COUNTER = "t:loop"  # the loop counter, read as part of a thread coordinate
 
 
-def _counter_as_coordinate(p: Poly, counter: str | None) -> Poly:
+def _counter_as_coordinate(p: Poly, counter: str | None, back: bool = False) -> Poly:
     """`p` with the loop counter renamed as a per-thread atom: each thread covers the rows
-    r + i, so r + i is the row coordinate."""
+    r + i, so r + i is the row coordinate (`back`: the other way, as the guards name it)."""
     if counter is None:
         return p
+    old, new = (_COUNTER, counter) if back else (counter, _COUNTER)
     terms: dict[tuple[str, ...], int] = {}
     for m, c in p.terms:
-        renamed = tuple(sorted(_COUNTER if a == counter else a for a in m))
+        renamed = tuple(sorted(new if a == old else a for a in m))
         terms[renamed] = terms.get(renamed, 0) + c
     return Poly._from(terms)
 
