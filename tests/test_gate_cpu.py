@@ -136,3 +136,20 @@ def test_source_options_for_the_host_compiler_are_refused():
         assert any(v.rule == "compiler-options" for v in scan_source(text)), text
     assert not any(v.rule == "compiler-options" for v in scan_source(
         '__global__ void k(float* x) {\n#pragma unroll 4\n  for (int i = 0; i < 4; ++i) x[i] = 0; }\n'))
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("baseline, candidate", [
+    ("xent_outptr_v2.cu", "rt42_xent_outptr_drop.cu"),  # void launch(..., float* loss_out)
+    ("xent_ref_v2.cu", "rt42_xent_outptr_drop.cu"),  # void launch(..., float& loss_out)
+    ("xent_global_v2.cu", "rt42_xent_global_drop.cu"),  # the launcher writes a global the harness prints
+])
+def test_a_result_handed_back_through_host_memory_refuses_the_baseline(baseline, candidate, no_runs, settings):
+    # Red team round 42: after round 41 refused returned values, a launcher still handed its loss
+    # back through an out-pointer, a reference or a global of the frozen code; nothing compared
+    # it, and a candidate that dropped it would have matched. The baseline's host code is scanned
+    # as a candidate's is, and a write of memory the harness can read refuses it.
+    folder = FIXTURES / "redteam" / "round42"
+    with pytest.raises(InputError, match=r"its launcher writes host memory the harness can read .*foreign-store"):
+        gate.verify_sources((folder / baseline).read_text(), (folder / candidate).read_text(), settings,
+                            baseline_name=baseline, candidate_name=candidate, gpu=FAKE_H100)

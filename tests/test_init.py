@@ -225,9 +225,18 @@ def test_a_launcher_that_returns_a_result_is_refused_by_init_and_by_the_contract
         generate((folder / "softmax_xent_returns_loss.cu").read_text(), spec)
     with pytest.raises(InputError, match=r"launch_softmax_xent returns float, a result the verifier never compares"):
         split_program((folder / "softmax_xent_v2.cu").read_text(), "softmax_xent_v2.cu")
+    # round 42: the same behind an attribute, or as a template called with explicit arguments
+    for name in ("xent_attr_v2.cu", "xent_tmpl_v2.cu"):
+        with pytest.raises(InputError, match=r"launch_softmax_xent returns (float|T), a result the verifier never"):
+            split_program((FIXTURES / "redteam" / "round42" / name).read_text(), name)
+    # proven to return nothing, or else a result (fail closed)
     cases = {"float launch_x(int a)": "float", "void launch_x(int a)": None, "cudaError_t launch_x()": None,
              "template <typename T, int B> static inline double launch_x(T* p)": "double",
-             'extern "C" void launch_x(float* x)': None, "std::vector<float> launch_x()": "std::vector<float>"}
+             'extern "C" void launch_x(float* x)': None, "std::vector<float> launch_x()": "std::vector<float>",
+             "float __attribute__((noinline)) launch_x(int)": "float",
+             "void __attribute__((noinline)) launch_x(int)": None, "[[nodiscard]] cudaError_t launch_x()": None,
+             "template <typename T> T launch_x(T* p)": "T", "decltype(0.0f) launch_x()": "decltype(0.0f)",
+             "float (launch_x)(int)": "an unreadable type", "auto launch_x(int) -> void": "auto"}
     for head, kind in cases.items():
         assert launcher_result_type(head, "launch_x") == kind, head
 

@@ -251,6 +251,30 @@ def test_a_field_of_a_local_assigned_in_a_row_loop_is_refused(accumulate):
         _plan(text)
 
 
+def test_a_helper_with_side_effects_through_a_reference_or_a_global_is_not_pure():
+    # Red team round 42: `finite_or_flag(float v, int& bad)` set a flag no rewrite saw; the row
+    # tier took it as pure, and the flag stayed one lane's.
+    from .conftest import FIXTURES
+    text = (FIXTURES / "redteam" / "round42" / "row_flag_through_reference.cu").read_text()
+    part = read_editable(text, "", [])
+    helpers = pure_helpers(list(part.functions.values()))
+    assert "finite_or_flag" not in helpers
+    global_writer = ("__device__ int g_seen;\n__device__ float note(float v) { g_seen = 1; return v; }\n"
+                     "__device__ float clean(float v, const float& s) { return v * s; }\n")
+    part = read_editable(global_writer, "", [])
+    assert pure_helpers(list(part.functions.values())) == frozenset({"clean"})
+
+
+def test_an_accumulated_value_that_reads_a_later_accumulator_is_refused():
+    # Red team round 42: `s += m > 0.5f ? x : 0; if (x > m) m = x;` read m before m was known to
+    # be an accumulator; each slice would see its own running max.
+    text = SOFTMAX_ROWS.replace("double sum = 0.0;", "double sum = 0.0;\n        float s2 = 0.f, m2 = -1.f;\n"
+                                "        for (int j = 0; j < C; j++) { s2 += m2 > 0.5f ? inp_row[j] : 0.f; "
+                                "if (inp_row[j] > m2) m2 = inp_row[j]; }")
+    with pytest.raises(NotARowKernel, match="accumulates a value that reads m2, an accumulator of the same loop"):
+        _plan(text)
+
+
 def test_the_row_rewrite_guards_rows_the_baseline_never_had():
     name = "rmsnorm_rows.cu"
     split = split_program(_program(name), name)

@@ -55,6 +55,11 @@ class ProgramSplit(BaseModel):
         return (f"{self.preamble}// kernelloop: editable begin\n{part}"
                 f"// kernelloop: editable end\n{self.harness}")
 
+    @property
+    def is_v2(self) -> bool:
+        """Whether the harness is contract v2's (kl::Harness): results are its buffers."""
+        return bool(_V2_HARNESS.search(strip_comments(self.harness)))
+
     def harness_unit(self, filename: str = "harness.cu") -> str:
         """Translation unit 2: preamble + declarations + the frozen harness."""
         decls = "\n".join(self.exported)
@@ -96,30 +101,58 @@ def contract_problem(text: str) -> str | None:
             "no 'KERNEL_MS: <ms>' line)")
 
 
-_NO_RESULT_TYPES = {"void", "cudaError_t", "cudaError"}  # a launcher's status, not a result
+_NO_RESULT_TYPES = {"void", "cudaError_t", "cudaError", "enum cudaError"}  # a launcher's status, not a result
+_HARMLESS_WORDS = {"static", "inline", "__inline__", "__forceinline__", "__noinline__", "__host__", "extern",
+                   "constexpr"}
+
+
+def _without_balanced(code: str, opener: str) -> str:
+    """`code` without every `opener(...)` (balanced parentheses): __attribute__((...)) and the like."""
+    while (i := code.find(opener)) >= 0:
+        j = code.find("(", i)
+        if j < 0:
+            break
+        depth, k = 0, j
+        while k < len(code):
+            depth += {"(": 1, ")": -1}.get(code[k], 0)
+            k += 1
+            if depth == 0:
+                break
+        code = code[:i] + " " + code[k:]
+    return code
 
 
 def launcher_result_type(head: str, name: str) -> str | None:
-    """The type a host function returns when it is a result (not void, not a CUDA status):
-    `float launch_xent(...)` -> "float"; None otherwise."""
-    code = re.sub(r"\btemplate\s*<[^{;]*?>\s*(?=\w)", " ", strip_comments(head))
-    m = re.search(rf"([\w:<>,*&\s]*?)\b{re.escape(name)}\s*\(", code)
+    """What a host function returns when that is not proven to be nothing: None only for `void`
+    or a CUDA status (`cudaError_t`), after template headers, attributes and linkage; anything
+    else, or a head this cannot read, is a result ("float", "auto", "an unreadable type")."""
+    code = strip_comments(head)
+    code = re.sub(r"\[\[.*?\]\]", " ", code)
+    for opener in ("__attribute__", "__declspec", "__launch_bounds__", "alignas"):
+        code = _without_balanced(code, opener)
+    code = re.sub(r'extern\s*"C(?:\+\+)?"', " ", code)
+    while (m := re.search(r"\btemplate\s*<", code)) is not None:  # a template header, balanced
+        depth, k = 1, m.end()
+        while k < len(code) and depth:
+            depth += {"<": 1, ">": -1}.get(code[k], 0)
+            k += 1
+        code = code[:m.start()] + " " + code[k:]
+    m = re.search(rf"\b{re.escape(name)}\s*\(", code)
     if m is None:
-        return None
-    words = [w for w in re.sub(r'extern\s*"C"', " ", m.group(1)).split()
-             if w not in ("static", "inline", "__inline__", "__forceinline__", "__host__", "extern", "constexpr")]
-    kind = " ".join(words).strip()
-    return None if not kind or kind in _NO_RESULT_TYPES else kind
+        return "an unreadable type"
+    kind = " ".join(w for w in code[:m.start()].split() if w not in _HARMLESS_WORDS)
+    return None if kind in _NO_RESULT_TYPES else (kind or "an unreadable type")
 
 
 def returned_results(split: ProgramSplit) -> list[tuple[str, str]]:
-    """(launcher, type) for every function of the editable part the harness calls that returns a
-    result: in contract v2 only the harness's buffers are compared, so such a value is checked by
-    nothing (red team round 41: a launcher returning a mean loss, dropped by a candidate)."""
+    """(function, type) for every function of the editable part the harness names that is not
+    proven to return nothing: in contract v2 only the harness's buffers are compared, so a value
+    it returns is checked by nothing (red team round 41: a launcher returning a mean loss, which a
+    candidate dropped; round 42: the same behind an attribute, or called as a template)."""
     harness = strip_comments(split.harness)
     found = []
     for decl, fname in zip(split.exported, split.exported_names):
-        if fname and "__global__" not in decl and re.search(rf"(?<![\w.]){re.escape(fname)}\s*\(", harness):
+        if fname and "__global__" not in decl and re.search(rf"(?<![\w.]){re.escape(fname)}\b", harness):
             kind = launcher_result_type(decl, fname)
             if kind is not None:
                 found.append((fname, kind))
@@ -143,7 +176,7 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
         split.notes.append(f"your header{'s' if len(headers.inlined) > 1 else ''} "
                            f"{', '.join(h.name for h in headers.inlined)} {'are' if len(headers.inlined) > 1 else 'is'} "
                            "frozen: inlined into the preamble and harness as it is now")
-    if _V2_HARNESS.search(strip_comments(split.harness)) and (results := returned_results(split)):
+    if split.is_v2 and (results := returned_results(split)):
         said = ", ".join(f"{fname} returns {kind}" for fname, kind in results)
         raise InputError(f"{name}: {said}, a result the verifier never compares (contract v2 compares the "
                          "harness's buffers): have the launcher write it into an output buffer (h.output) and "

@@ -478,6 +478,26 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     return finish()
 
 
+# What the host-code scan calls a write of memory that is not the function's own: through a
+# pointer or reference it was handed, into a global of the frozen code, or by a host copy.
+_HOST_RESULT_RULES = ("foreign-store", "host-copy")
+
+
+def _refuse_host_results(base_build: BuildResult, baseline_name: str) -> None:
+    """In contract v2 a result is a harness buffer, compared element by element; a baseline whose
+    launcher hands one back through host memory the harness can read (an out-pointer or reference
+    parameter, a global of the frozen code) has a result nothing compares, and a candidate that
+    drops it would match (red team round 42). The same scan as a candidate's host code decides."""
+    assert base_build.editable_object is not None
+    found = [v for v in scan_host_code(base_build.editable_object, set(base_build.kept_global))
+             if v.rule in _HOST_RESULT_RULES]
+    if found:
+        raise InputError(f"{baseline_name}: its launcher writes host memory the harness can read "
+                         f"({found[0].detail.split(':')[0]}: {found[0].rule}), a result the verifier never compares "
+                         "(contract v2 compares the harness's buffers): have it write the result into an output "
+                         "buffer (h.output)")
+
+
 class StaticResult(BaseModel):
     baseline: BuildResult
     candidate: BuildResult | None  # None: not compiled, because the source failed the policy
@@ -499,6 +519,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
     if not base_build.ok:
         raise InputError(f"{baseline_name}: the baseline does not build under the kernelloop contract "
                          f"({base_build.stage}): {_log_tail(base_build.log, 3)}")
+    if split.is_v2 and base_build.editable_object is not None:
+        _refuse_host_results(base_build, baseline_name)
     violations = policy.scan_source(editable)
     if violations:
         return StaticResult(baseline=base_build, candidate=None, violations=violations)

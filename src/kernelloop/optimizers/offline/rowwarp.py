@@ -84,6 +84,7 @@ class _Loop:
     var: str  # binding key of the loop variable
     kind: str = ""  # "reduce" | "map"
     accumulators: dict[str, str] = field(default_factory=dict)  # binding key -> "sum" | "max" | "min"
+    updates: list[Expr] = field(default_factory=list)  # the values accumulated, checked once the loop is read
 
 
 @dataclass
@@ -201,6 +202,8 @@ class ItemPlanner:
             if isinstance(e, Assign):
                 self.plain_value(e.value)
                 if isinstance(e.target, Name):
+                    if self.binding(e.target) is None:  # a global the kernel writes by name
+                        self.fail(f"assigns to {e.target.id}, which it does not declare")
                     return  # a per-row scalar: the same in every lane
                 if isinstance(e.target, (Index, Unary)) and (not isinstance(e.target, Unary) or e.target.op == "*"):
                     self.plain_value(e.target)
@@ -246,6 +249,11 @@ class ItemPlanner:
                 if acc is not None and acc.key in info.accumulators:
                     self.fail(f"reads {acc.name} in the loop that accumulates it (a sequential dependence, "
                               "e.g. a prefix sum)")
+        for e in info.updates:  # against every accumulator of the loop, wherever it is updated (round 42)
+            for x in walk_expr(e):
+                acc = self.binding(x)
+                if acc is not None and acc.key in info.accumulators:
+                    self.fail(f"accumulates a value that reads {acc.name}, an accumulator of the same loop")
         info.kind = "map" if stores[0] else "reduce"
         if stores[0]:
             self.check_map(loop.id)
@@ -348,6 +356,7 @@ class ItemPlanner:
         if info.accumulators.get(b.key, kind) != kind:
             self.fail(f"accumulates {b.name} in two ways")
         info.accumulators[b.key] = kind
+        info.updates.append(value)
 
     def check_map(self, loop_id: int) -> None:
         """Every array stored in the loop is accessed there only at the stored element, and the
@@ -397,6 +406,10 @@ def pure_helpers(functions: list[Function]) -> frozenset[str]:
         if _BUILTIN_WORDS.search(text) or any(b.shared or b.array for b in facts.bindings) or \
                 any(a.kind != "read" for a in facts.accesses) or any(p.pointer for p in fn.sig.params):
             continue
+        # a reference parameter it may write (`int& bad`), or a global it assigns by name, is a side
+        # effect no rewrite sees (red team round 42: a flag set through `int&` stayed one lane's)
+        if any("&" in p.type and not p.const for p in fn.sig.params) or _writes_a_global(facts):
+            continue
         candidates[fn.name] = facts
     pure = set(candidates)
     changed = True
@@ -407,6 +420,50 @@ def pure_helpers(functions: list[Function]) -> frozenset[str]:
                 pure.discard(name)
                 changed = True
     return frozenset(pure)
+
+
+def _writes_a_global(facts: KernelFacts) -> bool:
+    """Whether a function assigns (or increments) a name it does not declare."""
+    for x in walk_expr_in(facts.body):
+        if isinstance(x, Assign) and isinstance(x.target, Name) and facts.binding(x.target) is None:
+            return True
+        if isinstance(x, (Unary, Postfix)) and x.op in ("++", "--") and isinstance(x.operand, Name) \
+                and facts.binding(x.operand) is None:
+            return True
+    return False
+
+
+def walk_expr_in(s: Stmt | None):
+    """Every expression node under a statement."""
+    if s is None:
+        return
+    if isinstance(s, Block):
+        for x in s.body:
+            yield from walk_expr_in(x)
+    elif isinstance(s, Decl):
+        for d in s.declarators:
+            if d.init is not None:
+                yield from walk_expr(d.init)
+    elif isinstance(s, If):
+        yield from walk_expr(s.cond)
+        yield from walk_expr_in(s.then)
+        yield from walk_expr_in(s.other)
+    elif isinstance(s, For):
+        yield from walk_expr_in(s.init)
+        for e in (s.cond, s.step):
+            if e is not None:
+                yield from walk_expr(e)
+        yield from walk_expr_in(s.body)
+    elif isinstance(s, ExprStmt):
+        yield from walk_expr(s.expr)
+    elif isinstance(s, Return) and s.value is not None:
+        yield from walk_expr(s.value)
+    else:  # other statements (while, do, switch): read their expressions through their fields
+        for value in vars(s).values():
+            if isinstance(value, Expr):
+                yield from walk_expr(value)
+            elif isinstance(value, Stmt):
+                yield from walk_expr_in(value)
 
 
 def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset()) -> RowPlan:
