@@ -139,17 +139,20 @@ def test_source_options_for_the_host_compiler_are_refused():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("baseline, candidate", [
-    ("xent_outptr_v2.cu", "rt42_xent_outptr_drop.cu"),  # void launch(..., float* loss_out)
-    ("xent_ref_v2.cu", "rt42_xent_outptr_drop.cu"),  # void launch(..., float& loss_out)
-    ("xent_global_v2.cu", "rt42_xent_global_drop.cu"),  # the launcher writes a global the harness prints
+@pytest.mark.parametrize("baseline, candidate, rule", [
+    ("xent_outptr_v2.cu", "rt42_xent_outptr_drop.cu", "foreign-store"),  # void launch(..., float* loss_out)
+    ("xent_ref_v2.cu", "rt42_xent_outptr_drop.cu", "foreign-store"),  # void launch(..., float& loss_out)
+    ("xent_global_v2.cu", "rt42_xent_global_drop.cu", "foreign-store"),  # a global the harness prints
+    # round 43: the scan fails closed for a baseline too (a memcpy, a runtime call it does not model)
+    ("../round43/rt43_xent_memcpy_v2.cu", "../round43/rt43_xent_memcpy_drop.cu", "host-memory-write"),
+    ("../round43/rt43_xent_memcpy2d_v2.cu", "../round43/rt43_xent_memcpy_drop.cu", "unknown-call"),
 ])
-def test_a_result_handed_back_through_host_memory_refuses_the_baseline(baseline, candidate, no_runs, settings):
+def test_a_result_handed_back_through_host_memory_refuses_the_baseline(baseline, candidate, rule, no_runs, settings):
     # Red team round 42: after round 41 refused returned values, a launcher still handed its loss
     # back through an out-pointer, a reference or a global of the frozen code; nothing compared
     # it, and a candidate that dropped it would have matched. The baseline's host code is scanned
     # as a candidate's is, and a write of memory the harness can read refuses it.
     folder = FIXTURES / "redteam" / "round42"
-    with pytest.raises(InputError, match=r"its launcher writes host memory the harness can read .*foreign-store"):
+    with pytest.raises(InputError, match=rf"its launcher.s host code fails the scan a candidate.s must pass \({rule} in "):
         gate.verify_sources((folder / baseline).read_text(), (folder / candidate).read_text(), settings,
                             baseline_name=baseline, candidate_name=candidate, gpu=FAKE_H100)

@@ -229,6 +229,10 @@ def test_a_launcher_that_returns_a_result_is_refused_by_init_and_by_the_contract
     for name in ("xent_attr_v2.cu", "xent_tmpl_v2.cu"):
         with pytest.raises(InputError, match=r"launch_softmax_xent returns (float|T), a result the verifier never"):
             split_program((FIXTURES / "redteam" / "round42" / name).read_text(), name)
+    # round 43: memory the frozen code allocates itself and hands the launcher (device, pinned)
+    for name in ("rt43_xent_devbuf_v2.cu", "rt43_xent_pinned_v2.cu"):
+        with pytest.raises(InputError, match=r"the frozen code allocates memory itself \(cudaMalloc(Host)?\)"):
+            split_program((FIXTURES / "redteam" / "round43" / name).read_text(), name)
     # proven to return nothing, or else a result (fail closed)
     cases = {"float launch_x(int a)": "float", "void launch_x(int a)": None, "cudaError_t launch_x()": None,
              "template <typename T, int B> static inline double launch_x(T* p)": "double",

@@ -716,3 +716,21 @@ def test_cuda_samples_transpose_spelling_is_a_transpose():
     (match,) = analyze(split.editable, split.harness, split.exported, split.preamble).matches
     assert match.roles == {"in": "idata", "out": "odata", "rows": "height", "cols": "width"}
     assert "no guards" not in match.detail
+
+
+def test_a_sum_of_the_values_a_condition_on_them_selects_is_not_a_plain_sum():
+    # Red team round 43: `atomicAdd(out, isnan(v) ? 0.0f : v)` matched as the sum of the input,
+    # and the template dropped the test (the harness never draws NaN, so the verifier could not see it).
+    text = (ROOT / "kernels" / "sum_reduction.cu").read_text()
+    split = split_program(text)
+    assert analyze(split.editable, split.harness, split.exported, split.preamble).matches
+    from .conftest import FIXTURES
+    src = (FIXTURES / "redteam" / "round43" / "nan_skipping_sum.cu").read_text()
+    from kernelloop.program.init import InitSpec, generate
+    program = generate(src, InitSpec(values={"n": ["16777216", "16777215"]}, roles={"out": "output"},
+                                     counts={"out": "1"}), "nan_skipping_sum.cu").program
+    split = split_program(program)
+    analysis = analyze(split.editable, split.harness, split.exported, split.preamble)
+    assert not analysis.matches
+    assert "reduction: the result is not a sum of the input" in analysis.no_fit_message() or \
+        "selects" in analysis.no_fit_message()

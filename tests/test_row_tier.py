@@ -265,6 +265,19 @@ def test_a_helper_with_side_effects_through_a_reference_or_a_global_is_not_pure(
     assert pure_helpers(list(part.functions.values())) == frozenset({"clean"})
 
 
+@pytest.mark.parametrize("helper", [
+    # round 43: the reference behind an alias, a template argument, or a member of a struct parameter
+    "using flag_t = int&;\n__device__ float checked(flag_t bad, float v) { if (fabsf(v) > 1e6f) { bad = 1; return 0.f; } return v; }",
+    "template <class T> __device__ float checked(T bad, float v) { if (fabsf(v) > 1e6f) { bad = 1; return 0.f; } return v; }",
+    "struct Flag { int& r; };\n__device__ float checked(Flag g, float v) { if (fabsf(v) > 1e6f) { g.r = 1; return 0.f; } return v; }",
+    "__device__ float checked(int& bad, float v) { if (fabsf(v) > 1e6f) { bad++; return 0.f; } return v; }",
+])
+def test_a_helper_that_assigns_to_a_parameter_however_spelled_is_not_pure(helper):
+    part = read_editable(helper, "", [])
+    assert "checked" in part.functions, part.problems
+    assert "checked" not in pure_helpers(list(part.functions.values()))
+
+
 def test_an_accumulated_value_that_reads_a_later_accumulator_is_refused():
     # Red team round 42: `s += m > 0.5f ? x : 0; if (x > m) m = x;` read m before m was known to
     # be an accumulator; each slice would see its own running max.

@@ -88,6 +88,8 @@ def read_program(path: Path) -> str:
 
 
 _V2_HARNESS = re.compile(r"\bkl\s*::\s*Harness\b")
+_FROZEN_ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|cudaHostRegister|cuMem\w*Alloc\w*|cuMemCreate)\s*\("
+                                r"|\b__managed__\b")
 
 
 def contract_problem(text: str) -> str | None:
@@ -176,6 +178,13 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
         split.notes.append(f"your header{'s' if len(headers.inlined) > 1 else ''} "
                            f"{', '.join(h.name for h in headers.inlined)} {'are' if len(headers.inlined) > 1 else 'is'} "
                            "frozen: inlined into the preamble and harness as it is now")
+    if split.is_v2 and (allocation := _FROZEN_ALLOCATION.search(strip_comments(split.preamble + split.harness))):
+        # Memory the frozen code allocates itself and hands the launcher is compared by nothing: a
+        # result kept there (device memory, pinned or managed host memory) could be dropped by a
+        # candidate (red team round 43).
+        raise InputError(f"{name}: the frozen code allocates memory itself ({allocation.group(0).rstrip('(').strip()}): "
+                         "in contract v2 every buffer a launcher reads or writes is the harness's (h.input, "
+                         "h.output, h.inout, h.scratch), so that what it holds is generated or compared")
     if split.is_v2 and (results := returned_results(split)):
         said = ", ".join(f"{fname} returns {kind}" for fname, kind in results)
         raise InputError(f"{name}: {said}, a result the verifier never compares (contract v2 compares the "

@@ -478,23 +478,19 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     return finish()
 
 
-# What the host-code scan calls a write of memory that is not the function's own: through a
-# pointer or reference it was handed, into a global of the frozen code, or by a host copy.
-_HOST_RESULT_RULES = ("foreign-store", "host-copy")
-
-
 def _refuse_host_results(base_build: BuildResult, baseline_name: str) -> None:
     """In contract v2 a result is a harness buffer, compared element by element; a baseline whose
     launcher hands one back through host memory the harness can read (an out-pointer or reference
-    parameter, a global of the frozen code) has a result nothing compares, and a candidate that
-    drops it would match (red team round 42). The same scan as a candidate's host code decides."""
+    parameter, a global of the frozen code, a memcpy, a runtime call the scan does not model) has a
+    result nothing compares, and a candidate that drops it would match (red team rounds 42-43). The
+    same scan as a candidate's host code decides, and it fails closed: any finding refuses."""
     assert base_build.editable_object is not None
-    found = [v for v in scan_host_code(base_build.editable_object, set(base_build.kept_global))
-             if v.rule in _HOST_RESULT_RULES]
+    found = scan_host_code(base_build.editable_object, set(base_build.kept_global))
     if found:
-        raise InputError(f"{baseline_name}: its launcher writes host memory the harness can read "
-                         f"({found[0].detail.split(':')[0]}: {found[0].rule}), a result the verifier never compares "
-                         "(contract v2 compares the harness's buffers): have it write the result into an output "
+        raise InputError(f"{baseline_name}: its launcher's host code fails the scan a candidate's must pass "
+                         f"({found[0].rule} in {found[0].detail.split(':')[0]}): it may hand a result back through host "
+                         "memory, which nothing compares (contract v2 compares the harness's buffers); keep the "
+                         "launcher to launches and CUDA calls on harness buffers, and write results into an output "
                          "buffer (h.output)")
 
 

@@ -406,9 +406,10 @@ def pure_helpers(functions: list[Function]) -> frozenset[str]:
         if _BUILTIN_WORDS.search(text) or any(b.shared or b.array for b in facts.bindings) or \
                 any(a.kind != "read" for a in facts.accesses) or any(p.pointer for p in fn.sig.params):
             continue
-        # a reference parameter it may write (`int& bad`), or a global it assigns by name, is a side
-        # effect no rewrite sees (red team round 42: a flag set through `int&` stayed one lane's)
-        if any("&" in p.type and not p.const for p in fn.sig.params) or _writes_a_global(facts):
+        # Assigning to a parameter (a reference, whatever alias or template argument spells it) or to
+        # a global, or to a member of either, is a side effect no rewrite sees (red team rounds 42-43:
+        # a flag set through `int&`, then through `using flag_t = int&;`, stayed one lane's).
+        if _assigns_outside_its_locals(facts):
             continue
         candidates[fn.name] = facts
     pure = set(candidates)
@@ -422,13 +423,23 @@ def pure_helpers(functions: list[Function]) -> frozenset[str]:
     return frozenset(pure)
 
 
-def _writes_a_global(facts: KernelFacts) -> bool:
-    """Whether a function assigns (or increments) a name it does not declare."""
+def _assigns_outside_its_locals(facts: KernelFacts) -> bool:
+    """Whether a function assigns (or increments) anything but its own local variables: a
+    parameter, a global, or a member or element of either."""
+    def root(e: Expr) -> Expr:
+        while isinstance(e, (Member, Index)) or (isinstance(e, Unary) and e.op == "*"):
+            e = e.base if isinstance(e, (Member, Index)) else e.operand
+        return e
+
     for x in walk_expr_in(facts.body):
-        if isinstance(x, Assign) and isinstance(x.target, Name) and facts.binding(x.target) is None:
-            return True
-        if isinstance(x, (Unary, Postfix)) and x.op in ("++", "--") and isinstance(x.operand, Name) \
-                and facts.binding(x.operand) is None:
+        if isinstance(x, Assign):
+            target = root(x.target)
+        elif isinstance(x, (Unary, Postfix)) and x.op in ("++", "--"):
+            target = root(x.operand)
+        else:
+            continue
+        b = facts.binding(target) if isinstance(target, Name) else None
+        if b is None or b.param is not None:
             return True
     return False
 

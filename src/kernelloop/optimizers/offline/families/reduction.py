@@ -90,8 +90,8 @@ class _SumFlow:
             return True
         if isinstance(e, Binary) and e.op == "+":
             return self.additive(e.left) and self.additive(e.right)
-        if isinstance(e, Ternary):
-            return self.additive(e.then) and self.additive(e.other)
+        if isinstance(e, Ternary):  # a select on the input's own values is a masked sum (round 43)
+            return not self.tainted(e.cond) and self.additive(e.then) and self.additive(e.other)
         if isinstance(e, Call) and call_name(e) in _SHUFFLES and len(e.args) >= 2:
             return self.additive(e.args[1])
         return False
@@ -152,6 +152,10 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     flow = _SumFlow(f, src)
     if (why := flow.problem()) is not None:
         return no(why)
+    # A condition that reads the input's values around a load or a write sums only some of them
+    # (`if (!isnan(v)) atomicAdd(...)`): not a plain sum (red team round 43).
+    if any(flow.tainted(c.expr) for a in [*reads, *writes] for c in a.ctx.conds):
+        return no("sums only the input values a condition on them selects")
     for w in writes:
         if w.value is None or not flow.tainted(w.value) or not flow.additive(w.value):
             return no("the result is not a sum of the input")
