@@ -156,3 +156,16 @@ def test_a_result_handed_back_through_host_memory_refuses_the_baseline(baseline,
     with pytest.raises(InputError, match=rf"its launcher.s host code fails the scan a candidate.s must pass \({rule} in "):
         gate.verify_sources((folder / baseline).read_text(), (folder / candidate).read_text(), settings,
                             baseline_name=baseline, candidate_name=candidate, gpu=FAKE_H100)
+
+
+@pytest.mark.nvcc
+def test_a_variable_of_the_editable_part_the_frozen_code_names_refuses_the_baseline(no_runs, settings):
+    # Red team round 44: the launcher kept the loss in a global pointer of its own (a lazy
+    # workspace), and the frozen code declared it extern and read it back: a result past every
+    # compared buffer. In v2 the frozen code may name the editable part's functions only.
+    folder = FIXTURES / "redteam" / "round44"
+    with pytest.raises(InputError, match=r"the frozen code names kl_loss_dev, a variable the editable part defines"):
+        gate.verify_sources((folder / "rt44_editable_global_v2.cu").read_text(),
+                            (folder / "rt44_drop_global.cu").read_text(), settings,
+                            baseline_name="rt44_editable_global_v2.cu", candidate_name="rt44_drop_global.cu",
+                            gpu=FAKE_H100)

@@ -233,6 +233,10 @@ def test_a_launcher_that_returns_a_result_is_refused_by_init_and_by_the_contract
     for name in ("rt43_xent_devbuf_v2.cu", "rt43_xent_pinned_v2.cu"):
         with pytest.raises(InputError, match=r"the frozen code allocates memory itself \(cudaMalloc(Host)?\)"):
             split_program((FIXTURES / "redteam" / "round43" / name).read_text(), name)
+    # round 44: the same through a template call, or a variable's address
+    for name, what in (("rt44_tmpl_alloc_v2.cu", "cudaMalloc"), ("rt44_devsym_v2.cu", "cudaGetSymbolAddress")):
+        with pytest.raises(InputError, match=rf"the frozen code allocates memory itself \({what}\)"):
+            split_program((FIXTURES / "redteam" / "round44" / name).read_text(), name)
     # proven to return nothing, or else a result (fail closed)
     cases = {"float launch_x(int a)": "float", "void launch_x(int a)": None, "cudaError_t launch_x()": None,
              "template <typename T, int B> static inline double launch_x(T* p)": "double",

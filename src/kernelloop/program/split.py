@@ -88,8 +88,11 @@ def read_program(path: Path) -> str:
 
 
 _V2_HARNESS = re.compile(r"\bkl\s*::\s*Harness\b")
-_FROZEN_ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|cudaHostRegister|cuMem\w*Alloc\w*|cuMemCreate)\s*\("
-                                r"|\b__managed__\b")
+# Named anywhere (a call, a template call, a function pointer): every way the runtime and driver
+# give memory, or the address of a variable, to frozen code (rounds 43-44).
+_FROZEN_ALLOCATION = re.compile(r"\b(?:cudaMalloc\w*|cudaHostAlloc|cudaHostRegister|cudaGetSymbolAddress"
+                                r"|cudaGraphAddMemAllocNode|cudaMallocFromPoolAsync|cuMem\w*|cuGraphAddMemAllocNode"
+                                r"|cuModuleGetGlobal\w*|__managed__)\b")
 
 
 def contract_problem(text: str) -> str | None:
@@ -182,7 +185,7 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
         # Memory the frozen code allocates itself and hands the launcher is compared by nothing: a
         # result kept there (device memory, pinned or managed host memory) could be dropped by a
         # candidate (red team round 43).
-        raise InputError(f"{name}: the frozen code allocates memory itself ({allocation.group(0).rstrip('(').strip()}): "
+        raise InputError(f"{name}: the frozen code allocates memory itself ({allocation.group(0)}): "
                          "in contract v2 every buffer a launcher reads or writes is the harness's (h.input, "
                          "h.output, h.inout, h.scratch), so that what it holds is generated or compared")
     if split.is_v2 and (results := returned_results(split)):

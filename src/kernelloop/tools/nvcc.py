@@ -24,7 +24,7 @@ from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
 
-BUILD_RECIPE_VERSION = "11"  # bump when the build steps change, to invalidate the cache
+BUILD_RECIPE_VERSION = "12"  # bump when the build steps or what a build records change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -41,6 +41,7 @@ class ObjectSymbols(BaseModel):
     defined_global: list[str]  # strong and weak
     undefined: list[str]
     defined_weak: list[str] = []  # template instantiations, inline functions (COMDAT)
+    defined_data: list[str] = []  # global variables (data, bss, read-only data), not functions
 
 
 class BuildResult(BaseModel):
@@ -179,7 +180,7 @@ def _comdat_signatures(obj: Path) -> set[str]:
 
 def object_symbols(obj: Path) -> ObjectSymbols:
     out = subprocess.run(["nm", "-P", str(obj)], capture_output=True, text=True, timeout=60).stdout
-    defined, undefined, weak = [], [], []
+    defined, undefined, weak, data = [], [], [], []
     for line in out.splitlines():
         parts = line.split()
         if len(parts) < 2:
@@ -191,8 +192,10 @@ def object_symbols(obj: Path) -> ObjectSymbols:
             defined.append(name)
             if kind in ("W", "V"):
                 weak.append(name)
+            if kind in ("B", "D", "G", "R", "S", "V", "C"):
+                data.append(name)
     return ObjectSymbols(defined_global=sorted(set(defined)), undefined=sorted(set(undefined)),
-                         defined_weak=sorted(set(weak)))
+                         defined_weak=sorted(set(weak)), defined_data=sorted(set(data)))
 
 
 HARNESS_HEADER = Path(__file__).resolve().parent.parent / "harness" / "kernelloop_harness.cuh"

@@ -485,6 +485,12 @@ def _refuse_host_results(base_build: BuildResult, baseline_name: str) -> None:
     result nothing compares, and a candidate that drops it would match (red team rounds 42-43). The
     same scan as a candidate's host code decides, and it fails closed: any finding refuses."""
     assert base_build.editable_object is not None
+    shared = sorted(set(base_build.kept_global) & set(base_build.editable_symbols.defined_data)) \
+        if base_build.editable_symbols else []
+    if shared:  # a variable both sides name: a channel past every compared buffer (round 44)
+        raise InputError(f"{baseline_name}: the frozen code names {shared[0]}, a variable the editable part defines: "
+                         "in contract v2 it may call the editable part's functions only, and every result is a "
+                         "harness buffer (h.output)")
     found = scan_host_code(base_build.editable_object, set(base_build.kept_global))
     if found:
         raise InputError(f"{baseline_name}: its launcher's host code fails the scan a candidate's must pass "

@@ -126,7 +126,7 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
 def read_launcher(fn: Function) -> Launcher:
     facts = collect_facts(fn.sig, fn.body)
     lau = Launcher(fn=fn, facts=facts)
-    launches = [e for s in _all_exprs(fn.body) for e in walk_expr(s) if isinstance(e, Launch)]
+    launches = [e for s in statement_exprs(fn.body) for e in walk_expr(s) if isinstance(e, Launch)]
     if len(launches) != 1:
         lau.problem = f"launches {len(launches)} kernels (a template replaces exactly one launch)"
         return lau
@@ -157,13 +157,13 @@ def _default_stream(e: Expr) -> bool:
         "nullptr", "NULL", "cudaStreamDefault", "cudaStreamLegacy"))
 
 
-def _all_exprs(s: Stmt | None):
+def statement_exprs(s: Stmt | None):
     """Top-level expressions of every statement under `s`."""
     if s is None:
         return
     if isinstance(s, Block):
         for x in s.body:
-            yield from _all_exprs(x)
+            yield from statement_exprs(x)
     elif isinstance(s, ExprStmt):
         yield s.expr
     elif isinstance(s, Decl):
@@ -172,25 +172,25 @@ def _all_exprs(s: Stmt | None):
                 yield d.init
     elif isinstance(s, If):
         yield s.cond
-        yield from _all_exprs(s.then)
-        yield from _all_exprs(s.other)
+        yield from statement_exprs(s.then)
+        yield from statement_exprs(s.other)
     elif isinstance(s, For):
-        yield from _all_exprs(s.init)
+        yield from statement_exprs(s.init)
         if s.cond is not None:
             yield s.cond
         if s.step is not None:
             yield s.step
-        yield from _all_exprs(s.body)
+        yield from statement_exprs(s.body)
     elif isinstance(s, While):
         yield s.cond
-        yield from _all_exprs(s.body)
+        yield from statement_exprs(s.body)
     elif isinstance(s, Return) and s.value is not None:
         yield s.value
 
 
 def _classify(stmt: Stmt, lau: Launcher) -> str | None:
     """None when the statement is allowed (recording zeroing statements), else why not."""
-    exprs = list(_all_exprs(stmt))
+    exprs = list(statement_exprs(stmt))
     calls = [e for x in exprs for e in walk_expr(x) if call_name(e)]
     names = {call_name(c) for c in calls}
     has_launch = any(isinstance(e, Launch) for x in exprs for e in walk_expr(x))

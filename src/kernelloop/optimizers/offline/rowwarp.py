@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from ...program.scanner import strip_comments
 from .facts import ATOMICS, Binding, KernelFacts, collect_facts
-from .launcher import EditablePart, Function, read_editable
+from .launcher import EditablePart, Function, read_editable, statement_exprs
 from .symbolic import Poly
 from .syntax import (
     Assign,
@@ -446,35 +446,8 @@ def _assigns_outside_its_locals(facts: KernelFacts) -> bool:
 
 def walk_expr_in(s: Stmt | None):
     """Every expression node under a statement."""
-    if s is None:
-        return
-    if isinstance(s, Block):
-        for x in s.body:
-            yield from walk_expr_in(x)
-    elif isinstance(s, Decl):
-        for d in s.declarators:
-            if d.init is not None:
-                yield from walk_expr(d.init)
-    elif isinstance(s, If):
-        yield from walk_expr(s.cond)
-        yield from walk_expr_in(s.then)
-        yield from walk_expr_in(s.other)
-    elif isinstance(s, For):
-        yield from walk_expr_in(s.init)
-        for e in (s.cond, s.step):
-            if e is not None:
-                yield from walk_expr(e)
-        yield from walk_expr_in(s.body)
-    elif isinstance(s, ExprStmt):
-        yield from walk_expr(s.expr)
-    elif isinstance(s, Return) and s.value is not None:
-        yield from walk_expr(s.value)
-    else:  # other statements (while, do, switch): read their expressions through their fields
-        for value in vars(s).values():
-            if isinstance(value, Expr):
-                yield from walk_expr(value)
-            elif isinstance(value, Stmt):
-                yield from walk_expr_in(value)
+    for top in statement_exprs(s):
+        yield from walk_expr(top)
 
 
 def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset()) -> RowPlan:
