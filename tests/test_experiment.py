@@ -176,6 +176,21 @@ def test_an_experiment_whose_outputs_all_copy_an_input_in_every_call_is_found():
     assert outputs_showing_no_work(parse_records(body)) == []
 
 
+def test_an_in_out_buffer_never_written_in_any_timed_call_is_found():
+    # Red team round 45: a found_inf flag in an in-out buffer, set only on non-finite gradients
+    # (never drawn): left as filled in every call beside an output that does work; dropping it matched.
+    from kernelloop.verify.experiment import inout_left_as_filled
+    m = manifest(calls=3, buffers=[{"name": "g", "role": "input", "dtype": "float32", "count": 4},
+                                   {"name": "found_inf", "role": "inout", "dtype": "float32", "count": 1},
+                                   {"name": "out", "role": "output", "dtype": "float32", "count": 4}])
+    body = records_bytes([[1, 2, 3, 4]] * 3, [1, 2, 3, 4], m)
+    assert inout_left_as_filled(parse_records(body + b"kernelloop-identical 2 1 1 3 3\n")) == ["found_inf"]
+    # written in some call, or an output equal to an input (another rule's business): nothing to say
+    assert inout_left_as_filled(parse_records(body + b"kernelloop-identical 2 1 1 2 3\n")) == []
+    assert inout_left_as_filled(parse_records(body + b"kernelloop-identical 2 2 0 3 3\n")) == []
+    assert inout_left_as_filled(parse_records(body)) == []
+
+
 def test_an_input_with_no_variety_over_the_timed_calls_is_found():
     # Red team round 39: an input the harness fills the same way in every call (a half-open range
     # of one integer), or with one value throughout each call, can be baked in by a candidate.

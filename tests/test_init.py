@@ -145,10 +145,16 @@ def test_each_scripted_rewrite_passes_every_static_gate_against_its_init_program
     assert result.violations == [], [v.describe() for v in result.violations]
 
 
-def test_a_pointer_without_const_is_guessed_inout_and_a_kernel_reading_nothing_is_refused():
+def test_a_pointer_without_const_is_guessed_by_what_the_code_writes_and_a_kernel_reading_nothing_is_refused():
     source = "__global__ void popcount(unsigned* words, int* counts, int n) { counts[0] = __popc(words[0]); }\n"
     result = generate(source, InitSpec(values={"n": ["64", "63"]}))
-    assert result.roles == {"words": "inout", "counts": "inout"}
+    # words is only read: an input (the harness checks it stays as filled); counts is written
+    assert result.roles == {"words": "input", "counts": "inout"}
+    assert any("words is an input (guessed from no const, never written" in n for n in result.notes)
+    # passed to a function not in the file, or through a copy: it may be written
+    for body in ("counts[0] = __popc(words[0]); mystery(words);", "unsigned* w = words; w[1] = 0; counts[0] = 1;"):
+        other = generate(source.replace("counts[0] = __popc(words[0]);", body), InitSpec(values={"n": ["64"]}))
+        assert other.roles["words"] == "inout", body
     assert any("words holds integers in [0, 16)" in n for n in result.notes)
     with pytest.raises(InputError, match="reads nothing the harness generates"):
         generate(source, InitSpec(values={"n": ["64"]}, roles={"words": "output", "counts": "output"}))

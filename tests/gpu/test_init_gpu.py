@@ -76,6 +76,17 @@ def test_an_output_the_same_in_every_call_is_refused(tmp_path):
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
 
 
+def test_an_in_out_buffer_the_baseline_never_writes_is_refused_and_init_now_guesses_it_well(tmp_path):
+    # Red team round 45: the AMP pattern's found_inf flag, in-out and set only on non-finite
+    # gradients (never drawn), is left as filled in every call; a candidate that dropped it matched.
+    from kernelloop.errors import InputError
+    from ..conftest import FIXTURES
+    folder = FIXTURES / "redteam" / "round45"
+    with pytest.raises(InputError, match="in-out buffer 'found_inf' is left as the harness filled it"):
+        verify_files(folder / "amp_unscale_kl.cu", folder / "candidate_drop_found_inf.cu",
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings()))
+
+
 # A correct, faster rewrite of gemm_accumulate's kernel (32x32 tiles, 2x2 outputs per thread, so
 # the test's 512x512 output still makes 256 blocks; bounds-checked for any M, N, K; the same k
 # order as the naive kernel), as an LLM would answer. A 64x64 version measured 0.73x here: 64

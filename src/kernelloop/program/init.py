@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from ..errors import InputError
 from .scanner import Item, function_name, launched_kernels, scan_items, strip_comments
 from .split import launcher_result_type
+from .writes import pointer_may_be_written
 
 Role = Literal["input", "output", "inout", "scratch", "table"]
 # "table": an input the kernel reads only in part, where indices from other data point (an
@@ -396,16 +397,25 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
         else:
             raise InputError(f"how many elements does {p.name} hold? give --count {p.name}=EXPR "
                              f"(a C expression of {', '.join(s.name for s in integer_scalars) or 'the sizes'})")
-    # A pointer without const may be read, written or both: inout is the safe guess (fresh inputs
+    # A pointer without const may be read, written or both. One no code writes through (read from
+    # the syntax tree, conservatively) is an input; otherwise inout is the safe guess (fresh inputs
     # before every call, compared after), where "output" would feed a read-only buffer the same
-    # poison every call and make the experiment blind (a red team exploited exactly that).
+    # poison every call and make the experiment blind (a red team exploited exactly that). An
+    # in-out buffer the baseline then leaves as filled in every call is refused by the verifier
+    # (round 45: a flag written only on inputs the harness never draws).
     roles: dict[str, Role] = {}
+    unwritten = {p.name for p in pointers if not p.const and not pointer_may_be_written(source, callee, p.name)}
+    if all(p.const or p.name in unwritten for p in pointers if p.name not in spec.roles) and \
+            not any(role in ("output", "inout") for role in spec.roles.values()):
+        unwritten = set()  # no write seen anywhere: the reading is incomplete (an empty body); const alone decides
     for p in pointers:
-        roles[p.name] = spec.roles.get(p.name) or ("input" if p.const else "inout")
+        read_only = p.const or p.name in unwritten
+        roles[p.name] = spec.roles.get(p.name) or ("input" if read_only else "inout")
         if p.name not in spec.roles:
             checked = "; the harness stops if a call changes it: --role {0}=inout if the kernel writes it" \
                 if roles[p.name] == "input" else ""
-            notes.append(f"{p.name} is an {roles[p.name]} (guessed from {'const' if p.const else 'no const'}"
+            why = "const" if p.const else "no const, never written" if read_only else "no const, written"
+            notes.append(f"{p.name} is an {roles[p.name]} (guessed from {why}"
                          f"{checked.format(p.name)}; --role {p.name}=output if the kernel only writes it, or "
                          "input|scratch|table)")
     if not any(roles[p.name] in ("output", "inout") for p in pointers):

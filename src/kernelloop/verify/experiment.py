@@ -98,6 +98,20 @@ def outputs_showing_no_work(records: OutputRecords) -> list[tuple[str, str]]:
     return [(names[o], names[copied[o]]) for o in sorted(compared)]
 
 
+def inout_left_as_filled(records: OutputRecords) -> list[str]:
+    """In-out buffers the baseline left byte for byte as the harness filled them in every timed call.
+    The kernel either only reads such a buffer (then it is an input, and the harness should check
+    it stays as filled) or writes it only on inputs the harness never draws (a non-finite flag):
+    either way nothing checks how it would be written, and a candidate that drops the writing
+    matches (red team round 45)."""
+    manifest = records.manifest
+    if manifest is None:
+        return []
+    return [manifest.buffers[i.output].name for i in records.identical
+            if i.output == i.input and i.calls == i.of == manifest.calls and i.output < len(manifest.buffers)
+            and manifest.buffers[i.output].role == "inout"]
+
+
 def inputs_without_variety(records: OutputRecords) -> list[tuple[str, str]]:
     """(input name, how) for every input the harness gave no variety over the timed calls without
     stress: the same contents in every such call, or one value in every element of each. The

@@ -12,11 +12,11 @@ the result replaces it. A plain store replaces it, so the candidate zeroes the o
 
 from __future__ import annotations
 
-from ..conditions import loop_bound, upper_bound
+from ..conditions import literals, loop_bound, upper_bound, upper_bound_from
 from ..facts import Access, Binding, KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly
-from ..syntax import Binary, Call, Expr, Name, Ternary, call_name, walk_expr
+from ..syntax import Binary, Call, Expr, Index, Member, Name, Ternary, call_name, walk_expr
 from .base import (
     Config,
     Match,
@@ -53,8 +53,8 @@ class _SumFlow:
     """Which locals and shared arrays carry (partial sums of) the input, and whether only additions
     combine them."""
 
-    def __init__(self, f: KernelFacts, src: Binding) -> None:
-        self.f, self.src = f, src
+    def __init__(self, f: KernelFacts, src: Binding, n: Poly) -> None:
+        self.f, self.src, self.n = f, src, n
         self.vars: set[str] = set()
         self.arrays: set[str] = set()
         changed = True
@@ -91,10 +91,20 @@ class _SumFlow:
         if isinstance(e, Binary) and e.op == "+":
             return self.additive(e.left) and self.additive(e.right)
         if isinstance(e, Ternary):  # a select on the input's own values is a masked sum (round 43)
-            return not self.tainted(e.cond) and self.additive(e.then) and self.additive(e.other)
+            # A select on anything but the thread's place in its block (`blockIdx.x != k ? partial
+            # : 0`, `i != skip ? x[i] : 0`) drops part of the input; the loads' own bounds are
+            # checked where they are read (round 45).
+            return not self.tainted(e.cond) and (within_block(self.f, e.cond) or self.guards_loads(e)) \
+                and self.additive(e.then) and self.additive(e.other)
         if isinstance(e, Call) and call_name(e) in _SHUFFLES and len(e.args) >= 2:
             return self.additive(e.args[1])
         return False
+
+    def guards_loads(self, e: Ternary) -> bool:
+        """A select that is the element bound of a load in its branches (`i < n ? x[i] : 0`)."""
+        offsets = [t[1] for branch in (e.then, e.other) for sub in walk_expr(self.f.resolve(branch))
+                   if (t := read_target(self.f, sub)) is not None and t[0] is self.src]
+        return is_element_bound(self.f, e.cond, True, offsets, self.n)
 
     def problem(self) -> str | None:
         for a in self.f.assigns:
@@ -110,6 +120,34 @@ class _SumFlow:
                 if acc.op not in ("=", "+=") or acc.value is None or not self.additive(acc.value):
                     return f"{acc.array.name} combines input values with something other than +"
         return None
+
+
+_BLOCK_LOCAL = {"threadIdx", "blockDim", "warpSize"}
+
+
+def within_block(f: KernelFacts, cond: Expr) -> bool:
+    """Whether a condition reads only the thread's place in its block (threadIdx, blockDim,
+    warpSize, constants): the leader or lane tests of a tree reduction, never a choice of which
+    blocks or elements count."""
+    for sub in walk_expr(f.resolve(cond)):
+        if isinstance(sub, Member):
+            if not (isinstance(sub.base, Name) and sub.base.id in _BLOCK_LOCAL):
+                return False
+        elif isinstance(sub, Name):
+            if sub.id not in _BLOCK_LOCAL:
+                return False
+        elif isinstance(sub, Index | Call):
+            return False
+    return True
+
+
+def is_element_bound(f: KernelFacts, cond: Expr, holds: bool, offsets: list[Poly], n: Poly) -> bool:
+    """Whether a condition (where it evaluates to `holds`) says only `offset < n` of loads at
+    these offsets: the bound the template keeps, since it sums exactly x[0..n). An index mask
+    (`i != skip`), a second bound (`i < valid`) or a flag selects only part of the input (red
+    team round 45)."""
+    lits = literals(f, cond, holds)
+    return bool(lits) and all(any(upper_bound_from([lit], off) == n for off in offsets) for lit in lits)
 
 
 def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
@@ -149,7 +187,13 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("cannot tell the element count from the guards of the loads")
     (n,) = bounds
     assert n is not None
-    flow = _SumFlow(f, src)
+    offsets = [a.offset for a in reads if a.offset is not None]
+    if not all(is_element_bound(f, c.expr, c.holds, [a.offset], n) for a in reads for c in a.ctx.conds):
+        return no("sums only the input elements a condition selects (a mask or a second bound)")
+    if any(not within_block(f, c.expr) and not is_element_bound(f, c.expr, c.holds, offsets, n)
+           for w in writes for c in w.ctx.conds):
+        return no("adds its result only where a condition beyond the thread's place in its block holds")
+    flow = _SumFlow(f, src, n)
     if (why := flow.problem()) is not None:
         return no(why)
     # A condition that reads the input's values around a load or a write sums only some of them
