@@ -65,7 +65,7 @@ class VerifySettings(BaseModel):
     baseline_drift_limit: float = Field(0.15, gt=0, description="max relative change of the baseline's time on the same experiment repeated after the timing pairs")
     allow_reduced_precision: bool = Field(False, description="accept half/bf16/tf32 arithmetic, tensor-core MMA or fp64->fp32 downgrades the baseline does not use (--allow-reduced-precision)")
     allow_pass_through: bool = Field(False, description="verify a baseline whose output equals one of its inputs in every timed call (a copy); refused otherwise, since on such inputs any copy matches it (--allow-pass-through)")
-    allow_fixed_buffers: bool = Field(False, description="verify a baseline with an input the harness fills the same way in every timed call (or with one value throughout), or an output the same in every timed call; refused otherwise, since a candidate may bake such a buffer in (--allow-fixed-buffers)")
+    allow_fixed_buffers: bool = Field(False, description="verify a baseline with an input the harness fills the same way in every timed call (or with one value throughout), an output the same in every timed call, or an in-out buffer it leaves as filled in every timed call; refused otherwise, since a candidate may bake such a buffer in (--allow-fixed-buffers)")
     allow_pageable_memory_access: bool = Field(False, description="verify even where kernels can reach pageable host memory (HMM/ATS), which lets a candidate's kernel rewrite the harness; only for trusted candidates (--allow-pageable-memory-access)")
     baseline_noise_factor: float = Field(4.0, ge=0, description="multiple of the baseline's own run-to-run variation (same experiment) allowed on top of the tolerance")
     size_draw: int | None = Field(None, ge=1, description="the draw behind the problem size chosen at verify time (contract v2); None: a fresh random one (set it to reproduce a verdict)")
@@ -120,10 +120,41 @@ class InitSettings(BaseModel):
     capture_sample_bytes: int = Field(16384, ge=0, le=1 << 24, description="bytes read from each pointer argument at a kernel's first launch (value ranges of inputs)")
 
 
+class BenchKernel(BaseModel):
+    """One kernel program of the suite (`[[bench.kernels]]` in kernelloop.toml)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(..., pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100,
+                      description="the kernel's name in reports, and its folder under references_dir")
+    program: Path = Field(..., description="its contract program (relative: to kernelloop.toml's folder)")
+    regression_threshold: float | None = Field(None, gt=0, lt=1, description="this kernel's own threshold "
+                                               "[default: bench.regression_threshold]")
+
+
+class BenchSettings(BaseModel):
+    """The suite and the caps of `kernelloop bench record` / `bench check`."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    kernels: list[BenchKernel] = Field(default_factory=list, description="the suite ([[bench.kernels]] tables)")
+    references_dir: Path = Field(Path("bench-references"), description="where references are recorded, one "
+                                 "folder per kernel (relative: to kernelloop.toml's folder); commit it")
+    regression_threshold: float = Field(0.03, gt=0, lt=1, description="slower than the reference by more than "
+                                        "this fraction (with confidence) is a regression (--regression-threshold)")
+    regression_confidence: float = Field(0.95, gt=0.5, lt=1.0, description="two-sided confidence of the interval "
+                                         "the regression rule reads")
+    pairs: int = Field(9, ge=3, le=200, description="interleaved (current, reference) timing pairs per kernel (--pairs)")
+    max_pairs: int = Field(21, ge=3, le=400, description="cap on pairs while the verdict is AMBIGUOUS (--max-pairs)")
+    record_runs: int = Field(9, ge=3, le=200, description="timed runs of the program when recording its reference")
+    record_seeds: int = Field(2, ge=1, le=32, description="seeds whose outputs' SHA-256 a reference records")
+
+
 class Settings(BaseModel):
     verify: VerifySettings = VerifySettings()
     optimize: OptimizeSettings = OptimizeSettings()
     init: InitSettings = InitSettings()
+    bench: BenchSettings = BenchSettings()
     cache_dir: Path = Field(default_factory=lambda: Path(user_cache_dir("kernelloop")))
     data_dir: Path = Field(default_factory=lambda: Path(user_data_dir("kernelloop")))
     include_dirs: list[Path] = Field(default_factory=list, description="folders of your own headers (-I) that a "
@@ -255,7 +286,8 @@ def _unknown(where: str, key: str, known: list[str]) -> ConfigError:
 
 def _check_project_keys(project_file: Path, values: dict[str, Any]) -> None:
     """Every key of kernelloop.toml is one kernelloop reads, and every section is a table."""
-    sections = {"verify": VerifySettings, "optimize": OptimizeSettings, "init": InitSettings}
+    sections = {"verify": VerifySettings, "optimize": OptimizeSettings, "init": InitSettings,
+                "bench": BenchSettings}
     for key, value in values.items():
         if key in sections:
             if not isinstance(value, dict):
@@ -296,14 +328,21 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
     optimize.update(_from_env(OptimizeSettings, "KERNELLOOP_OPTIMIZE_"))
     init: dict[str, Any] = dict(file_values.get("init", {}))
     init.update(_from_env(InitSettings, "KERNELLOOP_INIT_"))
+    bench: dict[str, Any] = dict(file_values.get("bench", {}))
+    bench_env = _from_env(BenchSettings, "KERNELLOOP_BENCH_")
+    if "kernels" in bench_env:
+        raise ConfigError("KERNELLOOP_BENCH_KERNELS is not read: list the suite's kernels as [[bench.kernels]] "
+                          "tables in kernelloop.toml")
+    bench.update(bench_env)
     for key, value in (cli or {}).items():
         if value is None or key == "include_dirs":
             continue
         if key in TOLERANCE_KEYS:  # a number, or NAME=NUMBER items (--rtol out=1e-4, repeatable)
             _apply_tolerances(verify, key, value, f"--{key}")
             continue
-        # A flag names a field of one section; the optimize section's names never clash with verify's.
-        (optimize if key in OptimizeSettings.model_fields else verify)[key] = value
+        # A flag names a field of one section; the sections' names never clash.
+        (optimize if key in OptimizeSettings.model_fields else bench if key in BenchSettings.model_fields
+         else verify)[key] = value
     top: dict[str, Any] = {k: v for k, v in file_values.items() if k in ("cache_dir", "data_dir")}
     for key in ("cache_dir", "data_dir"):
         if os.environ.get(f"KERNELLOOP_{key.upper()}"):
@@ -312,7 +351,7 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
                                                file_values=file_values)
     built: dict[str, BaseModel] = {}
     for section, model, values in (("verify", VerifySettings, verify), ("optimize", OptimizeSettings, optimize),
-                                   ("init", InitSettings, init)):
+                                   ("init", InitSettings, init), ("bench", BenchSettings, bench)):
         try:
             built[section] = model(**values)
         except ValidationError as exc:
@@ -330,8 +369,11 @@ def _source_of(loc: tuple, cli: dict[str, Any], project_file: Path, given_as: st
     """Where a bad value came from, as the user gave it: the flag, the variable or the file's key
     (the highest layer that sets it: flag > environment > project file)."""
     names = [str(p) for p in loc]
-    section, key = (names[0], names[1]) if len(names) > 1 and names[0] in ("verify", "optimize", "init") \
+    section, key = (names[0], names[1]) if len(names) > 1 and names[0] in ("verify", "optimize", "init", "bench") \
         else ("", names[0] if names else "")
+    if section == "bench" and key == "kernels" and len(names) > 2:  # one [[bench.kernels]] table
+        entry = int(names[2]) + 1 if names[2].isdigit() else names[2]
+        return f"{project_file} [[bench.kernels]] number {entry}" + (f" {names[3]}" if len(names) > 3 else "")
     if key == "tolerances" and len(names) > 3:  # one output's rtol/atol: [verify.tolerances.NAME] KEY
         output, key = names[2], names[3]
         if cli.get(key) is not None:

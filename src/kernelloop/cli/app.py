@@ -40,8 +40,9 @@ ATOL_HELP = "Absolute tolerance: ATOL for every output, NAME=ATOL for one output
 PASS_THROUGH_HELP = ("Verify a baseline whose output equals one of its inputs in every timed call, for a kernel whose "
                      "job is a copy [default: refused: on such inputs the kernel's work does not show].")
 FIXED_BUFFERS_HELP = ("Verify a baseline with an input that holds the same contents in every timed call (or one value "
-                      "in all its elements), or an output that is the same in every timed call, for a buffer constant "
-                      "by design [default: refused: a candidate may bake it in].")
+                      "in all its elements), an output that is the same in every timed call, or an in-out buffer it "
+                      "never changes, for a buffer constant by design [default: refused: a candidate may bake it in "
+                      "or drop its writing].")
 
 
 @app.command()
@@ -510,6 +511,85 @@ def verify_cert(
 
         print_certificate_check(out, result)
     raise typer.Exit(0 if result.ok else 1)
+
+
+bench_app = typer.Typer(context_settings=_HELP, no_args_is_help=True, rich_markup_mode=None,
+                        help="A suite of kernels with recorded references: fail CI on a regression.")
+app.add_typer(bench_app, name="bench")
+KERNEL_NAMES_HELP = "Kernels of the suite ([[bench.kernels]] in kernelloop.toml) [default: all]."
+
+
+@bench_app.command("record")
+def bench_record(
+    names: Optional[list[str]] = typer.Argument(None, help=KERNEL_NAMES_HELP),
+    json_output: bool = typer.Option(False, "--json", help="Print the new references as JSON."),
+) -> None:
+    """Record each kernel's reference on this GPU: its program, outputs' SHA-256 and kernel time.
+
+    The program is first verified against itself (every gate, then an A/A regression check).
+    Exit code 0: recorded; 2: a usage or environment problem."""
+    from ..bench.reference import record_suite
+
+    settings = load_settings()
+    share_include_dirs(settings.include_dirs)
+    if json_output:
+        recorded = record_suite(settings, names=names)
+        out.print_json(json.dumps([r.model_dump(mode="json") for r in recorded]))
+        return
+    from .render import print_recorded
+
+    with err.status("recording…") as status:
+        record_suite(settings, names=names,
+                     progress=lambda p: status.update(styled((p.stage, "bold"), f": {p.message}")),
+                     on_kernel=lambda r: print_recorded(out, r))
+
+
+@bench_app.command("check")
+def bench_check(
+    names: Optional[list[str]] = typer.Argument(None, help=KERNEL_NAMES_HELP),
+    regression_threshold: Optional[float] = typer.Option(
+        None, help="Slower than the reference by more than this fraction is a regression [default: 0.03]."),
+    pairs: Optional[int] = typer.Option(None, help="Interleaved (current, reference) pairs per kernel [default: 9]."),
+    max_pairs: Optional[int] = typer.Option(None, help="Cap on pairs while a verdict is AMBIGUOUS [default: 21]."),
+    junit: Optional[Path] = typer.Option(None, help="Also write JUnit XML here (one test case per kernel)."),
+    summary: Optional[Path] = typer.Option(
+        None, help="Append a Markdown table here [default: $GITHUB_STEP_SUMMARY when set]."),
+    json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """Check each kernel against its recorded reference: correctness (every verify gate), then speed.
+
+    Speed is measured interleaved with the reference program in this run, on this GPU; the verdict
+    per kernel is SAME, FASTER, SLOWER or AMBIGUOUS (docs/bench.md). Exit code 0: no regression;
+    1: a kernel SLOWER or failing a gate; 2: a usage or environment problem; 3: no regression
+    found but a kernel AMBIGUOUS (noise, a disturbed GPU): a CI job may retry."""
+    import os
+
+    from ..bench.check import check_suite
+    from ..bench.ci_outputs import junit_xml, step_summary
+
+    settings = load_settings({"regression_threshold": regression_threshold, "pairs": pairs, "max_pairs": max_pairs})
+    share_include_dirs(settings.include_dirs)
+    if json_output:
+        result = check_suite(settings, names=names)
+    else:
+        from .render import print_bench_check
+
+        with err.status("checking…") as status:
+            result = check_suite(settings, names=names,
+                                 progress=lambda p: status.update(styled((p.stage, "bold"), f": {p.message}")),
+                                 on_kernel=lambda k: err.print(f"{k.name}: {k.status.upper()} ({k.wall_s:.0f} s)"))
+    if junit is not None:
+        junit.write_text(junit_xml(result))
+    summary_file = summary or (Path(os.environ["GITHUB_STEP_SUMMARY"]) if os.environ.get("GITHUB_STEP_SUMMARY")
+                               else None)
+    if summary_file is not None:
+        with summary_file.open("a") as handle:
+            handle.write(step_summary(result))
+    if json_output:
+        out.print_json(json.dumps({**result.model_dump(mode="json"), "exit_code": result.exit_code}))
+    else:
+        print_bench_check(out, result)
+    raise typer.Exit(result.exit_code)
 
 
 runs_app = typer.Typer(context_settings=_HELP, no_args_is_help=True, rich_markup_mode=None, help="The run log: every `kernelloop optimize` run.")

@@ -146,3 +146,50 @@ def print_run(console: Console, record: RunRecord, attempts: list[AttemptRecord]
         table.add_row(str(a.iteration), a.approach, "accepted" if a.accepted else f"rejected: {a.kind}",
                       f"{a.speedup:.2f}x" if a.speedup else "-", a.reason)
     console.print(table)
+
+
+_BENCH_STYLE = {"same": "green", "faster": "green", "slower": "red", "failed": "red", "ambiguous": "yellow",
+                "error": "yellow"}
+
+
+def bench_table(check) -> Table:
+    """`bench check`: one row per kernel (a bench.check.BenchCheck)."""
+    table = Table(title=f"bench check on {check.gpu.name} (driver {check.gpu.driver_version})", title_justify="left")
+    for col in ("Kernel", "Verdict", "Reference ms", "Current ms", "Change (interval)", "Pairs", "Recorded ms"):
+        table.add_column(col, overflow="fold")
+    for k in check.kernels:
+        d, r = k.decision, k.reference
+        table.add_row(
+            k.name, styled((k.status.upper(), _BENCH_STYLE[k.status])),
+            f"{d.reference.median:.4f} (IQR {d.reference.relative_iqr:.1%})" if d else "-",
+            f"{d.current.median:.4f} (IQR {d.current.relative_iqr:.1%})" if d else "-",
+            f"{d.ratio - 1:+.1%} ({d.lower - 1:+.1%} to {d.upper - 1:+.1%})" if d else "-",
+            str(d.pairs) if d else "-",
+            f"{r.kernel_ms.median:.4f} on {r.gpu}" if r else "-")
+    return table
+
+
+def print_bench_check(console: Console, check) -> None:
+    console.print(bench_table(check))
+    for k in check.kernels:
+        if k.status not in ("same", "faster"):
+            console.print(styled((f"{k.name}:", _BENCH_STYLE[k.status]), f" {k.summary}"))
+        if k.reproduction is not None and k.reproduction.built and not k.reproduction.reproduced \
+                and not k.reference_varies:
+            console.print(styled((f"{k.name}:", "blue"), " the reference program's outputs here differ from the "
+                                 "recorded ones (another GPU, driver or nvcc?); the verdict compares with the "
+                                 "reference as run here"))
+    console.print(f"{len(check.kernels)} kernel(s) in {check.wall_s:.0f} s; exit code {check.exit_code}")
+
+
+def print_recorded(console: Console, recorded) -> None:
+    """`bench record`: one kernel's new reference (a bench.reference.Recorded)."""
+    r = recorded.reference
+    line = (f"{r.kernel}: recorded {r.kernel_ms.median:.4f} ms (IQR {r.kernel_ms.relative_iqr:.1%}, "
+            f"{len(r.samples_ms)} runs) on {r.gpu}, {len(r.experiments)} output digest(s)")
+    if recorded.previous is not None:
+        line += f"; was {recorded.previous.kernel_ms.median:.4f} ms on {recorded.previous.gpu}"
+    console.print(styled((line, "green")))
+    console.print(f"  -> {recorded.entry.reference_dir}")
+    for note in recorded.notes:
+        console.print(styled(("  note:", "yellow"), f" {note}"))

@@ -7,12 +7,10 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import EnvironmentProblem, InputError
-from ..program.split import read_program, split_program
+from ..program.split import read_program
 from ..tools.gpu import detect_gpus
-from ..tools.nvcc import build_program, find_toolchain
-from ..tools.sandbox import Limits
 from ..verify.gate import verify_sources
-from ..verify.runs import output_digest, run_program
+from ..verify.reproduce import RecordedExperiment, reproduce_outputs
 from .certificate import Certificate, CertificateCheck, Check, integrity_checks, read_certificate
 
 
@@ -64,24 +62,15 @@ def _reference_outputs(cert: Certificate, base_text: str, base_name: str, settin
     """Re-run the baseline on the certified seeds and compare its outputs' SHA-256."""
     if not cert.seeds:
         return Check(name="reference outputs", status="fail", detail="the certificate records no seeds")
-    split = split_program(base_text, base_name)
-    build = build_program(split.editable_unit(), split.harness_unit(), arch=arch, cache_dir=settings.cache_dir,
-                          toolchain=find_toolchain())
-    if not build.ok or build.binary is None:
-        return Check(name="reference outputs", status="fail", detail=f"the baseline does not build here ({build.stage})")
-    limits = Limits(wall_timeout_s=settings.verify.run_timeout_s, memory_bytes=settings.verify.memory_limit_bytes,
-                    stdout_cap_bytes=settings.verify.stdout_cap_bytes,
-                    file_size_bytes=settings.verify.output_dump_max_bytes)
-    differing: list[int] = []
-    for evidence in cert.seeds:
-        run = run_program(build.binary, seed=evidence.seed, limits=limits, size_index=evidence.size_index,
-                          size_draw=evidence.size_draw, secret=bytes.fromhex(evidence.secret) if evidence.secret else None)
-        if not run.result.ok or output_digest(run) != evidence.baseline_output_sha256:
-            differing.append(evidence.seed)
-    if not differing:
+    again = reproduce_outputs(base_text, base_name, [
+        RecordedExperiment(seed=e.seed, secret=e.secret, size_index=e.size_index, size_draw=e.size_draw,
+                           output_sha256=e.baseline_output_sha256) for e in cert.seeds], settings, arch)
+    if again.problem:
+        return Check(name="reference outputs", status="fail", detail=f"the baseline {again.problem.removeprefix('the program ')}")
+    if again.reproduced:
         return Check(name="reference outputs", status="pass",
                      detail=f"the baseline reproduces the certified outputs bit for bit on {len(cert.seeds)} seed(s)")
-    detail = f"the baseline's outputs differ from the certified ones on seed(s) {', '.join(map(str, differing))}"
+    detail = f"the baseline's outputs differ from the certified ones on seed(s) {', '.join(map(str, again.differing))}"
     if arch != cert.arch:
         detail += f" (certified for {cert.arch}, rebuilt for {arch}: floating-point results may differ)"
     return Check(name="reference outputs", status="fail", detail=detail)

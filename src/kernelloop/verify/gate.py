@@ -33,12 +33,14 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inputs_reach_outputs,
+from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inout_left_as_filled,
+                         inputs_reach_outputs,
                          inputs_without_variety, outputs_never_varying, outputs_showing_no_work,
                          speed_of_light)
 from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .records import Manifest
 from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
+from .regression import RegressionDecision, compare_times
 from .stats import decide
 from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict
 
@@ -238,7 +240,12 @@ def _run_failure(run: ProgramRun) -> tuple[Reason, str] | None:
 
 def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, *, baseline_name: str,
                    candidate_name: str, progress: ProgressCallback | None = None,
-                   gpu: GpuInfo | None = None) -> Verdict:
+                   gpu: GpuInfo | None = None, regression: float | None = None) -> Verdict:
+    """Every gate on CANDIDATE against BASELINE. `regression` None: the speedup gate (accept
+    only at least `threshold` faster). A number t: `bench check`'s question instead, with the
+    recorded reference as BASELINE and the current program as CANDIDATE: every other gate
+    alike, then the regression rule (verify/regression.py) at threshold t; accepted when correct
+    and SAME or FASTER."""
     vs = settings.verify
     started = time.monotonic()
     say = progress or (lambda p: None)
@@ -264,7 +271,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         v.durations = durations
         v.reasons = list(dict.fromkeys(reasons))
         v.accepted = not v.reasons
-        if v.accepted:
+        if v.accepted and v.regression is not None:
+            v.summary = v.regression.describe()
+        elif v.accepted:
             v.summary = f"accepted: {v.speed.describe()}" if v.speed else "accepted"
         else:
             first = next((g for g in v.gates if g.status == "fail"), None)
@@ -340,6 +349,16 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                          "these inputs any copy would match it. Give inputs it works on (`kernelloop init --range "
                          "NAME=LO,HI`, or `--capture` from a real run), or pass --allow-pass-through if copying is "
                          "the kernel's job")
+    untouched = inout_left_as_filled(calibration.records) if calibration.records is not None else []
+    if copies and vs.allow_pass_through:  # a copy kernel's in-out buffers were allowed above
+        untouched = [name for name in untouched if name not in {output for output, _ in copies}]
+    if untouched and not vs.allow_fixed_buffers:
+        names = ", ".join(repr(n) for n in untouched)
+        raise InputError(f"{baseline_name}: in-out buffer {names} is left as the harness filled it in every timed "
+                         "call: the code that would write it never runs on these inputs, so nothing checks it and a "
+                         "candidate that drops it would match. If the kernel only reads it, declare it an input "
+                         f"(`kernelloop init --role {untouched[0]}=input`); else give inputs that make the kernel "
+                         "write it, or pass --allow-fixed-buffers")
     fixed = inputs_without_variety(calibration.records) if calibration.records is not None else []
     if fixed and not vs.allow_fixed_buffers:
         said = "; ".join(f"'{name}' {how}" for name, how in fixed)
@@ -353,9 +372,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                          "call although the inputs change: nothing checks how it is computed, and a candidate writing "
                          "the constant would match. Give inputs that exercise it (`kernelloop init --range NAME=LO,HI`), "
                          "or pass --allow-fixed-buffers if it is constant by design")
-    if fixed or constant:
-        v.notes.append("buffers the experiment never varies (--allow-fixed-buffers): "
-                       + ", ".join([name for name, _ in fixed] + constant)
+    if fixed or constant or untouched:
+        v.notes.append("buffers the experiment never varies or never has written (--allow-fixed-buffers): "
+                       + ", ".join([name for name, _ in fixed] + constant + untouched)
                        + "; a candidate that bakes them in would be accepted")
     if manifest is not None and manifest.pageable_memory_access:
         if not vs.allow_pageable_memory_access:
@@ -468,7 +487,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     t = time.monotonic()
     manifests = _time_pairs(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, durations, reasons, say,
                             cupti_lib if audit_status == "done" else None, harness_kernels, timed_calls,
-                            noise_by_size.get((0, None)))
+                            noise_by_size.get((0, None)), regression)
     durations.timing_s = time.monotonic() - t
     if not reasons and manifest is not None:
         _speed_of_light(v, [manifest, *manifests], reasons)
@@ -708,12 +727,14 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
 def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                 used_seeds: set[int], durations: Durations, reasons: list[Reason], say,
                 cupti_lib: Path | None, harness_kernels: set[str], timed_calls: int | None,
-                noise: BaselineNoise | None) -> list[Manifest]:
+                noise: BaselineNoise | None, regression: float | None) -> list[Manifest]:
     """Interleaved (candidate, baseline) pairs, a fresh seed each; every run is traced and
     audited like the correctness runs, so a candidate cannot behave when watched only.
-    Returns the manifests the runs wrote (their measured peaks feed the speed-of-light gate)."""
+    Returns the manifests the runs wrote (their measured peaks feed the speed-of-light gate).
+    `regression`: decide by the regression rule at that threshold instead of the speedup bar."""
     vs = v.settings
     decision = None
+    compared: RegressionDecision | None = None
     manifests: list[Manifest] = []
     first_pair: tuple[int, bytes, float] | None = None
     while True:
@@ -763,9 +784,16 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
                          f"{base.kernel_ms.value:.4f} ms, candidate {cand.kernel_ms.value:.4f} ms"))
         decision = decide(v.baseline_kernel_ms, v.candidate_kernel_ms, threshold=vs.threshold,
                           confidence=vs.confidence)
-        if decision.outcome != "inconclusive" or len(v.candidate_kernel_ms) >= vs.max_runs:
+        if regression is not None:
+            compared = compare_times(v.baseline_kernel_ms, v.candidate_kernel_ms, threshold=regression,
+                                     confidence=vs.confidence)
+            settled = compared.outcome != "ambiguous"
+        else:
+            settled = decision.outcome != "inconclusive"
+        if settled or len(v.candidate_kernel_ms) >= vs.max_runs:
             break
     v.speed = decision
+    v.regression = compared
     b, c = decision.baseline, decision.candidate
     status = "pass" if decision.outcome == "faster" else "fail"
     detail = decision.describe()
@@ -783,18 +811,26 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
                 match=True, baseline_count=0, candidate_count=0, compared=0)))
             v.notes.append(f"baseline drift: the first experiment ran {first_ms:.4f} ms, "
                            f"{again.kernel_ms.value:.4f} ms when repeated after the pairs ({drift:.1%})")
+    if compared is not None:
+        status, detail = ("pass" if compared.outcome in ("same", "faster") else "fail"), compared.describe()
     if drift > vs.baseline_drift_limit:
         # The GPU was disturbed (shared, throttling, a leftover process): no verdict on speed.
         status, detail = "fail", (f"the baseline's own time changed by {drift:.0%} on the same experiment "
                                   f"(limit {vs.baseline_drift_limit:.0%}): the GPU is shared or throttling; retry")
         reasons.append(Reason.inconclusive)
+    elif compared is not None:
+        if compared.outcome == "slower":
+            reasons.append(Reason.slower)
+        elif compared.outcome == "ambiguous":
+            reasons.append(Reason.inconclusive)
+            detail += f"; still undecided after {compared.pairs} pairs"
     elif decision.outcome == "not_faster":
         reasons.append(Reason.not_faster)
     elif decision.outcome == "inconclusive":
         reasons.append(Reason.inconclusive)
         detail += f"; still a coin toss after {decision.pairs} pairs"
     v.gates.append(GateResult(
-        gate="speedup", status=status,
+        gate="speedup" if compared is None else "regression", status=status,
         baseline=f"{b.median:.4f} ms (IQR {b.relative_iqr:.1%})", candidate=f"{c.median:.4f} ms (IQR {c.relative_iqr:.1%})",
         detail=detail))
     bw, cw = statistics.median(v.baseline_wall_ms), statistics.median(v.candidate_wall_ms)

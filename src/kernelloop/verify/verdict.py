@@ -13,6 +13,7 @@ from ..tools.sandbox import IsolationReport
 from .audit import AuditReport
 from .outputs import Comparison
 from .policy import Violation
+from .regression import RegressionDecision
 from .stats import SpeedupDecision
 
 
@@ -35,11 +36,12 @@ class Reason(str, Enum):
     reframed_timing = "reframed_timing"  # timing windows added, dropped or moved by the candidate
     not_faster = "not_faster"
     inconclusive = "inconclusive"
+    slower = "slower"  # `bench check`: slower than the recorded reference beyond the regression threshold
     impossible_speed = "impossible_speed"  # faster than the bytes and FLOPs one call must move allow
 
 
-GateName = Literal["policy", "compile", "correctness", "memcheck", "independent timing", "speedup", "speed of light",
-                   "process wall"]
+GateName = Literal["policy", "compile", "correctness", "memcheck", "independent timing", "speedup", "regression",
+                   "speed of light", "process wall"]
 
 
 class GateResult(BaseModel):
@@ -103,6 +105,7 @@ class Verdict(BaseModel):
     policy: list[Violation] = []
     builds: dict[str, BuildSummary] = {}
     speed: SpeedupDecision | None = None
+    regression: RegressionDecision | None = None  # `bench check` only: current (candidate) vs recorded reference
     baseline_kernel_ms: list[float] = []
     candidate_kernel_ms: list[float] = []
     baseline_wall_ms: list[float] = []

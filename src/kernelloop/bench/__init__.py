@@ -1,0 +1,1 @@
+"""`kernelloop bench`: a suite of kernel programs with recorded references, checked for regressions."""
