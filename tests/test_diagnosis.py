@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernelloop.profiler.diagnosis import classify, diagnose, fired_rules
-from kernelloop.profiler.rules import RULES, derived
-from kernelloop.tools.ncu_report_reader import read_report
+from kernelloop.profiler.diagnosis import classify, diagnose, fired_rules, not_judged, summary_line
+from kernelloop.profiler.rules import DERIVED_FROM, RULES, derived
+from kernelloop.tools.ncu_report_reader import HEADLINE_METRICS, read_report
 
 from .conftest import FIXTURES
 
@@ -91,6 +91,9 @@ QUIET = {  # a healthy kernel: nothing should fire
     "dram_throughput_pct": 30.0, "l1_hit_rate_pct": 30.0, "achieved_occupancy_pct": 80.0,
     "theoretical_occupancy_pct": 100.0, "waves_per_sm": 8.0, "grid_size": 8448.0, "sm_count": 132.0,
     "block_size": 256.0, "issue_active_pct": 30.0, "ffma_per_cycle": 1000.0, "ffma_peak_per_cycle": 16896.0,
+    "fadd_per_cycle": 0.0, "fmul_per_cycle": 0.0, "instructions_executed": 1e8,
+    "global_red_instructions": 0.0, "global_atom_instructions": 0.0, "l2_atomic_busy_max_pct": 1.0,
+    "l2_atomic_busy_avg_pct": 1.0,
     "global_load_sectors_per_request": 4.0, "global_store_sectors_per_request": 4.0, "shared_wavefronts": 1e6,
     "global_load_requests": 1e6, "global_store_requests": 1e6, "global_load_bytes_per_sector": 32.0,
     "global_store_bytes_per_sector": 32.0,
@@ -169,3 +172,69 @@ def test_every_rule_has_an_edge_test_and_a_note():
 ])
 def test_classification(metrics, primary):
     assert classify(derived({**QUIET, **metrics})) == primary
+
+
+# -- a rule needs its evidence: a metric the report lacks is never read as 0 -----------------
+
+# What the loop's `fast` profiles used to lack: the roofline section (FP32 pipe rates and peak)
+# and the instruction statistics. The accepted 4096 matmul's re-profile then read
+# "the FP32 pipe runs at 0.0 % of its peak ... (0 in all)" out of two nulls.
+ROOFLINE_AND_INSTRUCTIONS = ("ffma_per_cycle", "fadd_per_cycle", "fmul_per_cycle", "ffma_peak_per_cycle",
+                             "instructions_executed")
+
+
+def _without(profile, keys):
+    names = {name for key in keys for name in HEADLINE_METRICS[key]}
+    return profile.model_copy(update={"metrics": {n: v for n, v in profile.metrics.items() if n not in names}})
+
+
+def test_a_rule_whose_metrics_the_report_lacks_is_not_judged_instead_of_reading_zeros():
+    full = read_report(SUITE / "sum_reduction.ncu-rep")
+    assert diagnose(full).findings[0].rule == "issue-bound"  # with its evidence, the rule fires
+    d = diagnose(_without(full, ROOFLINE_AND_INSTRUCTIONS))
+    assert "issue-bound" not in [f.rule for f in d.findings] and "fma-bound" not in [f.rule for f in d.findings]
+    gaps = {g.rule: g for g in d.not_judged}
+    assert "fp32_pipe_pct" in gaps["issue-bound"].missing
+    assert gaps["issue-bound"].sections == ["SpeedOfLight_RooflineChart"]
+    assert "SpeedOfLight_RooflineChart" in gaps["fma-bound"].describe()
+    assert "0.0%" not in d.summary and "0 in all" not in d.summary
+    assert "not judged" in d.summary
+
+
+def test_a_number_a_finding_only_mentions_is_left_out_when_missing_not_printed_as_zero():
+    d = diagnose(_without(read_report(SUITE / "sum_reduction.ncu-rep"), ("instructions_executed",)))
+    top = d.findings[0]
+    assert top.rule == "issue-bound" and "in all" not in top.finding and not d.not_judged
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_a_rule_reads_nothing_but_the_metrics_it_requires(rule):
+    above = next(a for r, _, a in EDGES if r == rule.id)
+    m = derived({**QUIET, **above})
+    only = {k: m[k] for k in rule.requires}  # everything else missing
+    assert rule.condition(only)  # a read outside `requires` raises MissingMetric here
+    assert rule.finding(only)
+    assert fired_rules(only, [rule])[0].rule == rule.id
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_any_required_metric_missing_leaves_the_rule_unjudged(rule):
+    above = next(a for r, _, a in EDGES if r == rule.id)
+    for key in rule.requires:
+        m = derived({**QUIET, **above})
+        m[key] = None
+        assert fired_rules(m, [rule]) == []
+        (gap,) = not_judged(m, [rule])
+        assert gap.rule == rule.id and gap.missing
+
+
+def test_derived_quantities_are_missing_when_their_inputs_are():
+    assert all(derived({})[key] is None for key in DERIVED_FROM)
+    d = derived({**QUIET, "fadd_per_cycle": None})
+    assert d["fp32_pipe_pct"] is None  # not the FFMA rate alone, not 0
+
+
+def test_without_speed_of_light_the_class_is_unknown_and_the_summary_says_n_a():
+    m = derived({k: v for k, v in QUIET.items() if k not in ("sm_throughput_pct", "memory_throughput_pct")})
+    assert classify(m) == "unknown"
+    assert "SM n/a, memory n/a" in summary_line("unknown", m, [])

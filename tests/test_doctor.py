@@ -448,3 +448,59 @@ def test_doctor_says_whether_nvidia_smi_is_missing_or_found_no_gpu(monkeypatch):
     monkeypatch.setattr(shutil_module, "which", lambda name, *a, **k: "/usr/bin/nvidia-smi")
     check, _ = doctor.check_gpu()
     assert "nvidia-smi found none" in check.detail
+
+
+# --------------------------------------------------------------------------- piped output, base URL, settings
+
+
+def test_piped_doctor_prints_one_line_per_check_however_long(monkeypatch):
+    from typer.testing import CliRunner
+
+    from kernelloop.cli.app import app
+
+    long = "a detail long enough to wrap at any terminal width " * 4
+    checks = [Check(name=f"check-{i}", status=status, detail=long, fix=long)
+              for i, status in enumerate(["ok", "warn", "fail"] * 4)]
+    monkeypatch.setattr(doctor, "run_checks", lambda online=False: checks)
+    monkeypatch.delenv("COLUMNS", raising=False)  # piped: rich would wrap at 80 columns
+    r = CliRunner().invoke(app, ["doctor"])
+    assert r.exit_code == 1
+    lines = r.stdout.splitlines()
+    assert len(lines) == 12 and all(line.split(" ", 1)[1].startswith(f"check-{i}:") for i, line in enumerate(lines))
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host/v1", "http:///v1", "https://host:port/v1",
+                                 "localhost:8000/v1", "https://host/v1?key=1"])
+def test_a_bad_base_url_fails_the_doctor_and_names_where_it_came_from(url):
+    cfg = resolve_llm_config(environ={"KERNELLOOP_BASE_URL": url}, dotenv={})
+    check = doctor.check_base_url(cfg, environ={})
+    assert check.status == "fail" and check.required and exit_code([check]) == 1
+    assert check.detail.startswith(f"$KERNELLOOP_BASE_URL {url!r} ") and "KERNELLOOP_BASE_URL" in check.fix
+    from_file = doctor.check_base_url(resolve_llm_config(environ={}, dotenv={"KERNELLOOP_BASE_URL": url}), environ={})
+    assert "in ./.env" in from_file.detail
+
+
+def test_a_good_base_url_passes_and_a_bad_retrieval_url_is_advice():
+    for url in (None, "http://127.0.0.1:8000/v1", "https://integrate.api.nvidia.com/v1/"):
+        cfg = resolve_llm_config(environ={"KERNELLOOP_BASE_URL": url} if url else {}, dotenv={})
+        assert doctor.check_base_url(cfg, environ={}).status == "ok"
+    check = doctor.check_base_url(resolve_llm_config(environ={}, dotenv={}),
+                                  environ={"KERNELLOOP_NIM_BASE_URL": "integrate.api.nvidia.com"})
+    assert check.status == "fail" and not check.required and "KERNELLOOP_NIM_BASE_URL" in check.detail
+
+
+def test_the_optimizer_refuses_a_bad_base_url_in_one_line():
+    from kernelloop.config import OptimizeSettings
+    from kernelloop.errors import ConfigError
+    from kernelloop.optimizers.factory import make_optimizer
+
+    cfg = resolve_llm_config(cli_base_url="notaurl", environ={}, dotenv={})
+    with pytest.raises(ConfigError, match=r"--base-url 'notaurl' is not a URL") as info:
+        make_optimizer("auto", cfg, OptimizeSettings())
+    assert "\n" not in str(info.value)
+
+
+def test_doctor_names_a_bad_setting_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELLOOP_VERIFY_THRESHOLD", "abc")
+    check = doctor.check_settings(tmp_path)
+    assert check.status == "fail" and check.required and "KERNELLOOP_VERIFY_THRESHOLD=abc" in check.detail

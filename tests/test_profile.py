@@ -77,7 +77,7 @@ def test_ncu_without_counter_permission_is_one_clear_error(tmp_path, monkeypatch
     fake.write_text("#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access "
                     "NVIDIA GPU Performance Counters on the target device 0.'\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(prun, "find_ncu", lambda: fake)
+    monkeypatch.setattr(prun, "require_ncu", lambda: fake)
     monkeypatch.setattr(prun, "detect_gpus", lambda: [GpuInfo(index=0, name="fake", compute_capability="9.0",
                                                                 driver_version="0")])
     monkeypatch.setattr(prun, "_kernels_by_time", lambda binary, settings: [])
@@ -95,7 +95,7 @@ def test_kernel_name_that_matches_nothing_lists_the_kernels():
 
 @pytest.mark.nvcc
 def test_resources_command_without_a_gpu():
-    r = kl("resources", "src/kernelloop/exemplars/matmul_smem_tiling.cu", "--block", "1024", "--json")
+    r = kl("resources", "src/kernelloop/exemplars/matmul_smem_tiling.cu", "--arch", "sm_90", "--block", "1024", "--json")
     assert r.returncode == 0, r.stderr
     (entry,) = json.loads(r.stdout)
     assert entry["kernel"]["static_shared_bytes"] == 8192 and entry["kernel"]["registers"] > 0
@@ -121,3 +121,96 @@ def test_ncu_command_profiles_one_launch_of_the_hot_kernel():
     # every option is followed by its own value
     for flag in ("--clock-control", "--launch-skip", "--launch-count", "-o", "-k"):
         assert not fast[fast.index(flag) + 1].startswith("-")
+
+
+# -- the fast set collects what the rules read ---------------------------------------------------
+
+def test_the_fast_set_collects_every_section_the_rules_read():
+    from kernelloop.profiler.rules import rule_sections
+
+    argv = prun.ncu_command(prun.Path("ncu"), chosen=None, kernel=None, section_set="fast", clock_control="none")
+    sections = {argv[i + 1] for i, a in enumerate(argv) if a == "--section"}
+    assert rule_sections() <= sections
+    # fp32_pipe_pct (issue-bound, fma-bound) and the instruction count: the two the old fast set lacked
+    assert {"SpeedOfLight_RooflineChart", "InstructionStats"} <= sections
+
+
+_SECTIONS_OF_METRICS = """
+import json, sys
+from kernelloop.tools.ncu_report_reader import load_ncu_report_module
+ncu_report = load_ncu_report_module()
+action = ncu_report.load_report(sys.argv[1]).range_by_idx(0).action_by_idx(0)
+listed = {}
+for section in action.sections():
+    for metric in list(section.header_metrics()) + list(section.body_metrics()):
+        listed.setdefault(metric.name(), []).append(section.identifier())
+print(json.dumps(listed))
+"""
+
+
+def test_the_section_of_each_metric_agrees_with_what_a_real_report_lists():
+    """rules.METRIC_SECTION against the sections of a full-set H200 capture (tables' metrics are not
+    listed by ncu_report; every metric it does list must sit in the section the table names)."""
+    from kernelloop.profiler.rules import METRIC_SECTION
+    from kernelloop.tools.ncu_report_reader import HEADLINE_METRICS
+
+    r = subprocess.run([sys.executable, "-c", _SECTIONS_OF_METRICS, str(REPORT)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)
+    checked = 0
+    for key, section in METRIC_SECTION.items():
+        for raw in HEADLINE_METRICS.get(key, ()):
+            if raw in listed:
+                assert section in listed[raw], (key, raw, listed[raw])
+                checked += 1
+    assert checked >= 25
+
+
+# -- the launch that takes the time, not a tail launch ------------------------------------------
+
+REDUCE = "_Z6reducePKfPfi"
+
+
+def _trace(tmp_path, launches):
+    """A trace in the CUPTI injection library's record format: (name, grid x, duration in µs) per launch."""
+    lines, t = ['{"kind":"meta","pid":1,"cupti_version":130001}'], 1_000_000
+    for corr, (name, grid, us) in enumerate(launches, 1):
+        end = t + int(us * 1000)
+        lines.append(json.dumps({"kind": "kernel", "name": name, "start": t, "end": end, "corr": corr, "stream": 7,
+                                 "device": 0, "context": 1, "grid": [grid, 1, 1], "block": [256, 1, 1],
+                                 "dyn_smem": 1024, "static_smem": 0, "regs": 16, "graph_node": 0}))
+        t = end + 5_000
+    lines.append('{"kind":"end"}')
+    path = tmp_path / "trace.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    from kernelloop.tools.cupti import read_trace
+
+    return read_trace(path)
+
+
+def test_a_multi_pass_reduction_is_profiled_on_its_big_pass_not_the_tail_launch(tmp_path):
+    # per call: the harness's fill, a 65536-block pass (400 µs), then a 256-block pass over the
+    # partial sums (3.5 µs); one warm-up call, then 20 timed calls
+    launches = []
+    for _ in range(21):
+        launches += [("_ZN2kl4fillEPfm", 262144, 50.0), (REDUCE, 65536, 400.0), (REDUCE, 256, 3.5)]
+    (hot,) = prun.kernels_from_trace(_trace(tmp_path, launches))
+    assert hot.name == REDUCE and hot.launches == 42 and hot.configurations == 2
+    assert hot.profile_launch == 2  # the big pass of the first timed call (launch 0: warm-up, 1: its tail)
+    assert hot.grid == (65536, 1, 1) and hot.launch_ms == pytest.approx(0.4)
+    argv = prun.ncu_command(prun.Path("ncu"), chosen=hot, kernel=None, section_set="full", clock_control="none")
+    assert argv[argv.index("--launch-skip") + 1] == "2" and argv[argv.index("--launch-count") + 1] == "1"
+
+
+def test_one_configuration_skips_only_the_warm_up_launch_and_a_single_launch_is_profiled(tmp_path):
+    (hot,) = prun.kernels_from_trace(_trace(tmp_path, [(REDUCE, 4096, 90.0)] * 21))
+    assert (hot.profile_launch, hot.configurations) == (1, 1)
+    (once,) = prun.kernels_from_trace(_trace(tmp_path, [(REDUCE, 4096, 90.0)]))
+    assert once.profile_launch == 0
+
+
+def test_kernels_are_ordered_by_gpu_time_and_harness_kernels_are_never_hot(tmp_path):
+    kernels = prun.kernels_from_trace(_trace(tmp_path, [("_ZN2kl4fillEPfm", 9, 5000.0), ("_Z1aPf", 9, 10.0),
+                                                        ("_Z1bPf", 9, 30.0), ("_Z1aPf", 9, 10.0)]))
+    assert [k.name for k in kernels] == ["_Z1bPf", "_Z1aPf"]

@@ -2,15 +2,14 @@
 
 :func:`run_checks` is pure: it prints nothing and returns one :class:`Check` per line.
 A check is `required` when `optimize` cannot work without it (python, nvcc, a GPU, ncu,
-permission to read the GPU's performance counters, CUPTI); the API key and the model
-name are advice (the offline optimizer works without a key).
+permission to read the GPU's performance counters, CUPTI, a usable LLM base URL when one
+is set); the API key and the model name are advice (the offline optimizer works without a key).
 
 No check ever shows an API key: only :func:`kernelloop.llm_config.mask_key` of it.
 """
 
 from __future__ import annotations
 
-import glob
 import http.client
 import json
 import os
@@ -36,12 +35,15 @@ from .llm_config import (
     MODEL_ENV,
     BASE_URL_ENV,
     COMMON_MISTAKES,
+    SOURCE_NAMES,
     LLMConfig,
+    base_url_problem,
     env_file_path,
     read_env_file,
     resolve_llm_config,
     suggest_model,
 )
+from .tools.toolkit import find_ncu  # the one search profile and verify use too
 
 
 class Check(BaseModel):
@@ -124,40 +126,6 @@ def _first_error_line(text: str, returncode: int) -> str:
 
 
 # --------------------------------------------------------------------------- toolchain and GPU
-
-
-def _toolkit_roots(nvcc: Path | None) -> list[Path]:
-    """CUDA toolkit roots to search for ncu: the real nvcc's (symlinks and `exec` wrappers
-    followed), then /usr/local/cuda."""
-    roots: list[Path] = []
-    if nvcc is not None:
-        real = Path(nvcc).resolve()
-        try:
-            if real.stat().st_size < 4096:
-                m = re.search(r"exec\s+(\S+/bin/nvcc)", real.read_text(errors="replace"))
-                if m:
-                    real = Path(m.group(1)).resolve()
-        except OSError:
-            pass
-        roots.append(real.parent.parent)
-    roots.append(Path("/usr/local/cuda"))
-    return roots
-
-
-def find_ncu(nvcc: Path | None = None) -> Path | None:
-    """ncu on PATH, else in the toolkit (bin/ncu, nsight-compute-*/ncu), else /opt/nvidia/nsight-compute."""
-    found = shutil.which("ncu")
-    if found:
-        return Path(found)
-    for root in _toolkit_roots(nvcc):
-        candidates = [root / "bin" / "ncu", *sorted(root.glob("nsight-compute*/ncu"), reverse=True)]
-        for c in candidates:
-            if c.is_file() and os.access(c, os.X_OK):
-                return c
-    for c in sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True):
-        if os.access(c, os.X_OK):
-            return Path(c)
-    return None
 
 
 def check_python() -> Check:
@@ -358,6 +326,30 @@ def check_api_key(cfg: LLMConfig) -> Check:
     return Check(name="api-key", status="ok", required=False, detail=detail)
 
 
+def check_base_url(cfg: LLMConfig, environ: Mapping[str, str] | None = None) -> Check:
+    """The LLM endpoint's base URL (flag, environment, ./.env) and, when set, the retrieval endpoint's
+    (KERNELLOOP_NIM_BASE_URL): each must be an http(s) URL with a host. A bad LLM URL breaks
+    `optimize` (auto picks the OpenAI-compatible optimizer for any URL but NVIDIA's), so it counts."""
+    from .corpus.nvidia import BASE_URL_ENV as NIM_BASE_URL_ENV
+
+    env = os.environ if environ is None else environ
+    problem = base_url_problem(cfg.base_url)
+    if problem:
+        where = SOURCE_NAMES[cfg.base_url_source]
+        return Check(name="base-url", status="fail", detail=f"{where} {cfg.base_url!r} {problem}",
+                     fix=f"set {BASE_URL_ENV} (or --base-url) to the endpoint's base, e.g. "
+                         "https://integrate.api.nvidia.com/v1 or http://127.0.0.1:8000/v1; unset it for NVIDIA's API")
+    nim_url = env.get(NIM_BASE_URL_ENV, "").strip()
+    nim_problem = base_url_problem(nim_url) if nim_url else None
+    if nim_problem:
+        return Check(name="base-url", status="fail", required=False,
+                     detail=f"${NIM_BASE_URL_ENV} {nim_url!r} {nim_problem}",
+                     fix=f"set {NIM_BASE_URL_ENV} to an http(s) URL or unset it; until then NVIDIA retrieval "
+                         "falls back to BM25")
+    return Check(name="base-url", status="ok", required=False,
+                 detail=f"{cfg.base_url} ({SOURCE_NAMES[cfg.base_url_source]})")
+
+
 def check_model(cfg: LLMConfig) -> Check:
     if not cfg.nvidia_hosted:
         return Check(name="model", status="ok", required=False,
@@ -479,7 +471,7 @@ def run_checks(
 
     env_check, dotenv = check_env_file(cwd)
     cfg = resolve_llm_config(cwd=cwd, environ=environ, dotenv=dotenv or {})
-    checks += [env_check, check_api_key(cfg), check_model(cfg)]
+    checks += [env_check, check_api_key(cfg), check_base_url(cfg, environ), check_model(cfg)]
     if online:
         checks.append(check_online(cfg))
     return checks

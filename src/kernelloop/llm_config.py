@@ -71,6 +71,8 @@ COMMON_MISTAKES: dict[str, str] = {
 }
 
 KeySource = Literal["environment", ".env", "flag", "none"]
+SOURCE_NAMES = {"flag": "--base-url", "environment": f"${BASE_URL_ENV}", ".env": f"{BASE_URL_ENV} in ./.env",
+                "default": "the default"}
 
 
 class LLMConfig(BaseModel):
@@ -82,6 +84,7 @@ class LLMConfig(BaseModel):
     model: str = DEFAULT_MODEL
     base_url: str = DEFAULT_BASE_URL
     key_source: KeySource = "none"
+    base_url_source: Literal["flag", "environment", ".env", "default"] = "default"
 
     @property
     def masked_key(self) -> str:
@@ -100,6 +103,24 @@ def mask_key(key: str) -> str:
     if len(key) < 12:
         return f"… ({len(key)} chars)"
     return f"{key[:4]}… ({len(key)} chars)"
+
+
+def base_url_problem(base_url: str) -> str | None:
+    """Why `base_url` cannot be an OpenAI-compatible endpoint (one phrase), or None when it can."""
+    try:
+        parsed = urlparse(base_url)
+        port = parsed.port  # raises on a port that is not a number
+    except ValueError as exc:
+        return f"is not a URL ({exc})"
+    if parsed.scheme not in ("http", "https"):
+        return "is not an http(s) URL" if parsed.scheme else "is not a URL (no http:// or https://)"
+    if not parsed.hostname:
+        return "names no host"
+    if port == 0:
+        return "names port 0"
+    if parsed.query or parsed.fragment:
+        return "carries a query or fragment (give the endpoint's base, e.g. https://host/v1)"
+    return None
 
 
 def is_nvidia_hosted(base_url: str) -> bool:
@@ -154,13 +175,14 @@ def resolve_llm_config(
     dot = read_env_file(cwd) if dotenv is None else dotenv
     key, key_source = _first((cli_api_key, "flag"), (env.get(KEY_ENV), "environment"), (dot.get(KEY_ENV), ".env"))
     model, _ = _first((cli_model, "flag"), (env.get(MODEL_ENV), "environment"), (dot.get(MODEL_ENV), ".env"))
-    base_url, _ = _first((cli_base_url, "flag"), (env.get(BASE_URL_ENV), "environment"),
-                         (dot.get(BASE_URL_ENV), ".env"))
+    base_url, url_source = _first((cli_base_url, "flag"), (env.get(BASE_URL_ENV), "environment"),
+                                  (dot.get(BASE_URL_ENV), ".env"))
     return LLMConfig(
         api_key=SecretStr(key) if key else None,
         model=model or DEFAULT_MODEL,
         base_url=(base_url or DEFAULT_BASE_URL).rstrip("/"),
         key_source=key_source if key else "none",  # type: ignore[arg-type]
+        base_url_source=url_source if base_url else "default",  # type: ignore[arg-type]
     )
 
 

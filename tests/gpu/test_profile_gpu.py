@@ -25,6 +25,8 @@ def test_profile_naive_matmul_names_the_l1_limit_and_tiling(section_set, tmp_pat
     d = result["diagnosis"]
     assert d["findings"][0]["rule"] == "l1-lsu-limited", d["summary"]
     assert "shared memory" in d["findings"][0]["action"]
+    assert d["not_judged"] == [], d["not_judged"]  # either set collects every metric a rule reads
+    assert result["launch"]["grid"] == [64, 64, 1] and result["launch"]["profile_launch"] >= 1  # not the warm-up
     assert result["kernel"] == "naive_matmul_kernel" and os.path.exists(result["report_path"])
     print(section_set, json.dumps(result["timings"]))
     timings = {**result["timings"], "set": section_set}

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,14 +29,14 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
 from ..config import OptimizeSettings, Settings
-from ..errors import EnvironmentProblem, InputError
+from ..errors import InputError
 from ..optimizers.base import Optimizer, PastAttempt
-from ..program.split import ProgramSplit, check_program, read_program, split_program
+from ..program.split import read_program, split_program
 from ..runs.artifacts import RunArtifacts, kernel_name, new_run_id
-from ..runs.store import RunRecord, RunStore, now
-from ..tools.gpu import detect_gpus
+from ..runs.store import RunRecord, RunStore, failure_reason, now, run_store
 from .context import LoopContext, Toolbox
 from .events import LoopEvent
+from .inputs import CheckedInput, _arch
 from .nodes import make_nodes
 from .state import LoopState
 
@@ -74,38 +73,6 @@ def build_graph(ctx: LoopContext, checkpointer: Any = None) -> Any:
 
 def checkpoint_path(settings: Settings) -> Path:
     return settings.data_dir / "checkpoints.sqlite"
-
-
-def run_store(settings: Settings) -> RunStore:
-    return RunStore(settings.data_dir / "runs.sqlite")
-
-
-def _arch(settings: Settings, require_gpu: bool) -> tuple[str, str]:
-    """(arch, GPU name) of the GPU the run will verify on."""
-    gpus = detect_gpus()
-    if not gpus:
-        if require_gpu:
-            raise EnvironmentProblem("optimize needs a CUDA GPU to profile and verify, and none is visible here "
-                                     "(nvidia-smi); `kernelloop doctor` explains what is missing")
-        return settings.verify.arch or "sm_90", ""
-    return settings.verify.arch or gpus[0].arch, gpus[0].name
-
-
-@dataclass(frozen=True)
-class CheckedInput:
-    path: Path
-    text: str
-    split: ProgramSplit
-    arch: str
-    gpu: str  # the GPU's name ("" when none is required and none is visible)
-
-
-def check_inputs(path: Path, settings: Settings, *, require_gpu: bool = True) -> CheckedInput:
-    """The program's text and split, and the GPU's arch and name; each problem a user can fix
-    is one clear error, raised before anything starts (servers, optimizer, GPU time)."""
-    text, split = check_program(path)
-    arch, gpu = _arch(settings, require_gpu)
-    return CheckedInput(path=path, text=text, split=split, arch=arch, gpu=gpu)
 
 
 def _memory(store: RunStore, kernel: str, sha: str, settings: Settings, exclude_run: str | None = None) -> list[PastAttempt]:
@@ -147,7 +114,7 @@ def resumed_run(record: RunRecord, settings: Settings, optimizer: Optimizer, too
     arch, _ = _arch(settings, require_gpu)
     store = run_store(settings)
     memory = _memory(store, record.kernel, record.kernel_sha256, settings, exclude_run=record.run_id)
-    store.update_run(record.run_id, status="running", finished_at=None)
+    store.update_run(record.run_id, status="running", finished_at=None, reason="")
     return LoopContext(settings=settings, toolbox=toolbox, optimizer=optimizer, artifacts=artifacts, store=store,
                        run_id=record.run_id, kernel=record.kernel, kernel_path=Path(record.kernel_path),
                        kernel_sha256=record.kernel_sha256, baseline_text=text, split=split_program(text, record.kernel_path),
@@ -165,6 +132,7 @@ async def run_loop(ctx: LoopContext) -> AsyncIterator[LoopEvent]:
     is interrupted (Ctrl-C) or fails: then the checkpoint lets `--resume` continue."""
     finished = False
     ending = "interrupted"  # Ctrl-C, or the caller stopped listening
+    reason = "interrupted (Ctrl-C, or the caller stopped listening); `kernelloop optimize --resume` continues it"
     try:
         ctx.settings.data_dir.mkdir(parents=True, exist_ok=True)
         async with AsyncSqliteSaver.from_conn_string(str(checkpoint_path(ctx.settings))) as saver:
@@ -201,12 +169,12 @@ async def run_loop(ctx: LoopContext) -> AsyncIterator[LoopEvent]:
                     if event.kind == "done":
                         finished = True
                     yield event
-    except Exception:
-        ending = "error"
+    except Exception as exc:
+        ending, reason = "error", failure_reason(exc)
         raise
     finally:
         if not finished:
-            ctx.store.update_run(ctx.run_id, status=ending, finished_at=now())
+            ctx.store.update_run(ctx.run_id, status=ending, finished_at=now(), reason=reason)
 
 
 async def final_state(ctx: LoopContext) -> dict[str, Any]:

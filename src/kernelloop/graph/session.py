@@ -14,8 +14,9 @@ from ..llm_config import LLMConfig, resolve_llm_config
 from ..mcp.client import McpToolbox
 from ..optimizers.factory import make_optimizer, model_label, resolve_kind
 from .events import LoopEvent
-from ..runs.store import now
-from .loop import check_inputs, new_run, resumed_run, run_loop, run_store, saved_settings
+from ..runs.store import failure_reason, now
+from .inputs import CheckedInput, check_inputs
+from .loop import new_run, resumed_run, run_loop, run_store, saved_settings
 
 ToolboxFactory = Callable[[Settings], Any]  # -> an async context manager yielding a Toolbox
 
@@ -30,8 +31,10 @@ def mcp_toolbox(settings: Settings) -> McpToolbox:
 
 async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, optimizer_kind: str | None = None,
                    resume: str | None = None, toolbox_factory: ToolboxFactory | None = None,
-                   require_gpu: bool = True, optimizer: Any = None) -> AsyncIterator[LoopEvent]:
-    """Events of one run. `optimizer` overrides the factory (tests: scripted chat models)."""
+                   require_gpu: bool = True, optimizer: Any = None,
+                   checked: CheckedInput | None = None) -> AsyncIterator[LoopEvent]:
+    """Events of one run. `optimizer` overrides the factory (tests: scripted chat models);
+    `checked` is the input the caller already checked (graph.inputs.check_inputs)."""
     if resume is not None:
         record = run_store(settings).get_run(resume)
         settings = saved_settings(record)  # a resumed run keeps its caps and threshold
@@ -42,7 +45,8 @@ async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, o
         ctx = resumed_run(record, settings, chosen, _NoToolbox(), require_gpu=require_gpu)
     else:
         assert kernel is not None
-        checked = check_inputs(kernel, settings, require_gpu=require_gpu)  # before the optimizer and servers start
+        if checked is None:
+            checked = check_inputs(kernel, settings, require_gpu=require_gpu)  # before the optimizer and servers start
         kind = resolve_kind(optimizer_kind or settings.optimize.optimizer, llm)
         chosen = optimizer or make_optimizer(kind, llm, settings.optimize)
         ctx = new_run(checked, settings, chosen, _NoToolbox(), model=model_label(chosen, llm),
@@ -53,8 +57,9 @@ async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, o
     try:
         toolbox_cm = (toolbox_factory or mcp_toolbox)(settings)
         toolbox = await toolbox_cm.__aenter__()
-    except BaseException:
-        ctx.store.update_run(ctx.run_id, status="error", finished_at=now())
+    except BaseException as exc:
+        ctx.store.update_run(ctx.run_id, status="error", finished_at=now(),
+                             reason=f"the MCP servers did not start: {failure_reason(exc)}")
         raise
     try:
         ctx.toolbox = toolbox

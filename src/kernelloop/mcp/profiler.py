@@ -161,7 +161,8 @@ def build_server() -> KernelloopMCP:
     ) -> ProfileResult:
         """Profile one launch of the program's hot kernel with Nsight Compute and diagnose it. Needs a GPU.
 
-        Builds the program, finds the hot kernel, runs ncu on its second launch, and returns the
+        Builds the program, finds the hot kernel, runs ncu on the launch of it that takes the time
+        (the heaviest launch configuration, past its warm-up launch), and returns the
         diagnosis (primary bottleneck, findings with the fix to try), the kept .ncu-rep path, ptxas
         resources and occupancy."""
         return await run_tool("profile", lambda: _profile(path, kernel, section_set))

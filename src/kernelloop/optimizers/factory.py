@@ -11,7 +11,7 @@ from typing import Literal
 
 from ..config import OptimizeSettings
 from ..errors import ConfigError
-from ..llm_config import LLMConfig
+from ..llm_config import SOURCE_NAMES, LLMConfig, base_url_problem
 from .base import Optimizer
 
 OptimizerKind = Literal["auto", "offline", "nim", "openai"]
@@ -35,6 +35,11 @@ def make_optimizer(kind: str, llm: LLMConfig, settings: OptimizeSettings) -> Opt
         from .offline import OfflineOptimizer
 
         return OfflineOptimizer(settings)
+    problem = base_url_problem(llm.base_url)
+    if problem:
+        raise ConfigError(f"{SOURCE_NAMES[llm.base_url_source]} {llm.base_url!r} {problem}; the {chosen} optimizer "
+                          "needs an OpenAI-compatible endpoint such as https://integrate.api.nvidia.com/v1 "
+                          "(`kernelloop doctor` checks it)")
     from .llm import make_nim_optimizer, make_openai_optimizer
 
     return make_nim_optimizer(llm, settings) if chosen == "nim" else make_openai_optimizer(llm, settings)

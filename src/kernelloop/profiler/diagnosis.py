@@ -2,8 +2,10 @@
 
 The primary class comes from Speed Of Light (is the SM side or the memory side the
 limiter, or neither?); the subtype from the most severe rule of the rule table that
-fires (rules.py). NVIDIA's own rule results are kept beside ours, each marked with the
-rules of ours it agrees with. The `summary` is the one line the optimizer receives.
+fires (rules.py). A rule whose metrics the report lacks is not judged: it is listed in
+`not_judged` with the missing metrics and the Nsight Compute section that collects them,
+never read as if they were 0. NVIDIA's own rule results are kept beside ours, each marked
+with the rules of ours it agrees with. The `summary` is the one line the optimizer receives.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..tools.ncu_report_reader import KernelProfile, headline
-from .rules import BUSY_PCT, FEW_WAVES, RULES, SEVERITY_ORDER, SHORT_KERNEL_NS, Metrics, Rule, derived
+from .rules import (BUSY_PCT, FEW_WAVES, METRIC_SECTION, RULES, SEVERITY_ORDER, SHORT_KERNEL_NS, Metrics, Rule,
+                    derived, raw_inputs)
 
-Primary = Literal["memory-bound", "compute-bound", "latency-bound", "launch-bound"]
+# unknown: the report lacks the Speed Of Light throughputs the class is read from
+Primary = Literal["memory-bound", "compute-bound", "latency-bound", "launch-bound", "unknown"]
 
 
 class Evidence(BaseModel):
@@ -34,6 +38,19 @@ class Finding(BaseModel):
     note: str
     evidence: list[Evidence]
     nvidia_agrees: list[str] = []  # NVIDIA rule ids that fired and flag the same problem
+
+
+class NotJudged(BaseModel):
+    """A rule that could not be judged: the report lacks metrics its verdict rests on."""
+
+    rule: str
+    title: str
+    missing: list[str]  # the metrics (or derived quantities) the report lacks
+    sections: list[str]  # the Nsight Compute sections that collect them (`ncu --section ID`)
+
+    def describe(self) -> str:
+        where = f" (ncu section {', '.join(self.sections)})" if self.sections else ""
+        return f"could not judge {self.rule} ({self.title}): the report lacks {', '.join(self.missing)}{where}"
 
 
 class NvidiaRule(BaseModel):
@@ -67,6 +84,7 @@ class Diagnosis(BaseModel):
     summary: str
     key_metrics: list[Evidence]
     findings: list[Finding]
+    not_judged: list[NotJudged] = []  # rules the report lacks the metrics for
     nvidia: list[NvidiaRule]
     roofline: Roofline
     metrics_parsed: int
@@ -108,12 +126,15 @@ def _evidence(m: Metrics, key: str) -> Evidence:
 
 
 def classify(m: Metrics) -> Primary:
-    """Speed Of Light first: a side at least BUSY_PCT busy is the limiter."""
-    sm, mem = m.get("sm_throughput_pct") or 0.0, m.get("memory_throughput_pct") or 0.0
+    """Speed Of Light first: a side at least BUSY_PCT busy is the limiter. Without both
+    throughputs there is nothing to read the class from: unknown."""
+    sm, mem = m.get("sm_throughput_pct"), m.get("memory_throughput_pct")
+    if sm is None or mem is None:
+        return "unknown"
     if max(sm, mem) >= BUSY_PCT:
         return "memory-bound" if mem >= sm else "compute-bound"
-    duration = m.get("duration_ns")
-    if duration is not None and duration < SHORT_KERNEL_NS and (m.get("waves_per_sm") or 0) < FEW_WAVES:
+    duration, waves = m.get("duration_ns"), m.get("waves_per_sm")
+    if duration is not None and waves is not None and duration < SHORT_KERNEL_NS and waves < FEW_WAVES:
         return "launch-bound"
     return "latency-bound"
 
@@ -133,14 +154,37 @@ def roofline(m: Metrics) -> Roofline:
 
 
 def fired_rules(m: Metrics, rules: list[Rule] | None = None) -> list[Finding]:
-    """Every rule whose condition holds, most severe first (table order within a severity)."""
+    """Every rule that can be judged and whose condition holds, most severe first (table order
+    within a severity)."""
     out = []
     for order, rule in enumerate(rules if rules is not None else RULES):
+        if rule.missing(m):
+            continue
         if rule.condition(m):
             out.append((SEVERITY_ORDER[rule.severity], order, Finding(
                 rule=rule.id, severity=rule.severity, title=rule.title, finding=rule.finding(m), action=rule.action,
                 note=rule.note, evidence=[_evidence(m, k) for k in rule.evidence])))
     return [f for _, _, f in sorted(out, key=lambda t: (t[0], t[1]))]
+
+
+# how a missing derived quantity is named to a person (the rest by their metric key)
+_MISSING_NAME = {"top_stall_index": "the warp stall reasons", "top_stall_share": "the warp stall reasons",
+                 "worst_global_bytes_per_sector": "the global load/store bytes per sector",
+                 "global_atomics": "the global atomic instruction counts"}
+
+
+def not_judged(m: Metrics, rules: list[Rule] | None = None) -> list[NotJudged]:
+    """Every rule whose required metrics `m` lacks, with what is missing and where ncu collects it."""
+    out = []
+    for rule in rules if rules is not None else RULES:
+        lacking = rule.missing(m)
+        if not lacking:
+            continue
+        raw = [k for k in raw_inputs(lacking) if m.get(k) is None] or lacking
+        sections = sorted({METRIC_SECTION[k] for k in raw if k in METRIC_SECTION})
+        names = list(dict.fromkeys(_MISSING_NAME.get(k, k) for k in lacking))
+        out.append(NotJudged(rule=rule.id, title=rule.title, missing=names, sections=sections))
+    return out
 
 
 def _short(message: str, limit: int = 240) -> str:
@@ -152,6 +196,7 @@ def diagnose(profile: KernelProfile, *, report_path: str | None = None, rules: l
     m = derived(headline(profile))
     primary = classify(m)
     findings = fired_rules(m, rules)
+    unjudged = not_judged(m, rules)
     table = {r.id: r for r in (rules if rules is not None else RULES)}
     nvidia: list[NvidiaRule] = []
     for r in profile.rules:
@@ -162,23 +207,32 @@ def diagnose(profile: KernelProfile, *, report_path: str | None = None, rules: l
                                  estimated_speedup_pct=r.estimated_speedup_pct, agrees_with=agrees))
     for f in findings:
         f.nvidia_agrees = sorted({n.rule_id for n in nvidia if f.rule in n.agrees_with})
-    subtype = findings[0].title if findings else "no dominant bottleneck found"
+    subtype = findings[0].title if findings else (
+        "no dominant bottleneck found" if not unjudged else "no bottleneck found among the rules that could be judged")
     duration_ms = (m["duration_ns"] / 1e6) if m.get("duration_ns") else None
     return Diagnosis(
         kernel=profile.kernel_name, device=profile.device_name, duration_ms=duration_ms, grid=profile.grid,
-        block=profile.block, primary=primary, subtype=subtype, summary=summary_line(primary, m, findings),
-        key_metrics=[_evidence(m, k) for k in HEADLINE_KEYS], findings=findings, nvidia=nvidia,
+        block=profile.block, primary=primary, subtype=subtype, summary=summary_line(primary, m, findings, unjudged),
+        key_metrics=[_evidence(m, k) for k in HEADLINE_KEYS], findings=findings, not_judged=unjudged, nvidia=nvidia,
         roofline=roofline(m), metrics_parsed=len(profile.metrics), report_path=report_path,
     )
 
 
-def summary_line(primary: Primary, m: Metrics, findings: list[Finding]) -> str:
-    """The one line the optimizer receives: verdict, the numbers behind it, the fix."""
-    sol = (f"SM {m.get('sm_throughput_pct') or 0:.0f}%, memory {m.get('memory_throughput_pct') or 0:.0f}% "
-           f"(L1 {m.get('l1tex_throughput_pct') or 0:.0f}%, L2 {m.get('l2_throughput_pct') or 0:.0f}%, "
-           f"DRAM {m.get('dram_throughput_pct') or 0:.1f}%)")
+def _pct(m: Metrics, key: str, spec: str = ".0f") -> str:
+    value = m.get(key)
+    return "n/a" if value is None else f"{value:{spec}}%"
+
+
+def summary_line(primary: Primary, m: Metrics, findings: list[Finding],
+                 unjudged: list[NotJudged] | None = None) -> str:
+    """The one line the optimizer receives: verdict, the numbers behind it, the fix. A number
+    the report lacks reads "n/a", never 0."""
+    sol = (f"SM {_pct(m, 'sm_throughput_pct')}, memory {_pct(m, 'memory_throughput_pct')} "
+           f"(L1 {_pct(m, 'l1tex_throughput_pct')}, L2 {_pct(m, 'l2_throughput_pct')}, "
+           f"DRAM {_pct(m, 'dram_throughput_pct', '.1f')})")
+    gaps = f"; {len(unjudged)} rule(s) not judged for want of metrics" if unjudged else ""
     if not findings:
-        return f"{primary}: {sol}; no single bottleneck stands out"
+        return f"{primary}: {sol}; no single bottleneck stands out{gaps}"
     top = findings[0]
     also = "; also " + ", ".join(f.title for f in findings[1:3]) if len(findings) > 1 else ""
-    return f"{primary} — {top.title}: {sol}; {top.finding}{also}. Fix: {top.action}."
+    return f"{primary} — {top.title}: {sol}; {top.finding}{also}{gaps}. Fix: {top.action}."

@@ -1,11 +1,15 @@
 """Profile one launch of a program's hot kernel with Nsight Compute and diagnose it.
 
 1. Build the program as it is (nvcc, sandboxed, cached).
-2. Find the hot kernel: one run under the CUPTI tracer gives every kernel's total GPU time
-   and launch count (so ncu profiles one launch of one kernel, not every launch).
-3. ncu --set full (or a faster section set) --clock-control none on that kernel's second
-   launch (the first is a warm-up), one launch only; the .ncu-rep is kept.
-4. Read the report with NVIDIA's ncu_report and diagnose it.
+2. Find the hot kernel: one run under the CUPTI tracer gives every kernel launch with its
+   duration and launch configuration, so ncu profiles one launch of one kernel, not every launch.
+3. Choose the launch that takes the time: a kernel launched with several configurations per
+   call (a multi-pass reduction: a big pass, then a tiny one over the partial results) is
+   profiled on the configuration with the most GPU time, at its second occurrence (the first is
+   a warm-up); never on a short tail launch.
+4. ncu --set full (or the fast set: exactly the sections the rules read) --clock-control none
+   on that launch, one launch only; the .ncu-rep is kept.
+5. Read the report with NVIDIA's ncu_report and diagnose it.
 """
 
 from __future__ import annotations
@@ -23,19 +27,22 @@ from pydantic import BaseModel
 from ..config import Settings
 from ..errors import EnvironmentProblem, InputError
 from ..program.split import check_program
-from ..tools.cupti import CuptiUnavailable, build_injection_library
+from ..tools.cupti import CuptiTrace, CuptiUnavailable, build_injection_library
 from ..tools.gpu import detect_gpus
 from ..tools.ncu_report_reader import read_report
 from ..tools.nvcc import HARNESS_KERNEL_PREFIX, build_whole_program, find_toolchain
 from ..tools.resources import KernelResources, Occupancy, gpu_limits, kernel_resources, occupancy
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
+from ..tools.toolkit import require_ncu
 from ..verify.runs import run_program
-from .diagnosis import Diagnosis, diagnose
+from .diagnosis import HEADLINE_KEYS, Diagnosis, diagnose
+from .rules import rule_sections, sections_for
 
 SectionSet = Literal["full", "fast"]
-# Enough for every rule of the table at a fraction of the full set's replay passes.
-FAST_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "MemoryWorkloadAnalysis_Tables",
-                 "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "WarpStateStats", "SchedulerStats")
+# Every section a rule, the key metrics and the roofline read (rules.METRIC_SECTION), plus the one
+# NVIDIA's pipe-utilization rules read: what the full set would judge, at a fraction of its replay passes.
+FAST_SECTIONS: tuple[str, ...] = tuple(sorted(
+    rule_sections() | sections_for(HEADLINE_KEYS) | {"SpeedOfLight_RooflineChart", "ComputeWorkloadAnalysis"}))
 PERMISSION_FIX = ("ncu has no permission to read the GPU performance counters (ERR_NVGPUCTRPERM): run as root, or set "
                   "NVreg_RestrictProfilingToAdminUsers=0 in /etc/modprobe.d (takes effect after a reboot); containers need "
                   "CAP_SYS_ADMIN; vGPU profiles strip counters from guests. `kernelloop doctor` checks this; "
@@ -46,6 +53,11 @@ class KernelLaunches(BaseModel):
     name: str
     launches: int
     total_ms: float
+    profile_launch: int = -1  # which of its launches ncu profiles (0-based, in launch order); -1: unknown
+    launch_ms: float | None = None  # that launch's GPU time in the traced run
+    grid: tuple[int, int, int] | None = None  # that launch's configuration
+    block: tuple[int, int, int] | None = None
+    configurations: int = 1  # distinct launch configurations of this kernel
 
 
 class ProfileTimings(BaseModel):
@@ -61,20 +73,13 @@ class ProfileResult(BaseModel):
     report_path: Path
     kernel: str
     kernels: list[KernelLaunches] = []
+    launch: KernelLaunches | None = None  # the kernel and launch ncu profiled (None: no CUPTI trace to choose by)
     ncu_command: list[str] = []
     section_set: str
     clock_control: str
     resources: KernelResources | None = None  # ptxas's report for the profiled kernel
     occupancy: Occupancy | None = None  # theoretical, from those resources and the launch's block size
     timings: ProfileTimings
-
-
-def find_ncu() -> Path:
-    found = shutil.which("ncu")
-    for candidate in ([Path(found)] if found else []) + [Path("/usr/local/cuda/bin/ncu")]:
-        if candidate.is_file():
-            return candidate
-    raise EnvironmentProblem("ncu (Nsight Compute) not found on PATH; install Nsight Compute, then run `kernelloop doctor`")
 
 
 def diagnose_report(report: Path, *, kernel: str | None = None) -> Diagnosis:
@@ -91,15 +96,33 @@ def _kernels_by_time(binary: Path, settings: Settings) -> list[KernelLaunches]:
                       cupti_library=lib, want_dump=False)
     if run.trace is None:
         return []
-    total: dict[str, float] = defaultdict(float)
-    count: dict[str, int] = defaultdict(int)
-    for k in run.trace.kernels:
+    return kernels_from_trace(run.trace)
+
+
+def kernels_from_trace(trace: CuptiTrace) -> list[KernelLaunches]:
+    """Every kernel of a traced run, most GPU time first, each with the launch ncu should profile.
+
+    ncu counts a kernel's launches in the order the program made them (`--launch-skip N` skips N
+    of them), so launches are put in that order (CUPTI's correlation id). The launch chosen is of
+    the configuration (grid, block, dynamic shared memory) with the most GPU time in all, at its
+    second occurrence when it recurs (the first is a warm-up), else its first."""
+    launches: dict[str, list] = defaultdict(list)
+    for k in sorted(trace.kernels, key=lambda k: (k.corr, k.start)):
         if (k.name or "").startswith(HARNESS_KERNEL_PREFIX):
             continue  # the v2 harness's own work (input fill, sampling, probes) is never the hot kernel
-        total[k.name or "?"] += (k.end - k.start) / 1e6
-        count[k.name or "?"] += 1
-    return sorted((KernelLaunches(name=n, launches=count[n], total_ms=t) for n, t in total.items()),
-                  key=lambda k: -k.total_ms)
+        launches[k.name or "?"].append(k)
+    out = []
+    for name, records in launches.items():
+        by_config: dict[tuple, list[int]] = defaultdict(list)  # config -> indices into records
+        for i, k in enumerate(records):
+            by_config[(k.grid, k.block, k.dyn_smem)].append(i)
+        heaviest = max(by_config.values(), key=lambda idx: (sum(records[i].duration_ns for i in idx), -idx[0]))
+        chosen = heaviest[1] if len(heaviest) > 1 else heaviest[0]
+        out.append(KernelLaunches(
+            name=name, launches=len(records), total_ms=sum(k.duration_ns for k in records) / 1e6,
+            profile_launch=chosen, launch_ms=records[chosen].duration_ns / 1e6, grid=records[chosen].grid,
+            block=records[chosen].block, configurations=len(by_config)))
+    return sorted(out, key=lambda k: -k.total_ms)
 
 
 def _pick_kernel(kernels: list[KernelLaunches], wanted: str | None) -> KernelLaunches | None:
@@ -120,9 +143,10 @@ def ncu_command(ncu: Path, *, chosen: KernelLaunches | None, kernel: str | None,
                 clock_control: str) -> list[str]:
     """The ncu invocation for one launch of one kernel (the program path is appended by the caller)."""
     sections = ["--set", "full"] if section_set == "full" else [a for s in FAST_SECTIONS for a in ("--section", s)]
-    if chosen is not None:  # exact mangled name; skip its first launch (a warm-up) when there are several
+    if chosen is not None:  # exact mangled name, and the launch that takes the time (kernels_from_trace)
+        skip = chosen.profile_launch if chosen.profile_launch >= 0 else (1 if chosen.launches > 1 else 0)
         target = ["--kernel-name-base", "mangled", "-k", f"regex:^{re.escape(chosen.name)}$",
-                  "--launch-skip", "1" if chosen.launches > 1 else "0"]
+                  "--launch-skip", str(skip)]
     elif kernel is not None:
         target = ["-k", f"regex:{kernel}", "--launch-skip", "0"]
     else:
@@ -137,7 +161,7 @@ def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, s
     started = time.monotonic()
     timings = ProfileTimings()
     source, _ = check_program(path)  # the contract first: one line, before the tools and the GPU
-    ncu = find_ncu()
+    ncu = require_ncu()
     gpus = detect_gpus()
     if not gpus:
         raise EnvironmentProblem("profile needs a CUDA GPU (`--report FILE.ncu-rep` diagnoses an existing report "
@@ -186,7 +210,7 @@ def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, s
     resources, occ = _resources_for(source, arch, profile.mangled_name or profile.kernel_name, profile.block)
     timings.total_s = time.monotonic() - started
     return ProfileResult(diagnosis=diagnosis, report_path=kept, kernel=profile.kernel_name, kernels=kernels,
-                         ncu_command=[*argv, "program"], section_set=section_set, clock_control=clock_control,
+                         launch=chosen, ncu_command=[*argv, "program"], section_set=section_set, clock_control=clock_control,
                          resources=resources, occupancy=occ, timings=timings)
 
 

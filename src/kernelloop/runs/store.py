@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..errors import InputError
+from ..errors import InputError, KernelloopError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS runs (
     gpu TEXT NOT NULL DEFAULT '',
     run_dir TEXT NOT NULL,
     options_json TEXT NOT NULL DEFAULT '{}',
-    summary_json TEXT NOT NULL DEFAULT '{}'
+    summary_json TEXT NOT NULL DEFAULT '{}',
+    reason TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS attempts (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -71,6 +72,7 @@ class RunRecord(BaseModel):
     run_dir: str
     options: dict[str, Any] = {}
     summary: dict[str, Any] = {}
+    reason: str = ""  # why a run ended in error or was interrupted, one line ("" otherwise)
 
 
 class AttemptRecord(BaseModel):
@@ -86,6 +88,14 @@ class AttemptRecord(BaseModel):
     kernel_sha256: str
     created_at: str = ""
     same_program: bool = True  # False: an earlier version of a file with this name
+
+
+def failure_reason(exc: BaseException) -> str:
+    """Why a run failed, in one line for the run log."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, KernelloopError):
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def now() -> str:
@@ -104,20 +114,25 @@ class RunStore:
         try:
             with conn:  # one transaction: committed on success, rolled back on error
                 conn.executescript(SCHEMA)
+                columns = {row["name"] for row in conn.execute("PRAGMA table_info(runs)")}
+                if "reason" not in columns:  # a run log written before runs had a reason
+                    conn.execute("ALTER TABLE runs ADD COLUMN reason TEXT NOT NULL DEFAULT ''")
                 yield conn
         finally:
             conn.close()
 
     def start_run(self, record: RunRecord) -> None:
         with self._connect() as c:
-            c.execute("INSERT OR REPLACE INTO runs VALUES (:run_id, :kernel, :kernel_path, :kernel_sha256, :started_at,"
+            c.execute("INSERT OR REPLACE INTO runs (run_id, kernel, kernel_path, kernel_sha256, started_at, finished_at,"
+                      " status, optimizer, model, iterations, best_speedup, gpu, run_dir, options_json, summary_json,"
+                      " reason) VALUES (:run_id, :kernel, :kernel_path, :kernel_sha256, :started_at,"
                       " :finished_at, :status, :optimizer, :model, :iterations, :best_speedup, :gpu, :run_dir,"
-                      " :options_json, :summary_json)",
+                      " :options_json, :summary_json, :reason)",
                       {**record.model_dump(exclude={"options", "summary"}),
                        "options_json": json.dumps(record.options), "summary_json": json.dumps(record.summary)})
 
     def update_run(self, run_id: str, **fields: Any) -> None:
-        allowed = {"finished_at", "status", "iterations", "best_speedup", "gpu", "summary", "model"}
+        allowed = {"finished_at", "status", "iterations", "best_speedup", "gpu", "summary", "model", "reason"}
         unknown = set(fields) - allowed
         if unknown:
             raise ValueError(f"run fields cannot be updated: {sorted(unknown)}")
@@ -169,6 +184,12 @@ class RunStore:
                 (kernel_sha256, kernel, exclude_run or "", kernel_sha256, limit)).fetchall()
         return [AttemptRecord(**{**dict(r), "accepted": bool(r["accepted"]),
                                  "same_program": r["kernel_sha256"] == kernel_sha256}) for r in rows]
+
+
+def run_store(settings: Any) -> RunStore:
+    """The run log of these settings (`<data dir>/runs.sqlite`). Light: reading the run log never
+    loads the agent loop."""
+    return RunStore(settings.data_dir / "runs.sqlite")
 
 
 def _run(row: sqlite3.Row) -> RunRecord:

@@ -47,6 +47,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernelloop.errors import EnvironmentProblem
+from kernelloop.tools.toolkit import toolkit_roots
 
 __all__ = [
     "ApiRecord",
@@ -147,73 +148,8 @@ def _paths_in_root(root: Path) -> CuptiPaths | None:
     )
 
 
-_EXEC_RE = re.compile(r"""^\s*exec\s+(?:-\S+\s+)*(?P<q>["']?)(?P<path>[^\s"']+)(?P=q)""", re.MULTILINE)
-
-
-def _script_target(path: Path) -> Path | None:
-    """The program a wrapper script `exec`s (``exec /usr/local/cuda/bin/nvcc "$@"``), if any."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(64 * 1024)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    text = head.decode("utf-8", errors="replace")
-    for m in _EXEC_RE.finditer(text):
-        target = m.group("path")
-        if "$" in target:  # a variable we cannot expand
-            continue
-        if "/" not in target:
-            found = shutil.which(target)
-            if found is None:
-                continue
-            candidate = Path(found)
-        else:
-            candidate = Path(target)
-            if not candidate.is_absolute():
-                candidate = path.parent / candidate
-        if candidate.exists():
-            return candidate
-    return None
-
-
-def _real_nvcc(nvcc: Path) -> Path:
-    """Follow symlinks and `exec` wrapper scripts to the real nvcc binary."""
-    current = nvcc
-    seen: set[Path] = set()
-    for _ in range(8):
-        current = current.resolve()
-        if current in seen:
-            break
-        seen.add(current)
-        target = _script_target(current)
-        if target is None:
-            break
-        current = target
-    return current
-
-
-def _nvcc_root() -> Path | None:
-    found = shutil.which("nvcc")
-    if found is None:
-        return None
-    real = _real_nvcc(Path(found))
-    # <root>/bin/nvcc -> <root>
-    return real.parent.parent
-
-
 def _candidate_roots() -> list[tuple[str, Path]]:
-    roots: list[tuple[str, Path]] = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        value = os.environ.get(var)
-        if value:
-            roots.append((f"${var}", Path(value)))
-    nvcc_root = _nvcc_root()
-    if nvcc_root is not None:
-        roots.append(("nvcc on PATH", nvcc_root))
-    roots.append(("default", Path("/usr/local/cuda")))
-    return roots
+    return toolkit_roots()
 
 
 def find_cupti(cuda_home: Path | None = None) -> CuptiPaths:

@@ -36,7 +36,6 @@ import math
 import mmap
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -134,8 +133,10 @@ def _version_key(path: Path) -> tuple[int, ...]:
 
 def _extras_python_dirs() -> list[Path]:
     """Candidate `extras/python` folders, most specific first."""
+    from .toolkit import find_ncu  # the ncu every command finds (PATH, then the CUDA toolkit)
+
     found: list[Path] = []
-    ncu = shutil.which("ncu")
+    ncu = find_ncu()
     if ncu:
         ncu_dir = Path(ncu).resolve().parent
         found.append(ncu_dir / "extras" / "python")

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
+from .toolkit import real_nvcc
 
 BUILD_RECIPE_VERSION = "12"  # bump when the build steps or what a build records change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
@@ -96,11 +97,7 @@ class IncludeCheck(BaseModel):
 
 def system_include_roots(tc: Toolchain) -> list[Path]:
     """Where legitimate headers live: the CUDA toolkit and the host compiler's system dirs."""
-    real = tc.nvcc.resolve()
-    text = real.read_text(errors="replace") if real.stat().st_size < 4096 else ""
-    m = re.search(r"exec\s+(\S+/bin/nvcc)", text)  # a wrapper script: follow it
-    if m:
-        real = Path(m.group(1)).resolve()
+    real = real_nvcc(tc.nvcc)  # symlinks and wrapper scripts followed, as every tool search does
     return [real.parent.parent.resolve(), Path("/usr/include"), Path("/usr/lib/gcc"), Path("/usr/lib64/gcc"),
             Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib/aarch64-linux-gnu")]
 

@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 from pydantic import BaseModel
 
+from .toolkit import find_compute_sanitizer  # noqa: F401 - found where every tool is found
+
 MEMCHECK_EXIT_CODE = 86  # chosen so a sanitizer finding is told apart from the program's own failures
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error", re.I)
-
-
-def find_compute_sanitizer(nvcc: Path | None = None) -> Path | None:
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return Path(found)
-    roots = [Path("/usr/local/cuda")]
-    if nvcc is not None:
-        roots.insert(0, nvcc.resolve().parent.parent)
-    for root in roots:
-        for candidate in (root / "bin" / "compute-sanitizer", root / "compute-sanitizer" / "compute-sanitizer"):
-            if candidate.is_file():
-                return candidate
-    return None
 
 
 def memcheck_argv(sanitizer: Path, program: Path) -> list[str]:
