@@ -12,7 +12,10 @@ the offline optimizer; fresh data and build caches), then
 * wall time of the whole command, split into profile / research / optimize / check /
   verify / re-profile, and what is left (MCP server start, graph, checkpoints, artifacts);
 * loop overhead per iteration: everything but the optimizer's thinking and the GPU work
-  of the verify gate and the profiles, divided by the iterations.
+  of the verify gate and the profiles, divided by the iterations;
+* the suite score (runs/suite_score.py, as KernelBench reports it): the share of kernels
+  correct and at least p x faster (fast_p, p = 1, 1.2, 2) and the geometric-mean speedup, over
+  the cold runs (one per kernel; a run that errored counts as not correct).
 
 Goals (issue 5): naive_matmul >= 3x with the offline optimizer; whole run <= 30 s; loop
 overhead per iteration <= 5 s.
@@ -31,6 +34,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from kernelloop.runs.suite_score import score_markdown, score_summary, suite_score
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ["naive_matmul", "row_softmax", "sum_reduction", "transpose", "stencil2d", "histogram"]
@@ -79,6 +84,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     rows = []
+    scored = []  # one per kernel: its cold run
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         copy_gbps = reference_program("copy_bandwidth", work)
@@ -111,6 +117,8 @@ def main() -> None:
                    "approach": next((a["approach"] for a in summary.get("attempts", []) if a["outcome"] == "accepted"), None),
                    "error": summary.get("error")}
             rows.append(row)
+            if temperature == "cold":
+                scored.append(score_summary(summary, kernel=kernel))
             print(json.dumps(row), flush=True)
     print()
     print(f"GPU: {rows[0]['gpu'] if rows else '?'}")
@@ -124,8 +132,13 @@ def main() -> None:
               f"{r['speedup']}x | {r['reference']} | {r['iterations']} | {r['wall_s']} | {r['loop_s']} | "
               f"{r['mcp_start_s']} | {phases} | "
               f"{r['overhead_per_iteration_s']} |")
+    score = suite_score(scored)
+    print()
+    print("Suite score:")
+    print(score_markdown(score))
     if args.json:
-        args.json.write_text(json.dumps({"copy_gbps": copy_gbps, "cublas_ms": cublas_ms, "rows": rows}, indent=2))
+        args.json.write_text(json.dumps({"copy_gbps": copy_gbps, "cublas_ms": cublas_ms, "rows": rows,
+                                         "suite_score": score.model_dump(mode="json")}, indent=2))
 
 
 if __name__ == "__main__":

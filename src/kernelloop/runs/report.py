@@ -1,4 +1,4 @@
-"""summary.json (the reference demo's fields, and ours) and report.md, from a finished run."""
+"""summary.json (the reference demo's fields, and ours), report.md and report.html, from a finished run."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .. import __version__
 from ..profiler.diagnosis import Diagnosis
 from ..verify.verdict import Verdict
 
@@ -148,3 +149,116 @@ def report_markdown(f: RunFacts) -> str:
         lines += ["", f"Tokens: {f.tokens.get('prompt_tokens', 0)} prompt, {f.tokens.get('completion_tokens', 0)} "
                   f"completion in {f.tokens.get('calls', 0)} call(s)."]
     return "\n".join(lines) + "\n"
+
+
+def _metric_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "ns":
+        return f"{value / 1e3:,.1f} µs"
+    if unit in ("B/s", "FLOP/s"):
+        return f"{value / 1e9:,.1f} G{unit}"
+    return f"{value:,.3g} {unit}".strip() if abs(value) >= 1e6 else f"{value:,.2f} {unit}".strip()
+
+
+def _iteration_points(f: RunFacts) -> list:
+    from ..reports.figures import IterationPoint
+
+    return [IterationPoint(iteration=int(a.get("iteration", 0)), speedup=a.get("speedup") or None,
+                           accepted=a.get("outcome") == "accepted", outcome=str(a.get("outcome", "")))
+            for a in f.attempts]
+
+
+def report_html(f: RunFacts) -> str:
+    """report.html: the Markdown report's content with figures, one self-contained page
+    (reports/page.py): speedup per iteration against the bar, the roofline placement of baseline
+    and best candidate, the key metrics before and after, the gate table, the certificate."""
+    from ..reports.figures import metrics_chart, speedup_chart  # matplotlib: loaded only to write a report
+    from ..reports.page import Cell, Page
+    from ..reports.sections import gate_table, roofline_section
+
+    s = summary(f)
+    ver = s["verify"]
+    page = Page(f"kernelloop optimize: {f.kernel}")
+    page.heading(f"kernelloop optimize: {f.kernel}", level=1)
+    if f.status == "accepted":
+        page.banner(f"ACCEPTED: {ver['speedup']}x faster, proven (iteration {f.iteration_accepted})", "good")
+    else:
+        page.banner(f"{f.status.upper()} after {f.iterations} iteration(s): {f.stop_reason or 'no candidate cleared the bar'}",
+                    "bad")
+    page.facts([("kernel", f.kernel_path), ("run", f.run_id), ("GPU", f.gpu or "unknown"),
+                ("optimizer", f.optimizer + (f" ({f.model})" if f.model else "")),
+                ("bar", f"{f.threshold:g}x, at most {f.max_iterations} iteration(s)"),
+                ("loop time", f"{s['loop_time_seconds']} s" + (" (resumed)" if f.resumed else ""))]
+               + ([("kernel time", f"baseline {ver['baseline_kernel_ms']} ms, candidate {ver['candidate_kernel_ms']} ms "
+                                   f"(medians of interleaved runs)")] if ver["speedup"] else []))
+
+    page.heading("Speedup per iteration")
+    if f.attempts:
+        page.figure(speedup_chart(_iteration_points(f), f.threshold),
+                    f"Each attempt's measured speedup (median baseline / median candidate) against the bar "
+                    f"{f.threshold:g}x; an attempt that was never timed (it did not build, was wrong, ...) is a cross.")
+        page.table(["iteration", "approach", "outcome", "speedup", "reason"],
+                   [[Cell(str(a.get("iteration", "")), "num"), str(a.get("approach", "")),
+                     Cell(str(a.get("outcome", "")), "pass" if a.get("outcome") == "accepted" else "fail"),
+                     Cell(f"{a['speedup']:.2f}x" if a.get("speedup") else "-", "num"), str(a.get("reason", ""))]
+                    for a in f.attempts])
+    else:
+        page.notice("no attempt was made")
+
+    page.heading("Roofline: baseline and best candidate")
+    roofline_section(page, f.best_verdict, missing="no roofline placement: no candidate was accepted, so there is "
+                                                   "no before/after pair to place")
+
+    page.heading("Key metrics, before and after")
+    if f.diagnosis is None:
+        page.notice("the baseline was not profiled: no metrics")
+    else:
+        after = f.diagnosis_after
+        page.paragraph(f"Before: {f.diagnosis.summary}")
+        if after is not None:
+            page.paragraph(f"After: {after.summary}")
+        else:
+            page.paragraph("After: not profiled (no candidate accepted, or re-profiling is off).", muted=True)
+        after_by_key = {e.key: e for e in (after.key_metrics if after else [])}
+        keys = [e.key for e in f.diagnosis.key_metrics] + [k for k in after_by_key
+                                                           if k not in {e.key for e in f.diagnosis.key_metrics}]
+        before_by_key = {e.key: e for e in f.diagnosis.key_metrics}
+        rows, percents = [], []
+        for key in keys:
+            b, a = before_by_key.get(key), after_by_key.get(key)
+            ref = b or a
+            assert ref is not None
+            rows.append([ref.label, Cell(_metric_value(b.value if b else None, ref.unit), "num"),
+                         Cell(_metric_value(a.value if a else None, ref.unit), "num")])
+            if ref.unit.startswith("%"):
+                percents.append((ref.label, b.value if b else None, a.value if a else None))
+        if percents:
+            page.figure(metrics_chart(percents),
+                        "Percent metrics of one launch of the hot kernel (Nsight Compute), baseline and accepted "
+                        "candidate.")
+        page.table(["metric", "before", "after"], rows)
+
+    page.heading("Proof: the gate table")
+    v = f.best_verdict
+    if v is None:
+        page.notice("no candidate was accepted: there is no proof")
+    else:
+        gate_table(page, v)
+        if v.speed is not None:
+            page.paragraph(f"Speedup {v.speed.describe()}.")
+        page.heading("Certificate", level=3)
+        if f.certificate:
+            page.paragraph(f"{f.certificate} (in this run's folder) names the baseline, the candidate and the reference "
+                           "outputs by SHA-256; re-check it on a GPU with:")
+            page.code(f"kernelloop verify-cert {f.certificate}")
+        else:
+            page.notice("no certificate was written")
+
+    page.heading("Time")
+    page.table(["phase", "seconds"], [[k, Cell(f"{t:.2f}", "num")] for k, t in f.timings.items()])
+    if f.tokens.get("total_tokens"):
+        page.paragraph(f"Tokens: {f.tokens.get('prompt_tokens', 0)} prompt, {f.tokens.get('completion_tokens', 0)} "
+                       f"completion in {f.tokens.get('calls', 0)} call(s).")
+    return page.render(footer=f"kernelloop {__version__}; written {s['date']}; report.md and summary.json hold the "
+                              "same facts as text")
