@@ -244,7 +244,7 @@ def test_check_writes_junit_the_step_summary_and_json_and_exits_by_verdict(tmp_p
     _project(tmp_path)
     seen = {}
 
-    def fake_check_suite(settings, *, names=None, progress=None, on_kernel=None):
+    def fake_check_suite(settings, *, names=None, progress=None, on_kernel=None, against=None, working=None):
         seen["pairs"], seen["names"] = settings.bench.pairs, names
         return _suite_result()
 
@@ -289,3 +289,124 @@ def test_record_without_a_gpu_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(reference_module, "detect_gpus", lambda: [])
     code, _, err = _run_cli(monkeypatch, capsys, tmp_path, "bench", "record")
     assert code == 2 and "needs a CUDA GPU" in err
+
+
+# -- --against REV: the suite, references and settings of a trusted revision (red team round 46) --
+
+def _git(root, *args):
+    import subprocess
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+def _repository_with_recorded_suite(tmp_path):
+    from kernelloop.bench.trusted import Revision, trusted_settings
+    root = _project(tmp_path / "repo", kernels=("transpose", "row_softmax"))
+    settings = load_settings(project_dir=root)
+    for entry in suite_entries(settings, project_dir=root):
+        _record_by_hand(entry)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "suite")
+    revision = Revision("main", root)
+    return root, revision, trusted_settings
+
+
+def test_against_a_trusted_revision_a_re_recorded_reference_and_loosened_settings_are_not_used(tmp_path):
+    from kernelloop.bench.check import _prepare, _prepare_against
+    root, revision, trusted_settings = _repository_with_recorded_suite(tmp_path)
+    honest = (root / "k" / "transpose.cu").read_text()
+    # The change: a wrong transpose, its reference "re-recorded" from it, the bar raised and memcheck off.
+    wrong = honest.replace("out[(size_t)col * rows + row] = in[(size_t)row * cols + col];",
+                           "out[(size_t)col * rows + row] = in[(size_t)row * cols + col] * 1.01f;")
+    assert wrong != honest
+    (root / "k" / "transpose.cu").write_text(wrong)
+    entry = next(e for e in suite_entries(load_settings(project_dir=root), project_dir=root) if e.name == "transpose")
+    _record_by_hand(entry, wrong)
+    toml = root / "kernelloop.toml"
+    toml.write_text(toml.read_text().replace('references_dir = "refs"',
+                                             'references_dir = "refs"\nregression_threshold = 0.9')
+                    + "[verify]\nmemcheck = \"off\"\nrtol = 0.5\n")
+    working = load_settings(project_dir=root)
+    # the working tree alone: the forged reference is taken, and the program is compared with itself
+    forged = next(p for p in _prepare(suite_entries(working, project_dir=root), working) if p.entry.name == "transpose")
+    assert forged.reference_text == forged.current_text == wrong
+    # against main: main's reference (the honest program) and main's settings
+    trusted = trusted_settings(revision)
+    assert trusted.bench.regression_threshold == 0.03 and trusted.verify.memcheck != "off" and trusted.verify.rtol is None
+    prepared = {p.entry.name: p for p in _prepare_against(revision, trusted, working, None)}
+    assert prepared["transpose"].reference_text == honest and prepared["transpose"].current_text == wrong
+    assert prepared["transpose"].reference_from == "main" and prepared["transpose"].entry.regression_threshold == 0.03
+    assert any("records a new reference" in n for n in prepared["transpose"].notes)
+    assert prepared["row_softmax"].notes == []
+
+
+def test_against_a_trusted_revision_a_removed_kernel_is_an_error_and_an_added_one_is_new(tmp_path):
+    from kernelloop.bench.check import _prepare_against
+    root, revision, trusted_settings = _repository_with_recorded_suite(tmp_path)
+    toml = root / "kernelloop.toml"
+    # the change drops row_softmax from the suite and deletes its program, and adds stencil2d
+    text = toml.read_text().replace('[[bench.kernels]]\nname = "row_softmax"\nprogram = "k/row_softmax.cu"\n', "")
+    shutil.copy(ROOT / "kernels" / "stencil2d.cu", root / "k" / "stencil2d.cu")
+    toml.write_text(text + '[[bench.kernels]]\nname = "stencil2d"\nprogram = "k/stencil2d.cu"\n')
+    (root / "k" / "row_softmax.cu").unlink()
+    working = load_settings(project_dir=root)
+    _record_by_hand(next(e for e in suite_entries(working, project_dir=root) if e.name == "stencil2d"))
+    prepared = {p.entry.name: p for p in _prepare_against(revision, trusted_settings(revision), working, None)}
+    assert set(prepared) == {"transpose", "row_softmax", "stencil2d"}
+    assert "removing a kernel from the suite" in prepared["row_softmax"].problem
+    assert prepared["stencil2d"].reference_from == "the working tree"
+    assert any("new in this change" in n for n in prepared["stencil2d"].notes)
+    with pytest.raises(InputError, match="no kernel named 'nope'"):
+        _prepare_against(revision, trusted_settings(revision), working, ["nope"])
+
+
+def test_against_a_revision_that_does_not_exist_or_outside_git_is_one_line(tmp_path):
+    from kernelloop.bench.trusted import Revision
+    root, revision, _ = _repository_with_recorded_suite(tmp_path)
+    with pytest.raises(InputError, match="no such revision here"):
+        Revision("origin/nope", root)
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(InputError, match="not inside a git repository"):
+        Revision("main", tmp_path / "plain")
+
+
+def test_against_a_name_a_tag_and_a_branch_share_is_refused_and_a_commit_is_pinned(tmp_path):
+    from kernelloop.bench.trusted import Revision
+    root, revision, _ = _repository_with_recorded_suite(tmp_path)
+    assert len(revision.commit) == 40
+    _git(root, "checkout", "-q", "-b", "side")
+    (root / "k" / "transpose.cu").write_text((root / "k" / "transpose.cu").read_text() + "// side\n")
+    _git(root, "commit", "-q", "-am", "side")
+    _git(root, "tag", "main")  # a tag named like the branch: git would prefer one silently
+    with pytest.raises(InputError, match="ambiguous, refs/heads/main and refs/tags/main both exist"):
+        Revision("main", root)
+    assert Revision("refs/heads/main", root).commit == revision.commit
+    with pytest.raises(InputError, match="not a revision"):
+        Revision("--output=x", root)
+
+
+def test_against_a_symbolic_link_in_the_working_tree_does_not_choose_the_file_read(tmp_path):
+    root, revision, _ = _repository_with_recorded_suite(tmp_path)
+    record = root / "refs" / "transpose" / "reference.json"
+    committed = revision.read(record)
+    # the change replaces the reference folder with a link to another kernel's
+    shutil.rmtree(root / "refs" / "transpose")
+    (root / "refs" / "transpose").symlink_to(root / "refs" / "row_softmax")
+    assert revision.read(record) == committed and '"kernel":"transpose"' in committed.replace(" ", "")
+
+
+def test_a_header_named_like_the_trusted_harness_is_never_inlined_and_a_reference_reads_no_include_folder(tmp_path):
+    # Red team round 47: an include folder's kernelloop_harness.cuh (or a header named like a system
+    # one) went into the frozen harness of both the reference and the current program.
+    from kernelloop.bench.check import harness_changed
+    from kernelloop.program.split import split_program
+    text = (ROOT / "kernels" / "sum_reduction.cu").read_text()
+    headers = tmp_path / "ci_headers"
+    headers.mkdir()
+    (headers / "kernelloop_harness.cuh").write_text("#error the change's own harness\n")
+    split = split_program(text, "sum_reduction.cu", [headers])
+    assert split.headers == [] and "#error the change's own harness" not in split.harness
+    assert not harness_changed(text, text, "sum_reduction.cu", [headers])
+    (headers / "vector").write_text("// the change's own <vector>\n")
+    assert harness_changed(text, text, "sum_reduction.cu", [headers])  # the current program would read it

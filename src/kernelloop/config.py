@@ -58,6 +58,7 @@ class VerifySettings(BaseModel):
     compile_memory_bytes: int = Field(8 << 30, gt=0, description="RLIMIT_DATA for nvcc and its children")
     memcheck: Literal["auto", "on", "off"] = Field("auto", description="compute-sanitizer memcheck on the candidate")
     memcheck_timeout_s: float = Field(300.0, gt=0)
+    baseline_bounds: Literal["auto", "on", "off"] = Field("auto", description="compute-sanitizer memcheck on the baseline once, every buffer allocated to its exact size: a baseline reading or writing past a buffer its harness declares (a --count too small) is refused; auto: where compute-sanitizer is found")
     independent_timing: Literal["auto", "on", "off"] = Field("on", description="CUPTI/ncu audit of KERNEL_MS")
     escape_tolerance: float = Field(0.03, ge=0, description="GPU busy time of a timed window may exceed its events by this fraction (plus 2 us of timestamp granularity); work past it escaped the timer")
     agreement_tolerance: float = Field(0.25, ge=0, description="KERNEL_MS may undercut CUPTI time by this fraction")
@@ -66,6 +67,7 @@ class VerifySettings(BaseModel):
     allow_reduced_precision: bool = Field(False, description="accept half/bf16/tf32 arithmetic, tensor-core MMA or fp64->fp32 downgrades the baseline does not use (--allow-reduced-precision)")
     allow_pass_through: bool = Field(False, description="verify a baseline whose output equals one of its inputs in every timed call (a copy); refused otherwise, since on such inputs any copy matches it (--allow-pass-through)")
     allow_fixed_buffers: bool = Field(False, description="verify a baseline with an input the harness fills the same way in every timed call (or with one value throughout), an output the same in every timed call, or an in-out buffer it leaves as filled in every timed call; refused otherwise, since a candidate may bake such a buffer in (--allow-fixed-buffers)")
+    allow_nonfinite_differences: bool = Field(False, description="skip the non-finite experiment (NaN and +-inf among a correctness run's floating-point inputs, where every output the baseline keeps finite must match): for kernels whose inputs are never NaN or inf, when a candidate may handle them differently (--allow-nonfinite-differences)")
     allow_pageable_memory_access: bool = Field(False, description="verify even where kernels can reach pageable host memory (HMM/ATS), which lets a candidate's kernel rewrite the harness; only for trusted candidates (--allow-pageable-memory-access)")
     baseline_noise_factor: float = Field(4.0, ge=0, description="multiple of the baseline's own run-to-run variation (same experiment) allowed on top of the tolerance")
     size_draw: int | None = Field(None, ge=1, description="the draw behind the problem size chosen at verify time (contract v2); None: a fresh random one (set it to reproduce a verdict)")
@@ -302,15 +304,25 @@ def _check_project_keys(project_file: Path, values: dict[str, Any]) -> None:
 
 
 def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None = None,
-                  given_as: str = "--{}") -> Settings:
+                  given_as: str = "--{}", project_text: tuple[str, str | None] | None = None) -> Settings:
     """Merge defaults < ./kernelloop.toml < environment < CLI flags (None = not given).
-    `given_as` names a value of `cli` in errors: a flag (`--{}`), or an MCP tool's argument."""
+    `given_as` names a value of `cli` in errors: a flag (`--{}`), or an MCP tool's argument.
+    `project_text` (where it comes from, its text or None for no file) stands in for the project
+    file: `bench check --against REV` reads REV's kernelloop.toml from git."""
     project_file = (project_dir or Path.cwd()) / PROJECT_FILE
     file_values: dict[str, Any] = {}
-    if project_file.is_file():
+    text: str | None = None
+    if project_text is not None:
+        project_file, text = Path(project_text[0]), project_text[1]
+    elif project_file.is_file():
         try:
-            file_values = tomllib.loads(project_file.read_text())
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            text = project_file.read_text()
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{project_file}: not valid TOML ({exc})") from exc
+    if text is not None:
+        try:
+            file_values = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{project_file}: not valid TOML ({exc})") from exc
     _check_project_keys(project_file, file_values)
     verify: dict[str, Any] = dict(file_values.get("verify", {}))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
@@ -23,8 +24,9 @@ from ..verify.gate import verify_sources
 from ..verify.regression import RegressionDecision
 from ..verify.reproduce import Reproduction, reproduce_outputs
 from ..verify.verdict import Reason, Verdict
-from .reference import Reference, read_reference
+from .reference import Reference, parse_reference, read_reference
 from .suite import SuiteEntry, suite_entries
+from .trusted import Revision
 
 Status = Literal["same", "faster", "slower", "failed", "ambiguous", "error"]
 
@@ -45,6 +47,8 @@ class KernelCheck(BaseModel):
     reproduction: Reproduction | None = None  # whether the reference program reproduces its recorded outputs here
     reference_varies: bool = False  # its results vary between runs (float atomics): no bit-for-bit match expected
     verdict: Verdict | None = None
+    reference_from: str = "the working tree"  # or the trusted revision (--against REV)
+    notes: list[str] = []  # what the reader must know beside the verdict (a new kernel, a re-recorded reference)
     wall_s: float = 0.0
 
 
@@ -52,6 +56,7 @@ class BenchCheck(BaseModel):
     gpu: GpuInfo
     kernels: list[KernelCheck]
     wall_s: float
+    against: str | None = None  # the revision references and settings came from; None: the working tree
 
     @property
     def exit_code(self) -> int:
@@ -65,10 +70,13 @@ class BenchCheck(BaseModel):
         return EXIT_OK
 
 
-def harness_changed(reference_text: str, current_text: str, name: str) -> bool:
+def harness_changed(reference_text: str, current_text: str, name: str,
+                    include_dirs: list[Path] | None = None) -> bool:
     """Whether the frozen code (preamble and harness) differs: then the reference measures another
-    experiment (other sizes, other inputs) and must be recorded again."""
-    before, after = split_program(reference_text, name), split_program(current_text, name)
+    experiment (other sizes, other inputs) and must be recorded again. The reference is
+    self-contained (its headers were inlined when it was recorded); the current program's
+    headers come from INCLUDE_DIRS, so a changed header shows as a changed harness."""
+    before, after = split_program(reference_text, name, []), split_program(current_text, name, include_dirs)
     return normalized(before.preamble + before.harness) != normalized(after.preamble + after.harness)
 
 
@@ -84,22 +92,80 @@ def status_of(verdict: Verdict) -> Status:
     return verdict.regression.outcome
 
 
-def _prepare(entries: list[SuiteEntry], settings: Settings) -> list[tuple[SuiteEntry, Reference, str, str]]:
+class Prepared(BaseModel):
+    """One kernel, read and checked before any GPU work: what it is compared with, or why it cannot be."""
+
+    entry: SuiteEntry
+    reference: Reference | None = None
+    reference_text: str = ""
+    current_text: str = ""
+    reference_from: str = "the working tree"
+    notes: list[str] = []
+    problem: str = ""  # the kernel cannot be checked (`--against`: its program was removed)
+
+
+def _comparable(entry: SuiteEntry, reference: Reference, reference_text: str, settings: Settings,
+                reference_from: str) -> Prepared:
+    current_text, _ = check_program(entry.program, settings.include_dirs)
+    if harness_changed(reference_text, current_text, str(entry.program), settings.include_dirs):
+        raise InputError(f"{entry.program}: its harness (the code outside the editable part) changed since "
+                         f"kernel {entry.name!r} was recorded, so the reference measures another experiment: "
+                         f"record it again with `kernelloop bench record {entry.name}`")
+    return Prepared(entry=entry, reference=reference, reference_text=reference_text, current_text=current_text,
+                    reference_from=reference_from)
+
+
+def _prepare(entries: list[SuiteEntry], settings: Settings) -> list[Prepared]:
     """Everything a check needs, read and checked before any GPU work (one InputError if not)."""
-    prepared = []
+    return [_comparable(entry, *read_reference(entry), settings, "the working tree") for entry in entries]
+
+
+def _prepare_against(revision: Revision, trusted: Settings, working: Settings,
+                     names: list[str] | None) -> list[Prepared]:
+    """The kernels of REV's suite, each against REV's reference; then the kernels the change adds,
+    against the references the change brings (said to be new)."""
+    entries = suite_entries(trusted, project_dir=revision.project_dir, names=names, programs_must_exist=False)
+    prepared: list[Prepared] = []
     for entry in entries:
-        reference, reference_text = read_reference(entry)
-        current_text, _ = check_program(entry.program, settings.include_dirs)
-        if harness_changed(reference_text, current_text, str(entry.program)):
-            raise InputError(f"{entry.program}: its harness (the code outside the editable part) changed since "
-                             f"kernel {entry.name!r} was recorded, so the reference measures another experiment: "
-                             f"record it again with `kernelloop bench record {entry.name}`")
-        prepared.append((entry, reference, reference_text, current_text))
+        if not entry.program.is_file():
+            prepared.append(Prepared(entry=entry, reference_from=revision.rev, problem=(
+                f"kernel {entry.name!r} is in the suite at {revision.rev}, but its program {entry.program} is not "
+                "in this change: removing a kernel from the suite is a change to review, not one to check")))
+            continue
+        record, program = revision.read(entry.reference_record), revision.read(entry.reference_program)
+        if record is None or program is None:
+            raise InputError(f"kernel {entry.name!r} has no recorded reference at {revision.rev} "
+                             f"({revision.label(entry.reference_dir)}): record it there first (`kernelloop bench "
+                             f"record {entry.name}`, committed), or check without --against")
+        reference, text = parse_reference(entry, record, program, revision.label(entry.reference_record),
+                                          revision.label(entry.reference_program))
+        one = _comparable(entry, reference, text, trusted, revision.rev)
+        if entry.reference_program.is_file() and entry.reference_record.is_file() and (
+                entry.reference_program.read_text(encoding="utf-8", errors="surrogateescape") != program
+                or entry.reference_record.read_text() != record):
+            one.notes.append(f"this change records a new reference for {entry.name}; it is checked against "
+                             f"{revision.rev}'s (record again once the change is in)")
+        prepared.append(one)
+    known = {e.name for e in entries}
+    added = [e for e in suite_entries(working, project_dir=revision.project_dir, programs_must_exist=False)
+             if e.name not in known and (not names or e.name in names)]
+    unknown = [n for n in names or [] if n not in known and n not in {e.name for e in added}]
+    if unknown:
+        raise InputError(f"no kernel named {', '.join(map(repr, unknown))} in the suite at {revision.rev} or in "
+                         "the working tree")
+    for entry in added:
+        if not entry.program.is_file():
+            raise InputError(f"{entry.program}: no such file (kernel {entry.name!r} of [[bench.kernels]])")
+        one = _comparable(entry, *read_reference(entry), working, "the working tree")
+        one.notes.append(f"new in this change (not in the suite at {revision.rev}): checked against the reference "
+                         "the change brings, which nobody has reviewed yet")
+        prepared.append(one)
     return prepared
 
 
 def check_kernel(entry: SuiteEntry, reference: Reference, reference_text: str, current_text: str,
                  settings: Settings, gpu: GpuInfo, progress: Callable | None = None) -> KernelCheck:
+    """Every verify gate, then the regression rule, with REFERENCE as the baseline."""
     bench = settings.bench
     started = time.monotonic()
     vs = settings.verify.model_copy(update={"runs": bench.pairs, "max_runs": max(bench.pairs, bench.max_pairs),
@@ -110,7 +176,7 @@ def check_kernel(entry: SuiteEntry, reference: Reference, reference_text: str, c
         verdict = verify_sources(reference_text, current_text, settings.model_copy(update={"verify": vs}),
                                  baseline_name=f"{entry.name} reference ({entry.reference_program})",
                                  candidate_name=str(entry.program), progress=progress, gpu=gpu,
-                                 regression=entry.regression_threshold)
+                                 regression=entry.regression_threshold, baseline_include_dirs=[])
     except KernelloopError as exc:  # the reference itself cannot be run here: this kernel is unchecked
         result.summary = str(exc)
         result.wall_s = time.monotonic() - started
@@ -128,16 +194,30 @@ def check_kernel(entry: SuiteEntry, reference: Reference, reference_text: str, c
 
 
 def check_suite(settings: Settings, *, names: list[str] | None = None, progress: Callable | None = None,
-                on_kernel: Callable[[KernelCheck], None] | None = None) -> BenchCheck:
+                on_kernel: Callable[[KernelCheck], None] | None = None, against: Revision | None = None,
+                working: Settings | None = None) -> BenchCheck:
+    """Check the suite. With `against` (REV), SETTINGS are REV's (trusted_settings) and WORKING the
+    working tree's, which only adds the kernels the change brings."""
     started = time.monotonic()
-    prepared = _prepare(suite_entries(settings, names=names), settings)
+    if against is None:
+        prepared = _prepare(suite_entries(settings, names=names), settings)
+    else:
+        prepared = _prepare_against(against, settings, working or settings, names)
     gpus = detect_gpus()
     if not gpus:
         raise EnvironmentProblem("bench check needs a CUDA GPU; run `kernelloop doctor`")
     results = []
-    for entry, reference, reference_text, current_text in prepared:
-        result = check_kernel(entry, reference, reference_text, current_text, settings, gpus[0], progress)
+    for one in prepared:
+        if one.problem or one.reference is None:
+            result = KernelCheck(name=one.entry.name, program=str(one.entry.program), status="error",
+                                 summary=one.problem, regression_threshold=one.entry.regression_threshold,
+                                 reference_from=one.reference_from)
+        else:
+            result = check_kernel(one.entry, one.reference, one.reference_text, one.current_text, settings, gpus[0],
+                                  progress)  # with --against, REV's [verify] settings for a new kernel too
+            result.reference_from, result.notes = one.reference_from, [*one.notes, *result.notes]
         results.append(result)
         if on_kernel is not None:
             on_kernel(result)
-    return BenchCheck(gpu=gpus[0], kernels=results, wall_s=time.monotonic() - started)
+    return BenchCheck(gpu=gpus[0], kernels=results, wall_s=time.monotonic() - started,
+                      against=against.rev if against else None)

@@ -13,7 +13,8 @@ _ERRORS = {"ambiguous": "AMBIGUOUS", "error": "ERROR"}
 
 
 def _figures(k: KernelCheck) -> list[tuple[str, str]]:
-    figures = [("status", k.status.upper()), ("regression_threshold", f"{k.regression_threshold:g}")]
+    figures = [("status", k.status.upper()), ("regression_threshold", f"{k.regression_threshold:g}"),
+               ("reference_from", k.reference_from)]
     if k.decision is not None:
         d = k.decision
         figures += [("time_ratio", f"{d.ratio:.4f}"), ("interval", f"{d.lower:.4f}-{d.upper:.4f}"),
@@ -55,7 +56,7 @@ def junit_xml(check: BenchCheck) -> str:
 
 
 def _details(k: KernelCheck) -> str:
-    lines = [f"{k.name}: {k.status.upper()}: {k.summary}"]
+    lines = [f"{k.name}: {k.status.upper()}: {k.summary}", *(f"  note: {note}" for note in k.notes)]
     if k.verdict is not None:
         lines += [f"  {g.gate}: {g.status} {g.detail}".rstrip() for g in k.verdict.gates]
     if k.reference is not None:
@@ -109,7 +110,10 @@ def step_summary(check: BenchCheck) -> str:
     for k in check.kernels:
         if k.status in ("failed", "error", "ambiguous"):
             lines.append(f"- **{_cell(k.name)}**: {_cell(k.summary)}")
+        lines += [f"- {_cell(k.name)}: {_cell(note)}" for note in k.notes]
     thresholds = sorted({k.regression_threshold for k in check.kernels})
+    source = f"the suite, references and settings of {_cell(check.against)}" if check.against else \
+        "references from the working tree (`--against REV` takes them from a trusted revision)"
     lines += ["", f"Regression bar ±{', '.join(f'{t:.0%}' for t in thresholds)}; kernel-only times, interleaved with "
-              f"the recorded reference program in this job; {check.wall_s:.0f} s in all.", ""]
+              f"the recorded reference program in this job; {source}; {check.wall_s:.0f} s in all.", ""]
     return "\n".join(lines)

@@ -63,17 +63,23 @@ def read_reference(entry: SuiteEntry) -> tuple[Reference, str]:
     if not entry.reference_record.is_file() or not entry.reference_program.is_file():
         raise InputError(f"kernel {entry.name!r} has no recorded reference in {entry.reference_dir}: run "
                          f"`kernelloop bench record {entry.name}` (on the GPU the checks will run on) and commit it")
+    return parse_reference(entry, entry.reference_record.read_text(),
+                           entry.reference_program.read_text(encoding="utf-8", errors="surrogateescape"),
+                           str(entry.reference_record), str(entry.reference_program))
+
+
+def parse_reference(entry: SuiteEntry, record_text: str, program_text: str, record_where: str,
+                    program_where: str) -> tuple[Reference, str]:
+    """A reference from its two files' texts (read from the working tree, or from git)."""
     try:
-        reference = Reference.model_validate_json(entry.reference_record.read_text())
+        reference = Reference.model_validate_json(record_text)
     except (ValidationError, ValueError) as exc:
-        raise InputError(f"{entry.reference_record}: not a kernelloop reference ({str(exc).splitlines()[0]}); "
+        raise InputError(f"{record_where}: not a kernelloop reference ({str(exc).splitlines()[0]}); "
                          f"record it again with `kernelloop bench record {entry.name}`") from None
-    text = entry.reference_program.read_text(encoding="utf-8", errors="surrogateescape")
-    if sha256_text(text) != reference.program_sha256:
-        raise InputError(f"{entry.reference_program}: changed since it was recorded (its SHA-256 is not the one "
-                         f"{entry.reference_record.name} names); record it again with `kernelloop bench record "
-                         f"{entry.name}`")
-    return reference, text
+    if sha256_text(program_text) != reference.program_sha256:
+        raise InputError(f"{program_where}: changed since it was recorded (its SHA-256 is not the one "
+                         f"{record_where} names); record it again with `kernelloop bench record {entry.name}`")
+    return reference, program_text
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -92,7 +98,7 @@ def record_reference(entry: SuiteEntry, settings: Settings, gpu: GpuInfo,
                                             "confidence": settings.bench.regression_confidence})
     verdict = verify_sources(text, text, settings.model_copy(update={"verify": vs}),
                              baseline_name=str(entry.program), candidate_name=str(entry.program), progress=progress,
-                             gpu=gpu, regression=entry.regression_threshold)
+                             gpu=gpu, regression=entry.regression_threshold, baseline_include_dirs=[])
     if verdict.regression is None:
         first = next((g for g in verdict.gates if g.status == "fail"), None)
         why = f"{first.gate}: {first.detail}" if first else verdict.summary

@@ -36,9 +36,10 @@ def _resolve(path: Path, project_dir: Path) -> Path:
     return path if path.is_absolute() else project_dir / path
 
 
-def suite_entries(settings: Settings, *, project_dir: Path | None = None,
-                  names: list[str] | None = None) -> list[SuiteEntry]:
-    """The suite's kernels (all, or those named), each program an existing file."""
+def suite_entries(settings: Settings, *, project_dir: Path | None = None, names: list[str] | None = None,
+                  programs_must_exist: bool = True) -> list[SuiteEntry]:
+    """The suite's kernels (all, or those named), each program an existing file (unless told
+    otherwise: `bench check --against` reports a kernel whose program a change removed)."""
     base = project_dir or Path.cwd()
     bench = settings.bench
     kernels: list[BenchKernel] = bench.kernels
@@ -52,7 +53,7 @@ def suite_entries(settings: Settings, *, project_dir: Path | None = None,
         seen.add(kernel.name)
     if names:
         unknown = [n for n in names if n not in seen]
-        if unknown:
+        if unknown and programs_must_exist:
             raise InputError(f"no kernel named {', '.join(map(repr, unknown))} in the suite "
                              f"(it has {', '.join(sorted(seen))})")
         kernels = [k for k in kernels if k.name in names]
@@ -60,7 +61,7 @@ def suite_entries(settings: Settings, *, project_dir: Path | None = None,
     entries = []
     for kernel in kernels:
         program = _resolve(kernel.program, base)
-        if not program.is_file():
+        if programs_must_exist and not program.is_file():
             raise InputError(f"{program}: no such file (kernel {kernel.name!r} of [[bench.kernels]])")
         entries.append(SuiteEntry(name=kernel.name, program=program, program_as_given=str(kernel.program),
                                   reference_dir=references / kernel.name,

@@ -33,6 +33,12 @@
 static const int kWarpsPerBlock = 8;  // 256 threads, one row per warp at a time
 static const int kBatch = 4;          // float4 loads in flight per lane
 
+// exp(x - m) for the running sum; -inf adds nothing even while the running max is still -inf
+// (expf(-inf - -inf) is NaN: a row whose lane starts with a masked -inf would become NaN).
+static __device__ __forceinline__ float exp_shifted(float x, float m) {
+  return x == -INFINITY ? 0.0f : expf(x - m);
+}
+
 // s rescaled from running max m_old to m_new >= m_old; an empty sum (m_old = -inf) stays 0.
 static __device__ __forceinline__ float rescale(float s, float m_old, float m_new) {
   return m_old == -INFINITY ? 0.0f : s * expf(m_old - m_new);
@@ -40,13 +46,14 @@ static __device__ __forceinline__ float rescale(float s, float m_old, float m_ne
 
 static __device__ __forceinline__ void online_add1(float x, float& m, float& s) {
   const float mn = fmaxf(m, x);
-  s = rescale(s, m, mn) + expf(x - mn);
+  s = rescale(s, m, mn) + exp_shifted(x, mn);
   m = mn;
 }
 
 static __device__ __forceinline__ void online_add4(float4 v, float& m, float& s) {
   const float mn = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
-  s = rescale(s, m, mn) + ((expf(v.x - mn) + expf(v.y - mn)) + (expf(v.z - mn) + expf(v.w - mn)));
+  s = rescale(s, m, mn) + ((exp_shifted(v.x, mn) + exp_shifted(v.y, mn)) +
+                             (exp_shifted(v.z, mn) + exp_shifted(v.w, mn)));
   m = mn;
 }
 

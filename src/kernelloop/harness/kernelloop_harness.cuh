@@ -160,7 +160,12 @@ constexpr uint64_t kStressed = 1, kStressHeavy = 2, kStressOneSign = 4, kStressN
 
 // `count` spikes at secret positions; with `edges`, also the first and last 4 elements, where
 // the tails of vectorised loops live (a float4 loop that drops n % 4 is wrong by a spike there).
-template <class T> __global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count, bool edges) {
+// With `nonfinite` (the verifier's non-finite experiment, correctness runs only), every other
+// secret spike is NaN, +inf, -inf or an exact zero instead: code that handles such values (a
+// sanitising pass, an overflow flag, a special case at zero) runs, so a candidate that drops it
+// is wrong where the checks look.
+template <class T>
+__global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count, bool edges, int nonfinite) {
   const int j = threadIdx.x;
   if (j >= count + (edges ? 8 : 0)) return;
   size_t i = mix64(key ^ mix64(0x5350494B45000000ull + (uint64_t)j)) % n;
@@ -171,6 +176,15 @@ template <class T> __global__ void kl_spike_kernel(T* data, size_t n, uint64_t k
     if (k >= 4 && n - 1 - (k - 4) < 4) return;  // a short buffer: its first elements are spiked already
   }
   const float v = static_cast<float>(data[i]);
+  if (nonfinite && j < count && j % 2 == 0) {
+    int kinds[4], enabled = 0;  // the special values asked for, in order: NaN, +inf, -inf, zero
+    for (int k = 0; k < 4; ++k)
+      if (nonfinite & (1 << k)) kinds[enabled++] = k;
+    const int kind = kinds[(j / 2) % enabled];
+    data[i] = from_float<T>(kind == 0 ? __int_as_float(0x7fc00000) : kind == 1 ? __int_as_float(0x7f800000)
+                            : kind == 2 ? __int_as_float(0xff800000) : 0.0f);
+    return;
+  }
   const float magnitude = (fabsf(v) + 1.0f) * SpikeScale<T>::value;
   data[i] = from_float<T>(v < 0.0f ? -magnitude : magnitude);
 }
@@ -393,6 +407,11 @@ struct State {
   int identical[kMaxBuffers][kMaxBuffers];  // timed calls that left output [o] equal to input [i]
   int* varied;                         // on the GPU: per buffer, whether its elements differ
   bool stressed_now;                   // this call's inputs were stressed after they were filled
+  int nonfinite;                       // the verifier's non-finite experiment: which special values
+                                       // (KERNELLOOP_NONFINITE, bits: 1 NaN, 2 +inf, 4 -inf, 8 zero); 0: none
+  bool exact_buffers;                  // KERNELLOOP_EXACT_BUFFERS: each buffer its own exact-size allocation
+  bool nonfinite_now;                  // this call's spikes include NaN and +-inf
+  int timed_calls;                     // RunOptions::calls
   int plain_calls;                     // timed calls without stress
   int flat_now[kMaxBuffers];           // per input: all its elements equal as the call began
   uint64_t first_hash[kMaxBuffers];    // each input's hash as the first plain timed call began
@@ -409,7 +428,15 @@ constexpr size_t kTableBytes = (sizeof(Table) + 4095) / 4096 * 4096;
 class Harness {
  public:
   static constexpr size_t kGuardBytes = 4096;
-  static constexpr unsigned char kGuardByte = 0xA5;
+  // Guard zones of outputs and scratch hold 0xA5; those of inputs and in-out buffers 0xFF, which
+  // reads as NaN in every floating-point format (and -1 in signed integers): a kernel that reads
+  // past a buffer it is given (a --count too small for what it reads) gets NaN, not a constant
+  // near zero that a candidate could bake in as padding (red team round 46), and the verifier
+  // refuses a baseline whose outputs hold NaN on the harness's inputs.
+  static constexpr unsigned char kGuardByte = 0xA5, kReadGuardByte = 0xFF;
+  static unsigned char guard_byte(const Buffer& b) {
+    return b.role == Role::input || b.role == Role::inout ? kReadGuardByte : kGuardByte;
+  }
   static constexpr int kSamplesPerBuffer = 256;
 
   Harness() {
@@ -430,6 +457,12 @@ class Harness {
     const char* draw_text = getenv("KERNELLOOP_SIZE_DRAW");
     s.size_draw = draw_text && *draw_text ? strtoull(draw_text, nullptr, 10) : 0;
     if (s.size_draw) s.size_index = -1;
+    const char* nonfinite_text = getenv("KERNELLOOP_NONFINITE");
+    s.nonfinite = nonfinite_text && *nonfinite_text ? atoi(nonfinite_text) & 15 : 0;
+    // The verifier's memcheck run of the baseline: every buffer its own allocation of exactly its
+    // size and no guard zones, so compute-sanitizer sees any access past a declared buffer.
+    const char* exact_text = getenv("KERNELLOOP_EXACT_BUFFERS");
+    s.exact_buffers = exact_text && *exact_text == '1';
     s.size_options = 1;
     const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
     if (out && *out) {
@@ -606,7 +639,7 @@ class Harness {
       one_value_stress<T>(data, b.count, mix64(key ^ 0x4F4E4556414Cull), (bits & kStressRun) != 0);
     if (b.spiked)
       kl_spike_kernel<T><<<1, 32>>>(data, b.count, key, (int)std::min<size_t>(kSpikesPerBuffer, b.count),
-                                    (bits & kStressEdges) != 0);
+                                    (bits & kStressEdges) != 0, st().nonfinite_now ? st().nonfinite : 0);
     KL_CHECK(cudaGetLastError());
   }
   template <class Gen> static void range_of(const Gen&, Buffer&) {}
@@ -625,8 +658,13 @@ class Harness {
     b.dtype = DType<T>::name;
     b.count = count;
     b.elem = sizeof(T);
-    KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + 2 * kGuardBytes));
-    b.data = b.base + kGuardBytes;
+    if (s.exact_buffers) {
+      KL_CHECK(cudaMalloc(&b.base, count * sizeof(T)));
+      b.data = b.base;
+    } else {
+      KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + 2 * kGuardBytes));
+      b.data = b.base + kGuardBytes;
+    }
     b.fill = &Harness::fill_with<T, Gen>;
     const bool read = role == Role::input || role == Role::inout;
     b.spiked = read && Spikeable<Gen>::value;
@@ -652,6 +690,7 @@ class Harness {
   void prepare(const RunOptions& opt) {
     State& s = st();
     s.prepared = true;
+    s.timed_calls = opt.calls;
     int l2 = 0;
     KL_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, s.device));
     s.flush_bytes = std::max<size_t>(2 * (size_t)l2, (size_t)64 << 20);
@@ -663,8 +702,10 @@ class Harness {
     const Table& t = table();
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
-      KL_CHECK(cudaMemset(b.base, kGuardByte, kGuardBytes));
-      KL_CHECK(cudaMemset(b.data + b.count * b.elem, kGuardByte, kGuardBytes));
+      if (!s.exact_buffers) {
+        KL_CHECK(cudaMemset(b.base, guard_byte(b), kGuardBytes));
+        KL_CHECK(cudaMemset(b.data + b.count * b.elem, guard_byte(b), kGuardBytes));
+      }
       most = std::max(most, b.elem);
     }
     KL_CHECK(cudaMalloc(&s.sample_index, kSamplesPerBuffer * sizeof(uint64_t)));
@@ -728,9 +769,12 @@ class Harness {
   }
   // This call's draw from the pipe: its inputs' key and whether, and how, they are stressed. It
   // is read only now, so no earlier call can know this call's inputs.
+  // In the verifier's non-finite experiment the stressed calls, and always the last (dumped whole),
+  // get NaN and +-inf among their spikes (kl_spike_kernel); the key and poison stay the draw's.
   __attribute__((noinline)) void begin_timed_call() {
     const uint64_t draw = read_secret();
-    prepare_call(mix64(st().seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw);
+    const bool nonfinite = st().nonfinite != 0 && ((draw & kStressed) || st().calls == st().timed_calls - 1);
+    prepare_call(mix64(st().seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw, nonfinite);
   }
   // The launcher's frame reuses the dead stack where begin_*_call and the runtime calls under it
   // handled the draw and the key, and it is handed whatever the caller-saved registers hold:
@@ -765,7 +809,7 @@ class Harness {
                  "xor %%r11d, %%r11d" ::: "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory");
   }
 
-  void prepare_call(uint64_t key, uint64_t stress = 0) {
+  void prepare_call(uint64_t key, uint64_t stress = 0, bool nonfinite = false) {
     State& s = st();
     // Outputs and scratch are poisoned with a byte drawn for the call (0xFF in warm-up): a kernel
     // that leaves them unwritten, or counts on what they hold (atomics onto 0xFFFFFFFF that wrap
@@ -774,18 +818,20 @@ class Harness {
     // depend on the poison alone, not on the inputs, are then the same in every call, and seen.)
     const int poison = stress && !(stress & kFixedPoison) ? (int)(mix64(stress ^ 0x504F49534F4Eull) & 0xFF) : 0xFF;
     const Table& t = table();
+    s.nonfinite_now = nonfinite;
+    const bool stressed = (stress & kStressed) || nonfinite;
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
       if (b.role == Role::input || b.role == Role::inout) {
         b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
-        if ((stress & kStressed) && b.stress != nullptr) b.stress(b, stress, mix64(stress ^ (0x2000 + (uint64_t)i)));
+        if (stressed && b.stress != nullptr) b.stress(b, stress, mix64(stress ^ (0x2000 + (uint64_t)i)));
       } else
         KL_CHECK(cudaMemset(b.data, poison, b.count * b.elem));
     }
     hash_buffers(true);
     memcpy(s.before, s.now, sizeof s.before);
     check_flat_inputs();
-    s.stressed_now = (stress & kStressed) != 0;
+    s.stressed_now = stressed;
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));
     KL_CHECK(cudaDeviceSynchronize());
@@ -793,12 +839,14 @@ class Harness {
 
   void check_guards(int call) {
     const State& s = st();
+    if (s.exact_buffers) return;  // no guard zones: compute-sanitizer watches every access
     const Table& t = table();
     KL_CHECK(cudaMemset(s.guard_bad, 0, sizeof(int)));
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
-      kl_guard_check_kernel<<<8, 256>>>(b.base, kGuardBytes, kGuardByte, s.guard_bad);
-      kl_guard_check_kernel<<<8, 256>>>(b.data + b.count * b.elem, kGuardBytes, kGuardByte, s.guard_bad);
+      kl_guard_check_kernel<<<8, 256>>>(b.base, kGuardBytes, guard_byte(b), s.guard_bad);
+      kl_guard_check_kernel<<<8, 256>>>(b.data + b.count * b.elem, kGuardBytes, guard_byte(b), s.guard_bad);
+      KL_CHECK(cudaGetLastError());  // a guard check that never ran must not read as clean
       int bad = 0;
       KL_CHECK(cudaMemcpy(&bad, s.guard_bad, sizeof(int), cudaMemcpyDeviceToHost));
       if (bad) {

@@ -77,6 +77,35 @@ def inputs_reach_outputs(records: OutputRecords) -> bool:
                for other in (records.samples_of_call(c) for c in calls[1:]))
 
 
+def outputs_computing_nonfinite(records: OutputRecords) -> list[str]:
+    """Floating-point outputs the baseline leaves NaN or inf on the harness's own (finite) inputs,
+    in its last call's dump or any call's samples: it reads past a buffer (guard zones read as
+    NaN), or its arithmetic overflows on these inputs. Elements holding the poison byte for byte
+    (0xFF in the calibration run: never written) are not counted here."""
+    manifest = records.manifest
+    if manifest is None:
+        return []
+    compared = [(i, b.name) for i, b in enumerate(manifest.buffers) if b.role in ("output", "inout")]
+    found: list[str] = []
+
+    def computed_nonfinite(values: np.ndarray) -> bool:
+        if values.dtype.kind != "f" and str(values.dtype) != "bfloat16":
+            return False
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(values.astype(np.float32) if str(values.dtype) == "bfloat16" else values)
+        if not bad.any():
+            return False
+        raw = values[bad].view(np.uint8).reshape(-1, values.dtype.itemsize)
+        return bool((raw != 0xFF).any())
+
+    for n, (index, name) in enumerate(compared):  # the dump holds outputs in order; samples name the buffer
+        arrays = ([records.outputs[n]] if n < len(records.outputs) else []) + \
+            [s.values for s in records.samples if s.buffer == index]
+        if any(computed_nonfinite(np.ascontiguousarray(a).reshape(-1)) for a in arrays):
+            found.append(name)
+    return found
+
+
 def outputs_showing_no_work(records: OutputRecords) -> list[tuple[str, str]]:
     """When no compared buffer shows the kernel's work, (output, input) names saying why: each
     output was left byte-for-byte equal to an input, or each in-out buffer as the harness filled

@@ -28,13 +28,13 @@ from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
 from ..tools.nvcc import BuildResult, Toolchain, build_program, check_includes, find_toolchain, host_pass
 from ..tools.sandbox import Limits, describe_isolation
-from ..tools.sanitizer import MEMCHECK_EXIT_CODE, find_compute_sanitizer, memcheck_argv, read_memcheck
+from ..tools.sanitizer import MEMCHECK_EXIT_CODE, MemcheckResult, find_compute_sanitizer, memcheck_argv, read_memcheck
 from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inout_left_as_filled,
-                         inputs_reach_outputs,
+                         inputs_reach_outputs, outputs_computing_nonfinite,
                          inputs_without_variety, outputs_never_varying, outputs_showing_no_work,
                          speed_of_light)
 from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
@@ -42,7 +42,7 @@ from .records import Manifest
 from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
 from .regression import RegressionDecision, compare_times
 from .stats import decide
-from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict
+from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict, WorkModel
 
 
 # The memcheck run carries the tracer's environment like every other run (issue 9: a program
@@ -175,7 +175,8 @@ def _compare_runs(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise |
         return printed.model_copy(update={"match": False, "problem": cand.dump_problem
                                           or "the candidate run wrote no output dump"})
     full = compare_dumps(base.dump, cand.dump, tolerance=tolerance, noise=noise.buffers if noise else None,
-                         names=output_names(base.records.manifest if base.records else None))
+                         names=output_names(base.records.manifest if base.records else None),
+                         nonfinite_inputs=base.nonfinite)
     if not full.match or not printed.match:
         return full
     return printed.merged(full)
@@ -191,7 +192,8 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
     manifest = base.records.manifest if base.records else None
     stressed: set[int] = set()
     if manifest is not None and base.secret and any(b.any_stress for b in manifest.buffers):
-        stressed = stressed_calls(bytes.fromhex(base.secret), manifest.calls, heavy=base.heavy)
+        stressed = stressed_calls(bytes.fromhex(base.secret), manifest.calls, heavy=base.heavy,
+                                  nonfinite=base.nonfinite)
 
     def scale(call: int) -> float:  # stressed inputs make honest sums worse conditioned
         return vs.stress_tolerance_factor if call in stressed else 1.0
@@ -202,7 +204,8 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
     calls = compare_calls(base.records, cand.records or base.records.model_copy(update={"manifest": None}),
                           lambda b, c, call: compare_dumps(
                               b, c, tolerance=_tolerance(vs, scale(call)),
-                              noise=noise.buffers if noise else None, names=output_names(manifest)))
+                              noise=noise.buffers if noise else None, names=output_names(manifest),
+                              nonfinite_inputs=base.nonfinite))
     if calls is None:
         return whole
     if not calls.match:
@@ -240,7 +243,8 @@ def _run_failure(run: ProgramRun) -> tuple[Reason, str] | None:
 
 def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, *, baseline_name: str,
                    candidate_name: str, progress: ProgressCallback | None = None,
-                   gpu: GpuInfo | None = None, regression: float | None = None) -> Verdict:
+                   gpu: GpuInfo | None = None, regression: float | None = None,
+                   baseline_include_dirs: list[Path] | None = None) -> Verdict:
     """Every gate on CANDIDATE against BASELINE. `regression` None: the speedup gate (accept
     only at least `threshold` faster). A number t: `bench check`'s question instead, with the
     recorded reference as BASELINE and the current program as CANDIDATE: every other gate
@@ -249,7 +253,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     vs = settings.verify
     started = time.monotonic()
     say = progress or (lambda p: None)
-    split = split_program(baseline_text, baseline_name)
+    # `baseline_include_dirs` []: a self-contained baseline (a bench reference, headers inlined when it
+    # was recorded) that no include folder of the working tree may add to (red team round 47).
+    split = split_program(baseline_text, baseline_name, baseline_include_dirs)
     editable, notes = candidate_editable_part(candidate_text, split, candidate_name)
     if not editable.strip():
         raise InputError(f"{candidate_name}: the candidate's editable part is empty")
@@ -341,6 +347,13 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         raise InputError(f"{baseline_name}: the baseline's outputs are the same in every timed call although every "
                          "call gets new inputs: nothing the harness generates reaches them (a buffer the kernel "
                          "reads declared as an output?), so no candidate can be checked against them")
+    overflowing = outputs_computing_nonfinite(calibration.records) if calibration.records is not None else []
+    if overflowing:
+        raise InputError(f"{baseline_name}: the baseline's output {', '.join(repr(n) for n in overflowing)} holds NaN "
+                         "or inf on the harness's own finite inputs: a kernel that reads past the end (or before the "
+                         "start) of a buffer it is given reads NaN there (the harness's guard zones), or its "
+                         "arithmetic overflows on these values. Check how many elements each buffer holds "
+                         "(`kernelloop init --count NAME=EXPR`) and the input ranges (`--range NAME=LO,HI`)")
     copies = outputs_showing_no_work(calibration.records) if calibration.records is not None else []
     if copies and not vs.allow_pass_through:
         said = "; ".join(f"'{output}' is left as the harness filled it" if output == source
@@ -376,6 +389,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         v.notes.append("buffers the experiment never varies or never has written (--allow-fixed-buffers): "
                        + ", ".join([name for name, _ in fixed] + constant + untouched)
                        + "; a candidate that bakes them in would be accepted")
+    if manifest is not None:
+        _check_baseline_bounds(v, base_build, base_bin, baseline_name, toolchain.nvcc, cache, durations, say)
     if manifest is not None and manifest.pageable_memory_access:
         if not vs.allow_pageable_memory_access:
             raise EnvironmentProblem(PAGEABLE_MEMORY_REFUSAL)
@@ -451,6 +466,19 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         correct &= cmp.match
         if not size_index:  # the audit compares with the baseline's calibration run, at the default size
             candidate_audits.append(_audit(cand, harness_kernels, timed_calls))
+    # The non-finite experiments (v2, floating-point inputs the harness spikes): NaN, +-inf and zero
+    # among the inputs make a baseline's handling of them run (a sanitising pass, an overflow flag),
+    # which on finite inputs never runs and so is never checked (red team rounds 45-47).
+    if not failure and manifest is not None and timed_calls and \
+            any(b.stressed and b.role in ("input", "inout") for b in manifest.buffers):
+        if vs.allow_nonfinite_differences:
+            v.notes.append("non-finite inputs not checked (--allow-nonfinite-differences): a candidate that "
+                           "handles NaN or inf differently from the baseline, or not at all, is accepted")
+        else:
+            failure, matched = _nonfinite_experiments(
+                v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, timed_calls,
+                noise_by_size.get((0, None)), durations, say)
+            correct &= matched
     durations.correctness_s = time.monotonic() - t
 
     if failure:
@@ -462,7 +490,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     checked = f"{len(v.seeds)} fresh seeds" + (f" and {sizes - 1} other size(s)" if sizes > 1 else "") + \
         (f", and {len(drawn_sizes)} drawn now ({', '.join(' x '.join(map(str, d)) for d in drawn_sizes)})"
          if drawn_sizes else "") + \
-        (f", every one of {manifest.calls} timed calls sampled" if manifest else "")
+        (f", every one of {manifest.calls} timed calls sampled" if manifest else "") + \
+        (", and one with NaN and ±inf among the inputs" if any(c.phase == "nonfinite" for c in v.checks) else "")
     v.gates.append(GateResult(
         gate="correctness", status="pass" if correct else "fail", baseline="reference",
         candidate="match" if correct else "MISMATCH",
@@ -489,6 +518,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                             cupti_lib if audit_status == "done" else None, harness_kernels, timed_calls,
                             noise_by_size.get((0, None)), regression)
     durations.timing_s = time.monotonic() - t
+    if manifest is not None and v.speed is not None:  # the declared work and measured ceilings, for reports
+        v.work = WorkModel.of([manifest, *manifests])
     if not reasons and manifest is not None:
         _speed_of_light(v, [manifest, *manifests], reasons)
     elif manifest is None:
@@ -642,6 +673,108 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
         detail=worst.findings[0].message if worst.findings else
         f"KERNEL_MS agrees with CUPTI; {worst.window_launches} launches in the timed region, same work as warm-up"))
     return "done"
+
+
+def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, nvcc: Path,
+                           cache: Path, durations: Durations, say) -> None:
+    """The baseline under memcheck once, every buffer its own allocation of its exact size (no
+    guard zones): a read past a buffer the harness declares is then out of bounds. In the other
+    runs such a read lands in a guard zone, whose constant bytes a candidate could bake in as
+    padding; whether it shows in the outputs depends on the arithmetic (max, ReLU and float-to-int
+    swallow NaN: red team rounds 46-47). Cached per baseline build."""
+    vs = v.settings
+    sanitizer = find_compute_sanitizer(nvcc) if vs.baseline_bounds != "off" else None
+    if sanitizer is None:
+        if vs.baseline_bounds == "on":
+            raise EnvironmentProblem("baseline_bounds is on but compute-sanitizer was not found; install it or set "
+                                     "baseline_bounds = \"auto\"")
+        v.notes.append("the baseline's accesses were not checked against its declared buffers (compute-sanitizer "
+                       + ("not found)" if vs.baseline_bounds != "off" else "turned off: baseline_bounds)"))
+        return
+    record = cache / "baseline-bounds" / f"{base_build.key}.json"
+    if record.is_file():
+        try:
+            known = MemcheckResult.model_validate_json(record.read_text())
+        except ValueError:
+            known = None
+    else:
+        known = None
+    if known is None:
+        say(Progress(stage="correctness", message="the baseline under memcheck, every buffer to its exact size"))
+        limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
+                        file_size_bytes=vs.output_dump_max_bytes)
+        run = run_program(base_bin, seed=secrets.randbits(63) | 1, limits=limits,
+                          wrapper=memcheck_argv(sanitizer, Path("program"))[:-1], secret=_secret(), exact_buffers=True)
+        durations.program_runs_s += run.result.wall_s
+        found = read_memcheck(run.result.stdout, run.result.stderr)
+        if run.result.timed_out or found.errors is None or (found.errors == 0 and run.result.returncode != 0):
+            v.notes.append("the baseline's accesses were not checked against its declared buffers (its memcheck run "
+                           f"did not finish: {run.result.failure() or 'no summary'})")
+            return
+        known = found
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(known.model_dump_json())
+    if known.errors:
+        first = next((ln.strip("= ").strip() for ln in known.excerpt.splitlines() if "Invalid" in ln),
+                     known.excerpt.splitlines()[0].strip("= ").strip() if known.excerpt else "memcheck errors")
+        raise InputError(f"{baseline_name}: the baseline reads or writes past a buffer its harness declares "
+                         f"(compute-sanitizer memcheck, every buffer allocated to its exact size: {first}): the "
+                         "verifier cannot check what it computes from memory no buffer holds. Declare how many "
+                         "elements each buffer really holds (`kernelloop init --count NAME=EXPR`), or fix the "
+                         "kernel's bounds")
+
+
+# KERNELLOOP_NONFINITE's kinds (kernelloop_harness.cuh): all at once first; one at a time where the
+# baseline fails on all of them, so one value it cannot take (-inf as a table index) does not take the
+# others' checks with it (red team round 47).
+NONFINITE_KINDS = {15: "NaN, +-inf and zero", 1: "NaN", 2: "+inf", 4: "-inf", 8: "zero"}
+
+
+def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
+                           cupti_lib: Path | None, used_seeds: set[int], timed_calls: int,
+                           noise: BaselineNoise | None, durations: Durations,
+                           say) -> tuple[tuple[Reason, str] | None, bool]:
+    """The special-value experiments: (a candidate failure, whether every comparison matched).
+    Where the baseline's output is finite the candidate's must match; what the baseline leaves
+    NaN or inf is not compared. A kind the baseline fails on leaves nothing of it checked, and
+    the verdict says which."""
+    vs = v.settings
+    unchecked: list[str] = []
+    for kinds in (15, 1, 2, 4, 8):
+        if kinds != 15 and not unchecked:
+            break  # all at once ran: the single kinds add nothing
+        what = NONFINITE_KINDS[kinds]
+        seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+        say(Progress(stage="correctness", message=f"seed {seed} with {what} among the inputs: candidate, then baseline"))
+        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
+                           nonfinite_calls=timed_calls, nonfinite_kinds=kinds)
+        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, nonfinite_calls=timed_calls,
+                           nonfinite_kinds=kinds)
+        durations.program_runs_s += cand.result.wall_s + base.result.wall_s
+        if _run_failure(base):
+            unchecked.append(what if kinds != 15 else _run_failure(base)[1])
+            continue
+        failure = _run_failure(cand)
+        if failure:  # the baseline runs on these inputs; the candidate does not
+            v.failure_excerpt = _log_tail(cand.result.stderr, 12)
+            return (failure[0], f"with {what} among the inputs (the baseline runs on them): {failure[1]}"), False
+        cmp = _compare_experiment(base, cand, vs, noise)
+        if not cmp.match:
+            cmp = cmp.model_copy(update={"problem": f"with {what} among the inputs: {cmp.describe()} (where the "
+                                                    "baseline's output stays finite; --allow-nonfinite-differences "
+                                                    "if your inputs never hold NaN or inf)"})
+        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="nonfinite", secret=secret.hex(),
+                                  baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
+        if not cmp.match:
+            return None, False
+        if kinds == 15:
+            break
+    if unchecked:
+        why, singles = unchecked[0], unchecked[1:]
+        v.notes.append(f"special input values the baseline itself fails on, so nothing checks how a candidate "
+                       f"handles them: {', '.join(singles)} (all at once: {why})" if singles else
+                       f"the baseline fails on NaN, +-inf and zero together ({why}); each was checked alone")
+    return None, True
 
 
 def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: Durations, reasons: list[Reason],

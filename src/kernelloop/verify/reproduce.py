@@ -40,7 +40,7 @@ def reproduce_outputs(program_text: str, name: str, experiments: list[RecordedEx
     """Build PROGRAM for ARCH and re-run each recorded experiment, comparing output digests."""
     if not experiments:
         return Reproduction(built=False, problem="no experiments were recorded")
-    split = split_program(program_text, name)
+    split = split_program(program_text, name, [])  # self-contained: headers were inlined when it was recorded
     build = build_program(split.editable_unit(), split.harness_unit(), arch=arch, cache_dir=settings.cache_dir,
                           toolchain=find_toolchain())
     if not build.ok or build.binary is None:

@@ -23,6 +23,8 @@ SIZE_DRAW_ENV = "KERNELLOOP_SIZE_DRAW"  # the verifier's draw of a problem size 
 STREAM_BYTES = 8 * 8192  # a pipe's default buffer whole: 2 draws (key and stress, samples) per timed call, up to 4000 calls
 GUARD_EXIT_CODE = 86  # kernelloop_harness.cuh: a guard zone around a buffer was overwritten
 INPUT_WRITTEN_EXIT_CODE = 87  # kernelloop_harness.cuh: a call changed an input buffer
+NONFINITE_ENV = "KERNELLOOP_NONFINITE"  # the non-finite experiment: which special values among stressed calls' spikes
+EXACT_BUFFERS_ENV = "KERNELLOOP_EXACT_BUFFERS"  # every buffer its own exact-size allocation (a baseline memcheck run)
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
 STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT = 1, 2, 64
 
@@ -57,9 +59,12 @@ def _stress_draws(secret: bytes, calls: int, heavy: bool) -> list[int]:
     return [int.from_bytes(stream[16 * c:16 * c + 8], "little") for c in range(min(calls, STREAM_BYTES // 16))]
 
 
-def stressed_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
-    """The timed calls whose inputs a v2 harness stresses (bit 0 of the call's draw)."""
-    return {c for c, d in enumerate(_stress_draws(secret, calls, heavy)) if d & STRESSED_BIT}
+def stressed_calls(secret: bytes, calls: int, *, heavy: bool = True, nonfinite: bool = False) -> set[int]:
+    """The timed calls whose inputs a v2 harness stresses (bit 0 of the call's draw). In the
+    non-finite experiment these, and always the last call (whose outputs are dumped whole), get
+    NaN and +-inf among their spikes."""
+    stressed = {c for c, d in enumerate(_stress_draws(secret, calls, heavy)) if d & STRESSED_BIT}
+    return stressed | {calls - 1} if nonfinite and calls > 0 else stressed
 
 
 def heavy_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
@@ -80,6 +85,7 @@ class ProgramRun(BaseModel):
     records: OutputRecords | None = None  # everything the harness wrote (v2: manifest, per-call samples)
     secret: str | None = None  # hex of the experiment's secret (v2), revealed once the run is over
     heavy: bool = True  # whether the stream allowed the "one value" stress (correctness runs)
+    nonfinite: bool = False  # the non-finite experiment: NaN and +-inf among the stressed calls' spikes
     size_index: int = 0
 
     @property
@@ -94,14 +100,23 @@ class ProgramRun(BaseModel):
 def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
                 wrapper: list[str] | None = None, want_dump: bool = True, secret: bytes | None = None,
                 size_index: int = 0, size_draw: int | None = None, heavy: bool = True,
-                fixed_poison: bool = False) -> ProgramRun:
+                fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
+                exact_buffers: bool = False) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
-    alternative problem size, or (-1, with `size_draw`) has it draw one."""
+    alternative problem size, or (-1, with `size_draw`) has it draw one; `nonfinite_calls` (its
+    timed calls) makes it the non-finite experiment (stressed_calls), with the special values
+    `nonfinite_kinds` names (bits: 1 NaN, 2 +inf, 4 -inf, 8 zero). `exact_buffers` has the harness
+    allocate every buffer to its exact size, with no guard zones (a memcheck run of the baseline:
+    any access past a buffer is then out of bounds)."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
         env = {"KERNELLOOP_SEED": str(seed)}
+        if nonfinite_calls is not None:
+            env[NONFINITE_ENV] = str(nonfinite_kinds)
+        if exact_buffers:
+            env[EXACT_BUFFERS_ENV] = "1"
         if size_index > 0:
             env[SIZE_INDEX_ENV] = str(size_index)
         if size_index < 0 and size_draw:
@@ -131,7 +146,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             if read_fd >= 0:
                 os.close(read_fd)
         run = ProgramRun(seed=seed, result=result, kernel_ms=parse_kernel_ms(result.stderr),
-                         secret=secret.hex() if secret is not None else None, size_index=size_index, heavy=heavy)
+                         secret=secret.hex() if secret is not None else None, size_index=size_index, heavy=heavy,
+                         nonfinite=nonfinite_calls is not None)
         if cupti_library is not None:
             try:
                 run.trace = read_trace(trace_file)

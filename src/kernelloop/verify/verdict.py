@@ -13,6 +13,7 @@ from ..tools.sandbox import IsolationReport
 from .audit import AuditReport
 from .outputs import Comparison
 from .policy import Violation
+from .records import Manifest
 from .regression import RegressionDecision
 from .stats import SpeedupDecision
 
@@ -64,7 +65,7 @@ class BuildSummary(BaseModel):
 class SeedCheck(BaseModel):
     seed: int
     comparison: Comparison
-    phase: Literal["correctness", "size", "timing", "drift"]
+    phase: Literal["correctness", "size", "nonfinite", "timing", "drift"]
     secret: str = ""  # hex: a v2 harness's stream secret for this experiment (revealed after the run)
     size_index: int = 0  # a v2 harness's problem size (0: the default)
     size_draw: int | None = None  # size_index -1: the draw behind the size (KERNELLOOP_SIZE_DRAW)
@@ -88,6 +89,23 @@ class Durations(BaseModel):
         return max(0.0, self.total_s - self.compile_s - self.program_runs_s)
 
 
+class WorkModel(BaseModel):
+    """What one call of a v2 experiment must do (the harness's declared buffers and FLOPs) and this
+    GPU's ceilings as the harness measured them: the data of a report's roofline placement."""
+
+    bytes_read: int  # every input and in-out buffer but tables (Manifest.bytes_read)
+    bytes_written: int  # every output and in-out buffer
+    flops: float  # declared per call; 0: none declared
+    copy_gbps: float  # measured copy bandwidth, read + write GB/s (the best across runs)
+    fma_gflops: float  # measured FP32 FMA GFLOP/s (the best across runs)
+
+    @classmethod
+    def of(cls, manifests: list[Manifest]) -> "WorkModel":
+        m = manifests[0]
+        return cls(bytes_read=m.bytes_read(), bytes_written=m.bytes_written(), flops=m.flops,
+                   copy_gbps=max(x.copy_gbps for x in manifests), fma_gflops=max(x.fma_gflops for x in manifests))
+
+
 class Verdict(BaseModel):
     accepted: bool
     summary: str
@@ -106,6 +124,7 @@ class Verdict(BaseModel):
     builds: dict[str, BuildSummary] = {}
     speed: SpeedupDecision | None = None
     regression: RegressionDecision | None = None  # `bench check` only: current (candidate) vs recorded reference
+    work: WorkModel | None = None  # v2 harness, once timed: the declared work and measured ceilings (reports)
     baseline_kernel_ms: list[float] = []
     candidate_kernel_ms: list[float] = []
     baseline_wall_ms: list[float] = []

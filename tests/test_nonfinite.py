@@ -1,0 +1,300 @@
+"""The non-finite experiment and NaN read from guard zones (red team rounds 45-46), without a GPU:
+the stream that asks for NaN and +-inf, comparisons that skip what the baseline leaves non-finite,
+the calibration refusal, and the gate's handling with scripted program runs over real builds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernelloop.config import load_settings
+from kernelloop.errors import InputError
+from kernelloop.tools.gpu import GpuInfo
+from kernelloop.tools.sandbox import IsolationReport, RunResult
+from kernelloop.verify import gate
+from kernelloop.verify.experiment import outputs_computing_nonfinite
+from kernelloop.verify.outputs import KernelMs, compare_dumps
+from kernelloop.verify.records import parse_records
+from kernelloop.verify.runs import NONFINITE_ENV, STREAM_BYTES, ProgramRun, stream_for, stressed_calls
+from kernelloop.verify.verdict import Reason
+
+from .conftest import ROOT, shared_cache_dir
+
+SECRET = bytes(range(32))
+
+
+def test_the_non_finite_experiment_stresses_every_stressed_call_and_the_last_one_and_keeps_the_stream():
+    # The stream both runs read is the plain one: the keys (and so the inputs) of every call, and the
+    # outputs a bench reference or certificate recorded, do not change; the harness is told by
+    # KERNELLOOP_NONFINITE, and adds the last call (its outputs are dumped whole).
+    plain = stressed_calls(SECRET, 20)
+    assert stressed_calls(SECRET, 20, nonfinite=True) == plain | {19}
+    assert stressed_calls(SECRET, 20, nonfinite=True, heavy=False) == stressed_calls(SECRET, 20, heavy=False) | {19}
+    assert len(stream_for(SECRET)) == STREAM_BYTES
+
+
+def test_elements_the_baseline_leaves_non_finite_are_not_compared_and_the_rest_must_match():
+    nan, inf = np.float32("nan"), np.float32("inf")
+    base = [np.array([1.0, nan, 3.0, inf, 0.0], "<f4")]
+    # NaN propagated differently where the baseline has NaN/inf: no finding
+    assert compare_dumps(base, [np.array([1.0, 7.0, 3.0, nan, 0.0], "<f4")], nonfinite_inputs=True).match
+    # NaN where the baseline sanitised the value to 0 (a dropped nan_to_num pass): a mismatch at that element
+    dropped = compare_dumps(base, [np.array([1.0, nan, 3.0, inf, nan], "<f4")], nonfinite_inputs=True)
+    assert not dropped.match and dropped.first_mismatches[0].index == 4 and "NaN or inf" in dropped.problem
+    wrong = compare_dumps(base, [np.array([1.0, nan, 3.5, inf, 0.0], "<f4")], nonfinite_inputs=True)
+    assert not wrong.match and wrong.first_mismatches[0].index == 2 and wrong.compared == 3
+    # outside the non-finite experiment a non-finite baseline is still no reference
+    assert "baseline's own output holds NaN" in compare_dumps(base, base).problem
+
+
+def manifest(calls: int = 2) -> dict:
+    return {"contract": 2, "warmup": 1, "calls": calls, "flops": 0.0, "size_options": 1, "copy_gbps": 3000.0,
+            "fma_gflops": 50000.0, "buffers": [{"name": "x", "role": "input", "dtype": "float32", "count": 4,
+                                                "stressed": True},
+                                               {"name": "y", "role": "output", "dtype": "float32", "count": 4}]}
+
+
+def records(samples: list[list[float]], final: list[float], raw_final: bytes | None = None) -> bytes:
+    text = json.dumps(manifest(len(samples))).encode()
+    out = b"kernelloop-manifest 2 %d\n" % len(text) + text
+    for call, values in enumerate(samples):
+        out += b"kernelloop-sample 2 %d 1 float32 %d\n" % (call, len(values)) + np.array(values, "<f4").tobytes()
+    body = raw_final if raw_final is not None else np.array(final, "<f4").tobytes()
+    return out + b"kernelloop-output 1 float32 %d\n" % len(final) + body
+
+
+def test_an_output_computed_non_finite_is_found_and_the_poison_of_an_unwritten_element_is_not():
+    nan = float("nan")
+    assert outputs_computing_nonfinite(parse_records(records([[1, 2, 3, 4]], [1, 2, 3, 4]))) == []
+    assert outputs_computing_nonfinite(parse_records(records([[1, nan, 3, 4]], [1, 2, 3, 4]))) == ["y"]
+    assert outputs_computing_nonfinite(parse_records(records([[1, 2, 3, 4]], [1, 2, float("inf"), 4]))) == ["y"]
+    poisoned = np.array([1, 2, 3], "<f4").tobytes() + b"\xff" * 4  # never written: the calibration run's poison
+    assert outputs_computing_nonfinite(parse_records(records([[1, 2, 3, 4]], [1, 2, 3, 0], poisoned))) == []
+
+
+# -- the gate, over real builds, with scripted runs ------------------------------------------------
+
+NAIVE = (ROOT / "kernels" / "naive_matmul.cu").read_text()
+TILED = (ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text()
+FAKE_GPU = GpuInfo(index=0, name="fake H100 (test)", compute_capability="9.0", driver_version="0")
+
+
+def scripted_runs(monkeypatch, behave) -> list[dict]:
+    """Every run_program call answered by `behave(role, kwargs)` -> (samples, final) or an exit code;
+    the first call is the baseline's calibration run, which names the baseline's binary."""
+    calls: list[dict] = []
+    baseline: list[Path] = []
+
+    def run(binary, **kw):
+        baseline.append(baseline[0] if baseline else binary)
+        role = "baseline" if binary == baseline[0] else "candidate"
+        calls.append({"role": role, **kw})
+        answer = behave(role, kw)
+        code = answer if isinstance(answer, int) else 0
+        result = RunResult(argv=["p"], returncode=code, stdout="", stderr="" if code == 0 else "it crashed\n",
+                           isolation=IsolationReport(), wall_s=0.1)
+        run = ProgramRun(seed=kw["seed"], result=result, kernel_ms=KernelMs(value=1.0, count=1),
+                         secret=kw["secret"].hex() if kw.get("secret") else None,
+                         nonfinite=kw.get("nonfinite_calls") is not None)
+        if code == 0:
+            run.records = parse_records(records(*answer))
+            run.dump = run.records.outputs
+        return run
+
+    monkeypatch.setattr(gate, "run_program", run)
+    return calls
+
+
+@pytest.fixture
+def settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(shared_cache_dir()))
+    monkeypatch.setenv("KERNELLOOP_VERIFY_MEMCHECK", "off")
+    monkeypatch.setenv("KERNELLOOP_VERIFY_INDEPENDENT_TIMING", "off")
+    monkeypatch.setenv("KERNELLOOP_VERIFY_BASELINE_BOUNDS", "off")
+    return load_settings(project_dir=tmp_path)
+
+
+def verify(settings, candidate: str = TILED):
+    return gate.verify_sources(NAIVE, candidate, settings, baseline_name="naive_matmul.cu", candidate_name="cand.cu",
+                               gpu=FAKE_GPU)
+
+
+GOOD = ([[1, 2, 3, 4], [5, 6, 7, 8]], [5, 6, 7, 8])
+
+
+@pytest.mark.nvcc
+def test_a_candidate_that_drops_what_the_baseline_does_with_nan_is_rejected_in_the_non_finite_experiment(
+        settings, monkeypatch):
+    nan = float("nan")
+
+    def behave(role, kw):
+        if kw.get("nonfinite_calls") is None:
+            return GOOD
+        # the baseline sanitises NaN to 0; the candidate lets it through
+        return ([[1, 0, 3, 4], [5, 6, 0, 8]], [5, 0, 7, 8]) if role == "baseline" else \
+            ([[1, nan, 3, 4], [5, 6, nan, 8]], [5, nan, 7, 8])
+
+    calls = scripted_runs(monkeypatch, behave)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons
+    assert "with NaN, +-inf and zero among the inputs" in v.gate("correctness").detail
+    spiked = [c for c in calls if c.get("nonfinite_calls") is not None]
+    assert [c["role"] for c in spiked] == ["candidate", "baseline"] and spiked[0]["nonfinite_calls"] == 2
+    assert spiked[0]["secret"] == spiked[1]["secret"] and spiked[0]["seed"] == spiked[1]["seed"]
+    assert any(c.phase == "nonfinite" for c in v.checks)
+
+
+@pytest.mark.nvcc
+def test_a_baseline_that_fails_on_nan_leaves_the_experiment_unchecked_and_says_so(settings, monkeypatch):
+    def behave(role, kw):
+        if kw.get("nonfinite_calls") is None:
+            return GOOD
+        return 86 if role == "baseline" else GOOD  # NaN turned into an index: out of bounds
+
+    calls = scripted_runs(monkeypatch, behave)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert any("special input values the baseline itself fails on, so nothing checks how a candidate handles "
+               "them: NaN, +inf, -inf, zero" in n for n in v.notes), v.notes
+    # all four at once, then each alone: the kinds the harness is told
+    assert [c["nonfinite_kinds"] for c in calls if c.get("nonfinite_calls") and c["role"] == "baseline"] == \
+        [15, 1, 2, 4, 8]
+
+
+@pytest.mark.nvcc
+def test_a_candidate_crashing_on_nan_where_the_baseline_does_not_is_rejected(settings, monkeypatch):
+    def behave(role, kw):
+        if kw.get("nonfinite_calls") is None:
+            return GOOD
+        return 1 if role == "candidate" else GOOD
+
+    scripted_runs(monkeypatch, behave)
+    v = verify(settings)
+    assert not v.accepted and Reason.run_failed in v.reasons
+    assert "among the inputs (the baseline runs on them)" in v.gate("correctness").detail
+
+
+@pytest.mark.nvcc
+def test_allow_nonfinite_differences_skips_the_experiment_and_says_so(tmp_path, settings, monkeypatch):
+    calls = scripted_runs(monkeypatch, lambda role, kw: GOOD)
+    monkeypatch.setenv("KERNELLOOP_VERIFY_ALLOW_NONFINITE_DIFFERENCES", "true")
+    v = verify(load_settings(project_dir=tmp_path))
+    assert not any(c.get("nonfinite_calls") is not None for c in calls)
+    assert any("--allow-nonfinite-differences" in n for n in v.notes)
+
+
+@pytest.mark.nvcc
+def test_a_baseline_computing_nan_on_the_harness_inputs_is_refused_with_the_count_hint(settings, monkeypatch):
+    nan = float("nan")
+    scripted_runs(monkeypatch, lambda role, kw: ([[1, 2, 3, nan], [5, 6, 7, 8]], [5, 6, 7, 8]))
+    with pytest.raises(InputError, match=r"output 'y' holds NaN or inf on the harness's own finite inputs.*--count"):
+        verify(settings)
+
+
+def test_the_harness_is_told_of_the_non_finite_experiment_by_its_environment(tmp_path):
+    from kernelloop.tools.sandbox import Limits
+    from kernelloop.verify.runs import run_program
+    script = tmp_path / "prog"
+    script.write_text("#!/bin/sh\necho \"nonfinite=${KERNELLOOP_NONFINITE:-unset}\"\necho 'KERNEL_MS: 1.0' >&2\n")
+    script.chmod(0o755)
+    limits = Limits(wall_timeout_s=20)
+    told = run_program(script, seed=1, limits=limits, want_dump=False, nonfinite_calls=20)
+    plain = run_program(script, seed=1, limits=limits, want_dump=False)
+    assert "nonfinite=15" in told.result.stdout and told.nonfinite and NONFINITE_ENV == "KERNELLOOP_NONFINITE"
+    assert "nonfinite=unset" in plain.result.stdout and not plain.nonfinite
+
+
+def test_a_value_the_baseline_made_of_an_infinity_does_not_lift_the_floor_for_the_rest():
+    # Red team round 47: a nan_to_num that maps inf to FLT_MAX put FLT_MAX / sqrt(n) under every element.
+    big = np.float32(3.4e38)
+    base = [np.array([big, 0.25, 0.5, -0.75, 1.0, 0.125], "<f4")]
+    wrong = [np.array([big, 0.25, 0.5, -0.75, 1.0, 0.5], "<f4")]  # the last element wrong by 0.375
+    assert not compare_dumps(base, wrong, nonfinite_inputs=True).match
+    assert compare_dumps(base, [base[0].copy()], nonfinite_inputs=True).match
+
+
+@pytest.mark.nvcc
+def test_a_baseline_reading_past_a_declared_buffer_is_refused_from_its_exact_size_memcheck_run(
+        settings, monkeypatch, tmp_path):
+    # Red team rounds 46-47: a read past a buffer init sized too small lands in a guard zone; max,
+    # ReLU or a float-to-int conversion can swallow the NaN there, so the read itself is what is checked.
+    finding = ("========= Invalid __global__ read of size 4 bytes\n=========     at maxpool_kernel(const float *, "
+               "float *, int)+0x90\n========= ERROR SUMMARY: 1 error\n")
+    exact: list[dict] = []
+
+    def behave(role, kw):
+        if kw.get("exact_buffers"):
+            exact.append(kw)
+        return GOOD
+
+    calls = scripted_runs(monkeypatch, behave)
+    real_run = gate.run_program
+
+    def run(binary, **kw):
+        answer = real_run(binary, **kw)
+        if kw.get("exact_buffers"):
+            answer.result = answer.result.model_copy(update={"stdout": finding, "returncode": 86})
+        return answer
+
+    monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(gate, "find_compute_sanitizer", lambda nvcc: Path("/opt/fake/compute-sanitizer"))
+    monkeypatch.setenv("KERNELLOOP_VERIFY_BASELINE_BOUNDS", "auto")
+    bounded = load_settings(project_dir=tmp_path)
+    with pytest.raises(InputError, match=r"reads or writes past a buffer its harness declares.*Invalid __global__ "
+                                         r"read of size 4 bytes.*--count"):
+        verify(bounded)
+    assert len(exact) == 1 and exact[0]["wrapper"][0] == "/opt/fake/compute-sanitizer"
+    assert [c["role"] for c in calls if c.get("exact_buffers")] == ["baseline"]
+    # the finding is kept per baseline build: the next verification refuses without running it again
+    with pytest.raises(InputError, match="reads or writes past a buffer"):
+        verify(bounded)
+    assert len(exact) == 1
+
+
+@pytest.mark.nvcc
+def test_a_clean_baseline_memcheck_run_is_remembered_and_an_unfinished_one_only_noted(settings, monkeypatch, tmp_path):
+    clean = "========= ERROR SUMMARY: 0 errors\n"
+    exact: list[int] = []
+    scripted_runs(monkeypatch, lambda role, kw: GOOD)
+    real_run = gate.run_program
+
+    def run(binary, **kw):
+        answer = real_run(binary, **kw)
+        if kw.get("exact_buffers"):
+            exact.append(1)
+            answer.result = answer.result.model_copy(update={"stdout": clean})
+        return answer
+
+    monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(gate, "find_compute_sanitizer", lambda nvcc: Path("/opt/fake/compute-sanitizer"))
+    monkeypatch.setenv("KERNELLOOP_VERIFY_BASELINE_BOUNDS", "auto")
+    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "own-cache"))  # cold: this test counts the runs
+    bounded = load_settings(project_dir=tmp_path)
+    verify(bounded)
+    verify(bounded)
+    assert exact == [1]
+
+
+@pytest.mark.nvcc
+def test_a_baseline_failing_on_one_special_value_still_has_the_others_checked(settings, monkeypatch):
+    # Red team round 47: -inf as a table index crashed the baseline, and the whole experiment was skipped.
+    nan = float("nan")
+
+    def behave(role, kw):
+        kinds = kw.get("nonfinite_kinds", 15) if kw.get("nonfinite_calls") is not None else 0
+        if not kinds:
+            return GOOD
+        if role == "baseline" and kinds & 4:
+            return 1  # -inf: an index far out of the table
+        if kinds & 1:  # NaN: the baseline's nan_to_num makes 0; the candidate dropped it
+            return ([[1, 0, 3, 4], [5, 6, 0, 8]], [5, 0, 7, 8]) if role == "baseline" else \
+                ([[1, nan, 3, 4], [5, 6, nan, 8]], [5, nan, 7, 8])
+        return GOOD
+
+    scripted_runs(monkeypatch, behave)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons
+    assert "with NaN among the inputs" in v.gate("correctness").detail
