@@ -15,9 +15,22 @@ from kernelloop.tools.gpu import detect_gpus
 def pytest_configure(config):
     # Never the user's real cache and data folders (~/.cache/kernelloop, ~/.local/share/kernelloop):
     # a folder per test process, unless the caller chose folders explicitly.
+    # xdist's workers inherit the controller's environment, so one pytest run shares one build
+    # cache: every cache in it is content-addressed and written atomically, and tests that build
+    # the same baseline (its harness object above all) build it once instead of once per test.
     base = Path(tempfile.mkdtemp(prefix="kernelloop-tests-"))
     os.environ.setdefault("KERNELLOOP_CACHE_DIR", str(base / "cache"))
     os.environ.setdefault("KERNELLOOP_DATA_DIR", str(base / "data"))
+    _SHARED_CACHE.append(Path(os.environ["KERNELLOOP_CACHE_DIR"]))
+
+
+_SHARED_CACHE: list[Path] = []
+
+
+def shared_cache_dir() -> Path:
+    """The run's build cache (content-addressed: safe to share between tests and workers). Tests
+    about the cache itself, or that must start cold, use a folder of their own."""
+    return _SHARED_CACHE[0]
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +45,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="no NVIDIA GPU visible (gpu tests run on the lent H100/H200)"))
         if "nvcc" in item.keywords and not has_nvcc:
             item.add_marker(pytest.mark.skip(reason="nvcc not on PATH"))
+
+
+@pytest.fixture
+def shared_cache() -> Path:
+    return shared_cache_dir()
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from kernelloop.verify.gate import static_gates
 from kernelloop.verify import policy
 from kernelloop.verify.policy import _CUDA_REFUSED as CUDA_REFUSED
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES, ROOT, shared_cache_dir
 
 SUITE = {
     "matmul": "naive_matmul.cu",
@@ -78,7 +78,7 @@ def cases():
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):
-    return Settings(cache_dir=tmp_path_factory.mktemp("cache"))
+    return Settings(cache_dir=shared_cache_dir())
 
 
 def test_every_manifest_entry_has_a_file_and_every_file_an_entry():

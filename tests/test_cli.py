@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from .conftest import ROOT
+from .conftest import ROOT, shared_cache_dir
 
 
 def kl(*args, env=None, cwd=None):
@@ -88,7 +88,7 @@ def test_doctor_reports_truthfully_without_a_gpu():
 @pytest.fixture(scope="module")
 def static_env(tmp_path_factory):
     """One build cache for the module: the baseline is compiled once."""
-    return {"KERNELLOOP_CACHE_DIR": str(tmp_path_factory.mktemp("static-cache"))}
+    return {"KERNELLOOP_CACHE_DIR": str(shared_cache_dir())}
 
 
 def has_gpu() -> bool:

@@ -20,7 +20,7 @@ from kernelloop.optimizers.llm import LLMOptimizer
 from kernelloop.runs.certificate import integrity_checks, read_certificate
 from kernelloop.verify.verdict import Reason
 
-from .conftest import ROOT
+from .conftest import ROOT, shared_cache_dir
 from .fakes.chat import ScriptedChatModel
 from .graph_fakes import FakeToolbox, make_verdict
 
@@ -42,7 +42,7 @@ def not_faster(speedup: float = 1.05):
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(shared_cache_dir()))
     monkeypatch.setenv("KERNELLOOP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("KERNELLOOP_OPTIMIZE_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.chdir(tmp_path)
@@ -102,7 +102,7 @@ def test_accepted_on_the_first_attempt_leaves_every_artifact(env):
     assert s["verify"]["compile_ok"] is True and s["verify"]["correctness"] == "match"
     assert s["tokens"]["calls"] == 1 and s["tokens"]["total_tokens"] > 0
     folder = run_dir(events)
-    for name in ("baseline.cu", "best.cu", "certificate.json", "report.md", "summary.json", "research.json",
+    for name in ("baseline.cu", "best.cu", "certificate.json", "report.md", "report.html", "summary.json", "research.json",
                  "profile-baseline.json", "profile-best.json", "iter-01/candidate.cu", "iter-01/candidate.diff",
                  "iter-01/prompt.md", "iter-01/response.md", "iter-01/compile.log", "iter-01/verdict.json"):
         assert (folder / name).is_file(), name
@@ -122,6 +122,7 @@ def test_accepted_on_the_first_attempt_leaves_every_artifact(env):
     record = run_store(load_settings()).list_runs()[0]
     assert record.status == "accepted" and record.best_speedup == pytest.approx(1.74)
     assert "ACCEPTED" in (folder / "report.md").read_text()
+    assert "ACCEPTED: 1.74x faster" in (folder / "report.html").read_text(encoding="utf-8")
 
 
 def test_rejected_then_accepted_with_the_failure_in_the_second_prompt(env):

@@ -18,7 +18,7 @@ from kernelloop.llm_config import LLMConfig
 from kernelloop.mcp.client import McpToolbox
 from kernelloop.verify.verdict import Reason
 
-from .conftest import ROOT
+from .conftest import ROOT, shared_cache_dir
 from .graph_fakes import FakeToolbox, make_verdict
 from .test_graph import BLOCKED, TILED, Scripted
 
@@ -40,7 +40,7 @@ class GpuToolsScripted(McpToolbox):
 
 
 def test_a_run_uses_one_session_per_server_and_the_real_rag_and_sandbox_tools(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(shared_cache_dir()))
     monkeypatch.setenv("KERNELLOOP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(tmp_path)
     toolbox = GpuToolsScripted([make_verdict(accepted=False, speedup=1.05, reason=Reason.not_faster),

@@ -12,6 +12,8 @@ import pytest
 
 from kernelloop.verify.hostcode import scan_host_code
 
+from .conftest import shared_cache_dir
+
 pytestmark = pytest.mark.nvcc
 
 PRELUDE = """
@@ -523,7 +525,7 @@ def test_fake_stack_argument_windows_are_refused(tmp_path, name):
     from .conftest import FIXTURES, ROOT
     split = split_program((ROOT / "kernels" / "sum_reduction.cu").read_text())
     editable, _ = candidate_editable_part((FIXTURES / "redteam" / name).read_text(), split)
-    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=tmp_path), toolchain=find_toolchain())
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()), toolchain=find_toolchain())
     assert {v.rule for v in result.violations} & {"foreign-store", "foreign-load", "fall-through"}, \
         [v.describe() for v in result.violations]
 

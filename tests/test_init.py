@@ -11,6 +11,8 @@ from kernelloop.program.split import split_program
 
 from .outside_specs import OUTSIDE, SPECS
 
+from .conftest import shared_cache_dir
+
 
 def test_parameters_are_read_with_their_roles_guessed_from_const():
     params = parse_params("__global__ void k(const float* __restrict__ a, float *b, int n, const __nv_bfloat16* c)")
@@ -122,7 +124,7 @@ def test_the_generated_program_passes_every_static_gate_against_itself(name, tmp
     from kernelloop.verify.gate import static_gates
     program = generate((OUTSIDE / name).read_text(), SPECS[name], name).program
     split = split_program(program, "generated.cu")
-    result = static_gates(split, split.editable, arch="sm_90", settings=Settings(cache_dir=tmp_path),
+    result = static_gates(split, split.editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
                           toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok and result.violations == []
 
@@ -139,7 +141,7 @@ def test_each_scripted_rewrite_passes_every_static_gate_against_its_init_program
     from kernelloop.verify.gate import static_gates
     program = generate((OUTSIDE / name).read_text(), SPECS[name], name).program
     split = split_program(program, "generated.cu")
-    result = static_gates(split, (REWRITES / name).read_text(), arch="sm_90", settings=Settings(cache_dir=tmp_path),
+    result = static_gates(split, (REWRITES / name).read_text(), arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
                           toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
     assert result.violations == [], [v.describe() for v in result.violations]

@@ -12,7 +12,7 @@ from kernelloop.program.split import inline_user_headers
 from kernelloop.tools.nvcc import build_whole_object
 from kernelloop.tools.state_refs import state_references
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 from .outside_specs import OUTSIDE, SPECS
 
 pytestmark = pytest.mark.nvcc
@@ -21,7 +21,7 @@ HIDDEN = FIXTURES / "init_state" / "hidden_setters.cu"
 
 
 def test_every_spelling_of_state_main_sets_is_found_and_mains_own_state_is_not(tmp_path):
-    build = build_whole_object(HIDDEN.read_text(), arch="sm_90", cache_dir=tmp_path)
+    build = build_whole_object(HIDDEN.read_text(), arch="sm_90", cache_dir=shared_cache_dir())
     assert build.ok, build.log
     problems = "\n".join(state_problems(state_references(build.binary), {"launch", "k"}))
     # red team round 19's nine spellings of a host global main sets, and device state set three ways
@@ -55,9 +55,9 @@ def test_state_the_kept_code_reads_is_refused_unless_named(variant, tmp_path):
     spec = SPEC.model_copy(update={"launcher": "scale_forward"})
     result = generate(source, spec)
     with pytest.raises(InputError, match=rf"^the kept code reads {name}, .*--keep-state {name} if the launcher keeps it"):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path)
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir())
     if variant != "other_file":  # a cached value the user vouches for
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, keep_state=[name])
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), keep_state=[name])
 
 
 KERNEL = ("__global__ void scale(const float* x, float* y, float s, int n) {\n"
@@ -71,10 +71,10 @@ def test_init_refuses_state_main_sets_in_one_line_and_keeps_mains_own(tmp_path):
                "int main(int argc, char**) { *g_slot = argc > 1 ? 2.0f : 0.5f; return 0; }\n")
     spec = SPEC.model_copy(update={"launcher": "scale_forward"})
     with pytest.raises(InputError, match=r"^the kept code reads g_scale, state that persists between calls"):
-        refuse_state_set_by_dropped_code(aliased, generate(aliased, spec), arch="sm_90", cache_dir=tmp_path)
+        refuse_state_set_by_dropped_code(aliased, generate(aliased, spec), arch="sm_90", cache_dir=shared_cache_dir())
     own = ("static int g_runs = 0;\n" + KERNEL + launcher.replace("*g_slot", "0.5f") +
            "int main() { ++g_runs; return g_runs; }\n")
-    refuse_state_set_by_dropped_code(own, generate(own, spec), arch="sm_90", cache_dir=tmp_path)  # no refusal
+    refuse_state_set_by_dropped_code(own, generate(own, spec), arch="sm_90", cache_dir=shared_cache_dir())  # no refusal
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
@@ -84,7 +84,7 @@ def test_the_outside_programs_keep_nothing_their_dropped_code_sets(name, tmp_pat
     whole = inline_user_headers(source, str(OUTSIDE / name), [OUTSIDE / "include"])
     generated = inline_user_headers(result.program, str(OUTSIDE / name), [OUTSIDE / "include"])
     # no refusal: nothing set by the left-out code, and the copy compiles to the same code
-    refuse_state_set_by_dropped_code(whole, result, arch="sm_90", cache_dir=tmp_path, generated=generated)
+    refuse_state_set_by_dropped_code(whole, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=generated)
 
 
 ROUND21 = {  # red team round 21's programs (tests/fixtures/redteam/round21/init) and what init says
@@ -100,7 +100,7 @@ ROUND21 = {  # red team round 21's programs (tests/fixtures/redteam/round21/init
 @pytest.mark.parametrize("name", sorted(ROUND21))
 def test_round21_ways_around_the_state_rule_are_refused(name, tmp_path):
     source = (FIXTURES / "redteam" / "round21" / "init" / name).read_text()
-    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    build = build_whole_object(source, arch="sm_90", cache_dir=shared_cache_dir())
     assert build.ok, build.log
     problems = state_problems(state_references(build.binary), {"launch", "blend"}, launcher="launch")
     assert any(p.startswith(ROUND21[name]) for p in problems), problems
@@ -115,7 +115,7 @@ ROUND22 = {  # red team round 22: a setting reached without importing it by name
 @pytest.mark.parametrize("name", sorted(ROUND22))
 def test_round22_ways_around_the_settings_rule_are_refused(name, tmp_path):
     source = (FIXTURES / "redteam" / "round22" / "init" / name).read_text()
-    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    build = build_whole_object(source, arch="sm_90", cache_dir=shared_cache_dir())
     assert build.ok, build.log
     problems = state_problems(state_references(build.binary), {"launch", "blend"}, launcher="launch")
     assert any(p.startswith(ROUND22[name]) for p in problems), problems
@@ -141,7 +141,7 @@ def test_settings_the_left_out_code_makes_are_refused_however_made(variant, tmp_
     head, body, expected = LEFT_OUT_SETTINGS[variant]
     launcher = "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, 0.5f, n); }\n"
     source = head + KERNEL + launcher + f"int main() {{ {body} return 0; }}\n"
-    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    build = build_whole_object(source, arch="sm_90", cache_dir=shared_cache_dir())
     assert build.ok, build.log
     problems = state_problems(state_references(build.binary), {"scale_forward", "scale"}, launcher="scale_forward")
     assert any(p.startswith(expected) for p in problems), problems
@@ -177,7 +177,7 @@ int main() {
     launcher = "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, 0.5f, n); }\n"
     source = KERNEL + launcher + main
     spec = SPEC.model_copy(update={"launcher": "scale_forward"})
-    refuse_state_set_by_dropped_code(source, generate(source, spec), arch="sm_90", cache_dir=tmp_path)  # no refusal
+    refuse_state_set_by_dropped_code(source, generate(source, spec), arch="sm_90", cache_dir=shared_cache_dir())  # no refusal
 
 
 ROUND23 = {  # red team round 23: settings reached through a function's address, and a signal handler
@@ -190,7 +190,7 @@ ROUND23 = {  # red team round 23: settings reached through a function's address,
 @pytest.mark.parametrize("name", sorted(ROUND23))
 def test_round23_settings_made_through_an_address_or_a_handler_are_refused(name, tmp_path):
     source = (FIXTURES / "redteam" / "round23" / "init" / name).read_text()
-    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    build = build_whole_object(source, arch="sm_90", cache_dir=shared_cache_dir())
     assert build.ok, build.log
     problems = state_problems(state_references(build.binary), {"launch", "blend", "smooth"}, launcher="launch")
     for expected in ROUND23[name]:
@@ -214,7 +214,7 @@ def test_calls_the_left_out_code_makes_by_address_or_unknown_are_refused(variant
     head, body, expected = LEFT_OUT_BY_ADDRESS[variant]
     launcher = "void scale_forward(const float* x, float* y, int n) { scale<<<(n + 255) / 256, 256>>>(x, y, 0.5f, n); }\n"
     source = head + KERNEL + launcher + f"int main() {{ {body} return 0; }}\n"
-    build = build_whole_object(source, arch="sm_90", cache_dir=tmp_path)
+    build = build_whole_object(source, arch="sm_90", cache_dir=shared_cache_dir())
     assert build.ok, build.log
     problems = state_problems(state_references(build.binary), {"scale_forward", "scale"}, launcher="scale_forward")
     assert any(p.startswith(expected) for p in problems), problems
@@ -229,10 +229,10 @@ def test_a_call_the_user_vouches_for_passes_and_device_malloc_needs_consent(tmp_
     spec = SPEC.model_copy(update={"launcher": "scale_forward"})
     result = generate(source, spec)
     with pytest.raises(InputError, match=r"the kernels allocate from the device heap .*--keep-state device-heap"):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, trust_calls=["signal"])
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), trust_calls=["signal"])
     with pytest.raises(InputError, match=r"^main\(\) calls signal, .*--trust-call signal if"):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, keep_state=["device-heap"])
-    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, keep_state=["device-heap"],
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), keep_state=["device-heap"])
+    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), keep_state=["device-heap"],
                                      trust_calls=["signal"])  # both vouched for: no refusal
 
 
@@ -251,7 +251,7 @@ def test_round24_26_a_copy_that_compiles_differently_is_refused(name, tmp_path):
     source = path.read_text()
     result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
     with pytest.raises(InputError, match=ROUND24[name]):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
 
 
 UNFAITHFUL_COPIES = {  # our own: what the copied code means must not change on the way
@@ -273,10 +273,10 @@ def test_kept_code_must_compile_the_same_in_the_generated_program(variant, tmp_p
     spec = SPEC.model_copy(update={"launcher": "scale_forward"})
     result = generate(source, spec)
     if expected is None:
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
         return
     with pytest.raises(InputError, match=expected):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
 
 
 def test_round25_an_overload_the_verifiers_build_does_not_see_is_refused(tmp_path):
@@ -287,7 +287,7 @@ def test_round25_an_overload_the_verifiers_build_does_not_see_is_refused(tmp_pat
     spec = InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}, template_args="128")
     result = generate(source, spec, path.name)
     with pytest.raises(InputError, match="launch compiles to other code in the generated program"):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
 
 
 REPLACEABLE = {  # red team round 27 and our own: a definition another file's link replaces
@@ -308,8 +308,8 @@ def test_a_weak_definition_the_kept_code_uses_is_refused_unless_vouched_for(vari
     spec = SPEC.model_copy(update={"launcher": "scale_forward"})
     result = generate(source, spec)
     with pytest.raises(InputError, match=r"^the kept code uses weight(\(\))?, a weak definition .*--keep-state weight if"):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
-    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program,
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
+    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program,
                                      keep_state=["weight"])  # vouched for: no refusal
 
 
@@ -318,7 +318,7 @@ def test_round27_a_weak_weight_another_file_replaces_is_refused(tmp_path):
     source = path.read_text()
     result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
     with pytest.raises(InputError, match=r"the kept code uses weight\(\), a weak definition"):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
 
 
 def test_code_the_compiler_numbers_differently_in_the_copy_is_not_refused(tmp_path):
@@ -326,7 +326,7 @@ def test_code_the_compiler_numbers_differently_in_the_copy_is_not_refused(tmp_pa
     # user's file, CSWTCH.15 in the editable unit) are the same code
     source = (FIXTURES / "init_state" / "numbered_tables.cu").read_text()
     result = generate(source, SPEC.model_copy(update={"launcher": "scale_forward"}))
-    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
 
 
 def test_round29_state_in_a_section_the_source_named_is_state(tmp_path):
@@ -336,4 +336,4 @@ def test_round29_state_in_a_section_the_source_named_is_state(tmp_path):
     source = path.read_text()
     result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
     with pytest.raises(InputError, match=r"the kept code reads g_w, state that persists between calls"):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=tmp_path, generated=result.program)
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)

@@ -15,6 +15,8 @@ from kernelloop.tools.nvcc import build_program, explain_link_failure, find_tool
 
 from .outside_specs import OUTSIDE
 
+from .conftest import shared_cache_dir
+
 INCLUDE = OUTSIDE / "include"
 
 TEMPLATE_LAUNCHER = """#include <cstdio>
@@ -77,7 +79,7 @@ def test_a_program_with_its_own_header_passes_the_static_gates_and_a_candidate_c
     path = tmp_path / "saxpy_kl.cu"
     path.write_text(program.program)
     split = split_program(program.program, str(path), include_dirs=[INCLUDE])
-    settings = Settings(cache_dir=tmp_path / "cache")
+    settings = Settings(cache_dir=shared_cache_dir())
     result = static_gates(split, split.editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok and result.violations == [], result.violations
     (tmp_path / "mine.h").write_text("#define MINE 1\n")

@@ -30,7 +30,7 @@ from kernelloop.program.split import candidate_editable_part, split_program
 from kernelloop.tools.nvcc import find_toolchain
 from kernelloop.verify.gate import static_gates
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES, ROOT, shared_cache_dir
 
 PACKAGE = ROOT / "src" / "kernelloop" / "optimizers" / "offline"
 TEMPLATES = ROOT / "src" / "kernelloop" / "exemplars" / "templates"
@@ -92,7 +92,7 @@ def failed(proposal, kind: str, iteration: int = 1, speedup: float | None = None
 
 @pytest.fixture(scope="module")
 def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("offline-cache")
+    return shared_cache_dir()
 
 
 @pytest.fixture(scope="module")
@@ -629,7 +629,7 @@ def test_the_package_never_names_the_suite_or_the_heldout_kernels():
 
 @pytest.fixture(scope="module")
 def gate_settings(tmp_path_factory):
-    return Settings(cache_dir=tmp_path_factory.mktemp("offline-gates"))
+    return Settings(cache_dir=shared_cache_dir())
 
 
 @pytest.mark.nvcc

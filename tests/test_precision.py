@@ -12,7 +12,7 @@ from kernelloop.verify import precision
 from kernelloop.verify.gate import static_gates
 from kernelloop.verify.precision import PrecisionProfile, classify_ptx, classify_sass, compare_profiles
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES, ROOT, shared_cache_dir
 
 # `cuobjdump -sass` lines (encodings trimmed), captured from small kernels compiled with
 # nvcc 13.0 -O3: __float2half/__half2float, __hadd/__hfma/__hmul/__hmax, bf16 arithmetic, wmma
@@ -152,7 +152,7 @@ def test_dropping_the_baselines_fp64_is_a_downgrade():
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):
-    return Settings(cache_dir=tmp_path_factory.mktemp("precision-cache"))
+    return Settings(cache_dir=shared_cache_dir())
 
 
 def gates(name: str, settings: Settings, arch: str = "sm_86"):

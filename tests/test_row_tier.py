@@ -31,6 +31,8 @@ from kernelloop.verify.gate import static_gates
 
 from .outside_specs import OUTSIDE, SPECS
 
+from .conftest import shared_cache_dir
+
 ROW_PROGRAMS = ["layernorm_rows_llmc.cu", "rmsnorm_rows.cu"]
 
 
@@ -335,7 +337,7 @@ def test_the_row_rewrites_pass_the_static_gates(name, tmp_path):
     (rewrite,), _ = row_warp_rewrites(part, split.harness)
     editable, _ = candidate_editable_part(rewrite.source, split)
     for arch in ("sm_86", "sm_90"):
-        result = static_gates(split, editable, arch=arch, settings=Settings(cache_dir=tmp_path / arch),
+        result = static_gates(split, editable, arch=arch, settings=Settings(cache_dir=shared_cache_dir()),
                               toolchain=find_toolchain())
         assert not result.violations, [v.describe() for v in result.violations]
         assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]

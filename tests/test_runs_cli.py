@@ -13,7 +13,7 @@ from kernelloop.cli.app import app
 from kernelloop.runs.certificate import build_certificate, read_certificate, write_certificate
 from kernelloop.runs.store import AttemptRecord, RunRecord, RunStore
 
-from .conftest import ROOT
+from .conftest import ROOT, shared_cache_dir
 from .graph_fakes import FakeToolbox, make_verdict
 
 runner = CliRunner()
@@ -23,7 +23,7 @@ TILED = (ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").re
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(shared_cache_dir()))
     monkeypatch.setenv("KERNELLOOP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("NVIDIA_API_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -107,7 +107,7 @@ def main_exit(args, monkeypatch, capsys) -> tuple[int, str]:
 
 
 def test_optimize_without_a_gpu_is_one_line_and_exit_2(env, monkeypatch, capsys):
-    monkeypatch.setattr("kernelloop.graph.loop.detect_gpus", lambda: [])
+    monkeypatch.setattr("kernelloop.graph.inputs.detect_gpus", lambda: [])
     code, err = main_exit(["optimize", str(NAIVE), "--optimizer", "offline"], monkeypatch, capsys)
     assert code == 2 and "optimize needs a CUDA GPU" in err and "kernelloop doctor" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -123,7 +123,7 @@ def cli(args, monkeypatch, toolbox):
         yield toolbox
 
     monkeypatch.setattr("kernelloop.graph.session.mcp_toolbox", factory)
-    monkeypatch.setattr("kernelloop.graph.loop.detect_gpus",
+    monkeypatch.setattr("kernelloop.graph.inputs.detect_gpus",
                         lambda: [GpuInfo(index=0, name="NVIDIA H200", compute_capability="9.0", driver_version="580")])
     monkeypatch.setattr("sys.argv", ["kernelloop", *args])
     with pytest.raises(SystemExit) as exit_info:

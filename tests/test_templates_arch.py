@@ -14,7 +14,7 @@ from kernelloop.program.split import candidate_editable_part, split_program
 from kernelloop.tools.nvcc import arch_flags, find_toolchain
 from kernelloop.tools.resources import gpu_limits
 
-from .conftest import ROOT
+from .conftest import ROOT, shared_cache_dir
 from .test_offline_optimizer import request_for
 
 ARCHES = ["sm_80", "sm_86", "sm_89", "sm_90"]
@@ -26,7 +26,7 @@ BASELINE_OF = {"matmul": "naive_matmul", "reduction": "sum_reduction", "softmax"
 
 @pytest.fixture(scope="module")
 def optimizer(tmp_path_factory):
-    return OfflineOptimizer(cache_dir=tmp_path_factory.mktemp("offline-arch"))
+    return OfflineOptimizer(cache_dir=shared_cache_dir())
 
 
 def _builds(program: str, editable: str, arch: str, work) -> None:

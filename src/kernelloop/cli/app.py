@@ -43,6 +43,8 @@ FIXED_BUFFERS_HELP = ("Verify a baseline with an input that holds the same conte
                       "in all its elements), an output that is the same in every timed call, or an in-out buffer it "
                       "never changes, for a buffer constant by design [default: refused: a candidate may bake it in "
                       "or drop its writing].")
+NONFINITE_HELP = ("Skip the non-finite experiment (NaN and ±inf among the inputs of one correctness run; every output "
+                  "the baseline keeps finite must match), for kernels that never see such values [default: checked].")
 
 
 @app.command()
@@ -57,9 +59,10 @@ def verify(
     atol: Optional[list[str]] = typer.Option(None, metavar="[NAME=]ATOL", help=ATOL_HELP),
     arch: Optional[str] = typer.Option(
         None, help="nvcc architecture, e.g. sm_90 [default: the GPU's; with --static and no GPU visible: sm_86]."),
-    memcheck: Optional[str] = typer.Option(None, help="compute-sanitizer memcheck: auto|on|off [default: auto]."),
+    memcheck: Optional[str] = typer.Option(None, metavar="auto|on|off",
+                                           help="compute-sanitizer memcheck [default: auto]."),
     independent_timing: Optional[str] = typer.Option(
-        None, help="CUPTI audit of KERNEL_MS: on|auto|off [default: on; auto accepts without CUPTI]."),
+        None, metavar="on|auto|off", help="CUPTI audit of KERNEL_MS [default: on; auto accepts without CUPTI]."),
     run_timeout: Optional[float] = typer.Option(None, help="Wall-clock cap on one run, seconds [default: 60]."),
     json_output: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
     static: bool = typer.Option(
@@ -73,6 +76,8 @@ def verify(
         False, "--allow-pass-through", help=PASS_THROUGH_HELP),
     allow_fixed_buffers: bool = typer.Option(
         False, "--allow-fixed-buffers", help=FIXED_BUFFERS_HELP),
+    allow_nonfinite_differences: bool = typer.Option(
+        False, "--allow-nonfinite-differences", help=NONFINITE_HELP),
     allow_pageable_memory_access: bool = typer.Option(
         False, "--allow-pageable-memory-access",
         help="Verify even on a GPU whose kernels can reach any host memory (HMM/ATS), where a candidate's kernel "
@@ -84,7 +89,13 @@ def verify(
     """Accept CANDIDATE only if it builds, matches BASELINE's results and is faster.
 
     Exit code 0: accepted (with --static: passes every static gate); 1: rejected; 2: a usage or
-    environment problem."""
+    environment problem.
+
+    \b
+    Examples:
+      kernelloop verify kernels/naive_matmul.cu my_tiled_matmul.cu
+      kernelloop verify --static baseline.cu candidate.cu       # no GPU needed
+      kernelloop verify --rtol 1e-4 --rtol dbias=1e-3 --json baseline.cu candidate.cu"""
     from ..verify.gate import verify_files
 
     settings = load_settings({
@@ -95,6 +106,7 @@ def verify(
         "allow_pageable_memory_access": True if allow_pageable_memory_access else None,
         "allow_pass_through": True if allow_pass_through else None,
         "allow_fixed_buffers": True if allow_fixed_buffers else None,
+        "allow_nonfinite_differences": True if allow_nonfinite_differences else None,
         "include_dirs": include_dir or None,
     })
     share_include_dirs(settings.include_dirs)
@@ -142,8 +154,10 @@ def profile(
     file: Optional[Path] = typer.Argument(None, help="The CUDA program to profile (its hottest kernel)."),
     report: Optional[Path] = typer.Option(None, "--report", help="Diagnose an existing .ncu-rep instead (no GPU needed)."),
     kernel: Optional[str] = typer.Option(None, help="Kernel to profile (regex on its name) [default: the hottest]."),
-    section_set: str = typer.Option("full", "--set", help="full | fast (fewer ncu sections, quicker)."),
-    clock_control: str = typer.Option("none", help="ncu --clock-control: none (clocks as the GPU runs them) | base."),
+    section_set: str = typer.Option("full", "--set", metavar="full|fast",
+                                    help="ncu sections: full, or fast (only the sections the rules read, quicker)."),
+    clock_control: str = typer.Option("none", metavar="none|base",
+                                      help="ncu --clock-control: none (clocks as the GPU runs them) or base."),
     arch: Optional[str] = typer.Option(None, help="nvcc architecture [default: the GPU's]."),
     output: Optional[Path] = typer.Option(None, help="Folder for the .ncu-rep [default: the user data folder]."),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
@@ -151,7 +165,13 @@ def profile(
         [], "--include-dir", help="A folder of your own headers that the program includes (repeat) [default: the "
                                   "program's own folder only]."),
 ) -> None:
-    """Profile one launch of the hot kernel with Nsight Compute and diagnose its bottleneck."""
+    """Profile one launch of the hot kernel with Nsight Compute and diagnose its bottleneck.
+
+    \b
+    Examples:
+      kernelloop profile kernels/naive_matmul.cu
+      kernelloop profile kernels/sum_reduction.cu --set fast --json
+      kernelloop profile --report run.ncu-rep          # no GPU needed"""
     from ..errors import InputError
     from ..profiler.run import diagnose_report, profile_file
 
@@ -182,6 +202,11 @@ def profile(
         t = result.timings
         extra = (f"\ntime: {t.total_s:.1f} s (compile {t.compile_s:.1f}, find hot kernel {t.locate_s:.1f}, "
                  f"ncu {t.ncu_s:.1f}, parse {t.parse_s:.2f}); {result.section_set} set, clock control {result.clock_control}")
+        launch = result.launch
+        if launch is not None and launch.profile_launch >= 0:
+            extra += (f"\nprofiled launch {launch.profile_launch + 1} of {launch.launches}"
+                      + (f" (grid {launch.grid}, {launch.launch_ms:.4f} ms in the traced run; the heaviest of "
+                         f"{launch.configurations} launch configurations)" if launch.configurations > 1 else ""))
         if result.resources is not None:
             r, o = result.resources, result.occupancy
             extra += (f"\nptxas: {r.registers} registers, {r.static_shared_bytes} B shared, {r.stack_frame_bytes} B stack, "
@@ -194,20 +219,31 @@ def profile(
 @app.command()
 def resources(
     file: Path = typer.Argument(..., help="A CUDA source file (no GPU needed)."),
-    arch: str = typer.Option("sm_90", help="nvcc architecture to compile for."),
+    arch: Optional[str] = typer.Option(
+        None, help="nvcc architecture to compile for [default: the GPU's; with no GPU visible: sm_86]."),
     block: Optional[int] = typer.Option(None, help="Threads per block; without it, a table of block sizes."),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Registers, shared memory, stack and spills per kernel (ptxas), and theoretical occupancy."""
+    """Registers, shared memory, stack and spills per kernel (ptxas), and theoretical occupancy.
+
+    No GPU needed.
+
+    \b
+    Examples:
+      kernelloop resources kernels/naive_matmul.cu
+      kernelloop resources my_kernel.cu --arch sm_80 --block 256 --json"""
     from rich.table import Table
 
     from ..program.split import looks_like_cuda, read_program
     from ..errors import InputError
     from ..tools.resources import gpu_limits, kernel_resources, occupancy, occupancy_table
 
+    from ..verify.static_check import choose_arch
+
     source = read_program(file)
     if not looks_like_cuda(source):
         raise InputError(f"{file}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    arch, _ = choose_arch(load_settings({"arch": arch}))  # --arch, the verify.arch setting, the GPU's, sm_86
     limits = gpu_limits(arch)
     kernels = [k for k in kernel_resources(source, arch=arch) if k.is_kernel]
     rows = []
@@ -286,7 +322,12 @@ def init(
     """Write a contract-v2 program around your own kernel, copied verbatim, ready for optimize.
 
     Every guess (roles, element counts, launch configuration, input ranges) is a GUESS comment
-    at the top of the file; check them. The program is compiled once to make sure it builds."""
+    at the top of the file; check them. The program is compiled once to make sure it builds.
+
+    \b
+    Examples:
+      kernelloop init my_kernel.cu -o my_kernel_kl.cu --set n=16777216,16777215
+      kernelloop init app.cu -o app_kl.cu --capture      # sizes from a run of app.cu's own main"""
     import math
     import re
 
@@ -346,12 +387,15 @@ def init(
                             for k in captured.kernels[:3]))
     else:
         result = generate(read_program(source), spec, source.name)
+    from ..verify.static_check import choose_arch
+
+    arch, _ = choose_arch(settings)  # the verify.arch setting, the GPU's, else sm_86: as verify builds it
     refuse_state_set_by_dropped_code(inline_user_headers(read_program(source), str(source), settings.include_dirs),
-                                     result, arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
+                                     result, arch=arch, cache_dir=settings.cache_dir,
                                      keep_state=keep_state, trust_calls=trust_call,
                                      generated=inline_user_headers(result.program, str(source), settings.include_dirs))
     build = build_whole_program(inline_user_headers(result.program, str(source), settings.include_dirs),
-                                arch=settings.verify.arch or "sm_90", cache_dir=settings.cache_dir,
+                                arch=arch, cache_dir=settings.cache_dir,
                                 toolchain=find_toolchain())
     if not build.ok:
         last = next((ln for ln in reversed(build.log.splitlines()) if "error" in ln), build.log.strip()[-200:])
@@ -392,7 +436,12 @@ def doctor(
     """Check what kernelloop needs on this machine, one line each with the fix.
 
     Exits 0 when everything `optimize` needs is there, 1 otherwise. The API key is
-    shown only as its first 4 characters and its length."""
+    shown only as its first 4 characters and its length.
+
+    \b
+    Examples:
+      kernelloop doctor
+      kernelloop doctor --online --json"""
 
 
     from ..doctor import exit_code, run_checks
@@ -406,14 +455,17 @@ def doctor(
         for c in checks:
             mark = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red")}[c.status]
             line = f"{c.name}: {c.detail}" + (f" — {c.fix}" if c.fix and c.status != "ok" else "")
-            out.print(styled(mark, f" {line}"))
+            out.print(styled(mark, f" {line}"), soft_wrap=True)  # one line per check, piped or not
     raise typer.Exit(exit_code(checks))
 
 
 @app.command()
 def optimize(
     kernel: Optional[Path] = typer.Argument(None, help="The CUDA program to optimize (follows docs/contract.md)."),
-    optimizer: Optional[str] = typer.Option(None, help="auto | offline | nim | openai [default: auto: nim with a key, else offline]."),
+    optimizer: Optional[str] = typer.Option(
+        None, metavar="auto|offline|nim|openai",
+        help="Which optimizer [default: auto: an OpenAI-compatible endpoint when --base-url names one, else nim "
+             "with a key, else offline]."),
     model: Optional[str] = typer.Option(None, help="LLM model name [default: nvidia/llama-3.3-nemotron-super-49b-v1]."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint (self-hosted NIM, vLLM, Ollama, llama.cpp)."),
     api_key: Optional[str] = typer.Option(None, help="NVIDIA API key [default: $NVIDIA_API_KEY, then ./.env]."),
@@ -435,25 +487,25 @@ def optimize(
         False, "--allow-pass-through", help=PASS_THROUGH_HELP),
     allow_fixed_buffers: bool = typer.Option(
         False, "--allow-fixed-buffers", help=FIXED_BUFFERS_HELP),
+    allow_nonfinite_differences: bool = typer.Option(
+        False, "--allow-nonfinite-differences", help=NONFINITE_HELP),
 ) -> None:
     """Profile, research, rewrite and verify KERNEL until a rewrite is proven faster.
 
-    Exit code 0: accepted; 3: no candidate cleared the bar; 2: a usage or environment problem."""
+    Exit code 0: accepted; 3: no candidate cleared the bar; 2: a usage or environment problem.
+
+    \b
+    Examples:
+      kernelloop optimize kernels/naive_matmul.cu                 # no key: the offline optimizer
+      kernelloop optimize k.cu --optimizer openai --base-url http://127.0.0.1:8000/v1 --model qwen2.5-coder
+      kernelloop optimize k.cu --keep-going --patience 2 --json
+      kernelloop optimize --resume 20261121-1015"""
     import asyncio
 
-
     from ..errors import InputError
-    from ..program.split import check_program
+    from ..graph.inputs import check_inputs, require_gpu
 
     share_include_dirs(load_settings({"include_dirs": include_dir or None}).include_dirs)  # servers inherit it
-    if kernel is not None and resume is None:
-        _, split = check_program(kernel)  # the contract first: one line, before anything heavy loads or starts
-        for note in split.notes:  # what a split without markers made editable: the first thing to know
-            err.print(f"note: {note}")
-    from ..graph.session import optimize as optimize_events
-    from ..llm_config import resolve_llm_config
-    from .loop_view import LoopView
-
     if (kernel is None) == (resume is None):
         raise InputError("give the kernel to optimize, or --resume RUN_ID (not both)")
     settings = load_settings({"max_iterations": max_iterations, "keep_going": keep_going, "patience": patience,
@@ -461,12 +513,27 @@ def optimize(
                               "rtol": rtol or None, "atol": atol or None,
                               "runs_dir": runs_dir, "optimizer": optimizer,
                               "allow_pass_through": True if allow_pass_through else None,
-                              "allow_fixed_buffers": True if allow_fixed_buffers else None})
+                              "allow_fixed_buffers": True if allow_fixed_buffers else None,
+                              "allow_nonfinite_differences": True if allow_nonfinite_differences else None})
+    # The contract, then the GPU: one line each, before the agent loop (LangGraph, MCP) is even imported.
+    checked = check_inputs(kernel, settings) if kernel is not None else None
+    if checked is None:
+        from ..runs.store import run_store
+
+        run_store(settings).get_run(resume or "")  # a run id that names no run: said first
+        require_gpu()
+    for note in checked.split.notes if checked else []:  # what a split without markers made editable
+        err.print(f"note: {note}")
+    from ..graph.session import optimize as optimize_events
+    from ..llm_config import resolve_llm_config
+    from .loop_view import LoopView
+
     llm = resolve_llm_config(model, base_url, api_key)
     view = LoopView(err, quiet=json_output)
 
     async def drive() -> None:
-        async for event in optimize_events(kernel, settings, llm, optimizer_kind=optimizer, resume=resume):
+        async for event in optimize_events(kernel, settings, llm, optimizer_kind=optimizer, resume=resume,
+                                           checked=checked):
             view.handle(event)
 
     try:
@@ -494,7 +561,12 @@ def verify_cert(
 ) -> None:
     """Re-check a proof certificate on this machine: hashes, reference outputs, the verify gate.
 
-    Exit code 0: every check passed; 1: a check failed; 2: a usage or environment problem."""
+    Exit code 0: every check passed; 1: a check failed; 2: a usage or environment problem.
+
+    \b
+    Examples:
+      kernelloop verify-cert runs/naive_matmul/20261121-101502-3fa2/certificate.json
+      kernelloop verify-cert --static certificate.json      # hashes only, no GPU"""
     from ..runs.recheck import check_certificate
 
     settings = load_settings()
@@ -554,32 +626,58 @@ def bench_check(
     junit: Optional[Path] = typer.Option(None, help="Also write JUnit XML here (one test case per kernel)."),
     summary: Optional[Path] = typer.Option(
         None, help="Append a Markdown table here [default: $GITHUB_STEP_SUMMARY when set]."),
+    html: Optional[Path] = typer.Option(
+        None, "--html", help="Also write a self-contained HTML report here (figures inline; opens without network)."),
     json_output: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    against: Optional[str] = typer.Option(
+        None, help="A git revision (e.g. origin/main) to take the suite, its references and the [verify] and "
+                   "[bench] settings from, so a change cannot re-record or loosen what it is checked against "
+                   "[default: the working tree's]."),
 ) -> None:
     """Check each kernel against its recorded reference: correctness (every verify gate), then speed.
 
     Speed is measured interleaved with the reference program in this run, on this GPU; the verdict
     per kernel is SAME, FASTER, SLOWER or AMBIGUOUS (docs/bench.md). Exit code 0: no regression;
     1: a kernel SLOWER or failing a gate; 2: a usage or environment problem; 3: no regression
-    found but a kernel AMBIGUOUS (noise, a disturbed GPU): a CI job may retry."""
+    found but a kernel AMBIGUOUS (noise, a disturbed GPU): a CI job may retry.
+
+    \b
+    Examples:
+      kernelloop bench check
+      kernelloop bench check softmax --junit bench.xml"""
     import os
 
     from ..bench.check import check_suite
     from ..bench.ci_outputs import junit_xml, step_summary
 
-    settings = load_settings({"regression_threshold": regression_threshold, "pairs": pairs, "max_pairs": max_pairs})
-    share_include_dirs(settings.include_dirs)
+    cli = {"regression_threshold": regression_threshold, "pairs": pairs, "max_pairs": max_pairs}
+    settings = working = load_settings(cli)
+    revision = None
+    if against is not None:
+        from ..bench.trusted import Revision, trusted_settings
+
+        revision = Revision(against, Path.cwd())
+        settings = trusted_settings(revision, cli)
+    share_include_dirs(working.include_dirs)
+    if html is not None and not html.resolve().parent.is_dir():  # before the GPU work, not after it
+        from ..errors import InputError
+
+        raise InputError(f"--html {html}: no folder {html.resolve().parent} to write the report into")
     if json_output:
-        result = check_suite(settings, names=names)
+        result = check_suite(settings, names=names, against=revision, working=working)
     else:
         from .render import print_bench_check
 
         with err.status("checking…") as status:
-            result = check_suite(settings, names=names,
+            result = check_suite(settings, names=names, against=revision, working=working,
                                  progress=lambda p: status.update(styled((p.stage, "bold"), f": {p.message}")),
                                  on_kernel=lambda k: err.print(f"{k.name}: {k.status.upper()} ({k.wall_s:.0f} s)"))
     if junit is not None:
         junit.write_text(junit_xml(result))
+    if html is not None:
+        from ..bench.html_report import bench_html
+
+        html.write_text(bench_html(result), encoding="utf-8")
     summary_file = summary or (Path(os.environ["GITHUB_STEP_SUMMARY"]) if os.environ.get("GITHUB_STEP_SUMMARY")
                                else None)
     if summary_file is not None:
@@ -600,8 +698,13 @@ app.add_typer(runs_app, name="runs")
 def runs_list(kernel: Optional[str] = typer.Option(None, help="Only runs of this kernel (file stem)."),
               limit: int = typer.Option(20, help="How many runs, newest first."),
               json_output: bool = typer.Option(False, "--json")) -> None:
-    """The latest runs, newest first."""
-    from ..graph.loop import run_store
+    """The latest runs, newest first.
+
+    \b
+    Examples:
+      kernelloop runs list
+      kernelloop runs list --kernel naive_matmul --limit 5 --json"""
+    from ..runs.store import run_store  # the run log alone: never the agent loop
     from .render import runs_table
 
     runs = run_store(load_settings()).list_runs(kernel=kernel, limit=limit)
@@ -615,7 +718,7 @@ def runs_list(kernel: Optional[str] = typer.Option(None, help="Only runs of this
 def runs_show(run_id: str = typer.Argument(..., help="A run id, or a unique prefix of one."),
               json_output: bool = typer.Option(False, "--json")) -> None:
     """One run: its outcome, every attempt and why it was accepted or rejected, its folder."""
-    from ..graph.loop import run_store
+    from ..runs.store import run_store  # the run log alone: never the agent loop
     from .render import print_run
 
     store = run_store(load_settings())
@@ -626,6 +729,24 @@ def runs_show(run_id: str = typer.Argument(..., help="A run id, or a unique pref
                                    "attempts": [a.model_dump(mode="json") for a in attempts]}))
     else:
         print_run(out, record, attempts)
+
+
+@runs_app.command("score")
+def runs_score(run_ids: Optional[list[str]] = typer.Argument(
+                   None, help="Runs to score, one per kernel (ids or unique prefixes) [default: the latest run of "
+                              "every kernel in the run log]."),
+               json_output: bool = typer.Option(False, "--json", help="Print the score as JSON.")) -> None:
+    """The suite score of optimize runs: the share of kernels correct and at least p times faster
+    (KernelBench's fast_p, p = 1, 1.2, 2) and the geometric-mean speedup (docs/optimize.md)."""
+    from ..runs.store import run_store  # the run log alone: never the agent loop
+    from ..runs.suite_score import score_store
+    from .render import print_suite_score
+
+    score = score_store(run_store(load_settings()), run_ids or None)
+    if json_output:
+        out.print_json(score.model_dump_json())
+    else:
+        print_suite_score(out, score)
 
 
 corpus_app = typer.Typer(context_settings=_HELP, no_args_is_help=True, rich_markup_mode=None, help="The researcher's knowledge corpus: bundled notes and your documents.")
@@ -684,13 +805,21 @@ def corpus_remove(target: str = typer.Argument(..., help="A document id, file or
 
 
 @corpus_app.command("search")
-def corpus_search(query: str = typer.Argument(...), k: int = typer.Option(5, help="How many hits."),
-                  mode: str = typer.Option("auto", help="auto | bm25 | dense | hybrid"),
+def corpus_search(query: str = typer.Argument(...),
+                  limit: int = typer.Option(5, "--limit", help="How many hits."),
+                  k: Optional[int] = typer.Option(None, "--k", hidden=True, help="Old name of --limit."),
+                  mode: str = typer.Option("auto", metavar="auto|bm25|dense|hybrid",
+                                           help="Retrieval: auto (hybrid when dense is installed, else bm25)."),
                   json_output: bool = typer.Option(False, "--json")) -> None:
-    """Search the corpus the way the researcher does."""
+    """Search the corpus the way the researcher does.
+
+    \b
+    Examples:
+      kernelloop corpus search "threads read addresses far apart"
+      kernelloop corpus search "bank conflicts" --limit 3 --mode bm25"""
     from ..corpus import search
 
-    hits = search(query, k=k, mode=mode, settings=load_settings())  # type: ignore[arg-type]
+    hits = search(query, k=limit if k is None else k, mode=mode, settings=load_settings())  # type: ignore[arg-type]
     if json_output:
 
         out.print_json(json.dumps([h.model_dump() for h in hits]))
@@ -723,7 +852,7 @@ app.add_typer(mcp_app, name="mcp")
 
 @mcp_app.command("serve")
 def mcp_serve(
-    name: str = typer.Argument(..., help="Which server: profiler | sandbox | rag."),
+    name: str = typer.Argument(..., metavar="profiler|sandbox|rag", help="Which server."),
 ) -> None:
     """Run one of kernelloop's MCP servers on stdio (stdout carries only the protocol)."""
     from ..mcp import serve

@@ -6,14 +6,17 @@ brackets) is printed as it is. Styles are given as (text, style) pieces to `styl
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..profiler.diagnosis import Diagnosis
-from ..runs.certificate import CertificateCheck
-from ..runs.store import AttemptRecord, RunRecord
-from ..verify.verdict import Verdict
+if TYPE_CHECKING:  # annotations only: every command imports this module, few need these (numpy, pydantic models)
+    from ..profiler.diagnosis import Diagnosis
+    from ..runs.certificate import CertificateCheck
+    from ..runs.store import AttemptRecord, RunRecord
+    from ..verify.verdict import Verdict
 
 _MARK = {"pass": ("✓", "green"), "fail": ("✗", "red"), "skipped": ("–", "yellow"), "info": ("i", "blue")}
 
@@ -97,6 +100,10 @@ def print_diagnosis(console: Console, d: Diagnosis, *, extra: str = "") -> None:
         for f in d.findings:
             rules.add_row(styled(_SEVERITY[f.severity]), f.rule, f.finding, f.action, ", ".join(f.nvidia_agrees) or "-")
         console.print(rules)
+    for gap in d.not_judged:  # a rule without its evidence says so instead of reading the gap as 0
+        console.print(styled(("not judged:", "yellow"), f" {gap.describe().removeprefix('could not judge ')}"))
+    if d.not_judged:
+        console.print("  (`kernelloop profile --set full` collects every section)")
     if d.nvidia:
         nv = Table(title="Nsight Compute's own rules", title_justify="left")
         for col in ("rule", "kind", "est. speedup", "agrees with", "message"):
@@ -138,6 +145,8 @@ def print_run(console: Console, record: RunRecord, attempts: list[AttemptRecord]
     console.print(styled((record.run_id, "bold"), f" {record.kernel}: {record.status}{speed} after {record.iterations} "
                          f"iteration(s); optimizer {record.optimizer}{' (' + record.model + ')' if record.model else ''}; "
                          f"GPU {record.gpu or '-'}"))
+    if record.reason:
+        console.print(styled((f"{record.status}:", "red"), f" {record.reason}"))
     console.print(f"kernel: {record.kernel_path}\nfolder: {record.run_dir}")
     table = Table(title_justify="left")
     for col in ("iteration", "approach", "outcome", "speedup", "reason"):
@@ -171,9 +180,13 @@ def bench_table(check) -> Table:
 
 def print_bench_check(console: Console, check) -> None:
     console.print(bench_table(check))
+    if check.against:
+        console.print(f"suite, references and settings from {check.against}")
     for k in check.kernels:
         if k.status not in ("same", "faster"):
             console.print(styled((f"{k.name}:", _BENCH_STYLE[k.status]), f" {k.summary}"))
+        for note in k.notes:
+            console.print(styled((f"{k.name}:", "blue"), f" {note}"))
         if k.reproduction is not None and k.reproduction.built and not k.reproduction.reproduced \
                 and not k.reference_varies:
             console.print(styled((f"{k.name}:", "blue"), " the reference program's outputs here differ from the "
@@ -193,3 +206,20 @@ def print_recorded(console: Console, recorded) -> None:
     console.print(f"  -> {recorded.entry.reference_dir}")
     for note in recorded.notes:
         console.print(styled(("  note:", "yellow"), f" {note}"))
+
+
+def print_suite_score(console: Console, score) -> None:
+    """`kernelloop runs score`: one row per kernel, then fast_p and the geometric mean (a runs.suite_score.SuiteScore)."""
+    from ..runs.suite_score import score_lines
+
+    table = Table(title="suite score (KernelBench's fast_p)", title_justify="left")
+    # speedup: the correct candidate's (measured); kept: the accepted one's, else 1.0 (docs/optimize.md)
+    for col in ("kernel", "run", "status", "correct", "speedup", "kept", "basis"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("status", "correct", "speedup", "kept"))
+    for k in score.kernels:
+        table.add_row(k.kernel, k.run_id or "-", k.status, styled(("yes", "green") if k.correct else ("no", "red")),
+                      f"{k.correct_speedup:.2f}x" if k.correct_speedup is not None else "-", f"{k.speedup:.2f}x",
+                      k.basis)
+    console.print(table)
+    for line in score_lines(score):
+        console.print(line)

@@ -5,6 +5,7 @@ only read `route` (LangGraph drops writes made in a routing function)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 import shutil
 import time
@@ -22,7 +23,7 @@ from ..profiler.diagnosis import Diagnosis
 from ..profiler.run import ProfileResult
 from ..program.split import BEGIN_MARKER, END_MARKER, candidate_editable_part
 from ..runs.certificate import build_certificate, write_certificate
-from ..runs.report import RunFacts, report_markdown, summary
+from ..runs.report import RunFacts, report_html, report_markdown, summary
 from ..runs.store import AttemptRecord, now
 from ..verify.verdict import Verdict
 from .context import LoopContext
@@ -43,16 +44,20 @@ def _emit(event: str, node: str, iteration: int, message: str, **data: Any) -> N
 
 def _progress(node: str, iteration: int) -> Callable[[str], None]:
     """A progress callback for MCP notifications; bound to this node's stream writer now, because
-    the MCP session calls it from its own task."""
+    the MCP session calls it from its own task (its receive loop, started before the graph ran).
+    The writer looks up the run's config in a context variable, so it runs in this node's context,
+    copied now: called bare from that task it would find none, and the message would be lost."""
     try:
         writer = get_stream_writer()
     except RuntimeError:
         return lambda message: None
+    node_context = contextvars.copy_context()
 
     def report(message: str) -> None:
+        event = LoopEvent(kind="progress", node=node, iteration=iteration, message=message).model_dump(mode="json")
         try:
-            writer(LoopEvent(kind="progress", node=node, iteration=iteration, message=message).model_dump(mode="json"))
-        except RuntimeError:  # the node has finished (or the task lost its run's context): nothing listens
+            node_context.run(writer, event)
+        except RuntimeError:  # the node has finished (or the context is in use): nothing listens
             pass
 
     return report
@@ -269,10 +274,11 @@ def make_nodes(ctx: LoopContext) -> dict[str, Node]:
     async def finish(state: LoopState) -> dict[str, Any]:
         accepted = state.get("accepted", [])
         status = "accepted" if accepted else "exhausted"
-        _emit("node", "finish", state.get("iteration", 0), f"{status}: writing report.md and summary.json")
+        _emit("node", "finish", state.get("iteration", 0), f"{status}: writing report.md, report.html and summary.json")
         facts = run_facts(ctx, state, status)
         ctx.artifacts.write_json("summary.json", summary(facts))
         ctx.artifacts.write_text("report.md", report_markdown(facts))
+        (ctx.artifacts.root / "report.html").write_text(report_html(facts), encoding="utf-8")  # figures: ×, µ, ✓
         logged = [(a, False, a["kind"], a["reason"]) for a in state.get("failed", [])]
         logged += [(a, True, "accepted", a["summary"]) for a in accepted]
         for a, ok, kind, reason in logged:
