@@ -30,10 +30,12 @@ def settings(tmp_path) -> Settings:
 ])
 def test_a_candidate_dropping_what_the_baseline_does_with_nan_and_inf_is_rejected(baseline, candidate, tmp_path,
                                                                                  record_property):
-    v = verify_files(ROUND46 / baseline, ROUND46 / candidate, settings(tmp_path))
+    # amp_unscale_stats's stats buffer is filled with one value (zeros) by design: --allow-fixed-buffers
+    quick = VerifySettings(memcheck="off", allow_fixed_buffers=True)
+    v = verify_files(ROUND46 / baseline, ROUND46 / candidate, Settings(cache_dir=tmp_path / "cache", verify=quick))
     record_property("verdict", v.summary)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
-    assert "with NaN and inf among the inputs" in v.gate("correctness").detail
+    assert "with NaN, +-inf and zero among the inputs" in v.gate("correctness").detail
     assert all(c.comparison.match for c in v.checks if c.phase != "nonfinite")  # finite inputs: it matched
 
 
