@@ -491,7 +491,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         (f", and {len(drawn_sizes)} drawn now ({', '.join(' x '.join(map(str, d)) for d in drawn_sizes)})"
          if drawn_sizes else "") + \
         (f", every one of {manifest.calls} timed calls sampled" if manifest else "") + \
-        (", and one with NaN and ±inf among the inputs" if any(c.phase == "nonfinite" for c in v.checks) else "")
+        (", and one with NaN, ±inf and zeros among the inputs" if any(c.phase == "nonfinite" for c in v.checks) else "")
     v.gates.append(GateResult(
         gate="correctness", status="pass" if correct else "fail", baseline="reference",
         candidate="match" if correct else "MISMATCH",
