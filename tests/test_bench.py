@@ -410,3 +410,39 @@ def test_a_header_named_like_the_trusted_harness_is_never_inlined_and_a_referenc
     assert not harness_changed(text, text, "sum_reduction.cu", [headers])
     (headers / "vector").write_text("// the change's own <vector>\n")
     assert harness_changed(text, text, "sum_reduction.cu", [headers])  # the current program would read it
+
+
+def test_against_a_trusted_revision_the_check_builds_in_a_private_cache_never_the_configured_one(tmp_path,
+                                                                                             monkeypatch):
+    # Red team round 48: a cache_dir inside the checkout handed the change the reference's build.
+    import kernelloop.bench.check as check_module
+    root, revision, trusted_settings = _repository_with_recorded_suite(tmp_path)
+    planted = root / ".kernelloop-cache"
+    trusted = trusted_settings(revision).model_copy(update={"cache_dir": planted})
+    seen = {}
+
+    def capture(prepared, settings, started, progress, on_kernel, against):
+        seen["cache"], seen["against"] = settings.cache_dir, against
+        assert settings.cache_dir.is_dir()
+        return "checked"
+
+    monkeypatch.setattr(check_module, "_check_prepared", capture)
+    assert check_module.check_suite(trusted, against=revision, working=load_settings(project_dir=root)) == "checked"
+    assert seen["against"] == "main" and seen["cache"] != planted
+    assert not str(seen["cache"]).startswith(str(root)) and not seen["cache"].exists()  # removed afterwards
+
+
+@pytest.mark.nvcc
+def test_a_build_record_naming_a_binary_outside_its_entry_is_not_used(tmp_path):
+    from kernelloop.program.split import split_program
+    from kernelloop.tools.nvcc import BuildResult, build_program
+    split = split_program((ROOT / "kernels" / "transpose.cu").read_text(), "transpose.cu")
+    first = build_program(split.editable_unit(), split.harness_unit(), arch="sm_90", cache_dir=tmp_path)
+    assert first.ok and first.binary is not None
+    elsewhere = tmp_path / "planted"
+    elsewhere.write_bytes(b"#!/bin/sh\necho planted\n")
+    meta = first.binary.parent / "build.json"
+    record = BuildResult.model_validate_json(meta.read_text())
+    meta.write_text(record.model_copy(update={"binary": elsewhere}).model_dump_json())
+    again = build_program(split.editable_unit(), split.harness_unit(), arch="sm_90", cache_dir=tmp_path)
+    assert again.ok and not again.cached and again.binary != elsewhere

@@ -158,10 +158,11 @@ def test_a_baseline_that_fails_on_nan_leaves_the_experiment_unchecked_and_says_s
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("special input values the baseline itself fails on, so nothing checks how a candidate handles "
-               "them: NaN, +inf, -inf, zero" in n for n in v.notes), v.notes
-    # all four at once, then each alone: the kinds the harness is told
-    assert [c["nonfinite_kinds"] for c in calls if c.get("nonfinite_calls") and c["role"] == "baseline"] == \
-        [15, 1, 2, 4, 8]
+               "them: NaN in 'x', +inf in 'x', -inf in 'x', zero in 'x'" in n for n in v.notes), v.notes
+    # every input at once, then each input alone (x is buffer 0), then each kind alone in it
+    told = [(c["nonfinite_buffers"], c["nonfinite_kinds"]) for c in calls
+            if c.get("nonfinite_calls") and c["role"] == "baseline"]
+    assert told == [(None, 15), (1, 15), (1, 1), (1, 2), (1, 4), (1, 8)]
 
 
 @pytest.mark.nvcc
@@ -297,4 +298,34 @@ def test_a_baseline_failing_on_one_special_value_still_has_the_others_checked(se
     scripted_runs(monkeypatch, behave)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons
-    assert "with NaN among the inputs" in v.gate("correctness").detail
+    assert "with NaN in 'x' only" in v.gate("correctness").detail
+
+
+@pytest.mark.nvcc
+def test_a_baseline_whose_outputs_follow_the_bytes_past_its_inputs_is_refused(settings, monkeypatch, tmp_path):
+    # Red team round 48: a max-pool reading past x swallowed the guard's NaN; with 1.3e7 and -2.7e7
+    # there instead, its outputs move, so the read shows whatever the arithmetic.
+    def behave(role, kw):
+        if kw.get("guard_byte") == 0x4B:
+            return ([[1, 2, 3, 1.3e7], [5, 6, 7, 1.3e7]], [5, 6, 7, 1.3e7])
+        return GOOD
+
+    calls = scripted_runs(monkeypatch, behave)
+    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "own-cache"))  # a clean record is kept per build
+    with pytest.raises(InputError, match=r"reads past a buffer its harness declares.*output 'y' changes with them"
+                                         r".*--count"):
+        verify(load_settings(project_dir=tmp_path))
+    contrast = [c for c in calls if c.get("guard_byte") is not None]
+    assert [c["guard_byte"] for c in contrast] == [0x4B, 0xCB]
+    assert contrast[0]["seed"] == contrast[1]["seed"] and contrast[0]["secret"] == contrast[1]["secret"]
+    assert all(c["role"] == "baseline" and c["fixed_poison"] for c in contrast)
+
+
+def test_honest_run_to_run_variation_is_not_taken_for_a_read_past_a_buffer():
+    from kernelloop.verify.experiment import outputs_following_guards
+    from kernelloop.verify.outputs import Tolerance
+    first = parse_records(records([[1.0, 2.0, 3.0, 4.0]], [100.0, 0.001, -50.0, 7.0]))
+    noisy = parse_records(records([[1.0, 2.0, 3.0, 4.0]], [100.0001, 0.0011, -50.0002, 7.0]))  # float atomics
+    moved = parse_records(records([[1.0, 2.0, 3.0, 4.0]], [100.0, 0.001, -50.0, 1.3e7]))
+    assert outputs_following_guards(first, noisy, Tolerance()) == []
+    assert outputs_following_guards(first, moved, Tolerance()) == ["y"]

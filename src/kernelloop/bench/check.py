@@ -8,6 +8,8 @@ to decide. Exit codes are distinct so a CI job can act on them (see `exit_code`)
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -203,6 +205,19 @@ def check_suite(settings: Settings, *, names: list[str] | None = None, progress:
         prepared = _prepare(suite_entries(settings, names=names), settings)
     else:
         prepared = _prepare_against(against, settings, working or settings, names)
+        # Nothing the check runs or trusts as its own comes from a place the change can write: a
+        # cache_dir inside the checkout would hand it the reference's build (red team round 48).
+        private = Path(tempfile.mkdtemp(prefix="kernelloop-bench-"))
+        try:
+            return _check_prepared(prepared, settings.model_copy(update={"cache_dir": private}), started,
+                                   progress, on_kernel, against.rev)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+    return _check_prepared(prepared, settings, started, progress, on_kernel, None)
+
+
+def _check_prepared(prepared: list[Prepared], settings: Settings, started: float, progress: Callable | None,
+                    on_kernel: Callable[[KernelCheck], None] | None, against: str | None) -> BenchCheck:
     gpus = detect_gpus()
     if not gpus:
         raise EnvironmentProblem("bench check needs a CUDA GPU; run `kernelloop doctor`")
@@ -219,5 +234,4 @@ def check_suite(settings: Settings, *, names: list[str] | None = None, progress:
         results.append(result)
         if on_kernel is not None:
             on_kernel(result)
-    return BenchCheck(gpu=gpus[0], kernels=results, wall_s=time.monotonic() - started,
-                      against=against.rev if against else None)
+    return BenchCheck(gpu=gpus[0], kernels=results, wall_s=time.monotonic() - started, against=against)

@@ -43,8 +43,9 @@ FIXED_BUFFERS_HELP = ("Verify a baseline with an input that holds the same conte
                       "in all its elements), an output that is the same in every timed call, or an in-out buffer it "
                       "never changes, for a buffer constant by design [default: refused: a candidate may bake it in "
                       "or drop its writing].")
-NONFINITE_HELP = ("Skip the non-finite experiment (NaN and ±inf among the inputs of one correctness run; every output "
-                  "the baseline keeps finite must match), for kernels that never see such values [default: checked].")
+NONFINITE_HELP = ("Skip the special-value experiment (NaN, ±inf and zeros among the inputs of a correctness run; every "
+                  "output the baseline keeps finite must match), for kernels that never see such values "
+                  "[default: checked].")
 
 
 @app.command()

@@ -410,6 +410,8 @@ struct State {
   int nonfinite;                       // the verifier's non-finite experiment: which special values
                                        // (KERNELLOOP_NONFINITE, bits: 1 NaN, 2 +inf, 4 -inf, 8 zero); 0: none
   bool exact_buffers;                  // KERNELLOOP_EXACT_BUFFERS: each buffer its own exact-size allocation
+  unsigned char read_guard;            // the guard byte of inputs and in-out buffers (KERNELLOOP_GUARD_BYTE)
+  uint64_t nonfinite_buffers;          // which buffers get the special values (KERNELLOOP_NONFINITE_BUFFERS)
   bool nonfinite_now;                  // this call's spikes include NaN and +-inf
   int timed_calls;                     // RunOptions::calls
   int plain_calls;                     // timed calls without stress
@@ -432,10 +434,12 @@ class Harness {
   // reads as NaN in every floating-point format (and -1 in signed integers): a kernel that reads
   // past a buffer it is given (a --count too small for what it reads) gets NaN, not a constant
   // near zero that a candidate could bake in as padding (red team round 46), and the verifier
-  // refuses a baseline whose outputs hold NaN on the harness's inputs.
+  // refuses a baseline whose outputs hold NaN on the harness's inputs. The verifier also runs the
+  // baseline with other bytes there (KERNELLOOP_GUARD_BYTE: large finite values of either sign)
+  // and refuses it when its outputs follow them: a max or a ReLU swallows NaN, not 1e7 (round 48).
   static constexpr unsigned char kGuardByte = 0xA5, kReadGuardByte = 0xFF;
   static unsigned char guard_byte(const Buffer& b) {
-    return b.role == Role::input || b.role == Role::inout ? kReadGuardByte : kGuardByte;
+    return b.role == Role::input || b.role == Role::inout ? st().read_guard : kGuardByte;
   }
   static constexpr int kSamplesPerBuffer = 256;
 
@@ -463,6 +467,12 @@ class Harness {
     // size and no guard zones, so compute-sanitizer sees any access past a declared buffer.
     const char* exact_text = getenv("KERNELLOOP_EXACT_BUFFERS");
     s.exact_buffers = exact_text && *exact_text == '1';
+    const char* guard_text = getenv("KERNELLOOP_GUARD_BYTE");
+    s.read_guard = guard_text && *guard_text ? (unsigned char)(atoi(guard_text) & 0xFF) : kReadGuardByte;
+    // The special values go into the inputs this mask names (bit i: the i-th declared buffer), one at a
+    // time when the baseline fails on them all: an input it traps on keeps the others checked (round 48).
+    const char* buffers_text = getenv("KERNELLOOP_NONFINITE_BUFFERS");
+    s.nonfinite_buffers = buffers_text && *buffers_text ? strtoull(buffers_text, nullptr, 10) : ~0ull;
     s.size_options = 1;
     const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
     if (out && *out) {
@@ -818,12 +828,12 @@ class Harness {
     // depend on the poison alone, not on the inputs, are then the same in every call, and seen.)
     const int poison = stress && !(stress & kFixedPoison) ? (int)(mix64(stress ^ 0x504F49534F4Eull) & 0xFF) : 0xFF;
     const Table& t = table();
-    s.nonfinite_now = nonfinite;
     const bool stressed = (stress & kStressed) || nonfinite;
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
       if (b.role == Role::input || b.role == Role::inout) {
         b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
+        s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);
         if (stressed && b.stress != nullptr) b.stress(b, stress, mix64(stress ^ (0x2000 + (uint64_t)i)));
       } else
         KL_CHECK(cudaMemset(b.data, poison, b.count * b.elem));

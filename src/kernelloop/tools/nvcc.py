@@ -248,7 +248,9 @@ def build_program(
     if meta.exists():
         try:
             cached = BuildResult.model_validate_json(meta.read_text())
-            if not cached.ok or (cached.binary and cached.binary.exists()):
+            # A record naming a binary outside its own entry is no record of this build.
+            own = cached.binary is None or cached.binary.resolve().parent == out_dir.resolve()
+            if own and (not cached.ok or (cached.binary and cached.binary.exists())):
                 return cached.model_copy(update={"cached": True})
         except ValueError:
             pass

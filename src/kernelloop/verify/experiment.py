@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from pydantic import BaseModel
 
-from .outputs import Comparison
+from .outputs import Comparison, Tolerance, dtype_name
 from .records import Manifest, OutputRecords
 
 CompareCall = Callable[[list[np.ndarray], list[np.ndarray], int], Comparison]
@@ -102,6 +102,60 @@ def outputs_computing_nonfinite(records: OutputRecords) -> list[str]:
         arrays = ([records.outputs[n]] if n < len(records.outputs) else []) + \
             [s.values for s in records.samples if s.buffer == index]
         if any(computed_nonfinite(np.ascontiguousarray(a).reshape(-1)) for a in arrays):
+            found.append(name)
+    return found
+
+
+# How far beyond its tolerance an output must move between two runs of one experiment that differ
+# only in the bytes past the buffers, to say the baseline reads there: far above any honest
+# run-to-run variation (float atomics move a cancelling sum by a few times the tolerance), far below
+# what a guard value of 1e7 (or -3e7) does to a result it reaches.
+GUARD_CONTRAST_FACTOR = 1024.0
+
+
+def outputs_following_guards(first: OutputRecords, second: OutputRecords, tolerance: Tolerance) -> list[str]:
+    """Outputs that differ between two runs of the same experiment (seed, stream, poison) whose
+    input guard zones held different bytes (large finite values of either sign): the baseline reads
+    past a buffer it is given and what it reads there reaches its results (red team rounds 46-48).
+    A NaN in those zones can be swallowed (a max, a ReLU, a float-to-int conversion); these values
+    cannot. Integers must be equal; floats within GUARD_CONTRAST_FACTOR x the tolerance."""
+    manifest = first.manifest
+    if manifest is None or second.manifest is None:
+        return []
+    compared = [(i, b.name) for i, b in enumerate(manifest.buffers) if b.role in ("output", "inout")]
+    found: list[str] = []
+
+    def moved(x: np.ndarray, y: np.ndarray, output: str) -> bool:
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return True
+        if x.tobytes() == y.tobytes():
+            return False
+        name = dtype_name(x.dtype)
+        rtol, atol = tolerance.for_dtype(name, output)
+        if rtol == 0 and atol == 0:
+            return True  # integers: exact
+        a, b = x.astype(np.float64), y.astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            if not np.array_equal(np.isfinite(a), np.isfinite(b)):
+                return True
+            finite = np.isfinite(a)
+            a, b = a[finite], b[finite]
+            if a.size == 0:
+                return False
+            floor = float(np.sqrt(np.mean(np.square(a)))) if a.size else 0.0
+            allowed = GUARD_CONTRAST_FACTOR * (rtol * np.maximum(np.maximum(np.abs(a), np.abs(b)), floor) + atol)
+            return bool(np.any(np.abs(a - b) > allowed))
+
+    for n, (index, name) in enumerate(compared):
+        pairs = [(first.outputs[n], second.outputs[n])] if n < len(first.outputs) and n < len(second.outputs) else []
+        calls = sorted({s.call for s in first.samples if s.buffer == index})
+        for call in calls:
+            x = next((s.values for s in first.samples if s.buffer == index and s.call == call), None)
+            y = next((s.values for s in second.samples if s.buffer == index and s.call == call), None)
+            if x is not None and y is not None:
+                pairs.append((x, y))
+        if any(moved(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1), name)
+               for x, y in pairs):
             found.append(name)
     return found
 

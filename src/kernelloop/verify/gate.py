@@ -34,7 +34,7 @@ from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inout_left_as_filled,
-                         inputs_reach_outputs, outputs_computing_nonfinite,
+                         inputs_reach_outputs, outputs_computing_nonfinite, outputs_following_guards,
                          inputs_without_variety, outputs_never_varying, outputs_showing_no_work,
                          speed_of_light)
 from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
@@ -390,6 +390,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                        + ", ".join([name for name, _ in fixed] + constant + untouched)
                        + "; a candidate that bakes them in would be accepted")
     if manifest is not None:
+        _check_guard_reads(v, base_build, base_bin, baseline_name, manifest, run_limits, cache, durations, say)
         _check_baseline_bounds(v, base_build, base_bin, baseline_name, toolchain.nvcc, cache, durations, say)
     if manifest is not None and manifest.pageable_memory_access:
         if not vs.allow_pageable_memory_access:
@@ -476,7 +477,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                            "handles NaN or inf differently from the baseline, or not at all, is accepted")
         else:
             failure, matched = _nonfinite_experiments(
-                v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, timed_calls,
+                v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
                 noise_by_size.get((0, None)), durations, say)
             correct &= matched
     durations.correctness_s = time.monotonic() - t
@@ -491,7 +492,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         (f", and {len(drawn_sizes)} drawn now ({', '.join(' x '.join(map(str, d)) for d in drawn_sizes)})"
          if drawn_sizes else "") + \
         (f", every one of {manifest.calls} timed calls sampled" if manifest else "") + \
-        (", and one with NaN, ±inf and zeros among the inputs" if any(c.phase == "nonfinite" for c in v.checks) else "")
+        (f", and {special} experiment(s) with NaN, ±inf or zeros among the inputs"
+         if (special := sum(c.phase == "nonfinite" for c in v.checks)) else "")
     v.gates.append(GateResult(
         gate="correctness", status="pass" if correct else "fail", baseline="reference",
         candidate="match" if correct else "MISMATCH",
@@ -675,6 +677,44 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
     return "done"
 
 
+# The inputs' guard bytes of the two contrast runs: 0x4B4B4B4B is 1.3e7 as a float32 (14.6 as
+# float16, 1.3e7 as bfloat16, 1.26e9 as an int32), 0xCBCBCBCB -2.7e7 (and negative alike):
+# finite, large, of both signs, so neither a max nor a min, a ReLU nor a conversion hides them.
+GUARD_CONTRAST_BYTES = (0x4B, 0xCB)
+
+
+def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, manifest: Manifest,
+                       limits: Limits, cache: Path, durations: Durations, say) -> None:
+    """The baseline twice on one experiment (seed, stream, poison) at each declared size, its inputs'
+    guard zones holding large finite values of either sign: outputs that move with them come from
+    memory past a buffer the harness declares, which no candidate can be held to (red team rounds
+    46-48: a read past a buffer init sized too small, hidden by a max or a ReLU from the NaN that
+    the guard zones hold otherwise). Cached per baseline build and size."""
+    vs = v.settings
+    tolerance = _tolerance(vs)
+    for size_index in range(manifest.size_options):
+        record = cache / "guard-contrast" / f"{base_build.key}-{size_index}.ok"
+        if record.is_file():
+            continue
+        say(Progress(stage="correctness", message=f"the baseline with other bytes past its buffers{_size_words(size_index)}"))
+        seed, secret = secrets.randbits(63) | 1, _secret()
+        runs = [run_program(base_bin, seed=seed, limits=limits, secret=secret, size_index=size_index, fixed_poison=True,
+                            guard_byte=byte) for byte in GUARD_CONTRAST_BYTES]
+        durations.program_runs_s += sum(r.result.wall_s for r in runs)
+        failed = [r for r in runs if _run_failure(r)]
+        moved = [] if failed or any(r.records is None for r in runs) else \
+            outputs_following_guards(runs[0].records, runs[1].records, tolerance)
+        if failed or moved:
+            what = (f"it fails when they hold other values ({_run_failure(failed[0])[1]})" if failed else
+                    f"its output {', '.join(repr(m) for m in moved)} changes with them")
+            raise InputError(f"{baseline_name}: the baseline reads past a buffer its harness declares{_size_words(size_index)}: "
+                             f"run twice on the same inputs with different bytes beyond the buffers, {what}. The verifier "
+                             "cannot check what it computes from memory no buffer holds. Declare how many elements each "
+                             "buffer really holds (`kernelloop init --count NAME=EXPR`), or fix the kernel's bounds")
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text("no output follows the bytes past the inputs\n")
+
+
 def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, nvcc: Path,
                            cache: Path, durations: Durations, say) -> None:
     """The baseline under memcheck once, every buffer its own allocation of its exact size (no
@@ -724,56 +764,67 @@ def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, 
                          "kernel's bounds")
 
 
-# KERNELLOOP_NONFINITE's kinds (kernelloop_harness.cuh): all at once first; one at a time where the
-# baseline fails on all of them, so one value it cannot take (-inf as a table index) does not take the
-# others' checks with it (red team round 47).
+# KERNELLOOP_NONFINITE's kinds (kernelloop_harness.cuh), all at once and one at a time.
 NONFINITE_KINDS = {15: "NaN, +-inf and zero", 1: "NaN", 2: "+inf", 4: "-inf", 8: "zero"}
 
 
 def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
-                           cupti_lib: Path | None, used_seeds: set[int], timed_calls: int,
+                           cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
                            noise: BaselineNoise | None, durations: Durations,
                            say) -> tuple[tuple[Reason, str] | None, bool]:
     """The special-value experiments: (a candidate failure, whether every comparison matched).
-    Where the baseline's output is finite the candidate's must match; what the baseline leaves
-    NaN or inf is not compared. A kind the baseline fails on leaves nothing of it checked, and
-    the verdict says which."""
+    Every spiked input at once first; where the baseline fails on that, each input alone (the
+    others finite), and where it fails on an input, each kind of value alone in it: a value the
+    baseline cannot take (-inf as a table index, a trap on a NaN parameter) does not take the other
+    inputs' and values' checks with it (red team rounds 47-48). Where the baseline's output is
+    finite the candidate's must match; what the baseline leaves NaN or inf is not compared."""
     vs = v.settings
+    spiked = [(i, b.name) for i, b in enumerate(manifest.buffers) if b.stressed and b.role in ("input", "inout")]
     unchecked: list[str] = []
-    for kinds in (15, 1, 2, 4, 8):
-        if kinds != 15 and not unchecked:
-            break  # all at once ran: the single kinds add nothing
-        what = NONFINITE_KINDS[kinds]
+
+    def experiment(buffers: int | None, kinds: int, where: str) -> tuple[bool, tuple[Reason, str] | None, bool]:
+        """(the baseline ran, a candidate failure, matched)."""
+        what = f"{NONFINITE_KINDS[kinds]} {where}"
         seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-        say(Progress(stage="correctness", message=f"seed {seed} with {what} among the inputs: candidate, then baseline"))
-        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                           nonfinite_calls=timed_calls, nonfinite_kinds=kinds)
-        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, nonfinite_calls=timed_calls,
-                           nonfinite_kinds=kinds)
+        say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
+        special = {"nonfinite_calls": manifest.calls, "nonfinite_kinds": kinds, "nonfinite_buffers": buffers}
+        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret, **special)
+        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, **special)
         durations.program_runs_s += cand.result.wall_s + base.result.wall_s
         if _run_failure(base):
-            unchecked.append(what if kinds != 15 else _run_failure(base)[1])
-            continue
+            return False, None, True
         failure = _run_failure(cand)
         if failure:  # the baseline runs on these inputs; the candidate does not
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
-            return (failure[0], f"with {what} among the inputs (the baseline runs on them): {failure[1]}"), False
+            return True, (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
         cmp = _compare_experiment(base, cand, vs, noise)
         if not cmp.match:
-            cmp = cmp.model_copy(update={"problem": f"with {what} among the inputs: {cmp.describe()} (where the "
-                                                    "baseline's output stays finite; --allow-nonfinite-differences "
-                                                    "if your inputs never hold NaN or inf)"})
+            cmp = cmp.model_copy(update={"problem": f"with {what}: {cmp.describe()} (where the baseline's output "
+                                                    "stays finite; --allow-nonfinite-differences if your inputs never "
+                                                    "hold NaN or inf)"})
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="nonfinite", secret=secret.hex(),
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
-        if not cmp.match:
-            return None, False
-        if kinds == 15:
-            break
+        return True, None, cmp.match
+
+    ran, failure, matched = experiment(None, 15, "among the inputs")
+    if failure or not matched:
+        return failure, matched
+    if not ran:
+        for index, name in spiked:
+            ran, failure, matched = experiment(1 << index, 15, f"in '{name}' only")
+            if failure or not matched:
+                return failure, matched
+            if ran:
+                continue
+            for kinds in (1, 2, 4, 8):
+                ran, failure, matched = experiment(1 << index, kinds, f"in '{name}' only")
+                if failure or not matched:
+                    return failure, matched
+                if not ran:
+                    unchecked.append(f"{NONFINITE_KINDS[kinds]} in '{name}'")
     if unchecked:
-        why, singles = unchecked[0], unchecked[1:]
-        v.notes.append(f"special input values the baseline itself fails on, so nothing checks how a candidate "
-                       f"handles them: {', '.join(singles)} (all at once: {why})" if singles else
-                       f"the baseline fails on NaN, +-inf and zero together ({why}); each was checked alone")
+        v.notes.append("special input values the baseline itself fails on, so nothing checks how a candidate handles "
+                       f"them: {', '.join(unchecked)}")
     return None, True
 
 

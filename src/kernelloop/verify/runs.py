@@ -25,6 +25,8 @@ GUARD_EXIT_CODE = 86  # kernelloop_harness.cuh: a guard zone around a buffer was
 INPUT_WRITTEN_EXIT_CODE = 87  # kernelloop_harness.cuh: a call changed an input buffer
 NONFINITE_ENV = "KERNELLOOP_NONFINITE"  # the non-finite experiment: which special values among stressed calls' spikes
 EXACT_BUFFERS_ENV = "KERNELLOOP_EXACT_BUFFERS"  # every buffer its own exact-size allocation (a baseline memcheck run)
+NONFINITE_BUFFERS_ENV = "KERNELLOOP_NONFINITE_BUFFERS"  # which inputs get the special values (a mask of buffer indices)
+GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones (the guard contrast runs)
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
 STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT = 1, 2, 64
 
@@ -101,20 +103,27 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 wrapper: list[str] | None = None, want_dump: bool = True, secret: bytes | None = None,
                 size_index: int = 0, size_draw: int | None = None, heavy: bool = True,
                 fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
-                exact_buffers: bool = False) -> ProgramRun:
+                nonfinite_buffers: int | None = None, exact_buffers: bool = False,
+                guard_byte: int | None = None) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one; `nonfinite_calls` (its
     timed calls) makes it the non-finite experiment (stressed_calls), with the special values
     `nonfinite_kinds` names (bits: 1 NaN, 2 +inf, 4 -inf, 8 zero). `exact_buffers` has the harness
     allocate every buffer to its exact size, with no guard zones (a memcheck run of the baseline:
-    any access past a buffer is then out of bounds)."""
+    any access past a buffer is then out of bounds); `nonfinite_buffers` (a mask of the manifest's
+    buffer indices) limits the special values to those inputs; `guard_byte` fills the inputs'
+    guard zones (default 0xFF, NaN)."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
         env = {"KERNELLOOP_SEED": str(seed)}
         if nonfinite_calls is not None:
             env[NONFINITE_ENV] = str(nonfinite_kinds)
+            if nonfinite_buffers is not None:
+                env[NONFINITE_BUFFERS_ENV] = str(nonfinite_buffers)
+        if guard_byte is not None:
+            env[GUARD_BYTE_ENV] = str(guard_byte)
         if exact_buffers:
             env[EXACT_BUFFERS_ENV] = "1"
         if size_index > 0:
