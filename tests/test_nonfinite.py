@@ -316,8 +316,8 @@ def test_a_baseline_whose_outputs_follow_the_bytes_past_its_inputs_is_refused(se
                                          r".*--count"):
         verify(load_settings(project_dir=tmp_path))
     contrast = [c for c in calls if c.get("guard_byte") is not None]
-    assert [c["guard_byte"] for c in contrast] == [0x4B, 0xCB]
-    assert contrast[0]["seed"] == contrast[1]["seed"] and contrast[0]["secret"] == contrast[1]["secret"]
+    assert [c["guard_byte"] for c in contrast] == [0xFF, 0x4B, 0xCB]
+    assert len({c["seed"] for c in contrast}) == 1 and len({c["secret"] for c in contrast}) == 1
     assert all(c["role"] == "baseline" and c["fixed_poison"] for c in contrast)
 
 
@@ -329,3 +329,17 @@ def test_honest_run_to_run_variation_is_not_taken_for_a_read_past_a_buffer():
     moved = parse_records(records([[1.0, 2.0, 3.0, 4.0]], [100.0, 0.001, -50.0, 1.3e7]))
     assert outputs_following_guards(first, noisy, Tolerance()) == []
     assert outputs_following_guards(first, moved, Tolerance()) == ["y"]
+
+
+@pytest.mark.nvcc
+def test_a_baseline_testing_the_bytes_past_its_input_for_nan_is_refused(settings, monkeypatch, tmp_path):
+    # A baseline that branches on isnan(padding): the same under 1.3e7 and -2.7e7, not under NaN.
+    def behave(role, kw):
+        if kw.get("guard_byte") == 0xFF:
+            return ([[1, 2, 3, 0], [5, 6, 7, 0]], [5, 6, 7, 0])
+        return GOOD
+
+    scripted_runs(monkeypatch, behave)
+    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "own-cache"))
+    with pytest.raises(InputError, match=r"reads past a buffer its harness declares.*output 'y' changes"):
+        verify(load_settings(project_dir=tmp_path))

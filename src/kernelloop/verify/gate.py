@@ -677,16 +677,17 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
     return "done"
 
 
-# The inputs' guard bytes of the two contrast runs: 0x4B4B4B4B is 1.3e7 as a float32 (14.6 as
-# float16, 1.3e7 as bfloat16, 1.26e9 as an int32), 0xCBCBCBCB -2.7e7 (and negative alike):
-# finite, large, of both signs, so neither a max nor a min, a ReLU nor a conversion hides them.
-GUARD_CONTRAST_BYTES = (0x4B, 0xCB)
+# The inputs' guard bytes of the contrast runs: the usual 0xFF (NaN), then 0x4B4B4B4B, 1.3e7 as a
+# float32 (14.6 as float16, 1.3e7 as bfloat16, 1.26e9 as an int32), and 0xCBCBCBCB, -2.7e7 (and
+# negative alike): finite, large, of both signs, so neither a max nor a min, a ReLU nor a conversion
+# hides them, and a test for NaN past the buffer (isnan on padding) shows against the NaN run.
+GUARD_CONTRAST_BYTES = (0xFF, 0x4B, 0xCB)
 
 
 def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, manifest: Manifest,
                        limits: Limits, cache: Path, durations: Durations, say) -> None:
-    """The baseline twice on one experiment (seed, stream, poison) at each declared size, its inputs'
-    guard zones holding large finite values of either sign: outputs that move with them come from
+    """The baseline three times on one experiment (seed, stream, poison) at each declared size, its
+    inputs' guard zones holding NaN, then large finite values of either sign: outputs that move with them come from
     memory past a buffer the harness declares, which no candidate can be held to (red team rounds
     46-48: a read past a buffer init sized too small, hidden by a max or a ReLU from the NaN that
     the guard zones hold otherwise). Cached per baseline build and size."""
@@ -702,13 +703,14 @@ def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, base
                             guard_byte=byte) for byte in GUARD_CONTRAST_BYTES]
         durations.program_runs_s += sum(r.result.wall_s for r in runs)
         failed = [r for r in runs if _run_failure(r)]
-        moved = [] if failed or any(r.records is None for r in runs) else \
-            outputs_following_guards(runs[0].records, runs[1].records, tolerance)
+        moved = [] if failed or any(r.records is None for r in runs) else sorted(
+            {name for first, second in zip(runs, runs[1:])
+             for name in outputs_following_guards(first.records, second.records, tolerance)})
         if failed or moved:
             what = (f"it fails when they hold other values ({_run_failure(failed[0])[1]})" if failed else
                     f"its output {', '.join(repr(m) for m in moved)} changes with them")
             raise InputError(f"{baseline_name}: the baseline reads past a buffer its harness declares{_size_words(size_index)}: "
-                             f"run twice on the same inputs with different bytes beyond the buffers, {what}. The verifier "
+                             f"run on the same inputs with different bytes beyond the buffers, {what}. The verifier "
                              "cannot check what it computes from memory no buffer holds. Declare how many elements each "
                              "buffer really holds (`kernelloop init --count NAME=EXPR`), or fix the kernel's bounds")
         record.parent.mkdir(parents=True, exist_ok=True)
