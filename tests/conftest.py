@@ -58,3 +58,17 @@ def isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("KERNELLOOP_DATA_DIR", str(tmp_path / "data"))
     return tmp_path / "cache"
+
+
+def run_cli_in_process(monkeypatch, capsys, cwd, *args) -> tuple[int, str, str]:
+    """`kernelloop ARGS` in this process (so monkeypatched modules apply): exit code, stdout, stderr."""
+    import sys
+
+    from kernelloop.cli import app as cli
+
+    monkeypatch.chdir(cwd)
+    monkeypatch.setattr(sys, "argv", ["kernelloop", *args])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    captured = capsys.readouterr()
+    return exited.value.code, captured.out, captured.err

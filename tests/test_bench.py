@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 
 import pytest
 from junitparser import Error, Failure, JUnitXml
@@ -22,7 +21,7 @@ from kernelloop.verify.reproduce import RecordedExperiment, Reproduction
 from kernelloop.verify.stats import Spread
 from kernelloop.verify.verdict import Reason, Verdict
 
-from .conftest import ROOT
+from .conftest import ROOT, run_cli_in_process
 
 GPU = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", compute_capability="9.0", driver_version="580.159.04")
 
@@ -227,15 +226,7 @@ def test_the_step_summary_is_a_markdown_table_with_data_escaped():
 
 # -- the command line ---------------------------------------------------------------------
 
-def _run_cli(monkeypatch, capsys, cwd, *args):
-    from kernelloop.cli import app as cli
-
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(sys, "argv", ["kernelloop", *args])
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    captured = capsys.readouterr()
-    return exited.value.code, captured.out, captured.err
+_run_cli = run_cli_in_process
 
 
 def test_check_writes_junit_the_step_summary_and_json_and_exits_by_verdict(tmp_path, monkeypatch, capsys):

@@ -24,6 +24,8 @@ from kernelloop.tools.gpu import GpuInfo
 from kernelloop.verify.records import BufferSpec, Manifest
 from kernelloop.verify.regression import compare_times
 from kernelloop.verify.stats import decide
+
+from .conftest import run_cli_in_process
 from kernelloop.verify.verdict import GateResult, Reason, Verdict, WorkModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -259,15 +261,7 @@ def test_bench_report_has_a_row_per_kernel_the_change_figure_gates_and_rooflines
     assert "exit code 1: regression" in text and f"note: a new kernel {HOSTILE}" in text
 
 
-def _run_cli(monkeypatch, capsys, cwd, *args):
-    from kernelloop.cli import app as cli
-
-    monkeypatch.chdir(cwd)
-    monkeypatch.setattr(sys, "argv", ["kernelloop", *args])
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    captured = capsys.readouterr()
-    return exited.value.code, captured.out, captured.err
+_run_cli = run_cli_in_process
 
 
 def test_bench_check_html_writes_the_report_and_a_missing_folder_stops_before_the_check(tmp_path, monkeypatch, capsys):

@@ -161,20 +161,10 @@ def find_cupti(cuda_home: Path | None = None) -> CuptiPaths:
     extras/CUPTI/include, targets/<arch>/include (cupti.h) and lib64/, lib/,
     extras/CUPTI/lib64, targets/<arch>/lib (libcupti.so*).
     """
-    if cuda_home is not None:
-        candidates = [("cuda_home", Path(cuda_home))]
-    else:
-        candidates = _candidate_roots()
+    # toolkit_roots lists each toolkit once, most specific first
+    candidates = [("cuda_home", Path(cuda_home))] if cuda_home is not None else _candidate_roots()
     tried: list[str] = []
-    seen: set[Path] = set()
     for label, root in candidates:
-        try:
-            key = root.resolve()
-        except OSError:
-            key = root
-        if key in seen:
-            continue
-        seen.add(key)
         tried.append(f"{root} ({label})")
         if not root.is_dir():
             continue
