@@ -235,24 +235,16 @@ def resources(
       kernelloop resources my_kernel.cu --arch sm_80 --block 256 --json"""
     from rich.table import Table
 
-    from ..program.split import looks_like_cuda, read_program
-    from ..errors import InputError
-    from ..tools.resources import gpu_limits, kernel_resources, occupancy, occupancy_table
-
+    from ..program.split import read_program, require_cuda
+    from ..tools.resources import resource_usage
     from ..verify.static_check import choose_arch
 
     source = read_program(file)
-    if not looks_like_cuda(source):
-        raise InputError(f"{file}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    require_cuda(source, str(file))
     arch, _ = choose_arch(load_settings({"arch": arch}))  # --arch, the verify.arch setting, the GPU's, sm_86
-    limits = gpu_limits(arch)
-    kernels = [k for k in kernel_resources(source, arch=arch) if k.is_kernel]
-    rows = []
-    for k in kernels:
-        occ = [occupancy(k, block, limits)] if block else occupancy_table(k, limits)
-        rows.append((k, occ))
+    usage = resource_usage(source, arch=arch, block_size=block)
+    rows = [(u.kernel, u.occupancy) for u in usage.kernels]
     if json_output:
-
         out.print_json(json.dumps([{"kernel": k.model_dump(), "occupancy": [o.model_dump() for o in occ]}
                                    for k, occ in rows]))
         return

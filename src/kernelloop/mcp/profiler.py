@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from ..profiler.diagnosis import Diagnosis
 from ..profiler.run import ProfileResult
-from ..tools.resources import GpuLimits, KernelResources, Occupancy
+from ..tools.resources import ResourceUsage
 from .common import KernelloopMCP, add_server_info, new_server, run_tool
 
 NAME = "kernelloop-profiler"
@@ -44,19 +44,7 @@ class CompileCheck(BaseModel):
     seconds: float = 0.0
 
 
-class KernelUsage(BaseModel):
-    kernel: KernelResources
-    occupancy: list[Occupancy]  # for block_size, or for 64..1024 threads when none was given
-
-
-class ResourceUsage(BaseModel):
-    """ptxas's resource report per kernel and the theoretical occupancy it allows."""
-
-    arch: str
-    block_size: int | None
-    kernels: list[KernelUsage]
-    device_functions: list[KernelResources] = []  # non-inlined __device__ functions
-    limits: GpuLimits
+# The resource report's models live with the one function that makes them (tools.resources).
 
 
 def _tail(text: str, lines: int = LOG_LINES) -> str:
@@ -66,11 +54,10 @@ def _tail(text: str, lines: int = LOG_LINES) -> str:
 def _compile_check(source: str, arch: str) -> CompileCheck:
     from ..config import load_settings
     from ..errors import InputError
-    from ..program.split import looks_like_cuda, split_program
+    from ..program.split import require_cuda, split_program
     from ..tools.nvcc import build_program, build_whole_program, find_toolchain
 
-    if not looks_like_cuda(source):
-        raise InputError("source: not a CUDA program (no __global__ kernel or kernel launch found)")
+    require_cuda(source, "source")
     settings = load_settings()
     toolchain = find_toolchain()
     try:
@@ -88,18 +75,11 @@ def _compile_check(source: str, arch: str) -> CompileCheck:
 
 
 def _resource_usage(source: str, arch: str, block_size: int | None) -> ResourceUsage:
-    from ..errors import InputError
-    from ..program.split import looks_like_cuda
-    from ..tools.resources import gpu_limits, kernel_resources, occupancy, occupancy_table
+    from ..program.split import require_cuda
+    from ..tools.resources import resource_usage
 
-    if not looks_like_cuda(source):
-        raise InputError("source: not a CUDA program (no __global__ kernel or kernel launch found)")
-    limits = gpu_limits(arch)  # an unknown arch fails before compiling
-    found = kernel_resources(source, arch=arch)
-    kernels = [KernelUsage(kernel=k, occupancy=[occupancy(k, block_size, limits)] if block_size
-                           else occupancy_table(k, limits)) for k in found if k.is_kernel]
-    return ResourceUsage(arch=arch, block_size=block_size, kernels=kernels,
-                         device_functions=[k for k in found if not k.is_kernel], limits=limits)
+    require_cuda(source, "source")
+    return resource_usage(source, arch=arch, block_size=block_size)
 
 
 def _profile(path: str, kernel: str | None, section_set: Literal["full", "fast"]) -> ProfileResult:

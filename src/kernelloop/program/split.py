@@ -73,6 +73,12 @@ def looks_like_cuda(text: str) -> bool:
     return bool(_CUDA_HINT.search(strip_comments(text)))
 
 
+def require_cuda(text: str, name: str) -> None:
+    """One InputError, worded once, for a text with no kernel in it."""
+    if not looks_like_cuda(text):
+        raise InputError(f"{name}: not a CUDA program (no __global__ kernel or kernel launch found)")
+
+
 def read_program(path: Path) -> str:
     if not path.exists():
         raise InputError(f"{path}: no such file")
@@ -170,8 +176,7 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
     The user's own headers that the frozen code includes (`#include "common.h"` beside the file or
     in an include folder, `#include <helper_cuda.h>` in an include folder) are inlined into it as
     they are now: trusted, frozen, and built with no include path (docs/contract.md)."""
-    if not looks_like_cuda(text):
-        raise InputError(f"{name}: not a CUDA program (no __global__ kernel or kernel launch found)")
+    require_cuda(text, name)
     headers = _Headers(name, include_dirs)
     begins, ends = list(BEGIN_MARKER.finditer(text)), list(END_MARKER.finditer(text))
     split = (_split_by_markers(text, name, begins, ends, headers) if begins or ends

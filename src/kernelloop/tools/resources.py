@@ -468,3 +468,30 @@ def occupancy_table(
     """`occupancy` for each block size: for when the launch configuration is unknown."""
     return [occupancy(res, b, limits, dynamic_shared_bytes, shared_memory_config_bytes=shared_memory_config_bytes)
             for b in block_sizes]
+
+
+class KernelUsage(BaseModel):
+    kernel: KernelResources
+    occupancy: list[Occupancy]  # for block_size, or for 64..1024 threads when none was given
+
+
+class ResourceUsage(BaseModel):
+    """ptxas's resource report per kernel and the theoretical occupancy it allows."""
+
+    arch: str
+    block_size: int | None
+    kernels: list[KernelUsage]
+    device_functions: list[KernelResources] = []  # non-inlined __device__ functions
+    limits: GpuLimits
+
+
+def resource_usage(source: str, *, arch: str, block_size: int | None = None) -> ResourceUsage:
+    """Every kernel's registers, shared memory, stack and spills (ptxas) and the occupancy they
+    allow on ARCH, at BLOCK_SIZE threads or for each block size: `kernelloop resources` and the
+    MCP resource_usage tool both render this."""
+    limits = gpu_limits(arch)  # an unknown arch fails before compiling
+    found = kernel_resources(source, arch=arch)
+    kernels = [KernelUsage(kernel=k, occupancy=[occupancy(k, block_size, limits)] if block_size
+                           else occupancy_table(k, limits)) for k in found if k.is_kernel]
+    return ResourceUsage(arch=arch, block_size=block_size, kernels=kernels,
+                         device_functions=[k for k in found if not k.is_kernel], limits=limits)
