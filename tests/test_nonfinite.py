@@ -57,11 +57,14 @@ def manifest(calls: int = 2) -> dict:
                                                {"name": "y", "role": "output", "dtype": "float32", "count": 4}]}
 
 
-def records(samples: list[list[float]], final: list[float], raw_final: bytes | None = None) -> bytes:
-    text = json.dumps(manifest(len(samples))).encode()
+def records(samples: list[list[float]], final: list[float], raw_final: bytes | None = None,
+            m: dict | None = None) -> bytes:
+    m = m or manifest(len(samples))
+    text = json.dumps(m).encode()
     out = b"kernelloop-manifest 2 %d\n" % len(text) + text
+    output = next(i for i, b in enumerate(m["buffers"]) if b["role"] == "output")
     for call, values in enumerate(samples):
-        out += b"kernelloop-sample 2 %d 1 float32 %d\n" % (call, len(values)) + np.array(values, "<f4").tobytes()
+        out += b"kernelloop-sample 2 %d %d float32 %d\n" % (call, output, len(values)) + np.array(values, "<f4").tobytes()
     body = raw_final if raw_final is not None else np.array(final, "<f4").tobytes()
     return out + b"kernelloop-output 1 float32 %d\n" % len(final) + body
 
@@ -82,7 +85,7 @@ TILED = (ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").re
 FAKE_GPU = GpuInfo(index=0, name="fake H100 (test)", compute_capability="9.0", driver_version="0")
 
 
-def scripted_runs(monkeypatch, behave) -> list[dict]:
+def scripted_runs(monkeypatch, behave, make_manifest=None) -> list[dict]:
     """Every run_program call answered by `behave(role, kwargs)` -> (samples, final) or an exit code;
     the first call is the baseline's calibration run, which names the baseline's binary."""
     calls: list[dict] = []
@@ -100,7 +103,7 @@ def scripted_runs(monkeypatch, behave) -> list[dict]:
                          secret=kw["secret"].hex() if kw.get("secret") else None,
                          nonfinite=kw.get("nonfinite_calls") is not None)
         if code == 0:
-            run.records = parse_records(records(*answer))
+            run.records = parse_records(records(*answer, m=make_manifest(len(answer[0])) if make_manifest else None))
             run.dump = run.records.outputs
         return run
 
@@ -157,8 +160,8 @@ def test_a_baseline_that_fails_on_nan_leaves_the_experiment_unchecked_and_says_s
     calls = scripted_runs(monkeypatch, behave)
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
-    assert any("special input values the baseline itself fails on, so nothing checks how a candidate handles "
-               "them: NaN in 'x', +inf in 'x', -inf in 'x', zero in 'x'" in n for n in v.notes), v.notes
+    assert any("so nothing checks how a candidate handles them: NaN in 'x', +inf in 'x', -inf in 'x', zero in 'x'"
+               in n for n in v.notes), v.notes
     # every input at once, then each input alone (x is buffer 0), then each kind alone in it
     told = [(c["nonfinite_buffers"], c["nonfinite_kinds"]) for c in calls
             if c.get("nonfinite_calls") and c["role"] == "baseline"]
@@ -343,3 +346,72 @@ def test_a_baseline_testing_the_bytes_past_its_input_for_nan_is_refused(settings
     monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "own-cache"))
     with pytest.raises(InputError, match=r"reads past a buffer its harness declares.*output 'y' changes"):
         verify(load_settings(project_dir=tmp_path))
+
+
+def test_a_half_precision_output_that_follows_the_guard_bytes_is_seen():
+    # Red team round 49: at float16's tolerance 1024x allowed any change at all (0.568 -> 14.59 passed).
+    from kernelloop.verify.experiment import outputs_following_guards
+    from kernelloop.verify.outputs import Tolerance
+
+    def half(final):
+        m = manifest(1)
+        m["buffers"][1]["dtype"] = "float16"
+        text = json.dumps(m).encode()
+        body = b"kernelloop-manifest 2 %d\n" % len(text) + text
+        return parse_records(body + b"kernelloop-output 1 float16 %d\n" % len(final) + np.array(final, "<f2").tobytes())
+
+    assert outputs_following_guards(half([0.5, 0.25, 0.125, 0.568]), half([0.5, 0.25, 0.125, 14.59]),
+                                    Tolerance()) == ["y"]
+    assert outputs_following_guards(half([0.5, 0.25, 0.125, 0.568]), half([0.5, 0.25, 0.125, 0.5684]),
+                                    Tolerance()) == []
+
+
+@pytest.mark.nvcc
+def test_special_values_that_leave_an_output_wholly_nan_are_narrowed_until_something_is_compared(settings,
+                                                                                               monkeypatch):
+    # Red team round 49: a NaN weight made a normalising sum NaN, every output NaN, nothing compared,
+    # and the dropped nan_to_num of another input passed. Two inputs here: x (buffer 0) and w (buffer 1).
+    nan = float("nan")
+
+    def behave(role, kw):
+        if kw.get("nonfinite_calls") is None:
+            return GOOD
+        buffers = kw.get("nonfinite_buffers")
+        if buffers is None or buffers & 2:  # w spiked: the sum, and so every output, is NaN
+            return ([[nan] * 4, [nan] * 4], [nan] * 4)
+        # x alone: the baseline's nan_to_num makes 0; the candidate dropped it
+        return ([[1, 0, 3, 4], [5, 6, 0, 8]], [5, 0, 7, 8]) if role == "baseline" else \
+            ([[1, nan, 3, 4], [5, 6, nan, 8]], [5, nan, 7, 8])
+
+    def two_inputs(calls: int) -> dict:
+        m = manifest(calls)
+        m["buffers"].insert(1, {"name": "w", "role": "input", "dtype": "float32", "count": 4, "stressed": True})
+        return m
+
+    scripted_runs(monkeypatch, behave, two_inputs)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "in 'x' only" in v.gate("correctness").detail
+
+
+def test_a_candidate_much_slower_at_a_size_the_pairs_do_not_time_is_rejected_and_in_bench_slower():
+    # Red team round 49: timing pairs run at the default size; a program doing its work eight times at
+    # every other size was SAME in bench check. The correctness runs' own kernel times show it.
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import _speed_at_other_sizes
+    from kernelloop.verify.verdict import Verdict
+
+    def judged(times, regression):
+        v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
+        reasons: list = []
+        _speed_at_other_sizes(v, times, reasons, regression)
+        return reasons, v.gate("other sizes")
+
+    reasons, gate = judged([("size 1 (1000001)", 1.0, 8.0), ("drawn (795)", 1.0, 0.5)], None)
+    assert reasons == [Reason.not_faster] and gate.status == "fail" and "size 1 (1000001)" in gate.detail
+    reasons, gate = judged([("size 1 (1000001)", 1.0, 1.2)], 0.03)  # bench: beyond max(3 x 3 %, 15 %)
+    assert reasons == [Reason.slower]
+    reasons, gate = judged([("size 1 (1000001)", 1.0, 1.05), ("drawn (795)", 1.0, 0.98)], 0.03)  # A/A noise
+    assert reasons == [] and gate.status == "pass"
+    reasons, gate = judged([("size 1 (1000001)", 1.0, 1.4)], None)  # verify: slower, but within 1.5x
+    assert reasons == [] and gate.status == "pass"

@@ -184,7 +184,7 @@ def check_kernel(entry: SuiteEntry, reference: Reference, reference_text: str, c
         result.wall_s = time.monotonic() - started
         return result
     result.verdict, result.decision, result.status = verdict, verdict.regression, status_of(verdict)
-    if result.status in ("same", "faster", "slower") and verdict.regression is not None:
+    if verdict.regression is not None and result.status == verdict.regression.outcome:
         result.summary = verdict.regression.describe()
     else:
         result.summary = verdict.summary

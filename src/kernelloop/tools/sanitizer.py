@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -13,9 +15,22 @@ MEMCHECK_EXIT_CODE = 86  # chosen so a sanitizer finding is told apart from the 
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error", re.I)
 
 
-def memcheck_argv(sanitizer: Path, program: Path) -> list[str]:
+def memcheck_argv(sanitizer: Path, program: Path, *, padding: int = 0) -> list[str]:
+    """compute-sanitizer memcheck on PROGRAM; `padding` bytes after every allocation (where this
+    compute-sanitizer has --padding), so a read just past one allocation cannot land in the next."""
+    pad = ["--padding", str(padding)] if padding and supports_padding(sanitizer) else []
     return [str(sanitizer), "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT_CODE),
-            "--print-limit", "10", "--leak-check", "no", str(program)]
+            "--print-limit", "10", "--leak-check", "no", *pad, str(program)]
+
+
+@functools.lru_cache(maxsize=8)
+def supports_padding(sanitizer: Path) -> bool:
+    """Whether this compute-sanitizer takes --padding (its --help says so)."""
+    try:
+        run = subprocess.run([str(sanitizer), "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--padding" in run.stdout + run.stderr
 
 
 class MemcheckResult(BaseModel):

@@ -109,8 +109,10 @@ def outputs_computing_nonfinite(records: OutputRecords) -> list[str]:
 # How far beyond its tolerance an output must move between two runs of one experiment that differ
 # only in the bytes past the buffers, to say the baseline reads there: far above any honest
 # run-to-run variation (float atomics move a cancelling sum by a few times the tolerance), far below
-# what a guard value of 1e7 (or -3e7) does to a result it reaches.
+# what a guard value of 1e7 (or -3e7) does to a result it reaches. Never more than a quarter of the
+# value's own size: at float16's tolerance 1024x would allow any change at all (red team round 49).
 GUARD_CONTRAST_FACTOR = 1024.0
+GUARD_CONTRAST_MAX_RELATIVE = 0.25
 
 
 def outputs_following_guards(first: OutputRecords, second: OutputRecords, tolerance: Tolerance) -> list[str]:
@@ -143,7 +145,8 @@ def outputs_following_guards(first: OutputRecords, second: OutputRecords, tolera
             if a.size == 0:
                 return False
             floor = float(np.sqrt(np.mean(np.square(a)))) if a.size else 0.0
-            allowed = GUARD_CONTRAST_FACTOR * (rtol * np.maximum(np.maximum(np.abs(a), np.abs(b)), floor) + atol)
+            relative = min(GUARD_CONTRAST_FACTOR * rtol, GUARD_CONTRAST_MAX_RELATIVE)
+            allowed = relative * np.maximum(np.maximum(np.abs(a), np.abs(b)), floor) + GUARD_CONTRAST_FACTOR * atol
             return bool(np.any(np.abs(a - b) > allowed))
 
     for n, (index, name) in enumerate(compared):
@@ -157,6 +160,22 @@ def outputs_following_guards(first: OutputRecords, second: OutputRecords, tolera
         if any(moved(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1), name)
                for x, y in pairs):
             found.append(name)
+    return found
+
+
+def outputs_all_nonfinite(records: OutputRecords) -> list[str]:
+    """Floating-point outputs of which the dumped (last) call left not one element finite: in a
+    special-value experiment, nothing of them was compared (red team round 49: one input's NaN
+    reached every element through a sum, and another input's sanitiser went unchecked)."""
+    if records.manifest is None:
+        return []
+    names = [b.name for b in records.manifest.buffers if b.role in ("output", "inout")]
+    found = []
+    for name, values in zip(names, records.outputs):
+        if values.dtype.kind == "f" or str(values.dtype) == "bfloat16":
+            with np.errstate(invalid="ignore"):
+                if values.size and not np.isfinite(values.astype(np.float32)).any():
+                    found.append(name)
     return found
 
 

@@ -34,7 +34,8 @@ from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inout_left_as_filled,
-                         inputs_reach_outputs, outputs_computing_nonfinite, outputs_following_guards,
+                         inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nonfinite,
+                         outputs_following_guards,
                          inputs_without_variety, outputs_never_varying, outputs_showing_no_work,
                          speed_of_light)
 from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
@@ -391,7 +392,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                        + "; a candidate that bakes them in would be accepted")
     if manifest is not None:
         _check_guard_reads(v, base_build, base_bin, baseline_name, manifest, run_limits, cache, durations, say)
-        _check_baseline_bounds(v, base_build, base_bin, baseline_name, toolchain.nvcc, cache, durations, say)
+        _check_baseline_bounds(v, base_build, base_bin, baseline_name, toolchain.nvcc, cache, manifest, durations, say)
     if manifest is not None and manifest.pageable_memory_access:
         if not vs.allow_pageable_memory_access:
             raise EnvironmentProblem(PAGEABLE_MEMORY_REFUSAL)
@@ -429,6 +430,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         v.notes += coverage_notes(manifest)
     noise_by_size: dict[tuple[int, int | None], BaselineNoise] = {}
     drawn_sizes: list[list[int]] = []
+    other_size_times: list[tuple[str, float, float]] = []  # (which size, baseline ms, candidate ms)
     for seed, size_index, draw in experiments:
         say(Progress(stage="correctness", message=f"seed {seed}{_size_words(size_index)}: candidate, then baseline"))
         secret = _secret()
@@ -447,6 +449,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                              f"{_run_failure(base)[1]}")
         if size_index < 0 and base.records and base.records.manifest:
             drawn_sizes.append(base.records.manifest.sizes)
+        if size_index and base.kernel_ms.value and cand.kernel_ms.value:
+            shape = " x ".join(map(str, base.records.manifest.sizes)) if base.records and base.records.manifest else ""
+            other_size_times.append((f"{'drawn' if size_index < 0 else f'size {size_index}'} ({shape})",
+                                     base.kernel_ms.value, cand.kernel_ms.value))
         size_key = (size_index, draw)
         if size_key not in noise_by_size:  # each size's first experiment, run again: the baseline's own variation
             again = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
@@ -522,6 +528,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     durations.timing_s = time.monotonic() - t
     if manifest is not None and v.speed is not None:  # the declared work and measured ceilings, for reports
         v.work = WorkModel.of([manifest, *manifests])
+    if other_size_times and not reasons:
+        _speed_at_other_sizes(v, other_size_times, reasons, regression)
     if not reasons and manifest is not None:
         _speed_of_light(v, [manifest, *manifests], reasons)
     elif manifest is None:
@@ -684,6 +692,30 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
 GUARD_CONTRAST_BYTES = (0xFF, 0x4B, 0xCB)
 
 
+# Timing pairs run at the default size. At every other size the correctness runs' own kernel times
+# (each the mean of the timed calls of one run, the baseline's and the candidate's on the same
+# inputs) still say whether a candidate is much slower there: one that does its work eight times
+# at every size but the timed one was SAME in bench check and accepted by verify (red team round 49).
+OTHER_SIZE_SLOWDOWN = 1.5  # verify/optimize: slower than the baseline by this much at a checked size rejects
+OTHER_SIZE_REGRESSION_FLOOR = 0.15  # bench check: slower by more than max(3 x threshold, this) is SLOWER
+
+
+def _speed_at_other_sizes(v: Verdict, times: list[tuple[str, float, float]], reasons: list[Reason],
+                          regression: float | None) -> None:
+    limit = 1 + max(3 * regression, OTHER_SIZE_REGRESSION_FLOOR) if regression is not None else OTHER_SIZE_SLOWDOWN
+    ratios = [(label, cand / base) for label, base, cand in times]
+    said = ", ".join(f"{label}: {ratio:.2f}x the baseline's time" for label, ratio in ratios)
+    slow = [(label, ratio) for label, ratio in ratios if ratio > limit]
+    if slow:
+        reasons.append(Reason.slower if regression is not None else Reason.not_faster)
+        v.gates.append(GateResult(gate="other sizes", status="fail", detail=(
+            f"slower than the baseline beyond {limit:.2f}x at {', '.join(label for label, _ in slow)} ({said}; one "
+            "run each, from the correctness checks): timing pairs run at the default size only")))
+    else:
+        v.gates.append(GateResult(gate="other sizes", status="pass", detail=(
+            f"{said} (one run each, from the correctness checks; at most {limit:.2f}x allowed)")))
+
+
 def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, manifest: Manifest,
                        limits: Limits, cache: Path, durations: Durations, say) -> None:
     """The baseline three times on one experiment (seed, stream, poison) at each declared size, its
@@ -693,8 +725,9 @@ def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, base
     the guard zones hold otherwise). Cached per baseline build and size."""
     vs = v.settings
     tolerance = _tolerance(vs)
+    tolerance_key = hashlib.sha256(tolerance.model_dump_json().encode()).hexdigest()[:12]  # the decision's terms
     for size_index in range(manifest.size_options):
-        record = cache / "guard-contrast" / f"{base_build.key}-{size_index}.ok"
+        record = cache / "guard-contrast" / f"{base_build.key}-{size_index}-{tolerance_key}.ok"
         if record.is_file():
             continue
         say(Progress(stage="correctness", message=f"the baseline with other bytes past its buffers{_size_words(size_index)}"))
@@ -717,13 +750,17 @@ def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, base
         record.write_text("no output follows the bytes past the inputs\n")
 
 
+BOUNDS_PADDING_BYTES = 1 << 20  # compute-sanitizer --padding after every allocation of the bounds runs
+
+
 def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, nvcc: Path,
-                           cache: Path, durations: Durations, say) -> None:
-    """The baseline under memcheck once, every buffer its own allocation of its exact size (no
-    guard zones): a read past a buffer the harness declares is then out of bounds. In the other
-    runs such a read lands in a guard zone, whose constant bytes a candidate could bake in as
-    padding; whether it shows in the outputs depends on the arithmetic (max, ReLU and float-to-int
-    swallow NaN: red team rounds 46-47). Cached per baseline build."""
+                           cache: Path, manifest: Manifest, durations: Durations, say) -> None:
+    """The baseline under memcheck at each declared size, every buffer its own allocation of its
+    exact size (no guard zones) with padding after it: a read past a buffer the harness declares is
+    then out of bounds, whatever lies next to it. In the other runs such a read lands in a guard
+    zone, whose constant bytes a candidate could bake in as padding, and whether it shows in the
+    outputs depends on the arithmetic (red team rounds 46-49). A run that does not finish refuses
+    the baseline: unchecked is not clean. Cached per baseline build and size."""
     vs = v.settings
     sanitizer = find_compute_sanitizer(nvcc) if vs.baseline_bounds != "off" else None
     if sanitizer is None:
@@ -733,37 +770,47 @@ def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, 
         v.notes.append("the baseline's accesses were not checked against its declared buffers (compute-sanitizer "
                        + ("not found)" if vs.baseline_bounds != "off" else "turned off: baseline_bounds)"))
         return
-    record = cache / "baseline-bounds" / f"{base_build.key}.json"
-    if record.is_file():
-        try:
-            known = MemcheckResult.model_validate_json(record.read_text())
-        except ValueError:
-            known = None
-    else:
-        known = None
-    if known is None:
-        say(Progress(stage="correctness", message="the baseline under memcheck, every buffer to its exact size"))
-        limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
-                        file_size_bytes=vs.output_dump_max_bytes)
-        run = run_program(base_bin, seed=secrets.randbits(63) | 1, limits=limits,
-                          wrapper=memcheck_argv(sanitizer, Path("program"))[:-1], secret=_secret(), exact_buffers=True)
-        durations.program_runs_s += run.result.wall_s
-        found = read_memcheck(run.result.stdout, run.result.stderr)
-        if run.result.timed_out or found.errors is None or (found.errors == 0 and run.result.returncode != 0):
-            v.notes.append("the baseline's accesses were not checked against its declared buffers (its memcheck run "
-                           f"did not finish: {run.result.failure() or 'no summary'})")
-            return
-        known = found
-        record.parent.mkdir(parents=True, exist_ok=True)
-        record.write_text(known.model_dump_json())
-    if known.errors:
-        first = next((ln.strip("= ").strip() for ln in known.excerpt.splitlines() if "Invalid" in ln),
-                     known.excerpt.splitlines()[0].strip("= ").strip() if known.excerpt else "memcheck errors")
-        raise InputError(f"{baseline_name}: the baseline reads or writes past a buffer its harness declares "
-                         f"(compute-sanitizer memcheck, every buffer allocated to its exact size: {first}): the "
-                         "verifier cannot check what it computes from memory no buffer holds. Declare how many "
-                         "elements each buffer really holds (`kernelloop init --count NAME=EXPR`), or fix the "
-                         "kernel's bounds")
+    limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
+                    file_size_bytes=vs.output_dump_max_bytes)
+    for size_index in range(manifest.size_options):
+        record = cache / "baseline-bounds" / f"{base_build.key}-{size_index}.json"
+        known: MemcheckResult | None = None
+        if record.is_file():
+            try:
+                known = MemcheckResult.model_validate_json(record.read_text())
+            except ValueError:
+                known = None
+        if known is None:
+            say(Progress(stage="correctness", message=f"the baseline under memcheck{_size_words(size_index)}, every "
+                                                      "buffer to its exact size"))
+            run = run_program(base_bin, seed=secrets.randbits(63) | 1, limits=limits, size_index=size_index,
+                              wrapper=memcheck_argv(sanitizer, Path("program"), padding=BOUNDS_PADDING_BYTES)[:-1],
+                              secret=_secret(), exact_buffers=True)
+            durations.program_runs_s += run.result.wall_s
+            found = read_memcheck(run.result.stdout, run.result.stderr)
+            if run.result.timed_out:
+                raise InputError(f"{baseline_name}: the baseline did not finish under compute-sanitizer within "
+                                 f"{vs.memcheck_timeout_s:g} s{_size_words(size_index)}, so its accesses were not checked "
+                                 "against its declared buffers: raise memcheck_timeout_s, or set baseline_bounds = \"off\" "
+                                 "to verify without this check")
+            why = run.result.failure() or f"exit code {run.result.returncode}"
+            if found.errors is None:
+                raise EnvironmentProblem(f"compute-sanitizer could not run the baseline here ({why}, no summary); set "
+                                         "baseline_bounds = \"off\" (and memcheck = \"off\") to verify without it")
+            if found.errors == 0 and run.result.returncode != 0:
+                raise InputError(f"{baseline_name}: the baseline fails under compute-sanitizer{_size_words(size_index)} "
+                                 f"({why}), so its accesses were not checked against its declared buffers")
+            known = found
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(known.model_dump_json())
+        if known.errors:
+            first = next((ln.strip("= ").strip() for ln in known.excerpt.splitlines() if "Invalid" in ln),
+                         known.excerpt.splitlines()[0].strip("= ").strip() if known.excerpt else "memcheck errors")
+            raise InputError(f"{baseline_name}: the baseline reads or writes past a buffer its harness declares"
+                             f"{_size_words(size_index)} (compute-sanitizer memcheck, every buffer allocated to its "
+                             f"exact size: {first}): the verifier cannot check what it computes from memory no buffer "
+                             "holds. Declare how many elements each buffer really holds (`kernelloop init --count "
+                             "NAME=EXPR`), or fix the kernel's bounds")
 
 
 # KERNELLOOP_NONFINITE's kinds (kernelloop_harness.cuh), all at once and one at a time.
@@ -775,10 +822,11 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
                            noise: BaselineNoise | None, durations: Durations,
                            say) -> tuple[tuple[Reason, str] | None, bool]:
     """The special-value experiments: (a candidate failure, whether every comparison matched).
-    Every spiked input at once first; where the baseline fails on that, each input alone (the
-    others finite), and where it fails on an input, each kind of value alone in it: a value the
-    baseline cannot take (-inf as a table index, a trap on a NaN parameter) does not take the other
-    inputs' and values' checks with it (red team rounds 47-48). Where the baseline's output is
+    Every spiked input at once first; where the baseline fails on that, or leaves an output wholly
+    NaN or inf (so nothing of it is compared), each input alone (the others finite), and where that
+    too fails, each kind of value alone in it: a value the baseline cannot take (-inf as a table
+    index, a trap on a NaN parameter, a NaN weight in a normalising sum) does not take the other
+    inputs' and values' checks with it (red team rounds 47-49). Where the baseline's output is
     finite the candidate's must match; what the baseline leaves NaN or inf is not compared."""
     vs = v.settings
     spiked = [(i, b.name) for i, b in enumerate(manifest.buffers) if b.stressed and b.role in ("input", "inout")]
@@ -795,6 +843,8 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
         durations.program_runs_s += cand.result.wall_s + base.result.wall_s
         if _run_failure(base):
             return False, None, True
+        if base.records is not None and outputs_all_nonfinite(base.records):
+            return False, None, True  # an output left wholly NaN or inf compares nothing: narrow down
         failure = _run_failure(cand)
         if failure:  # the baseline runs on these inputs; the candidate does not
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
@@ -825,8 +875,8 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
                 if not ran:
                     unchecked.append(f"{NONFINITE_KINDS[kinds]} in '{name}'")
     if unchecked:
-        v.notes.append("special input values the baseline itself fails on, so nothing checks how a candidate handles "
-                       f"them: {', '.join(unchecked)}")
+        v.notes.append("special input values the baseline itself fails on, or turns every element of an output into "
+                       f"NaN or inf with, so nothing checks how a candidate handles them: {', '.join(unchecked)}")
     return None, True
 
 

@@ -42,7 +42,7 @@ class Reason(str, Enum):
 
 
 GateName = Literal["policy", "compile", "correctness", "memcheck", "independent timing", "speedup", "regression",
-                   "speed of light", "process wall"]
+                   "other sizes", "speed of light", "process wall"]
 
 
 class GateResult(BaseModel):
