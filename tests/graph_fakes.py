@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from kernelloop.config import VerifySettings
+from kernelloop.optimizers.base import NoMoreCandidates, Proposal
 from kernelloop.profiler.diagnosis import Diagnosis
 from kernelloop.profiler.run import ProfileResult, ProfileTimings, diagnose_report
 from kernelloop.tools.gpu import GpuInfo
 from kernelloop.verify.outputs import Comparison
+from kernelloop.verify.policy import Violation
 from kernelloop.verify.stats import Spread, SpeedupDecision
 from kernelloop.verify.verdict import BuildSummary, GateResult, Reason, SeedCheck, StaticCheck, Verdict
 
@@ -117,3 +119,43 @@ class FakeToolbox:
         if callable(self._verdicts):
             return self._verdicts(source)
         return self._verdicts.pop(0)
+
+
+class Scripted:
+    """Hands out the given answers in order: a source, or an exception to raise."""
+
+    name = "offline"
+
+    def __init__(self, answers: list[Any]) -> None:
+        self.answers = list(answers)
+        self.requests: list[Any] = []
+
+    def propose(self, request):
+        self.requests.append(request)
+        if not self.answers:
+            raise NoMoreCandidates("scripted: nothing left")
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return Proposal(source=answer, approach=f"candidate {len(self.requests)}", optimizer="offline")
+
+
+def _build(ok: bool, log: str = "") -> BuildSummary:
+    return BuildSummary(ok=ok, cached=False, seconds=0.1, stage="done" if ok else "compile", log_excerpt=log,
+                        flags=["-O3", "-arch=sm_90"])
+
+
+def static_ok(_path: Path, _source: str) -> StaticCheck:
+    return StaticCheck(ok=True, summary="policy clean; both build", arch="sm_90", split_mode="markers",
+                       baseline_build=_build(True), candidate_build=_build(True))
+
+
+def static_broken(_path: Path, _source: str) -> StaticCheck:
+    return StaticCheck(ok=False, summary="the candidate does not build", arch="sm_90", split_mode="markers",
+                       baseline_build=_build(True), candidate_build=_build(False, 'k.cu(31): error: expected a ";"'))
+
+
+def static_policy(_path: Path, _source: str) -> StaticCheck:
+    return StaticCheck(ok=False, summary="policy: inline PTX", arch="sm_90", split_mode="markers",
+                       violations=[Violation(rule="inline_asm", where="source line 3", detail="asm volatile")],
+                       baseline_build=_build(True))

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.table import Table
 
-from ..graph.events import LoopEvent
+from ..agents.events import LoopEvent
 from .render import styled
 
 _NODE_STYLE = {"profiler": "cyan", "researcher": "magenta", "optimizer": "yellow", "check": "blue",

@@ -12,6 +12,10 @@
   optimize.max_iterations rounds (with keep_going: after optimize.patience rounds without a
   gain of optimize.min_gain over the best, or max_iterations + max_rounds rounds in all).
 
+The nodes are the agents' module-level functions (agents/); each reads the run's LoopContext
+(tools, optimizer, run folder, run log) as `runtime.context`, which the run passes to LangGraph
+as its context (`context_schema=LoopContext`), never into the state.
+
 State is checkpointed after every node in `<data dir>/checkpoints.sqlite` (LangGraph's SQLite
 checkpointer), keyed by the run id: `kernelloop optimize --resume RUN_ID` continues there.
 """
@@ -23,27 +27,54 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
 
+from ..agents.context import LoopContext, Toolbox
+from ..agents.events import LoopEvent
+from ..agents.finish import finish
+from ..agents.optimizer import optimizer
+from ..agents.profiler import profiler
+from ..agents.researcher import researcher
+from ..agents.state import AcceptRoute, CheckRoute, LoopState, OptimizerRoute, Route, VerifierRoute
+from ..agents.verifier import accept, check, verifier
 from ..config import OptimizeSettings, Settings
 from ..errors import InputError
 from ..optimizers.base import Optimizer, PastAttempt
 from ..program.split import read_program, split_program
 from ..runs.artifacts import RunArtifacts, kernel_name, new_run_id
 from ..runs.store import RunRecord, RunStore, failure_reason, now, run_store
-from .context import LoopContext, Toolbox
-from .events import LoopEvent
 from .inputs import CheckedInput, _arch
-from .nodes import make_nodes
-from .state import LoopState
+
+NODES = {"profiler": profiler, "researcher": researcher, "optimizer": optimizer, "check": check,
+         "verifier": verifier, "accept": accept, "finish": finish}
+# The conditional edges: per node, the routes it writes (its Literal) and where each one leads.
+EDGES: dict[str, tuple[Any, dict[str, str]]] = {
+    "optimizer": (OptimizerRoute, {"check": "check", "retry": "optimizer", "exhausted": "finish", "finish": "finish"}),
+    "check": (CheckRoute, {"verify": "verifier", "fix": "optimizer", "retry": "optimizer", "exhausted": "finish"}),
+    "verifier": (VerifierRoute, {"accept": "accept", "retry": "optimizer", "exhausted": "finish"}),
+    "accept": (AcceptRoute, {"continue": "researcher", "finish": "finish"}),
+}
 
 
-def route(state: LoopState) -> str:
-    """Every conditional edge: the route the node just wrote. Reads only."""
+def route(state: LoopState) -> Route:
+    """Every conditional edge: the route the node just wrote. Reads only (LangGraph drops writes
+    made in a routing function)."""
     return state["route"]
+
+
+def path_map(node: str, routes: Any, targets: dict[str, str]) -> dict[str, str]:
+    """A conditional edge's path map. It must map exactly the routes the node's Literal names: a
+    route no edge reads, or an edge for a route no node writes, is a bug found when the graph is built."""
+    written, read = set(get_args(routes)), set(targets)
+    if written != read:
+        raise ValueError(f"the edge out of {node} maps {sorted(read)} but the node writes {sorted(written)}")
+    unknown = set(targets.values()) - set(NODES)
+    if unknown:
+        raise ValueError(f"the edge out of {node} leads to unknown node(s) {sorted(unknown)}")
+    return targets
 
 
 def recursion_limit(opt: OptimizeSettings) -> int:
@@ -53,20 +84,16 @@ def recursion_limit(opt: OptimizeSettings) -> int:
     return 2 + rounds * per_round + 2  # profiler and researcher first; finish last
 
 
-def build_graph(ctx: LoopContext, checkpointer: Any = None) -> Any:
-    nodes = make_nodes(ctx)
-    g = StateGraph(LoopState)
-    for name, fn in nodes.items():
+def build_graph(checkpointer: Any = None) -> Any:
+    """The loop's graph; each run passes its LoopContext as the context (`context=ctx`)."""
+    g = StateGraph(LoopState, context_schema=LoopContext)
+    for name, fn in NODES.items():
         g.add_node(name, fn)
     g.add_edge(START, "profiler")
     g.add_edge("profiler", "researcher")
     g.add_edge("researcher", "optimizer")
-    g.add_conditional_edges("optimizer", route, {"check": "check", "retry": "optimizer", "exhausted": "finish",
-                                                 "finish": "finish"})
-    g.add_conditional_edges("check", route, {"verify": "verifier", "fix": "optimizer", "retry": "optimizer",
-                                             "exhausted": "finish"})
-    g.add_conditional_edges("verifier", route, {"accept": "accept", "retry": "optimizer", "exhausted": "finish"})
-    g.add_conditional_edges("accept", route, {"continue": "researcher", "finish": "finish"})
+    for node, (routes, targets) in EDGES.items():
+        g.add_conditional_edges(node, route, path_map(node, routes, targets))
     g.add_edge("finish", END)
     return g.compile(checkpointer=checkpointer)
 
@@ -136,7 +163,7 @@ async def run_loop(ctx: LoopContext) -> AsyncIterator[LoopEvent]:
     try:
         ctx.settings.data_dir.mkdir(parents=True, exist_ok=True)
         async with AsyncSqliteSaver.from_conn_string(str(checkpoint_path(ctx.settings))) as saver:
-            graph = build_graph(ctx, saver)
+            graph = build_graph(saver)
             config = {"configurable": {"thread_id": ctx.run_id},
                       "recursion_limit": recursion_limit(ctx.settings.optimize)}
             inputs: dict[str, Any] | None = {"iteration": 0}
@@ -162,7 +189,7 @@ async def run_loop(ctx: LoopContext) -> AsyncIterator[LoopEvent]:
                                 message=f"resuming run {ctx.run_id} at {at}")
             # durability="sync": a node's checkpoint is on disk before the next node starts, so
             # Ctrl-C at any moment loses at most the node that was running.
-            stream = graph.astream(inputs, config, stream_mode="custom", durability="sync")
+            stream = graph.astream(inputs, config, context=ctx, stream_mode="custom", durability="sync")
             async with aclosing(stream):
                 async for chunk in stream:
                     event = LoopEvent.model_validate(chunk)
@@ -180,6 +207,6 @@ async def run_loop(ctx: LoopContext) -> AsyncIterator[LoopEvent]:
 async def final_state(ctx: LoopContext) -> dict[str, Any]:
     """The last checkpointed state of a run (for --json output and tests)."""
     async with AsyncSqliteSaver.from_conn_string(str(checkpoint_path(ctx.settings))) as saver:
-        graph = build_graph(ctx, saver)
+        graph = build_graph(saver)
         snapshot = await graph.aget_state({"configurable": {"thread_id": ctx.run_id}})
         return dict(snapshot.values)

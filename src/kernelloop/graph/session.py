@@ -9,11 +9,12 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
+from ..agents.events import LoopEvent
 from ..config import Settings, tolerance_environment
+from ..errors import InputError
 from ..llm_config import LLMConfig, resolve_llm_config
 from ..mcp.client import McpToolbox
 from ..optimizers.factory import make_optimizer, model_label, resolve_kind
-from .events import LoopEvent
 from ..runs.store import failure_reason, now
 from .inputs import CheckedInput, check_inputs
 from .loop import new_run, resumed_run, run_loop, run_store, saved_settings
@@ -35,6 +36,8 @@ async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, o
                    checked: CheckedInput | None = None) -> AsyncIterator[LoopEvent]:
     """Events of one run. `optimizer` overrides the factory (tests: scripted chat models);
     `checked` is the input the caller already checked (graph.inputs.check_inputs)."""
+    if (kernel is None) == (resume is None):
+        raise InputError("give the kernel to optimize, or --resume RUN_ID (not both)")
     if resume is not None:
         record = run_store(settings).get_run(resume)
         settings = saved_settings(record)  # a resumed run keeps its caps and threshold
@@ -44,7 +47,7 @@ async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, o
         chosen = optimizer or make_optimizer(kind, llm, settings.optimize)
         ctx = resumed_run(record, settings, chosen, _NoToolbox(), require_gpu=require_gpu)
     else:
-        assert kernel is not None
+        assert kernel is not None  # for the type checker: checked above
         if checked is None:
             checked = check_inputs(kernel, settings, require_gpu=require_gpu)  # before the optimizer and servers start
         kind = resolve_kind(optimizer_kind or settings.optimize.optimizer, llm)

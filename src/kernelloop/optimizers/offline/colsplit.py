@@ -117,7 +117,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
     f_start, f_end = s.span
     edits.append((f_start, f_end, "{ " + " ".join(before) + (" " if before else "") + header + body[b_start:b_end]
                   + "\n    " + " ".join(publish)
-                  + f"\n    __threadfence_block();  // the partials before the count"
+                  + "\n    __threadfence_block();  // the partials before the count"
                   + f"\n    if (atomicAdd(&kl_arrived[threadIdx.x], 1u) != {split - 1}u) return;  // not the last"
                   + "\n    __threadfence_block();  // every partial is visible to the last"
                   + "\n    " + " ".join(combine) + "\n    kl_owner = true; }"))

@@ -586,9 +586,9 @@ def _unit_step(f: KernelFacts, step: Expr | None, var: str | None) -> bool:
         if step.op == "+=":
             return isinstance(step.value, Num) and step.value.value == 1
         if step.op == "=" and isinstance(step.value, Binary) and step.value.op == "+":
-            l, r = step.value.left, step.value.right
+            left, right = step.value.left, step.value.right
             one = lambda x: isinstance(x, Num) and x.value == 1  # noqa: E731
-            return (is_var(l) and one(r)) or (is_var(r) and one(l))
+            return (is_var(left) and one(right)) or (is_var(right) and one(left))
     return False
 
 

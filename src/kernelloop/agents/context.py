@@ -1,7 +1,9 @@
 """What the nodes share that is not state: the tools, the optimizer, the run's files and log.
 
-None of it is checkpointed; `kernelloop optimize --resume` builds a new context from the
-run log and the run folder, and the checkpointed state says where the loop stood."""
+It is the graph's `context_schema`: the loop hands one LoopContext to LangGraph with each run
+(`astream(..., context=ctx)`) and every node reads it as `runtime.context`. None of it is
+checkpointed; `kernelloop optimize --resume` builds a new context from the run log and the run
+folder, and the checkpointed state says where the loop stood."""
 
 from __future__ import annotations
 
