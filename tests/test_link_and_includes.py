@@ -100,3 +100,28 @@ def test_include_dirs_follow_the_precedence_rule(tmp_path, monkeypatch):
         (tmp_path / "a").resolve()]
     with pytest.raises(ConfigError, match="is not a folder"):
         load_settings({"include_dirs": [tmp_path / "missing"]}, project_dir=tmp_path)
+
+
+@pytest.mark.nvcc
+def test_the_include_folders_of_a_settings_object_reach_the_gate(tmp_path, monkeypatch):
+    # One settings channel: a Settings built in Python (kernelloop.verify_files) is used as given,
+    # its include folders too, not the environment's or ./kernelloop.toml's.
+    from kernelloop.tools.gpu import GpuInfo
+    from kernelloop.verify import gate
+    monkeypatch.delenv(INCLUDE_DIRS_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    program = generate((OUTSIDE / "saxpy_header.cu").read_text(),
+                       InitSpec(values={"n": ["1024", "1023"], "a": ["2"]}, roles={"y": "inout"}), "saxpy_header.cu")
+
+    class Ran(Exception):
+        pass
+
+    def stop(*a, **k):
+        raise Ran  # the static gates passed: both units built with the header found
+
+    monkeypatch.setattr(gate, "run_program", stop)
+    settings = Settings(cache_dir=shared_cache_dir(), include_dirs=[INCLUDE])
+    with pytest.raises(Ran):
+        gate.verify_sources(program.program, program.program, settings, baseline_name="saxpy_kl.cu",
+                            candidate_name="saxpy_kl.cu",
+                            gpu=GpuInfo(index=0, name="fake (test)", compute_capability="9.0", driver_version="0"))

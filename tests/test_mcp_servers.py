@@ -16,6 +16,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+
+from kernelloop.config import VerifySettings
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.memory import create_connected_server_and_client_session
@@ -245,6 +247,22 @@ def _fake_gate(monkeypatch, seen: dict):
 
     monkeypatch.setattr(gate, "verify_files", fake_verify_files)
     monkeypatch.setattr(gate, "verify_sources", fake_verify_sources)
+
+
+def test_verify_takes_the_callers_settings_over_the_servers_folder(monkeypatch, tmp_path):
+    # One settings channel: kernelloop optimize passes its run's [verify] settings, so a resumed run (or a
+    # server started in another folder) verifies exactly as the run began.
+    seen: dict = {}
+    _fake_gate(monkeypatch, seen)
+    (tmp_path / "kernelloop.toml").write_text("[verify]\nrtol = 0.5\nseeds = 5\n")  # what the server's folder says
+    monkeypatch.chdir(tmp_path)
+    run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "threshold": 1.5,
+                                    "settings": VerifySettings(rtol=1e-6, seeds=3).model_dump(mode="json")})
+    chosen = seen["settings"].verify
+    assert chosen.rtol == 1e-6 and chosen.seeds == 3 and chosen.threshold == 1.5
+    r = run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
+                                        "settings": {"rtol": "inf"}})
+    assert error_text(r).startswith("argument settings: rtol")
 
 
 def test_verify_forwards_the_gates_progress_as_mcp_progress_notifications(monkeypatch):

@@ -255,8 +255,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     started = time.monotonic()
     say = progress or (lambda p: None)
     # `baseline_include_dirs` []: a self-contained baseline (a bench reference, headers inlined when it
-    # was recorded) that no include folder of the working tree may add to (red team round 47).
-    split = split_program(baseline_text, baseline_name, baseline_include_dirs)
+    # was recorded) that no include folder of the working tree may add to (red team round 47); else
+    # the settings' own include folders (a Settings built in Python is used as given).
+    split = split_program(baseline_text, baseline_name,
+                          baseline_include_dirs if baseline_include_dirs is not None else settings.include_dirs)
     editable, notes = candidate_editable_part(candidate_text, split, candidate_name)
     if not editable.strip():
         raise InputError(f"{candidate_name}: the candidate's editable part is empty")
