@@ -75,8 +75,7 @@ class FakeToolbox:
             {"title": "Shared-memory tiling", "source": "smem-tiling", "text": "Stage tiles of A and B in shared memory.",
              "score": 1.0}]
         self.fail_on = fail_on or {}
-        self.calls: dict[str, list[Any]] = {"profile": [], "search_for_diagnosis": [], "static_check": [], "verify": [],
-                                            "verify_settings": []}
+        self.calls: dict[str, list[Any]] = {"profile": [], "search_for_diagnosis": [], "static_check": [], "verify": []}
 
     def _maybe_fail(self, tool: str) -> None:
         exc = self.fail_on.pop(tool, None)
@@ -112,9 +111,8 @@ class FakeToolbox:
         return _static_check(str(baseline_path), source, arch or "sm_90")
 
     async def verify(self, baseline_path: Path, source: str, *, threshold: float | None = None,
-                     progress: Any = None, settings: Any = None) -> Verdict:
+                     progress: Any = None) -> Verdict:
         self.calls["verify"].append(source)
-        self.calls["verify_settings"].append(settings)
         self._maybe_fail("verify")
         if progress:
             progress("timing: 7 interleaved runs each")

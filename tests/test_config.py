@@ -149,23 +149,19 @@ def test_bad_tolerance_tables_and_variables_are_reported(tmp_path, monkeypatch, 
         load_settings(project_dir=tmp_path)
 
 
-def test_optimize_hands_its_tolerances_to_the_sandbox_server(tmp_path, monkeypatch, no_tolerance_env):
-    # `kernelloop optimize --rtol ...`: the verifier runs in the sandbox MCP server, which loads its
-    # own settings; the run's tolerances reach it through the server's environment, unchanged.
-    from kernelloop.config import tolerance_environment
+def test_optimize_hands_its_verify_settings_to_the_sandbox_server(tmp_path, monkeypatch, no_tolerance_env):
+    # `kernelloop optimize --rtol ...`: the verifier runs in the sandbox MCP server; the run's [verify]
+    # settings reach it whole when it starts, and it verifies with them, not its folder's.
+    from kernelloop.config import RUN_VERIFY_SETTINGS_ENV, run_verify_settings
     from kernelloop.graph.session import mcp_toolbox
 
-    s = load_settings({"rtol": ["1e-5", "out=1e-4"], "atol": ["dbias=1e-6"]}, project_dir=tmp_path)
-    env = tolerance_environment(s.verify)
-    assert env == {"KERNELLOOP_VERIFY_RTOL": "1e-05,out=0.0001", "KERNELLOOP_VERIFY_ATOL": "dbias=1e-06"}
+    s = load_settings({"rtol": ["1e-5", "out=1e-4"], "atol": ["dbias=1e-6"], "seeds": 3}, project_dir=tmp_path)
     toolbox = mcp_toolbox(s)
-    assert toolbox.env is not None and toolbox.env["KERNELLOOP_VERIFY_RTOL"] == "1e-05,out=0.0001"
-    assert toolbox.env["PATH"] == __import__("os").environ["PATH"]  # the rest of the environment as before
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    again = load_settings(project_dir=tmp_path)  # what the server loads
-    assert again.verify.rtol == s.verify.rtol and again.verify.tolerances == s.verify.tolerances
-    assert mcp_toolbox(load_settings({"rtol": None}, project_dir=tmp_path / "none")).env is not None  # env set above
-    monkeypatch.delenv("KERNELLOOP_VERIFY_RTOL")
-    monkeypatch.delenv("KERNELLOOP_VERIFY_ATOL")
-    assert mcp_toolbox(load_settings(project_dir=tmp_path)).env is None  # nothing to hand over: as before
+    assert toolbox.env is not None and toolbox.env["PATH"] == __import__("os").environ["PATH"]
+    monkeypatch.setenv(RUN_VERIFY_SETTINGS_ENV, toolbox.env[RUN_VERIFY_SETTINGS_ENV])  # what the server sees
+    assert run_verify_settings() == s.verify
+    monkeypatch.setenv(RUN_VERIFY_SETTINGS_ENV, '{"rtol": "inf"}')
+    with pytest.raises(ConfigError, match=RUN_VERIFY_SETTINGS_ENV):
+        run_verify_settings()
+    monkeypatch.delenv(RUN_VERIFY_SETTINGS_ENV)
+    assert run_verify_settings() is None

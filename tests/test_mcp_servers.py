@@ -249,20 +249,26 @@ def _fake_gate(monkeypatch, seen: dict):
     monkeypatch.setattr(gate, "verify_sources", fake_verify_sources)
 
 
-def test_verify_takes_the_callers_settings_over_the_servers_folder(monkeypatch, tmp_path):
-    # One settings channel: kernelloop optimize passes its run's [verify] settings, so a resumed run (or a
-    # server started in another folder) verifies exactly as the run began.
+def test_verify_uses_the_run_settings_it_was_started_with_and_a_call_may_only_tighten_them(monkeypatch, tmp_path):
+    # One settings channel: kernelloop optimize starts the server with its run's [verify] settings, so a
+    # resumed run verifies exactly as it began; a call may raise the bar, never lower it (red team round
+    # 50: a per-call settings argument let the caller, the party being judged, loosen every gate).
+    from kernelloop.config import RUN_VERIFY_SETTINGS_ENV
     seen: dict = {}
     _fake_gate(monkeypatch, seen)
     (tmp_path / "kernelloop.toml").write_text("[verify]\nrtol = 0.5\nseeds = 5\n")  # what the server's folder says
     monkeypatch.chdir(tmp_path)
-    run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "threshold": 1.5,
-                                    "settings": VerifySettings(rtol=1e-6, seeds=3).model_dump(mode="json")})
+    monkeypatch.setenv(RUN_VERIFY_SETTINGS_ENV, VerifySettings(rtol=1e-6, seeds=3).model_dump_json())
+    run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "threshold": 1.5})
     chosen = seen["settings"].verify
     assert chosen.rtol == 1e-6 and chosen.seeds == 3 and chosen.threshold == 1.5
     r = run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
-                                        "settings": {"rtol": "inf"}})
-    assert error_text(r).startswith("argument settings: rtol")
+                                        "threshold": 1.05, "seeds": 2})
+    assert error_text(r).startswith("argument threshold 1.05 (the server's is 1.2), seeds 2 (the server's is 3): "
+                                    "a call may only tighten the gate")
+    run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
+                                    "settings": {"rtol": 1.0}})
+    assert seen["settings"].verify.rtol == 1e-6  # no such argument: the server ignores it
 
 
 def test_verify_forwards_the_gates_progress_as_mcp_progress_notifications(monkeypatch):

@@ -396,22 +396,58 @@ def test_special_values_that_leave_an_output_wholly_nan_are_narrowed_until_somet
 
 def test_a_candidate_much_slower_at_a_size_the_pairs_do_not_time_is_rejected_and_in_bench_slower():
     # Red team round 49: timing pairs run at the default size; a program doing its work eight times at
-    # every other size was SAME in bench check. The correctness runs' own kernel times show it.
+    # every other size was SAME in bench check. The correctness runs' own times there show it.
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import _speed_at_other_sizes
+    from kernelloop.verify.audit import AuditReport
+    from kernelloop.verify.gate import OtherSize, _speed_at_other_sizes
     from kernelloop.verify.verdict import Verdict
 
-    def judged(times, regression):
+    def judged(sizes, regression):
         v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
         reasons: list = []
-        _speed_at_other_sizes(v, times, reasons, regression)
+        _speed_at_other_sizes(v, sizes, reasons, regression)
         return reasons, v.gate("other sizes")
 
-    reasons, gate = judged([("size 1 (1000001)", 1.0, 8.0), ("drawn (795)", 1.0, 0.5)], None)
+    def size(label, base, cand, **audits):
+        return OtherSize(label=label, baseline_ms=base, candidate_ms=cand, **audits)
+
+    reasons, gate = judged([size("size 1 (1000001)", 1.0, 8.0), size("drawn (795)", 1.0, 0.5)], None)
     assert reasons == [Reason.not_faster] and gate.status == "fail" and "size 1 (1000001)" in gate.detail
-    reasons, gate = judged([("size 1 (1000001)", 1.0, 1.2)], 0.03)  # bench: beyond max(3 x 3 %, 15 %)
+    reasons, gate = judged([size("size 1 (1000001)", 1.0, 1.2)], 0.03)  # bench: beyond max(3 x 3 %, 15 %)
     assert reasons == [Reason.slower]
-    reasons, gate = judged([("size 1 (1000001)", 1.0, 1.05), ("drawn (795)", 1.0, 0.98)], 0.03)  # A/A noise
+    reasons, gate = judged([size("size 1 (1000001)", 1.0, 1.05), size("drawn (795)", 1.0, 0.98)], 0.03)  # A/A
     assert reasons == [] and gate.status == "pass"
-    reasons, gate = judged([("size 1 (1000001)", 1.0, 1.4)], None)  # verify: slower, but within 1.5x
+    reasons, gate = judged([size("size 1 (1000001)", 1.0, 1.4)], None)  # verify: slower, but within 1.5x
     assert reasons == [] and gate.status == "pass"
+    # Round 50: the extra work on a side stream, past the stop event: KERNEL_MS says 1.01x, CUPTI says 8x
+    traced = dict(baseline_audit=AuditReport(source="cupti", independent_ms=1.0),
+                  candidate_audit=AuditReport(source="cupti", independent_ms=8.0))
+    reasons, gate = judged([size("size 1 (1000001)", 1.0, 1.01, **traced)], 0.03)
+    assert reasons == [Reason.slower] and "(CUPTI)" in gate.detail
+
+@pytest.mark.nvcc
+def test_with_several_inputs_each_gets_the_special_values_alone_even_when_all_at_once_compared_something(
+        settings, monkeypatch):
+    # Red team round 50: a NaN weight made every touched row NaN; the untouched rows (finite, equal) were
+    # all that was compared, and the dropped sanitiser of the other input passed.
+    nan = float("nan")
+
+    def behave(role, kw):
+        if kw.get("nonfinite_calls") is None:
+            return GOOD
+        buffers = kw.get("nonfinite_buffers")
+        if buffers is None or buffers & 2:  # w spiked: touched rows NaN, untouched row 3 finite
+            return ([[nan, nan, 0, 0], [nan, nan, 0, 0]], [nan, nan, 0, 0])
+        return ([[1, 0, 0, 0], [5, 6, 0, 0]], [5, 0, 0, 0]) if role == "baseline" else \
+            ([[1, nan, 0, 0], [5, 6, 0, 0]], [5, nan, 0, 0])
+
+    def two_inputs(calls: int) -> dict:
+        m = manifest(calls)
+        m["buffers"].insert(1, {"name": "w", "role": "input", "dtype": "float32", "count": 4, "stressed": True})
+        return m
+
+    calls = scripted_runs(monkeypatch, behave, two_inputs)
+    v = verify(settings)
+    assert not v.accepted and "in 'x' only" in v.gate("correctness").detail
+    told = [c["nonfinite_buffers"] for c in calls if c.get("nonfinite_calls") and c["role"] == "baseline"]
+    assert told == [None, 1]  # all at once (it compared row 3), then x alone, which finds it

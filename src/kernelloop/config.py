@@ -264,17 +264,20 @@ def _apply_tolerances(verify: dict[str, Any], key: str, raw: Any, source: str) -
         table[name] = {**(entry if isinstance(entry, dict) else {}), key: value}
 
 
-def tolerance_environment(vs: VerifySettings) -> dict[str, str]:
-    """The environment variables that give a process started from here (the sandbox MCP server of
-    `kernelloop optimize`) the same tolerances: KERNELLOOP_VERIFY_RTOL=1e-05,out=0.0001 ..."""
-    env: dict[str, str] = {}
-    for key in TOLERANCE_KEYS:
-        every = getattr(vs, key)
-        items = ([] if every is None else [repr(every)]) + \
-            [f"{name}={getattr(own, key)!r}" for name, own in vs.tolerances.items() if getattr(own, key) is not None]
-        if items:
-            env[f"KERNELLOOP_VERIFY_{key.upper()}"] = ",".join(items)
-    return env
+RUN_VERIFY_SETTINGS_ENV = "KERNELLOOP_RUN_VERIFY_SETTINGS"  # the run's [verify] settings, as JSON, for its sandbox server
+
+
+def run_verify_settings() -> VerifySettings | None:
+    """The [verify] settings `kernelloop optimize` started this process (its sandbox MCP server) with;
+    None where it was started otherwise (then its folder's and environment's settings apply)."""
+    text = os.environ.get(RUN_VERIFY_SETTINGS_ENV)
+    if not text:
+        return None
+    try:
+        return VerifySettings.model_validate_json(text)
+    except ValidationError as exc:
+        raise ConfigError(f"{RUN_VERIFY_SETTINGS_ENV}: not kernelloop's verify settings ({exc.errors()[0]['msg']})") \
+            from None
 
 
 _TOP_KEYS = ("cache_dir", "data_dir", "include_dirs")

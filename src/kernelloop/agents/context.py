@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..config import Settings, VerifySettings
+from ..config import Settings
 from ..optimizers.base import Optimizer, PastAttempt
 from ..profiler.diagnosis import Diagnosis
 from ..profiler.run import ProfileResult
@@ -34,7 +34,7 @@ class Toolbox(Protocol):
     async def static_check(self, baseline_path: Path, source: str, arch: str | None = None) -> StaticCheck: ...
 
     async def verify(self, baseline_path: Path, source: str, *, threshold: float | None = None,
-                     progress: Any = None, settings: VerifySettings | None = None) -> Verdict: ...
+                     progress: Any = None) -> Verdict: ...
 
 
 @dataclass

@@ -62,8 +62,7 @@ async def verifier(state: LoopState, runtime: Runtime[LoopContext]) -> dict[str,
     t = time.monotonic()
     verdict = await ctx.toolbox.verify(ctx.artifacts.baseline_path, proposal.source,
                                        threshold=ctx.settings.verify.threshold,
-                                       progress=progress(runtime, "verifier", iteration),
-                                       settings=ctx.settings.verify)  # the run's own, resumed runs included
+                                       progress=progress(runtime, "verifier", iteration))
     timings = add_time(state, "verify", time.monotonic() - t)
     ctx.artifacts.write_json(f"{ctx.artifacts.attempt_dir(iteration, state.get('fix', 0))}/verdict.json", verdict)
     if not verdict.accepted:

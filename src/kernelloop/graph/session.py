@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.events import LoopEvent
-from ..config import Settings, tolerance_environment
+from ..config import RUN_VERIFY_SETTINGS_ENV, Settings
 from ..errors import InputError
 from ..llm_config import LLMConfig, resolve_llm_config
 from ..mcp.client import McpToolbox
@@ -23,11 +23,12 @@ ToolboxFactory = Callable[[Settings], Any]  # -> an async context manager yieldi
 
 
 def mcp_toolbox(settings: Settings) -> McpToolbox:
-    # The sandbox server loads its own settings (environment, then ./kernelloop.toml): the run's
-    # tolerances (--rtol/--atol, per output too) travel to it as KERNELLOOP_VERIFY_RTOL/ATOL.
-    tolerances = tolerance_environment(settings.verify)
+    # The sandbox server verifies with the run's own [verify] settings, handed over when it starts
+    # (KERNELLOOP_RUN_VERIFY_SETTINGS): a resumed run verifies as it began, whatever the server's folder
+    # says; a tool call can only tighten them (red team round 50: a per-call settings argument let the
+    # caller, the party being judged, loosen every gate).
     return McpToolbox(start_timeout_s=settings.optimize.mcp_start_timeout_s,
-                      env={**os.environ, **tolerances} if tolerances else None)
+                      env={**os.environ, RUN_VERIFY_SETTINGS_ENV: settings.verify.model_dump_json()})
 
 
 async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, optimizer_kind: str | None = None,

@@ -25,7 +25,6 @@ from typing import Any
 
 import anyio
 from ..errors import EnvironmentProblem, KernelloopError
-from ..config import VerifySettings
 from ..llm_config import KEY_ENV
 from ..profiler.diagnosis import Diagnosis
 from ..profiler.run import ProfileResult
@@ -174,12 +173,10 @@ class McpToolbox:
         return StaticCheck.model_validate(await self.call("sandbox", "static_check", args))
 
     async def verify(self, baseline_path: Path, source: str, *, threshold: float | None = None,
-                     progress: ProgressHandler | None = None, settings: VerifySettings | None = None) -> Verdict:
+                     progress: ProgressHandler | None = None) -> Verdict:
         args: dict[str, Any] = {"baseline_path": str(baseline_path), "candidate_source": source}
         if threshold is not None:
             args["threshold"] = threshold
-        if settings is not None:  # the run's own: the server does not re-read the folder's settings
-            args["settings"] = settings.model_dump(mode="json")
         return Verdict.model_validate(await self.call("sandbox", "verify", args, progress))
 
 

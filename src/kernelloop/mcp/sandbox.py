@@ -30,28 +30,28 @@ CandidateSource = Annotated[str, Field(description=(
 
 
 def _verify(baseline_path: str, candidate_source: str | None, candidate_path: str | None,
-            threshold: float | None, runs: int | None, seeds: int | None, progress: ProgressBridge,
-            verify_settings: dict | None = None) -> Verdict:
-    from pydantic import ValidationError
-
-    from ..config import VerifySettings, load_settings
+            threshold: float | None, runs: int | None, seeds: int | None, progress: ProgressBridge) -> Verdict:
+    from ..config import load_settings, run_verify_settings
     from ..errors import InputError
     from ..program.split import read_program
     from ..verify import gate  # looked up at call time: tests replace gate.verify_files
 
     if (candidate_source is None) == (candidate_path is None):
         raise InputError("give the candidate as candidate_source or as candidate_path (exactly one)")
-    settings = load_settings({"threshold": threshold, "runs": runs, "seeds": seeds}, given_as="argument {}")
-    if verify_settings is not None:
-        # The caller's own [verify] settings (kernelloop optimize passes its run's): a resumed run, or
-        # a server started elsewhere, verifies exactly as the run began, not as this folder says now.
-        try:
-            chosen = VerifySettings.model_validate(verify_settings)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise InputError(f"argument settings: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-        overrides = {k: v for k, v in (("threshold", threshold), ("runs", runs), ("seeds", seeds)) if v is not None}
-        settings = settings.model_copy(update={"verify": chosen.model_copy(update=overrides)})
+    # The settings are the server's: the run's own when kernelloop optimize started it, else its folder's
+    # and environment's. A call may only tighten them: the caller may be the party being judged.
+    settings = load_settings()
+    own = run_verify_settings()
+    if own is not None:
+        settings = settings.model_copy(update={"verify": own})
+    asked = {k: v for k, v in (("threshold", threshold), ("runs", runs), ("seeds", seeds)) if v is not None}
+    if asked:
+        load_settings(asked, given_as="argument {}")  # each value valid on its own: one line if not
+        looser = [f"{k} {v} (the server's is {getattr(settings.verify, k)})" for k, v in asked.items()
+                  if v < getattr(settings.verify, k)]
+        if looser:
+            raise InputError(f"argument {', '.join(looser)}: a call may only tighten the gate, never loosen it")
+        settings = settings.model_copy(update={"verify": settings.verify.model_copy(update=asked)})
     if candidate_path is not None:
         return gate.verify_files(Path(baseline_path), Path(candidate_path), settings, progress=progress)
     assert candidate_source is not None
@@ -110,9 +110,6 @@ def build_server() -> KernelloopMCP:
         threshold: Annotated[float | None, Field(description="Minimum speedup to accept (default 1.2).")] = None,
         runs: Annotated[int | None, Field(description="Timing runs per program, interleaved (default 7).")] = None,
         seeds: Annotated[int | None, Field(description="Fresh seeds for the correctness check (default 2).")] = None,
-        settings: Annotated[dict | None, Field(description=(
-            "Every [verify] setting as JSON (kernelloop's VerifySettings), instead of the server's own "
-            "kernelloop.toml and environment; threshold, runs and seeds above still apply on top."))] = None,
         ctx: Context | None = None,
     ) -> Verdict:
         """Accept the candidate only if it passes the policy, builds, matches the baseline's results on
@@ -122,7 +119,7 @@ def build_server() -> KernelloopMCP:
         a one-line summary, the reasons for a rejection, each gate's result and the timings."""
         bridge = ProgressBridge(ctx)
         return await run_tool("verify", lambda: _verify(baseline_path, candidate_source, candidate_path,
-                                                         threshold, runs, seeds, bridge, settings), progress=bridge)
+                                                         threshold, runs, seeds, bridge), progress=bridge)
 
     @server.tool()
     async def static_check(
