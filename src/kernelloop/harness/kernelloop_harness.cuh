@@ -163,30 +163,58 @@ constexpr uint64_t kStressed = 1, kStressHeavy = 2, kStressOneSign = 4, kStressN
 // With `nonfinite` (the verifier's non-finite experiment, correctness runs only), every other
 // secret spike is NaN, +inf, -inf or an exact zero instead: code that handles such values (a
 // sanitising pass, an overflow flag, a special case at zero) runs, so a candidate that drops it
-// is wrong where the checks look.
+// is wrong where the checks look. The kinds start at a kind drawn per call, so a buffer of one or
+// two elements (a scale, a per-channel parameter) gets every kind over the calls, not NaN alone
+// (red team round 51). One thread writes them in order: where positions coincide (short
+// buffers) the last write wins in every run, not whichever lane the hardware picks.
 template <class T>
 __global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count, bool edges, int nonfinite) {
-  const int j = threadIdx.x;
-  if (j >= count + (edges ? 8 : 0)) return;
-  size_t i = mix64(key ^ mix64(0x5350494B45000000ull + (uint64_t)j)) % n;
-  if (j >= count) {
-    const size_t k = (size_t)(j - count);
-    if (k % 4 >= n) return;
-    i = k < 4 ? k : n - 1 - (k - 4);
-    if (k >= 4 && n - 1 - (k - 4) < 4) return;  // a short buffer: its first elements are spiked already
+  int kinds[4], enabled = 0;  // the special values asked for, in order: NaN, +inf, -inf, zero
+  for (int k = 0; k < 4; ++k)
+    if (nonfinite & (1 << k)) kinds[enabled++] = k;
+  const int first_kind = enabled ? (int)(mix64(key ^ 0x4B494E44ull) % (uint64_t)enabled) : 0;
+  for (int j = 0; j < count + (edges ? 8 : 0); ++j) {
+    size_t i = mix64(key ^ mix64(0x5350494B45000000ull + (uint64_t)j)) % n;
+    if (j >= count) {
+      const size_t k = (size_t)(j - count);
+      if (k % 4 >= n) continue;
+      i = k < 4 ? k : n - 1 - (k - 4);
+      if (k >= 4 && n - 1 - (k - 4) < 4) continue;  // a short buffer: its first elements are spiked already
+    }
+    if (enabled && j < count && j % 2 == 0) {
+      const int kind = kinds[(j / 2 + first_kind) % enabled];
+      data[i] = from_float<T>(kind == 0 ? __int_as_float(0x7fc00000) : kind == 1 ? __int_as_float(0x7f800000)
+                              : kind == 2 ? __int_as_float(0xff800000) : 0.0f);
+      continue;
+    }
+    const float v = static_cast<float>(data[i]);
+    const float magnitude = (fabsf(v) + 1.0f) * SpikeScale<T>::value;
+    data[i] = from_float<T>(v < 0.0f ? -magnitude : magnitude);
   }
-  const float v = static_cast<float>(data[i]);
-  if (nonfinite && j < count && j % 2 == 0) {
-    int kinds[4], enabled = 0;  // the special values asked for, in order: NaN, +inf, -inf, zero
-    for (int k = 0; k < 4; ++k)
-      if (nonfinite & (1 << k)) kinds[enabled++] = k;
-    const int kind = kinds[(j / 2) % enabled];
-    data[i] = from_float<T>(kind == 0 ? __int_as_float(0x7fc00000) : kind == 1 ? __int_as_float(0x7f800000)
-                            : kind == 2 ? __int_as_float(0xff800000) : 0.0f);
-    return;
-  }
-  const float magnitude = (fabsf(v) + 1.0f) * SpikeScale<T>::value;
-  data[i] = from_float<T>(v < 0.0f ? -magnitude : magnitude);
+}
+
+// The non-finite experiment's runs: in 3 special-value calls in 4, a stretch at a secret offset
+// holds one special kind throughout, of a length log-uniform from 1 element to a quarter of the
+// buffer (all of a buffer of up to 64). Isolated spikes never make a whole group special, so code
+// for a fully masked row, an all-zero segment or an empty bucket (`total == 0 ? 0 : 1 / total`,
+// `max == -inf`) ran only by coincidence (red team round 51: a softmax that dropped the guard for
+// a row masked to -inf was accepted). The harness does not know the rows, hence every length.
+template <class T> __global__ void kl_special_run_kernel(T* data, size_t n, uint64_t key, int nonfinite) {
+  int kinds[4], enabled = 0;
+  for (int k = 0; k < 4; ++k)
+    if (nonfinite & (1 << k)) kinds[enabled++] = k;
+  if (!enabled) return;
+  const int kind = kinds[mix64(key ^ 0x52554E4B494E44ull) % (uint64_t)enabled];
+  const size_t longest = n <= 64 ? n : n / 4;
+  const double u = (double)(mix64(key ^ 0x52554E4C454Eull) >> 11) * (1.0 / 9007199254740992.0);
+  size_t len = (size_t)exp2(u * log2((double)longest + 1.0));
+  len = len < 1 ? 1 : len > longest ? longest : len;
+  const size_t first = mix64(key ^ 0x52554E4F4646ull) % (n - len + 1);
+  const float value = kind == 0 ? __int_as_float(0x7fc00000) : kind == 1 ? __int_as_float(0x7f800000)
+                      : kind == 2 ? __int_as_float(0xff800000) : 0.0f;
+  for (size_t i = first + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < first + len;
+       i += (size_t)gridDim.x * blockDim.x)
+    data[i] = from_float<T>(value);
 }
 
 // Maps [lo, hi) onto [lo, 0) or [0, hi) (the same order, one sign) over a stretch of n/16
@@ -647,9 +675,13 @@ class Harness {
                                            mix64(key ^ 0x5349474Eull));
     if (b.one_value && (bits & kStressHeavy))
       one_value_stress<T>(data, b.count, mix64(key ^ 0x4F4E4556414Cull), (bits & kStressRun) != 0);
-    if (b.spiked)
-      kl_spike_kernel<T><<<1, 32>>>(data, b.count, key, (int)std::min<size_t>(kSpikesPerBuffer, b.count),
-                                    (bits & kStressEdges) != 0, st().nonfinite_now ? st().nonfinite : 0);
+    if (b.spiked) {
+      const int nonfinite = st().nonfinite_now ? st().nonfinite : 0;
+      kl_spike_kernel<T><<<1, 1>>>(data, b.count, key, (int)std::min<size_t>(kSpikesPerBuffer, b.count),
+                                   (bits & kStressEdges) != 0, nonfinite);
+      if (nonfinite && (mix64(key ^ 0x52554E53ull) & 3) != 0)
+        kl_special_run_kernel<T><<<256, 256>>>(data, b.count, mix64(key ^ 0x52554E4B4559ull), nonfinite);
+    }
     KL_CHECK(cudaGetLastError());
   }
   template <class Gen> static void range_of(const Gen&, Buffer&) {}

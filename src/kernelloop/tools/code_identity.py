@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
@@ -26,11 +27,12 @@ _EIGHT_BYTE_RELOCATIONS = {1, 24}  # R_X86_64_64, R_X86_64_PC64
 _PC_RELATIVE = {2, 4, 9, 24, 41, 42}  # PC32, PLT32, GOTPCREL, PC64, GOTPCRELX, REX_GOTPCRELX
 
 
-def host_fingerprints(obj: Path, names: set[str]) -> dict[str, str]:
+def host_fingerprints(obj: Path, names: set[str], opaque: Callable[[str], bool] | None = None) -> dict[str, str]:
     """For each function of `obj` whose symbol is in `names`: a digest of its bytes and of every
     function and variable of the object it reaches, with every relocation replaced by what it
     refers to (a symbol's name, the bytes of a variable, constant or string), so the same code in
-    two objects gives the same digest."""
+    two objects gives the same digest. A symbol `opaque` names counts by its name alone, its code
+    not followed (the compiler's registration of a unit's kernels, which differs by unit)."""
     with open(obj, "rb") as handle:
         elf = ELFFile(handle)
         symtab = elf.get_section_by_name(".symtab")
@@ -50,9 +52,11 @@ def host_fingerprints(obj: Path, names: set[str]) -> dict[str, str]:
                 name = todo.pop()
                 if name not in seen:
                     seen.add(name)
-                    todo += [t for t in edges.get(name, ()) if t in defined and t not in seen]
-            prints[root] = hashlib.sha256("\n".join(sorted(f"{_stable_name(defined[n])}={texts[n]}" for n in seen))
-                                          .encode()).hexdigest()
+                    if opaque is None or name == root or not opaque(name):
+                        todo += [t for t in edges.get(name, ()) if t in defined and t not in seen]
+            prints[root] = hashlib.sha256("\n".join(sorted(
+                f"{_stable_name(defined[n])}=" + ("(opaque)" if opaque is not None and n != root and opaque(n)
+                                                  else texts[n]) for n in seen)).encode()).hexdigest()
         return prints
 
 
@@ -94,15 +98,23 @@ def _target(elf: ELFFile, symbol, rel, kind: int) -> str:
     if section["sh_type"] == "SHT_NOBITS":
         return f"{label}:zeros"
     data = section.data()
-    if section["sh_flags"] & 0x20:  # SHF_STRINGS: a string, read to its end
-        end = data.find(b"\0", addend)
-        return f"{label}:{data[addend:end if end >= 0 else len(data)].hex()}"
+    if section["sh_flags"] & 0x20:  # SHF_STRINGS: a string, read to its end, by its text alone (merged
+        end = data.find(b"\0", addend)  # strings sit in the pool of whichever function used them first)
+        return f"string:{data[addend:end if end >= 0 else len(data)].hex()}"
     # A merged constant section holds entries of sh_entsize bytes: the one referred to. Any other
     # data section is hashed whole: an index computed at run time reaches all of it (round 26:
     # a table compared 32 bytes from its start, its second half differing).
     if section["sh_entsize"]:
-        return f"{label}:{data[addend:addend + section['sh_entsize']].hex()}"
+        entry = data[addend:addend + section["sh_entsize"]]
+        # One constant, broadcast (dim3's 1, 1 as 8 bytes here, as 16 there): pools of another width
+        # in another unit hold the same value, so a repeated half is named by the half.
+        while len(entry) > 4 and len(entry) % 2 == 0 and entry[:len(entry) // 2] == entry[len(entry) // 2:]:
+            entry = entry[:len(entry) // 2]
+        return f"{_CONSTANT_POOL.sub('cst', label)}:{entry.hex()}"
     return f"{label}{addend:+d}:{hashlib.sha256(data).hexdigest()}"
+
+
+_CONSTANT_POOL = re.compile(r"cst\d+$")  # .rodata.cst8, .rodata.cst16: merged pools of one width each
 
 
 def _stable_name(symbol) -> str:

@@ -33,6 +33,7 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
+from .shipped import ShippedBuildUnreadable, shipped_build_differences
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nonfinite,
                          outputs_following_guards,
@@ -622,6 +623,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         )
         violations += policy.scan_program(cand_build.binary, base_build.binary)
         violations += scan_host_code(cand_build.editable_object, set(base_build.kept_global))
+        if not violations:  # what is verified is what ships (red team round 51)
+            violations += _shipped_build(split, editable, arch, settings, toolchain)
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
@@ -634,6 +637,22 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             violations += precision.violations
             return StaticResult(baseline=base_build, candidate=cand_build, violations=violations, precision=precision)
     return StaticResult(baseline=base_build, candidate=cand_build, violations=violations)
+
+
+def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,
+                   toolchain: Toolchain) -> list[policy.Violation]:
+    """A violation for each editable function or kernel that compiles to other code in one file with
+    the harness (as best.cu, the checked-in program and nvcc build it) than in the verifier's unit."""
+    try:
+        differing = shipped_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
+                                              toolchain=toolchain)
+    except ShippedBuildUnreadable as exc:
+        return [policy.Violation(rule="build-identity", where="program",
+                                 detail=f"the candidate does not build as one file with the harness ({exc})")]
+    return [policy.Violation(rule="build-identity", where="object", detail=(
+        f"{name} compiles to other code in one file with the harness (as best.cu and the program it ships "
+        "in are built) than in the verifier's build: its code depends on what else is in its translation "
+        "unit, so what is verified would not be what ships")) for name in differing[:3]]
 
 
 def _audit(run: ProgramRun, harness_kernels: set[str], timed_calls: int | None) -> AuditReport:
@@ -870,8 +889,11 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
     spiked = [(i, b.name) for i, b in enumerate(manifest.buffers) if b.stressed and b.role in ("input", "inout")]
     unchecked: list[str] = []
 
-    def experiment(buffers: int | None, kinds: int, where: str) -> tuple[bool, tuple[Reason, str] | None, bool]:
-        """(the baseline ran, a candidate failure, matched)."""
+    def experiment(buffers: int | None, kinds: int, where: str) -> tuple[str | None, tuple[Reason, str] | None, bool]:
+        """(why the experiment did not cover everything: the baseline failed, or left outputs wholly NaN
+        or inf; None when it did), a candidate failure, and whether what was compared matched. Every
+        output the baseline left a finite element in is compared, whatever another output did (round
+        51: a norm of the raw input, NaN, voided the check of the sanitised output beside it)."""
         what = f"{NONFINITE_KINDS[kinds]} {where}"
         seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
@@ -880,13 +902,11 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
         base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, **special)
         durations.program_runs_s += cand.result.wall_s + base.result.wall_s
         if _run_failure(base):
-            return False, None, True
-        if base.records is not None and outputs_all_nonfinite(base.records):
-            return False, None, True  # an output left wholly NaN or inf compares nothing: narrow down
+            return "fails", None, True
         failure = _run_failure(cand)
         if failure:  # the baseline runs on these inputs; the candidate does not
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
-            return True, (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
+            return None, (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
         cmp = _compare_experiment(base, cand, vs, noise)
         if not cmp.match:
             cmp = cmp.model_copy(update={"problem": f"with {what}: {cmp.describe()} (where the baseline's output "
@@ -894,30 +914,31 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
                                                     "hold NaN or inf)"})
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="nonfinite", secret=secret.hex(),
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
-        return True, None, cmp.match
+        masked = outputs_all_nonfinite(base.records) if base.records is not None else []
+        return (f"leaves {', '.join(repr(m) for m in masked)} wholly NaN or inf" if masked else None), None, cmp.match
 
-    ran, failure, matched = experiment(None, 15, "among the inputs")
+    short, failure, matched = experiment(None, 15, "among the inputs")
     if failure or not matched:
         return failure, matched
     # With several inputs each also goes alone: one input's special values can reach, and so hide, every
     # element another's would (round 50: a NaN weight made each touched row NaN, the untouched rows were
     # all that was compared, and the dropped sanitiser of the gradient input passed).
-    if not ran or len(spiked) > 1:
+    if short is not None or len(spiked) > 1:
         for index, name in spiked:
-            ran, failure, matched = experiment(1 << index, 15, f"in '{name}' only")
+            short, failure, matched = experiment(1 << index, 15, f"in '{name}' only")
             if failure or not matched:
                 return failure, matched
-            if ran:
+            if short is None:
                 continue
             for kinds in (1, 2, 4, 8):
-                ran, failure, matched = experiment(1 << index, kinds, f"in '{name}' only")
+                short, failure, matched = experiment(1 << index, kinds, f"in '{name}' only")
                 if failure or not matched:
                     return failure, matched
-                if not ran:
-                    unchecked.append(f"{NONFINITE_KINDS[kinds]} in '{name}'")
+                if short is not None:
+                    unchecked.append(f"{NONFINITE_KINDS[kinds]} in '{name}' (the baseline {short})")
     if unchecked:
-        v.notes.append("special input values the baseline itself fails on, or turns every element of an output into "
-                       f"NaN or inf with, so nothing checks how a candidate handles them: {', '.join(unchecked)}")
+        v.notes.append("special input values not checked everywhere, because the baseline itself fails on them or "
+                       f"leaves an output wholly NaN or inf: {'; '.join(unchecked)}")
     return None, True
 
 

@@ -172,6 +172,13 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("main", re.compile(r"\bint\s+main\s*\("), "the editable part defines main()"),
     # Pasting builds names the text scan cannot see; kernels have no need for it.
     ("macro", re.compile(r"##"), "token pasting ({m}) can build forbidden names"),
+    # Values the build supplies, not the code: they differ between the verifier's build and every
+    # other build of the same text (best.cu, the checked-in file, a later day), so a candidate could
+    # compile one kernel for the verifier and another for everyone else (red team round 51).
+    ("build-context", re.compile(r"\b(?:__LINE__|__FILE__|__FILE_NAME__|__BASE_FILE__|__COUNTER__|__DATE__|__TIME__|"
+                                 r"__TIMESTAMP__|__INCLUDE_LEVEL__|__builtin_LINE|__builtin_FILE|__builtin_FUNCTION|"
+                                 r"__builtin_COLUMN|source_location)\b"),
+     "{m} is a value of the build, not of the code: what is verified would not be what ships"),
 ]
 _PROTECTED_MACRO = re.compile(
     r"^(?:cuda[A-Z]\w*|cu[A-Z]\w*|main|exit|abort|printf|fprintf|puts|fwrite|write|stderr|stdout|"
