@@ -33,7 +33,8 @@ STATIC_REASONS = {"policy", "compile", "reduced_precision"}
 # Other families' attack fixtures and the rules that must reject each (red team round 19).
 RULES: dict[str, set[str]] = {
     "rt19_launch_args_read.cu": {"launch-arguments"}, "rt19_cooperative_args_read.cu": {"launch-arguments"},
-    "rt19_graph_node_args_read.cu": {"launch-arguments"}, "rt19_pasted_internal_launch.cu": {"launch-arguments"},
+    "rt19_graph_node_args_read.cu": {"launch-arguments"}, "rt19_pasted_internal_launch.cu": {"reserved-name"},
+    "rt8_comdat_vector_zero_write.cu": {"reserved-name"},
     "rt19_memcpy_h2h_write.cu": {"host-copy"}, "rt19_memcpy_kind_computed.cu": {"host-copy"},
     "rt19_memcpy_size_unknown.cu": {"host-copy"}, "rt19_memcpy_htod_foreign.cu": {"foreign-load"},
     "rt19_memcpy_dtoh_heap.cu": {"foreign-store"}, "vault_role_write.cu": {"foreign-store"},
@@ -119,7 +120,7 @@ def test_interposing_a_library_function_is_caught_and_contained(settings, monkey
     from kernelloop.verify import policy
 
     # the source scan already refuses the name (rule `timing`); what is tested here is the object
-    monkeypatch.setattr(policy, "scan_source", lambda editable: [])
+    monkeypatch.setattr(policy, "scan_source", lambda editable, *_: [])
     monkeypatch.setattr(policy, "scan_host_pass", lambda lines: [])  # the host-pass scan: a source scan too
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
     editable, _ = candidate_editable_part((FIXTURES / "candidates/matmul/interpose_elapsed.cu").read_text(), split)
@@ -156,10 +157,13 @@ def test_a_template_instantiated_in_both_units_still_links(settings):
 
 
 @pytest.mark.nvcc
-def test_a_weak_definition_of_a_library_function_the_harness_imports_is_interposition(settings):
+def test_a_weak_definition_of_a_library_function_the_harness_imports_is_interposition(settings, monkeypatch):
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
     editable, _ = candidate_editable_part((ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
-    # the harness's std::vector imports std::__throw_length_error from libstdc++
+    # the harness's std::vector imports std::__throw_length_error from libstdc++; the source scan
+    # refuses the reserved name first (rule reserved-name), so it is off here: the object scan is the guard
+    from kernelloop.verify import policy
+    monkeypatch.setattr(policy, "scan_source", lambda editable, *_: [])
     evil = editable + '\nnamespace std { __attribute__((weak)) void __throw_length_error(const char*) { for (;;) {} } }\n'
     result = static_gates(split, evil, arch="sm_90", settings=settings, toolchain=find_toolchain())
     assert any(v.rule == "interposition" and "__throw_length_error" in v.detail for v in result.violations)
@@ -172,7 +176,7 @@ def test_object_and_program_scans_catch_what_the_source_scan_would(name, setting
     still reject every verifier-v2 attack for the intended reason."""
     from kernelloop.verify import policy
 
-    monkeypatch.setattr(policy, "scan_source", lambda editable: [])
+    monkeypatch.setattr(policy, "scan_source", lambda editable, *_: [])
     monkeypatch.setattr(policy, "scan_host_pass", lambda lines: [])  # the host-pass scan: a source scan too
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
     editable, _ = candidate_editable_part((FIXTURES / "candidates/matmul" / name).read_text(), split, name)

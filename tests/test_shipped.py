@@ -9,11 +9,13 @@ from kernelloop.config import Settings
 from kernelloop.program.split import candidate_editable_part, split_program
 from kernelloop.tools.nvcc import find_toolchain
 from kernelloop.verify.gate import static_gates
-from kernelloop.verify.policy import scan_source
+from kernelloop.verify.policy import defined_macros, scan_source
+from kernelloop.verify.shipped import shipped_build_differences
 
 from .conftest import FIXTURES, ROOT, shared_cache_dir
 
 ROUND51 = FIXTURES / "redteam" / "round51" / "build_identity"
+ROUND52 = FIXTURES / "redteam" / "round52"
 
 
 @pytest.mark.parametrize("token", ["__LINE__", "__FILE__", "__COUNTER__", "__DATE__", "__TIME__", "__TIMESTAMP__",
@@ -33,15 +35,74 @@ def _static(baseline: str, candidate_path):
                         toolchain=find_toolchain())
 
 
+def _differences(baseline: str, candidate_path):
+    split = split_program((ROOT / "kernels" / baseline).read_text(), baseline)
+    editable, _ = candidate_editable_part(candidate_path.read_text(), split, "candidate")
+    return shipped_build_differences(split, editable, arch="sm_90", cache_dir=shared_cache_dir(),
+                                     toolchain=find_toolchain())
+
+
 @pytest.mark.nvcc
-def test_a_candidate_that_compiles_otherwise_in_one_file_with_the_harness_is_refused():
-    # The red team's lookup switch: a template's end-of-unit lookup finds kl::mix64 only where the
-    # harness's header is in the same unit, and picks the exact kernel for the verifier, a 1/16
-    # subsample everywhere else.
-    result = _static("sum_reduction.cu", ROUND51 / "candidate_adl_switch.cu")
-    rules = {v.rule for v in result.violations}
-    assert rules == {"build-identity"}, result.violations
-    assert any("launch_reduce_sum" in v.detail for v in result.violations)
+@pytest.mark.parametrize("candidate", [
+    # round 51: a template's end-of-unit lookup finds kl::mix64 only where the harness's header is in
+    # the same unit, and picks the exact kernel for the verifier, a 1/16 subsample everywhere else
+    ROUND51 / "candidate_adl_switch.cu",
+    # round 52: the same switch behind a function whose name looks like the compiler's
+    ROUND52 / "opaque_generated_name" / "candidate_nv_probe.cu",
+])
+def test_a_candidate_that_compiles_otherwise_in_one_file_with_the_harness_differs(candidate):
+    # The comparison itself, past the source rules that now refuse both candidates first
+    # (namespace kl, a reserved name): the build-identity gate is the class's general guard.
+    assert any("launch_reduce_sum" in name for name in _differences("sum_reduction.cu", candidate))
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("candidate, rules", [
+    (ROUND51 / "candidate_adl_switch.cu", {"reserved-name"}),
+    (ROUND51 / "candidate_line_switch.cu", {"build-context"}),
+    (ROUND52 / "opaque_generated_name" / "candidate_nv_probe.cu", {"reserved-name"}),
+    (ROUND52 / "include_path_switch" / "candidate_has_include.cu", {"build-context"}),
+    (ROUND52 / "include_path_switch" / "candidate_workdir_probe.cu", {"build-context"}),
+])
+def test_the_rounds_build_switches_are_refused(candidate, rules):
+    result = _static("sum_reduction.cu", candidate)
+    assert {v.rule for v in result.violations} == rules, result.violations
+
+
+@pytest.mark.parametrize("condition", ["#ifdef NDEBUG", "#if __OPTIMIZE__", "#if defined(KL_VERIFY) && 1",
+                                       "#ifndef __CUDACC_DEBUG__", "#elif __CUDACC_RDC__",
+                                       "#if __has_include(<cub/cub.cuh>)"])
+def test_a_condition_on_the_build_configuration_is_refused(condition):
+    opener = "#if 0\n" if condition.startswith("#elif") else ""
+    found = scan_source(f"{opener}{condition}\n__global__ void k(float* o) {{ o[0] = 1; }}\n#endif\n")
+    assert found and {v.rule for v in found} == {"build-context"}, found
+
+
+@pytest.mark.parametrize("condition", ["#if __CUDA_ARCH__ >= 800", "#ifdef __CUDACC__", "#ifndef TILE",
+                                       "#if defined(__CUDA_ARCH__) && TILE > 8", "#if __cplusplus >= 201703L",
+                                       "#if CUDART_VERSION >= 12000", "#ifdef USE_HALF"])
+def test_the_target_the_toolchain_and_the_programs_own_macros_may_be_tested(condition):
+    # TILE is the part's own macro, USE_HALF the preamble's
+    found = scan_source(f"#define TILE 16\n{condition}\n__global__ void k(float* o) {{ o[0] = 1; }}\n#endif\n",
+                        defined_macros("#define USE_HALF 1\n"))
+    assert found == [], found
+
+
+@pytest.mark.parametrize("declaration", [
+    'extern "C" static int __nv_probe(void) { return 0; }', "__device__ float _Scale(float x) { return x; }",
+    "namespace kl { struct Probe {}; }", "struct __cuda_state { int x; };", "static int __counter = 0;",
+    "#define PROBE __device_stub__probe",
+])
+def test_a_name_reserved_for_the_compiler_or_the_harness_is_refused(declaration):
+    found = scan_source(f"{declaration}\n__global__ void k(float* o) {{ o[0] = 1; }}\n")
+    assert "reserved-name" in {v.rule for v in found}, found
+
+
+def test_using_the_compilers_names_is_not_declaring_them():
+    code = ("__global__ void __launch_bounds__(256) k(__nv_bfloat16* o, const float* __restrict__ x) {\n"
+            "  __shared__ float s[32]; s[threadIdx.x] = __ldg(x); __syncthreads();\n"
+            "  o[0] = __float2bfloat16(__shfl_down_sync(0xffffffffu, s[0], 1)); }\n")
+    assert scan_source(code) == []
 
 
 @pytest.mark.nvcc

@@ -43,7 +43,8 @@ def test_the_honest_fused_rewrite_passes_the_non_finite_experiment(tmp_path, rec
     v = verify_files(ROUND46 / "affine_nan_to_num_kl.cu", ROUND46 / "control_fused_nan_to_num.cu", settings(tmp_path))
     record_property("verdict", v.summary)
     assert Reason.correctness not in v.reasons, v.summary
-    assert [c.comparison.match for c in v.checks if c.phase == "nonfinite"] == [True]
+    spiked = [c.comparison.match for c in v.checks if c.phase == "nonfinite"]
+    assert spiked and all(spiked), v.summary
     assert v.accepted, v.summary  # one pass instead of two over 256 MB buffers
 
 
@@ -60,7 +61,7 @@ ROUND47 = FIXTURES / "redteam" / "round47"
 ])
 def test_a_baseline_reading_past_a_buffer_init_sized_too_small_is_refused(baseline, candidate, tmp_path):
     quick = VerifySettings(memcheck="off")
-    with pytest.raises(InputError, match=r"(reads or writes past a buffer its harness declares|holds NaN or inf on "
+    with pytest.raises(InputError, match=r"(reads (or writes )?past a buffer its harness declares|holds NaN or inf on "
                                          r"the harness's own finite inputs).*--count"):
         verify_files(baseline, candidate, Settings(cache_dir=tmp_path / "cache", verify=quick))
 
@@ -73,7 +74,8 @@ def test_a_baseline_failing_on_one_special_value_still_has_the_others_checked(tm
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
-    assert "among the inputs" in v.gate("correctness").detail
+    # with the others finite, or each kind alone, NaN reaches the dropped pass
+    assert "with NaN" in v.gate("correctness").detail and "holds NaN or inf" in v.gate("correctness").detail
 
 
 @pytest.mark.parametrize("kernel, exemplar", [

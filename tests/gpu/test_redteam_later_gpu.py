@@ -1,6 +1,6 @@
-"""Red team rounds 48-51 on the GPU: each round's accepted pair, as the round left it in
+"""Red team rounds 48-52 on the GPU: each round's accepted pair, as the round left it in
 tests/fixtures/redteam, is now turned away: rejected on correctness (the special-value experiments
-per input, per output and in runs) or, where the baseline itself reads past what it declares,
+per input, per output and in groups) or, where the baseline itself reads past what it declares,
 refused with the fix. The rounds were found and first checked on CPU emulations; this is the run
 that counts."""
 
@@ -31,6 +31,8 @@ REJECTED = [
     # round 51 F3: a row masked to -inf throughout, which isolated special values never made
     ("round51/isolated_special_values/causal_softmax_rows_kl.cu",
      "round51/isolated_special_values/candidate_warp_no_guard.cu"),
+    # round 52 F3: a column masked to -inf throughout, which no contiguous stretch makes
+    ("round52/strided_special_groups/softmax_dim0_kl.cu", "round52/strided_special_groups/candidate_tiled_no_guard.cu"),
 ]
 
 
@@ -66,10 +68,14 @@ def test_the_rounds_reads_past_a_buffer_are_refused_or_rejected(baseline, candid
     assert not v.accepted and (Reason.correctness in v.reasons or Reason.memcheck in v.reasons), v.summary
 
 
-def test_the_honest_warp_softmax_passes_the_special_value_runs(tmp_path, record_property):
-    # Round 51 F3's control: the warp-per-row kernel that keeps the baseline's masked-row handling.
-    folder = REDTEAM / "round51" / "isolated_special_values"
-    v = verify_files(folder / "causal_softmax_rows_kl.cu", folder / "control_warp_with_guard.cu",
+@pytest.mark.parametrize("baseline, control", [
+    # round 51 F3's control: the warp-per-row kernel that keeps the baseline's masked-row handling
+    ("round51/isolated_special_values/causal_softmax_rows_kl.cu", "round51/isolated_special_values/control_warp_with_guard.cu"),
+    # round 52 F3's: the tiled softmax over dim 0 that keeps the masked-column handling
+    ("round52/strided_special_groups/softmax_dim0_kl.cu", "round52/strided_special_groups/control_tiled_with_guard.cu"),
+], ids=["rows", "columns"])
+def test_the_honest_rewrites_pass_the_special_value_groups(baseline, control, tmp_path, record_property):
+    v = verify_files(REDTEAM / baseline, REDTEAM / control,
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
     assert Reason.correctness not in v.reasons, v.summary

@@ -193,28 +193,46 @@ __global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count, bool
   }
 }
 
-// The non-finite experiment's runs: in 3 special-value calls in 4, a stretch at a secret offset
-// holds one special kind throughout, of a length log-uniform from 1 element to a quarter of the
-// buffer (all of a buffer of up to 64). Isolated spikes never make a whole group special, so code
-// for a fully masked row, an all-zero segment or an empty bucket (`total == 0 ? 0 : 1 / total`,
-// `max == -inf`) ran only by coincidence (red team round 51: a softmax that dropped the guard for
-// a row masked to -inf was accepted). The harness does not know the rows, hence every length.
-template <class T> __global__ void kl_special_run_kernel(T* data, size_t n, uint64_t key, int nonfinite) {
+// The non-finite experiment's groups: one special kind filling a whole group of elements.
+// Isolated spikes never make a whole group special, so code for a fully masked row, an all-zero
+// segment or an empty bucket (`total == 0 ? 0 : 1 / total`, `max == -inf`) ran only by
+// coincidence (red team round 51: a softmax that dropped the guard for a row masked to -inf was
+// accepted). The harness knows neither rows nor columns, so each special-value call but the
+// last gets, each one call in two (independently, so a quarter of the calls keep isolated values
+// only, where a group's NaN would hide the rest of a row):
+//   * a stretch at a secret offset, of a length log-uniform from 1 element to a quarter of the
+//     buffer (all of a buffer of up to 64): rows, segments;
+//   * every element whose index modulo a secret period (2 to 64, a power of two 3 times in 4) is
+//     one secret residue, over the whole buffer: a column of any row length the period divides, a
+//     channel of an interleaved layout (red team round 52: a softmax over dim 0 that dropped the
+//     guard for a column masked throughout).
+// The kind goes round the kinds asked for, call by call (a kind drawn at random left -inf out of
+// most verifications' stretches).
+template <class T>
+__global__ void kl_special_group_kernel(T* data, size_t n, uint64_t key, float value, bool periodic) {
+  size_t first = 0, len = n, period = 1, residue = 0;
+  if (periodic) {
+    const uint64_t shape = mix64(key ^ 0x53484150ull);
+    period = (shape % 4 != 0) ? (size_t)2 << ((shape >> 2) % 6) : (size_t)2 + (size_t)((shape >> 2) % 63);
+    residue = (size_t)(mix64(key ^ 0x5245534Eull) % period);
+  } else {
+    const size_t longest = n <= 64 ? n : n / 4;
+    const double u = (double)(mix64(key ^ 0x52554E4C454Eull) >> 11) * (1.0 / 9007199254740992.0);
+    len = (size_t)exp2(u * log2((double)longest + 1.0));
+    len = len < 1 ? 1 : len > longest ? longest : len;
+    first = mix64(key ^ 0x52554E4F4646ull) % (n - len + 1);
+  }
+  for (size_t i = first + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < first + len;
+       i += (size_t)gridDim.x * blockDim.x)
+    if (i % period == residue) data[i] = from_float<T>(value);
+}
+inline float special_value(int nonfinite, int turn) {  // the kinds asked for, in order: NaN, +inf, -inf, zero
   int kinds[4], enabled = 0;
   for (int k = 0; k < 4; ++k)
     if (nonfinite & (1 << k)) kinds[enabled++] = k;
-  if (!enabled) return;
-  const int kind = kinds[mix64(key ^ 0x52554E4B494E44ull) % (uint64_t)enabled];
-  const size_t longest = n <= 64 ? n : n / 4;
-  const double u = (double)(mix64(key ^ 0x52554E4C454Eull) >> 11) * (1.0 / 9007199254740992.0);
-  size_t len = (size_t)exp2(u * log2((double)longest + 1.0));
-  len = len < 1 ? 1 : len > longest ? longest : len;
-  const size_t first = mix64(key ^ 0x52554E4F4646ull) % (n - len + 1);
-  const float value = kind == 0 ? __int_as_float(0x7fc00000) : kind == 1 ? __int_as_float(0x7f800000)
-                      : kind == 2 ? __int_as_float(0xff800000) : 0.0f;
-  for (size_t i = first + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < first + len;
-       i += (size_t)gridDim.x * blockDim.x)
-    data[i] = from_float<T>(value);
+  const int kind = enabled ? kinds[turn % enabled] : 3;
+  const float values[4] = {__builtin_nanf(""), __builtin_inff(), -__builtin_inff(), 0.0f};
+  return values[kind];
 }
 
 // Maps [lo, hi) onto [lo, 0) or [0, hi) (the same order, one sign) over a stretch of n/16
@@ -679,8 +697,13 @@ class Harness {
       const int nonfinite = st().nonfinite_now ? st().nonfinite : 0;
       kl_spike_kernel<T><<<1, 1>>>(data, b.count, key, (int)std::min<size_t>(kSpikesPerBuffer, b.count),
                                    (bits & kStressEdges) != 0, nonfinite);
-      if (nonfinite && (mix64(key ^ 0x52554E53ull) & 3) != 0)
-        kl_special_run_kernel<T><<<256, 256>>>(data, b.count, mix64(key ^ 0x52554E4B4559ull), nonfinite);
+      // Not in the last call, dumped whole: there a group's NaN would leave whole outputs NaN and
+      // nothing compared; the sampled calls before it check the groups.
+      const uint64_t groups = st().calls == st().timed_calls - 1 ? 0 : mix64(key ^ 0x52554E53ull);
+      for (int periodic = 0; periodic < 2; ++periodic)
+        if (nonfinite && ((groups >> periodic) & 1))
+          kl_special_group_kernel<T><<<256, 256>>>(data, b.count, mix64(key ^ (0x52554E4B4559ull + periodic)),
+                                                   special_value(nonfinite, st().calls + 2 * periodic), periodic);
     }
     KL_CHECK(cudaGetLastError());
   }

@@ -590,7 +590,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
                          f"({base_build.stage}): {_log_tail(base_build.log, 3)}")
     if split.is_v2 and base_build.editable_object is not None:
         _refuse_host_results(base_build, baseline_name)
-    violations = policy.scan_source(editable)
+    violations = policy.scan_source(editable, policy.defined_macros(split.preamble))
     if violations:
         return StaticResult(baseline=base_build, candidate=None, violations=violations)
     unit = split.editable_unit(editable, "candidate.cu")

@@ -177,7 +177,7 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
     # compile one kernel for the verifier and another for everyone else (red team round 51).
     ("build-context", re.compile(r"\b(?:__LINE__|__FILE__|__FILE_NAME__|__BASE_FILE__|__COUNTER__|__DATE__|__TIME__|"
                                  r"__TIMESTAMP__|__INCLUDE_LEVEL__|__builtin_LINE|__builtin_FILE|__builtin_FUNCTION|"
-                                 r"__builtin_COLUMN|source_location)\b"),
+                                 r"__builtin_COLUMN|source_location|__has_include|__has_include_next|__has_embed)\b"),
      "{m} is a value of the build, not of the code: what is verified would not be what ships"),
 ]
 _PROTECTED_MACRO = re.compile(
@@ -287,8 +287,69 @@ def scan_host_pass(lines: list[tuple[int, str]]) -> list[Violation]:
     return found
 
 
-def scan_source(editable: str) -> list[Violation]:
-    """Rules on the editable part's text (splices joined, digraphs spelled out, comments removed)."""
+# What a conditional directive may test besides the program's own macros: the target and the
+# toolchain, which the verdict names (arch, nvcc version), and the language.
+_CONFIGURATION_ALLOWED = re.compile(
+    r"^(?:defined|true|false|__CUDA_ARCH__|__CUDA_ARCH_LIST__|__CUDA_ARCH_FEAT_\w+|__CUDA_ARCH_SPECIFIC__|"
+    r"__CUDA_ARCH_FAMILY_SPECIFIC__|__CUDACC__|__NVCC__|__CUDACC_VER_MAJOR__|__CUDACC_VER_MINOR__|"
+    r"__CUDACC_VER_BUILD__|__cplusplus|CUDART_VERSION|CUDA_VERSION|__CUDA_FP16_TYPES_EXIST__|"
+    r"__CUDA_BF16_TYPES_EXIST__|__CUDA_FP8_TYPES_EXIST__)$")
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$", re.M)
+# Names nvcc and gcc give the functions they make; the host-code reading counts such functions by
+# name, so the editable part may not make one of its own (red team round 52: `extern "C" __nv_probe`).
+_COMPILER_PREFIX = re.compile(r"\b(?:__cuda\w*|____nv_\w*|__sti__\w*|__device_stub__\w*|__wrapper__device_stub\w*|"
+                              r"_GLOBAL__\w*|__static_initialization\w*|__cxx_global_var_init\w*|__fatDeviceText|"
+                              r"__dso_handle|__nv_(?!bfloat16|bfloat162|fp8|fp6|fp4|half|cvt|atomic)\w+)\b")
+# The harness's own namespace: declaring into it lets lookup find the harness's functions only
+# where the harness shares the unit (red team round 51's argument-dependent lookup).
+HARNESS_NAMESPACE = "kl"
+
+
+def defined_macros(text: str) -> set[str]:
+    """Names a text `#define`s (the preamble's and the editable part's own macros)."""
+    return {m.group(2) for m in _DEFINE.finditer(strip_comments(normalize_source(text))) if m.group(1) == "define"}
+
+
+def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str]]:
+    """(offset, name) of each macro a conditional directive tests that only the build can supply: not
+    defined by the program itself, not the target or toolchain. `#ifdef NDEBUG`, `#if __OPTIMIZE__`,
+    `#ifdef KL_VERIFY` pick code by how the file is compiled, and the verifier's build is not the
+    user's release build (red team round 52 used the include path)."""
+    found = []
+    for m in _CONDITIONAL.finditer(text):
+        for name in re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(m.group(2))):
+            if name not in own_macros and not _CONFIGURATION_ALLOWED.match(name):
+                found.append((m.start(), name))
+    return found
+
+
+def _declared_names(text: str):
+    """(offset, name, what) of every name the editable part declares: functions, variables, types,
+    namespaces, enumerators, macros (tree-sitter-cuda's tree of the comment-free text)."""
+    from ..program.cuda_tree import Source, walk
+    src = Source(text)
+    named = {"namespace_definition", "struct_specifier", "class_specifier", "union_specifier", "enum_specifier",
+             "alias_declaration", "enumerator", "preproc_def", "preproc_function_def", "concept_definition"}
+    for node in walk(src.root):
+        target = None
+        if node.type in named and (node.type not in {"struct_specifier", "class_specifier", "union_specifier",
+                                                     "enum_specifier"} or node.child_by_field_name("body")):
+            target = node.child_by_field_name("name")
+        elif node.type in {"function_definition", "declaration", "field_declaration", "type_definition"}:
+            target = node.child_by_field_name("declarator")
+            while target is not None and target.child_by_field_name("declarator") is not None:
+                target = target.child_by_field_name("declarator")
+        if target is None:
+            continue
+        if target.type == "qualified_identifier":
+            target = target.child_by_field_name("name") or target
+        if target.type in {"identifier", "field_identifier", "type_identifier", "namespace_identifier"}:
+            yield src.offset(target.start_byte), src.text_of(target), node.type
+
+
+def scan_source(editable: str, program_macros: set[str] | None = None) -> list[Violation]:
+    """Rules on the editable part's text (splices joined, digraphs spelled out, comments removed).
+    `program_macros`: the macros the rest of the program (its preamble) defines."""
     text = strip_comments(normalize_source(editable))
     code = _without_strings(text)
     found: list[Violation] = []
@@ -319,6 +380,26 @@ def scan_source(editable: str) -> list[Violation]:
         if _PROTECTED_MACRO.match(m.group(2)):
             found.append(Violation(rule="macro", where=line(m.start()),
                                    detail=f"#{m.group(1)} {m.group(2)} redefines a library or harness name"))
+    own = defined_macros(editable) | (program_macros or set())
+    for offset, name in _configuration_tests(text, own):
+        found.append(Violation(rule="build-context", where=line(offset), detail=(
+            f"tests {name}, which only the build can define (a -D flag, the compiler's options): the verifier's "
+            "build is not the one that ships, so what is verified would not be what ships")))
+    for offset, name, what in _declared_names(code):
+        if re.match(r"^(?:__|_[A-Z])", name) or _COMPILER_PREFIX.fullmatch(name):
+            found.append(Violation(rule="reserved-name", where=line(offset), detail=(
+                f"declares {name}: names beginning with __ or _ and a capital are the compiler's own, and the "
+                "verifier reads functions so named as the compiler's")))
+        elif what == "namespace_definition" and name == HARNESS_NAMESPACE:
+            found.append(Violation(rule="reserved-name", where=line(offset), detail=(
+                f"declares into namespace {name}, the harness's own: lookup there depends on whether the harness "
+                "is in the same translation unit")))
+    for m in _DEFINE.finditer(text):
+        body = text[m.end():text.find("\n", m.end()) if text.find("\n", m.end()) >= 0 else len(text)]
+        hidden = _COMPILER_PREFIX.search(_without_strings(body))
+        if hidden:
+            found.append(Violation(rule="reserved-name", where=line(m.start()), detail=(
+                f"#define {m.group(2)} names {hidden.group(0)}, a name the compiler gives its own functions")))
     for rule, pattern, message in _SOURCE_RULES:
         for m in pattern.finditer(code):
             found.append(Violation(rule=rule, where=line(m.start()),
