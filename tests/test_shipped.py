@@ -114,3 +114,40 @@ def test_using_the_compilers_names_is_not_declaring_them():
 def test_honest_rewrites_compile_alike_in_both_builds(baseline, exemplar):
     result = _static(baseline, ROOT / "src" / "kernelloop" / "exemplars" / exemplar)
     assert result.violations == [], result.violations
+
+
+ROUND53 = FIXTURES / "redteam" / "round53"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("candidate, rules", [
+    # a header's macro reaching __builtin_LINE / __has_include (CCCL's, through <cuda/std/...>)
+    (ROUND53 / "library_line_switch" / "candidate_cccl_line.cu", {"build-context"}),
+    (ROUND53 / "library_line_switch" / "candidate_cccl_has_include.cu", {"build-context"}),
+    # names declared through an identity macro: namespace SAME(kl), SAME(__nv_probe_impl)
+    (ROUND53 / "macro_declarator" / "candidate_macro_declarator.cu", {"reserved-name"}),
+])
+def test_what_the_compiler_reads_after_macros_is_scanned_too(candidate, rules):
+    result = _static("sum_reduction.cu", candidate)
+    assert result.violations and {v.rule for v in result.violations} == rules, result.violations
+
+
+@pytest.mark.nvcc
+def test_only_nvccs_own_registration_symbols_count_by_name():
+    # round 53: a helper named __nv_module_id_probe matched a prefix and its code went uncompared
+    assert any("launch_reduce_sum" in name for name in
+               _differences("sum_reduction.cu", ROUND53 / "macro_declarator" / "candidate_macro_declarator.cu"))
+
+
+def test_an_own_macro_that_tests_a_build_macro_is_a_build_condition():
+    found = scan_source("#define OWN defined(NDEBUG)\n#if OWN\n__global__ void k(float* o) { o[0] = 1; }\n#endif\n")
+    assert [v.rule for v in found] == ["build-context"] and "NDEBUG" in found[0].detail, found
+    # a function-like macro's parameters are no names of the build
+    assert scan_source("#define TILE 16\n#define AT_LEAST(a, b) ((a) >= (b))\n#if AT_LEAST(TILE, 8)\n"
+                       "__global__ void k(float* o) { o[0] = 1; }\n#endif\n") == []
+
+
+def test_stringizing_a_macro_is_refused():
+    # `XS(NDEBUG)` is "NDEBUG" in the verifier's build and "1" in a release build, outside any condition
+    found = scan_source('#define S(x) #x\n#define XS(x) S(x)\n__global__ void k(char* o) { o[0] = XS(NDEBUG)[0]; }\n')
+    assert "build-context" in {v.rule for v in found}, found

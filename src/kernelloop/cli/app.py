@@ -136,8 +136,9 @@ def verify(
 
 
 def _print_static_check(check) -> None:
-    mark = ("passes", "green") if check.ok else ("rejected", "red")
-    out.print(styled(mark, f": {check.summary}"))
+    # the summary opens with its verdict ("passes every static gate ...", "rejected: ..."): coloured, not repeated
+    word = "passes" if check.ok else "rejected"
+    out.print(styled((word, "green" if check.ok else "red"), check.summary.removeprefix(word)))
     out.print(f"arch {check.arch} ({check.arch_source}), nvcc {check.nvcc_version}, split: {check.split_mode}"
               + (f", precision scan read {check.precision_source.upper()}" if check.precision_source else ""))
     for v in check.violations:

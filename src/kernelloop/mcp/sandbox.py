@@ -9,7 +9,6 @@ from typing import Annotated
 from mcp.server.fastmcp import Context
 from pydantic import Field
 
-from ..verify.gate import build_summary
 from ..verify.verdict import StaticCheck, Verdict
 from .common import KernelloopMCP, ProgressBridge, add_server_info, new_server, run_tool
 
@@ -29,21 +28,27 @@ CandidateSource = Annotated[str, Field(description=(
     "The candidate's source text: its editable part only, or a whole program (its main() is ignored)."))]
 
 
+def _server_settings():
+    """The server's settings: the run's own [verify] settings when kernelloop optimize started it,
+    else its folder's and environment's."""
+    from ..config import load_settings, run_verify_settings
+
+    settings = load_settings()
+    own = run_verify_settings()
+    return settings if own is None else settings.model_copy(update={"verify": own})
+
+
 def _verify(baseline_path: str, candidate_source: str | None, candidate_path: str | None,
             threshold: float | None, runs: int | None, seeds: int | None, progress: ProgressBridge) -> Verdict:
-    from ..config import load_settings, run_verify_settings
+    from ..config import load_settings
     from ..errors import InputError
     from ..program.split import read_program
     from ..verify import gate  # looked up at call time: tests replace gate.verify_files
 
     if (candidate_source is None) == (candidate_path is None):
         raise InputError("give the candidate as candidate_source or as candidate_path (exactly one)")
-    # The settings are the server's: the run's own when kernelloop optimize started it, else its folder's
-    # and environment's. A call may only tighten them: the caller may be the party being judged.
-    settings = load_settings()
-    own = run_verify_settings()
-    if own is not None:
-        settings = settings.model_copy(update={"verify": own})
+    # A call may only tighten the server's settings: the caller may be the party being judged.
+    settings = _server_settings()
     asked = {k: v for k, v in (("threshold", threshold), ("runs", runs), ("seeds", seeds)) if v is not None}
     if asked:
         load_settings(asked, given_as="argument {}")  # each value valid on its own: one line if not
@@ -60,40 +65,16 @@ def _verify(baseline_path: str, candidate_source: str | None, candidate_path: st
 
 
 def _static_check(baseline_path: str, candidate_source: str, arch: str | None) -> StaticCheck:
-    from ..config import load_settings
-    from ..errors import InputError
-    from ..program.split import candidate_editable_part, read_program, split_program
-    from ..tools.gpu import detect_gpus
-    from ..tools.nvcc import find_toolchain
-    from ..verify.gate import static_gates
+    from ..program.split import read_program
+    from ..verify.static_check import check_static_sources
 
-    settings = load_settings({"arch": arch})
-    split = split_program(read_program(Path(baseline_path)), baseline_path)
-    editable, notes = candidate_editable_part(candidate_source, split, "candidate_source")
-    if not editable.strip():
-        raise InputError("candidate_source: the candidate's editable part is empty")
-    toolchain = find_toolchain()
-    if settings.verify.arch:
-        chosen = settings.verify.arch
-    else:
-        gpus = detect_gpus()
-        chosen = gpus[0].arch if gpus else "sm_90"
-    static = static_gates(split, editable, arch=chosen, settings=settings, toolchain=toolchain,
-                          baseline_name=baseline_path)
-    cand = static.candidate
-    if static.violations:
-        first = static.violations[0].describe()
-        summary = f"rejected by the policy: {len(static.violations)} violation(s), first: {first}"
-    elif cand is None or not cand.ok:
-        stage = cand.stage if cand is not None else "compile"
-        last = next((ln for ln in reversed((cand.log if cand else "").splitlines()) if "error" in ln.lower()), "")
-        summary = f"does not build ({stage})" + (f": {last.strip()}" if last else "")
-    else:
-        summary = f"clean: passes the policy and builds (nvcc {' '.join(cand.flags)}); verify can run it"
-    return StaticCheck(ok=not static.violations and cand is not None and cand.ok, summary=summary, arch=chosen,
-                       split_mode=split.mode, notes=notes, violations=static.violations,
-                       baseline_build=build_summary(static.baseline),
-                       candidate_build=build_summary(cand) if cand is not None else None)
+    # The same settings as verify (the run's own when kernelloop optimize started the server), so the
+    # pre-check judges as verify will; the arch asked for builds for another target only.
+    settings = _server_settings()
+    if arch:
+        settings = settings.model_copy(update={"verify": settings.verify.model_copy(update={"arch": arch})})
+    return check_static_sources(read_program(Path(baseline_path)), candidate_source, settings,
+                                baseline_name=baseline_path, candidate_name="candidate_source")
 
 
 def build_server() -> KernelloopMCP:

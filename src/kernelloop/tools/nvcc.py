@@ -166,6 +166,45 @@ def host_pass(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits, nam
         return HostPass(ok=True, lines=lines)
 
 
+class Preprocessed(BaseModel):
+    ok: bool
+    part: str = ""  # the unit's own lines after preprocessing (macros expanded), in order
+    header_macros: dict[str, str] = {}  # macros the headers define: name -> body (parameters included)
+    problem: str | None = None
+
+
+_DEFINE_LINE = re.compile(r"^#define ([A-Za-z_]\w*)(\([^)]*\))?\s?(.*)$")
+
+
+def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits,
+                    name: str = "candidate.cu") -> Preprocessed:
+    """The unit as the compiler reads it (nvcc -E, macro definitions kept): the lines `name` itself
+    contributes, with every macro expanded, and the macros the headers define. What a text scan of
+    the source cannot see (a header's macro that expands to `__builtin_LINE()`, a name built by an
+    identity macro) is plain here."""
+    with private_workdir() as work:
+        (work / "unit.cu").write_text(unit)
+        shutil.chown(work / "unit.cu", user=work.stat().st_uid, group=work.stat().st_gid)
+        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), "-E", "-Xcompiler", "-dD",
+                             "unit.cu", "-o", "unit.ii"], workdir=work, limits=limits)
+        out = work / "unit.ii"
+        if not run.ok or not out.exists():
+            return Preprocessed(ok=False, problem=f"preprocessing failed ({run.failure()})")
+        part: list[str] = []
+        macros: dict[str, str] = {}
+        current = ""
+        for text in out.read_text(errors="replace").splitlines():
+            if m := _LINE_MARKER.match(text):
+                current = m.group(2)
+                continue
+            if os.path.basename(current) == name:
+                if not text.startswith("#"):
+                    part.append(text)
+            elif current != "unit.cu" and (d := _DEFINE_LINE.match(text)):
+                macros[d.group(1)] = (d.group(2) or "") + " " + d.group(3)
+        return Preprocessed(ok=True, part="\n".join(part), header_macros=macros)
+
+
 _GROUP_SIGNATURE = re.compile(r"^COMDAT group section \[\s*\d+\] `[^']*' \[(?P<signature>[^\]]+)\]", re.M)
 
 

@@ -26,7 +26,8 @@ from ..errors import EnvironmentProblem, InputError
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
-from ..tools.nvcc import BuildResult, Toolchain, build_program, check_includes, find_toolchain, host_pass
+from ..tools.nvcc import (BuildResult, Toolchain, build_program, check_includes, find_toolchain, host_pass,
+                          preprocess_unit)
 from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import MEMCHECK_EXIT_CODE, MemcheckResult, find_compute_sanitizer, memcheck_argv, read_memcheck
 from . import policy
@@ -600,6 +601,13 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
                   if includes.outside else includes.problem or "preprocessing failed")
         return StaticResult(baseline=base_build, candidate=None,
                             violations=[policy.Violation(rule="include", where="preprocessor", detail=detail)])
+    # What the compiler reads: header macros reaching a value of the build, names declared through macros.
+    expanded = preprocess_unit(unit, arch=arch, toolchain=toolchain, limits=limits)
+    if not expanded.ok:
+        return StaticResult(baseline=base_build, candidate=None, violations=[
+            policy.Violation(rule="include", where="preprocessor", detail=expanded.problem or "preprocessing failed")])
+    if expanded_violations := policy.scan_preprocessed(editable, expanded.part, expanded.header_macros):
+        return StaticResult(baseline=base_build, candidate=None, violations=expanded_violations)
     hosted = host_pass(unit, arch=arch, toolchain=toolchain, limits=limits)
     if hosted.ok and (host_violations := policy.scan_host_pass(hosted.lines)):
         return StaticResult(baseline=base_build, candidate=None, violations=host_violations)

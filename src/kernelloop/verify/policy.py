@@ -315,10 +315,22 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
     defined by the program itself, not the target or toolchain. `#ifdef NDEBUG`, `#if __OPTIMIZE__`,
     `#ifdef KL_VERIFY` pick code by how the file is compiled, and the verifier's build is not the
     user's release build (red team round 52 used the include path)."""
+    bodies = {m.group(2): text[m.end():text.find("\n", m.end()) if "\n" in text[m.end():] else len(text)]
+              for m in _DEFINE.finditer(text) if m.group(1) == "define"}
     found = []
     for m in _CONDITIONAL.finditer(text):
-        for name in re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(m.group(2))):
-            if name not in own_macros and not _CONFIGURATION_ALLOWED.match(name):
+        todo, seen = re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(m.group(2))), set()
+        while todo:  # an own macro's body counts as written in the condition (`#define OWN defined(NDEBUG)`)
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if name in bodies:
+                body = bodies[name]
+                params = re.match(r"^\(([^)]*)\)", body)  # a function-like macro: its parameters are no names
+                words = re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(body[params.end() if params else 0:]))
+                todo += [w for w in words if not params or w not in re.findall(r"\w+", params.group(1))]
+            elif name not in own_macros and not _CONFIGURATION_ALLOWED.match(name):
                 found.append((m.start(), name))
     return found
 
@@ -345,6 +357,49 @@ def _declared_names(text: str):
             target = target.child_by_field_name("name") or target
         if target.type in {"identifier", "field_identifier", "type_identifier", "namespace_identifier"}:
             yield src.offset(target.start_byte), src.text_of(target), node.type
+
+
+_BUILD_VALUE = re.compile(r"\b(?:__LINE__|__FILE__|__FILE_NAME__|__BASE_FILE__|__COUNTER__|__DATE__|__TIME__|"
+                          r"__TIMESTAMP__|__INCLUDE_LEVEL__|__builtin_LINE|__builtin_FILE|__builtin_FUNCTION|"
+                          r"__builtin_COLUMN|__builtin_source_location|__has_include|__has_include_next|__has_embed)\b")
+# Header macros that take a build value only for a message on failure, never as a result.
+_MESSAGE_ONLY = {"assert"}
+
+
+def _build_value_macros(macros: dict[str, str]) -> set[str]:
+    """The macros among `macros` (name -> body) that expand, directly or through each other, to a
+    value of the build."""
+    found = {name for name, body in macros.items() if _BUILD_VALUE.search(body)}
+    while True:
+        more = {name for name, body in macros.items() if name not in found
+                and any(word in found for word in re.findall(r"[A-Za-z_]\w*", body))}
+        if not more:
+            return found - _MESSAGE_ONLY
+        found |= more
+
+
+def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:
+    """The rules a text scan of the source cannot apply, on the part as the compiler reads it (red team
+    round 53): a header's macro that expands to a value of the build (`_CCCL_BUILTIN_LINE()`,
+    `_CCCL_HAS_INCLUDE(...)`), such a value in the expanded code, and names declared through a macro
+    (`namespace SAME(kl)`, `SAME(__nv_probe)`)."""
+    found: list[Violation] = []
+    reaching = _build_value_macros(header_macros)
+    text = _without_strings(strip_comments(normalize_source(editable)))
+    for name in sorted({w for w in re.findall(r"(?<![\w.])[A-Za-z_]\w*", text) if w in reaching}):
+        found.append(Violation(rule="build-context", where="source", detail=(
+            f"{name} expands to a value of the build (its line, file, include path or date): what is verified "
+            "would not be what ships")))
+    for m in re.finditer(r"\b__builtin_(?:LINE|FILE|FUNCTION|COLUMN|source_location)\b", part):
+        found.append(Violation(rule="build-context", where="preprocessed source",
+                               detail=f"{m.group(0)} (after macro expansion) is a value of the build"))
+        break
+    for _, name, what in _declared_names(_without_strings(part)):
+        if re.match(r"^(?:__|_[A-Z])", name) or _COMPILER_PREFIX.fullmatch(name) or \
+                (what == "namespace_definition" and name == HARNESS_NAMESPACE):
+            found.append(Violation(rule="reserved-name", where="preprocessed source", detail=(
+                f"declares {name} through a macro: a name reserved for the compiler or the harness")))
+    return found
 
 
 def scan_source(editable: str, program_macros: set[str] | None = None) -> list[Violation]:
@@ -396,6 +451,12 @@ def scan_source(editable: str, program_macros: set[str] | None = None) -> list[V
                 "is in the same translation unit")))
     for m in _DEFINE.finditer(text):
         body = text[m.end():text.find("\n", m.end()) if text.find("\n", m.end()) >= 0 else len(text)]
+        # Stringizing turns a macro's value into data outside any condition (`XS(NDEBUG)` is "NDEBUG"
+        # in one build, "1" in another): the configuration check would not see it.
+        if re.search(r"(?<!#)#(?!#)\s*[A-Za-z_]", _without_strings(body)):
+            found.append(Violation(rule="build-context", where=line(m.start()), detail=(
+                f"#define {m.group(2)} stringizes its argument (#x): a macro's value, which the build may set, "
+                "would become data")))
         hidden = _COMPILER_PREFIX.search(_without_strings(body))
         if hidden:
             found.append(Violation(rule="reserved-name", where=line(m.start()), detail=(

@@ -32,13 +32,16 @@ _UNIT_NAMES = re.compile(r"_INTERNAL_[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}")
 # a unit with the harness's kernels and one without, and nothing the editable part names reaches
 # them. Only these count by name: a function of the part's own that merely looks generated is
 # compared by its code (red team round 52 hid a build switch behind `extern "C" __nv_probe`).
-_REGISTRATION = re.compile(r"^(?:__sti____cudaRegisterAll|__nv_cudaEntityRegisterCallback|__nv_save_fatbinhandle_for_managed_rt|"
-                           r"__cudaUnregisterBinaryUtil|____nv_dummy_param_ref|__nv_init_managed_rt\w*|_GLOBAL__sub_I_\w*|"
-                           r"__nv_module_id|__fatDeviceText)")
+# Exact symbols (nvcc's internal-linkage names, which no declaration of the part can take: the
+# same name in the unit is a redefinition), never prefixes (red team round 53: `__nv_module_id_probe`).
+_REGISTRATION = re.compile(r"^(?:_ZL24__sti____cudaRegisterAllv|_ZL31__nv_cudaEntityRegisterCallbackPPv|"
+                           r"_ZL37__nv_save_fatbinhandle_for_managed_rtPPv|_ZL26__cudaUnregisterBinaryUtilv|"
+                           r"_ZL22____nv_dummy_param_refPv|_ZL15__fatDeviceText|_ZL20__cudaFatCubinHandle|"
+                           r"_ZL\d+__nv_init_managed_rt\w*|_GLOBAL__sub_I_\w+)$")
 
 
 def _registration(name: str) -> bool:
-    return bool(_REGISTRATION.match(demangle([name])[0] if name.startswith("_Z") else name))
+    return bool(_REGISTRATION.match(name))
 
 
 def _neutral_ptx(ptx: str) -> str:
