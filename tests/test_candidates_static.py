@@ -34,7 +34,7 @@ STATIC_REASONS = {"policy", "compile", "reduced_precision"}
 RULES: dict[str, set[str]] = {
     "rt19_launch_args_read.cu": {"launch-arguments"}, "rt19_cooperative_args_read.cu": {"launch-arguments"},
     "rt19_graph_node_args_read.cu": {"launch-arguments"}, "rt19_pasted_internal_launch.cu": {"reserved-name"},
-    "rt8_comdat_vector_zero_write.cu": {"reserved-name"},
+    "rt8_comdat_vector_zero_write.cu": {"reserved-name"}, "harness_name.cu": {"reserved-name"},
     "rt19_memcpy_h2h_write.cu": {"host-copy"}, "rt19_memcpy_kind_computed.cu": {"host-copy"},
     "rt19_memcpy_size_unknown.cu": {"host-copy"}, "rt19_memcpy_htod_foreign.cu": {"foreign-load"},
     "rt19_memcpy_dtoh_heap.cu": {"foreign-store"}, "vault_role_write.cu": {"foreign-store"},

@@ -151,3 +151,33 @@ def test_stringizing_a_macro_is_refused():
     # `XS(NDEBUG)` is "NDEBUG" in the verifier's build and "1" in a release build, outside any condition
     found = scan_source('#define S(x) #x\n#define XS(x) S(x)\n__global__ void k(char* o) { o[0] = XS(NDEBUG)[0]; }\n')
     assert "build-context" in {v.rule for v in found}, found
+
+
+ROUND54 = FIXTURES / "redteam" / "round54"
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("candidate", [
+    # the file name nvcc builds from, read through an anonymous namespace's name (__PRETTY_FUNCTION__)
+    ROUND54 / "unit_file_name" / "candidate_unit_file_name.cu",
+    # the dialect: the verifier built with -std=c++17, the contract's command does not
+    ROUND54 / "language_dialect" / "candidate_dialect.cu",
+])
+def test_the_one_file_build_differs_in_file_name_and_dialect_too(candidate):
+    assert any("launch_reduce_sum" in name for name in _differences("sum_reduction.cu", candidate))
+
+
+@pytest.mark.nvcc
+def test_an_honest_helper_in_an_anonymous_namespace_is_the_same_code_under_another_file_name():
+    # nvcc names the namespace by the file: the comparison takes the file's name out (round 54's side finding)
+    result = _static("sum_reduction.cu", ROUND54 / "unit_file_name" / "control_anonymous_namespace_helper.cu")
+    assert result.violations == [], result.violations
+
+
+@pytest.mark.parametrize("code", [
+    '#define MODE defined(NDEBUG)\n#if MODE\n#endif\n#undef MODE\n#define MODE 1\n',  # the first definition counts too
+    'static const char* where() { return __PRETTY_FUNCTION__; }\n',
+])
+def test_the_rounds_source_level_routes_are_refused(code):
+    found = scan_source(code + "__global__ void k(float* o) { o[0] = 1; }\n")
+    assert "build-context" in {v.rule for v in found}, found

@@ -137,12 +137,26 @@ def _target(elf: ELFFile, symbol, rel, kind: int) -> str:
 _CONSTANT_POOL = re.compile(r"cst\d+$")  # .rodata.cst8, .rodata.cst16: merged pools of one width each
 
 
+_UNIT_NAMESPACE = re.compile(r"(\d+)_GLOBAL__N__")
+
+
+def unit_neutral(name: str) -> str:
+    """A mangled name with nvcc's name for an anonymous namespace (`35_GLOBAL__N__<digest>_<n>_<file>_cu_
+    <first symbol>`, from the file name and contents) made `_GLOBAL__N_`: the same code compiled in
+    another file has another such name, and nothing else differs."""
+    while m := _UNIT_NAMESPACE.search(name):
+        end = m.start(1) + len(m.group(1)) + int(m.group(1))
+        name = f"{name[:m.start()]}11_GLOBAL__N_{name[end:]}"
+    return name
+
+
 def _stable_name(symbol) -> str:
     """A symbol's name without the number the compiler gives local ones in order of appearance
-    (`CSWTCH.17`, `value.0`): it differs between two files that hold the same code in another order."""
+    (`CSWTCH.17`, `value.0`): it differs between two files that hold the same code in another order;
+    and without the file's name in an anonymous namespace's."""
     if symbol["st_info"]["bind"] == "STB_LOCAL":
-        return re.sub(r"\.\d+$", ".N", symbol.name)
-    return symbol.name
+        return unit_neutral(re.sub(r"\.\d+$", ".N", symbol.name))
+    return unit_neutral(symbol.name)
 
 
 # Names the PTX writer numbers by position in the module: a label's function index, a string's count.

@@ -425,17 +425,21 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
 
 
 def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
-                       limits: Limits | None = None, optimised: bool = False) -> BuildResult:
+                       limits: Limits | None = None, optimised: bool = False, filename: str = "program.cu",
+                       iso_dialect: bool = True) -> BuildResult:
     """Compile a program's one translation unit to an object for reading what each function
     touches, a section per function and variable; its device code as PTX beside it (`program.ptx`).
     Unoptimised, every function keeps its own symbol; `optimised`, the source sees the macros the
-    real build defines (-O3: `__OPTIMIZE__`), with no function folded into another by the compiler."""
+    real build defines (-O3: `__OPTIMIZE__`), with no function folded into another by the compiler.
+    `filename`: the file's name on disk (nvcc names anonymous namespaces by it); `iso_dialect`: -std=c++17,
+    as the verifier builds, else the compiler's default (gnu++17), as docs/contract.md's command does."""
     return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True,
-                        optimised=optimised)
+                        optimised=optimised, filename=filename, iso_dialect=iso_dialect)
 
 
 def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None, limits: Limits | None,
-                 object_only: bool, optimised: bool = True) -> BuildResult:
+                 object_only: bool, optimised: bool = True, filename: str = "program.cu",
+                 iso_dialect: bool = True) -> BuildResult:
     toolchain = toolchain or find_toolchain()
     # An object for reading: a section per function and variable, so every reference from one
     # function to another is a relocation; optimised, no automatic inlining, cloning or merging
@@ -444,9 +448,10 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
                + (",-fno-inline-functions,-fno-inline-small-functions,-fno-inline-functions-called-once,"
                   "-fno-partial-inlining,-fno-ipa-cp,-fno-ipa-sra,-fno-ipa-icf,-fno-ipa-cp-clone" if optimised else "")] \
         if object_only else []
-    flags = ["-O3" if optimised else "-O0", "-std=c++17", *arch_flags(arch), *reading]
+    dialect = ["-std=c++17"] if iso_dialect else []
+    flags = ["-O3" if optimised else "-O0", *dialect, *arch_flags(arch), *reading]
     output = "program.o" if object_only else "program"
-    key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source,
+    key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source, filename,
                                      _harness_header_digest()]).encode()).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
     outputs = [output, "program.ptx"] if object_only else [output]
@@ -455,14 +460,14 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
     limits = limits or Limits(wall_timeout_s=300, memory_bytes=8 << 30, max_processes=512)
     started = time.monotonic()
     with private_workdir() as work:
-        (work / "program.cu").write_text(source)
-        shutil.chown(work / "program.cu", user=work.stat().st_uid, group=work.stat().st_gid)
+        (work / filename).write_text(source)
+        shutil.chown(work / filename, user=work.stat().st_uid, group=work.stat().st_gid)
         stage_harness_header(work)
-        run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", "program.cu", "-o", output],
+        run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", filename, "-o", output],
                             workdir=work, limits=limits)
         if run.ok and object_only:  # the device code as PTX, for what the kernels call (device malloc)
-            run = run_sandboxed([str(toolchain.nvcc), "-O3", "-std=c++17", *arch_flags(arch), *_SUPPRESSED,
-                                 f"-I{_HARNESS_INCLUDE}", "-ptx", "program.cu", "-o", "program.ptx"],
+            run = run_sandboxed([str(toolchain.nvcc), "-O3", *dialect, *arch_flags(arch), *_SUPPRESSED,
+                                 f"-I{_HARNESS_INCLUDE}", "-ptx", filename, "-o", "program.ptx"],
                                 workdir=work, limits=limits)
         log = (run.stdout + run.stderr).strip()
         if not run.ok:

@@ -177,7 +177,8 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
     # compile one kernel for the verifier and another for everyone else (red team round 51).
     ("build-context", re.compile(r"\b(?:__LINE__|__FILE__|__FILE_NAME__|__BASE_FILE__|__COUNTER__|__DATE__|__TIME__|"
                                  r"__TIMESTAMP__|__INCLUDE_LEVEL__|__builtin_LINE|__builtin_FILE|__builtin_FUNCTION|"
-                                 r"__builtin_COLUMN|source_location|__has_include|__has_include_next|__has_embed)\b"),
+                                 r"__builtin_COLUMN|source_location|__has_include|__has_include_next|__has_embed|"
+                                 r"__PRETTY_FUNCTION__|__FUNCTION__|__func__|__FUNCSIG__|typeid)\b"),
      "{m} is a value of the build, not of the code: what is verified would not be what ships"),
 ]
 _PROTECTED_MACRO = re.compile(
@@ -315,8 +316,11 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
     defined by the program itself, not the target or toolchain. `#ifdef NDEBUG`, `#if __OPTIMIZE__`,
     `#ifdef KL_VERIFY` pick code by how the file is compiled, and the verifier's build is not the
     user's release build (red team round 52 used the include path)."""
-    bodies = {m.group(2): text[m.end():text.find("\n", m.end()) if "\n" in text[m.end():] else len(text)]
-              for m in _DEFINE.finditer(text) if m.group(1) == "define"}
+    bodies: dict[str, str] = {}  # every definition counts (`#undef MODE` then `#define MODE 1` hides none)
+    for m in _DEFINE.finditer(text):
+        if m.group(1) == "define":
+            body = text[m.end():text.find("\n", m.end()) if "\n" in text[m.end():] else len(text)]
+            bodies[m.group(2)] = bodies.get(m.group(2), "") + " " + body if m.group(2) in bodies else body
     found = []
     for m in _CONDITIONAL.finditer(text):
         todo, seen = re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(m.group(2))), set()
@@ -368,8 +372,10 @@ _MESSAGE_ONLY = {"assert"}
 
 def _build_value_macros(macros: dict[str, str]) -> set[str]:
     """The macros among `macros` (name -> body) that expand, directly or through each other, to a
-    value of the build."""
-    found = {name for name, body in macros.items() if _BUILD_VALUE.search(body)}
+    value of the build, or stringize their argument (a header's `#x` turns any macro's value, `linux`
+    or `NDEBUG`, into data: red team round 54)."""
+    found = {name for name, body in macros.items()
+             if _BUILD_VALUE.search(body) or re.search(r"(?<!#)#(?!#)\s*[A-Za-z_]", _without_strings(body))}
     while True:
         more = {name for name, body in macros.items() if name not in found
                 and any(word in found for word in re.findall(r"[A-Za-z_]\w*", body))}
@@ -388,8 +394,8 @@ def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -
     text = _without_strings(strip_comments(normalize_source(editable)))
     for name in sorted({w for w in re.findall(r"(?<![\w.])[A-Za-z_]\w*", text) if w in reaching}):
         found.append(Violation(rule="build-context", where="source", detail=(
-            f"{name} expands to a value of the build (its line, file, include path or date): what is verified "
-            "would not be what ships")))
+            f"{name} expands to a value of the build (its line, file, include path or date) or turns a macro's "
+            "value into data: what is verified would not be what ships")))
     for m in re.finditer(r"\b__builtin_(?:LINE|FILE|FUNCTION|COLUMN|source_location)\b", part):
         found.append(Violation(rule="build-context", where="preprocessed source",
                                detail=f"{m.group(0)} (after macro expansion) is a value of the build"))

@@ -8,17 +8,20 @@ candidate that can tell the two apart compiles one kernel for the verifier and a
 everyone else: an overload or a template whose end-of-unit lookup finds a name of the harness's
 header only where that header is in the same unit (red team round 51; `__LINE__` and its kind
 are refused by the policy). So the editable part is built both ways, with the same position for
-it in both, and each of its functions and kernels must compile to the same code (the
+it in both (and, in the one-file build, under a file name no candidate knows and in the contract's
+dialect), and each of its functions and kernels must compile to the same code (the
 fingerprints `kernelloop init` compares its copies by: host machine code with relocations
 resolved, device PTX with position-numbered names neutral)."""
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
 from pathlib import Path
 
 from ..program.split import ProgramSplit
-from ..tools.code_identity import device_fingerprints, host_fingerprints
+from ..tools.code_identity import device_fingerprints, host_fingerprints, unit_neutral
 from ..tools.nvcc import Toolchain, build_whole_object
 from ..tools.state_refs import generated, state_references
 from ..tools.symbols import demangle
@@ -52,24 +55,44 @@ class ShippedBuildUnreadable(Exception):
     """One of the two builds failed: the gate's own build is the judge of that."""
 
 
+def _comparison_file_name(cache_dir: Path) -> str:
+    """A file name for the one-file build that no candidate can know: drawn once per cache folder and
+    kept there (so its builds are cached like any other). A fixed name in this source could be
+    special-cased beside the verifier's own (red team round 54 read the file name nvcc builds from)."""
+    key = cache_dir / "build-identity.key"
+    if not key.exists():
+        key.parent.mkdir(parents=True, exist_ok=True)
+        tmp = key.with_name(f"{key.name}.{secrets.token_hex(4)}.tmp")
+        tmp.write_text(secrets.token_hex(8))
+        os.replace(tmp, key)
+    return f"u{key.read_text().strip()[:16]}.cu"
+
+
 def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
                               toolchain: Toolchain | None = None) -> list[str]:
-    """The editable part's functions and kernels (readable names) that compile to other code in
-    one file with the harness after them than in the verifier's unit alone."""
+    """The editable part's functions and kernels (readable names) that compile to other code in one
+    file with the harness after them, under another file name and in the compiler's default dialect
+    (gnu++17, as docs/contract.md builds), than in a unit alone as the verifier builds it (`editable.cu`,
+    -std=c++17). Whatever a candidate can tell apart between those builds (the rest of the unit, the
+    file's name, the dialect) must not change its code (red team rounds 51-54)."""
     alone = split.editable_unit(editable, "candidate.cu")
     whole = f"{alone}#line {split.harness_line} \"harness.cu\"\n{split.harness}\n"
     objects = []
-    for text in (alone, whole):
-        build = build_whole_object(text, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True)
+    for text, filename, iso in ((alone, "editable.cu", True), (whole, _comparison_file_name(cache_dir), False)):
+        build = build_whole_object(text, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
+                                   filename=filename, iso_dialect=iso)
         if not build.ok or build.binary is None:
             raise ShippedBuildUnreadable(build.log.strip().splitlines()[-1] if build.log.strip() else build.stage)
         objects.append(build.binary)
     unit_object, whole_object = objects
-    refs = state_references(unit_object)
-    names = {f for f in refs.functions if not generated(f, refs.readable_names.get(f))}
-    # Each unit's kernel registration counts by name, not by code.
-    unit_prints = host_fingerprints(unit_object, names, opaque=_registration)
-    whole_prints = host_fingerprints(whole_object, names, opaque=_registration)
+    refs, whole_refs = state_references(unit_object), state_references(whole_object)
+    wanted = {unit_neutral(f) for f in refs.functions if not generated(f, refs.readable_names.get(f))}
+    # Each unit's kernel registration counts by name, not by code; names are compared with the file's
+    # name taken out of anonymous namespaces' (an honest helper in one has another name in another file).
+    unit_prints = {unit_neutral(n): d for n, d in host_fingerprints(
+        unit_object, {f for f in refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
+    whole_prints = {unit_neutral(n): d for n, d in host_fingerprints(
+        whole_object, {f for f in whole_refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
     unit_ptx = _neutral_ptx(unit_object.with_name("program.ptx").read_text())
     whole_ptx = _neutral_ptx(whole_object.with_name("program.ptx").read_text())
     device = {_UNIT_NAMES.sub("_INTERNAL_", name) for name in refs.device_edges}
