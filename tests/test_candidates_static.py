@@ -161,9 +161,10 @@ def test_a_weak_definition_of_a_library_function_the_harness_imports_is_interpos
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
     editable, _ = candidate_editable_part((ROOT / "src" / "kernelloop" / "exemplars" / "matmul_smem_tiling.cu").read_text(), split)
     # the harness's std::vector imports std::__throw_length_error from libstdc++; the source scan
-    # refuses the reserved name first (rule reserved-name), so it is off here: the object scan is the guard
+    # refuses the reserved name first (rule reserved-name), so both are off here: the object scan is the guard
     from kernelloop.verify import policy
     monkeypatch.setattr(policy, "scan_source", lambda editable, *_: [])
+    monkeypatch.setattr(policy, "scan_preprocessed", lambda *_: [])  # the same rule on the expanded text
     evil = editable + '\nnamespace std { __attribute__((weak)) void __throw_length_error(const char*) { for (;;) {} } }\n'
     result = static_gates(split, evil, arch="sm_90", settings=settings, toolchain=find_toolchain())
     assert any(v.rule == "interposition" and "__throw_length_error" in v.detail for v in result.violations)

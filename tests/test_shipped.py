@@ -181,3 +181,26 @@ def test_an_honest_helper_in_an_anonymous_namespace_is_the_same_code_under_anoth
 def test_the_rounds_source_level_routes_are_refused(code):
     found = scan_source(code + "__global__ void k(float* o) { o[0] = 1; }\n")
     assert "build-context" in {v.rule for v in found}, found
+
+
+ROUND55 = FIXTURES / "redteam" / "round55" / "digit_separator_desync"
+
+
+@pytest.mark.nvcc
+def test_a_digit_separator_does_not_hide_the_rest_of_a_line():
+    # round 55: `1'0` read as a character literal ran to a quote inside "'//", and the string's `//`
+    # was taken for a comment that hid `__LINE__`
+    result = _static("sum_reduction.cu", ROUND55 / "candidate_digit_separator.cu")
+    assert {v.rule for v in result.violations} == {"build-context"}, result.violations
+
+
+def test_digit_separators_in_honest_code_are_numbers():
+    assert scan_source("__global__ void k(int* o) { o[0] = 1'000'000 + 0xFF'FF; char c = 'x'; }\n") == []
+
+
+def test_a_second_reading_by_a_real_parser_catches_what_the_lexer_misses(monkeypatch):
+    # Were the hand-written lexer to misread a line again, tree-sitter's reading still sees the token.
+    from kernelloop.verify import policy
+    monkeypatch.setattr(policy, "strip_comments", lambda text: text.split("// ")[0])
+    found = scan_source('__global__ void k(long* o) { const char* s = "// "; o[0] = __LINE__; }\n')
+    assert "build-context" in {v.rule for v in found}, found

@@ -53,6 +53,9 @@ def strip_comments(text: str) -> str:
             chunk = text[i : (n if j < 0 else j + 2)]
             out.append("\n" * chunk.count("\n") or " ")
             i = n if j < 0 else j + 2
+        elif c == "'" and in_number(text, i):  # a digit separator (1'000), not a character literal
+            out.append(c)
+            i += 1
         elif c in "\"'":
             j = _skip_literal(text, i)
             out.append(text[i:j])
@@ -61,6 +64,17 @@ def strip_comments(text: str) -> str:
             out.append(c)
             i += 1
     return "".join(out)
+
+
+def in_number(text: str, i: int) -> bool:
+    """Whether the quote at i sits inside a number (C++14 digit separators: 1'000, 0xFF'FF): the
+    run of letters, digits, dots and underscores before it starts with a digit (or a dot and a
+    digit), as a preprocessing number does; `u8'a'` and `L'a'` start with a letter (red team round 55:
+    `1'0` read as a character literal hid the rest of a line from every rule)."""
+    j = i
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "._'"):
+        j -= 1
+    return j < i and (text[j].isdigit() or (text[j] == "." and j + 1 < i and text[j + 1].isdigit()))
 
 
 def _skip_literal(text: str, i: int) -> int:

@@ -1034,7 +1034,7 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
                 used_seeds: set[int], durations: Durations, reasons: list[Reason], say,
                 cupti_lib: Path | None, harness_kernels: set[str], timed_calls: int | None,
                 noise: BaselineNoise | None, regression: float | None) -> list[Manifest]:
-    """Interleaved (candidate, baseline) pairs, a fresh seed each; every run is traced and
+    """Interleaved pairs, a fresh seed each, in alternating order; every run is traced and
     audited like the correctness runs, so a candidate cannot behave when watched only.
     Returns the manifests the runs wrote (their measured peaks feed the speed-of-light gate).
     `regression`: decide by the regression rule at that threshold instead of the speedup bar."""
@@ -1047,10 +1047,18 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
         target = vs.runs if decision is None else min(vs.max_runs, len(v.candidate_kernel_ms) + 2)
         while len(v.candidate_kernel_ms) < target:
             seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-            cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                               heavy=False)
-            base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret,
-                               heavy=False)
+
+            def timed(binary: Path, limits: Limits) -> ProgramRun:
+                return run_program(binary, seed=seed, limits=limits, cupti_library=cupti_lib, secret=secret,
+                                   heavy=False)
+            # The order alternates pair by pair (ABBA, as verify/stats.py assumes): whatever the first or the
+            # second run of a pair gains (a warmer or cooler GPU) falls on both sides alike (red team round 55).
+            if len(v.candidate_kernel_ms) % 2 == 0:
+                cand = timed(cand_bin, cand_limits)
+                base = timed(base_bin, base_limits)
+            else:
+                base = timed(base_bin, base_limits)
+                cand = timed(cand_bin, cand_limits)
             durations.program_runs_s += cand.result.wall_s + base.result.wall_s
             failure = _run_failure(cand)
             if failure:

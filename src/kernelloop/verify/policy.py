@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..program.scanner import body_start, scan_items, strip_comments
+from ..program.scanner import body_start, in_number, scan_items, strip_comments
 from ..tools.symbols import demangle
 
 
@@ -189,8 +189,22 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)", re.M)
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import)\b[ \t]*(.*)$", re.M)
 
 
+_LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+
+
 def _without_strings(text: str) -> str:
-    return re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', '""', text)
+    """String and character literals made `""`; a quote inside a number is a digit separator (1'000),
+    not a character literal (red team round 55)."""
+    out, i = [], 0
+    while m := _LITERAL.search(text, i):
+        if m.group(0)[0] == "'" and in_number(text, m.start()):
+            out.append(text[i:m.start() + 1])
+            i = m.start() + 1
+            continue
+        out.append(text[i:m.start()] + '""')
+        i = m.end()
+    out.append(text[i:])
+    return "".join(out)
 
 
 _DIGRAPHS = [("%:%:", "##"), ("%:", "#"), ("<%", "{"), ("%>", "}"), ("<:", "["), (":>", "]"), ("??=", "#")]
@@ -408,6 +422,27 @@ def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -
     return found
 
 
+def _parsed_code(editable: str) -> str:
+    """The part with comments blanked and string and character literals made `""`, as tree-sitter-cuda
+    reads them (line structure kept)."""
+    from ..program.cuda_tree import Source, walk
+    src = Source(normalize_source(editable))
+    spans, last = [], -1
+    for node in walk(src.root):
+        if node.type in {"comment", "string_literal", "char_literal", "raw_string_literal", "system_lib_string"} \
+                and node.start_byte >= last:
+            spans.append((node.type, *src.span(node)))
+            last = node.end_byte
+    out, i = [], 0
+    for kind, start, end in spans:
+        chunk = src.text[start:end]
+        blank = (chunk.count("\n") * "\n" or " ") if kind == "comment" else '""' + chunk.count("\n") * "\n"
+        out.append(src.text[i:start] + blank)
+        i = end
+    out.append(src.text[i:])
+    return "".join(out)
+
+
 def scan_source(editable: str, program_macros: set[str] | None = None) -> list[Violation]:
     """Rules on the editable part's text (splices joined, digraphs spelled out, comments removed).
     `program_macros`: the macros the rest of the program (its preamble) defines."""
@@ -467,10 +502,18 @@ def scan_source(editable: str, program_macros: set[str] | None = None) -> list[V
         if hidden:
             found.append(Violation(rule="reserved-name", where=line(m.start()), detail=(
                 f"#define {m.group(2)} names {hidden.group(0)}, a name the compiler gives its own functions")))
-    for rule, pattern, message in _SOURCE_RULES:
-        for m in pattern.finditer(code):
-            found.append(Violation(rule=rule, where=line(m.start()),
-                                   detail=message.format(m=m.group(0).rstrip("(: ").strip())))
+    # The same rules on a second reading of the text by a real parser (tree-sitter's comments and
+    # literals): a lexer that misreads one construct (round 55: a digit separator taken for a quote)
+    # must not hide the rest of a line from every rule.
+    seen = set()
+    for view in (code, _parsed_code(editable)):
+        for rule, pattern, message in _SOURCE_RULES:
+            for m in pattern.finditer(view):
+                detail = message.format(m=m.group(0).rstrip("(: ").strip())
+                if (rule, detail) not in seen:
+                    seen.add((rule, detail))
+                    found.append(Violation(rule=rule, where=f"source line {view.count(chr(10), 0, m.start()) + 1}",
+                                           detail=detail))
     # Host assembly: every way past the host-code scan a red team found used it (instructions
     # hidden in immediates, stores and stack moves the scan did not model, a call to an import
     # the source may not name). Device code keeps inline PTX: `asm` is allowed only inside
