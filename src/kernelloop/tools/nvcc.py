@@ -169,7 +169,7 @@ def host_pass(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits, nam
 class Preprocessed(BaseModel):
     ok: bool
     part: str = ""  # the unit's own lines after preprocessing (macros expanded), in order
-    header_macros: dict[str, str] = {}  # macros the headers define: name -> body (parameters included)
+    header_macros: dict[str, str] = {}  # macros the toolkit's and system's headers define: name -> body
     problem: str | None = None
 
 
@@ -200,7 +200,10 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
             if os.path.basename(current) == name:
                 if not text.startswith("#"):
                     part.append(text)
-            elif current != "unit.cu" and (d := _DEFINE_LINE.match(text)):
+            # Headers the preprocessor opened have absolute paths; the user's own headers, inlined into
+            # the frozen preamble under their bare names, are the program's code (a cuda-samples
+            # `checkCudaErrors` passes the line to its message, honestly), like the preamble itself.
+            elif current.startswith("/") and (d := _DEFINE_LINE.match(text)):
                 macros[d.group(1)] = (d.group(2) or "") + " " + d.group(3)
         return Preprocessed(ok=True, part="\n".join(part), header_macros=macros)
 
