@@ -7,7 +7,8 @@ code, wall time and each kernel's verdict with its figures.
     python3 benchmarks/bench_suite.py --repeats 3         # the unchanged suite, three times: all SAME, exit 0
     python3 benchmarks/bench_suite.py --regressions       # row_softmax launched twice, transpose off by 1 %: exit 1
 
---kernels limits the suite; --keep DIR copies the references the run recorded to DIR.
+--kernels limits the suite; --keep DIR copies the references the run recorded to DIR; --html-dir DIR
+writes each check's HTML report there.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def kernelloop(project: Path, *args: str) -> tuple[int, dict | list | None, floa
     return done.returncode, parsed, wall, done.stderr.strip()[-400:]
 
 
-def report_check(label: str, project: Path, names: list[str]) -> int:
-    code, result, wall, stderr = kernelloop(project, "bench", "check", *names)
+def report_check(label: str, project: Path, names: list[str], html: Path | None = None) -> int:
+    code, result, wall, stderr = kernelloop(project, "bench", "check", *names,
+                                            *(["--html", str(html.resolve())] if html else []))
     print(f"\n{label}: exit {code}, {wall:.0f} s wall")
     if not isinstance(result, dict):
         print(f"  no result: {stderr}")
@@ -68,6 +70,7 @@ def main() -> int:
     parser.add_argument("--regressions", action="store_true", help="then a check with one slowed and one wrong kernel")
     parser.add_argument("--kernels", nargs="*", default=[], help="only these kernels of the suite")
     parser.add_argument("--keep", type=Path, help="copy the recorded references here")
+    parser.add_argument("--html-dir", type=Path, help="write each check's HTML report here (check-1.html, ...)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kernelloop-bench-") as tmp:
         project = Path(tmp) / "kernels"
@@ -88,11 +91,15 @@ def main() -> int:
                 return code
             if args.keep:
                 shutil.copytree(project / "bench-references", args.keep, dirs_exist_ok=True)
+        if args.html_dir:
+            args.html_dir.mkdir(parents=True, exist_ok=True)
         for repeat in range(args.repeats):
-            report_check(f"unchanged suite, check {repeat + 1} of {args.repeats}", project, args.kernels)
+            report_check(f"unchanged suite, check {repeat + 1} of {args.repeats}", project, args.kernels,
+                         args.html_dir / f"check-{repeat + 1}.html" if args.html_dir else None)
         if args.regressions:
             break_two(project)
-            report_check("row_softmax slowed, transpose wrong", project, args.kernels)
+            report_check("row_softmax slowed, transpose wrong", project, args.kernels,
+                         args.html_dir / "check-regressions.html" if args.html_dir else None)
     return 0
 
 

@@ -22,6 +22,8 @@
 // Everything goes to KERNELLOOP_OUTPUT_FILE (when set) as records the verifier reads:
 //   kernelloop-manifest 2 <bytes>\n<json>
 //   kernelloop-sample 2 <call> <buffer> <dtype> <count>\n<count raw elements>
+//   kernelloop-nonfinite 2 <call> <buffer> <count> <bits>\n<bits / 8 bytes>  (a floating output holding NaN
+//     or inf after that call: how many elements, and a bit per element at a secretly hashed position)
 //   kernelloop-identical 2 <output> <input> <calls> <timed calls>\n  (an output equal to an input)
 //   kernelloop-fixed 2 <input> <same calls> <flat calls> <plain calls>\n  (an input with no variety: of
 //     the timed calls without stress, those it held the same contents as in the first, and those in which all
@@ -318,11 +320,37 @@ template <class T> void one_value_stress(T* data, size_t n, uint64_t key, bool r
 // launched that is still running then escaped its timer (the CUPTI audit compares the two).
 __global__ void kl_window_marker_kernel() {}
 
+constexpr uint64_t kNonfiniteMapBits = uint64_t(1) << 16;  // per output per call: 8 KiB, written only when set
+
 __global__ void kl_gather_kernel(const unsigned char* base, size_t elem, const uint64_t* index, size_t count,
                                  unsigned char* out) {
   size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (k < count)
     for (size_t b = 0; b < elem; ++b) out[k * elem + b] = base[index[k] * elem + b];
+}
+
+// Where an output holds NaN or inf, over the whole buffer: one bit per element, at a position a
+// secret key hashes its index to (a candidate cannot aim at a bin it shares with the baseline's
+// own specials), plus the count. The 256 sampled positions of a call miss a wrong value that
+// is rare (a fully masked row among thousands, red team round 51 at the final harness), and only
+// the last call is dumped whole; the map covers every element of every call. `kind`: 1 float32,
+// 2 float64, 3 float16, 4 bfloat16 (an exponent of all ones is NaN or inf).
+__global__ void kl_nonfinite_map_kernel(const unsigned char* data, size_t n, int kind, uint64_t key,
+                                        unsigned int* bits, unsigned long long* count) {
+  unsigned long long mine = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    bool special;
+    if (kind == 1) special = (reinterpret_cast<const uint32_t*>(data)[i] & 0x7F800000u) == 0x7F800000u;
+    else if (kind == 2) special = (reinterpret_cast<const uint64_t*>(data)[i] & 0x7FF0000000000000ull) == 0x7FF0000000000000ull;
+    else if (kind == 3) special = (reinterpret_cast<const uint16_t*>(data)[i] & 0x7C00u) == 0x7C00u;
+    else special = (reinterpret_cast<const uint16_t*>(data)[i] & 0x7F80u) == 0x7F80u;
+    if (special) {
+      const uint64_t h = mix64(key ^ (uint64_t)i) & (kNonfiniteMapBits - 1);
+      atomicOr(&bits[h >> 5], 1u << (h & 31));
+      ++mine;
+    }
+  }
+  if (mine) atomicAdd(count, mine);
 }
 
 // A hash of a buffer's contents: the sum over its 8-byte words (the last one zero-padded) of a
@@ -447,6 +475,7 @@ struct State {
   int* guard_bad;
   uint64_t* sample_index;
   unsigned char* sample_values;
+  unsigned int* nonfinite_bits;        // on the GPU: kNonfiniteMapBits bits, then a 64-bit count
   unsigned long long* hashes;          // on the GPU: one per buffer
   uint64_t before[kMaxBuffers];        // each input's and in-out buffer's hash as the call began
   uint64_t now[kMaxBuffers];           // the hashes just taken
@@ -775,6 +804,7 @@ class Harness {
     }
     KL_CHECK(cudaMalloc(&s.sample_index, kSamplesPerBuffer * sizeof(uint64_t)));
     KL_CHECK(cudaMalloc(&s.sample_values, kSamplesPerBuffer * most));
+    KL_CHECK(cudaMalloc(&s.nonfinite_bits, kNonfiniteMapBits / 8 + sizeof(unsigned long long)));
     for (int c = 0; c < opt.calls; ++c) {
       KL_CHECK(cudaEventCreate(&s.start[c]));
       KL_CHECK(cudaEventCreate(&s.stop[c]));
@@ -1062,7 +1092,32 @@ class Harness {
       snprintf(header, sizeof header, "kernelloop-sample 2 %d %d %s %zu\n", call, i, b.dtype, k);
       append(header, strlen(header));
       append(values.data(), values.size());
+      map_nonfinite(call, i, b, mix64(sample_seed ^ 0x4E4F4E46494E4954ull ^ (uint64_t)i));
     }
+  }
+
+  // The call's whole output, for NaN and inf (kl_nonfinite_map_kernel): a record only where some
+  // element is one, "kernelloop-nonfinite 2 <call> <buffer> <count> <bits>\n<bits / 8 bytes>".
+  void map_nonfinite(int call, int i, const Buffer& b, uint64_t key) {
+    const std::string dtype = b.dtype;
+    const int kind = dtype == "float32" ? 1 : dtype == "float64" ? 2 : dtype == "float16" ? 3 : dtype == "bfloat16" ? 4 : 0;
+    if (!kind) return;
+    State& s = st();
+    const size_t map_bytes = kNonfiniteMapBits / 8;
+    auto* count = reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned char*>(s.nonfinite_bits) + map_bytes);
+    KL_CHECK(cudaMemset(s.nonfinite_bits, 0, map_bytes + sizeof(unsigned long long)));
+    kl_nonfinite_map_kernel<<<1024, 256>>>(b.data, b.count, kind, key, s.nonfinite_bits, count);
+    KL_CHECK(cudaGetLastError());
+    unsigned long long found = 0;
+    KL_CHECK(cudaMemcpy(&found, count, sizeof found, cudaMemcpyDeviceToHost));
+    if (!found) return;
+    std::vector<unsigned char> map(map_bytes);
+    KL_CHECK(cudaMemcpy(map.data(), s.nonfinite_bits, map_bytes, cudaMemcpyDeviceToHost));
+    char header[160];
+    snprintf(header, sizeof header, "kernelloop-nonfinite 2 %d %d %llu %llu\n", call, i, found,
+             (unsigned long long)kNonfiniteMapBits);
+    append(header, strlen(header));
+    append(map.data(), map.size());
   }
 
   void dump_outputs() {

@@ -272,6 +272,35 @@ def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall
     return merged
 
 
+def compare_nonfinite_maps(base: OutputRecords, cand: OutputRecords) -> Comparison | None:
+    """NaN and inf over every element of every timed call's outputs (the harness's non-finite
+    maps), not only at the sampled positions: where the baseline's output is finite the
+    candidate's must be too (the rule compare_dumps applies element by element), so the
+    candidate may hold no more such elements than the baseline and none whose hashed position
+    the baseline's map lacks. Sound whatever the collisions: an element in both sets sets the
+    same bit in both maps. None when nothing is wrong."""
+    if base.manifest is None or cand.manifest is None:
+        return None
+    names = {i: b.name for i, b in enumerate(base.manifest.buffers)}
+    theirs = {(m.call, m.buffer): m for m in base.nonfinite_maps}
+    for m in sorted(cand.nonfinite_maps, key=lambda m: (m.call, m.buffer)):
+        ref = theirs.get((m.call, m.buffer))
+        extra = m.bits if ref is None else (m.bits & ~ref.bits) if ref.bits.size == m.bits.size else m.bits
+        base_count = ref.count if ref is not None else 0
+        if m.count <= base_count and not extra.any():
+            continue
+        outside = int(np.unpackbits(extra).sum())
+        name = names.get(m.buffer, f"buffer {m.buffer}")
+        return Comparison(match=False, baseline_count=base_count, candidate_count=m.count, compared=0,
+                          nonfinite=True,
+                          problem=(f"timed call {m.call + 1}: output {name!r} holds {m.count} NaN or inf elements "
+                                   f"(the baseline's {base_count}), "
+                                   + (f"{outside} of them where the baseline's is finite" if outside else
+                                      "more than the baseline's")
+                                   + " (the whole output checked after every call, not only the sampled positions)"))
+    return None
+
+
 class SpeedOfLight(BaseModel):
     """The least time one call can take, from the bytes it must move and the FLOPs it must do."""
 

@@ -35,7 +35,7 @@ from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
 from .shipped import ShippedBuildUnreadable, shipped_build_differences
-from .experiment import (V1_MISSING_GUARANTEES, compare_calls, coverage_notes, inout_left_as_filled,
+from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nonfinite,
                          outputs_following_guards,
                          inputs_without_variety, outputs_never_varying, outputs_showing_no_work,
@@ -209,11 +209,11 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
                               b, c, tolerance=_tolerance(vs, scale(call)),
                               noise=noise.buffers if noise else None, names=output_names(manifest),
                               nonfinite_inputs=base.nonfinite))
-    if calls is None:
-        return whole
-    if not calls.match:
+    if calls is not None and not calls.match:
         return calls
-    return whole.merged(calls)
+    if cand.records is not None and (specials := compare_nonfinite_maps(base.records, cand.records)) is not None:
+        return specials
+    return whole if calls is None else whole.merged(calls)
 
 
 def size_draws(first: int, count: int) -> list[int]:

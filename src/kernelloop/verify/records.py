@@ -2,7 +2,8 @@
 
 A contract-v1 harness writes only whole output buffers ("kernelloop-output 1" records). A v2
 harness (the bundled `kernelloop_harness.cuh`) writes a manifest first, a sample of every
-output after every timed call, which outputs some calls left equal to an input, how much each input varied from call
+output after every timed call (and where a floating output held NaN or inf, over the whole
+buffer), which outputs some calls left equal to an input, how much each input varied from call
 to call, and the whole outputs after the last call
 (docs/contract.md). The file is written by the frozen harness, never by the candidate (the
 policy leaves the editable part no file API), so a malformed file is the harness's fault.
@@ -26,6 +27,8 @@ _MANIFEST = re.compile(rb"kernelloop-manifest 2 (\d+)\n")
 _IDENTICAL = re.compile(rb"kernelloop-identical 2 (\d+) (\d+) (\d+) (\d+)\n")
 _FIXED = re.compile(rb"kernelloop-fixed 2 (\d+) (\d+) (\d+) (\d+)\n")
 _CONSTANT = re.compile(rb"kernelloop-constant 2 (\d+) (\d+) (\d+)\n")
+_NONFINITE = re.compile(rb"kernelloop-nonfinite 2 (\d+) (\d+) (\d+) (\d+)\n")
+NONFINITE_MAP_MAX_BITS = 1 << 24
 MANIFEST_MAX_BYTES = 1 << 20
 
 
@@ -115,6 +118,20 @@ class OutputConstancy(BaseModel):
     of: int
 
 
+class NonfiniteMap(BaseModel):
+    """Where a floating output held NaN or inf after one timed call, over the whole buffer: how
+    many elements, and one bit per element at a position hashed from its index with a key drawn
+    after the call (the same key in the baseline's and the candidate's run of one experiment).
+    A call that left no such element writes no map."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    call: int
+    buffer: int  # index in the manifest
+    count: int
+    bits: np.ndarray  # uint8, little-endian bit order within each 32-bit word
+
+
 class OutputRecords(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -123,6 +140,7 @@ class OutputRecords(BaseModel):
     identical: list[Identical] = []
     variety: list[InputVariety] = []
     constancy: list[OutputConstancy] = []
+    nonfinite_maps: list[NonfiniteMap] = []
     outputs: list[np.ndarray] = []
 
     @property
@@ -166,6 +184,14 @@ def parse_records(data: bytes) -> OutputRecords:
             records.constancy.append(OutputConstancy(buffer=int(m.group(1)), same_calls=int(m.group(2)),
                                                      of=int(m.group(3))))
             offset = m.end()
+        elif m := _NONFINITE.match(data, offset):
+            bits = int(m.group(4))
+            if bits % 32 or not 0 < bits <= NONFINITE_MAP_MAX_BITS or m.end() + bits // 8 > len(data):
+                raise DumpError(f"malformed non-finite map record at byte {offset}")
+            records.nonfinite_maps.append(NonfiniteMap(
+                call=int(m.group(1)), buffer=int(m.group(2)), count=int(m.group(3)),
+                bits=np.frombuffer(data, dtype=np.uint8, count=bits // 8, offset=m.end())))
+            offset = m.end() + bits // 8
         elif m := _MANIFEST.match(data, offset):
             size = int(m.group(1))
             if records.manifest is not None or size > MANIFEST_MAX_BYTES or m.end() + size > len(data):
