@@ -170,6 +170,8 @@ class Preprocessed(BaseModel):
     ok: bool
     part: str = ""  # the unit's own lines after preprocessing (macros expanded), in order
     header_macros: dict[str, str] = {}  # macros the toolkit's and system's headers define: name -> body
+    program_macros: dict[str, str] = {}  # macros the program's own frozen code defines (preamble, its headers)
+    program_code: str = ""  # the program's own frozen code after preprocessing (the unit less the part)
     problem: str | None = None
 
 
@@ -191,7 +193,9 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
         if not run.ok or not out.exists():
             return Preprocessed(ok=False, problem=f"preprocessing failed ({run.failure()})")
         part: list[str] = []
+        program: list[str] = []
         macros: dict[str, str] = {}
+        own: dict[str, str] = {}
         current = ""
         for text in out.read_text(errors="replace").splitlines():
             if m := _LINE_MARKER.match(text):
@@ -203,9 +207,12 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
             # Headers the preprocessor opened have absolute paths; the user's own headers, inlined into
             # the frozen preamble under their bare names, are the program's code (a cuda-samples
             # `checkCudaErrors` passes the line to its message, honestly), like the preamble itself.
-            elif current.startswith("/") and (d := _DEFINE_LINE.match(text)):
-                macros[d.group(1)] = (d.group(2) or "") + " " + d.group(3)
-        return Preprocessed(ok=True, part="\n".join(part), header_macros=macros)
+            elif (d := _DEFINE_LINE.match(text)) and not current.startswith("<"):  # not <built-in>, <command-line>
+                (macros if current.startswith("/") else own)[d.group(1)] = (d.group(2) or "") + " " + d.group(3)
+            elif not current.startswith(("/", "<")) and not text.startswith("#"):
+                program.append(text)
+        return Preprocessed(ok=True, part="\n".join(part), header_macros=macros, program_macros=own,
+                            program_code="\n".join(program))
 
 
 _GROUP_SIGNATURE = re.compile(r"^COMDAT group section \[\s*\d+\] `[^']*' \[(?P<signature>[^\]]+)\]", re.M)

@@ -606,7 +606,10 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
     if not expanded.ok:
         return StaticResult(baseline=base_build, candidate=None, violations=[
             policy.Violation(rule="include", where="preprocessor", detail=expanded.problem or "preprocessing failed")])
-    if expanded_violations := policy.scan_preprocessed(editable, expanded.part, expanded.header_macros):
+    expanded_violations = policy.scan_preprocessed(editable, expanded.part, expanded.header_macros)
+    expanded_violations += policy.scan_macro_hygiene(editable, split.editable, expanded.program_macros,
+                                                     expanded.header_macros, expanded.program_code)
+    if expanded_violations:
         return StaticResult(baseline=base_build, candidate=None, violations=expanded_violations)
     hosted = host_pass(unit, arch=arch, toolchain=toolchain, limits=limits)
     if hosted.ok and (host_violations := policy.scan_host_pass(hosted.lines)):

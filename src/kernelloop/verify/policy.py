@@ -170,6 +170,12 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
      "{m}: a naked function is raw host assembly"),
     ("harness-state", re.compile(r"\bcudaDeviceReset\s*\("), "{m} would destroy the harness's context"),
     ("main", re.compile(r"\bint\s+main\s*\("), "the editable part defines main()"),
+    # Outside comments and literals, C++ needs nothing but printable ASCII less $ @ ` and \ (splices are
+    # joined first). A character the scanners and the compiler read differently (round 56: `$` in an
+    # identifier, then a quote the lexers took for a digit separator) can blind both to whole lines.
+    ("character", re.compile(r"[^\t\n\v\f\r\x20-\x7e]|[$@`\\]"),
+     "the character {m} outside comments and literals: identifiers and operators are plain ASCII, and a "
+     "character the scanners may read differently from the compiler could hide code from them"),
     # Pasting builds names the text scan cannot see; kernels have no need for it.
     ("macro", re.compile(r"##"), "token pasting ({m}) can build forbidden names"),
     # Values the build supplies, not the code: they differ between the verifier's build and every
@@ -396,6 +402,64 @@ def _build_value_macros(macros: dict[str, str]) -> set[str]:
         if not more:
             return found - _MESSAGE_ONLY
         found |= more
+
+
+_IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def _macro_free_names(name: str, macros: dict[str, str], seen: set[str] | None = None) -> set[str]:
+    """The names a macro's expansion leaves to the lookup of wherever it is expanded: the words of its
+    body (and of the macros it names, in turn), less its parameters and what the body declares itself
+    (`cudaError_t err_ = (call)`)."""
+    seen = set() if seen is None else seen
+    if name in seen or name not in macros:
+        return set()
+    seen.add(name)
+    body = macros[name]
+    params = re.match(r"^\s*\(([^)]*)\)", body)
+    body = _without_strings(body[params.end() if params else 0:])
+    words = set(_IDENTIFIER.findall(body)) - (set(re.findall(r"\w+", params.group(1))) if params else set())
+    own = {declared for _, declared, _ in _declared_names(f"void kl_probe_() {{ {body}; }}")} - {"kl_probe_"}
+    free = words - own
+    for word in list(free):
+        free |= _macro_free_names(word, macros, seen)
+    return free
+
+
+_CALL = re.compile(r"(?<![\w.>:~])([A-Za-z_]\w*)\s*\(")
+
+
+def scan_macro_hygiene(editable: str, baseline_editable: str, program_macros: dict[str, str],
+                       header_macros: dict[str, str], program_code: str) -> list[Violation]:
+    """The program's own frozen macros and functions carry values of the build honestly (a CUDA_CHECK
+    passes __LINE__ to its message): they are safe only while their names mean what they mean to the
+    frozen code. A part that declares a name such a macro leaves to the lookup where it is expanded
+    (`fprintf`, `stderr`), or a name the frozen code calls unqualified (argument-dependent lookup
+    finds the part's overload of `check` inside a header's template), makes the message's line its
+    own data (red team round 56: a constexpr function with local objects named like CUDA_CHECK's
+    calls kept the line and picked the kernel). What the baseline's part declares too (its launcher,
+    its helpers) is the program's own."""
+    code = _without_strings(strip_comments(normalize_source(editable)))
+    baseline_declared = {name for _, name, _ in _declared_names(
+        _without_strings(strip_comments(normalize_source(baseline_editable))))}
+    macros = {**header_macros, **program_macros}
+    reaching = _build_value_macros(macros) & set(program_macros)
+    used = set(_IDENTIFIER.findall(code))
+    free: dict[str, str] = {}
+    for macro in sorted(used & reaching):
+        for word in _macro_free_names(macro, macros):
+            free.setdefault(word, f"the frozen macro {macro} (it carries a value of the build)")
+    for call in _CALL.findall(_without_strings(program_code)):
+        free.setdefault(call, "the frozen code (it calls it unqualified)")
+    found: list[Violation] = []
+    for offset, name, _ in _declared_names(code):
+        if name in free and name not in baseline_declared:
+            found.append(Violation(rule="macro-hygiene", where=f"source line {code.count(chr(10), 0, offset) + 1}",
+                                   detail=(f"declares {name}, which {free[name]} uses: the frozen code would "
+                                           f"reach the part's own {name}")))
+            if len(found) >= 5:
+                break
+    return found
 
 
 def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:
