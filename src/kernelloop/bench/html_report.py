@@ -49,7 +49,7 @@ def bench_html(check: BenchCheck) -> str:
                                             ratio=k.decision.ratio if k.decision else None,
                                             lower=k.decision.lower if k.decision else None,
                                             upper=k.decision.upper if k.decision else None) for k in check.kernels]),
-                    "Each kernel's time ratio current / reference: the ratio of medians (dot) and the sign-test "
+                    "Each kernel's time ratio current / reference: the median pair ratio (dot) and the sign-test "
                     "confidence interval of the median pair ratio (line), over the kernel's band "
                     "[1/(1+t), 1+t] (shaded). SAME: the interval lies inside the band; SLOWER: wholly past its right "
                     "edge; FASTER: wholly past its left edge; AMBIGUOUS: it straddles an edge (docs/bench.md).")

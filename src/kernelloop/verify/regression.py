@@ -33,7 +33,7 @@ Outcome = Literal["faster", "slower", "same", "ambiguous"]
 
 class RegressionDecision(BaseModel):
     outcome: Outcome
-    ratio: float  # median(current) / median(reference): above 1 is slower
+    ratio: float  # the median pair ratio current/reference (inside its interval, unlike a ratio of medians): above 1 is slower
     lower: float  # sign-test interval of the median pair ratio current/reference
     upper: float
     confidence: float  # achieved coverage of [lower, upper]
@@ -72,6 +72,6 @@ def compare_times(reference_ms: list[float], current_ms: list[float], *, thresho
     else:
         outcome = "ambiguous"
     return RegressionDecision(
-        outcome=outcome, ratio=statistics.median(current_ms) / statistics.median(reference_ms), lower=lower,
+        outcome=outcome, ratio=statistics.median(ratios), lower=lower,
         upper=upper, confidence=coverage, pairs=len(ratios), pair_ratios=ratios,
         reference=Spread.of(reference_ms), current=Spread.of(current_ms), threshold=threshold)
