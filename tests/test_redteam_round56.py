@@ -83,3 +83,11 @@ def test_such_characters_in_comments_and_literals_are_fine():
     code = ("// caf\u00e9 costs $3 @ noon `x` \\ done\n/* \u00b5s */\n"
             "static const char* note = \"$ @ ` \\\\ \u00e9\"; static const char c = '$';\n")
     assert [v for v in scan_source(code + BASELINE) if v.rule == "character"] == []
+
+
+def test_a_macro_bodys_literals_are_literals_to_both_readings():
+    # tree-sitter leaves a macro's body as text: an llm.c-style cudaCheck's "\n" is not code
+    code = ('#define cudaCheck(call) do { cudaError_t e = (call); if (e != cudaSuccess) { \\\n'
+            '  printf("CUDA error %s at %s:%d\\n", cudaGetErrorString(e), __FILE__, __LINE__); exit(1); } } while (0)\n')
+    assert [v for v in scan_source(code + BASELINE) if v.rule == "character"] == []
+    assert "character" in {v.rule for v in scan_source("#define X(c) c $\n" + BASELINE)}

@@ -493,14 +493,17 @@ def _parsed_code(editable: str) -> str:
     src = Source(normalize_source(editable))
     spans, last = [], -1
     for node in walk(src.root):
-        if node.type in {"comment", "string_literal", "char_literal", "raw_string_literal", "system_lib_string"} \
-                and node.start_byte >= last:
+        if node.type in {"comment", "string_literal", "char_literal", "raw_string_literal", "system_lib_string",
+                         "preproc_arg"} and node.start_byte >= last:
             spans.append((node.type, *src.span(node)))
             last = node.end_byte
     out, i = [], 0
     for kind, start, end in spans:
         chunk = src.text[start:end]
-        blank = (chunk.count("\n") * "\n" or " ") if kind == "comment" else '""' + chunk.count("\n") * "\n"
+        if kind == "preproc_arg":  # a macro body is one line tree-sitter leaves as text: its literals go too
+            blank = _without_strings(strip_comments(chunk))
+        else:
+            blank = (chunk.count("\n") * "\n" or " ") if kind == "comment" else '""' + chunk.count("\n") * "\n"
         out.append(src.text[i:start] + blank)
         i = end
     out.append(src.text[i:])
