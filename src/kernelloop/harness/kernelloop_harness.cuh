@@ -210,23 +210,47 @@ __global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count, bool
 //     guard for a column masked throughout).
 // The kind goes round the kinds asked for, call by call (a kind drawn at random left -inf out of
 // most verifications' stretches).
-template <class T>
-__global__ void kl_special_group_kernel(T* data, size_t n, uint64_t key, float value, bool periodic) {
-  size_t first = 0, len = n, period = 1, residue = 0;
-  if (periodic) {
-    const uint64_t shape = mix64(key ^ 0x53484150ull);
-    period = (shape % 4 != 0) ? (size_t)2 << ((shape >> 2) % 6) : (size_t)2 + (size_t)((shape >> 2) % 63);
-    residue = (size_t)(mix64(key ^ 0x5245534Eull) % period);
-  } else {
-    const size_t longest = n <= 64 ? n : n / 4;
-    const double u = (double)(mix64(key ^ 0x52554E4C454Eull) >> 11) * (1.0 / 9007199254740992.0);
-    len = (size_t)exp2(u * log2((double)longest + 1.0));
-    len = len < 1 ? 1 : len > longest ? longest : len;
-    first = mix64(key ^ 0x52554E4F4646ull) % (n - len + 1);
+// Where one group lies: elements first .. first+len-1 of a buffer of n, those whose index modulo
+// `period` is `residue` (period 1: all of them). Drawn on the host, so the harness can also aim
+// some of the call's sampled positions at what the group touches (GroupShape::sample).
+struct GroupShape {
+  size_t n, first, len, period, residue;
+  static GroupShape draw(size_t n, uint64_t key, bool periodic) {
+    GroupShape g{n, 0, n, 1, 0};
+    if (periodic) {
+      const uint64_t shape = mix64(key ^ 0x53484150ull);
+      g.period = (shape % 4 != 0) ? (size_t)2 << ((shape >> 2) % 6) : (size_t)2 + (size_t)((shape >> 2) % 63);
+      g.residue = (size_t)(mix64(key ^ 0x5245534Eull) % g.period);
+    } else {
+      const size_t longest = n <= 64 ? n : n / 4;
+      const double u = (double)(mix64(key ^ 0x52554E4C454Eull) >> 11) * (1.0 / 9007199254740992.0);
+      size_t len = (size_t)exp2(u * log2((double)longest + 1.0));
+      g.len = len < 1 ? 1 : len > longest ? longest : len;
+      g.first = mix64(key ^ 0x52554E4F4646ull) % (n - g.len + 1);
+    }
+    return g;
   }
-  for (size_t i = first + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < first + len;
+  // An element of the group drawn by h, as a position in a buffer of m elements: the same
+  // position where m == n (a softmax, an elementwise op), the row it falls in where the output
+  // has one element per row (a row reduction): positions scaled by m / n.
+  size_t sample(uint64_t h, size_t m) const {
+    size_t i = first;
+    if (period == 1) i += (size_t)(h % len);
+    else {
+      const size_t members = residue < n ? (n - residue + period - 1) / period : 1;
+      i = residue + period * (size_t)(h % members);
+    }
+    if (i >= n) i = n - 1;
+    const size_t at = (size_t)((unsigned __int128)i * m / n);
+    return at < m ? at : m - 1;
+  }
+};
+
+template <class T>
+__global__ void kl_special_group_kernel(T* data, GroupShape g, float value) {
+  for (size_t i = g.first + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < g.first + g.len;
        i += (size_t)gridDim.x * blockDim.x)
-    if (i % period == residue) data[i] = from_float<T>(value);
+    if (i % g.period == g.residue) data[i] = from_float<T>(value);
 }
 inline float special_value(int nonfinite, int turn) {  // the kinds asked for, in order: NaN, +inf, -inf, zero
   int kinds[4], enabled = 0;
@@ -462,6 +486,8 @@ struct RunOptions {
 // can change what the harness poisons, fills, samples, times or reports. A fixed address means
 // no writable pointer leads to it. The harness itself writes it only between launcher calls.
 struct State {
+  GroupShape groups_now[2 * kMaxBuffers];  // the special-value groups of this call (spiked inputs)
+  int ngroups_now;
   uint64_t seed, local_draws, size_draw;
   int secret_fd, size_index, size_options, size_calls, device, calls, pageable_memory_access;
   long long size_chosen[16];  // what every size() call returned
@@ -730,9 +756,12 @@ class Harness {
       // nothing compared; the sampled calls before it check the groups.
       const uint64_t groups = st().calls == st().timed_calls - 1 ? 0 : mix64(key ^ 0x52554E53ull);
       for (int periodic = 0; periodic < 2; ++periodic)
-        if (nonfinite && ((groups >> periodic) & 1))
-          kl_special_group_kernel<T><<<256, 256>>>(data, b.count, mix64(key ^ (0x52554E4B4559ull + periodic)),
-                                                   special_value(nonfinite, st().calls + 2 * periodic), periodic);
+        if (nonfinite && ((groups >> periodic) & 1)) {
+          const GroupShape g = GroupShape::draw(b.count, mix64(key ^ (0x52554E4B4559ull + periodic)), periodic);
+          State& s = st();
+          if (s.ngroups_now < 2 * kMaxBuffers) s.groups_now[s.ngroups_now++] = g;
+          kl_special_group_kernel<T><<<256, 256>>>(data, g, special_value(nonfinite, s.calls + 2 * periodic));
+        }
     }
     KL_CHECK(cudaGetLastError());
   }
@@ -914,6 +943,7 @@ class Harness {
     const int poison = stress && !(stress & kFixedPoison) ? (int)(mix64(stress ^ 0x504F49534F4Eull) & 0xFF) : 0xFF;
     const Table& t = table();
     const bool stressed = (stress & kStressed) || nonfinite;
+    s.ngroups_now = 0;
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
       if (b.role == Role::input || b.role == Role::inout) {
@@ -1081,8 +1111,17 @@ class Harness {
       const Buffer& b = t.buffers[i];
       if (b.role != Role::output && b.role != Role::inout) continue;
       const size_t k = std::min<size_t>(kSamplesPerBuffer, b.count);
-      for (size_t j = 0; j < k; ++j)
-        index[j] = k == b.count ? j : mix64(sample_seed ^ mix64(((uint64_t)i << 32) + j)) % b.count;
+      // In a call with special-value groups, half the positions fall where a group lies (scaled to
+      // this output's size): a wrong value only for a fully masked row is rare over the whole output,
+      // and the call dumped whole has no groups (red team round 57: a masked row made uniform
+      // instead of zeros was seen only by chance).
+      const size_t aimed = s.ngroups_now > 0 && k < b.count ? k / 2 : 0;
+      for (size_t j = 0; j < k; ++j) {
+        const uint64_t h = mix64(sample_seed ^ mix64(((uint64_t)i << 32) + j));
+        index[j] = k == b.count ? j
+                 : j < aimed ? s.groups_now[h % (uint64_t)s.ngroups_now].sample(mix64(h ^ 0x41494Dull), b.count)
+                 : h % b.count;
+      }
       KL_CHECK(cudaMemcpy(s.sample_index, index.data(), k * sizeof(uint64_t), cudaMemcpyHostToDevice));
       kl_gather_kernel<<<(unsigned)((k + 127) / 128), 128>>>(b.data, b.elem, s.sample_index, k, s.sample_values);
       KL_CHECK(cudaGetLastError());

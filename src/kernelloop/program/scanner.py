@@ -72,7 +72,10 @@ def in_number(text: str, i: int) -> bool:
     digit), as a preprocessing number does; `u8'a'` and `L'a'` start with a letter (red team round 55:
     `1'0` read as a character literal hid the rest of a line from every rule)."""
     j = i
-    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "._'"):
+    # A sign belongs to the number after an exponent's e, E, p or P (`1e+'a` is one preprocessing
+    # number to the compiler: red team round 57 hid a line behind it).
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "._'" or
+                     (text[j - 1] in "+-" and j > 1 and text[j - 2] in "eEpP")):
         j -= 1
     return j < i and (text[j].isdigit() or (text[j] == "." and j + 1 < i and text[j + 1].isdigit()))
 

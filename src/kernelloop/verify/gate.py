@@ -608,7 +608,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             policy.Violation(rule="include", where="preprocessor", detail=expanded.problem or "preprocessing failed")])
     expanded_violations = policy.scan_preprocessed(editable, expanded.part, expanded.header_macros)
     expanded_violations += policy.scan_macro_hygiene(editable, split.editable, expanded.program_macros,
-                                                     expanded.header_macros, expanded.program_code)
+                                                     expanded.header_macros, expanded.program_code, expanded.part)
     if expanded_violations:
         return StaticResult(baseline=base_build, candidate=None, violations=expanded_violations)
     hosted = host_pass(unit, arch=arch, toolchain=toolchain, limits=limits)

@@ -426,40 +426,118 @@ def _macro_free_names(name: str, macros: dict[str, str], seen: set[str] | None =
     return free
 
 
-_CALL = re.compile(r"(?<![\w.>:~])([A-Za-z_]\w*)\s*\(")
+# Where a name is only used, never bound: an occurrence anywhere else (a declarator of any kind, a
+# parameter, a capture, a structured binding, a using-declaration, a template parameter, ...) binds it.
+# Listing the uses fails closed: a form of binding nobody listed is refused, not missed (round 57:
+# parameters, references, structured bindings and a macro's `T n{}` slipped past a list of declarations).
+_USE_PARENTS = {
+    "argument_list", "binary_expression", "unary_expression", "update_expression", "conditional_expression",
+    "parenthesized_expression", "return_statement", "subscript_expression", "subscript_argument_list",
+    "comma_expression", "pointer_expression", "sizeof_expression", "alignof_expression", "expression_statement",
+    "condition_clause", "initializer_list", "template_argument_list", "type_descriptor", "compound_literal_expression",
+    "case_statement", "throw_statement", "new_expression", "delete_expression", "for_statement", "while_statement",
+    "do_statement", "if_statement", "decltype", "static_assert_declaration", "kernel_call_syntax",
+}
+_TYPE_FIELD_PARENTS = {"declaration", "parameter_declaration", "optional_parameter_declaration", "field_declaration",
+                       "function_definition", "cast_expression", "new_expression", "template_type"}
+
+
+def _field(node) -> str | None:
+    parent = node.parent
+    for i, child in enumerate(parent.children):
+        if child.id == node.id:
+            return parent.field_name_for_child(i)
+    return None
+
+
+def _is_use(node) -> bool:
+    """Whether an identifier node is a use of a name (an expression, a called function, a declaration's
+    type), not a place that binds it."""
+    parent = node.parent
+    if parent is None:
+        return False
+    field = _field(node)
+    kind = parent.type
+    if kind in ("qualified_identifier", "template_function", "template_type") and field == "name":
+        return _is_use(parent)
+    if kind == "qualified_identifier" and field == "scope":
+        return True
+    if kind == "call_expression":
+        return True
+    if kind == "assignment_expression":
+        return field == "right"
+    if kind == "init_declarator":
+        return field == "value"
+    if kind == "field_expression":
+        return field == "argument"
+    if kind == "cast_expression":
+        return field in ("type", "value")
+    if field == "type" and kind in _TYPE_FIELD_PARENTS:
+        return True
+    return kind in _USE_PARENTS
+
+
+def _bound_names(text: str, names: set[str]):
+    """(offset, name) of each occurrence of one of `names` in `text` (comment- and literal-free code)
+    that binds it rather than uses it (_is_use), in tree-sitter-cuda's tree."""
+    from ..program.cuda_tree import Source, walk
+    src = Source(text)
+    for node in walk(src.root):
+        if node.type in {"identifier", "type_identifier", "field_identifier", "namespace_identifier"} \
+                and node.child_count == 0 and (name := src.text_of(node)) in names and not _is_use(node):
+            yield src.offset(node.start_byte), name
+
+
+def _called_names(code: str) -> set[str]:
+    """The names the frozen code calls unqualified (tree-sitter's call expressions): a part's function or
+    object of such a name would be found by lookup inside the frozen code's templates."""
+    from ..program.cuda_tree import Source, walk
+    src = Source(code)
+    found = set()
+    for node in walk(src.root):
+        if node.type == "call_expression" and (callee := node.child_by_field_name("function")) is not None:
+            if callee.type == "template_function":
+                callee = callee.child_by_field_name("name")
+            if callee is not None and callee.type == "identifier":
+                found.add(src.text_of(callee))
+    return found
 
 
 def scan_macro_hygiene(editable: str, baseline_editable: str, program_macros: dict[str, str],
-                       header_macros: dict[str, str], program_code: str) -> list[Violation]:
+                       header_macros: dict[str, str], program_code: str, expanded_part: str = "") -> list[Violation]:
     """The program's own frozen macros and functions carry values of the build honestly (a CUDA_CHECK
     passes __LINE__ to its message): they are safe only while their names mean what they mean to the
-    frozen code. A part that declares a name such a macro leaves to the lookup where it is expanded
+    frozen code. A part that binds a name such a macro leaves to the lookup where it is expanded
     (`fprintf`, `stderr`), or a name the frozen code calls unqualified (argument-dependent lookup
     finds the part's overload of `check` inside a header's template), makes the message's line its
-    own data (red team round 56: a constexpr function with local objects named like CUDA_CHECK's
-    calls kept the line and picked the kernel). What the baseline's part declares too (its launcher,
-    its helpers) is the program's own."""
+    own data (red team round 56: local objects named like CUDA_CHECK's calls kept the line and picked
+    the kernel; round 57: the same names bound as parameters, references, structured bindings and
+    through the part's own macro). Every occurrence of such a name in the part, as written and as the
+    compiler reads it (`expanded_part`), must be a use (_is_use). What the baseline's part binds too
+    (its launcher, its helpers) is the program's own."""
     code = _without_strings(strip_comments(normalize_source(editable)))
-    baseline_declared = {name for _, name, _ in _declared_names(
-        _without_strings(strip_comments(normalize_source(baseline_editable))))}
     macros = {**header_macros, **program_macros}
     reaching = _build_value_macros(macros) & set(program_macros)
-    used = set(_IDENTIFIER.findall(code))
+    used = set(_IDENTIFIER.findall(code)) | set(_IDENTIFIER.findall(_without_strings(expanded_part)))
     free: dict[str, str] = {}
     for macro in sorted(used & reaching):
         for word in _macro_free_names(macro, macros):
             free.setdefault(word, f"the frozen macro {macro} (it carries a value of the build)")
-    for call in _CALL.findall(_without_strings(program_code)):
+    for call in sorted(_called_names(_without_strings(program_code))):
         free.setdefault(call, "the frozen code (it calls it unqualified)")
+    baseline = _without_strings(strip_comments(normalize_source(baseline_editable)))
+    allowed = {name for _, name in _bound_names(baseline, set(free))}
     found: list[Violation] = []
-    for offset, name, _ in _declared_names(code):
-        if name in free and name not in baseline_declared:
-            found.append(Violation(rule="macro-hygiene", where=f"source line {code.count(chr(10), 0, offset) + 1}",
-                                   detail=(f"declares {name}, which {free[name]} uses: the frozen code would "
-                                           f"reach the part's own {name}")))
-            if len(found) >= 5:
-                break
-    return found
+    seen: set[str] = set()
+    for view, where in ((code, "source line {}"), (_without_strings(expanded_part), "preprocessed line {}")):
+        for offset, name in _bound_names(view, set(free) - allowed):
+            if name in seen:
+                continue
+            seen.add(name)
+            found.append(Violation(rule="macro-hygiene", where=where.format(view.count(chr(10), 0, offset) + 1),
+                                   detail=(f"binds {name}, which {free[name]} uses: the frozen code would reach "
+                                           f"the part's own {name}")))
+    return found[:5]
 
 
 def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:
@@ -483,6 +561,30 @@ def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -
                 (what == "namespace_definition" and name == HARNESS_NAMESPACE):
             found.append(Violation(rule="reserved-name", where="preprocessed source", detail=(
                 f"declares {name} through a macro: a name reserved for the compiler or the harness")))
+    return found
+
+
+_ONE_CHARACTER = re.compile(r"^(?:u8|u|U|L)?'(?:[^'\\\n]|\\(?:[0-7]{1,3}|x[0-9A-Fa-f]+|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.))'$")
+
+
+def _long_character_literals(text: str) -> list[tuple[int, str]]:
+    """(offset, literal) of each character literal of more than one character, in the hand scanner's
+    reading and in tree-sitter's. Honest code has none (their value is the implementation's choice);
+    a reading that lost step with the compiler at a quote makes one that spans code (round 57: `1e+'a`
+    ... `2e+'b` read as a literal by both, hiding `__LINE__` between them)."""
+    from ..program.cuda_tree import Source, walk
+    found, i = [], 0
+    while m := _LITERAL.search(text, i):  # the literals as _without_strings reads them
+        if m.group(0)[0] == "'" and in_number(text, m.start()):
+            i = m.start() + 1
+            continue
+        if m.group(0)[0] == "'" and not _ONE_CHARACTER.match(m.group(0)):
+            found.append((m.start(), m.group(0)))
+        i = m.end()
+    src = Source(text)
+    for node in walk(src.root):
+        if node.type == "char_literal" and not _ONE_CHARACTER.match(src.text_of(node)):
+            found.append((src.offset(node.start_byte), src.text_of(node)))
     return found
 
 
@@ -569,6 +671,10 @@ def scan_source(editable: str, program_macros: set[str] | None = None) -> list[V
         if hidden:
             found.append(Violation(rule="reserved-name", where=line(m.start()), detail=(
                 f"#define {m.group(2)} names {hidden.group(0)}, a name the compiler gives its own functions")))
+    for offset, literal in _long_character_literals(text)[:1]:
+        found.append(Violation(rule="character", where=line(offset), detail=(
+            f"a character literal of more than one character ({literal[:40]!r}): its value is the compiler's "
+            "choice, and one that long means a reading of the text lost step with the compiler")))
     # The same rules on a second reading of the text by a real parser (tree-sitter's comments and
     # literals): a lexer that misreads one construct (round 55: a digit separator taken for a quote)
     # must not hide the rest of a line from every rule.

@@ -1,0 +1,25 @@
+"""The harness's special-value group shapes and the samples aimed at them (red team round 57), checked
+by a host-only program built with nvcc: no GPU needed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelloop.tools.nvcc import harness_include_dir
+
+PROGRAM = Path(__file__).parent / "harness" / "group_shapes.cu"
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_aimed_samples_lie_where_the_group_does(tmp_path):
+    binary = tmp_path / "group_shapes"
+    built = subprocess.run(["nvcc", "-std=c++17", "-I", str(harness_include_dir()), str(PROGRAM), "-o", str(binary)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and "bad 0" in ran.stdout, ran.stdout + ran.stderr
