@@ -768,3 +768,13 @@ def test_only_the_element_bound_may_guard_a_sum(body, fits):
     split = split_program(program, "s.cu")
     matches = analyze(split.editable, split.harness, split.exported, split.preamble).matches
     assert bool(matches and matches[0].family == "reduction") == fits, body
+
+
+def test_the_run_s_cache_folder_holds_the_offline_probes(tmp_path):
+    # The offline optimizer's ptxas probes go where the run's settings say (kernelloop.toml's
+    # cache_dir), not to a folder of its own choosing.
+    from kernelloop.llm_config import LLMConfig
+    from kernelloop.optimizers.factory import make_optimizer
+    from kernelloop.config import OptimizeSettings
+    optimizer = make_optimizer("offline", LLMConfig(), OptimizeSettings(), tmp_path / "cache")
+    assert optimizer.probe.dir == tmp_path / "cache" / "offline-ptxas"

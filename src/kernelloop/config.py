@@ -164,6 +164,13 @@ class Settings(BaseModel):
                                      "include_dirs = [...] in kernelloop.toml); searched after the program's own folder")
 
 
+def default_cache_dir() -> Path:
+    """Where a component handed no Settings caches: KERNELLOOP_CACHE_DIR, else the platform's cache
+    folder (a run passes its own settings' cache_dir, which kernelloop.toml may set)."""
+    env = os.environ.get("KERNELLOOP_CACHE_DIR", "").strip()
+    return Path(env) if env else Path(user_cache_dir("kernelloop"))
+
+
 INCLUDE_DIRS_ENV = "KERNELLOOP_INCLUDE_DIRS"  # folders separated by os.pathsep
 
 

@@ -45,14 +45,14 @@ async def optimize(kernel: Path | None, settings: Settings, llm: LLMConfig, *, o
         kind = record.options.get("optimizer_kind", record.optimizer)
         if kind != "offline":  # the same endpoint and model; the key is read again (never stored)
             llm = resolve_llm_config(record.model or None, record.options.get("base_url"), None)
-        chosen = optimizer or make_optimizer(kind, llm, settings.optimize)
+        chosen = optimizer or make_optimizer(kind, llm, settings.optimize, settings.cache_dir)
         ctx = resumed_run(record, settings, chosen, _NoToolbox(), require_gpu=require_gpu)
     else:
         assert kernel is not None  # for the type checker: checked above
         if checked is None:
             checked = check_inputs(kernel, settings, require_gpu=require_gpu)  # before the optimizer and servers start
         kind = resolve_kind(optimizer_kind or settings.optimize.optimizer, llm)
-        chosen = optimizer or make_optimizer(kind, llm, settings.optimize)
+        chosen = optimizer or make_optimizer(kind, llm, settings.optimize, settings.cache_dir)
         ctx = new_run(checked, settings, chosen, _NoToolbox(), model=model_label(chosen, llm),
                       options={"optimizer_kind": kind, "base_url": llm.base_url if kind != "offline" else None})
     yield LoopEvent(kind="info", node="start", message=f"run {ctx.run_id}: {ctx.artifacts.root}",

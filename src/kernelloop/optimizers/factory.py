@@ -7,6 +7,7 @@ API key is configured; else the offline optimizer (no key, no network).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from ..config import OptimizeSettings
@@ -28,13 +29,14 @@ def resolve_kind(kind: str, llm: LLMConfig) -> str:
     return "nim" if llm.api_key is not None else "offline"
 
 
-def make_optimizer(kind: str, llm: LLMConfig, settings: OptimizeSettings) -> Optimizer:
-    """The optimizer for `kind` (auto resolved). Constructing one never touches the network."""
+def make_optimizer(kind: str, llm: LLMConfig, settings: OptimizeSettings, cache_dir: Path | None = None) -> Optimizer:
+    """The optimizer for `kind` (auto resolved). Constructing one never touches the network. `cache_dir`:
+    the run's (the offline optimizer keeps its ptxas probes there)."""
     chosen = resolve_kind(kind, llm)
     if chosen == "offline":
         from .offline import OfflineOptimizer
 
-        return OfflineOptimizer(settings)
+        return OfflineOptimizer(settings, cache_dir=cache_dir)
     problem = base_url_problem(llm.base_url)
     if problem:
         raise ConfigError(f"{SOURCE_NAMES[llm.base_url_source]} {llm.base_url!r} {problem}; the {chosen} optimizer "

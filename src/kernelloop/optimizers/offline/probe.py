@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from platformdirs import user_cache_dir
 
+from ...config import default_cache_dir
 from ...errors import EnvironmentProblem, InputError
 from ...tools.nvcc import find_toolchain
 from ...tools.resources import KernelResources, kernel_resources
@@ -31,11 +31,6 @@ class ProbeResult:
     error: str = ""  # first compiler error when not
     kernels: list[KernelResources] = field(default_factory=list)
     cached: bool = False
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("KERNELLOOP_CACHE_DIR")
-    return Path(env) if env else Path(user_cache_dir("kernelloop"))
 
 
 class ResourceProbe:
