@@ -165,3 +165,13 @@ def test_optimize_hands_its_verify_settings_to_the_sandbox_server(tmp_path, monk
         run_verify_settings()
     monkeypatch.delenv(RUN_VERIFY_SETTINGS_ENV)
     assert run_verify_settings() is None
+
+@pytest.mark.parametrize("variable, suggestion", [
+    ("KERNELLOOP_VERIFY_THRESHHOLD", "KERNELLOOP_VERIFY_THRESHOLD"),
+    ("KERNELLOOP_OPTIMIZE_MAX_ITERATION", "KERNELLOOP_OPTIMIZE_MAX_ITERATIONS"),
+    ("KERNELLOOP_BENCH_PAIR", "KERNELLOOP_BENCH_PAIRS"),
+])
+def test_a_misspelt_section_variable_is_named_with_the_right_one(monkeypatch, tmp_path, variable, suggestion):
+    monkeypatch.setenv(variable, "3")
+    with pytest.raises(ConfigError, match=f"unknown setting {variable} \\(did you mean {suggestion}\\?\\)"):
+        load_settings(project_dir=tmp_path)

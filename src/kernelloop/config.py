@@ -216,6 +216,13 @@ def _project_values(project_file: Path) -> dict[str, Any]:
 
 
 def _from_env(model: type[BaseModel], prefix: str) -> dict[str, Any]:
+    """A section's settings from KERNELLOOP_<SECTION>_<NAME> variables; a variable with the section's
+    prefix that names no setting is an error, as an unknown key in kernelloop.toml is (a misspelt
+    KERNELLOOP_VERIFY_THRESHHOLD would otherwise leave the default in force unseen)."""
+    known = [f"{prefix}{name.upper()}" for name in model.model_fields]
+    for variable in sorted(os.environ):
+        if variable.startswith(prefix) and variable not in known:
+            raise _unknown("the environment", variable, known)
     values: dict[str, Any] = {}
     for name in model.model_fields:
         raw = os.environ.get(f"{prefix}{name.upper()}")
