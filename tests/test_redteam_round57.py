@@ -36,7 +36,7 @@ def test_the_rounds_candidates_are_refused(candidate, rule):
     "constexpr int f() { auto [fprintf, stderr] = pair(); CUDA_CHECK(cudaSuccess); return 0; }",
     "auto f = [](int exit) { CUDA_CHECK(cudaSuccess); };",
     "template <int cudaSuccess> int f() { CUDA_CHECK(0); return 0; }",
-    "void f() { using std::exit; CUDA_CHECK(cudaSuccess); }",
+    "void f() { using spy::exit; CUDA_CHECK(cudaSuccess); }",
     "struct S { int fprintf; void g() { CUDA_CHECK(cudaSuccess); } };",
     "void f() { for (auto exit : list()) { CUDA_CHECK(cudaSuccess); } }",
     "void f() { try {} catch (int stderr) { CUDA_CHECK(cudaSuccess); } }",
@@ -48,8 +48,9 @@ def test_any_form_of_binding_the_macros_names_is_refused(binding):
 
 
 def test_the_expanded_part_shows_a_binding_made_by_the_parts_own_macro():
-    part = "#define BIND(T, n) T n{}\nconstexpr int f() { BIND(int, exit); return 0; }\n" + BASELINE
-    expanded = "constexpr int f() { int exit{}; return 0; }\n" + BASELINE
+    # as written, `static BIND(int, exit);` reads as a function declared with a parameter of type exit
+    part = "#define BIND(T, n) T n{}\nstatic BIND(int, exit);\n" + BASELINE
+    expanded = "static int exit{};\n" + BASELINE
     found = scan_macro_hygiene(part + "void g() { CUDA_CHECK(cudaSuccess); }\n", BASELINE,
                                {"CUDA_CHECK": CUDA_CHECK}, {}, "", expanded)
     assert found and found[0].where.startswith("preprocessed line")

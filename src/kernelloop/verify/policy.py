@@ -439,7 +439,32 @@ _USE_PARENTS = {
     "do_statement", "if_statement", "decltype", "static_assert_declaration", "kernel_call_syntax",
 }
 _TYPE_FIELD_PARENTS = {"declaration", "parameter_declaration", "optional_parameter_declaration", "field_declaration",
-                       "function_definition", "cast_expression", "new_expression", "template_type"}
+                       "function_definition", "cast_expression", "new_expression", "template_type", "type_definition",
+                       "for_range_loop", "operator_cast"}
+# Fields that hold a value or a type the declaration only uses (round 58: a member's default
+# `cudaError_t status = cudaSuccess;` was refused as a binding).
+_VALUE_FIELDS = {"default_value", "default_type", "value", "right"}
+
+
+def _could_declare(call, macros: frozenset[str] = frozenset()) -> bool:
+    """Whether a call expression of one argument could be read as a declaration, which C++ prefers where
+    a statement can be either: `T(x);`, `T(x) = v;`, `T<U>(x);`, `T(*x) = p;` declare x (round 58: the
+    most vexing parse hid the names tree-sitter read as call arguments). A macro's invocation is no
+    declaration as written (the reading with macros expanded shows what it becomes)."""
+    callee = call.child_by_field_name("function")
+    if callee is not None and callee.type == "identifier" and callee.text.decode() in macros:
+        return False
+    args = call.child_by_field_name("arguments")
+    if args is None or args.type != "argument_list" or args.named_child_count != 1:
+        return False
+    place = call.parent
+    while place is not None and place.type in ("parenthesized_expression", "comma_expression"):
+        place = place.parent
+    if place is None:
+        return False
+    return place.type in ("expression_statement", "for_statement") or (
+        place.type == "assignment_expression" and place.child_by_field_name("left") is not None
+        and place.child_by_field_name("left").id in (call.id, call.parent.id))
 
 
 def _field(node) -> str | None:
@@ -450,7 +475,7 @@ def _field(node) -> str | None:
     return None
 
 
-def _is_use(node) -> bool:
+def _is_use(node, macros: frozenset[str] = frozenset()) -> bool:
     """Whether an identifier node is a use of a name (an expression, a called function, a declaration's
     type), not a place that binds it."""
     parent = node.parent
@@ -458,33 +483,48 @@ def _is_use(node) -> bool:
         return False
     field = _field(node)
     kind = parent.type
+    if kind in ("parenthesized_expression", "pointer_expression") or (kind == "argument_list" and field is None):
+        # the one argument of a call that C++ would read as a declaration `T(x);` binds x
+        inner = parent
+        while inner is not None and inner.type in ("parenthesized_expression", "pointer_expression"):
+            inner = inner.parent
+        if inner is not None and inner.type == "argument_list" and inner.parent is not None \
+                and inner.parent.type == "call_expression" and _could_declare(inner.parent, macros):
+            return False
+    if kind == "qualified_identifier" and field == "name" and parent.parent is not None \
+            and parent.parent.type == "using_declaration":
+        scope = parent.child_by_field_name("scope")  # `using ::cudaError_t;`, `using std::exit;`: the same entity
+        return scope is None or (scope.type == "namespace_identifier" and scope.text in (b"std",))
     if kind in ("qualified_identifier", "template_function", "template_type") and field == "name":
-        return _is_use(parent)
+        return _is_use(parent, macros)
     if kind == "qualified_identifier" and field == "scope":
         return True
+    if kind == "field_expression":
+        return field in ("argument", "field")  # `p->exit`: a member's name, not a binding of exit
     if kind == "call_expression":
         return True
     if kind == "assignment_expression":
         return field == "right"
     if kind == "init_declarator":
         return field == "value"
-    if kind == "field_expression":
-        return field == "argument"
     if kind == "cast_expression":
         return field in ("type", "value")
     if field == "type" and kind in _TYPE_FIELD_PARENTS:
         return True
+    if field in _VALUE_FIELDS and kind in ("field_declaration", "enumerator", "optional_parameter_declaration",
+                                           "optional_type_parameter_declaration", "for_range_loop"):
+        return True
     return kind in _USE_PARENTS
 
 
-def _bound_names(text: str, names: set[str]):
+def _bound_names(text: str, names: set[str], macros: frozenset[str] = frozenset()):
     """(offset, name) of each occurrence of one of `names` in `text` (comment- and literal-free code)
     that binds it rather than uses it (_is_use), in tree-sitter-cuda's tree."""
     from ..program.cuda_tree import Source, walk
     src = Source(text)
     for node in walk(src.root):
         if node.type in {"identifier", "type_identifier", "field_identifier", "namespace_identifier"} \
-                and node.child_count == 0 and (name := src.text_of(node)) in names and not _is_use(node):
+                and node.child_count == 0 and (name := src.text_of(node)) in names and not _is_use(node, macros):
             yield src.offset(node.start_byte), name
 
 
@@ -526,11 +566,12 @@ def scan_macro_hygiene(editable: str, baseline_editable: str, program_macros: di
     for call in sorted(_called_names(_without_strings(program_code))):
         free.setdefault(call, "the frozen code (it calls it unqualified)")
     baseline = _without_strings(strip_comments(normalize_source(baseline_editable)))
-    allowed = {name for _, name in _bound_names(baseline, set(free))}
+    macro_names = frozenset(macros) | frozenset(defined_macros(editable)) | frozenset(defined_macros(baseline_editable))
+    allowed = {name for _, name in _bound_names(baseline, set(free), macro_names)}
     found: list[Violation] = []
     seen: set[str] = set()
     for view, where in ((code, "source line {}"), (_without_strings(expanded_part), "preprocessed line {}")):
-        for offset, name in _bound_names(view, set(free) - allowed):
+        for offset, name in _bound_names(view, set(free) - allowed, macro_names):
             if name in seen:
                 continue
             seen.add(name)
