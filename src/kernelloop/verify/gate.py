@@ -635,7 +635,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         violations += policy.scan_program(cand_build.binary, base_build.binary)
         violations += scan_host_code(cand_build.editable_object, set(base_build.kept_global))
         if not violations:  # what is verified is what ships (red team round 51)
-            violations += _shipped_build(split, editable, arch, settings, toolchain)
+            violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
+                editable, expanded.part, expanded.program_macros, expanded.header_macros))
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
@@ -651,18 +652,21 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
 
 
 def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,
-                   toolchain: Toolchain) -> list[policy.Violation]:
+                   toolchain: Toolchain, qualified_macros: str = "") -> list[policy.Violation]:
     """A violation for each editable function or kernel that compiles to other code in one file with
-    the harness (as best.cu, the checked-in program and nvcc build it) than in the verifier's unit."""
+    the harness (as best.cu, the checked-in program and nvcc build it) than in the verifier's unit, or
+    with the frozen build-value macros' names qualified (a part that binds one of them)."""
     try:
         differing = shipped_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
-                                              toolchain=toolchain)
+                                              toolchain=toolchain, qualified_macros=qualified_macros)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
-                                 detail=f"the candidate does not build as one file with the harness ({exc})")]
+                                 detail=f"the candidate does not build {exc}")]
+    also = (" or with the frozen macros' names qualified (a part that binds a name CUDA_CHECK-like macros use "
+            "gets their line or file)") if qualified_macros else ""
     return [policy.Violation(rule="build-identity", where="object", detail=(
         f"{name} compiles to other code in one file with the harness (as best.cu and the program it ships "
-        "in are built) than in the verifier's build: its code depends on what else is in its translation "
+        f"in are built){also} than in the verifier's build: its code depends on what else is in its translation "
         "unit, so what is verified would not be what ships")) for name in differing[:3]]
 
 

@@ -452,7 +452,9 @@ def _could_declare(call, macros: frozenset[str] = frozenset()) -> bool:
     most vexing parse hid the names tree-sitter read as call arguments). A macro's invocation is no
     declaration as written (the reading with macros expanded shows what it becomes)."""
     callee = call.child_by_field_name("function")
-    if callee is not None and callee.type == "identifier" and callee.text.decode() in macros:
+    if callee is None or callee.type not in ("identifier", "template_function", "qualified_identifier"):
+        return False  # `v.push_back(x);`: a member call declares nothing
+    if callee.type == "identifier" and callee.text.decode() in macros:
         return False
     args = call.child_by_field_name("arguments")
     if args is None or args.type != "argument_list" or args.named_child_count != 1:
@@ -528,6 +530,18 @@ def _bound_names(text: str, names: set[str], macros: frozenset[str] = frozenset(
             yield src.offset(node.start_byte), name
 
 
+def _function_names(code: str) -> frozenset[str]:
+    """The names of the functions `code` declares or defines (tree-sitter's function declarators)."""
+    from ..program.cuda_tree import Source, walk
+    src = Source(code)
+    found = set()
+    for node in walk(src.root):
+        if node.type == "function_declarator" and (name := node.child_by_field_name("declarator")) is not None \
+                and name.type == "identifier":
+            found.add(src.text_of(name))
+    return frozenset(found)
+
+
 def _called_names(code: str) -> set[str]:
     """The names the frozen code calls unqualified (tree-sitter's call expressions): a part's function or
     object of such a name would be found by lookup inside the frozen code's templates."""
@@ -566,7 +580,10 @@ def scan_macro_hygiene(editable: str, baseline_editable: str, program_macros: di
     for call in sorted(_called_names(_without_strings(program_code))):
         free.setdefault(call, "the frozen code (it calls it unqualified)")
     baseline = _without_strings(strip_comments(normalize_source(baseline_editable)))
-    macro_names = frozenset(macros) | frozenset(defined_macros(editable)) | frozenset(defined_macros(baseline_editable))
+    # Callees that are no type: macros, and functions the part, the baseline's part or the frozen code
+    # declare (`remember(cudaSuccess);` calls a function; round 59 found it refused)
+    macro_names = (frozenset(macros) | frozenset(defined_macros(editable)) | frozenset(defined_macros(baseline_editable))
+                   | _function_names(code) | _function_names(baseline) | _function_names(_without_strings(program_code)))
     allowed = {name for _, name in _bound_names(baseline, set(free), macro_names)}
     found: list[Violation] = []
     seen: set[str] = set()
@@ -579,6 +596,54 @@ def scan_macro_hygiene(editable: str, baseline_editable: str, program_macros: di
                                    detail=(f"binds {name}, which {free[name]} uses: the frozen code would reach "
                                            f"the part's own {name}")))
     return found[:5]
+
+
+_KEYWORDS = frozenset("""alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue co_await co_return co_yield
+decltype default delete do double dynamic_cast else enum explicit export extern false float for friend goto if inline
+int long mutable namespace new noexcept not not_eq nullptr operator or or_eq private protected public register
+reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template this
+thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor
+xor_eq""".split())
+_QUALIFIABLE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|(?<![\w.$])([A-Za-z_]\w*)')
+
+
+def qualified_macro_definitions(editable: str, expanded_part: str, program_macros: dict[str, str],
+                                header_macros: dict[str, str]) -> str:
+    """`#undef`/`#define` lines that give each frozen build-value macro the part uses its own body with
+    every free name qualified from the global namespace (`::fprintf(::stderr, ...)`), for a second build
+    of the part (verify/shipped.py): a part that binds such a name, in whatever spelling C++ allows
+    (rounds 56-59 kept finding spellings a reading of the syntax missed), compiles otherwise there.
+    Names preceded by `::`, `.`, `->` or `#`, followed by `::`, the body's own declarations, its
+    parameters, keywords, the compiler's `__` names and macros that expand to more than a name are
+    left as written."""
+    code = _without_strings(strip_comments(normalize_source(editable)))
+    macros = {**header_macros, **program_macros}
+    reaching = _build_value_macros(macros) & set(program_macros)
+    used = set(_IDENTIFIER.findall(code)) | set(_IDENTIFIER.findall(_without_strings(expanded_part)))
+    lines = []
+    for name in sorted(used & reaching):
+        body = program_macros[name]
+        params = re.match(r"^\s*\(([^)]*)\)", body)
+        head = params.group(0).strip() if params else ""
+        rest = body[params.end() if params else 0:]
+        keep = set(re.findall(r"\w+", params.group(1))) if params else set()
+        keep |= {declared for _, declared, _ in _declared_names(f"void kl_probe_() {{ {_without_strings(rest)}; }}")}
+
+        def qualify(m: re.Match, rest: str = rest, keep: set[str] = keep, name: str = name) -> str:
+            word = m.group(1)
+            if word is None or word in keep or word in _KEYWORDS or word.startswith("__"):
+                return m.group(0)
+            before, after = rest[:m.start()].rstrip(), rest[m.end():].lstrip()
+            if before.endswith(("::", ".", "->", "#")) or after.startswith("::"):
+                return m.group(0)
+            # a macro of more than its own name, not the macro itself (its name in its body is not expanded again)
+            if word in macros and macros[word].strip() != word and word != name:
+                return m.group(0)
+            return "::" + word
+
+        lines += [f"#undef {name}", f"#define {name}{head} {_QUALIFIABLE.sub(qualify, rest).strip()}"]
+    return "\n".join(lines)
 
 
 def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:

@@ -69,20 +69,33 @@ def _comparison_file_name(cache_dir: Path) -> str:
 
 
 def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
-                              toolchain: Toolchain | None = None) -> list[str]:
+                              toolchain: Toolchain | None = None, qualified_macros: str = "") -> list[str]:
     """The editable part's functions and kernels (readable names) that compile to other code in one
     file with the harness after them, under another file name and in the compiler's default dialect
     (gnu++17, as docs/contract.md builds), than in a unit alone as the verifier builds it (`editable.cu`,
     -std=c++17). Whatever a candidate can tell apart between those builds (the rest of the unit, the
-    file's name, the dialect) must not change its code (red team rounds 51-54)."""
+    file's name, the dialect) must not change its code (red team rounds 51-54).
+
+    `qualified_macros` (policy.qualified_macro_definitions): redefinitions of the frozen macros that carry
+    a value of the build, their names qualified (`::fprintf`), put before the part in the unit built
+    alone. A part that binds one of those names (a local `fprintf` keeping CUDA_CHECK's `__LINE__`, red
+    team rounds 56-59) gets the frozen code's meaning there and its own in the one-file build, so the
+    two differ; an honest part compiles to the same code either way."""
     alone = split.editable_unit(editable, "candidate.cu")
     whole = f"{alone}#line {split.harness_line} \"harness.cu\"\n{split.harness}\n"
+    if qualified_macros:
+        alone = split.editable_unit(editable, "candidate.cu").replace(
+            '\n#line 1 "candidate.cu"\n', f'\n{qualified_macros}\n#line 1 "candidate.cu"\n', 1)
     objects = []
-    for text, filename, iso in ((alone, "editable.cu", True), (whole, _comparison_file_name(cache_dir), False)):
+    for text, filename, iso, what in (
+            (alone, "editable.cu", True, "with the frozen macros' names qualified (::name)" if qualified_macros
+             else "as the verifier's unit"),
+            (whole, _comparison_file_name(cache_dir), False, "as one file with the harness")):
         build = build_whole_object(text, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
                                    filename=filename, iso_dialect=iso)
         if not build.ok or build.binary is None:
-            raise ShippedBuildUnreadable(build.log.strip().splitlines()[-1] if build.log.strip() else build.stage)
+            why = build.log.strip().splitlines()[-1] if build.log.strip() else build.stage
+            raise ShippedBuildUnreadable(f"{what}: {why}")
         objects.append(build.binary)
     unit_object, whole_object = objects
     refs, whole_refs = state_references(unit_object), state_references(whole_object)
