@@ -446,15 +446,16 @@ _TYPE_FIELD_PARENTS = {"declaration", "parameter_declaration", "optional_paramet
 _VALUE_FIELDS = {"default_value", "default_type", "value", "right"}
 
 
-def _could_declare(call, macros: frozenset[str] = frozenset()) -> bool:
+def _could_declare(call, no_types: frozenset[str] = frozenset()) -> bool:
     """Whether a call expression of one argument could be read as a declaration, which C++ prefers where
     a statement can be either: `T(x);`, `T(x) = v;`, `T<U>(x);`, `T(*x) = p;` declare x (round 58: the
     most vexing parse hid the names tree-sitter read as call arguments). A macro's invocation is no
-    declaration as written (the reading with macros expanded shows what it becomes)."""
+    declaration as written (the reading with macros expanded shows what it becomes), nor is a call of a
+    function `no_types` names."""
     callee = call.child_by_field_name("function")
     if callee is None or callee.type not in ("identifier", "template_function", "qualified_identifier"):
         return False  # `v.push_back(x);`: a member call declares nothing
-    if callee.type == "identifier" and callee.text.decode() in macros:
+    if callee.type == "identifier" and callee.text.decode() in no_types:
         return False
     args = call.child_by_field_name("arguments")
     if args is None or args.type != "argument_list" or args.named_child_count != 1:
@@ -477,7 +478,7 @@ def _field(node) -> str | None:
     return None
 
 
-def _is_use(node, macros: frozenset[str] = frozenset()) -> bool:
+def _is_use(node, no_types: frozenset[str] = frozenset()) -> bool:
     """Whether an identifier node is a use of a name (an expression, a called function, a declaration's
     type), not a place that binds it."""
     parent = node.parent
@@ -491,14 +492,14 @@ def _is_use(node, macros: frozenset[str] = frozenset()) -> bool:
         while inner is not None and inner.type in ("parenthesized_expression", "pointer_expression"):
             inner = inner.parent
         if inner is not None and inner.type == "argument_list" and inner.parent is not None \
-                and inner.parent.type == "call_expression" and _could_declare(inner.parent, macros):
+                and inner.parent.type == "call_expression" and _could_declare(inner.parent, no_types):
             return False
     if kind == "qualified_identifier" and field == "name" and parent.parent is not None \
             and parent.parent.type == "using_declaration":
         scope = parent.child_by_field_name("scope")  # `using ::cudaError_t;`, `using std::exit;`: the same entity
         return scope is None or (scope.type == "namespace_identifier" and scope.text in (b"std",))
     if kind in ("qualified_identifier", "template_function", "template_type") and field == "name":
-        return _is_use(parent, macros)
+        return _is_use(parent, no_types)
     if kind == "qualified_identifier" and field == "scope":
         return True
     if kind == "field_expression":
@@ -519,14 +520,14 @@ def _is_use(node, macros: frozenset[str] = frozenset()) -> bool:
     return kind in _USE_PARENTS
 
 
-def _bound_names(text: str, names: set[str], macros: frozenset[str] = frozenset()):
+def _bound_names(text: str, names: set[str], no_types: frozenset[str] = frozenset()):
     """(offset, name) of each occurrence of one of `names` in `text` (comment- and literal-free code)
     that binds it rather than uses it (_is_use), in tree-sitter-cuda's tree."""
     from ..program.cuda_tree import Source, walk
     src = Source(text)
     for node in walk(src.root):
         if node.type in {"identifier", "type_identifier", "field_identifier", "namespace_identifier"} \
-                and node.child_count == 0 and (name := src.text_of(node)) in names and not _is_use(node, macros):
+                and node.child_count == 0 and (name := src.text_of(node)) in names and not _is_use(node, no_types):
             yield src.offset(node.start_byte), name
 
 
@@ -582,13 +583,13 @@ def scan_macro_hygiene(editable: str, baseline_editable: str, program_macros: di
     baseline = _without_strings(strip_comments(normalize_source(baseline_editable)))
     # Callees that are no type: macros, and functions the part, the baseline's part or the frozen code
     # declare (`remember(cudaSuccess);` calls a function; round 59 found it refused)
-    macro_names = (frozenset(macros) | frozenset(defined_macros(editable)) | frozenset(defined_macros(baseline_editable))
+    no_types = (frozenset(macros) | frozenset(defined_macros(editable)) | frozenset(defined_macros(baseline_editable))
                    | _function_names(code) | _function_names(baseline) | _function_names(_without_strings(program_code)))
-    allowed = {name for _, name in _bound_names(baseline, set(free), macro_names)}
+    allowed = {name for _, name in _bound_names(baseline, set(free), no_types)}
     found: list[Violation] = []
     seen: set[str] = set()
     for view, where in ((code, "source line {}"), (_without_strings(expanded_part), "preprocessed line {}")):
-        for offset, name in _bound_names(view, set(free) - allowed, macro_names):
+        for offset, name in _bound_names(view, set(free) - allowed, no_types):
             if name in seen:
                 continue
             seen.add(name)
