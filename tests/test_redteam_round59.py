@@ -35,6 +35,7 @@ def test_an_honest_one_argument_call_passes():
     "round56/preamble_macro_line/candidate_preamble_line.cu",
     "round57/param_names/candidate_macro_declared.cu",
     "round58/vexing_parse/candidate_vexing_parse.cu",
+    "round60/global_overload/candidate_global_overload.cu",  # a global overload: pinned before the part
 ])
 def test_the_compiler_alone_refuses_every_rounds_binding(candidate, monkeypatch):
     # with the reading of the syntax switched off, the qualified build still tells
@@ -46,20 +47,23 @@ def test_the_compiler_alone_refuses_every_rounds_binding(candidate, monkeypatch)
 def test_the_redefinitions_qualify_the_free_names_only():
     text = qualified_macro_definitions("void f() { CUDA_CHECK(cudaGetLastError()); }", "",
                                        {"CUDA_CHECK": CUDA_CHECK, "UNUSED": "(x) f(x, __LINE__)"},
-                                       {"stderr": " stderr", "EXIT_FAILURE": " 1"})
-    assert text.splitlines()[0] == "#undef CUDA_CHECK" and "UNUSED" not in text
-    assert "::cudaError_t err_ = (call)" in text and "err_ != ::cudaSuccess" in text
-    assert "::fprintf(::stderr," in text and "::cudaGetErrorString(err_), __FILE__, __LINE__" in text
-    assert "::exit(1)" in text
+                                       {"stderr": " stderr", "EXIT_FAILURE": " 1"}, "NS")
+    pins, undef = text.splitlines()[:2]
+    assert pins == ("namespace NS { using ::cudaError_t; using ::cudaGetErrorString; using ::cudaSuccess; "
+                    "using ::exit; using ::fprintf; using ::stderr; }")
+    assert undef == "#undef CUDA_CHECK" and "UNUSED" not in text
+    assert "::NS::cudaError_t err_ = (call)" in text and "err_ != ::NS::cudaSuccess" in text
+    assert "::NS::fprintf(::NS::stderr," in text and "::NS::cudaGetErrorString(err_), __FILE__, __LINE__" in text
+    assert "::NS::exit(1)" in text
 
 
 def test_a_macro_calling_a_function_of_its_own_name_and_a_stringizer():
     macros = {"cudaCheck": "(err) (cudaCheck(err, __FILE__, __LINE__))",
               "checkCudaErrors": "(val) check((val), #val, __FILE__, __LINE__)"}
-    text = qualified_macro_definitions("void f() { cudaCheck(e); checkCudaErrors(e); }", "", macros, {})
-    assert "#define cudaCheck(err) (::cudaCheck(err, __FILE__, __LINE__))" in text
-    assert "#define checkCudaErrors(val) ::check((val), #val, __FILE__, __LINE__)" in text
+    text = qualified_macro_definitions("void f() { cudaCheck(e); checkCudaErrors(e); }", "", macros, {}, "NS")
+    assert "#define cudaCheck(err) (::NS::cudaCheck(err, __FILE__, __LINE__))" in text
+    assert "#define checkCudaErrors(val) ::NS::check((val), #val, __FILE__, __LINE__)" in text
 
 
 def test_no_build_value_macro_no_redefinition():
-    assert qualified_macro_definitions("void f() { CHECK(1); }", "", {"CHECK": "(x) if (!(x)) exit(1)"}, {}) == ""
+    assert qualified_macro_definitions("void f() { CHECK(1); }", "", {"CHECK": "(x) if (!(x)) exit(1)"}, {}, "NS") == ""

@@ -34,7 +34,7 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .shipped import ShippedBuildUnreadable, shipped_build_differences
+from .shipped import ShippedBuildUnreadable, frozen_names_namespace, shipped_build_differences
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nonfinite,
                          outputs_following_guards,
@@ -636,7 +636,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         violations += scan_host_code(cand_build.editable_object, set(base_build.kept_global))
         if not violations:  # what is verified is what ships (red team round 51)
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
-                editable, expanded.part, expanded.program_macros, expanded.header_macros))
+                editable, expanded.part, expanded.program_macros, expanded.header_macros,
+                frozen_names_namespace(settings.cache_dir)))
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",

@@ -520,6 +520,20 @@ def _is_use(node, no_types: frozenset[str] = frozenset()) -> bool:
     return kind in _USE_PARENTS
 
 
+def _at_namespace_scope_expression(node) -> bool:
+    """Whether a node sits in an expression statement outside any function: C++ has none there, so the
+    text is a declaration tree-sitter misread (round 60: `[[gnu::alias("impl")]] Sig(unused), fprintf;`
+    inside `extern "C++" {}` declares a global fprintf; tree-sitter read a comma expression)."""
+    statement = False
+    while node is not None:
+        if node.type in ("compound_statement", "function_definition", "lambda_expression", "field_declaration_list",
+                         "requires_expression"):
+            return False
+        statement = statement or node.type == "expression_statement"
+        node = node.parent
+    return statement
+
+
 def _bound_names(text: str, names: set[str], no_types: frozenset[str] = frozenset()):
     """(offset, name) of each occurrence of one of `names` in `text` (comment- and literal-free code)
     that binds it rather than uses it (_is_use), in tree-sitter-cuda's tree."""
@@ -527,7 +541,8 @@ def _bound_names(text: str, names: set[str], no_types: frozenset[str] = frozense
     src = Source(text)
     for node in walk(src.root):
         if node.type in {"identifier", "type_identifier", "field_identifier", "namespace_identifier"} \
-                and node.child_count == 0 and (name := src.text_of(node)) in names and not _is_use(node, no_types):
+                and node.child_count == 0 and (name := src.text_of(node)) in names \
+                and (not _is_use(node, no_types) or _at_namespace_scope_expression(node)):
             yield src.offset(node.start_byte), name
 
 
@@ -610,19 +625,22 @@ _QUALIFIABLE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|(?<![\w.$
 
 
 def qualified_macro_definitions(editable: str, expanded_part: str, program_macros: dict[str, str],
-                                header_macros: dict[str, str]) -> str:
-    """`#undef`/`#define` lines that give each frozen build-value macro the part uses its own body with
-    every free name qualified from the global namespace (`::fprintf(::stderr, ...)`), for a second build
-    of the part (verify/shipped.py): a part that binds such a name, in whatever spelling C++ allows
-    (rounds 56-59 kept finding spellings a reading of the syntax missed), compiles otherwise there.
-    Names preceded by `::`, `.`, `->` or `#`, followed by `::`, the body's own declarations, its
-    parameters, keywords, the compiler's `__` names and macros that expand to more than a name are
-    left as written."""
+                                header_macros: dict[str, str], namespace: str) -> str:
+    """Lines that pin each free name of the frozen build-value macros the part uses as the frozen code
+    sees it before the part (`namespace NS { using ::fprintf; ... }`: a using-declaration takes the
+    declarations made so far, not an overload the part adds later, red team round 60), and give each
+    such macro its own body with those names qualified (`::NS::fprintf(::NS::stderr, ...)`), for a
+    second build of the part (verify/shipped.py): a part that binds such a name, in whatever spelling
+    C++ allows (rounds 56-60 kept finding spellings a reading of the syntax missed), compiles
+    otherwise there. `namespace`: a secret name (namespaces are open). Names preceded by `::`, `.`,
+    `->` or `#`, followed by `::`, the body's own declarations, its parameters, keywords, the
+    compiler's `__` names and macros that expand to more than a name are left as written."""
     code = _without_strings(strip_comments(normalize_source(editable)))
     macros = {**header_macros, **program_macros}
     reaching = _build_value_macros(macros) & set(program_macros)
     used = set(_IDENTIFIER.findall(code)) | set(_IDENTIFIER.findall(_without_strings(expanded_part)))
-    lines = []
+    lines: list[str] = []
+    pinned: set[str] = set()
     for name in sorted(used & reaching):
         body = program_macros[name]
         params = re.match(r"^\s*\(([^)]*)\)", body)
@@ -641,10 +659,14 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
             # a macro of more than its own name, not the macro itself (its name in its body is not expanded again)
             if word in macros and macros[word].strip() != word and word != name:
                 return m.group(0)
-            return "::" + word
+            pinned.add(word)
+            return f"::{namespace}::{word}"
 
         lines += [f"#undef {name}", f"#define {name}{head} {_QUALIFIABLE.sub(qualify, rest).strip()}"]
-    return "\n".join(lines)
+    if not lines:
+        return ""
+    return "\n".join([f"namespace {namespace} {{ " + " ".join(f"using ::{w};" for w in sorted(pinned)) + " }",
+                      *lines])
 
 
 def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:

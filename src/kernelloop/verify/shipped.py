@@ -55,17 +55,28 @@ class ShippedBuildUnreadable(Exception):
     """One of the two builds failed: the gate's own build is the judge of that."""
 
 
-def _comparison_file_name(cache_dir: Path) -> str:
-    """A file name for the one-file build that no candidate can know: drawn once per cache folder and
-    kept there (so its builds are cached like any other). A fixed name in this source could be
-    special-cased beside the verifier's own (red team round 54 read the file name nvcc builds from)."""
+def _build_identity_key(cache_dir: Path) -> str:
+    """A secret drawn once per cache folder and kept there (so the comparison's builds are cached like
+    any other): names no candidate can know."""
     key = cache_dir / "build-identity.key"
     if not key.exists():
         key.parent.mkdir(parents=True, exist_ok=True)
         tmp = key.with_name(f"{key.name}.{secrets.token_hex(4)}.tmp")
         tmp.write_text(secrets.token_hex(8))
         os.replace(tmp, key)
-    return f"u{key.read_text().strip()[:16]}.cu"
+    return key.read_text().strip()[:16]
+
+
+def _comparison_file_name(cache_dir: Path) -> str:
+    """A file name for the one-file build that no candidate can know. A fixed name in this source could
+    be special-cased beside the verifier's own (red team round 54 read the file name nvcc builds from)."""
+    return f"u{_build_identity_key(cache_dir)}.cu"
+
+
+def frozen_names_namespace(cache_dir: Path) -> str:
+    """The namespace policy.qualified_macro_definitions pins the frozen macros' names in: secret, so a
+    candidate cannot add to it (namespaces are open)."""
+    return f"kl_frozen_{_build_identity_key(cache_dir)}"
 
 
 def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
