@@ -32,3 +32,22 @@ def test_an_expression_at_namespace_scope_is_a_declaration(code):
     part = code + "\nvoid g() { CUDA_CHECK(cudaSuccess); }\n" + BASELINE
     assert [v.rule for v in scan_macro_hygiene(part, BASELINE, {"CUDA_CHECK": CUDA_CHECK}, {}, "")][:1] == \
         ["macro-hygiene"]
+
+
+@pytest.mark.nvcc
+def test_a_failed_comparison_build_does_not_tell_the_secret_names(tmp_path):
+    # a part that does not compile where the frozen names are pinned: the verdict (which reaches an LLM
+    # optimizer) names neither the secret namespace nor the secret file
+    from kernelloop.config import Settings
+    from kernelloop.program.split import candidate_editable_part, split_program
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+    from kernelloop.verify.shipped import _build_identity_key
+    from .conftest import ROOT
+    split = split_program((ROOT / "kernels" / "sum_reduction.cu").read_text(), "sum_reduction.cu")
+    candidate = (FIXTURES / "redteam" / "round59" / "decl_suffix" / "candidate_decl_suffix.cu").read_text()
+    editable, _ = candidate_editable_part(candidate, split, "candidate")
+    cache = tmp_path / "cache"
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=cache), toolchain=find_toolchain())
+    text = " ".join(v.detail for v in result.violations)
+    assert result.violations and _build_identity_key(cache) not in text, text
