@@ -367,27 +367,34 @@ def _declared_names(text: str):
     named = {"namespace_definition", "struct_specifier", "class_specifier", "union_specifier", "enum_specifier",
              "alias_declaration", "enumerator", "preproc_def", "preproc_function_def", "concept_definition"}
     for node in walk(src.root):
-        target = None
+        targets = []
         if node.type in named and (node.type not in {"struct_specifier", "class_specifier", "union_specifier",
                                                      "enum_specifier"} or node.child_by_field_name("body")):
-            target = node.child_by_field_name("name")
+            targets = [node.child_by_field_name("name")]
         elif node.type in {"function_definition", "declaration", "field_declaration", "type_definition"}:
-            target = node.child_by_field_name("declarator")
-            while target is not None and target.child_by_field_name("declarator") is not None:
-                target = target.child_by_field_name("declarator")
-        if target is None:
-            continue
-        if target.type == "qualified_identifier":
-            target = target.child_by_field_name("name") or target
-        if target.type in {"identifier", "field_identifier", "type_identifier", "namespace_identifier"}:
-            yield src.offset(target.start_byte), src.text_of(target), node.type
+            # every declarator, not the first alone (round 61: `KlSink unused, __assert_fail;`)
+            for target in node.children_by_field_name("declarator"):
+                while target is not None and target.child_by_field_name("declarator") is not None:
+                    target = target.child_by_field_name("declarator")
+                targets.append(target)
+        elif node.type in {"identifier", "type_identifier"} and _at_namespace_scope_expression(node):
+            targets = [node]  # C++ has no expression here: tree-sitter misread a declaration (round 60)
+        for target in targets:
+            if target is None:
+                continue
+            if target.type == "qualified_identifier":
+                target = target.child_by_field_name("name") or target
+            if target.type in {"identifier", "field_identifier", "type_identifier", "namespace_identifier"}:
+                yield src.offset(target.start_byte), src.text_of(target), node.type
 
 
 _BUILD_VALUE = re.compile(r"\b(?:__LINE__|__FILE__|__FILE_NAME__|__BASE_FILE__|__COUNTER__|__DATE__|__TIME__|"
                           r"__TIMESTAMP__|__INCLUDE_LEVEL__|__builtin_LINE|__builtin_FILE|__builtin_FUNCTION|"
                           r"__builtin_COLUMN|__builtin_source_location|__has_include|__has_include_next|__has_embed)\b")
-# Header macros that take a build value only for a message on failure, never as a result.
+# Header macros that take a build value only for a message on failure, never as a result, and the
+# header that defines each (the qualified build includes it before it pins the macro's names).
 _MESSAGE_ONLY = {"assert"}
+_MESSAGE_ONLY_HEADERS = {"assert": "cassert"}
 
 
 def _build_value_macros(macros: dict[str, str]) -> set[str]:
@@ -407,6 +414,13 @@ def _build_value_macros(macros: dict[str, str]) -> set[str]:
 _IDENTIFIER = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
 
+def _own_names(body: str) -> set[str]:
+    """The names a macro's body binds itself (its locals, a lambda's parameters: round 61's honest
+    lambda-based CUDA_CHECK), by the fail-closed reading of _bound_names."""
+    probe = f"void kl_probe_() {{ {body}; }}"
+    return {name for _, name in _bound_names(probe, set(_IDENTIFIER.findall(probe)))} - {"kl_probe_"}
+
+
 def _macro_free_names(name: str, macros: dict[str, str], seen: set[str] | None = None) -> set[str]:
     """The names a macro's expansion leaves to the lookup of wherever it is expanded: the words of its
     body (and of the macros it names, in turn), less its parameters and what the body declares itself
@@ -419,7 +433,7 @@ def _macro_free_names(name: str, macros: dict[str, str], seen: set[str] | None =
     params = re.match(r"^\s*\(([^)]*)\)", body)
     body = _without_strings(body[params.end() if params else 0:])
     words = set(_IDENTIFIER.findall(body)) - (set(re.findall(r"\w+", params.group(1))) if params else set())
-    own = {declared for _, declared, _ in _declared_names(f"void kl_probe_() {{ {body}; }}")} - {"kl_probe_"}
+    own = _own_names(body)
     free = words - own
     for word in list(free):
         free |= _macro_free_names(word, macros, seen)
@@ -621,6 +635,10 @@ int long mutable namespace new noexcept not not_eq nullptr operator or or_eq pri
 reinterpret_cast requires return short signed sizeof static static_assert static_cast struct switch template this
 thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while xor
 xor_eq""".split())
+# The compiler's own names (builtins, keywords of GNU C++): never declared, so never qualified;
+# other reserved names (`__assert_fail`) are functions a header declares, pinned like the rest.
+_COMPILER_OWN = re.compile(r"^(?:__\w+__|__builtin_\w+|__func__|__restrict|__typeof|__inline|__const|__volatile|"
+                           r"__asm|__signed|__label__|__alignof)$")
 _QUALIFIABLE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|(?<![\w.$])([A-Za-z_]\w*)')
 
 
@@ -637,21 +655,23 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
     compiler's `__` names and macros that expand to more than a name are left as written."""
     code = _without_strings(strip_comments(normalize_source(editable)))
     macros = {**header_macros, **program_macros}
-    reaching = _build_value_macros(macros) & set(program_macros)
+    # the program's own build-value macros, and the headers' allowed ones (assert: round 61 overloaded
+    # __assert_fail, which takes assert's __LINE__, in a declaration the reading of the syntax missed)
+    reaching = (_build_value_macros(macros) & set(program_macros)) | (_MESSAGE_ONLY & set(header_macros))
     used = set(_IDENTIFIER.findall(code)) | set(_IDENTIFIER.findall(_without_strings(expanded_part)))
     lines: list[str] = []
     pinned: set[str] = set()
     for name in sorted(used & reaching):
-        body = program_macros[name]
+        body = macros[name]
         params = re.match(r"^\s*\(([^)]*)\)", body)
         head = params.group(0).strip() if params else ""
         rest = body[params.end() if params else 0:]
         keep = set(re.findall(r"\w+", params.group(1))) if params else set()
-        keep |= {declared for _, declared, _ in _declared_names(f"void kl_probe_() {{ {_without_strings(rest)}; }}")}
+        keep |= _own_names(_without_strings(rest))
 
         def qualify(m: re.Match, rest: str = rest, keep: set[str] = keep, name: str = name) -> str:
             word = m.group(1)
-            if word is None or word in keep or word in _KEYWORDS or word.startswith("__"):
+            if word is None or word in keep or word in _KEYWORDS or _COMPILER_OWN.match(word):
                 return m.group(0)
             before, after = rest[:m.start()].rstrip(), rest[m.end():].lstrip()
             if before.endswith(("::", ".", "->", "#")) or after.startswith("::"):
@@ -665,7 +685,8 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
         lines += [f"#undef {name}", f"#define {name}{head} {_QUALIFIABLE.sub(qualify, rest).strip()}"]
     if not lines:
         return ""
-    return "\n".join([f"namespace {namespace} {{ " + " ".join(f"using ::{w};" for w in sorted(pinned)) + " }",
+    headers = [f"#include <{_MESSAGE_ONLY_HEADERS[m]}>" for m in sorted(used & reaching) if m in _MESSAGE_ONLY_HEADERS]
+    return "\n".join([*headers, f"namespace {namespace} {{ " + " ".join(f"using ::{w};" for w in sorted(pinned)) + " }",
                       *lines])
 
 

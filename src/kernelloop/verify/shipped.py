@@ -81,6 +81,23 @@ def frozen_names_namespace(cache_dir: Path) -> str:
     return f"kl_frozen_{_build_identity_key(cache_dir)}"
 
 
+_INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.M)
+
+
+def _redefined_after_includes(editable: str, qualified_macros: str) -> str:
+    """The part with the qualified macros' `#undef`/`#define` lines again after its last `#include` (a
+    header the part includes, `<cassert>`, defines its macro anew), the part's own line numbers kept."""
+    last = None
+    for last in _INCLUDE_LINE.finditer(editable):
+        pass
+    redefinitions = [line for line in qualified_macros.splitlines() if line.startswith(("#undef ", "#define "))]
+    if last is None or not redefinitions:
+        return editable
+    line = editable.count("\n", 0, last.end()) + 2  # the line after the #include, 1-based
+    return (f"{editable[:last.end()]}\n" + "\n".join(redefinitions) + f'\n#line {line} "candidate.cu"'
+            + editable[last.end():])
+
+
 def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
                               toolchain: Toolchain | None = None, qualified_macros: str = "") -> list[str]:
     """The editable part's functions and kernels (readable names) that compile to other code in one
@@ -97,7 +114,7 @@ def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, 
     alone = split.editable_unit(editable, "candidate.cu")
     whole = f"{alone}#line {split.harness_line} \"harness.cu\"\n{split.harness}\n"
     if qualified_macros:
-        alone = split.editable_unit(editable, "candidate.cu").replace(
+        alone = split.editable_unit(_redefined_after_includes(editable, qualified_macros), "candidate.cu").replace(
             '\n#line 1 "candidate.cu"\n', f'\n{qualified_macros}\n#line 1 "candidate.cu"\n', 1)
     objects = []
     for text, filename, iso, what in (
