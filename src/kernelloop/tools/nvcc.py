@@ -172,6 +172,7 @@ class Preprocessed(BaseModel):
     header_macros: dict[str, str] = {}  # macros the toolkit's and system's headers define: name -> body
     program_macros: dict[str, str] = {}  # macros the program's own frozen code defines (preamble, its headers)
     program_code: str = ""  # the program's own frozen code after preprocessing (the unit less the part)
+    part_include_ends: list[int] = []  # for each #include the part really has, the part's line after it
     problem: str | None = None
 
 
@@ -197,8 +198,14 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
         macros: dict[str, str] = {}
         own: dict[str, str] = {}
         current = ""
+        include_ends: list[int] = []
         for text in out.read_text(errors="replace").splitlines():
             if m := _LINE_MARKER.match(text):
+                # back in the part from a header (flag 2): the compiler's own word on where an
+                # #include ended, whatever comments or skipped groups hold lines that look like one
+                if os.path.basename(m.group(2)) == name and os.path.basename(current) != name and \
+                        re.search(r'"\s+2(?:\s|$)', text):
+                    include_ends.append(int(m.group(1)))
                 current = m.group(2)
                 continue
             if os.path.basename(current) == name:
@@ -212,7 +219,7 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
             elif not current.startswith(("/", "<")) and not text.startswith("#"):
                 program.append(text)
         return Preprocessed(ok=True, part="\n".join(part), header_macros=macros, program_macros=own,
-                            program_code="\n".join(program))
+                            program_code="\n".join(program), part_include_ends=include_ends)
 
 
 _GROUP_SIGNATURE = re.compile(r"^COMDAT group section \[\s*\d+\] `[^']*' \[(?P<signature>[^\]]+)\]", re.M)

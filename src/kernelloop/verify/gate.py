@@ -637,7 +637,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         if not violations:  # what is verified is what ships (red team round 51)
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
                 editable, expanded.part, expanded.program_macros, expanded.header_macros,
-                frozen_names_namespace(settings.cache_dir)))
+                frozen_names_namespace(settings.cache_dir)), max(expanded.part_include_ends, default=None))
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
@@ -653,13 +653,15 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
 
 
 def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,
-                   toolchain: Toolchain, qualified_macros: str = "") -> list[policy.Violation]:
+                   toolchain: Toolchain, qualified_macros: str = "", include_end: int | None = None
+                   ) -> list[policy.Violation]:
     """A violation for each editable function or kernel that compiles to other code in one file with
     the harness (as best.cu, the checked-in program and nvcc build it) than in the verifier's unit, or
     with the frozen build-value macros' names qualified (a part that binds one of them)."""
     try:
         differing = shipped_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
-                                              toolchain=toolchain, qualified_macros=qualified_macros)
+                                              toolchain=toolchain, qualified_macros=qualified_macros,
+                                              include_end=include_end)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
                                  detail=f"the candidate does not build {exc}")]

@@ -81,31 +81,29 @@ def frozen_names_namespace(cache_dir: Path) -> str:
     return f"kl_frozen_{_build_identity_key(cache_dir)}"
 
 
-_INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.M)
-
-
-def _redefined_after_includes(editable: str, qualified_macros: str) -> str:
-    """The part with the qualified macros' `#undef`/`#define` lines again after its last `#include` (a
-    header the part includes, `<cassert>`, defines its macro anew), the part's own line numbers kept."""
-    last = None
-    for last in _INCLUDE_LINE.finditer(editable):
-        pass
+def _redefined_after_includes(editable: str, qualified_macros: str, include_end: int | None) -> str:
+    """The part with the qualified macros' `#undef`/`#define` lines again before its line `include_end`,
+    the line after its last `#include` as the preprocessor saw it (a header the part includes,
+    `<cassert>`, defines its macro anew; a commented-out or `#if 0` include is no include: round 62),
+    the part's own line numbers kept."""
     redefinitions = [line for line in qualified_macros.splitlines() if line.startswith(("#undef ", "#define "))]
-    if last is None or not redefinitions:
+    lines = editable.split("\n")
+    if not include_end or not redefinitions or not 1 < include_end <= len(lines) + 1:
         return editable
-    line = editable.count("\n", 0, last.end()) + 2  # the line after the #include, 1-based
-    return (f"{editable[:last.end()]}\n" + "\n".join(redefinitions) + f'\n#line {line} "candidate.cu"'
-            + editable[last.end():])
+    head, tail = lines[:include_end - 1], lines[include_end - 1:]
+    return "\n".join([*head, *redefinitions, f'#line {include_end} "candidate.cu"', *tail])
 
 
 def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
-                              toolchain: Toolchain | None = None, qualified_macros: str = "") -> list[str]:
+                              toolchain: Toolchain | None = None, qualified_macros: str = "",
+                              include_end: int | None = None) -> list[str]:
     """The editable part's functions and kernels (readable names) that compile to other code in one
     file with the harness after them, under another file name and in the compiler's default dialect
     (gnu++17, as docs/contract.md builds), than in a unit alone as the verifier builds it (`editable.cu`,
     -std=c++17). Whatever a candidate can tell apart between those builds (the rest of the unit, the
     file's name, the dialect) must not change its code (red team rounds 51-54).
 
+    `include_end`: the part's line after its last `#include` (tools/nvcc.py preprocess_unit).
     `qualified_macros` (policy.qualified_macro_definitions): redefinitions of the frozen macros that carry
     a value of the build, their names qualified (`::fprintf`), put before the part in the unit built
     alone. A part that binds one of those names (a local `fprintf` keeping CUDA_CHECK's `__LINE__`, red
@@ -114,7 +112,8 @@ def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, 
     alone = split.editable_unit(editable, "candidate.cu")
     whole = f"{alone}#line {split.harness_line} \"harness.cu\"\n{split.harness}\n"
     if qualified_macros:
-        alone = split.editable_unit(_redefined_after_includes(editable, qualified_macros), "candidate.cu").replace(
+        alone = split.editable_unit(_redefined_after_includes(editable, qualified_macros, include_end),
+                                    "candidate.cu").replace(
             '\n#line 1 "candidate.cu"\n', f'\n{qualified_macros}\n#line 1 "candidate.cu"\n', 1)
     objects = []
     for text, filename, iso, what in (
