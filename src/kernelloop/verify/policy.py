@@ -359,6 +359,16 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
     return found
 
 
+def _toolkit_macros(code: str) -> frozenset[str]:
+    """The toolkit's own macros among the `__x__` names `code` holds (tools/nvcc.py toolkit_macro_names;
+    nvcc runs only when such a name occurs)."""
+    names = set(re.findall(r"\b__\w+__\b", code))
+    if not names:
+        return frozenset()
+    from ..tools.nvcc import toolkit_macro_names
+    return frozenset(names & toolkit_macro_names())
+
+
 def _declared_names(text: str):
     """(offset, name, what) of every name the editable part declares: functions, variables, types,
     namespaces, enumerators, macros (tree-sitter-cuda's tree of the comment-free text)."""
@@ -800,7 +810,10 @@ def scan_source(editable: str, program_macros: set[str] | None = None) -> list[V
         found.append(Violation(rule="build-context", where=line(offset), detail=(
             f"tests {name}, which only the build can define (a -D flag, the compiler's options): the verifier's "
             "build is not the one that ships, so what is verified would not be what ships")))
+    toolkit = _toolkit_macros(code)
     for offset, name, what in _declared_names(code):
+        if name in toolkit:  # `__maxnreg__(64)`: the toolkit's attribute, which tree-sitter does not know
+            continue
         if re.match(r"^(?:__|_[A-Z])", name) or _COMPILER_PREFIX.fullmatch(name):
             found.append(Violation(rule="reserved-name", where=line(offset), detail=(
                 f"declares {name}: names beginning with __ or _ and a capital are the compiler's own, and the "
