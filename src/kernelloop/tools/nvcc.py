@@ -222,26 +222,23 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
                             program_code="\n".join(program), part_include_ends=include_ends)
 
 
-@lru_cache(maxsize=1)
+_TOOLKIT_MACROS: list[frozenset[str]] = []  # found once per process; a failure is not kept
+
+
 def toolkit_macro_names() -> frozenset[str]:
-    """The macros the CUDA toolkit and the host compiler define in every unit (nvcc -E -dD of an empty
-    one): `__launch_bounds__`, `__maxnreg__`, `__cluster_dims__` and whatever attribute a newer toolkit
-    adds, which a reading of the part's syntax would take for names it declares (red team round 63).
-    Empty when nvcc cannot run (the callers then fail closed)."""
-    try:
-        toolchain = find_toolchain()
-        with private_workdir() as work:
-            (work / "empty.cu").write_text("")
-            shutil.chown(work / "empty.cu", user=work.stat().st_uid, group=work.stat().st_gid)
-            run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", "-E", "-Xcompiler", "-dD", "empty.cu", "-o", "empty.ii"],
-                                workdir=work, limits=Limits(wall_timeout_s=120))
-            out = work / "empty.ii"
-            if not run.ok or not out.exists():
-                return frozenset()
-            return frozenset(d.group(1) for line in out.read_text(errors="replace").splitlines()
-                             if (d := _DEFINE_LINE.match(line)))
-    except (EnvironmentProblem, ConfigError, OSError):
-        return frozenset()
+    """The macros the CUDA toolkit's and the system's headers define in every unit (preprocess_unit of
+    an empty one): `__launch_bounds__`, `__maxnreg__`, `__cluster_dims__` and whatever attribute a newer
+    toolkit adds, which a reading of the part's syntax would take for names it declares (red team
+    round 63). Empty when nvcc cannot run (the callers then fail closed; the next call tries again)."""
+    if not _TOOLKIT_MACROS:
+        try:
+            expanded = preprocess_unit("", arch="sm_80", toolchain=find_toolchain(), limits=Limits(wall_timeout_s=120))
+        except (EnvironmentProblem, ConfigError, OSError):
+            return frozenset()
+        if not expanded.ok:
+            return frozenset()
+        _TOOLKIT_MACROS.append(frozenset(expanded.header_macros))
+    return _TOOLKIT_MACROS[0]
 
 
 _GROUP_SIGNATURE = re.compile(r"^COMDAT group section \[\s*\d+\] `[^']*' \[(?P<signature>[^\]]+)\]", re.M)

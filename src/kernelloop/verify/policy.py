@@ -431,6 +431,15 @@ def _own_names(body: str) -> set[str]:
     return {name for _, name in _bound_names(probe, set(_IDENTIFIER.findall(probe)))} - {"kl_probe_"}
 
 
+def _macro_parts(body: str) -> tuple[str, str, set[str]]:
+    """A macro's `(params)` as written ('' for an object-like one), its replacement text, and the names
+    that text keeps as its own: its parameters and what it binds itself (_own_names)."""
+    params = re.match(r"^\s*\(([^)]*)\)", body)
+    rest = body[params.end() if params else 0:]
+    own = (set(re.findall(r"\w+", params.group(1))) if params else set()) | _own_names(_without_strings(rest))
+    return (params.group(0).strip() if params else ""), rest, own
+
+
 def _macro_free_names(name: str, macros: dict[str, str], seen: set[str] | None = None) -> set[str]:
     """The names a macro's expansion leaves to the lookup of wherever it is expanded: the words of its
     body (and of the macros it names, in turn), less its parameters and what the body declares itself
@@ -439,12 +448,8 @@ def _macro_free_names(name: str, macros: dict[str, str], seen: set[str] | None =
     if name in seen or name not in macros:
         return set()
     seen.add(name)
-    body = macros[name]
-    params = re.match(r"^\s*\(([^)]*)\)", body)
-    body = _without_strings(body[params.end() if params else 0:])
-    words = set(_IDENTIFIER.findall(body)) - (set(re.findall(r"\w+", params.group(1))) if params else set())
-    own = _own_names(body)
-    free = words - own
+    _, rest, own = _macro_parts(macros[name])
+    free = set(_IDENTIFIER.findall(_without_strings(rest))) - own
     for word in list(free):
         free |= _macro_free_names(word, macros, seen)
     return free
@@ -672,12 +677,7 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
     lines: list[str] = []
     pinned: set[str] = set()
     for name in sorted(used & reaching):
-        body = macros[name]
-        params = re.match(r"^\s*\(([^)]*)\)", body)
-        head = params.group(0).strip() if params else ""
-        rest = body[params.end() if params else 0:]
-        keep = set(re.findall(r"\w+", params.group(1))) if params else set()
-        keep |= _own_names(_without_strings(rest))
+        head, rest, keep = _macro_parts(macros[name])
 
         def qualify(m: re.Match, rest: str = rest, keep: set[str] = keep, name: str = name) -> str:
             word = m.group(1)
