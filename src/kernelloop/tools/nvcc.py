@@ -222,22 +222,24 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
                             program_code="\n".join(program), part_include_ends=include_ends)
 
 
-_TOOLKIT_MACROS: list[frozenset[str]] = []  # found once per process; a failure is not kept
+_TOOLKIT_MACROS: list[dict[str, str]] = []  # found once per process; a failure is not kept
 
 
-def toolkit_macro_names() -> frozenset[str]:
+def toolkit_macros() -> dict[str, str]:
     """The macros the CUDA toolkit's and the system's headers define in every unit (preprocess_unit of
-    an empty one): `__launch_bounds__`, `__maxnreg__`, `__cluster_dims__` and whatever attribute a newer
-    toolkit adds, which a reading of the part's syntax would take for names it declares (red team
-    round 63). Empty when nvcc cannot run (the callers then fail closed; the next call tries again)."""
+    an empty one), name -> body as `-dD` prints it (`(params) text` for a function-like one):
+    `__launch_bounds__`, `__maxnreg__`, `__cluster_dims__` and whatever attribute a newer toolkit adds,
+    which a reading of the part's syntax would take for names it declares (red team round 63), and
+    `__CUDA_ARCH_HAS_FEATURE__(X)`, which a condition means by its expansion (round 64). Empty when
+    nvcc cannot run (the callers then fail closed; the next call tries again)."""
     if not _TOOLKIT_MACROS:
         try:
             expanded = preprocess_unit("", arch="sm_80", toolchain=find_toolchain(), limits=Limits(wall_timeout_s=120))
         except (EnvironmentProblem, ConfigError, OSError):
-            return frozenset()
+            return {}
         if not expanded.ok:
-            return frozenset()
-        _TOOLKIT_MACROS.append(frozenset(expanded.header_macros))
+            return {}
+        _TOOLKIT_MACROS.append(dict(expanded.header_macros))
     return _TOOLKIT_MACROS[0]
 
 

@@ -343,7 +343,11 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
             bodies[m.group(2)] = bodies.get(m.group(2), "") + " " + body if m.group(2) in bodies else body
     found = []
     for m in _CONDITIONAL.finditer(text):
-        todo, seen = re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(m.group(2))), set()
+        condition = m.group(2)
+        if any(name not in bodies and not _CONFIGURATION_ALLOWED.match(name)
+               for name in re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", condition)):
+            condition = _expand_toolkit_calls(condition)
+        todo, seen = re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(condition)), set()
         while todo:  # an own macro's body counts as written in the condition (`#define OWN defined(NDEBUG)`)
             name = todo.pop()
             if name in seen:
@@ -359,14 +363,63 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
     return found
 
 
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(([^()]*)\)")
+
+
+def _expand_toolkit_calls(condition: str, rounds: int = 8) -> str:
+    """The condition with each call of a toolkit function-like macro replaced by its body, arguments
+    substituted and pasted (`__CUDA_ARCH_HAS_FEATURE__(SM90_ALL)` -> `__CUDA_ARCH_FEAT_SM90_ALL`), so
+    the names checked are the ones the preprocessor tests (red team round 64). A call this cannot
+    expand (variadic, nested parentheses, a count of arguments that does not fit) stays as written
+    and its words are checked as they stand: fail closed."""
+    from ..tools.nvcc import toolkit_macros
+    macros = toolkit_macros()
+
+    def expand(call: re.Match) -> str:
+        params = re.match(r"^\(([^)]*)\)\s?(.*)$", macros.get(call.group(1), ""), re.S)
+        if not params or "..." in params.group(1):
+            return call.group(0)
+        names = [p.strip() for p in params.group(1).split(",") if p.strip()]
+        args = [a.strip() for a in call.group(2).split(",")] if call.group(2).strip() else []
+        if len(names) != len(args):
+            return call.group(0)
+        body = re.sub(r"\b\w+\b", lambda w: args[names.index(w.group(0))] if w.group(0) in names else w.group(0),
+                      params.group(2))
+        return " " + re.sub(r"\s*##\s*", "", body) + " "
+
+    for _ in range(rounds):
+        expanded = _CALL.sub(expand, condition)
+        if expanded == condition:
+            break
+        condition = expanded
+    return condition
+
+
 def _toolkit_macros(code: str) -> frozenset[str]:
-    """The toolkit's own macros among the `__x__` names `code` holds (tools/nvcc.py toolkit_macro_names;
+    """The toolkit's own macros among the `__x__` names `code` holds (tools/nvcc.py toolkit_macros;
     nvcc runs only when such a name occurs)."""
     names = set(re.findall(r"\b__\w+__\b", code))
     if not names:
         return frozenset()
-    from ..tools.nvcc import toolkit_macro_names
-    return frozenset(names & toolkit_macro_names())
+    from ..tools.nvcc import toolkit_macros
+    return frozenset(names & toolkit_macros().keys())
+
+
+_NAME_NODES = {"identifier", "field_identifier", "type_identifier", "namespace_identifier", "qualified_identifier",
+               "operator_name", "destructor_name", "template_function"}
+
+
+def _declarator_name(target):
+    """The node naming what a declarator declares, through every wrapper: pointer, reference, array,
+    function, init and attributed declarators by their `declarator` field, a parenthesized one
+    (`int (__x)`, `void (__assert_fail)(...)`: no field, red team round 64) by its one declarator child."""
+    while target is not None and target.type not in _NAME_NODES:
+        inner = target.child_by_field_name("declarator")
+        if inner is None:  # parenthesized_declarator, attributed_declarator: the declarator is a plain child
+            inner = next((c for c in target.named_children
+                          if c.type in _NAME_NODES or c.type.endswith("declarator")), None)
+        target = inner
+    return target
 
 
 def _declared_names(text: str):
@@ -383,17 +436,14 @@ def _declared_names(text: str):
             targets = [node.child_by_field_name("name")]
         elif node.type in {"function_definition", "declaration", "field_declaration", "type_definition"}:
             # every declarator, not the first alone (round 61: `KlSink unused, __assert_fail;`)
-            for target in node.children_by_field_name("declarator"):
-                while target is not None and target.child_by_field_name("declarator") is not None:
-                    target = target.child_by_field_name("declarator")
-                targets.append(target)
+            targets = [_declarator_name(target) for target in node.children_by_field_name("declarator")]
         elif node.type in {"identifier", "type_identifier"} and _at_namespace_scope_expression(node):
             targets = [node]  # C++ has no expression here: tree-sitter misread a declaration (round 60)
         for target in targets:
             if target is None:
                 continue
-            if target.type == "qualified_identifier":
-                target = target.child_by_field_name("name") or target
+            while target.type in {"qualified_identifier", "template_function"} and target.child_by_field_name("name"):
+                target = target.child_by_field_name("name")  # `ns::__x`, `__f<int>`: the last name
             if target.type in {"identifier", "field_identifier", "type_identifier", "namespace_identifier"}:
                 yield src.offset(target.start_byte), src.text_of(target), node.type
 
