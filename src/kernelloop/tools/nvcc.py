@@ -25,7 +25,7 @@ from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
 from .toolkit import real_nvcc
 
-BUILD_RECIPE_VERSION = "12"  # bump when the build steps or what a build records change, to invalidate the cache
+BUILD_RECIPE_VERSION = "13"  # bump when the build steps or what a build records change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -501,12 +501,20 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
         (work / filename).write_text(source)
         shutil.chown(work / filename, user=work.stat().st_uid, group=work.stat().st_gid)
         stage_harness_header(work)
-        run = run_sandboxed([str(toolchain.nvcc), *flags, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", filename, "-o", output],
-                            workdir=work, limits=limits)
-        if run.ok and object_only:  # the device code as PTX, for what the kernels call (device malloc)
-            run = run_sandboxed([str(toolchain.nvcc), "-O3", *dialect, *arch_flags(arch), *_SUPPRESSED,
-                                 f"-I{_HARNESS_INCLUDE}", "-ptx", filename, "-o", "program.ptx"],
-                                workdir=work, limits=limits)
+        # An object's device code as PTX beside it (what the kernels call: device malloc), the very
+        # PTX this compile made (kept from its steps), not a second front-end run.
+        kept = ["-keep", "-keep-dir", "steps"] if object_only else []
+        if object_only:
+            (work / "steps").mkdir()
+            shutil.chown(work / "steps", user=work.stat().st_uid, group=work.stat().st_gid)
+        run = run_sandboxed([str(toolchain.nvcc), *flags, *kept, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", filename,
+                             "-o", output], workdir=work, limits=limits)
+        if run.ok and object_only:
+            ptx = work / "steps" / f"{Path(filename).stem}.ptx"
+            if not ptx.is_file():
+                return BuildResult(ok=False, stage="compile", log="[compile] nvcc kept no PTX of the unit", flags=flags,
+                                   key=key, seconds=time.monotonic() - started)
+            shutil.copy2(ptx, work / "program.ptx")
         log = (run.stdout + run.stderr).strip()
         if not run.ok:
             return BuildResult(ok=False, stage="compile", log=log + f"\n[compile] nvcc {run.failure()}", flags=flags,
