@@ -149,7 +149,9 @@ def host_pass(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits, nam
     with private_workdir() as work:
         (work / name).write_text(unit)
         shutil.chown(work / name, user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), "--cuda", name, "-o", "host.ii"],
+        # The real build's options (-O3 defines __OPTIMIZE__, which a macro can turn a function's
+        # __device__ into __host__ with: red team round 65), so this is the host code it compiles.
+        run = run_sandboxed([str(toolchain.nvcc), "-O3", "-std=c++17", *arch_flags(arch), "--cuda", name, "-o", "host.ii"],
                             workdir=work, limits=limits)
         out = work / "host.ii"
         if not run.ok or not out.exists():

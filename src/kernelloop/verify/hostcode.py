@@ -73,6 +73,13 @@ _IMM_RSP = re.compile(r"^(sub|add)q?\s+\$(?P<imm>-?(?:0x[0-9a-f]+|\d+)),%rsp$")
 _FORBIDDEN = {"wrpkru": "writes the protection-key register", "xrstor": "restores extended state",
               "xrstors": "restores extended state", "syscall": "raw system call", "sysenter": "raw system call",
               "int": "software interrupt", "int3": "software interrupt",
+              # time, entropy and the machine's identity read without a call: a launcher that reads
+              # them can act otherwise later, elsewhere or at random than while verified (red team
+              # round 65: `__builtin_ia32_rdtsc()`)
+              "rdtsc": "reads the time-stamp counter", "rdtscp": "reads the time-stamp counter",
+              "rdpmc": "reads a performance counter", "rdrand": "draws a random number",
+              "rdseed": "draws a random number", "cpuid": "reads the processor's identity",
+              "rdpid": "reads the processor's number", "xgetbv": "reads extended control state",
               # stores to an implicit address, and stack-pointer moves the frame model does not follow
               "maskmovdqu": "stores to the address in %rdi", "vmaskmovdqu": "stores to the address in %rdi",
               "maskmovq": "stores to the address in %rdi", "movdir64b": "stores to an address in a register",

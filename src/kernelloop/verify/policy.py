@@ -314,7 +314,9 @@ _CONFIGURATION_ALLOWED = re.compile(
     r"^(?:defined|true|false|__CUDA_ARCH__|__CUDA_ARCH_LIST__|__CUDA_ARCH_FEAT_\w+|__CUDA_ARCH_SPECIFIC__|"
     r"__CUDA_ARCH_FAMILY_SPECIFIC__|__CUDACC__|__NVCC__|__CUDACC_VER_MAJOR__|__CUDACC_VER_MINOR__|"
     r"__CUDACC_VER_BUILD__|__cplusplus|CUDART_VERSION|CUDA_VERSION|__CUDA_FP16_TYPES_EXIST__|"
-    r"__CUDA_BF16_TYPES_EXIST__|__CUDA_FP8_TYPES_EXIST__)$")
+    r"__CUDA_BF16_TYPES_EXIST__|__CUDA_FP8_TYPES_EXIST__|__CUDA_ARCH_HAS_FEATURE__|"
+    # the versions of the toolkit's own libraries (red team round 65: `#if CCCL_VERSION >= 2000000`)
+    r"(?:CCCL|CUB|THRUST|_LIBCUDACXX_CUDA_API|LIBCUDACXX|_CCCL)_(?:MAJOR_|MINOR_|PATCH_)?VERSION)$")
 _CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$", re.M)
 # Names nvcc and gcc give the functions they make; the host-code reading counts such functions by
 # name, so the editable part may not make one of its own (red team round 52: `extern "C" __nv_probe`).
@@ -341,13 +343,16 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
         if m.group(1) == "define":
             body = text[m.end():text.find("\n", m.end()) if "\n" in text[m.end():] else len(text)]
             bodies[m.group(2)] = bodies.get(m.group(2), "") + " " + body if m.group(2) in bodies else body
+    own = set(bodies) | own_macros  # names the program defines: never read by the toolkit's meaning
+
+    def words(code: str) -> list[str]:
+        if set(_CALL_NAME.findall(code)) - {"defined"}:  # a call: read what it expands to
+            code = _expand_calls(code, bodies, own)
+        return re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(code))
+
     found = []
     for m in _CONDITIONAL.finditer(text):
-        condition = m.group(2)
-        if any(name not in bodies and not _CONFIGURATION_ALLOWED.match(name)
-               for name in re.findall(r"(?<![\w.])([A-Za-z_]\w*)\s*\(", condition)):
-            condition = _expand_toolkit_calls(condition)
-        todo, seen = re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(condition)), set()
+        todo, seen = words(m.group(2)), set()
         while todo:  # an own macro's body counts as written in the condition (`#define OWN defined(NDEBUG)`)
             name = todo.pop()
             if name in seen:
@@ -356,43 +361,46 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
             if name in bodies:
                 body = bodies[name]
                 params = re.match(r"^\(([^)]*)\)", body)  # a function-like macro: its parameters are no names
-                words = re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(body[params.end() if params else 0:]))
-                todo += [w for w in words if not params or w not in re.findall(r"\w+", params.group(1))]
+                todo += [w for w in words(body[params.end() if params else 0:])
+                         if not params or w not in re.findall(r"\w+", params.group(1))]
             elif name not in own_macros and not _CONFIGURATION_ALLOWED.match(name):
                 found.append((m.start(), name))
     return found
 
 
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(([^()]*)\)")
+_CALL_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
 
 
-def _expand_toolkit_calls(condition: str, rounds: int = 8) -> str:
-    """The condition with each call of a toolkit function-like macro replaced by its body, arguments
-    substituted and pasted (`__CUDA_ARCH_HAS_FEATURE__(SM90_ALL)` -> `__CUDA_ARCH_FEAT_SM90_ALL`), so
-    the names checked are the ones the preprocessor tests (red team round 64). A call this cannot
-    expand (variadic, nested parentheses, a count of arguments that does not fit) stays as written
-    and its words are checked as they stand: fail closed."""
+def _expand_calls(code: str, bodies: dict[str, str], own: set[str], rounds: int = 8) -> str:
+    """`code` with each call of a function-like macro replaced by its body, arguments substituted and
+    pasted, as the preprocessor does: the program's own macros by their own bodies (`bodies`), any other
+    by the toolkit's (`__CUDA_ARCH_HAS_FEATURE__(SM90_ALL)` -> `__CUDA_ARCH_FEAT_SM90_ALL`, red team
+    round 64), never a name the program defines by the toolkit's meaning (round 65: `#undef isascii`,
+    `#define isascii(c) NDEBUG`). A call this cannot expand (variadic, nested parentheses, a count of
+    arguments that does not fit) stays as written and its words are read as they stand: fail closed."""
     from ..tools.nvcc import toolkit_macros
-    macros = toolkit_macros()
+    toolkit = toolkit_macros()
 
     def expand(call: re.Match) -> str:
-        params = re.match(r"^\(([^)]*)\)\s?(.*)$", macros.get(call.group(1), ""), re.S)
+        body = bodies.get(call.group(1)) if call.group(1) in own else toolkit.get(call.group(1))
+        params = re.match(r"^\s*\(([^)]*)\)\s?(.*)$", body or "", re.S)
         if not params or "..." in params.group(1):
             return call.group(0)
         names = [p.strip() for p in params.group(1).split(",") if p.strip()]
         args = [a.strip() for a in call.group(2).split(",")] if call.group(2).strip() else []
         if len(names) != len(args):
             return call.group(0)
-        body = re.sub(r"\b\w+\b", lambda w: args[names.index(w.group(0))] if w.group(0) in names else w.group(0),
+        text = re.sub(r"\b\w+\b", lambda w: args[names.index(w.group(0))] if w.group(0) in names else w.group(0),
                       params.group(2))
-        return " " + re.sub(r"\s*##\s*", "", body) + " "
+        return " " + re.sub(r"\s*##\s*", "", text) + " "
 
     for _ in range(rounds):
-        expanded = _CALL.sub(expand, condition)
-        if expanded == condition:
+        expanded = _CALL.sub(expand, code)
+        if expanded == code:
             break
-        condition = expanded
-    return condition
+        code = expanded
+    return code
 
 
 def _toolkit_macros(code: str) -> frozenset[str]:
