@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import InputError
 from .tools.capture import Capture, CapturedKernel, CaptureLimits, LaunchShape, capture_launches
-from .tools.nvcc import build_whole_program
+from .tools.nvcc import build_whole_program, compiler_error
 from .program.init import InitResult, InitSpec, element_type, generate, kernel_params
 from .program.scanner import function_name, scan_items, strip_comments
 from .program.split import inline_user_headers, read_program
@@ -301,8 +301,7 @@ def init_from_capture(source_path: Path, given: InitSpec, *, cache_dir: Path, ar
         build = build_whole_program(inline_user_headers(text, str(source_path), include_dirs or []), arch=arch,
                                     cache_dir=cache_dir)
         if not build.ok:
-            first = next((ln for ln in build.log.splitlines() if "error" in ln), build.log.strip()[-200:])
-            raise InputError(f"{source_path} does not build as it is: {first.strip()}")
+            raise InputError(f"{source_path} does not build as it is: {compiler_error(build.log)}")
         command = [str(build.binary)]
     capture = capture_launches(command, cwd=source_path.resolve().parent, cache_dir=cache_dir, limits=limits,
                                keep=keep)

@@ -33,8 +33,8 @@ from pathlib import Path
 from .errors import InputError
 from .program.init import InitResult
 from .program.split import split_program
-from .tools.nvcc import build_whole_object
-from .tools.code_identity import device_fingerprints, host_fingerprints
+from .tools.nvcc import build_whole_object, compiler_error
+from .tools.code_identity import device_fingerprints, host_fingerprints, unit_neutral
 from .tools.state_refs import StateReferences, generated, state_references
 from .tools.symbols import bare_name, demangle
 
@@ -227,8 +227,7 @@ def _without_positions(source: str) -> str:
 def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str) -> Path:
     build = build_whole_object(source, arch=arch, cache_dir=cache_dir, optimised=optimised)
     if not build.ok or build.binary is None:
-        first = next((ln for ln in build.log.splitlines() if "error" in ln), build.log.strip()[-200:])
-        raise InputError(f"{what} does not compile as it is ({first.strip()}): init reads its object to see what "
+        raise InputError(f"{what} does not compile as it is ({compiler_error(build.log)}): init reads its object to see what "
                          "the code it leaves out sets; give --include-dir for your headers")
     return build.binary
 
@@ -275,7 +274,7 @@ def _kept_code_differences(user_object: Path, user_refs: StateReferences, progra
     ours, theirs = host_fingerprints(user_object, names), host_fingerprints(program_object, names)
     user_ptx = user_object.with_name("program.ptx").read_text()
     program_ptx = program_object.with_name("program.ptx").read_text()
-    device = set(user_refs.device_edges) & set(program_refs.device_edges)
+    device = {unit_neutral(k) for k in user_refs.device_edges} & {unit_neutral(k) for k in program_refs.device_edges}
     ours.update(device_fingerprints(user_ptx, device))
     theirs.update(device_fingerprints(program_ptx, device))
     readable = dict(zip(sorted(ours), demangle(sorted(ours))))

@@ -330,7 +330,7 @@ def init(
     from ..program.init import ROLES, InitSpec, generate
     from ..init_state import refuse_state_set_by_dropped_code
     from ..program.split import inline_user_headers, read_program, split_program
-    from ..tools.nvcc import build_whole_program, find_toolchain
+    from ..tools.nvcc import build_whole_program, compiler_error, find_toolchain
 
     if output.exists() and not force:
         raise InputError(f"{output} exists; choose another --output or add --force")
@@ -392,7 +392,7 @@ def init(
                                 arch=arch, cache_dir=settings.cache_dir,
                                 toolchain=find_toolchain())
     if not build.ok:
-        last = next((ln for ln in reversed(build.log.splitlines()) if "error" in ln), build.log.strip()[-200:])
+        last = compiler_error(build.log)
         hint = "give the folder of your headers with --include-dir" if "No such file" in last else "check --set/--count/--grid"
         raise InputError(f"the generated program does not compile: {last.strip()}; {hint}")
     output.write_text(result.program)

@@ -30,7 +30,7 @@ from ..program.split import check_program
 from ..tools.cupti import CuptiTrace, CuptiUnavailable, build_injection_library
 from ..tools.gpu import detect_gpus
 from ..tools.ncu_report_reader import read_report
-from ..tools.nvcc import HARNESS_KERNEL_PREFIX, build_whole_program, find_toolchain
+from ..tools.nvcc import HARNESS_KERNEL_PREFIX, build_whole_program, compiler_error, find_toolchain
 from ..tools.resources import KernelResources, Occupancy, gpu_limits, kernel_resources, occupancy
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.toolkit import require_ncu
@@ -171,8 +171,7 @@ def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, s
     build = build_whole_program(source, arch=arch, cache_dir=settings.cache_dir, toolchain=find_toolchain())
     timings.compile_s = time.monotonic() - t
     if not build.ok or build.binary is None:
-        first = next((ln for ln in build.log.splitlines() if "error" in ln), build.log.strip()[-200:])
-        raise InputError(f"{path}: does not compile: {first.strip()}")
+        raise InputError(f"{path}: does not compile: {compiler_error(build.log)}")
 
     t = time.monotonic()
     kernels = _kernels_by_time(build.binary, settings)

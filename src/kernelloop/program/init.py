@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from .scanner import Item, function_name, launched_kernels, scan_items, strip_comments
+from .scanner import Item, body_start, function_name, in_scope, launched_kernels, scope_qualifier, scoped_items, strip_comments
 from .split import launcher_result_type
 from .writes import pointer_may_be_written
 
@@ -146,6 +146,11 @@ def _kernels(items: list[Item]) -> list[tuple[Item, str]]:
             if i.is_function_definition and "__global__" in strip_comments(i.head)]
 
 
+def _is_named(item: Item, name: str, wanted: str) -> bool:
+    """Whether `wanted` names the item's function `name`: plain, or qualified by its namespaces."""
+    return wanted.removeprefix("::") in (name, scope_qualifier(item.scope) + name)
+
+
 def _pick_kernel(items: list[Item], wanted: str | None) -> Item:
     kernels = _kernels(items)
     names = [name for _, name in kernels]
@@ -153,7 +158,7 @@ def _pick_kernel(items: list[Item], wanted: str | None) -> Item:
         raise InputError("no __global__ kernel defined in the file")
     if wanted is not None:
         for item, name in kernels:
-            if name == wanted:
+            if _is_named(item, name, wanted):
                 return item
         raise InputError(f"no kernel named {wanted!r}; the file defines: {', '.join(names)}")
     if len(kernels) > 1:
@@ -201,13 +206,13 @@ def _find_launcher(items: list[Item], spec: InitSpec) -> tuple[Item, str, list[s
     launchers = _launchers(items, names)
     if spec.launcher is not None:
         for found in launchers:
-            if found[1] == spec.launcher:
-                if spec.kernel is not None and spec.kernel not in found[2]:
+            if _is_named(found[0], found[1], spec.launcher):
+                if spec.kernel is not None and spec.kernel.split("::")[-1] not in found[2]:
                     raise InputError(f"{spec.launcher} does not launch {spec.kernel}; it launches {', '.join(found[2])}")
                 return found
         hosts = [function_name(i) for i in items if i.is_function_definition and not i.is_device_item
                  and function_name(i) != "main"]
-        if spec.launcher in hosts:
+        if spec.launcher.split("::")[-1] in hosts:
             raise InputError(f"{spec.launcher} launches none of the file's kernels ({', '.join(names) or 'none'}): "
                              "a launcher launches with <<<...>>> or cudaLaunchKernel")
         known = ", ".join(n for _, n, _ in launchers) or "none"
@@ -215,7 +220,7 @@ def _find_launcher(items: list[Item], spec: InitSpec) -> tuple[Item, str, list[s
     if spec.grid is not None or spec.block is not None:
         return None
     if spec.kernel is not None:
-        mine = [found for found in launchers if spec.kernel in found[2]]
+        mine = [found for found in launchers if spec.kernel.split("::")[-1] in found[2]]
     else:
         mine = launchers if len(names) > 1 or len(launchers) == 1 else []
     if len(mine) > 1:
@@ -294,7 +299,7 @@ def _instantiate(name: str, head: str, template_args: str | None) -> tuple[str, 
 
 def kernel_params(source: str, kernel: str, template_args: str | None = None) -> list[Param]:
     """The parameters of a kernel `source` defines (a template one instantiated with `template_args`)."""
-    item = _pick_kernel(scan_items(source), kernel)
+    item = _pick_kernel(scoped_items(source), kernel)
     head, _ = _instantiate(kernel, item.head, template_args)
     return parse_params(head)
 
@@ -330,14 +335,14 @@ def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, 
 def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> InitResult:
     """A contract-v2 program around `source`'s kernel, or around the host launcher that launches
     it (see the module's docstring)."""
-    items = scan_items(source)
+    items = scoped_items(source)
     found = _pick_launcher(items, spec)
     if found is not None:
         callee_item, callee, launched = found
         if spec.grid is not None or spec.block is not None:
             raise InputError(f"--grid/--block: the launcher {callee} chooses its own launch configuration "
                              "(leave them out, or give --kernel without --launcher to wrap the kernel alone)")
-        kernel = spec.kernel or launched[0]
+        kernel = spec.kernel.split("::")[-1] if spec.kernel else launched[0]
     else:
         callee_item = _pick_kernel(items, spec.kernel)
         callee = kernel = function_name(callee_item) or "kernel"
@@ -505,6 +510,38 @@ def _needed_above(frozen: list[Item], cut: int, editable: list[Item]) -> list[It
     return [i for i in before if i not in functions or i in kept]
 
 
+_EXPLICIT_TEMPLATE = re.compile(r"^\s*(?:extern\s+)?template\s*(?:<\s*>|[^<\s])")
+
+
+def _naming_the_editable_part(frozen: list[Item], editable: list[Item]) -> tuple[list[Item], list[Item]]:
+    """The frozen items that name a function of the editable part, which the harness's unit cannot
+    see: explicit instantiations and specializations of its templates (`template void f<float>(...)`;
+    they go with the part) and functions that call it (a binding, a driver beside main: left out like
+    main, as are the functions that call those in turn). Data stays where it is (a table filled by a
+    `__host__ __device__` function is the copy's to get right: init's identity check judges it)."""
+    names = {function_name(i) for i in editable if function_name(i)}
+    instances: list[Item] = []
+    callers: list[Item] = []
+    changed = True
+    while changed:
+        changed = False
+        for item in frozen:
+            if item in instances or item in callers or item.kind != "code":
+                continue
+            code = strip_comments(item.text)
+            if item.is_function_definition:  # its body calls the part (its own name may be an overload's)
+                body = code[body_start(code) or 0:]
+                if any(re.search(rf"\b{re.escape(n)}\b", body) for n in names):
+                    callers.append(item)
+                    names.add(function_name(item) or "")
+                    changed = True
+            elif _EXPLICIT_TEMPLATE.match(code) and function_name(item) in names and function_name(item) not in {
+                    function_name(i) for i in callers}:
+                instances.append(item)
+                changed = True
+    return instances, callers
+
+
 def _render(source: str, items: list[Item], call: _Call, params: list[Param], spec: InitSpec,
             roles: dict[str, Role], counts: dict[str, str], options: int, notes: list[str], source_name: str) -> str:
     device = [i for i in items if i.is_device_item]
@@ -514,6 +551,9 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
     others = [i for i in items if i is not call.item and launched_kernels(i, kernels)]
     frozen = [i for i in items if not i.is_device_item and function_name(i) != "main" and i is not call.item
               and i not in others]
+    instances, callers = _naming_the_editable_part(frozen, [*device, *([call.item] if call.item else [])])
+    others += callers
+    frozen = [i for i in frozen if i not in instances and i not in callers]
     dropped_main = any(function_name(i) == "main" for i in items)
     signature = ", ".join(f"{p.type} {p.name}" for p in params)
     arguments = ", ".join(p.name for p in params)
@@ -526,7 +566,9 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
         lines.append(f"// The harness calls {call.name} (it launches {', '.join(call.kernels)}): "
                      "the launch configuration is its own.")
     if dropped_main or others:
-        left = (["own main()"] if dropped_main else []) + [f"launcher {function_name(i)}" for i in others]
+        left = (["own main()"] if dropped_main else []) + [
+            f"{'launcher' if launched_kernels(i, kernels) else 'caller'} {function_name(i) or i.text.split(chr(10))[0][:60]}"
+            for i in others]
         lines.append(f"// {source_name}'s {', '.join(left)} {'was' if len(left) == 1 else 'were'} left out: "
                      "the harness below replaces it.")
     lines.append("")
@@ -534,25 +576,28 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
     # and with a launcher of the file's own, everything above the launcher too.
     cut = device[0].start if call.item is None else call.item.start
     above = _needed_above(frozen, cut, [*device, *([call.item] if call.item else [])])
-    lines += [i.text for i in above]
+    lines += [in_scope(i) for i in above]
     lines += ["", "// kernelloop: editable begin"]
-    lines += [i.text for i in device]
+    lines += [in_scope(i) for i in device]
     if call.item is None:
         harness_calls = f"launch_{call.name}"
+        kernel_item = next(i for i in device if i.is_function_definition and function_name(i) == call.name)
         lines += ["", f"void {harness_calls}({signature}) {{",
-                  f"  {call.instance}<<<{call.grid}, {call.block}"
+                  f"  {scope_qualifier(kernel_item.scope)}{call.instance}<<<{call.grid}, {call.block}"
                   + (f", {spec.shared_memory}" if spec.shared_memory else "") + f">>>({arguments});", "}"]
     else:
-        lines += [call.item.text]
+        lines += [in_scope(call.item)]
         head = strip_comments(call.item.head)
         harness_calls = call.name
-        if re.match(r"\s*static\b", head) or call.instance != call.name:
-            # A static or template launcher cannot be called from the other translation unit:
-            # the harness calls a plain function that calls it.
+        if re.match(r"\s*static\b", head) or call.instance != call.name or call.item.scope:
+            # A static, template or namespaced launcher (or one in extern "C") is not what the other
+            # translation unit's plain declaration names: the harness calls a plain function that calls it.
             harness_calls = f"launch_{call.name}"
-            lines += ["", f"void {harness_calls}({signature}) {{", f"  {call.instance}({arguments});", "}"]
+            lines += ["", f"void {harness_calls}({signature}) {{",
+                      f"  {scope_qualifier(call.item.scope)}{call.instance}({arguments});", "}"]
+    lines += [in_scope(i) for i in instances]
     lines += ["// kernelloop: editable end", ""]
-    lines += [i.text for i in frozen if i not in above]
+    lines += [in_scope(i) for i in frozen if i not in above]
     # The harness object's name, unless a parameter already has it (a kernel argument named `h`).
     h = "h" if "h" not in {p.name for p in params} else "kl_harness"
     lines += ["#include <cstdio>", "#include <vector>", "#include <kernelloop_harness.cuh>", "", "int main() {",

@@ -22,6 +22,9 @@ class Item:
     start: int  # offset in the source
     end: int  # offset one past the item
     line: int  # 1-based line of `start`
+    # The blocks the item sits in, outermost first, as opened (`namespace act`, `namespace`,
+    # `extern "C"`): empty for a top-level item (scoped_items fills it).
+    scope: tuple[str, ...] = ()
 
     @property
     def head(self) -> str:
@@ -178,6 +181,48 @@ def scan_items(source: str) -> list[Item]:
         close_item(n)
     _ = saw_brace_at_top
     return items
+
+
+_BLOCK_OPENER = re.compile(r'^\s*((?:inline\s+)?namespace\b[^{;=]*|extern\s*"C(?:\+\+)?")\s*\{')
+
+
+def scoped_items(source: str) -> list[Item]:
+    """scan_items with namespace and `extern "C" {}` blocks opened: the items inside them, each with
+    the blocks it sits in (`scope`), in source order. A kernel and its launcher inside
+    `namespace act { ... }` or an anonymous namespace (PyTorch extensions) are items like any other."""
+    out: list[Item] = []
+
+    def walk(text: str, offset: int, scope: tuple[str, ...]) -> None:
+        for item in scan_items(text):
+            clean = strip_comments(item.text)
+            opener = _BLOCK_OPENER.match(clean) if item.kind == "code" else None
+            if opener is None or not clean.rstrip().endswith("}"):
+                out.append(Item(item.kind, item.text, item.start + offset, item.end + offset,
+                                source.count("\n", 0, item.start + offset) + 1, scope))
+                continue
+            open_at = _map_offset(item.text, clean, opener.end() - 1)
+            close_at = item.text.rstrip().rfind("}")
+            walk(item.text[open_at + 1:close_at], offset + item.start + open_at + 1,
+                 (*scope, " ".join(opener.group(1).split())))
+
+    walk(source, 0, ())
+    return out
+
+
+def scope_qualifier(scope: tuple[str, ...]) -> str:
+    """How code outside every block names what `scope` holds: `a::b::` for `namespace a`,
+    `namespace b`; nothing for an anonymous namespace (its names are visible around it) or an
+    extern "C" block."""
+    names = [re.sub(r"^(?:inline\s+)?namespace\s*", "", block).strip() for block in scope if "namespace" in block]
+    return "".join(f"{name}::" for name in names if name)
+
+
+def in_scope(item: Item) -> str:
+    """The item's text inside its blocks again (namespaces reopen; one unnamed namespace per unit)."""
+    text = item.text
+    for block in reversed(item.scope):
+        text = f"{block} {{\n{text}\n}}  // {block}"
+    return text
 
 
 def _ends_at_brace(text: str) -> bool:

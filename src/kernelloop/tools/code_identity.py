@@ -114,7 +114,9 @@ def _target(elf: ELFFile, symbol, rel, kind: int) -> str:
         return f"{symbol.name}{addend:+d}"
     addend += symbol["st_value"]
     section = elf.get_section(symbol["st_shndx"])
-    label = re.sub(r"\.\d+$", ".N", section.name)  # `.rodata.CSWTCH.17`: numbered in order, like local names
+    # `.rodata.CSWTCH.17`: numbered in order, like local names; `.text._ZN..._GLOBAL__N__<digest>...`:
+    # a function of an anonymous namespace's section, named by the file (a kernel in `namespace {}`)
+    label = unit_neutral(re.sub(r"\.\d+$", ".N", section.name))
     if section["sh_type"] == "SHT_NOBITS":
         return f"{label}:zeros"
     data = section.data()
@@ -144,10 +146,14 @@ def unit_neutral(name: str) -> str:
     """A mangled name with nvcc's name for an anonymous namespace (`35_GLOBAL__N__<digest>_<n>_<file>_cu_
     <first symbol>`, from the file name and contents) made `_GLOBAL__N_`: the same code compiled in
     another file has another such name, and nothing else differs."""
+    changed = False
     while m := _UNIT_NAMESPACE.search(name):
         end = m.start(1) + len(m.group(1)) + int(m.group(1))
         name = f"{name[:m.start()]}11_GLOBAL__N_{name[end:]}"
-    return name
+        changed = True
+    # nvcc's launch stub of such a kernel spells the kernel's mangled name inside its own, whose
+    # length (`_ZL111__device_stub__ZN43_GLOBAL__N__...`) counts the file's name too
+    return re.sub(r"(?<=ZL)\d+(?=__device_stub__)", "", name) if changed else name
 
 
 def _stable_name(symbol) -> str:
@@ -164,9 +170,18 @@ _POSITIONAL = [(re.compile(r"\$L__BB\d+_"), "$L__BB_"), (re.compile(r"\$str\$\d+
                (re.compile(r"__local_depot\d+"), "__local_depot")]
 
 
+def unit_neutral_ptx(ptx: str) -> str:
+    """A PTX module with every mangled name made unit_neutral (a kernel in an anonymous namespace
+    is `_ZN36_GLOBAL__N__<digest>_6_abc_cu_...` in PTX, named by its file)."""
+    return re.sub(r"\b_Z\w+", lambda m: unit_neutral(m.group(0)) if "_GLOBAL__N__" in m.group(0) else m.group(0), ptx)
+
+
 def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
     """For each kernel of a PTX module whose name is in `kernels`: a digest of its text and of
-    every device function and variable it reaches, with position-dependent names made neutral."""
+    every device function and variable it reaches, with position-dependent names made neutral.
+    Names in an anonymous namespace count unit_neutral (pass `kernels` so too)."""
+    ptx = unit_neutral_ptx(ptx)
+    kernels = {unit_neutral(k) for k in kernels}
     module = read_ptx(ptx)
     bodies = {name: f.lines for name, f in module.functions.items()}
     variables = module.variables

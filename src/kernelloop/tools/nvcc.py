@@ -224,6 +224,22 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
                             program_code="\n".join(program), part_include_ends=include_ends)
 
 
+_DIAGNOSTIC = re.compile(r"(?:\(\d+\)|:\d+(?::\d+)?):\s*(?:fatal\s+)?error\b|^\S*(?:ld|collect2|ptxas)\b.*\berror\b|"
+                         r"undefined reference|multiple definition", re.I)
+
+
+def compiler_error(log: str) -> str:
+    """The line of a build's log that says what is wrong: the first diagnostic (`file(12): error: ...`,
+    `file:3:5: error: ...`, a linker's or ptxas' error), not nvcc's closing "2 errors detected";
+    else the first line naming an error, else the log's last line."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    explained = [ln for ln in lines if ln.startswith("[link] ") and not ln.startswith("[link] nvcc")]
+    if explained:  # explain_link_failure's sentence names the cause
+        return explained[0]
+    return next((ln for ln in lines if _DIAGNOSTIC.search(ln)),
+                next((ln for ln in lines if "error" in ln.lower() and "errors detected" not in ln), lines[-1] if lines else ""))
+
+
 _TOOLKIT_MACROS: list[dict[str, str]] = []  # found once per process; a failure is not kept
 
 

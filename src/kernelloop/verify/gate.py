@@ -26,7 +26,7 @@ from ..errors import EnvironmentProblem, InputError
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
-from ..tools.nvcc import (BuildResult, Toolchain, build_program, check_includes, find_toolchain, host_pass,
+from ..tools.nvcc import (BuildResult, Toolchain, build_program, check_includes, compiler_error, find_toolchain, host_pass,
                           preprocess_unit)
 from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import MEMCHECK_EXIT_CODE, MemcheckResult, find_compute_sanitizer, memcheck_argv, read_memcheck
@@ -588,7 +588,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
                                toolchain=toolchain, limits=limits)
     if not base_build.ok:
         raise InputError(f"{baseline_name}: the baseline does not build under the kernelloop contract "
-                         f"({base_build.stage}): {_log_tail(base_build.log, 3)}")
+                         f"({base_build.stage}): {compiler_error(base_build.log)}")
     if split.is_v2 and base_build.editable_object is not None:
         _refuse_host_results(base_build, baseline_name)
     violations = policy.scan_source(editable, policy.defined_macros(split.preamble))
@@ -642,13 +642,17 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
                                                detail=f"defines kernel {shadowed[0]}, a name the harness's own kernel has"))
-        if not settings.verify.allow_reduced_precision:
-            precision = scan_precision(baseline_object=base_build.editable_object,
-                                       candidate_object=cand_build.editable_object,
-                                       baseline_unit=split.editable_unit(), candidate_unit=unit, arch=arch,
-                                       toolchain=toolchain, limits=limits, cache_dir=settings.cache_dir)
-            violations += precision.violations
-            return StaticResult(baseline=base_build, candidate=cand_build, violations=violations, precision=precision)
+        # The device code's reading runs always: --allow-reduced-precision waives narrower arithmetic, not
+        # the clocks, nor device code that cannot be read (fail closed).
+        precision = scan_precision(baseline_object=base_build.editable_object,
+                                   candidate_object=cand_build.editable_object,
+                                   baseline_unit=split.editable_unit(), candidate_unit=unit, arch=arch,
+                                   toolchain=toolchain, limits=limits, cache_dir=settings.cache_dir)
+        allowed = settings.verify.allow_reduced_precision
+        violations += [v for v in precision.violations
+                       if not (allowed and v.rule == "reduced_precision" and "could not be read" not in v.detail)]
+        return StaticResult(baseline=base_build, candidate=cand_build, violations=violations,
+                            precision=None if allowed else precision)
     return StaticResult(baseline=base_build, candidate=cand_build, violations=violations)
 
 

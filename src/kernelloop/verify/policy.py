@@ -338,16 +338,21 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
     defined by the program itself, not the target or toolchain. `#ifdef NDEBUG`, `#if __OPTIMIZE__`,
     `#ifdef KL_VERIFY` pick code by how the file is compiled, and the verifier's build is not the
     user's release build (red team round 52 used the include path)."""
-    bodies: dict[str, str] = {}  # every definition counts (`#undef MODE` then `#define MODE 1` hides none)
+    # Every definition counts, each read on its own (`#undef MODE` then `#define MODE 1` hides none; a
+    # function-like first definition does not make an object-like second one take arguments: round 66).
+    # A body starts with `(` exactly when the macro is function-like (`(` right after the name).
+    definitions: dict[str, list[str]] = {}
     for m in _DEFINE.finditer(text):
         if m.group(1) == "define":
-            body = text[m.end():text.find("\n", m.end()) if "\n" in text[m.end():] else len(text)]
-            bodies[m.group(2)] = bodies.get(m.group(2), "") + " " + body if m.group(2) in bodies else body
-    own = set(bodies) | own_macros  # names the program defines: never read by the toolkit's meaning
+            definitions.setdefault(m.group(2), []).append(
+                text[m.end():text.find("\n", m.end()) if "\n" in text[m.end():] else len(text)])
+    own = set(definitions) | own_macros  # names the program defines: never read by the toolkit's meaning
+    # Expanded only where one definition leaves no doubt which is in force at the condition.
+    single = {name: bodies[0] for name, bodies in definitions.items() if len(bodies) == 1}
 
     def words(code: str) -> list[str]:
         if set(_CALL_NAME.findall(code)) - {"defined"}:  # a call: read what it expands to
-            code = _expand_calls(code, bodies, own)
+            code = _expand_calls(code, single, own)
         return re.findall(r"(?<![\w.])[A-Za-z_]\w*", _without_strings(code))
 
     found = []
@@ -358,11 +363,11 @@ def _configuration_tests(text: str, own_macros: set[str]) -> list[tuple[int, str
             if name in seen:
                 continue
             seen.add(name)
-            if name in bodies:
-                body = bodies[name]
-                params = re.match(r"^\(([^)]*)\)", body)  # a function-like macro: its parameters are no names
-                todo += [w for w in words(body[params.end() if params else 0:])
-                         if not params or w not in re.findall(r"\w+", params.group(1))]
+            if name in definitions:
+                for body in definitions[name]:
+                    params = re.match(r"^\(([^)]*)\)", body)  # a function-like macro: its parameters are no names
+                    todo += [w for w in words(body[params.end() if params else 0:])
+                             if not params or w not in re.findall(r"\w+", params.group(1))]
             elif name not in own_macros and not _CONFIGURATION_ALLOWED.match(name):
                 found.append((m.start(), name))
     return found
@@ -384,7 +389,7 @@ def _expand_calls(code: str, bodies: dict[str, str], own: set[str], rounds: int 
 
     def expand(call: re.Match) -> str:
         body = bodies.get(call.group(1)) if call.group(1) in own else toolkit.get(call.group(1))
-        params = re.match(r"^\s*\(([^)]*)\)\s?(.*)$", body or "", re.S)
+        params = re.match(r"^\(([^)]*)\)\s?(.*)$", body or "", re.S)  # `(` right after the name: function-like
         if not params or "..." in params.group(1):
             return call.group(0)
         names = [p.strip() for p in params.group(1).split(",") if p.strip()]
@@ -758,6 +763,45 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
                       *lines])
 
 
+_ASSERT_FAIL = {"__assert_fail", "__assertfail", "__assert_rtn", "__assert"}
+# What an assert's condition may call: casts and pure functions of its arguments (a call to anything
+# else may change state that NDEBUG then leaves unchanged).
+_PURE_IN_ASSERT = {"static_cast", "reinterpret_cast", "const_cast", "__builtin_expect", "bool", "isfinite", "isnan",
+                   "isinf", "isnormal", "signbit", "fabs", "fabsf", "abs", "labs", "llabs", "min", "max", "fmin", "fmax",
+                   "fminf", "fmaxf"}
+
+
+def _assert_side_effects(part: str) -> list[tuple[int, str]]:
+    """(offset, what) for each assert in the expanded part whose condition assigns, increments or calls
+    something that is not a cast or a pure function (red team round 66: `assert((tail = 1) != 0)`
+    sets what the kernel then reads, and -DNDEBUG removes it). Read after expansion, so a macro
+    inside the condition is seen for what it is."""
+    from ..program.cuda_tree import Source, walk
+    src = Source(part)
+    found = []
+    for node in walk(src.root):
+        if node.type != "conditional_expression":
+            continue
+        alternative, condition = node.child_by_field_name("alternative"), node.child_by_field_name("condition")
+        if alternative is None or condition is None or not any(
+                n.type == "identifier" and src.text_of(n) in _ASSERT_FAIL for n in walk(alternative)):
+            continue
+        for inner in walk(condition):
+            if inner.type in ("assignment_expression", "update_expression"):
+                found.append((src.offset(inner.start_byte), f"changes state (`{src.text_of(inner)[:60]}`)"))
+                break
+            if inner.type == "call_expression":
+                callee = inner.child_by_field_name("function")
+                while callee is not None and callee.type in ("qualified_identifier", "template_function",
+                                                             "field_expression"):
+                    callee = callee.child_by_field_name("name") or callee.child_by_field_name("field")
+                name = src.text_of(callee) if callee is not None else ""
+                if name not in _PURE_IN_ASSERT:
+                    found.append((src.offset(inner.start_byte), f"calls {name or 'a function'}"))
+                    break
+    return found
+
+
 def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:
     """The rules a text scan of the source cannot apply, on the part as the compiler reads it (red team
     round 53): a header's macro that expands to a value of the build (`_CCCL_BUILTIN_LINE()`,
@@ -774,6 +818,10 @@ def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -
         found.append(Violation(rule="build-context", where="preprocessed source",
                                detail=f"{m.group(0)} (after macro expansion) is a value of the build"))
         break
+    for offset, what in _assert_side_effects(part):
+        found.append(Violation(rule="assert-side-effect", where="preprocessed source", detail=(
+            f"an assert's condition {what}: a release build (-DNDEBUG) drops the whole condition, so it would "
+            "compute otherwise than what is verified; compute it before the assert and assert on the result")))
     for _, name, what in _declared_names(_without_strings(part)):
         if re.match(r"^(?:__|_[A-Z])", name) or _COMPILER_PREFIX.fullmatch(name) or \
                 (what == "namespace_definition" and name == HARNESS_NAMESPACE):
@@ -1068,10 +1116,30 @@ _ELF_TYPES = {"NOTYPE", "OBJECT", "FUNC", "SECTION", "FILE"}
 _ELF_BINDS = {"LOCAL", "GLOBAL", "WEAK", "UNIQUE"}  # UNIQUE is nm's `u`, reported above
 
 
+def _read_only_symbols(obj: Path) -> set[str]:
+    """The symbols of an object that lie in sections nothing writes (allocated, not writable)."""
+    writable: dict[str, bool] = {}
+    for line in _run(["readelf", "-SW", str(obj)]).splitlines():
+        m = re.match(r"^\s*\[\s*(\d+)\]\s+\S*\s+[A-Z_]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+[0-9a-f]+\s+([A-Za-z]*)", line)
+        if m:
+            writable[m.group(1)] = "W" in m.group(2) or "A" not in m.group(2)
+    names = set()
+    for line in _run(["readelf", "-sW", str(obj)]).splitlines():
+        parts = line.split()
+        if len(parts) >= 8 and parts[0].rstrip(":").isdigit() and writable.get(parts[6]) is False:
+            names.add(parts[7])
+    return names
+
+
 def scan_symbol_types(obj: Path) -> list[Violation]:
     found: list[Violation] = []
+    read_only = _read_only_symbols(obj)
     for line in _run(["nm", "-P", str(obj)]).splitlines():
         parts = line.split()
+        # A unique symbol in read-only data is a constant (the toolkit's inline constexpr variables:
+        # `cuda::std::piecewise_construct` from cub and cuda/std headers, round 66): no state to bind.
+        if len(parts) >= 2 and parts[1] == "u" and parts[0] in read_only:
+            continue
         if len(parts) >= 2 and parts[1] not in _NM_TYPES:
             rule = {"i": "ifunc"}.get(parts[1], "symbol-type")
             why = {"i": "a GNU indirect function, whose resolver runs before main",

@@ -48,7 +48,7 @@ from ..tools.nvcc import Toolchain, arch_flags, system_include_roots
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "1"
+PRECISION_SCAN_VERSION = "2"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -108,6 +108,14 @@ def _sass_class(opcode: str, operands: str) -> ClassName | None:
     return None
 
 
+# The GPU's clocks read in device code: the date (%globaltimer, which cuda::std::chrono's clocks read)
+# and the SM's cycle count since the GPU started. A kernel that reads one can compute otherwise later
+# than while verified (red team round 66: honest before 2027-01-01, wrong after), so a candidate may
+# read one only where its baseline does.
+_SASS_CLOCK = re.compile(r"\bSR_(?:GLOBALTIMER\w*|CLOCK\w*)")
+_PTX_CLOCK = re.compile(r"%(?:globaltimer\w*|clock\w*)\b")
+
+
 def classify_sass(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
     count = 0
@@ -119,6 +127,8 @@ def classify_sass(text: str) -> PrecisionProfile:
         kind = _sass_class(m.group(1), m.group(2))
         if kind:
             classes.setdefault(kind, set()).add(m.group(1))
+        for register in _SASS_CLOCK.findall(m.group(2)):
+            classes.setdefault("clock", set()).add(register)
     return PrecisionProfile(source="sass", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
 
 
@@ -181,6 +191,8 @@ def classify_ptx(text: str) -> PrecisionProfile:
         kind = _ptx_class(m.group(1))
         if kind:
             classes.setdefault(kind, set()).add(m.group(1))
+        for register in _PTX_CLOCK.findall(statement):
+            classes.setdefault("clock", set()).add(register)
     return PrecisionProfile(source="ptx", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
 
 
@@ -197,6 +209,11 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
         found.append(Violation(rule="reduced_precision", where=where,
                                detail=f"uses {what}, which the baseline does not: the candidate computes in a "
                                       "narrower float type (pass --allow-reduced-precision if the task allows it)"))
+    clocks = sorted(set(candidate.classes.get("clock", [])) - set(baseline.classes.get("clock", [])))
+    if clocks:
+        found.append(Violation(rule="device-clock", where=where, detail=(
+            f"device code reads the GPU's clock ({', '.join(clocks)}), which the baseline does not: a kernel that "
+            "reads the date or the time since the GPU started can compute otherwise later than while verified")))
     if baseline.classes.get("fp64") and not candidate.classes.get("fp64"):
         found.append(Violation(rule="reduced_precision", where=where,
                                detail=f"the baseline computes in fp64 ({', '.join(_few(baseline.classes['fp64']))}) "

@@ -14,7 +14,7 @@ from ..config import Settings
 from ..errors import InputError
 from ..program.split import candidate_editable_part, read_program, split_program
 from ..tools.gpu import detect_gpus
-from ..tools.nvcc import find_toolchain
+from ..tools.nvcc import compiler_error, find_toolchain
 from .gate import build_summary, static_gates
 from .verdict import Reason, StaticCheck
 
@@ -65,7 +65,7 @@ def check_static_sources(baseline_text: str, candidate_text: str, settings: Sett
         summary = (f"rejected: {len(static.violations)} violation(s); first: {first.describe()}")
     elif cand is None or not cand.ok:
         stage = cand.stage if cand is not None else "compile"
-        last = next((ln for ln in reversed((cand.log if cand else "").splitlines()) if "error" in ln.lower()), "")
+        last = compiler_error(cand.log) if cand else ""
         summary = f"rejected: does not build ({stage})" + (f": {last.strip()}" if last else "")
     else:
         scanned = (f", precision scan ({static.precision.source.upper()})" if static.precision is not None else "")
