@@ -82,3 +82,16 @@ def test_the_program_init_writes_is_the_users_code_and_passes_every_static_gate(
 ])
 def test_a_failed_build_is_told_by_its_first_diagnostic(log, line):
     assert compiler_error(log) == line
+
+
+def test_specializations_and_instantiations_go_with_the_part_and_callers_of_callers_are_left_out():
+    from kernelloop.program.init import _naming_the_editable_part
+    items = scoped_items("template <typename T> void f(T* p) { k<<<1, 1>>>(p); }\n"
+                         "template <> void f<double>(double* p) { k<<<1, 1>>>(p); }\n"
+                         "template void f<float>(float*);\n"
+                         "void bind(float* p) { f<float>(p); }\n"
+                         "void user(float* p) { bind(p); }\n"
+                         "constexpr float f(long) { return 0; }\n")
+    instances, callers = _naming_the_editable_part(items[1:], items[:1])
+    assert [i.text[:26] for i in instances] == ["template <> void f<double>", "template void f<float>(flo"]
+    assert [i.text[:9] for i in callers] == ["void bind", "void user"]  # an overload of f stays

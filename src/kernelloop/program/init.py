@@ -529,16 +529,16 @@ def _naming_the_editable_part(frozen: list[Item], editable: list[Item]) -> tuple
             if item in instances or item in callers or item.kind != "code":
                 continue
             code = strip_comments(item.text)
-            if item.is_function_definition:  # its body calls the part (its own name may be an overload's)
+            if _EXPLICIT_TEMPLATE.match(code) and function_name(item) in names and function_name(item) not in {
+                    function_name(i) for i in callers}:  # `template void f<float>(...);`, `template <> ... {}`
+                instances.append(item)
+                changed = True
+            elif item.is_function_definition:  # its body calls the part (its own name may be an overload's)
                 body = code[body_start(code) or 0:]
                 if any(re.search(rf"\b{re.escape(n)}\b", body) for n in names):
                     callers.append(item)
                     names.add(function_name(item) or "")
                     changed = True
-            elif _EXPLICIT_TEMPLATE.match(code) and function_name(item) in names and function_name(item) not in {
-                    function_name(i) for i in callers}:
-                instances.append(item)
-                changed = True
     return instances, callers
 
 
