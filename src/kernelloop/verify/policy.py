@@ -124,6 +124,10 @@ _CUDA_REFUSED: list[tuple[str, str, str]] = [
      "shares memory or events with another process or API"),
     ("file-io", r"cudaGraphDebugDotPrint|cudaLogsDumpToFile", "writes a file"),
 ]
+# Queries whose answer changes with the process or the machine after verification (free memory
+# falls in a real application; the driver is upgraded): allowed only where the baseline makes them
+# (red team round 67: the tail dropped while less than a quarter of the GPU's memory is free).
+_ENVIRONMENT_QUERY = re.compile(rf"^(?:cudaMemGetInfo|cudaDriverGetVersion|cuMemGetInfo|cuDriverGetVersion){_CUDA_SUFFIX}$")
 _CUDA_REFUSED_RE = [(rule, re.compile(rf"^(?:{pattern}){_CUDA_SUFFIX}$"), why) for rule, pattern, why in _CUDA_REFUSED]
 
 
@@ -764,20 +768,31 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
 
 
 _ASSERT_FAIL = {"__assert_fail", "__assertfail", "__assert_rtn", "__assert"}
-# What an assert's condition may call: casts and pure functions of its arguments (a call to anything
-# else may change state that NDEBUG then leaves unchanged).
-_PURE_IN_ASSERT = {"static_cast", "reinterpret_cast", "const_cast", "__builtin_expect", "bool", "isfinite", "isnan",
-                   "isinf", "isnormal", "signbit", "fabs", "fabsf", "abs", "labs", "llabs", "min", "max", "fmin", "fmax",
-                   "fminf", "fmaxf"}
+# What an assert's condition may call: pure library functions of numbers, by their plain names, where
+# the part declares no function of that name (an own `tl::isfinite(int&)` that sets its argument
+# passed as a pure name: round 67), and casts to a built-in type.
+_PURE_IN_ASSERT = {"__builtin_expect", "isfinite", "isnan", "isinf", "isnormal", "signbit", "fabs", "fabsf", "abs",
+                   "labs", "llabs", "min", "max", "fmin", "fmax", "fminf", "fmaxf"}
+_CASTS = {"static_cast", "reinterpret_cast", "const_cast"}
+# Expressions that make or convert a class value (its constructor or conversion runs code) or
+# otherwise run code of their own.
+_RUNS_CODE = {"assignment_expression", "update_expression", "initializer_list", "compound_literal_expression",
+              "new_expression", "delete_expression", "lambda_expression", "throw_expression", "co_await_expression",
+              "user_defined_literal", "gnu_asm_expression"}
 
 
 def _assert_side_effects(part: str) -> list[tuple[int, str]]:
-    """(offset, what) for each assert in the expanded part whose condition assigns, increments or calls
-    something that is not a cast or a pure function (red team round 66: `assert((tail = 1) != 0)`
-    sets what the kernel then reads, and -DNDEBUG removes it). Read after expansion, so a macro
-    inside the condition is seen for what it is."""
+    """(offset, what) for each assert in the expanded part whose condition could change state: an
+    assignment or increment, a class value made or converted, a call of anything but a pure library
+    function or a cast to a built-in type; and, where the part defines operators (an overloaded `==`,
+    a conversion to bool, which any operator in the condition could run), every assert. A release
+    build (-DNDEBUG) drops the condition (red team round 66: `assert((tail = 1) != 0)`; round 67:
+    `assert(TailOn{&tail})` through a conversion operator). Read after expansion, so a macro inside
+    the condition is seen for what it is."""
     from ..program.cuda_tree import Source, walk
     src = Source(part)
+    own = {name for _, name, _ in _declared_names(_without_strings(part))}
+    operators = bool(re.search(r"\boperator\b", _without_strings(part)))
     found = []
     for node in walk(src.root):
         if node.type != "conditional_expression":
@@ -786,20 +801,45 @@ def _assert_side_effects(part: str) -> list[tuple[int, str]]:
         if alternative is None or condition is None or not any(
                 n.type == "identifier" and src.text_of(n) in _ASSERT_FAIL for n in walk(alternative)):
             continue
+        where = src.offset(condition.start_byte)
+        if operators:
+            found.append((where, "may run an operator the part defines (the part has `operator` functions)"))
+            continue
         for inner in walk(condition):
-            if inner.type in ("assignment_expression", "update_expression"):
-                found.append((src.offset(inner.start_byte), f"changes state (`{src.text_of(inner)[:60]}`)"))
+            if inner.type in _RUNS_CODE:
+                found.append((where, f"runs code (`{src.text_of(inner)[:60]}`)"))
                 break
-            if inner.type == "call_expression":
-                callee = inner.child_by_field_name("function")
-                while callee is not None and callee.type in ("qualified_identifier", "template_function",
-                                                             "field_expression"):
-                    callee = callee.child_by_field_name("name") or callee.child_by_field_name("field")
-                name = src.text_of(callee) if callee is not None else ""
-                if name not in _PURE_IN_ASSERT:
-                    found.append((src.offset(inner.start_byte), f"calls {name or 'a function'}"))
-                    break
+            if inner.type == "call_expression" and (why := _impure_call(src, inner, own)):
+                found.append((where, why))
+                break
     return found
+
+
+def _impure_call(src, call, own: set[str]) -> str | None:
+    """Why a call in an assert's condition may change state; None for a pure one."""
+    callee = call.child_by_field_name("function")
+    if callee is not None and callee.type == "template_function":
+        name = src.text_of(callee.child_by_field_name("name"))
+        arguments = callee.child_by_field_name("arguments")
+        built_in = arguments is not None and all(a.type == "type_descriptor" and all(
+            t.type in ("primitive_type", "sized_type_specifier", "type_qualifier", "abstract_pointer_declarator")
+            for t in a.named_children) for a in arguments.named_children)
+        return None if name in _CASTS and built_in else f"calls {src.text_of(callee)[:40]}"
+    if callee is None or callee.type != "identifier":
+        return f"calls {src.text_of(callee)[:40] if callee is not None else 'a function'}"
+    name = src.text_of(callee)
+    return None if name in _PURE_IN_ASSERT and name not in own else f"calls {name}"
+
+
+_CLOCK_NAME = re.compile(r"\b(?:clock|clock64|__clock\w*|globaltimer\w*|get_sreg_\w+|chrono|\w+_clock)\b")
+
+
+def names_a_clock(part: str) -> bool:
+    """Whether the part's own code (expanded, literals and comments out) names a clock: `clock64()`,
+    `cuda::std::chrono`, `%globaltimer` in inline PTX, `cuda::ptx::get_sreg_globaltimer()`. The
+    toolkit's own waits read the GPU's clock too (`cuda::barrier`'s back-off, round 67), which the
+    part cannot turn into a value without naming one of these."""
+    return bool(_CLOCK_NAME.search(strip_comments(part)))  # string literals too: inline PTX names it there
 
 
 def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:
@@ -1059,8 +1099,17 @@ def scan_object(
     `baseline_object` is the baseline's own editable object: what nvcc itself adds (one
     `atexit` registration) is measured on it rather than assumed."""
     found: list[Violation] = []
+    baseline_imports = {line.split()[0].split("@")[0] for line in
+                        _run(["nm", "-P", "--undefined-only", str(baseline_object)]).splitlines()
+                        if line.strip()} if baseline_object is not None else set()
     for raw, name in zip(undefined, demangle(undefined)):
         base = raw.split("@")[0]
+        if _ENVIRONMENT_QUERY.match(base) and base not in baseline_imports:
+            found.append(Violation(rule="environment-query", where="object", detail=(
+                f"uses {name}, which the baseline does not: its answer changes with the process and the machine "
+                "(free memory, the driver), so a launcher that reads it can compute otherwise in a real program "
+                "than while verified")))
+            continue
         cuda = cuda_call_rule(base)
         if cuda is not None:
             found.append(Violation(rule=cuda[0], where="object", detail=f"uses {name}: {cuda[1]}"))
