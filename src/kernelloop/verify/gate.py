@@ -34,7 +34,7 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .shipped import ShippedBuildUnreadable, frozen_names_namespace, shipped_build_differences
+from .shipped import ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, shipped_build_differences
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nonfinite,
                          outputs_following_guards,
@@ -668,15 +668,21 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
         differing = shipped_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
                                               toolchain=toolchain, qualified_macros=qualified_macros,
                                               include_end=include_end)
+        asserting = assert_release_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
+                                               toolchain=toolchain, include_end=include_end)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
                                  detail=f"the candidate does not build {exc}")]
+    found = [policy.Violation(rule="assert-side-effect", where="object", detail=(
+        f"{name} compiles to other code when its asserts' conditions are not evaluated (-DNDEBUG, a release "
+        "build): a condition changes state, so what is verified would not be what ships; compute it before the "
+        "assert and assert on the result")) for name in asserting[:3]]
     also = (" or with the frozen macros' names qualified (a part that binds a name CUDA_CHECK-like macros use "
             "gets their line or file)") if qualified_macros else ""
     return [policy.Violation(rule="build-identity", where="object", detail=(
         f"{name} compiles to other code in one file with the harness (as best.cu and the program it ships "
         f"in are built){also} than in the verifier's build: its code depends on what else is in its translation "
-        "unit, so what is verified would not be what ships")) for name in differing[:3]]
+        "unit, so what is verified would not be what ships")) for name in differing[:3]] + found
 
 
 def _audit(run: ProgramRun, harness_kernels: set[str], timed_calls: int | None) -> AuditReport:

@@ -20,6 +20,7 @@ import re
 import secrets
 from pathlib import Path
 
+from ..program.scanner import strip_comments
 from ..program.split import ProgramSplit
 from ..tools.code_identity import device_fingerprints, host_fingerprints, unit_neutral
 from ..tools.nvcc import Toolchain, build_whole_object
@@ -127,20 +128,55 @@ def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, 
             # The verdict reaches the optimizer: the secret names (file, namespace) must not.
             raise ShippedBuildUnreadable(f"{what}: {why}".replace(_build_identity_key(cache_dir), "<secret>"))
         objects.append(build.binary)
-    unit_object, whole_object = objects
-    refs, whole_refs = state_references(unit_object), state_references(whole_object)
+    return _differing_functions(*objects)
+
+
+def _differing_functions(unit_object: Path, other_object: Path) -> list[str]:
+    """The functions and kernels of the first build (readable names) that the second build lacks or
+    compiles to other code: host code with relocations resolved, device PTX with position-numbered and
+    file-named names neutral."""
+    refs, other_refs = state_references(unit_object), state_references(other_object)
     wanted = {unit_neutral(f) for f in refs.functions if not generated(f, refs.readable_names.get(f))}
     # Each unit's kernel registration counts by name, not by code; names are compared with the file's
     # name taken out of anonymous namespaces' (an honest helper in one has another name in another file).
     unit_prints = {unit_neutral(n): d for n, d in host_fingerprints(
         unit_object, {f for f in refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
-    whole_prints = {unit_neutral(n): d for n, d in host_fingerprints(
-        whole_object, {f for f in whole_refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
+    other_prints = {unit_neutral(n): d for n, d in host_fingerprints(
+        other_object, {f for f in other_refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
     unit_ptx = _neutral_ptx(unit_object.with_name("program.ptx").read_text())
-    whole_ptx = _neutral_ptx(whole_object.with_name("program.ptx").read_text())
+    other_ptx = _neutral_ptx(other_object.with_name("program.ptx").read_text())
     device = {_UNIT_NAMES.sub("_INTERNAL_", name) for name in refs.device_edges}
     unit_prints.update(device_fingerprints(unit_ptx, device))
-    whole_prints.update(device_fingerprints(whole_ptx, device))
-    # A function the one-file build lacks, or compiles otherwise, differs.
-    differing = sorted(name for name, digest in unit_prints.items() if whole_prints.get(name) != digest)
+    other_prints.update(device_fingerprints(other_ptx, device))
+    differing = sorted(name for name, digest in unit_prints.items() if other_prints.get(name) != digest)
     return demangle(differing) if differing else []
+
+
+# As <cassert> evaluates a condition (converted to bool: a class's conversion runs, round 67), less
+# the failure path; and as -DNDEBUG drops it.
+_ASSERT_EVALUATED = "#undef assert\n#define assert(e) ((void)static_cast<bool>(e))"
+_ASSERT_DROPPED = "#undef assert\n#define assert(e) ((void)0)"
+
+
+def assert_release_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
+                               toolchain: Toolchain | None = None, include_end: int | None = None) -> list[str]:
+    """The part's functions and kernels whose code depends on whether its asserts' conditions are
+    evaluated: the part built with `assert(e)` as `((void)static_cast<bool>(e))` against it built as a release build
+    drops it (`-DNDEBUG`: `((void)0)`). A condition without side effects leaves nothing once
+    optimised, so an honest part builds to the same code both ways; one that assigns, constructs,
+    converts or calls something that changes state does not (red team rounds 66-68: `(tail = 1)`, a
+    conversion operator, a lambda passed as `isfinite`). The compiler decides, not a reading of the
+    syntax. Empty when the part names no assert."""
+    if not re.search(r"\bassert\b", strip_comments(editable)):
+        return []
+    objects = []
+    for definition, what in ((_ASSERT_EVALUATED, "with its asserts' conditions evaluated"),
+                             (_ASSERT_DROPPED, "with its asserts dropped (-DNDEBUG)")):
+        unit = split.editable_unit(_redefined_after_includes(editable, definition, include_end), "candidate.cu").replace(
+            '\n#line 1 "candidate.cu"\n', f'\n#include <cassert>\n{definition}\n#line 1 "candidate.cu"\n', 1)
+        build = build_whole_object(unit, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
+                                   filename="editable.cu", iso_dialect=True)
+        if not build.ok or build.binary is None:
+            raise ShippedBuildUnreadable(f"{what}: {build.log.strip().splitlines()[-1] if build.log.strip() else build.stage}")
+        objects.append(build.binary)
+    return _differing_functions(*objects)
