@@ -237,6 +237,11 @@ def normalize_source(text: str) -> str:
 
 # Rules on the text with string literals kept: what an asm string can ask the assembler.
 _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
+    # Saving and restoring a macro undoes what the verifier's own builds redefine after the part's
+    # includes (the frozen macros' pinned names, the assert comparison: red team round 69), in
+    # `#pragma` or `_Pragma("...")` form.
+    ("macro", re.compile(r"\b(?:push_macro|pop_macro)\b"),
+     "{m} saves or restores a macro, which would undo the verifier's own definitions of it"),
     ("include", re.compile(r"\.(?:incbin|include)\b"), "assembler directive {m} reads a file into the program"),
     ("static-init", re.compile(r"__attribute__\s*\(\(\s*(?:__)?section|\[\[\s*gnu\s*::\s*section|#\s*pragma\s+section"),
      "explicit section placement {m} (init/fini arrays run code outside the harness)"),
@@ -773,7 +778,8 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
                       *lines])
 
 
-_CLOCK_NAME = re.compile(r"\b(?:clock\w*|__clock\w*|globaltimer\w*|get_sreg_\w+|chrono|\w+_clock)\b|\basm\b|__asm")
+_CLOCK_NAME = re.compile(r"\b(?:clock(?:64|_hi|_lo)?|__clock\w*|globaltimer\w*|get_sreg_\w+|chrono|\w+_clock)\b|%%?clock\w*"
+                         r"|\basm\b|__asm")  # not `prop.clockRate`: a property, no reading
 
 
 def names_a_clock(part: str) -> bool:
