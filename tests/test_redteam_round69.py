@@ -27,3 +27,20 @@ def test_saving_and_restoring_a_macro_is_refused(code):
 @pytest.mark.nvcc
 def test_the_rounds_route_is_refused():
     assert _static("sum_reduction.cu", ROUND69 / "f1_assert_push_pop_macro" / "candidate.cu").violations
+
+
+@pytest.mark.nvcc
+def test_an_assert_reached_through_the_programs_own_macro_is_compared_too():
+    # Found reviewing the change: the comparison ran only where the part itself names assert; a
+    # preamble macro wrapping it (`CHECK_IDX(i, n)`) carried a side effect the release build drops.
+    from kernelloop.config import Settings
+    from kernelloop.program.split import candidate_editable_part, split_program
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+    from .conftest import shared_cache_dir
+    folder = ROUND69 / "review_preamble_macro"
+    split = split_program((folder / "baseline_check_idx.cu").read_text(), "baseline_check_idx.cu")
+    editable, _ = candidate_editable_part((folder / "candidate.cu").read_text(), split, "candidate")
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert "assert-side-effect" in {v.rule for v in result.violations}, result.violations

@@ -637,7 +637,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         if not violations:  # what is verified is what ships (red team round 51)
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
                 editable, expanded.part, expanded.program_macros, expanded.header_macros,
-                frozen_names_namespace(settings.cache_dir)), max(expanded.part_include_ends, default=None))
+                frozen_names_namespace(settings.cache_dir)), max(expanded.part_include_ends, default=None),
+                expanded.program_macros)
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
@@ -659,8 +660,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
 
 
 def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,
-                   toolchain: Toolchain, qualified_macros: str = "", include_end: int | None = None
-                   ) -> list[policy.Violation]:
+                   toolchain: Toolchain, qualified_macros: str = "", include_end: int | None = None,
+                   program_macros: dict[str, str] | None = None) -> list[policy.Violation]:
     """A violation for each editable function or kernel that compiles to other code in one file with
     the harness (as best.cu, the checked-in program and nvcc build it) than in the verifier's unit, or
     with the frozen build-value macros' names qualified (a part that binds one of them)."""
@@ -669,7 +670,8 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
                                               toolchain=toolchain, qualified_macros=qualified_macros,
                                               include_end=include_end)
         asserting = assert_release_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
-                                               toolchain=toolchain, include_end=include_end)
+                                               toolchain=toolchain, include_end=include_end,
+                                               program_macros=program_macros)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
                                  detail=f"the candidate does not build {exc}")]

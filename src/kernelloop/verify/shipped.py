@@ -159,15 +159,19 @@ _ASSERT_DROPPED = "#undef assert\n#define assert(e) ((void)0)"
 
 
 def assert_release_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
-                               toolchain: Toolchain | None = None, include_end: int | None = None) -> list[str]:
+                               toolchain: Toolchain | None = None, include_end: int | None = None,
+                               program_macros: dict[str, str] | None = None) -> list[str]:
     """The part's functions and kernels whose code depends on whether its asserts' conditions are
     evaluated: the part built with `assert(e)` as `((void)static_cast<bool>(e))` against it built as a release build
     drops it (`-DNDEBUG`: `((void)0)`). A condition without side effects leaves nothing once
     optimised, so an honest part builds to the same code both ways; one that assigns, constructs,
     converts or calls something that changes state does not (red team rounds 66-68: `(tail = 1)`, a
     conversion operator, a lambda passed as `isfinite`). The compiler decides, not a reading of the
-    syntax. Empty when the part names no assert."""
-    if not re.search(r"\bassert\b", strip_comments(editable)):
+    syntax. Empty when neither the part nor a macro of the program's own (`program_macros`, name ->
+    body: a preamble's `CHECK_IDX(i, n)` wrapping assert, which the part can call) names assert."""
+    named = re.compile(r"\bassert\b")
+    if not named.search(strip_comments(editable)) and not any(
+            named.search(body) for body in (program_macros or {}).values()):
         return []
     objects = []
     for definition, what in ((_ASSERT_EVALUATED, "with its asserts' conditions evaluated"),
