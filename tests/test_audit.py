@@ -201,10 +201,12 @@ def test_per_call_event_pairs_are_supported():
 
 
 MARKER = "_ZN2kl23kl_window_marker_kernelEv"
-HARNESS_V2 = {"_ZN2kl25kl_bandwidth_probe_kernel", MARKER}
+REPLAY_MARKER = "_ZN2kl23kl_replay_marker_kernelEv"
+HARNESS_V2 = {"_ZN2kl25kl_bandwidth_probe_kernel", MARKER, REPLAY_MARKER}
 
 
-def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=False, markers=True):
+def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=False, markers=True, replay=False,
+               replay_marker=REPLAY_MARKER):
     """A v2 harness's trace: bandwidth probes (their own windows), warm-up, then one window
     per timed call on events of its own."""
     p = Program()
@@ -231,6 +233,10 @@ def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=
             p.record("0xc1")
             p.record("0xc1")
             p.elapsed("0xc1", "0xc1")  # a planted zero-length window
+        if replay and c == calls - 2:  # the untimed repeat of the first call's inputs, between its markers
+            p.launch(name=replay_marker, dur_us=2, grid=(1, 1, 1), block=(1, 1, 1))
+            call(p, warmup)
+            p.launch(name=replay_marker, dur_us=2, grid=(1, 1, 1), block=(1, 1, 1))
     return p.trace, total / calls
 
 
@@ -238,7 +244,7 @@ def audited_v2(call, **kw):
     trace, kernel_ms = harness_v2(call, **kw)
     hk = HARNESS_V2
     report = audit_trace(trace, reported_ms=kernel_ms, harness_kernels=hk, timed_calls=20)
-    base_trace, base_ms = harness_v2(honest)
+    base_trace, base_ms = harness_v2(honest, replay=kw.get("replay", False))
     base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=hk, timed_calls=20)
     return judge(report, base, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
 
@@ -374,3 +380,22 @@ def test_v2_a_trace_without_markers_fails_closed():
     base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=HARNESS_V2, timed_calls=20)
     judged = judge(report, base, escape_tolerance=0.03, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
     assert [f.reason for f in judged.findings] == ["timing_unverified"]
+
+
+def test_v2_the_repeat_calls_launches_are_not_work_between_calls():
+    def two_kernels(p, i):
+        p.launch()
+        p.launch(name="_Z6secondPf")
+
+    r = audited_v2(two_kernels, replay=True)  # the baseline's repeat launches one kernel, this one two
+    assert r.ok, r.findings
+    assert r.launches_between_calls == 0
+
+
+def test_v2_a_repeat_marker_the_harness_does_not_define_excuses_nothing():
+    def two_kernels(p, i):
+        p.launch()
+        p.launch(name="_Z6secondPf")
+
+    r = audited_v2(two_kernels, replay=True, replay_marker="_Z23kl_replay_marker_kernelv")  # the part's own
+    assert any(f.reason == "timer_escape" and "between timed calls" in f.message for f in r.findings), r.findings

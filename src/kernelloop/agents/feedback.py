@@ -14,6 +14,7 @@ _KIND_BY_REASON: dict[Reason, FailureKind] = {
     Reason.run_failed: "run_failed", Reason.timeout: "run_failed", Reason.output_flood: "run_failed",
     Reason.no_gpu_work: "timing", Reason.inconsistent_work: "timing", Reason.timer_escape: "timing",
     Reason.kernel_ms_mismatch: "timing", Reason.timing_unverified: "timing",
+    Reason.state_between_calls: "correctness",
 }
 
 
@@ -33,7 +34,8 @@ def failure_from_verdict(verdict: Verdict, *, iteration: int, approach: str, sou
         excerpt = "\n".join(v.describe() for v in verdict.policy[:5])
     elif kind == "correctness":
         bad = next((c for c in verdict.checks if not c.comparison.match), None)
-        excerpt = f"seed {bad.seed}: {bad.comparison.describe()}" if bad else ""
+        excerpt = f"seed {bad.seed}: {bad.comparison.describe()}" if bad else \
+            next((g.detail for g in verdict.gates if g.status == "fail"), "")
     elif kind in ("run_failed", "memcheck"):
         excerpt = _tail(verdict.memcheck_excerpt or verdict.failure_excerpt)
     if verdict.speed is not None:

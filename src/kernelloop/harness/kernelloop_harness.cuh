@@ -17,7 +17,10 @@
 //     around every buffer are checked for out-of-bounds writes;
 //   * after every call every input is checked to be as the harness wrote it (a hash of its
 //     contents), and every output is checked for being a copy of an input;
-//   * after the last call every output is dumped whole.
+//   * after the last call every output is dumped whole;
+//   * before the last timed call, an untimed repeat of the first timed call's inputs: the editable
+//     part's state (its static data, allocations and device variables) must be what it was after
+//     that call, so nothing it does depends on how many calls came before.
 //
 // Everything goes to KERNELLOOP_OUTPUT_FILE (when set) as records the verifier reads:
 //   kernelloop-manifest 2 <bytes>\n<json>
@@ -30,6 +33,8 @@
 //     its elements were equal: the verifier's stress is no variety of the experiment's own)
 //   kernelloop-constant 2 <output> <same calls> <timed calls>\n  (for every output and in-out buffer: the
 //     timed calls that left it byte for byte as the first did)
+//   kernelloop-state 2 <same> <host bytes> <device bytes> <blocks>\n  (the editable part's state after an
+//     untimed repeat of the first timed call's inputs: 1 if it was its state after that call; part_state)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
 //
@@ -50,6 +55,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -80,6 +86,220 @@ __host__ __device__ inline uint64_t mix64(uint64_t z) {  // splitmix64's finaliz
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+// ---- The editable part's state between calls (docs/verifier.md, "State kept between calls") ----
+// What the editable part keeps from one call to the next lives in its writable data (the build
+// links the part's .data and .bss into sections of their own, kl_part_data and kl_part_bss),
+// in what it allocates (its calls to malloc, operator new, cudaMalloc, cudaMallocArray... are
+// linked to the recorders below), and in its __device__ and __constant__ variables (its
+// registration of them is recorded too). After the first timed call and after a repeat of that
+// call's inputs (an untimed call later in the run) the harness takes a digest of all of it: an
+// honest launcher (a cached SM count, a workspace allocated once and rewritten from each call's
+// inputs, a last-block counter reset by its last block) leaves the same state after the same
+// inputs; a call counter, or anything that remembers how many calls were made, does not.
+constexpr int kMaxPartBlocks = 1024;
+struct PartBlock {
+  const void* at;
+  size_t bytes;
+  int kind;  // 0 host heap, 1 device allocation, 2 device/constant variable (host shadow), 3 CUDA array
+};
+struct PartRegistry {
+  PartBlock blocks[kMaxPartBlocks];
+  int nblocks;
+  int overflowed;  // more allocations than the table holds: their count still enters the digest
+  unsigned long long allocations;  // every allocation the part made (kept, freed or not)
+};
+inline PartRegistry& part_registry() {
+  static PartRegistry registry;  // zero-initialised, no constructor: usable before main
+  return registry;
+}
+inline void note_part_block(const void* at, size_t bytes, int kind) {
+  PartRegistry& r = part_registry();
+  if (at == nullptr) return;
+  ++r.allocations;
+  if (r.nblocks < kMaxPartBlocks)
+    r.blocks[r.nblocks++] = PartBlock{at, bytes, kind};
+  else
+    r.overflowed = 1;
+}
+inline void forget_part_block(const void* at) {
+  PartRegistry& r = part_registry();
+  for (int i = 0; i < r.nblocks; ++i)
+    if (r.blocks[i].at == at && r.blocks[i].kind != 2) {
+      r.blocks[i] = r.blocks[--r.nblocks];
+      return;
+    }
+}
+
+}  // namespace kl
+
+extern "C" {
+// The linker's bounds of the part's writable data (null where the build made no such section).
+extern char __start_kl_part_data[] __attribute__((weak));
+extern char __stop_kl_part_data[] __attribute__((weak));
+extern char __start_kl_part_bss[] __attribute__((weak));
+extern char __stop_kl_part_bss[] __attribute__((weak));
+void __cudaRegisterVar(void** handle, char* host_var, char* device_address, const char* device_name, int ext,
+                       size_t size, int constant, int global);
+
+// The part's allocation calls are linked here (tools/nvcc.py, PART_STATE_CALLS): each calls the
+// real function and records what it returned.
+void* __kl_part_malloc(size_t n) { void* p = malloc(n); kl::note_part_block(p, n, 0); return p; }
+void* __kl_part_calloc(size_t n, size_t m) { void* p = calloc(n, m); kl::note_part_block(p, n * m, 0); return p; }
+void* __kl_part_aligned_alloc(size_t a, size_t n) {
+  void* p = aligned_alloc(a, n);
+  kl::note_part_block(p, n, 0);
+  return p;
+}
+int __kl_part_posix_memalign(void** out, size_t a, size_t n) {
+  const int err = posix_memalign(out, a, n);
+  if (err == 0) kl::note_part_block(*out, n, 0);
+  return err;
+}
+void* __kl_part__Znwm(size_t n) { void* p = ::operator new(n); kl::note_part_block(p, n, 0); return p; }
+void* __kl_part__Znam(size_t n) { void* p = ::operator new[](n); kl::note_part_block(p, n, 0); return p; }
+void* __kl_part__ZnwmRKSt9nothrow_t(size_t n, const std::nothrow_t&) {
+  void* p = ::operator new(n, std::nothrow);
+  kl::note_part_block(p, n, 0);
+  return p;
+}
+void* __kl_part__ZnamRKSt9nothrow_t(size_t n, const std::nothrow_t&) {
+  void* p = ::operator new[](n, std::nothrow);
+  kl::note_part_block(p, n, 0);
+  return p;
+}
+void* __kl_part__ZnwmSt11align_val_t(size_t n, std::align_val_t a) {
+  void* p = ::operator new(n, a);
+  kl::note_part_block(p, n, 0);
+  return p;
+}
+void* __kl_part__ZnamSt11align_val_t(size_t n, std::align_val_t a) {
+  void* p = ::operator new[](n, a);
+  kl::note_part_block(p, n, 0);
+  return p;
+}
+cudaError_t __kl_part_cudaMalloc(void** out, size_t n) {
+  const cudaError_t err = cudaMalloc(out, n);
+  if (err == cudaSuccess) kl::note_part_block(*out, n, 1);
+  return err;
+}
+cudaError_t __kl_part_cudaMallocAsync(void** out, size_t n, cudaStream_t stream) {
+  const cudaError_t err = cudaMallocAsync(out, n, stream);
+  if (err == cudaSuccess) kl::note_part_block(*out, n, 1);
+  return err;
+}
+cudaError_t __kl_part_cudaMallocPitch(void** out, size_t* pitch, size_t width, size_t height) {
+  const cudaError_t err = cudaMallocPitch(out, pitch, width, height);
+  if (err == cudaSuccess) kl::note_part_block(*out, *pitch * height, 1);
+  return err;
+}
+cudaError_t __kl_part_cudaMalloc3D(cudaPitchedPtr* out, cudaExtent extent) {
+  const cudaError_t err = cudaMalloc3D(out, extent);
+  if (err == cudaSuccess)
+    kl::note_part_block(out->ptr, out->pitch * extent.height * (extent.depth ? extent.depth : 1), 1);
+  return err;
+}
+cudaError_t __kl_part_cudaMallocArray(cudaArray_t* out, const cudaChannelFormatDesc* desc, size_t width,
+                                      size_t height, unsigned int flags) {
+  const cudaError_t err = cudaMallocArray(out, desc, width, height, flags);
+  if (err == cudaSuccess) kl::note_part_block(*out, 0, 3);
+  return err;
+}
+cudaError_t __kl_part_cudaMalloc3DArray(cudaArray_t* out, const cudaChannelFormatDesc* desc, cudaExtent extent,
+                                        unsigned int flags) {
+  const cudaError_t err = cudaMalloc3DArray(out, desc, extent, flags);
+  if (err == cudaSuccess) kl::note_part_block(*out, 0, 3);
+  return err;
+}
+cudaError_t __kl_part_cudaFree(void* p) { kl::forget_part_block(p); return cudaFree(p); }
+cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
+  kl::forget_part_block(p);
+  return cudaFreeAsync(p, stream);
+}
+cudaError_t __kl_part_cudaFreeArray(cudaArray_t a) { kl::forget_part_block(a); return cudaFreeArray(a); }
+void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_address, const char* device_name,
+                                 int ext, size_t size, int constant, int global) {
+  kl::note_part_block(host_var, size, 2);
+  __cudaRegisterVar(handle, host_var, device_address, device_name, ext, size, constant, global);
+}
+}  // extern "C"
+
+namespace kl {
+
+// A digest of everything above, and how much of it there was.
+struct PartState {
+  uint64_t digest;
+  unsigned long long host_bytes, device_bytes;
+  int blocks;
+};
+inline uint64_t digest_bytes(uint64_t h, const unsigned char* p, size_t n) {
+  h = mix64(h ^ n);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = mix64(h ^ w) + i;
+  }
+  uint64_t tail = 0;
+  memcpy(&tail, p + i, n - i);
+  return mix64(h ^ tail ^ 0x5441494Cull);
+}
+inline uint64_t digest_device(uint64_t h, const void* at, size_t bytes, std::vector<unsigned char>& chunk) {
+  h = mix64(h ^ bytes ^ 0x444556ull);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(bytes - done, chunk.size());
+    KL_CHECK(cudaMemcpy(chunk.data(), static_cast<const unsigned char*>(at) + done, n, cudaMemcpyDeviceToHost));
+    h = digest_bytes(h, chunk.data(), n);
+    done += n;
+  }
+  return h;
+}
+inline PartState part_state() {
+  PartState s{0x5354415445ull, 0, 0, 0};
+  const char* bounds[2][2] = {{__start_kl_part_data, __stop_kl_part_data}, {__start_kl_part_bss, __stop_kl_part_bss}};
+  for (auto& b : bounds)
+    if (b[0] != nullptr && b[1] != nullptr && b[1] > b[0]) {
+      s.digest = digest_bytes(s.digest, reinterpret_cast<const unsigned char*>(b[0]), (size_t)(b[1] - b[0]));
+      s.host_bytes += (size_t)(b[1] - b[0]);
+    }
+  const PartRegistry& r = part_registry();
+  s.digest = mix64(s.digest ^ r.allocations ^ ((uint64_t)r.overflowed << 63));
+  s.blocks = r.nblocks;
+  std::vector<unsigned char> chunk(64 << 20);
+  for (int i = 0; i < r.nblocks; ++i) {
+    const PartBlock& b = r.blocks[i];
+    if (b.kind == 0) {
+      s.digest = digest_bytes(s.digest, static_cast<const unsigned char*>(b.at), b.bytes);
+      s.host_bytes += b.bytes;
+    } else if (b.kind == 1) {
+      s.digest = digest_device(s.digest, b.at, b.bytes, chunk);
+      s.device_bytes += b.bytes;
+    } else if (b.kind == 2) {
+      void* device = nullptr;
+      KL_CHECK(cudaGetSymbolAddress(&device, b.at));
+      s.digest = digest_device(s.digest, device, b.bytes, chunk);
+      s.device_bytes += b.bytes;
+    } else {
+      cudaArray_t array = static_cast<cudaArray_t>(const_cast<void*>(b.at));
+      cudaChannelFormatDesc desc;
+      cudaExtent extent;
+      unsigned int flags = 0;
+      KL_CHECK(cudaArrayGetInfo(&desc, &extent, &flags, array));
+      const size_t elem = (size_t)(desc.x + desc.y + desc.z + desc.w) / 8;
+      const size_t w = extent.width, h = extent.height ? extent.height : 1, d = extent.depth ? extent.depth : 1;
+      std::vector<unsigned char> host(elem * w * h * d);
+      cudaMemcpy3DParms copy = {};
+      copy.srcArray = array;
+      copy.dstPtr = make_cudaPitchedPtr(host.data(), elem * w, w, h);
+      copy.extent = make_cudaExtent(w, h, d);
+      copy.kind = cudaMemcpyDeviceToHost;
+      KL_CHECK(cudaMemcpy3D(&copy));
+      s.digest = digest_bytes(s.digest, host.data(), host.size());
+      s.device_bytes += host.size();
+    }
+  }
+  return s;
 }
 
 // The dump's name of each element type.
@@ -343,6 +563,9 @@ template <class T> void one_value_stress(T* data, size_t n, uint64_t key, bool r
 // is a timestamp the candidate cannot move, no earlier than the stop event itself. Work the call
 // launched that is still running then escaped its timer (the CUPTI audit compares the two).
 __global__ void kl_window_marker_kernel() {}
+// Launched right before and right after the untimed repeat of the first call's inputs: the timing
+// audit does not count the editable part's launches between the two as work between calls.
+__global__ void kl_replay_marker_kernel() {}
 
 constexpr uint64_t kNonfiniteMapBits = uint64_t(1) << 16;  // per output per call: 8 KiB, written only when set
 
@@ -522,6 +745,10 @@ struct State {
   int flat_calls[kMaxBuffers];         // plain timed calls in which all elements of input [i] were equal
   uint64_t first_output_hash[kMaxBuffers];  // each output's hash after the first timed call
   int constant_calls[kMaxBuffers];     // timed calls that left output [o] as the first did
+  uint64_t first_draw;                 // the first timed call's draw, for its repeat
+  bool first_nonfinite;
+  bool state_checked;                  // the repeat ran
+  PartState state_first, state_replay; // the part's state after the first timed call and after its repeat
 };
 constexpr uintptr_t kStateAddress = 0x3c5a7e000000ull;
 constexpr size_t kStateBytes = (sizeof(State) + 4095) / 4096 * 4096;
@@ -667,7 +894,12 @@ class Harness {
       check_guards(c);
       check_inputs(c);
       sample_outputs(c, read_secret());
+      if (c == 0) s.state_first = part_state();
+      // The repeat of the first call's inputs: before the last call (whose outputs are dumped
+      // whole), or after it when it is the first.
+      if (c == opt.calls - 2 || opt.calls == 1) replay_first_call(launch);
     }
+    write_state();
     double total = 0.0;
     for (int c = 0; c < s.calls; ++c) total += s.ms[c];
     write_identical();
@@ -898,7 +1130,48 @@ class Harness {
   __attribute__((noinline)) void begin_timed_call() {
     const uint64_t draw = read_secret();
     const bool nonfinite = st().nonfinite != 0 && ((draw & kStressed) || st().calls == st().timed_calls - 1);
+    if (st().calls == 0) {
+      st().first_draw = draw;
+      st().first_nonfinite = nonfinite;
+    }
     prepare_call(mix64(st().seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw, nonfinite);
+  }
+  // The first timed call's inputs again (its draw: the same fill, stress and poison), with the
+  // call counter the generators read set as it was then.
+  __attribute__((noinline)) void begin_replay_call() {
+    prepare_call(mix64(st().seed ^ mix64(st().first_draw ^ 0x43414C4C4B455900ull)), st().first_draw,
+                 st().first_nonfinite);
+  }
+  // An untimed call on the first timed call's inputs, checked like any call; then the part's
+  // state is compared with what it was after the first call (part_state above).
+  template <class Launch> void replay_first_call(Launch& launch) {
+    State& s = st();
+    const int calls = s.calls;
+    kl_replay_marker_kernel<<<1, 1>>>();
+    s.calls = 0;
+    begin_replay_call();
+    s.calls = calls;
+    scrub_before_launch();
+    lock();
+    launch();
+    KL_CHECK(cudaGetLastError());
+    KL_CHECK(cudaDeviceSynchronize());
+    unlock();
+    kl_replay_marker_kernel<<<1, 1>>>();
+    KL_CHECK(cudaGetLastError());
+    check_guards(kReplayCall);
+    check_inputs(kReplayCall);
+    s.state_replay = part_state();
+    s.state_checked = true;
+  }
+  // One record: whether the part's state after the repeated inputs was the state after the first call.
+  void write_state() {
+    const State& s = st();
+    if (!s.output_path[0] || !s.state_checked) return;
+    char line[160];
+    snprintf(line, sizeof line, "kernelloop-state 2 %d %llu %llu %d\n", s.state_first.digest == s.state_replay.digest,
+             s.state_replay.host_bytes, s.state_replay.device_bytes, s.state_replay.blocks);
+    append(line, strlen(line));
   }
   // The launcher's frame reuses the dead stack where begin_*_call and the runtime calls under it
   // handled the draw and the key, and it is handed whatever the caller-saved registers hold:
@@ -962,6 +1235,13 @@ class Harness {
     KL_CHECK(cudaDeviceSynchronize());
   }
 
+  // check_guards/check_inputs's call: a timed call's index, -1 - w for warm-up call w, or the repeat.
+  static constexpr int kReplayCall = -100000;
+  static const char* call_kind(int call) {
+    return call == kReplayCall ? "the repeat of timed call" : call < 0 ? "warm-up call" : "timed call";
+  }
+  static int call_number(int call) { return call == kReplayCall ? 1 : call < 0 ? -call : call + 1; }
+
   void check_guards(int call) {
     const State& s = st();
     if (s.exact_buffers) return;  // no guard zones: compute-sanitizer watches every access
@@ -976,7 +1256,7 @@ class Harness {
       KL_CHECK(cudaMemcpy(&bad, s.guard_bad, sizeof(int), cudaMemcpyDeviceToHost));
       if (bad) {
         fprintf(stderr, "kernelloop harness: out-of-bounds write: a guard zone of buffer '%s' changed in %s %d\n",
-                b.name, call < 0 ? "warm-up call" : "timed call", call < 0 ? -call : call + 1);
+                b.name, call_kind(call), call_number(call));
         exit(kGuardExitCode);
       }
     }
@@ -1028,8 +1308,8 @@ class Harness {
       if (b.role != Role::input || s.now[i] == s.before[i]) continue;
       fprintf(stderr, "kernelloop harness: input buffer '%s' changed in %s %d: an input must stay as the harness "
               "wrote it (nothing compares it); if the kernel writes it, declare it in-out (h.inout, or "
-              "`kernelloop init --role %s=inout`)\n", b.name, call < 0 ? "warm-up call" : "timed call",
-              call < 0 ? -call : call + 1, b.name);
+              "`kernelloop init --role %s=inout`)\n", b.name, call_kind(call),
+              call_number(call), b.name);
       exit(kInputWrittenExitCode);
     }
     if (call < 0) return;

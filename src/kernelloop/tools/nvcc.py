@@ -25,7 +25,7 @@ from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
 from .toolkit import real_nvcc
 
-BUILD_RECIPE_VERSION = "13"  # bump when the build steps or what a build records change, to invalidate the cache
+BUILD_RECIPE_VERSION = "14"  # bump when the build steps or what a build records change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -454,10 +454,17 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         if contain.returncode != 0:
             logs.append(f"[contain symbols] objcopy exit {contain.returncode}\n{contain.stderr}")
             return BuildResult(ok=False, stage="contain symbols", log="\n".join(logs), flags=flags)
-        shutil.chown(work / "editable.local.o", user=work.stat().st_uid, group=work.stat().st_gid)
+        linked = "editable.local.o"
+        if PART_STATE_RECORDER in harness_defined:
+            problem = _link_part_state(work / "editable.local.o", work / "editable.link.o", editable_syms)
+            if problem:
+                logs.append(f"[part state] {problem}")
+                return BuildResult(ok=False, stage="contain symbols", log="\n".join(logs), flags=flags)
+            linked = "editable.link.o"
+        shutil.chown(work / linked, user=work.stat().st_uid, group=work.stat().st_gid)
         # Full RELRO: the GOT is read-only once the program starts, so no write can redirect
         # the harness's own library calls.
-        failed = nvcc("link", ["harness.o", "editable.local.o", "-Xlinker", "-z,relro,-z,now", "-o", "program"])
+        failed = nvcc("link", ["harness.o", linked, "-Xlinker", "-z,relro,-z,now", "-o", "program"])
         if failed:
             cause = explain_link_failure(failed.log, editable_unit, harness_unit)
             if cause:
@@ -472,6 +479,48 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         harness_symbols=harness_syms, kept_global=keep, flags=flags,
         harness_kernels=harness_kernels, editable_kernels=editable_kernels,
     )
+
+
+# The editable part's state between calls (kernelloop_harness.cuh, "The editable part's state
+# between calls"): its writable data goes into sections of its own, whose bounds the linker
+# names (__start_kl_part_data...), and its allocation and variable-registration calls go to the
+# harness's recorders (__kl_part_<name>), which call the real function. Only where the harness
+# defines the recorders (a v2 harness); a v1 program links as it is.
+PART_STATE_RECORDER = "__kl_part_malloc"
+PART_STATE_CALLS = (
+    "malloc", "calloc", "aligned_alloc", "posix_memalign", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t",
+    "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "cudaMalloc", "cudaMallocAsync",
+    "cudaMallocPitch", "cudaMalloc3D", "cudaMallocArray", "cudaMalloc3DArray", "cudaFree", "cudaFreeAsync",
+    "cudaFreeArray", "__cudaRegisterVar",
+)
+_WRITABLE_DATA = re.compile(r"^\.(?:data|bss)(?:\..*)?$")
+_SECTION_ROW = re.compile(r"^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S*)")
+
+
+def writable_data_sections(obj: Path) -> list[tuple[str, bool]]:
+    """(name, holds no bytes in the file: .bss) of each section of OBJ that holds writable data
+    the program can change after it starts (not .data.rel.ro: read-only once relocated)."""
+    out = subprocess.run(["readelf", "-SW", str(obj)], capture_output=True, text=True, timeout=60).stdout
+    found: list[tuple[str, bool]] = []
+    for line in out.splitlines():
+        m = _SECTION_ROW.match(line)
+        if m and _WRITABLE_DATA.match(m.group(1)) and not m.group(1).startswith(".data.rel.ro") and "W" in m.group(3):
+            found.append((m.group(1), m.group(2) == "NOBITS"))
+    return found
+
+
+def _link_part_state(obj: Path, out: Path, symbols: ObjectSymbols) -> str | None:
+    """OBJ with its writable data in kl_part_data/kl_part_bss and its allocation calls sent to the
+    harness's recorders, as OUT; or why that could not be done."""
+    defined = set(symbols.defined_global) | set(symbols.defined_data)
+    args = ["objcopy"]
+    for name, nobits in dict.fromkeys(writable_data_sections(obj)):
+        args.append(f"--rename-section={name}={'kl_part_bss' if nobits else 'kl_part_data'}")
+    for name in PART_STATE_CALLS:
+        if name in symbols.undefined and name not in defined:
+            args.append(f"--redefine-sym={name}=__kl_part_{name}")
+    done = subprocess.run([*args, str(obj), str(out)], capture_output=True, text=True, timeout=60)
+    return None if done.returncode == 0 else f"objcopy exit {done.returncode}: {done.stderr.strip()[:500]}"
 
 
 def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,

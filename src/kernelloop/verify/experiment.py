@@ -16,7 +16,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from .outputs import Comparison, Tolerance, dtype_name
-from .records import Manifest, OutputRecords
+from .records import Manifest, OutputRecords, PartStateRecord
+from .verdict import Reason
 
 CompareCall = Callable[[list[np.ndarray], list[np.ndarray], int], Comparison]
 
@@ -349,3 +350,25 @@ def speed_of_light(manifests: list[Manifest], *, margin: float, count_flops: boo
 
 def median_ms(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
+
+
+def state_kept_between_calls(states: list[tuple[int, int, PartStateRecord | None]]) -> tuple[Reason, str] | None:
+    """The first of a candidate's runs (seed, size index, its part-state record) whose state after
+    an untimed repeat of the first timed call's inputs was not its state after that call: the
+    candidate remembers something of the calls in between (a call counter, an accumulating
+    workspace), so what it does depends on how many calls a process makes, and the verifier's
+    fixed number of calls proves nothing about a program that makes more (red team round 65: a
+    launcher that drops the tail from its 4097th call on). A run without a record (a harness that
+    makes no repeat) is not judged here."""
+    for seed, size_index, state in states:
+        if state is not None and not state.same:
+            where = f"seed {seed}" + (f", size {size_index}" if size_index > 0 else ", a drawn size" if size_index < 0 else "")
+            return Reason.state_between_calls, (
+                f"{where}: the candidate's state (its static data: {state.host_bytes} B on the host, "
+                f"{state.device_bytes} B of device memory and variables, {state.blocks} allocation(s) and "
+                "variable(s)) after a repeat of the first timed call's inputs differs from its state after that "
+                "call, and the baseline's does not: it keeps something from call to call (a call counter, a "
+                "value it accumulates), so its results could change after more calls than the verifier makes. "
+                "Keep only what one call's inputs determine (a cached device property, a workspace each call "
+                "rewrites, a counter the call resets)")
+    return None

@@ -38,10 +38,10 @@ from .shipped import ShippedBuildUnreadable, assert_release_differences, frozen_
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nonfinite,
                          outputs_following_guards,
-                         inputs_without_variety, outputs_never_varying, outputs_showing_no_work,
+                         inputs_without_variety, outputs_never_varying, outputs_showing_no_work, state_kept_between_calls,
                          speed_of_light)
 from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
-from .records import Manifest
+from .records import Manifest, PartStateRecord
 from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
 from .regression import RegressionDecision, compare_times
 from .stats import decide
@@ -432,6 +432,11 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         [(_fresh_seeds(1, used_seeds)[0], -1, d) for d in draws]
     if manifest is not None:
         v.notes += coverage_notes(manifest)
+    # The part's state between calls: the baseline's (trusted) may change from call to call; a
+    # candidate's may not where the baseline's never did (experiment.state_kept_between_calls).
+    baseline_state_changes = bool(calibration.records and calibration.records.state
+                                  and not calibration.records.state.same)
+    candidate_states: list[tuple[int, int, PartStateRecord | None]] = []
     noise_by_size: dict[tuple[int, int | None], BaselineNoise] = {}
     drawn_sizes: list[list[int]] = []
     other_sizes: list[OtherSize] = []  # every other size's runs: their times and (traced) audits
@@ -454,6 +459,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                              f"{_run_failure(base)[1]}")
         if size_index < 0 and base.records and base.records.manifest:
             drawn_sizes.append(base.records.manifest.sizes)
+        baseline_state_changes |= bool(base.records and base.records.state and not base.records.state.same)
+        candidate_states.append((seed, size_index, cand.records.state if cand.records else None))
         if size_index and base.kernel_ms.value and cand.kernel_ms.value:
             shape = " x ".join(map(str, base.records.manifest.sizes)) if base.records and base.records.manifest else ""
             other_sizes.append(OtherSize(
@@ -481,6 +488,14 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         correct &= cmp.match
         if not size_index:  # the audit compares with the baseline's calibration run, at the default size
             candidate_audits.append(_audit(cand, harness_kernels, timed_calls))
+    state_failure = None
+    if not failure and calibration.records is not None and calibration.records.state is not None:
+        if baseline_state_changes:
+            v.notes.append("the baseline's own state (its static data, allocations or device variables) differs "
+                           "after a repeat of a call's inputs: it keeps state between calls, so a candidate's is "
+                           "not checked")
+        else:
+            state_failure = state_kept_between_calls(candidate_states)
     # The non-finite experiments (v2, floating-point inputs the harness spikes): NaN, +-inf and zero
     # among the inputs make a baseline's handling of them run (a sanitising pass, an overflow flag),
     # which on finite inputs never runs and so is never checked (red team rounds 45-47).
@@ -517,6 +532,14 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                      f"{bad.comparison.describe()}")))
     if not correct:
         reasons.append(Reason.correctness)
+    if state_failure:
+        reasons.append(state_failure[0])
+        v.gates.append(GateResult(gate="state", status="fail", baseline="same", candidate="CHANGED",
+                                  detail=state_failure[1]))
+    elif calibration.records is not None and calibration.records.state is not None and not baseline_state_changes:
+        v.gates.append(GateResult(gate="state", status="pass", baseline="same", candidate="same",
+                                  detail="the part's state after a repeat of the first call's inputs was as after "
+                                         "that call, in every experiment"))
 
     # -- independent timing audit (from the correctness runs' traces) ---------------------
     audit_status = _judge_audits(v, candidate_audits, baseline_audit, cupti_lib, reasons)

@@ -28,6 +28,7 @@ _IDENTICAL = re.compile(rb"kernelloop-identical 2 (\d+) (\d+) (\d+) (\d+)\n")
 _FIXED = re.compile(rb"kernelloop-fixed 2 (\d+) (\d+) (\d+) (\d+)\n")
 _CONSTANT = re.compile(rb"kernelloop-constant 2 (\d+) (\d+) (\d+)\n")
 _NONFINITE = re.compile(rb"kernelloop-nonfinite 2 (\d+) (\d+) (\d+) (\d+)\n")
+_STATE = re.compile(rb"kernelloop-state 2 ([01]) (\d+) (\d+) (\d+)\n")
 NONFINITE_MAP_MAX_BITS = 1 << 24
 MANIFEST_MAX_BYTES = 1 << 20
 
@@ -132,6 +133,17 @@ class NonfiniteMap(BaseModel):
     bits: np.ndarray  # uint8, little-endian bit order within each 32-bit word
 
 
+class PartStateRecord(BaseModel):
+    """Whether the editable part's state (its writable data, what it allocated, its device and
+    constant variables) was the same after an untimed repeat of the first timed call's inputs as
+    after the first timed call (kernelloop_harness.cuh, part_state)."""
+
+    same: bool
+    host_bytes: int
+    device_bytes: int
+    blocks: int  # allocations and variables recorded
+
+
 class OutputRecords(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -141,6 +153,7 @@ class OutputRecords(BaseModel):
     variety: list[InputVariety] = []
     constancy: list[OutputConstancy] = []
     nonfinite_maps: list[NonfiniteMap] = []
+    state: PartStateRecord | None = None  # None: a harness that does not repeat a call
     outputs: list[np.ndarray] = []
 
     @property
@@ -192,6 +205,12 @@ def parse_records(data: bytes) -> OutputRecords:
                 call=int(m.group(1)), buffer=int(m.group(2)), count=int(m.group(3)),
                 bits=np.frombuffer(data, dtype=np.uint8, count=bits // 8, offset=m.end())))
             offset = m.end() + bits // 8
+        elif m := _STATE.match(data, offset):
+            if records.state is not None:
+                raise DumpError("repeated part-state record in the output file")
+            records.state = PartStateRecord(same=m.group(1) == b"1", host_bytes=int(m.group(2)),
+                                            device_bytes=int(m.group(3)), blocks=int(m.group(4)))
+            offset = m.end()
         elif m := _MANIFEST.match(data, offset):
             size = int(m.group(1))
             if records.manifest is not None or size > MANIFEST_MAX_BYTES or m.end() + size > len(data):

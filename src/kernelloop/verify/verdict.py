@@ -39,9 +39,10 @@ class Reason(str, Enum):
     inconclusive = "inconclusive"
     slower = "slower"  # `bench check`: slower than the recorded reference beyond the regression threshold
     impossible_speed = "impossible_speed"  # faster than the bytes and FLOPs one call must move allow
+    state_between_calls = "state_between_calls"  # remembers something from call to call (a call counter)
 
 
-GateName = Literal["policy", "compile", "correctness", "memcheck", "independent timing", "speedup", "regression",
+GateName = Literal["policy", "compile", "correctness", "state", "memcheck", "independent timing", "speedup", "regression",
                    "other sizes", "speed of light", "process wall"]
 
 

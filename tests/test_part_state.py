@@ -1,0 +1,86 @@
+"""State kept between calls (kernelloop_harness.cuh's part_state, tools/nvcc.py's
+_link_part_state, experiment.state_kept_between_calls): the records, the judgement, and what the
+build links where. The runs themselves: tests/gpu/test_part_state_gpu.py."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelloop.agents.feedback import failure_from_verdict
+from kernelloop.config import VerifySettings
+from kernelloop.program.split import split_program
+from kernelloop.tools.nvcc import build_program, find_toolchain
+from kernelloop.verify.experiment import state_kept_between_calls
+from kernelloop.verify.records import DumpError, PartStateRecord, parse_records
+from kernelloop.verify.verdict import GateResult, Reason, Verdict
+
+from .conftest import FIXTURES, shared_cache_dir
+
+STATE = FIXTURES / "part_state"
+
+
+def test_the_state_record_is_read():
+    records = parse_records(b"kernelloop-state 2 0 40 8 3\n")
+    assert records.state == PartStateRecord(same=False, host_bytes=40, device_bytes=8, blocks=3)
+    assert parse_records(b"kernelloop-state 2 1 0 0 0\n").state.same
+    assert parse_records(b"").state is None
+    with pytest.raises(DumpError, match="repeated part-state"):
+        parse_records(b"kernelloop-state 2 1 0 0 0\nkernelloop-state 2 1 0 0 0\n")
+
+
+def test_a_changed_state_is_a_failure_and_names_where():
+    same = PartStateRecord(same=True, host_bytes=48, device_bytes=0, blocks=0)
+    changed = PartStateRecord(same=False, host_bytes=48, device_bytes=8, blocks=1)
+    assert state_kept_between_calls([(11, 0, same), (12, 1, None)]) is None
+    reason, detail = state_kept_between_calls([(11, 0, same), (12, 1, changed), (13, -1, changed)])
+    assert reason is Reason.state_between_calls
+    assert detail.startswith("seed 12, size 1:") and "8 B of device memory" in detail
+
+
+def test_the_optimizer_hears_the_gates_words():
+    v = Verdict(accepted=False, summary="rejected", baseline_file="b.cu", candidate_file="c.cu",
+                settings=VerifySettings(), reasons=[Reason.state_between_calls],
+                gates=[GateResult(gate="correctness", status="fail", detail="seed 3: the candidate's state ...")])
+    failed = failure_from_verdict(v, iteration=1, approach="x", source="")
+    assert failed.kind == "correctness" and "the candidate's state" in failed.excerpt
+
+
+def _symbols(binary: Path) -> dict[str, int]:
+    out = subprocess.run(["nm", str(binary)], capture_output=True, text=True, check=True).stdout
+    return {m.group(2): int(m.group(1), 16) for m in re.finditer(r"^([0-9a-f]+) \w (\S+)$", out, re.M)}
+
+
+def _build(name: str) -> Path:
+    split = split_program((STATE / name).read_text(), name)
+    result = build_program(split.editable_unit(), split.harness_unit(), arch="sm_90", cache_dir=shared_cache_dir(),
+                           toolchain=find_toolchain())
+    assert result.ok, result.log[-2000:]
+    return result.binary
+
+
+@pytest.mark.nvcc
+def test_the_parts_static_data_is_linked_inside_the_bounds_the_harness_reads():
+    symbols = _symbols(_build("host_counter.cu"))
+    counter = next(a for s, a in symbols.items() if s.startswith("_ZZ17launch_reduce_sum") and s.endswith("5calls"))
+    cached = next(a for s, a in symbols.items() if s.startswith("_ZZ17launch_reduce_sum") and s.endswith("3sms"))
+    for address in (counter, cached):
+        assert symbols["__start_kl_part_bss"] <= address < symbols["__stop_kl_part_bss"]
+    # the harness's own data is outside them
+    assert not symbols["__start_kl_part_bss"] <= symbols["_ZZN2kl13part_registryEvE8registry"] < symbols["__stop_kl_part_bss"]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name, recorders", [
+    ("allocated_counter.cu", ["__kl_part_cudaMalloc"]),
+    ("heap_counter.cu", ["__kl_part__Znwm"]),
+    ("device_counter.cu", ["__kl_part___cudaRegisterVar"]),
+])
+def test_the_parts_allocations_and_variables_go_through_the_recorders(name, recorders):
+    disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(_build(name))], capture_output=True,
+                                 text=True, check=True).stdout
+    for recorder in recorders:
+        assert re.search(rf"call\s+[0-9a-f]+ <{recorder}>", disassembly), recorder
