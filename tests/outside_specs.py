@@ -13,6 +13,10 @@ SPECS: dict[str, InitSpec] = {
     "vector_add.cu": InitSpec(values={"numElements": ["16777216", "16777215"]}),
     # a kernel file without main: bf16 in and out, a float scale
     "bf16_scale.cu": InitSpec(values={"alpha": ["1.25"], "n": ["33554432", "33554431"]}),
+    # a PyTorch-extension style launcher: float2 buffers (lanes), `long`/`long long` sizes and indices, a
+    # cudaStream_t parameter (the harness passes the default stream)
+    "gather_cmul_ext.cu": InitSpec(values={"n": ["4194304", "1000003"]}, counts={"a": "n", "b": "n", "idx": "n", "out": "n"},
+                                   roles={"out": "output"}, ranges={"idx": ("0", "1000003")}),
     # a read-only pointer written without const (guessed inout), counts only written, a wide integer range
     "popcount_words.cu": InitSpec(values={"n": ["16777216", "16777215"]}, roles={"counts": "output"},
                                   ranges={"words": ("0", "2147483647")}),

@@ -32,8 +32,8 @@ def test_init_writes_a_contract_program_that_keeps_the_kernel_verbatim(name):
     assert "kl::Harness h;" in split.harness and "int main()" not in split.editable
     if result.launcher is None:
         assert f"void launch_{result.kernel}(" in split.editable
-    else:  # the file's own launcher, verbatim, is the editable part's entry point
-        assert result.launcher in split.exported_names
+    else:  # the file's own launcher, verbatim, is the editable part's entry point (a namespaced one through a wrapper)
+        assert result.launcher in split.exported_names or f"launch_{result.launcher}" in split.exported_names
     assert all(f"// GUESS: {n}" in result.program for n in result.notes)
 
 
@@ -323,3 +323,15 @@ __global__ void gather_rows(float* out, const int* idx, const float* table, int 
     program = generate(source, spec, "gather.cu").program
     assert 'float* table = h.table_input<float>("table", (size_t)(50000 * c)' in program
     assert 'int32_t* idx = h.input<int32_t>("idx"' in program
+
+
+def test_vector_types_every_integer_spelling_and_a_stream_parameter_are_generated():
+    params = {p.name: p for p in parse_params(
+        "void f(const float4* __restrict__ a, __half2* h2, unsigned long n, long int m, long long* c, cudaStream_t s)")}
+    assert (params["a"].element, params["a"].lanes, params["a"].argument()) == ("float", 4, "(const float4*)(a)")
+    assert (params["h2"].element, params["h2"].lanes) == ("__half", 2)
+    assert (params["n"].element, params["m"].element) == ("uint64_t", "int64_t")
+    assert params["c"].argument() == "(long long*)(c)"  # int64_t is `long` here: the buffer is cast
+    assert params["s"].stream and not params["s"].pointer
+    with pytest.raises(InputError, match="parameter v has type 'float2', which init cannot generate"):
+        parse_params("void f(float* x, float2 v)")  # a vector by value is no buffer and no number

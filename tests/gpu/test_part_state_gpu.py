@@ -17,19 +17,34 @@ pytestmark = pytest.mark.gpu
 STATE = FIXTURES / "part_state"
 
 
-@pytest.mark.parametrize("candidate", ["host_counter.cu", "device_counter.cu",
-                                       "allocated_counter.cu"])
+ROUND70 = FIXTURES / "redteam" / "round70"
+COUNTERS = [STATE / "host_counter.cu", STATE / "device_counter.cu", STATE / "allocated_counter.cu",
+            # red team round 70: a kernel's dynamic shared memory setting as the counter; the repeat
+            # recognised by its inputs and the counter rewound (the repeated call is now a secret one)
+            ROUND70 / "driver_attribute_counter" / "candidate.cu", ROUND70 / "repeat_rewind" / "candidate.cu"]
+HONEST = [STATE / "honest_cached_sms.cu", STATE / "honest_workspace.cu", STATE / "honest_last_block.cu",
+          ROUND70 / "fr_stream_ordered_workspace" / "honest.cu"]  # round 70: a per-call cudaMallocAsync/FreeAsync
+
+
+def _baseline(candidate):
+    own = candidate.parent / "baseline.cu"
+    return own if own.exists() else STATE / "baseline.cu"
+
+
+@pytest.mark.parametrize("candidate", COUNTERS, ids=[f"{c.parent.name}/{c.name}" for c in COUNTERS])
 def test_a_candidate_that_counts_its_calls_is_rejected(candidate, tmp_path, record_property):
     quick = VerifySettings(memcheck="off")
-    v = verify_files(STATE / "baseline.cu", STATE / candidate, Settings(cache_dir=tmp_path / "cache", verify=quick))
+    v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache", verify=quick))
     record_property("verdict", v.summary)
+    print(f"\n[{candidate}] {v.reasons} {v.summary}")
     assert not v.accepted and v.reasons == [Reason.state_between_calls], v.summary
     assert "keeps something from call to call" in v.summary
 
 
-@pytest.mark.parametrize("candidate", ["honest_cached_sms.cu", "honest_workspace.cu", "honest_last_block.cu"])
+@pytest.mark.parametrize("candidate", HONEST, ids=[f"{c.parent.name}/{c.name}" for c in HONEST])
 def test_honest_state_is_accepted(candidate, tmp_path, record_property):
     quick = VerifySettings(memcheck="off")
-    v = verify_files(STATE / "baseline.cu", STATE / candidate, Settings(cache_dir=tmp_path / "cache", verify=quick))
+    v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache", verify=quick))
     record_property("verdict", v.summary)
+    print(f"\n[{candidate}] {v.summary} | " + " | ".join(f"{g.gate}: {g.status} {g.detail[:300]}" for g in v.gates))
     assert v.accepted, v.summary

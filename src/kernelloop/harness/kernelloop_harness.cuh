@@ -18,9 +18,9 @@
 //   * after every call every input is checked to be as the harness wrote it (a hash of its
 //     contents), and every output is checked for being a copy of an input;
 //   * after the last call every output is dumped whole;
-//   * before the last timed call, an untimed repeat of the first timed call's inputs: the editable
-//     part's state (its static data, allocations and device variables) must be what it was after
-//     that call, so nothing it does depends on how many calls came before.
+//   * before the last timed call, an untimed repeat of a secret earlier timed call's inputs: the
+//     editable part's state (its static data, allocations, device variables and kernel settings)
+//     must be what it was after that call, so nothing it does depends on how many calls came before.
 //
 // Everything goes to KERNELLOOP_OUTPUT_FILE (when set) as records the verifier reads:
 //   kernelloop-manifest 2 <bytes>\n<json>
@@ -34,7 +34,7 @@
 //   kernelloop-constant 2 <output> <same calls> <timed calls>\n  (for every output and in-out buffer: the
 //     timed calls that left it byte for byte as the first did)
 //   kernelloop-state 2 <same> <host bytes> <device bytes> <blocks>\n  (the editable part's state after an
-//     untimed repeat of the first timed call's inputs: 1 if it was its state after that call; part_state)
+//     untimed repeat of an earlier timed call's inputs: 1 if it was its state after that call; part_state)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
 //
@@ -93,8 +93,9 @@ __host__ __device__ inline uint64_t mix64(uint64_t z) {  // splitmix64's finaliz
 // links the part's .data and .bss into sections of their own, kl_part_data and kl_part_bss),
 // in what it allocates (its calls to malloc, operator new, cudaMalloc, cudaMallocArray... are
 // linked to the recorders below), and in its __device__ and __constant__ variables (its
-// registration of them is recorded too). After the first timed call and after a repeat of that
-// call's inputs (an untimed call later in the run) the harness takes a digest of all of it: an
+// registration of them is recorded too), and the kernel settings it makes (cudaFuncSetAttribute,
+// cudaFuncSetCacheConfig: recorded, the last value of each). After every timed call, and after an
+// untimed repeat of a secret earlier call's inputs, the harness takes a digest of all of it: an
 // honest launcher (a cached SM count, a workspace allocated once and rewritten from each call's
 // inputs, a last-block counter reset by its last block) leaves the same state after the same
 // inputs; a call counter, or anything that remembers how many calls were made, does not.
@@ -107,8 +108,7 @@ struct PartBlock {
 struct PartRegistry {
   PartBlock blocks[kMaxPartBlocks];
   int nblocks;
-  int overflowed;  // more allocations than the table holds: their count still enters the digest
-  unsigned long long allocations;  // every allocation the part made (kept, freed or not)
+  int overflowed;  // more live allocations than the table holds
 };
 inline PartRegistry& part_registry() {
   static PartRegistry registry;  // zero-initialised, no constructor: usable before main
@@ -117,11 +117,38 @@ inline PartRegistry& part_registry() {
 inline void note_part_block(const void* at, size_t bytes, int kind) {
   PartRegistry& r = part_registry();
   if (at == nullptr) return;
-  ++r.allocations;
   if (r.nblocks < kMaxPartBlocks)
     r.blocks[r.nblocks++] = PartBlock{at, bytes, kind};
   else
     r.overflowed = 1;
+}
+// Kernel settings the part makes (driver state: a setting changed from call to call is a counter).
+constexpr int kMaxPartSettings = 256;
+struct PartSetting {
+  const void* func;
+  int what;  // a cudaFuncAttribute, or -1 for the cache configuration
+  int value;
+};
+struct PartSettings {
+  PartSetting entries[kMaxPartSettings];
+  int count;
+  int overflowed;
+};
+inline PartSettings& part_settings() {
+  static PartSettings settings;
+  return settings;
+}
+inline void note_part_setting(const void* func, int what, int value) {
+  PartSettings& s = part_settings();
+  for (int i = 0; i < s.count; ++i)
+    if (s.entries[i].func == func && s.entries[i].what == what) {
+      s.entries[i].value = value;
+      return;
+    }
+  if (s.count < kMaxPartSettings)
+    s.entries[s.count++] = PartSetting{func, what, value};
+  else
+    s.overflowed = value ^ 0x5A5A5A5A;  // the latest unrecorded value still enters the digest
 }
 inline void forget_part_block(const void* at) {
   PartRegistry& r = part_registry();
@@ -212,6 +239,16 @@ cudaError_t __kl_part_cudaMalloc3DArray(cudaArray_t* out, const cudaChannelForma
   if (err == cudaSuccess) kl::note_part_block(*out, 0, 3);
   return err;
 }
+cudaError_t __kl_part_cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  const cudaError_t err = cudaFuncSetAttribute(func, attr, value);
+  if (err == cudaSuccess) kl::note_part_setting(func, (int)attr, value);
+  return err;
+}
+cudaError_t __kl_part_cudaFuncSetCacheConfig(const void* func, cudaFuncCache config) {
+  const cudaError_t err = cudaFuncSetCacheConfig(func, config);
+  if (err == cudaSuccess) kl::note_part_setting(func, -1, (int)config);
+  return err;
+}
 cudaError_t __kl_part_cudaFree(void* p) { kl::forget_part_block(p); return cudaFree(p); }
 cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
   kl::forget_part_block(p);
@@ -227,7 +264,9 @@ void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_add
 
 namespace kl {
 
-// A digest of everything above, and how much of it there was.
+// A digest of everything above, and how much of it there was. Device memory is hashed on the
+// GPU into one slot per block, and the slots come back in one copy of a fixed size, whatever the
+// part holds: the timing audit counts the run's host copies against the baseline's.
 struct PartState {
   uint64_t digest;
   unsigned long long host_bytes, device_bytes;
@@ -245,15 +284,20 @@ inline uint64_t digest_bytes(uint64_t h, const unsigned char* p, size_t n) {
   memcpy(&tail, p + i, n - i);
   return mix64(h ^ tail ^ 0x5441494Cull);
 }
-inline uint64_t digest_device(uint64_t h, const void* at, size_t bytes, std::vector<unsigned char>& chunk) {
-  h = mix64(h ^ bytes ^ 0x444556ull);
-  for (size_t done = 0; done < bytes;) {
-    const size_t n = std::min(bytes - done, chunk.size());
-    KL_CHECK(cudaMemcpy(chunk.data(), static_cast<const unsigned char*>(at) + done, n, cudaMemcpyDeviceToHost));
-    h = digest_bytes(h, chunk.data(), n);
-    done += n;
+__global__ void kl_part_hash_kernel(const unsigned char* data, size_t bytes, unsigned long long* out) {
+  const bool aligned = (reinterpret_cast<uintptr_t>(data) & 7) == 0;  // a __device__ int is 4-aligned
+  const size_t words = (bytes + 7) / 8;
+  unsigned long long acc = 0;
+  for (size_t w = blockIdx.x * (size_t)blockDim.x + threadIdx.x; w < words; w += (size_t)gridDim.x * blockDim.x) {
+    uint64_t v = 0;
+    if (aligned && 8 * w + 8 <= bytes)
+      v = reinterpret_cast<const uint64_t*>(data)[w];
+    else
+      for (size_t k = 0; 8 * w + k < bytes && k < 8; ++k) v |= (uint64_t)data[8 * w + k] << (8 * k);
+    acc += mix64(v ^ mix64(w ^ 0x50415254ull));
   }
-  return h;
+  for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_down_sync(0xFFFFFFFFu, acc, offset);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
 }
 inline PartState part_state() {
   PartState s{0x5354415445ull, 0, 0, 0};
@@ -264,23 +308,22 @@ inline PartState part_state() {
       s.host_bytes += (size_t)(b[1] - b[0]);
     }
   const PartRegistry& r = part_registry();
-  s.digest = mix64(s.digest ^ r.allocations ^ ((uint64_t)r.overflowed << 63));
+  s.digest = mix64(s.digest ^ (uint64_t)r.nblocks ^ ((uint64_t)r.overflowed << 63));
   s.blocks = r.nblocks;
-  std::vector<unsigned char> chunk(64 << 20);
+  static unsigned long long* slots = nullptr;  // the harness's own device memory
+  if (slots == nullptr) KL_CHECK(cudaMalloc(&slots, kMaxPartBlocks * sizeof(unsigned long long)));
+  KL_CHECK(cudaMemset(slots, 0, kMaxPartBlocks * sizeof(unsigned long long)));
   for (int i = 0; i < r.nblocks; ++i) {
     const PartBlock& b = r.blocks[i];
     if (b.kind == 0) {
       s.digest = digest_bytes(s.digest, static_cast<const unsigned char*>(b.at), b.bytes);
       s.host_bytes += b.bytes;
-    } else if (b.kind == 1) {
-      s.digest = digest_device(s.digest, b.at, b.bytes, chunk);
+    } else if (b.kind == 1 || b.kind == 2) {
+      void* device = const_cast<void*>(b.at);
+      if (b.kind == 2) KL_CHECK(cudaGetSymbolAddress(&device, b.at));
+      if (b.bytes) kl_part_hash_kernel<<<64, 256>>>(static_cast<const unsigned char*>(device), b.bytes, slots + i);
       s.device_bytes += b.bytes;
-    } else if (b.kind == 2) {
-      void* device = nullptr;
-      KL_CHECK(cudaGetSymbolAddress(&device, b.at));
-      s.digest = digest_device(s.digest, device, b.bytes, chunk);
-      s.device_bytes += b.bytes;
-    } else {
+    } else {  // a CUDA array: copied on the device into linear memory of the harness's, then hashed
       cudaArray_t array = static_cast<cudaArray_t>(const_cast<void*>(b.at));
       cudaChannelFormatDesc desc;
       cudaExtent extent;
@@ -288,17 +331,30 @@ inline PartState part_state() {
       KL_CHECK(cudaArrayGetInfo(&desc, &extent, &flags, array));
       const size_t elem = (size_t)(desc.x + desc.y + desc.z + desc.w) / 8;
       const size_t w = extent.width, h = extent.height ? extent.height : 1, d = extent.depth ? extent.depth : 1;
-      std::vector<unsigned char> host(elem * w * h * d);
+      unsigned char* linear = nullptr;
+      KL_CHECK(cudaMalloc(&linear, elem * w * h * d));
       cudaMemcpy3DParms copy = {};
       copy.srcArray = array;
-      copy.dstPtr = make_cudaPitchedPtr(host.data(), elem * w, w, h);
+      copy.dstPtr = make_cudaPitchedPtr(linear, elem * w, w, h);
       copy.extent = make_cudaExtent(w, h, d);
-      copy.kind = cudaMemcpyDeviceToHost;
+      copy.kind = cudaMemcpyDeviceToDevice;
       KL_CHECK(cudaMemcpy3D(&copy));
-      s.digest = digest_bytes(s.digest, host.data(), host.size());
-      s.device_bytes += host.size();
+      kl_part_hash_kernel<<<64, 256>>>(linear, elem * w * h * d, slots + i);
+      KL_CHECK(cudaDeviceSynchronize());
+      KL_CHECK(cudaFree(linear));
+      s.device_bytes += elem * w * h * d;
     }
   }
+  KL_CHECK(cudaGetLastError());
+  const PartSettings& settings = part_settings();
+  for (int i = 0; i < settings.count; ++i)
+    s.digest = mix64(s.digest ^ mix64((uint64_t)(uintptr_t)settings.entries[i].func ^
+                                      ((uint64_t)(uint32_t)settings.entries[i].what << 32) ^
+                                      (uint32_t)settings.entries[i].value));
+  s.digest = mix64(s.digest ^ (uint64_t)settings.count ^ ((uint64_t)(uint32_t)settings.overflowed << 32));
+  static unsigned long long hashed[kMaxPartBlocks];
+  KL_CHECK(cudaMemcpy(hashed, slots, sizeof hashed, cudaMemcpyDeviceToHost));  // one copy, always
+  s.digest = digest_bytes(s.digest, reinterpret_cast<const unsigned char*>(hashed), r.nblocks * sizeof(hashed[0]));
   return s;
 }
 
@@ -563,7 +619,7 @@ template <class T> void one_value_stress(T* data, size_t n, uint64_t key, bool r
 // is a timestamp the candidate cannot move, no earlier than the stop event itself. Work the call
 // launched that is still running then escaped its timer (the CUPTI audit compares the two).
 __global__ void kl_window_marker_kernel() {}
-// Launched right before and right after the untimed repeat of the first call's inputs: the timing
+// Launched right before and right after the untimed repeat of an earlier call's inputs: the timing
 // audit does not count the editable part's launches between the two as work between calls.
 __global__ void kl_replay_marker_kernel() {}
 
@@ -745,10 +801,10 @@ struct State {
   int flat_calls[kMaxBuffers];         // plain timed calls in which all elements of input [i] were equal
   uint64_t first_output_hash[kMaxBuffers];  // each output's hash after the first timed call
   int constant_calls[kMaxBuffers];     // timed calls that left output [o] as the first did
-  uint64_t first_draw;                 // the first timed call's draw, for its repeat
-  bool first_nonfinite;
-  bool state_checked;                  // the repeat ran
-  PartState state_first, state_replay; // the part's state after the first timed call and after its repeat
+  uint64_t draws[kMaxCalls];           // each timed call's draw, for the repeat
+  uint64_t state_after[kMaxCalls];     // the part's state digest after each timed call
+  int replayed;                        // the timed call repeated (-1: none yet)
+  PartState state_replay;              // the part's state after the repeat
 };
 constexpr uintptr_t kStateAddress = 0x3c5a7e000000ull;
 constexpr size_t kStateBytes = (sizeof(State) + 4095) / 4096 * 4096;
@@ -894,10 +950,10 @@ class Harness {
       check_guards(c);
       check_inputs(c);
       sample_outputs(c, read_secret());
-      if (c == 0) s.state_first = part_state();
-      // The repeat of the first call's inputs: before the last call (whose outputs are dumped
-      // whole), or after it when it is the first.
-      if (c == opt.calls - 2 || opt.calls == 1) replay_first_call(launch);
+      s.state_after[c] = part_state().digest;
+      // The repeat of an earlier call's inputs: before the last call (whose outputs are dumped
+      // whole), or after it when it is the only one.
+      if (c == opt.calls - 2 || opt.calls == 1) replay_a_call(launch);
     }
     write_state();
     double total = 0.0;
@@ -1045,6 +1101,7 @@ class Harness {
   void prepare(const RunOptions& opt) {
     State& s = st();
     s.prepared = true;
+    s.replayed = -1;
     s.timed_calls = opt.calls;
     int l2 = 0;
     KL_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, s.device));
@@ -1130,25 +1187,27 @@ class Harness {
   __attribute__((noinline)) void begin_timed_call() {
     const uint64_t draw = read_secret();
     const bool nonfinite = st().nonfinite != 0 && ((draw & kStressed) || st().calls == st().timed_calls - 1);
-    if (st().calls == 0) {
-      st().first_draw = draw;
-      st().first_nonfinite = nonfinite;
-    }
+    st().draws[st().calls] = draw;
     prepare_call(mix64(st().seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw, nonfinite);
   }
-  // The first timed call's inputs again (its draw: the same fill, stress and poison), with the
-  // call counter the generators read set as it was then.
+  // A secret earlier timed call's inputs again (its draw: the same fill, stress and poison), with
+  // the call counter the generators read set as it was then. Which call is drawn from the pipe
+  // now: the part cannot know which call's inputs, or state, will be asked for again.
   __attribute__((noinline)) void begin_replay_call() {
-    prepare_call(mix64(st().seed ^ mix64(st().first_draw ^ 0x43414C4C4B455900ull)), st().first_draw,
-                 st().first_nonfinite);
+    State& s = st();
+    const int done = s.calls + 1;  // timed calls made so far
+    s.replayed = done > 1 ? (int)(read_secret() % (uint64_t)done) : 0;
+    const uint64_t draw = s.draws[s.replayed];
+    const bool nonfinite = s.nonfinite != 0 && ((draw & kStressed) || s.replayed == s.timed_calls - 1);
+    s.calls = s.replayed;
+    prepare_call(mix64(s.seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw, nonfinite);
   }
-  // An untimed call on the first timed call's inputs, checked like any call; then the part's
-  // state is compared with what it was after the first call (part_state above).
-  template <class Launch> void replay_first_call(Launch& launch) {
+  // An untimed call on an earlier timed call's inputs, checked like any call; then the part's
+  // state is compared with what it was after that call (part_state above).
+  template <class Launch> void replay_a_call(Launch& launch) {
     State& s = st();
     const int calls = s.calls;
     kl_replay_marker_kernel<<<1, 1>>>();
-    s.calls = 0;
     begin_replay_call();
     s.calls = calls;
     scrub_before_launch();
@@ -1162,14 +1221,13 @@ class Harness {
     check_guards(kReplayCall);
     check_inputs(kReplayCall);
     s.state_replay = part_state();
-    s.state_checked = true;
   }
-  // One record: whether the part's state after the repeated inputs was the state after the first call.
+  // One record: whether the part's state after the repeated inputs was its state after that call.
   void write_state() {
     const State& s = st();
-    if (!s.output_path[0] || !s.state_checked) return;
+    if (!s.output_path[0] || s.replayed < 0) return;
     char line[160];
-    snprintf(line, sizeof line, "kernelloop-state 2 %d %llu %llu %d\n", s.state_first.digest == s.state_replay.digest,
+    snprintf(line, sizeof line, "kernelloop-state 2 %d %llu %llu %d\n", s.state_after[s.replayed] == s.state_replay.digest,
              s.state_replay.host_bytes, s.state_replay.device_bytes, s.state_replay.blocks);
     append(line, strlen(line));
   }
@@ -1240,7 +1298,7 @@ class Harness {
   static const char* call_kind(int call) {
     return call == kReplayCall ? "the repeat of timed call" : call < 0 ? "warm-up call" : "timed call";
   }
-  static int call_number(int call) { return call == kReplayCall ? 1 : call < 0 ? -call : call + 1; }
+  static int call_number(int call) { return call == kReplayCall ? st().replayed + 1 : call < 0 ? -call : call + 1; }
 
   void check_guards(int call) {
     const State& s = st();

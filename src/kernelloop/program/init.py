@@ -37,7 +37,22 @@ _ELEMENT_TYPES = {
     "unsigned long long": "uint64_t", "uint64_t": "uint64_t", "size_t": "uint64_t", "short": "int16_t",
     "int16_t": "int16_t", "unsigned short": "uint16_t", "uint16_t": "uint16_t", "char": "int8_t",
     "signed char": "int8_t", "int8_t": "int8_t", "unsigned char": "uint8_t", "uint8_t": "uint8_t",
+    # every other spelling of the same integers (LP64: long is 64 bits)
+    "signed": "int32_t", "signed int": "int32_t", "unsigned long": "uint64_t", "unsigned long int": "uint64_t",
+    "long": "int64_t", "long int": "int64_t", "signed long": "int64_t", "long long int": "int64_t",
+    "unsigned long long int": "uint64_t", "ptrdiff_t": "int64_t", "ssize_t": "int64_t", "intptr_t": "int64_t",
+    "uintptr_t": "uint64_t", "short int": "int16_t", "unsigned short int": "uint16_t",
 }
+# CUDA's vector types, as buffers of their lanes (a float2* of n elements: a float buffer of 2n).
+_VECTOR_TYPES = {
+    "float2": ("float", 2), "float3": ("float", 3), "float4": ("float", 4), "double2": ("double", 2),
+    "int2": ("int32_t", 2), "int3": ("int32_t", 3), "int4": ("int32_t", 4), "uint2": ("uint32_t", 2),
+    "uint3": ("uint32_t", 3), "uint4": ("uint32_t", 4), "short2": ("int16_t", 2), "ushort2": ("uint16_t", 2),
+    "char2": ("int8_t", 2), "char4": ("int8_t", 4), "uchar2": ("uint8_t", 2), "uchar4": ("uint8_t", 4),
+    "__half2": ("__half", 2), "half2": ("__half", 2), "__nv_bfloat162": ("__nv_bfloat16", 2),
+    "nv_bfloat162": ("__nv_bfloat16", 2), "longlong2": ("int64_t", 2), "ulonglong2": ("uint64_t", 2),
+}
+_STREAM_TYPES = {"cudaStream_t"}
 _FLOATING = {"float", "double", "__half", "__nv_bfloat16"}
 _QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct)\b")
 
@@ -48,6 +63,13 @@ class Param(BaseModel):
     element: str  # the harness's element type (pointers) or the scalar's type
     pointer: bool
     const: bool
+    lanes: int = 1  # a pointer to a vector type: its lanes (the harness's buffer holds lanes x count elements)
+    stream: bool = False  # a cudaStream_t: the harness passes the legacy default stream, which it times
+    pointee: str = ""  # a pointer's element type as written, where it is not the harness's spelling of it
+
+    def argument(self) -> str:
+        """How the harness passes it: the buffer, as the parameter's own pointer type where that differs."""
+        return f"({self.pointee}*)({self.name})" if self.pointer and self.pointee else self.name
 
 
 class InitSpec(BaseModel):
@@ -132,12 +154,22 @@ def parse_params(head: str) -> list[Param]:
             raise InputError(f"cannot read the kernel parameter {text!r}: give it a name")
         ctype = m.group("type").strip()
         pointer = "*" in ctype or text.rstrip().endswith("]")
-        element = element_type(ctype)
+        base = " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ")).split())
+        if not pointer and base in _STREAM_TYPES:
+            params.append(Param(name=m.group("name"), type=ctype, element="cudaStream_t", pointer=False, const=False,
+                                stream=True))
+            continue
+        element, lanes = (_VECTOR_TYPES[base] if pointer and base in _VECTOR_TYPES else (element_type(ctype), 1))
         if element is None:
             raise InputError(f"parameter {m.group('name')} has type {ctype!r}, which init cannot generate "
-                             "(numbers and pointers to numbers only); write the harness by hand (docs/contract.md)")
+                             "(numbers, pointers to numbers or CUDA vector types, streams); write the harness by hand "
+                             "(docs/contract.md)")
         const = pointer and bool(re.search(r"\bconst\b", ctype.split("*")[0]))
-        params.append(Param(name=m.group("name"), type=ctype, element=element, pointer=pointer, const=const))
+        # The harness's buffer is `element*`: a parameter spelled otherwise (`long long*`, `float2*`) is
+        # handed the buffer cast to its own type.
+        pointee = f"{'const ' if const else ''}{base}" if pointer and base != element else ""
+        params.append(Param(name=m.group("name"), type=ctype, element=element, pointer=pointer, const=const,
+                            lanes=lanes, pointee=pointee))
     return params
 
 
@@ -354,7 +386,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     for given in [*spec.values, *spec.counts, *spec.roles, *spec.ranges]:
         if given not in names:
             raise InputError(f"{callee} has no parameter {given!r}; its parameters: {', '.join(sorted(names))}")
-    scalars = [p for p in params if not p.pointer]
+    scalars = [p for p in params if not p.pointer and not p.stream]
     pointers = [p for p in params if p.pointer]
     if not pointers:
         raise InputError(f"{callee} takes no pointer: nothing to compare")
@@ -603,6 +635,9 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
     lines += ["#include <cstdio>", "#include <vector>", "#include <kernelloop_harness.cuh>", "", "int main() {",
               f"  kl::Harness {h};"]
     for p in params:
+        if p.stream:
+            lines.append(f"  const cudaStream_t {p.name} = 0;  // the legacy default stream, which the harness times")
+            continue
         if p.pointer:
             continue
         values = spec.values[p.name]
@@ -613,7 +648,7 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
     for p in params:
         if not p.pointer:
             continue
-        role, count = roles[p.name], f"(size_t)({counts[p.name]})"
+        role, count = roles[p.name], f"(size_t)({counts[p.name]})" + (f" * {p.lanes}" if p.lanes > 1 else "")
         if role in _READ_ROLES:
             gen, what = _generator(p.element, spec.ranges.get(p.name))
             method = "table_input" if role == "table" else role
@@ -621,7 +656,8 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
             lines.append(f"  {p.element}* {p.name} = {h}.{method}<{p.element}>(\"{p.name}\", {count}, {gen});  // {what}")
         else:
             lines.append(f"  {p.element}* {p.name} = {h}.{role}<{p.element}>(\"{p.name}\", {count});")
-    lines.append(f"  {h}.run([&] {{ {harness_calls}({arguments}); }}, "
+    passed = ", ".join(p.argument() for p in params)
+    lines.append(f"  {h}.run([&] {{ {harness_calls}({passed}); }}, "
                  f"{{.warmup = {spec.warmup}, .calls = {spec.calls}, .flops = 0.0}});")
     for p in params:
         if p.pointer and roles[p.name] in ("output", "inout"):

@@ -354,7 +354,7 @@ def median_ms(values: list[float]) -> float:
 
 def state_kept_between_calls(states: list[tuple[int, int, PartStateRecord | None]]) -> tuple[Reason, str] | None:
     """The first of a candidate's runs (seed, size index, its part-state record) whose state after
-    an untimed repeat of the first timed call's inputs was not its state after that call: the
+    an untimed repeat of a secret earlier timed call's inputs was not its state after that call: the
     candidate remembers something of the calls in between (a call counter, an accumulating
     workspace), so what it does depends on how many calls a process makes, and the verifier's
     fixed number of calls proves nothing about a program that makes more (red team round 65: a
@@ -366,7 +366,7 @@ def state_kept_between_calls(states: list[tuple[int, int, PartStateRecord | None
             return Reason.state_between_calls, (
                 f"{where}: the candidate's state (its static data: {state.host_bytes} B on the host, "
                 f"{state.device_bytes} B of device memory and variables, {state.blocks} allocation(s) and "
-                "variable(s)) after a repeat of the first timed call's inputs differs from its state after that "
+                "variable(s)) after a repeat of an earlier timed call's inputs differs from its state after that "
                 "call, and the baseline's does not: it keeps something from call to call (a call counter, a "
                 "value it accumulates), so its results could change after more calls than the verifier makes. "
                 "Keep only what one call's inputs determine (a cached device property, a workspace each call "

@@ -538,7 +538,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                                   detail=state_failure[1]))
     elif calibration.records is not None and calibration.records.state is not None and not baseline_state_changes:
         v.gates.append(GateResult(gate="state", status="pass", baseline="same", candidate="same",
-                                  detail="the part's state after a repeat of the first call's inputs was as after "
+                                  detail="the part's state after a repeat of an earlier call's inputs was as after "
                                          "that call, in every experiment"))
 
     # -- independent timing audit (from the correctness runs' traces) ---------------------

@@ -57,6 +57,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..tools.nvcc import runtime_struct_sizes
 from ..tools.symbols import demangle
 from .policy import Violation
 from .unwind import UnwindTable
@@ -232,8 +233,19 @@ def _in_pointer_args(name: str) -> dict[int, int]:
     return IN_POINTER_ARGS.get(name) or IN_POINTER_ARGS.get(_API_SUFFIX.sub("", name)) or {}
 
 
+# Calls whose out-parameter is one of the runtime's structures: its size is this toolkit's (the table
+# above holds an upper bound for when the toolkit cannot be asked; too large only refuses honest code).
+_STRUCT_OUT_PARAMETER = {"cudaGetDeviceProperties": "device_prop", "cudaFuncGetAttributes": "func_attributes",
+                         "cudaPointerGetAttributes": "pointer_attributes", "cudaMalloc3D": "pitched_ptr",
+                         "cudaCreateChannelDesc": "channel_format_desc", "cudaGetChannelDesc": "channel_format_desc"}
+
+
 def _out_pointer_size(name: str, position: int) -> int:
-    sizes = OUT_POINTER_SIZES.get(name) or OUT_POINTER_SIZES.get(_API_SUFFIX.sub("", name)) or {}
+    base = _API_SUFFIX.sub("", name)
+    struct = _STRUCT_OUT_PARAMETER.get(base) or _STRUCT_OUT_PARAMETER.get(name)
+    if struct and position == 0 and (measured := runtime_struct_sizes().get(struct)):
+        return measured
+    sizes = OUT_POINTER_SIZES.get(name) or OUT_POINTER_SIZES.get(base) or {}
     return sizes.get(position, 8)
 
 

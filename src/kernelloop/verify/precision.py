@@ -48,7 +48,7 @@ from ..tools.nvcc import Toolchain, arch_flags, system_include_roots
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "2"
+PRECISION_SCAN_VERSION = "3"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -114,6 +114,11 @@ def _sass_class(opcode: str, operands: str) -> ClassName | None:
 # read one only where its baseline does.
 _SASS_CLOCK = re.compile(r"\bSR_(?:GLOBALTIMER\w*|CLOCK\w*)")
 _PTX_CLOCK = re.compile(r"%(?:globaltimer\w*|clock\w*)\b")
+# The device heap (in-kernel malloc/new): memory no variable or allocation of the part's names, so
+# the harness's state check cannot see what is kept there from call to call (red team round 70: a
+# call counter behind a __device__ pointer). A candidate may use it only where its baseline does.
+_DEVICE_HEAP = re.compile(r"\b(?:malloc|free|__nv_aligned_device_malloc)\b")
+_PTX_CALL = re.compile(r"^call(?:\.\w+)*\s")
 
 
 def classify_sass(text: str) -> PrecisionProfile:
@@ -129,6 +134,8 @@ def classify_sass(text: str) -> PrecisionProfile:
             classes.setdefault(kind, set()).add(m.group(1))
         for register in _SASS_CLOCK.findall(m.group(2)):
             classes.setdefault("clock", set()).add(register)
+        if m.group(1).startswith("CALL") and (heap := _DEVICE_HEAP.search(m.group(2))):
+            classes.setdefault("device_heap", set()).add(heap.group(0))
     return PrecisionProfile(source="sass", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
 
 
@@ -193,6 +200,8 @@ def classify_ptx(text: str) -> PrecisionProfile:
             classes.setdefault(kind, set()).add(m.group(1))
         for register in _PTX_CLOCK.findall(statement):
             classes.setdefault("clock", set()).add(register)
+        if _PTX_CALL.match(statement) and (heap := _DEVICE_HEAP.search(statement)):
+            classes.setdefault("device_heap", set()).add(heap.group(0))
     return PrecisionProfile(source="ptx", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
 
 
@@ -214,6 +223,12 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
         found.append(Violation(rule="device-clock", where=where, detail=(
             f"device code reads the GPU's clock ({', '.join(clocks)}), which the baseline does not: a kernel that "
             "reads the date or the time since the GPU started can compute otherwise later than while verified")))
+    heap = sorted(set(candidate.classes.get("device_heap", [])) - set(baseline.classes.get("device_heap", [])))
+    if heap and not baseline.classes.get("device_heap"):
+        found.append(Violation(rule="device-heap", where=where, detail=(
+            f"device code allocates from the device heap ({', '.join(heap)}), which the baseline does not: what a "
+            "kernel keeps there from call to call is out of the verifier's sight (its state check reads the part's "
+            "variables and allocations); use a workspace the launcher allocates")))
     if baseline.classes.get("fp64") and not candidate.classes.get("fp64"):
         found.append(Violation(rule="reduced_precision", where=where,
                                detail=f"the baseline computes in fp64 ({', '.join(_few(baseline.classes['fp64']))}) "
@@ -280,7 +295,29 @@ def sass_profile(obj: Path, tool: Disassembler) -> PrecisionProfile:
         if "does not contain device code" in run.stderr:
             return PrecisionProfile(source="sass")
         raise ScanFailed(f"cuobjdump -sass exit {run.returncode}: {run.stderr.strip()[:200]}")
-    return classify_sass(run.stdout)
+    profile = classify_sass(run.stdout)
+    # SASS calls an extern function by address, unnamed: the device heap's functions are named in the
+    # cubin's EIATTR_EXTERNS attribute (`externs: malloc(0x37)` in `cuobjdump -elf`).
+    try:
+        elf = subprocess.run([str(tool.cuobjdump), "-elf", str(obj)], capture_output=True, text=True, timeout=120,
+                             env=env)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ScanFailed(f"cuobjdump -elf failed ({exc})") from exc
+    if elf.returncode != 0:
+        raise ScanFailed(f"cuobjdump -elf exit {elf.returncode}: {elf.stderr.strip()[:200]}")
+    heap = device_heap_externs(elf.stdout)
+    if heap:
+        profile.classes["device_heap"] = heap
+    return profile
+
+
+def device_heap_externs(elf_text: str) -> list[str]:
+    """The device heap's functions among the extern functions a cubin's kernels call (`cuobjdump -elf`)."""
+    found: set[str] = set()
+    for line in elf_text.splitlines():
+        if "externs:" in line:
+            found.update(m.group(0) for m in _DEVICE_HEAP.finditer(line.split("externs:", 1)[1]))
+    return sorted(found)
 
 
 def ptx_profile(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits) -> PrecisionProfile:

@@ -135,7 +135,7 @@ class NonfiniteMap(BaseModel):
 
 class PartStateRecord(BaseModel):
     """Whether the editable part's state (its writable data, what it allocated, its device and
-    constant variables) was the same after an untimed repeat of the first timed call's inputs as
+    constant variables) was the same after an untimed repeat of an earlier timed call's inputs as
     after the first timed call (kernelloop_harness.cuh, part_state)."""
 
     same: bool
