@@ -95,3 +95,27 @@ def test_specializations_and_instantiations_go_with_the_part_and_callers_of_call
     instances, callers = _naming_the_editable_part(items[1:], items[:1])
     assert [i.text[:26] for i in instances] == ["template <> void f<double>", "template void f<float>(flo"]
     assert [i.text[:9] for i in callers] == ["void bind", "void user"]  # an overload of f stays
+
+
+@pytest.mark.nvcc
+def test_the_offline_optimizer_follows_inits_wrapper_into_the_namespace_and_its_rewrite_passes_the_gates():
+    from kernelloop.optimizers.offline.optimizer import OfflineOptimizer
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import candidate_editable_part, static_gates
+
+    from .test_offline_optimizer import request_for
+
+    spec = InitSpec(values={"rows": ["16384", "3001"], "cols": ["1024", "257"]},
+                    counts={"x": "rows * cols", "y": "rows * cols"}, roles={"y": "output"})
+    program = generate((OUTSIDE / "row_rmsnorm_ns_ext.cu").read_text(), spec, "row_rmsnorm_ns_ext.cu").program
+    proposal = OfflineOptimizer().propose(request_for(program, "rms"))
+    # init calls the namespaced launcher through launch_rms_rows; the analysis reads myext::rms_rows
+    assert proposal.approach == "row tier: one warp per row of rms_rows_kernel", proposal.notes
+    assert "(launched by rms_rows)" in proposal.notes[0]
+    assert "namespace myext {" in proposal.source and "myext::rms_rows(x, y, rows, cols);" in proposal.source
+    split = split_program(program, "generated.cu")
+    editable, _ = candidate_editable_part(proposal.source, split)
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log[-1500:]
+    assert not result.violations, [v.describe() for v in result.violations]

@@ -18,10 +18,14 @@ STATE = FIXTURES / "part_state"
 
 
 ROUND70 = FIXTURES / "redteam" / "round70"
+ROUND71 = FIXTURES / "redteam" / "round71"
 COUNTERS = [STATE / "host_counter.cu", STATE / "device_counter.cu", STATE / "allocated_counter.cu",
             # red team round 70: a kernel's dynamic shared memory setting as the counter; the repeat
             # recognised by its inputs and the counter rewound (the repeated call is now a secret one)
-            ROUND70 / "driver_attribute_counter" / "candidate.cu", ROUND70 / "repeat_rewind" / "candidate.cu"]
+            ROUND70 / "driver_attribute_counter" / "candidate.cu", ROUND70 / "repeat_rewind" / "candidate.cu",
+            # red team round 71: every call's history kept and rewound on recognised inputs (two repeats now);
+            # a block forgotten by a cudaFree that failed
+            ROUND71 / "history_rewind" / "candidate.cu", ROUND71 / "forget_without_free" / "candidate.cu"]
 HONEST = [STATE / "honest_cached_sms.cu", STATE / "honest_workspace.cu", STATE / "honest_last_block.cu",
           ROUND70 / "fr_stream_ordered_workspace" / "honest.cu"]  # round 70: a per-call cudaMallocAsync/FreeAsync
 
@@ -48,3 +52,11 @@ def test_honest_state_is_accepted(candidate, tmp_path, record_property):
     record_property("verdict", v.summary)
     print(f"\n[{candidate}] {v.summary} | " + " | ".join(f"{g.gate}: {g.status} {g.detail[:300]}" for g in v.gates))
     assert v.accepted, v.summary
+
+
+def test_a_part_that_overflows_the_harness_registry_fails_its_run(tmp_path, record_property):
+    candidate = ROUND71 / "registry_overflow" / "candidate.cu"  # red team round 71: 1024 blocks, then the counter
+    v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache",
+                                                                verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    assert not v.accepted and Reason.run_failed in v.reasons, v.summary

@@ -18,9 +18,9 @@
 //   * after every call every input is checked to be as the harness wrote it (a hash of its
 //     contents), and every output is checked for being a copy of an input;
 //   * after the last call every output is dumped whole;
-//   * before the last timed call, an untimed repeat of a secret earlier timed call's inputs: the
+//   * before the last timed call, untimed repeats of two secret earlier timed calls' inputs: the
 //     editable part's state (its static data, allocations, device variables and kernel settings)
-//     must be what it was after that call, so nothing it does depends on how many calls came before.
+//     must be what it was after each, so nothing it does depends on how many calls came before.
 //
 // Everything goes to KERNELLOOP_OUTPUT_FILE (when set) as records the verifier reads:
 //   kernelloop-manifest 2 <bytes>\n<json>
@@ -34,7 +34,7 @@
 //   kernelloop-constant 2 <output> <same calls> <timed calls>\n  (for every output and in-out buffer: the
 //     timed calls that left it byte for byte as the first did)
 //   kernelloop-state 2 <same> <host bytes> <device bytes> <blocks>\n  (the editable part's state after an
-//     untimed repeat of an earlier timed call's inputs: 1 if it was its state after that call; part_state)
+//     untimed repeat of earlier timed calls' inputs: 1 if it was its state after each; part_state)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
 //
@@ -95,7 +95,7 @@ __host__ __device__ inline uint64_t mix64(uint64_t z) {  // splitmix64's finaliz
 // linked to the recorders below), and in its __device__ and __constant__ variables (its
 // registration of them is recorded too), and the kernel settings it makes (cudaFuncSetAttribute,
 // cudaFuncSetCacheConfig: recorded, the last value of each). After every timed call, and after an
-// untimed repeat of a secret earlier call's inputs, the harness takes a digest of all of it: an
+// untimed repeat of secret earlier calls' inputs, the harness takes a digest of all of it: an
 // honest launcher (a cached SM count, a workspace allocated once and rewritten from each call's
 // inputs, a last-block counter reset by its last block) leaves the same state after the same
 // inputs; a call counter, or anything that remembers how many calls were made, does not.
@@ -108,19 +108,17 @@ struct PartBlock {
 struct PartRegistry {
   PartBlock blocks[kMaxPartBlocks];
   int nblocks;
-  int overflowed;  // more live allocations than the table holds
 };
 inline PartRegistry& part_registry() {
   static PartRegistry registry;  // zero-initialised, no constructor: usable before main
   return registry;
 }
+// More blocks than the table holds would go unread: the run ends (no honest launcher holds 1024).
 inline void note_part_block(const void* at, size_t bytes, int kind) {
   PartRegistry& r = part_registry();
   if (at == nullptr) return;
-  if (r.nblocks < kMaxPartBlocks)
-    r.blocks[r.nblocks++] = PartBlock{at, bytes, kind};
-  else
-    r.overflowed = 1;
+  if (r.nblocks >= kMaxPartBlocks) fail("the editable part holds more than 1024 allocations and variables");
+  r.blocks[r.nblocks++] = PartBlock{at, bytes, kind};
 }
 // Kernel settings the part makes (driver state: a setting changed from call to call is a counter).
 constexpr int kMaxPartSettings = 256;
@@ -132,7 +130,6 @@ struct PartSetting {
 struct PartSettings {
   PartSetting entries[kMaxPartSettings];
   int count;
-  int overflowed;
 };
 inline PartSettings& part_settings() {
   static PartSettings settings;
@@ -145,15 +142,15 @@ inline void note_part_setting(const void* func, int what, int value) {
       s.entries[i].value = value;
       return;
     }
-  if (s.count < kMaxPartSettings)
-    s.entries[s.count++] = PartSetting{func, what, value};
-  else
-    s.overflowed = value ^ 0x5A5A5A5A;  // the latest unrecorded value still enters the digest
+  if (s.count >= kMaxPartSettings) fail("the editable part makes more than 256 kernel settings");
+  s.entries[s.count++] = PartSetting{func, what, value};
 }
-inline void forget_part_block(const void* at) {
+// After a free that succeeded, of a block of that kind (a cudaFree of an array's handle fails and
+// forgets nothing: red team round 71).
+inline void forget_part_block(const void* at, int kind) {
   PartRegistry& r = part_registry();
   for (int i = 0; i < r.nblocks; ++i)
-    if (r.blocks[i].at == at && r.blocks[i].kind != 2) {
+    if (r.blocks[i].at == at && r.blocks[i].kind == kind) {
       r.blocks[i] = r.blocks[--r.nblocks];
       return;
     }
@@ -249,12 +246,21 @@ cudaError_t __kl_part_cudaFuncSetCacheConfig(const void* func, cudaFuncCache con
   if (err == cudaSuccess) kl::note_part_setting(func, -1, (int)config);
   return err;
 }
-cudaError_t __kl_part_cudaFree(void* p) { kl::forget_part_block(p); return cudaFree(p); }
-cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
-  kl::forget_part_block(p);
-  return cudaFreeAsync(p, stream);
+cudaError_t __kl_part_cudaFree(void* p) {
+  const cudaError_t err = cudaFree(p);
+  if (err == cudaSuccess) kl::forget_part_block(p, 1);
+  return err;
 }
-cudaError_t __kl_part_cudaFreeArray(cudaArray_t a) { kl::forget_part_block(a); return cudaFreeArray(a); }
+cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
+  const cudaError_t err = cudaFreeAsync(p, stream);
+  if (err == cudaSuccess) kl::forget_part_block(p, 1);
+  return err;
+}
+cudaError_t __kl_part_cudaFreeArray(cudaArray_t a) {
+  const cudaError_t err = cudaFreeArray(a);
+  if (err == cudaSuccess) kl::forget_part_block(a, 3);
+  return err;
+}
 void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_address, const char* device_name,
                                  int ext, size_t size, int constant, int global) {
   kl::note_part_block(host_var, size, 2);
@@ -308,7 +314,7 @@ inline PartState part_state() {
       s.host_bytes += (size_t)(b[1] - b[0]);
     }
   const PartRegistry& r = part_registry();
-  s.digest = mix64(s.digest ^ (uint64_t)r.nblocks ^ ((uint64_t)r.overflowed << 63));
+  s.digest = mix64(s.digest ^ (uint64_t)r.nblocks);
   s.blocks = r.nblocks;
   static unsigned long long* slots = nullptr;  // the harness's own device memory
   if (slots == nullptr) KL_CHECK(cudaMalloc(&slots, kMaxPartBlocks * sizeof(unsigned long long)));
@@ -351,7 +357,7 @@ inline PartState part_state() {
     s.digest = mix64(s.digest ^ mix64((uint64_t)(uintptr_t)settings.entries[i].func ^
                                       ((uint64_t)(uint32_t)settings.entries[i].what << 32) ^
                                       (uint32_t)settings.entries[i].value));
-  s.digest = mix64(s.digest ^ (uint64_t)settings.count ^ ((uint64_t)(uint32_t)settings.overflowed << 32));
+  s.digest = mix64(s.digest ^ (uint64_t)settings.count);
   static unsigned long long hashed[kMaxPartBlocks];
   KL_CHECK(cudaMemcpy(hashed, slots, sizeof hashed, cudaMemcpyDeviceToHost));  // one copy, always
   s.digest = digest_bytes(s.digest, reinterpret_cast<const unsigned char*>(hashed), r.nblocks * sizeof(hashed[0]));
@@ -803,7 +809,8 @@ struct State {
   int constant_calls[kMaxBuffers];     // timed calls that left output [o] as the first did
   uint64_t draws[kMaxCalls];           // each timed call's draw, for the repeat
   uint64_t state_after[kMaxCalls];     // the part's state digest after each timed call
-  int replayed;                        // the timed call repeated (-1: none yet)
+  int replayed;                        // the timed call repeated last (-1: none yet)
+  bool replay_same;                    // every repeat left the part's state as that call had
   PartState state_replay;              // the part's state after the repeat
 };
 constexpr uintptr_t kStateAddress = 0x3c5a7e000000ull;
@@ -953,7 +960,7 @@ class Harness {
       s.state_after[c] = part_state().digest;
       // The repeat of an earlier call's inputs: before the last call (whose outputs are dumped
       // whole), or after it when it is the only one.
-      if (c == opt.calls - 2 || opt.calls == 1) replay_a_call(launch);
+      if (c == opt.calls - 2 || opt.calls == 1) replay_calls(launch);
     }
     write_state();
     double total = 0.0;
@@ -1190,23 +1197,38 @@ class Harness {
     st().draws[st().calls] = draw;
     prepare_call(mix64(st().seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw, nonfinite);
   }
-  // A secret earlier timed call's inputs again (its draw: the same fill, stress and poison), with
-  // the call counter the generators read set as it was then. Which call is drawn from the pipe
-  // now: the part cannot know which call's inputs, or state, will be asked for again.
+  // Timed call `replayed`'s inputs again (its draw: the same fill, stress and poison), with the call
+  // counter the generators read set as it was then.
   __attribute__((noinline)) void begin_replay_call() {
     State& s = st();
-    const int done = s.calls + 1;  // timed calls made so far
-    s.replayed = done > 1 ? (int)(read_secret() % (uint64_t)done) : 0;
     const uint64_t draw = s.draws[s.replayed];
     const bool nonfinite = s.nonfinite != 0 && ((draw & kStressed) || s.replayed == s.timed_calls - 1);
     s.calls = s.replayed;
     prepare_call(mix64(s.seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw, nonfinite);
   }
-  // An untimed call on an earlier timed call's inputs, checked like any call; then the part's
-  // state is compared with what it was after that call (part_state above).
-  template <class Launch> void replay_a_call(Launch& launch) {
+  // Untimed repeats of secret earlier calls' inputs, each checked like any call; after each, the
+  // part's state must be what it was after that call (part_state above). Two, i then j >= i + 2,
+  // drawn from the pipe now, where the calls allow: after the first, everything the part holds is
+  // what it held after call i, so it cannot know what calls i+1 .. j-1 left, which its state after
+  // call j holds if it counts calls or remembers them (a part that recognises repeated inputs and
+  // rewinds its history to match: red team round 71).
+  template <class Launch> void replay_calls(Launch& launch) {
+    State& s = st();
+    const int done = s.calls + 1;  // timed calls made so far
+    const uint64_t draw = read_secret();
+    s.replay_same = true;
+    if (done >= 3) {
+      const int first = (int)(draw % (uint64_t)(done - 2));
+      replay_one(launch, first);
+      replay_one(launch, first + 2 + (int)((draw >> 32) % (uint64_t)(done - first - 2)));
+    } else {
+      replay_one(launch, (int)(draw % (uint64_t)done));
+    }
+  }
+  template <class Launch> void replay_one(Launch& launch, int call) {
     State& s = st();
     const int calls = s.calls;
+    s.replayed = call;
     kl_replay_marker_kernel<<<1, 1>>>();
     begin_replay_call();
     s.calls = calls;
@@ -1221,13 +1243,14 @@ class Harness {
     check_guards(kReplayCall);
     check_inputs(kReplayCall);
     s.state_replay = part_state();
+    s.replay_same = s.replay_same && s.state_replay.digest == s.state_after[call];
   }
   // One record: whether the part's state after the repeated inputs was its state after that call.
   void write_state() {
     const State& s = st();
     if (!s.output_path[0] || s.replayed < 0) return;
     char line[160];
-    snprintf(line, sizeof line, "kernelloop-state 2 %d %llu %llu %d\n", s.state_after[s.replayed] == s.state_replay.digest,
+    snprintf(line, sizeof line, "kernelloop-state 2 %d %llu %llu %d\n", (int)s.replay_same,
              s.state_replay.host_bytes, s.state_replay.device_bytes, s.state_replay.blocks);
     append(line, strlen(line));
   }

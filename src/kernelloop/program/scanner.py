@@ -217,9 +217,10 @@ def scope_qualifier(scope: tuple[str, ...]) -> str:
     return "".join(f"{name}::" for name in names if name)
 
 
-def in_scope(item: Item) -> str:
-    """The item's text inside its blocks again (namespaces reopen; one unnamed namespace per unit)."""
-    text = item.text
+def in_scope(item: Item, text: str | None = None) -> str:
+    """The item's text (or TEXT in its place) inside its blocks again (namespaces reopen; one unnamed
+    namespace per unit)."""
+    text = item.text if text is None else text
     for block in reversed(item.scope):
         text = f"{block} {{\n{text}\n}}  // {block}"
     return text

@@ -152,8 +152,9 @@ def unit_neutral(name: str) -> str:
         name = f"{name[:m.start()]}11_GLOBAL__N_{name[end:]}"
         changed = True
     # nvcc's launch stub of such a kernel spells the kernel's mangled name inside its own, whose
-    # length (`_ZL111__device_stub__ZN43_GLOBAL__N__...`) counts the file's name too
-    return re.sub(r"(?<=ZL)\d+(?=__device_stub__)", "", name) if changed else name
+    # length counts the file's name too: `_ZL111__device_stub__ZN43_GLOBAL__N__...` (internal), or
+    # `_Z104__device_stub__ZN5myext43_GLOBAL__N__...` (an anonymous namespace inside a named one)
+    return re.sub(r"(?<=Z)(L?)\d+(?=__device_stub__)", r"\1", name) if changed else name
 
 
 def _stable_name(symbol) -> str:

@@ -548,6 +548,13 @@ def _link_part_state(obj: Path, out: Path, symbols: ObjectSymbols) -> str | None
     """OBJ with its writable data in kl_part_data/kl_part_bss and its allocation calls sent to the
     harness's recorders, as OUT; or why that could not be done."""
     defined = set(symbols.defined_global) | set(symbols.defined_data)
+    # A suffixed variant of a recorded call (cudaMallocAsync_ptsz: what the per-thread default stream
+    # build names) would allocate unrecorded: no build makes the part call one, so it is refused.
+    for name in symbols.undefined:
+        base = re.sub(r"(?:_v\d+)?(?:_ptds|_ptsz)?$", "", name)
+        if base != name and base in PART_STATE_CALLS:
+            return (f"the editable part calls {name}, a variant of {base} that the harness cannot record "
+                    f"(its state check reads what the part allocates): call {base}")
     args = ["objcopy"]
     for name, nobits in dict.fromkeys(writable_data_sections(obj)):
         args.append(f"--rename-section={name}={'kl_part_bss' if nobits else 'kl_part_data'}")

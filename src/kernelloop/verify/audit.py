@@ -171,11 +171,11 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
     per_window: list[list[tuple[int, int]]] = [[] for _ in windows]
     signatures: list[Counter] = [Counter() for _ in windows]
     between = 0
-    # The repeat call's launches (between the first and the last replay marker) are the harness's
-    # experiment, not work between calls; where the markers are not two, nothing is excused.
+    # The repeat calls' launches (each between a pair of replay markers) are the harness's
+    # experiment, not work between calls; where the markers do not pair up, nothing is excused.
     replay_marks = sorted(launch_time.get(k.corr, k.start) for k in trace.kernels
                           if k.name in harness_kernels and REPLAY_MARKER_KERNEL in (k.name or ""))
-    replay = (replay_marks[0], replay_marks[-1]) if len(replay_marks) == 2 else None
+    repeats = list(zip(replay_marks[::2], replay_marks[1::2])) if len(replay_marks) % 2 == 0 else []
     for k in trace.kernels:
         if k.name in harness_kernels:
             continue
@@ -183,7 +183,7 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
         i = window_of(t)
         if i is not None:
             signatures[i][_signature(k)] += 1
-        elif t > first and not (replay and replay[0] < t < replay[1]):
+        elif t > first and not any(s < t < e for s, e in repeats):
             between += 1
     for item in [*trace.kernels, *trace.copies, *trace.memsets]:
         i = window_of(launch_time.get(item.corr, item.start))

@@ -135,8 +135,8 @@ class NonfiniteMap(BaseModel):
 
 class PartStateRecord(BaseModel):
     """Whether the editable part's state (its writable data, what it allocated, its device and
-    constant variables) was the same after an untimed repeat of an earlier timed call's inputs as
-    after the first timed call (kernelloop_harness.cuh, part_state)."""
+    constant variables, kernel settings) was the same after untimed repeats of earlier timed calls'
+    inputs as after those calls (kernelloop_harness.cuh, part_state)."""
 
     same: bool
     host_bytes: int

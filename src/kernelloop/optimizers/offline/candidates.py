@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from ...program.scanner import normalized, strip_comments
+from ...program.scanner import in_scope, normalized, strip_comments
 from .cparse import identifiers
 from .families import BY_NAME
 from .families.base import Config, Match
@@ -91,13 +91,13 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     harness_free = _kernels_to_drop(part, match)
     out: list[str] = []
     for item in part.items:
-        if item is lau.fn.item:
-            out.append(f"// kernelloop offline optimizer: {config.label} (template {template.name})\n"
-                       f"// recognized: {match.detail}\n{body.rstrip()}\n\n{launcher_text}")
+        if item is lau.fn.item:  # inside the launcher's namespace, where it was
+            out.append(in_scope(item, f"// kernelloop offline optimizer: {config.label} (template {template.name})\n"
+                                      f"// recognized: {match.detail}\n{body.rstrip()}\n\n{launcher_text}"))
             continue
         if any(item is part.functions[k].item for k in harness_free):
             continue
-        text = _ascii(item.text)
+        text = _ascii(in_scope(item))
         if text is None:
             return "the baseline's editable part has non-ASCII code"
         out.append(text)

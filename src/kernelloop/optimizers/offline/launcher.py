@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ...program.scanner import Item, function_name, scan_items, strip_comments
+from ...program.scanner import Item, function_name, scoped_items, strip_comments
 from .cparse import Signature, parse_body, parse_signature
 from .facts import KernelFacts, collect_facts
 from .symbolic import Poly
@@ -90,7 +90,9 @@ def _strip(text: str) -> str:
 
 
 def read_editable(editable: str, harness: str, exported: list[str]) -> EditablePart:
-    items = scan_items(editable)
+    # Items inside namespaces and extern "C" blocks too (PyTorch extensions): each keeps its blocks
+    # (Item.scope), and whoever writes the part again puts it back inside them (scanner.in_scope).
+    items = scoped_items(editable)
     functions: dict[str, Function] = {}
     problems: list[str] = []
     for item in items:
@@ -115,12 +117,34 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
     launched = [n for n in exported_names
                 if re.search(rf"(?<![\w.]){re.escape(n)}\s*(?:<[^;<>]*>)?\s*<<<", harness_code)]
     launchers: list[Launcher] = []
+    seen: set[str] = set()
     for name, fn in functions.items():
         if fn.is_kernel or name not in called:
             continue
-        launchers.append(read_launcher(fn))
+        target = forwarded_to(fn, functions) or fn
+        if target.name not in seen:
+            seen.add(target.name)
+            launchers.append(read_launcher(target))
     referenced = [n for n in functions if re.search(rf"(?<![\w.]){re.escape(n)}\b", harness_code)]
     return EditablePart(items, functions, launchers, launched, problems, referenced)
+
+
+def forwarded_to(fn: Function, functions: dict[str, Function]) -> Function | None:
+    """The host function of the part that FN only calls (its whole body one call, or one return of a
+    call): init's `launch_NAME` wrapper around a namespaced, static or template launcher. That
+    function is the launcher to read; the wrapper stays as it is."""
+    body = fn.body.body
+    if len(body) != 1:
+        return None
+    stmt = body[0]
+    expr = stmt.expr if isinstance(stmt, ExprStmt) else stmt.value if isinstance(stmt, Return) else None
+    name = call_name(expr) if expr is not None else None
+    target = functions.get(name or "")
+    if target is None or target is fn or target.is_kernel:
+        return None
+    if any(isinstance(e, (Launch, Assign)) for a in expr.args for e in walk_expr(a)):  # type: ignore[union-attr]
+        return None
+    return target
 
 
 def read_launcher(fn: Function) -> Launcher:

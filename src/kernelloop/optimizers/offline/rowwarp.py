@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ...program.scanner import strip_comments
+from ...program.scanner import in_scope, strip_comments
 from .facts import ATOMICS, Binding, KernelFacts, collect_facts
 from .launcher import EditablePart, Function, read_editable, statement_exprs
 from .symbolic import Poly
@@ -606,13 +606,13 @@ class LaunchSite:
         l_start, l_end = self.stmt.span
         launcher_text = self.launcher.head + apply_edits(body, [(l_start, l_end, launch_text)])
         out = []
-        for item in self.part.items:
+        for item in self.part.items:  # each inside its namespaces again
             if item is self.kernel.item:
-                out.append(kernel_text)
+                out.append(in_scope(item, kernel_text))
             elif item is self.launcher.item:
-                out.append(launcher_text)
+                out.append(in_scope(item, launcher_text))
             else:
-                out.append(item.text)
+                out.append(in_scope(item))
         return "\n\n".join(t.rstrip("\n") for t in out) + "\n"
 
 
