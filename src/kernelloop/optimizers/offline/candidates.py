@@ -63,6 +63,8 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     """The candidate, or one line saying why this configuration cannot be emitted here."""
     values = {**config.values(), **{k: v for k, v in match.placeholders.items() if not k.startswith("_")}}
     body = template.render(values)
+    if match.placeholders.get("_HELPERS"):  # code the family adds beside the template (an operand's copy)
+        body = f"{body.rstrip()}\n{match.placeholders['_HELPERS']}"
     prefix = _prefix([editable, preamble, harness])  # the harness's kernels must not be shadowed either
     if prefix != "kl_":
         body = re.sub(r"\bkl_", prefix, body)
@@ -76,6 +78,9 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     lau = match.launcher
     family = BY_NAME[match.family]
     args = [match.roles[r] if r not in family.INT_ROLES else f"(int)({match.roles[r]})" for r in family.ROLES]
+    for i, r in enumerate(family.ROLES):  # a role handed over through the family's helper ({ROLE}: its text)
+        if fmt := match.placeholders.get(f"_ARG_{r}"):
+            args[i] = re.sub(r"\bkl_", prefix, fmt).format(**match.roles)
     args += [a for a in match.placeholders.get("_EXTRA_ARGS", "").split("\n") if a]  # e.g. a GEMM's alpha, beta
     head = _ascii(lau.fn.head.rstrip())
     if head is None:

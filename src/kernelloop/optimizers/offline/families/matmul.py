@@ -1,4 +1,6 @@
-"""Matmul: a per-thread loop over k accumulating X[r*K + k] * Y[k*N + c], stored to Z[r*N + c].
+"""Matmul: a per-thread loop over k accumulating X[r*K + k] * Y[k*N + c], stored to Z[r*N + c];
+either operand may be stored transposed (X[k*M + r]: A^T * B; Y[c*K + k]: A * B^T, llm.c's
+matmul_forward), which the candidate copies into row-major form each call.
 
 Roles come from the indexing alone: the operand indexed r*K + k is A, the one indexed
 k*N + c is B, the stored array is C; K is the loop bound (and A's row stride), N is B's row
@@ -179,30 +181,13 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if any(r is None for r in reads):
         return no("the product's factors are not plain loads")
     kvar = Poly.atom(f"L:{loop.var}")
-    a_side = None
-    for i, (arr, off) in enumerate(reads):  # type: ignore[misc]
-        form_a = split_k(off, kvar)
-        if form_a is not None:
-            a_side = (i, arr, form_a)
-            break
-    if a_side is None:
-        return no("no factor indexed row*K + k")
-    arr_b, off_b = reads[1 - a_side[0]]  # type: ignore[misc]
-    form_b = split_kn(off_b, kvar)
-    if form_b is None:
-        return no("no factor indexed k*N + col")
-    A, (k_stride, row) = a_side[1], a_side[2]
-    B, (n_stride, col) = arr_b, form_b
-    if k_stride != K:
-        return no(f"A's row stride {k_stride} is not the loop bound {K}")
     if store.offset is None:
         return no("the store's index is not a polynomial")
     form = coordinate_form(store.offset)
     if form is None:
         return no("the store is not at row*N + col")
-    s_key, s_row, s_col = form
-    if Poly(((s_key, 1),)) != n_stride or s_row != row or s_col != col:
-        return no("the store is not at the same row*N + col as the operands")
+    s_key, row, col = form
+    n_stride = Poly(((s_key, 1),))
     if not (is_coordinate(row) and is_coordinate(col)) or row == col:
         return no("row and column are not distinct thread coordinates")
     M = upper_bound(f, store.ctx, row)
@@ -211,6 +196,34 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("no guard row < M and col < N around the store")
     if col_bound != n_stride:
         return no(f"the column guard {col_bound} is not the row stride {n_stride}")
+    # Each factor by its index: the one on the store's row is A, on its column B. A is read along k
+    # (row*K + k) or, stored transposed (K x M, an A^T * B kernel), across it (k*M + row); B is read
+    # across k (k*N + col) or, stored transposed (N x K, A * B^T), along it (col*K + k).
+    operands: dict[str, tuple[object, bool]] = {}  # role -> (array binding, stored transposed)
+    for arr, off in reads:  # type: ignore[misc]
+        along, across = split_k(off, kvar), split_kn(off, kvar)
+        for stride, coord, k_contiguous in ([(*along, True)] if along else []) + ([(*across, False)] if across else []):
+            if coord == row and "A" not in operands:
+                if k_contiguous and stride == K:
+                    operands["A"] = (arr, False)
+                elif not k_contiguous and stride == M:
+                    operands["A"] = (arr, True)
+                else:
+                    continue
+                break
+            if coord == col and "B" not in operands:
+                if not k_contiguous and stride == n_stride:
+                    operands["B"] = (arr, False)
+                elif k_contiguous and stride == K:
+                    operands["B"] = (arr, True)
+                else:
+                    continue
+                break
+    if "A" not in operands:
+        return no("no factor indexed row*K + k (or k*M + row, A stored transposed)")
+    if "B" not in operands:
+        return no("no factor indexed k*N + col (or col*K + k, B stored transposed)")
+    (A, a_transposed), (B, b_transposed) = operands["A"], operands["B"]
     C = store.array
     if not (is_float_pointer(A) and is_float_pointer(B) and is_float_pointer(C, writable=True)):
         return no("operands are not fp32 arrays")
@@ -229,15 +242,67 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     fields = " ".join(f"float kl_e{i};" for i in range(len(scalars)))
     stored = "the sum" if epilogue == "acc" else f"{epilogue} of the sum acc and the old value c_old" + (
         f" ({', '.join(f'kl_e{i}={n}' for i, n in enumerate(epilogue_params))})" if epilogue_params else "")
+    a_read = "A[k*M + r] (A stored transposed)" if a_transposed else "A[r*K + k]"
+    b_read = "B[c*K + k] (B stored transposed)" if b_transposed else "B[k*N + c]"
+    layout = {**({"_HELPERS": _ROW_MAJOR_COPIES} if a_transposed or b_transposed else {}),
+              **({"_ARG_A": "kl_row_major_a({A}, (int)({K}), (int)({M}))"} if a_transposed else {}),
+              **({"_ARG_B": "kl_row_major_b({B}, (int)({N}), (int)({K}))"} if b_transposed else {})}
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
-                 detail=f"C[r*N + c] = {stored}, the sum over k < K of A[r*K + k] * B[k*N + c] "
+                 detail=f"C[r*N + c] = {stored}, the sum over k < K of {a_read} * {b_read} "
                         f"(A={A.name}, B={B.name}, C={C.name}, M={M}, N={n_stride}, K={K})",
                  polys={"M": M, "N": n_stride, "K": K},
                  placeholders={"EPI_FIELDS": fields, "EPILOGUE": epilogue,
                                "EPI_PARAMS": "".join(f", float kl_e{i}" for i in range(len(scalars))),
                                "EPI_ARGS": "".join(f", kl_e{i}" for i in range(len(scalars))),
                                "EPI_INIT": ", ".join(f"kl_e{i}" for i in range(len(scalars))),
-                               "_EXTRA_ARGS": "\n".join(t for t in scalars if t is not None)})
+                               "_EXTRA_ARGS": "\n".join(t for t in scalars if t is not None), **layout})
+
+
+# An operand stored transposed is copied, every call, into a row-major workspace the launcher keeps
+# (allocated again only when it must grow; each call rewrites it from that call's inputs), by a
+# tiled transpose; the GEMM templates then read rows as they do for any A * B. The copy moves the
+# operand twice, against the GEMM's M*N*K work. The sum's order over k is unchanged.
+_ROW_MAJOR_COPIES = r"""
+// kernelloop offline optimizer: an operand stored transposed, copied into row-major form each call.
+__global__ void kl_transpose_copy(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+  __shared__ float tile[32][33];
+  int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
+  for (int j = 0; j < 32; j += 8)
+    if (x < cols && y + j < rows) tile[threadIdx.y + j][threadIdx.x] = in[(size_t)(y + j) * cols + x];
+  __syncthreads();
+  x = blockIdx.y * 32 + threadIdx.x;
+  y = blockIdx.x * 32 + threadIdx.y;
+  for (int j = 0; j < 32; j += 8)
+    if (x < rows && y + j < cols) out[(size_t)(y + j) * rows + x] = tile[threadIdx.x][threadIdx.y + j];
+}
+
+static float* kl_copy_a = nullptr;
+static size_t kl_copy_a_bytes = 0;
+static float* kl_copy_b = nullptr;
+static size_t kl_copy_b_bytes = 0;
+
+// in: rows x cols, row-major; the result: its transpose, cols x rows, row-major.
+static const float* kl_transposed_into(const float* in, int rows, int cols, float*& held, size_t& held_bytes) {
+  const size_t bytes = (size_t)rows * (size_t)cols * sizeof(float);
+  if (bytes == 0) return in;
+  if (bytes > held_bytes) {
+    if (held != nullptr) cudaFree(held);
+    held = nullptr;
+    held_bytes = 0;
+    if (cudaMalloc(&held, bytes) != cudaSuccess) return nullptr;
+    held_bytes = bytes;
+  }
+  const dim3 block(32, 8), grid((cols + 31) / 32, (rows + 31) / 32);
+  kl_transpose_copy<<<grid, block>>>(in, held, rows, cols);
+  return held;
+}
+static const float* kl_row_major_a(const float* a_stored, int k, int m) {  // K x M -> M x K
+  return kl_transposed_into(a_stored, k, m, kl_copy_a, kl_copy_a_bytes);
+}
+static const float* kl_row_major_b(const float* b_stored, int n, int k) {  // N x K -> K x N
+  return kl_transposed_into(b_stored, n, k, kl_copy_b, kl_copy_b_bytes);
+}
+"""
 
 
 def split_k(off: Poly, kvar: Poly) -> tuple[Poly, Poly] | None:
