@@ -25,7 +25,9 @@ COUNTERS = [STATE / "host_counter.cu", STATE / "device_counter.cu", STATE / "all
             ROUND70 / "driver_attribute_counter" / "candidate.cu", ROUND70 / "repeat_rewind" / "candidate.cu",
             # red team round 71: every call's history kept and rewound on recognised inputs (two repeats now);
             # a block forgotten by a cudaFree that failed
-            ROUND71 / "history_rewind" / "candidate.cu", ROUND71 / "forget_without_free" / "candidate.cu"]
+            ROUND71 / "history_rewind" / "candidate.cu", ROUND71 / "forget_without_free" / "candidate.cu",
+            # red team round 72: a counter left in a block the part freed, read again from the next allocation
+            FIXTURES / "redteam" / "round72" / "freed_block_counter" / "candidate.cu"]
 HONEST = [STATE / "honest_cached_sms.cu", STATE / "honest_workspace.cu", STATE / "honest_last_block.cu",
           ROUND70 / "fr_stream_ordered_workspace" / "honest.cu"]  # round 70: a per-call cudaMallocAsync/FreeAsync
 

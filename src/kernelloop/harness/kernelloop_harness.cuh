@@ -145,6 +145,39 @@ inline void note_part_setting(const void* func, int what, int value) {
   if (s.count >= kMaxPartSettings) fail("the editable part makes more than 256 kernel settings");
   s.entries[s.count++] = PartSetting{func, what, value};
 }
+// The size of a block the part holds (0: none of that kind there; an array's size is not recorded).
+inline size_t part_block_bytes(const void* at, int kind) {
+  const PartRegistry& r = part_registry();
+  for (int i = 0; i < r.nblocks; ++i)
+    if (r.blocks[i].at == at && r.blocks[i].kind == kind) return r.blocks[i].bytes;
+  return 0;
+}
+inline bool holds_part_block(const void* at, int kind) {
+  const PartRegistry& r = part_registry();
+  for (int i = 0; i < r.nblocks; ++i)
+    if (r.blocks[i].at == at && r.blocks[i].kind == kind) return true;
+  return false;
+}
+// Zeros into a CUDA array the part holds, from a zeroed device buffer of the harness's.
+inline void clear_part_array(const void* at) {
+  cudaArray_t array = static_cast<cudaArray_t>(const_cast<void*>(at));
+  cudaChannelFormatDesc desc;
+  cudaExtent extent;
+  unsigned int flags = 0;
+  KL_CHECK(cudaArrayGetInfo(&desc, &extent, &flags, array));
+  const size_t elem = (size_t)(desc.x + desc.y + desc.z + desc.w) / 8;
+  const size_t w = extent.width, h = extent.height ? extent.height : 1, d = extent.depth ? extent.depth : 1;
+  void* zeros = nullptr;
+  KL_CHECK(cudaMalloc(&zeros, elem * w * h * d));
+  KL_CHECK(cudaMemset(zeros, 0, elem * w * h * d));
+  cudaMemcpy3DParms copy = {};
+  copy.srcPtr = make_cudaPitchedPtr(zeros, elem * w, w, h);
+  copy.dstArray = array;
+  copy.extent = make_cudaExtent(w, h, d);
+  copy.kind = cudaMemcpyDeviceToDevice;
+  KL_CHECK(cudaMemcpy3D(&copy));
+  KL_CHECK(cudaFree(zeros));
+}
 // After a free that succeeded, of a block of that kind (a cudaFree of an array's handle fails and
 // forgets nothing: red team round 71).
 inline void forget_part_block(const void* at, int kind) {
@@ -246,17 +279,27 @@ cudaError_t __kl_part_cudaFuncSetCacheConfig(const void* func, cudaFuncCache con
   if (err == cudaSuccess) kl::note_part_setting(func, -1, (int)config);
   return err;
 }
+// A block the part frees is cleared first: the next allocation of its size may get the same memory,
+// and what it held must not survive into it unread by the digest (red team round 72).
 cudaError_t __kl_part_cudaFree(void* p) {
+  const size_t bytes = kl::part_block_bytes(p, 1);
+  if (bytes) {
+    KL_CHECK(cudaDeviceSynchronize());  // as cudaFree itself does: no kernel still uses the block
+    KL_CHECK(cudaMemset(p, 0, bytes));
+  }
   const cudaError_t err = cudaFree(p);
   if (err == cudaSuccess) kl::forget_part_block(p, 1);
   return err;
 }
 cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
+  const size_t bytes = kl::part_block_bytes(p, 1);
+  if (bytes) KL_CHECK(cudaMemsetAsync(p, 0, bytes, stream));
   const cudaError_t err = cudaFreeAsync(p, stream);
   if (err == cudaSuccess) kl::forget_part_block(p, 1);
   return err;
 }
 cudaError_t __kl_part_cudaFreeArray(cudaArray_t a) {
+  if (kl::part_block_bytes(a, 3) == 0 && kl::holds_part_block(a, 3)) kl::clear_part_array(a);
   const cudaError_t err = cudaFreeArray(a);
   if (err == cudaSuccess) kl::forget_part_block(a, 3);
   return err;

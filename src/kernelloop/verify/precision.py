@@ -46,9 +46,10 @@ from pydantic import BaseModel
 
 from ..tools.nvcc import Toolchain, arch_flags, system_include_roots
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
+from ..tools.symbols import demangle
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "3"
+PRECISION_SCAN_VERSION = "5"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -119,6 +120,10 @@ _PTX_CLOCK = re.compile(r"%(?:globaltimer\w*|clock\w*)\b")
 # call counter behind a __device__ pointer). A candidate may use it only where its baseline does.
 _DEVICE_HEAP = re.compile(r"\b(?:malloc|free|__nv_aligned_device_malloc)\b")
 _PTX_CALL = re.compile(r"^call(?:\.\w+)*\s")
+# A function-scope static in device code (`static T x;` inside a __device__ function): a global the
+# host stub registers with no __cudaRegisterVar, so the state check never reads it (red team round
+# 72: a call counter kept there). A candidate may have one only where its baseline does.
+_PTX_DEVICE_STATIC = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.global\b[^;]*?\b(_ZZ[\w$]+)", re.M)
 
 
 def classify_sass(text: str) -> PrecisionProfile:
@@ -185,6 +190,8 @@ def classify_ptx(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
     count = 0
     code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+    for static in _PTX_DEVICE_STATIC.finditer(code):  # declarations sit between directives, one per line
+        classes.setdefault("device_static", set()).add(static.group(1))
     # Statements end at `;`; inline asm wraps them in braces (`{  cvt.rn.f16.f32 %rs1, %f1;}`),
     # and vector operands are braced too: splitting at braces only cuts operand lists short.
     for statement in re.split(r"[;{}]", code):
@@ -223,6 +230,12 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
         found.append(Violation(rule="device-clock", where=where, detail=(
             f"device code reads the GPU's clock ({', '.join(clocks)}), which the baseline does not: a kernel that "
             "reads the date or the time since the GPU started can compute otherwise later than while verified")))
+    statics = sorted(set(candidate.classes.get("device_static", [])) - set(baseline.classes.get("device_static", [])))
+    if statics:
+        found.append(Violation(rule="device-static", where=where, detail=(
+            f"device code keeps a function-scope static ({', '.join(_few(demangle(statics)))}), which the baseline "
+            "does not: it is a global the program never registers, so what a kernel keeps there from call to call "
+            "is out of the verifier's sight; use a __device__ variable at namespace scope or a workspace")))
     heap = sorted(set(candidate.classes.get("device_heap", [])) - set(baseline.classes.get("device_heap", [])))
     if heap and not baseline.classes.get("device_heap"):
         found.append(Violation(rule="device-heap", where=where, detail=(
@@ -386,6 +399,19 @@ def scan_precision(*, baseline_object: Path, candidate_object: Path, baseline_un
         except ScanFailed as exc:
             empty = PrecisionProfile(source="ptx")
             return PrecisionScan(source="ptx", baseline=base or empty, candidate=empty,
+                                 violations=[Violation(rule="reduced_precision", where="object (PTX)",
+                                                       detail=f"the device code could not be read: {exc}")])
+    if base.source == "sass":
+        # SASS names no variable's scope: the device statics come from the units' PTX (what ptxas reads).
+        banner = [toolchain.banner, arch]
+        try:
+            for profile, unit in ((base, baseline_unit), (cand, candidate_unit)):
+                ptx = cached("ptx", [*banner, unit], lambda unit=unit: ptx_profile(unit, arch=arch, toolchain=toolchain,
+                                                                                   limits=limits))
+                if ptx.classes.get("device_static"):
+                    profile.classes["device_static"] = ptx.classes["device_static"]
+        except ScanFailed as exc:
+            return PrecisionScan(source="sass", baseline=base, candidate=cand,
                                  violations=[Violation(rule="reduced_precision", where="object (PTX)",
                                                        detail=f"the device code could not be read: {exc}")])
     return PrecisionScan(source=base.source, baseline=base, candidate=cand, violations=compare_profiles(base, cand))
