@@ -335,3 +335,24 @@ def test_vector_types_every_integer_spelling_and_a_stream_parameter_are_generate
     assert params["s"].stream and not params["s"].pointer
     with pytest.raises(InputError, match="parameter v has type 'float2', which init cannot generate"):
         parse_params("void f(float* x, float2 v)")  # a vector by value is no buffer and no number
+
+
+@pytest.mark.parametrize("spelled, element", [
+    ("std::size_t", "uint64_t"), ("std::int64_t", "int64_t"), ("signed long long", "int64_t"),
+    ("signed short", "int16_t"), ("long unsigned int", "uint64_t"), ("long long unsigned", "uint64_t"),
+    ("short unsigned", "uint16_t"), ("int unsigned", "uint32_t"), ("const std::uint8_t*", "uint8_t"),
+    ("int_least16_t", "int16_t"), ("int_fast32_t", "int64_t"),  # glibc: the fast types wider than a byte are long
+    ("uint_fast8_t", "uint8_t"), ("std::ptrdiff_t", "int64_t")])
+def test_every_spelling_of_an_integer_type_is_its_width(spelled, element):
+    # red team round 73: `std::size_t` and keyword orders C allows were refused after "every integer spelling"
+    assert parse_params(f"void f(float* x, {spelled} n)")[1].element == element
+
+
+@pytest.mark.parametrize("spelled", ["long double", "unsigned signed", "long short int", "char"])
+def test_what_is_no_integer_init_draws_stays_refused_or_a_character(spelled):
+    element = parse_params(f"void f(float* x, {spelled} n)")[1].element if spelled == "char" else None
+    if spelled == "char":
+        assert element == "int8_t"  # as before: a char argument is drawn as a small integer
+    else:
+        with pytest.raises(InputError, match="which init cannot generate"):
+            parse_params(f"void f(float* x, {spelled} n)")

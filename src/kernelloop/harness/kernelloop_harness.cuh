@@ -12,6 +12,8 @@
 //     call, so every call must write its whole result;
 //   * the L2 cache is flushed (a write of 2x its size, persisting lines reset) before every call;
 //   * every call is timed by its own pair of events, on the legacy default stream;
+//   * before every call all the shared memory a block may have is filled, on every SM, with a byte
+//     of the call's (nothing a launch left there survives into the next);
 //   * after every call a trusted kernel gathers elements of every output at positions drawn
 //     from the pipe after the call (a candidate cannot know them while it runs), and guard zones
 //     around every buffer are checked for out-of-bounds writes;
@@ -671,6 +673,16 @@ __global__ void kl_window_marker_kernel() {}
 // Launched right before and right after the untimed repeat of an earlier call's inputs: the timing
 // audit does not count the editable part's launches between the two as work between calls.
 __global__ void kl_replay_marker_kernel() {}
+// Fills all the shared memory one block may have with a byte: launched before every call (on every
+// SM: one block of the largest shared memory fits an SM), so a kernel that reads shared memory it
+// did not write this launch reads the byte, not what an earlier launch of the part left there
+// (red team round 73: a call counter kept in shared memory no one cleared).
+__global__ void kl_shared_scrub_kernel(unsigned int bytes, unsigned char byte) {
+  extern __shared__ unsigned char kl_scrub[];
+  for (unsigned int i = threadIdx.x; i < bytes; i += blockDim.x) kl_scrub[i] = byte;
+  __syncthreads();
+  if (threadIdx.x == 0 && kl_scrub[bytes - 1] != byte) __trap();  // the stores must happen
+}
 
 constexpr uint64_t kNonfiniteMapBits = uint64_t(1) << 16;  // per output per call: 8 KiB, written only when set
 
@@ -818,6 +830,8 @@ struct State {
   int ngroups_now;
   uint64_t seed, local_draws, size_draw;
   int secret_fd, size_index, size_options, size_calls, device, calls, pageable_memory_access;
+  int scrub_blocks;                    // kl_shared_scrub_kernel's grid: twice the SMs
+  unsigned int scrub_bytes;            // the most shared memory one block may have
   long long size_chosen[16];  // what every size() call returned
   bool prepared;
   long long size_values[16][8];  // every size() call's options, for the manifest
@@ -1160,6 +1174,12 @@ class Harness {
     KL_CHECK(cudaMalloc(&s.guard_bad, sizeof(int)));
     KL_CHECK(cudaMalloc(&s.hashes, kMaxBuffers * sizeof(unsigned long long)));
     KL_CHECK(cudaMalloc(&s.varied, kMaxBuffers * sizeof(int)));
+    int optin = 0, sms = 1;
+    KL_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, s.device));
+    KL_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s.device));
+    KL_CHECK(cudaFuncSetAttribute(kl_shared_scrub_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+    s.scrub_bytes = (unsigned int)optin;
+    s.scrub_blocks = 2 * sms;
     size_t most = 1;
     const Table& t = table();
     for (int i = 0; i < t.nbuffers; ++i) {
@@ -1354,6 +1374,9 @@ class Harness {
     memcpy(s.before, s.now, sizeof s.before);
     check_flat_inputs();
     s.stressed_now = stressed;
+    kl_shared_scrub_kernel<<<s.scrub_blocks, 256, s.scrub_bytes>>>(
+        s.scrub_bytes, (unsigned char)(mix64(key ^ 0x5343525542ull) & 0xFF));
+    KL_CHECK(cudaGetLastError());
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));
     KL_CHECK(cudaDeviceSynchronize());

@@ -49,7 +49,7 @@ from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.symbols import demangle
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "5"
+PRECISION_SCAN_VERSION = "6"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -123,6 +123,20 @@ _PTX_CALL = re.compile(r"^call(?:\.\w+)*\s")
 # A function-scope static in device code (`static T x;` inside a __device__ function): a global the
 # host stub registers with no __cudaRegisterVar, so the state check never reads it (red team round
 # 72: a call counter kept there). A candidate may have one only where its baseline does.
+# PTX special registers a kernel may read freely: where it runs and how it was launched. Any other
+# (`%gridid`, the context's launch count; `%current_graph_exec`, a graph launch told from a direct
+# one; `%pm*` performance counters; `%envreg*`) only where the baseline reads it: it tells a process
+# that makes many calls, or launches another way, from the verifier's (red team round 73). The
+# clocks have their own rule (device-clock). Read from PTX, where every register a kernel names is
+# either declared (`.reg`) or special.
+_GEOMETRY_REGISTERS = frozenset({
+    "tid", "ntid", "laneid", "warpid", "nwarpid", "ctaid", "nctaid", "smid", "nsmid", "is_explicit_cluster",
+    "clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank",
+    "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt", "total_smem_size",
+    "aggr_smem_size", "dynamic_smem_size", "reserved_smem_offset_begin", "reserved_smem_offset_end",
+    "reserved_smem_offset_cap", "reserved_smem_offset_0", "reserved_smem_offset_1"})
+_PTX_REGISTER_USE = re.compile(r"%([A-Za-z_][\w$]*)")
+_PTX_REGISTER_DECL = re.compile(r"\.reg\s+(?:\.v\d\s+)?\.\w+\s+([^;]+);")
 _PTX_DEVICE_STATIC = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.global\b[^;]*?\b(_ZZ[\w$]+)", re.M)
 
 
@@ -186,12 +200,38 @@ def _ptx_class(opcode: str) -> ClassName | None:
     return None
 
 
+def special_registers(code: str) -> set[str]:
+    """The special registers (not declared with `.reg`, not launch geometry, not a clock) PTX reads."""
+    declared_prefixes: set[str] = set()
+    declared: set[str] = set()
+    for m in _PTX_REGISTER_DECL.finditer(code):
+        for item in m.group(1).split(","):
+            name = item.strip().lstrip("%")
+            if "<" in name:
+                declared_prefixes.add(name.split("<")[0])
+            elif name:
+                declared.add(name)
+    found: set[str] = set()
+    for m in _PTX_REGISTER_USE.finditer(code):
+        name = m.group(1)
+        base = name.split(".")[0]
+        prefix = re.sub(r"\d+$", "", base)
+        if base in declared or prefix in declared_prefixes or base in _GEOMETRY_REGISTERS:
+            continue
+        if _PTX_CLOCK.fullmatch(f"%{base}"):
+            continue  # device-clock's
+        found.add(base)
+    return found
+
+
 def classify_ptx(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
     count = 0
     code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
     for static in _PTX_DEVICE_STATIC.finditer(code):  # declarations sit between directives, one per line
         classes.setdefault("device_static", set()).add(static.group(1))
+    for name in special_registers(code):
+        classes.setdefault("special_register", set()).add(f"%{name}")
     # Statements end at `;`; inline asm wraps them in braces (`{  cvt.rn.f16.f32 %rs1, %f1;}`),
     # and vector operands are braced too: splitting at braces only cuts operand lists short.
     for statement in re.split(r"[;{}]", code):
@@ -230,6 +270,13 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
         found.append(Violation(rule="device-clock", where=where, detail=(
             f"device code reads the GPU's clock ({', '.join(clocks)}), which the baseline does not: a kernel that "
             "reads the date or the time since the GPU started can compute otherwise later than while verified")))
+    registers = sorted(set(candidate.classes.get("special_register", []))
+                       - set(baseline.classes.get("special_register", [])))
+    if registers:
+        found.append(Violation(rule="device-register", where=where, detail=(
+            f"device code reads {', '.join(registers)}, which the baseline does not: a special register other than "
+            "where the kernel runs and how it was launched (a launch count, a graph's handle, performance "
+            "counters) can tell the verifier's process from a program that makes more calls or launches otherwise")))
     statics = sorted(set(candidate.classes.get("device_static", [])) - set(baseline.classes.get("device_static", [])))
     if statics:
         found.append(Violation(rule="device-static", where=where, detail=(
@@ -408,8 +455,9 @@ def scan_precision(*, baseline_object: Path, candidate_object: Path, baseline_un
             for profile, unit in ((base, baseline_unit), (cand, candidate_unit)):
                 ptx = cached("ptx", [*banner, unit], lambda unit=unit: ptx_profile(unit, arch=arch, toolchain=toolchain,
                                                                                    limits=limits))
-                if ptx.classes.get("device_static"):
-                    profile.classes["device_static"] = ptx.classes["device_static"]
+                for kind in ("device_static", "special_register"):  # PTX names them; SASS does not always
+                    if ptx.classes.get(kind):
+                        profile.classes[kind] = ptx.classes[kind]
         except ScanFailed as exc:
             return PrecisionScan(source="sass", baseline=base, candidate=cand,
                                  violations=[Violation(rule="reduced_precision", where="object (PTX)",
