@@ -12,8 +12,8 @@
 //     call, so every call must write its whole result;
 //   * the L2 cache is flushed (a write of 2x its size, persisting lines reset) before every call;
 //   * every call is timed by its own pair of events, on the legacy default stream;
-//   * before every call all the shared memory a block may have is filled, on every SM, with a byte
-//     of the call's (nothing a launch left there survives into the next);
+//   * before every call all the shared memory a block may have is filled, on every SM, with a stream
+//     keyed by the call (nothing a launch left there survives into the next);
 //   * after every call a trusted kernel gathers elements of every output at positions drawn
 //     from the pipe after the call (a candidate cannot know them while it runs), and guard zones
 //     around every buffer are checked for out-of-bounds writes;
@@ -673,15 +673,17 @@ __global__ void kl_window_marker_kernel() {}
 // Launched right before and right after the untimed repeat of an earlier call's inputs: the timing
 // audit does not count the editable part's launches between the two as work between calls.
 __global__ void kl_replay_marker_kernel() {}
-// Fills all the shared memory one block may have with a byte: launched before every call (on every
-// SM: one block of the largest shared memory fits an SM), so a kernel that reads shared memory it
-// did not write this launch reads the byte, not what an earlier launch of the part left there
-// (red team round 73: a call counter kept in shared memory no one cleared).
-__global__ void kl_shared_scrub_kernel(unsigned int bytes, unsigned char byte) {
-  extern __shared__ unsigned char kl_scrub[];
-  for (unsigned int i = threadIdx.x; i < bytes; i += blockDim.x) kl_scrub[i] = byte;
+// Fills all the shared memory one block may have with a stream keyed by the call: launched before
+// every call (on every SM: one block of the largest shared memory fits an SM), so a kernel that
+// reads shared memory it did not write this launch reads the stream, not what an earlier launch of
+// the part left there (red team round 73: a call counter kept in shared memory no one cleared), and
+// not one value repeated either, which a kernel could take for the verifier's sign (round 74).
+__global__ void kl_shared_scrub_kernel(unsigned int bytes, uint64_t key) {
+  extern __shared__ uint64_t kl_scrub[];
+  const unsigned int words = bytes / 8;
+  for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) kl_scrub[i] = mix64(key ^ i);
   __syncthreads();
-  if (threadIdx.x == 0 && kl_scrub[bytes - 1] != byte) __trap();  // the stores must happen
+  if (threadIdx.x == 0 && words && kl_scrub[words - 1] != mix64(key ^ (words - 1))) __trap();  // the stores happen
 }
 
 constexpr uint64_t kNonfiniteMapBits = uint64_t(1) << 16;  // per output per call: 8 KiB, written only when set
@@ -1375,7 +1377,7 @@ class Harness {
     check_flat_inputs();
     s.stressed_now = stressed;
     kl_shared_scrub_kernel<<<s.scrub_blocks, 256, s.scrub_bytes>>>(
-        s.scrub_bytes, (unsigned char)(mix64(key ^ 0x5343525542ull) & 0xFF));
+        s.scrub_bytes, mix64(key ^ 0x5343525542ull));
     KL_CHECK(cudaGetLastError());
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));

@@ -49,7 +49,7 @@ from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.symbols import demangle
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "6"
+PRECISION_SCAN_VERSION = "7"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -133,8 +133,14 @@ _GEOMETRY_REGISTERS = frozenset({
     "tid", "ntid", "laneid", "warpid", "nwarpid", "ctaid", "nctaid", "smid", "nsmid", "is_explicit_cluster",
     "clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank",
     "lanemask_eq", "lanemask_le", "lanemask_lt", "lanemask_ge", "lanemask_gt", "total_smem_size",
-    "aggr_smem_size", "dynamic_smem_size", "reserved_smem_offset_begin", "reserved_smem_offset_end",
-    "reserved_smem_offset_cap", "reserved_smem_offset_0", "reserved_smem_offset_1"})
+    "aggr_smem_size", "dynamic_smem_size"})
+# Every special register the PTX ISA names: a `.reg` declaration cannot make one of these an
+# ordinary register for the scan (a declared `%gridid<1>` makes `%gridid0`, not `%gridid`).
+_SPECIAL_REGISTER = re.compile(
+    r"^(?:tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid|is_explicit_cluster|clusterid|nclusterid"
+    r"|cluster_ctaid|cluster_nctaid|cluster_ctarank|cluster_nctarank|lanemask_(?:eq|le|lt|ge|gt)|clock|clock_hi"
+    r"|clock64|pm\d+(?:_64)?|envreg\d+|globaltimer(?:_lo|_hi)?|reserved_smem_offset_\w+|total_smem_size"
+    r"|aggr_smem_size|dynamic_smem_size|current_graph_exec)$")
 _PTX_REGISTER_USE = re.compile(r"%([A-Za-z_][\w$]*)")
 _PTX_REGISTER_DECL = re.compile(r"\.reg\s+(?:\.v\d\s+)?\.\w+\s+([^;]+);")
 _PTX_DEVICE_STATIC = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.global\b[^;]*?\b(_ZZ[\w$]+)", re.M)
@@ -200,23 +206,53 @@ def _ptx_class(opcode: str) -> ClassName | None:
     return None
 
 
+def strip_ptx_comments(text: str) -> str:
+    """PTX without its comments, string literals kept whole: a `/*` inside a `.pragma "..."` opens
+    no comment (red team round 74 hid `%gridid` between two such pragmas)."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"' and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            out.append(" ")
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            out.append(" ")
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 def special_registers(code: str) -> set[str]:
-    """The special registers (not declared with `.reg`, not launch geometry, not a clock) PTX reads."""
-    declared_prefixes: set[str] = set()
+    """The special registers (not declared with `.reg`, not launch geometry, not a clock) PTX reads.
+    `%r<9>` declares `%r0` .. `%r8` exactly; a special register's name is never a declared one."""
+    ranges: dict[str, int] = {}  # prefix -> count declared (the largest seen anywhere)
     declared: set[str] = set()
     for m in _PTX_REGISTER_DECL.finditer(code):
         for item in m.group(1).split(","):
             name = item.strip().lstrip("%")
-            if "<" in name:
-                declared_prefixes.add(name.split("<")[0])
+            if "<" in name and (count := re.match(r"^([A-Za-z_][\w$]*)<(\d+)>$", name)):
+                ranges[count.group(1)] = max(ranges.get(count.group(1), 0), int(count.group(2)))
             elif name:
                 declared.add(name)
     found: set[str] = set()
     for m in _PTX_REGISTER_USE.finditer(code):
         name = m.group(1)
         base = name.split(".")[0]
-        prefix = re.sub(r"\d+$", "", base)
-        if base in declared or prefix in declared_prefixes or base in _GEOMETRY_REGISTERS:
+        numbered = re.match(r"^(.*?)(\d+)$", base)
+        ordinary = (base in declared or (numbered is not None and int(numbered.group(2)) < ranges.get(numbered.group(1), 0))
+                    or (m.end() < len(code) and code[m.end()] == "<" and base in ranges))  # the declaration itself
+        if (ordinary and not _SPECIAL_REGISTER.match(base)) or base in _GEOMETRY_REGISTERS:
             continue
         if _PTX_CLOCK.fullmatch(f"%{base}"):
             continue  # device-clock's
@@ -227,7 +263,7 @@ def special_registers(code: str) -> set[str]:
 def classify_ptx(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
     count = 0
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+    code = strip_ptx_comments(text)
     for static in _PTX_DEVICE_STATIC.finditer(code):  # declarations sit between directives, one per line
         classes.setdefault("device_static", set()).add(static.group(1))
     for name in special_registers(code):
