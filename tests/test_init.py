@@ -356,3 +356,10 @@ def test_what_is_no_integer_init_draws_stays_refused_or_a_character(spelled):
     else:
         with pytest.raises(InputError, match="which init cannot generate"):
             parse_params(f"void f(float* x, {spelled} n)")
+
+
+@pytest.mark.parametrize("declared", ["float** rows", "const float4** rows", "float* rows[]"])
+def test_a_pointer_to_pointers_is_refused_in_one_line(declared):
+    # red team round 75: the stars were dropped and a float** taken for a float buffer
+    with pytest.raises(InputError, match="a pointer to pointers, which init cannot generate"):
+        parse_params(f"void f({declared}, int n)")

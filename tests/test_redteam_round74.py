@@ -22,7 +22,7 @@ def test_a_declared_range_names_its_registers_exactly_and_never_a_special_one():
     assert special_registers(".reg .b64 %gridid<1>;\nmov.u64 %gridid0, %gridid;") == {"gridid"}
     assert special_registers(".reg .b64 %gridid;\nmov.u64 %gridid, %gridid;") == {"gridid"}
     assert special_registers(".reg .b32 %r<3>;\nmov.u32 %r2, %r1;") == set()
-    assert special_registers(".reg .b32 %r<3>;\nmov.u32 %r3, %r1;") == {"r3"}  # past the declared range
+    assert special_registers("mov.u32 %r1, %tid.x;\nmov.u32 %r2, %pm3;\nmov.u32 %r3, %envreg7;") == {"pm3", "envreg7"}
 
 
 def test_comments_are_stripped_around_strings_not_inside_them():

@@ -64,11 +64,14 @@ def test_a_part_that_overflows_the_harness_registry_fails_its_run(tmp_path, reco
     assert not v.accepted and Reason.run_failed in v.reasons, v.summary
 
 
+@pytest.mark.parametrize("candidate", [
+    FIXTURES / "redteam" / "round74" / "scrub_fingerprint_bomb" / "candidate.cu",
+    # red team round 75: the fill's relation between adjacent words (round 74's mix64(key ^ i)), inverted
+    FIXTURES / "redteam" / "round75" / "scrub_stream_inverted" / "candidate.cu"], ids=["round74", "round75"])
 def test_a_kernel_that_takes_the_shared_memory_fill_for_the_verifiers_sign_is_wrong_under_verification(
-        tmp_path, record_property):
+        candidate, tmp_path, record_property):
     # red team round 74: a probe of shared memory it never writes, honest only where every word is one
     # repeated byte (round 73's scrub); the fill is a keyed stream now, so it drops its tail here too
-    candidate = FIXTURES / "redteam" / "round74" / "scrub_fingerprint_bomb" / "candidate.cu"
     v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache",
                                                                 verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)

@@ -160,24 +160,44 @@ inline bool holds_part_block(const void* at, int kind) {
     if (r.blocks[i].at == at && r.blocks[i].kind == kind) return true;
   return false;
 }
-// Zeros into a CUDA array the part holds, from a zeroed device buffer of the harness's.
-inline void clear_part_array(const void* at) {
-  cudaArray_t array = static_cast<cudaArray_t>(const_cast<void*>(at));
+// A CUDA array's bytes, and a copy between it and linear device memory of as many bytes
+// (`into_array`: linear -> array), for the digest and for clearing it before a free.
+inline size_t part_array_bytes(cudaArray_t array, cudaExtent* shape, size_t* elem) {
   cudaChannelFormatDesc desc;
   cudaExtent extent;
   unsigned int flags = 0;
   KL_CHECK(cudaArrayGetInfo(&desc, &extent, &flags, array));
-  const size_t elem = (size_t)(desc.x + desc.y + desc.z + desc.w) / 8;
-  const size_t w = extent.width, h = extent.height ? extent.height : 1, d = extent.depth ? extent.depth : 1;
-  void* zeros = nullptr;
-  KL_CHECK(cudaMalloc(&zeros, elem * w * h * d));
-  KL_CHECK(cudaMemset(zeros, 0, elem * w * h * d));
+  *elem = (size_t)(desc.x + desc.y + desc.z + desc.w) / 8;
+  *shape = make_cudaExtent(extent.width, extent.height ? extent.height : 1, extent.depth ? extent.depth : 1);
+  return *elem * shape->width * shape->height * shape->depth;
+}
+inline void part_array_copy(cudaArray_t array, void* linear, bool into_array) {
+  cudaExtent shape;
+  size_t elem = 0;
+  part_array_bytes(array, &shape, &elem);
   cudaMemcpy3DParms copy = {};
-  copy.srcPtr = make_cudaPitchedPtr(zeros, elem * w, w, h);
-  copy.dstArray = array;
-  copy.extent = make_cudaExtent(w, h, d);
+  const cudaPitchedPtr flat = make_cudaPitchedPtr(linear, elem * shape.width, shape.width, shape.height);
+  if (into_array) {
+    copy.srcPtr = flat;
+    copy.dstArray = array;
+  } else {
+    copy.srcArray = array;
+    copy.dstPtr = flat;
+  }
+  copy.extent = shape;
   copy.kind = cudaMemcpyDeviceToDevice;
   KL_CHECK(cudaMemcpy3D(&copy));
+}
+// Zeros into a CUDA array the part holds, from a zeroed device buffer of the harness's.
+inline void clear_part_array(const void* at) {
+  cudaArray_t array = static_cast<cudaArray_t>(const_cast<void*>(at));
+  cudaExtent shape;
+  size_t elem = 0;
+  const size_t bytes = part_array_bytes(array, &shape, &elem);
+  void* zeros = nullptr;
+  KL_CHECK(cudaMalloc(&zeros, bytes));
+  KL_CHECK(cudaMemset(zeros, 0, bytes));
+  part_array_copy(array, zeros, true);
   KL_CHECK(cudaFree(zeros));
 }
 // After a free that succeeded, of a block of that kind (a cudaFree of an array's handle fails and
@@ -376,24 +396,16 @@ inline PartState part_state() {
       s.device_bytes += b.bytes;
     } else {  // a CUDA array: copied on the device into linear memory of the harness's, then hashed
       cudaArray_t array = static_cast<cudaArray_t>(const_cast<void*>(b.at));
-      cudaChannelFormatDesc desc;
-      cudaExtent extent;
-      unsigned int flags = 0;
-      KL_CHECK(cudaArrayGetInfo(&desc, &extent, &flags, array));
-      const size_t elem = (size_t)(desc.x + desc.y + desc.z + desc.w) / 8;
-      const size_t w = extent.width, h = extent.height ? extent.height : 1, d = extent.depth ? extent.depth : 1;
+      cudaExtent shape;
+      size_t elem = 0;
+      const size_t bytes = part_array_bytes(array, &shape, &elem);
       unsigned char* linear = nullptr;
-      KL_CHECK(cudaMalloc(&linear, elem * w * h * d));
-      cudaMemcpy3DParms copy = {};
-      copy.srcArray = array;
-      copy.dstPtr = make_cudaPitchedPtr(linear, elem * w, w, h);
-      copy.extent = make_cudaExtent(w, h, d);
-      copy.kind = cudaMemcpyDeviceToDevice;
-      KL_CHECK(cudaMemcpy3D(&copy));
-      kl_part_hash_kernel<<<64, 256>>>(linear, elem * w * h * d, slots + i);
+      KL_CHECK(cudaMalloc(&linear, bytes));
+      part_array_copy(array, linear, false);
+      kl_part_hash_kernel<<<64, 256>>>(linear, bytes, slots + i);
       KL_CHECK(cudaDeviceSynchronize());
       KL_CHECK(cudaFree(linear));
-      s.device_bytes += elem * w * h * d;
+      s.device_bytes += bytes;
     }
   }
   KL_CHECK(cudaGetLastError());
@@ -678,12 +690,18 @@ __global__ void kl_replay_marker_kernel() {}
 // reads shared memory it did not write this launch reads the stream, not what an earlier launch of
 // the part left there (red team round 73: a call counter kept in shared memory no one cleared), and
 // not one value repeated either, which a kernel could take for the verifier's sign (round 74).
-__global__ void kl_shared_scrub_kernel(unsigned int bytes, uint64_t key) {
+// Word i is mix64(outer ^ mix64(i + inner)): with both keys secret, undoing the outer mix leaves a
+// value of i no kernel can compute, so adjacent words keep no relation it could test (round 75
+// inverted round 74's mix64(key ^ i): adjacent words differed by i ^ (i + 1) once unmixed).
+__device__ __forceinline__ uint64_t kl_scrub_word(uint64_t outer, uint64_t inner, unsigned int i) {
+  return mix64(outer ^ mix64(inner + i));
+}
+__global__ void kl_shared_scrub_kernel(unsigned int bytes, uint64_t outer, uint64_t inner) {
   extern __shared__ uint64_t kl_scrub[];
   const unsigned int words = bytes / 8;
-  for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) kl_scrub[i] = mix64(key ^ i);
+  for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) kl_scrub[i] = kl_scrub_word(outer, inner, i);
   __syncthreads();
-  if (threadIdx.x == 0 && words && kl_scrub[words - 1] != mix64(key ^ (words - 1))) __trap();  // the stores happen
+  if (threadIdx.x == 0 && words && kl_scrub[words - 1] != kl_scrub_word(outer, inner, words - 1)) __trap();
 }
 
 constexpr uint64_t kNonfiniteMapBits = uint64_t(1) << 16;  // per output per call: 8 KiB, written only when set
@@ -1377,7 +1395,7 @@ class Harness {
     check_flat_inputs();
     s.stressed_now = stressed;
     kl_shared_scrub_kernel<<<s.scrub_blocks, 256, s.scrub_bytes>>>(
-        s.scrub_bytes, mix64(key ^ 0x5343525542ull));
+        s.scrub_bytes, mix64(key ^ 0x5343525542ull), mix64(key ^ 0x494E4E4552ull));
     KL_CHECK(cudaGetLastError());
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));

@@ -187,6 +187,10 @@ def parse_params(head: str) -> list[Param]:
         if m is None or not m.group("type").strip():
             raise InputError(f"cannot read the kernel parameter {text!r}: give it a name")
         ctype = m.group("type").strip()
+        if ctype.count("*") + text.rstrip().endswith("]") > 1:  # float**, float* x[]: no buffer of numbers
+            raise InputError(f"parameter {m.group('name')} has type {ctype!r}, a pointer to pointers, which init "
+                             "cannot generate (numbers, pointers to numbers or CUDA vector types, streams); write "
+                             "the harness by hand (docs/contract.md)")
         pointer = "*" in ctype or text.rstrip().endswith("]")
         base = " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ")).split())
         if not pointer and base in _STREAM_TYPES:

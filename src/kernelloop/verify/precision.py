@@ -49,7 +49,7 @@ from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.symbols import demangle
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "7"
+PRECISION_SCAN_VERSION = "8"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -127,8 +127,7 @@ _PTX_CALL = re.compile(r"^call(?:\.\w+)*\s")
 # (`%gridid`, the context's launch count; `%current_graph_exec`, a graph launch told from a direct
 # one; `%pm*` performance counters; `%envreg*`) only where the baseline reads it: it tells a process
 # that makes many calls, or launches another way, from the verifier's (red team round 73). The
-# clocks have their own rule (device-clock). Read from PTX, where every register a kernel names is
-# either declared (`.reg`) or special.
+# clocks have their own rule (device-clock). Read from PTX, where a special register is named as such.
 _GEOMETRY_REGISTERS = frozenset({
     "tid", "ntid", "laneid", "warpid", "nwarpid", "ctaid", "nctaid", "smid", "nsmid", "is_explicit_cluster",
     "clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid", "cluster_ctarank", "cluster_nctarank",
@@ -142,7 +141,6 @@ _SPECIAL_REGISTER = re.compile(
     r"|clock64|pm\d+(?:_64)?|envreg\d+|globaltimer(?:_lo|_hi)?|reserved_smem_offset_\w+|total_smem_size"
     r"|aggr_smem_size|dynamic_smem_size|current_graph_exec)$")
 _PTX_REGISTER_USE = re.compile(r"%([A-Za-z_][\w$]*)")
-_PTX_REGISTER_DECL = re.compile(r"\.reg\s+(?:\.v\d\s+)?\.\w+\s+([^;]+);")
 _PTX_DEVICE_STATIC = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.global\b[^;]*?\b(_ZZ[\w$]+)", re.M)
 
 
@@ -234,29 +232,14 @@ def strip_ptx_comments(text: str) -> str:
 
 
 def special_registers(code: str) -> set[str]:
-    """The special registers (not declared with `.reg`, not launch geometry, not a clock) PTX reads.
-    `%r<9>` declares `%r0` .. `%r8` exactly; a special register's name is never a declared one."""
-    ranges: dict[str, int] = {}  # prefix -> count declared (the largest seen anywhere)
-    declared: set[str] = set()
-    for m in _PTX_REGISTER_DECL.finditer(code):
-        for item in m.group(1).split(","):
-            name = item.strip().lstrip("%")
-            if "<" in name and (count := re.match(r"^([A-Za-z_][\w$]*)<(\d+)>$", name)):
-                ranges[count.group(1)] = max(ranges.get(count.group(1), 0), int(count.group(2)))
-            elif name:
-                declared.add(name)
+    """The PTX ISA's special registers that PTX reads, but launch geometry and the clocks (device-clock's).
+    By name alone: a `.reg` declaration cannot make one an ordinary register (a declared `%gridid<1>`
+    makes `%gridid0`; red team round 74), and a register no `.reg` declares is no register ptxas takes."""
     found: set[str] = set()
     for m in _PTX_REGISTER_USE.finditer(code):
-        name = m.group(1)
-        base = name.split(".")[0]
-        numbered = re.match(r"^(.*?)(\d+)$", base)
-        ordinary = (base in declared or (numbered is not None and int(numbered.group(2)) < ranges.get(numbered.group(1), 0))
-                    or (m.end() < len(code) and code[m.end()] == "<" and base in ranges))  # the declaration itself
-        if (ordinary and not _SPECIAL_REGISTER.match(base)) or base in _GEOMETRY_REGISTERS:
-            continue
-        if _PTX_CLOCK.fullmatch(f"%{base}"):
-            continue  # device-clock's
-        found.add(base)
+        base = m.group(1).split(".")[0]
+        if _SPECIAL_REGISTER.match(base) and base not in _GEOMETRY_REGISTERS and not _PTX_CLOCK.fullmatch(f"%{base}"):
+            found.add(base)
     return found
 
 
@@ -301,25 +284,27 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
         found.append(Violation(rule="reduced_precision", where=where,
                                detail=f"uses {what}, which the baseline does not: the candidate computes in a "
                                       "narrower float type (pass --allow-reduced-precision if the task allows it)"))
-    clocks = sorted(set(candidate.classes.get("clock", [])) - set(baseline.classes.get("clock", [])))
+    def only_candidate(kind: str) -> list[str]:
+        return sorted(set(candidate.classes.get(kind, [])) - set(baseline.classes.get(kind, [])))
+
+    clocks = only_candidate("clock")
     if clocks:
         found.append(Violation(rule="device-clock", where=where, detail=(
             f"device code reads the GPU's clock ({', '.join(clocks)}), which the baseline does not: a kernel that "
             "reads the date or the time since the GPU started can compute otherwise later than while verified")))
-    registers = sorted(set(candidate.classes.get("special_register", []))
-                       - set(baseline.classes.get("special_register", [])))
+    registers = only_candidate("special_register")
     if registers:
         found.append(Violation(rule="device-register", where=where, detail=(
             f"device code reads {', '.join(registers)}, which the baseline does not: a special register other than "
             "where the kernel runs and how it was launched (a launch count, a graph's handle, performance "
             "counters) can tell the verifier's process from a program that makes more calls or launches otherwise")))
-    statics = sorted(set(candidate.classes.get("device_static", [])) - set(baseline.classes.get("device_static", [])))
+    statics = only_candidate("device_static")
     if statics:
         found.append(Violation(rule="device-static", where=where, detail=(
             f"device code keeps a function-scope static ({', '.join(_few(demangle(statics)))}), which the baseline "
             "does not: it is a global the program never registers, so what a kernel keeps there from call to call "
             "is out of the verifier's sight; use a __device__ variable at namespace scope or a workspace")))
-    heap = sorted(set(candidate.classes.get("device_heap", [])) - set(baseline.classes.get("device_heap", [])))
+    heap = only_candidate("device_heap")
     if heap and not baseline.classes.get("device_heap"):
         found.append(Violation(rule="device-heap", where=where, detail=(
             f"device code allocates from the device heap ({', '.join(heap)}), which the baseline does not: what a "
