@@ -355,7 +355,10 @@ inline uint64_t digest_bytes(uint64_t h, const unsigned char* p, size_t n) {
   memcpy(&tail, p + i, n - i);
   return mix64(h ^ tail ^ 0x5441494Cull);
 }
-__global__ void kl_part_hash_kernel(const unsigned char* data, size_t bytes, unsigned long long* out) {
+// Keyed by a secret of the run (each word's own key from it): a part cannot write one word so that
+// its hash makes up for another's change (red team round 76 kept a counter beside a word that
+// balanced the public sum).
+__global__ void kl_part_hash_kernel(const unsigned char* data, size_t bytes, unsigned long long* out, uint64_t key) {
   const bool aligned = (reinterpret_cast<uintptr_t>(data) & 7) == 0;  // a __device__ int is 4-aligned
   const size_t words = (bytes + 7) / 8;
   unsigned long long acc = 0;
@@ -365,13 +368,14 @@ __global__ void kl_part_hash_kernel(const unsigned char* data, size_t bytes, uns
       v = reinterpret_cast<const uint64_t*>(data)[w];
     else
       for (size_t k = 0; 8 * w + k < bytes && k < 8; ++k) v |= (uint64_t)data[8 * w + k] << (8 * k);
-    acc += mix64(v ^ mix64(w ^ 0x50415254ull));
+    acc += mix64(v ^ mix64(w ^ key));
   }
   for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_down_sync(0xFFFFFFFFu, acc, offset);
   if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
 }
-inline PartState part_state() {
-  PartState s{0x5354415445ull, 0, 0, 0};
+// `key`: the run's secret (from the first timed call's draw), which starts every chain and keys the hashes.
+inline PartState part_state(uint64_t key) {
+  PartState s{mix64(key ^ 0x5354415445ull), 0, 0, 0};
   const char* bounds[2][2] = {{__start_kl_part_data, __stop_kl_part_data}, {__start_kl_part_bss, __stop_kl_part_bss}};
   for (auto& b : bounds)
     if (b[0] != nullptr && b[1] != nullptr && b[1] > b[0]) {
@@ -392,7 +396,8 @@ inline PartState part_state() {
     } else if (b.kind == 1 || b.kind == 2) {
       void* device = const_cast<void*>(b.at);
       if (b.kind == 2) KL_CHECK(cudaGetSymbolAddress(&device, b.at));
-      if (b.bytes) kl_part_hash_kernel<<<64, 256>>>(static_cast<const unsigned char*>(device), b.bytes, slots + i);
+      if (b.bytes)
+        kl_part_hash_kernel<<<64, 256>>>(static_cast<const unsigned char*>(device), b.bytes, slots + i, key);
       s.device_bytes += b.bytes;
     } else {  // a CUDA array: copied on the device into linear memory of the harness's, then hashed
       cudaArray_t array = static_cast<cudaArray_t>(const_cast<void*>(b.at));
@@ -402,7 +407,7 @@ inline PartState part_state() {
       unsigned char* linear = nullptr;
       KL_CHECK(cudaMalloc(&linear, bytes));
       part_array_copy(array, linear, false);
-      kl_part_hash_kernel<<<64, 256>>>(linear, bytes, slots + i);
+      kl_part_hash_kernel<<<64, 256>>>(linear, bytes, slots + i, key);
       KL_CHECK(cudaDeviceSynchronize());
       KL_CHECK(cudaFree(linear));
       s.device_bytes += bytes;
@@ -887,6 +892,7 @@ struct State {
   uint64_t draws[kMaxCalls];           // each timed call's draw, for the repeat
   uint64_t state_after[kMaxCalls];     // the part's state digest after each timed call
   int replayed;                        // the timed call repeated last (-1: none yet)
+  uint64_t state_key;                  // keys the part's state digests (part_state): secret from the first draw
   bool replay_same;                    // every repeat left the part's state as that call had
   PartState state_replay;              // the part's state after the repeat
 };
@@ -1034,7 +1040,7 @@ class Harness {
       check_guards(c);
       check_inputs(c);
       sample_outputs(c, read_secret());
-      s.state_after[c] = part_state().digest;
+      s.state_after[c] = part_state(s.state_key).digest;
       // The repeat of an earlier call's inputs: before the last call (whose outputs are dumped
       // whole), or after it when it is the only one.
       if (c == opt.calls - 2 || opt.calls == 1) replay_calls(launch);
@@ -1278,6 +1284,7 @@ class Harness {
     const uint64_t draw = read_secret();
     const bool nonfinite = st().nonfinite != 0 && ((draw & kStressed) || st().calls == st().timed_calls - 1);
     st().draws[st().calls] = draw;
+    if (st().calls == 0) st().state_key = mix64(draw ^ 0x5354415445ull);  // the state digests' secret
     prepare_call(mix64(st().seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw, nonfinite);
   }
   // Timed call `replayed`'s inputs again (its draw: the same fill, stress and poison), with the call
@@ -1325,7 +1332,7 @@ class Harness {
     KL_CHECK(cudaGetLastError());
     check_guards(kReplayCall);
     check_inputs(kReplayCall);
-    s.state_replay = part_state();
+    s.state_replay = part_state(s.state_key);
     s.replay_same = s.replay_same && s.state_replay.digest == s.state_after[call];
   }
   // One record: whether the part's state after the repeated inputs was its state after that call.
