@@ -29,19 +29,13 @@ Role = Literal["input", "output", "inout", "scratch", "table"]
 ROLES: tuple[Role, ...] = ("input", "output", "inout", "scratch", "table")
 _READ_ROLES = ("input", "inout", "table")
 
-# Element types a buffer may have (the harness's DType list), by the spellings kernels use.
+# Element types a buffer may have (the harness's DType list), by the spellings kernels use that are
+# no C integer keywords (those are read by _integer_type) nor <cstdint> names (_FIXED_WIDTH).
 _ELEMENT_TYPES = {
     "float": "float", "double": "double", "__half": "__half", "half": "__half", "__nv_bfloat16": "__nv_bfloat16",
-    "nv_bfloat16": "__nv_bfloat16", "int": "int32_t", "int32_t": "int32_t", "unsigned": "uint32_t",
-    "unsigned int": "uint32_t", "uint32_t": "uint32_t", "long long": "int64_t", "int64_t": "int64_t",
-    "unsigned long long": "uint64_t", "uint64_t": "uint64_t", "size_t": "uint64_t", "short": "int16_t",
-    "int16_t": "int16_t", "unsigned short": "uint16_t", "uint16_t": "uint16_t", "char": "int8_t",
-    "signed char": "int8_t", "int8_t": "int8_t", "unsigned char": "uint8_t", "uint8_t": "uint8_t",
-    # every other spelling of the same integers (LP64: long is 64 bits)
-    "signed": "int32_t", "signed int": "int32_t", "unsigned long": "uint64_t", "unsigned long int": "uint64_t",
-    "long": "int64_t", "long int": "int64_t", "signed long": "int64_t", "long long int": "int64_t",
-    "unsigned long long int": "uint64_t", "ptrdiff_t": "int64_t", "ssize_t": "int64_t", "intptr_t": "int64_t",
-    "uintptr_t": "uint64_t", "short int": "int16_t", "unsigned short int": "uint16_t",
+    "nv_bfloat16": "__nv_bfloat16", "char": "int8_t",  # a plain char argument: drawn as a small integer
+    # the C library's integer typedefs (LP64)
+    "size_t": "uint64_t", "ptrdiff_t": "int64_t", "ssize_t": "int64_t", "intptr_t": "int64_t", "uintptr_t": "uint64_t",
 }
 # CUDA's vector types, as buffers of their lanes (a float2* of n elements: a float buffer of 2n).
 _VECTOR_TYPES = {
