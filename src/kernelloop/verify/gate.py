@@ -494,6 +494,11 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             v.notes.append("the baseline's own state (its static data, allocations or device variables) differs "
                            "after a repeat of a call's inputs: it keeps state between calls, so a candidate's is "
                            "not checked")
+        elif any(state is None for _, _, state in candidate_states):
+            # the same frozen harness wrote one for the baseline: a candidate run without one is unjudged (fail closed)
+            seed, size_index, _ = next(s for s in candidate_states if s[2] is None)
+            state_failure = (Reason.state_between_calls, f"seed {seed}: the candidate's run wrote no record of its state "
+                                                         "between calls, which the baseline's run did")
         else:
             state_failure = state_kept_between_calls(candidate_states)
     # The non-finite experiments (v2, floating-point inputs the harness spikes): NaN, +-inf and zero
