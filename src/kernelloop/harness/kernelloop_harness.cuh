@@ -373,7 +373,8 @@ __global__ void kl_part_hash_kernel(const unsigned char* data, size_t bytes, uns
   for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_down_sync(0xFFFFFFFFu, acc, offset);
   if ((threadIdx.x & 31) == 0) atomicAdd(out, acc);
 }
-// `key`: the run's secret (from the first timed call's draw), which starts every chain and keys the hashes.
+// `key`: the call's secret (state_key: from that call's own draw), which starts every chain and keys the
+// hashes; a key that leaked after a call would not help with the next, whose key is another.
 inline PartState part_state(uint64_t key) {
   PartState s{mix64(key ^ 0x5354415445ull), 0, 0, 0};
   const char* bounds[2][2] = {{__start_kl_part_data, __stop_kl_part_data}, {__start_kl_part_bss, __stop_kl_part_bss}};
@@ -422,6 +423,9 @@ inline PartState part_state(uint64_t key) {
   s.digest = mix64(s.digest ^ (uint64_t)settings.count);
   static unsigned long long hashed[kMaxPartBlocks];
   KL_CHECK(cudaMemcpy(hashed, slots, sizeof hashed, cudaMemcpyDeviceToHost));  // one copy, always
+  // Nothing keyed stays on the device for the part's next call to read (red team round 77 inverted a
+  // one-word block's slot into the key).
+  KL_CHECK(cudaMemset(slots, 0, kMaxPartBlocks * sizeof(unsigned long long)));
   s.digest = digest_bytes(s.digest, reinterpret_cast<const unsigned char*>(hashed), r.nblocks * sizeof(hashed[0]));
   return s;
 }
@@ -892,7 +896,6 @@ struct State {
   uint64_t draws[kMaxCalls];           // each timed call's draw, for the repeat
   uint64_t state_after[kMaxCalls];     // the part's state digest after each timed call
   int replayed;                        // the timed call repeated last (-1: none yet)
-  uint64_t state_key;                  // keys the part's state digests (part_state): secret from the first draw
   bool replay_same;                    // every repeat left the part's state as that call had
   PartState state_replay;              // the part's state after the repeat
 };
@@ -1040,7 +1043,7 @@ class Harness {
       check_guards(c);
       check_inputs(c);
       sample_outputs(c, read_secret());
-      s.state_after[c] = part_state(s.state_key).digest;
+      s.state_after[c] = part_state(state_key(c)).digest;
       // The repeat of an earlier call's inputs: before the last call (whose outputs are dumped
       // whole), or after it when it is the only one.
       if (c == opt.calls - 2 || opt.calls == 1) replay_calls(launch);
@@ -1284,9 +1287,11 @@ class Harness {
     const uint64_t draw = read_secret();
     const bool nonfinite = st().nonfinite != 0 && ((draw & kStressed) || st().calls == st().timed_calls - 1);
     st().draws[st().calls] = draw;
-    if (st().calls == 0) st().state_key = mix64(draw ^ 0x5354415445ull);  // the state digests' secret
     prepare_call(mix64(st().seed ^ mix64(draw ^ 0x43414C4C4B455900ull)), draw, nonfinite);
   }
+  // The key of the state digest after timed call c and after its repeat: from the call's own draw,
+  // which no code of the part's sees.
+  static uint64_t state_key(int c) { return mix64(st().draws[c] ^ 0x5354415445ull); }
   // Timed call `replayed`'s inputs again (its draw: the same fill, stress and poison), with the call
   // counter the generators read set as it was then.
   __attribute__((noinline)) void begin_replay_call() {
@@ -1332,7 +1337,7 @@ class Harness {
     KL_CHECK(cudaGetLastError());
     check_guards(kReplayCall);
     check_inputs(kReplayCall);
-    s.state_replay = part_state(s.state_key);
+    s.state_replay = part_state(state_key(call));
     s.replay_same = s.replay_same && s.state_replay.digest == s.state_after[call];
   }
   // One record: whether the part's state after the repeated inputs was its state after that call.
