@@ -15,8 +15,8 @@ from kernelloop.errors import InputError
 from kernelloop.tools.gpu import GpuInfo
 from kernelloop.tools.sandbox import IsolationReport, RunResult
 from kernelloop.verify import gate
-from kernelloop.verify.experiment import outputs_computing_nonfinite
-from kernelloop.verify.outputs import KernelMs, compare_dumps
+from kernelloop.verify.experiment import outputs_computing_nan, outputs_following_guards
+from kernelloop.verify.outputs import KernelMs, Tolerance, compare_dumps
 from kernelloop.verify.records import parse_records
 from kernelloop.verify.runs import NONFINITE_ENV, STREAM_BYTES, ProgramRun, stream_for, stressed_calls
 from kernelloop.verify.verdict import Reason
@@ -69,13 +69,45 @@ def records(samples: list[list[float]], final: list[float], raw_final: bytes | N
     return out + b"kernelloop-output 1 float32 %d\n" % len(final) + body
 
 
-def test_an_output_computed_non_finite_is_found_and_the_poison_of_an_unwritten_element_is_not():
+def test_an_output_computed_nan_is_found_and_the_poison_of_an_unwritten_element_is_not():
     nan = float("nan")
-    assert outputs_computing_nonfinite(parse_records(records([[1, 2, 3, 4]], [1, 2, 3, 4]))) == []
-    assert outputs_computing_nonfinite(parse_records(records([[1, nan, 3, 4]], [1, 2, 3, 4]))) == ["y"]
-    assert outputs_computing_nonfinite(parse_records(records([[1, 2, 3, 4]], [1, 2, float("inf"), 4]))) == ["y"]
+    assert outputs_computing_nan(parse_records(records([[1, 2, 3, 4]], [1, 2, 3, 4]))) == []
+    assert outputs_computing_nan(parse_records(records([[1, nan, 3, 4]], [1, 2, 3, 4]))) == ["y"]
+    assert outputs_computing_nan(parse_records(records([[1, 2, 3, 4]], [1, 2, nan, 4]))) == ["y"]
+    # an infinity is a value (a causal mask's -inf), compared exactly, not a sign of a read past a buffer
+    assert outputs_computing_nan(parse_records(records([[1, 2, float("-inf"), 4]], [1, 2, float("inf"), 4]))) == []
     poisoned = np.array([1, 2, 3], "<f4").tobytes() + b"\xff" * 4  # never written: the calibration run's poison
-    assert outputs_computing_nonfinite(parse_records(records([[1, 2, 3, 4]], [1, 2, 3, 0], poisoned))) == []
+    assert outputs_computing_nan(parse_records(records([[1, 2, 3, 4]], [1, 2, 3, 0], poisoned))) == []
+
+
+@pytest.mark.parametrize("dtype", ["<f4", "<f8", "<f2"])
+def test_an_infinity_the_baseline_makes_of_finite_inputs_must_be_the_same_infinity_in_the_candidate(dtype):
+    inf, nan = float("inf"), float("nan")
+    mask = [1.0, -inf, 3.0, -inf, 2.0]  # an attention score row under a causal mask
+    base = [np.array([5.0, 6.0], dtype), np.array(mask, dtype)]
+
+    def against(row):
+        return compare_dumps(base, [np.array([5.0, 6.0], dtype), np.array(row, dtype)])
+
+    assert against(mask).match and against(mask).compared == 7
+    next_up = float(np.nextafter(np.array(3.0, dtype), np.array(4.0, dtype)))  # one unit off: within any tolerance
+    assert against([1.0, -inf, next_up, -inf, 2.0]).match
+    for wrong, at in (([1.0, -1e4, 3.0, -inf, 2.0], 3),  # a large finite value is no -inf
+                      ([1.0, inf, 3.0, -inf, 2.0], 3),  # nor the other infinity
+                      ([1.0, -inf, 3.0, nan, 2.0], 5),
+                      ([1.0, -inf, 3.0, -inf, -inf], 6),  # an infinity where the baseline is finite
+                      ([1.0, -inf, 3.5, -inf, 2.0], 4)):
+        r = against(wrong)
+        assert not r.match and r.first_mismatches[0].index == at, (wrong, r.problem)
+    assert "holds NaN" in compare_dumps([np.array([1.0, nan], dtype)], [np.array([1.0, nan], dtype)]).problem
+
+
+def test_a_mask_that_changes_sign_between_guard_contrast_runs_moved():
+    inf = float("inf")
+    same = parse_records(records([[1, -inf, 3, 4]], [1, 2, -inf, 4]))
+    flipped = parse_records(records([[1, inf, 3, 4]], [1, 2, -inf, 4]))
+    assert outputs_following_guards(same, same, Tolerance()) == []
+    assert outputs_following_guards(same, flipped, Tolerance()) == ["y"]
 
 
 # -- the gate, over real builds, with scripted runs ------------------------------------------------
@@ -194,7 +226,7 @@ def test_allow_nonfinite_differences_skips_the_experiment_and_says_so(tmp_path, 
 def test_a_baseline_computing_nan_on_the_harness_inputs_is_refused_with_the_count_hint(settings, monkeypatch):
     nan = float("nan")
     scripted_runs(monkeypatch, lambda role, kw: ([[1, 2, 3, nan], [5, 6, 7, 8]], [5, 6, 7, 8]))
-    with pytest.raises(InputError, match=r"output 'y' holds NaN or inf on the harness's own finite inputs.*--count"):
+    with pytest.raises(InputError, match=r"output 'y' holds NaN on the harness's own finite inputs.*--count"):
         verify(settings)
 
 

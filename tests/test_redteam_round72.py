@@ -1,6 +1,6 @@
 """Red team round 72 (tests/fixtures/redteam/round72/REPORT.md), on the state check after round 71:
-state kept where the digest never looked. The static finding here; the freed block (cleared now
-before every free the part makes) in tests/gpu/test_part_state_gpu.py."""
+state kept where the digest never looked. The static finding here; the freed block (what the part
+frees is digested with its state now) in tests/gpu/test_part_state_gpu.py."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from kernelloop.config import Settings, VerifySettings
 from kernelloop.verify.gate import verify_files
 from kernelloop.verify.verdict import Reason
 
-from ..conftest import FIXTURES
+from ..conftest import FIXTURES, ROOT
 
 pytestmark = pytest.mark.gpu
 STATE = FIXTURES / "part_state"
@@ -29,11 +29,13 @@ COUNTERS = [STATE / "host_counter.cu", STATE / "device_counter.cu", STATE / "all
             # red team round 72: a counter left in a block the part freed, read again from the next allocation
             FIXTURES / "redteam" / "round72" / "freed_block_counter" / "candidate.cu",
             # red team round 76: a word written beside the counter to balance the public sum of the block's hash
-            FIXTURES / "redteam" / "round76" / "state_digest_compensated" / "candidate.cu",
-            # red team round 77: the key read back from the harness's device slots, then round 76's balancing word
-            FIXTURES / "redteam" / "round77" / "state_key_from_slots" / "candidate.cu"]
+            FIXTURES / "redteam" / "round76" / "state_digest_compensated" / "candidate.cu"]
 HONEST = [STATE / "honest_cached_sms.cu", STATE / "honest_workspace.cu", STATE / "honest_last_block.cu",
-          ROUND70 / "fr_stream_ordered_workspace" / "honest.cu"]  # round 70: a per-call cudaMallocAsync/FreeAsync
+          STATE / "honest_per_call_workspace.cu",  # allocated and freed by every call, larger than it writes
+          ROUND70 / "fr_stream_ordered_workspace" / "honest.cu",  # round 70: a per-call cudaMallocAsync/FreeAsync
+          # red team round 77's search for the digest's key in the harness's memory, made to go wrong at once
+          # if it finds one: exact, so accepted, only while the key stays out of the part's reach
+          STATE / "key_probe.cu"]
 
 
 def _baseline(candidate):
@@ -47,7 +49,8 @@ def test_a_candidate_that_counts_its_calls_is_rejected(candidate, tmp_path, reco
     v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache", verify=quick))
     record_property("verdict", v.summary)
     print(f"\n[{candidate}] {v.reasons} {v.summary}")
-    assert not v.accepted and v.reasons == [Reason.state_between_calls], v.summary
+    # (round 71's forgotten block also moves more host copies than the baseline: no_gpu_work as well)
+    assert not v.accepted and Reason.state_between_calls in v.reasons, v.summary
     assert "keeps something from call to call" in v.summary
 
 
@@ -80,3 +83,14 @@ def test_a_kernel_that_takes_the_shared_memory_fill_for_the_verifiers_sign_is_wr
                                                                 verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
+
+
+def test_a_counter_kept_in_the_harnesss_own_memory_is_an_out_of_bounds_write(tmp_path, record_property):
+    # red team round 78: a call counter in the tail of the harness's sample buffer, which no call
+    # rewrote; the harness's memory is cleared before every call and must be clear after it
+    candidate = FIXTURES / "redteam" / "round78" / "harness_alloc_tail" / "candidate.cu"
+    v = verify_files(ROOT / "kernels" / "sum_reduction.cu", candidate,
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[{candidate}] {v.reasons} {v.summary}")
+    assert not v.accepted and Reason.memcheck in v.reasons, v.summary

@@ -161,7 +161,7 @@ inline bool holds_part_block(const void* at, int kind) {
   return false;
 }
 // A CUDA array's bytes, and a copy between it and linear device memory of as many bytes
-// (`into_array`: linear -> array), for the digest and for clearing it before a free.
+// (`into_array`: linear -> array), for the digest and for the copy taken before a free.
 inline size_t part_array_bytes(cudaArray_t array, cudaExtent* shape, size_t* elem) {
   cudaChannelFormatDesc desc;
   cudaExtent extent;
@@ -188,18 +188,6 @@ inline void part_array_copy(cudaArray_t array, void* linear, bool into_array) {
   copy.kind = cudaMemcpyDeviceToDevice;
   KL_CHECK(cudaMemcpy3D(&copy));
 }
-// Zeros into a CUDA array the part holds, from a zeroed device buffer of the harness's.
-inline void clear_part_array(const void* at) {
-  cudaArray_t array = static_cast<cudaArray_t>(const_cast<void*>(at));
-  cudaExtent shape;
-  size_t elem = 0;
-  const size_t bytes = part_array_bytes(array, &shape, &elem);
-  void* zeros = nullptr;
-  KL_CHECK(cudaMalloc(&zeros, bytes));
-  KL_CHECK(cudaMemset(zeros, 0, bytes));
-  part_array_copy(array, zeros, true);
-  KL_CHECK(cudaFree(zeros));
-}
 // After a free that succeeded, of a block of that kind (a cudaFree of an array's handle fails and
 // forgets nothing: red team round 71).
 inline void forget_part_block(const void* at, int kind) {
@@ -209,6 +197,84 @@ inline void forget_part_block(const void* at, int kind) {
       r.blocks[i] = r.blocks[--r.nblocks];
       return;
     }
+}
+
+// The harness's own device memory that stays allocated from call to call (its scratch for hashes,
+// samples, flags and the part's digests). A kernel can write any address it forms, and a write
+// inside a live allocation is no memcheck finding, so all of it is cleared before every call:
+// nothing the part leaves there reaches its next call (red team round 78 kept a call counter in
+// the tail of the harness's sample buffer that no call rewrote).
+struct HarnessScratch {
+  void* at[16];
+  size_t bytes[16];
+  int count;
+};
+inline HarnessScratch& harness_scratch() {
+  static HarnessScratch scratch;
+  return scratch;
+}
+template <class T> void harness_alloc(T** out, size_t bytes) {
+  HarnessScratch& h = harness_scratch();
+  if (h.count >= 16) fail("the harness keeps more than 16 scratch allocations");
+  KL_CHECK(cudaMalloc(reinterpret_cast<void**>(out), bytes));
+  KL_CHECK(cudaMemset(*out, 0, bytes));
+  h.at[h.count] = *out;
+  h.bytes[h.count++] = bytes;
+}
+
+// What the part frees during a call is part of its state after that call: in real use the next
+// allocation may get the same memory with what it held (the allocator clears nothing), so the
+// block is copied here just before the real free, and the copy is digested with the rest after
+// the call. (Round 72's fix cleared the block instead: that hid a counter kept in a per-call
+// workspace from the verifier, while in real use it survives from call to call.) The copies sit in
+// an arena of the harness's, grown when full and cleared before every call.
+struct FreedBlocks {
+  unsigned char* arena;
+  size_t capacity, used;
+  int count;
+  size_t offset[kMaxPartBlocks], bytes[kMaxPartBlocks];
+};
+inline FreedBlocks& freed_blocks() {
+  static FreedBlocks freed;
+  return freed;
+}
+// Where the copy of a block of `bytes` freed now goes (the arena grown, keeping what it holds).
+inline unsigned char* freed_copy_target(size_t bytes) {
+  FreedBlocks& f = freed_blocks();
+  if (f.count >= kMaxPartBlocks) fail("the editable part frees more than 1024 blocks in one call");
+  const size_t at = (f.used + 255) & ~(size_t)255;
+  if (at + bytes > f.capacity) {
+    const size_t grown = std::max(at + bytes, std::max(2 * f.capacity, (size_t)1 << 20));
+    unsigned char* bigger = nullptr;
+    KL_CHECK(cudaDeviceSynchronize());  // copies into the old arena on any stream have landed
+    KL_CHECK(cudaMalloc(&bigger, grown));
+    KL_CHECK(cudaMemset(bigger, 0, grown));
+    if (f.arena != nullptr) {
+      if (f.used) KL_CHECK(cudaMemcpy(bigger, f.arena, f.used, cudaMemcpyDeviceToDevice));
+      KL_CHECK(cudaMemset(f.arena, 0, f.capacity));
+      KL_CHECK(cudaFree(f.arena));
+    }
+    f.arena = bigger;
+    f.capacity = grown;
+  }
+  f.offset[f.count] = at;
+  f.bytes[f.count++] = bytes;
+  f.used = at + bytes;
+  return f.arena + at;
+}
+// The last copy taken back (its free failed: the part still holds the block, and it is digested there).
+inline void drop_freed_copy() {
+  FreedBlocks& f = freed_blocks();
+  if (f.count > 0) f.used = f.offset[--f.count];
+}
+// Before every call: the arena and the harness's scratch cleared, no copies held.
+inline void clear_harness_memory() {
+  FreedBlocks& f = freed_blocks();
+  if (f.arena != nullptr) KL_CHECK(cudaMemset(f.arena, 0, f.capacity));
+  f.used = 0;
+  f.count = 0;
+  const HarnessScratch& h = harness_scratch();
+  for (int i = 0; i < h.count; ++i) KL_CHECK(cudaMemset(h.at[i], 0, h.bytes[i]));
 }
 
 }  // namespace kl
@@ -301,29 +367,43 @@ cudaError_t __kl_part_cudaFuncSetCacheConfig(const void* func, cudaFuncCache con
   if (err == cudaSuccess) kl::note_part_setting(func, -1, (int)config);
   return err;
 }
-// A block the part frees is cleared first: the next allocation of its size may get the same memory,
-// and what it held must not survive into it unread by the digest (red team round 72).
+// A block the part frees is copied first, for the digest after the call (FreedBlocks above).
 cudaError_t __kl_part_cudaFree(void* p) {
   const size_t bytes = kl::part_block_bytes(p, 1);
   if (bytes) {
     KL_CHECK(cudaDeviceSynchronize());  // as cudaFree itself does: no kernel still uses the block
-    KL_CHECK(cudaMemset(p, 0, bytes));
+    KL_CHECK(cudaMemcpy(kl::freed_copy_target(bytes), p, bytes, cudaMemcpyDeviceToDevice));
   }
   const cudaError_t err = cudaFree(p);
-  if (err == cudaSuccess) kl::forget_part_block(p, 1);
+  if (err == cudaSuccess)
+    kl::forget_part_block(p, 1);
+  else if (bytes)
+    kl::drop_freed_copy();
   return err;
 }
 cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
   const size_t bytes = kl::part_block_bytes(p, 1);
-  if (bytes) KL_CHECK(cudaMemsetAsync(p, 0, bytes, stream));
+  if (bytes) KL_CHECK(cudaMemcpyAsync(kl::freed_copy_target(bytes), p, bytes, cudaMemcpyDeviceToDevice, stream));
   const cudaError_t err = cudaFreeAsync(p, stream);
-  if (err == cudaSuccess) kl::forget_part_block(p, 1);
+  if (err == cudaSuccess)
+    kl::forget_part_block(p, 1);
+  else if (bytes)
+    kl::drop_freed_copy();
   return err;
 }
 cudaError_t __kl_part_cudaFreeArray(cudaArray_t a) {
-  if (kl::part_block_bytes(a, 3) == 0 && kl::holds_part_block(a, 3)) kl::clear_part_array(a);
+  const bool held = kl::part_block_bytes(a, 3) == 0 && kl::holds_part_block(a, 3);
+  if (held) {
+    cudaExtent shape;
+    size_t elem = 0;
+    KL_CHECK(cudaDeviceSynchronize());
+    kl::part_array_copy(a, kl::freed_copy_target(kl::part_array_bytes(a, &shape, &elem)), false);
+  }
   const cudaError_t err = cudaFreeArray(a);
-  if (err == cudaSuccess) kl::forget_part_block(a, 3);
+  if (err == cudaSuccess)
+    kl::forget_part_block(a, 3);
+  else if (held)
+    kl::drop_freed_copy();
   return err;
 }
 void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_address, const char* device_name,
@@ -386,9 +466,12 @@ inline PartState part_state(uint64_t key) {
   const PartRegistry& r = part_registry();
   s.digest = mix64(s.digest ^ (uint64_t)r.nblocks);
   s.blocks = r.nblocks;
-  static unsigned long long* slots = nullptr;  // the harness's own device memory
-  if (slots == nullptr) KL_CHECK(cudaMalloc(&slots, kMaxPartBlocks * sizeof(unsigned long long)));
-  KL_CHECK(cudaMemset(slots, 0, kMaxPartBlocks * sizeof(unsigned long long)));
+  // One slot per block held, then one per block freed during the call (harness scratch: cleared
+  // before every call too).
+  constexpr size_t kSlots = 2 * kMaxPartBlocks;
+  static unsigned long long* slots = nullptr;
+  if (slots == nullptr) harness_alloc(&slots, kSlots * sizeof(unsigned long long));
+  KL_CHECK(cudaMemset(slots, 0, kSlots * sizeof(unsigned long long)));
   for (int i = 0; i < r.nblocks; ++i) {
     const PartBlock& b = r.blocks[i];
     if (b.kind == 0) {
@@ -414,6 +497,14 @@ inline PartState part_state(uint64_t key) {
       s.device_bytes += bytes;
     }
   }
+  const FreedBlocks& freed = freed_blocks();
+  s.digest = mix64(s.digest ^ (uint64_t)freed.count ^ 0x4652454544ull);
+  for (int i = 0; i < freed.count; ++i) {
+    if (freed.bytes[i])
+      kl_part_hash_kernel<<<64, 256>>>(freed.arena + freed.offset[i], freed.bytes[i], slots + kMaxPartBlocks + i, key);
+    s.device_bytes += freed.bytes[i];
+  }
+  s.blocks += freed.count;
   KL_CHECK(cudaGetLastError());
   const PartSettings& settings = part_settings();
   for (int i = 0; i < settings.count; ++i)
@@ -421,12 +512,14 @@ inline PartState part_state(uint64_t key) {
                                       ((uint64_t)(uint32_t)settings.entries[i].what << 32) ^
                                       (uint32_t)settings.entries[i].value));
   s.digest = mix64(s.digest ^ (uint64_t)settings.count);
-  static unsigned long long hashed[kMaxPartBlocks];
+  static unsigned long long hashed[kSlots];
   KL_CHECK(cudaMemcpy(hashed, slots, sizeof hashed, cudaMemcpyDeviceToHost));  // one copy, always
   // Nothing keyed stays on the device for the part's next call to read (red team round 77 inverted a
   // one-word block's slot into the key).
-  KL_CHECK(cudaMemset(slots, 0, kMaxPartBlocks * sizeof(unsigned long long)));
+  KL_CHECK(cudaMemset(slots, 0, kSlots * sizeof(unsigned long long)));
   s.digest = digest_bytes(s.digest, reinterpret_cast<const unsigned char*>(hashed), r.nblocks * sizeof(hashed[0]));
+  s.digest = digest_bytes(s.digest, reinterpret_cast<const unsigned char*>(hashed + kMaxPartBlocks),
+                          freed.count * sizeof(hashed[0]));
   return s;
 }
 
@@ -1022,6 +1115,7 @@ class Harness {
       KL_CHECK(cudaGetLastError());
       KL_CHECK(cudaDeviceSynchronize());
       unlock();
+      check_harness_memory(-1 - w);
       check_guards(-1 - w);
       check_inputs(-1 - w);
     }
@@ -1040,6 +1134,7 @@ class Harness {
       KL_CHECK(cudaDeviceSynchronize());  // work left on other streams lands before the check
       unlock();
       KL_CHECK(cudaEventElapsedTime(&s.ms[c], s.start[c], s.stop[c]));
+      check_harness_memory(c);
       check_guards(c);
       check_inputs(c);
       sample_outputs(c, read_secret());
@@ -1200,9 +1295,9 @@ class Harness {
     KL_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, s.device));
     s.flush_bytes = std::max<size_t>(2 * (size_t)l2, (size_t)64 << 20);
     KL_CHECK(cudaMalloc(&s.flush, s.flush_bytes));
-    KL_CHECK(cudaMalloc(&s.guard_bad, sizeof(int)));
-    KL_CHECK(cudaMalloc(&s.hashes, kMaxBuffers * sizeof(unsigned long long)));
-    KL_CHECK(cudaMalloc(&s.varied, kMaxBuffers * sizeof(int)));
+    harness_alloc(&s.guard_bad, sizeof(int));
+    harness_alloc(&s.hashes, kMaxBuffers * sizeof(unsigned long long));
+    harness_alloc(&s.varied, kMaxBuffers * sizeof(int));
     int optin = 0, sms = 1;
     KL_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, s.device));
     KL_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, s.device));
@@ -1219,9 +1314,9 @@ class Harness {
       }
       most = std::max(most, b.elem);
     }
-    KL_CHECK(cudaMalloc(&s.sample_index, kSamplesPerBuffer * sizeof(uint64_t)));
-    KL_CHECK(cudaMalloc(&s.sample_values, kSamplesPerBuffer * most));
-    KL_CHECK(cudaMalloc(&s.nonfinite_bits, kNonfiniteMapBits / 8 + sizeof(unsigned long long)));
+    harness_alloc(&s.sample_index, kSamplesPerBuffer * sizeof(uint64_t));
+    harness_alloc(&s.sample_values, kSamplesPerBuffer * most);
+    harness_alloc(&s.nonfinite_bits, kNonfiniteMapBits / 8 + sizeof(unsigned long long));
     for (int c = 0; c < opt.calls; ++c) {
       KL_CHECK(cudaEventCreate(&s.start[c]));
       KL_CHECK(cudaEventCreate(&s.stop[c]));
@@ -1335,6 +1430,7 @@ class Harness {
     unlock();
     kl_replay_marker_kernel<<<1, 1>>>();
     KL_CHECK(cudaGetLastError());
+    check_harness_memory(kReplayCall);
     check_guards(kReplayCall);
     check_inputs(kReplayCall);
     s.state_replay = part_state(state_key(call));
@@ -1406,6 +1502,7 @@ class Harness {
     memcpy(s.before, s.now, sizeof s.before);
     check_flat_inputs();
     s.stressed_now = stressed;
+    clear_harness_memory();
     kl_shared_scrub_kernel<<<s.scrub_blocks, 256, s.scrub_bytes>>>(
         s.scrub_bytes, mix64(key ^ 0x5343525542ull), mix64(key ^ 0x494E4E4552ull));
     KL_CHECK(cudaGetLastError());
@@ -1420,6 +1517,28 @@ class Harness {
     return call == kReplayCall ? "the repeat of timed call" : call < 0 ? "warm-up call" : "timed call";
   }
   static int call_number(int call) { return call == kReplayCall ? st().replayed + 1 : call < 0 ? -call : call + 1; }
+
+  // The harness's own memory is a guard zone too: cleared before the call (clear_harness_memory),
+  // still clear after it, but for the copies of what the part freed.
+  void check_harness_memory(int call) {
+    const State& s = st();
+    KL_CHECK(cudaMemset(s.guard_bad, 0, sizeof(int)));
+    const HarnessScratch& h = harness_scratch();
+    for (int i = 0; i < h.count; ++i)
+      if (h.at[i] != s.guard_bad)
+        kl_guard_check_kernel<<<8, 256>>>(static_cast<const unsigned char*>(h.at[i]), h.bytes[i], 0, s.guard_bad);
+    const FreedBlocks& f = freed_blocks();
+    if (f.arena != nullptr && f.capacity > f.used)
+      kl_guard_check_kernel<<<8, 256>>>(f.arena + f.used, f.capacity - f.used, 0, s.guard_bad);
+    KL_CHECK(cudaGetLastError());
+    int bad = 0;
+    KL_CHECK(cudaMemcpy(&bad, s.guard_bad, sizeof(int), cudaMemcpyDeviceToHost));
+    if (bad) {
+      fprintf(stderr, "kernelloop harness: out-of-bounds write: the harness's own device memory changed in %s %d\n",
+              call_kind(call), call_number(call));
+      exit(kGuardExitCode);
+    }
+  }
 
   void check_guards(int call) {
     const State& s = st();

@@ -78,10 +78,11 @@ def inputs_reach_outputs(records: OutputRecords) -> bool:
                for other in (records.samples_of_call(c) for c in calls[1:]))
 
 
-def outputs_computing_nonfinite(records: OutputRecords) -> list[str]:
-    """Floating-point outputs the baseline leaves NaN or inf on the harness's own (finite) inputs,
-    in its last call's dump or any call's samples: it reads past a buffer (guard zones read as
-    NaN), or its arithmetic overflows on these inputs. Elements holding the poison byte for byte
+def outputs_computing_nan(records: OutputRecords) -> list[str]:
+    """Floating-point outputs the baseline leaves NaN on the harness's own (finite) inputs, in its
+    last call's dump or any call's samples: it reads past a buffer (guard zones read as NaN), or its
+    arithmetic makes NaN of these values (inf - inf, 0 * inf). An infinity is a value like any
+    other (a causal mask's -inf), compared exactly. Elements holding the poison byte for byte
     (0xFF in the calibration run: never written) are not counted here."""
     manifest = records.manifest
     if manifest is None:
@@ -93,7 +94,7 @@ def outputs_computing_nonfinite(records: OutputRecords) -> list[str]:
         if values.dtype.kind != "f" and str(values.dtype) != "bfloat16":
             return False
         with np.errstate(invalid="ignore"):
-            bad = ~np.isfinite(values.astype(np.float32) if str(values.dtype) == "bfloat16" else values)
+            bad = np.isnan(values.astype(np.float32) if str(values.dtype) == "bfloat16" else values)
         if not bad.any():
             return False
         raw = values[bad].view(np.uint8).reshape(-1, values.dtype.itemsize)
@@ -139,9 +140,9 @@ def outputs_following_guards(first: OutputRecords, second: OutputRecords, tolera
             return True  # integers: exact
         a, b = x.astype(np.float64), y.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
-            if not np.array_equal(np.isfinite(a), np.isfinite(b)):
-                return True
             finite = np.isfinite(a)
+            if not np.array_equal(finite, np.isfinite(b)) or not np.array_equal(a[~finite], b[~finite]):
+                return True  # (a NaN never equals itself: any NaN there counts as moved)
             a, b = a[finite], b[finite]
             if a.size == 0:
                 return False

@@ -36,7 +36,7 @@ from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
 from .shipped import ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, shipped_build_differences
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
-                         inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nonfinite,
+                         inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nan,
                          outputs_following_guards,
                          inputs_without_variety, outputs_never_varying, outputs_showing_no_work, state_kept_between_calls,
                          speed_of_light)
@@ -352,12 +352,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         raise InputError(f"{baseline_name}: the baseline's outputs are the same in every timed call although every "
                          "call gets new inputs: nothing the harness generates reaches them (a buffer the kernel "
                          "reads declared as an output?), so no candidate can be checked against them")
-    overflowing = outputs_computing_nonfinite(calibration.records) if calibration.records is not None else []
-    if overflowing:
-        raise InputError(f"{baseline_name}: the baseline's output {', '.join(repr(n) for n in overflowing)} holds NaN "
-                         "or inf on the harness's own finite inputs: a kernel that reads past the end (or before the "
+    undefined = outputs_computing_nan(calibration.records) if calibration.records is not None else []
+    if undefined:
+        raise InputError(f"{baseline_name}: the baseline's output {', '.join(repr(n) for n in undefined)} holds NaN "
+                         "on the harness's own finite inputs: a kernel that reads past the end (or before the "
                          "start) of a buffer it is given reads NaN there (the harness's guard zones), or its "
-                         "arithmetic overflows on these values. Check how many elements each buffer holds "
+                         "arithmetic makes NaN of these values (inf - inf, 0 * inf). Check how many elements each buffer holds "
                          "(`kernelloop init --count NAME=EXPR`) and the input ranges (`--range NAME=LO,HI`)")
     copies = outputs_showing_no_work(calibration.records) if calibration.records is not None else []
     if copies and not vs.allow_pass_through:

@@ -542,7 +542,8 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
                   nonfinite_inputs: bool = False) -> Comparison:
     """Every element of every output buffer, within the tolerance of its dtype (rtol/atol
     here override `tolerance`'s), plus `noise[n]` for buffer n (the baseline's own variation
-    between two runs of one experiment); NaN and inf never pass. `names[n]` is buffer n's name
+    between two runs of one experiment); NaN never passes, and an infinity only where the baseline
+    holds the same one (a causal mask's -inf, on finite inputs). `names[n]` is buffer n's name
     in the harness (contract v2: the manifest's output buffers, in order): a per-output
     tolerance of `tolerance` applies to the buffer of that name. With `nonfinite_inputs` (the
     non-finite experiment: NaN and +-inf among the inputs) an element the baseline leaves NaN or
@@ -565,13 +566,24 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
     skipped = 0
     for n, (b, c, name) in enumerate(zip(baseline, candidate, dtypes)):
         b, c = np.ascontiguousarray(b).reshape(-1), np.ascontiguousarray(c).reshape(-1)
+        whole_size = b.size
         where: np.ndarray | None = None  # the compared elements' indices, when not all are
+        infinities: list[Mismatch] = []
         if name in _FLOAT_FORMATS and not all(np.isfinite(b[s:s + _CHUNK]).all() for s in range(0, b.size, _CHUNK)):
+            special = ~np.isfinite(b)
             if not nonfinite_inputs:
-                result.problem = "the baseline's own output holds NaN or inf; fix the baseline first"
-                return result
-            where = np.flatnonzero(np.isfinite(b))
-            skipped += b.size - where.size
+                if (b[special] != b[special]).any():
+                    result.problem = "the baseline's own output holds NaN; fix the baseline first"
+                    return result
+                # +-inf the baseline makes of finite inputs (a causal mask's -inf) is a value like any
+                # other, kept exactly: the candidate must hold the same infinity at the same places.
+                bits = np.dtype(f"u{b.dtype.itemsize}")
+                wrong = np.flatnonzero(special & (b.view(bits) != c.view(bits)))
+                infinities = [Mismatch(index=offset + int(i), baseline=float(b[i]), candidate=float(c[i]),
+                                       rel_error=math.inf, allowed=0.0, ulps=math.inf) for i in wrong]
+            else:
+                skipped += int(np.count_nonzero(special))
+            where = np.flatnonzero(~special)
             b, c = b[where], c[where]
         floor_from = None
         if nonfinite_inputs and name in _FLOAT_FORMATS:
@@ -589,10 +601,16 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
         for m in found[:max(0, keep - len(mismatches))]:  # indices into the whole buffer, and the whole dump
             m.index = offset + (int(where[m.index]) if where is not None else m.index)
             mismatches.append(m)
+        if infinities:
+            check.mismatches += len(infinities)
+            check.worst_ratio = math.inf
+            mismatches.extend(infinities[:max(0, keep - len(mismatches))])
+        if not nonfinite_inputs:
+            check.count = whole_size  # the infinities were compared too, exactly
         result.max_rel_error = max(result.max_rel_error, rel)
         result.nonfinite |= not finite
         result.buffers.append(check)
-        offset += b.size
+        offset += whole_size
     result.compared = total - skipped
     result.first_mismatches = mismatches[:keep]
     result.worst_ratio = max((k.worst_ratio for k in result.buffers), default=0.0)

@@ -49,7 +49,7 @@ from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.symbols import demangle
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "8"
+PRECISION_SCAN_VERSION = "9"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -243,12 +243,36 @@ def special_registers(code: str) -> set[str]:
     return found
 
 
+_PTX_GLOBAL_DECLARATION = re.compile(r"^(?:\.(?:visible|extern|weak|common)\s+)*\.global\b[^;]*?([$%\w]+)\s*(?:\[[^\]]*\]\s*)*(?:=|$)")
+
+
+def scoped_globals(code: str) -> set[str]:
+    """The `.global` variables PTX declares inside a function body (comment-free CODE). nvcc declares
+    its variables at module scope, where the host stub registers them; a declaration inside a body
+    comes from inline assembly, and ptxas makes it a module object nothing registers (red team
+    round 78: a call counter declared in a braced scope of an `asm`)."""
+    found: set[str] = set()
+    depth, start = 0, 0
+    for m in re.finditer(r'"(?:[^"\\\n]|\\.)*"|[{};]', code):
+        token = m.group(0)
+        if token.startswith('"'):
+            continue
+        statement = re.sub(r"^\s*(?:[$\w]+:\s*)*", "", code[start:m.start()]).strip()
+        start = m.end()
+        if token != "}" and depth > 0 and (declared := _PTX_GLOBAL_DECLARATION.match(statement)):
+            found.add(declared.group(1))
+        depth = depth + 1 if token == "{" else max(0, depth - 1) if token == "}" else depth
+    return found
+
+
 def classify_ptx(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
     count = 0
     code = strip_ptx_comments(text)
     for static in _PTX_DEVICE_STATIC.finditer(code):  # declarations sit between directives, one per line
         classes.setdefault("device_static", set()).add(static.group(1))
+    for name in scoped_globals(code):
+        classes.setdefault("device_static", set()).add(name)
     for name in special_registers(code):
         classes.setdefault("special_register", set()).add(f"%{name}")
     # Statements end at `;`; inline asm wraps them in braces (`{  cvt.rn.f16.f32 %rs1, %f1;}`),
@@ -301,8 +325,9 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
     statics = only_candidate("device_static")
     if statics:
         found.append(Violation(rule="device-static", where=where, detail=(
-            f"device code keeps a function-scope static ({', '.join(_few(demangle(statics)))}), which the baseline "
-            "does not: it is a global the program never registers, so what a kernel keeps there from call to call "
+            f"device code keeps a variable declared inside a function ({', '.join(_few(demangle(statics)))}: a C++ "
+            "static, or a .global an asm statement declares), which the baseline does not: it is a global the "
+            "program never registers, so what a kernel keeps there from call to call "
             "is out of the verifier's sight; use a __device__ variable at namespace scope or a workspace")))
     heap = only_candidate("device_heap")
     if heap and not baseline.classes.get("device_heap"):
