@@ -40,6 +40,12 @@ SPECS: dict[str, InitSpec] = {
         roles={"dbias": "inout"}, grid="(OC + 255) / 256", block="256"),
     # a workspace the kernel writes before it reads (scratch: never compared), and a plain output
     "smooth_scratch.cu": InitSpec(values={"n": ["16777216", "16777215"]}, roles={"workspace": "scratch", "y": "output"}),
+    # an elementwise kernel whose flat index is split channel-first (uncoalesced: the remap tier), a
+    # launcher returning cudaError_t through a macro, unsigned sizes
+    "channel_affine_colfirst.cu": InitSpec(
+        values={"pixels": ["65536", "4099"], "channels": ["256", "67"]},
+        counts={"x": "pixels * channels", "y": "pixels * channels", "gamma": "channels", "beta": "channels"},
+        roles={"y": "output"}),
 }
 SPECS.update({
     # llm.c's first layernorm kernel: one thread per row, mean and rstd stored per row (the row tier)

@@ -8,7 +8,8 @@ the first checked candidate still ahead of the rest is proposed. When no templat
 every template candidate was tried, the generic tiers propose their rewrites: the row tier
 (rowwarp.py: a kernel that gives each thread one row, rewritten to give each warp one row) and
 the column tier (colsplit.py: a thread-per-item reduction read coalesced, shared by several
-threads per item).
+threads per item) and the remap tier (remap.py: a thread-per-element kernel whose index split
+puts neighbouring threads a row apart, split the other way).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from .families import BY_NAME
 from .probe import ResourceProbe
 from .ranking import History, Ranked, rank, rescore, sm_count
 from .colsplit import column_split_rewrites
+from .remap import remap_rewrites
 from .rowwarp import Rewrite, row_warp_rewrites
 from .templates import Template, load_templates
 
@@ -105,7 +107,8 @@ class OfflineOptimizer:
         if key not in self._generic_rewrites:
             rows, rows_refused = row_warp_rewrites(analysis.part, harness, preamble)
             columns, columns_refused = column_split_rewrites(analysis.part, harness, preamble)
-            self._generic_rewrites[key] = (rows + columns, rows_refused + columns_refused)
+            remaps, remaps_refused = remap_rewrites(analysis.part, harness, preamble)
+            self._generic_rewrites[key] = (rows + columns + remaps, rows_refused + columns_refused + remaps_refused)
         return self._generic_rewrites[key]
 
     def candidates(self, request: OptimizeRequest) -> list[Candidate]:

@@ -1,0 +1,229 @@
+"""The remap tier: a kernel that gives each thread one element of a two-dimensional array, and
+finds the element from its thread index by a division and a remainder in the order that puts
+neighbouring threads a row apart, gets the other order.
+
+`c = idx / rows; r = idx % rows; out[r * cols + c] = ...`: consecutive threads take consecutive
+`r`, so every warp's loads and stores touch 32 elements `cols` apart, one memory sector each (a
+column-first split, often written so a block shares one per-column value). Swapped, `r = idx /
+cols; c = idx % cols` names the same elements, each still one thread's, and neighbouring
+threads take neighbouring elements: every access coalesces. The pieces keep their names, so the
+rest of the kernel is untouched.
+
+Taken only where that keeps the kernel's meaning: the threads are independent (the thread
+index is used only through the division and the remainder, no other CUDA built-in, no shared
+memory, barriers or atomics, only side-effect-free calls); no index at or past the product of
+the two extents does any work (`if (idx >= rows * cols) return;` before the split, or the whole
+work wrapped in a last `if (idx < rows * cols) { ... }`); the two pieces are declared once from
+that index and never assigned; and some access moves by one element with the quotient and by
+more with the remainder (the split is column-first). Then idx -> (idx / X, idx % X) and
+idx -> (idx % Y, idx / Y) are two bijections from [0, X*Y) onto the same pairs. The verifier
+still decides whether the result is the same and faster.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...program.scanner import strip_comments
+from .facts import ATOMICS, KernelFacts, collect_facts
+from .launcher import EditablePart, Function
+from .rowwarp import _BUILTIN_WORDS, PURE_FUNCTIONS, ItemPlanner, NotARowKernel, Rewrite, apply_edits, launch_sites
+from .syntax import Binary, Block, Cast, Decl, Expr, If, Name, Return, to_c
+
+
+@dataclass
+class RemapPlan:
+    quotient: Decl  # `c = idx / X` (through casts)
+    remainder: Decl  # `r = idx % X`
+    index: str  # the thread index's name
+    divisor: Expr  # X
+    other: Expr  # Y: the guard's bound is X * Y
+
+
+def _bare(e: Expr | None) -> Expr | None:
+    while isinstance(e, Cast):
+        e = e.operand
+    return e
+
+
+def _early_return(s) -> bool:
+    return isinstance(s, Return) or (isinstance(s, Block) and len(s.body) == 1 and isinstance(s.body[0], Return))
+
+
+class RemapPlanner:
+    def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> None:
+        self.fn, self.f, self.helpers = fn, facts, helpers
+
+    @staticmethod
+    def fail(why: str):
+        raise NotARowKernel(why)
+
+    def independent_threads(self, index: Decl) -> None:
+        body_text = strip_comments(self.fn.item.text[len(self.fn.head):])
+        start, end = index.span
+        outside = body_text[:start] + " " * (end - start) + body_text[end:]
+        if (word := _BUILTIN_WORDS.search(outside)) is not None:
+            self.fail(f"uses {word.group(1)} besides its thread index")
+        if any(b.shared for b in self.f.bindings):
+            self.fail("uses shared memory")
+        type_params = {t.name for t in self.fn.sig.template if t.kind == "type"}
+        impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS and c not in self.helpers
+                        and c not in type_params)
+        if impure:
+            self.fail(f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)")
+        if any(a.kind == "atomic" for a in self.f.accesses) or self.f.calls & ATOMICS:
+            self.fail("uses atomics")
+
+    def guarded_body(self, index_name: str) -> tuple[tuple, Expr | None]:
+        """The statements the split sits among and, when they are the body of a wrapping guard
+        `if (idx < B) { ... }` (or `B > idx`) that is the kernel's last statement, its bound."""
+        top = self.fn.body.body
+        last = top[-1] if top else None
+        if isinstance(last, If) and last.other is None and isinstance(last.then, Block):
+            c = _bare(last.cond)
+            if isinstance(c, Binary) and c.op == "<" and _bare(c.left) == Name(index_name):
+                return last.then.body, c.right
+            if isinstance(c, Binary) and c.op == ">" and _bare(c.right) == Name(index_name):
+                return last.then.body, c.left
+        return top, None
+
+    def pieces(self, statements: tuple, index_name: str) -> tuple[Decl, Decl]:
+        """The declarations `q = idx / X` and `r = idx % X` among STATEMENTS."""
+        found: dict[str, Decl] = {}
+        for s in statements:
+            if not isinstance(s, Decl) or len(s.declarators) != 1:
+                continue
+            init = _bare(s.declarators[0].init)
+            if isinstance(init, Binary) and init.op in ("/", "%") and _bare(init.left) == Name(index_name):
+                if init.op in found:
+                    self.fail(f"splits its thread index with more than one '{init.op}'")
+                found[init.op] = s
+        if set(found) != {"/", "%"}:
+            self.fail("does not split its thread index into a quotient and a remainder")
+        q, r = found["/"], found["%"]
+        if to_c(_bare(q.declarators[0].init).right) != to_c(_bare(r.declarators[0].init).right):  # type: ignore[union-attr]
+            self.fail("divides its thread index by one value and takes the remainder by another")
+        for d in (q, r):
+            b = self.f.declared.get(id(d.declarators[0]))
+            if b is None or b.assignments or d.declarators[0].pointer or d.declarators[0].array:
+                self.fail(f"assigns {d.declarators[0].name} after its declaration")
+        return q, r
+
+    def guard_bound(self, index_name: str, before: int) -> Expr:
+        """The bound of `if (idx >= B) return;` (or `B <= idx`), among the statements before `before`."""
+        for s in self.fn.body.body:
+            if s.span[0] >= before:  # type: ignore[attr-defined]
+                break
+            if isinstance(s, If) and s.other is None and _early_return(s.then):
+                c = _bare(s.cond)
+                if isinstance(c, Binary) and c.op == ">=" and _bare(c.left) == Name(index_name):
+                    return c.right
+                if isinstance(c, Binary) and c.op == "<=" and _bare(c.right) == Name(index_name):
+                    return c.left
+        self.fail("has no guard for every index past its elements (if (idx >= rows * cols) return; or a "
+                  "last if (idx < rows * cols) { ... })")
+        raise AssertionError
+
+    def other_extent(self, bound: Expr, divisor: Expr) -> Expr:
+        """Y where the bound is X * Y (either order) and X is the divisor."""
+        b = _bare(bound)
+        if not isinstance(b, Binary) or b.op != "*":
+            self.fail(f"bounds its index by {to_c(bound)}, not a product of two extents")
+        x = self.f.poly(divisor)
+        for mine, other in ((b.left, b.right), (b.right, b.left)):
+            if x is not None and self.f.poly(mine) == x:
+                return other
+        self.fail(f"bounds its index by {to_c(bound)}, which is not {to_c(divisor)} times an extent")
+        raise AssertionError
+
+    def column_first(self, q: Decl, r: Decl) -> bool:
+        """Some access moves one element with the quotient and a row (or any stride but one) with
+        the remainder: the split puts neighbouring threads a row apart."""
+        q_atom, r_atom = (self._atom(d) for d in (q, r))
+        for a in self.f.accesses:
+            if a.offset is None:
+                continue
+            unit_q = any(m == (q_atom,) and abs(coef) == 1 for m, coef in a.offset.terms)
+            strided_r = any(r_atom in m and (len(m) > 1 or abs(coef) != 1) for m, coef in a.offset.terms)
+            if unit_q and strided_r:
+                return True
+        return False
+
+    def _atom(self, d: Decl) -> str:
+        p = self.f.poly(_bare(d.declarators[0].init))  # type: ignore[arg-type]
+        if p is None or len(p.terms) != 1 or len(p.terms[0][0]) != 1:
+            self.fail(f"splits its index into {d.declarators[0].name}, which cannot be followed")
+        return p.terms[0][0][0]  # type: ignore[union-attr]
+
+    def plan(self) -> RemapPlan:
+        index, name = ItemPlanner(self.fn, self.f, self.helpers).find_index()
+        self.independent_threads(index)
+        statements, wrapping_bound = self.guarded_body(name)
+        q, r = self.pieces(statements, name)
+        divisor = _bare(q.declarators[0].init).right  # type: ignore[union-attr]
+        bound = wrapping_bound if wrapping_bound is not None else self.guard_bound(name, min(q.span[0], r.span[0]))
+        other = self.other_extent(bound, divisor)
+        uses = len(_index_uses(self.fn, name))
+        if uses != 4:  # its declaration, the guard and the two pieces
+            self.fail(f"uses its thread index {name} {uses - 4} more time(s) besides the split")
+        if not self.column_first(q, r):
+            self.fail("already gives neighbouring threads neighbouring elements (its split is row-first)")
+        return RemapPlan(q, r, name, divisor, other)
+
+
+def _index_uses(fn: Function, name: str) -> list[int]:
+    body = strip_comments(fn.item.text[len(fn.head):])
+    return [m.start() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\b", body)]
+
+
+def plan_remap(fn: Function, helpers: frozenset[str] = frozenset()) -> RemapPlan:
+    if not fn.is_kernel:
+        raise NotARowKernel("is not a kernel")
+    return RemapPlanner(fn, collect_facts(fn.sig, fn.body), helpers).plan()
+
+
+def rewrite_kernel(fn: Function, plan: RemapPlan) -> str:
+    """The kernel with its two pieces swapped: q = idx % Y, r = idx / Y."""
+    body = fn.item.text[len(fn.head):]
+    edits = []
+    for decl, op in ((plan.quotient, "%"), (plan.remainder, "/")):
+        d = decl.declarators[0]
+        start, end = decl.span
+        text = body[start:end]
+        head = text[:text.index("=")].rstrip()
+        cast = f"({d.init.type})" if isinstance(d.init, Cast) else ""  # type: ignore[union-attr]
+        edits.append((start, end, f"{head} = {cast}({plan.index} {op} ({to_c(plan.other)}));"
+                                  f"  // kernelloop remap tier: neighbouring threads, neighbouring elements"))
+    return fn.head + apply_edits(body, edits)
+
+
+def remap_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
+    """A rewrite for every launch, in the launchers the harness calls, of a kernel whose
+    column-first split the remap tier may swap; and one line per launched kernel it may not."""
+    rewrites: list[Rewrite] = []
+    refused: list[str] = []
+    for site in launch_sites(part, harness, preamble):
+        if isinstance(site, tuple):
+            refused.append(f"remap tier: kernel {site[0]} {site[1]}")
+            continue
+        name = site.kernel.name
+        try:
+            plan = plan_remap(site.kernel, site.helpers)
+            kernel_text = rewrite_kernel(site.kernel, plan)
+        except NotARowKernel as exc:
+            refused.append(f"remap tier: kernel {name} {exc}")
+            continue
+        body = site.launcher.item.text[len(site.launcher.head):]
+        start, end = site.stmt.span
+        q, r = plan.quotient.declarators[0].name, plan.remainder.declarators[0].name
+        rewrites.append(Rewrite(
+            label=f"remap tier: {name} split row-first",
+            source=site.assemble(kernel_text, body[start:end]),
+            kernel=name, launcher=site.launcher.name,
+            detail=f"kernel {name} split its thread index column-first ({q} = {plan.index} / "
+                   f"{to_c(plan.divisor)}, {r} = {plan.index} % {to_c(plan.divisor)}), so neighbouring threads "
+                   f"touched elements a row apart; {r} = {plan.index} / {to_c(plan.other)}, {q} = {plan.index} % "
+                   f"{to_c(plan.other)} gives the same elements, neighbouring threads on neighbouring ones"))
+    return rewrites, refused
+
