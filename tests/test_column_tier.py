@@ -127,6 +127,16 @@ def test_kernels_the_column_tier_refuses(text, why):
         _plan(text)
 
 
+def test_an_argmax_is_left_to_the_row_tier():
+    text = COLUMN_SUM.replace("float s = 0.0f;\n  for (int r = 0; r < rows; r++) s += in[(size_t)r * cols + c];\n  out[c] = s / rows;",
+                              "float s = -1e30f; int at = 0;\n  for (int r = 0; r < rows; r++) "
+                              "if (in[(size_t)r * cols + c] > s) { s = in[(size_t)r * cols + c]; at = r; }\n"
+                              "  out[c] = s + at;")
+    assert "at = r" in text
+    with pytest.raises(NotARowKernel, match="argmax"):
+        _plan(text)
+
+
 def test_a_reference_accumulator_is_not_read_as_a_scalar():
     # Red team round 40: `float& acc = dbias[col]` was read as a copy, and the split made every
     # thread of an item update one element unsynchronised. A reference is refused by the front end.

@@ -136,6 +136,34 @@ __global__ void __launch_bounds__(128) row_gelu_scale(float* __restrict__ y, con
     y[(size_t)r * cols + c] = v > 0.0f ? gelu_tanh(v) * sc : 0.0f;
   }
 }""",
+    # greedy decoding: the first index of each row's maximum (a value and where), logits behind a row pointer
+    "argmax_first_index": """
+__global__ void greedy_tokens(const float* logits, int* token, float* score, int rows, int vocab) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float* p = logits + (size_t)r * vocab;
+  float best = -INFINITY;
+  int best_at = 0;
+  for (int v = 0; v < vocab; ++v) {
+    const float x = p[v];
+    if (best < x) { best_at = v; best = x; }
+  }
+  token[r] = best_at;
+  score[r] = best;
+}""",
+    # the nearest centroid: an argmin of a distance computed in the loop, double
+    "argmin_nearest": """
+__global__ void nearest(const double* d2, long long* which, int n, int k) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  double low = d2[i * k];
+  long long at = 0;
+  for (long long j = 1; j < k; j++) {
+    double v = d2[i * k + j] * 0.5;
+    if (v < low) { low = v; at = j; }
+  }
+  which[i] = at;
+}""",
     # a function template, a row whose length depends on the row (causal), an early store-and-return
     "template_causal": """
 template <typename T>
@@ -158,6 +186,10 @@ def test_real_row_kernel_shapes_are_taken(name):
     assert "kl_lane" in text and "(kl_lane == 0)" in text or plan.loops[0].kind == "map"
     if name == "helper_ldg_ternary":
         assert plan.block == 128  # __launch_bounds__ caps the block
+    if name.startswith("arg"):
+        # the lanes' pairs meet by value, a tie to the smaller index: the first the sequential loop saw
+        better = ">" if name.startswith("argmax") else "<"
+        assert f"if (kl_other {better} " in text and "kl_other_at < " in text, text
 
 
 @pytest.mark.nvcc
@@ -223,6 +255,16 @@ REFUSED = [
     ("acc += in[r * cols + c];", "acc += in[c * rows + r];", None),
     # a counter the body changes, a bound that moves
     ("acc += in[r * cols + c];", "{ acc += in[r * cols + c]; c += 1; }", "counter is assigned"),
+    # an argmax whose ties go to the last index (>=), or that records something other than the counter
+    ("for (int c = 0; c < cols; c++) acc += in[r * cols + c];",
+     "int at = 0; for (int c = 0; c < cols; c++) if (in[r * cols + c] >= acc) { acc = in[r * cols + c]; at = c; }",
+     "not a sum, max or min"),
+    ("for (int c = 0; c < cols; c++) acc += in[r * cols + c];",
+     "int at = 0; for (int c = 0; c < cols; c++) if (in[r * cols + c] > acc) { acc = in[r * cols + c]; at = c + 1; }",
+     "not a sum, max or min"),
+    ("for (int c = 0; c < cols; c++) acc += in[r * cols + c];",
+     "int at = 0; for (int c = 0; c < cols; c++) { if (in[r * cols + c] > acc) { acc = in[r * cols + c]; at = c; } "
+     "stat[r * cols + c] = at; }", "reads at in the loop"),
     # a while loop
     ("for (int c = 0; c < cols; c++) acc += in[r * cols + c];",
      "int c = 0; while (c < cols) { acc += in[r * cols + c]; c++; }", "while statement"),

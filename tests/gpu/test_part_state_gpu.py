@@ -94,3 +94,17 @@ def test_a_counter_kept_in_the_harnesss_own_memory_is_an_out_of_bounds_write(tmp
     record_property("verdict", v.summary)
     print(f"\n[{candidate}] {v.reasons} {v.summary}")
     assert not v.accepted and Reason.memcheck in v.reasons, v.summary
+
+
+@pytest.mark.parametrize("folder", ["captured_recorder_copy", "honest_graph_workspace"])
+def test_an_allocation_or_free_inside_a_graph_capture_ends_the_run_and_says_why(folder, tmp_path, record_property):
+    # red team round 79: the recorder's copy of a freed block, captured into the part's graph, became a node
+    # the part could launch again to write over the copy the digest reads; an honest launcher that captures
+    # its own cudaMallocAsync/cudaFreeAsync is refused with it (a known limit: its memory exists only while
+    # the graph runs, so the state check could not read it)
+    candidate = FIXTURES / "redteam" / "round79" / folder / "candidate.cu"
+    v = verify_files(ROOT / "kernels" / "sum_reduction.cu", candidate,
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[{candidate}] {v.reasons} {v.summary}")
+    assert not v.accepted and Reason.run_failed in v.reasons and "graph capture" in v.summary, v.summary

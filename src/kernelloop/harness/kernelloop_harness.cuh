@@ -262,6 +262,20 @@ inline unsigned char* freed_copy_target(size_t bytes) {
   f.used = at + bytes;
   return f.arena + at;
 }
+// A stream-ordered allocation or free the part makes while it captures a CUDA graph would be a node
+// of that graph, and so would the recorder's copy: a graph node the part can launch again, writing
+// into the harness's memory whenever it likes (red team round 79), and an allocation whose memory
+// only exists while the graph runs, which the digest cannot read. Such a run ends here.
+inline void refuse_captured_allocation(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaError_t err = cudaStreamIsCapturing(stream, &status);
+  if (err != cudaSuccess || status != cudaStreamCaptureStatusNone) {
+    (void)cudaGetLastError();
+    fail("the editable part allocates or frees device memory (cudaMallocAsync/cudaFreeAsync) inside a CUDA "
+         "graph capture: the verifier's state check cannot read what such an allocation holds; allocate the "
+         "workspace before the capture and free it after");
+  }
+}
 // The last copy taken back (its free failed: the part still holds the block, and it is digested there).
 inline void drop_freed_copy() {
   FreedBlocks& f = freed_blocks();
@@ -330,6 +344,7 @@ cudaError_t __kl_part_cudaMalloc(void** out, size_t n) {
   return err;
 }
 cudaError_t __kl_part_cudaMallocAsync(void** out, size_t n, cudaStream_t stream) {
+  kl::refuse_captured_allocation(stream);
   const cudaError_t err = cudaMallocAsync(out, n, stream);
   if (err == cudaSuccess) kl::note_part_block(*out, n, 1);
   return err;
@@ -382,6 +397,7 @@ cudaError_t __kl_part_cudaFree(void* p) {
   return err;
 }
 cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
+  kl::refuse_captured_allocation(stream);
   const size_t bytes = kl::part_block_bytes(p, 1);
   if (bytes) KL_CHECK(cudaMemcpyAsync(kl::freed_copy_target(bytes), p, bytes, cudaMemcpyDeviceToDevice, stream));
   const cudaError_t err = cudaFreeAsync(p, stream);

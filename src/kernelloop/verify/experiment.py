@@ -371,5 +371,6 @@ def state_kept_between_calls(states: list[tuple[int, int, PartStateRecord | None
                 "call, and the baseline's does not: it keeps something from call to call (a call counter, a "
                 "value it accumulates), so its results could change after more calls than the verifier makes. "
                 "Keep only what one call's inputs determine (a cached device property, a workspace each call "
-                "rewrites, a counter the call resets)")
+                "rewrites, a counter the call resets); what it frees counts too (the next allocation may get it "
+                "back), so clear a workspace whose bytes vary from run to run (float atomics) before freeing it")
     return None

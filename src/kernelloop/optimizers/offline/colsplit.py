@@ -55,6 +55,9 @@ def plan_column_split(fn: Function, helpers: frozenset[str] = frozenset()) -> Ro
         planner.fail("reads its loop with a stride across threads (the row tier's case, not a column's)")
     if len(plan.loops) != 1 or plan.loops[0].kind != "reduce":
         planner.fail(f"has {len(plan.loops)} loop(s), not exactly one loop that only reduces")
+    if plan.loops[0].partners:
+        planner.fail("keeps where its maximum or minimum was seen (an argmax: the column tier combines sums, "
+                     "maxima and minima)")
     loop = plan.loops[0].stmt
     bound = loop.cond.right if loop.cond is not None else None  # type: ignore[union-attr]
     if isinstance(bound, Num) and not bound.is_float and _literal(bound.text) < MIN_FIXED_TRIP:

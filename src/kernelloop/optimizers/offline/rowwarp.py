@@ -71,6 +71,10 @@ PURE_FUNCTIONS = frozenset("""
     __ldg __ldca __ldcg __ldcs __ldlu __ldcv
 """.split())
 _SUM_OPS = {"+=": "+", "-=": "-"}
+# `if (v > best) { best = v; at = c; }`: the value and the loop counter where it was first seen. A
+# strict comparison only: with `>=` a lane that never moved (still the initial pair) would have to
+# lose every tie, which the pair alone cannot tell.
+ARG_KINDS = ("argmax", "argmin")
 _MAX_CALLS = {"fmaxf": "max", "fmax": "max", "max": "max", "fminf": "min", "fmin": "min", "min": "min"}
 
 
@@ -83,8 +87,9 @@ class _Loop:
     stmt: For
     var: str  # binding key of the loop variable
     kind: str = ""  # "reduce" | "map"
-    accumulators: dict[str, str] = field(default_factory=dict)  # binding key -> "sum" | "max" | "min"
+    accumulators: dict[str, str] = field(default_factory=dict)  # binding key -> "sum" | "max" | "min" | ARG_KINDS | "index"
     updates: list[Expr] = field(default_factory=list)  # the values accumulated, checked once the loop is read
+    partners: dict[str, str] = field(default_factory=dict)  # an arg-kind value's key -> its index's key
 
 
 @dataclass
@@ -281,6 +286,13 @@ class ItemPlanner:
             if acc is not None:
                 self.add_accumulator(info, *acc)
                 return
+            pair = self.arg_update(s, info)
+            if pair is not None:
+                value, kind, compared, index = pair
+                self.add_accumulator(info, value, (kind, compared))
+                self.add_accumulator(info, index, ("index", Name(index.name)))
+                info.partners[value.key] = index.key
+                return
             self.plain_value(s.cond)
             reads.append(s.cond)
             self.loop_body(s.then, info, stores, declared_inside, reads)
@@ -346,12 +358,39 @@ class ItemPlanner:
         self.plain_value(left)
         return b, ("max" if op in (">", ">=") else "min", left)
 
+    def arg_update(self, s: If, info: _Loop) -> tuple[Binding, str, Expr, Binding] | None:
+        """`if (e > best) { best = e; at = c; }` (either order, a strict comparison, either side first),
+        with c the loop's own counter: an argmax or argmin of the row (the value and where first)."""
+        if s.other is not None or not isinstance(s.cond, Binary) or s.cond.op not in ("<", ">"):
+            return None
+        if not isinstance(s.then, Block) or len(s.then.body) != 2:
+            return None
+        assigns = [x.expr for x in s.then.body if isinstance(x, ExprStmt) and isinstance(x.expr, Assign)
+                   and x.expr.op == "=" and isinstance(x.expr.target, Name)]
+        if len(assigns) != 2:
+            return None
+        counter = [a for a in assigns if (b := self.binding(a.value)) is not None and b.key == info.var]
+        if len(counter) != 1:
+            return None
+        at = counter[0]
+        (kept,) = [a for a in assigns if a is not at]
+        value, index = self.binding(kept.target), self.binding(at.target)
+        if value is None or index is None or value is index:
+            return None
+        left, right, op = s.cond.left, s.cond.right, s.cond.op
+        if self.binding(left) is value:  # best < e  ->  e > best
+            left, right, op = right, left, {"<": ">", ">": "<"}[op]
+        if self.binding(right) is not value or left != kept.value:
+            return None
+        self.plain_value(left)
+        return value, "argmax" if op == ">" else "argmin", left, index
+
     def add_accumulator(self, info: _Loop, b: Binding, kind_value: tuple[str, Expr]) -> None:
         kind, value = kind_value
         if b.param is not None or b.pointer or b.key == self.index_key:
             self.fail(f"assigns {b.name} in a loop over its row")
-        if any(self.f.binding(x) is not None and self.f.binding(x).key in info.accumulators
-               for x in walk_expr(value)) or any(self.binding(x) is b for x in walk_expr(value)):
+        if kind != "index" and (any(self.f.binding(x) is not None and self.f.binding(x).key in info.accumulators
+                                    for x in walk_expr(value)) or any(self.binding(x) is b for x in walk_expr(value))):
             self.fail(f"updates {b.name} from a value that reads an accumulator")
         if info.accumulators.get(b.key, kind) != kind:
             self.fail(f"accumulates {b.name} in two ways")
@@ -469,6 +508,20 @@ def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset()) -> RowPla
 
 # -- emission --------------------------------------------------------------------------------------
 
+def _arg_combine(value: str, index: str, kind: str) -> str:
+    """Lanes meet pairwise (xor): the better value wins, a tie goes to the smaller index (the first
+    in loop order: each lane saw its counters in increasing order). A lane that never moved holds
+    the initial pair, which only ties when no element beat it, and then every lane holds it: every
+    lane ends with the pair the sequential loop keeps."""
+    better = ">" if kind == "argmax" else "<"
+    tie = "<"
+    return (f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) {{ "
+            f"const auto kl_other = __shfl_xor_sync(0xffffffffu, {value}, kl_offset); "
+            f"const auto kl_other_at = __shfl_xor_sync(0xffffffffu, {index}, kl_offset); "
+            f"if (kl_other {better} {value} || (kl_other == {value} && kl_other_at {tie} {index})) "
+            f"{{ {value} = kl_other; {index} = kl_other_at; }} }}")
+
+
 def _shuffle_combine(name: str, kind: str, ctype: str) -> str:
     if kind == "sum":
         step = f"{name} += __shfl_xor_sync(0xffffffffu, {name}, kl_offset);"
@@ -504,7 +557,9 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
                 before.append(f"const {b.type} kl_{b.name}_before = {b.name}; {b.name} = 0;")
                 after.append(_shuffle_combine(b.name, kind, b.type))
                 after.append(f"{b.name} = kl_{b.name}_before + {b.name};")
-            else:
+            elif kind in ARG_KINDS:
+                after.append(_arg_combine(b.name, plan.bindings[loop.partners[key]].name, kind))
+            elif kind != "index":  # an index combines with its value
                 after.append(_shuffle_combine(b.name, kind, b.type))
         if loop.kind == "map":
             after.append("__syncwarp();")
