@@ -12,7 +12,8 @@ mechanical and only taken where it provably keeps the kernel's meaning:
   memory, barriers, shuffles or atomics), so every statement outside the loops computes the
   same value in every lane of a warp;
 - each loop over the row *reduces* into scalars declared before it (`s += e`,
-  `m = fmaxf(m, e)`, `if (e > m) m = e`) and/or *maps* (stores to memory), and nothing in
+  `m = fmaxf(m, e)`, `if (e > m) m = e`, an argmax `if (e > m) { m = e; at = c; }` with c the
+  counter) and/or *maps* (stores to memory), and nothing in
   the loop but an accumulator's own update reads an accumulator (a prefix sum, which stores
   what it accumulates, is refused); every access to an array the loop stores uses the stored
   element's own index, which moves one-to-one with the counter; nothing else is rewritten
