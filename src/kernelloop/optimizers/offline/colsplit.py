@@ -30,13 +30,14 @@ from .launcher import EditablePart, Function
 from .rowwarp import (
     ITEM_COUNT,
     ItemPlanner,
+    LaunchSite,
     NotARowKernel,
     Rewrite,
     RowPlan,
     apply_edits,
     item_count_arg,
-    launch_sites,
     rounded_grid,
+    tier_rewrites,
     with_item_count,
 )
 from .syntax import Decl, ExprStmt, Launch, Num, to_c
@@ -147,31 +148,22 @@ def _launch_text(stmt: ExprStmt, split: int) -> str:
 
 def column_split_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
     """Rewrites (one per split, most parallel first) for every launch of a kernel the column
-    tier may rewrite; and one line per launched kernel it may not, saying why."""
-    rewrites: list[Rewrite] = []
-    refused: list[str] = []
-    for site in launch_sites(part, harness, preamble):
-        if isinstance(site, tuple):
-            refused.append(f"column tier: kernel {site[0]} {site[1]}")
-            continue
+    tier may rewrite (tier_rewrites)."""
+    def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        try:
-            plan = plan_column_split(site.kernel, site.helpers)
-            limit = split_limit(site.kernel)
-            splits = [s for s in SPLITS if s <= limit]
-            if not splits:
-                raise NotARowKernel(f"declares __launch_bounds__ below a block of {ITEMS_PER_BLOCK} x {min(SPLITS)}")
-            texts = [(split, rewrite_kernel(site.kernel, plan, split)) for split in splits]
-        except NotARowKernel as exc:
-            refused.append(f"column tier: kernel {name} {exc}")
-            continue
+        plan = plan_column_split(site.kernel, site.helpers)
+        limit = split_limit(site.kernel)
+        splits = [s for s in SPLITS if s <= limit]
+        if not splits:
+            raise NotARowKernel(f"declares __launch_bounds__ below a block of {ITEMS_PER_BLOCK} x {min(SPLITS)}")
+        texts = [(split, rewrite_kernel(site.kernel, plan, split)) for split in splits]
         kinds = ", ".join(sorted(set(plan.loops[0].accumulators.values())))
-        for split, kernel_text in texts:
-            rewrites.append(Rewrite(
-                label=f"column tier: {split} threads per item of {name}",
-                source=site.assemble(kernel_text, _launch_text(site.stmt, split)),
-                kernel=name, launcher=site.launcher.name,
-                detail=f"kernel {name} gives each thread one item and reduces ({kinds}) over a loop read coalesced; "
-                       f"{split} threads now share each item, each taking every {split}th iteration, and the last "
-                       f"to finish combines their partial results ({ITEMS_PER_BLOCK} x {split} threads per block)"))
-    return rewrites, refused
+        return [Rewrite(
+            label=f"column tier: {split} threads per item of {name}",
+            source=site.assemble(kernel_text, _launch_text(site.stmt, split)),
+            kernel=name, launcher=site.launcher.name,
+            detail=f"kernel {name} gives each thread one item and reduces ({kinds}) over a loop read coalesced; "
+                   f"{split} threads now share each item, each taking every {split}th iteration, and the last "
+                   f"to finish combines their partial results ({ITEMS_PER_BLOCK} x {split} threads per block)")
+            for split, kernel_text in texts]
+    return tier_rewrites(part, harness, preamble, "column", rewrites_of)

@@ -26,9 +26,9 @@ import re
 from dataclasses import dataclass
 
 from ...program.scanner import strip_comments
-from .facts import ATOMICS, KernelFacts, collect_facts
+from .facts import KernelFacts, collect_facts
 from .launcher import EditablePart, Function
-from .rowwarp import _BUILTIN_WORDS, PURE_FUNCTIONS, ItemPlanner, NotARowKernel, Rewrite, apply_edits, launch_sites
+from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, apply_edits, tier_rewrites
 from .syntax import Binary, Block, Cast, Decl, Expr, If, Name, Return, to_c
 
 
@@ -58,22 +58,6 @@ class RemapPlanner:
     @staticmethod
     def fail(why: str):
         raise NotARowKernel(why)
-
-    def independent_threads(self, index: Decl) -> None:
-        body_text = strip_comments(self.fn.item.text[len(self.fn.head):])
-        start, end = index.span
-        outside = body_text[:start] + " " * (end - start) + body_text[end:]
-        if (word := _BUILTIN_WORDS.search(outside)) is not None:
-            self.fail(f"uses {word.group(1)} besides its thread index")
-        if any(b.shared for b in self.f.bindings):
-            self.fail("uses shared memory")
-        type_params = {t.name for t in self.fn.sig.template if t.kind == "type"}
-        impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS and c not in self.helpers
-                        and c not in type_params)
-        if impure:
-            self.fail(f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)")
-        if any(a.kind == "atomic" for a in self.f.accesses) or self.f.calls & ATOMICS:
-            self.fail("uses atomics")
 
     def guarded_body(self, index_name: str) -> tuple[tuple, Expr | None]:
         """The statements the split sits among and, when they are the body of a wrapping guard
@@ -157,8 +141,9 @@ class RemapPlanner:
         return p.terms[0][0][0]  # type: ignore[union-attr]
 
     def plan(self) -> RemapPlan:
-        index, name = ItemPlanner(self.fn, self.f, self.helpers).find_index()
-        self.independent_threads(index)
+        items = ItemPlanner(self.fn, self.f, self.helpers)
+        index, name = items.find_index()
+        items.independent_threads(index, local_arrays=True)
         statements, wrapping_bound = self.guarded_body(name)
         q, r = self.pieces(statements, name)
         divisor = _bare(q.declarators[0].init).right  # type: ignore[union-attr]
@@ -199,31 +184,22 @@ def rewrite_kernel(fn: Function, plan: RemapPlan) -> str:
 
 
 def remap_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
-    """A rewrite for every launch, in the launchers the harness calls, of a kernel whose
-    column-first split the remap tier may swap; and one line per launched kernel it may not."""
-    rewrites: list[Rewrite] = []
-    refused: list[str] = []
-    for site in launch_sites(part, harness, preamble):
-        if isinstance(site, tuple):
-            refused.append(f"remap tier: kernel {site[0]} {site[1]}")
-            continue
+    """A rewrite for every launch of a kernel whose column-first split the remap tier may swap
+    (tier_rewrites)."""
+    def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        try:
-            plan = plan_remap(site.kernel, site.helpers)
-            kernel_text = rewrite_kernel(site.kernel, plan)
-        except NotARowKernel as exc:
-            refused.append(f"remap tier: kernel {name} {exc}")
-            continue
+        plan = plan_remap(site.kernel, site.helpers)
+        kernel_text = rewrite_kernel(site.kernel, plan)
         body = site.launcher.item.text[len(site.launcher.head):]
         start, end = site.stmt.span
         q, r = plan.quotient.declarators[0].name, plan.remainder.declarators[0].name
-        rewrites.append(Rewrite(
+        x, y = to_c(plan.divisor), to_c(plan.other)
+        return [Rewrite(
             label=f"remap tier: {name} split row-first",
             source=site.assemble(kernel_text, body[start:end]),
             kernel=name, launcher=site.launcher.name,
-            detail=f"kernel {name} split its thread index column-first ({q} = {plan.index} / "
-                   f"{to_c(plan.divisor)}, {r} = {plan.index} % {to_c(plan.divisor)}), so neighbouring threads "
-                   f"touched elements a row apart; {r} = {plan.index} / {to_c(plan.other)}, {q} = {plan.index} % "
-                   f"{to_c(plan.other)} gives the same elements, neighbouring threads on neighbouring ones"))
-    return rewrites, refused
-
+            detail=f"kernel {name} split its thread index column-first ({q} = {plan.index} / {x}, {r} = "
+                   f"{plan.index} % {x}), so neighbouring threads touched elements a row apart; {r} = "
+                   f"{plan.index} / {y}, {q} = {plan.index} % {y} gives the same elements, neighbouring threads "
+                   "on neighbouring ones")]
+    return tier_rewrites(part, harness, preamble, "remap", rewrites_of)

@@ -29,6 +29,7 @@ faster; this only keeps the optimizer from proposing what cannot be.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...program.scanner import in_scope, strip_comments
@@ -161,13 +162,23 @@ class ItemPlanner:
         thread index is used only as the item, and every loop reduces or maps (module docstring)."""
         index, _ = self.find_index()
         self.index_key = self.f.declared[id(index.declarators[0])].key
+        self.independent_threads(index, local_arrays=False)
+        self.region(self.fn.body)
+        if not self.loops:
+            self.fail("has no loop over its item (a row, a column)")
+        return RowPlan(index, self.index_key, self.loops, self.lane0, {b.key: b for b in self.f.bindings}, ROW_WARP_BLOCK)
+
+    def independent_threads(self, index: Decl, *, local_arrays: bool) -> None:
+        """Threads that neither see nor touch each other: the CUDA built-ins only in the thread
+        index, no shared memory (nor a local array, unless LOCAL_ARRAYS), only side-effect-free
+        calls, no atomics."""
         body_text = strip_comments(self.fn.item.text[len(self.fn.head):])
         start, end = index.span
         outside = body_text[:start] + " " * (end - start) + body_text[end:]
-        if _BUILTIN_WORDS.search(outside):
-            self.fail(f"uses {_BUILTIN_WORDS.search(outside).group(1)} besides its thread index")
-        if any(b.shared or b.array for b in self.f.bindings):
-            self.fail("uses shared memory or a local array")
+        if (word := _BUILTIN_WORDS.search(outside)) is not None:
+            self.fail(f"uses {word.group(1)} besides its thread index")
+        if any(b.shared or (b.array and not local_arrays) for b in self.f.bindings):
+            self.fail("uses shared memory" if local_arrays else "uses shared memory or a local array")
         type_params = {t.name for t in self.fn.sig.template if t.kind == "type"}  # T(0): a conversion
         impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS and c not in self.helpers
                         and c not in type_params)
@@ -175,10 +186,6 @@ class ItemPlanner:
             self.fail(f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)")
         if any(a.kind == "atomic" for a in self.f.accesses) or self.f.calls & ATOMICS:
             self.fail("uses atomics")
-        self.region(self.fn.body)
-        if not self.loops:
-            self.fail("has no loop over its item (a row, a column)")
-        return RowPlan(index, self.index_key, self.loops, self.lane0, {b.key: b for b in self.f.bindings}, ROW_WARP_BLOCK)
 
     # statements every lane of a warp runs alike
     def region(self, s: Stmt | None) -> None:
@@ -694,31 +701,39 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
     return sites
 
 
-def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
-    """A rewrite for every launch, in the launchers the harness calls, of a kernel the row tier
-    may rewrite; and one line per launched kernel it may not, saying why."""
+def tier_rewrites(part: EditablePart, harness: str, preamble: str, tier: str,
+                  rewrites_of: Callable[[LaunchSite], list[Rewrite]]) -> tuple[list[Rewrite], list[str]]:
+    """The rewrites REWRITES_OF makes for every launch, in the launchers the harness calls, of a
+    kernel of the part; and one line per launched kernel the tier may not take (REWRITES_OF raises
+    NotARowKernel), saying why."""
     rewrites: list[Rewrite] = []
     refused: list[str] = []
     for site in launch_sites(part, harness, preamble):
         if isinstance(site, tuple):
-            refused.append(f"row tier: kernel {site[0]} {site[1]}")
+            refused.append(f"{tier} tier: kernel {site[0]} {site[1]}")
             continue
-        name = site.kernel.name
         try:
-            plan = plan_row_warp(site.kernel, site.helpers)
-            kernel_text = rewrite_kernel(site.kernel, plan)
+            rewrites += rewrites_of(site)
         except NotARowKernel as exc:
-            refused.append(f"row tier: kernel {name} {exc}")
-            continue
+            refused.append(f"{tier} tier: kernel {site.kernel.name} {exc}")
+    return rewrites, refused
+
+
+def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
+    """A rewrite for every launch of a kernel the row tier may rewrite (tier_rewrites)."""
+    def rewrites_of(site: LaunchSite) -> list[Rewrite]:
+        name = site.kernel.name
+        plan = plan_row_warp(site.kernel, site.helpers)
+        kernel_text = rewrite_kernel(site.kernel, plan)
         kinds = ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
                                           if lp.accumulators else "") for lp in plan.loops)
-        rewrites.append(Rewrite(
+        return [Rewrite(
             label=f"row tier: one warp per row of {name}",
             source=site.assemble(kernel_text, _launch_text(site.stmt, plan.block)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({kinds}) are "
-                   f"split across the 32 lanes of a warp, {plan.block} threads per block"))
-    return rewrites, refused
+                   f"split across the 32 lanes of a warp, {plan.block} threads per block")]
+    return tier_rewrites(part, harness, preamble, "row", rewrites_of)
 
 
 def shared_kernel(part: EditablePart, kernel: Function, launcher: Function, harness_code: str) -> str | None:
