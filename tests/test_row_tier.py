@@ -151,6 +151,20 @@ __global__ void greedy_tokens(const float* logits, int* token, float* score, int
   token[r] = best_at;
   score[r] = best;
 }""",
+    # a template over the element type, a 64-bit counter converted to the 32-bit index it records
+    "argmax_converted_index": """
+template <typename T>
+__global__ void top1(const T* __restrict__ x, int* __restrict__ at_out, long long rows, long long n) {
+  const long long r = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  T best = x[r * n];
+  int at = 0;
+  for (long long j = 1; j < n; ++j) {
+    const T v = x[r * n + j];
+    if (v > best) { best = v; at = static_cast<int>(j); }
+  }
+  at_out[r] = at;
+}""",
     # the nearest centroid: an argmin of a distance computed in the loop, double
     "argmin_nearest": """
 __global__ void nearest(const double* d2, long long* which, int n, int k) {

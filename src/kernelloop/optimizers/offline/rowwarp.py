@@ -41,6 +41,7 @@ from .syntax import (
     Binary,
     Block,
     Call,
+    Cast,
     Decl,
     Empty,
     Expr,
@@ -377,7 +378,12 @@ class ItemPlanner:
                    and x.expr.op == "=" and isinstance(x.expr.target, Name)]
         if len(assigns) != 2:
             return None
-        counter = [a for a in assigns if (b := self.binding(a.value)) is not None and b.key == info.var]
+        def uncast(e: Expr) -> Expr:  # `at = (int)c`: an integer conversion keeps the counters' order
+            while isinstance(e, Cast) and re.fullmatch(r"(?:unsigned |signed )?(?:int|long|long long|short|size_t|"
+                                                       r"u?int(?:8|16|32|64)_t|ptrdiff_t)", e.type):
+                e = e.operand
+            return e
+        counter = [a for a in assigns if (b := self.binding(uncast(a.value))) is not None and b.key == info.var]
         if len(counter) != 1:
             return None
         at = counter[0]
