@@ -136,3 +136,18 @@ def test_the_remap_rewrite_passes_the_static_gates():
                               toolchain=find_toolchain())
         assert not result.violations, [v.describe() for v in result.violations]
         assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+
+
+def test_a_launch_not_shown_to_cover_the_guard_is_refused():
+    # red team round 80: the guard is the whole tensor, the launch covers the first `active` channels: the
+    # swap would update other elements. Only grid * block == bound or a ceiling division of it is taken.
+    from .conftest import FIXTURES
+    text = (FIXTURES / "redteam" / "round80" / "remap_partial_launch" / "baseline.cu").read_text()
+    split = split_program(text, "baseline.cu")
+    part = read_editable(split.editable, split.harness, split.exported)
+    rewrites, refused = remap_rewrites(part, split.harness, split.preamble)
+    assert rewrites == [] and any("not shown to cover its guard's pixels * channels threads" in r for r in refused), refused
+    exact = _program().replace("channel_affine<<<grid, block>>>", "channel_affine<<<pixels, channels>>>")
+    split = split_program(exact, PROGRAM)
+    part = read_editable(split.editable, split.harness, split.exported)
+    assert len(remap_rewrites(part, split.harness, split.preamble)[0]) == 1  # grid * block is the bound itself

@@ -396,10 +396,16 @@ cudaError_t __kl_part_cudaFree(void* p) {
     kl::drop_freed_copy();
   return err;
 }
+// A stream-ordered free waits here for all the device's work, as cudaFree does: a kernel on another
+// stream could otherwise write the block after its copy was taken and before the next allocation
+// hands it back (red team round 80 kept a call counter so, between the copy and the next call).
 cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
   kl::refuse_captured_allocation(stream);
   const size_t bytes = kl::part_block_bytes(p, 1);
-  if (bytes) KL_CHECK(cudaMemcpyAsync(kl::freed_copy_target(bytes), p, bytes, cudaMemcpyDeviceToDevice, stream));
+  if (bytes) {
+    KL_CHECK(cudaDeviceSynchronize());
+    KL_CHECK(cudaMemcpy(kl::freed_copy_target(bytes), p, bytes, cudaMemcpyDeviceToDevice));
+  }
   const cudaError_t err = cudaFreeAsync(p, stream);
   if (err == cudaSuccess)
     kl::forget_part_block(p, 1);

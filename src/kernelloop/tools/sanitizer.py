@@ -18,19 +18,23 @@ _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error", re.I)
 def memcheck_argv(sanitizer: Path, program: Path, *, padding: int = 0) -> list[str]:
     """compute-sanitizer memcheck on PROGRAM; `padding` bytes after every allocation (where this
     compute-sanitizer has --padding), so a read just past one allocation cannot land in the next."""
-    pad = ["--padding", str(padding)] if padding and supports_padding(sanitizer) else []
+    pad = ["--padding", str(padding)] if padding and supports_option(sanitizer, "--padding") else []
+    # an access to a stream-ordered allocation before its cudaMallocAsync or after its cudaFreeAsync
+    # in stream order (red team round 80: a kernel on another stream writing a block after its free)
+    races = (["--track-stream-ordered-races", "all"]
+             if supports_option(sanitizer, "--track-stream-ordered-races") else [])
     return [str(sanitizer), "--tool", "memcheck", "--error-exitcode", str(MEMCHECK_EXIT_CODE),
-            "--print-limit", "10", "--leak-check", "no", *pad, str(program)]
+            "--print-limit", "10", "--leak-check", "no", *pad, *races, str(program)]
 
 
-@functools.lru_cache(maxsize=8)
-def supports_padding(sanitizer: Path) -> bool:
-    """Whether this compute-sanitizer takes --padding (its --help says so)."""
+@functools.lru_cache(maxsize=16)
+def supports_option(sanitizer: Path, option: str) -> bool:
+    """Whether this compute-sanitizer takes OPTION (its --help says so)."""
     try:
         run = subprocess.run([str(sanitizer), "--help"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return "--padding" in run.stdout + run.stderr
+    return option in run.stdout + run.stderr
 
 
 class MemcheckResult(BaseModel):
