@@ -40,6 +40,10 @@ SPECS: dict[str, InitSpec] = {
         roles={"dbias": "inout"}, grid="(OC + 255) / 256", block="256"),
     # a workspace the kernel writes before it reads (scratch: never compared), and a plain output
     "smooth_scratch.cu": InitSpec(values={"n": ["16777216", "16777215"]}, roles={"workspace": "scratch", "y": "output"}),
+    # a launcher given the caller's stream (PyTorch-extension style): the template launches on it too
+    "row_softmax_stream.cu": InitSpec(
+        values={"rows": ["16384", "1001"], "cols": ["1024", "333"]},
+        counts={"x": "rows * cols", "y": "rows * cols"}, roles={"y": "output"}),
     # an elementwise kernel whose flat index is split channel-first (uncoalesced: the remap tier), a
     # launcher returning cudaError_t through a macro, unsigned sizes
     "channel_affine_colfirst.cu": InitSpec(

@@ -25,8 +25,8 @@ SPECS = {
                                    roles={"out": "output"}),
 }
 EXPECTED = {
-    "matmul_atb_naive.cu": ("A[k*M + r] (A stored transposed) * B[k*N + c]", "row_major_a(x, (int)(K), (int)(M))"),
-    "matmul_abt_llmc.cu": ("A[r*K + k] * B[c*K + k] (B stored transposed)", "row_major_b(weight, (int)(OC), (int)(C))"),
+    "matmul_atb_naive.cu": ("A[k*M + r] (A stored transposed) * B[k*N + c]", "row_major_a(x, (int)(K), (int)(M), 0)"),
+    "matmul_abt_llmc.cu": ("A[r*K + k] * B[c*K + k] (B stored transposed)", "row_major_b(weight, (int)(OC), (int)(C), 0)"),
 }
 
 

@@ -321,7 +321,7 @@ def test_a_gemm_with_alpha_and_beta_hands_them_to_the_template(optimizer, gate_s
     (match,) = analysis_of(text).matches
     assert match.family == "matmul" and "kl_e0=alpha, kl_e1=beta" in match.detail
     p = optimizer.propose(request_for(text, "gemm_accumulate"))
-    assert re.search(r"kl\d?_matmul_run\(A, B, C, \(int\)\(M\), \(int\)\(N\), \(int\)\(K\), alpha, beta\);", p.source)
+    assert re.search(r"kl\d?_matmul_run\(A, B, C, \(int\)\(M\), \(int\)\(N\), \(int\)\(K\), alpha, beta, 0\);", p.source)
     split = split_program(text)
     editable, _ = candidate_editable_part(p.source, split)
     result = static_gates(split, editable, arch="sm_90", settings=gate_settings, toolchain=find_toolchain())

@@ -18,6 +18,7 @@ from .cparse import identifiers
 from .families import BY_NAME
 from .families.base import Config, Match
 from .launcher import EditablePart
+from .syntax import to_c
 from .templates import Template
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
@@ -78,10 +79,13 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     lau = match.launcher
     family = BY_NAME[match.family]
     args = [match.roles[r] if r not in family.INT_ROLES else f"(int)({match.roles[r]})" for r in family.ROLES]
+    # the stream the baseline launched on (a parameter of the launcher), or the default stream
+    stream = to_c(match.launcher.stream) if match.launcher.stream is not None else "0"
     for i, r in enumerate(family.ROLES):  # a role handed over through the family's helper ({ROLE}: its text)
         if fmt := match.placeholders.get(f"_ARG_{r}"):
-            args[i] = re.sub(r"\bkl_", prefix, fmt).format(**match.roles)
+            args[i] = re.sub(r"\bkl_", prefix, fmt).format(**match.roles, _STREAM=stream)
     args += [a for a in match.placeholders.get("_EXTRA_ARGS", "").split("\n") if a]  # e.g. a GEMM's alpha, beta
+    args.append(stream)
     head = _ascii(lau.fn.head.rstrip())
     if head is None:
         return "the launcher's head is not ASCII"

@@ -70,6 +70,7 @@ class Launcher:
     args: tuple[Expr, ...] = ()  # launch arguments with the launcher's locals inlined
     zeroing: list[ZeroingStatement] = field(default_factory=list)
     problem: str | None = None
+    stream: Expr | None = None  # the launch's stream, made of the launcher's parameters; None: the default stream
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.fn.sig.params]
@@ -161,9 +162,14 @@ def read_launcher(fn: Function) -> Launcher:
     if not isinstance(launch.kernel, Name):
         lau.problem = "launches a kernel through an expression"
         return lau
-    if len(launch.config) > 3 and not _default_stream(facts.resolve(launch.config[3])):
-        lau.problem = "launches on a stream of its own (the templates launch on the default stream)"
-        return lau
+    if len(launch.config) > 3 and not _default_stream(stream := facts.resolve(launch.config[3])):
+        # kept for the template's launches; it must mean the same in a launcher whose body is rewritten
+        names = {e.id for e in walk_expr(stream) if isinstance(e, Name)} - _STREAM_CONSTANTS
+        if any(isinstance(e, Call) for e in walk_expr(stream)) or not names <= set(lau.param_names()):
+            lau.problem = (f"launches on a stream it computes ({to_c(launch.config[3])}); a template keeps only a "
+                           "stream the launcher is given")
+            return lau
+        lau.stream = stream
     lau.launch, lau.kernel = launch, launch.kernel.id.split("::")[-1]
     lau.args = tuple(facts.resolve(a) for a in launch.args)
     for stmt in fn.body.body:
@@ -172,6 +178,9 @@ def read_launcher(fn: Function) -> Launcher:
             lau.problem = problem
             return lau
     return lau
+
+
+_STREAM_CONSTANTS = frozenset(["nullptr", "NULL", "cudaStreamDefault", "cudaStreamLegacy", "cudaStreamPerThread"])
 
 
 def _default_stream(e: Expr) -> bool:

@@ -245,8 +245,8 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     a_read = "A[k*M + r] (A stored transposed)" if a_transposed else "A[r*K + k]"
     b_read = "B[c*K + k] (B stored transposed)" if b_transposed else "B[k*N + c]"
     layout = {**({"_HELPERS": _ROW_MAJOR_COPIES} if a_transposed or b_transposed else {}),
-              **({"_ARG_A": "kl_row_major_a({A}, (int)({K}), (int)({M}))"} if a_transposed else {}),
-              **({"_ARG_B": "kl_row_major_b({B}, (int)({N}), (int)({K}))"} if b_transposed else {})}
+              **({"_ARG_A": "kl_row_major_a({A}, (int)({K}), (int)({M}), {_STREAM})"} if a_transposed else {}),
+              **({"_ARG_B": "kl_row_major_b({B}, (int)({N}), (int)({K}), {_STREAM})"} if b_transposed else {})}
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
                  detail=f"C[r*N + c] = {stored}, the sum over k < K of {a_read} * {b_read} "
                         f"(A={A.name}, B={B.name}, C={C.name}, M={M}, N={n_stride}, K={K})",
@@ -282,7 +282,8 @@ static float* kl_copy_b = nullptr;
 static size_t kl_copy_b_bytes = 0;
 
 // in: rows x cols, row-major; the result: its transpose, cols x rows, row-major.
-static const float* kl_transposed_into(const float* in, int rows, int cols, float*& held, size_t& held_bytes) {
+static const float* kl_transposed_into(const float* in, int rows, int cols, float*& held, size_t& held_bytes,
+                                       cudaStream_t kl_stream) {
   const size_t bytes = (size_t)rows * (size_t)cols * sizeof(float);
   if (bytes == 0) return in;
   if (bytes > held_bytes) {
@@ -293,14 +294,14 @@ static const float* kl_transposed_into(const float* in, int rows, int cols, floa
     held_bytes = bytes;
   }
   const dim3 block(32, 8), grid((cols + 31) / 32, (rows + 31) / 32);
-  kl_transpose_copy<<<grid, block>>>(in, held, rows, cols);
+  kl_transpose_copy<<<grid, block, 0, kl_stream>>>(in, held, rows, cols);
   return held;
 }
-static const float* kl_row_major_a(const float* a_stored, int k, int m) {  // K x M -> M x K
-  return kl_transposed_into(a_stored, k, m, kl_copy_a, kl_copy_a_bytes);
+static const float* kl_row_major_a(const float* a_stored, int k, int m, cudaStream_t kl_stream) {  // K x M -> M x K
+  return kl_transposed_into(a_stored, k, m, kl_copy_a, kl_copy_a_bytes, kl_stream);
 }
-static const float* kl_row_major_b(const float* b_stored, int n, int k) {  // N x K -> K x N
-  return kl_transposed_into(b_stored, n, k, kl_copy_b, kl_copy_b_bytes);
+static const float* kl_row_major_b(const float* b_stored, int n, int k, cudaStream_t kl_stream) {  // N x K -> K x N
+  return kl_transposed_into(b_stored, n, k, kl_copy_b, kl_copy_b_bytes, kl_stream);
 }
 """
 
