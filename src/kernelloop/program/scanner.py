@@ -296,7 +296,8 @@ def function_name(item: Item) -> str | None:
     """Name of the function an item declares or defines (None for other items)."""
     if item.kind != "code":
         return None
-    head = _without_template_head(strip_comments(item.head))
+    # a linkage specification on this one declaration (`extern "C" cudaError_t f(...) {`, not a block)
+    head = re.sub(r'^\s*extern\s*"C(?:\+\+)?"\s*(?=[A-Za-z_])', "", _without_template_head(strip_comments(item.head)))
     first = re.findall(r"[A-Za-z_]\w*", head)
     if first and first[0] in _SPECIFIER_WORDS + ("namespace", "extern", "static_assert"):
         if not (first[0] == "extern" and len(first) > 1 and first[1] != "C"):

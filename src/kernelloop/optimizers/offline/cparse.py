@@ -410,6 +410,11 @@ def parse_signature(head: str) -> Signature:
     if len(tops) != 1:
         raise ParseError("not a function head")
     node = tops[0]
+    if node.type == "linkage_specification":  # `extern "C" cudaError_t f(...)`: the function it declares
+        inner = [c for c in node.named_children if c.type == "function_definition"]
+        if len(inner) != 1:
+            raise ParseError("not a function head")
+        node = inner[0]
     template: list[TemplateParam] = []
     if node.type == "template_declaration":
         template = _template_params(src, node.child_by_field_name("parameters"))
