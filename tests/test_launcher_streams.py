@@ -70,3 +70,29 @@ def test_the_stream_template_candidate_passes_the_static_gates():
                           toolchain=find_toolchain())
     assert not result.violations, [v.describe() for v in result.violations]
     assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+
+
+def test_the_zeroing_a_reduction_adds_runs_on_the_launch_stream():
+    # red team round 81: the template's atomics went to the caller's stream, the zeroing it adds to the legacy one
+    from .conftest import FIXTURES
+    from .test_offline_optimizer import analysis_of
+    text = (FIXTURES / "heldout" / "single_block_sum.cu").read_text()
+    launch = re.search(r"(\w+)<<<([^>]*)>>>", text)
+    assert launch is not None
+    streamed = text.replace(launch.group(0), f"{launch.group(1)}<<<{launch.group(2)}, 0, cudaStreamPerThread>>>")
+    (match,) = analysis_of(streamed).matches
+    assert match.family == "reduction"
+    assert match.zeroing == ["cudaMemsetAsync(res, 0, sizeof(float), cudaStreamPerThread);"], match.zeroing
+
+
+def test_a_transposed_operand_on_a_given_stream_is_no_gemm():
+    # red team round 81: the row-major copy's workspace is kept between calls, shared by calls on two streams
+    from .test_matmul_layouts import _program
+    text = _program("matmul_atb_naive.cu")
+    launch = re.search(r"(\w+)<<<([^>]*)>>>", text)
+    assert launch is not None
+    streamed = text.replace(launch.group(0), f"{launch.group(1)}<<<{launch.group(2)}, 0, cudaStreamPerThread>>>")
+    from kernelloop.optimizers.offline.analysis import analyze
+    split = split_program(streamed, "mm.cu")
+    analysis = analyze(split.editable, split.harness, split.exported, split.preamble)
+    assert not analysis.matches, [m.family for m in analysis.matches]

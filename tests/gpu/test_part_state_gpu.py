@@ -29,7 +29,9 @@ COUNTERS = [STATE / "host_counter.cu", STATE / "device_counter.cu", STATE / "all
             # red team round 72: a counter left in a block the part freed, read again from the next allocation
             FIXTURES / "redteam" / "round72" / "freed_block_counter" / "candidate.cu",
             # red team round 76: a word written beside the counter to balance the public sum of the block's hash
-            FIXTURES / "redteam" / "round76" / "state_digest_compensated" / "candidate.cu"]
+            FIXTURES / "redteam" / "round76" / "state_digest_compensated" / "candidate.cu",
+            # red team round 81: a counter in the bytes past an 8-byte block's request, inside its alignment
+            FIXTURES / "redteam" / "round81" / "slack_counter_sensed_memcheck" / "candidate.cu"]
 HONEST = [STATE / "honest_cached_sms.cu", STATE / "honest_workspace.cu", STATE / "honest_last_block.cu",
           STATE / "honest_per_call_workspace.cu",  # allocated and freed by every call, larger than it writes
           ROUND70 / "fr_stream_ordered_workspace" / "honest.cu",  # round 70: a per-call cudaMallocAsync/FreeAsync

@@ -281,6 +281,11 @@ inline void drop_freed_copy() {
   FreedBlocks& f = freed_blocks();
   if (f.count > 0) f.used = f.offset[--f.count];
 }
+// A device block is asked for whole to the allocator's alignment, and digested whole: the bytes
+// past what the part asked for are no other allocation's, so a kernel could keep state there
+// unread (red team round 81 kept a call counter in bytes 8..255 of an 8-byte block).
+constexpr size_t kPartBlockGranule = 512;
+inline size_t whole_granules(size_t n) { return (n + kPartBlockGranule - 1) / kPartBlockGranule * kPartBlockGranule; }
 // Before every call: the arena and the harness's scratch cleared, no copies held.
 inline void clear_harness_memory() {
   FreedBlocks& f = freed_blocks();
@@ -339,14 +344,14 @@ void* __kl_part__ZnamSt11align_val_t(size_t n, std::align_val_t a) {
   return p;
 }
 cudaError_t __kl_part_cudaMalloc(void** out, size_t n) {
-  const cudaError_t err = cudaMalloc(out, n);
-  if (err == cudaSuccess) kl::note_part_block(*out, n, 1);
+  const cudaError_t err = cudaMalloc(out, kl::whole_granules(n));
+  if (err == cudaSuccess) kl::note_part_block(*out, kl::whole_granules(n), 1);
   return err;
 }
 cudaError_t __kl_part_cudaMallocAsync(void** out, size_t n, cudaStream_t stream) {
   kl::refuse_captured_allocation(stream);
-  const cudaError_t err = cudaMallocAsync(out, n, stream);
-  if (err == cudaSuccess) kl::note_part_block(*out, n, 1);
+  const cudaError_t err = cudaMallocAsync(out, kl::whole_granules(n), stream);
+  if (err == cudaSuccess) kl::note_part_block(*out, kl::whole_granules(n), 1);
   return err;
 }
 cudaError_t __kl_part_cudaMallocPitch(void** out, size_t* pitch, size_t width, size_t height) {
@@ -357,7 +362,7 @@ cudaError_t __kl_part_cudaMallocPitch(void** out, size_t* pitch, size_t width, s
 cudaError_t __kl_part_cudaMalloc3D(cudaPitchedPtr* out, cudaExtent extent) {
   const cudaError_t err = cudaMalloc3D(out, extent);
   if (err == cudaSuccess)
-    kl::note_part_block(out->ptr, out->pitch * extent.height * (extent.depth ? extent.depth : 1), 1);
+    kl::note_part_block(out->ptr, out->pitch * (extent.height ? extent.height : 1) * (extent.depth ? extent.depth : 1), 1);
   return err;
 }
 cudaError_t __kl_part_cudaMallocArray(cudaArray_t* out, const cudaChannelFormatDesc* desc, size_t width,

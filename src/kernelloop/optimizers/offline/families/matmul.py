@@ -224,6 +224,10 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if "B" not in operands:
         return no("no factor indexed k*N + col (or col*K + k, B stored transposed)")
     (A, a_transposed), (B, b_transposed) = operands["A"], operands["B"]
+    if (a_transposed or b_transposed) and binder.launcher.stream is not None:
+        # the row-major copy lives in a workspace kept between calls: calls on two streams would share it
+        return no("an operand stored transposed, launched on a stream it is given (the copy's workspace, kept "
+                  "between calls, would be shared by calls on different streams)")
     C = store.array
     if not (is_float_pointer(A) and is_float_pointer(B) and is_float_pointer(C, writable=True)):
         return no("operands are not fp32 arrays")

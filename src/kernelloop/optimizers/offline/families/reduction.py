@@ -16,7 +16,7 @@ from ..conditions import literals, loop_bound, upper_bound, upper_bound_from
 from ..facts import Access, Binding, KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly
-from ..syntax import Binary, Call, Expr, Index, Member, Name, Ternary, call_name, walk_expr
+from ..syntax import Binary, Call, Expr, Index, Member, Name, Ternary, call_name, to_c, walk_expr
 from .base import (
     Config,
     Match,
@@ -214,7 +214,9 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     launcher_zeroes = any(z.pointer == zeroed for z in binder.launcher.zeroing)
     m.placeholders["_semantics"] = semantics
     if semantics == "overwrite" and not launcher_zeroes:
-        m.zeroing.append(f"cudaMemsetAsync({roles['out']}, 0, sizeof(float));")
+        # on the launch's own stream, so the template's atomics come after it (red team round 81)
+        stream = to_c(binder.launcher.stream) if binder.launcher.stream is not None else "0"
+        m.zeroing.append(f"cudaMemsetAsync({roles['out']}, 0, sizeof(float), {stream});")
     return m
 
 
