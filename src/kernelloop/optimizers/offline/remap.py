@@ -30,7 +30,7 @@ from .facts import KernelFacts, collect_facts
 from .launcher import EditablePart, Function
 from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, apply_edits, tier_rewrites
 from .symbolic import Poly
-from .syntax import Binary, Block, Call, Cast, Decl, Expr, If, Launch, Member, Name, Return, call_name, to_c
+from .syntax import Binary, Block, Call, Cast, Decl, Expr, If, Launch, Member, Name, Return, call_name, strip_casts, to_c
 
 
 @dataclass
@@ -41,12 +41,6 @@ class RemapPlan:
     divisor: Expr  # X
     other: Expr  # Y: the guard's bound is X * Y
     bound: Expr  # the guard's bound as written
-
-
-def _bare(e: Expr | None) -> Expr | None:
-    while isinstance(e, Cast):
-        e = e.operand
-    return e
 
 
 def _early_return(s) -> bool:
@@ -67,10 +61,10 @@ class RemapPlanner:
         top = self.fn.body.body
         last = top[-1] if top else None
         if isinstance(last, If) and last.other is None and isinstance(last.then, Block):
-            c = _bare(last.cond)
-            if isinstance(c, Binary) and c.op == "<" and _bare(c.left) == Name(index_name):
+            c = strip_casts(last.cond)
+            if isinstance(c, Binary) and c.op == "<" and strip_casts(c.left) == Name(index_name):
                 return last.then.body, c.right
-            if isinstance(c, Binary) and c.op == ">" and _bare(c.right) == Name(index_name):
+            if isinstance(c, Binary) and c.op == ">" and strip_casts(c.right) == Name(index_name):
                 return last.then.body, c.left
         return top, None
 
@@ -80,15 +74,15 @@ class RemapPlanner:
         for s in statements:
             if not isinstance(s, Decl) or len(s.declarators) != 1:
                 continue
-            init = _bare(s.declarators[0].init)
-            if isinstance(init, Binary) and init.op in ("/", "%") and _bare(init.left) == Name(index_name):
+            init = strip_casts(s.declarators[0].init)
+            if isinstance(init, Binary) and init.op in ("/", "%") and strip_casts(init.left) == Name(index_name):
                 if init.op in found:
                     self.fail(f"splits its thread index with more than one '{init.op}'")
                 found[init.op] = s
         if set(found) != {"/", "%"}:
             self.fail("does not split its thread index into a quotient and a remainder")
         q, r = found["/"], found["%"]
-        if to_c(_bare(q.declarators[0].init).right) != to_c(_bare(r.declarators[0].init).right):  # type: ignore[union-attr]
+        if to_c(strip_casts(q.declarators[0].init).right) != to_c(strip_casts(r.declarators[0].init).right):  # type: ignore[union-attr]
             self.fail("divides its thread index by one value and takes the remainder by another")
         for d in (q, r):
             b = self.f.declared.get(id(d.declarators[0]))
@@ -102,10 +96,10 @@ class RemapPlanner:
             if s.span[0] >= before:  # type: ignore[attr-defined]
                 break
             if isinstance(s, If) and s.other is None and _early_return(s.then):
-                c = _bare(s.cond)
-                if isinstance(c, Binary) and c.op == ">=" and _bare(c.left) == Name(index_name):
+                c = strip_casts(s.cond)
+                if isinstance(c, Binary) and c.op == ">=" and strip_casts(c.left) == Name(index_name):
                     return c.right
-                if isinstance(c, Binary) and c.op == "<=" and _bare(c.right) == Name(index_name):
+                if isinstance(c, Binary) and c.op == "<=" and strip_casts(c.right) == Name(index_name):
                     return c.left
         self.fail("has no guard for every index past its elements (if (idx >= rows * cols) return; or a "
                   "last if (idx < rows * cols) { ... })")
@@ -113,7 +107,7 @@ class RemapPlanner:
 
     def other_extent(self, bound: Expr, divisor: Expr) -> Expr:
         """Y where the bound is X * Y (either order) and X is the divisor."""
-        b = _bare(bound)
+        b = strip_casts(bound)
         if not isinstance(b, Binary) or b.op != "*":
             self.fail(f"bounds its index by {to_c(bound)}, not a product of two extents")
         x = self.f.poly(divisor)
@@ -137,7 +131,7 @@ class RemapPlanner:
         return False
 
     def _atom(self, d: Decl) -> str:
-        p = self.f.poly(_bare(d.declarators[0].init))  # type: ignore[arg-type]
+        p = self.f.poly(strip_casts(d.declarators[0].init))  # type: ignore[arg-type]
         if p is None or len(p.terms) != 1 or len(p.terms[0][0]) != 1:
             self.fail(f"splits its index into {d.declarators[0].name}, which cannot be followed")
         return p.terms[0][0][0]  # type: ignore[union-attr]
@@ -148,7 +142,7 @@ class RemapPlanner:
         items.independent_threads(index, local_arrays=True)
         statements, wrapping_bound = self.guarded_body(name)
         q, r = self.pieces(statements, name)
-        divisor = _bare(q.declarators[0].init).right  # type: ignore[union-attr]
+        divisor = strip_casts(q.declarators[0].init).right  # type: ignore[union-attr]
         bound = wrapping_bound if wrapping_bound is not None else self.guard_bound(name, min(q.span[0], r.span[0]))
         other = self.other_extent(bound, divisor)
         uses = len(_index_uses(self.fn, name))
@@ -167,7 +161,7 @@ def _index_uses(fn: Function, name: str) -> list[int]:
 def _x_extent(f: KernelFacts, e: Expr, depth: int = 0) -> Expr:
     """A launch dimension's x in the launcher's parameters: `dim3(a, ...)` -> a, `d.x` of such a
     dim3 -> a, a local never assigned after its declaration -> its value; the rest as is."""
-    e = _bare(e)  # type: ignore[assignment]
+    e = strip_casts(e)  # type: ignore[assignment]
     if depth > 32:
         return e
     if isinstance(e, Name):
@@ -179,7 +173,7 @@ def _x_extent(f: KernelFacts, e: Expr, depth: int = 0) -> Expr:
         return _x_extent(f, e.args[0], depth + 1)
     if isinstance(e, Member) and e.field == "x" and not e.arrow:
         base = _x_extent(f, e.base, depth + 1)
-        return base if not isinstance(base, Member) and base is not _bare(e.base) else e
+        return base if not isinstance(base, Member) and base is not strip_casts(e.base) else e
     if isinstance(e, Binary):
         return Binary(e.op, _x_extent(f, e.left, depth + 1), _x_extent(f, e.right, depth + 1))
     if isinstance(e, Cast):
@@ -218,7 +212,7 @@ def launch_covers(site: LaunchSite, plan: RemapPlan, bound: Expr) -> bool:
         return False
     if g * b == total:
         return True
-    division = _bare(grid)
+    division = strip_casts(grid)
     if isinstance(division, Binary) and division.op == "/":
         num, den = f.poly(division.left), f.poly(division.right)
         return num is not None and den == b and num == total + b - Poly.const(1)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ...program.scanner import in_scope, strip_comments
 from .facts import ATOMICS, Binding, KernelFacts, collect_facts
 from .launcher import EditablePart, Function, read_editable, statement_exprs
+from .sizes import is_integer_type
 from .symbolic import Poly
 from .syntax import (
     Assign,
@@ -379,8 +380,7 @@ class ItemPlanner:
         if len(assigns) != 2:
             return None
         def uncast(e: Expr) -> Expr:  # `at = (int)c`: an integer conversion keeps the counters' order
-            while isinstance(e, Cast) and re.fullmatch(r"(?:unsigned |signed )?(?:int|long|long long|short|size_t|"
-                                                       r"u?int(?:8|16|32|64)_t|ptrdiff_t)", e.type):
+            while isinstance(e, Cast) and is_integer_type(e.type):
                 e = e.operand
             return e
         counter = [a for a in assigns if (b := self.binding(uncast(a.value))) is not None and b.key == info.var]

@@ -26,6 +26,11 @@ from .syntax import Binary, Call, Cast, Expr, InitList, Member, Name, Num, Parse
 
 _INT_WORDS = r"(?:unsigned|signed|long|short|int|size_t|std::size_t|u?int(?:8|16|32|64)_t)"
 _INT_TYPES = rf"(?:{_INT_WORDS}\s+)+"
+
+
+def is_integer_type(text: str) -> bool:
+    """Whether TEXT spells an integer type (`int`, `unsigned long long`, `int32_t`, `size_t`, ...)."""
+    return re.fullmatch(rf"{_INT_WORDS}(?:\s+{_INT_WORDS})*", text.strip()) is not None
 _CONST_DECL = re.compile(rf"\b(?:constexpr|const)\s+{_INT_TYPES}([A-Za-z_]\w*)\s*=\s*([^;{{}}]+);")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n]+)$", re.M)
 # Contract v2: a variable initialised from the harness object's size options, const or not, any

@@ -298,3 +298,10 @@ def call_name(e: Expr) -> str | None:
     if isinstance(e, Call) and isinstance(e.func, Name):
         return e.func.id.split("::")[-1]
     return None
+
+
+def strip_casts(e):
+    """E without the casts around it (None stays None)."""
+    while isinstance(e, Cast):
+        e = e.operand
+    return e

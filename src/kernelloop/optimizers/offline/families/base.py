@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..facts import Access, Binding, KernelFacts
 from ..launcher import Binder, Launcher
 from ..symbolic import Poly, split_thread
-from ..syntax import Call, Cast, Expr, Index, Num, Unary, call_name
+from ..syntax import Call, Cast, Expr, Index, Num, Unary, call_name, strip_casts  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -95,11 +95,6 @@ def is_float_pointer(b: Binding | None, *, const_ok: bool = True, writable: bool
         return False
     return not (writable and b.param.const)
 
-
-def strip_casts(e: Expr) -> Expr:
-    while isinstance(e, Cast):
-        e = e.operand
-    return e
 
 
 def read_target(f: KernelFacts, e: Expr) -> tuple[Binding, Poly] | None:
