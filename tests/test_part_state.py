@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from kernelloop.agents.feedback import failure_from_verdict
-from kernelloop.config import VerifySettings
+from kernelloop.config import Settings, VerifySettings
 from kernelloop.program.split import split_program
 from kernelloop.tools.nvcc import build_program, find_toolchain
 from kernelloop.verify.experiment import state_kept_between_calls
+from kernelloop.verify.gate import candidate_editable_part, static_gates
 from kernelloop.verify.records import DumpError, PartStateRecord, parse_records
 from kernelloop.verify.verdict import GateResult, Reason, Verdict
 
@@ -84,3 +85,17 @@ def test_the_parts_allocations_and_variables_go_through_the_recorders(name, reco
                                  text=True, check=True).stdout
     for recorder in recorders:
         assert re.search(rf"call\s+[0-9a-f]+ <{recorder}>", disassembly), recorder
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name", ["stale_pointer_counter.cu", "past_block_counter.cu", "honest_two_stream_workspaces.cu"])
+def test_the_freed_memory_fixtures_build_and_pass_the_static_gates(name):
+    # a write through a freed block's pointer, a write past a block, and honest per-call stream-ordered
+    # workspaces: their verdicts are the run's (tests/gpu/test_part_state_gpu.py), so the build must let them run
+    split = split_program((STATE / "baseline.cu").read_text(), "baseline.cu")
+    editable, _ = candidate_editable_part((STATE / name).read_text(), split)
+    result = static_gates(split, editable, arch="sm_86", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log[-1500:]
+    assert not result.violations, [v.describe() for v in result.violations]
+

@@ -31,13 +31,20 @@ COUNTERS = [STATE / "host_counter.cu", STATE / "device_counter.cu", STATE / "all
             # red team round 76: a word written beside the counter to balance the public sum of the block's hash
             FIXTURES / "redteam" / "round76" / "state_digest_compensated" / "candidate.cu",
             # red team round 81: a counter in the bytes past an 8-byte block's request, inside its alignment
-            FIXTURES / "redteam" / "round81" / "slack_counter_sensed_memcheck" / "candidate.cu"]
+            FIXTURES / "redteam" / "round81" / "slack_counter_sensed_memcheck" / "candidate.cu",
+            # red team round 80: the count written back into a freed block by a kernel on another stream,
+            # after the free (argued then, with the copy taken at the free)
+            FIXTURES / "redteam" / "round80" / "write_after_freed_copy" / "candidate.cu",
+            # round 81's open route without its sensing: the count written into a block after freeing it
+            STATE / "stale_pointer_counter.cu"]
 HONEST = [STATE / "honest_cached_sms.cu", STATE / "honest_workspace.cu", STATE / "honest_last_block.cu",
           STATE / "honest_per_call_workspace.cu",  # allocated and freed by every call, larger than it writes
           ROUND70 / "fr_stream_ordered_workspace" / "honest.cu",  # round 70: a per-call cudaMallocAsync/FreeAsync
           # red team round 77's search for the digest's key in the harness's memory, made to go wrong at once
           # if it finds one: exact, so accepted, only while the key stays out of the part's reach
-          STATE / "key_probe.cu"]
+          STATE / "key_probe.cu",
+          # per-call stream-ordered workspaces of one size on two streams, holding different things
+          STATE / "honest_two_stream_workspaces.cu"]
 
 
 def _baseline(candidate):
@@ -65,12 +72,25 @@ def test_honest_state_is_accepted(candidate, tmp_path, record_property):
     assert v.accepted, v.summary
 
 
+def test_a_write_past_the_end_of_a_block_the_part_allocated_is_an_out_of_bounds_write(tmp_path, record_property):
+    candidate = STATE / "past_block_counter.cu"  # a counter 512 bytes past a one-word block it holds
+    v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache",
+                                                                verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[{candidate}] {v.reasons} {v.summary}")
+    assert not v.accepted and Reason.memcheck in v.reasons, v.summary
+    assert "past the end of a block the editable part allocated" in v.summary
+
+
 def test_a_part_that_overflows_the_harness_registry_fails_its_run(tmp_path, record_property):
     candidate = ROUND71 / "registry_overflow" / "candidate.cu"  # red team round 71: 1024 blocks, then the counter
     v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache",
                                                                 verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
-    assert not v.accepted and Reason.run_failed in v.reasons, v.summary
+    # Either way turned away: the registry full ends the run; where the compiler drops the leaked
+    # mallocs nobody reads (gcc -O3 does, seen on the H200), the counter is recorded and is state.
+    assert not v.accepted, v.summary
+    assert Reason.run_failed in v.reasons or Reason.state_between_calls in v.reasons, v.summary
 
 
 @pytest.mark.parametrize("candidate", [

@@ -102,10 +102,19 @@ __host__ __device__ inline uint64_t mix64(uint64_t z) {  // splitmix64's finaliz
 // inputs, a last-block counter reset by its last block) leaves the same state after the same
 // inputs; a call counter, or anything that remembers how many calls were made, does not.
 constexpr int kMaxPartBlocks = 1024;
+// Which call made a device block or array: a freed one is handed back only to an allocation by the
+// same call, as each allocator keeps its own free memory (the stream-ordered pool, pitched rows...).
+enum PartOrigin : int { kFromHost = 0, kFromMalloc, kFromMallocAsync, kFromMallocPitch, kFromMalloc3D, kFromArray };
 struct PartBlock {
   const void* at;
-  size_t bytes;
+  size_t bytes;   // digested (a device block: whole granules)
+  size_t guard;   // a device block: the bytes past `bytes`, filled with kPartGuardByte, checked after every call
+  uint64_t shape; // a CUDA array: its format, extent and flags (a freed one is handed back for the same)
   int kind;  // 0 host heap, 1 device allocation, 2 device/constant variable (host shadow), 3 CUDA array
+  int origin;
+  bool freed;     // the part freed it; the harness keeps it (see "Blocks the part frees")
+  bool reusable;  // freed, and nothing still running can use it
+  cudaStream_t freed_on;  // a stream-ordered free's stream
 };
 struct PartRegistry {
   PartBlock blocks[kMaxPartBlocks];
@@ -120,7 +129,7 @@ inline void note_part_block(const void* at, size_t bytes, int kind) {
   PartRegistry& r = part_registry();
   if (at == nullptr) return;
   if (r.nblocks >= kMaxPartBlocks) fail("the editable part holds more than 1024 allocations and variables");
-  r.blocks[r.nblocks++] = PartBlock{at, bytes, kind};
+  r.blocks[r.nblocks++] = PartBlock{at, bytes, 0, 0, kind, kFromHost, false, false, nullptr};
 }
 // Kernel settings the part makes (driver state: a setting changed from call to call is a counter).
 constexpr int kMaxPartSettings = 256;
@@ -147,18 +156,13 @@ inline void note_part_setting(const void* func, int what, int value) {
   if (s.count >= kMaxPartSettings) fail("the editable part makes more than 256 kernel settings");
   s.entries[s.count++] = PartSetting{func, what, value};
 }
-// The size of a block the part holds (0: none of that kind there; an array's size is not recorded).
-inline size_t part_block_bytes(const void* at, int kind) {
-  const PartRegistry& r = part_registry();
+// The part's block of that kind at `at`, held or freed (null: none).
+inline PartBlock* find_part_block(const void* at, int kind) {
+  PartRegistry& r = part_registry();
+  if (at == nullptr) return nullptr;
   for (int i = 0; i < r.nblocks; ++i)
-    if (r.blocks[i].at == at && r.blocks[i].kind == kind) return r.blocks[i].bytes;
-  return 0;
-}
-inline bool holds_part_block(const void* at, int kind) {
-  const PartRegistry& r = part_registry();
-  for (int i = 0; i < r.nblocks; ++i)
-    if (r.blocks[i].at == at && r.blocks[i].kind == kind) return true;
-  return false;
+    if (r.blocks[i].at == at && r.blocks[i].kind == kind) return &r.blocks[i];
+  return nullptr;
 }
 // A CUDA array's bytes, and a copy between it and linear device memory of as many bytes
 // (`into_array`: linear -> array), for the digest and for the copy taken before a free.
@@ -188,22 +192,18 @@ inline void part_array_copy(cudaArray_t array, void* linear, bool into_array) {
   copy.kind = cudaMemcpyDeviceToDevice;
   KL_CHECK(cudaMemcpy3D(&copy));
 }
-// After a free that succeeded, of a block of that kind (a cudaFree of an array's handle fails and
-// forgets nothing: red team round 71).
-inline void forget_part_block(const void* at, int kind) {
-  PartRegistry& r = part_registry();
-  for (int i = 0; i < r.nblocks; ++i)
-    if (r.blocks[i].at == at && r.blocks[i].kind == kind) {
-      r.blocks[i] = r.blocks[--r.nblocks];
-      return;
-    }
-}
+
+// A device block is asked for whole to the allocator's alignment, and digested whole: the bytes
+// past what the part asked for are no other allocation's, so a kernel could keep state there
+// unread (red team round 81 kept a call counter in bytes 8..255 of an 8-byte block).
+constexpr size_t kPartBlockGranule = 512;
+inline size_t whole_granules(size_t n) { return (n + kPartBlockGranule - 1) / kPartBlockGranule * kPartBlockGranule; }
 
 // The harness's own device memory that stays allocated from call to call (its scratch for hashes,
 // samples, flags and the part's digests). A kernel can write any address it forms, and a write
-// inside a live allocation is no memcheck finding, so all of it is cleared before every call:
-// nothing the part leaves there reaches its next call (red team round 78 kept a call counter in
-// the tail of the harness's sample buffer that no call rewrote).
+// inside a live allocation is no memcheck finding, so all of it, to its last granule, is cleared
+// before every call: nothing the part leaves there reaches its next call (red team round 78 kept a
+// call counter in the tail of the harness's sample buffer that no call rewrote).
 struct HarnessScratch {
   void* at[16];
   size_t bytes[16];
@@ -216,56 +216,127 @@ inline HarnessScratch& harness_scratch() {
 template <class T> void harness_alloc(T** out, size_t bytes) {
   HarnessScratch& h = harness_scratch();
   if (h.count >= 16) fail("the harness keeps more than 16 scratch allocations");
+  bytes = whole_granules(bytes);
   KL_CHECK(cudaMalloc(reinterpret_cast<void**>(out), bytes));
   KL_CHECK(cudaMemset(*out, 0, bytes));
   h.at[h.count] = *out;
   h.bytes[h.count++] = bytes;
 }
-
-// What the part frees during a call is part of its state after that call: in real use the next
-// allocation may get the same memory with what it held (the allocator clears nothing), so the
-// block is copied here just before the real free, and the copy is digested with the rest after
-// the call. (Round 72's fix cleared the block instead: that hid a counter kept in a per-call
-// workspace from the verifier, while in real use it survives from call to call.) The copies sit in
-// an arena of the harness's, grown when full and cleared before every call.
-struct FreedBlocks {
-  unsigned char* arena;
-  size_t capacity, used;
-  int count;
-  size_t offset[kMaxPartBlocks], bytes[kMaxPartBlocks];
-};
-inline FreedBlocks& freed_blocks() {
-  static FreedBlocks freed;
-  return freed;
+// A stream of the harness's own, for work it does inside a recorder (created before any call: no
+// part's graph capture is under way then).
+inline cudaStream_t harness_stream() {
+  static cudaStream_t stream = nullptr;
+  if (stream == nullptr) KL_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return stream;
 }
-// Where the copy of a block of `bytes` freed now goes (the arena grown, keeping what it holds).
-inline unsigned char* freed_copy_target(size_t bytes) {
-  FreedBlocks& f = freed_blocks();
-  if (f.count >= kMaxPartBlocks) fail("the editable part frees more than 1024 blocks in one call");
-  const size_t at = (f.used + 255) & ~(size_t)255;
-  if (at + bytes > f.capacity) {
-    const size_t grown = std::max(at + bytes, std::max(2 * f.capacity, (size_t)1 << 20));
-    unsigned char* bigger = nullptr;
-    KL_CHECK(cudaDeviceSynchronize());  // copies into the old arena on any stream have landed
-    KL_CHECK(cudaMalloc(&bigger, grown));
-    KL_CHECK(cudaMemset(bigger, 0, grown));
-    if (f.arena != nullptr) {
-      if (f.used) KL_CHECK(cudaMemcpy(bigger, f.arena, f.used, cudaMemcpyDeviceToDevice));
-      KL_CHECK(cudaMemset(f.arena, 0, f.capacity));
-      KL_CHECK(cudaFree(f.arena));
-    }
-    f.arena = bigger;
-    f.capacity = grown;
+
+// ---- Blocks the part frees ----
+// A device block or CUDA array the part frees is not given back to the driver: the harness keeps it
+// for the rest of the run and digests it after every call with the blocks the part holds. Whatever
+// the part leaves in it, before the free or after it through a pointer it kept (a kernel still
+// running, a kernel of a later call), is part of its state, whether or not memcheck watches the run
+// (red team rounds 72, 80, 81: a counter in freed memory that the next allocation handed back). As a
+// real allocator may (it clears nothing), the part's next allocation by the same call and of the
+// same size gets the lowest such block back with what it holds; the fresh one the allocator made for
+// that request is kept aside and freed before the next call, so the call pays for its allocation.
+// A freed block is handed back once nothing can still use it: after a cudaFree (which waits for the
+// device), in a later call, or to a stream-ordered allocation on the stream that freed it.
+// A device block has a guard past its granules, checked after every call (a write past the end).
+constexpr size_t kPartGuardBytes = 512;
+constexpr unsigned char kPartGuardByte = 0x5A;
+struct SpareBlocks {
+  void* at[kMaxPartBlocks];
+  bool array[kMaxPartBlocks];
+  int count;
+};
+inline SpareBlocks& spare_blocks() {
+  static SpareBlocks spares;
+  return spares;
+}
+inline void keep_spare(void* at, bool array) {
+  SpareBlocks& s = spare_blocks();
+  if (s.count >= kMaxPartBlocks) fail("the editable part allocates more than 1024 blocks in one call");
+  s.at[s.count] = at;
+  s.array[s.count++] = array;
+}
+inline bool may_take(const PartBlock& b, bool ordered, cudaStream_t stream) {
+  return b.freed && (b.reusable || (ordered && b.freed_on == stream));
+}
+inline PartBlock* lowest(PartBlock* best, PartBlock& b) {
+  return best == nullptr || reinterpret_cast<uintptr_t>(b.at) < reinterpret_cast<uintptr_t>(best->at) ? &b : best;
+}
+// What an allocation of `bytes` by `origin` (stream-ordered on `stream` when `ordered`) hands the part:
+// a freed block it may take, or `fresh`, just made by the real allocator with `guard` bytes past `bytes`.
+inline void* hand_part_block(void* fresh, size_t bytes, size_t guard, int origin, bool ordered, cudaStream_t stream) {
+  PartRegistry& r = part_registry();
+  PartBlock* best = nullptr;
+  for (int i = 0; i < r.nblocks; ++i) {
+    PartBlock& b = r.blocks[i];
+    if (b.kind == 1 && b.origin == origin && b.bytes == bytes && may_take(b, ordered, stream)) best = lowest(best, b);
   }
-  f.offset[f.count] = at;
-  f.bytes[f.count++] = bytes;
-  f.used = at + bytes;
-  return f.arena + at;
+  if (best != nullptr) {
+    keep_spare(fresh, false);
+    best->freed = best->reusable = false;
+    return const_cast<void*>(best->at);
+  }
+  if (guard) {
+    unsigned char* zone = static_cast<unsigned char*>(fresh) + bytes;
+    if (ordered) {
+      KL_CHECK(cudaMemsetAsync(zone, kPartGuardByte, guard, stream));
+    } else {
+      KL_CHECK(cudaMemsetAsync(zone, kPartGuardByte, guard, harness_stream()));
+      KL_CHECK(cudaStreamSynchronize(harness_stream()));
+    }
+  }
+  if (r.nblocks >= kMaxPartBlocks) fail("the editable part holds more than 1024 allocations and variables");
+  r.blocks[r.nblocks++] = PartBlock{fresh, bytes, guard, 0, 1, origin, false, false, nullptr};
+  return fresh;
+}
+// A CUDA array's format, extent and flags, as one number.
+inline uint64_t array_shape(cudaArray_t array) {
+  cudaChannelFormatDesc desc;
+  cudaExtent extent;
+  unsigned int flags = 0;
+  KL_CHECK(cudaArrayGetInfo(&desc, &extent, &flags, array));
+  uint64_t h = mix64(((uint64_t)(uint32_t)desc.x << 32) ^ (uint32_t)desc.y);
+  h = mix64(h ^ ((uint64_t)(uint32_t)desc.z << 32) ^ (uint32_t)desc.w);
+  h = mix64(h ^ (uint64_t)desc.f ^ ((uint64_t)flags << 8));
+  h = mix64(h ^ extent.width);
+  h = mix64(h ^ extent.height);
+  return mix64(h ^ extent.depth);
+}
+inline cudaArray_t hand_part_array(cudaArray_t fresh) {
+  PartRegistry& r = part_registry();
+  const uint64_t shape = array_shape(fresh);
+  PartBlock* best = nullptr;
+  for (int i = 0; i < r.nblocks; ++i) {
+    PartBlock& b = r.blocks[i];
+    if (b.kind == 3 && b.shape == shape && may_take(b, false, nullptr)) best = lowest(best, b);
+  }
+  if (best != nullptr) {
+    keep_spare(fresh, true);
+    best->freed = best->reusable = false;
+    return static_cast<cudaArray_t>(const_cast<void*>(best->at));
+  }
+  if (r.nblocks >= kMaxPartBlocks) fail("the editable part holds more than 1024 allocations and variables");
+  r.blocks[r.nblocks++] = PartBlock{fresh, 0, 0, shape, 3, kFromArray, false, false, nullptr};
+  return fresh;
+}
+// The part frees block `b` (kept by the harness from now on).
+inline void keep_freed_block(PartBlock& b, bool reusable, cudaStream_t stream) {
+  b.freed = true;
+  b.reusable = reusable;
+  b.freed_on = stream;
+}
+// What the real runtime answers a free of memory that is no longer allocated: an invalid value,
+// recorded as the last error, as the driver's own refusal is.
+inline cudaError_t refuse_second_free() {
+  int not_device = 0;
+  return cudaFree(&not_device);
 }
 // A stream-ordered allocation or free the part makes while it captures a CUDA graph would be a node
-// of that graph, and so would the recorder's copy: a graph node the part can launch again, writing
-// into the harness's memory whenever it likes (red team round 79), and an allocation whose memory
-// only exists while the graph runs, which the digest cannot read. Such a run ends here.
+// of that graph: an allocation whose memory only exists while the graph runs, which the digest cannot
+// read, and a free the harness could not keep (red team round 79). Such a run ends here.
 inline void refuse_captured_allocation(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaError_t err = cudaStreamIsCapturing(stream, &status);
@@ -276,22 +347,17 @@ inline void refuse_captured_allocation(cudaStream_t stream) {
          "workspace before the capture and free it after");
   }
 }
-// The last copy taken back (its free failed: the part still holds the block, and it is digested there).
-inline void drop_freed_copy() {
-  FreedBlocks& f = freed_blocks();
-  if (f.count > 0) f.used = f.offset[--f.count];
-}
-// A device block is asked for whole to the allocator's alignment, and digested whole: the bytes
-// past what the part asked for are no other allocation's, so a kernel could keep state there
-// unread (red team round 81 kept a call counter in bytes 8..255 of an 8-byte block).
-constexpr size_t kPartBlockGranule = 512;
-inline size_t whole_granules(size_t n) { return (n + kPartBlockGranule - 1) / kPartBlockGranule * kPartBlockGranule; }
-// Before every call: the arena and the harness's scratch cleared, no copies held.
+// Before every call (outside its timing): the device idle, the spare blocks of the last call freed,
+// every freed block free to be handed back, the harness's scratch cleared.
 inline void clear_harness_memory() {
-  FreedBlocks& f = freed_blocks();
-  if (f.arena != nullptr) KL_CHECK(cudaMemset(f.arena, 0, f.capacity));
-  f.used = 0;
-  f.count = 0;
+  KL_CHECK(cudaDeviceSynchronize());
+  SpareBlocks& spares = spare_blocks();
+  for (int i = 0; i < spares.count; ++i)
+    KL_CHECK(spares.array[i] ? cudaFreeArray(static_cast<cudaArray_t>(spares.at[i])) : cudaFree(spares.at[i]));
+  spares.count = 0;
+  PartRegistry& r = part_registry();
+  for (int i = 0; i < r.nblocks; ++i)
+    if (r.blocks[i].freed) r.blocks[i].reusable = true;
   const HarnessScratch& h = harness_scratch();
   for (int i = 0; i < h.count; ++i) KL_CHECK(cudaMemset(h.at[i], 0, h.bytes[i]));
 }
@@ -343,38 +409,55 @@ void* __kl_part__ZnamSt11align_val_t(size_t n, std::align_val_t a) {
   kl::note_part_block(p, n, 0);
   return p;
 }
+// Device blocks: whole granules and a guard (hand_part_block: a freed block may come back instead).
 cudaError_t __kl_part_cudaMalloc(void** out, size_t n) {
-  const cudaError_t err = cudaMalloc(out, kl::whole_granules(n));
-  if (err == cudaSuccess) kl::note_part_block(*out, kl::whole_granules(n), 1);
+  const size_t bytes = kl::whole_granules(n);
+  void* fresh = nullptr;
+  const cudaError_t err = cudaMalloc(&fresh, bytes + kl::kPartGuardBytes);
+  if (err == cudaSuccess) *out = kl::hand_part_block(fresh, bytes, kl::kPartGuardBytes, kl::kFromMalloc, false, nullptr);
   return err;
 }
 cudaError_t __kl_part_cudaMallocAsync(void** out, size_t n, cudaStream_t stream) {
   kl::refuse_captured_allocation(stream);
-  const cudaError_t err = cudaMallocAsync(out, kl::whole_granules(n), stream);
-  if (err == cudaSuccess) kl::note_part_block(*out, kl::whole_granules(n), 1);
+  const size_t bytes = kl::whole_granules(n);
+  void* fresh = nullptr;
+  const cudaError_t err = cudaMallocAsync(&fresh, bytes + kl::kPartGuardBytes, stream);
+  if (err == cudaSuccess)
+    *out = kl::hand_part_block(fresh, bytes, kl::kPartGuardBytes, kl::kFromMallocAsync, true, stream);
   return err;
 }
+// Pitched blocks: one more row (one more slice in 3D) is the guard.
 cudaError_t __kl_part_cudaMallocPitch(void** out, size_t* pitch, size_t width, size_t height) {
-  const cudaError_t err = cudaMallocPitch(out, pitch, width, height);
-  if (err == cudaSuccess) kl::note_part_block(*out, *pitch * height, 1);
+  void* fresh = nullptr;
+  const cudaError_t err = cudaMallocPitch(&fresh, pitch, width, height + 1);
+  if (err == cudaSuccess) *out = kl::hand_part_block(fresh, *pitch * height, *pitch, kl::kFromMallocPitch, false, nullptr);
   return err;
 }
 cudaError_t __kl_part_cudaMalloc3D(cudaPitchedPtr* out, cudaExtent extent) {
-  const cudaError_t err = cudaMalloc3D(out, extent);
-  if (err == cudaSuccess)
-    kl::note_part_block(out->ptr, out->pitch * (extent.height ? extent.height : 1) * (extent.depth ? extent.depth : 1), 1);
+  const size_t rows = extent.height ? extent.height : 1, slices = extent.depth ? extent.depth : 1;
+  cudaExtent asked = extent;
+  asked.height = rows;
+  asked.depth = slices + 1;
+  const cudaError_t err = cudaMalloc3D(out, asked);
+  if (err == cudaSuccess) {
+    out->ptr = kl::hand_part_block(out->ptr, out->pitch * rows * slices, out->pitch * rows, kl::kFromMalloc3D, false,
+                                   nullptr);
+    out->ysize = extent.height;
+  }
   return err;
 }
 cudaError_t __kl_part_cudaMallocArray(cudaArray_t* out, const cudaChannelFormatDesc* desc, size_t width,
                                       size_t height, unsigned int flags) {
-  const cudaError_t err = cudaMallocArray(out, desc, width, height, flags);
-  if (err == cudaSuccess) kl::note_part_block(*out, 0, 3);
+  cudaArray_t fresh = nullptr;
+  const cudaError_t err = cudaMallocArray(&fresh, desc, width, height, flags);
+  if (err == cudaSuccess) *out = kl::hand_part_array(fresh);
   return err;
 }
 cudaError_t __kl_part_cudaMalloc3DArray(cudaArray_t* out, const cudaChannelFormatDesc* desc, cudaExtent extent,
                                         unsigned int flags) {
-  const cudaError_t err = cudaMalloc3DArray(out, desc, extent, flags);
-  if (err == cudaSuccess) kl::note_part_block(*out, 0, 3);
+  cudaArray_t fresh = nullptr;
+  const cudaError_t err = cudaMalloc3DArray(&fresh, desc, extent, flags);
+  if (err == cudaSuccess) *out = kl::hand_part_array(fresh);
   return err;
 }
 cudaError_t __kl_part_cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
@@ -387,51 +470,33 @@ cudaError_t __kl_part_cudaFuncSetCacheConfig(const void* func, cudaFuncCache con
   if (err == cudaSuccess) kl::note_part_setting(func, -1, (int)config);
   return err;
 }
-// A block the part frees is copied first, for the digest after the call (FreedBlocks above).
+// Frees: the harness keeps the block ("Blocks the part frees"); anything not the part's goes to the
+// real call (a cudaFree of an array's handle fails there, as it should: red team round 71).
 cudaError_t __kl_part_cudaFree(void* p) {
-  const size_t bytes = kl::part_block_bytes(p, 1);
-  if (bytes) {
-    KL_CHECK(cudaDeviceSynchronize());  // as cudaFree itself does: no kernel still uses the block
-    KL_CHECK(cudaMemcpy(kl::freed_copy_target(bytes), p, bytes, cudaMemcpyDeviceToDevice));
-  }
-  const cudaError_t err = cudaFree(p);
-  if (err == cudaSuccess)
-    kl::forget_part_block(p, 1);
-  else if (bytes)
-    kl::drop_freed_copy();
-  return err;
+  kl::PartBlock* b = kl::find_part_block(p, 1);
+  if (b == nullptr) return cudaFree(p);
+  if (b->freed) return kl::refuse_second_free();
+  const cudaError_t err = cudaDeviceSynchronize();  // as cudaFree itself does: no kernel still uses the block
+  if (err != cudaSuccess) return err;
+  kl::keep_freed_block(*b, true, nullptr);
+  return cudaSuccess;
 }
-// A stream-ordered free waits here for all the device's work, as cudaFree does: a kernel on another
-// stream could otherwise write the block after its copy was taken and before the next allocation
-// hands it back (red team round 80 kept a call counter so, between the copy and the next call).
 cudaError_t __kl_part_cudaFreeAsync(void* p, cudaStream_t stream) {
   kl::refuse_captured_allocation(stream);
-  const size_t bytes = kl::part_block_bytes(p, 1);
-  if (bytes) {
-    KL_CHECK(cudaDeviceSynchronize());
-    KL_CHECK(cudaMemcpy(kl::freed_copy_target(bytes), p, bytes, cudaMemcpyDeviceToDevice));
-  }
-  const cudaError_t err = cudaFreeAsync(p, stream);
-  if (err == cudaSuccess)
-    kl::forget_part_block(p, 1);
-  else if (bytes)
-    kl::drop_freed_copy();
-  return err;
+  kl::PartBlock* b = kl::find_part_block(p, 1);
+  if (b == nullptr) return cudaFreeAsync(p, stream);
+  if (b->freed) return kl::refuse_second_free();
+  kl::keep_freed_block(*b, false, stream);
+  return cudaSuccess;
 }
 cudaError_t __kl_part_cudaFreeArray(cudaArray_t a) {
-  const bool held = kl::part_block_bytes(a, 3) == 0 && kl::holds_part_block(a, 3);
-  if (held) {
-    cudaExtent shape;
-    size_t elem = 0;
-    KL_CHECK(cudaDeviceSynchronize());
-    kl::part_array_copy(a, kl::freed_copy_target(kl::part_array_bytes(a, &shape, &elem)), false);
-  }
-  const cudaError_t err = cudaFreeArray(a);
-  if (err == cudaSuccess)
-    kl::forget_part_block(a, 3);
-  else if (held)
-    kl::drop_freed_copy();
-  return err;
+  kl::PartBlock* b = kl::find_part_block(a, 3);
+  if (b == nullptr) return cudaFreeArray(a);
+  if (b->freed) return kl::refuse_second_free();
+  const cudaError_t err = cudaDeviceSynchronize();
+  if (err != cudaSuccess) return err;
+  kl::keep_freed_block(*b, true, nullptr);
+  return cudaSuccess;
 }
 void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_address, const char* device_name,
                                  int ext, size_t size, int constant, int global) {
@@ -493,14 +558,14 @@ inline PartState part_state(uint64_t key) {
   const PartRegistry& r = part_registry();
   s.digest = mix64(s.digest ^ (uint64_t)r.nblocks);
   s.blocks = r.nblocks;
-  // One slot per block held, then one per block freed during the call (harness scratch: cleared
-  // before every call too).
-  constexpr size_t kSlots = 2 * kMaxPartBlocks;
+  // One slot per block, held or freed (harness scratch: cleared before every call too).
+  constexpr size_t kSlots = kMaxPartBlocks;
   static unsigned long long* slots = nullptr;
   if (slots == nullptr) harness_alloc(&slots, kSlots * sizeof(unsigned long long));
   KL_CHECK(cudaMemset(slots, 0, kSlots * sizeof(unsigned long long)));
   for (int i = 0; i < r.nblocks; ++i) {
     const PartBlock& b = r.blocks[i];
+    s.digest = mix64(s.digest ^ (uint64_t)b.freed ^ 0x4652454544ull);  // which blocks the part still holds
     if (b.kind == 0) {
       s.digest = digest_bytes(s.digest, static_cast<const unsigned char*>(b.at), b.bytes);
       s.host_bytes += b.bytes;
@@ -524,14 +589,6 @@ inline PartState part_state(uint64_t key) {
       s.device_bytes += bytes;
     }
   }
-  const FreedBlocks& freed = freed_blocks();
-  s.digest = mix64(s.digest ^ (uint64_t)freed.count ^ 0x4652454544ull);
-  for (int i = 0; i < freed.count; ++i) {
-    if (freed.bytes[i])
-      kl_part_hash_kernel<<<64, 256>>>(freed.arena + freed.offset[i], freed.bytes[i], slots + kMaxPartBlocks + i, key);
-    s.device_bytes += freed.bytes[i];
-  }
-  s.blocks += freed.count;
   KL_CHECK(cudaGetLastError());
   const PartSettings& settings = part_settings();
   for (int i = 0; i < settings.count; ++i)
@@ -545,8 +602,6 @@ inline PartState part_state(uint64_t key) {
   // one-word block's slot into the key).
   KL_CHECK(cudaMemset(slots, 0, kSlots * sizeof(unsigned long long)));
   s.digest = digest_bytes(s.digest, reinterpret_cast<const unsigned char*>(hashed), r.nblocks * sizeof(hashed[0]));
-  s.digest = digest_bytes(s.digest, reinterpret_cast<const unsigned char*>(hashed + kMaxPartBlocks),
-                          freed.count * sizeof(hashed[0]));
   return s;
 }
 
@@ -1322,6 +1377,7 @@ class Harness {
     KL_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, s.device));
     s.flush_bytes = std::max<size_t>(2 * (size_t)l2, (size_t)64 << 20);
     KL_CHECK(cudaMalloc(&s.flush, s.flush_bytes));
+    harness_stream();
     harness_alloc(&s.guard_bad, sizeof(int));
     harness_alloc(&s.hashes, kMaxBuffers * sizeof(unsigned long long));
     harness_alloc(&s.varied, kMaxBuffers * sizeof(int));
@@ -1551,18 +1607,27 @@ class Harness {
     const State& s = st();
     KL_CHECK(cudaMemset(s.guard_bad, 0, sizeof(int)));
     const HarnessScratch& h = harness_scratch();
-    for (int i = 0; i < h.count; ++i)
-      if (h.at[i] != s.guard_bad)
-        kl_guard_check_kernel<<<8, 256>>>(static_cast<const unsigned char*>(h.at[i]), h.bytes[i], 0, s.guard_bad);
-    const FreedBlocks& f = freed_blocks();
-    if (f.arena != nullptr && f.capacity > f.used)
-      kl_guard_check_kernel<<<8, 256>>>(f.arena + f.used, f.capacity - f.used, 0, s.guard_bad);
-    KL_CHECK(cudaGetLastError());
+    for (int i = 0; i < h.count; ++i) {
+      const size_t skip = h.at[i] == s.guard_bad ? sizeof(int) : 0;  // the flag itself, then its granule's tail
+      kl_guard_check_kernel<<<8, 256>>>(static_cast<const unsigned char*>(h.at[i]) + skip, h.bytes[i] - skip, 0,
+                                        s.guard_bad);
+    }
+    guard_verdict(call, "the harness's own device memory changed");
+    // The guard past every device block of the part's, held or freed ("Blocks the part frees").
+    const PartRegistry& r = part_registry();
+    for (int i = 0; i < r.nblocks; ++i)
+      if (r.blocks[i].kind == 1 && r.blocks[i].guard)
+        kl_guard_check_kernel<<<8, 256>>>(static_cast<const unsigned char*>(r.blocks[i].at) + r.blocks[i].bytes,
+                                          r.blocks[i].guard, kPartGuardByte, s.guard_bad);
+    guard_verdict(call, "a write past the end of a block the editable part allocated");
+  }
+  void guard_verdict(int call, const char* what) {
+    const State& s = st();
+    KL_CHECK(cudaGetLastError());  // a guard check that never ran must not read as clean
     int bad = 0;
     KL_CHECK(cudaMemcpy(&bad, s.guard_bad, sizeof(int), cudaMemcpyDeviceToHost));
     if (bad) {
-      fprintf(stderr, "kernelloop harness: out-of-bounds write: the harness's own device memory changed in %s %d\n",
-              call_kind(call), call_number(call));
+      fprintf(stderr, "kernelloop harness: out-of-bounds write: %s in %s %d\n", what, call_kind(call), call_number(call));
       exit(kGuardExitCode);
     }
   }
