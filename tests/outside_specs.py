@@ -63,6 +63,19 @@ SPECS.update({
         values={"rows": ["16384", "3001"], "cols": ["1024", "509"]},
         counts={"y": "rows * cols", "inv_rms": "rows", "x": "rows * cols", "gain": "cols"},
         roles={"y": "output", "inv_rms": "output"}),
+    # a PyTorch-extension template launcher (float and double instantiations, a namespace, the caller's
+    # stream, a `(void)numel;`): init wraps the float instantiation, the row tier rewrites the template
+    "row_sumsq_ext.cu": InitSpec(
+        launcher="row_sumsq_cuda", template_args="float",
+        values={"rows": ["16384", "3001"], "cols": ["1024", "509"], "numel": ["0"]},
+        counts={"x": "rows * cols", "out": "rows"}, roles={"out": "output"}),
+    # the same style with eight integer-class launcher arguments (two on the stack): the rewritten kernel's
+    # seventh (the row count) makes the instantiation pass its launch's 7th argument through its own slot
+    "row_dot_pairs_ext.cu": InitSpec(
+        launcher="row_dot_cuda", template_args="float",
+        values={"rows": ["16384", "3001"], "cols": ["512", "333"], "ld": ["520", "340"], "scale": ["0.5"],
+                "block": ["128"]},
+        counts={"a": "rows * ld", "b": "rows * ld", "out": "rows"}, roles={"out": "output"}),
     # negative control: a running sum along each row (a sequential dependence the row tier refuses)
     "row_running_sum.cu": InitSpec(
         values={"rows": ["8192", "3001"], "cols": ["512", "257"]},

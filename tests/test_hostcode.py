@@ -452,7 +452,16 @@ void launch8(float* o, const int* t, const float* a, const float* b, int x, int 
 }
 """
     assert scan(tmp_path, body, exported=("launch8(",)) == []
-    assert "foreign-store" in scan(tmp_path, body)  # not exported by the baseline: no window to write
+    # not exported by the baseline and called by nothing: nothing runs it, so its writes land nowhere
+    assert scan(tmp_path, body) == []
+    # not exported, called by a 6-argument launcher the harness calls (a call, with the arguments in the
+    # launcher's own frame): its slots are that frame's
+    wrapped = body.replace("void launch8(", "__attribute__((noinline)) void launch8(") + """
+void launch6(float* o, const int* t, const float* a, const float* b, int x, int y) {
+  launch8(o, t, a, b, x, y, 3, 256);
+}
+"""
+    assert scan(tmp_path, wrapped, exported=("launch6(",)) == []
 
 
 _OWN_ARGUMENT_WRITE = """
@@ -485,8 +494,50 @@ _Z6launchPfS_S_S_iiii:
 def test_a_launcher_may_write_its_own_stack_passed_arguments_and_nothing_above(tmp_path, offset, allowed):
     found = _scan_assembly(tmp_path, _OWN_ARGUMENT_WRITE.format(offset=offset), frozenset({"_Z6launchPfS_S_S_iiii"}))
     assert (found == []) == allowed, [v.detail for v in found]
-    # a function the baseline does not export has no such window: its signature is the candidate's text
-    assert "foreign-store" in [v.rule for v in _scan_assembly(tmp_path, _OWN_ARGUMENT_WRITE.format(offset=offset))]
+    # a function the baseline does not export, reached by a tail jump from one with no window of its own:
+    # its slots are the harness's frame
+    tail = _OWN_ARGUMENT_WRITE.format(offset=offset) + _CALLER.format(name="_Z2goPfS_S_S_ii",
+                                                                       body="jmp _Z6launchPfS_S_S_iiii")
+    assert "foreign-store" in [v.rule for v in _scan_assembly(tmp_path, tail, frozenset({"_Z2goPfS_S_S_ii"}))]
+
+
+_CALLER = """
+  .text
+  .globl {name}
+  .type {name}, @function
+{name}:
+  .cfi_startproc
+  {body}
+  .cfi_endproc
+  .size {name}, .-{name}
+"""
+_LAUNCH8 = "_Z6launchPfS_S_S_iiii"  # 8 integer-class arguments: 16 bytes on the stack
+_GO6, _GO8 = "_Z2goPfS_S_S_ii", "_Z3go8PfS_S_S_iiii"  # launchers the harness calls: 6 and 8 arguments
+
+
+@pytest.mark.parametrize("case, caller, body, extra, allowed", [
+    ("no caller", None, "", "", True),  # nothing runs it
+    ("tail jump from an 8-argument launcher", _GO8, f"jmp {_LAUNCH8}", "", True),
+    ("call from a frame holding its arguments", _GO6,
+     f"sub $0x28,%rsp\n  .cfi_def_cfa_offset 48\n  call {_LAUNCH8}\n  add $0x28,%rsp\n  .cfi_def_cfa_offset 8\n  ret",
+     "", True),
+    ("tail jump from a 6-argument launcher", _GO6, f"jmp {_LAUNCH8}", "", False),
+    ("conditional tail jump", _GO8, f"test %edi,%edi\n  jne {_LAUNCH8}\n  ret", "", False),
+    ("address taken in code", _GO8, f"lea {_LAUNCH8}(%rip),%rax\n  ret", "", False),
+    ("address in data", _GO8, "ret", f"\n  .data\n  .quad {_LAUNCH8}\n", False),
+    ("address in .init_array", _GO8, "ret", f"\n  .section .init_array,\"aw\"\n  .quad {_LAUNCH8}\n", False),
+])
+def test_a_function_the_harness_does_not_call_writes_its_stack_arguments_only_where_every_way_in_gives_them(
+        tmp_path, case, caller, body, extra, allowed):
+    # A template launcher's explicit instantiation (a PyTorch extension's `launch<float>`) passes a tail
+    # call's 7th argument through its own slot; init's wrapper is what the harness calls. The slots are
+    # its caller's: every way in must be a call or jump at its start that gives them.
+    text = _OWN_ARGUMENT_WRITE.format(offset="0x20").replace("_Z6launchPfS_S_S_iiii", _LAUNCH8)
+    if caller is not None:
+        text += _CALLER.format(name=caller, body=body)
+    found = _scan_assembly(tmp_path, text + extra, frozenset({_GO6, _GO8}))
+    stores = [v.detail for v in found if v.rule == "foreign-store"]
+    assert (stores == []) == allowed, (case, [v.detail for v in found])
 
 
 @pytest.mark.parametrize("signature, trusted, size", [

@@ -88,7 +88,8 @@ def test_the_parts_allocations_and_variables_go_through_the_recorders(name, reco
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("name", ["stale_pointer_counter.cu", "past_block_counter.cu", "honest_two_stream_workspaces.cu"])
+@pytest.mark.parametrize("name", ["stale_pointer_counter.cu", "past_block_counter.cu", "honest_two_stream_workspaces.cu",
+                                  "spare_address_counter.cu"])
 def test_the_freed_memory_fixtures_build_and_pass_the_static_gates(name):
     # a write through a freed block's pointer, a write past a block, and honest per-call stream-ordered
     # workspaces: their verdicts are the run's (tests/gpu/test_part_state_gpu.py), so the build must let them run

@@ -33,7 +33,7 @@ from .outside_specs import OUTSIDE, SPECS
 
 from .conftest import shared_cache_dir
 
-ROW_PROGRAMS = ["layernorm_rows_llmc.cu", "rmsnorm_rows.cu"]
+ROW_PROGRAMS = ["layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "row_dot_pairs_ext.cu"]
 
 
 def _program(name: str) -> str:
@@ -80,7 +80,8 @@ def test_the_outside_style_row_programs_get_a_rewrite():
         (r,) = rewrites
         assert "kl_lane" in r.source and "__shfl_xor_sync" in r.source and "__syncwarp();" in r.source
         # the launch keeps the baseline's rows: G blocks of B threads become G*B warps
-        assert re.search(r"<<<\(unsigned int\)\(\(\(\(long long\)dim3\(.+\)\.x \* dim3\(.+\)\.x\) \+ 7\) / 8\), 256>>>",
+        assert re.search(r"<<<\(unsigned int\)\(\(\(\(long long\)dim3\(.+\)\.x \* dim3\(.+\)\.x\) \+ 7\) / 8\), 256"
+                         r"(, 0, stream)?>>>",
                          r.source), r.source
         # everything else in the editable part is kept verbatim
         assert split.editable.count("cudaCheck(cudaGetLastError());") == r.source.count("cudaCheck(cudaGetLastError());")
@@ -397,3 +398,30 @@ def test_the_row_rewrites_pass_the_static_gates(name, tmp_path):
                               toolchain=find_toolchain())
         assert not result.violations, [v.describe() for v in result.violations]
         assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+
+
+def test_a_wrapper_of_a_template_launcher_is_read_through_to_the_template():
+    # init's wrapper calls `rowstats::row_sumsq_cuda<float>(...)`: the launcher read is the template
+    # (its `(void)numel;` does nothing), so the tier rewrites the template kernel for every type
+    split = split_program(_program("row_sumsq_ext.cu"), "row_sumsq_ext.cu")
+    part = read_editable(split.editable, split.harness, split.exported)
+    (launcher,) = part.launchers
+    assert launcher.fn.name == "row_sumsq_cuda" and launcher.problem is None, launcher.problem
+    (rewrite,), _ = row_warp_rewrites(part, split.harness)
+    assert "template void row_sumsq_cuda<double>" in rewrite.source  # the double instantiation kept
+    assert "row_sumsq_kernel<scalar_t><<<" in rewrite.source and "template <typename scalar_t>" in rewrite.source
+
+
+def test_a_discarded_value_is_no_work_but_a_discarded_call_is():
+    from kernelloop.optimizers.offline.launcher import read_launcher
+    base = """void go(float* y, const float* x, int n, int unused) {
+  %s
+  k<<<(n + 255) / 256, 256>>>(y, x, n);
+}
+__global__ void k(float* y, const float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = x[i]; }
+"""
+    for stmt, problem in [("(void)unused;", None), ("(void)(unused);", None),
+                          ("(void)side(unused);", "does more than launch one kernel (statement calling side)"),
+                          ("(void)(unused + 1);", "computes something besides the launch")]:
+        part = read_editable(base % stmt, "", [])
+        assert read_launcher(part.functions["go"]).problem == problem, stmt

@@ -82,6 +82,19 @@ def test_a_write_past_the_end_of_a_block_the_part_allocated_is_an_out_of_bounds_
     assert "past the end of a block the editable part allocated" in v.summary
 
 
+def test_a_counter_at_the_address_of_the_allocators_block_for_a_kept_request_is_seen_by_memcheck(
+        tmp_path, record_property):
+    # red team round 82: the allocator's fresh block for a request answered with a kept block stayed
+    # allocated until the next call (no digest, no memcheck finding); it is freed at once now, so the
+    # same write is to memory no allocation holds
+    candidate = STATE / "spare_address_counter.cu"
+    v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache",
+                                                                verify=VerifySettings(memcheck="on")))
+    record_property("verdict", v.summary)
+    print(f"\n[{candidate}] {v.reasons} {v.summary}")
+    assert not v.accepted and Reason.memcheck in v.reasons, v.summary
+
+
 def test_a_part_that_overflows_the_harness_registry_fails_its_run(tmp_path, record_property):
     candidate = ROUND71 / "registry_overflow" / "candidate.cu"  # red team round 71: 1024 blocks, then the counter
     v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache",

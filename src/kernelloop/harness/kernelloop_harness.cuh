@@ -237,28 +237,19 @@ inline cudaStream_t harness_stream() {
 // running, a kernel of a later call), is part of its state, whether or not memcheck watches the run
 // (red team rounds 72, 80, 81: a counter in freed memory that the next allocation handed back). As a
 // real allocator may (it clears nothing), the part's next allocation by the same call and of the
-// same size gets the lowest such block back with what it holds; the fresh one the allocator made for
-// that request is kept aside and freed before the next call, so the call pays for its allocation.
+// same size gets the lowest such block back with what it holds. The allocator is still asked for a
+// fresh block for that request, which is freed again at once (a stream-ordered one on the request's
+// stream), so the call pays for an allocation and a free, as in real use. The fresh block is never
+// left allocated past the recorder: a live block the part was not given, reachable by address and
+// placed by the driver at the same address every call, would be state that neither the digest nor
+// memcheck sees (red team round 82 kept a call counter in one, kept until the next call).
 // A freed block is handed back once nothing can still use it: after a cudaFree (which waits for the
 // device), in a later call, or to a stream-ordered allocation on the stream that freed it.
 // A device block has a guard past its granules, checked after every call (a write past the end).
 constexpr size_t kPartGuardBytes = 512;
+// A request larger than this would wrap round when rounded up and guarded.
+constexpr size_t kLargestPartRequest = ~(size_t)0 - 2 * kPartBlockGranule - kPartGuardBytes;
 constexpr unsigned char kPartGuardByte = 0x5A;
-struct SpareBlocks {
-  void* at[kMaxPartBlocks];
-  bool array[kMaxPartBlocks];
-  int count;
-};
-inline SpareBlocks& spare_blocks() {
-  static SpareBlocks spares;
-  return spares;
-}
-inline void keep_spare(void* at, bool array) {
-  SpareBlocks& s = spare_blocks();
-  if (s.count >= kMaxPartBlocks) fail("the editable part allocates more than 1024 blocks in one call");
-  s.at[s.count] = at;
-  s.array[s.count++] = array;
-}
 inline bool may_take(const PartBlock& b, bool ordered, cudaStream_t stream) {
   return b.freed && (b.reusable || (ordered && b.freed_on == stream));
 }
@@ -275,7 +266,7 @@ inline void* hand_part_block(void* fresh, size_t bytes, size_t guard, int origin
     if (b.kind == 1 && b.origin == origin && b.bytes == bytes && may_take(b, ordered, stream)) best = lowest(best, b);
   }
   if (best != nullptr) {
-    keep_spare(fresh, false);
+    KL_CHECK(ordered ? cudaFreeAsync(fresh, stream) : cudaFree(fresh));
     best->freed = best->reusable = false;
     return const_cast<void*>(best->at);
   }
@@ -314,7 +305,7 @@ inline cudaArray_t hand_part_array(cudaArray_t fresh) {
     if (b.kind == 3 && b.shape == shape && may_take(b, false, nullptr)) best = lowest(best, b);
   }
   if (best != nullptr) {
-    keep_spare(fresh, true);
+    KL_CHECK(cudaFreeArray(fresh));
     best->freed = best->reusable = false;
     return static_cast<cudaArray_t>(const_cast<void*>(best->at));
   }
@@ -347,14 +338,10 @@ inline void refuse_captured_allocation(cudaStream_t stream) {
          "workspace before the capture and free it after");
   }
 }
-// Before every call (outside its timing): the device idle, the spare blocks of the last call freed,
-// every freed block free to be handed back, the harness's scratch cleared.
+// Before every call (outside its timing): the device idle, every freed block free to be handed back,
+// the harness's scratch cleared.
 inline void clear_harness_memory() {
   KL_CHECK(cudaDeviceSynchronize());
-  SpareBlocks& spares = spare_blocks();
-  for (int i = 0; i < spares.count; ++i)
-    KL_CHECK(spares.array[i] ? cudaFreeArray(static_cast<cudaArray_t>(spares.at[i])) : cudaFree(spares.at[i]));
-  spares.count = 0;
   PartRegistry& r = part_registry();
   for (int i = 0; i < r.nblocks; ++i)
     if (r.blocks[i].freed) r.blocks[i].reusable = true;
@@ -411,6 +398,7 @@ void* __kl_part__ZnamSt11align_val_t(size_t n, std::align_val_t a) {
 }
 // Device blocks: whole granules and a guard (hand_part_block: a freed block may come back instead).
 cudaError_t __kl_part_cudaMalloc(void** out, size_t n) {
+  if (n > kl::kLargestPartRequest) return cudaMalloc(out, n);  // past what rounding up can hold: the real answer
   const size_t bytes = kl::whole_granules(n);
   void* fresh = nullptr;
   const cudaError_t err = cudaMalloc(&fresh, bytes + kl::kPartGuardBytes);
@@ -419,6 +407,7 @@ cudaError_t __kl_part_cudaMalloc(void** out, size_t n) {
 }
 cudaError_t __kl_part_cudaMallocAsync(void** out, size_t n, cudaStream_t stream) {
   kl::refuse_captured_allocation(stream);
+  if (n > kl::kLargestPartRequest) return cudaMallocAsync(out, n, stream);
   const size_t bytes = kl::whole_granules(n);
   void* fresh = nullptr;
   const cudaError_t err = cudaMallocAsync(&fresh, bytes + kl::kPartGuardBytes, stream);

@@ -419,6 +419,15 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     own_pointers: dict[str, tuple[str, int, str]] = {}
     pending_lea: str | None = None  # an `lea sym(%rip)` into this register awaits its relocation
     pending_load: tuple[str, str, int, str, int] | None = None  # a %rip-relative load awaiting its relocation
+    # A function the harness does not call that writes its own stack-passed arguments (a template
+    # launcher passing on a tail call's arguments): the first such write, judged at the end by its
+    # call sites. Functions referenced other than by a direct call or jump (an address taken, in code
+    # or data), and executable sections referenced at a place the scan cannot name, are never let.
+    argument_writes: dict[str, str] = {}
+    entered_elsewhere: set[str] = set()
+    referenced: set[str] = set()
+    referenced_sections: set[str] = set()
+    annotated: str | None = None  # a %rip-relative operand's target as objdump names it, until a relocation says otherwise
 
     def report(rule: str, where: str, detail: str) -> None:
         if (rule, where) not in seen and len(violations) < 20:
@@ -523,6 +532,25 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     frame_at: dict[tuple[str, int], int] = {}
     functions: dict[str, _Function] = {}
     function_at = _function_addresses(text_listing)  # (section, address) -> function name
+    starts_in: dict[str, list[tuple[int, str]]] = {}
+    for (sec, start), fname in sorted(function_at.items()):
+        starts_in.setdefault(sec, []).append((start, fname))
+
+    def containing(sec: str, offset: int) -> str | None:
+        """The function whose code holds SEC+OFFSET (the last to start at or before it)."""
+        inside = [fname for start, fname in starts_in.get(sec, []) if start <= offset]
+        return inside[-1] if inside else None
+
+    def same_function(a: str, b: str) -> bool:  # a function and its cold part share one frame
+        return _COLD_PART.sub("", a) == _COLD_PART.sub("", b)
+
+    # A direct branch from one function into another anywhere but at its start (a conditional
+    # jump to its start: in the main loop below).
+    for sec, branches in listing.branches.items():
+        for source, target, from_function in branches:
+            into = containing(sec, target)
+            if into is not None and not same_function(into, from_function) and function_at.get((sec, target)) != into:
+                entered_elsewhere.add(into)
     functions_named = set(function_at.values())
     cold_entries: dict[str, set[int]] = {}  # cold part -> the stack depths of the jumps into it
     guessed_depth: set[tuple[str, int]] = set()  # branch targets reached from unwinder-only code
@@ -547,6 +575,10 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
                                               "call, at a stack depth the scan cannot check")
 
     for line in _cold_sections_last(text_listing):
+        if annotated is not None:
+            if not _RELOC.match(line):
+                referenced.add(annotated)  # resolved by the assembler: no relocation names it
+            annotated = None
         if m := _SECTION.match(line):
             judge_end("the end of its section")
             judge_global(None)
@@ -585,6 +617,21 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
             target = re.split(r"[-+]", m.group("target"), maxsplit=1)[0].split("@")[0]
             addend_text = m.group("target")[len(re.split(r"[-+]", m.group("target"), maxsplit=1)[0]):]
             addend = _int(addend_text.replace("+", "")) if addend_text else 0
+            if pending_call is None:
+                # An address taken (lea, mov, a constant), or a conditional jump into a function: a way in
+                # that is no call or jump at its start, which the call-site checks do not see.
+                named = function_at.get((target, addend + 4)) or function_at.get((target, addend)) \
+                    if target.startswith(".") else label_of.get(target, target)
+                if target.startswith(".") and named is None:
+                    named = containing(target, addend + 4)
+                if named is not None:
+                    referenced.add(named)
+                elif target.startswith(".") and _EXEC_SECTIONS.match(target):
+                    referenced_sections.add(target)
+            elif target.startswith(".") and function_at.get((target, addend + 4)) is None:
+                inside = containing(target, addend + 4)  # a call or jump into a function's middle
+                if inside is not None:
+                    referenced.add(inside)
             if pending_branch is not None:
                 depth, guessed = pending_branch
                 entered = target if _COLD_PART.search(target) else function_at.get((target, addend + 4))
@@ -723,6 +770,9 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
                 fell_through = False  # a local [[noreturn]] function: what follows is a landing pad
         if base_mnemonic.startswith("j") and ops and (t := _DIRECT_TARGET.match(ops[0])):
             target = int(t.group("target"), 16)
+            into = containing(section, target) if (section, address) in direct_branches else None
+            if into is not None and not same_function(into, func.name) and base_mnemonic not in ("jmp", "jmpq"):
+                entered_elsewhere.add(into)  # a conditional tail jump: no call site the checks see
             if target > address and (section, address) in direct_branches:  # not a relocated jump's placeholder
                 key = (section, target)
                 snapshot = dict(own_pointers)
@@ -800,7 +850,14 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
             report("indirect-call", where, f"`{insn.text}`: moves the stack pointer in a way the frame model does "
                                            "not follow (a stack pivot)")
             continue
-        if _judge_writes(insn, func, where, report, writable_arguments.get(func.name, 0)):
+        if base_mnemonic not in ("call", "callq", "jmp", "jmpq") and (named := _CODE_ANNOTATION.search(
+                m.group("text"))) is not None:
+            annotated = named.group("name")  # where a %rip-relative operand points, if no relocation follows
+        exported_window_here = writable_arguments.get(func.name)
+        if _judge_writes(insn, func, where, report,
+                         exported_window_here if exported_window_here is not None else stack_arguments.get(func.name, 0),
+                         None if exported_window_here is not None else
+                         (lambda detail, name=func.name: argument_writes.setdefault(name, detail))):
             pending_store = (where, insn.text, _write_size(insn))
         if _judge_reads(insn, func, where, report, stack_arguments.get(func.name, 0)):
             rip_read = next(r for r in insn.reads if r.base == "rip")
@@ -844,6 +901,8 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
             continue
     judge_end("the end of the object")
     judge_global(None)
+    if annotated is not None:
+        referenced.add(annotated)
     # A function reads its stack-passed arguments above its return address; every call of it in
     # this object must have put that many bytes of the caller's own there (red team round 36: a
     # function declared with 14 arguments, called through a cast with 1, read the launcher's saved
@@ -861,7 +920,87 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
             report("foreign-load", caller, f"calls {callee}, which reads {needed} bytes of stack-passed arguments, "
                                            f"with {max(local_bytes, 0)} bytes of its own frame below: the rest is "
                                            "saved registers, its return address and its caller's frame")
+    referenced |= _data_references(obj, label_of, function_at, referenced_sections) | entered_elsewhere
+    for name, detail in argument_writes.items():
+        if not _may_write_arguments(name, stack_arguments, writable_arguments, own_calls, referenced,
+                                    {n: f.section for n, f in functions.items()}, referenced_sections, set()):
+            report("foreign-store", name, detail)
     return violations
+
+
+def _may_write_arguments(name: str, windows: dict[str, int], exported: dict[str, int],
+                         calls: list[tuple[str, int, str, bool]], referenced: set[str], section_of: dict[str, str],
+                         referenced_sections: set[str], visiting: set[str]) -> bool:
+    """Whether a function the harness does not call may write its stack-passed arguments: the slots
+    are then its caller's, so every way in must be known and give them. No reference to it but
+    direct calls and jumps at its start in this object (an address taken could be called by anything,
+    with anything above its return address; a jump into its middle or a conditional jump to it is no
+    call site the checks see), and at each: a call with that many bytes of
+    the caller's own frame below it (its locals), or a tail jump from a launcher the harness calls,
+    or from a function that may write its own, with a window as large."""
+    window = windows.get(name, 0)
+    if name in visiting or name in referenced or section_of.get(name) in referenced_sections or window <= 0:
+        return False
+    sites = [(caller, local_bytes, tail) for caller, local_bytes, callee, tail in calls if callee == name]
+    # No site and no reference: nothing runs it (an explicit template instantiation nobody calls; the
+    # harness calls only the launchers; falling into it from the function before is a violation of its own).
+    for caller, local_bytes, tail in sites:
+        if not tail:
+            if local_bytes < window:
+                return False
+        elif caller in exported:
+            if exported[caller] < window:
+                return False
+        elif windows.get(caller, 0) < window or not _may_write_arguments(
+                caller, windows, exported, calls, referenced, section_of, referenced_sections, visiting | {name}):
+            return False
+    return True
+
+
+# A section of code (not .init_array, which _EXEC_SECTIONS's prefix also matches: pointers the loader calls).
+_CODE_SECTION = re.compile(r"^\.(?:text(?:\..*)?|init|fini)$")
+# objdump's note of where a %rip-relative operand points: `# 4005d0 <name+0x10>`.
+_CODE_ANNOTATION = re.compile(r"#\s*[0-9a-f]+ <(?P<name>[^>+]+)(?:\+0x[0-9a-f]+)?>")
+
+
+def _data_references(obj: Path, label_of: dict[str, str], function_at: dict[tuple[str, int], str],
+                     referenced_sections: set[str]) -> set[str]:
+    """Functions named by a relocation of a section that is not code (a pointer in data, an
+    .init_array entry); an executable section named at an offset that starts no function goes into
+    REFERENCED_SECTIONS (every function in it is then taken as referenced)."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        raise FileNotFoundError("readelf (binutils) is needed to scan the candidate's host code")
+    out = subprocess.run([readelf, "-rW", str(obj)], capture_output=True, text=True, timeout=60).stdout
+    found: set[str] = set()
+    described: dict[str, int] = {}
+    applies_to = ""
+    for line in out.splitlines():
+        if m := re.match(r"^Relocation section '\.rela?(?P<section>\S*)'", line):
+            applies_to = m.group("section")
+            continue
+        if _CODE_SECTION.match(applies_to) or applies_to.startswith(".debug"):
+            continue  # code: its relocations are in the disassembly, judged there; debug records run nothing
+        m = re.match(r"^[0-9a-f]+\s+[0-9a-f]+\s+\S+\s+[0-9a-f]+\s+(?P<symbol>\S+)\s*(?P<sign>[+-])\s*(?P<addend>[0-9a-f]+)",
+                     line)
+        if not m:
+            continue
+        symbol, addend = m.group("symbol"), int(m.group("addend"), 16) * (1 if m.group("sign") == "+" else -1)
+        if _CODE_SECTION.match(symbol):
+            named = function_at.get((symbol, addend))
+            if named is None:
+                referenced_sections.add(symbol)
+                continue
+        else:
+            named = label_of.get(symbol.split("@")[0], symbol.split("@")[0])
+        if applies_to == ".eh_frame":
+            # Each function's own unwind record names its start once; a second mention (a
+            # personality routine the unwinder would call) is a way in.
+            described[named] = described.get(named, 0) + 1
+            if described[named] == 1:
+                continue
+        found.add(named)
+    return found
 
 
 _COLD_PART = re.compile(r"\.cold(?:\.\d+)?$")
@@ -1066,12 +1205,15 @@ def _stack_argument_bytes(signature: str, *, trusted: bool = False) -> int:
     return 8 * (max(0, integer - 6) + max(0, vector - 8))
 
 
-def _judge_writes(insn: Instruction, func: _Function, where: str, report, stack_argument_bytes: int = 0) -> bool:
+def _judge_writes(insn: Instruction, func: _Function, where: str, report, stack_argument_bytes: int = 0,
+                  argument_write=None) -> bool:
     """Judge every memory write the decoder lists (explicit or implicit: `maskmovdqu` writes at
     %rdi, `stos` at %rdi, `pop mem` at its operand). The stack slot a push or call writes is the
     frame model's. A function's own stack-passed arguments (above its return address) are its to
     write: the SysV ABI gives them to the callee, and compilers reuse them to pass a tail call's
-    arguments. Returns True for a %rip-relative write, judged by its relocation."""
+    arguments. Where `argument_write` is given (a function the harness does not call), such a write
+    is handed to it to be judged once every call site is known, instead of allowed. Returns True
+    for a %rip-relative write, judged by its relocation."""
     rip = False
     for w in insn.writes:
         if insn.mnemonic in ("push", "call") and w.base == "rsp" and not w.index and w.displacement == -8:
@@ -1098,10 +1240,13 @@ def _judge_writes(insn: Instruction, func: _Function, where: str, report, stack_
             arguments = func.frame + 8  # its stack-passed arguments start above the return address
             own_argument = stack_argument_bytes > 0 and arguments <= w.displacement and \
                 w.displacement + size <= arguments + stack_argument_bytes
-            if not own_argument and not (-128 <= w.displacement and w.displacement + size <= top):
-                report("foreign-store", where, f"`{insn.text}`: writes {size} bytes at {w.displacement}(%rsp), outside "
-                                               f"its own locals ({max(top, 0)} bytes below the saved registers): into "
-                                               "saved registers, its return address or its caller's frame")
+            detail = (f"`{insn.text}`: writes {size} bytes at {w.displacement}(%rsp), outside its own locals "
+                      f"({max(top, 0)} bytes below the saved registers): into saved registers, its return address "
+                      "or its caller's frame")
+            if own_argument and argument_write is not None:
+                argument_write(detail)
+            elif not own_argument and not (-128 <= w.displacement and w.displacement + size <= top):
+                report("foreign-store", where, detail)
         else:
             report("foreign-store", where, f"`{insn.text}`: stores through a computed pointer; the editable part's "
                                            "host code may write only its own stack frame and its own globals")

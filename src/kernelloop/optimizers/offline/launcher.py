@@ -34,6 +34,7 @@ from .syntax import (
     Stmt,
     While,
     call_name,
+    strip_casts,
     to_c,
     walk_expr,
 )
@@ -140,7 +141,8 @@ def forwarded_to(fn: Function, functions: dict[str, Function]) -> Function | Non
     stmt = body[0]
     expr = stmt.expr if isinstance(stmt, ExprStmt) else stmt.value if isinstance(stmt, Return) else None
     name = call_name(expr) if expr is not None else None
-    target = functions.get(name or "")
+    # `ns::launch<float>(...)`: the template launcher itself (read as written, for every type it has)
+    target = functions.get(re.sub(r"\s*<.*>$", "", name or ""))
     if target is None or target is fn or target.is_kernel:
         return None
     if any(isinstance(e, (Launch, Assign)) for a in expr.args for e in walk_expr(a)):  # type: ignore[union-attr]
@@ -251,10 +253,17 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
             return None
     if isinstance(stmt, ExprStmt) and _error_check(stmt.expr):
         return None
+    if isinstance(stmt, ExprStmt) and _discarded(stmt.expr):
+        return None  # `(void)unused;`: says a parameter is unused, does nothing
     if isinstance(stmt, ExprStmt) and not calls:
         return "computes something besides the launch"
     called = ", ".join(sorted(n for n in names if n)) or "nothing"
     return f"does more than launch one kernel (statement calling {called})"
+
+
+def _discarded(e: Expr) -> bool:
+    """`(void)name`: a value cast to void, with nothing else in it."""
+    return isinstance(e, Cast) and e.type.strip() == "void" and isinstance(strip_casts(e.operand), Name)
 
 
 def _error_check(e: Expr) -> bool:
