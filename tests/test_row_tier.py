@@ -409,7 +409,35 @@ def test_a_wrapper_of_a_template_launcher_is_read_through_to_the_template():
     assert launcher.fn.name == "row_sumsq_cuda" and launcher.problem is None, launcher.problem
     (rewrite,), _ = row_warp_rewrites(part, split.harness)
     assert "template void row_sumsq_cuda<double>" in rewrite.source  # the double instantiation kept
-    assert "row_sumsq_kernel<scalar_t><<<" in rewrite.source and "template <typename scalar_t>" in rewrite.source
+    # only the instantiation the verifier runs (float, from the wrapper) changes: the rewritten kernel is
+    # a template of its own, launched under `if constexpr`; double keeps the original kernel and launch
+    assert "if constexpr (::kl_same_type<scalar_t, float>::value) { row_sumsq_kernel_kl_rewritten<scalar_t><<<" \
+        in rewrite.source
+    assert "} else { row_sumsq_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(x, out, rows, cols); }" in rewrite.source
+    original = split.editable[split.editable.index("template <typename scalar_t>\n__global__"):]
+    original = original[:original.index("\n}\n") + 3]
+    assert original in rewrite.source  # the original kernel, verbatim
+
+
+def test_a_template_launcher_the_harness_does_not_reach_through_a_wrapper_is_not_rewritten():
+    text = """
+template <typename T>
+__global__ void sumsq(const T* x, T* out, int rows, int cols) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  T acc = 0;
+  for (int c = 0; c < cols; ++c) acc += x[r * cols + c] * x[r * cols + c];
+  out[r] = acc;
+}
+template <typename T>
+void go(const T* x, T* out, int rows, int cols) { sumsq<T><<<(rows + 255) / 256, 256>>>(x, out, rows, cols); }
+template void go<float>(const float*, float*, int, int);
+"""
+    # the harness calls it with its type deduced: which instantiation runs is not written anywhere the tiers read
+    harness = "go(x, out, rows, cols);"
+    part = read_editable(text, harness, ["template <typename T> void go(const T*, T*, int, int)"])
+    rewrites, refused = row_warp_rewrites(part, harness)
+    assert not rewrites and any("not reach through a wrapper" in r for r in refused), refused
 
 
 def test_a_discarded_value_is_no_work_but_a_discarded_call_is():
@@ -422,6 +450,8 @@ __global__ void k(float* y, const float* x, int n) { int i = blockIdx.x * blockD
 """
     for stmt, problem in [("(void)unused;", None), ("(void)(unused);", None),
                           ("(void)side(unused);", "does more than launch one kernel (statement calling side)"),
-                          ("(void)(unused + 1);", "computes something besides the launch")]:
+                          ("(void)(unused + 1);", "computes something besides the launch"),
+                          # not a parameter: a macro may stand behind it (red team round 83)
+                          ("(void)SYNC_AND_CHECK;", "computes something besides the launch")]:
         part = read_editable(base % stmt, "", [])
         assert read_launcher(part.functions["go"]).problem == problem, stmt

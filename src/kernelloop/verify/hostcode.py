@@ -577,7 +577,7 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     for line in _cold_sections_last(text_listing):
         if annotated is not None:
             if not _RELOC.match(line):
-                referenced.add(annotated)  # resolved by the assembler: no relocation names it
+                referenced.add(label_of.get(annotated, annotated))  # resolved by the assembler: no relocation names it
             annotated = None
         if m := _SECTION.match(line):
             judge_end("the end of its section")
@@ -902,7 +902,7 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     judge_end("the end of the object")
     judge_global(None)
     if annotated is not None:
-        referenced.add(annotated)
+        referenced.add(label_of.get(annotated, annotated))
     # A function reads its stack-passed arguments above its return address; every call of it in
     # this object must have put that many bytes of the caller's own there (red team round 36: a
     # function declared with 14 arguments, called through a cast with 1, read the launcher's saved

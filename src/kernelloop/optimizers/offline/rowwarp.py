@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from ...program.scanner import in_scope, strip_comments
 from .facts import ATOMICS, Binding, KernelFacts, collect_facts
-from .launcher import EditablePart, Function, read_editable, statement_exprs
+from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
 from .sizes import is_integer_type
 from .symbolic import Poly
 from .syntax import (
@@ -668,13 +668,27 @@ class LaunchSite:
     stmt: ExprStmt  # `kernel<<<...>>>(...);`
     kernel: Function
     helpers: frozenset[str]  # device functions the kernel may call freely (pure_helpers)
+    # A template launcher: the C++ condition true for the one instantiation the verifier runs
+    # (`kl_same_type<scalar_t, float>::value`); None for a plain launcher.
+    verified_instantiation: str | None = None
 
     def assemble(self, kernel_text: str, launch_text: str) -> str:
-        """The whole editable part with this kernel and this launch replaced."""
+        """The whole editable part with this kernel and this launch replaced. In a template launcher
+        only the instantiation the verifier runs changes: the rewritten kernel is a new template
+        beside the original, launched under `if constexpr` of that instantiation; every other
+        instantiation keeps the original launch of the original kernel."""
         body = self.launcher.item.text[len(self.launcher.head):]
         l_start, l_end = self.stmt.span
+        prologue = []
+        if self.verified_instantiation is not None:
+            renamed = f"{self.kernel.name}_kl_rewritten"
+            pattern = re.compile(rf"\b{re.escape(self.kernel.name)}\b")
+            kernel_text = self.kernel.item.text.rstrip("\n") + "\n\n" + pattern.sub(renamed, kernel_text, count=1)
+            launch_text = (f"if constexpr ({self.verified_instantiation}) {{ {pattern.sub(renamed, launch_text, count=1)} "
+                           f"}} else {{ {body[l_start:l_end]} }}")
+            prologue.append(_SAME_TYPE)
         launcher_text = self.launcher.head + apply_edits(body, [(l_start, l_end, launch_text)])
-        out = []
+        out = prologue
         for item in self.part.items:  # each inside its namespaces again
             if item is self.kernel.item:
                 out.append(in_scope(item, kernel_text))
@@ -683,6 +697,44 @@ class LaunchSite:
             else:
                 out.append(in_scope(item))
         return "\n\n".join(t.rstrip("\n") for t in out) + "\n"
+
+
+# Whether two types are one (no header needed: the part may include none).
+_SAME_TYPE = ("template <class KlA, class KlB> struct kl_same_type { static constexpr bool value = false; };\n"
+              "template <class KlA> struct kl_same_type<KlA, KlA> { static constexpr bool value = true; };")
+
+
+def verified_instantiation(launcher: Launcher) -> str | None:
+    """For a template launcher, the condition that holds for the instantiation its wrapper makes;
+    raises NotARowKernel where there is none to tell (no wrapper, or arguments the tiers cannot
+    match to the parameters); None for a plain launcher."""
+    params = launcher.fn.sig.template
+    if not params:
+        return None
+    if launcher.template_args is None:
+        raise NotARowKernel(f"is launched by the template launcher {launcher.fn.name}, which the harness does not "
+                            "reach through a wrapper naming its template arguments")
+    args = _top_level_split(launcher.template_args)
+    if len(args) != len(params):
+        raise NotARowKernel(f"is launched by {launcher.fn.name}<{launcher.template_args}>, whose template arguments "
+                            "do not match its parameters one for one (defaults or packs)")
+    terms = [f"::kl_same_type<{p.name}, {a}>::value" if p.kind == "type" else f"(({p.name}) == ({a}))"
+             for p, a in zip(params, args)]
+    return " && ".join(terms)
+
+
+def _top_level_split(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += {"<": 1, "(": 1, "[": 1, ">": -1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
 
 
 def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[LaunchSite | tuple[str, str]]:
@@ -703,7 +755,13 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
             why = shared_kernel(part, fn, lau.fn, harness_code)
             if why is None and len(launch.config) < 2:
                 why = "is launched without a block size"
-            sites.append((name, why) if why is not None else LaunchSite(part, lau.fn, stmt, fn, helpers))
+            verified = None
+            if why is None:
+                try:
+                    verified = verified_instantiation(lau)
+                except NotARowKernel as exc:
+                    why = str(exc)
+            sites.append((name, why) if why is not None else LaunchSite(part, lau.fn, stmt, fn, helpers, verified))
     return sites
 
 
