@@ -76,6 +76,9 @@ SPECS.update({
         values={"rows": ["16384", "3001"], "cols": ["512", "333"], "ld": ["520", "340"], "scale": ["0.5"],
                 "block": ["128"]},
         counts={"a": "rows * ld", "b": "rows * ld", "out": "rows"}, roles={"out": "output"}),
+    # types named by aliases (a typedef in a namespace, a using-alias of an alias) in the launcher's signature
+    "smooth_typedef.cu": InitSpec(launcher="dsp::smooth", values={"n": ["16777216", "16777215"], "gain": ["1.5"]},
+                                  counts={"in": "n", "out": "n"}, roles={"out": "output"}),
     # negative control: a running sum along each row (a sequential dependence the row tier refuses)
     "row_running_sum.cu": InitSpec(
         values={"rows": ["8192", "3001"], "cols": ["512", "257"]},

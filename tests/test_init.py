@@ -363,3 +363,26 @@ def test_a_pointer_to_pointers_is_refused_in_one_line(declared):
     # red team round 75: the stars were dropped and a float** taken for a float buffer
     with pytest.raises(InputError, match="a pointer to pointers, which init cannot generate"):
         parse_params(f"void f({declared}, int n)")
+
+
+def test_type_aliases_of_numbers_are_read_as_the_numbers_and_nothing_else_is():
+    from kernelloop.program.init import type_aliases
+    source = """
+typedef float sample_t;            // a number
+using index_t = std::int64_t;      // a number, spelled with std::
+using count_t = index_t;           // an alias of an alias
+typedef struct { float re, im; } cplx_t;   // a struct: not a number
+typedef float* sample_ptr;         // a pointer: left to the pointer rules
+using vec_t = float4;              // a CUDA vector type
+typedef double /* precision */ acc_t;
+"""
+    assert type_aliases(source) == {"sample_t": "float", "index_t": "std::int64_t", "count_t": "std::int64_t",
+                                    "vec_t": "float4", "acc_t": "double"}
+
+
+def test_a_launcher_whose_signature_names_aliased_types_is_wrapped_with_the_types_they_stand_for():
+    name = "smooth_typedef.cu"
+    program = generate((OUTSIDE / name).read_text(), SPECS[name], name).program
+    # the wrapper sits outside the namespace that declares the aliases: it spells the types themselves
+    assert "void launch_smooth(const float* in, float* out, int n, float gain) {" in program
+    assert "dsp::smooth(in, out, n, gain);" in program

@@ -147,8 +147,37 @@ def element_type(ctype: str) -> str | None:
     return _integer_type(words)
 
 
-def parse_params(head: str) -> list[Param]:
-    """The parameters of a function head, from its last top-level parenthesis group."""
+_TYPEDEF = re.compile(r"\btypedef\s+(?P<type>[A-Za-z_][\w\s:]*?)\s+(?P<name>[A-Za-z_]\w*)\s*;")
+_USING = re.compile(r"\busing\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<type>[A-Za-z_][\w\s:]*?)\s*;")
+
+
+def type_aliases(source: str) -> dict[str, str]:
+    """The file's aliases of number and vector types (`typedef float sample_t;`, `using idx_t =
+    std::int64_t;`, chains of them), by name: the type each stands for, spelled without aliases.
+    Aliases of anything else (structs, pointers, templates) are left out."""
+    clean = strip_comments(source)
+    found = {m.group("name"): " ".join(m.group("type").split()) for r in (_TYPEDEF, _USING) for m in r.finditer(clean)}
+    resolved: dict[str, str] = {}
+    for name in found:
+        spelled, seen = found[name], {name}
+        while spelled in found and spelled not in seen:  # an alias of an alias
+            seen.add(spelled)
+            spelled = found[spelled]
+        base = " ".join(_QUALIFIERS.sub(" ", spelled).split())
+        if element_type(spelled) is not None or base in _VECTOR_TYPES or base in _STREAM_TYPES:
+            resolved[name] = spelled
+    return resolved
+
+
+def _without_aliases(ctype: str, aliases: dict[str, str]) -> str:
+    for name, spelled in aliases.items():
+        ctype = re.sub(rf"(?<![\w:]){re.escape(name)}\b", spelled, ctype)
+    return ctype
+
+
+def parse_params(head: str, aliases: dict[str, str] | None = None) -> list[Param]:
+    """The parameters of a function head, from its last top-level parenthesis group (a type
+    alias of ALIASES, `type_aliases`, read as the type it stands for)."""
     clean = strip_comments(head)
     close = clean.rfind(")")
     depth, open_at = 0, -1
@@ -180,7 +209,7 @@ def parse_params(head: str) -> list[Param]:
         m = re.match(r"^(?P<type>.*?)(?P<name>[A-Za-z_]\w*)\s*(?:\[\s*\])?$", text)
         if m is None or not m.group("type").strip():
             raise InputError(f"cannot read the kernel parameter {text!r}: give it a name")
-        ctype = m.group("type").strip()
+        ctype = _without_aliases(m.group("type").strip(), aliases or {})
         if ctype.count("*") + text.rstrip().endswith("]") > 1:  # float**, float* x[]: no buffer of numbers
             raise InputError(f"parameter {m.group('name')} has type {ctype!r}, a pointer to pointers, which init "
                              "cannot generate (numbers, pointers to numbers or CUDA vector types, streams); write "
@@ -365,7 +394,7 @@ def kernel_params(source: str, kernel: str, template_args: str | None = None) ->
     """The parameters of a kernel `source` defines (a template one instantiated with `template_args`)."""
     item = _pick_kernel(scoped_items(source), kernel)
     head, _ = _instantiate(kernel, item.head, template_args)
-    return parse_params(head)
+    return parse_params(head, type_aliases(source))
 
 
 def _values_in_range(element: str, lo: str, hi: str) -> int:
@@ -412,7 +441,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
         callee = kernel = function_name(callee_item) or "kernel"
         launched = [kernel]
     head, instance = _instantiate(callee, callee_item.head, spec.template_args)
-    params = parse_params(head)
+    params = parse_params(head, type_aliases(source))
     notes: list[str] = list(spec.notes)
     names = {p.name for p in params}
     for given in [*spec.values, *spec.counts, *spec.roles, *spec.ranges]:
