@@ -18,7 +18,17 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..errors import InputError
-from .scanner import Item, body_start, function_name, in_scope, launched_kernels, scope_qualifier, scoped_items, strip_comments
+from .scanner import (
+    Item,
+    body_start,
+    function_name,
+    in_scope,
+    launched_kernels,
+    scope_qualifier,
+    scoped_items,
+    split_top_level,
+    strip_comments,
+)
 from .split import launcher_result_type
 from .writes import pointer_may_be_written
 
@@ -338,7 +348,7 @@ def _template_head(head: str) -> tuple[str, str] | None:
 def _template_parameters(text: str) -> list[tuple[str, str, str | None]]:
     """A template's parameters as (kind, name, default); kind is "type" or "value"."""
     params = []
-    for part in _split_top(text):
+    for part in split_top_level(text):
         decl, _, default = part.partition("=")
         words = re.findall(r"[A-Za-z_]\w*", decl)
         if not words:
@@ -346,22 +356,6 @@ def _template_parameters(text: str) -> list[tuple[str, str, str | None]]:
         kind = "type" if words[0] in ("typename", "class") else "value"
         params.append((kind, words[-1] if len(words) > 1 else "", default.strip() or None))
     return params
-
-
-def _split_top(text: str) -> list[str]:
-    """`text` cut at its top-level commas (not inside <>, () or [])."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch in "(<[" and 1 or 0
-        depth -= ch in ")>]" and 1 or 0
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
 
 
 def _instantiate(name: str, head: str, template_args: str | None) -> tuple[str, str]:
@@ -379,7 +373,7 @@ def _instantiate(name: str, head: str, template_args: str | None) -> tuple[str, 
         example = ", ".join("float" if kind == "type" else "128" for kind, _, _ in params)
         raise InputError(f"{name} is a template <{' '.join(text.split())}>: give its arguments with --template-args "
                          f"(e.g. --template-args '{example}')")
-    args = _split_top(template_args)
+    args = split_top_level(template_args)
     if not args or len(args) > len(params) or any(d is None for _, _, d in params[len(args):]):
         raise InputError(f"--template-args {template_args!r}: {name} takes {len(params)} template argument"
                          f"{'s' if len(params) != 1 else ''} <{' '.join(text.split())}>")

@@ -69,6 +69,22 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
+def split_top_level(text: str) -> list[str]:
+    """`text` cut at its top-level commas (not inside <>, () or []), each piece stripped."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "(<[" and 1 or 0
+        depth -= ch in ")>]" and 1 or 0
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
 def in_number(text: str, i: int) -> bool:
     """Whether the quote at i sits inside a number (C++14 digit separators: 1'000, 0xFF'FF): the
     run of letters, digits, dots and underscores before it starts with a digit (or a dot and a

@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...program.scanner import in_scope, strip_comments
+from ...program.scanner import in_scope, split_top_level, strip_comments
 from .facts import ATOMICS, Binding, KernelFacts, collect_facts
 from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
 from .sizes import is_integer_type
@@ -714,27 +714,13 @@ def verified_instantiation(launcher: Launcher) -> str | None:
     if launcher.template_args is None:
         raise NotARowKernel(f"is launched by the template launcher {launcher.fn.name}, which the harness does not "
                             "reach through a wrapper naming its template arguments")
-    args = _top_level_split(launcher.template_args)
+    args = split_top_level(launcher.template_args)
     if len(args) != len(params):
         raise NotARowKernel(f"is launched by {launcher.fn.name}<{launcher.template_args}>, whose template arguments "
                             "do not match its parameters one for one (defaults or packs)")
     terms = [f"::kl_same_type<{p.name}, {a}>::value" if p.kind == "type" else f"(({p.name}) == ({a}))"
              for p, a in zip(params, args)]
     return " && ".join(terms)
-
-
-def _top_level_split(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += {"<": 1, "(": 1, "[": 1, ">": -1, ")": -1, "]": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
 
 
 def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[LaunchSite | tuple[str, str]]:
