@@ -625,12 +625,13 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
                 if target.startswith(".") and named is None:
                     named = containing(target, addend + 4)
                 if named is not None:
-                    referenced.add(named)
+                    if not same_function(named, func.name):  # a function and its cold part jump between them
+                        referenced.add(named)
                 elif target.startswith(".") and _EXEC_SECTIONS.match(target):
                     referenced_sections.add(target)
             elif target.startswith(".") and function_at.get((target, addend + 4)) is None:
                 inside = containing(target, addend + 4)  # a call or jump into a function's middle
-                if inside is not None:
+                if inside is not None and not same_function(inside, func.name):
                     referenced.add(inside)
             if pending_branch is not None:
                 depth, guessed = pending_branch
