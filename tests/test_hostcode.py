@@ -640,3 +640,48 @@ def test_a_function_that_can_run_off_its_end_is_refused(tmp_path, last, allowed)
     assert (found == []) == allowed, [v.detail for v in found]
     if not allowed:
         assert [v.rule for v in found] == ["fall-through"]
+
+
+_WINDOW_WRITER_WITH_COLD_PART = """
+  .text
+  .globl _Z6launchPfS_S_S_iiii
+  .type _Z6launchPfS_S_S_iiii, @function
+_Z6launchPfS_S_S_iiii:
+  .cfi_startproc
+  push %rbx
+  .cfi_def_cfa_offset 16
+  sub $0x10,%rsp
+  .cfi_def_cfa_offset 32
+  test %edi,%edi
+  jne .Lcold
+.Lback:
+  mov %eax,0x20(%rsp)
+  add $0x10,%rsp
+  .cfi_def_cfa_offset 16
+  pop %rbx
+  .cfi_def_cfa_offset 8
+  ret
+  .cfi_endproc
+  .size _Z6launchPfS_S_S_iiii, .-_Z6launchPfS_S_S_iiii
+  .section .text.unlikely
+  .type _Z6launchPfS_S_S_iiii.cold, @function
+_Z6launchPfS_S_S_iiii.cold:
+  .cfi_startproc
+  .cfi_def_cfa_offset 32
+.Lcold:
+  xor %eax,%eax
+  jmp .Lback
+  .cfi_endproc
+  .size _Z6launchPfS_S_S_iiii.cold, .-_Z6launchPfS_S_S_iiii.cold
+"""
+
+
+def test_a_functions_own_cold_part_jumping_back_into_it_is_no_outside_way_in(tmp_path):
+    # gcc's hot/cold split: the function jumps to its cold part and the cold part jumps back into its
+    # middle; both run in one frame, so its stack-argument writes are judged by its callers as before
+    found = _scan_assembly(tmp_path, _WINDOW_WRITER_WITH_COLD_PART, frozenset({_GO8}))
+    assert [v.detail for v in found if v.rule == "foreign-store"] == [], [v.detail for v in found]
+    # another function jumping into its middle is one
+    stray = _WINDOW_WRITER_WITH_COLD_PART + _CALLER.format(name=_GO8, body="jmp .Lback")
+    found = _scan_assembly(tmp_path, stray, frozenset({_GO8}))
+    assert "foreign-store" in [v.rule for v in found], [v.detail for v in found]
