@@ -425,6 +425,9 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     # or data), and executable sections referenced at a place the scan cannot name, are never let.
     argument_writes: dict[str, str] = {}
     entered_elsewhere: set[str] = set()
+    # A function's cold part jumping back into it runs in its frame: no outside way in, as long as
+    # nothing but the function itself enters the cold part.
+    entered_by_cold: dict[str, set[str]] = {}
     referenced: set[str] = set()
     referenced_sections: set[str] = set()
     annotated: str | None = None  # a %rip-relative operand's target as objdump names it, until a relocation says otherwise
@@ -625,14 +628,18 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
                 if target.startswith(".") and named is None:
                     named = containing(target, addend + 4)
                 if named is not None:
-                    if not same_function(named, func.name):  # a function and its cold part jump between them
+                    if not same_function(named, func.name):
                         referenced.add(named)
+                    elif named != func.name and not _COLD_PART.search(named):
+                        entered_by_cold.setdefault(named, set()).add(func.name)  # judged below
                 elif target.startswith(".") and _EXEC_SECTIONS.match(target):
                     referenced_sections.add(target)
             elif target.startswith(".") and function_at.get((target, addend + 4)) is None:
                 inside = containing(target, addend + 4)  # a call or jump into a function's middle
                 if inside is not None and not same_function(inside, func.name):
                     referenced.add(inside)
+                elif inside is not None and inside != func.name and not _COLD_PART.search(inside):
+                    entered_by_cold.setdefault(inside, set()).add(func.name)  # judged below
             if pending_branch is not None:
                 depth, guessed = pending_branch
                 entered = target if _COLD_PART.search(target) else function_at.get((target, addend + 4))
@@ -922,6 +929,10 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
                                            f"with {max(local_bytes, 0)} bytes of its own frame below: the rest is "
                                            "saved registers, its return address and its caller's frame")
     referenced |= _data_references(obj, label_of, function_at, referenced_sections) | entered_elsewhere
+    for parent, colds in entered_by_cold.items():
+        if any(cold in referenced or any(callee == cold and caller != parent for caller, _, callee, _ in own_calls)
+               for cold in colds):
+            referenced.add(parent)
     for name, detail in argument_writes.items():
         if not _may_write_arguments(name, stack_arguments, writable_arguments, own_calls, referenced,
                                     {n: f.section for n, f in functions.items()}, referenced_sections, set()):
