@@ -15,7 +15,7 @@ import pytest
 
 from kernelloop.config import Settings
 from kernelloop.optimizers.base import FailedAttempt, NoMoreCandidates
-from kernelloop.optimizers.offline.launcher import read_editable
+from kernelloop.optimizers.offline.launcher import read_editable, read_launcher
 from kernelloop.optimizers.offline.optimizer import OfflineOptimizer
 from kernelloop.optimizers.offline.rowwarp import (
     NotARowKernel,
@@ -23,6 +23,7 @@ from kernelloop.optimizers.offline.rowwarp import (
     pure_helpers,
     rewrite_kernel,
     row_warp_rewrites,
+    verified_instantiation,
 )
 from kernelloop.program.init import generate
 from kernelloop.program.split import candidate_editable_part, split_program
@@ -31,7 +32,7 @@ from kernelloop.verify.gate import static_gates
 
 from .outside_specs import OUTSIDE, SPECS
 
-from .conftest import shared_cache_dir
+from .conftest import FIXTURES, shared_cache_dir
 
 ROW_PROGRAMS = ["layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "row_dot_pairs_ext.cu"]
 
@@ -455,3 +456,39 @@ __global__ void k(float* y, const float* x, int n) { int i = blockIdx.x * blockD
                           ("(void)SYNC_AND_CHECK;", "computes something besides the launch")]:
         part = read_editable(base % stmt, "", [])
         assert read_launcher(part.functions["go"]).problem == problem, stmt
+
+
+@pytest.mark.parametrize("folder", ["template_condition_scope", "template_condition_scope/variant_namespace_alias"])
+def test_a_template_argument_the_launchers_scope_may_read_differently_is_not_pasted_into_it(folder):
+    # red team round 84: the wrapper (file scope) calls `row_sumsq_cuda<scalar_t>`, and inside the
+    # launcher `scalar_t` is its own template parameter (the condition held for every type) or the
+    # namespace's own alias of double (the condition picked the instantiation nobody verified)
+    text = (FIXTURES / "redteam" / "round84" / folder / "baseline.cu").read_text()
+    split = split_program(text, "baseline.cu")
+    part = read_editable(split.editable, split.harness, split.exported)
+    rewrites, refused = row_warp_rewrites(part, split.harness)
+    assert not rewrites and any("'scalar_t' is a name the launcher's scope may read differently" in r
+                                for r in refused), refused
+
+
+@pytest.mark.parametrize("args, allowed", [
+    ("float", True), ("unsigned long long", True), ("const double", True), ("::int64_t", True),
+    ("float, 128", True), ("float, 0x80u", True), ("double, true", True),
+    ("scalar_t", False), ("std::int64_t", False), ("float, kThreads", False), ("float, 2 * 64", False),
+    ("__half", False), ("float4", False),
+])
+def test_only_template_arguments_no_scope_can_redefine_name_the_verified_instantiation(args, allowed):
+    text = """
+template <typename T, int N>
+__global__ void k(const T* x, T* out, int n) { int i = blockIdx.x * N + threadIdx.x; if (i < n) out[i] = x[i]; }
+template <typename T, int N = 128>
+void go(const T* x, T* out, int n) { k<T, N><<<(n + N - 1) / N, N>>>(x, out, n); }
+"""
+    part = read_editable(text, "", [])
+    (launcher,) = [read_launcher(f) for f in part.functions.values() if f.name == "go"]
+    launcher.template_args = args if "," in args else args + ", 128"
+    if allowed:
+        assert verified_instantiation(launcher)
+    else:
+        with pytest.raises(NotARowKernel, match="scope may read differently"):
+            verified_instantiation(launcher)

@@ -704,6 +704,13 @@ _SAME_TYPE = ("template <class KlA, class KlB> struct kl_same_type { static cons
               "template <class KlA> struct kl_same_type<KlA, KlA> { static constexpr bool value = true; };")
 
 
+# Template arguments whose meaning is the same in every scope: built-in types spelled in keywords,
+# names qualified from the global namespace (`::int64_t`), and integer or boolean literals.
+_KEYWORD_TYPE = re.compile(r"(?:(?:const|volatile|signed|unsigned|char|short|int|long|float|double|bool|"
+                           r"char8_t|char16_t|char32_t|wchar_t)\b\s*)+|(?:::\s*[A-Za-z_]\w*\s*)+")
+_LITERAL_VALUE = re.compile(r"[+-]?\s*(?:0[xX][0-9a-fA-F']+|0[bB][01']+|\d[\d']*)[uUlLzZ]*|true|false")
+
+
 def verified_instantiation(launcher: Launcher) -> str | None:
     """For a template launcher, the condition that holds for the instantiation its wrapper makes;
     raises NotARowKernel where there is none to tell (no wrapper, or arguments the tiers cannot
@@ -718,6 +725,15 @@ def verified_instantiation(launcher: Launcher) -> str | None:
     if len(args) != len(params):
         raise NotARowKernel(f"is launched by {launcher.fn.name}<{launcher.template_args}>, whose template arguments "
                             "do not match its parameters one for one (defaults or packs)")
+    for p, a in zip(params, args):
+        # The wrapper's spelling is pasted into the launcher, where its own parameters, its
+        # namespace and its locals may give a name another meaning (red team round 84: a file-scope
+        # `typedef float scalar_t;` read inside `template <typename scalar_t>` made the condition
+        # true for every instantiation). Only words no scope can redefine are pasted.
+        if not (_KEYWORD_TYPE if p.kind == "type" else _LITERAL_VALUE).fullmatch(a):
+            raise NotARowKernel(f"is launched by {launcher.fn.name}<{launcher.template_args}>, whose template "
+                                f"argument {a!r} is a name the launcher's scope may read differently (give a "
+                                "built-in type or a literal, e.g. --template-args float)")
     terms = [f"::kl_same_type<{p.name}, {a}>::value" if p.kind == "type" else f"(({p.name}) == ({a}))"
              for p, a in zip(params, args)]
     return " && ".join(terms)
