@@ -69,6 +69,13 @@ SPECS.update({
         launcher="row_sumsq_cuda", template_args="float",
         values={"rows": ["16384", "3001"], "cols": ["1024", "509"], "numel": ["0"]},
         counts={"x": "rows * cols", "out": "rows"}, roles={"out": "output"}),
+    # kernels in a detail namespace the launcher reaches with `using namespace`, local type aliases in
+    # the launcher, two launches (the scales, then the scaled copy)
+    "row_absmax_scale_ns.cu": InitSpec(
+        launcher="absmax_quantize",
+        values={"rows": ["16384", "3001"], "cols": ["1024", "509"]},
+        counts={"x": "rows * cols", "scale": "rows", "y": "rows * cols"},
+        roles={"scale": "output", "y": "output"}),
     # the same style with eight integer-class launcher arguments (two on the stack): the rewritten kernel's
     # seventh (the row count) makes the instantiation pass its launch's 7th argument through its own slot
     "row_dot_pairs_ext.cu": InitSpec(

@@ -34,7 +34,8 @@ from .outside_specs import OUTSIDE, SPECS
 
 from .conftest import FIXTURES, shared_cache_dir
 
-ROW_PROGRAMS = ["layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "row_dot_pairs_ext.cu"]
+ROW_PROGRAMS = ["layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "row_dot_pairs_ext.cu",
+                "row_absmax_scale_ns.cu"]
 
 
 def _program(name: str) -> str:
@@ -72,12 +73,17 @@ __global__ void softmax_rows(float* out, const float* inp, int N, int C) {
 """
 
 
+_OTHER_KERNEL = {"row_absmax_scale_ns.cu": "scale_rows_kernel"}
+
+
 def test_the_outside_style_row_programs_get_a_rewrite():
     for name in ROW_PROGRAMS:
         split = split_program(_program(name), name)
         part = read_editable(split.editable, split.harness, split.exported)
         rewrites, refused = row_warp_rewrites(part, split.harness)
-        assert len(rewrites) == 1 and not refused, (name, refused)
+        # a launcher's other kernel (not one thread per row) is refused, and only that one
+        other = _OTHER_KERNEL.get(name)
+        assert len(rewrites) == 1 and all(other and f"kernel {other} " in r for r in refused), (name, refused)
         (r,) = rewrites
         assert "kl_lane" in r.source and "__shfl_xor_sync" in r.source and "__syncwarp();" in r.source
         # the launch keeps the baseline's rows: G blocks of B threads become G*B warps
@@ -492,3 +498,41 @@ void go(const T* x, T* out, int n) { k<T, N><<<(n + N - 1) / N, N>>>(x, out, n);
     else:
         with pytest.raises(NotARowKernel, match="scope may read differently"):
             verified_instantiation(launcher)
+
+
+def test_a_launcher_that_names_things_with_using_is_read_and_keeps_them_a_kernel_that_does_is_not():
+    split = split_program(_program("row_absmax_scale_ns.cu"), "row_absmax_scale_ns.cu")
+    part = read_editable(split.editable, split.harness, split.exported)
+    (launcher,) = part.launchers  # through init's wrapper into quant::absmax_quantize
+    assert launcher.fn.name == "absmax_quantize" and not part.problems, part.problems
+    (rewrite,), _ = row_warp_rewrites(part, split.harness)
+    assert "using namespace detail;" in rewrite.source and "typedef unsigned int grid_t;" in rewrite.source
+    # in device code a using-directive may give `fmaxf` another meaning: that kernel is not read
+    device = """
+namespace mine { __device__ float fmaxf(float a, float b) { return a; } }
+__global__ void k(const float* x, float* out, int rows, int cols) {
+  using namespace mine;
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float m = 0.0f;
+  for (int c = 0; c < cols; ++c) m = fmaxf(m, x[r * cols + c]);
+  out[r] = m;
+}
+"""
+    part = read_editable(device, "", [])
+    assert "k" not in part.functions and any("declares names inside device code (using namespace mine;)" in p
+                                             for p in part.problems), part.problems
+
+
+def test_a_wrapper_whose_launcher_cannot_be_read_says_why():
+    text = """
+namespace g {
+__global__ void k(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) x[i] = 0; }
+void go(float* x, int n) { try { k<<<(n + 255) / 256, 256>>>(x, n); } catch (...) {} }
+}
+void launch_go(float* x, int n) { g::go(x, n); }
+"""
+    part = read_editable(text, "launch_go(x, n);", ["void launch_go(float* x, int n)"])
+    (launcher,) = part.launchers
+    assert launcher.problem is not None and "could not be read (unsupported statement try statement)" in \
+        launcher.problem, launcher.problem

@@ -43,6 +43,7 @@ from .syntax import (
     Stmt,
     Str,
     Ternary,
+    Using,
     Unary,
     While,
 )
@@ -55,6 +56,9 @@ _DECLARATOR_NODES = frozenset(["identifier", "init_declarator", "pointer_declara
                                "reference_declarator", "function_declarator", "parenthesized_declarator",
                                "field_identifier"])
 _SKIPPED_IN_BODIES = frozenset(["comment", "preproc_call"])  # `#pragma unroll` and the like
+# Statements that declare names and do nothing (syntax.Using).
+_NAMING_STATEMENTS = frozenset(["using_declaration", "alias_declaration", "type_definition",
+                                "namespace_alias_definition"])
 _BODY_PREFIX = "void __kl_body()"
 
 
@@ -231,6 +235,8 @@ class _Reader:
             return Return(self.expr(inner[0]) if inner else None, span)
         if t in ("break_statement", "continue_statement"):
             return Jump(t.split("_")[0], span)
+        if t in _NAMING_STATEMENTS:
+            return Using(" ".join(self.text(n).split()), span)
         raise ParseError(f"unsupported statement {t.replace('_', ' ')}")
 
     def _condition(self, n: Node) -> Expr:

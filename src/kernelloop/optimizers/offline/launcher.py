@@ -32,6 +32,7 @@ from .syntax import (
     ParseError,
     Return,
     Stmt,
+    Using,
     While,
     call_name,
     strip_casts,
@@ -111,6 +112,12 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
         except ParseError as exc:
             problems.append(f"{name}: {exc}")
             continue
+        device_code = bool({"__global__", "__device__"} & set(sig.qualifiers))
+        if device_code and next(naming_statements(body), None) is not None:
+            # `using namespace ns;` in device code may make `min(a, b)` a function of ns that the
+            # tiers would take for the math function: a kernel or helper with one is not read
+            problems.append(f"{name}: declares names inside device code ({next(naming_statements(body)).text})")
+            continue
         functions[name] = Function(name, sig, item, head, body, "__global__" in sig.qualifiers)
     harness_code = _strip(harness)
     exported_names = []
@@ -131,6 +138,9 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
             seen.add(target.name)
             launcher = read_launcher(target)
             launcher.template_args = _call_template_args(fn) if target is not fn else None
+            unread = _unread_callee(fn, problems)
+            if target is fn and unread:  # say why, not "launches 0 kernels"
+                launcher.problem = f"calls {unread}"
             launchers.append(launcher)
     referenced = [n for n in functions if re.search(rf"(?<![\w.]){re.escape(n)}\b", harness_code)]
     return EditablePart(items, functions, launchers, launched, problems, referenced)
@@ -153,6 +163,20 @@ def forwarded_to(fn: Function, functions: dict[str, Function]) -> Function | Non
     if any(isinstance(e, (Launch, Assign)) for a in expr.args for e in walk_expr(a)):  # type: ignore[union-attr]
         return None
     return target
+
+
+def _unread_callee(fn: Function, problems: list[str]) -> str | None:
+    """For a function whose body is one call of a function of the part that could not be read:
+    that function and why ("ns::launch, which could not be read (...)")."""
+    body = fn.body.body
+    stmt = body[0] if len(body) == 1 else None
+    expr = stmt.expr if isinstance(stmt, ExprStmt) else stmt.value if isinstance(stmt, Return) else None
+    name = call_name(expr) if expr is not None else None
+    base = re.sub(r"\s*<.*>$", "", name or "").split("::")[-1]
+    for problem in problems:
+        if base and problem.startswith(f"{base}: "):
+            return f"{name}, which could not be read ({problem[len(base) + 2:]})"
+    return None
 
 
 def _call_template_args(wrapper: Function) -> str | None:
@@ -208,6 +232,22 @@ def _default_stream(e: Expr) -> bool:
         "nullptr", "NULL", "cudaStreamDefault", "cudaStreamLegacy"))
 
 
+def naming_statements(s: Stmt | None):
+    """Every `using ...;`, `typedef ...;` or namespace alias anywhere under `s`."""
+    if isinstance(s, Using):
+        yield s
+    elif isinstance(s, Block):
+        for x in s.body:
+            yield from naming_statements(x)
+    elif isinstance(s, If):
+        yield from naming_statements(s.then)
+        yield from naming_statements(s.other)
+    elif isinstance(s, (For, While)):
+        if isinstance(s, For):
+            yield from naming_statements(s.init)
+        yield from naming_statements(s.body)
+
+
 def statement_exprs(s: Stmt | None):
     """Top-level expressions of every statement under `s`."""
     if s is None:
@@ -257,7 +297,7 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
         if isinstance(stmt, ExprStmt) and isinstance(stmt.expr, Launch):
             return None
         return "launches its kernel inside a condition or loop"
-    if isinstance(stmt, Return):
+    if isinstance(stmt, (Return, Using)):  # a using or alias declaration names things, does nothing
         return None
     if isinstance(stmt, If) and stmt.other is None and isinstance(stmt.then, (Return, Block)) and \
             (isinstance(stmt.then, Return) or (len(stmt.then.body) == 1 and isinstance(stmt.then.body[0], Return))):

@@ -208,6 +208,14 @@ class Empty(Stmt):
     span: tuple[int, int] = field(default=(0, 0), compare=False)
 
 
+@dataclass(frozen=True)
+class Using(Stmt):
+    """A statement that only names things: `using namespace ns;`, `using ns::f;`, `using T = ...;`,
+    `typedef ... T;`, `namespace a = ns;` (its text, as written)."""
+    text: str
+    span: tuple[int, int] = field(default=(0, 0), compare=False)
+
+
 # -- printing --------------------------------------------------------------------------------
 
 def to_c(e: Expr, sub: Callable[[Expr], str | None] | None = None) -> str:
