@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from kernelloop.config import load_settings
@@ -175,3 +177,31 @@ def test_a_misspelt_section_variable_is_named_with_the_right_one(monkeypatch, tm
     monkeypatch.setenv(variable, "3")
     with pytest.raises(ConfigError, match=f"unknown setting {variable} \\(did you mean {suggestion}\\?\\)"):
         load_settings(project_dir=tmp_path)
+
+
+def test_an_error_names_the_flag_as_the_user_types_it(tmp_path):
+    # the setting is run_timeout_s; the flag is --run-timeout
+    with pytest.raises(ConfigError, match=r"^--run-timeout: "):
+        load_settings({"run_timeout_s": 0}, project_dir=tmp_path)
+
+
+def test_a_bad_variable_outside_the_settings_file_is_one_line_not_an_import_crash(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from kernelloop.tools.sandbox import sandbox_uid_base
+
+    env = {**os.environ, "KERNELLOOP_SANDBOX_UID_BASE": "abc", "KERNELLOOP_EMBEDDINGS": "bogus",
+           "KERNELLOOP_DATA_DIR": str(tmp_path / "d"), "KERNELLOOP_CACHE_DIR": str(tmp_path / "c")}
+    # importing the sandbox module read the uid base and crashed every command with a traceback
+    done = subprocess.run([sys.executable, "-c", "import kernelloop.tools.sandbox, kernelloop.corpus.dense"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("KERNELLOOP_SANDBOX_UID_BASE", "abc")
+    with pytest.raises(ConfigError, match="KERNELLOOP_SANDBOX_UID_BASE=abc: not a whole number"):
+        sandbox_uid_base()
+    # an unknown embeddings backend was read as "auto" without a word
+    done = subprocess.run([sys.executable, "-m", "kernelloop", "corpus", "search", "tiling"], capture_output=True,
+                          text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 2 and "KERNELLOOP_EMBEDDINGS=bogus: use one of auto, nvidia, local, off" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

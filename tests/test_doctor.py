@@ -504,3 +504,15 @@ def test_doctor_names_a_bad_setting_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELLOOP_VERIFY_THRESHOLD", "abc")
     check = doctor.check_settings(tmp_path)
     assert check.status == "fail" and check.required and "KERNELLOOP_VERIFY_THRESHOLD=abc" in check.detail
+
+
+@pytest.mark.parametrize("variable, value, check_name, words", [
+    ("KERNELLOOP_EMBEDDINGS", "bogus", "settings", "KERNELLOOP_EMBEDDINGS=bogus: use one of auto, nvidia, local, off"),
+    ("KERNELLOOP_SANDBOX_UID_BASE", "abc", "sandbox", "KERNELLOOP_SANDBOX_UID_BASE=abc: not a whole number"),
+    ("KERNELLOOP_SANDBOX_UID_BASE", "0", "sandbox", "KERNELLOOP_SANDBOX_UID_BASE=0: use a uid from 1000"),
+])
+def test_doctor_names_a_bad_variable_read_outside_the_settings_file(tmp_path, monkeypatch, variable, value,
+                                                                     check_name, words):
+    monkeypatch.setenv(variable, value)
+    check = doctor.check_settings(tmp_path) if check_name == "settings" else doctor.check_sandbox()
+    assert check.status == "fail" and words in check.detail, check

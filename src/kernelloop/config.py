@@ -394,6 +394,10 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
         raise ConfigError(f"{_source_of(first['loc'], cli or {}, project_file, given_as)}: {first['msg']}") from exc
 
 
+# Settings whose command-line flag is not the field's name with dashes.
+_FLAG_OF = {"run_timeout_s": "run-timeout"}
+
+
 def _source_of(loc: tuple, cli: dict[str, Any], project_file: Path, given_as: str = "--{}") -> str:
     """Where a bad value came from, as the user gave it: the flag, the variable or the file's key
     (the highest layer that sets it: flag > environment > project file)."""
@@ -412,7 +416,8 @@ def _source_of(loc: tuple, cli: dict[str, Any], project_file: Path, given_as: st
             return f"{variable}={os.environ[variable]}"
         return f"{project_file} [verify.tolerances.{output}] {key}"
     if cli.get(key) is not None and key != "include_dirs":
-        return given_as.format(key if key in ("rtol", "atol") else key.replace("_", "-"))
+        flag = key if key in ("rtol", "atol") else _FLAG_OF.get(key, key.replace("_", "-"))
+        return given_as.format(flag if given_as.startswith("--") else key)
     variable = f"KERNELLOOP_{section.upper()}_{key.upper()}" if section else f"KERNELLOOP_{key.upper()}"
     if os.environ.get(variable) is not None:
         return f"{variable}={os.environ[variable]}"

@@ -241,9 +241,11 @@ def _unusable_folder(path: Path) -> str | None:
 def check_settings(cwd: Path | None = None) -> Check:
     """kernelloop.toml and the KERNELLOOP_* variables: valid, and the folders kernelloop writes usable."""
     from .config import load_settings
+    from .corpus.dense import requested_backend
 
     try:
         settings = load_settings(project_dir=cwd)
+        requested_backend()  # KERNELLOOP_EMBEDDINGS, read where retrieval runs
     except KernelloopError as exc:
         return Check(name="settings", status="fail", detail=str(exc).splitlines()[0],
                      fix="fix the setting named (kernelloop.toml, a KERNELLOOP_* variable); docs: README 'Settings'")
@@ -288,8 +290,14 @@ def check_sanitizer(nvcc: Path | None) -> Check:
 
 
 def check_sandbox() -> Check:
-    from .tools.sandbox import Limits, describe_isolation
+    from .errors import ConfigError
+    from .tools.sandbox import Limits, describe_isolation, sandbox_uid_base
 
+    try:
+        sandbox_uid_base()
+    except ConfigError as exc:
+        return Check(name="sandbox", status="fail", required=True, detail=str(exc),
+                     fix="unset KERNELLOOP_SANDBOX_UID_BASE, or set it to the first of 4000 unused uids")
     iso = describe_isolation(Limits())
     return Check(name="sandbox", status="ok" if iso.network == "namespace" else "warn", required=False,
                  detail=iso.summary(), fix="; ".join(iso.notes))

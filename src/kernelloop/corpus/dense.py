@@ -42,8 +42,12 @@ BACKENDS = ("auto", "nvidia", "local", "off")
 
 
 def requested_backend() -> str:
+    from ..errors import ConfigError
+
     value = os.environ.get(BACKEND_ENV, "").strip().lower() or "auto"
-    return value if value in BACKENDS else "auto"
+    if value not in BACKENDS:
+        raise ConfigError(f"{BACKEND_ENV}={os.environ[BACKEND_ENV]}: use one of {', '.join(BACKENDS)}")
+    return value
 
 
 def backend() -> str | None:

@@ -34,8 +34,25 @@ _CLONE_NEWUSER = 0x10000000
 # reserved with a lock file for the run's lifetime: after the run every process of that
 # uid is killed, including any that left the process group with setsid, and concurrent
 # runs never touch each other's processes.
-SANDBOX_UID_BASE = int(os.environ.get("KERNELLOOP_SANDBOX_UID_BASE", "61000"))
 SANDBOX_UID_COUNT = 4000
+_UID_BASE_VARIABLE = "KERNELLOOP_SANDBOX_UID_BASE"
+
+
+def sandbox_uid_base() -> int:
+    """The first uid of the sandbox range (KERNELLOOP_SANDBOX_UID_BASE, default 61000); read when a
+    run needs it, so a bad value is one line (ConfigError) where it is used, not an import crash."""
+    from ..errors import ConfigError
+
+    text = os.environ.get(_UID_BASE_VARIABLE, "61000").strip()
+    try:
+        base = int(text)
+    except ValueError:
+        raise ConfigError(f"{_UID_BASE_VARIABLE}={text}: not a whole number (the first of "
+                          f"{SANDBOX_UID_COUNT} unused uids, e.g. 61000)") from None
+    if not 1000 <= base <= 2**31 - 1 - SANDBOX_UID_COUNT:
+        raise ConfigError(f"{_UID_BASE_VARIABLE}={text}: use a uid from 1000 to {2**31 - 1 - SANDBOX_UID_COUNT} "
+                          f"(the first of {SANDBOX_UID_COUNT} unused uids, e.g. 61000)")
+    return base
 _UID_LOCK_DIR = Path("/tmp/kernelloop-sandbox-uids")
 
 # Variables a CUDA program or a compiler legitimately needs. Everything else is dropped.
@@ -147,7 +164,7 @@ def available_isolation() -> tuple[int, bool]:
         if _probe(functools.partial(_unshare_or_raise, candidate)):
             flags = candidate
             break
-    drop = os.geteuid() == 0 and _probe(_drop_privileges)
+    drop = os.geteuid() == 0 and _probe(functools.partial(_drop_privileges, sandbox_uid_base()))
     return flags, drop
 
 
@@ -172,7 +189,7 @@ def _unshare_or_raise(flags: int) -> None:
         Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
 
 
-def _drop_privileges(uid: int = SANDBOX_UID_BASE) -> None:
+def _drop_privileges(uid: int) -> None:
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
@@ -184,9 +201,10 @@ def _reserve_uid() -> tuple[int, int]:
     import fcntl
     import random
 
+    base = sandbox_uid_base()
     _UID_LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
     for _ in range(200):
-        uid = SANDBOX_UID_BASE + random.randrange(SANDBOX_UID_COUNT)
+        uid = base + random.randrange(SANDBOX_UID_COUNT)
         fd = os.open(_UID_LOCK_DIR / f"{uid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
