@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..config import Settings
+from ..engine.base import Engine, EngineEvent, Job, JobContext, JobOutcome, LocalEngine, Placement
 from ..errors import EnvironmentProblem, InputError, KernelloopError
 from ..program.scanner import normalized
 from ..program.split import check_program, split_program
@@ -52,6 +53,7 @@ class KernelCheck(BaseModel):
     reference_from: str = "the working tree"  # or the trusted revision (--against REV)
     notes: list[str] = []  # what the reader must know beside the verdict (a new kernel, a re-recorded reference)
     wall_s: float = 0.0
+    ran_on: Placement | None = None  # the node and GPU it was checked on (an engine other than local; docs/engine.md)
 
 
 class BenchCheck(BaseModel):
@@ -59,6 +61,8 @@ class BenchCheck(BaseModel):
     kernels: list[KernelCheck]
     wall_s: float
     against: str | None = None  # the revision references and settings came from; None: the working tree
+    engine: str = "local"  # where the kernels were checked: local (this GPU) or ray (docs/engine.md)
+    interrupted: bool = False  # Ctrl-C: the kernels not checked say "cancelled"
 
     @property
     def exit_code(self) -> int:
@@ -197,10 +201,14 @@ def check_kernel(entry: SuiteEntry, reference: Reference, reference_text: str, c
 
 def check_suite(settings: Settings, *, names: list[str] | None = None, progress: Callable | None = None,
                 on_kernel: Callable[[KernelCheck], None] | None = None, against: Revision | None = None,
-                working: Settings | None = None) -> BenchCheck:
+                working: Settings | None = None, engine: Engine | None = None,
+                on_event: Callable[[EngineEvent], None] | None = None) -> BenchCheck:
     """Check the suite. With `against` (REV), SETTINGS are REV's (trusted_settings) and WORKING the
-    working tree's, which only adds the kernels the change brings."""
+    working tree's, which only adds the kernels the change brings. ENGINE runs each kernel's check
+    as one job (default: locally, one after another); `on_event` hears its progress."""
     started = time.monotonic()
+    # The engine only when one is given: callers (and tests) that replace _check_prepared keep its old signature.
+    where = {} if engine is None and on_event is None else {"engine": engine, "on_event": on_event}
     if against is None:
         prepared = _prepare(suite_entries(settings, names=names), settings)
     else:
@@ -210,28 +218,106 @@ def check_suite(settings: Settings, *, names: list[str] | None = None, progress:
         private = Path(tempfile.mkdtemp(prefix="kernelloop-bench-"))
         try:
             return _check_prepared(prepared, settings.model_copy(update={"cache_dir": private}), started,
-                                   progress, on_kernel, against.rev)
+                                   progress, on_kernel, against.rev, **where)
         finally:
             shutil.rmtree(private, ignore_errors=True)
-    return _check_prepared(prepared, settings, started, progress, on_kernel, None)
+    return _check_prepared(prepared, settings, started, progress, on_kernel, None, **where)
+
+
+class CheckJob(BaseModel):
+    """One kernel's check as an engine job: everything it needs, picklable, no file read."""
+
+    prepared: Prepared
+    settings: Settings
+    gpu: GpuInfo | None = None  # the local engine: the driver's GPU; None: the GPU the job holds
+
+
+def check_job(job: CheckJob, ctx: JobContext) -> KernelCheck:
+    """One kernel's check, a function of its inputs alone (engine.base.Job). On a Ray worker it
+    builds in the job's private scratch folder (ctx.scratch_dir), never a cache another job wrote."""
+    one, settings, gpu = job.prepared, job.settings, job.gpu or ctx.gpu
+    if gpu is None:
+        gpus = detect_gpus()
+        if not gpus:
+            raise EnvironmentProblem(f"no CUDA GPU visible on {ctx.placement.describe()} (nvidia-smi)")
+        gpu = gpus[0]
+    if ctx.scratch_dir is not None:
+        cache = ctx.scratch_dir / "cache"
+        cache.mkdir(parents=True, exist_ok=True)
+        settings = settings.model_copy(update={"cache_dir": cache})
+    assert one.reference is not None  # jobs are made only for kernels with a reference
+    return check_kernel(one.entry, one.reference, one.reference_text, one.current_text, settings, gpu, ctx.progress)
+
+
+def _unchecked(one: Prepared, summary: str) -> KernelCheck:
+    return KernelCheck(name=one.entry.name, program=str(one.entry.program), status="error", summary=summary,
+                       regression_threshold=one.entry.regression_threshold, reference_from=one.reference_from)
+
+
+def _from_outcome(one: Prepared, outcome: JobOutcome, remote: bool) -> KernelCheck:
+    if outcome.status == "done":
+        result = outcome.value
+    else:
+        where = f" on {outcome.placement.describe()}" if remote and outcome.placement is not None else ""
+        verb = "was not checked" if outcome.status == "cancelled" else f"could not be checked{where}"
+        result = _unchecked(one, f"{one.entry.name} {verb}: {outcome.reason}")
+        result.wall_s = outcome.wall_s
+        result.ran_on = outcome.placement if remote else None
+        return result
+    result.reference_from, result.notes = one.reference_from, [*one.notes, *result.notes]
+    if remote:
+        result.ran_on = outcome.placement
+    return result
+
+
+def _cluster_gpu(results: list[KernelCheck]) -> GpuInfo:
+    """BenchCheck.gpu for a run over a cluster: the GPU the kernels ran on (its models, joined)."""
+    seen = [k.verdict.gpu for k in results if k.verdict is not None]
+    if not seen:
+        return GpuInfo(index=-1, name="no GPU reported (every job failed)", compute_capability="?", driver_version="?")
+    names = sorted({g.name for g in seen})
+    drivers = sorted({g.driver_version for g in seen})
+    return seen[0].model_copy(update={"index": -1, "name": ", ".join(names), "driver_version": ", ".join(drivers)})
 
 
 def _check_prepared(prepared: list[Prepared], settings: Settings, started: float, progress: Callable | None,
-                    on_kernel: Callable[[KernelCheck], None] | None, against: str | None) -> BenchCheck:
-    gpus = detect_gpus()
-    if not gpus:
-        raise EnvironmentProblem("bench check needs a CUDA GPU; run `kernelloop doctor`")
-    results = []
-    for one in prepared:
+                    on_kernel: Callable[[KernelCheck], None] | None, against: str | None,
+                    engine: Engine | None = None, on_event: Callable[[EngineEvent], None] | None = None) -> BenchCheck:
+    """Each kernel as one job on ENGINE (default: the local one, on this machine's GPU, one after another)."""
+    remote = engine is not None and engine.name != "local"
+    gpu = None
+    if not remote:
+        gpus = detect_gpus()
+        if not gpus:
+            raise EnvironmentProblem("bench check needs a CUDA GPU; run `kernelloop doctor`")
+        gpu = gpus[0]
+    results: list[KernelCheck | None] = [None] * len(prepared)
+    jobs: list[Job] = []
+    for i, one in enumerate(prepared):
         if one.problem or one.reference is None:
-            result = KernelCheck(name=one.entry.name, program=str(one.entry.program), status="error",
-                                 summary=one.problem, regression_threshold=one.entry.regression_threshold,
-                                 reference_from=one.reference_from)
-        else:
-            result = check_kernel(one.entry, one.reference, one.reference_text, one.current_text, settings, gpus[0],
-                                  progress)  # with --against, REV's [verify] settings for a new kernel too
-            result.reference_from, result.notes = one.reference_from, [*one.notes, *result.notes]
-        results.append(result)
-        if on_kernel is not None:
-            on_kernel(result)
-    return BenchCheck(gpu=gpus[0], kernels=results, wall_s=time.monotonic() - started, against=against)
+            results[i] = _unchecked(one, one.problem)
+            if on_kernel is not None:
+                on_kernel(results[i])
+            continue  # with --against, REV's [verify] settings for a new kernel too:
+        jobs.append(Job(key=one.entry.name, fn=check_job, arg=CheckJob(prepared=one, settings=settings, gpu=gpu),
+                        gpu_model=one.reference.gpu if remote else None, meta={"index": i}))
+    by_key = {job.key: job.meta["index"] for job in jobs}
+
+    def came_back(event: EngineEvent) -> None:
+        if event.outcome is not None:
+            i = by_key[event.key]
+            results[i] = _from_outcome(prepared[i], event.outcome, remote)
+            if on_kernel is not None:
+                on_kernel(results[i])
+        if on_event is not None:
+            on_event(event)
+
+    run = (engine or LocalEngine()).run(jobs, on_event=came_back, progress=progress)
+    for job, outcome in zip(jobs, run.outcomes):  # what no event delivered (a run stopped in a callback)
+        i = job.meta["index"]
+        if results[i] is None:
+            results[i] = _from_outcome(prepared[i], outcome, remote)
+    kernels = [r for r in results if r is not None]
+    return BenchCheck(gpu=gpu if gpu is not None else _cluster_gpu(kernels), kernels=kernels,
+                      wall_s=time.monotonic() - started, against=against, engine=engine.name if engine else "local",
+                      interrupted=run.interrupted)

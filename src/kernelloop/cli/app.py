@@ -453,9 +453,44 @@ def doctor(
     raise typer.Exit(exit_code(checks))
 
 
+ENGINE_HELP = ("Where the jobs run (one kernel each): local, one after another on this GPU; or ray, one job per GPU "
+               "of a Ray cluster (pip install 'kernelloop[ray]'; docs/engine.md) [default: $KERNELLOOP_ENGINE, "
+               "else local].")
+ADDRESS_HELP = ("With --engine ray: the cluster's head, HOST:PORT (or auto, ray://…) [default: $RAY_ADDRESS, else a "
+                "Ray started on this machine for this command].")
+JOB_TIMEOUT_HELP = "With --engine ray: a job not back after this many seconds is cancelled and marked failed [default: 7200]."
+MAX_IN_FLIGHT_HELP = "With --engine ray: jobs submitted at once [default: the cluster's number of GPUs]."
+ANY_GPU_MODEL_HELP = ("With --engine ray: run a kernel on any GPU model, not only on the model its reference was "
+                      "recorded on [default: the same model, a gpu_model:<MODEL> resource the node declares].")
+
+
+def _engine(engine: Optional[str], address: Optional[str], job_timeout: Optional[float],
+            max_in_flight: Optional[int], any_gpu_model: bool = False):
+    """The engine the flags name (None for the default local one); Ray is imported only for ray."""
+    from ..engine import EngineSettings, make_engine
+
+    settings = EngineSettings.from_environment(engine=engine, address=address, job_timeout_s=job_timeout,
+                                               max_in_flight=max_in_flight,
+                                               match_gpu_model=False if any_gpu_model else None)
+    return None if settings.engine == "local" else make_engine(settings)
+
+
+def _engine_line(event) -> str:
+    """One status line: jobs done / running / failed, and per GPU."""
+    c = event.counts
+    line = f"{event.engine}: {c.done} done, {c.running} running, {c.failed} failed, {c.pending} waiting"
+    if c.cancelled:
+        line += f", {c.cancelled} cancelled"
+    gpus = "; ".join(f"{gpu} {t.done} done" + (f" {t.failed} failed" if t.failed else "")
+                     for gpu, t in sorted(event.per_gpu.items()))
+    return line + (f" | {gpus}" if gpus else "")
+
+
 @app.command()
 def optimize(
-    kernel: Optional[Path] = typer.Argument(None, help="The CUDA program to optimize (follows docs/contract.md)."),
+    kernels: Optional[list[Path]] = typer.Argument(
+        None, metavar="KERNEL", help="The CUDA program(s) to optimize (follow docs/contract.md); several: one "
+                                          "run each, on the engine (--engine)."),
     optimizer: Optional[str] = typer.Option(
         None, metavar="auto|offline|nim|openai",
         help="Which optimizer [default: auto: an OpenAI-compatible endpoint when --base-url names one, else nim "
@@ -483,25 +518,36 @@ def optimize(
         False, "--allow-fixed-buffers", help=FIXED_BUFFERS_HELP),
     allow_nonfinite_differences: bool = typer.Option(
         False, "--allow-nonfinite-differences", help=NONFINITE_HELP),
+    engine: Optional[str] = typer.Option(None, metavar="local|ray", help=ENGINE_HELP),
+    address: Optional[str] = typer.Option(None, help=ADDRESS_HELP),
+    job_timeout: Optional[float] = typer.Option(None, help=JOB_TIMEOUT_HELP),
+    max_in_flight: Optional[int] = typer.Option(None, help=MAX_IN_FLIGHT_HELP),
 ) -> None:
     """Profile, research, rewrite and verify KERNEL until a rewrite is proven faster.
 
-    Exit code 0: accepted; 3: no candidate cleared the bar; 2: a usage or environment problem.
+    Exit code 0: accepted (several kernels: every one); 3: no candidate cleared the bar; 2: a
+    usage or environment problem (several kernels: a run that could not be made).
 
     \b
     Examples:
       kernelloop optimize kernels/naive_matmul.cu                 # no key: the offline optimizer
       kernelloop optimize k.cu --optimizer openai --base-url http://127.0.0.1:8000/v1 --model qwen2.5-coder
       kernelloop optimize k.cu --keep-going --patience 2 --json
+      kernelloop optimize a.cu b.cu c.cu --engine ray --address head-node:6379
       kernelloop optimize --resume 20261121-1015"""
     import asyncio
+    import os
 
     from ..errors import InputError
     from ..graph.inputs import check_inputs, require_gpu
 
     share_include_dirs(load_settings({"include_dirs": include_dir or None}).include_dirs)  # servers inherit it
-    if (kernel is None) == (resume is None):
+    if (not kernels) == (resume is None):
         raise InputError("give the kernel to optimize, or --resume RUN_ID (not both)")
+    kernel = kernels[0] if kernels else None
+    fan_out = len(kernels or []) > 1 or (engine or os.environ.get("KERNELLOOP_ENGINE", "local")) != "local"
+    if fan_out and resume is not None:
+        raise InputError("--resume continues one run, here: drop --engine ray")
     settings = load_settings({"max_iterations": max_iterations, "keep_going": keep_going, "patience": patience,
                               "compile_fix_attempts": compile_fix_attempts, "threshold": threshold,
                               "rtol": rtol or None, "atol": atol or None,
@@ -509,6 +555,9 @@ def optimize(
                               "allow_pass_through": True if allow_pass_through else None,
                               "allow_fixed_buffers": True if allow_fixed_buffers else None,
                               "allow_nonfinite_differences": True if allow_nonfinite_differences else None})
+    if fan_out:
+        _optimize_many(kernels or [], settings, optimizer, model, base_url, api_key, json_output,
+                       _engine(engine, address, job_timeout, max_in_flight))
     # The contract, then the GPU: one line each, before the agent loop (LangGraph, MCP) is even imported.
     checked = check_inputs(kernel, settings) if kernel is not None else None
     if checked is None:
@@ -543,6 +592,41 @@ def optimize(
     else:
         view.print_result(out, summary)
     raise typer.Exit(0 if summary.get("status") == "accepted" else 3)
+
+
+def _optimize_many(kernels: list[Path], settings, optimizer: Optional[str], model: Optional[str],
+                   base_url: Optional[str], api_key: Optional[str], json_output: bool, engine) -> None:
+    """`optimize a.cu b.cu …` or `--engine ray`: one run per kernel on the engine; a line per run."""
+    from ..graph.fanout import optimize_kernels
+    from ..llm_config import resolve_llm_config
+
+    llm = resolve_llm_config(model, base_url, api_key)
+
+    def one_run(r) -> None:
+        where = f" on {r.ran_on.describe()}" if r.ran_on is not None and r.ran_on.engine != "local" else ""
+        speed = f" {r.best_speedup:.2f}x" if r.best_speedup else ""
+        line = f"{r.kernel}: {r.status.upper()}{speed} ({r.wall_s:.0f} s){where}"
+        err.print(line + (f" run {r.run_id}" if r.run_id else "") + (f": {r.reason}" if r.reason else ""))
+
+    try:
+        if json_output:
+            result = optimize_kernels(kernels, settings, llm, engine=engine, optimizer_kind=optimizer)
+        else:
+            with err.status("optimizing…") as status:
+                result = optimize_kernels(kernels, settings, llm, engine=engine, optimizer_kind=optimizer,
+                                          on_event=lambda e: status.update(_engine_line(e)), on_run=one_run)
+    finally:
+        if engine is not None:
+            engine.close()
+    if json_output:
+        out.print_json(json.dumps({**result.model_dump(mode="json"), "exit_code": result.exit_code}))
+    else:
+        for r in result.runs:
+            out.print(f"{r.kernel}: {r.status}" + (f", run {r.run_id} ({r.run_dir})" if r.run_id else "")
+                      + (f": {r.reason}" if r.reason and not r.run_id else ""))
+        out.print(f"{len(result.runs)} kernel(s) on {result.engine} in {result.wall_s:.0f} s; exit code "
+                  f"{130 if result.interrupted else result.exit_code}")
+    raise typer.Exit(130 if result.interrupted else result.exit_code)
 
 
 @app.command("verify-cert")
@@ -627,6 +711,11 @@ def bench_check(
         None, help="A git revision (e.g. origin/main) to take the suite, its references and the [verify] and "
                    "[bench] settings from, so a change cannot re-record or loosen what it is checked against "
                    "[default: the working tree's]."),
+    engine: Optional[str] = typer.Option(None, metavar="local|ray", help=ENGINE_HELP),
+    address: Optional[str] = typer.Option(None, help=ADDRESS_HELP),
+    job_timeout: Optional[float] = typer.Option(None, help=JOB_TIMEOUT_HELP),
+    max_in_flight: Optional[int] = typer.Option(None, help=MAX_IN_FLIGHT_HELP),
+    any_gpu_model: bool = typer.Option(False, "--any-gpu-model", help=ANY_GPU_MODEL_HELP),
 ) -> None:
     """Check each kernel against its recorded reference: correctness (every verify gate), then speed.
 
@@ -638,7 +727,8 @@ def bench_check(
     \b
     Examples:
       kernelloop bench check
-      kernelloop bench check softmax --junit bench.xml"""
+      kernelloop bench check softmax --junit bench.xml
+      kernelloop bench check --engine ray --address head-node:6379"""
     import os
 
     from ..bench.check import check_suite
@@ -657,15 +747,27 @@ def bench_check(
         from ..errors import InputError
 
         raise InputError(f"--html {html}: no folder {html.resolve().parent} to write the report into")
-    if json_output:
-        result = check_suite(settings, names=names, against=revision, working=working)
-    else:
-        from .render import print_bench_check
+    chosen = _engine(engine, address, job_timeout, max_in_flight, any_gpu_model)
+    on = {} if chosen is None else {"engine": chosen}  # the default: check_suite's own local engine
+    try:
+        if json_output:
+            result = check_suite(settings, names=names, against=revision, working=working, **on)
+        else:
+            from .render import print_bench_check
 
-        with err.status("checking…") as status:
-            result = check_suite(settings, names=names, against=revision, working=working,
-                                 progress=lambda p: status.update(styled((p.stage, "bold"), f": {p.message}")),
-                                 on_kernel=lambda k: err.print(f"{k.name}: {k.status.upper()} ({k.wall_s:.0f} s)"))
+            def kernel_line(k) -> None:
+                where = f" on {k.ran_on.describe()}" if k.ran_on is not None else ""
+                err.print(f"{k.name}: {k.status.upper()} ({k.wall_s:.0f} s){where}")
+
+            with err.status("checking…") as status:
+                if chosen is not None:
+                    on["on_event"] = lambda e: status.update(_engine_line(e))
+                result = check_suite(settings, names=names, against=revision, working=working,
+                                     progress=lambda p: status.update(styled((p.stage, "bold"), f": {p.message}")),
+                                     on_kernel=kernel_line, **on)
+    finally:
+        if chosen is not None:
+            chosen.close()
     if junit is not None:
         junit.write_text(junit_xml(result))
     if html is not None:
@@ -677,11 +779,14 @@ def bench_check(
     if summary_file is not None:
         with summary_file.open("a") as handle:
             handle.write(step_summary(result))
+    code = 130 if result.interrupted else result.exit_code  # Ctrl-C: what finished is reported, then 130
     if json_output:
-        out.print_json(json.dumps({**result.model_dump(mode="json"), "exit_code": result.exit_code}))
+        out.print_json(json.dumps({**result.model_dump(mode="json"), "exit_code": code}))
     else:
         print_bench_check(out, result)
-    raise typer.Exit(result.exit_code)
+        if result.interrupted:
+            err.print("interrupted: the kernels not checked were cancelled")
+    raise typer.Exit(code)
 
 
 runs_app = typer.Typer(context_settings=_HELP, no_args_is_help=True, rich_markup_mode=None, help="The run log: every `kernelloop optimize` run.")
