@@ -133,7 +133,12 @@ def import_run(bundle: RunBundle, settings: Settings, kernel_path: str) -> RunRe
     them replaced by ours."""
     record = bundle.record
     base = settings.optimize.runs_dir.expanduser()
-    root = (base if base.is_absolute() else Path.cwd() / base) / record.kernel / record.run_id
+    base = base if base.is_absolute() else Path.cwd() / base
+    root = base / record.kernel / record.run_id
+    if record.kernel != kernel_name(Path(record.kernel + ".cu")) or \
+            any(not part or part in (".", "..") or "/" in part or "\\" in part for part in (record.kernel, record.run_id)):
+        raise InputError(f"the run from the cluster names its folder {record.kernel!r}/{record.run_id!r}, which is not "
+                         f"one folder under {base}; it was not written")
     if root.exists():
         raise InputError(f"{root}: a run folder of this id is already here; the run from the cluster was not written")
     old = {bundle.worker_run_dir: str(root), bundle.worker_kernel_path: str(Path(kernel_path).resolve())}

@@ -36,7 +36,9 @@ def new_run_id(now: datetime | None = None) -> str:
 
 
 def kernel_name(path: Path) -> str:
-    return path.stem or "kernel"
+    """The program's name as one folder name under runs_dir (`...cu` has the stem `..`: red team round 85)."""
+    stem = path.stem
+    return "kernel" if stem in ("", ".", "..") else stem
 
 
 def unified_diff(before: str, after: str, before_name: str = "baseline.cu", after_name: str = "candidate.cu") -> str:

@@ -142,7 +142,8 @@ class _Reader:
             type_node = n.child_by_field_name("type")
             if type_node is not None:
                 return SizeOf(normalize_type(_tokens_text(self.src, type_node)))
-            return SizeOf(type(self.expr(n.child_by_field_name("value"))).__name__)
+            # kept as an expression, so its names are seen, inlined and printed like any other's
+            return SizeOf("", self.expr(n.child_by_field_name("value")))
         if t == "initializer_list":
             return InitList(tuple(self.expr(c) for c in n.named_children if c.type != "comment"))
         if t == "call_expression":

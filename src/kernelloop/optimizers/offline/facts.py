@@ -165,6 +165,8 @@ class KernelFacts:
             return Call(e.func, tuple(r(a) for a in e.args), e.targs)
         if isinstance(e, Member):
             return Member(r(e.base), e.field, e.arrow)
+        if isinstance(e, SizeOf) and e.operand is not None:
+            return SizeOf(e.text, r(e.operand))
         return e
 
     def atom_of(self, e: Name) -> str:
@@ -197,7 +199,7 @@ class KernelFacts:
         if isinstance(e, Cast):
             return p(e.operand)
         if isinstance(e, SizeOf):
-            size = SIZEOF.get(e.text)
+            size = SIZEOF.get(e.text) if e.operand is None else None
             return Poly.const(size) if size else self._opaque(e)
         if isinstance(e, Unary) and e.op in ("-", "+"):
             inner = p(e.operand)

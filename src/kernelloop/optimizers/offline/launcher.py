@@ -100,6 +100,7 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
     # (Item.scope), and whoever writes the part again puts it back inside them (scanner.in_scope).
     items = scoped_items(editable)
     functions: dict[str, Function] = {}
+    ambiguous: set[str] = set()
     problems: list[str] = []
     for item in items:
         if not item.is_function_definition:
@@ -117,6 +118,15 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
             # `using namespace ns;` in device code may make `min(a, b)` a function of ns that the
             # tiers would take for the math function: a kernel or helper with one is not read
             problems.append(f"{name}: declares names inside device code ({next(naming_statements(body)).text})")
+            continue
+        if name in functions or name in ambiguous:
+            # Two functions of one name (namespaces, overloads): the tiers look functions up by
+            # name, so either could be read for the other (red team round 85); neither is read.
+            if name in functions:
+                del functions[name]
+                problems.append(f"{name}: more than one function of this name (in different namespaces or "
+                                "overloaded); none of them is read")
+            ambiguous.add(name)
             continue
         functions[name] = Function(name, sig, item, head, body, "__global__" in sig.qualifiers)
     harness_code = _strip(harness)
@@ -219,6 +229,12 @@ def read_launcher(fn: Function) -> Launcher:
         if problem:
             lau.problem = problem
             return lau
+    named = next(naming_statements(fn.body), None)
+    if named is not None:
+        # A template writes a new body: the launch's words (`(idx_t)n`) would leave the scope
+        # that gave them their meaning (red team round 85). Tiers that keep the body still apply.
+        lau.problem = (f"names things in its body ({named.text}); a template replaces the body, and the launch's "
+                       "words would lose the meaning those names give them")
     return lau
 
 

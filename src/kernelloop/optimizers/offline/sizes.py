@@ -49,7 +49,7 @@ def eval_int(e: Expr, env: dict[str, int]) -> int | None:
     if isinstance(e, Cast):
         return eval_int(e.operand, env)
     if isinstance(e, SizeOf):
-        return SIZEOF.get(e.text)
+        return SIZEOF.get(e.text) if e.operand is None else None
     if isinstance(e, Unary) and e.op in ("-", "+"):
         v = eval_int(e.operand, env)
         return None if v is None else (-v if e.op == "-" else v)

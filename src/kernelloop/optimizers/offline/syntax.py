@@ -126,7 +126,8 @@ class InitList(Expr):
 
 @dataclass(frozen=True)
 class SizeOf(Expr):
-    text: str  # the type or expression, as text
+    text: str  # the type, as text ("" for sizeof(expression))
+    operand: Expr | None = None  # sizeof(expression): the expression (its size is never taken from a table)
 
 
 # -- statements ------------------------------------------------------------------------------
@@ -255,7 +256,7 @@ def to_c(e: Expr, sub: Callable[[Expr], str | None] | None = None) -> str:
     if isinstance(e, InitList):
         return "{" + ", ".join(t(a) for a in e.items) + "}"
     if isinstance(e, SizeOf):
-        return f"sizeof({e.text})"
+        return f"sizeof({e.text if e.operand is None else t(e.operand)})"
     if isinstance(e, Launch):
         return f"{t(e.kernel)}<<<{', '.join(t(c) for c in e.config)}>>>({', '.join(t(a) for a in e.args)})"
     raise ParseError(f"cannot print {type(e).__name__}")
@@ -299,6 +300,8 @@ def walk_expr(e: Expr):
     elif isinstance(e, InitList):
         for a in e.items:
             yield from walk_expr(a)
+    elif isinstance(e, SizeOf) and e.operand is not None:
+        yield from walk_expr(e.operand)
 
 
 def call_name(e: Expr) -> str | None:
