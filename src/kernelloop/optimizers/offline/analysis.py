@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .facts import collect_facts
+from .cparse import declared_names
+from .facts import ATOMICS, collect_facts
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
-from .launcher import Binder, EditablePart, read_editable
+from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import constants, role_values
+from .syntax import Call, call_name, walk_expr
 
 
 @dataclass
@@ -52,8 +54,44 @@ class Analysis:
         return "no template fits: " + " | ".join(parts)
 
 
+def _known_by_spelling() -> frozenset[str]:
+    """Every call name a tier or family reads by its spelling (a math function, an atomic)."""
+    from .families.matmul import _EPILOGUE_CALLS
+    from .families.softmax import _EXP
+    from .families.stencil import _PURE_MATH
+    from .rowwarp import _MAX_CALLS, PURE_FUNCTIONS
+
+    return frozenset(PURE_FUNCTIONS | set(_MAX_CALLS) | ATOMICS | set(_EXP) | _PURE_MATH | set(_EPILOGUE_CALLS))
+
+
+def without_shadowed(part: EditablePart, editable: str, preamble: str) -> EditablePart:
+    """The part without the functions whose names may not mean what the tiers read them as (red
+    team round 86): one that calls a name the tiers read by its spelling (`max`, `exp`,
+    `atomicAdd`) which the program declares itself, anywhere (a namespace's own `max`, a
+    using-declaration, a macro, the frozen part); and one whose own name the frozen part also
+    declares (an overload or template there may be what a launch or call means)."""
+    declared = declared_names(editable) | declared_names(preamble)
+    shadowed = _known_by_spelling() & declared
+    frozen = declared_names(preamble)
+    kept: dict[str, Function] = {}
+    problems = list(part.problems)
+    for name, fn in part.functions.items():
+        calls = {call_name(e) for s in statement_exprs(fn.body) for e in walk_expr(s) if isinstance(e, Call)}
+        mine = sorted(c for c in calls if c in shadowed)
+        if name in frozen:
+            problems.append(f"{name}: the frozen part declares a function or name {name} too (an overload or "
+                            "template there may be the one a call means); not read")
+        elif mine and (fn.is_kernel or "__device__" in fn.sig.qualifiers):
+            problems.append(f"{name}: calls {mine[0]}, which the program declares itself (the tiers would read it "
+                            f"as the library's {mine[0]}); not read")
+        else:
+            kept[name] = fn
+    launchers = [lau for lau in part.launchers if lau.fn.name in kept]
+    return EditablePart(part.items, kept, launchers, part.harness_launched, problems, part.harness_referenced)
+
+
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
-    part = read_editable(editable, harness, exported)
+    part = without_shadowed(read_editable(editable, harness, exported), editable, preamble)
     program_constants = constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     for lau in part.launchers:

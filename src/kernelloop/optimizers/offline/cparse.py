@@ -523,3 +523,32 @@ def _param(src: Source, p: Node) -> Param | None:
         raise ParseError("unnamed or unreadable parameter")
     return Param(src.text_of(node), normalize_type(" ".join(type_toks) + ("*" if array else "")), base, pointer,
                  const)
+
+
+# Nodes that declare a name, and the field that holds it.
+_DECLARING = {"function_declarator": "declarator", "init_declarator": "declarator", "pointer_declarator": "declarator",
+              "reference_declarator": "declarator", "array_declarator": "declarator", "declaration": "declarator",
+              "field_declaration": "declarator", "parameter_declaration": "declarator",
+              "type_definition": "declarator", "alias_declaration": "name", "struct_specifier": "name",
+              "class_specifier": "name", "union_specifier": "name", "enum_specifier": "name", "enumerator": "name",
+              "preproc_def": "name", "preproc_function_def": "name", "namespace_alias_definition": "name"}
+
+
+def declared_names(text: str) -> set[str]:
+    """Every name the code declares, at any scope: functions, variables, types, macros, enumerators
+    and the names a using-declaration brings in (`using ::ns::max;`: "max"), each by its last part."""
+    src = Source(text)
+    found: set[str] = set()
+    for node in walk(src.root):
+        if node.type == "using_declaration":
+            names = [c for c in node.named_children if c.type in ("identifier", "qualified_identifier")]
+            target = names[-1] if names else None
+        else:
+            field = _DECLARING.get(node.type)
+            target = node.child_by_field_name(field) if field else None
+        while target is not None and target.type not in ("identifier", "field_identifier", "type_identifier"):
+            target = target.child_by_field_name("name") if target.type == "qualified_identifier" else \
+                target.child_by_field_name("declarator")
+        if target is not None:
+            found.add(src.text_of(target))
+    return found
