@@ -6,6 +6,7 @@ installed kernelloop could not find them)."""
 from __future__ import annotations
 
 import fnmatch
+import json
 import tomllib
 from pathlib import Path
 
@@ -81,3 +82,33 @@ def test_the_built_wheel_works_outside_the_source_tree(tmp_path):
     version = subprocess.run([sys.executable, "-m", "kernelloop", "--version"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=120)
     assert version.returncode == 0 and version.stdout.strip(), version.stderr[-2000:]
+    # Every command that reads the shipped files, run from the wheel (issue 12): retrieval over the
+    # bundled notes, an offline proposal from the bundled templates, and the static gates with the
+    # bundled harness header (where nvcc is on PATH).
+    home = {**env, "KERNELLOOP_DATA_DIR": str(tmp_path / "data"), "KERNELLOOP_CACHE_DIR": str(tmp_path / "cache"),
+            "KERNELLOOP_EMBEDDINGS": "off"}
+    search = subprocess.run([sys.executable, "-m", "kernelloop", "corpus", "search", "shared memory tiling",
+                             "--json"], cwd=tmp_path, env=home, capture_output=True, text=True, timeout=300)
+    assert search.returncode == 0, search.stderr[-2000:]
+    hits = json.loads(search.stdout)
+    assert hits and all(Path(h["source"]).is_relative_to(site.resolve()) for h in hits), hits[:1]  # the wheel's notes
+    program = tmp_path / "naive_matmul.cu"
+    shutil.copy(ROOT / "kernels" / "naive_matmul.cu", program)
+    propose = ("import pathlib\n"
+               "from kernelloop.optimizers.base import OptimizeRequest\n"
+               "from kernelloop.optimizers.offline import OfflineOptimizer\n"
+               "from kernelloop.program.split import split_program\n"
+               "text = pathlib.Path('naive_matmul.cu').read_text()\n"
+               "s = split_program(text, 'naive_matmul')\n"
+               "r = OptimizeRequest(kernel_name='naive_matmul', program=text, baseline_editable=s.editable,\n"
+               "    current_editable=s.editable, preamble=s.preamble, harness=s.harness, exported=s.exported,\n"
+               "    arch='sm_86', gpu_name='NVIDIA A10')\n"
+               "print(OfflineOptimizer().propose(r).approach)\n")
+    proposal = subprocess.run([sys.executable, "-c", propose], cwd=tmp_path, env=home, capture_output=True, text=True,
+                              timeout=300)
+    assert proposal.returncode == 0 and proposal.stdout.strip(), proposal.stderr[-2000:]
+    if shutil.which("nvcc"):
+        static = subprocess.run([sys.executable, "-m", "kernelloop", "verify", "--static", "--arch", "sm_86",
+                                 str(program), str(program)], cwd=tmp_path, env=home, capture_output=True, text=True,
+                                timeout=600)
+        assert static.returncode == 0, (static.stdout[-1000:], static.stderr[-2000:])
