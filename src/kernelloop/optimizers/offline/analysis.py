@@ -70,7 +70,7 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
     `atomicAdd`) which the program declares itself, anywhere (a namespace's own `max`, a
     using-declaration, a macro, the frozen part); and one whose own name the frozen part also
     declares (an overload or template there may be what a launch or call means)."""
-    declared = declared_names(editable) | declared_names(preamble)
+    declared = declared_names(f"{preamble}\n{editable}")
     shadowed = _known_by_spelling() & declared
     frozen = declared_names(preamble)
     kept: dict[str, Function] = {}
@@ -88,6 +88,25 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
             kept[name] = fn
     launchers = [lau for lau in part.launchers if lau.fn.name in kept]
     return EditablePart(part.items, kept, launchers, part.harness_launched, problems, part.harness_referenced)
+
+
+def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: str) -> list[str]:
+    """Names a rewrite's text (a whole program) calls that the baseline did not, and that the program
+    declares itself (red team round 87): the rewrite's `fmaxf(m, ...)` or a template's `expf(...)`,
+    written inside the program's namespace, would call the namespace's own overload, not the
+    library's. A rewrite that adds one is not proposed."""
+    from ...errors import KernelloopError
+    from ...program.split import split_program
+    from .cparse import called_names
+
+    # the editable parts: a call the harness makes at file scope says nothing of what a call in the
+    # program's namespace means
+    try:
+        rewritten = split_program(source, "rewrite.cu").editable  # a whole program
+    except KernelloopError:
+        rewritten = source  # the editable part alone
+    added = called_names(rewritten) - called_names(editable)
+    return sorted(added & (declared_names(f"{preamble}\n{editable}")))
 
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:

@@ -534,12 +534,24 @@ _DECLARING = {"function_declarator": "declarator", "init_declarator": "declarato
               "preproc_def": "name", "preproc_function_def": "name", "namespace_alias_definition": "name"}
 
 
-def declared_names(text: str) -> set[str]:
+def declared_names(text: str, depth: int = 0) -> set[str]:
     """Every name the code declares, at any scope: functions, variables, types, macros, enumerators
-    and the names a using-declaration brings in (`using ::ns::max;`: "max"), each by its last part."""
+    and the names a using-declaration brings in (`using ::ns::max;`: "max"), each by its last part.
+    Macros too (red team round 87): what a macro's body declares, and every name passed to a
+    function-like macro of the code (`ACT_UNARY(exp, exp2f(x))` may define `exp`)."""
     src = Source(text)
     found: set[str] = set()
+    macros = {src.text_of(n.child_by_field_name("name")) for n in walk(src.root) if n.type == "preproc_function_def"}
     for node in walk(src.root):
+        if node.type in ("preproc_def", "preproc_function_def") and depth < 4:
+            body = node.child_by_field_name("value")
+            if body is not None:
+                found |= declared_names(src.text_of(body).replace("\\\n", "\n"), depth + 1)
+        if node.type in ("call_expression", "macro_type_specifier") and macros:
+            callee = node.child_by_field_name("function") or node.child_by_field_name("name")
+            if callee is not None and src.text_of(callee) in macros:
+                found |= {src.text_of(n) for n in walk(node) if n.type in ("identifier", "field_identifier",
+                                                                           "type_identifier")}
         if node.type == "using_declaration":
             names = [c for c in node.named_children if c.type in ("identifier", "qualified_identifier")]
             target = names[-1] if names else None
@@ -552,3 +564,21 @@ def declared_names(text: str) -> set[str]:
         if target is not None:
             found.add(src.text_of(target))
     return found
+
+
+def called_names(text: str) -> set[str]:
+    """The names the code calls unqualified (`f(...)`, `f<T>(...)`, a launch `k<<<...>>>(...)`):
+    the calls whose meaning depends on the scope they are written in (`ns::f(...)` and `::f(...)`
+    do not)."""
+    src = Source(text)
+    found: set[str] = set()
+    for node in walk(src.root):
+        if node.type != "call_expression":
+            continue
+        callee = node.child_by_field_name("function")
+        if callee is not None and callee.type == "template_function":
+            callee = callee.child_by_field_name("name")
+        if callee is not None and callee.type in ("identifier", "field_identifier"):
+            found.add(src.text_of(callee))
+    return found
+

@@ -23,7 +23,7 @@ from ...config import OptimizeSettings
 from ...program.split import split_program
 from ...tools.resources import GpuLimits, gpu_limits
 from ..base import NoMoreCandidates, OptimizeRequest, Proposal
-from .analysis import Analysis, analyze
+from .analysis import Analysis, analyze, names_the_rewrite_adds
 from .candidates import Candidate, build
 from .families import BY_NAME
 from .probe import ResourceProbe
@@ -55,7 +55,7 @@ class OfflineOptimizer:
         preamble, harness, exported = _context(request)
         key = _baseline_key(request.baseline_editable, preamble, harness, exported)
         analysis = self.analysis(request.baseline_editable, harness, exported, preamble, key)
-        rewrites, refused = self._rewrites(key, analysis, harness, preamble)
+        rewrites, refused = self._rewrites(key, analysis, harness, preamble, request.baseline_editable)
         failed_labels = {f.approach for f in request.failed_attempts}
         why_not = analysis.no_fit_message() if not analysis.matches else ""
         if analysis.matches:
@@ -102,13 +102,20 @@ class OfflineOptimizer:
         first = self._proposed.get(key, {}).get(label)
         return label in failed_labels or (first is not None and first < iteration)
 
-    def _rewrites(self, key: str, analysis: Analysis, harness: str,
-                  preamble: str) -> tuple[list[Rewrite], list[str]]:
+    def _rewrites(self, key: str, analysis: Analysis, harness: str, preamble: str,
+                  editable: str) -> tuple[list[Rewrite], list[str]]:
         if key not in self._generic_rewrites:
             rows, rows_refused = row_warp_rewrites(analysis.part, harness, preamble)
             columns, columns_refused = column_split_rewrites(analysis.part, harness, preamble)
             remaps, remaps_refused = remap_rewrites(analysis.part, harness, preamble)
-            self._generic_rewrites[key] = (rows + columns + remaps, rows_refused + columns_refused + remaps_refused)
+            kept, refused = [], rows_refused + columns_refused + remaps_refused
+            for rewrite in rows + columns + remaps:
+                clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
+                if clash:
+                    refused.append(f"{rewrite.label}: its code calls {clash[0]}, which the program declares itself")
+                else:
+                    kept.append(rewrite)
+            self._generic_rewrites[key] = (kept, refused)
         return self._generic_rewrites[key]
 
     def candidates(self, request: OptimizeRequest) -> list[Candidate]:
@@ -141,8 +148,11 @@ class OfflineOptimizer:
                     unusable.append(f"template {config.template} is missing from the library")
                     continue
                 made = build(match, config, template, analysis.part, editable, preamble, harness)
+                clash = names_the_rewrite_adds(editable, preamble, harness, made.source) if not isinstance(made, str) else []
                 if isinstance(made, str):
                     unusable.append(f"{config.label}: {made}")
+                elif clash:
+                    unusable.append(f"{config.label}: its code calls {clash[0]}, which the program declares itself")
                 else:
                     out.append(made)
         if len(analysis.matches) > 1:  # several launchers fit: say which one each candidate rewrites
