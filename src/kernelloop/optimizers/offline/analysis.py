@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cparse import declared_names
-from .facts import ATOMICS, collect_facts
+from .cparse import UNKNOWN_NAMES, declared_names
+from .facts import ATOMICS, KernelFacts, collect_facts
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import constants, role_values
-from .syntax import Call, call_name, walk_expr
+from .syntax import Call, Cast, Expr, Index, Name, call_name, walk_expr
 
 
 @dataclass
@@ -71,14 +71,14 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
     using-declaration, a macro, the frozen part); and one whose own name the frozen part also
     declares (an overload or template there may be what a launch or call means)."""
     declared = declared_names(f"{preamble}\n{editable}")
-    shadowed = _known_by_spelling() & declared
+    shadowed = _known_by_spelling() & declared if UNKNOWN_NAMES not in declared else _known_by_spelling()
     frozen = declared_names(preamble)
     kept: dict[str, Function] = {}
     problems = list(part.problems)
     for name, fn in part.functions.items():
         calls = {call_name(e) for s in statement_exprs(fn.body) for e in walk_expr(s) if isinstance(e, Call)}
         mine = sorted(c for c in calls if c in shadowed)
-        if name in frozen:
+        if name in frozen or UNKNOWN_NAMES in frozen:
             problems.append(f"{name}: the frozen part declares a function or name {name} too (an overload or "
                             "template there may be the one a call means); not read")
         elif mine and (fn.is_kernel or "__device__" in fn.sig.qualifiers):
@@ -106,7 +106,65 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     except KernelloopError:
         rewritten = source  # the editable part alone
     added = called_names(rewritten) - called_names(editable)
-    return sorted(added & (declared_names(f"{preamble}\n{editable}")))
+    declared = declared_names(f"{preamble}\n{editable}")
+    return sorted(added if UNKNOWN_NAMES in declared else added & declared)
+
+
+_FLOATING_TYPES = frozenset(["float", "double", "__half", "half", "__nv_bfloat16"])
+
+
+def _value_casts(e: Expr | None):
+    """Casts where a value is computed, not an index (`(int)acc`, not `A[(size_t)r * K]`)."""
+    if e is None:
+        return
+    if isinstance(e, Cast):
+        yield e
+    for child in _value_children(e):
+        yield from _value_casts(child)
+
+
+def _value_children(e: Expr) -> list[Expr]:
+    from .syntax import Assign, Binary, Ternary, Unary
+
+    if isinstance(e, Index):
+        return []  # the index is an address; the loaded value has the array's type
+    if isinstance(e, (Cast, Unary)):
+        return [e.operand]
+    if isinstance(e, Binary):
+        return [e.left, e.right]
+    if isinstance(e, Ternary):
+        return [e.then, e.other]
+    if isinstance(e, Call):
+        return list(e.args)
+    if isinstance(e, Assign):
+        return [e.value]
+    return []
+
+
+def value_conversion(facts: KernelFacts) -> str | None:
+    """Why the kernel's arithmetic converts a floating value to an integer, which the family
+    templates (all float) would not (red team round 88: `C = (int)acc`, `acc += (int)(a * b)`, an
+    `int acc` summing float products), or None."""
+    def floating_read(e: Expr | None) -> bool:
+        return any(isinstance(x, Index) and (b := facts.binding(x.base) if isinstance(x.base, Name) else None)
+                   is not None and b.type in _FLOATING_TYPES for x in (walk_expr(e) if e is not None else ()))
+
+    for a in facts.assigns:
+        if a.value is None or a.binding.pointer or a.binding.array:
+            continue
+        if a.binding.type in _FLOATING_TYPES:
+            bad = next((c for c in _value_casts(a.value) if c.type.replace("const ", "") not in _FLOATING_TYPES), None)
+            if bad is not None:
+                return f"converts a value to {bad.type} ({a.binding.name} = ... ({bad.type})...)"
+        elif floating_read(a.value):
+            return f"keeps a floating value in {a.binding.name}, a {a.binding.type}"
+    for access in facts.accesses:
+        if access.kind == "store" and access.array is not None and access.array.type in _FLOATING_TYPES:
+            bad = next((c for c in _value_casts(access.value)
+                        if c.type.replace("const ", "") not in _FLOATING_TYPES), None)
+            if bad is not None:
+                return f"stores a value converted to {bad.type}"
+    return None
 
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
@@ -129,6 +187,10 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
             verdict.problem = f"passes {len(lau.args)} arguments to {kernel.name}, which takes {len(kernel.sig.params)}"
             continue
         facts = collect_facts(kernel.sig, kernel.body, program_constants)
+        converts = value_conversion(facts)
+        if converts is not None:  # every family template computes in float
+            verdict.mismatches = [Mismatch(family.NAME, converts) for family in FAMILIES]
+            continue
         binder = Binder(lau, kernel)
         for family in FAMILIES:
             try:

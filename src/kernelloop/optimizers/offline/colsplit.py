@@ -97,7 +97,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
     prologue = (f" // kernelloop column tier: {split} threads per item (threadIdx.y), the last to finish combines\n"
                 f"  __shared__ unsigned int kl_arrived[{items}]; {shared}\n"
                 f"  if (threadIdx.y == 0) kl_arrived[threadIdx.x] = 0u;\n"
-                f"  __syncthreads();  // before any of the kernel's own code: every thread reaches it\n"
+                f"  ::__syncthreads();  // before any of the kernel's own code: every thread reaches it\n"
                 f"  bool kl_owner = threadIdx.y == 0;  // who makes the per-item stores\n")
     edits: list[tuple[int, int, str]] = [(open_brace, open_brace, prologue)]
     init = s.init
@@ -121,9 +121,9 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
     f_start, f_end = s.span
     edits.append((f_start, f_end, "{ " + " ".join(before) + (" " if before else "") + header + body[b_start:b_end]
                   + "\n    " + " ".join(publish)
-                  + "\n    __threadfence_block();  // the partials before the count"
-                  + f"\n    if (atomicAdd(&kl_arrived[threadIdx.x], 1u) != {split - 1}u) return;  // not the last"
-                  + "\n    __threadfence_block();  // every partial is visible to the last"
+                  + "\n    ::__threadfence_block();  // the partials before the count"
+                  + f"\n    if (::atomicAdd(&kl_arrived[threadIdx.x], 1u) != {split - 1}u) return;  // not the last"
+                  + "\n    ::__threadfence_block();  // every partial is visible to the last"
                   + "\n    " + " ".join(combine) + "\n    kl_owner = true; }"))
     for store in plan.lane0_stores:
         st_start, st_end = store.span

@@ -534,6 +534,9 @@ _DECLARING = {"function_declarator": "declarator", "init_declarator": "declarato
               "preproc_def": "name", "preproc_function_def": "name", "namespace_alias_definition": "name"}
 
 
+UNKNOWN_NAMES = "<names made by ## pasting>"
+
+
 def declared_names(text: str, depth: int = 0) -> set[str]:
     """Every name the code declares, at any scope: functions, variables, types, macros, enumerators
     and the names a using-declaration brings in (`using ::ns::max;`: "max"), each by its last part.
@@ -545,6 +548,10 @@ def declared_names(text: str, depth: int = 0) -> set[str]:
     for node in walk(src.root):
         if node.type in ("preproc_def", "preproc_function_def") and depth < 4:
             body = node.child_by_field_name("value")
+            if body is not None and "##" in src.text_of(body):
+                # a name pasted together (`fmax##sfx`) could be any name: the caller reads
+                # UNKNOWN_NAMES as "every name may be declared" (red team round 88)
+                found.add(UNKNOWN_NAMES)
             if body is not None:
                 found |= declared_names(src.text_of(body).replace("\\\n", "\n"), depth + 1)
         if node.type in ("call_expression", "macro_type_specifier") and macros:
@@ -552,6 +559,11 @@ def declared_names(text: str, depth: int = 0) -> set[str]:
             if callee is not None and src.text_of(callee) in macros:
                 found |= {src.text_of(n) for n in walk(node) if n.type in ("identifier", "field_identifier",
                                                                            "type_identifier")}
+        if node.type == "function_declarator" and node.child_by_field_name("declarator") is not None:
+            # every name inside a function's declarator: the parser reads `float (max)(float, float)`
+            # with `max` among parameters of a nested declarator (red team round 88)
+            found |= {src.text_of(n) for n in walk(node.child_by_field_name("declarator"))
+                      if n.type in ("identifier", "field_identifier", "type_identifier")}
         if node.type == "using_declaration":
             names = [c for c in node.named_children if c.type in ("identifier", "qualified_identifier")]
             target = names[-1] if names else None
@@ -559,8 +571,12 @@ def declared_names(text: str, depth: int = 0) -> set[str]:
             field = _DECLARING.get(node.type)
             target = node.child_by_field_name(field) if field else None
         while target is not None and target.type not in ("identifier", "field_identifier", "type_identifier"):
-            target = target.child_by_field_name("name") if target.type == "qualified_identifier" else \
-                target.child_by_field_name("declarator")
+            if target.type == "parenthesized_declarator":  # `float (max)(float, float)`: round 88
+                target = next((c for c in target.named_children if c.type != "comment"), None)
+            elif target.type == "qualified_identifier":
+                target = target.child_by_field_name("name")
+            else:
+                target = target.child_by_field_name("declarator")
         if target is not None:
             found.add(src.text_of(target))
     return found

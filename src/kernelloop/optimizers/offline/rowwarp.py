@@ -530,18 +530,18 @@ def _arg_combine(value: str, index: str, kind: str) -> str:
     better = ">" if kind == "argmax" else "<"
     tie = "<"
     return (f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) {{ "
-            f"const auto kl_other = __shfl_xor_sync(0xffffffffu, {value}, kl_offset); "
-            f"const auto kl_other_at = __shfl_xor_sync(0xffffffffu, {index}, kl_offset); "
+            f"const auto kl_other = ::__shfl_xor_sync(0xffffffffu, {value}, kl_offset); "
+            f"const auto kl_other_at = ::__shfl_xor_sync(0xffffffffu, {index}, kl_offset); "
             f"if (kl_other {better} {value} || (kl_other == {value} && kl_other_at {tie} {index})) "
             f"{{ {value} = kl_other; {index} = kl_other_at; }} }}")
 
 
 def _shuffle_combine(name: str, kind: str, ctype: str) -> str:
     if kind == "sum":
-        step = f"{name} += __shfl_xor_sync(0xffffffffu, {name}, kl_offset);"
+        step = f"{name} += ::__shfl_xor_sync(0xffffffffu, {name}, kl_offset);"
     else:
         fn = {"float": f"f{kind}f", "double": f"f{kind}"}.get(ctype, kind)
-        step = f"{name} = {fn}({name}, __shfl_xor_sync(0xffffffffu, {name}, kl_offset));"
+        step = f"{name} = ::{fn}({name}, ::__shfl_xor_sync(0xffffffffu, {name}, kl_offset));"
     return f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) {step}"
 
 
@@ -576,7 +576,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
             elif kind != "index":  # an index combines with its value
                 after.append(_shuffle_combine(b.name, kind, b.type))
         if loop.kind == "map":
-            after.append("__syncwarp();")
+            after.append("::__syncwarp();")
         f_start, f_end = s.span
         line_start = body.rfind("\n", 0, f_start) + 1
         indent = re.match(r"[ \t]*", body[line_start:f_start]).group(0)
@@ -584,7 +584,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
                       + indent + " ".join(after) + " }"))
     for store in plan.lane0_stores:
         s_start, s_end = store.span
-        edits.append((s_start, s_end, f"{{ if (kl_lane == 0) {{ {body[s_start:s_end]} }} __syncwarp(); }}"))
+        edits.append((s_start, s_end, f"{{ if (kl_lane == 0) {{ {body[s_start:s_end]} }} ::__syncwarp(); }}"))
     return with_item_count(fn.head) + apply_edits(body, edits)
 
 
