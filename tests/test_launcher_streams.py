@@ -82,7 +82,7 @@ def test_the_zeroing_a_reduction_adds_runs_on_the_launch_stream():
     streamed = text.replace(launch.group(0), f"{launch.group(1)}<<<{launch.group(2)}, 0, cudaStreamPerThread>>>")
     (match,) = analysis_of(streamed).matches
     assert match.family == "reduction"
-    assert match.zeroing == ["cudaMemsetAsync(res, 0, sizeof(float), cudaStreamPerThread);"], match.zeroing
+    assert match.zeroing == ["::cudaMemsetAsync(res, 0, sizeof(float), cudaStreamPerThread);"], match.zeroing
 
 
 def test_a_transposed_operand_on_a_given_stream_is_no_gemm():

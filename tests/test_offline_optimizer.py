@@ -130,7 +130,7 @@ def test_reduction_and_histogram_keep_the_launchers_zeroing():
     assert by_name["byte_counts.cu"].zeroing == ["cudaMemsetAsync(counts, 0, 256 * sizeof(unsigned int));"]
     # The single-block kernel STORES its sum and its launcher zeroes nothing: the candidate must
     # zero the output itself before accumulating into it.
-    assert by_name["single_block_sum.cu"].zeroing == ["cudaMemsetAsync(res, 0, sizeof(float), 0);"]
+    assert by_name["single_block_sum.cu"].zeroing == ["::cudaMemsetAsync(res, 0, sizeof(float), 0);"]
 
 
 def test_stencil_expressions_are_carried_over_verbatim():

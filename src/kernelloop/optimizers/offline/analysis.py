@@ -15,7 +15,7 @@ from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import constants, role_values
-from .syntax import Call, Cast, Expr, Index, Name, call_name, walk_expr
+from .syntax import Call, Cast, Expr, Index, Name, Num, call_name, walk_expr
 
 
 @dataclass
@@ -110,65 +110,114 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     return sorted(added if UNKNOWN_NAMES in declared else added & declared)
 
 
-_FLOATING_TYPES = frozenset(["float", "double", "__half", "half", "__nv_bfloat16"])
+_WIDE_FLOATS = frozenset(["float", "double"])  # what the templates and the tiers' combines compute in
+_FLOATS = _WIDE_FLOATS | {"__half", "half", "__nv_bfloat16", "nv_bfloat16"}
+# Calls whose result is a floating value.
+_FLOAT_MATH = frozenset("""
+    expf exp __expf exp2f exp2 expm1f logf log __logf log2f log2 log10f log10 log1pf sqrtf sqrt rsqrtf rsqrt
+    cbrtf powf pow __powf sinf cosf tanf sin cos tan __sinf __cosf tanhf tanh erff erf erfcf fabsf fabs
+    fmaxf fminf fmax fmin floorf floor ceilf ceil roundf round truncf fmodf fmaf fma __fdividef __frcp_rn
+    __fsqrt_rn __fmul_rn __fadd_rn __fmaf_rn __int2float_rn __half2float __bfloat162float copysignf
+""".split())
 
 
-def _value_casts(e: Expr | None):
-    """Casts where a value is computed, not an index (`(int)acc`, not `A[(size_t)r * K]`)."""
-    if e is None:
-        return
-    if isinstance(e, Cast):
-        yield e
-    for child in _value_children(e):
-        yield from _value_casts(child)
+def value_conversion(facts: KernelFacts, aliases: dict[str, str] | None = None) -> str | None:
+    """Why the kernel narrows a floating value (to an integer, or to a 16-bit float) somewhere the
+    rewrites would not: a template computes in float, the row tier splits an accumulation over
+    lanes, and inlining a local drops its type (red team rounds 88, 89: `C = (int)acc`, `const int
+    whole = acc; C = whole;`, an `int s` summing floats, `(__nv_bfloat16)acc`), or None. Indices
+    are not values: a cast inside `A[...]` is not looked at."""
+    def canon(ctype: str) -> str:  # `sample_t` (typedef float): float
+        ctype = " ".join(ctype.replace("const ", "").split())
+        return " ".join((aliases or {}).get(ctype, ctype).replace("const ", "").split())
 
+    def floating(e: Expr | None) -> bool:
+        for x in _value_exprs(e):
+            if isinstance(x, Num) and x.is_float:
+                return True
+            if isinstance(x, Index) and isinstance(x.base, Name):
+                b = facts.binding(x.base)
+                if b is not None and canon(b.type) in _FLOATS:
+                    return True
+            if isinstance(x, Name):
+                b = facts.binding(x)
+                if b is not None and not b.pointer and canon(b.type) in _FLOATS:
+                    return True
+            if isinstance(x, Call) and call_name(x) in _FLOAT_MATH:
+                return True
+        return False
 
-def _value_children(e: Expr) -> list[Expr]:
-    from .syntax import Assign, Binary, Ternary, Unary
-
-    if isinstance(e, Index):
-        return []  # the index is an address; the loaded value has the array's type
-    if isinstance(e, (Cast, Unary)):
-        return [e.operand]
-    if isinstance(e, Binary):
-        return [e.left, e.right]
-    if isinstance(e, Ternary):
-        return [e.then, e.other]
-    if isinstance(e, Call):
-        return list(e.args)
-    if isinstance(e, Assign):
-        return [e.value]
-    return []
-
-
-def value_conversion(facts: KernelFacts) -> str | None:
-    """Why the kernel's arithmetic converts a floating value to an integer, which the family
-    templates (all float) would not (red team round 88: `C = (int)acc`, `acc += (int)(a * b)`, an
-    `int acc` summing float products), or None."""
-    def floating_read(e: Expr | None) -> bool:
-        return any(isinstance(x, Index) and (b := facts.binding(x.base) if isinstance(x.base, Name) else None)
-                   is not None and b.type in _FLOATING_TYPES for x in (walk_expr(e) if e is not None else ()))
+    def narrowing_cast(e: Expr | None) -> Cast | None:
+        return next((x for x in _value_exprs(e) if isinstance(x, Cast)
+                     and canon(x.type) not in _WIDE_FLOATS and floating(x.operand)), None)
 
     for a in facts.assigns:
         if a.value is None or a.binding.pointer or a.binding.array:
             continue
-        if a.binding.type in _FLOATING_TYPES:
-            bad = next((c for c in _value_casts(a.value) if c.type.replace("const ", "") not in _FLOATING_TYPES), None)
-            if bad is not None:
-                return f"converts a value to {bad.type} ({a.binding.name} = ... ({bad.type})...)"
-        elif floating_read(a.value):
+        cast = narrowing_cast(a.value)
+        if cast is not None:
+            return f"converts a value to {cast.type} ({a.binding.name})"
+        if canon(a.binding.type) not in _WIDE_FLOATS and floating(a.value):
             return f"keeps a floating value in {a.binding.name}, a {a.binding.type}"
     for access in facts.accesses:
-        if access.kind == "store" and access.array is not None and access.array.type in _FLOATING_TYPES:
-            bad = next((c for c in _value_casts(access.value)
-                        if c.type.replace("const ", "") not in _FLOATING_TYPES), None)
-            if bad is not None:
-                return f"stores a value converted to {bad.type}"
+        if access.kind not in ("store", "atomic") or access.value is None:
+            continue
+        cast = narrowing_cast(access.value)
+        if cast is not None:
+            return f"stores a value converted to {cast.type}"
+        if access.array is not None and canon(access.array.type) not in _WIDE_FLOATS and floating(access.value):
+            return f"stores a floating value into {access.array.name}, a {access.array.type} array"
     return None
 
 
+def _value_exprs(e: Expr | None):
+    """E and its sub-expressions where a value is computed, not an address (`A[...]`'s index is
+    skipped; the loaded element is a value)."""
+    if e is None:
+        return
+    yield e
+    from .syntax import Assign, Binary, Ternary, Unary
+
+    if isinstance(e, Index):
+        return
+    children: list[Expr] = []
+    if isinstance(e, (Cast, Unary)):
+        children = [e.operand]
+    elif isinstance(e, Binary):
+        children = [e.left, e.right]
+    elif isinstance(e, Ternary):
+        children = [e.then, e.other]
+    elif isinstance(e, Call):
+        children = list(e.args)
+    elif isinstance(e, Assign):
+        children = [e.value]
+    for child in children:
+        yield from _value_exprs(child)
+
+
+def without_narrowing(part: EditablePart, editable: str, preamble: str) -> EditablePart:
+    """The part without the kernels and device functions whose arithmetic narrows a floating value
+    (value_conversion): neither a family nor a tier reads them."""
+    from ...program.init import type_aliases
+
+    program_constants = constants(preamble, editable)
+    aliases = type_aliases(f"{preamble}\n{editable}")
+    kept: dict[str, Function] = {}
+    problems = list(part.problems)
+    for name, fn in part.functions.items():
+        device = fn.is_kernel or "__device__" in fn.sig.qualifiers
+        why = value_conversion(collect_facts(fn.sig, fn.body, program_constants), aliases) if device else None
+        if why is not None:
+            problems.append(f"{name}: {why}; the rewrites compute in float, so it is not read")
+        else:
+            kept[name] = fn
+    launchers = [lau for lau in part.launchers if lau.fn.name in kept]
+    return EditablePart(part.items, kept, launchers, part.harness_launched, problems, part.harness_referenced)
+
+
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
-    part = without_shadowed(read_editable(editable, harness, exported), editable, preamble)
+    part = without_narrowing(without_shadowed(read_editable(editable, harness, exported), editable, preamble),
+                             editable, preamble)
     program_constants = constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     for lau in part.launchers:
@@ -187,10 +236,6 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
             verdict.problem = f"passes {len(lau.args)} arguments to {kernel.name}, which takes {len(kernel.sig.params)}"
             continue
         facts = collect_facts(kernel.sig, kernel.body, program_constants)
-        converts = value_conversion(facts)
-        if converts is not None:  # every family template computes in float
-            verdict.mismatches = [Mismatch(family.NAME, converts) for family in FAMILIES]
-            continue
         binder = Binder(lau, kernel)
         for family in FAMILIES:
             try:

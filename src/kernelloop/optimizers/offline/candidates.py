@@ -93,7 +93,7 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     lines += [f"  {z}" for z in match.zeroing]
     lines.append(f"  {prefix}{match.family}_run({', '.join(args)});")
     if lau.fn.sig.return_type == "cudaError_t":
-        lines.append("  return cudaGetLastError();")
+        lines.append("  return ::cudaGetLastError();")
     lines.append("}")
     launcher_text = "\n".join(lines)
 

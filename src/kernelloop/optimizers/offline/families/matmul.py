@@ -273,7 +273,7 @@ __global__ void kl_transpose_copy(const float* __restrict__ in, float* __restric
   int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;
   for (int j = 0; j < 32; j += 8)
     if (x < cols && y + j < rows) tile[threadIdx.y + j][threadIdx.x] = in[(size_t)(y + j) * cols + x];
-  __syncthreads();
+  ::__syncthreads();
   x = blockIdx.y * 32 + threadIdx.x;
   y = blockIdx.x * 32 + threadIdx.y;
   for (int j = 0; j < 32; j += 8)
@@ -291,10 +291,10 @@ static const float* kl_transposed_into(const float* in, int rows, int cols, floa
   const size_t bytes = (size_t)rows * (size_t)cols * sizeof(float);
   if (bytes == 0) return in;
   if (bytes > held_bytes) {
-    if (held != nullptr) cudaFree(held);
+    if (held != nullptr) ::cudaFree(held);
     held = nullptr;
     held_bytes = 0;
-    if (cudaMalloc(&held, bytes) != cudaSuccess) return nullptr;
+    if (::cudaMalloc(&held, bytes) != cudaSuccess) return nullptr;
     held_bytes = bytes;
   }
   const dim3 block(32, 8), grid((cols + 31) / 32, (rows + 31) / 32);

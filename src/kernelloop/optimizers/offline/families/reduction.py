@@ -216,7 +216,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if semantics == "overwrite" and not launcher_zeroes:
         # on the launch's own stream, so the template's atomics come after it (red team round 81)
         stream = to_c(binder.launcher.stream) if binder.launcher.stream is not None else "0"
-        m.zeroing.append(f"cudaMemsetAsync({roles['out']}, 0, sizeof(float), {stream});")
+        m.zeroing.append(f"::cudaMemsetAsync({roles['out']}, 0, sizeof(float), {stream});")
     return m
 
 
