@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cparse import UNKNOWN_NAMES, declared_names
+from ...errors import KernelloopError
+from ...program.init import type_aliases
+from ...program.split import split_program
+from .cparse import UNKNOWN_NAMES, called_names, declared_names
 from .facts import ATOMICS, KernelFacts, collect_facts
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import constants, role_values
-from .syntax import Call, Cast, Expr, Index, Name, Num, call_name, walk_expr
+from .syntax import Assign, Binary, Call, Cast, Expr, Index, Name, Num, Ternary, Unary, call_name, walk_expr
 
 
 @dataclass
@@ -95,10 +98,6 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     declares itself (red team round 87): the rewrite's `fmaxf(m, ...)` or a template's `expf(...)`,
     written inside the program's namespace, would call the namespace's own overload, not the
     library's. A rewrite that adds one is not proposed."""
-    from ...errors import KernelloopError
-    from ...program.split import split_program
-    from .cparse import called_names
-
     # the editable parts: a call the harness makes at file scope says nothing of what a call in the
     # program's namespace means
     try:
@@ -176,8 +175,6 @@ def _value_exprs(e: Expr | None):
     if e is None:
         return
     yield e
-    from .syntax import Assign, Binary, Ternary, Unary
-
     if isinstance(e, Index):
         return
     children: list[Expr] = []
@@ -198,8 +195,6 @@ def _value_exprs(e: Expr | None):
 def without_narrowing(part: EditablePart, editable: str, preamble: str) -> EditablePart:
     """The part without the kernels and device functions whose arithmetic narrows a floating value
     (value_conversion): neither a family nor a tier reads them."""
-    from ...program.init import type_aliases
-
     program_constants = constants(preamble, editable)
     aliases = type_aliases(f"{preamble}\n{editable}")
     kept: dict[str, Function] = {}

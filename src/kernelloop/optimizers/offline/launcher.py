@@ -113,11 +113,11 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
         except ParseError as exc:
             problems.append(f"{name}: {exc}")
             continue
-        device_code = bool({"__global__", "__device__"} & set(sig.qualifiers))
-        if device_code and next(naming_statements(body), None) is not None:
+        named = next(naming_statements(body), None)
+        if named is not None and {"__global__", "__device__"} & set(sig.qualifiers):
             # `using namespace ns;` in device code may make `min(a, b)` a function of ns that the
             # tiers would take for the math function: a kernel or helper with one is not read
-            problems.append(f"{name}: declares names inside device code ({next(naming_statements(body)).text})")
+            problems.append(f"{name}: declares names inside device code ({named.text})")
             continue
         if name in functions or name in ambiguous:
             # Two functions of one name (namespaces, overloads): the tiers look functions up by
