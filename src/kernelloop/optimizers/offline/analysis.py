@@ -7,6 +7,7 @@ the launchers launch, families by the shape of the kernel body.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ...errors import KernelloopError
@@ -17,8 +18,9 @@ from .facts import ATOMICS, KernelFacts, collect_facts
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
-from .sizes import constants, role_values
-from .syntax import Assign, Binary, Call, Cast, Expr, Index, Name, Num, Ternary, Unary, call_name, walk_expr
+from .sizes import constants, integral_constants, role_values
+from .syntax import Assign, Call, Expr, Member, Name, Unary, call_name, to_c, walk_expr
+from .valuetype import ValueTypes
 
 
 @dataclass
@@ -109,105 +111,83 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     return sorted(added if UNKNOWN_NAMES in declared else added & declared)
 
 
-_WIDE_FLOATS = frozenset(["float", "double"])  # what the templates and the tiers' combines compute in
-_FLOATS = _WIDE_FLOATS | {"__half", "half", "__nv_bfloat16", "nv_bfloat16"}
-# Calls whose result is a floating value.
-_FLOAT_MATH = frozenset("""
-    expf exp __expf exp2f exp2 expm1f logf log __logf log2f log2 log10f log10 log1pf sqrtf sqrt rsqrtf rsqrt
-    cbrtf powf pow __powf sinf cosf tanf sin cos tan __sinf __cosf tanhf tanh erff erf erfcf fabsf fabs
-    fmaxf fminf fmax fmin floorf floor ceilf ceil roundf round truncf fmodf fmaf fma __fdividef __frcp_rn
-    __fsqrt_rn __fmul_rn __fadd_rn __fmaf_rn __int2float_rn __half2float __bfloat162float copysignf
-""".split())
-
-
-def value_conversion(facts: KernelFacts, aliases: dict[str, str] | None = None) -> str | None:
-    """Why the kernel narrows a floating value (to an integer, or to a 16-bit float) somewhere the
-    rewrites would not: a template computes in float, the row tier splits an accumulation over
-    lanes, and inlining a local drops its type (red team rounds 88, 89: `C = (int)acc`, `const int
-    whole = acc; C = whole;`, an `int s` summing floats, `(__nv_bfloat16)acc`), or None. Indices
-    are not values: a cast inside `A[...]` is not looked at."""
-    def canon(ctype: str) -> str:  # `sample_t` (typedef float): float
-        ctype = " ".join(ctype.replace("const ", "").split())
-        return " ".join((aliases or {}).get(ctype, ctype).replace("const ", "").split())
-
-    def floating(e: Expr | None) -> bool:
-        for x in _value_exprs(e):
-            if isinstance(x, Num) and x.is_float:
-                return True
-            if isinstance(x, Index) and isinstance(x.base, Name):
-                b = facts.binding(x.base)
-                if b is not None and canon(b.type) in _FLOATS:
-                    return True
-            if isinstance(x, Name):
-                b = facts.binding(x)
-                if b is not None and not b.pointer and canon(b.type) in _FLOATS:
-                    return True
-            if isinstance(x, Call) and call_name(x) in _FLOAT_MATH:
-                return True
-        return False
-
-    def narrowing_cast(e: Expr | None) -> Cast | None:
-        return next((x for x in _value_exprs(e) if isinstance(x, Cast)
-                     and canon(x.type) not in _WIDE_FLOATS and floating(x.operand)), None)
-
+def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:
+    """Why the kernel keeps or converts a value somewhere the float rewrites would not, or None: a
+    template computes in float, the row tier splits an accumulation over lanes, and inlining a
+    local drops its type (red team rounds 88-90: `C = (int)acc`, `const int whole = acc;`, an `int
+    s` summing floats however they are loaded, `(__nv_bfloat16)acc`). Types are proven, not read
+    from spelling (valuetype): a place of an integer, 16-bit or unknown type takes only a value
+    proven integral or of its own type. Indices are not values: `A[...]`'s index is not looked at."""
     for a in facts.assigns:
         if a.value is None or a.binding.pointer or a.binding.array:
             continue
-        cast = narrowing_cast(a.value)
-        if cast is not None:
-            return f"converts a value to {cast.type} ({a.binding.name})"
-        if canon(a.binding.type) not in _WIDE_FLOATS and floating(a.value):
-            return f"keeps a floating value in {a.binding.name}, a {a.binding.type}"
+        converted = types.conversion(a.value)
+        if converted is not None:
+            return f"converts a value to {converted[0]} ({a.binding.name})"
+        if not types.fits(types.of_binding(a.binding, 0), a.value):
+            return f"keeps {_describe(types, a.value)} in {a.binding.name}, of type {a.binding.type}"
     for access in facts.accesses:
         if access.kind not in ("store", "atomic") or access.value is None:
             continue
-        cast = narrowing_cast(access.value)
-        if cast is not None:
-            return f"stores a value converted to {cast.type}"
-        if access.array is not None and canon(access.array.type) not in _WIDE_FLOATS and floating(access.value):
-            return f"stores a floating value into {access.array.name}, a {access.array.type} array"
+        converted = types.conversion(access.value)
+        if converted is not None:
+            return f"stores a value converted to {converted[0]}"
+        if not types.fits(types.of(access.node), access.value):
+            where = access.array.name if access.array is not None else to_c(access.node)
+            return f"stores {_describe(types, access.value)} into {where}, of type {types.of(access.node) or 'unknown'}"
+    for e in (x for s in statement_exprs(facts.body) for x in walk_expr(s)):
+        if isinstance(e, Unary) and e.op == "&" and isinstance(e.operand, Name):
+            b = facts.binding(e.operand)
+            if b is not None and not b.pointer and not b.array:
+                return f"takes the address of {b.name} (a value changed through a pointer is not followed)"
+        if isinstance(e, Assign) and isinstance(e.target, Member):
+            if not types.fits(types.of(e.target), e.value) or types.conversion(e.value) is not None:
+                return f"keeps {_describe(types, e.value)} in {to_c(e.target)}"
     return None
 
 
-def _value_exprs(e: Expr | None):
-    """E and its sub-expressions where a value is computed, not an address (`A[...]`'s index is
-    skipped; the loaded element is a value)."""
-    if e is None:
-        return
-    yield e
-    if isinstance(e, Index):
-        return
-    children: list[Expr] = []
-    if isinstance(e, (Cast, Unary)):
-        children = [e.operand]
-    elif isinstance(e, Binary):
-        children = [e.left, e.right]
-    elif isinstance(e, Ternary):
-        children = [e.then, e.other]
-    elif isinstance(e, Call):
-        children = list(e.args)
-    elif isinstance(e, Assign):
-        children = [e.value]
-    for child in children:
-        yield from _value_exprs(child)
+def _describe(types: ValueTypes, value: Expr) -> str:
+    t = types.of(value)
+    return f"a {t} value" if t is not None else f"a value of a type not proven ({to_c(value)[:60]})"
 
 
 def without_narrowing(part: EditablePart, editable: str, preamble: str) -> EditablePart:
-    """The part without the kernels and device functions whose arithmetic narrows a floating value
-    (value_conversion): neither a family nor a tier reads them."""
+    """The part without the kernels and device functions whose arithmetic converts a value the
+    float rewrites would keep (value_conversion): neither a family nor a tier reads them."""
     program_constants = constants(preamble, editable)
-    aliases = type_aliases(f"{preamble}\n{editable}")
+    program = f"{preamble}\n{editable}"
+    aliases = _unambiguous_aliases(program)
+    integral = integral_constants(preamble, editable)
+    declared = declared_names(program)
+    returns = {name: ("" if any(t.kind == "type" and t.name in fn.sig.return_type.split() for t in fn.sig.template)
+                      else fn.sig.return_type) for name, fn in part.functions.items()}
+    # a function the frozen part declares (or the part's own, declared twice) returns what its
+    # declaration says, which is not read: unknown
+    foreign = frozenset(declared - set(returns))
     kept: dict[str, Function] = {}
     problems = list(part.problems)
     for name, fn in part.functions.items():
         device = fn.is_kernel or "__device__" in fn.sig.qualifiers
-        why = value_conversion(collect_facts(fn.sig, fn.body, program_constants), aliases) if device else None
+        why = None
+        if device:
+            facts = collect_facts(fn.sig, fn.body, program_constants)
+            why = value_conversion(facts, ValueTypes(facts, aliases, integral, returns, foreign))
         if why is not None:
             problems.append(f"{name}: {why}; the rewrites compute in float, so it is not read")
         else:
             kept[name] = fn
     launchers = [lau for lau in part.launchers if lau.fn.name in kept]
     return EditablePart(part.items, kept, launchers, part.harness_launched, problems, part.harness_referenced)
+
+
+def _unambiguous_aliases(program: str) -> dict[str, str]:
+    """The program's type aliases, less a name aliased twice to different types (two namespaces):
+    which one a kernel sees is not read."""
+    found = type_aliases(program)
+    twice = {name for name in found
+             if len(set(re.findall(rf"\b(?:typedef\s+([\w\s:]+?)\s+{re.escape(name)}\s*;|using\s+{re.escape(name)}"
+                                   rf"\s*=\s*([\w\s:]+?)\s*;)", program))) > 1}
+    return {k: v for k, v in found.items() if k not in twice}
 
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:

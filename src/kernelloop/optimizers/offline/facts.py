@@ -61,6 +61,7 @@ class Binding:
     type: str  # base type without qualifiers ("float", "unsigned int")
     pointer: int
     array: bool = False  # declared with [] (a local or shared array)
+    dims: int = 0  # how many [] it was declared with
     shared: bool = False
     param: Param | None = None
     init: Expr | None = None
@@ -328,7 +329,7 @@ class _Scopes:
                 if dim is not None:
                     self.expr(dim)
             b = Binding(key=f"{dec.name}#{next(self.counter)}", name=dec.name, type=" ".join(words),
-                        pointer=dec.pointer, array=bool(dec.array), shared=d.shared, init=dec.init,
+                        pointer=dec.pointer, array=bool(dec.array), dims=len(dec.array), shared=d.shared, init=dec.init,
                         loop_var=loop_header)
             self.stack[-1][dec.name] = b
             self.bindings.append(b)

@@ -95,6 +95,49 @@ def constants(*texts: str) -> dict[str, int]:
     return env
 
 
+def integral_constants(*texts: str) -> frozenset[str]:
+    """Names of constants the texts prove integral (red team round 90): each definition is an
+    integer-typed `const`/`constexpr`, or a `#define` whose body is integer arithmetic of literals
+    and such names, and the name is declared no other way (`const float K` in another namespace,
+    `#define K 2.0f` under another `#if`)."""
+    code = "\n".join(strip_comments(t) for t in texts)
+    bodies: dict[str, list[str | None]] = {}
+    for m in _CONST_DECL.finditer(code):
+        bodies.setdefault(m.group(1), []).append(None)  # its declared type is an integer
+    for m in _DEFINE.finditer(code):
+        bodies.setdefault(m.group(1), []).append(m.group(2))
+    proven: set[str] = set()
+    for _ in range(4):  # a constant may be defined through earlier ones
+        for name, defs in bodies.items():
+            other = len(re.findall(rf"(?<![\w.>:])(?!return\b|else\b|throw\b|define\b)[A-Za-z_][\w:<>]*\s*\**\s+{re.escape(name)}\s*(?:=|;|\[|\{{|\()", code))
+            if other <= sum(d is None for d in defs) and all(d is None or _integral_text(d, proven) for d in defs):
+                proven.add(name)
+    return frozenset(proven)
+
+
+def _integral_text(text: str, proven: set[str]) -> bool:
+    try:
+        e = parse_expression(text.strip())
+    except ParseError:
+        return False
+    return _integral_expr(e, proven)
+
+
+def _integral_expr(e: Expr, proven: set[str]) -> bool:
+    if isinstance(e, Num):
+        return not e.is_float
+    if isinstance(e, Name):
+        return e.id in proven
+    if isinstance(e, Cast):
+        return is_integer_type(e.type) and _integral_expr(e.operand, proven)
+    if isinstance(e, Unary):
+        return e.op in ("-", "+", "~") and _integral_expr(e.operand, proven)
+    if isinstance(e, Binary):
+        return e.op in ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^") and \
+            _integral_expr(e.left, proven) and _integral_expr(e.right, proven)
+    return False
+
+
 def harness_call(harness: str, launcher: str) -> tuple[Expr, ...] | None:
     """The arguments of the harness's first call of `launcher`, wherever it stands: in `main`
     itself (contract v1) or in the lambda a v2 harness passes to `h.run([&] { ... })`."""
