@@ -76,6 +76,11 @@ SPECS.update({
         values={"rows": ["16384", "3001"], "cols": ["1024", "509"]},
         counts={"x": "rows * cols", "scale": "rows", "y": "rows * cols"},
         roles={"scale": "output", "y": "output"}),
+    # llm.c style: asserts in the launcher, one spread over two lines (assert's __FILE__ and __LINE__,
+    # expanded in a system header, differ in the generated program: init compares code with them equal)
+    "row_mean_asserts.cu": InitSpec(
+        launcher="row_mean", values={"rows": ["2048", "1000"], "cols": ["1024", "777"]},
+        counts={"in": "rows * cols", "out": "rows"}, roles={"out": "output"}),
     # the same style with eight integer-class launcher arguments (two on the stack): the rewritten kernel's
     # seventh (the row count) makes the instantiation pass its launch's 7th argument through its own slot
     "row_dot_pairs_ext.cu": InitSpec(

@@ -229,3 +229,19 @@ def test_placement_labels_tell_gpus_and_nodes_apart():
     a = Placement(engine="ray", node_id="3fa2c1deadbeef", hostname="h1", gpu_index=3, gpu_name="NVIDIA H200")
     assert a.label == "h1[3fa2c1]:gpu3" and a.describe() == "h1[3fa2c1]:gpu3 (NVIDIA H200)"
     assert Placement(hostname="h1").label == "h1:gpu?"
+
+
+def test_jobs_sharing_a_gpu_finds_overlaps_on_one_gpu_only():
+    from kernelloop.engine import Placement, jobs_sharing_a_gpu
+
+    def at(gpu, began, ended, node="n1", uuid=""):
+        return Placement(engine="ray", node_id=node, gpu_index=gpu, gpu_uuid=uuid, started_at=began, ended_at=ended)
+
+    apart = {"a": at(0, 1, 2), "b": at(0, 2, 3), "c": at(1, 1.5, 2.5), "d": at(0, 1, 9, node="n2")}
+    assert jobs_sharing_a_gpu(apart) == []
+    # a long job overlapping a later one on the same GPU, found even with a short one between them
+    shared = {"long": at(0, 1, 10), "short": at(0, 2, 3), "late": at(0, 5, 6), "other": at(1, 1, 10)}
+    assert sorted(jobs_sharing_a_gpu(shared)) == [("long", "late"), ("long", "short")]
+    # one physical GPU seen by two Ray nodes of one host at two indices: the uuid decides
+    assert jobs_sharing_a_gpu({"x": at(0, 1, 3, uuid="GPU-1"), "y": at(1, 2, 4, node="n2", uuid="GPU-1")}) == [("x", "y")]
+    assert jobs_sharing_a_gpu({"x": at(0, 1, 3, uuid="GPU-1"), "y": at(0, 2, 4, node="n2", uuid="GPU-2")}) == []

@@ -14,7 +14,7 @@ import pytest
 ray = pytest.importorskip("ray")
 from ray import cloudpickle  # noqa: E402
 
-from kernelloop.engine import EngineSettings, Job, LocalEngine  # noqa: E402
+from kernelloop.engine import EngineSettings, Job, LocalEngine, jobs_sharing_a_gpu  # noqa: E402
 from kernelloop.engine.ray_engine import RayEngine  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the scripted jobs travel by value to the workers
@@ -74,6 +74,8 @@ def test_one_job_per_gpu_at_a_time_in_a_fresh_process_each(engine):
     for spans in by_gpu.values():  # never two jobs on one GPU at once
         spans.sort()
         assert all(earlier[1] <= later[0] for earlier, later in zip(spans, spans[1:])), spans
+    assert jobs_sharing_a_gpu({o.key: o.placement for o in run.outcomes}) == []  # as the placements tell it
+    assert all(o.placement.started_at <= o.placement.ended_at for o in run.outcomes)
     assert max(e.counts.running for e in events) <= 3  # at most one job per GPU of the cluster in flight
     last = events[-1]
     assert last.counts.done == 6 and last.counts.running == last.counts.pending == 0

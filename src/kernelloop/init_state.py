@@ -220,8 +220,21 @@ _POSITION_MACROS = re.compile(r"\b(?:__LINE__|__COUNTER__|__FILE__|__FILE_NAME__
                               r"|__TIMESTAMP__)\b")
 
 
-def _without_positions(source: str) -> str:
-    return _POSITION_MACROS.sub(lambda m: "0" if m.group(0) in ("__LINE__", "__COUNTER__") else '""', source)
+def _without_positions(source: str, lines: bool = True) -> str:
+    """SOURCE with the positions it can see made equal: the position macros it spells, and every
+    line put at line 1 of one file, so that those a macro expands (the `__FILE__` and `__LINE__` of
+    `assert`, defined in a system header) are the same wherever the copy puts the code. A line that
+    continues a macro definition is left as it is."""
+    text = _POSITION_MACROS.sub(lambda m: "0" if m.group(0) in ("__LINE__", "__COUNTER__") else '""', source)
+    if not lines:
+        return text
+    out, continued = [], False
+    for line in text.split("\n"):
+        if not continued:
+            out.append('#line 1 "kernelloop.cu"')
+        out.append(line)
+        continued = line.rstrip().endswith("\\")
+    return "\n".join(out)
 
 
 def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str) -> Path:
@@ -242,7 +255,10 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
     lost, a macro, an overload beside it)."""
     kept = {bare_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
     plain = state_references(_object(source, arch=arch, cache_dir=cache_dir, optimised=False, what="the file"))
-    optimised_object = _object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
+    # Every line at one position; a file the directives break (one inside a macro's arguments)
+    # is compared with only the position macros it spells made equal.
+    lines = build_whole_object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True).ok
+    optimised_object = _object(_without_positions(source, lines), arch=arch, cache_dir=cache_dir, optimised=True,
                                what="the file")
     optimised = state_references(optimised_object)
     problems = state_problems(plain, kept, set(keep_state or []),
@@ -250,7 +266,8 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
                               trusted=set(trust_calls or []))
     problems += state_problems(optimised, kept, set(keep_state or []), trusted=set(trust_calls or []))
     if generated is not None:
-        problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir)
+        problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir,
+                                           lines=lines)
     problems = list(dict.fromkeys(problems))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -258,13 +275,13 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
 
 
 def _kept_code_differences(user_object: Path, user_refs: StateReferences, program_text: str, *,
-                           arch: str, cache_dir: Path) -> list[str]:
+                           arch: str, cache_dir: Path, lines: bool = True) -> list[str]:
     """The kept functions and kernels that compile to other code in the generated program, built
     as the verifier builds it: the editable unit alone (round 25: an overload the copy put below
     the editable part was found by a whole-file build, by argument-dependent lookup, and not by
     the verifier's)."""
     unit = split_program(program_text, "generated.cu").editable_unit()
-    program_object = _object(_without_positions(unit), arch=arch, cache_dir=cache_dir, optimised=True,
+    program_object = _object(_without_positions(unit, lines), arch=arch, cache_dir=cache_dir, optimised=True,
                              what="the generated program's editable part")
     program_refs = state_references(program_object)
     # Every function the editable unit defines, not only the launcher and the kernels named in

@@ -71,6 +71,9 @@ class Placement(BaseModel):
     gpu_name: str = ""  # as nvidia-smi names it on that node ("" where none answers)
     gpu_model: str = ""  # the gpu_model resource the job asked for ("" when none)
     pid: int = 0  # the worker process (fresh per job on Ray)
+    gpu_uuid: str = ""  # the physical GPU (nvidia-smi's GPU-…), to tell that no two jobs shared one
+    started_at: float = 0.0  # wall clock (epoch seconds) in the worker: the job function began
+    ended_at: float = 0.0  # ... and ended (0: it never did)
 
     @property
     def label(self) -> str:
@@ -82,6 +85,28 @@ class Placement(BaseModel):
     def describe(self) -> str:
         name = f" ({self.gpu_name})" if self.gpu_name else ""
         return f"{self.label}{name}"
+
+
+def jobs_sharing_a_gpu(placements: dict[str, Placement]) -> list[tuple[str, str]]:
+    """Pairs of jobs (by key) that ran on one GPU at overlapping times, from where and when each
+    says it ran (a GPU: its node and uuid, else its index there). Empty when every GPU ran one job
+    at a time; a placement with no times (the local engine, a job that never reported) is left out."""
+    by_gpu: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
+    for key, p in placements.items():
+        if p.started_at and p.ended_at:
+            # a uuid names one physical GPU anywhere (two Ray nodes of one host may see it)
+            gpu = ("", p.gpu_uuid) if p.gpu_uuid else (p.node_id, f"index {p.gpu_index}")
+            by_gpu.setdefault(gpu, []).append((p.started_at, p.ended_at, key))
+    pairs = []
+    for spans in by_gpu.values():
+        spans.sort()
+        latest_end, latest_key = spans[0][1], spans[0][2]
+        for began, ended, key in spans[1:]:
+            if began < latest_end:
+                pairs.append((latest_key, key))
+            if ended > latest_end:
+                latest_end, latest_key = ended, key
+    return pairs
 
 
 JobStatus = Literal["done", "failed", "cancelled"]

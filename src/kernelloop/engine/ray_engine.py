@@ -87,13 +87,17 @@ def run_in_worker(fn: Callable, arg: Any, gpu_model: str) -> dict[str, Any]:
     gpu = _worker_gpu(ids)
     placement = Placement(engine="ray", node_id=context.get_node_id(), hostname=socket.gethostname(),
                           gpu_index=int(ids[0]) if ids and ids[0].isdigit() else None,
-                          gpu_name=gpu.name if gpu is not None else "", gpu_model=gpu_model, pid=os.getpid())
+                          gpu_name=gpu.name if gpu is not None else "", gpu_model=gpu_model, pid=os.getpid(),
+                          gpu_uuid=gpu.uuid if gpu is not None else "")
     scratch = Path(tempfile.mkdtemp(prefix="kernelloop-job-"))
     began = time.monotonic()
+    placement.started_at = time.time()
     try:
         value = fn(arg, JobContext(placement=placement, gpu=gpu, scratch_dir=scratch, remote=True))
+        placement.ended_at = time.time()
         return {"ok": True, "value": value, "placement": placement, "run_s": time.monotonic() - began}
     except Exception as exc:
+        placement.ended_at = time.time()
         return {"ok": False, "reason": one_line(exc), "placement": placement, "run_s": time.monotonic() - began}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -14,6 +14,7 @@ class GpuInfo(BaseModel):
     compute_capability: str  # "9.0"
     driver_version: str
     memory_mib: int | None = None
+    uuid: str = ""  # the GPU's own id (GPU-…): one physical GPU, whatever index a process sees it at
 
     @property
     def arch(self) -> str:
@@ -28,7 +29,7 @@ def detect_gpus(timeout_s: float = 15.0) -> list[GpuInfo]:
         return []
     try:
         out = subprocess.run(
-            [smi, "--query-gpu=index,name,compute_cap,driver_version,memory.total",
+            [smi, "--query-gpu=index,name,compute_cap,driver_version,memory.total,uuid",
              "--format=csv,noheader,nounits"],
             capture_output=True, text=True, timeout=timeout_s, check=True,
         ).stdout
@@ -42,7 +43,8 @@ def detect_gpus(timeout_s: float = 15.0) -> list[GpuInfo]:
         try:
             gpus.append(GpuInfo(index=int(parts[0]), name=parts[1], compute_capability=parts[2],
                                 driver_version=parts[3],
-                                memory_mib=int(parts[4]) if len(parts) > 4 and parts[4].isdigit() else None))
+                                memory_mib=int(parts[4]) if len(parts) > 4 and parts[4].isdigit() else None,
+                                uuid=parts[5] if len(parts) > 5 and parts[5].startswith("GPU-") else ""))
         except ValueError:
             continue
     return gpus

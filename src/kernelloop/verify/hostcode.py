@@ -147,6 +147,8 @@ _LIBC_NO_HOST_WRITES = re.compile(
     r"|__cxa_guard_acquire|__cxa_guard_release|__cxa_guard_abort|__cxa_begin_catch|__cxa_end_catch|__cxa_rethrow"
     r"|__cxa_allocate_exception|__cxa_throw|__cxa_pure_virtual|__cxa_call_unexpected|_Unwind_Resume"
     r"|__stack_chk_fail|_ZSt\d+__throw_\w+|_ZSt9terminatev|abort|exit|atexit|memcmp|__errno_location"
+    # a failed `assert`: prints its strings and aborts (it reads its arguments, never returns)
+    r"|__assert_fail|__assert_perror_fail"
     r"|(?:sqrt|cbrt|exp|exp2|expm1|log|log2|log10|log1p|pow|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh"
     r"|erf|erfc|fabs|floor|ceil|round|lround|trunc|fmod|fmin|fmax|fma|hypot|ldexp|nearbyint|rint)[fl]?"
     r"|__isinf\w*|__isnan\w*|__finite\w*|__fpclassify\w*"

@@ -148,7 +148,7 @@ def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:
 
 def _describe(types: ValueTypes, value: Expr) -> str:
     t = types.of(value)
-    return f"a {t} value" if t is not None else f"a value of a type not proven ({to_c(value)[:60]})"
+    return f"a value of type {t}" if t is not None else f"a value of a type not proven ({to_c(value)[:60]})"
 
 
 def without_narrowing(part: EditablePart, editable: str, preamble: str) -> EditablePart:
@@ -181,12 +181,13 @@ def without_narrowing(part: EditablePart, editable: str, preamble: str) -> Edita
 
 
 def _unambiguous_aliases(program: str) -> dict[str, str]:
-    """The program's type aliases, less a name aliased twice to different types (two namespaces):
-    which one a kernel sees is not read."""
+    """The program's type aliases, less a name defined more than once (two namespaces, a function's
+    own typedef) or also a macro (`#define acc_t float` over `typedef int acc_t;`): which one a
+    kernel sees is not read."""
     found = type_aliases(program)
     twice = {name for name in found
-             if len(set(re.findall(rf"\b(?:typedef\s+([\w\s:]+?)\s+{re.escape(name)}\s*;|using\s+{re.escape(name)}"
-                                   rf"\s*=\s*([\w\s:]+?)\s*;)", program))) > 1}
+             if len(re.findall(rf"\b(?:typedef\s+[\w\s:]+?\s+{re.escape(name)}\s*;|using\s+{re.escape(name)}\s*=)",
+                               program)) > 1 or re.search(rf"#\s*define\s+{re.escape(name)}\b", program)}
     return {k: v for k, v in found.items() if k not in twice}
 
 

@@ -109,8 +109,16 @@ def integral_constants(*texts: str) -> frozenset[str]:
     proven: set[str] = set()
     for _ in range(4):  # a constant may be defined through earlier ones
         for name, defs in bodies.items():
-            other = len(re.findall(rf"(?<![\w.>:])(?!return\b|else\b|throw\b|define\b)[A-Za-z_][\w:<>]*\s*\**\s+{re.escape(name)}\s*(?:=|;|\[|\{{|\()", code))
-            if other <= sum(d is None for d in defs) and all(d is None or _integral_text(d, proven) for d in defs):
+            typed = sum(d is None for d in defs)
+            word = re.escape(name)
+            # every other place the name could be declared or given a value: after a type word, after
+            # a comma of a declaration list (`const float a = 1.0f, K = 0.5f;`), or assigned
+            declared = len(re.findall(rf"(?<![\w.>:])(?!return\b|else\b|throw\b|define\b)[A-Za-z_][\w:<>]*\s*[*&]*\s+"
+                                      rf"{word}\s*(?:=|;|\[|\{{|\(|,)", code))
+            listed = len(re.findall(rf",\s*[*&]*\s*{word}\s*(?:=(?!=)|;|\[|\{{)", code))
+            assigned = len(re.findall(rf"(?<![\w.>:]){word}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)", code))
+            if declared <= typed and listed == 0 and assigned <= typed and \
+                    all(d is None or _integral_text(d, proven) for d in defs):
                 proven.add(name)
     return frozenset(proven)
 

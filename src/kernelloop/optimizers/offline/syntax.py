@@ -34,13 +34,17 @@ class Num(Expr):
     @property
     def is_float(self) -> bool:
         t = self.text.lower()
-        return not t.startswith("0x") and ("." in t or "e" in t or t.endswith("f"))
+        if t.startswith("0x"):
+            return "p" in t  # a hexadecimal float has a binary exponent: 0x1p-1
+        return not t.startswith("0b") and ("." in t or "e" in t or t.endswith("f"))
 
     @property
     def value(self) -> int | float:
         t = self.text.replace("'", "").lower()
         if t.startswith("0x"):
-            return int(t.rstrip("ul"), 16)
+            return float.fromhex(t.rstrip("fl")) if self.is_float else int(t.rstrip("ul"), 16)
+        if t.startswith("0b"):
+            return int(t.rstrip("ul"), 2)
         if self.is_float:
             return float(t.rstrip("fl"))
         t = t.rstrip("ul")

@@ -78,10 +78,13 @@ _QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|
 
 
 def kind(ctype: str | None) -> str | None:
-    """"integral", "wide", "narrow", "vector", or None (unknown: a template parameter, a struct)."""
+    """"integral" (wraps around: any integer fits, in any order), "bool" (does not: 1 + -1 is
+    false, each step), "wide", "narrow", "vector", or None (unknown: a template parameter, a struct)."""
     if ctype is None:
         return None
-    if ctype == "bool" or (ctype.startswith(("int", "uint")) and ctype.endswith("_t")):
+    if ctype == "bool":
+        return "bool"
+    if ctype.startswith(("int", "uint")) and ctype.endswith("_t"):
         return "integral"
     return "wide" if ctype in WIDE else "narrow" if ctype in NARROW else "vector" if ctype in VECTORS else None
 
@@ -107,10 +110,10 @@ class ValueTypes:
         """The type spelled, without qualifiers or aliases (integers as intN_t, `half` as __half);
         a template type parameter stays itself; None for anything else (a struct, `auto`)."""
         spelled = " ".join(_QUALIFIERS.sub(" ", ctype).split())
+        if spelled in self.type_params:  # the innermost declaration: it hides a file's alias of that name
+            return spelled
         spelled = self.aliases.get(spelled, spelled)
         spelled = " ".join(_QUALIFIERS.sub(" ", spelled).split())
-        if spelled in self.type_params:
-            return spelled
         if spelled in _COMPONENTS or spelled == "bool":
             return spelled
         return element_type(spelled) if spelled and "*" not in spelled else None
@@ -174,7 +177,10 @@ class ValueTypes:
                 return self.of(e.right, d)
             if e.op in ("<<", ">>", "&", "|", "^", "%"):
                 left = self.of(e.left, d)
-                return left if kind(left) == "integral" and kind(self.of(e.right, d)) == "integral" else None
+                whole = ("integral", "bool")
+                if kind(left) in whole and kind(self.of(e.right, d)) in whole:
+                    return left if kind(left) == "integral" else "int32_t"
+                return None
             return self.join(e.left, e.right, d)
         if isinstance(e, Call):
             return self._of_call(e, d)
@@ -184,14 +190,14 @@ class ValueTypes:
         """The usual arithmetic conversions of A op B (an integer literal takes the other side's type)."""
         ta, tb = self.of(a, depth), self.of(b, depth)
         if _int_literal(a) and tb is not None:
-            return tb
+            return "int32_t" if tb == "bool" else tb
         if _int_literal(b) and ta is not None:
-            return ta
+            return "int32_t" if ta == "bool" else ta
         if ta is None or tb is None:
             return None
         if ta == tb:
-            return ta
-        ka, kb = kind(ta), kind(tb)
+            return "int32_t" if ta == "bool" else ta  # bool arithmetic is int arithmetic
+        ka, kb = (("integral" if k == "bool" else k) for k in (kind(ta), kind(tb)))
         if ka == kb == "integral":
             return "int64_t"  # some integer: which one does not matter here
         if ka in ("wide", "narrow") and kb == "integral":
@@ -320,8 +326,8 @@ class ValueTypes:
         if tv is None:
             return False
         if self.constant(value):
-            return kt != "integral" or kind(tv) == "integral"
-        return tv == target or (kt == "integral" and kind(tv) == "integral")
+            return kt != "integral" or kind(tv) in ("integral", "bool")
+        return tv == target or (kt == "integral" and kind(tv) in ("integral", "bool"))
 
     def constant(self, e: Expr) -> bool:
         """A literal or a header constant the program does not redefine, maybe negated (`0`,
