@@ -48,3 +48,19 @@ def test_a_constant_declared_or_assigned_again_anywhere_is_not_proven_integral()
     assert "K" not in integral_constants("const int K = 4;\nfloat g, K;")
     assert "K" not in integral_constants("#define K 4\n__device__ void f() { int K2 = 0; } float K;")
     assert "K" in integral_constants("const int K = 4;\n__global__ void f(int* y) { y[K] = K + 1; }")
+
+
+@pytest.mark.parametrize("update", ["s -= x[c] > 0", "s += x[c] > 0", "s *= x[c] > 0", "s++"])
+def test_a_bool_updated_by_a_compound_operator_is_not_read(update):
+    text = f"""
+__global__ void k(const float* x, bool* y, int n) {{
+    bool s = false;
+    for (int c = threadIdx.x; c < n; c += blockDim.x) {update};
+    y[blockIdx.x] = s;
+}}
+void launch(const float* x, bool* y, int n) {{ k<<<n, 256>>>(x, y, n); }}
+"""
+    kept, problems = _read(text)
+    assert "k" not in kept, problems
+    kept, problems = _read(text.replace(update, "s = s || x[c] > 0"))
+    assert "k" in kept, problems

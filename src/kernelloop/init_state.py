@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .program.init import InitResult
+from .program.scanner import strip_comments
 from .program.split import split_program
 from .tools.nvcc import build_whole_object, compiler_error
 from .tools.code_identity import device_fingerprints, host_fingerprints, unit_neutral
@@ -220,21 +221,27 @@ _POSITION_MACROS = re.compile(r"\b(?:__LINE__|__COUNTER__|__FILE__|__FILE_NAME__
                               r"|__TIMESTAMP__)\b")
 
 
-def _without_positions(source: str, lines: bool = True) -> str:
-    """SOURCE with the positions it can see made equal: the position macros it spells, and every
-    line put at line 1 of one file, so that those a macro expands (the `__FILE__` and `__LINE__` of
-    `assert`, defined in a system header) are the same wherever the copy puts the code. A line that
-    continues a macro definition is left as it is."""
-    text = _POSITION_MACROS.sub(lambda m: "0" if m.group(0) in ("__LINE__", "__COUNTER__") else '""', source)
-    if not lines:
-        return text
-    out, continued = [], False
-    for line in text.split("\n"):
-        if not continued:
-            out.append('#line 1 "kernelloop.cu"')
-        out.append(line)
-        continued = line.rstrip().endswith("\\")
-    return "\n".join(out)
+# `assert` from <cassert> expands its own __FILE__ and __LINE__ (in a system header, out of reach of
+# the text above): in the comparison only, it is spelled without them. Its condition is still
+# evaluated, with its side effects, and still stops the program when false.
+_ASSERT_CALL = re.compile(r"(?<![\w.:>])assert\s*\(")
+_POSITIONLESS_ASSERT = ("static __host__ __device__ inline void kl_positionless_assert_failed() {\n"
+                        "#ifdef __CUDA_ARCH__\n  __trap();\n#else\n  __builtin_trap();\n#endif\n}\n"
+                        "#define kl_positionless_assert(e) ((e) ? (void)0 : kl_positionless_assert_failed())\n")
+# the program's own `assert`: a macro (defined or undefined: `%:` is `#`), or a function declared
+# with a type before its name (`return assert(...)` counts too: then nothing is replaced)
+_OWN_ASSERT = re.compile(r"(?:#|%:)\s*(?:define|undef)\s+assert\b|(?<![\w.:>])[A-Za-z_][\w:<>]*[\s*&]+assert\s*\(")
+
+
+def _without_positions(source: str, line: str = "0", file: str = '""') -> str:
+    """SOURCE with the positions it spells made equal: the position macros, and `assert`'s own
+    (unless the program defines an `assert` of its own). Positions reached any other way
+    (`__builtin_LINE()`, `std::source_location`) stay, so code that computes with them compiles
+    differently where the copy moved it, and is refused (red team round 92)."""
+    text = _POSITION_MACROS.sub(lambda m: line if m.group(0) in ("__LINE__", "__COUNTER__") else file, source)
+    if _ASSERT_CALL.search(text) and not _OWN_ASSERT.search(strip_comments(text)):
+        text = _POSITIONLESS_ASSERT + _ASSERT_CALL.sub("kl_positionless_assert(", text)
+    return text
 
 
 def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str) -> Path:
@@ -255,10 +262,7 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
     lost, a macro, an overload beside it)."""
     kept = {bare_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
     plain = state_references(_object(source, arch=arch, cache_dir=cache_dir, optimised=False, what="the file"))
-    # Every line at one position; a file the directives break (one inside a macro's arguments)
-    # is compared with only the position macros it spells made equal.
-    lines = build_whole_object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True).ok
-    optimised_object = _object(_without_positions(source, lines), arch=arch, cache_dir=cache_dir, optimised=True,
+    optimised_object = _object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
                                what="the file")
     optimised = state_references(optimised_object)
     problems = state_problems(plain, kept, set(keep_state or []),
@@ -266,22 +270,39 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
                               trusted=set(trust_calls or []))
     problems += state_problems(optimised, kept, set(keep_state or []), trusted=set(trust_calls or []))
     if generated is not None:
-        problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir,
-                                           lines=lines)
+        problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir)
+        problems += _device_code_reading_positions(source, optimised_object, optimised, arch=arch, cache_dir=cache_dir)
     problems = list(dict.fromkeys(problems))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more} (the generated program could compute something other than yours)")
 
 
+def _device_code_reading_positions(source: str, user_object: Path, user_refs: StateReferences, *, arch: str,
+                                   cache_dir: Path) -> list[str]:
+    """The kernels whose code changes with the positions the source spells (`__LINE__` used as a
+    value): the comparison made those equal, but the copy sits on other lines, so it would compute
+    otherwise (red team round 92). Found by building the file again with other positions. Host
+    code is not probed: a launcher's error checks pass `__FILE__` and `__LINE__` to a message."""
+    moved = _object(_without_positions(source, "1", '"kernelloop_moved.cu"'), arch=arch, cache_dir=cache_dir,
+                    optimised=True, what="the file")
+    device = {unit_neutral(k) for k in user_refs.device_edges}
+    here = device_fingerprints(user_object.with_name("program.ptx").read_text(), device)
+    there = device_fingerprints(moved.with_name("program.ptx").read_text(), device)
+    changed = sorted(name for name in here if name in there and here[name] != there[name])
+    return [f"{bare_name(readable)} computes with its own position in the file (__LINE__, __FILE__ or __COUNTER__ as "
+            "a value), and the generated program puts it on other lines: write the value as a number"
+            for readable in demangle(changed)]
+
+
 def _kept_code_differences(user_object: Path, user_refs: StateReferences, program_text: str, *,
-                           arch: str, cache_dir: Path, lines: bool = True) -> list[str]:
+                           arch: str, cache_dir: Path) -> list[str]:
     """The kept functions and kernels that compile to other code in the generated program, built
     as the verifier builds it: the editable unit alone (round 25: an overload the copy put below
     the editable part was found by a whole-file build, by argument-dependent lookup, and not by
     the verifier's)."""
     unit = split_program(program_text, "generated.cu").editable_unit()
-    program_object = _object(_without_positions(unit, lines), arch=arch, cache_dir=cache_dir, optimised=True,
+    program_object = _object(_without_positions(unit), arch=arch, cache_dir=cache_dir, optimised=True,
                              what="the generated program's editable part")
     program_refs = state_references(program_object)
     # Every function the editable unit defines, not only the launcher and the kernels named in
@@ -296,6 +317,7 @@ def _kept_code_differences(user_object: Path, user_refs: StateReferences, progra
     theirs.update(device_fingerprints(program_ptx, device))
     readable = dict(zip(sorted(ours), demangle(sorted(ours))))
     return [f"{bare_name(readable[name])} compiles to other code in the generated program than in your file (a "
-            "#if region, a macro or an overload around the code init copies): keep the kernels and launcher "
-            "outside #if blocks, or wrap the kernel alone (--kernel, --grid, --block)"
+            "#if region, a macro or an overload around the code init copies, or code that reads its own position "
+            "such as __builtin_LINE()): keep the kernels and launcher outside #if blocks, or wrap the kernel alone "
+            "(--kernel, --grid, --block)"
             for name in sorted(ours) if name in theirs and ours[name] != theirs[name]]

@@ -179,6 +179,15 @@ def type_aliases(source: str) -> dict[str, str]:
     return resolved
 
 
+def without_alias_definitions(source: str) -> str:
+    """SOURCE without comments and without the alias definitions `type_aliases` reads (blanked, the
+    lines kept): what is left declares a name again only if some other declaration does."""
+    clean = strip_comments(source)
+    for r in (_TYPEDEF, _USING):
+        clean = r.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), clean)
+    return clean
+
+
 def _without_aliases(ctype: str, aliases: dict[str, str]) -> str:
     for name, spelled in aliases.items():
         ctype = re.sub(rf"(?<![\w:]){re.escape(name)}\b", spelled, ctype)

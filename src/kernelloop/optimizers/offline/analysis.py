@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 
 from ...errors import KernelloopError
-from ...program.init import type_aliases
+from ...program.init import type_aliases, without_alias_definitions
+from ...program.scanner import strip_comments
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
 from .facts import ATOMICS, KernelFacts, collect_facts
@@ -20,7 +21,7 @@ from .families.base import Match, Mismatch
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import constants, integral_constants, role_values
 from .syntax import Assign, Call, Expr, Member, Name, Unary, call_name, to_c, walk_expr
-from .valuetype import ValueTypes
+from .valuetype import ValueTypes, kind
 
 
 @dataclass
@@ -119,7 +120,12 @@ def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:
     from spelling (valuetype): a place of an integer, 16-bit or unknown type takes only a value
     proven integral or of its own type. Indices are not values: `A[...]`'s index is not looked at."""
     for a in facts.assigns:
-        if a.value is None or a.binding.pointer or a.binding.array:
+        if a.binding.pointer or a.binding.array:
+            continue
+        if a.op not in ("=", "decl") and kind(types.of_binding(a.binding, 0)) == "bool":
+            # `s -= b` is an exclusive or, `s += b` an or, each step: no sum the tiers could split
+            return f"updates {a.binding.name}, a bool, with {a.op}"
+        if a.value is None:
             continue
         converted = types.conversion(a.value)
         if converted is not None:
@@ -181,14 +187,18 @@ def without_narrowing(part: EditablePart, editable: str, preamble: str) -> Edita
 
 
 def _unambiguous_aliases(program: str) -> dict[str, str]:
-    """The program's type aliases, less a name defined more than once (two namespaces, a function's
-    own typedef) or also a macro (`#define acc_t float` over `typedef int acc_t;`): which one a
-    kernel sees is not read."""
+    """The program's type aliases, less a name declared any other way too (a second alias in
+    another namespace or function, a macro `#define acc_t float`, a variable, a parenthesized or
+    listed declarator), as the parser reads the program with the alias definitions left out:
+    which declaration a kernel sees is not read."""
     found = type_aliases(program)
-    twice = {name for name in found
-             if len(re.findall(rf"\b(?:typedef\s+[\w\s:]+?\s+{re.escape(name)}\s*;|using\s+{re.escape(name)}\s*=)",
-                               program)) > 1 or re.search(rf"#\s*define\s+{re.escape(name)}\b", program)}
-    return {k: v for k, v in found.items() if k not in twice}
+    once = {name for name in found
+            if len(re.findall(rf"\b(?:typedef\s+[\w\s:]+?\s+{re.escape(name)}\s*;|using\s+{re.escape(name)}\s*=)",
+                              strip_comments(program))) == 1}
+    elsewhere = declared_names(without_alias_definitions(program))
+    if UNKNOWN_NAMES in elsewhere:
+        return {}
+    return {k: v for k, v in found.items() if k in once and k not in elsewhere}
 
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:

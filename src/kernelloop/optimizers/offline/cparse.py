@@ -566,19 +566,21 @@ def declared_names(text: str, depth: int = 0) -> set[str]:
                       if n.type in ("identifier", "field_identifier", "type_identifier")}
         if node.type == "using_declaration":
             names = [c for c in node.named_children if c.type in ("identifier", "qualified_identifier")]
-            target = names[-1] if names else None
+            targets = names[-1:]
         else:
             field = _DECLARING.get(node.type)
-            target = node.child_by_field_name(field) if field else None
-        while target is not None and target.type not in ("identifier", "field_identifier", "type_identifier"):
-            if target.type == "parenthesized_declarator":  # `float (max)(float, float)`: round 88
-                target = next((c for c in target.named_children if c.type != "comment"), None)
-            elif target.type == "qualified_identifier":
-                target = target.child_by_field_name("name")
-            else:
-                target = target.child_by_field_name("declarator")
-        if target is not None:
-            found.add(src.text_of(target))
+            # every declarator of a list: `float g, K;` declares K too (red team round 92)
+            targets = list(node.children_by_field_name(field)) if field else []
+        for target in targets:
+            while target is not None and target.type not in ("identifier", "field_identifier", "type_identifier"):
+                if target.type == "parenthesized_declarator":  # `float (max)(float, float)`: round 88
+                    target = next((c for c in target.named_children if c.type != "comment"), None)
+                elif target.type == "qualified_identifier":
+                    target = target.child_by_field_name("name")
+                else:
+                    target = target.child_by_field_name("declarator")
+            if target is not None:
+                found.add(src.text_of(target))
     return found
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from ...program.scanner import strip_comments
-from .cparse import call_arguments, parse_expression
+from .cparse import UNKNOWN_NAMES, call_arguments, declared_names, parse_expression
 from .facts import SIZEOF
 from .launcher import Launcher
 from .symbolic import Poly
@@ -96,29 +96,28 @@ def constants(*texts: str) -> dict[str, int]:
 
 
 def integral_constants(*texts: str) -> frozenset[str]:
-    """Names of constants the texts prove integral (red team round 90): each definition is an
+    """Names of constants the texts prove integral (red team rounds 90-92): each definition is an
     integer-typed `const`/`constexpr`, or a `#define` whose body is integer arithmetic of literals
-    and such names, and the name is declared no other way (`const float K` in another namespace,
-    `#define K 2.0f` under another `#if`)."""
+    and such names; with those definitions left out, the parser finds no other declaration of the
+    name (`const float a = 1, (K) = 0.5f;`, a struct member, an enumerator, another `#define` under
+    another `#if`), and nothing assigns to it."""
     code = "\n".join(strip_comments(t) for t in texts)
     bodies: dict[str, list[str | None]] = {}
-    for m in _CONST_DECL.finditer(code):
-        bodies.setdefault(m.group(1), []).append(None)  # its declared type is an integer
-    for m in _DEFINE.finditer(code):
-        bodies.setdefault(m.group(1), []).append(m.group(2))
+    blanked = list(code)
+    for pattern, typed in ((_CONST_DECL, True), (_DEFINE, False)):
+        for m in pattern.finditer(code):
+            bodies.setdefault(m.group(1), []).append(None if typed else m.group(2))
+            blanked[m.start():m.end()] = [c if c == "\n" else " " for c in m.group(0)]
+    rest = "".join(blanked)
+    elsewhere = declared_names(rest)
+    if UNKNOWN_NAMES in elsewhere:
+        return frozenset()
     proven: set[str] = set()
     for _ in range(4):  # a constant may be defined through earlier ones
         for name, defs in bodies.items():
-            typed = sum(d is None for d in defs)
-            word = re.escape(name)
-            # every other place the name could be declared or given a value: after a type word, after
-            # a comma of a declaration list (`const float a = 1.0f, K = 0.5f;`), or assigned
-            declared = len(re.findall(rf"(?<![\w.>:])(?!return\b|else\b|throw\b|define\b)[A-Za-z_][\w:<>]*\s*[*&]*\s+"
-                                      rf"{word}\s*(?:=|;|\[|\{{|\(|,)", code))
-            listed = len(re.findall(rf",\s*[*&]*\s*{word}\s*(?:=(?!=)|;|\[|\{{)", code))
-            assigned = len(re.findall(rf"(?<![\w.>:]){word}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)", code))
-            if declared <= typed and listed == 0 and assigned <= typed and \
-                    all(d is None or _integral_text(d, proven) for d in defs):
+            assigned = re.search(rf"(?<![\w.>:]){re.escape(name)}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
+                                 rf"(?:\+\+|--)\s*{re.escape(name)}\b|\b{re.escape(name)}\s*(?:\+\+|--)", rest)
+            if name not in elsewhere and not assigned and all(d is None or _integral_text(d, proven) for d in defs):
                 proven.add(name)
     return frozenset(proven)
 
