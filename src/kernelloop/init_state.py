@@ -32,6 +32,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .program.init import InitResult
+from .program.cuda_tree import declared_names
 from .program.scanner import strip_comments
 from .program.split import split_program
 from .tools.nvcc import build_whole_object, compiler_error
@@ -228,9 +229,16 @@ _ASSERT_CALL = re.compile(r"(?<![\w.:>])assert\s*\(")
 _POSITIONLESS_ASSERT = ("static __host__ __device__ inline void kl_positionless_assert_failed() {\n"
                         "#ifdef __CUDA_ARCH__\n  __trap();\n#else\n  __builtin_trap();\n#endif\n}\n"
                         "#define kl_positionless_assert(e) ((e) ? (void)0 : kl_positionless_assert_failed())\n")
-# the program's own `assert`: a macro (defined or undefined: `%:` is `#`), or a function declared
-# with a type before its name (`return assert(...)` counts too: then nothing is replaced)
-_OWN_ASSERT = re.compile(r"(?:#|%:)\s*(?:define|undef)\s+assert\b|(?<![\w.:>])[A-Za-z_][\w:<>]*[\s*&]+assert\s*\(")
+# the program's own `assert`: a macro defined or undefined (`%:` is `#`), read with continued lines
+# joined and comments out (`#undef \` on one line, `assert` on the next: red team round 93), or any
+# declaration the parser finds (`void (assert)(float&, int)`), or a function declared with a type
+# before its name (`return assert(...)` counts too: then nothing is replaced)
+_OWN_ASSERT = re.compile(r"(?:#|%:)\s*(?:define|undef)\s+assert\b|(?<![\w.:>])[A-Za-z_][\w:<>]*[\s*&]+\(?\s*assert\s*\)?\s*\(")
+
+
+def _defines_assert(text: str) -> bool:
+    joined = strip_comments(text).replace("\\\r\n", "").replace("\\\n", "")
+    return bool(_OWN_ASSERT.search(joined)) or "assert" in declared_names(joined)
 
 
 def _without_positions(source: str, line: str = "0", file: str = '""') -> str:
@@ -239,7 +247,7 @@ def _without_positions(source: str, line: str = "0", file: str = '""') -> str:
     (`__builtin_LINE()`, `std::source_location`) stay, so code that computes with them compiles
     differently where the copy moved it, and is refused (red team round 92)."""
     text = _POSITION_MACROS.sub(lambda m: line if m.group(0) in ("__LINE__", "__COUNTER__") else file, source)
-    if _ASSERT_CALL.search(text) and not _OWN_ASSERT.search(strip_comments(text)):
+    if _ASSERT_CALL.search(text) and not _defines_assert(text):
         text = _POSITIONLESS_ASSERT + _ASSERT_CALL.sub("kl_positionless_assert(", text)
     return text
 

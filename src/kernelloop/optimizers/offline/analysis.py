@@ -130,7 +130,8 @@ def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:
         converted = types.conversion(a.value)
         if converted is not None:
             return f"converts a value to {converted[0]} ({a.binding.name})"
-        if not types.fits(types.of_binding(a.binding, 0), a.value):
+        # a declaration converts once, the same in every lane; an update converts at each step
+        if not types.fits(types.of_binding(a.binding, 0), a.value, modular=a.op in ("decl", "+=", "-=")):
             return f"keeps {_describe(types, a.value)} in {a.binding.name}, of type {a.binding.type}"
     for access in facts.accesses:
         if access.kind not in ("store", "atomic") or access.value is None:
@@ -138,7 +139,8 @@ def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:
         converted = types.conversion(access.value)
         if converted is not None:
             return f"stores a value converted to {converted[0]}"
-        if not types.fits(types.of(access.node), access.value):
+        modular = access.op in ("+=", "-=", "atomicAdd", "atomicSub", "atomicAdd_block", "atomicAdd_system")
+        if not types.fits(types.of(access.node), access.value, modular=modular):
             where = access.array.name if access.array is not None else to_c(access.node)
             return f"stores {_describe(types, access.value)} into {where}, of type {types.of(access.node) or 'unknown'}"
     for e in (x for s in statement_exprs(facts.body) for x in walk_expr(s)):

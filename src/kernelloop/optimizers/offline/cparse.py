@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from ...program.cuda_tree import Source, first_error, leaves, walk
+from ...program.cuda_tree import UNKNOWN_NAMES, Source, declared_names, first_error, leaves, walk  # noqa: F401
 from .syntax import (
     Assign,
     Binary,
@@ -523,65 +523,6 @@ def _param(src: Source, p: Node) -> Param | None:
         raise ParseError("unnamed or unreadable parameter")
     return Param(src.text_of(node), normalize_type(" ".join(type_toks) + ("*" if array else "")), base, pointer,
                  const)
-
-
-# Nodes that declare a name, and the field that holds it.
-_DECLARING = {"function_declarator": "declarator", "init_declarator": "declarator", "pointer_declarator": "declarator",
-              "reference_declarator": "declarator", "array_declarator": "declarator", "declaration": "declarator",
-              "field_declaration": "declarator", "parameter_declaration": "declarator",
-              "type_definition": "declarator", "alias_declaration": "name", "struct_specifier": "name",
-              "class_specifier": "name", "union_specifier": "name", "enum_specifier": "name", "enumerator": "name",
-              "preproc_def": "name", "preproc_function_def": "name", "namespace_alias_definition": "name"}
-
-
-UNKNOWN_NAMES = "<names made by ## pasting>"
-
-
-def declared_names(text: str, depth: int = 0) -> set[str]:
-    """Every name the code declares, at any scope: functions, variables, types, macros, enumerators
-    and the names a using-declaration brings in (`using ::ns::max;`: "max"), each by its last part.
-    Macros too (red team round 87): what a macro's body declares, and every name passed to a
-    function-like macro of the code (`ACT_UNARY(exp, exp2f(x))` may define `exp`)."""
-    src = Source(text)
-    found: set[str] = set()
-    macros = {src.text_of(n.child_by_field_name("name")) for n in walk(src.root) if n.type == "preproc_function_def"}
-    for node in walk(src.root):
-        if node.type in ("preproc_def", "preproc_function_def") and depth < 4:
-            body = node.child_by_field_name("value")
-            if body is not None and "##" in src.text_of(body):
-                # a name pasted together (`fmax##sfx`) could be any name: the caller reads
-                # UNKNOWN_NAMES as "every name may be declared" (red team round 88)
-                found.add(UNKNOWN_NAMES)
-            if body is not None:
-                found |= declared_names(src.text_of(body).replace("\\\n", "\n"), depth + 1)
-        if node.type in ("call_expression", "macro_type_specifier") and macros:
-            callee = node.child_by_field_name("function") or node.child_by_field_name("name")
-            if callee is not None and src.text_of(callee) in macros:
-                found |= {src.text_of(n) for n in walk(node) if n.type in ("identifier", "field_identifier",
-                                                                           "type_identifier")}
-        if node.type == "function_declarator" and node.child_by_field_name("declarator") is not None:
-            # every name inside a function's declarator: the parser reads `float (max)(float, float)`
-            # with `max` among parameters of a nested declarator (red team round 88)
-            found |= {src.text_of(n) for n in walk(node.child_by_field_name("declarator"))
-                      if n.type in ("identifier", "field_identifier", "type_identifier")}
-        if node.type == "using_declaration":
-            names = [c for c in node.named_children if c.type in ("identifier", "qualified_identifier")]
-            targets = names[-1:]
-        else:
-            field = _DECLARING.get(node.type)
-            # every declarator of a list: `float g, K;` declares K too (red team round 92)
-            targets = list(node.children_by_field_name(field)) if field else []
-        for target in targets:
-            while target is not None and target.type not in ("identifier", "field_identifier", "type_identifier"):
-                if target.type == "parenthesized_declarator":  # `float (max)(float, float)`: round 88
-                    target = next((c for c in target.named_children if c.type != "comment"), None)
-                elif target.type == "qualified_identifier":
-                    target = target.child_by_field_name("name")
-                else:
-                    target = target.child_by_field_name("declarator")
-            if target is not None:
-                found.add(src.text_of(target))
-    return found
 
 
 def called_names(text: str) -> set[str]:

@@ -131,8 +131,9 @@ class ValueTypes:
             return None
         d = depth + 1
         if isinstance(e, Num):
-            return ("float" if e.text.lower().endswith("f") else "double") if e.is_float else (
-                "uint32_t" if "u" in e.text.lower() else "int32_t")
+            if e.is_float:
+                return "float" if e.text.lower().endswith("f") else "double"
+            return _integer_literal_type(e)
         if isinstance(e, Name):
             b = self.facts.binding(e)
             if b is not None:
@@ -142,7 +143,7 @@ class ValueTypes:
             if e.id in _NAMED_INTEGRALS:
                 return _NAMED_INTEGRALS[e.id]
             if e.id in self.integral_names:
-                return "int64_t"
+                return "int64_t"  # its width is not read: as an operand it widens, as a value it fits no narrower place
             if e.id in _HEADER_CONSTANTS and e.id not in self.declared and not self.opaque:
                 return _HEADER_CONSTANTS[e.id]
             return None  # a global, an enumerator, a macro not proven integral
@@ -189,17 +190,18 @@ class ValueTypes:
     def join(self, a: Expr, b: Expr, depth: int) -> str | None:
         """The usual arithmetic conversions of A op B (an integer literal takes the other side's type)."""
         ta, tb = self.of(a, depth), self.of(b, depth)
-        if _int_literal(a) and tb is not None:
-            return "int32_t" if tb == "bool" else tb
-        if _int_literal(b) and ta is not None:
-            return "int32_t" if ta == "bool" else ta
+        for lit, lit_type, other in ((a, ta, tb), (b, tb, ta)):
+            # a plain int literal takes a float's or a template parameter's type (`T(2) * x` as
+            # `x * 2`); with an integer it converts as C++ says (`x * 100000000LL` is 64-bit)
+            if _int_literal(lit) and other is not None and kind(other) not in ("integral", "bool"):
+                return other if lit_type == "int32_t" else None
         if ta is None or tb is None:
             return None
         if ta == tb:
             return "int32_t" if ta == "bool" else ta  # bool arithmetic is int arithmetic
         ka, kb = (("integral" if k == "bool" else k) for k in (kind(ta), kind(tb)))
         if ka == kb == "integral":
-            return "int64_t"  # some integer: which one does not matter here
+            return _usual_integer_conversion(ta, tb)
         if ka in ("wide", "narrow") and kb == "integral":
             return ta
         if kb in ("wide", "narrow") and ka == "integral":
@@ -259,7 +261,7 @@ class ValueTypes:
                 return None
             return "float" if all(t == "float" for t in types) else "double"
         if _TO_INTEGRAL.fullmatch(name) or name in _INTEGER_CALLS:
-            return "int64_t"
+            return _integer_call_type(name)
         if _TO_FLOAT.fullmatch(name):
             return "float"
         if _TO_DOUBLE.fullmatch(name):
@@ -289,7 +291,8 @@ class ValueTypes:
             if kind(target) in ("wide", "vector"):
                 continue
             for operand in operands:
-                if not self.fits(target, operand):
+                # an integer cast of an integer applies to each value alike, wherever it is computed
+                if not self.fits(target, operand, modular=True):
                     return target, x
         return None
 
@@ -310,15 +313,18 @@ class ValueTypes:
         if name in self.declared or self.opaque:
             return "unknown", list(x.args)  # the program's own function, declared where it is not read
         if _TO_INTEGRAL.fullmatch(name):
-            return "int64_t", list(x.args)
+            return _integer_call_type(name), list(x.args)
         if _TO_NARROW.fullmatch(name):
             return ("__nv_bfloat16" if "bfloat16" in name else "__half"), list(x.args)
         return None, []
 
-    def fits(self, target: str | None, value: Expr) -> bool:
+    def fits(self, target: str | None, value: Expr, modular: bool = False) -> bool:
         """Whether VALUE goes into a TARGET-typed place unchanged: the target is a wide float, the
-        value has the target's own type, both are integers, or the value is a constant (an
-        integer one anywhere, a floating one anywhere but an integer)."""
+        value has the target's own type, it is an integer whose range the target's holds, or a
+        constant (an integer one anywhere, a floating one anywhere but an integer). MODULAR (a
+        declaration, which converts once, or a `+=`/`-=` sum into an integer, `atomicAdd`): any
+        integer, since a sum wrapped at each step is the sum wrapped once, in any order; a running
+        max or a store of a narrowed integer depends on the order (red team round 93)."""
         kt = kind(target)
         if kt in ("wide", "vector"):
             return True
@@ -327,7 +333,11 @@ class ValueTypes:
             return False
         if self.constant(value):
             return kt != "integral" or kind(tv) in ("integral", "bool")
-        return tv == target or (kt == "integral" and kind(tv) in ("integral", "bool"))
+        if tv == target:
+            return True
+        if kt != "integral" or kind(tv) not in ("integral", "bool"):
+            return False
+        return modular or _holds(target, tv)
 
     def constant(self, e: Expr) -> bool:
         """A literal or a header constant the program does not redefine, maybe negated (`0`,
@@ -336,6 +346,64 @@ class ValueTypes:
             e = e.operand
         return isinstance(e, Num) or (isinstance(e, Name) and e.id in _HEADER_CONSTANTS and e.id not in self.declared
                                       and not self.opaque and self.facts.binding(e) is None)
+
+
+_INTEGER = re.compile(r"(u?)int(8|16|32|64)_t")
+
+
+def _width(t: str) -> tuple[bool, int]:
+    """(unsigned, bits) of an integer type as `canon` spells it; bool: (True, 1)."""
+    if t == "bool":
+        return True, 1
+    m = _INTEGER.fullmatch(t)
+    return (m.group(1) == "u", int(m.group(2))) if m else (False, 64)
+
+
+def _holds(place: str, value: str) -> bool:
+    """Whether every value of integer type VALUE is a value of integer type PLACE."""
+    (pu, pb), (vu, vb) = _width(place), _width(value)
+    if pu == vu:
+        return vb <= pb
+    return vu and vb < pb  # unsigned into a wider signed type; never signed into unsigned
+
+
+def _usual_integer_conversion(a: str, b: str) -> str:
+    """C++'s common type of two integer operands (after promotion to int)."""
+    def promoted(t: str) -> tuple[bool, int]:
+        u, bits = _width(t)
+        return (False, 32) if bits < 32 else (u, bits)
+    (au, ab), (bu, bb) = promoted(a), promoted(b)
+    if au == bu:
+        u, bits = au, max(ab, bb)
+    else:
+        (uu, ub), (_, sb) = ((au, ab), (bu, bb)) if au else ((bu, bb), (au, ab))
+        u, bits = (True, ub) if ub >= sb else (False, sb)
+    return f"{'u' if u else ''}int{bits}_t"
+
+
+def _integer_literal_type(e: Num) -> str:
+    text = e.text.lower().replace("'", "")
+    suffix = text[len(text.rstrip("ul")):]
+    unsigned, long_ = "u" in suffix, "l" in suffix
+    try:
+        big = abs(int(e.value)) > 0x7FFFFFFF
+    except (ValueError, OverflowError):
+        big = True
+    return f"{'u' if unsigned else ''}int{64 if long_ or big else 32}_t"
+
+
+def _integer_call_type(name: str) -> str:
+    """What a CUDA integer intrinsic or conversion returns (64-bit signed where not listed: wide
+    enough that it fits no narrower place)."""
+    if re.fullmatch(r"__\w+2uint_r[nzud]|__float_as_uint|__ballot_sync|__activemask|__lanemask_\w+|__brev"
+                    r"|__byte_perm|__umul24|__umulhi|__usad|__funnelshift_\w+|__match_any_sync", name):
+        return "uint32_t"
+    if re.fullmatch(r"__\w+2int_r[nzud]|__float_as_int|__double2[hl]oint|__popcll?|__clzll?|__ffsll?|__mul24"
+                    r"|__mulhi|__sad|__any_sync|__all_sync|__syncthreads_\w+|clock", name):
+        return "int32_t"
+    if re.fullmatch(r"__\w+2ull_r[nzud]|__brevll|__umul64hi", name):
+        return "uint64_t"
+    return "int64_t"
 
 
 def _int_literal(e: Expr) -> bool:
