@@ -1,7 +1,7 @@
 """The offline optimizer on a kept-aside set of outside-style programs, as a user runs it (a script
 that prints figures, not a test).
 
-For each program of a set folder's specs.json (tests/fixtures/kept_aside_6/ by default, written
+For each program of a set folder's specs.json (tests/fixtures/kept_aside_7/ by default, written
 by a reviewer who did not read the optimizer): `kernelloop init FILE -o OUT <its init options>`,
 then `kernelloop optimize OUT --optimizer offline --json`, each under a time cap. Prints one line
 per program (family, expected headroom, init's outcome, the run's status, speedup, wall time) and
@@ -67,7 +67,7 @@ def measure(folder: Path, name: str, entry: dict, work: Path, cap_s: float) -> d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", type=Path, default=ROOT / "tests" / "fixtures" / "kept_aside_6")
+    parser.add_argument("--set", type=Path, default=ROOT / "tests" / "fixtures" / "kept_aside_7")
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--cap-s", type=float, default=90.0, help="time cap of one optimize run")
     parser.add_argument("--json", type=Path, default=None)

@@ -236,9 +236,17 @@ _POSITIONLESS_ASSERT = ("static __host__ __device__ inline void kl_positionless_
 _OWN_ASSERT = re.compile(r"(?:#|%:)\s*(?:define|undef)\s+assert\b|(?<![\w.:>])[A-Za-z_][\w:<>]*[\s*&]+\(?\s*assert\s*\)?\s*\(")
 
 
+# what can switch `assert` off or change it at some place and not another: NDEBUG (a user file may
+# define it anywhere, even inside a `main` that init leaves out, and include <assert.h> again: red
+# team round 94), and any directive but an #include that names assert (push_macro, #if defined)
+_ASSERT_STATE = re.compile(r"\bNDEBUG\b|^[ \t]*(?:#|%:)[ \t]*(?!include\b)\w+[^\n]*\bassert\b", re.M)
+
+
 def _defines_assert(text: str) -> bool:
+    """Whether `assert` may mean anything but <cassert>'s, switched on, at some use: then it is
+    compared as written (its positions included), never through the positionless stand-in."""
     joined = strip_comments(text).replace("\\\r\n", "").replace("\\\n", "")
-    return bool(_OWN_ASSERT.search(joined)) or "assert" in declared_names(joined)
+    return bool(_OWN_ASSERT.search(joined) or _ASSERT_STATE.search(joined)) or "assert" in declared_names(joined)
 
 
 def _without_positions(source: str, line: str = "0", file: str = '""') -> str:
