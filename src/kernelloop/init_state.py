@@ -249,6 +249,20 @@ def _defines_assert(text: str) -> bool:
     return bool(_OWN_ASSERT.search(joined) or _ASSERT_STATE.search(joined)) or "assert" in declared_names(joined)
 
 
+# The probe build: in device code each position macro reads a device variable, so a kernel whose
+# code depends on its position in any way (`__LINE__ / 16`, which two stand-in values cannot tell
+# apart: red team round 95) compiles to other code than with the constants; host code keeps them.
+# A file name reads as a 4096-byte device array whose bytes the compiler cannot know (its size as
+# well as its bytes show; not volatile, so host code that passes `__FILE__` to a `const char*`, as
+# error checks do, still compiles); a test of its exact length (`sizeof(__FILE__) == 37`) gives
+# the same code both ways and is not caught.
+_POSITION_PROBES = ("__device__ volatile int kl_position_probe_line;\n"
+                    "__device__ char kl_position_probe_file[4096];\n#ifdef __CUDA_ARCH__\n"
+                    "#define KL_POSITION_PROBE_LINE (kl_position_probe_line)\n"
+                    "#define KL_POSITION_PROBE_FILE (kl_position_probe_file)\n#else\n"
+                    "#define KL_POSITION_PROBE_LINE 0\n#define KL_POSITION_PROBE_FILE \"\"\n#endif\n")
+
+
 def _without_positions(source: str, line: str = "0", file: str = '""') -> str:
     """SOURCE with the positions it spells made equal: the position macros, and `assert`'s own
     (unless the program defines an `assert` of its own). Positions reached any other way
@@ -298,16 +312,21 @@ def _device_code_reading_positions(source: str, user_object: Path, user_refs: St
                                    cache_dir: Path) -> list[str]:
     """The kernels whose code changes with the positions the source spells (`__LINE__` used as a
     value): the comparison made those equal, but the copy sits on other lines, so it would compute
-    otherwise (red team round 92). Found by building the file again with other positions. Host
-    code is not probed: a launcher's error checks pass `__FILE__` and `__LINE__` to a message."""
-    moved = _object(_without_positions(source, "1", '"kernelloop_moved.cu"'), arch=arch, cache_dir=cache_dir,
-                    optimised=True, what="the file")
+    otherwise (red team rounds 92, 95). Found by building the file again with every position in
+    device code read from a device variable. Host code is not probed: a launcher's error checks
+    pass `__FILE__` and `__LINE__` to a message."""
+    probed = _POSITION_PROBES + _without_positions(source, "KL_POSITION_PROBE_LINE", "KL_POSITION_PROBE_FILE")
+    build = build_whole_object(probed, arch=arch, cache_dir=cache_dir, optimised=True)
+    if not build.ok or build.binary is None:
+        return ["a kernel uses __LINE__, __FILE__ or __COUNTER__ where a constant is needed, so init cannot tell "
+                "whether the generated program, which puts it on other lines, computes the same: write the value "
+                "as a number"]
     device = {unit_neutral(k) for k in user_refs.device_edges}
     here = device_fingerprints(user_object.with_name("program.ptx").read_text(), device)
-    there = device_fingerprints(moved.with_name("program.ptx").read_text(), device)
+    there = device_fingerprints(build.binary.with_name("program.ptx").read_text(), device)
     changed = sorted(name for name in here if name in there and here[name] != there[name])
-    return [f"{bare_name(readable)} computes with its own position in the file (__LINE__, __FILE__ or __COUNTER__ as "
-            "a value), and the generated program puts it on other lines: write the value as a number"
+    return [f"{bare_name(readable)} computes with its own position in the file (__LINE__, __FILE__ or __COUNTER__ in "
+            "device code), and the generated program puts it on other lines: write the value as a number"
             for readable in demangle(changed)]
 
 
