@@ -321,12 +321,23 @@ def _device_code_reading_positions(source: str, user_object: Path, user_refs: St
         return ["a kernel uses __LINE__, __FILE__ or __COUNTER__ where a constant is needed, so init cannot tell "
                 "whether the generated program, which puts it on other lines, computes the same: write the value "
                 "as a number"]
+    # and the file once more, as written, under another name: a file name reached without spelling
+    # `__FILE__` (pasted with `##`, `__builtin_FILE()`) shows too (red team round 96)
+    # (the shortest name and a long one: a test of the name's length against any bound between them)
+    renamed = [build_whole_object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
+                                  filename=name) for name in ("a.cu", "z" * 120 + ".cu")]
+    if not all(b.ok and b.binary is not None for b in renamed):
+        return ["your file does not compile under another file name, so init cannot tell whether the generated "
+                "program computes the same: keep the kernels from reading the file's name"]
     device = {unit_neutral(k) for k in user_refs.device_edges}
     here = device_fingerprints(user_object.with_name("program.ptx").read_text(), device)
-    there = device_fingerprints(build.binary.with_name("program.ptx").read_text(), device)
-    changed = sorted(name for name in here if name in there and here[name] != there[name])
-    return [f"{bare_name(readable)} computes with its own position in the file (__LINE__, __FILE__ or __COUNTER__ in "
-            "device code), and the generated program puts it on other lines: write the value as a number"
+    changed: set[str] = set()
+    for other in (build.binary, *(b.binary for b in renamed)):
+        there = device_fingerprints(other.with_name("program.ptx").read_text(), device)
+        changed |= {name for name in here if name in there and here[name] != there[name]}
+    changed = sorted(changed)
+    return [f"{bare_name(readable)} computes with its own position in the file (its line or file name, in device "
+            "code), and the generated program puts it on other lines of another file: write the value as a number"
             for readable in demangle(changed)]
 
 
