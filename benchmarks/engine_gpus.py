@@ -14,6 +14,7 @@ one, and whether any two jobs ran on one GPU at overlapping times (from each job
 the physical GPU, by uuid, and its start and end in the worker: kernelloop.engine.jobs_sharing_a_gpu).
 
     python3 benchmarks/engine_gpus.py [--kernels a b ...] [--json out.json] [--memcheck off]
+    python3 benchmarks/engine_gpus.py --kernels a b ... --one-gpu-runs out.json   # the N-GPU run alone
 """
 
 from __future__ import annotations
@@ -78,6 +79,9 @@ def main() -> int:
     ap.add_argument("--kernels", nargs="*", default=[])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--memcheck", default="off", help="KERNELLOOP_VERIFY_MEMCHECK for every check (default off)")
+    ap.add_argument("--one-gpu-runs", type=Path, default=None,
+                    help="the --json of an earlier call cut short after its one-GPU runs: take those from it and "
+                         "run only the N-GPU check (a suite too long for one call of the lent machine)")
     args = ap.parse_args()
     gpus = detect_gpus()
     if len(gpus) < 2:
@@ -88,10 +92,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kl-engines-") as tmp:
         project = Path(tmp) / "kernels"
         shutil.copytree(ROOT / "kernels", project)
-        runs = {}
-        local, ray_one = (start_check(project, "local", "0", args.memcheck, args.kernels),
-                          start_check(project, "ray", "1", args.memcheck, args.kernels))
-        runs["local, GPU 0"], runs["ray, GPU 1"] = finish(local), finish(ray_one)
+        if args.one_gpu_runs is not None:
+            runs = {label: run for label, run in json.loads(args.one_gpu_runs.read_text())["runs"].items()
+                    if label in ("local, GPU 0", "ray, GPU 1")}
+            print(f"the one-GPU runs from {args.one_gpu_runs}", flush=True)
+        else:
+            runs = {}
+            local, ray_one = (start_check(project, "local", "0", args.memcheck, args.kernels),
+                              start_check(project, "ray", "1", args.memcheck, args.kernels))
+            runs["local, GPU 0"], runs["ray, GPU 1"] = finish(local), finish(ray_one)
         show(runs, args.json)
         runs[many_label] = finish(start_check(project, "ray", None, args.memcheck, args.kernels))
         show({many_label: runs[many_label]}, args.json, runs)

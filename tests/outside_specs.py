@@ -81,6 +81,11 @@ SPECS.update({
     "row_mean_asserts.cu": InitSpec(
         launcher="row_mean", values={"rows": ["2048", "1000"], "cols": ["1024", "777"]},
         counts={"in": "rows * cols", "out": "rows"}, roles={"out": "output"}),
+    # the launcher checks its launch with the project's own macro wrapping assert (its condition and the
+    # stringized call in the message): kept-aside set 7 found verify refusing such a program against itself
+    "bias_add_check_macro.cu": InitSpec(
+        launcher="add_bias", values={"rows": ["4096", "1001"], "cols": ["1024", "777"]},
+        counts={"act": "rows * cols", "bias": "cols"}),
     # the same style with eight integer-class launcher arguments (two on the stack): the rewritten kernel's
     # seventh (the row count) makes the instantiation pass its launch's 7th argument through its own slot
     "row_dot_pairs_ext.cu": InitSpec(

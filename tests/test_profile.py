@@ -214,3 +214,16 @@ def test_kernels_are_ordered_by_gpu_time_and_harness_kernels_are_never_hot(tmp_p
     kernels = prun.kernels_from_trace(_trace(tmp_path, [("_ZN2kl4fillEPfm", 9, 5000.0), ("_Z1aPf", 9, 10.0),
                                                         ("_Z1bPf", 9, 30.0), ("_Z1aPf", 9, 10.0)]))
     assert [k.name for k in kernels] == ["_Z1bPf", "_Z1aPf"]
+
+
+def test_profiles_kept_in_one_second_never_share_a_file(tmp_path):
+    # Two jobs of one machine (an engine's workers) profiled `baseline` programs in the same second:
+    # one report overwrote the other and a job read the wrong kernel's profile (2 H200, --engine ray).
+    from kernelloop.profiler.run import keep_report
+    first, second = tmp_path / "a.ncu-rep", tmp_path / "b.ncu-rep"
+    first.write_bytes(b"matmul report")
+    second.write_bytes(b"softmax report")
+    out = tmp_path / "profiles"
+    kept = [keep_report(first, out, "baseline"), keep_report(second, out, "baseline")]
+    assert kept[0] != kept[1] and all(k.name.startswith("baseline-") and k.suffix == ".ncu-rep" for k in kept)
+    assert [k.read_bytes() for k in kept] == [b"matmul report", b"softmax report"]

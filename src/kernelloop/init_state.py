@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .config import Settings
 from .errors import InputError
 from .program.init import InitResult
 from .program.cuda_tree import declared_names
@@ -238,15 +239,28 @@ _OWN_ASSERT = re.compile(r"(?:#|%:)\s*(?:define|undef)\s+assert\b|(?<![\w.:>])[A
 
 # what can switch `assert` off or change it at some place and not another: NDEBUG (a user file may
 # define it anywhere, even inside a `main` that init leaves out, and include <assert.h> again: red
-# team round 94), and any directive but an #include that names assert (push_macro, #if defined)
-_ASSERT_STATE = re.compile(r"\bNDEBUG\b|^[ \t]*(?:#|%:)[ \t]*(?!include\b)\w+[^\n]*\bassert\b", re.M)
+# team round 94), and any directive but an #include that names assert (push_macro, #if defined),
+# less a macro of another name whose body only calls assert (`#define CUDA_OK(x) assert(x == 0)`,
+# kept-aside set 7): that uses <cassert>'s, as code does, and its calls get the stand-in too
+_NDEBUG = re.compile(r"\bNDEBUG\b")
+_DIRECTIVE_NAMING_ASSERT = re.compile(r"^[ \t]*(?:#|%:)[ \t]*(?!include\b)(\w+)[ \t]*(\w*)([^\n]*\bassert\b[^\n]*)$",
+                                      re.M)
+
+
+def _changes_assert(directive: re.Match[str]) -> bool:
+    kind, name, rest = directive.groups()
+    if kind != "define" or name == "assert" or name == "":
+        return True
+    return any(not re.match(r"\s*\(", rest[m.end():]) for m in re.finditer(r"\bassert\b", rest))
 
 
 def _defines_assert(text: str) -> bool:
     """Whether `assert` may mean anything but <cassert>'s, switched on, at some use: then it is
     compared as written (its positions included), never through the positionless stand-in."""
     joined = strip_comments(text).replace("\\\r\n", "").replace("\\\n", "")
-    return bool(_OWN_ASSERT.search(joined) or _ASSERT_STATE.search(joined)) or "assert" in declared_names(joined)
+    return bool(_OWN_ASSERT.search(joined) or _NDEBUG.search(joined)
+                or any(_changes_assert(m) for m in _DIRECTIVE_NAMING_ASSERT.finditer(joined))) \
+        or "assert" in declared_names(joined)
 
 
 # The probe build: in device code each position macro reads a device variable, so a kernel whose
@@ -302,10 +316,24 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
     if generated is not None:
         problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir)
         problems += _device_code_reading_positions(source, optimised_object, optimised, arch=arch, cache_dir=cache_dir)
+        problems += _build_setup_differences(source, optimised_object, optimised, kept, arch=arch, cache_dir=cache_dir)
     problems = list(dict.fromkeys(problems))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more} (the generated program could compute something other than yours)")
+
+
+def refuse_what_verify_refuses(program: str, name: str, settings: Settings) -> None:
+    """Raise InputError when the verifier's static gate turns the generated program away against
+    itself: init never writes a program `verify` and `optimize` would refuse (kept-aside set 7: a
+    launcher's own `fprintf` on a launch error, which only the frozen harness may do). The gate
+    decides, every rule of it, not a list of init's own."""
+    from .verify.static_check import check_static_sources
+
+    check = check_static_sources(program, program, settings, baseline_name=name, candidate_name=name)
+    if not check.ok:
+        raise InputError(f"the generated program would not pass kernelloop verify against itself ({check.summary}): "
+                         "change that code in your file, or wrap the kernel alone (--kernel, --grid, --block)")
 
 
 def _device_code_reading_positions(source: str, user_object: Path, user_refs: StateReferences, *, arch: str,
@@ -338,6 +366,36 @@ def _device_code_reading_positions(source: str, user_object: Path, user_refs: St
     changed = sorted(changed)
     return [f"{bare_name(readable)} computes with its own position in the file (its line or file name, in device "
             "code), and the generated program puts it on other lines of another file: write the value as a number"
+            for readable in demangle(changed)]
+
+
+def _build_setup_differences(source: str, user_object: Path, user_refs: StateReferences, kept: set[str], *,
+                             arch: str, cache_dir: Path) -> list[str]:
+    """The kept kernels and launcher (and all they reach) that compile to other code in kernelloop's
+    build setup than in a plain build of the file: every comparison above is made in kernelloop's
+    setup (-std=c++17, its harness header beside the file and on the include path), where the user
+    builds with nvcc's defaults. Code that can tell the two apart (`__has_include` of a kernelloop
+    header, `__STRICT_ANSI__`, a library trait that differs by dialect) would make the generated
+    baseline compute something other than the user's build does (red team round 97); the compiler
+    decides, whatever the spelling."""
+    plain = build_whole_object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
+                               iso_dialect=False, harness_visible=False)
+    if not plain.ok or plain.binary is None:
+        return [f"your file does not compile in a plain build (nvcc -O3, its default C++ dialect, no kernelloop "
+                f"headers: {compiler_error(plain.log)}) but does in kernelloop's, so the generated program would "
+                "not compute what your build does: keep the code from testing how it is built"]
+    plain_refs = state_references(plain.binary)
+    hosts = {f for f in user_refs.functions & plain_refs.functions
+             if bare_name(user_refs.readable_names.get(f, f)) in kept}
+    device = {unit_neutral(k) for k in user_refs.device_edges}
+    ours, theirs = host_fingerprints(user_object, hosts), host_fingerprints(plain.binary, hosts)
+    ours.update(device_fingerprints(user_object.with_name("program.ptx").read_text(), device))
+    theirs.update(device_fingerprints(plain.binary.with_name("program.ptx").read_text(), device))
+    changed = sorted(name for name in ours if theirs.get(name) != ours[name])
+    return [f"{bare_name(readable)} compiles to other code in kernelloop's build (-std=c++17, its headers on the "
+            "include path) than in a plain nvcc build of your file (a test of the dialect, of __STRICT_ANSI__ or "
+            "of __has_include): the generated program would not compute what your build does; make the code "
+            "the same in every build"
             for readable in demangle(changed)]
 
 

@@ -328,7 +328,7 @@ def init(
 
     from ..errors import InputError
     from ..program.init import ROLES, InitSpec, generate
-    from ..init_state import refuse_state_set_by_dropped_code
+    from ..init_state import refuse_state_set_by_dropped_code, refuse_what_verify_refuses
     from ..program.split import inline_user_headers, read_program, split_program
     from ..tools.nvcc import build_whole_program, compiler_error, find_toolchain
 
@@ -395,6 +395,9 @@ def init(
         last = compiler_error(build.log)
         hint = "give the folder of your headers with --include-dir" if "No such file" in last else "check --set/--count/--grid"
         raise InputError(f"the generated program does not compile: {last.strip()}; {hint}")
+    with err.status("checking the program as verify will…"):
+        refuse_what_verify_refuses(inline_user_headers(result.program, str(source), settings.include_dirs),
+                                   str(output), settings)
     output.write_text(result.program)
     called = (f"launcher {result.launcher} (kernels {', '.join(result.kernels)})" if result.launcher
               else f"kernel {result.kernel}")

@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
 import time
 from collections import defaultdict
 from datetime import datetime
@@ -197,11 +199,7 @@ def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, s
                 raise InputError(f"{path}: ncu profiled no kernel" + (f" matching {kernel!r}" if kernel else ""))
             first = next((ln for ln in text.splitlines() if "ERROR" in ln), run.failure() or text.strip()[-200:])
             raise EnvironmentProblem(f"ncu failed: {first.strip()}")
-        out_dir = output_dir or settings.data_dir / "profiles"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        kept = out_dir / f"{path.stem}-{stamp}.ncu-rep"
-        shutil.copy2(report, kept)
+        kept = keep_report(report, output_dir or settings.data_dir / "profiles", path.stem)
     t = time.monotonic()
     profile = read_report(kept, kernel=f"^{re.escape(chosen.name)}$" if chosen else None)
     diagnosis = diagnose(profile, report_path=str(kept))
@@ -211,6 +209,19 @@ def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, s
     return ProfileResult(diagnosis=diagnosis, report_path=kept, kernel=profile.kernel_name, kernels=kernels,
                          launch=chosen, ncu_command=[*argv, "program"], section_set=section_set, clock_control=clock_control,
                          resources=resources, occupancy=occ, timings=timings)
+
+
+def keep_report(report: Path, out_dir: Path, stem: str) -> Path:
+    """Copy REPORT into OUT_DIR under a name no other profile takes: the folder is shared by every
+    profile of this user, and jobs of one machine (an engine's workers, one per GPU) profile programs
+    of the same name in the same second (two `baseline` reports: one job read the other's and failed,
+    on two H200 through --engine ray). Created exclusively, then read back by this profile alone."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    fd, name = tempfile.mkstemp(prefix=f"{stem}-{stamp}-", suffix=".ncu-rep", dir=out_dir)
+    os.close(fd)
+    shutil.copyfile(report, name)
+    return Path(name)
 
 
 def _resources_for(source: str, arch: str, kernel: str, block: tuple[int, int, int] | None

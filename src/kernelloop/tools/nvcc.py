@@ -573,20 +573,23 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
 
 def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
                        limits: Limits | None = None, optimised: bool = False, filename: str = "program.cu",
-                       iso_dialect: bool = True) -> BuildResult:
+                       iso_dialect: bool = True, harness_visible: bool = True) -> BuildResult:
     """Compile a program's one translation unit to an object for reading what each function
     touches, a section per function and variable; its device code as PTX beside it (`program.ptx`).
     Unoptimised, every function keeps its own symbol; `optimised`, the source sees the macros the
     real build defines (-O3: `__OPTIMIZE__`), with no function folded into another by the compiler.
     `filename`: the file's name on disk (nvcc names anonymous namespaces by it); `iso_dialect`: -std=c++17,
-    as the verifier builds, else the compiler's default (gnu++17), as docs/contract.md's command does."""
+    as the verifier builds, else the compiler's default (gnu++17), as docs/contract.md's command does;
+    `harness_visible`: the harness header staged beside the file and on the include path, as every
+    kernelloop build has it, else neither (a user's file built as they build it)."""
     return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True,
-                        optimised=optimised, filename=filename, iso_dialect=iso_dialect)
+                        optimised=optimised, filename=filename, iso_dialect=iso_dialect,
+                        harness_visible=harness_visible)
 
 
 def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None, limits: Limits | None,
                  object_only: bool, optimised: bool = True, filename: str = "program.cu",
-                 iso_dialect: bool = True) -> BuildResult:
+                 iso_dialect: bool = True, harness_visible: bool = True) -> BuildResult:
     toolchain = toolchain or find_toolchain()
     # An object for reading: a section per function and variable, so every reference from one
     # function to another is a relocation; optimised, no automatic inlining, cloning or merging
@@ -598,8 +601,9 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
     dialect = ["-std=c++17"] if iso_dialect else []
     flags = ["-O3" if optimised else "-O0", *dialect, *arch_flags(arch), *reading]
     output = "program.o" if object_only else "program"
+    includes = [f"-I{_HARNESS_INCLUDE}"] if harness_visible else []
     key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source, filename,
-                                     _harness_header_digest()]).encode()).hexdigest()[:32]
+                                     _harness_header_digest(), harness_visible]).encode()).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
     outputs = [output, "program.ptx"] if object_only else [output]
     if all((out_dir / name).exists() for name in outputs):
@@ -609,14 +613,15 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
     with private_workdir() as work:
         (work / filename).write_text(source)
         shutil.chown(work / filename, user=work.stat().st_uid, group=work.stat().st_gid)
-        stage_harness_header(work)
+        if harness_visible:
+            stage_harness_header(work)
         # An object's device code as PTX beside it (what the kernels call: device malloc), the very
         # PTX this compile made (kept from its steps), not a second front-end run.
         kept = ["-keep", "-keep-dir", "steps"] if object_only else []
         if object_only:
             (work / "steps").mkdir()
             shutil.chown(work / "steps", user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), *flags, *kept, *_SUPPRESSED, f"-I{_HARNESS_INCLUDE}", filename,
+        run = run_sandboxed([str(toolchain.nvcc), *flags, *kept, *_SUPPRESSED, *includes, filename,
                              "-o", output], workdir=work, limits=limits)
         if run.ok and object_only:
             ptx = work / "steps" / f"{Path(filename).stem}.ptx"

@@ -735,6 +735,26 @@ _COMPILER_OWN = re.compile(r"^(?:__\w+__|__builtin_\w+|__func__|__restrict|__typ
 _QUALIFIABLE = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|(?<![\w.$])([A-Za-z_]\w*)')
 
 
+def _message_only_arguments(body: str, reaching: set[str]) -> list[tuple[int, int]]:
+    """Spans of BODY that are the argument of a message-only macro's call (`assert(e_ == cudaSuccess)`)
+    and carry no value of the build themselves: left as written in the qualified body. assert
+    stringizes its argument into its message, so a qualified name there changes the message's bytes
+    and an honest part would differ (kept-aside set 7: `CUDA_OK(x)` wrapping assert); and the names
+    there receive no line or file (those go to `__assert_fail`, which assert's own body names), only
+    the condition, which decides nothing but whether the program stops. An argument that passes a
+    build value on (`assert(check(x, __LINE__))`) is qualified as any other code."""
+    spans = []
+    for m in re.finditer(r"(?<![\w.:>])(" + "|".join(sorted(_MESSAGE_ONLY)) + r")\s*\(", body):
+        depth, i = 1, m.end()
+        while i < len(body) and depth:
+            depth += {"(": 1, ")": -1}.get(body[i], 0)
+            i += 1
+        argument = body[m.end():i - 1]
+        if depth == 0 and not _BUILD_VALUE.search(argument) and not set(re.findall(r"\w+", argument)) & reaching:
+            spans.append((m.end(), i - 1))
+    return spans
+
+
 def qualified_macro_definitions(editable: str, expanded_part: str, program_macros: dict[str, str],
                                 header_macros: dict[str, str], namespace: str) -> str:
     """Lines that pin each free name of the frozen build-value macros the part uses as the frozen code
@@ -756,10 +776,14 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
     pinned: set[str] = set()
     for name in sorted(used & reaching):
         head, rest, keep = _macro_parts(macros[name])
+        messages = _message_only_arguments(rest, reaching)
 
-        def qualify(m: re.Match, rest: str = rest, keep: set[str] = keep, name: str = name) -> str:
+        def qualify(m: re.Match, rest: str = rest, keep: set[str] = keep, name: str = name,
+                    messages: list[tuple[int, int]] = messages) -> str:
             word = m.group(1)
             if word is None or word in keep or word in _KEYWORDS or _COMPILER_OWN.match(word):
+                return m.group(0)
+            if any(start <= m.start() < end for start, end in messages):
                 return m.group(0)
             before, after = rest[:m.start()].rstrip(), rest[m.end():].lstrip()
             if before.endswith(("::", ".", "->", "#")) or after.startswith("::"):

@@ -160,7 +160,11 @@ class ValueTypes:
         if isinstance(e, Unary):
             if e.op == "!":
                 return "bool"
-            return None if e.op == "&" else self.of(e.operand, d)
+            if e.op == "&":
+                return None
+            operand = self.of(e.operand, d)
+            # prefix ++/-- yield the operand itself; - + ~ compute in the promoted type (-k of a uint8_t is an int)
+            return operand if e.op in ("++", "--") else _promoted(operand)
         if isinstance(e, Postfix):
             return self.of(e.operand, d)
         if isinstance(e, Cast):
@@ -170,25 +174,27 @@ class ValueTypes:
         if isinstance(e, Assign):
             return self.of(e.target, d)
         if isinstance(e, Ternary):
-            return self.join(e.then, e.other, d)
+            return self.join(e.then, e.other, d, arithmetic=False)
         if isinstance(e, Binary):
             if e.op in ("==", "!=", "<", ">", "<=", ">=", "&&", "||"):
                 return "bool"
             if e.op == ",":
                 return self.of(e.right, d)
             if e.op in ("<<", ">>", "&", "|", "^", "%"):
-                left = self.of(e.left, d)
+                left, right = self.of(e.left, d), self.of(e.right, d)
                 whole = ("integral", "bool")
-                if kind(left) in whole and kind(self.of(e.right, d)) in whole:
-                    return left if kind(left) == "integral" else "int32_t"
-                return None
+                if kind(left) not in whole or kind(right) not in whole:
+                    return None
+                # a shift has its promoted left operand's type; the others convert both sides as + does
+                return _promoted(left) if e.op in ("<<", ">>") else _usual_integer_conversion(left, right)
             return self.join(e.left, e.right, d)
         if isinstance(e, Call):
             return self._of_call(e, d)
         return None
 
-    def join(self, a: Expr, b: Expr, depth: int) -> str | None:
-        """The usual arithmetic conversions of A op B (an integer literal takes the other side's type)."""
+    def join(self, a: Expr, b: Expr, depth: int, arithmetic: bool = True) -> str | None:
+        """The usual arithmetic conversions of A op B (an integer literal takes the other side's type);
+        with ARITHMETIC false, those of `c ? A : B`, where two operands of one type keep it unpromoted."""
         ta, tb = self.of(a, depth), self.of(b, depth)
         for lit, lit_type, other in ((a, ta, tb), (b, tb, ta)):
             # a plain int literal takes a float's or a template parameter's type (`T(2) * x` as
@@ -198,7 +204,7 @@ class ValueTypes:
         if ta is None or tb is None:
             return None
         if ta == tb:
-            return "int32_t" if ta == "bool" else ta  # bool arithmetic is int arithmetic
+            return _promoted(ta) if arithmetic else ta  # uint8_t + uint8_t is an int; c ? u8 : u8 a uint8_t
         ka, kb = (("integral" if k == "bool" else k) for k in (kind(ta), kind(tb)))
         if ka == kb == "integral":
             return _usual_integer_conversion(ta, tb)
@@ -359,6 +365,13 @@ def _width(t: str) -> tuple[bool, int]:
     return (m.group(1) == "u", int(m.group(2))) if m else (False, 64)
 
 
+def _promoted(t: str | None) -> str | None:
+    """C++'s integral promotion: an integer narrower than int (bool included) computes as an int."""
+    if t == "bool" or (kind(t) == "integral" and _width(t)[1] < 32):
+        return "int32_t"
+    return t
+
+
 def _holds(place: str, value: str) -> bool:
     """Whether every value of integer type VALUE is a value of integer type PLACE."""
     (pu, pb), (vu, vb) = _width(place), _width(value)
@@ -372,7 +385,7 @@ def _usual_integer_conversion(a: str, b: str) -> str:
     def promoted(t: str) -> tuple[bool, int]:
         u, bits = _width(t)
         return (False, 32) if bits < 32 else (u, bits)
-    (au, ab), (bu, bb) = promoted(a), promoted(b)
+    (au, ab), (bu, bb) = promoted(a), promoted(b)  # bool's (True, 1) promotes to (False, 32) too
     if au == bu:
         u, bits = au, max(ab, bb)
     else:
