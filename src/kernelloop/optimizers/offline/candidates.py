@@ -90,6 +90,7 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     if head is None:
         return "the launcher's head is not ASCII"
     lines = [f"{head} {{"]
+    lines += [f"  {c}" for c in lau.preconditions]
     lines += [f"  {z}" for z in match.zeroing]
     lines.append(f"  {prefix}{match.family}_run({', '.join(args)});")
     if lau.fn.sig.return_type == "cudaError_t":

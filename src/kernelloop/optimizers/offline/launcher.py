@@ -29,9 +29,11 @@ from .syntax import (
     Launch,
     Name,
     Num,
+    Postfix,
     ParseError,
     Return,
     Stmt,
+    Unary,
     Using,
     While,
     call_name,
@@ -71,6 +73,7 @@ class Launcher:
     kernel: str | None = None
     args: tuple[Expr, ...] = ()  # launch arguments with the launcher's locals inlined
     zeroing: list[ZeroingStatement] = field(default_factory=list)
+    preconditions: list[str] = field(default_factory=list)  # `assert(n > 0);` as written, kept first
     problem: str | None = None
     stream: Expr | None = None  # the launch's stream, made of the launcher's parameters; None: the default stream
     # A template launcher reached through init's wrapper: the template arguments the wrapper gives it
@@ -318,6 +321,8 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
     if isinstance(stmt, If) and stmt.other is None and isinstance(stmt.then, (Return, Block)) and \
             (isinstance(stmt.then, Return) or (len(stmt.then.body) == 1 and isinstance(stmt.then.body[0], Return))):
         return None  # an early return for empty sizes; the templates handle those themselves
+    if isinstance(stmt, ExprStmt) and _precondition(stmt, lau):
+        return None
     if isinstance(stmt, ExprStmt) and calls and all(
             n in _DROPPABLE or (n is not None and n.isupper()) for n in names):
         cuda_calls = {n for n in names if n and n.startswith("cuda")}
@@ -357,6 +362,30 @@ def _error_check(e: Expr) -> bool:
     return bool(queries) and all(
         call_name(q) in _DROPPABLE and not any(calls_or_assigns(arg) for arg in q.args) for q in queries
     ) and not any(calls_or_assigns(a) for a in others)
+
+
+def _precondition(stmt: ExprStmt, lau: Launcher) -> bool:
+    """`assert(cond)` on the launcher's arguments (llm.c's `assert(C % 4 == 0)`): recorded as written,
+    so a template's new body checks what the baseline checked, first. Only a condition that calls,
+    assigns and increments nothing and names none of the launcher's locals (the new body has none
+    of them): it means the same at the top of the new body, and it holds for every size the
+    harness gives (the baseline would stop otherwise)."""
+    e = stmt.expr
+    if not (isinstance(e, Call) and call_name(e) == "assert" and len(e.args) == 1):
+        return False
+    parts = list(walk_expr(e.args[0]))
+    if any(isinstance(x, (Call, Launch, Assign, Postfix)) or (isinstance(x, Unary) and x.op in ("++", "--", "&"))
+           for x in parts):
+        return False
+    local_names = {b.name for b in lau.facts.bindings} - set(lau.param_names())
+    if any(isinstance(x, Name) and x.id in local_names for x in parts):
+        return False
+    start, end = stmt.span  # type: ignore[attr-defined]
+    text = lau.fn.item.text[len(lau.fn.head):][start:end].strip()
+    if not text.startswith("assert") or "\n#" in text:
+        return False
+    lau.preconditions.append(text if text.endswith(";") else text + ";")
+    return True
 
 
 def _zeroing(stmt: Stmt, memset: Expr, lau: Launcher) -> str | None:

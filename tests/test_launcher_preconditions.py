@@ -1,0 +1,75 @@
+"""A launcher's own `assert`s on its arguments (llm.c's `assert(C % 4 == 0)`, kept-aside sets 6 and 7:
+"does more than launch one kernel (statement calling assert)") no longer stop the templates: a
+condition that calls, assigns and increments nothing and names no local is kept, as written, at the
+top of the template's new launcher body; anything else still stops them."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kernelloop.config import Settings
+from kernelloop.optimizers.offline import OfflineOptimizer
+from kernelloop.optimizers.offline.launcher import read_editable
+from kernelloop.optimizers.offline.optimizer import _context
+from kernelloop.program.split import candidate_editable_part, split_program
+
+from .conftest import ROOT, shared_cache_dir
+from .test_offline_optimizer import request_for
+
+BASELINE = (ROOT / "kernels" / "sum_reduction.cu").read_text()
+LAUNCHER_HEAD = "void launch_reduce_sum(const float* in, float* out, int n) {\n"
+
+
+def _with(statement: str) -> str:
+    text = BASELINE.replace("// kernelloop: editable begin\n", "// kernelloop: editable begin\n#include <cassert>\n", 1)
+    assert LAUNCHER_HEAD in text
+    return text.replace(LAUNCHER_HEAD, LAUNCHER_HEAD + f"  {statement}\n", 1)
+
+
+def _launcher(text: str):
+    request = request_for(text, "baseline")
+    preamble, harness, exported = _context(request)
+    part = read_editable(request.baseline_editable, harness, exported)
+    return next(lau for lau in part.launchers if lau.fn.name == "launch_reduce_sum")
+
+
+@pytest.mark.parametrize("statement", ["assert(n > 0);", 'assert(n > 0 && n % 1 == 0 && "n positive");',
+                                       "assert(n >= 0 &&\n         n < (1 << 30));"])
+def test_a_pure_assert_on_the_arguments_is_kept_as_written(statement):
+    lau = _launcher(_with(statement))
+    assert lau.problem is None and lau.preconditions == [statement]
+
+
+@pytest.mark.parametrize("statement", ["assert(check(n));", "assert(n++ > 0);", "assert((n = 4) > 0);",
+                                       "int k = n; assert(k > 0);"])
+def test_an_assert_that_calls_changes_or_reads_a_local_still_stops_the_templates(statement):
+    lau = _launcher(_with(statement))
+    assert lau.problem is not None and lau.preconditions == []
+
+
+def _first_proposal(text: str) -> str:
+    opt = OfflineOptimizer(cache_dir=Path(tempfile.mkdtemp(prefix="kl-pre-")))
+    return opt.propose(request_for(text, "baseline")).source
+
+
+def test_the_template_checks_what_the_baseline_checked_first():
+    source = _first_proposal(_with('assert(n > 0 && "n positive");'))
+    launcher = source[source.index("void launch_reduce_sum"):]
+    body = launcher[launcher.index("{") + 1:].lstrip()
+    assert body.startswith('assert(n > 0 && "n positive");'), launcher[:400]
+
+
+@pytest.mark.nvcc
+def test_the_proposal_passes_every_static_gate():
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+    baseline = _with("assert(n > 0);")
+    split = split_program(baseline, "b.cu")
+    editable, _ = candidate_editable_part(_first_proposal(baseline), split, "candidate")
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert result.violations == [], [v.describe() for v in result.violations]
