@@ -61,6 +61,7 @@ def measure(folder: Path, name: str, entry: dict, work: Path, cap_s: float) -> d
     # the figures say how often, these say why.
     row["stop_reason"] = summary.get("stop_reason") or summary.get("reason") or summary.get("message")
     row["attempts"] = [f"{a.get('approach')}: {a.get('outcome')}" + (f" ({a.get('speedup')}x)" if a.get("speedup") else "")
+                       + (f": {str(a.get('reason'))[:300]}" if a.get("reason") else "")
                        for a in summary.get("attempts") or []]
     return row
 
