@@ -13,10 +13,11 @@ import pytest
 
 from kernelloop.config import Settings
 from kernelloop.errors import InputError
-from kernelloop.init_state import _defines_assert, refuse_what_verify_refuses
+from kernelloop.init_state import _defines_assert
 from kernelloop.program.init import InitSpec, generate
 from kernelloop.program.split import split_program
 from kernelloop.verify.policy import qualified_macro_definitions
+from kernelloop.verify.static_check import refuse_what_verify_refuses
 
 from .conftest import shared_cache_dir
 from .outside_specs import OUTSIDE, SPECS

@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .config import Settings
 from .errors import InputError
 from .program.init import InitResult
 from .program.cuda_tree import declared_names
@@ -321,19 +320,6 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(f"{problems[0]}{more} (the generated program could compute something other than yours)")
-
-
-def refuse_what_verify_refuses(program: str, name: str, settings: Settings) -> None:
-    """Raise InputError when the verifier's static gate turns the generated program away against
-    itself: init never writes a program `verify` and `optimize` would refuse (kept-aside set 7: a
-    launcher's own `fprintf` on a launch error, which only the frozen harness may do). The gate
-    decides, every rule of it, not a list of init's own."""
-    from .verify.static_check import check_static_sources
-
-    check = check_static_sources(program, program, settings, baseline_name=name, candidate_name=name)
-    if not check.ok:
-        raise InputError(f"the generated program would not pass kernelloop verify against itself ({check.summary}): "
-                         "change that code in your file, or wrap the kernel alone (--kernel, --grid, --block)")
 
 
 def _device_code_reading_positions(source: str, user_object: Path, user_refs: StateReferences, *, arch: str,

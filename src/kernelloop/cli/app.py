@@ -328,7 +328,7 @@ def init(
 
     from ..errors import InputError
     from ..program.init import ROLES, InitSpec, generate
-    from ..init_state import refuse_state_set_by_dropped_code, refuse_what_verify_refuses
+    from ..init_state import refuse_state_set_by_dropped_code
     from ..program.split import inline_user_headers, read_program, split_program
     from ..tools.nvcc import build_whole_program, compiler_error, find_toolchain
 
@@ -381,7 +381,7 @@ def init(
                             for k in captured.kernels[:3]))
     else:
         result = generate(read_program(source), spec, source.name)
-    from ..verify.static_check import choose_arch
+    from ..verify.static_check import choose_arch, refuse_what_verify_refuses
 
     arch, _ = choose_arch(settings)  # the verify.arch setting, the GPU's, else sm_86: as verify builds it
     refuse_state_set_by_dropped_code(inline_user_headers(read_program(source), str(source), settings.include_dirs),

@@ -289,8 +289,9 @@ class _Headers:
 
     def inline(self, text: str, first_line: int, resume: str, folder: Path | None = None, depth: int = 0) -> str:
         """`text` (whose first line is line `first_line` of file `resume`) with its user includes inlined."""
-        if "include" not in text:
+        if "include" not in text and "__has_embed" not in text:
             return text
+        _refuse_file_tests(text, first_line, resume)
         folder = folder or self.folder
         lines = text.split("\n")
         out: list[str] = []
@@ -312,6 +313,26 @@ class _Headers:
             body = self.inline(content, 1, found.name, found.parent, depth + 1).rstrip("\n")
             out += [f'#line 1 "{found.name}"', body, f'#line {first_line + index + 1} "{resume}"']
         return "\n".join(out)
+
+
+_FILE_TEST = re.compile(r"\b(__has_include_next|__has_include|__has_embed)\b\s*(?:\(\s*(?:\"([^\"\n]*)\"|<([^>\n]*)>))?")
+
+
+def _refuse_file_tests(text: str, first_line: int, resume: str) -> None:
+    """Raise InputError for a test of whether a file exists (`#if __has_include("tuning.h")`) in the
+    user's own text (the program and the headers it inlines): every build kernelloop makes of the
+    program, and compares (init, verify), runs in a private folder with the user's headers inlined
+    and its own include path, where the answer is not the one the user's build gets beside its
+    files and with its flags (red team round 98: a baseline computing `out = in` for the user's
+    `out = 2 * in`). Every target alike, a toolkit header too: which toolkit the user builds with
+    is theirs to know."""
+    code = strip_comments(text)
+    for m in _FILE_TEST.finditer(code):
+        shown = m.group(2) if m.group(2) is not None else m.group(3) if m.group(3) is not None else "a computed name"
+        line = first_line + code.count("\n", 0, m.start())
+        raise InputError(f"{resume}:{line}: {m.group(1)} tests whether {shown} exists, and kernelloop builds your "
+                         "program in a private folder, where the answer can differ from your own build's: include "
+                         "the header, or define the setting you build with, directly")
 
 
 def _split_by_markers(text: str, name: str, begins: list[re.Match], ends: list[re.Match],

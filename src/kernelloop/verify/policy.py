@@ -742,15 +742,22 @@ def _message_only_arguments(body: str, reaching: set[str]) -> list[tuple[int, in
     and an honest part would differ (kept-aside set 7: `CUDA_OK(x)` wrapping assert); and the names
     there receive no line or file (those go to `__assert_fail`, which assert's own body names), only
     the condition, which decides nothing but whether the program stops. An argument that passes a
-    build value on (`assert(check(x, __LINE__))`) is qualified as any other code."""
+    build value on (`assert(check(x, __LINE__))`) is qualified as any other code, and so is every
+    argument of a body that holds a build value anywhere but in assert's own expansion (`const int
+    l_ = __LINE__; assert(ok(l_));` hands it on through a local: red team round 98): the exemption
+    goes by where values can flow in the whole body, not by the argument's spelling."""
+    # literals blanked to the same length: a ')' in a string or a character does not end a call
+    blank = re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', lambda m: '"' + " " * (len(m.group(0)) - 2) + '"',
+                   body)
+    if _BUILD_VALUE.search(blank) or set(re.findall(r"\w+", blank)) & (reaching - _MESSAGE_ONLY):
+        return []
     spans = []
-    for m in re.finditer(r"(?<![\w.:>])(" + "|".join(sorted(_MESSAGE_ONLY)) + r")\s*\(", body):
+    for m in re.finditer(r"(?<![\w.:>])(" + "|".join(sorted(_MESSAGE_ONLY)) + r")\s*\(", blank):
         depth, i = 1, m.end()
-        while i < len(body) and depth:
-            depth += {"(": 1, ")": -1}.get(body[i], 0)
+        while i < len(blank) and depth:
+            depth += {"(": 1, ")": -1}.get(blank[i], 0)
             i += 1
-        argument = body[m.end():i - 1]
-        if depth == 0 and not _BUILD_VALUE.search(argument) and not set(re.findall(r"\w+", argument)) & reaching:
+        if depth == 0:
             spans.append((m.end(), i - 1))
     return spans
 

@@ -79,3 +79,14 @@ def check_static_sources(baseline_text: str, candidate_text: str, settings: Sett
         arch_source=arch_source, precision_source=static.precision.source if static.precision else "",
         allow_reduced_precision=settings.verify.allow_reduced_precision,
     )
+
+
+def refuse_what_verify_refuses(program: str, name: str, settings: Settings) -> None:
+    """Raise InputError when the static gate turns PROGRAM away against itself: `kernelloop init`
+    never writes a program `verify` and `optimize` would refuse (kept-aside set 7: a launcher's own
+    `fprintf` on a launch error, which only the frozen harness may do). The gate decides, every rule
+    of it, not a list of init's own."""
+    check = check_static_sources(program, program, settings, baseline_name=name, candidate_name=name)
+    if not check.ok:
+        raise InputError(f"the generated program would not pass kernelloop verify against itself ({check.summary}): "
+                         "change that code in your file, or wrap the kernel alone (--kernel, --grid, --block)")

@@ -68,9 +68,13 @@ _INTEGER_CALLS = frozenset("""__popc __popcll __clz __clzll __ffs __ffsll __brev
     __funnelshift_rc __ballot_sync __activemask __any_sync __all_sync __syncthreads_count __syncthreads_and
     __syncthreads_or __lanemask_lt __lanemask_le __lanemask_eq __lanemask_gt __lanemask_ge clock clock64
     __match_any_sync""".split())
-_VALUE_OF_SECOND = frozenset("""__shfl_sync __shfl_up_sync __shfl_down_sync __shfl_xor_sync __reduce_add_sync
-    __reduce_min_sync __reduce_max_sync __reduce_and_sync __reduce_or_sync __reduce_xor_sync""".split())
-_JOIN_OF_ARGS = frozenset(["min", "max", "abs", "llabs", "umin", "umax", "llmin", "llmax", "ullmin", "ullmax"])
+_VALUE_OF_SECOND = frozenset("""__shfl_sync __shfl_up_sync __shfl_down_sync __shfl_xor_sync""".split())
+# int and unsigned overloads only: the promoted argument picks one (and and/or/xor take unsigned alone)
+_REDUCE_SIGNED_OR_UNSIGNED = frozenset(["__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync"])
+_JOIN_OF_ARGS = frozenset(["min", "max", "abs"])
+_TYPED_CALLS = {"umin": "uint32_t", "umax": "uint32_t", "llmin": "int64_t", "llmax": "int64_t", "llabs": "int64_t",
+                "ullmin": "uint64_t", "ullmax": "uint64_t", "__reduce_and_sync": "uint32_t",
+                "__reduce_or_sync": "uint32_t", "__reduce_xor_sync": "uint32_t"}
 _LOADS = frozenset(["__ldg", "__ldcg", "__ldca", "__ldcs", "__ldlu", "__ldcv"])
 _RANK = {"__half": 1, "__nv_bfloat16": 1, "float": 2, "double": 3}
 _QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|static|register|constexpr|"
@@ -274,12 +278,21 @@ class ValueTypes:
             return "double"
         if _TO_NARROW.fullmatch(name):
             return "__nv_bfloat16" if "bfloat16" in name else "__half"
+        # each as C++ picks the overload: a narrow integer argument is promoted (`abs` of an int8_t is
+        # an int: abs(-128) is 128, red team round 98), the typed intrinsics return their own type
+        if name in _TYPED_CALLS:
+            return _TYPED_CALLS[name]
+        if name in _REDUCE_SIGNED_OR_UNSIGNED and len(e.args) == 2:
+            value = _promoted(self.of(e.args[1], depth))
+            return value if value in ("int32_t", "uint32_t") else None
         if name in _VALUE_OF_SECOND and len(e.args) >= 2:
-            return self.of(e.args[1], depth)
+            value = self.of(e.args[1], depth)
+            return _promoted(value) if kind(value) in ("integral", "bool") else value
         if name in _JOIN_OF_ARGS and len(e.args) == 2:
             return self.join(e.args[0], e.args[1], depth)
         if name in _JOIN_OF_ARGS and len(e.args) == 1:
-            return self.of(e.args[0], depth)
+            value = self.of(e.args[0], depth)
+            return _promoted(value) if kind(value) in ("integral", "bool") else value
         if name.startswith("atomic") and e.args:
             at = self.pointee(e.args[0], depth)
             return at[0] if at is not None and at[1] == 1 else None
