@@ -7,6 +7,8 @@ build's exemption of assert's argument went by the argument's spelling: now by t
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kernelloop.errors import InputError
@@ -63,3 +65,72 @@ def test_the_assert_exemption_goes_by_the_whole_body():
     quoted = "(c) do { assert(c != '(' && ok(c)); use(c); } while (0)"
     start, end = _message_only_arguments(quoted, reaching)[0]
     assert quoted[start:end] == "c != '(' && ok(c)"
+
+
+# Red team round 99 (tests/fixtures/redteam/round99/): the same test spelled past the first check
+# (a line splice, a name pasted by the text's own macro, a library's macro), a header meant to be
+# included twice or first included where `#if` left it out, and a launcher precondition whose
+# `assert` is the program's own.
+ROUND99 = FIXTURES / "redteam" / "round99"
+
+
+@pytest.mark.parametrize("name, match", [("t.cu", r"t\.cu:5: __has_include tests whether tuning\.h"),
+                                         ("t_paste.cu", r"t_paste\.cu:\d+: this #if builds a name by pasting")])
+def test_a_file_test_however_spelled_is_refused(name, match):
+    path = ROUND99 / "a_file_test_splice" / name
+    with pytest.raises(InputError, match=match):
+        inline_user_headers(read_program(path), str(path), [])
+
+
+@pytest.mark.parametrize("condition", ["_CCCL_HAS_INCLUDE(<x.h>)", "KL_HAS(1)"])
+def test_a_library_spelling_or_a_pasting_macro_in_a_condition_is_refused(condition, tmp_path):
+    source = tmp_path / "k.cu"
+    source.write_text(f"#define KL_HAS(x) __has_ ## include\n#if {condition}\n#define F 2\n#endif\n"
+                      "__global__ void k(float* y) { y[0] = 1; }\n")
+    with pytest.raises(InputError, match="exists"):
+        inline_user_headers(read_program(source), str(source), [])
+
+
+def test_pasting_macros_tested_only_for_being_defined_are_no_file_test(tmp_path):
+    source = tmp_path / "k.cu"
+    source.write_text("#define CAT(a, b) a ## b\n#if defined(CAT) && !defined NDEBUG\n#define F 2\n#endif\n"
+                      "__global__ void k(float* y) { y[0] = 1; }\n")
+    inline_user_headers(read_program(source), str(source), [])
+
+
+def test_a_header_is_inlined_at_every_include_and_its_guard_decides(tmp_path):
+    (tmp_path / "gen.h").write_text("inline KL_T twice(KL_T v) { return v + v; }\n")
+    (tmp_path / "once.h").write_text("#pragma once\ninline int once_only() { return 1; }\n")
+    source = tmp_path / "k.cu"
+    source.write_text('#define KL_T float\n#include "gen.h"\n#undef KL_T\n#define KL_T int\n#include "gen.h"\n'
+                      '#ifdef KL_NEVER\n#include "once.h"\n#endif\n#include "once.h"\n#include "once.h"\n')
+    text = inline_user_headers(read_program(source), str(source), [])
+    assert text.count("inline KL_T twice") == 2
+    # the first include of once.h is where #if leaves it out: its guard lets the next one expand
+    assert text.count("inline int once_only()") == 3 and text.count("#ifndef KL_PRAGMA_ONCE_") == 3
+
+
+@pytest.mark.nvcc
+def test_a_header_included_twice_builds_as_the_users_build_does(tmp_path):
+    import subprocess
+    from kernelloop.tools.nvcc import build_whole_object
+    from .conftest import shared_cache_dir
+    folder = ROUND99 / "c_header_included_twice"
+    for name in ("t.cu", "t2.cu"):
+        path = folder / name
+        inlined = inline_user_headers(read_program(path), str(path), [])
+        build = build_whole_object(inlined, arch="sm_90", cache_dir=shared_cache_dir(), optimised=True)
+        assert build.ok, build.log[-2000:]
+        ours = build.binary.with_name("program.ptx").read_text()
+        theirs = tmp_path / f"{name}.ptx"
+        done = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-ptx", str(path), "-o", str(theirs)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        constants = lambda ptx: sorted(set(re.findall(r"0f[0-9A-F]{8}", ptx)))  # noqa: E731
+        assert constants(ours) == constants(theirs.read_text()), name
+
+
+def test_a_program_defining_assert_keeps_the_launchers_asserts_where_they_are():
+    from .test_redteam_round85 import _proposals
+    for source in _proposals(ROUND99 / "b_precondition_program_assert" / "baseline.cu"):
+        assert "_reduction_run(" not in source

@@ -7,6 +7,7 @@ neither how inputs are made nor how time is measured nor what is printed.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -255,7 +256,8 @@ class _Headers:
     """Inlines the user's own headers: a quoted include found beside the including file or in an
     include folder, an angle include found in an include folder (as nvcc -I would find them);
     anything else (the toolkit's and the system's headers) stays an include. Each header is
-    inlined once per program (what include guards and #pragma once do)."""
+    inlined at every include of it, its own guard (or `#pragma once`, made a guard) deciding, as the
+    preprocessor does, whether it expands there."""
 
     def __init__(self, name: str, include_dirs: list[Path] | None) -> None:
         given = Path(name)
@@ -301,21 +303,54 @@ class _Headers:
             if not found:
                 out.append(line)
                 continue
-            if found in self.inlined or depth > 32:
-                out.append("")  # already inlined once: guards would make it empty
-                continue
-            self.inlined.append(found)
+            if depth > 32:
+                raise InputError(f"{resume}:{first_line + index}: includes nest more than 32 deep ({found.name}); "
+                                 "kernelloop inlines your headers and stops there")
+            if found not in self.inlined:
+                self.inlined.append(found)
             try:
                 content = found.read_text()
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(f"{resume}: cannot read the header {found} it includes ({exc})") from exc
-            content = "\n".join("" if _PRAGMA_ONCE.match(ln) else ln for ln in content.split("\n"))
+            # Inlined at every include, as the preprocessor reads it there: a header meant to be
+            # included again (X-macros, a generic body per type) expands again, and a guarded one is
+            # skipped by its own guard, also when its first include sat in a region `#if` left out
+            # (red team round 99: "once per file" lost both). `#pragma once` becomes such a guard.
+            lines_of = content.split("\n")
+            once = any(_PRAGMA_ONCE.match(ln) for ln in lines_of)
+            content = "\n".join("" if _PRAGMA_ONCE.match(ln) else ln for ln in lines_of)
             body = self.inline(content, 1, found.name, found.parent, depth + 1).rstrip("\n")
-            out += [f'#line 1 "{found.name}"', body, f'#line {first_line + index + 1} "{resume}"']
+            block = [f'#line 1 "{found.name}"', body]
+            if once:
+                guard = "KL_PRAGMA_ONCE_" + hashlib.sha256(str(found).encode()).hexdigest()[:16]
+                block = [f"#ifndef {guard}", f"#define {guard}", *block, "#endif"]
+            out += [*block, f'#line {first_line + index + 1} "{resume}"']
         return "\n".join(out)
 
 
 _FILE_TEST = re.compile(r"\b(__has_include_next|__has_include|__has_embed)\b\s*(?:\(\s*(?:\"([^\"\n]*)\"|<([^>\n]*)>))?")
+# a library's spelling of the same test (CCCL's `_CCCL_HAS_INCLUDE(<x>)`): named so, it is one
+_LIBRARY_FILE_TEST = re.compile(r"\b\w*(?:HAS_INCLUDE|HAS_EMBED)\w*\b", re.I)
+_CONDITION = re.compile(r"^[ \t]*#[ \t]*(?:if|elif)\b(.*)$", re.M)
+_DEFINITION = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(.*)$", re.M)
+
+
+def _joined(code: str) -> tuple[str, list[int]]:
+    """CODE as the preprocessor reads it after phase 2 (splices joined; `%:` is `#`), and for each of
+    its characters the line of CODE it came from (1-based)."""
+    out, lines, line, i = [], [], 1, 0
+    while i < len(code):
+        if code[i] == "\\" and code[i + 1:i + 2] == "\n":
+            line, i = line + 1, i + 2
+            continue
+        if code[i] == "\\" and code[i + 1:i + 3] == "\r\n":
+            line, i = line + 1, i + 3
+            continue
+        out.append(code[i])
+        lines.append(line)
+        line += code[i] == "\n"
+        i += 1
+    return "".join(out).replace("%:", "#"), lines
 
 
 def _refuse_file_tests(text: str, first_line: int, resume: str) -> None:
@@ -325,14 +360,38 @@ def _refuse_file_tests(text: str, first_line: int, resume: str) -> None:
     and its own include path, where the answer is not the one the user's build gets beside its
     files and with its flags (red team round 98: a baseline computing `out = in` for the user's
     `out = 2 * in`). Every target alike, a toolkit header too: which toolkit the user builds with
-    is theirs to know."""
-    code = strip_comments(text)
+    is theirs to know. Read as the preprocessor reads it: splices joined (a backslash-newline
+    inside the name), a library's macro for it, and a `#if` that pastes names (`##`) through a macro of the
+    text's own, which could build one (red team round 99)."""
+    code, line_of = _joined(strip_comments(text))
+
+    def refuse(offset: int, what: str) -> None:
+        line = first_line - 1 + (line_of[offset] if offset < len(line_of) else 1)
+        raise InputError(f"{resume}:{line}: {what}, and kernelloop builds your program in a private folder, where "
+                         "the answer can differ from your own build's: include the header, or define the setting "
+                         "you build with, directly")
+
     for m in _FILE_TEST.finditer(code):
         shown = m.group(2) if m.group(2) is not None else m.group(3) if m.group(3) is not None else "a computed name"
-        line = first_line + code.count("\n", 0, m.start())
-        raise InputError(f"{resume}:{line}: {m.group(1)} tests whether {shown} exists, and kernelloop builds your "
-                         "program in a private folder, where the answer can differ from your own build's: include "
-                         "the header, or define the setting you build with, directly")
+        refuse(m.start(), f"{m.group(1)} tests whether {shown} exists")
+    bodies: dict[str, list[str]] = {}
+    for d in _DEFINITION.finditer(code):
+        bodies.setdefault(d.group(1), []).append(d.group(2))
+    for c in _CONDITION.finditer(code):
+        condition = re.sub(r"\bdefined\s*(?:\(\s*\w+\s*\)|\w+)", " ", c.group(1))  # names, not expanded
+        todo, seen = re.findall(r"[A-Za-z_]\w*", condition), set()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if _LIBRARY_FILE_TEST.fullmatch(name):
+                refuse(c.start(), f"{name} tests whether a file exists")
+            for body in bodies.get(name, []):
+                if "##" in body:
+                    refuse(c.start(), f"this #if builds a name by pasting (##, through {name}), which could test "
+                                      "whether a file exists")
+                todo += re.findall(r"[A-Za-z_]\w*", body)
 
 
 def _split_by_markers(text: str, name: str, begins: list[re.Match], ends: list[re.Match],

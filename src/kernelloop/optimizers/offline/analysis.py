@@ -203,16 +203,29 @@ def _unambiguous_aliases(program: str) -> dict[str, str]:
     return {k: v for k, v in found.items() if k in once and k not in elsewhere}
 
 
+def _defines_assert(program: str) -> bool:
+    """Whether `assert` may be anything but <cassert>'s: a macro defined or undefined (splices joined,
+    `%:` for `#`), or any declaration of the name."""
+    joined = strip_comments(program).replace("\\\r\n", "").replace("\\\n", "")
+    return bool(re.search(r"(?:#|%:)\s*(?:define|undef)\s+assert\b", joined)) or "assert" in declared_names(joined)
+
+
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
     part = without_narrowing(without_shadowed(read_editable(editable, harness, exported), editable, preamble),
                              editable, preamble)
     program_constants = constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
-    for lau in part.launchers:
+    own_assert = _defines_assert(f"{preamble}\n{editable}")
+    # a launcher of several launches: each launch on its own, in place (launcher.Launcher.per_launch)
+    for lau in [view for whole in part.launchers for view in (whole.per_launch or [whole])]:
         verdict = KernelVerdict(launcher=lau.fn.name, kernel=lau.kernel)
         verdicts.append(verdict)
         if lau.problem:
             verdict.problem = lau.problem
+            continue
+        if lau.preconditions and own_assert:
+            verdict.problem = ("asserts, and the program defines assert itself (a template would move the "
+                               "assert to the top of the launcher)")
             continue
         kernel = part.functions.get(lau.kernel or "")
         if kernel is None or not kernel.is_kernel:

@@ -89,14 +89,26 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     head = _ascii(lau.fn.head.rstrip())
     if head is None:
         return "the launcher's head is not ASCII"
-    lines = [f"{head} {{"]
-    lines += [f"  {c}" for c in lau.preconditions]
-    lines += [f"  {z}" for z in match.zeroing]
-    lines.append(f"  {prefix}{match.family}_run({', '.join(args)});")
-    if lau.fn.sig.return_type == "cudaError_t":
-        lines.append("  return ::cudaGetLastError();")
-    lines.append("}")
-    launcher_text = "\n".join(lines)
+    run = f"{prefix}{match.family}_run({', '.join(args)});"
+    if lau.in_place is not None:
+        # one launch of several: that statement replaced, the rest of the body as written (its
+        # zeroing and checks among it; the family's own zeroing, if any, just before the run)
+        start, end = lau.in_place.span  # type: ignore[attr-defined]
+        body_text = lau.fn.item.text[len(lau.fn.head):]
+        own = " ".join(match.zeroing[len(lau.zeroing):])
+        launcher_text = _ascii(f"{lau.fn.head.rstrip()} {body_text[:start]}{own + ' ' if own else ''}{run}"
+                               f"{body_text[end:]}".rstrip())
+        if launcher_text is None:
+            return "the launcher is not ASCII"
+    else:
+        lines = [f"{head} {{"]
+        lines += [f"  {c}" for c in lau.preconditions]
+        lines += [f"  {z}" for z in match.zeroing]
+        lines.append(f"  {run}")
+        if lau.fn.sig.return_type == "cudaError_t":
+            lines.append("  return ::cudaGetLastError();")
+        lines.append("}")
+        launcher_text = "\n".join(lines)
 
     harness_free = _kernels_to_drop(part, match)
     out: list[str] = []
@@ -123,6 +135,10 @@ def _kernels_to_drop(part: EditablePart, match: Match) -> list[str]:
     if name is None or name not in part.functions:
         return []
     kept = [i.text for i in part.items if i is not match.launcher.fn.item and i is not part.functions[name].item]
+    if match.launcher.in_place is not None:  # the launcher's other statements stay: another launch of it too
+        start, end = match.launcher.in_place.span  # type: ignore[attr-defined]
+        body_text = match.launcher.fn.item.text[len(match.launcher.fn.head):]
+        kept.append(body_text[:start] + body_text[end:])
     if any(re.search(rf"\b{re.escape(name)}\b", strip_comments(t)) for t in kept):
         return []
     if name in part.harness_launched or name in part.harness_referenced:

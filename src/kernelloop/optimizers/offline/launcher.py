@@ -79,6 +79,12 @@ class Launcher:
     # A template launcher reached through init's wrapper: the template arguments the wrapper gives it
     # ("float"), the one instantiation the verifier runs; None for any other launcher.
     template_args: str | None = None
+    # A launcher of several launches, each a statement of its own at the top of its body: one view
+    # per launch (`in_place` its statement), for the templates, which then replace that statement
+    # alone and keep the rest of the body as written (issue 11: optimize the hottest launch, keep
+    # the others). The launcher itself keeps its problem ("launches N kernels") for everything else.
+    per_launch: list[Launcher] = field(default_factory=list)
+    in_place: ExprStmt | None = None
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.fn.sig.params]
@@ -209,11 +215,36 @@ def read_launcher(fn: Function) -> Launcher:
     launches = [e for s in statement_exprs(fn.body) for e in walk_expr(s) if isinstance(e, Launch)]
     if len(launches) != 1:
         lau.problem = f"launches {len(launches)} kernels (a template replaces exactly one launch)"
+        if len(launches) > 1:
+            lau.per_launch = _per_launch(fn, facts, launches)
         return lau
+    return _read_launch(lau, launches[0])
+
+
+def _per_launch(fn: Function, facts: KernelFacts, launches: list[Launch]) -> list[Launcher]:
+    """One view per launch of a launcher of several, when each is a statement of its own at the top
+    of the body (not in a loop or a condition, where replacing one would change how often it runs)."""
+    top = [s for s in fn.body.body if isinstance(s, ExprStmt) and isinstance(s.expr, Launch)]
+    if len(top) != len(launches):
+        return []
+    views = []
+    for stmt in top:
+        view = _read_launch(Launcher(fn=fn, facts=facts, in_place=stmt), stmt.expr)
+        if view.problem is None and any(
+                any(isinstance(e, Call) and call_name(e) in _MEMSETS for x in statement_exprs(s) for e in walk_expr(x))
+                for s in fn.body.body[fn.body.body.index(stmt) + 1:]):
+            # the templates read a zeroing as done before their launch
+            view.problem = "zeroes memory after the launch a template would replace"
+        views.append(view)
+    return views
+
+
+def _read_launch(lau: Launcher, launch: Launch) -> Launcher:
+    """LAU read for its one launch LAUNCH (the launcher's only one, or, in place, one of several)."""
+    fn, facts = lau.fn, lau.facts
     if fn.sig.return_type not in ("void", "cudaError_t"):
         lau.problem = f"returns {fn.sig.return_type} (only void or cudaError_t launchers are rewritten)"
         return lau
-    launch = launches[0]
     if not isinstance(launch.kernel, Name):
         lau.problem = "launches a kernel through an expression"
         return lau
@@ -233,7 +264,7 @@ def read_launcher(fn: Function) -> Launcher:
             lau.problem = problem
             return lau
     named = next(naming_statements(fn.body), None)
-    if named is not None:
+    if named is not None and lau.in_place is None:  # in place, the body and its names stay
         # A template writes a new body: the launch's words (`(idx_t)n`) would leave the scope
         # that gave them their meaning (red team round 85). Tiers that keep the body still apply.
         lau.problem = (f"names things in its body ({named.text}); a template replaces the body, and the launch's "
@@ -367,9 +398,10 @@ def _error_check(e: Expr) -> bool:
 def _precondition(stmt: ExprStmt, lau: Launcher) -> bool:
     """`assert(cond)` on the launcher's arguments (llm.c's `assert(C % 4 == 0)`): recorded as written,
     so a template's new body checks what the baseline checked, first. Only a condition that calls,
-    assigns and increments nothing and names none of the launcher's locals (the new body has none
-    of them): it means the same at the top of the new body, and it holds for every size the
-    harness gives (the baseline would stop otherwise)."""
+    assigns and increments nothing and names nothing but the launcher's parameters: it means the
+    same at the top of the new body, and it holds for every size the harness gives (the baseline
+    would stop otherwise). `assert` must be <cassert>'s: analysis.analyze drops the preconditions'
+    launchers of a program that defines its own (red team round 99: one that assigns)."""
     e = stmt.expr
     if not (isinstance(e, Call) and call_name(e) == "assert" and len(e.args) == 1):
         return False
@@ -377,8 +409,9 @@ def _precondition(stmt: ExprStmt, lau: Launcher) -> bool:
     if any(isinstance(x, (Call, Launch, Assign, Postfix)) or (isinstance(x, Unary) and x.op in ("++", "--", "&"))
            for x in parts):
         return False
-    local_names = {b.name for b in lau.facts.bindings} - set(lau.param_names())
-    if any(isinstance(x, Name) and x.id in local_names for x in parts):
+    # every name a parameter of the launcher: a macro or a global could mean something else at the
+    # top of the new body, or hide an assignment the condition's syntax does not show (round 99)
+    if any(isinstance(x, Name) and x.id not in lau.param_names() for x in parts):
         return False
     start, end = stmt.span  # type: ignore[attr-defined]
     text = lau.fn.item.text[len(lau.fn.head):][start:end].strip()

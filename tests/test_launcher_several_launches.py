@@ -1,0 +1,100 @@
+"""A launcher of several launches (the commonest shape the kept-aside sets found the templates
+refusing: "launches 2 kernels (a template replaces exactly one launch)"): when each launch is a
+statement of its own at the top of the body, a template replaces one launch in place and the rest
+of the body stays as written (issue 11: optimize the hot launch, keep the others)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kernelloop.config import Settings
+from kernelloop.optimizers.base import NoMoreCandidates
+from kernelloop.optimizers.offline import OfflineOptimizer
+from kernelloop.optimizers.offline.launcher import read_editable
+from kernelloop.optimizers.offline.optimizer import _context
+from kernelloop.program.split import candidate_editable_part, split_program
+
+from .conftest import ROOT, shared_cache_dir
+from .test_offline_optimizer import request_for
+
+BASELINE = (ROOT / "kernels" / "sum_reduction.cu").read_text()
+LAUNCH = "  reduce_interleaved_kernel<<<grid, block, block * sizeof(float)>>>(in, out, n);\n"
+HALVE = "__global__ void halve_kernel(float* out) { out[0] = 0.5f * out[0]; }\n\n"
+
+
+def _program(after_launch: str, before_launch: str = "") -> str:
+    text = BASELINE.replace("// Zeroes *out itself", HALVE + "// Zeroes *out itself", 1)
+    assert LAUNCH in text
+    return text.replace(LAUNCH, before_launch + LAUNCH + after_launch, 1)
+
+
+def _launcher(text: str):
+    request = request_for(text, "baseline")
+    _, harness, exported = _context(request)
+    part = read_editable(request.baseline_editable, harness, exported)
+    return next(lau for lau in part.launchers if lau.fn.name == "launch_reduce_sum")
+
+
+def _first_proposal(text: str) -> str:
+    return OfflineOptimizer(cache_dir=Path(tempfile.mkdtemp(prefix="kl-ml-"))).propose(
+        request_for(text, "baseline")).source
+
+
+TWO = _program("  CUDA_CHECK(cudaGetLastError());\n  halve_kernel<<<1, 1>>>(out);\n")
+
+
+def test_each_launch_gets_a_view_and_the_launcher_keeps_its_problem_for_the_tiers():
+    lau = _launcher(TWO)
+    assert lau.problem == "launches 2 kernels (a template replaces exactly one launch)"
+    assert [v.kernel for v in lau.per_launch] == ["reduce_interleaved_kernel", "halve_kernel"]
+    assert all(v.problem is None and v.in_place is not None for v in lau.per_launch)
+
+
+def test_the_template_replaces_its_launch_and_keeps_the_rest_as_written():
+    source = _first_proposal(TWO)
+    launcher = source[source.index("void launch_reduce_sum"):]
+    lines = [ln.strip() for ln in launcher.splitlines()]
+    run = next(i for i, ln in enumerate(lines) if "_reduction_run(" in ln)
+    assert lines[run + 1:run + 3] == ["CUDA_CHECK(cudaGetLastError());", "halve_kernel<<<1, 1>>>(out);"], launcher
+    assert lines[1] == "CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float)));"
+    assert "reduce_interleaved_kernel" not in source and "__global__ void halve_kernel" in source
+
+
+def test_a_kernel_launched_again_by_the_kept_statements_is_kept():
+    again = _program("  halve_kernel<<<1, 1>>>(out);\n" + LAUNCH)
+    source = _first_proposal(again)
+    assert "__global__ void reduce_interleaved_kernel" in source
+    assert source.count("reduce_interleaved_kernel<<<") == 1 and "_reduction_run(" in source
+
+
+@pytest.mark.parametrize("program, why", [
+    (_program("  for (int k = 0; k < 2; ++k) halve_kernel<<<1, 1>>>(out);\n"), None),
+    (_program("  CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float)));\n  halve_kernel<<<1, 1>>>(out);\n"),
+     "zeroes memory after the launch a template would replace"),
+])
+def test_launches_in_a_loop_or_zeroing_after_the_launch_get_no_template(program, why):
+    lau = _launcher(program)
+    if why is None:
+        assert lau.per_launch == []  # a launch in a loop: replacing one would change how often it runs
+    else:
+        assert lau.per_launch[0].problem == why
+    try:
+        source = _first_proposal(program)
+    except NoMoreCandidates:
+        return
+    assert "_reduction_run(" not in source
+
+
+@pytest.mark.nvcc
+def test_the_in_place_proposal_passes_every_static_gate():
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+    split = split_program(TWO, "b.cu")
+    editable, _ = candidate_editable_part(_first_proposal(TWO), split, "candidate")
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert result.violations == [], [v.describe() for v in result.violations]
