@@ -73,3 +73,29 @@ def test_the_proposal_passes_every_static_gate():
                           toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
     assert result.violations == [], [v.describe() for v in result.violations]
+
+
+ROUND100 = ROOT / "tests" / "fixtures" / "redteam" / "round100" / "a_dropped_statements_with_effects"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("addr.cu", "changes a value in a statement besides the launch"),
+    ("assign.cu", "changes a value in a statement besides the launch"),
+    ("ret.cu", "returns early on a condition a template could not keep"),
+    ("upper.cu", "calls START_AT_ONE, a function of the part that launches or is handed a pointer"),
+])
+def test_statements_with_effects_are_never_dropped(name, why):
+    # red team round 100: a local written through its address, an assignment inside a check, an early
+    # return after the zeroing, an upper-case function of the part that launches
+    lau = _launcher((ROUND100 / name).read_text())
+    assert lau.problem == why
+
+
+@pytest.mark.parametrize("statement", ["if (n == 0) return;", "if (n <= 0 || n > (1 << 30)) return;"])
+def test_an_early_return_on_the_arguments_before_anything_acts_is_kept_first(statement):
+    text = BASELINE.replace(LAUNCHER_HEAD, LAUNCHER_HEAD + f"  {statement}\n", 1)
+    lau = _launcher(text)
+    assert lau.problem is None and lau.preconditions == [statement]
+    source = _first_proposal(text)
+    body = source[source.index("void launch_reduce_sum"):]
+    assert body[body.index("{") + 1:].lstrip().startswith(statement)

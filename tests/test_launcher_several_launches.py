@@ -50,7 +50,10 @@ def test_each_launch_gets_a_view_and_the_launcher_keeps_its_problem_for_the_tier
     lau = _launcher(TWO)
     assert lau.problem == "launches 2 kernels (a template replaces exactly one launch)"
     assert [v.kernel for v in lau.per_launch] == ["reduce_interleaved_kernel", "halve_kernel"]
-    assert all(v.problem is None and v.in_place is not None for v in lau.per_launch)
+    first, second = lau.per_launch
+    assert first.problem is None and first.in_place is not None
+    # the zeroing before the first launch is not "zeroed just before" the second (red team round 100)
+    assert second.problem == "zeroes memory before another launch that comes first"
 
 
 def test_the_template_replaces_its_launch_and_keeps_the_rest_as_written():
@@ -98,3 +101,24 @@ def test_the_in_place_proposal_passes_every_static_gate():
                           toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
     assert result.violations == [], [v.describe() for v in result.violations]
+
+
+ROUND100 = ROOT / "tests" / "fixtures" / "redteam" / "round100"
+
+
+@pytest.mark.parametrize("path, why", [
+    ("b_inplace_zeroing_stale/baseline.cu", "zeroes memory before another launch that comes first"),
+    ("c_inplace_shadowed_name/baseline.cu", "reads the launcher's locals"),
+])
+def test_in_place_the_facts_must_hold_where_the_launch_is(path, why):
+    text = (ROUND100 / path).read_text()
+    request = request_for(text, "baseline")
+    _, harness, exported = _context(request)
+    part = read_editable(request.baseline_editable, harness, exported)
+    problems = [v.problem or "" for lau in part.launchers for v in lau.per_launch]
+    assert any(why in p for p in problems), problems
+    try:
+        sources = [_first_proposal(text)]
+    except NoMoreCandidates:
+        sources = []
+    assert not any("_reduction_run(" in src for src in sources)

@@ -134,3 +134,47 @@ def test_a_program_defining_assert_keeps_the_launchers_asserts_where_they_are():
     from .test_redteam_round85 import _proposals
     for source in _proposals(ROUND99 / "b_precondition_program_assert" / "baseline.cu"):
         assert "_reduction_run(" not in source
+
+
+# Red team round 100 (tests/fixtures/redteam/round100/d_pragma_once_hard_link/): `#pragma once` made a
+# guard keyed by the header's path, where GCC's preprocessor knows the file by size, time and contents
+# (a hard link, or a `cp -p` copy, is the same file to it).
+SCALE_H = ("#pragma once\n#ifdef KL_SCALE\n#undef KL_SCALE\n#define KL_SCALE 4.0f\n#else\n#define KL_SCALE 3.0f\n"
+           "#endif\n")
+SCALE_CU = ('#include "include/scale.h"\n#include "vendor/scale.h"\n'
+            "__global__ void scale(float* out, const float* in, int n) {\n"
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = in[i] * KL_SCALE;\n}\n")
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("how", ["hard link", "copy keeping its time", "copy made later"])
+def test_pragma_once_knows_a_file_as_the_preprocessor_does(how, tmp_path):
+    import os
+    import shutil
+    import subprocess
+    from kernelloop.tools.nvcc import build_whole_object
+    from .conftest import shared_cache_dir
+    (tmp_path / "include").mkdir()
+    (tmp_path / "vendor").mkdir()
+    first = tmp_path / "include" / "scale.h"
+    first.write_text(SCALE_H)
+    os.utime(first, (1_700_000_000, 1_700_000_000))
+    second = tmp_path / "vendor" / "scale.h"
+    if how == "hard link":
+        os.link(first, second)
+    elif how == "copy keeping its time":
+        shutil.copy2(first, second)
+    else:
+        shutil.copyfile(first, second)
+        os.utime(second, (1_700_000_100, 1_700_000_100))
+    source = tmp_path / "t.cu"
+    source.write_text(SCALE_CU)
+    inlined = inline_user_headers(read_program(source), str(source), [])
+    build = build_whole_object(inlined, arch="sm_90", cache_dir=shared_cache_dir(), optimised=True)
+    assert build.ok, build.log[-2000:]
+    done = subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-ptx", "t.cu", "-o", "user.ptx"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    constants = lambda ptx: sorted(set(re.findall(r"0f[0-9A-F]{8}", ptx)))  # noqa: E731
+    ours, theirs = constants(build.binary.with_name("program.ptx").read_text()), constants((tmp_path / "user.ptx").read_text())
+    assert ours == theirs, (how, ours, theirs)

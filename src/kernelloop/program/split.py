@@ -322,7 +322,12 @@ class _Headers:
             body = self.inline(content, 1, found.name, found.parent, depth + 1).rstrip("\n")
             block = [f'#line 1 "{found.name}"', body]
             if once:
-                guard = "KL_PRAGMA_ONCE_" + hashlib.sha256(str(found).encode()).hexdigest()[:16]
+                # keyed as GCC's preprocessor knows a file for #pragma once: by size, modification time
+                # and contents, not by path (a hard link or a `cp -p` copy reached by another path is
+                # the same file to it: red team round 100)
+                st = found.stat()
+                identity = f"{st.st_size}:{int(st.st_mtime)}:{hashlib.sha256(content.encode()).hexdigest()}"
+                guard = "KL_PRAGMA_ONCE_" + hashlib.sha256(identity.encode()).hexdigest()[:16]
                 block = [f"#ifndef {guard}", f"#define {guard}", *block, "#endif"]
             out += [*block, f'#line {first_line + index + 1} "{resume}"']
         return "\n".join(out)

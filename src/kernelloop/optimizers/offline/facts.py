@@ -355,6 +355,10 @@ class _Scopes:
             self.assigned(e.target, loop_step)
         elif isinstance(e, (Unary, Postfix)) and e.op in ("++", "--"):
             self.assigned(e.operand, loop_step)
+        elif isinstance(e, Unary) and e.op == "&":
+            # its address taken (`cudaDeviceGetAttribute(&m, ...)`): written through it, for all we
+            # know, so never replaced by its initializer (red team round 100)
+            self.assigned(e.operand)
         for child in _children(e):
             self.expr(child, loop_step)
 

@@ -156,6 +156,10 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
         if target.name not in seen:
             seen.add(target.name)
             launcher = read_launcher(target)
+            for lau in [launcher, *launcher.per_launch]:
+                acting = _acting_part_call(lau, functions)
+                if lau.problem is None and acting:
+                    lau.problem = f"calls {acting}, a function of the part that launches or is handed a pointer"
             launcher.template_args = _call_template_args(fn) if target is not fn else None
             unread = _unread_callee(fn, problems)
             if target is fn and unread:  # say why, not "launches 0 kernels"
@@ -163,6 +167,35 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
             launchers.append(launcher)
     referenced = [n for n in functions if re.search(rf"(?<![\w.]){re.escape(n)}\b", harness_code)]
     return EditablePart(items, functions, launchers, launched, problems, referenced)
+
+
+def _acting_part_call(lau: Launcher, functions: dict[str, Function]) -> str | None:
+    """A function of the part that a statement of LAU besides its launch calls, and that launches a
+    kernel (itself or through what it calls) or is handed a pointer: a rewritten launcher that leaves
+    the statement out would leave that work out (red team round 100: `START_AT_ONE(out)`, upper-case
+    like a check macro, launching a kernel). None when there is none."""
+    pointers = {p.name for p in lau.fn.sig.params if p.pointer}
+
+    def launches(fn: Function, seen: set[str]) -> bool:
+        if fn.name in seen:
+            return False
+        seen.add(fn.name)
+        exprs = [e for x in statement_exprs(fn.body) for e in walk_expr(x)]
+        return any(isinstance(e, Launch) for e in exprs) or any(
+            (callee := functions.get(call_name(e) or "")) is not None and not callee.is_kernel and launches(callee, seen)
+            for e in exprs if isinstance(e, Call))
+
+    for stmt in lau.fn.body.body:
+        if isinstance(stmt, ExprStmt) and isinstance(stmt.expr, Launch):
+            continue
+        for call in (e for x in statement_exprs(stmt) for e in walk_expr(x) if isinstance(e, Call)):
+            callee = functions.get(call_name(call) or "")
+            if callee is None or callee.is_kernel or callee is lau.fn:
+                continue
+            handed = any(isinstance(y, Name) and y.id in pointers for a in call.args for y in walk_expr(a))
+            if handed or launches(callee, set()):
+                return callee.name
+    return None
 
 
 def forwarded_to(fn: Function, functions: dict[str, Function]) -> Function | None:
@@ -228,13 +261,26 @@ def _per_launch(fn: Function, facts: KernelFacts, launches: list[Launch]) -> lis
     if len(top) != len(launches):
         return []
     views = []
+    local_names = {b.name for b in facts.bindings} - {p.name for p in fn.sig.params}
     for stmt in top:
         view = _read_launch(Launcher(fn=fn, facts=facts, in_place=stmt), stmt.expr)
-        if view.problem is None and any(
-                any(isinstance(e, Call) and call_name(e) in _MEMSETS for x in statement_exprs(s) for e in walk_expr(x))
-                for s in fn.body.body[fn.body.body.index(stmt) + 1:]):
-            # the templates read a zeroing as done before their launch
+        body = list(fn.body.body)
+        before, after = body[:body.index(stmt)], body[body.index(stmt) + 1:]
+        zeroes = lambda s: any(isinstance(e, Call) and call_name(e) in _MEMSETS  # noqa: E731
+                               for x in statement_exprs(s) for e in walk_expr(x))
+        launches = lambda s: isinstance(s, ExprStmt) and isinstance(s.expr, Launch)  # noqa: E731
+        if view.problem is not None:
+            pass
+        elif any(zeroes(s) for s in after):  # the templates read a zeroing as done just before their launch
             view.problem = "zeroes memory after the launch a template would replace"
+        elif view.zeroing and any(launches(s) for s in before):
+            # another launch between a zeroing and this one may have written there (red team round 100)
+            view.problem = "zeroes memory before another launch that comes first"
+        elif {x.id for a in (*view.args, *([view.stream] if view.stream is not None else []))
+              for x in walk_expr(a) if isinstance(x, Name)} & local_names:
+            # the call in place reads its words where the launch was: a local's initializer inlined
+            # there can mean another thing (a name declared after it: red team round 100)
+            view.problem = "its launch reads the launcher's locals, which a template call in place would misread"
         views.append(view)
     return views
 
@@ -335,6 +381,11 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
     calls = [e for x in exprs for e in walk_expr(x) if call_name(e)]
     names = {call_name(c) for c in calls}
     has_launch = any(isinstance(e, Launch) for x in exprs for e in walk_expr(x))
+    if any(_has_effect(x) for x in exprs):
+        # a check that also assigns, increments or hands out an address (`CUDA_CHECK((n -= 32) ...)`,
+        # `cudaDeviceGetAttribute(&m, ...)`, `int k = n--;`): dropping it, or reading the launch's
+        # words elsewhere, would drop that too (red team round 100)
+        return "changes a value in a statement besides the launch"
     memsets = [c for c in calls if call_name(c) in _MEMSETS]
     if memsets:
         if has_launch or len(memsets) > 1:
@@ -351,7 +402,20 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
         return None
     if isinstance(stmt, If) and stmt.other is None and isinstance(stmt.then, (Return, Block)) and \
             (isinstance(stmt.then, Return) or (len(stmt.then.body) == 1 and isinstance(stmt.then.body[0], Return))):
-        return None  # an early return for empty sizes; the templates handle those themselves
+        # an early return (`if (n == 0) return;`): kept as written, first, as a precondition is, when its
+        # condition is pure and reads only parameters; any other stops the templates (red team round 100:
+        # any `if (...) return;` was dropped as one for empty sizes)
+        then = stmt.then if isinstance(stmt.then, Return) else stmt.then.body[0]
+        plain = then.value is None or (isinstance(then.value, Name) and then.value.id == "cudaSuccess")
+        body = list(lau.fn.body.body)
+        # moved to the top only from before anything that acts (a zeroing, a launch, a call)
+        acted = any(isinstance(e, (Call, Launch)) and call_name(e) != "assert"
+                    for s in body[:body.index(stmt)] for x in statement_exprs(s) for e in walk_expr(x))
+        if isinstance(then, Return) and plain and not acted and _pure_on_parameters(stmt.cond, lau):
+            start, end = stmt.span  # type: ignore[attr-defined]
+            lau.preconditions.append(lau.fn.item.text[len(lau.fn.head):][start:end].strip())
+            return None
+        return "returns early on a condition a template could not keep"
     if isinstance(stmt, ExprStmt) and _precondition(stmt, lau):
         return None
     if isinstance(stmt, ExprStmt) and calls and all(
@@ -395,6 +459,20 @@ def _error_check(e: Expr) -> bool:
     ) and not any(calls_or_assigns(a) for a in others)
 
 
+def _has_effect(e: Expr) -> bool:
+    """Whether E assigns, increments or takes an address anywhere (a lambda or a call inside is
+    judged by the caller)."""
+    return any(isinstance(x, (Assign, Postfix)) or (isinstance(x, Unary) and x.op in ("++", "--", "&"))
+               for x in walk_expr(e))
+
+
+def _pure_on_parameters(e: Expr, lau: Launcher) -> bool:
+    """Whether E calls, launches and changes nothing and names only the launcher's parameters."""
+    parts = list(walk_expr(e))
+    return not _has_effect(e) and not any(isinstance(x, (Call, Launch)) for x in parts) and \
+        all(x.id in lau.param_names() for x in parts if isinstance(x, Name))
+
+
 def _precondition(stmt: ExprStmt, lau: Launcher) -> bool:
     """`assert(cond)` on the launcher's arguments (llm.c's `assert(C % 4 == 0)`): recorded as written,
     so a template's new body checks what the baseline checked, first. Only a condition that calls,
@@ -405,13 +483,9 @@ def _precondition(stmt: ExprStmt, lau: Launcher) -> bool:
     e = stmt.expr
     if not (isinstance(e, Call) and call_name(e) == "assert" and len(e.args) == 1):
         return False
-    parts = list(walk_expr(e.args[0]))
-    if any(isinstance(x, (Call, Launch, Assign, Postfix)) or (isinstance(x, Unary) and x.op in ("++", "--", "&"))
-           for x in parts):
-        return False
     # every name a parameter of the launcher: a macro or a global could mean something else at the
     # top of the new body, or hide an assignment the condition's syntax does not show (round 99)
-    if any(isinstance(x, Name) and x.id not in lau.param_names() for x in parts):
+    if not _pure_on_parameters(e.args[0], lau):
         return False
     start, end = stmt.span  # type: ignore[attr-defined]
     text = lau.fn.item.text[len(lau.fn.head):][start:end].strip()
