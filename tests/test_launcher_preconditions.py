@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelloop.config import Settings
+from kernelloop.optimizers.base import NoMoreCandidates
 from kernelloop.optimizers.offline import OfflineOptimizer
 from kernelloop.optimizers.offline.launcher import read_editable
 from kernelloop.optimizers.offline.optimizer import _context
@@ -21,6 +22,7 @@ from .test_offline_optimizer import request_for
 
 BASELINE = (ROOT / "kernels" / "sum_reduction.cu").read_text()
 LAUNCHER_HEAD = "void launch_reduce_sum(const float* in, float* out, int n) {\n"
+LAUNCH_LINE = "  reduce_interleaved_kernel<<<grid, block, block * sizeof(float)>>>(in, out, n);\n"
 
 
 def _with(statement: str) -> str:
@@ -82,7 +84,7 @@ ROUND100 = ROOT / "tests" / "fixtures" / "redteam" / "round100" / "a_dropped_sta
     ("addr.cu", "changes a value in a statement besides the launch"),
     ("assign.cu", "changes a value in a statement besides the launch"),
     ("ret.cu", "returns early on a condition a template could not keep"),
-    ("upper.cu", "calls START_AT_ONE, a function of the part that launches or is handed a pointer"),
+    ("upper.cu", "calls START_AT_ONE, a function of the part that launches, writes or is handed a pointer"),
 ])
 def test_statements_with_effects_are_never_dropped(name, why):
     # red team round 100: a local written through its address, an assignment inside a check, an early
@@ -99,3 +101,45 @@ def test_an_early_return_on_the_arguments_before_anything_acts_is_kept_first(sta
     source = _first_proposal(text)
     body = source[source.index("void launch_reduce_sum"):]
     assert body[body.index("{") + 1:].lstrip().startswith(statement)
+
+
+ROUND101 = ROOT / "tests" / "fixtures" / "redteam" / "round101"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("a_macro/global.cu", "calls note_padding, a function of the part that launches, writes or is handed a pointer"),
+    ("a_macro/macro.cu", "hands n to FIRST_HALF, which could change it"),
+    ("b_decl_reference/exchange.cu", "hands n to exchange, which could change it"),
+])
+def test_effects_behind_a_name_stop_the_templates(name, why):
+    # red team round 101: a macro assigning its argument, a function of the part writing a global the
+    # launch reads, a library call binding a parameter to a reference in a declaration
+    lau = _launcher((ROUND101 / name).read_text())
+    assert lau.problem == why
+    try:
+        source = _first_proposal((ROUND101 / name).read_text())
+    except NoMoreCandidates:
+        return
+    assert "_reduction_run(" not in source
+
+
+def test_a_macro_naming_the_launchers_values_itself_stops_the_templates():
+    text = BASELINE.replace("#define CUDA_CHECK(call)", "#define HALVE_N() (n /= 2)\n#define CUDA_CHECK(call)", 1)
+    text = text.replace(LAUNCHER_HEAD, LAUNCHER_HEAD + "  HALVE_N();\n", 1)
+    try:
+        source = _first_proposal(text)
+    except NoMoreCandidates:
+        return
+    assert "_reduction_run(" not in source
+
+
+def test_honest_helpers_of_the_part_still_pass():
+    helpers = ("static void check_launch(cudaError_t e) { if (e != cudaSuccess) { printf(\"%s\\n\", "
+               "cudaGetErrorString(e)); exit(1); } }\n"
+               "static int ceil_div(int a, int b) { return (a + b - 1) / b; }\n\n")
+    text = BASELINE.replace("// Zeroes *out itself", helpers + "// Zeroes *out itself", 1)
+    text = text.replace("  int grid = (n + block - 1) / block;\n", "  int grid = ceil_div(n, block);\n", 1)
+    text = text.replace(LAUNCH_LINE, LAUNCH_LINE + "  check_launch(cudaGetLastError());\n", 1)
+    lau = _launcher(text)
+    assert lau.problem is None
+    assert "_reduction_run(" in _first_proposal(text)

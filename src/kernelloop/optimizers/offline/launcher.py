@@ -159,7 +159,7 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
             for lau in [launcher, *launcher.per_launch]:
                 acting = _acting_part_call(lau, functions)
                 if lau.problem is None and acting:
-                    lau.problem = f"calls {acting}, a function of the part that launches or is handed a pointer"
+                    lau.problem = acting
             launcher.template_args = _call_template_args(fn) if target is not fn else None
             unread = _unread_callee(fn, problems)
             if target is fn and unread:  # say why, not "launches 0 kernels"
@@ -169,32 +169,62 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
     return EditablePart(items, functions, launchers, launched, problems, referenced)
 
 
-def _acting_part_call(lau: Launcher, functions: dict[str, Function]) -> str | None:
-    """A function of the part that a statement of LAU besides its launch calls, and that launches a
-    kernel (itself or through what it calls) or is handed a pointer: a rewritten launcher that leaves
-    the statement out would leave that work out (red team round 100: `START_AT_ONE(out)`, upper-case
-    like a check macro, launching a kernel). None when there is none."""
-    pointers = {p.name for p in lau.fn.sig.params if p.pointer}
+# calls handed a launcher's value that cannot change it (by value, or no such argument at all)
+_VALUE_CALLS = frozenset(["min", "max", "std::min", "std::max", "umin", "umax", "abs", "std::abs", "assert",
+                          "sizeof", "static_cast", "printf", "fprintf",
+                          # a value type built from values (`dim3 block(tile, tile)`, `int(n)`, `size_t(n)`)
+                          "dim3", "int", "unsigned", "long", "short", "char", "float", "double", "bool", "size_t",
+                          "int32_t", "uint32_t", "int64_t", "uint64_t", "ptrdiff_t"]) | _DROPPABLE | _MEMSETS
 
-    def launches(fn: Function, seen: set[str]) -> bool:
+
+def _acting_part_call(lau: Launcher, functions: dict[str, Function]) -> str | None:
+    """Why a statement of LAU besides its launch may change what the launch computes through a call
+    whose effect its syntax does not show, or None: a function of the part that launches a kernel
+    (itself or through what it calls), is handed a pointer, writes anything but its own locals or
+    takes a reference (red team rounds 100-101: `START_AT_ONE(out)`, `note_padding(...)` setting a
+    global the launch reads); or a launcher value handed bare to a call that could bind it to a
+    reference (`std::exchange(n, n / 2)` in a declaration). A rewritten launcher that leaves the
+    statement out, or reads the launch's words elsewhere, would lose that effect."""
+    pointers = {p.name for p in lau.fn.sig.params if p.pointer}
+    values = {b.name for b in lau.facts.bindings} | {p.name for p in lau.fn.sig.params}
+
+    def acts(fn: Function, seen: set[str]) -> bool:
         if fn.name in seen:
             return False
         seen.add(fn.name)
+        if any("&" in p.type for p in fn.sig.params):
+            return True
+        facts = collect_facts(fn.sig, fn.body)
         exprs = [e for x in statement_exprs(fn.body) for e in walk_expr(x)]
-        return any(isinstance(e, Launch) for e in exprs) or any(
-            (callee := functions.get(call_name(e) or "")) is not None and not callee.is_kernel and launches(callee, seen)
-            for e in exprs if isinstance(e, Call))
+        for e in exprs:
+            if isinstance(e, Launch):
+                return True
+            target = e.target if isinstance(e, Assign) else e.operand if isinstance(e, Postfix) or (
+                isinstance(e, Unary) and e.op in ("++", "--")) else None
+            if target is not None and (not isinstance(target, Name) or facts.binding(target) is None):
+                return True  # memory, a member or a file-scope variable written
+            if isinstance(e, Call) and (callee := functions.get(call_name(e) or "")) is not None \
+                    and not callee.is_kernel and acts(callee, seen):
+                return True
+        return False
 
     for stmt in lau.fn.body.body:
         if isinstance(stmt, ExprStmt) and isinstance(stmt.expr, Launch):
             continue
         for call in (e for x in statement_exprs(stmt) for e in walk_expr(x) if isinstance(e, Call)):
-            callee = functions.get(call_name(call) or "")
-            if callee is None or callee.is_kernel or callee is lau.fn:
+            name = call_name(call) or ""
+            callee = functions.get(name)
+            if callee is not None and callee.is_kernel:
                 continue
-            handed = any(isinstance(y, Name) and y.id in pointers for a in call.args for y in walk_expr(a))
-            if handed or launches(callee, set()):
-                return callee.name
+            if callee is not None and callee is not lau.fn:
+                handed = any(isinstance(y, Name) and y.id in pointers for a in call.args for y in walk_expr(a))
+                if handed or acts(callee, set()):
+                    return f"calls {callee.name}, a function of the part that launches, writes or is handed a pointer"
+            elif name not in _VALUE_CALLS:
+                bare = next((strip_casts(a).id for a in call.args
+                             if isinstance(strip_casts(a), Name) and strip_casts(a).id in values), None)
+                if bare is not None:
+                    return f"hands {bare} to {name}, which could change it"
     return None
 
 
