@@ -1,7 +1,8 @@
 """A launcher's own `assert`s on its arguments (llm.c's `assert(C % 4 == 0)`, kept-aside sets 6 and 7:
 "does more than launch one kernel (statement calling assert)") no longer stop the templates: a
-condition that calls, assigns and increments nothing and names no local is kept, as written, at the
-top of the template's new launcher body; anything else still stops them."""
+condition that calls, assigns and increments nothing and names no local stays, as written, where it
+is in the template's launcher (only the launch's statement is replaced); anything else still stops
+them."""
 
 from __future__ import annotations
 
@@ -42,14 +43,14 @@ def _launcher(text: str):
                                        "assert(n >= 0 &&\n         n < (1 << 30));"])
 def test_a_pure_assert_on_the_arguments_is_kept_as_written(statement):
     lau = _launcher(_with(statement))
-    assert lau.problem is None and lau.preconditions == [statement]
+    assert lau.problem is None
 
 
 @pytest.mark.parametrize("statement", ["assert(check(n));", "assert(n++ > 0);", "assert((n = 4) > 0);",
                                        "int k = n; assert(k > 0);"])
 def test_an_assert_that_calls_changes_or_reads_a_local_still_stops_the_templates(statement):
     lau = _launcher(_with(statement))
-    assert lau.problem is not None and lau.preconditions == []
+    assert lau.problem is not None
 
 
 def _first_proposal(text: str) -> str:
@@ -84,53 +85,50 @@ ROUND100 = ROOT / "tests" / "fixtures" / "redteam" / "round100" / "a_dropped_sta
     ("addr.cu", "changes a value in a statement besides the launch"),
     ("assign.cu", "changes a value in a statement besides the launch"),
     ("ret.cu", "returns early on a condition a template could not keep"),
-    ("upper.cu", "calls START_AT_ONE, a function of the part that launches, writes or is handed a pointer"),
 ])
 def test_statements_with_effects_are_never_dropped(name, why):
     # red team round 100: a local written through its address, an assignment inside a check, an early
-    # return after the zeroing, an upper-case function of the part that launches
+    # return after the zeroing
     lau = _launcher((ROUND100 / name).read_text())
     assert lau.problem == why
+
+
+@pytest.mark.parametrize("path", [ROUND100 / "upper.cu", ROOT / "tests" / "fixtures" / "redteam" / "round101" /
+                                  "a_macro" / "global.cu", ROOT / "tests" / "fixtures" / "redteam" / "round101" /
+                                  "a_macro" / "macro.cu", ROOT / "tests" / "fixtures" / "redteam" / "round101" /
+                                  "b_decl_reference" / "exchange.cu"])
+def test_effects_behind_a_name_stay_where_they_were(path):
+    # red team rounds 100-101: an upper-case function of the part that launches (START_AT_ONE(out)), a
+    # macro assigning its argument, a function of the part writing a global the launch reads, a library
+    # call binding a parameter to a reference in a declaration. Rounds 100-101 stopped the templates;
+    # since round 102 the template's call takes the launch's place alone and these stay before it.
+    from .test_launch_in_place import _assert_in_place
+    text = path.read_text()
+    try:
+        source = _first_proposal(text)
+    except NoMoreCandidates:
+        return
+    _assert_in_place(text, source, "launch_reduce_sum")
 
 
 @pytest.mark.parametrize("statement", ["if (n == 0) return;", "if (n <= 0 || n > (1 << 30)) return;"])
 def test_an_early_return_on_the_arguments_before_anything_acts_is_kept_first(statement):
     text = BASELINE.replace(LAUNCHER_HEAD, LAUNCHER_HEAD + f"  {statement}\n", 1)
     lau = _launcher(text)
-    assert lau.problem is None and lau.preconditions == [statement]
+    assert lau.problem is None
     source = _first_proposal(text)
     body = source[source.index("void launch_reduce_sum"):]
     assert body[body.index("{") + 1:].lstrip().startswith(statement)
 
 
-ROUND101 = ROOT / "tests" / "fixtures" / "redteam" / "round101"
-
-
-@pytest.mark.parametrize("name, why", [
-    ("a_macro/global.cu", "calls note_padding, a function of the part that launches, writes or is handed a pointer"),
-    ("a_macro/macro.cu", "hands n to FIRST_HALF, which could change it"),
-    ("b_decl_reference/exchange.cu", "hands n to exchange, which could change it"),
-])
-def test_effects_behind_a_name_stop_the_templates(name, why):
-    # red team round 101: a macro assigning its argument, a function of the part writing a global the
-    # launch reads, a library call binding a parameter to a reference in a declaration
-    lau = _launcher((ROUND101 / name).read_text())
-    assert lau.problem == why
-    try:
-        source = _first_proposal((ROUND101 / name).read_text())
-    except NoMoreCandidates:
-        return
-    assert "_reduction_run(" not in source
-
-
-def test_a_macro_naming_the_launchers_values_itself_stops_the_templates():
+def test_a_macro_changing_the_launchers_values_stays_before_the_call_that_reads_them():
+    # round 101 stopped the templates here; since round 102 the macro stays where it was, and the
+    # template's call, in the launch's place, reads n after it, as the launch did
     text = BASELINE.replace("#define CUDA_CHECK(call)", "#define HALVE_N() (n /= 2)\n#define CUDA_CHECK(call)", 1)
     text = text.replace(LAUNCHER_HEAD, LAUNCHER_HEAD + "  HALVE_N();\n", 1)
-    try:
-        source = _first_proposal(text)
-    except NoMoreCandidates:
-        return
-    assert "_reduction_run(" not in source
+    source = _first_proposal(text)
+    launcher = source[source.index("void launch_reduce_sum"):]
+    assert launcher.index("HALVE_N();") < launcher.index("_reduction_run(in, out, (int)(n), 0);")
 
 
 def test_honest_helpers_of_the_part_still_pass():

@@ -5,6 +5,8 @@ of the body stays as written (issue 11: optimize the hot launch, keep the others
 
 from __future__ import annotations
 
+import re
+
 import tempfile
 from pathlib import Path
 
@@ -52,8 +54,9 @@ def test_each_launch_gets_a_view_and_the_launcher_keeps_its_problem_for_the_tier
     assert [v.kernel for v in lau.per_launch] == ["reduce_interleaved_kernel", "halve_kernel"]
     first, second = lau.per_launch
     assert first.problem is None and first.in_place is not None
-    # the zeroing before the first launch is not "zeroed just before" the second (red team round 100)
-    assert second.problem == "zeroes memory before another launch that comes first"
+    # since round 103 no template takes a launcher's zeroing as done (it zeroes what it needs
+    # itself), so a zeroing before an earlier launch no longer stops the second view (round 100)
+    assert second.problem is None and second.in_place is not None
 
 
 def test_the_template_replaces_its_launch_and_keeps_the_rest_as_written():
@@ -73,22 +76,21 @@ def test_a_kernel_launched_again_by_the_kept_statements_is_kept():
     assert source.count("reduce_interleaved_kernel<<<") == 1 and "_reduction_run(" in source
 
 
-@pytest.mark.parametrize("program, why", [
-    (_program("  for (int k = 0; k < 2; ++k) halve_kernel<<<1, 1>>>(out);\n"), None),
-    (_program("  CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float)));\n  halve_kernel<<<1, 1>>>(out);\n"),
-     "zeroes memory after the launch a template would replace"),
-])
-def test_launches_in_a_loop_or_zeroing_after_the_launch_get_no_template(program, why):
-    lau = _launcher(program)
-    if why is None:
-        assert lau.per_launch == []  # a launch in a loop: replacing one would change how often it runs
-    else:
-        assert lau.per_launch[0].problem == why
+def test_launches_in_a_loop_get_no_template():
+    program = _program("  for (int k = 0; k < 2; ++k) halve_kernel<<<1, 1>>>(out);\n")
+    assert _launcher(program).per_launch == []  # replacing one would change how often it runs
     try:
         source = _first_proposal(program)
     except NoMoreCandidates:
         return
     assert "_reduction_run(" not in source
+
+
+def test_a_zeroing_after_the_replaced_launch_stays_after_it():
+    # round 100 refused this; a template's call in the launch's place keeps the zeroing after it
+    from .test_launch_in_place import _assert_in_place
+    program = _program("  CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float)));\n  halve_kernel<<<1, 1>>>(out);\n")
+    _assert_in_place(program, _first_proposal(program), "launch_reduce_sum")
 
 
 @pytest.mark.nvcc
@@ -106,19 +108,22 @@ def test_the_in_place_proposal_passes_every_static_gate():
 ROUND100 = ROOT / "tests" / "fixtures" / "redteam" / "round100"
 
 
-@pytest.mark.parametrize("path, why", [
-    ("b_inplace_zeroing_stale/baseline.cu", "zeroes memory before another launch that comes first"),
-    ("c_inplace_shadowed_name/baseline.cu", "reads the launcher's locals"),
-])
-def test_in_place_the_facts_must_hold_where_the_launch_is(path, why):
+@pytest.mark.parametrize("path", ["b_inplace_zeroing_stale/baseline.cu", "c_inplace_shadowed_name/baseline.cu"])
+def test_in_place_the_facts_must_hold_where_the_launch_is(path):
+    # red team round 100: a zeroing before an earlier launch that writes the output (the template
+    # took it as done), and a local whose value names a global N that a later local shadows (the
+    # value was inlined where N is the local). Now the template zeroes for itself right before its
+    # call, and reads the launch's words as written where the launch was.
+    from .test_launch_in_place import _assert_in_place
     text = (ROUND100 / path).read_text()
-    request = request_for(text, "baseline")
-    _, harness, exported = _context(request)
-    part = read_editable(request.baseline_editable, harness, exported)
-    problems = [v.problem or "" for lau in part.launchers for v in lau.per_launch]
-    assert any(why in p for p in problems), problems
     try:
-        sources = [_first_proposal(text)]
+        source = _first_proposal(text)
     except NoMoreCandidates:
-        sources = []
-    assert not any("_reduction_run(" in src for src in sources)
+        return
+    _assert_in_place(text, source, "launch_reduce_sum")
+    launcher = source[source.index("void launch_reduce_sum"):]
+    run = launcher.index("_reduction_run(")
+    if "sum_one_block" in text:  # it stores its sum: the template zeroes right before its own launch
+        assert re.search(r"::cudaMemsetAsync\(out, 0, sizeof\(float\), 0\);\s*kl\d?_reduction_run\(", launcher), launcher
+    else:
+        assert "(int)(count)" in launcher[run:run + 80] and "N" not in launcher[run:run + 80], launcher

@@ -822,6 +822,29 @@ def names_a_clock(part: str) -> bool:
     return bool(_CLOCK_NAME.search(strip_comments(part)))  # string literals too: inline PTX names it there
 
 
+# The C library's routine an `assert` that fails calls with its message: the condition's text, the
+# file, the line and the function, as builtins in newer C libraries (glibc 2.40's `__ASSERT_FILE` is
+# `__builtin_FILE ()`: kept-aside set 8 on the lent GPU's toolchain). It prints them and aborts, so
+# they are a message, as assert's are (_MESSAGE_ONLY); the part cannot name it with a build value
+# itself, since the source scan refuses those names as written.
+_ASSERT_FAILURE = re.compile(r"\b(?:__assert_fail|__assert_rtn|__assert2|__assert)\s*\(")
+
+
+def _without_assert_failures(part: str) -> str:
+    """PART with the arguments of each call of the C library's assert-failure routine blanked."""
+    text = _without_strings(part)
+    out, i = [], 0
+    while m := _ASSERT_FAILURE.search(text, i):
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            j += 1
+        out.append(text[i:m.end()])
+        i = j - 1 if depth == 0 else j
+    out.append(text[i:])
+    return "".join(out)
+
+
 def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:
     """The rules a text scan of the source cannot apply, on the part as the compiler reads it (red team
     round 53): a header's macro that expands to a value of the build (`_CCCL_BUILTIN_LINE()`,
@@ -834,7 +857,7 @@ def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -
         found.append(Violation(rule="build-context", where="source", detail=(
             f"{name} expands to a value of the build (its line, file, include path or date) or turns a macro's "
             "value into data: what is verified would not be what ships")))
-    for m in re.finditer(r"\b__builtin_(?:LINE|FILE|FUNCTION|COLUMN|source_location)\b", part):
+    for m in re.finditer(r"\b__builtin_(?:LINE|FILE|FUNCTION|COLUMN|source_location)\b", _without_assert_failures(part)):
         found.append(Violation(rule="build-context", where="preprocessed source",
                                detail=f"{m.group(0)} (after macro expansion) is a value of the build"))
         break

@@ -18,9 +18,10 @@ from .cparse import UNKNOWN_NAMES, called_names, declared_names
 from .facts import ATOMICS, KernelFacts, collect_facts
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
+from .launch_words import program_names, reading_problem
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import constants, integral_constants, role_values
-from .syntax import Assign, Call, Expr, ExprStmt, Launch, Member, Name, Unary, call_name, to_c, walk_expr
+from .syntax import Assign, Call, Expr, Member, Name, Unary, call_name, to_c, walk_expr
 from .valuetype import ValueTypes, kind
 
 
@@ -203,56 +204,12 @@ def _unambiguous_aliases(program: str) -> dict[str, str]:
     return {k: v for k, v in found.items() if k in once and k not in elsewhere}
 
 
-def _defines_assert(program: str) -> bool:
-    """Whether `assert` may be anything but <cassert>'s: a macro defined or undefined (splices joined,
-    `%:` for `#`), or any declaration of the name."""
-    joined = strip_comments(program).replace("\\\r\n", "").replace("\\\n", "")
-    return bool(re.search(r"(?:#|%:)\s*(?:define|undef)\s+assert\b", joined)) or "assert" in declared_names(joined)
-
-
-def _function_macros(program: str) -> dict[str, tuple[set[str], str]]:
-    """The program's function-like macros: name -> (parameters, body), splices joined."""
-    joined = strip_comments(program).replace("\\\r\n", " ").replace("\\\n", " ")
-    found: dict[str, tuple[set[str], str]] = {}
-    for m in re.finditer(r"^[ \t]*(?:#|%:)[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)(.*)$", joined, re.M):
-        params, body = set(re.findall(r"\w+", m.group(2))), m.group(3)
-        if m.group(1) in found:  # defined twice: either body may be in force
-            params, body = found[m.group(1)][0] | params, found[m.group(1)][1] + " " + body
-        found[m.group(1)] = (params, body)
-    return found
-
-
-def _macro_reaching_locals(lau, macros: dict[str, tuple[set[str], str]]) -> str | None:
-    """A macro a statement of LAU besides its launch calls whose body names one of the launcher's
-    parameters or locals itself (`#define HALVE() (n /= 2)`): its effect on them is not in the
-    statement's syntax (red team round 101). Followed through the macros its body calls."""
-    values = {b.name for b in lau.facts.bindings} | set(lau.param_names())
-    for stmt in lau.fn.body.body:
-        if isinstance(stmt, ExprStmt) and isinstance(stmt.expr, Launch):
-            continue
-        todo = [call_name(e) for x in statement_exprs(stmt) for e in walk_expr(x) if isinstance(e, Call)]
-        seen: set[str] = set()
-        while todo:
-            name = todo.pop()
-            if name is None or name in seen or name not in macros:
-                continue
-            seen.add(name)
-            params, body = macros[name]
-            code = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'', " ", body)  # not the words of its strings
-            words = set(re.findall(r"[A-Za-z_]\w*", code)) - params
-            if words & values:
-                return name
-            todo += [w for w in words if w in macros]
-    return None
-
-
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
     part = without_narrowing(without_shadowed(read_editable(editable, harness, exported), editable, preamble),
                              editable, preamble)
     program_constants = constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
-    own_assert = _defines_assert(f"{preamble}\n{editable}")
-    macros = _function_macros(f"{preamble}\n{editable}")
+    names = program_names(part, editable, preamble)
     # a launcher of several launches: each launch on its own, in place (launcher.Launcher.per_launch)
     for lau in [view for whole in part.launchers for view in (whole.per_launch or [whole])]:
         verdict = KernelVerdict(launcher=lau.fn.name, kernel=lau.kernel)
@@ -260,14 +217,9 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
         if lau.problem:
             verdict.problem = lau.problem
             continue
-        grabbing = _macro_reaching_locals(lau, macros)
-        if grabbing:
-            verdict.problem = (f"calls the macro {grabbing}, whose body names the launcher's own values (it could "
-                               "change them where a rewritten launcher would not)")
-            continue
-        if lau.preconditions and own_assert:
-            verdict.problem = ("asserts, and the program defines assert itself (a template would move the "
-                               "assert to the top of the launcher)")
+        misread = reading_problem(lau, names)
+        if misread:
+            verdict.problem = misread
             continue
         kernel = part.functions.get(lau.kernel or "")
         if kernel is None or not kernel.is_kernel:

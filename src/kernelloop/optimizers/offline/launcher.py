@@ -1,10 +1,12 @@
 """The editable part's shape: which launchers the harness calls, what each launches, and how.
 
-A launcher fits a template when it only sets up and launches one kernel: local geometry
-(dim3, grid arithmetic), at most one `<<<...>>>` launch, optional zeroing of an output
-(cudaMemset / cudaMemsetAsync, whatever macro wraps it), error checks and synchronizations,
-and early returns. The zeroing statements are kept as the baseline wrote them, so the
-candidate reproduces the launcher's observable behaviour exactly.
+A launcher fits a template when its launch is a statement of its own at the top of its body
+(one launch, or each of several: `per_launch`) and its other statements are of the kinds read
+here: local geometry (dim3, grid arithmetic), zeroing of an output (cudaMemset /
+cudaMemsetAsync, whatever macro wraps it), error checks and synchronizations, asserts and early
+returns. A template's call replaces the launch's statement alone (`in_place`): every other
+statement stays as written, where it was. What a statement may hide from this reading is judged
+in launch_words.py.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Function:
 class ZeroingStatement:
     pointer: str  # the launcher parameter it zeroes
     text: str  # C text of the statement (locals of the launcher inlined)
+    statement: Stmt | None = field(default=None, compare=False)  # where it is in the launcher's body
 
 
 @dataclass
@@ -71,19 +74,26 @@ class Launcher:
     facts: KernelFacts  # the launcher's own body, for inlining its locals
     launch: Launch | None = None
     kernel: str | None = None
-    args: tuple[Expr, ...] = ()  # launch arguments with the launcher's locals inlined
+    args: tuple[Expr, ...] = ()  # launch arguments with the launcher's locals inlined (what the analysis reads)
+    # the launch arguments as written: a template's call takes the launch's place, so it reads them
+    # there, where they mean what they meant to the kernel (red team round 102)
+    written_args: tuple[Expr, ...] = ()
+    # the zeroing statements, kept where they are (a template never takes them as done: it zeroes
+    # what it needs zeroed itself, right before its own launch)
     zeroing: list[ZeroingStatement] = field(default_factory=list)
-    preconditions: list[str] = field(default_factory=list)  # `assert(n > 0);` as written, kept first
     problem: str | None = None
-    stream: Expr | None = None  # the launch's stream, made of the launcher's parameters; None: the default stream
+    stream: Expr | None = None  # the launch's stream as written (it names only parameters); None: the default stream
     # A template launcher reached through init's wrapper: the template arguments the wrapper gives it
     # ("float"), the one instantiation the verifier runs; None for any other launcher.
     template_args: str | None = None
     # A launcher of several launches, each a statement of its own at the top of its body: one view
-    # per launch (`in_place` its statement), for the templates, which then replace that statement
-    # alone and keep the rest of the body as written (issue 11: optimize the hottest launch, keep
-    # the others). The launcher itself keeps its problem ("launches N kernels") for everything else.
+    # per launch, for the templates (issue 11: optimize the hottest launch, keep the others). The
+    # launcher itself keeps its problem ("launches N kernels") for everything else.
     per_launch: list[Launcher] = field(default_factory=list)
+    # The launch's statement, at the top of the body: a template's call replaces that statement
+    # alone and every other statement stays where it is, as written (red team rounds 100-102: a
+    # statement left out, or moved, loses an effect its syntax does not show). None: the launch is
+    # nested (in a condition or a loop), and no template applies.
     in_place: ExprStmt | None = None
 
     def param_names(self) -> list[str]:
@@ -156,10 +166,6 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
         if target.name not in seen:
             seen.add(target.name)
             launcher = read_launcher(target)
-            for lau in [launcher, *launcher.per_launch]:
-                acting = _acting_part_call(lau, functions)
-                if lau.problem is None and acting:
-                    lau.problem = acting
             launcher.template_args = _call_template_args(fn) if target is not fn else None
             unread = _unread_callee(fn, problems)
             if target is fn and unread:  # say why, not "launches 0 kernels"
@@ -175,57 +181,6 @@ _VALUE_CALLS = frozenset(["min", "max", "std::min", "std::max", "umin", "umax", 
                           # a value type built from values (`dim3 block(tile, tile)`, `int(n)`, `size_t(n)`)
                           "dim3", "int", "unsigned", "long", "short", "char", "float", "double", "bool", "size_t",
                           "int32_t", "uint32_t", "int64_t", "uint64_t", "ptrdiff_t"]) | _DROPPABLE | _MEMSETS
-
-
-def _acting_part_call(lau: Launcher, functions: dict[str, Function]) -> str | None:
-    """Why a statement of LAU besides its launch may change what the launch computes through a call
-    whose effect its syntax does not show, or None: a function of the part that launches a kernel
-    (itself or through what it calls), is handed a pointer, writes anything but its own locals or
-    takes a reference (red team rounds 100-101: `START_AT_ONE(out)`, `note_padding(...)` setting a
-    global the launch reads); or a launcher value handed bare to a call that could bind it to a
-    reference (`std::exchange(n, n / 2)` in a declaration). A rewritten launcher that leaves the
-    statement out, or reads the launch's words elsewhere, would lose that effect."""
-    pointers = {p.name for p in lau.fn.sig.params if p.pointer}
-    values = {b.name for b in lau.facts.bindings} | {p.name for p in lau.fn.sig.params}
-
-    def acts(fn: Function, seen: set[str]) -> bool:
-        if fn.name in seen:
-            return False
-        seen.add(fn.name)
-        if any("&" in p.type for p in fn.sig.params):
-            return True
-        facts = collect_facts(fn.sig, fn.body)
-        exprs = [e for x in statement_exprs(fn.body) for e in walk_expr(x)]
-        for e in exprs:
-            if isinstance(e, Launch):
-                return True
-            target = e.target if isinstance(e, Assign) else e.operand if isinstance(e, Postfix) or (
-                isinstance(e, Unary) and e.op in ("++", "--")) else None
-            if target is not None and (not isinstance(target, Name) or facts.binding(target) is None):
-                return True  # memory, a member or a file-scope variable written
-            if isinstance(e, Call) and (callee := functions.get(call_name(e) or "")) is not None \
-                    and not callee.is_kernel and acts(callee, seen):
-                return True
-        return False
-
-    for stmt in lau.fn.body.body:
-        if isinstance(stmt, ExprStmt) and isinstance(stmt.expr, Launch):
-            continue
-        for call in (e for x in statement_exprs(stmt) for e in walk_expr(x) if isinstance(e, Call)):
-            name = call_name(call) or ""
-            callee = functions.get(name)
-            if callee is not None and callee.is_kernel:
-                continue
-            if callee is not None and callee is not lau.fn:
-                handed = any(isinstance(y, Name) and y.id in pointers for a in call.args for y in walk_expr(a))
-                if handed or acts(callee, set()):
-                    return f"calls {callee.name}, a function of the part that launches, writes or is handed a pointer"
-            elif name not in _VALUE_CALLS:
-                bare = next((strip_casts(a).id for a in call.args
-                             if isinstance(strip_casts(a), Name) and strip_casts(a).id in values), None)
-                if bare is not None:
-                    return f"hands {bare} to {name}, which could change it"
-    return None
 
 
 def forwarded_to(fn: Function, functions: dict[str, Function]) -> Function | None:
@@ -281,6 +236,7 @@ def read_launcher(fn: Function) -> Launcher:
         if len(launches) > 1:
             lau.per_launch = _per_launch(fn, facts, launches)
         return lau
+    lau.in_place = next((s for s in fn.body.body if isinstance(s, ExprStmt) and s.expr is launches[0]), None)
     return _read_launch(lau, launches[0])
 
 
@@ -290,29 +246,7 @@ def _per_launch(fn: Function, facts: KernelFacts, launches: list[Launch]) -> lis
     top = [s for s in fn.body.body if isinstance(s, ExprStmt) and isinstance(s.expr, Launch)]
     if len(top) != len(launches):
         return []
-    views = []
-    local_names = {b.name for b in facts.bindings} - {p.name for p in fn.sig.params}
-    for stmt in top:
-        view = _read_launch(Launcher(fn=fn, facts=facts, in_place=stmt), stmt.expr)
-        body = list(fn.body.body)
-        before, after = body[:body.index(stmt)], body[body.index(stmt) + 1:]
-        zeroes = lambda s: any(isinstance(e, Call) and call_name(e) in _MEMSETS  # noqa: E731
-                               for x in statement_exprs(s) for e in walk_expr(x))
-        launches = lambda s: isinstance(s, ExprStmt) and isinstance(s.expr, Launch)  # noqa: E731
-        if view.problem is not None:
-            pass
-        elif any(zeroes(s) for s in after):  # the templates read a zeroing as done just before their launch
-            view.problem = "zeroes memory after the launch a template would replace"
-        elif view.zeroing and any(launches(s) for s in before):
-            # another launch between a zeroing and this one may have written there (red team round 100)
-            view.problem = "zeroes memory before another launch that comes first"
-        elif {x.id for a in (*view.args, *([view.stream] if view.stream is not None else []))
-              for x in walk_expr(a) if isinstance(x, Name)} & local_names:
-            # the call in place reads its words where the launch was: a local's initializer inlined
-            # there can mean another thing (a name declared after it: red team round 100)
-            view.problem = "its launch reads the launcher's locals, which a template call in place would misread"
-        views.append(view)
-    return views
+    return [_read_launch(Launcher(fn=fn, facts=facts, in_place=stmt), stmt.expr) for stmt in top]
 
 
 def _read_launch(lau: Launcher, launch: Launch) -> Launcher:
@@ -331,9 +265,10 @@ def _read_launch(lau: Launcher, launch: Launch) -> Launcher:
             lau.problem = (f"launches on a stream it computes ({to_c(launch.config[3])}); a template keeps only a "
                            "stream the launcher is given")
             return lau
-        lau.stream = stream
+        lau.stream = launch.config[3]
     lau.launch, lau.kernel = launch, launch.kernel.id.split("::")[-1]
     lau.args = tuple(facts.resolve(a) for a in launch.args)
+    lau.written_args = tuple(launch.args)
     for stmt in fn.body.body:
         problem = _classify(stmt, lau)
         if problem:
@@ -432,9 +367,8 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
         return None
     if isinstance(stmt, If) and stmt.other is None and isinstance(stmt.then, (Return, Block)) and \
             (isinstance(stmt.then, Return) or (len(stmt.then.body) == 1 and isinstance(stmt.then.body[0], Return))):
-        # an early return (`if (n == 0) return;`): kept as written, first, as a precondition is, when its
-        # condition is pure and reads only parameters; any other stops the templates (red team round 100:
-        # any `if (...) return;` was dropped as one for empty sizes)
+        # an early return (`if (n == 0) return;`), kept where it is, when its condition is pure and
+        # reads only parameters; any other stops the templates (red team round 100)
         then = stmt.then if isinstance(stmt.then, Return) else stmt.then.body[0]
         plain = then.value is None or (isinstance(then.value, Name) and then.value.id == "cudaSuccess")
         body = list(lau.fn.body.body)
@@ -442,8 +376,6 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
         acted = any(isinstance(e, (Call, Launch)) and call_name(e) != "assert"
                     for s in body[:body.index(stmt)] for x in statement_exprs(s) for e in walk_expr(x))
         if isinstance(then, Return) and plain and not acted and _pure_on_parameters(stmt.cond, lau):
-            start, end = stmt.span  # type: ignore[attr-defined]
-            lau.preconditions.append(lau.fn.item.text[len(lau.fn.head):][start:end].strip())
             return None
         return "returns early on a condition a template could not keep"
     if isinstance(stmt, ExprStmt) and _precondition(stmt, lau):
@@ -504,25 +436,12 @@ def _pure_on_parameters(e: Expr, lau: Launcher) -> bool:
 
 
 def _precondition(stmt: ExprStmt, lau: Launcher) -> bool:
-    """`assert(cond)` on the launcher's arguments (llm.c's `assert(C % 4 == 0)`): recorded as written,
-    so a template's new body checks what the baseline checked, first. Only a condition that calls,
-    assigns and increments nothing and names nothing but the launcher's parameters: it means the
-    same at the top of the new body, and it holds for every size the harness gives (the baseline
-    would stop otherwise). `assert` must be <cassert>'s: analysis.analyze drops the preconditions'
-    launchers of a program that defines its own (red team round 99: one that assigns)."""
+    """`assert(cond)` on the launcher's arguments (llm.c's `assert(C % 4 == 0)`), which stays where it
+    is in a template's launcher: a condition that calls, assigns and increments nothing and names
+    nothing but the launcher's parameters. A program's own `assert` macro is read through its
+    expansion (launch_words.reading_problem; red team round 99: one that assigns)."""
     e = stmt.expr
-    if not (isinstance(e, Call) and call_name(e) == "assert" and len(e.args) == 1):
-        return False
-    # every name a parameter of the launcher: a macro or a global could mean something else at the
-    # top of the new body, or hide an assignment the condition's syntax does not show (round 99)
-    if not _pure_on_parameters(e.args[0], lau):
-        return False
-    start, end = stmt.span  # type: ignore[attr-defined]
-    text = lau.fn.item.text[len(lau.fn.head):][start:end].strip()
-    if not text.startswith("assert") or "\n#" in text:
-        return False
-    lau.preconditions.append(text if text.endswith(";") else text + ";")
-    return True
+    return isinstance(e, Call) and call_name(e) == "assert" and len(e.args) == 1 and _pure_on_parameters(e.args[0], lau)
 
 
 def _zeroing(stmt: Stmt, memset: Expr, lau: Launcher) -> str | None:
@@ -547,13 +466,14 @@ def _zeroing(stmt: Stmt, memset: Expr, lau: Launcher) -> str | None:
         local_names = {bd.name for bd in lau.facts.bindings}
         if any(re.search(rf"\b{re.escape(n)}\b", _strip(text)) for n in local_names):
             return "zeroes memory inside a statement that uses its local variables"
-    lau.zeroing.append(ZeroingStatement(pointer=b.name, text=text))
+    lau.zeroing.append(ZeroingStatement(pointer=b.name, text=text, statement=stmt))
     return None
 
 
 @dataclass
 class Binder:
-    """Kernel parameters -> the launcher's argument expressions (C text in the launcher's scope)."""
+    """Kernel parameters -> the launcher's argument expressions: as the analysis reads them (the
+    launcher's locals inlined), and as C text where the launch was (the words as written)."""
 
     launcher: Launcher
     kernel: Function
@@ -564,8 +484,14 @@ class Binder:
             return None
         return self.launcher.args[names.index(param)]
 
+    def written(self, param: str) -> Expr | None:
+        names = [p.name for p in self.kernel.sig.params]
+        if param not in names or len(self.launcher.written_args) != len(names):
+            return None
+        return self.launcher.written_args[names.index(param)]
+
     def pointer_text(self, param: str) -> str | None:
-        a = self.arg(param)
+        a = self.written(param)
         return None if a is None else to_c(a)
 
     def launcher_param(self, param: str) -> str | None:
@@ -581,19 +507,24 @@ class Binder:
         if p.is_zero:
             return "0"
         parts: list[str] = []
+        # every name in parentheses once it is combined: it may be a macro of the program
+        # (`#define PAIRS n / 2` read as 2*PAIRS: red team round 103)
+        alone = len(p.terms) == 1 and p.terms[0][1] == 1 and len(p.terms[0][0]) == 1
         for monomial, coef in p.terms:
             factors: list[str] = [] if coef == 1 else [f"({coef})"]
             for atom in monomial:
                 if atom.startswith("p:"):
-                    a = self.arg(atom[2:])
+                    a = self.written(atom[2:])
                     if a is None:
                         return None
                     text = to_c(a)
-                    factors.append(text if re.fullmatch(r"[A-Za-z_]\w*|\d+", text) else f"({text})")
                 elif atom.startswith("g:"):
-                    factors.append(atom[2:])
+                    text = atom[2:]
+                    if text in {b.name for b in self.launcher.facts.bindings}:
+                        return None  # the launcher's own name there (red team round 100): another value
                 else:
                     return None  # an opaque value: its text is in the kernel's names
+                factors.append(text if alone or re.fullmatch(r"\d+", text) else f"({text})")
             parts.append("*".join(factors) if factors else "1")
         return " + ".join(parts)
 

@@ -6,8 +6,10 @@ step must be an addition (or a select against 0), so a sum of squares, a max or 
 mistaken for a sum, and no element may be loaded at two places (it would count twice; what the
 tree does with the partial sums is the verifier's to check). The element count is the bound
 that guards the loads (i < n, or the loop bound of a grid-stride loop). With atomics the kernel
-adds to whatever the output holds; the launcher's zeroing, copied as written, decides whether
-the result replaces it. A plain store replaces it, so the candidate zeroes the output itself.
+adds to whatever the output holds, and so does the template, after whatever the launcher does
+before its launch (kept as written). A plain store replaces it, so the candidate zeroes the
+output itself right before its own launch, whatever the launcher zeroed further up (red team
+round 103: a zeroing undone by a later statement, or of one byte).
 """
 
 from __future__ import annotations
@@ -210,10 +212,8 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     m = Match(NAME, f.sig.name, binder.launcher, roles, described, {},
               detail=f"{out.name}[0] {'+' if semantics == 'accumulate' else ''}= sum of {src.name}[0..n) (n={n})",
               polys={"n": n})
-    zeroed = binder.launcher_param(out.name)
-    launcher_zeroes = any(z.pointer == zeroed for z in binder.launcher.zeroing)
     m.placeholders["_semantics"] = semantics
-    if semantics == "overwrite" and not launcher_zeroes:
+    if semantics == "overwrite":
         # on the launch's own stream, so the template's atomics come after it (red team round 81)
         stream = to_c(binder.launcher.stream) if binder.launcher.stream is not None else "0"
         m.zeroing.append(f"::cudaMemsetAsync({roles['out']}, 0, sizeof(float), {stream});")

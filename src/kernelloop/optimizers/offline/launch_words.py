@@ -1,0 +1,258 @@
+"""Whether a template's call may take a launch's place: the analysis must read the launch's words
+(its arguments, grid, block and stream) as the program computes them, and the call must be free
+to evaluate them again, or not at all.
+
+A template's call takes the launch statement's place and reads the launch's arguments as
+written, there (candidates.build); every other statement stays as written, and a template that
+needs its output zeroed zeroes it itself, right before its own launch (red team round 103: a
+zeroing the launcher made further up can be undone, or cover one byte). Two things remain that
+a statement's syntax can hide (round 102: `std::exchange` on a global, a preamble function, an
+object-like macro that assigns, an overload of `max` taking a reference):
+
+- The analysis reads a launcher's local through its initializer (`int count = n;` read as
+  `n`). That holds only if nothing between the declaration and the launch can change what the
+  initializer read, or the local itself. Each statement between is read as the compiler reads
+  it, the program's macros in force there expanded (program.macros), and judged by what it may
+  change: a name it assigns, increments or takes the address of; or anything, for a write
+  through a pointer, a call of a function of the program that may change anything its caller
+  sees, or any other call but the few known to write nothing (a library call handed a pointer
+  to a global, or a name, could change it: round 103).
+- The launch's words, which the call evaluates once per use, or never: they must change
+  nothing and call only what changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from ...program.macros import Macros, expand, program_macros
+from ...program.scanner import strip_comments
+from .cparse import UNKNOWN_NAMES, declared_names, parse_body
+from .facts import collect_facts
+from .launcher import _MEMSETS, _VALUE_CALLS, EditablePart, Function, Launcher, read_editable, statement_exprs
+from .syntax import (
+    Assign,
+    Call,
+    Decl,
+    Expr,
+    Launch,
+    Member,
+    Name,
+    ParseError,
+    Postfix,
+    Stmt,
+    Unary,
+    call_name,
+    strip_casts,
+    walk_expr,
+)
+
+ANYTHING = None  # what a statement may change when that cannot be read
+
+
+@dataclass(frozen=True)
+class ProgramNames:
+    """What a launcher's statements may call or name, beside the language."""
+
+    functions: dict[str, Function]  # host functions of the part and the preamble that were read
+    unread: frozenset[str]  # functions of the program that could not be read (or several of one name)
+    macros: Macros  # in force where the launcher is (at_launcher)
+    declared: frozenset[str]  # every name the program declares (UNKNOWN_NAMES among them: any)
+    preamble: str = ""
+    editable: str = ""
+
+    def at_launcher(self, lau: Launcher) -> ProgramNames:
+        """The same, with the macros in force where LAU is defined: one defined after it is uncertain."""
+        at = lau.fn.item.start
+        return replace(self, macros=program_macros(self.preamble, self.editable[:at], later=self.editable[at:]))
+
+
+def program_names(part: EditablePart, editable: str, preamble: str) -> ProgramNames:
+    frozen = read_editable(preamble, "", []) if preamble.strip() else None
+    functions = {**(frozen.functions if frozen else {}), **part.functions}
+    problems = [*(frozen.problems if frozen else []), *part.problems]
+    unread = frozenset(p.split(":", 1)[0] for p in problems)
+    macros = program_macros(preamble, editable)
+    return ProgramNames(functions, unread, macros, frozenset(_declared(f"{preamble}\n{editable}", macros)),
+                        preamble, editable)
+
+
+def _declared(program: str, macros: Macros) -> set[str]:
+    """Every name PROGRAM declares, read with its macros expanded (a name handed to a macro is
+    declared only if the expansion declares it); as declared_names reads the text (every name
+    handed to a macro counts) where the expansion cannot be read."""
+    code = strip_comments(program).replace("\\\r\n", " ").replace("\\\n", " ")
+    expanded = expand(_DIRECTIVE.sub("", code), macros)
+    found = declared_names(expanded) if expanded is not None else declared_names(program)
+    return found | set(macros.defined) | set(macros.uncertain)
+
+
+_DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:).*$", re.M)
+
+
+# Calls known to change no name of the caller and no host memory: value calls (their arguments by
+# value), device queries and checks, a memset of device memory, and what an error check reports
+# and stops with.
+_CHANGES_NOTHING = _VALUE_CALLS | frozenset(["exit", "abort", "cudaGetErrorString", "cudaGetErrorName"])
+
+
+def _trusted(name: str, names: ProgramNames) -> bool:
+    """A call known to change nothing its caller sees (_CHANGES_NOTHING), when the program does not
+    declare that name itself (an overload, a macro, a function of the same name)."""
+    last = name.split("::")[-1]
+    return name in _CHANGES_NOTHING and last not in names.declared and UNKNOWN_NAMES not in names.declared
+
+
+def function_acts(fn: Function, names: ProgramNames, seen: set[str] | None = None) -> bool:
+    """Whether a host function FN of the program may change anything its caller sees: it launches
+    a kernel, writes anything but its own locals (memory, a member, a file-scope variable), takes a
+    reference, or calls anything but a trusted call or a function of the program that does none of
+    this (a CUDA runtime call, `std::exchange`: round 103's `mark_pending`, a memset that undid a
+    zeroing)."""
+    seen = set() if seen is None else seen
+    if fn.name in seen:
+        return False
+    seen.add(fn.name)
+    if fn.is_kernel or any("&" in p.type for p in fn.sig.params):
+        return True
+    facts = collect_facts(fn.sig, fn.body)
+    for e in (e for x in statement_exprs(fn.body) for e in walk_expr(x)):
+        if isinstance(e, Launch):
+            return True
+        target = e.target if isinstance(e, Assign) else e.operand if isinstance(e, Postfix) or (
+            isinstance(e, Unary) and e.op in ("++", "--")) else None
+        if target is not None and (not isinstance(target, Name) or facts.binding(target) is None):
+            return True  # memory, a member or a file-scope variable written
+        if isinstance(e, Call):
+            name = call_name(e) or ""
+            callee = names.functions.get(name)
+            if callee is not None:
+                if function_acts(callee, names, seen):
+                    return True
+            elif not (_trusted(name, names) and name.split("::")[-1] not in _MEMSETS):
+                return True
+    return False
+
+
+def _read_as_compiled(stmt: Stmt, text: str, names: ProgramNames) -> Stmt | None:
+    """STMT as the compiler reads it: its text with the program's macros expanded, parsed; None
+    where that cannot be read."""
+    if not names.macros.names_in(text):
+        return stmt
+    expanded = expand(text, names.macros)
+    if expanded is None:
+        return None
+    try:
+        return parse_body("{" + expanded + "\n}")
+    except ParseError:
+        return None
+
+
+def changed_names(stmt: Stmt, names: ProgramNames) -> set[str] | None:
+    """The names STMT may change, or ANYTHING. A name a block inside it declares counts too: which
+    of the two it writes is not read."""
+    changed: set[str] = set()
+    exprs = [e for x in statement_exprs(stmt) for e in walk_expr(x)]
+    for e in exprs:
+        target = e.target if isinstance(e, Assign) else e.operand if isinstance(e, Postfix) or (
+            isinstance(e, Unary) and e.op in ("++", "--", "&")) else None
+        if target is not None:
+            target = strip_casts(target)
+            while isinstance(target, Member) and not target.arrow:
+                target = strip_casts(target.base)
+            if not isinstance(target, Name):
+                if isinstance(e, Unary) and e.op == "&":
+                    continue  # the address of an element or a member: a pointer into memory, not a name
+                return ANYTHING  # written through a pointer: it could point anywhere
+            changed.add(target.id)
+        if isinstance(e, Launch):
+            continue  # device memory only: the words of a later launch are names
+        if not isinstance(e, Call):
+            continue
+        name = call_name(e) or ""
+        fn = names.functions.get(name)
+        if fn is not None:
+            if function_acts(fn, names):
+                return ANYTHING
+        elif not _trusted(name, names):
+            # a library call could change a name handed to it, or reached through a pointer it is handed
+            return ANYTHING
+    return changed
+
+
+def _launch_words_problem(launch_stmt: Stmt, names: ProgramNames) -> str | None:
+    """Why the template's call could not evaluate the launch's words again, or never: one that
+    changes something, or calls what may."""
+    for e in (e for x in statement_exprs(launch_stmt) for e in walk_expr(x)):
+        if isinstance(e, (Assign, Postfix)) or (isinstance(e, Unary) and e.op in ("++", "--")):
+            return "changes a value in its launch's own words"
+        if isinstance(e, Unary) and e.op == "&" and isinstance(strip_casts(e.operand), Name):
+            return "hands out a variable's address in its launch's words"
+        if isinstance(e, Call):
+            name = call_name(e) or ""
+            fn = names.functions.get(name)
+            if (fn is None and _trusted(name, names)) or (fn is not None and not function_acts(fn, names)):
+                continue
+            return (f"computes its launch's words with {name or 'a call through an expression'}, which a template's "
+                    "call could not evaluate again (or leave out) without changing what it does")
+    return None
+
+
+def reading_problem(lau: Launcher, names: ProgramNames) -> str | None:
+    """Why LAU's launch cannot be read as the program computes it, or replaced by a call that
+    reads its words where it was; None when it can."""
+    if lau.in_place is None or lau.launch is None:
+        return None  # no template applies (the launcher's problem says why)
+    names = names.at_launcher(lau)
+    body_text = lau.fn.item.text[len(lau.fn.head):]
+
+    def text_of(s: Stmt) -> str:
+        start, end = s.span  # type: ignore[attr-defined]
+        return body_text[start:end]
+
+    launch_stmt = _read_as_compiled(lau.in_place, text_of(lau.in_place), names)
+    if launch_stmt is None:
+        return "launches through a macro of the program that cannot be read for sure"
+    if (why := _launch_words_problem(launch_stmt, names)) is not None:
+        return why
+
+    # the launcher's locals the analysis inlines into the launch's words, and what each was computed from
+    body = list(lau.fn.body.body)
+    at = body.index(lau.in_place)
+    declared_at = {id(d): i for i, s in enumerate(body) if isinstance(s, Decl) for d in s.declarators}
+    inlined: dict[str, tuple[int, set[str]]] = {}
+    todo: list[Expr] = [*lau.launch.config, *lau.launch.args]
+    while todo:
+        for x in walk_expr(todo.pop()):
+            b = lau.facts.binding(x)
+            if b is None or b.param is not None or not b.inlinable or b.name in inlined:
+                continue
+            assert b.init is not None
+            where = next((declared_at[k] for k, v in lau.facts.declared.items() if v is b and k in declared_at), None)
+            if where is None or where > at:
+                return f"reads {b.name}, declared where the analysis cannot follow it"
+            for y in walk_expr(b.init):  # a local its value reads must come first (else the name is another's)
+                c = lau.facts.binding(y)
+                if c is not None and c.param is None and next(
+                        (declared_at[k] for k, v in lau.facts.declared.items() if v is c and k in declared_at), at) >= where:
+                    return (f"reads {b.name}, whose value names {c.name}, declared after it (the name there is "
+                            "another's)")
+            reads = {y.id for y in walk_expr(b.init) if isinstance(y, Name)} | {b.name}
+            inlined[b.name] = (where, reads)
+            todo.append(b.init)
+    if not inlined:
+        return None
+    changes: dict[int, set[str] | None] = {}
+    for name, (where, reads) in inlined.items():
+        for i in range(where + 1, at):
+            if i not in changes:
+                stmt = _read_as_compiled(body[i], text_of(body[i]), names)
+                changes[i] = ANYTHING if stmt is None else changed_names(stmt, names)
+            changed = changes[i]
+            if changed is ANYTHING or changed & reads:
+                what = "may change anything" if changed is ANYTHING else f"may change {sorted(changed & reads)[0]}"
+                return (f"reads {name} through what it was computed from, and the statement "
+                        f"`{' '.join(text_of(body[i]).split())[:80]}` between them {what}")
+    return None
+

@@ -1,0 +1,190 @@
+"""A template's call takes the launch statement's place, reading the launch's words as written
+there; every other statement of the launcher stays where it was (red team round 102: statements
+the old rewritten launcher left out hid effects behind a global, a preamble function, an
+object-like macro, and names like `max`). What is left to refuse: an analysis reading a local
+through its initializer when a statement between may have changed what that read (each statement
+read with the program's macros expanded), a launch whose own words change or call what may, and
+a zeroing with something between it and the launch that could write memory."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kernelloop.config import Settings
+from kernelloop.optimizers.base import NoMoreCandidates
+from kernelloop.optimizers.offline import OfflineOptimizer
+from kernelloop.optimizers.offline.analysis import analyze
+from kernelloop.optimizers.offline.optimizer import _context
+from kernelloop.program.split import candidate_editable_part, split_program
+
+from .conftest import ROOT, shared_cache_dir
+from .test_offline_optimizer import request_for
+
+BASELINE = (ROOT / "kernels" / "sum_reduction.cu").read_text()
+HEAD = "void launch_reduce_sum(const float* in, float* out, int n) {\n"
+LAUNCH = "  reduce_interleaved_kernel<<<grid, block, block * sizeof(float)>>>(in, out, n);\n"
+ROUND102 = ROOT / "tests" / "fixtures" / "redteam" / "round102"
+
+
+def _program(preamble: str = "", before_launch: str = "", launch: str = LAUNCH, top: str = "") -> str:
+    text = BASELINE.replace("// kernelloop: editable begin\n", f"{preamble}// kernelloop: editable begin\n", 1)
+    assert HEAD in text and LAUNCH in text
+    text = text.replace(HEAD, HEAD + top, 1)
+    return text.replace(LAUNCH, before_launch + launch, 1)
+
+
+def _verdict(text: str):
+    request = request_for(text, "baseline")
+    preamble, harness, exported = _context(request)
+    analysis = analyze(request.baseline_editable, harness, exported, preamble)
+    return next(v for v in analysis.verdicts if v.launcher == "launch_reduce_sum")
+
+
+def _proposal(text: str) -> str:
+    opt = OfflineOptimizer(cache_dir=Path(tempfile.mkdtemp(prefix="kl-inplace-")))
+    return opt.propose(request_for(text, "baseline")).source
+
+
+def _body(source: str, name: str) -> str:
+    start = source.index("{", re.search(rf"\b{name}\s*\(", source).start())
+    depth = 0
+    for i in range(start, len(source)):
+        depth += {"{": 1, "}": -1}.get(source[i], 0)
+        if depth == 0:
+            return source[start + 1:i]
+    raise AssertionError("unbalanced")
+
+
+def _words(text: str) -> str:
+    return " ".join(re.sub(r"//[^\n]*", "", text).split())
+
+
+def _assert_in_place(baseline: str, source: str, name: str) -> None:
+    """The proposal's launcher is the baseline's, with the launch statement alone replaced by
+    (an optional zeroing and) the template's call."""
+    old = _body(split_program(baseline, "b.cu").editable, name)
+    new = _words(_body(source, name))
+    launches = list(re.finditer(r"[^;{}]*<<<[^;]*;", old))
+    assert launches
+    for launch in launches:  # the one replaced, of several
+        before, after = _words(old[:launch.start()]), _words(old[launch.end():])
+        middle = new[len(before):len(new) - len(after)]
+        if new.startswith(before) and new.endswith(after) and "<<<" not in middle and \
+                re.search(r"\bkl\d?_\w+_run\(", middle):
+            return
+    raise AssertionError((old, new))
+
+
+@pytest.mark.parametrize("path", ["a_global_exchange/exchange.cu", "b_preamble_function/preamble.cu",
+                                  "c_object_macro/object.cu", "d_value_call_names/umax_macro.cu",
+                                  "d_value_call_names/max_overload.cu"])
+def test_round_102s_hidden_effects_stay_where_they_were(path):
+    # each fixture halves what the launch sums through an effect its syntax hides; the old rewritten
+    # launcher left that statement out (2x the baseline's sum)
+    text = (ROUND102 / path).read_text()
+    try:
+        source = _proposal(text)
+    except NoMoreCandidates:
+        return
+    _assert_in_place(text, source, "launch_reduce_sum")
+
+
+@pytest.mark.parametrize("preamble, statement", [
+    ("#define HALVE_N() (n /= 2)\n", "  HALVE_N();\n"),
+    ("#define LAUNCH_CHECK n /= 2, cudaGetLastError\n", "  LAUNCH_CHECK();\n"),
+    ("#define umax(a, b) ((a) /= (b))\n", "  const int parts = umax(n, 2);\n"),
+    ("static int max(int& a, long b) { a /= 2; return a > b ? a : (int)b; }\n", "  const int m = max(n, 1L);\n"),
+    ("static int g_parts = 1;\nstatic void note(cudaError_t) { g_parts = 2; }\n", "  note(cudaGetLastError());\n"),
+])
+def test_a_local_read_through_what_a_later_statement_may_change_stops_the_templates(preamble, statement):
+    # `count` is read as `n` (or n / g_parts); the statement between changes that, and count keeps the old value
+    count = "n / g_parts" if "g_parts" in preamble else "n"
+    text = _program(preamble, top=f"  int count = {count};\n", before_launch=statement,
+                    launch=LAUNCH.replace("(in, out, n)", "(in, out, count)"))
+    verdict = _verdict(text)
+    assert verdict.match is None and verdict.problem is not None
+    assert "reads count through what it was computed from" in verdict.problem, verdict.problem
+
+
+def test_a_local_read_past_an_honest_check_is_read_as_written():
+    text = _program(top="  int count = n;\n", before_launch="  CUDA_CHECK(cudaGetLastError());\n",
+                    launch=LAUNCH.replace("(in, out, n)", "(in, out, count)"))
+    assert _verdict(text).match is not None
+    source = _proposal(text)
+    _assert_in_place(text, source, "launch_reduce_sum")
+    assert "_reduction_run(in, out, (int)(count), 0);" in source
+
+
+@pytest.mark.parametrize("helper, why", [
+    ("static int g_calls = 0;\nstatic int next_grid(int n) { g_calls++; return (n + 255) / 256; }\n",
+     "computes its launch's words with next_grid"),
+    ("", "changes a value in"),
+])
+def test_launch_words_that_change_something_stop_the_templates(helper, why):
+    launch = (LAUNCH.replace("<<<grid,", "<<<next_grid(n),") if helper else
+              LAUNCH.replace("(in, out, n)", "(in, out, n--)"))
+    verdict = _verdict(_program(helper, launch=launch))
+    assert verdict.match is None and verdict.problem is not None and why in verdict.problem, verdict.problem
+
+
+def test_launch_words_through_a_pure_helper_are_fine():
+    helper = "static int ceil_div(int a, int b) { return (a + b - 1) / b; }\n"
+    text = _program(helper, launch=LAUNCH.replace("<<<grid,", "<<<ceil_div(n, block),"))
+    assert _verdict(text).match is not None
+
+
+ROUND103 = ROOT / "tests" / "fixtures" / "redteam" / "round103"
+
+
+@pytest.mark.parametrize("path", ["a_zeroing_undone/z_global.cu", "a_zeroing_undone/z_auto.cu",
+                                  "a_zeroing_undone/z_direct.cu", "b_macro_not_in_force/z_ifdef.cu",
+                                  "b_macro_not_in_force/z_after.cu", "d_zeroing_extent/z_size.cu"])
+def test_a_template_never_takes_the_launchers_zeroing_as_done(path):
+    # red team round 103: the kernel stores its sum, the launcher zeroes the output, then something
+    # writes it again (a program function's memset, reached through a global or an `auto` local,
+    # hidden by a macro not in force), or the zeroing covers one byte; the template took the output
+    # as zeroed and added onto it. Now it zeroes what it needs itself, right before its own call.
+    text = (ROUND103 / path).read_text()
+    try:
+        source = _proposal(text)
+    except NoMoreCandidates:
+        return
+    _assert_in_place(text, source, "launch_reduce_sum")
+    launcher = source[source.index("void launch_reduce_sum"):]
+    assert re.search(r"::cudaMemsetAsync\(out, 0, sizeof\(float\), 0\);\s*kl\d?_reduction_run\(", launcher), launcher
+
+
+def test_a_zeroing_before_something_that_writes_the_output_is_kept_where_it_is():
+    fill = ("__global__ void fill_one(float* p) { *p = 1.0f; }\n"
+            "#define FILL_ONE(p) fill_one<<<1, 1>>>(p)\n")
+    text = _program(fill, before_launch="  FILL_ONE(out);\n")
+    text = text.replace(fill, "").replace(HEAD, fill + HEAD, 1)  # the kernel in the editable part
+    source = _proposal(text)  # the kernel adds onto what the output holds: so does the template
+    _assert_in_place(text, source, "launch_reduce_sum")
+
+
+def test_a_macro_name_in_the_launchs_words_is_read_in_parentheses():
+    # red team round 103: `#define PAIRS n / 2` and a guard `i < 2u * pairs` read as (2)*PAIRS = n
+    text = (ROUND103 / "c_macro_precedence" / "prec.cu").read_text()
+    try:
+        source = _proposal(text)
+    except NoMoreCandidates:
+        return
+    assert "(2)*(PAIRS)" in source.replace(" ", ""), source[source.index("_run("):][:120]
+
+
+@pytest.mark.nvcc
+def test_an_in_place_proposal_with_a_local_passes_every_static_gate():
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+    baseline = _program(top="  int count = n;\n", launch=LAUNCH.replace("(in, out, n)", "(in, out, count)"))
+    split = split_program(baseline, "b.cu")
+    editable, _ = candidate_editable_part(_proposal(baseline), split, "candidate")
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert result.violations == [], [v.describe() for v in result.violations]
