@@ -188,3 +188,40 @@ def test_an_in_place_proposal_with_a_local_passes_every_static_gate():
                           toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
     assert result.violations == [], [v.describe() for v in result.violations]
+
+
+def test_a_grid_that_stops_short_of_the_input_stops_the_reduction_template():
+    # red team round 103 (e): `grid = n / block` skips a tail of fewer than a block, a difference of
+    # a sum well inside its tolerance; the template summed all n
+    verdict = _verdict((ROUND103 / "e_grid_not_read" / "floor.cu").read_text())
+    assert verdict.match is None
+    assert any("grid not shown to reach every element" in m.reason for m in verdict.mismatches), verdict.mismatches
+    # the ceiling, with the block size as a local or a number in the index, still fits
+    assert _verdict(BASELINE).match is not None
+    stride = _program(launch=LAUNCH.replace("<<<grid,", "<<<(n + 255) / 256,").replace("block, block *", "256, 256 *"))
+    assert _verdict(stride).match is not None
+
+
+@pytest.mark.parametrize("loop, fits", [
+    ("for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) s += in[i];", True),
+    ("for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += 2 * blockDim.x * gridDim.x) s += in[i];", False),
+    ("for (int i = blockIdx.x * blockDim.x + threadIdx.x + 1; i < n; i += blockDim.x * gridDim.x) s += in[i];", False),
+])
+def test_a_loop_over_the_input_must_visit_every_element(loop, fits):
+    kernel = ("__global__ void strided_sum(const float* in, float* out, int n) {\n"
+              f"  float s = 0.0f;\n  {loop}\n  atomicAdd(out, s);\n}}\n\n")
+    text = _program(launch="  strided_sum<<<264, 256>>>(in, out, n);\n")
+    text = text.replace(HEAD, kernel + HEAD, 1)
+    verdict = _verdict(text)
+    assert (verdict.match is not None and verdict.match.kernel == "strided_sum") == fits, (verdict.problem, verdict.mismatches)
+
+
+@pytest.mark.parametrize("helper, fits", [
+    ("#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))\n", True),
+    ("#define CEIL_DIV(a, b) ((a) / (b))\n", False),  # named like a ceiling, computes the floor
+    ("static int CEIL_DIV(int a, int b) { return (a + b - 1) / b; }\n", True),
+    ("static int CEIL_DIV(int a, int b) { return a / b; }\n", False),
+])
+def test_a_grid_helper_is_read_by_its_arithmetic_not_its_name(helper, fits):
+    text = _program(helper, launch=LAUNCH.replace("<<<grid,", "<<<CEIL_DIV(n, block),"))
+    assert (_verdict(text).match is not None) == fits

@@ -18,7 +18,7 @@ from .cparse import UNKNOWN_NAMES, called_names, declared_names
 from .facts import ATOMICS, KernelFacts, collect_facts
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
-from .launch_words import program_names, reading_problem
+from .launch_words import program_names, read_config, reading_problem
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import constants, integral_constants, role_values
 from .syntax import Assign, Call, Expr, Member, Name, Unary, call_name, to_c, walk_expr
@@ -221,6 +221,7 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
         if misread:
             verdict.problem = misread
             continue
+        lau.config_read = read_config(lau, names)
         kernel = part.functions.get(lau.kernel or "")
         if kernel is None or not kernel.is_kernel:
             unread = next((p for p in part.problems if p.startswith(f"{lau.kernel}:")), None)

@@ -28,11 +28,14 @@ from dataclasses import dataclass, replace
 
 from ...program.macros import Macros, expand, program_macros
 from ...program.scanner import strip_comments
-from .cparse import UNKNOWN_NAMES, declared_names, parse_body
+from .cparse import UNKNOWN_NAMES, declared_names, parse_body, parse_expression
 from .facts import collect_facts
 from .launcher import _MEMSETS, _VALUE_CALLS, EditablePart, Function, Launcher, read_editable, statement_exprs
 from .syntax import (
     Assign,
+    Binary,
+    Cast,
+    Return,
     Call,
     Decl,
     Expr,
@@ -256,3 +259,57 @@ def reading_problem(lau: Launcher, names: ProgramNames) -> str | None:
                         f"`{' '.join(text_of(body[i]).split())[:80]}` between them {what}")
     return None
 
+
+def read_config(lau: Launcher, names: ProgramNames) -> tuple[Expr, ...]:
+    """LAU's launch configuration with the program's one-line helpers read into it: a function of
+    the program whose body is one `return` of its by-value parameters and that acts on nothing
+    (`ceil_div(n, 256)`), and a function-like macro whose body is one expression (llm.c's
+    `CEIL_DIV(M, N)`), their parameters replaced by the arguments; anything else as written. What a
+    grid covers is then read from the arithmetic itself, never from a helper's name."""
+    if lau.launch is None:
+        return ()
+    names = names.at_launcher(lau)
+    return tuple(_inlined(c, names, 0) for c in lau.launch.config)
+
+
+def _inlined(e: Expr, names: ProgramNames, depth: int) -> Expr:
+    if depth > 16:
+        return e
+    again = lambda x: _inlined(x, names, depth + 1)  # noqa: E731
+    if isinstance(e, Call) and (name := call_name(e)) is not None:
+        params, body = None, None
+        fn = names.functions.get(name)
+        macro = names.macros.defined.get(name)
+        if fn is not None and not fn.is_kernel and len(fn.body.body) == 1 and isinstance(fn.body.body[0], Return) \
+                and fn.body.body[0].value is not None and len(fn.sig.params) == len(e.args) \
+                and not any(p.pointer or "&" in p.type for p in fn.sig.params) and not function_acts(fn, names):
+            params, body = [p.name for p in fn.sig.params], fn.body.body[0].value
+        elif fn is None and macro is not None and macro.params is not None and not macro.variadic \
+                and len(macro.params) == len(e.args) and "#" not in macro.body:
+            try:
+                params, body = list(macro.params), parse_expression(macro.body)
+            except ParseError:
+                body = None
+        if body is not None and params is not None:
+            return again(_with_names(body, dict(zip(params, e.args))))
+        return Call(e.func, tuple(again(a) for a in e.args), e.targs)
+    if isinstance(e, Binary):
+        return Binary(e.op, again(e.left), again(e.right))
+    if isinstance(e, Cast):
+        return Cast(e.type, again(e.operand))
+    return e
+
+
+def _with_names(e: Expr, values: dict[str, Expr]) -> Expr:
+    """E with each name in VALUES replaced (a helper's parameters by the call's arguments)."""
+    if isinstance(e, Name):
+        return values.get(e.id, e)
+    if isinstance(e, Binary):
+        return Binary(e.op, _with_names(e.left, values), _with_names(e.right, values))
+    if isinstance(e, Cast):
+        return Cast(e.type, _with_names(e.operand, values))
+    if isinstance(e, Call):
+        return Call(e.func, tuple(_with_names(a, values) for a in e.args), e.targs)
+    if isinstance(e, Unary):
+        return Unary(e.op, _with_names(e.operand, values))
+    return e if not any(isinstance(x, Name) and x.id in values for x in walk_expr(e)) else Name("kl_unread")

@@ -20,6 +20,7 @@ from .facts import KernelFacts, collect_facts
 from .symbolic import Poly
 from .syntax import (
     Assign,
+    Binary,
     Block,
     Call,
     Cast,
@@ -29,6 +30,7 @@ from .syntax import (
     For,
     If,
     Launch,
+    Member,
     Name,
     Num,
     Postfix,
@@ -95,6 +97,9 @@ class Launcher:
     # statement left out, or moved, loses an effect its syntax does not show). None: the launch is
     # nested (in a condition or a loop), and no template applies.
     in_place: ExprStmt | None = None
+    # the launch's configuration with the program's one-line helpers read into it
+    # (launch_words.read_config, set by the analysis): what a family reads a grid's coverage from
+    config_read: tuple[Expr, ...] = ()
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.fn.sig.params]
@@ -531,3 +536,66 @@ class Binder:
     def describe(self, p: Poly) -> str:
         text = self.int_text(p)
         return text if text is not None else str(p)
+
+
+def _x_extent(f: KernelFacts, e: Expr, depth: int = 0) -> Expr:
+    """A launch dimension's x in the launcher's parameters: `dim3(a, ...)` -> a, `d.x` of such a
+    dim3 -> a, a local never assigned after its declaration -> its value; the rest as is."""
+    e = strip_casts(e)  # type: ignore[assignment]
+    if depth > 32:
+        return e
+    if isinstance(e, Name):
+        b = f.binding(e)
+        if b is not None and b.init is not None and not b.assignments and not b.pointer and b.param is None:
+            return _x_extent(f, b.init, depth + 1)
+        return e
+    if isinstance(e, Call) and call_name(e) == "dim3" and e.args:
+        return _x_extent(f, e.args[0], depth + 1)
+    if isinstance(e, Member) and e.field == "x" and not e.arrow:
+        base = _x_extent(f, e.base, depth + 1)
+        return base if not isinstance(base, Member) and base is not strip_casts(e.base) else e
+    if isinstance(e, Binary):
+        return Binary(e.op, _x_extent(f, e.left, depth + 1), _x_extent(f, e.right, depth + 1))
+    if isinstance(e, Cast):
+        return Cast(e.type, _x_extent(f, e.operand, depth + 1))
+    return e
+
+
+def _with_arguments(e: Expr, values: dict[str, Expr]) -> Expr:
+    """E with each kernel parameter named in VALUES replaced by the launch's argument."""
+    if isinstance(e, Name):
+        return values.get(e.id, e)
+    if isinstance(e, Binary):
+        return Binary(e.op, _with_arguments(e.left, values), _with_arguments(e.right, values))
+    if isinstance(e, Cast):
+        return Cast(e.type, _with_arguments(e.operand, values))
+    return e
+
+
+def block_size(f: KernelFacts, launch: Launch, config: tuple[Expr, ...] = ()) -> Poly | None:
+    """The launch's block size along x, in the launcher's values (F: the launcher's facts; CONFIG:
+    the configuration as read, helpers inlined, else the launch's own)."""
+    config = config or launch.config
+    return f.poly(_x_extent(f, config[1])) if len(config) >= 2 else None
+
+
+def grid_reaches(f: KernelFacts, launch: Launch, params: list[str], bound: Expr, config: tuple[Expr, ...] = ()) -> bool:
+    """Whether LAUNCH starts at least BOUND threads along x (BOUND in the kernel's parameters
+    PARAMS; F: the launcher's facts; CONFIG: the configuration as read, helpers inlined, else the
+    launch's own), proved from the launcher: grid * block == BOUND, or grid == (BOUND + block - 1) /
+    block."""
+    config = config or launch.config
+    if len(config) < 2 or len(params) != len(launch.args):
+        return False
+    total = f.poly(_with_arguments(bound, {p: f.resolve(a) for p, a in zip(params, launch.args)}))
+    grid, block = (_x_extent(f, c) for c in config[:2])
+    g, b = f.poly(grid), f.poly(block)
+    if total is None or g is None or b is None:
+        return False
+    if g * b == total:
+        return True
+    division = strip_casts(grid)
+    if isinstance(division, Binary) and division.op == "/":
+        num, den = f.poly(division.left), f.poly(division.right)
+        return num is not None and den == b and num == total + b - Poly.const(1)
+    return False

@@ -27,10 +27,9 @@ from dataclasses import dataclass
 
 from ...program.scanner import strip_comments
 from .facts import KernelFacts, collect_facts
-from .launcher import EditablePart, Function
+from .launcher import EditablePart, Function, grid_reaches
 from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, apply_edits, tier_rewrites
-from .symbolic import Poly
-from .syntax import Binary, Block, Call, Cast, Decl, Expr, If, Launch, Member, Name, Return, call_name, strip_casts, to_c
+from .syntax import Binary, Block, Cast, Decl, Expr, If, Launch, Name, Return, strip_casts, to_c
 
 
 @dataclass
@@ -158,65 +157,16 @@ def _index_uses(fn: Function, name: str) -> list[int]:
     return [m.start() for m in re.finditer(rf"(?<![\w.]){re.escape(name)}\b", body)]
 
 
-def _x_extent(f: KernelFacts, e: Expr, depth: int = 0) -> Expr:
-    """A launch dimension's x in the launcher's parameters: `dim3(a, ...)` -> a, `d.x` of such a
-    dim3 -> a, a local never assigned after its declaration -> its value; the rest as is."""
-    e = strip_casts(e)  # type: ignore[assignment]
-    if depth > 32:
-        return e
-    if isinstance(e, Name):
-        b = f.binding(e)
-        if b is not None and b.init is not None and not b.assignments and not b.pointer and b.param is None:
-            return _x_extent(f, b.init, depth + 1)
-        return e
-    if isinstance(e, Call) and call_name(e) == "dim3" and e.args:
-        return _x_extent(f, e.args[0], depth + 1)
-    if isinstance(e, Member) and e.field == "x" and not e.arrow:
-        base = _x_extent(f, e.base, depth + 1)
-        return base if not isinstance(base, Member) and base is not strip_casts(e.base) else e
-    if isinstance(e, Binary):
-        return Binary(e.op, _x_extent(f, e.left, depth + 1), _x_extent(f, e.right, depth + 1))
-    if isinstance(e, Cast):
-        return Cast(e.type, _x_extent(f, e.operand, depth + 1))
-    return e
-
-
-def _with_arguments(e: Expr, values: dict[str, Expr]) -> Expr:
-    """E with each kernel parameter named in VALUES replaced by the launch's argument."""
-    if isinstance(e, Name):
-        return values.get(e.id, e)
-    if isinstance(e, Binary):
-        return Binary(e.op, _with_arguments(e.left, values), _with_arguments(e.right, values))
-    if isinstance(e, Cast):
-        return Cast(e.type, _with_arguments(e.operand, values))
-    return e
-
-
 def launch_covers(site: LaunchSite, plan: RemapPlan, bound: Expr) -> bool:
     """Whether the launch starts at least BOUND threads along x (the kernel's guard, in its
-    parameters), proved from the launcher: grid * block == BOUND, or grid == (BOUND + block - 1) /
-    block. The swap keeps the elements only if every index below the bound runs (red team round
-    80: a launch of fewer threads updates a prefix of the elements, another one after the swap)."""
+    parameters): grid_reaches. The swap keeps the elements only if every index below the bound
+    runs (red team round 80: a launch of fewer threads updates a prefix of the elements, another one
+    after the swap)."""
     lau = next((x for x in site.part.launchers if x.fn is site.launcher), None)
     launch = site.stmt.expr
-    if lau is None or not isinstance(launch, Launch) or len(launch.config) < 2:
+    if lau is None or not isinstance(launch, Launch):
         return False
-    f = lau.facts
-    params = [p.name for p in site.kernel.sig.params]
-    if len(params) != len(launch.args):
-        return False
-    total = f.poly(_with_arguments(bound, {p: f.resolve(a) for p, a in zip(params, launch.args)}))
-    grid, block = (_x_extent(f, c) for c in launch.config[:2])
-    g, b = f.poly(grid), f.poly(block)
-    if total is None or g is None or b is None:
-        return False
-    if g * b == total:
-        return True
-    division = strip_casts(grid)
-    if isinstance(division, Binary) and division.op == "/":
-        num, den = f.poly(division.left), f.poly(division.right)
-        return num is not None and den == b and num == total + b - Poly.const(1)
-    return False
+    return grid_reaches(lau.facts, launch, [p.name for p in site.kernel.sig.params], bound)
 
 
 def plan_remap(fn: Function, helpers: frozenset[str] = frozenset()) -> RemapPlan:

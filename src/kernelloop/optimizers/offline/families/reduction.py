@@ -14,11 +14,11 @@ round 103: a zeroing undone by a later statement, or of one byte).
 
 from __future__ import annotations
 
-from ..conditions import literals, loop_bound, upper_bound, upper_bound_from
-from ..facts import Access, Binding, KernelFacts
-from ..launcher import Binder
+from ..conditions import literals, loop_bound, loop_start, upper_bound, upper_bound_from
+from ..facts import Access, Binding, KernelFacts, Loop
+from ..launcher import Binder, block_size, grid_reaches
 from ..symbolic import Poly
-from ..syntax import Binary, Call, Expr, Index, Member, Name, Ternary, call_name, to_c, walk_expr
+from ..syntax import Assign, Binary, Call, Expr, Index, Member, Name, Ternary, call_name, to_c, walk_expr
 from .base import (
     Config,
     Match,
@@ -49,6 +49,51 @@ def element_bound(f: KernelFacts, a: Access) -> Poly | None:
         if loop.var and a.offset == Poly.atom(f"L:{loop.var}"):
             return loop_bound(f, loop)
     return upper_bound(f, a.ctx, a.offset)
+
+
+_GLOBAL_INDEX = Poly.atom("blockIdx.x") * Poly.atom("blockDim.x") + Poly.atom("threadIdx.x")
+# (start, step) of loops over the input that visit every element below their bound whatever the grid:
+# the grid-stride loop, and the block-stride one (each block sums all of it: a grid of several
+# blocks then sums it several times, which the verifier's result check sees)
+_EVERY_ELEMENT = [(_GLOBAL_INDEX, Poly.atom("blockDim.x") * Poly.atom("gridDim.x")),
+                  (Poly.atom("threadIdx.x"), Poly.atom("blockDim.x"))]
+
+
+def _loop_step(f: KernelFacts, loop: Loop) -> Poly | None:
+    """X for `k += X` or `k = k + X`."""
+    step = loop.step
+    if isinstance(step, Assign) and step.op == "+=":
+        return f.poly(step.value)
+    if isinstance(step, Assign) and step.op == "=" and isinstance(step.value, Binary) and step.value.op == "+" and \
+            f.poly(step.value.left) == f.poly(step.target):
+        return f.poly(step.value.right)
+    return None
+
+
+def _misses_elements(f: KernelFacts, binder: Binder, reads: list[Access], n: Poly) -> str | None:
+    """Why the launch may not visit every input element below n, or None. The template sums exactly
+    x[0..n); a baseline that skips a few (a grid of n / block blocks, rounding down, leaves a tail
+    of fewer than a block) differs by less than the tolerance of a sum (red team round 103)."""
+    for a in reads:
+        loop = next((lp for lp in reversed(a.ctx.loops) if lp.var and a.offset == Poly.atom(f"L:{lp.var}")), None)
+        if loop is not None:
+            if (loop_start(f, loop), _loop_step(f, loop)) not in _EVERY_ELEMENT:
+                return "its loop over the input is not shown to visit every element (a grid- or block-stride loop)"
+            continue
+        launch = binder.launcher.launch
+        block = block_size(binder.launcher.facts, launch, binder.launcher.config_read) if launch is not None else None
+        # blockIdx.x * blockDim.x + threadIdx.x, or the block's size written as a number (`* 512`)
+        spellings = [_GLOBAL_INDEX] + ([Poly.atom("blockIdx.x") * block + Poly.atom("threadIdx.x")]
+                                       if block is not None and block.is_const else [])
+        if a.offset not in spellings:
+            return "reads the input at an index not shown to cover every element (blockIdx.x * blockDim.x + threadIdx.x)"
+        names = [p.name for p in binder.kernel.sig.params]
+        bound = next((Name(name) for name in names if n == Poly.atom(f"p:{name}")), None)
+        if bound is None or launch is None or not grid_reaches(binder.launcher.facts, launch, names, bound,
+                                                               binder.launcher.config_read):
+            return ("is launched with a grid not shown to reach every element (grid * block == n, or grid == "
+                    "(n + block - 1) / block)")
+    return None
 
 
 class _SumFlow:
@@ -195,6 +240,8 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if any(not within_block(f, c.expr) and not is_element_bound(f, c.expr, c.holds, offsets, n)
            for w in writes for c in w.ctx.conds):
         return no("adds its result only where a condition beyond the thread's place in its block holds")
+    if (why := _misses_elements(f, binder, reads, n)) is not None:
+        return no(why)
     flow = _SumFlow(f, src, n)
     if (why := flow.problem()) is not None:
         return no(why)
