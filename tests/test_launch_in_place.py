@@ -225,3 +225,28 @@ def test_a_loop_over_the_input_must_visit_every_element(loop, fits):
 def test_a_grid_helper_is_read_by_its_arithmetic_not_its_name(helper, fits):
     text = _program(helper, launch=LAUNCH.replace("<<<grid,", "<<<CEIL_DIV(n, block),"))
     assert (_verdict(text).match is not None) == fits
+
+
+ROUND104 = ROOT / "tests" / "fixtures" / "redteam" / "round104"
+
+
+@pytest.mark.parametrize("path, why", [
+    # a `+` of the program's own (int&, Threads) in the grid, and a conversion to dim3
+    ("a_operator_overload/baseline.cu", "defines operator"),
+    # `using Count = int&;`: a reference behind an alias, in the shared-memory size
+    ("b_reference_alias/baseline.cu", "computes its launch's words with tree_bytes"),
+    # a macro under a guard a toolkit header already defines, and one in a guard's #else
+    ("c_macro_guard/header_guard.cu", "cannot be read for sure"),
+    ("c_macro_guard/else_branch.cu", "cannot be read for sure"),
+])
+def test_round_104s_hidden_calls_in_the_launchs_words_stop_the_templates(path, why):
+    # red team round 104: the template's call drops the launch's grid and shared-memory words, and
+    # each of these changed n there without showing a call or an assignment
+    verdict = _verdict((ROUND104 / path).read_text())
+    assert verdict.match is None and verdict.problem is not None and why in verdict.problem, verdict.problem
+
+
+def test_a_device_only_operator_does_not_stop_the_templates():
+    helper = ("struct pair_f { float a, b; };\n"
+              "__device__ pair_f operator+(pair_f x, pair_f y) { return {x.a + y.a, x.b + y.b}; }\n")
+    assert _verdict(_program(helper)).match is not None

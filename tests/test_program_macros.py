@@ -50,3 +50,15 @@ def test_a_name_defined_twice_or_undefined_is_uncertain():
     assert expand("int k = A;", macros) is None and expand("int k = B;", macros) is None
     assert expand("int k = C;", macros).split() == ["int", "k", "=", "3", ";"]
     assert macros.names_in("A + C /* B */") == {"A", "C"}
+
+
+def test_only_kernelloops_own_include_guards_are_read_as_entered():
+    # red team round 104: `#ifndef CUDART_VERSION / #define CUDART_VERSION 0 / #define f(...)` was read as a
+    # guard, and a toolkit header defines CUDART_VERSION; and a define in a guard's #else
+    user = program_macros("#ifndef CUDART_VERSION\n#define CUDART_VERSION 0\n#define f(e) 0\n#endif\n")
+    assert "f" in user.uncertain
+    other = program_macros("#ifndef H_\n#define H_\n#else\n#define g(e) 0\n#endif\n")
+    assert "g" in other.uncertain
+    own = program_macros("#ifndef KL_PRAGMA_ONCE_0123456789abcdef\n#define KL_PRAGMA_ONCE_0123456789abcdef\n"
+                         "#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))\n#endif\n")
+    assert "CEIL_DIV" in own.defined

@@ -5,7 +5,7 @@ makes `LAUNCH_CHECK();` an assignment (red team round 102). Whoever judges a sta
 syntax reads its expansion instead. This expands only what it can expand as the preprocessor
 would, and says so (None) for anything else: callers fail closed on None. Which definition is
 in force where is read only in the plain case: a name defined once, outside any conditional
-group (an include guard aside), before the code that uses it. A name defined twice, undefined
+group (kernelloop's own include guards aside), before the code that uses it. A name defined twice, undefined
 somewhere, defined inside `#if`/`#ifdef` (the compiler may skip it: red team round 103, a
 `#define mark_pending(r) cudaSuccess` under `#if !REDUCE_MARKERS`) or defined after the code is
 uncertain; so are token pasting and a macro that never stops expanding.
@@ -22,6 +22,11 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)]*\))?(.*)$
 _UNDEF = re.compile(r"^[ \t]*#[ \t]*undef[ \t]+([A-Za-z_]\w*)")
 _OPEN = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef)\b[ \t]*([A-Za-z_]\w*)?")
 _CLOSE = re.compile(r"^[ \t]*#[ \t]*endif\b")
+_BRANCH = re.compile(r"^[ \t]*#[ \t]*(?:else|elif|elifdef|elifndef)\b")
+# kernelloop's own guard around a header it inlined in place of `#pragma once` (program.split):
+# its name is made there, so nothing else defines it. A user's `#ifndef X / #define X` is read as
+# any other condition: a header or a build flag may define X (red team round 104: CUDART_VERSION).
+_OWN_GUARD = re.compile(r"KL_PRAGMA_ONCE_[0-9a-f]+")
 _DIRECTIVE = re.compile(r"^[ \t]*#")
 _TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[A-Za-z_]\w*|\d[\w.\']*|##|.', re.S)
 
@@ -63,12 +68,17 @@ def program_macros(*texts: str, later: str = "") -> Macros:
     guards: list[bool] = []
     for k, (_, line) in enumerate(directives):
         if m := _OPEN.match(line):
-            # `#ifndef X` then `#define X`, X defined nowhere else: an include guard, always entered once
+            # kernelloop's own include guard (`#ifndef KL_PRAGMA_ONCE_... / #define` it): entered once
             following = _DEFINE.match(directives[k + 1][1]) if k + 1 < len(directives) else None
             guard = m.group(1) == "ifndef" and following is not None and following.group(1) == m.group(2) \
-                and counts.get(m.group(2) or "", 0) == 1 and all(guards)
+                and _OWN_GUARD.fullmatch(m.group(2) or "") is not None and counts.get(m.group(2) or "", 0) == 1
             guards.append(guard)
             depth += 0 if guard else 1
+            continue
+        if _BRANCH.match(line):
+            if guards and guards[-1]:  # another branch of a guard: a condition after all (round 104)
+                guards[-1] = False
+                depth += 1
             continue
         if _CLOSE.match(line):
             if guards:

@@ -64,6 +64,9 @@ class ProgramNames:
     declared: frozenset[str]  # every name the program declares (UNKNOWN_NAMES among them: any)
     preamble: str = ""
     editable: str = ""
+    # an operator or conversion function the program defines for host code: a `+` or a conversion
+    # to dim3 in a launcher may then call the program's code without showing a call (round 104)
+    host_operator: str | None = None
 
     def at_launcher(self, lau: Launcher) -> ProgramNames:
         """The same, with the macros in force where LAU is defined: one defined after it is uncertain."""
@@ -78,7 +81,27 @@ def program_names(part: EditablePart, editable: str, preamble: str) -> ProgramNa
     unread = frozenset(p.split(":", 1)[0] for p in problems)
     macros = program_macros(preamble, editable)
     return ProgramNames(functions, unread, macros, frozenset(_declared(f"{preamble}\n{editable}", macros)),
-                        preamble, editable)
+                        preamble, editable, _host_operator(f"{preamble}\n{editable}"))
+
+
+_OPERATOR = re.compile(r"\boperator\b\s*([^(\s]*(?:\(\))?)")
+
+
+def _host_operator(program: str) -> str | None:
+    """The first operator or conversion function PROGRAM declares that host code can call (one
+    declared `__device__` alone cannot be), as `operator+`; None when there is none."""
+    code = _without_literals(strip_comments(program))
+    for m in _OPERATOR.finditer(code):
+        head = code[max(code.rfind(";", 0, m.start()), code.rfind("{", 0, m.start()), code.rfind("}", 0, m.start())) + 1:
+                    m.start()]
+        if "__device__" in head and "__host__" not in head:
+            continue
+        return "operator" + (" " if m.group(1)[:1].isalpha() else "") + m.group(1)
+    return None
+
+
+def _without_literals(code: str) -> str:
+    return re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', '""', code)
 
 
 def _declared(program: str, macros: Macros) -> set[str]:
@@ -107,6 +130,38 @@ def _trusted(name: str, names: ProgramNames) -> bool:
     return name in _CHANGES_NOTHING and last not in names.declared and UNKNOWN_NAMES not in names.declared
 
 
+_VALUE_TYPES = frozenset(["int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "size_t",
+                          "ptrdiff_t", "int8_t", "uint8_t", "int16_t", "uint16_t", "int32_t", "uint32_t", "int64_t",
+                          "uint64_t", "dim3", "cudaStream_t", "cudaError_t", "cudaEvent_t", "void"])
+_QUALIFIERS = frozenset(["const", "volatile", "__restrict__", "__restrict", "restrict", "std"])
+
+
+def _by_value(type_text: str) -> bool:
+    """Whether a parameter of this type is a copy its function cannot write through to its caller's
+    names: a pointer, or one of the language's or the runtime's value types; a reference, an alias,
+    a class type (its copy may run the program's code) is not known to be."""
+    if "&" in type_text:
+        return False
+    if "*" in type_text:
+        return True
+    words = [w for w in re.findall(r"[A-Za-z_]\w*", type_text) if w not in _QUALIFIERS]
+    return bool(words) and all(w in _VALUE_TYPES for w in words)
+
+
+def _statements(s: Stmt | None):
+    """S and every statement under it."""
+    if s is None:
+        return
+    yield s
+    for child in (getattr(s, "body", None), getattr(s, "then", None), getattr(s, "other", None),
+                  getattr(s, "init", None)):
+        if isinstance(child, tuple):
+            for x in child:
+                yield from _statements(x)
+        elif isinstance(child, Stmt):
+            yield from _statements(child)
+
+
 def function_acts(fn: Function, names: ProgramNames, seen: set[str] | None = None) -> bool:
     """Whether a host function FN of the program may change anything its caller sees: it launches
     a kernel, writes anything but its own locals (memory, a member, a file-scope variable), takes a
@@ -117,8 +172,10 @@ def function_acts(fn: Function, names: ProgramNames, seen: set[str] | None = Non
     if fn.name in seen:
         return False
     seen.add(fn.name)
-    if fn.is_kernel or any("&" in p.type for p in fn.sig.params):
-        return True
+    if fn.is_kernel or not all(_by_value(p.type) for p in fn.sig.params):
+        return True  # a reference, or a type that may be one (`using Count = int&;`: round 104)
+    if any(isinstance(s, Decl) and re.search(r"\bstatic\b", s.type) for s in _statements(fn.body)):
+        return True  # a static local is state: the same call may give another value
     facts = collect_facts(fn.sig, fn.body)
     for e in (e for x in statement_exprs(fn.body) for e in walk_expr(x)):
         if isinstance(e, Launch):
@@ -207,6 +264,9 @@ def reading_problem(lau: Launcher, names: ProgramNames) -> str | None:
     reads its words where it was; None when it can."""
     if lau.in_place is None or lau.launch is None:
         return None  # no template applies (the launcher's problem says why)
+    if names.host_operator is not None:
+        return (f"is in a program that defines {names.host_operator} for host code: an operator or a conversion "
+                "in the launcher could run the program's code where no call shows")
     names = names.at_launcher(lau)
     body_text = lau.fn.item.text[len(lau.fn.head):]
 
@@ -269,13 +329,16 @@ def read_config(lau: Launcher, names: ProgramNames) -> tuple[Expr, ...]:
     if lau.launch is None:
         return ()
     names = names.at_launcher(lau)
-    return tuple(_inlined(c, names, 0) for c in lau.launch.config)
+    return tuple(_inlined(c, names, lau, 0) for c in lau.launch.config)
 
 
-def _inlined(e: Expr, names: ProgramNames, depth: int) -> Expr:
+def _inlined(e: Expr, names: ProgramNames, lau: Launcher, depth: int) -> Expr:
     if depth > 16:
         return e
-    again = lambda x: _inlined(x, names, depth + 1)  # noqa: E731
+    again = lambda x: _inlined(x, names, lau, depth + 1)  # noqa: E731
+    if isinstance(e, Name) and (b := lau.facts.binding(e)) is not None and b.param is None and b.init is not None \
+            and b.inlinable:
+        return again(b.init)  # a local read through its value (reading_problem: only where that holds)
     if isinstance(e, Call) and (name := call_name(e)) is not None:
         params, body = None, None
         fn = names.functions.get(name)
