@@ -30,7 +30,16 @@ from ...program.macros import Macros, expand, program_macros
 from ...program.scanner import strip_comments
 from .cparse import UNKNOWN_NAMES, declared_names, parse_body, parse_expression
 from .facts import collect_facts
-from .launcher import _MEMSETS, _VALUE_CALLS, EditablePart, Function, Launcher, read_editable, statement_exprs
+from .launcher import (
+    _MEMSETS,
+    _VALUE_CALLS,
+    EditablePart,
+    Function,
+    Launcher,
+    read_editable,
+    statement_exprs,
+    with_names,
+)
 from .syntax import (
     Assign,
     Binary,
@@ -354,25 +363,10 @@ def _inlined(e: Expr, names: ProgramNames, lau: Launcher, depth: int) -> Expr:
             except ParseError:
                 body = None
         if body is not None and params is not None:
-            return again(_with_names(body, dict(zip(params, e.args))))
+            return again(with_names(body, dict(zip(params, e.args))))
         return Call(e.func, tuple(again(a) for a in e.args), e.targs)
     if isinstance(e, Binary):
         return Binary(e.op, again(e.left), again(e.right))
     if isinstance(e, Cast):
         return Cast(e.type, again(e.operand))
     return e
-
-
-def _with_names(e: Expr, values: dict[str, Expr]) -> Expr:
-    """E with each name in VALUES replaced (a helper's parameters by the call's arguments)."""
-    if isinstance(e, Name):
-        return values.get(e.id, e)
-    if isinstance(e, Binary):
-        return Binary(e.op, _with_names(e.left, values), _with_names(e.right, values))
-    if isinstance(e, Cast):
-        return Cast(e.type, _with_names(e.operand, values))
-    if isinstance(e, Call):
-        return Call(e.func, tuple(_with_names(a, values) for a in e.args), e.targs)
-    if isinstance(e, Unary):
-        return Unary(e.op, _with_names(e.operand, values))
-    return e if not any(isinstance(x, Name) and x.id in values for x in walk_expr(e)) else Name("kl_unread")

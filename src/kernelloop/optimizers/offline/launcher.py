@@ -561,15 +561,21 @@ def _x_extent(f: KernelFacts, e: Expr, depth: int = 0) -> Expr:
     return e
 
 
-def _with_arguments(e: Expr, values: dict[str, Expr]) -> Expr:
-    """E with each kernel parameter named in VALUES replaced by the launch's argument."""
+def with_names(e: Expr, values: dict[str, Expr]) -> Expr:
+    """E with each name in VALUES replaced (a kernel's parameters by the launch's arguments, a
+    helper's by a call's); a form not followed here that holds such a name becomes a name nothing
+    binds (`kl_unread`), so nothing is proved from it."""
     if isinstance(e, Name):
         return values.get(e.id, e)
     if isinstance(e, Binary):
-        return Binary(e.op, _with_arguments(e.left, values), _with_arguments(e.right, values))
+        return Binary(e.op, with_names(e.left, values), with_names(e.right, values))
     if isinstance(e, Cast):
-        return Cast(e.type, _with_arguments(e.operand, values))
-    return e
+        return Cast(e.type, with_names(e.operand, values))
+    if isinstance(e, Call):
+        return Call(e.func, tuple(with_names(a, values) for a in e.args), e.targs)
+    if isinstance(e, Unary):
+        return Unary(e.op, with_names(e.operand, values))
+    return e if not any(isinstance(x, Name) and x.id in values for x in walk_expr(e)) else Name("kl_unread")
 
 
 def block_size(f: KernelFacts, launch: Launch, config: tuple[Expr, ...] = ()) -> Poly | None:
@@ -587,7 +593,7 @@ def grid_reaches(f: KernelFacts, launch: Launch, params: list[str], bound: Expr,
     config = config or launch.config
     if len(config) < 2 or len(params) != len(launch.args):
         return False
-    total = f.poly(_with_arguments(bound, {p: f.resolve(a) for p, a in zip(params, launch.args)}))
+    total = f.poly(with_names(bound, {p: f.resolve(a) for p, a in zip(params, launch.args)}))
     grid, block = (_x_extent(f, c) for c in config[:2])
     g, b = f.poly(grid), f.poly(block)
     if total is None or g is None or b is None:
