@@ -250,3 +250,43 @@ def test_a_device_only_operator_does_not_stop_the_templates():
     helper = ("struct pair_f { float a, b; };\n"
               "__device__ pair_f operator+(pair_f x, pair_f y) { return {x.a + y.a, x.b + y.b}; }\n")
     assert _verdict(_program(helper)).match is not None
+
+
+ROUND105 = ROOT / "tests" / "fixtures" / "redteam" / "round105"
+
+
+@pytest.mark.parametrize("path, why", [
+    # `if (i % 1000003 == 17) { if (pad) continue; }` before the load, a nested return, a helper
+    # that ends the thread with inline asm: what follows may not run for every thread
+    ("a_nested_exit/baseline.cu", "a condition selects"),
+    ("a_nested_exit/baseline_nested_return.cu", "a condition selects"),
+    ("a_nested_exit/baseline_device_exit.cu", "a condition selects"),
+    # the loop variable stepped again inside the body: the header says nothing of its values
+    ("b_loop_var_step/baseline.cu", "cannot tell the element count"),
+])
+def test_round_105s_skipped_elements_stop_the_reduction_template(path, why):
+    verdict = _verdict((ROUND105 / path).read_text())
+    assert verdict.match is None
+    assert any(m.family == "reduction" and why in m.reason for m in verdict.mismatches), verdict.mismatches
+
+
+@pytest.mark.parametrize("path", ["c_operator_splice/baseline.cu", "c_operator_splice/baseline_host_macro.cu"])
+def test_an_operator_read_as_the_compiler_reads_it(path):
+    # `oper\` + newline + `ator+`, and `__host__` behind a macro on a `__device__` operator
+    verdict = _verdict((ROUND105 / path).read_text())
+    assert verdict.match is None and "defines operator" in (verdict.problem or ""), verdict.problem
+
+
+def test_a_helper_known_to_return_keeps_the_reduction():
+    helper = "__device__ float twice(float v) { return v + v; }\n"
+    # a call of the program's own device helper, which returns, before the load: still a plain sum
+    kernel = ("__global__ void helper_sum(const float* in, float* out, int n) {\n"
+              "  float s = 0.0f;\n"
+              "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {\n"
+              "    (void)twice(1.0f);\n    s += in[i];\n  }\n  atomicAdd(out, s);\n}\n\n")
+    text = _program(launch="  helper_sum<<<264, 256>>>(in, out, n);\n").replace(HEAD, helper + kernel + HEAD, 1)
+    verdict = _verdict(text)
+    assert verdict.match is not None and verdict.match.kernel == "helper_sum", (verdict.problem, verdict.mismatches)
+    # the same helper ending the thread (not read: inline asm): what follows may not run for every thread
+    exits = text.replace("{ return v + v; }", '{ asm volatile("exit;"); return v; }')
+    assert _verdict(exits).match is None

@@ -55,7 +55,7 @@ class Macros:
 def program_macros(*texts: str, later: str = "") -> Macros:
     """Every `#define` of the texts (splices joined, `%:` read as `#`), object-like and function-like;
     a name LATER (the code after the point of use) defines is uncertain."""
-    code = strip_comments("\n".join(texts)).replace("\\\r\n", " ").replace("\\\n", " ").replace("%:", "#")
+    code = strip_comments("\n".join(texts)).replace("\\\r\n", "").replace("\\\n", "").replace("%:", "#")
     lines = code.split("\n")
     directives = [(i, line) for i, line in enumerate(lines) if _DIRECTIVE.match(line)]
     defined: dict[str, Macro] = {}
@@ -99,7 +99,7 @@ def program_macros(*texts: str, later: str = "") -> Macros:
         if depth > 0 or (name in defined and defined[name] != macro):
             uncertain.add(name)
         defined[name] = macro
-    after = strip_comments(later).replace("\\\r\n", " ").replace("\\\n", " ").replace("%:", "#")
+    after = strip_comments(later).replace("\\\r\n", "").replace("\\\n", "").replace("%:", "#")
     uncertain |= {m.group(1) for line in after.split("\n") if (m := _DEFINE.match(line))}
     return Macros({k: v for k, v in defined.items() if k not in uncertain}, frozenset(uncertain))
 

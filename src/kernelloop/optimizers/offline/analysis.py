@@ -15,7 +15,7 @@ from ...program.init import type_aliases, without_alias_definitions
 from ...program.scanner import strip_comments
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
-from .facts import ATOMICS, KernelFacts, collect_facts
+from .facts import ATOMICS, KernelFacts, collect_facts, returning_helpers
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launch_words import program_names, read_config, reading_problem
@@ -210,6 +210,7 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
     program_constants = constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     names = program_names(part, editable, preamble)
+    returning = returning_helpers({n: (fn.body, fn.is_kernel) for n, fn in part.functions.items()})
     # a launcher of several launches: each launch on its own, in place (launcher.Launcher.per_launch)
     for lau in [view for whole in part.launchers for view in (whole.per_launch or [whole])]:
         verdict = KernelVerdict(launcher=lau.fn.name, kernel=lau.kernel)
@@ -231,7 +232,7 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
         if len(lau.args) != len(kernel.sig.params):
             verdict.problem = f"passes {len(lau.args)} arguments to {kernel.name}, which takes {len(kernel.sig.params)}"
             continue
-        facts = collect_facts(kernel.sig, kernel.body, program_constants)
+        facts = collect_facts(kernel.sig, kernel.body, program_constants, returning)
         binder = Binder(lau, kernel)
         for family in FAMILIES:
             try:

@@ -83,6 +83,9 @@ class Loop:
     cond: Expr | None
     step: Expr | None
     unit_step: bool  # ++k, k++, k += 1, k = k + 1
+    # the counted variable is also written in the body or the condition (`i += stride` under an `if`):
+    # its header then says nothing of which values it takes (red team round 105)
+    written_in_body: bool = False
 
 
 @dataclass(frozen=True)
@@ -424,6 +427,145 @@ def _children(e: Expr) -> list[Expr]:
 
 # -- pass 2: accesses in context ---------------------------------------------------------------
 
+# Device functions known to return to their caller (no `exit` in inline asm, no unread code):
+# math and conversions, loads, atomics, barriers and shuffles.
+PURE_FUNCTIONS = frozenset("""
+    expf exp __expf exp2f exp2 expm1f logf log __logf log2f log2 log10f log10 log1pf sqrtf sqrt rsqrtf rsqrt
+    cbrtf powf pow __powf sinf cosf tanf sin cos tan __sinf __cosf tanhf tanh erff erf erfcf fabsf fabs abs
+    fmaxf fminf fmax fmin max min floorf floor ceilf ceil roundf round truncf fmodf fmaf fma __fdividef
+    __frcp_rn __fsqrt_rn __fmul_rn __fadd_rn copysignf isnan isinf isfinite __float2int_rn __int2float_rn
+    __float2half __half2float __float2bfloat16 __bfloat162float static_cast float double int
+    __ldg __ldca __ldcg __ldcs __ldlu __ldcv
+""".split())
+_RETURNING = PURE_FUNCTIONS | ATOMICS | frozenset([
+    "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
+    "__shfl_sync", "__shfl_down_sync", "__shfl_up_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync",
+    "__all_sync", "__activemask", "printf", "assert", "sizeof", "make_float2", "make_float4", "make_int2"])
+_LEFT = Name("kl_may_have_left")  # a condition nothing decides: what follows may not run for every thread
+
+
+def _may_leave(s: Stmt | None, in_loop: bool = False, returning: frozenset[str] = frozenset()) -> bool:
+    """Whether control may leave the enclosing code from inside S without S always doing so: a
+    `return`, a `break`/`continue` not bound to a loop inside S, or a call of a function not known to
+    return (a device helper's inline `exit`: red team round 105)."""
+    if s is None:
+        return False
+    if isinstance(s, Return):
+        return True
+    if isinstance(s, Jump):
+        return not in_loop
+    exprs: list[Expr] = []
+    if isinstance(s, Block):
+        return any(_may_leave(x, in_loop, returning) for x in s.body)
+    if isinstance(s, If):
+        exprs.append(s.cond)
+        if _may_leave(s.then, in_loop, returning) or _may_leave(s.other, in_loop, returning):
+            return True
+    elif isinstance(s, For):
+        exprs += [e for e in (s.cond, s.step) if e is not None]
+        if _may_leave(s.init, in_loop, returning) or _may_leave(s.body, True, returning):
+            return True
+    elif isinstance(s, While):
+        exprs.append(s.cond)
+        if _may_leave(s.body, True, returning):
+            return True
+    elif isinstance(s, ExprStmt):
+        exprs.append(s.expr)
+    elif isinstance(s, Decl):
+        exprs += [d.init for d in s.declarators if d.init is not None]
+    return any(isinstance(x, Call) and call_name(x) not in _RETURNING and call_name(x) not in returning
+               for e in exprs for x in _walk(e))
+
+
+def returning_helpers(helpers: dict[str, tuple[Stmt, bool]]) -> frozenset[str]:
+    """The device helpers (name -> (body, is a kernel)) known to return to their caller: each call in
+    them is of a function known to return, or of such a helper (no inline asm: the parser reads
+    none; no unread call)."""
+    known: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, (body, kernel) in helpers.items():
+            if name not in known and not kernel and not _calls_unknown(body, frozenset(known)):
+                known.add(name)
+                changed = True
+    return frozenset(known)
+
+
+def _calls_unknown(body: Stmt, returning: frozenset[str]) -> bool:
+    """Whether BODY calls anything not known to return (its own returns are its caller's normal path)."""
+    def calls(s: Stmt | None):
+        if s is None:
+            return
+        if isinstance(s, Block):
+            for x in s.body:
+                yield from calls(x)
+            return
+        parts: list[Expr] = []
+        if isinstance(s, If):
+            parts.append(s.cond)
+            yield from calls(s.then)
+            yield from calls(s.other)
+        elif isinstance(s, For):
+            yield from calls(s.init)
+            parts += [e for e in (s.cond, s.step) if e is not None]
+            yield from calls(s.body)
+        elif isinstance(s, While):
+            parts.append(s.cond)
+            yield from calls(s.body)
+        elif isinstance(s, ExprStmt):
+            parts.append(s.expr)
+        elif isinstance(s, Decl):
+            parts += [d.init for d in s.declarators if d.init is not None]
+        elif isinstance(s, Return) and s.value is not None:
+            parts.append(s.value)
+        for e in parts:
+            yield from (call_name(x) for x in _walk(e) if isinstance(x, Call))
+    return any(name not in _RETURNING and name not in returning for name in calls(body))
+
+
+def _walk(e: Expr):
+    yield e
+    for child in _children(e):
+        yield from _walk(child)
+
+
+def _writes(f: KernelFacts, key: str, body: Stmt | None, cond: Expr | None) -> bool:
+    """Whether the variable KEY is assigned, incremented or has its address taken in BODY or COND."""
+    def exprs(s: Stmt | None):
+        if s is None:
+            return
+        if isinstance(s, Block):
+            for x in s.body:
+                yield from exprs(x)
+        elif isinstance(s, ExprStmt):
+            yield s.expr
+        elif isinstance(s, Decl):
+            yield from (d.init for d in s.declarators if d.init is not None)
+        elif isinstance(s, If):
+            yield s.cond
+            yield from exprs(s.then)
+            yield from exprs(s.other)
+        elif isinstance(s, For):
+            yield from exprs(s.init)
+            yield from (e for e in (s.cond, s.step) if e is not None)
+            yield from exprs(s.body)
+        elif isinstance(s, While):
+            yield s.cond
+            yield from exprs(s.body)
+        elif isinstance(s, Return) and s.value is not None:
+            yield s.value
+    for e in [*([cond] if cond is not None else []), *exprs(body)]:
+        for x in _walk(e):
+            target = x.target if isinstance(x, Assign) else x.operand if isinstance(x, Postfix) or (
+                isinstance(x, Unary) and x.op in ("++", "--", "&")) else None
+            while isinstance(target, (Member, Index, Cast)):
+                target = target.base if not isinstance(target, Cast) else target.operand
+            if isinstance(target, Name) and (b := f.binding(target)) is not None and b.key == key:
+                return True
+    return False
+
+
 def always_exits(s: Stmt | None) -> bool:
     """Control never falls through `s` (return, break, continue, or a block ending so)."""
     if isinstance(s, (Return, Jump)):
@@ -436,8 +578,9 @@ def always_exits(s: Stmt | None) -> bool:
 
 
 class _Collector:
-    def __init__(self, facts: KernelFacts) -> None:
+    def __init__(self, facts: KernelFacts, returning: frozenset[str] = frozenset()) -> None:
         self.f = facts
+        self.returning = returning
         self.loop_ids = count()
 
     def stmt(self, s: Stmt | None, ctx: Context) -> None:
@@ -449,11 +592,17 @@ class _Collector:
                 self.stmt(x, cur)
                 if isinstance(x, (Return, Jump)):
                     return
-                if isinstance(x, If):
-                    if always_exits(x.then) and not always_exits(x.other):
-                        cur = cur.where(x.cond, False)
-                    elif x.other is not None and always_exits(x.other) and not always_exits(x.then):
-                        cur = cur.where(x.cond, True)
+                if isinstance(x, If) and always_exits(x.then) and not always_exits(x.other) \
+                        and not _may_leave(x.other, returning=self.returning):
+                    cur = cur.where(x.cond, False)
+                elif isinstance(x, If) and x.other is not None and always_exits(x.other) \
+                        and not always_exits(x.then) and not _may_leave(x.then, returning=self.returning):
+                    cur = cur.where(x.cond, True)
+                elif _may_leave(x, returning=self.returning):
+                    # control may have left for some threads, under a condition not read (a nested
+                    # `if (pad) continue;`, a helper that ends the thread): what follows is not
+                    # known to run for every thread (red team round 105)
+                    cur = cur.where(_LEFT, True)
         elif isinstance(s, Decl):
             for dec in s.declarators:
                 if dec.init is None:
@@ -481,7 +630,8 @@ class _Collector:
                 self.expr(s.init.expr.value, ctx)
             elif s.init is not None:
                 self.stmt(s.init, ctx)
-            loop = Loop(next(self.loop_ids), var, init_value, s.cond, s.step, _unit_step(self.f, s.step, var))
+            loop = Loop(next(self.loop_ids), var, init_value, s.cond, s.step, _unit_step(self.f, s.step, var),
+                        var is not None and _writes(self.f, var, s.body, s.cond))
             self.f.loops.append(loop)
             inner = ctx.inside(loop)
             if s.cond is not None:
@@ -599,12 +749,14 @@ def _unit_step(f: KernelFacts, step: Expr | None, var: str | None) -> bool:
     return False
 
 
-def collect_facts(sig: Signature, body: Block, constants: dict[str, int] | None = None) -> KernelFacts:
+def collect_facts(sig: Signature, body: Block, constants: dict[str, int] | None = None,
+                  returning: frozenset[str] = frozenset()) -> KernelFacts:
     """What the kernel's body does; `constants` are the program's integer macros and constants
-    (sizes.constants), read as numbers."""
+    (sizes.constants), read as numbers; `returning`: the program's device helpers known to return
+    (returning_helpers)."""
     scopes = _Scopes(sig)
     scopes.stmt(body)
     facts = KernelFacts(sig=sig, body=body, params=scopes.params, names=scopes.names, declared=scopes.declared,
                         bindings=scopes.bindings, constants=dict(constants or {}))
-    _Collector(facts).stmt(body, Context())
+    _Collector(facts, returning).stmt(body, Context())
     return facts

@@ -90,20 +90,24 @@ def program_names(part: EditablePart, editable: str, preamble: str) -> ProgramNa
     unread = frozenset(p.split(":", 1)[0] for p in problems)
     macros = program_macros(preamble, editable)
     return ProgramNames(functions, unread, macros, frozenset(_declared(f"{preamble}\n{editable}", macros)),
-                        preamble, editable, _host_operator(f"{preamble}\n{editable}"))
+                        preamble, editable, _host_operator(f"{preamble}\n{editable}", macros))
 
 
 _OPERATOR = re.compile(r"\boperator\b\s*([^(\s]*(?:\(\))?)")
 
 
-def _host_operator(program: str) -> str | None:
+def _host_operator(program: str, macros: Macros) -> str | None:
     """The first operator or conversion function PROGRAM declares that host code can call (one
-    declared `__device__` alone cannot be), as `operator+`; None when there is none."""
-    code = _without_literals(strip_comments(program))
+    declared `__device__` alone cannot be), as `operator+`; None when there is none. Read as the
+    compiler reads it (_expanded_program; round 105: a spliced `operator`, a `__host__` behind a
+    macro); where that cannot be read, from the text, and a head naming a macro is not exempt."""
+    expanded = _expanded_program(program, macros)
+    code = _without_literals(expanded if expanded is not None else
+                             strip_comments(program).replace("\\\r\n", "").replace("\\\n", ""))
     for m in _OPERATOR.finditer(code):
         head = code[max(code.rfind(";", 0, m.start()), code.rfind("{", 0, m.start()), code.rfind("}", 0, m.start())) + 1:
                     m.start()]
-        if "__device__" in head and "__host__" not in head:
+        if "__device__" in head and "__host__" not in head and (expanded is not None or not macros.names_in(head)):
             continue
         return "operator" + (" " if m.group(1)[:1].isalpha() else "") + m.group(1)
     return None
@@ -117,10 +121,17 @@ def _declared(program: str, macros: Macros) -> set[str]:
     """Every name PROGRAM declares, read with its macros expanded (a name handed to a macro is
     declared only if the expansion declares it); as declared_names reads the text (every name
     handed to a macro counts) where the expansion cannot be read."""
-    code = strip_comments(program).replace("\\\r\n", " ").replace("\\\n", " ")
-    expanded = expand(_DIRECTIVE.sub("", code), macros)
+    expanded = _expanded_program(program, macros)
     found = declared_names(expanded) if expanded is not None else declared_names(program)
     return found | set(macros.defined) | set(macros.uncertain)
+
+
+def _expanded_program(program: str, macros: Macros) -> str | None:
+    """PROGRAM as the compiler reads its code: comments out, line splices joined (a name split
+    by one is one name: round 105's `oper\\` + newline + `ator+`), directives out, macros
+    expanded; None where the expansion cannot be read."""
+    code = strip_comments(program).replace("\\\r\n", "").replace("\\\n", "")
+    return expand(_DIRECTIVE.sub("", code), macros)
 
 
 _DIRECTIVE = re.compile(r"^[ \t]*(?:#|%:).*$", re.M)

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...program.scanner import in_scope, split_top_level, strip_comments
-from .facts import ATOMICS, Binding, KernelFacts, collect_facts
+from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts
 from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
 from .sizes import is_integer_type
 from .symbolic import Poly
@@ -65,15 +65,7 @@ from .syntax import (
 WARP = 32
 ROW_WARP_BLOCK = 256  # threads per block of the rewritten launch: 8 rows per block
 _BUILTIN_WORDS = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b")
-# Functions with no side effects and no cross-thread behaviour that a row kernel may call.
-PURE_FUNCTIONS = frozenset("""
-    expf exp __expf exp2f exp2 expm1f logf log __logf log2f log2 log10f log10 log1pf sqrtf sqrt rsqrtf rsqrt
-    cbrtf powf pow __powf sinf cosf tanf sin cos tan __sinf __cosf tanhf tanh erff erf erfcf fabsf fabs abs
-    fmaxf fminf fmax fmin max min floorf floor ceilf ceil roundf round truncf fmodf fmaf fma __fdividef
-    __frcp_rn __fsqrt_rn __fmul_rn __fadd_rn copysignf isnan isinf isfinite __float2int_rn __int2float_rn
-    __float2half __half2float __float2bfloat16 __bfloat162float static_cast float double int
-    __ldg __ldca __ldcg __ldcs __ldlu __ldcv
-""".split())
+# Functions with no side effects and no cross-thread behaviour that a row kernel may call: facts.PURE_FUNCTIONS
 _SUM_OPS = {"+=": "+", "-=": "-"}
 # `if (v > best) { best = v; at = c; }`: the value and the loop counter where it was first seen. A
 # strict comparison only: with `>=` a lane that never moved (still the initial pair) would have to
