@@ -290,3 +290,22 @@ def test_a_helper_known_to_return_keeps_the_reduction():
     # the same helper ending the thread (not read: inline asm): what follows may not run for every thread
     exits = text.replace("{ return v + v; }", '{ asm volatile("exit;"); return v; }')
     assert _verdict(exits).match is None
+
+
+ROUND106 = ROOT / "tests" / "fixtures" / "redteam" / "round106"
+
+
+@pytest.mark.parametrize("path, why", [
+    # `if (pad && i % P == 17) break;` after the load: the loop may stop before its bound
+    ("a_loop_ends_early/baseline.cu", "cannot tell the element count"),
+    # `i < n && !done`: the header's `i < n` is only an upper limit
+    ("c_loop_condition/baseline.cu", "cannot tell the element count"),
+    # the loop variable stepped by a device helper taking `int&`
+    ("b_helper_reference/baseline.cu", "cannot tell the element count"),
+    # the thread's index moved past n by a helper taking `unsigned&` (it was read as its initial value)
+    ("b_helper_reference/baseline_inlined_index.cu", "a condition selects"),
+])
+def test_round_106s_loops_that_visit_less_than_their_header_says(path, why):
+    verdict = _verdict((ROUND106 / path).read_text())
+    assert verdict.match is None
+    assert any(m.family == "reduction" and why in m.reason for m in verdict.mismatches), verdict.mismatches

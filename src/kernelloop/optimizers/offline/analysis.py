@@ -210,7 +210,8 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
     program_constants = constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     names = program_names(part, editable, preamble)
-    returning = returning_helpers({n: (fn.body, fn.is_kernel) for n, fn in part.functions.items()})
+    returning = returning_helpers({n: (fn.body, fn.is_kernel, [p.type for p in fn.sig.params])
+                                   for n, fn in part.functions.items()})
     # a launcher of several launches: each launch on its own, in place (launcher.Launcher.per_launch)
     for lau in [view for whole in part.launchers for view in (whole.per_launch or [whole])]:
         verdict = KernelVerdict(launcher=lau.fn.name, kernel=lau.kernel)

@@ -72,7 +72,7 @@ def loop_var_atom(loop: Loop) -> str | None:
 def loop_bound(f: KernelFacts, loop: Loop) -> Poly | None:
     """X for `for (k = ...; k < X; ...)`."""
     atom = loop_var_atom(loop)
-    if atom is None or loop.cond is None or loop.written_in_body:
+    if atom is None or loop.cond is None or loop.written_in_body or loop.may_end_early:
         return None
     return upper_bound_from(literals(f, loop.cond, True), Poly.atom(atom))
 

@@ -86,6 +86,10 @@ class Loop:
     # the counted variable is also written in the body or the condition (`i += stride` under an `if`):
     # its header then says nothing of which values it takes (red team round 105)
     written_in_body: bool = False
+    # the body may end the loop before its condition does (a `break` or `return` of its own, a call
+    # not known to return), or the condition is more than one comparison (`i < n && !done`): the
+    # header's bound is then only an upper limit of what the loop visits (red team round 106)
+    may_end_early: bool = False
 
 
 @dataclass(frozen=True)
@@ -303,7 +307,8 @@ def _leaves(e: Expr):
 # -- pass 1: scopes ------------------------------------------------------------------------------
 
 class _Scopes:
-    def __init__(self, sig: Signature) -> None:
+    def __init__(self, sig: Signature, returning: frozenset[str] = frozenset()) -> None:
+        self.returning = returning
         self.counter = count()
         self.names: dict[int, Binding] = {}
         self.declared: dict[int, Binding] = {}
@@ -362,6 +367,14 @@ class _Scopes:
             # its address taken (`cudaDeviceGetAttribute(&m, ...)`): written through it, for all we
             # know, so never replaced by its initializer (red team round 100)
             self.assigned(e.operand)
+        elif isinstance(e, Call):
+            # handed whole to a call that may take it by reference (`drop_padding(i, n)` with an
+            # `unsigned&`): written, for all we know (red team round 106)
+            for a in e.args:
+                while isinstance(a, Cast):
+                    a = a.operand
+                if isinstance(a, Name) and a.id in _by_reference(e, self.returning):
+                    self.assigned(a)
         for child in _children(e):
             self.expr(child, loop_step)
 
@@ -477,19 +490,31 @@ def _may_leave(s: Stmt | None, in_loop: bool = False, returning: frozenset[str] 
                for e in exprs for x in _walk(e))
 
 
-def returning_helpers(helpers: dict[str, tuple[Stmt, bool]]) -> frozenset[str]:
-    """The device helpers (name -> (body, is a kernel)) known to return to their caller: each call in
-    them is of a function known to return, or of such a helper (no inline asm: the parser reads
-    none; no unread call)."""
+def returning_helpers(helpers: dict[str, tuple[Stmt, bool, list[str]]]) -> frozenset[str]:
+    """The device helpers (name -> (body, is a kernel, parameter types)) known to return to their
+    caller and to take every argument by value: each parameter a pointer or a plain arithmetic type
+    (no reference, no alias that may be one), each call in them of a function known to return or of
+    such a helper (no inline asm: the parser reads none; no unread call)."""
     known: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for name, (body, kernel) in helpers.items():
-            if name not in known and not kernel and not _calls_unknown(body, frozenset(known)):
+        for name, (body, kernel, types) in helpers.items():
+            if name not in known and not kernel and all(_plain_parameter(t) for t in types) \
+                    and not _calls_unknown(body, frozenset(known)):
                 known.add(name)
                 changed = True
     return frozenset(known)
+
+
+_ARITHMETIC = frozenset(["int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "size_t",
+                         "int32_t", "uint32_t", "int64_t", "uint64_t", "const", "__restrict__", "volatile"])
+
+
+def _plain_parameter(type_text: str) -> bool:
+    if "&" in type_text:
+        return False
+    return "*" in type_text or all(w in _ARITHMETIC for w in type_text.replace("*", " ").split())
 
 
 def _calls_unknown(body: Stmt, returning: frozenset[str]) -> bool:
@@ -530,8 +555,57 @@ def _walk(e: Expr):
         yield from _walk(child)
 
 
-def _writes(f: KernelFacts, key: str, body: Stmt | None, cond: Expr | None) -> bool:
-    """Whether the variable KEY is assigned, incremented or has its address taken in BODY or COND."""
+def _ends_early(body: Stmt | None, returning: frozenset[str]) -> bool:
+    """Whether BODY may leave its loop other than by its condition: a `break` bound to it, a
+    `return`, a call not known to return (`continue` only ends an iteration)."""
+    def walk(s: Stmt | None, nested: bool) -> bool:
+        if s is None:
+            return False
+        if isinstance(s, Return):
+            return True
+        if isinstance(s, Jump):
+            return s.kind == "break" and not nested
+        if isinstance(s, Block):
+            return any(walk(x, nested) for x in s.body)
+        if isinstance(s, If):
+            return walk(s.then, nested) or walk(s.other, nested)
+        if isinstance(s, (For, While)):
+            return walk(s.body, True)
+        return False
+    return walk(body, False) or _may_leave_by_call(body, returning)
+
+
+def _may_leave_by_call(body: Stmt | None, returning: frozenset[str]) -> bool:
+    """Whether BODY calls anything not known to return."""
+    return _calls_unknown(body, returning) if body is not None else False
+
+
+def _one_comparison(cond: Expr | None) -> bool:
+    """A loop condition that is one comparison (`i < n`), parentheses and casts aside."""
+    while isinstance(cond, Cast):
+        cond = cond.operand
+    return isinstance(cond, Binary) and cond.op in ("<", "<=", ">", ">=", "!=")
+
+
+def _by_reference(call: Expr, returning: frozenset[str]) -> list[str]:
+    """The names handed whole to CALL where it may take them by reference: any call but the
+    device's own functions and the program's helpers known to take values (returning_helpers)."""
+    if not isinstance(call, Call) or call_name(call) in _RETURNING or call_name(call) in returning:
+        return []
+    out = []
+    for a in call.args:
+        while isinstance(a, Cast):
+            a = a.operand
+        if isinstance(a, Name):
+            out.append(a.id)
+    return out
+
+
+def _writes(f: KernelFacts, key: str, body: Stmt | None, cond: Expr | None,
+            returning: frozenset[str] = frozenset()) -> bool:
+    """Whether the variable KEY is assigned, incremented, has its address taken or is handed whole
+    to a call that may take it by reference (round 106: `skip_slot(i, s)` with an `int&`), in BODY
+    or COND."""
     def exprs(s: Stmt | None):
         if s is None:
             return
@@ -562,6 +636,9 @@ def _writes(f: KernelFacts, key: str, body: Stmt | None, cond: Expr | None) -> b
             while isinstance(target, (Member, Index, Cast)):
                 target = target.base if not isinstance(target, Cast) else target.operand
             if isinstance(target, Name) and (b := f.binding(target)) is not None and b.key == key:
+                return True
+            if isinstance(x, Call) and any((b := f.binding(a)) is not None and b.key == key
+                                           for a in x.args if isinstance(a, Name) and a.id in _by_reference(x, returning)):
                 return True
     return False
 
@@ -631,7 +708,8 @@ class _Collector:
             elif s.init is not None:
                 self.stmt(s.init, ctx)
             loop = Loop(next(self.loop_ids), var, init_value, s.cond, s.step, _unit_step(self.f, s.step, var),
-                        var is not None and _writes(self.f, var, s.body, s.cond))
+                        var is not None and _writes(self.f, var, s.body, s.cond, self.returning),
+                        _ends_early(s.body, self.returning) or not _one_comparison(s.cond))
             self.f.loops.append(loop)
             inner = ctx.inside(loop)
             if s.cond is not None:
@@ -754,7 +832,7 @@ def collect_facts(sig: Signature, body: Block, constants: dict[str, int] | None 
     """What the kernel's body does; `constants` are the program's integer macros and constants
     (sizes.constants), read as numbers; `returning`: the program's device helpers known to return
     (returning_helpers)."""
-    scopes = _Scopes(sig)
+    scopes = _Scopes(sig, returning)
     scopes.stmt(body)
     facts = KernelFacts(sig=sig, body=body, params=scopes.params, names=scopes.names, declared=scopes.declared,
                         bindings=scopes.bindings, constants=dict(constants or {}))
