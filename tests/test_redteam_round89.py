@@ -4,6 +4,8 @@ family still wrote unqualified (the reduction's zeroing). CPU only."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .conftest import FIXTURES
@@ -23,6 +25,7 @@ def test_a_kernel_that_narrows_a_floating_value_gets_no_float_rewrite(path):
 
 def test_the_zeroing_a_family_adds_calls_the_runtime_by_its_global_name():
     sources = _proposals(ROUND / "unqualified_zeroing" / "baseline.cu")
-    zeroing = [line for s in sources for line in s.splitlines() if "cudaMemsetAsync(" in line and "kl_" not in line]
+    # statements, not lines: the template's call now takes the launch's place, on its line
+    zeroing = [st for s in sources for st in re.findall(r"[^;{}]*cudaMemsetAsync\([^;]*;", s) if "kl_" not in st]
     added = [line for line in zeroing if "sizeof(float)" in line and "::cudaMemsetAsync(" in line]
     assert sources and added, zeroing

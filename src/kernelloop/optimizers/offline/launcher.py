@@ -578,11 +578,11 @@ def with_names(e: Expr, values: dict[str, Expr]) -> Expr:
     return e if not any(isinstance(x, Name) and x.id in values for x in walk_expr(e)) else Name("kl_unread")
 
 
-def block_size(f: KernelFacts, launch: Launch, config: tuple[Expr, ...] = ()) -> Poly | None:
-    """The launch's block size along x, in the launcher's values (F: the launcher's facts; CONFIG:
-    the configuration as read, helpers inlined, else the launch's own)."""
+def block_size(f: KernelFacts, launch: Launch, config: tuple[Expr, ...] = (), axis: int = 1) -> Poly | None:
+    """The launch's block size along x (AXIS 0: its grid size), in the launcher's values (F: the
+    launcher's facts; CONFIG: the configuration as read, helpers inlined, else the launch's own)."""
     config = config or launch.config
-    return f.poly(_x_extent(f, config[1])) if len(config) >= 2 else None
+    return f.poly(_x_extent(f, config[axis])) if len(config) >= 2 else None
 
 
 def grid_reaches(f: KernelFacts, launch: Launch, params: list[str], bound: Expr, config: tuple[Expr, ...] = ()) -> bool:

@@ -74,14 +74,21 @@ def _misses_elements(f: KernelFacts, binder: Binder, reads: list[Access], n: Pol
     """Why the launch may not visit every input element below n, or None. The template sums exactly
     x[0..n); a baseline that skips a few (a grid of n / block blocks, rounding down, leaves a tail
     of fewer than a block) differs by less than the tolerance of a sum (red team round 103)."""
+    launch = binder.launcher.launch
+    block = block_size(binder.launcher.facts, launch, binder.launcher.config_read) if launch is not None else None
+    grid = block_size(binder.launcher.facts, launch, binder.launcher.config_read, 0) if launch is not None else None
+    # the same strides with the launch's own sizes written as numbers (`i += 256` in a 256-thread block)
+    every = list(_EVERY_ELEMENT)
+    if block is not None and block.is_const:
+        every.append((Poly.atom("threadIdx.x"), block))
+        if grid is not None and grid.is_const:
+            every.append((Poly.atom("blockIdx.x") * block + Poly.atom("threadIdx.x"), block * grid))
     for a in reads:
         loop = next((lp for lp in reversed(a.ctx.loops) if lp.var and a.offset == Poly.atom(f"L:{lp.var}")), None)
         if loop is not None:
-            if (loop_start(f, loop), _loop_step(f, loop)) not in _EVERY_ELEMENT:
+            if (loop_start(f, loop), _loop_step(f, loop)) not in every:
                 return "its loop over the input is not shown to visit every element (a grid- or block-stride loop)"
             continue
-        launch = binder.launcher.launch
-        block = block_size(binder.launcher.facts, launch, binder.launcher.config_read) if launch is not None else None
         # blockIdx.x * blockDim.x + threadIdx.x, or the block's size written as a number (`* 512`)
         spellings = [_GLOBAL_INDEX] + ([Poly.atom("blockIdx.x") * block + Poly.atom("threadIdx.x")]
                                        if block is not None and block.is_const else [])
