@@ -517,36 +517,36 @@ def _plain_parameter(type_text: str) -> bool:
     return "*" in type_text or all(w in _ARITHMETIC for w in type_text.replace("*", " ").split())
 
 
-def _calls_unknown(body: Stmt, returning: frozenset[str]) -> bool:
+def _expressions(s: Stmt | None):
+    """The top-level expressions of S and of every statement under it."""
+    if s is None:
+        return
+    if isinstance(s, Block):
+        for x in s.body:
+            yield from _expressions(x)
+    elif isinstance(s, ExprStmt):
+        yield s.expr
+    elif isinstance(s, Decl):
+        yield from (d.init for d in s.declarators if d.init is not None)
+    elif isinstance(s, If):
+        yield s.cond
+        yield from _expressions(s.then)
+        yield from _expressions(s.other)
+    elif isinstance(s, For):
+        yield from _expressions(s.init)
+        yield from (e for e in (s.cond, s.step) if e is not None)
+        yield from _expressions(s.body)
+    elif isinstance(s, While):
+        yield s.cond
+        yield from _expressions(s.body)
+    elif isinstance(s, Return) and s.value is not None:
+        yield s.value
+
+
+def _calls_unknown(body: Stmt | None, returning: frozenset[str]) -> bool:
     """Whether BODY calls anything not known to return (its own returns are its caller's normal path)."""
-    def calls(s: Stmt | None):
-        if s is None:
-            return
-        if isinstance(s, Block):
-            for x in s.body:
-                yield from calls(x)
-            return
-        parts: list[Expr] = []
-        if isinstance(s, If):
-            parts.append(s.cond)
-            yield from calls(s.then)
-            yield from calls(s.other)
-        elif isinstance(s, For):
-            yield from calls(s.init)
-            parts += [e for e in (s.cond, s.step) if e is not None]
-            yield from calls(s.body)
-        elif isinstance(s, While):
-            parts.append(s.cond)
-            yield from calls(s.body)
-        elif isinstance(s, ExprStmt):
-            parts.append(s.expr)
-        elif isinstance(s, Decl):
-            parts += [d.init for d in s.declarators if d.init is not None]
-        elif isinstance(s, Return) and s.value is not None:
-            parts.append(s.value)
-        for e in parts:
-            yield from (call_name(x) for x in _walk(e) if isinstance(x, Call))
-    return any(name not in _RETURNING and name not in returning for name in calls(body))
+    return any(isinstance(x, Call) and call_name(x) not in _RETURNING and call_name(x) not in returning
+               for e in _expressions(body) for x in _walk(e))
 
 
 def _walk(e: Expr):
@@ -572,12 +572,7 @@ def _ends_early(body: Stmt | None, returning: frozenset[str]) -> bool:
         if isinstance(s, (For, While)):
             return walk(s.body, True)
         return False
-    return walk(body, False) or _may_leave_by_call(body, returning)
-
-
-def _may_leave_by_call(body: Stmt | None, returning: frozenset[str]) -> bool:
-    """Whether BODY calls anything not known to return."""
-    return _calls_unknown(body, returning) if body is not None else False
+    return walk(body, False) or _calls_unknown(body, returning)
 
 
 def _one_comparison(cond: Expr | None) -> bool:
@@ -606,30 +601,7 @@ def _writes(f: KernelFacts, key: str, body: Stmt | None, cond: Expr | None,
     """Whether the variable KEY is assigned, incremented, has its address taken or is handed whole
     to a call that may take it by reference (round 106: `skip_slot(i, s)` with an `int&`), in BODY
     or COND."""
-    def exprs(s: Stmt | None):
-        if s is None:
-            return
-        if isinstance(s, Block):
-            for x in s.body:
-                yield from exprs(x)
-        elif isinstance(s, ExprStmt):
-            yield s.expr
-        elif isinstance(s, Decl):
-            yield from (d.init for d in s.declarators if d.init is not None)
-        elif isinstance(s, If):
-            yield s.cond
-            yield from exprs(s.then)
-            yield from exprs(s.other)
-        elif isinstance(s, For):
-            yield from exprs(s.init)
-            yield from (e for e in (s.cond, s.step) if e is not None)
-            yield from exprs(s.body)
-        elif isinstance(s, While):
-            yield s.cond
-            yield from exprs(s.body)
-        elif isinstance(s, Return) and s.value is not None:
-            yield s.value
-    for e in [*([cond] if cond is not None else []), *exprs(body)]:
+    for e in [*([cond] if cond is not None else []), *_expressions(body)]:
         for x in _walk(e):
             target = x.target if isinstance(x, Assign) else x.operand if isinstance(x, Postfix) or (
                 isinstance(x, Unary) and x.op in ("++", "--", "&")) else None
