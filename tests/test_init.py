@@ -337,6 +337,15 @@ def test_vector_types_every_integer_spelling_and_a_stream_parameter_are_generate
         parse_params("void f(float* x, float2 v)")  # a vector by value is no buffer and no number
 
 
+def test_cucomplex_numbers_are_buffers_of_their_two_lanes():
+    # kept-aside set 9 (conj_transpose_complex.cu): cuComplex.h's typedefs of float2/double2
+    params = {p.name: p for p in parse_params(
+        "void f(const cuFloatComplex* a, cuDoubleComplex* b, cuComplex* c)")}
+    assert (params["a"].element, params["a"].lanes, params["a"].argument()) == ("float", 2, "(const cuFloatComplex*)(a)")
+    assert (params["b"].element, params["b"].lanes) == ("double", 2)
+    assert (params["c"].element, params["c"].lanes) == ("float", 2)
+
+
 @pytest.mark.parametrize("spelled, element", [
     ("std::size_t", "uint64_t"), ("std::int64_t", "int64_t"), ("signed long long", "int64_t"),
     ("signed short", "int16_t"), ("long unsigned int", "uint64_t"), ("long long unsigned", "uint64_t"),

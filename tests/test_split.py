@@ -180,3 +180,16 @@ def test_the_users_headers_are_inlined_into_the_frozen_code_and_a_candidate_may_
     # check_program gives the text with the header inlined, so it builds and is copied on its own
     text, _ = check_program(path, [include])
     assert "#define checkCudaErrors" in text and '#include "kl_check.h"' not in text
+
+
+@pytest.mark.parametrize("head", ["template <typename T, int N>\nstruct alignas(sizeof(T) * N) aligned_vector",
+                                  "struct __align__(16) packed", "template <int N> union alignas(8) bits",
+                                  "template <typename T> struct __attribute__((aligned(16))) box"])
+def test_a_type_with_parenthesized_attributes_keeps_its_semicolon(head):
+    # set 9 (where_select_vec.cu): PyTorch's aligned_vector idiom inside a namespace; the `(` of
+    # alignas read as a parameter list ended the item at `}`, and its `;` became an item of its own
+    from kernelloop.program.scanner import scoped_items
+
+    source = f"namespace elementwise {{\n{head} {{\n  float val[4];\n}};\n__device__ int f(int x) {{ return x; }}\n}}\n"
+    items = [i for i in scoped_items(source) if i.kind == "code"]
+    assert len(items) == 2 and items[0].text.endswith("};") and items[1].text.startswith("__device__"), items

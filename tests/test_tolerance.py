@@ -848,3 +848,46 @@ def test_bf16_and_fp16_outputs_of_a_v2_harness_are_read_compared_and_named(tmp_p
     assert calls is not None and calls.match
     strict = compare_calls(base, off, lambda b, c, call: compare_dumps(b, c, names=names))
     assert strict is not None and not strict.match and "timed call 1 of 1" in strict.problem
+
+
+def _fp16_mantissa(v: np.ndarray) -> np.ndarray:
+    """float32 values rounded to 10 mantissa bits (fp16's precision, float32's range)."""
+    bits = v.astype(F32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & ~np.uint32(0x1FFF)).view(F32)
+
+
+def _softmax_rows(x: np.ndarray, dtype=F32) -> np.ndarray:
+    e = np.exp((x - x.max(axis=1, keepdims=True)).astype(dtype)).astype(dtype)
+    return (e / e.sum(axis=1, keepdims=True, dtype=dtype)).astype(F32)
+
+
+def test_small_values_kept_at_a_lower_precision_drift_and_are_a_mismatch():
+    # red team round 107 (c): every softmax output under 2e-4 rounded to fp16's 10 mantissa bits,
+    # up to 16 x rtol at its own size: inside rtol x RMS, and under the gross count's 100 x rtol
+    x = np.random.default_rng(12).uniform(-8.0, 8.0, (512, 1000)).astype(F32)
+    base = _softmax_rows(x)
+    small = base < 2e-4
+    assert np.mean(small) > 0.5
+    cand = np.where(small, _fp16_mantissa(base), base).astype(F32)
+    r = compare_dumps([base], [cand])
+    assert not r.match and "lower precision" in (r.problem or ""), r.problem
+    assert r.buffers[0].floored == 0 < r.buffers[0].mismatches + r.buffers[0].drifted
+    # honest rewrites of the same softmax: in float64 then rounded, the sum in another order
+    honest = {"float64": _softmax_rows(x.astype(np.float64), np.float64),
+              "reversed columns": _softmax_rows(x[:, ::-1])[:, ::-1]}
+    for name, other in honest.items():
+        r = compare_dumps([base], [np.ascontiguousarray(other)])
+        assert r.match and r.buffers[0].drifted <= 0.001 * base.size, (name, r.problem, r.buffers[0].drifted)
+
+
+def test_honest_cancellation_noise_stays_under_the_drift_budget():
+    from kernelloop.verify.outputs import DRIFT_FRACTION, drift_limit
+
+    base = np.random.default_rng(13).normal(0.0, 1.0, 100_000).astype(F32)
+    # noise of a third of the allowance on every value (as above): the values under 1/24 of the RMS
+    # drift, 3.3% of a normal buffer, inside the 5% budget; noise of the whole allowance is not
+    third = compare_dumps([base], [(base + F32(2.0**-15 / 3)).astype(F32)])
+    assert third.match, third.problem
+    assert 0.02 * base.size < third.buffers[0].drifted < drift_limit(base.size) == DRIFT_FRACTION * base.size
+    whole = compare_dumps([base], [(base + F32(0.9 * 2.0**-15)).astype(F32)])
+    assert not whole.match and "lower precision" in (whole.problem or "")

@@ -55,6 +55,8 @@ _VECTOR_TYPES = {
     "char2": ("int8_t", 2), "char4": ("int8_t", 4), "uchar2": ("uint8_t", 2), "uchar4": ("uint8_t", 4),
     "__half2": ("__half", 2), "half2": ("__half", 2), "__nv_bfloat162": ("__nv_bfloat16", 2),
     "nv_bfloat162": ("__nv_bfloat16", 2), "longlong2": ("int64_t", 2), "ulonglong2": ("uint64_t", 2),
+    # cuComplex.h's complex numbers are typedefs of these (real, imaginary lanes)
+    "cuFloatComplex": ("float", 2), "cuComplex": ("float", 2), "cuDoubleComplex": ("double", 2),
 }
 _STREAM_TYPES = {"cudaStream_t"}
 _FLOATING = {"float", "double", "__half", "__nv_bfloat16"}

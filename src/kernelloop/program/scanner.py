@@ -247,7 +247,9 @@ def _ends_at_brace(text: str) -> bool:
     head = strip_comments(text[: text.index("{")] if "{" in text else text).strip()
     if re.match(r"^(namespace\b|extern\s*\"C\")", head):
         return True
-    words = re.findall(r"[A-Za-z_]\w*", head)
+    # a type's head keeps its parenthesized attributes (`template <...> struct alignas(sizeof(T) * N)
+    # v {`, `struct __align__(16) p {`): they are no parameter list, and the item ends at its `;`
+    words = re.findall(r"[A-Za-z_]\w*", _without_template_head(head))
     if words and words[0] in _SPECIFIER_WORDS:
         return False
     if re.search(r"=\s*$", head):  # aggregate initializer: `int x[] = {...};`

@@ -80,6 +80,9 @@ _CUDA_ALLOWED = re.compile(
     r"|cudaGraphExecDestroy|cudaGraphDestroy"
     # errors
     r"|cudaGetLastError|cudaPeekAtLastError|cudaGetErrorString|cudaGetErrorName"
+    # cuComplex.h's arithmetic on complex numbers: inline functions of the header, no driver call
+    # (kept-aside set 9: a conjugate transpose's cuConjf read as the driver API)
+    r"|cuC(?:real|imag|add|sub|mul|div|abs|fma)f?|cuConjf?|cuComplex(?:FloatToDouble|DoubleToFloat)"
     rf"){_CUDA_SUFFIX}$"
 )
 # Refused CUDA calls, by what they would let the candidate do: (rule, pattern, why).

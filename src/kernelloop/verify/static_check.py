@@ -88,5 +88,11 @@ def refuse_what_verify_refuses(program: str, name: str, settings: Settings) -> N
     of it, not a list of init's own."""
     check = check_static_sources(program, program, settings, baseline_name=name, candidate_name=name)
     if not check.ok:
+        # a launcher's own error report is the common case (kept-aside sets 7 and 9): the program's
+        # helper functions stay frozen, so a print there is the user's, never a candidate's
+        printing = any(v.rule == "printing" for v in check.violations)
+        hint = ("move the printing into a helper function outside the launcher (helpers stay frozen and "
+                "may print), or remove it; or wrap the kernel alone (--kernel, --grid, --block)" if printing else
+                "change that code in your file, or wrap the kernel alone (--kernel, --grid, --block)")
         raise InputError(f"the generated program would not pass kernelloop verify against itself ({check.summary}): "
-                         "change that code in your file, or wrap the kernel alone (--kernel, --grid, --block)")
+                         + hint)

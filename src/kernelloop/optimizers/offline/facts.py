@@ -44,6 +44,7 @@ from .syntax import (
     While,
     call_name,
     to_c,
+    walk_expr,
 )
 
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
@@ -120,6 +121,7 @@ class Access:
     op: str = ""  # store: "=", "+=", ...; atomic: the function
     value: Expr | None = None  # what is stored or atomically combined (as written)
     reinterpreted: bool = False  # through a cast to a pointer of another element type
+    seq: int = 0  # order of appearance in the kernel's text (see `KernelFacts.unchanged_between`)
 
 
 @dataclass
@@ -128,6 +130,7 @@ class ScalarAssign:
     op: str  # "=", "+=", ..., "++", "--"; "decl" for a declaration's value
     value: Expr | None
     ctx: Context
+    seq: int = 0  # order of appearance in the kernel's text
 
 
 @dataclass
@@ -147,6 +150,35 @@ class KernelFacts:
     # -- names and values --
     def binding(self, e: Expr) -> Binding | None:
         return self.names.get(id(e)) if isinstance(e, Name) else None
+
+    def same_value(self, a: Expr, b: Expr, first: Access | ScalarAssign, second: Access | ScalarAssign) -> bool:
+        """`a` read where `first` is and `b` where `second` is are one value: the same text naming
+        the same variables (a shadowing `m` is another), calling only pure functions, and none of
+        its variables written between the two, nor in a loop around only one of them (red team
+        round 107: `m` moved between a softmax's sum and its store)."""
+        def keyed(x: Expr) -> str | None:
+            bound = self.binding(x)
+            return bound.key if bound is not None else None
+
+        if to_c(a, keyed) != to_c(b, keyed):
+            return False
+        if any(isinstance(x, Call) and call_name(x) not in PURE_FUNCTIONS for x in walk_expr(a)):
+            return False
+        return all(self.unchanged_between(bound, first, second)
+                   for x in walk_expr(a) if (bound := self.binding(x)) is not None)
+
+    def unchanged_between(self, b: Binding, first: Access | ScalarAssign, second: Access | ScalarAssign) -> bool:
+        """No write to `b` runs after `first` and before `second` (in text order, `first` earlier)."""
+        writes = [w for w in self.assigns if w.binding is b]
+        if first.seq >= second.seq:
+            return False
+        if sum(w.op != "decl" for w in writes) != b.assignments:
+            return False  # written where no assignment shows (`&b`, a call taking it by reference)
+        around_first = {loop.id for loop in first.ctx.loops}
+        around_second = {loop.id for loop in second.ctx.loops}
+        only_one = around_first ^ around_second  # loops whose later iterations run between the two
+        return not any(first.seq < w.seq < second.seq or any(loop.id in only_one for loop in w.ctx.loops)
+                       for w in writes)
 
     def resolve(self, e: Expr, depth: int = 0) -> Expr:
         """`e` with every inlinable local replaced by its value."""
@@ -181,8 +213,10 @@ class KernelFacts:
         b = self.binding(e)
         if b is None:
             return f"g:{e.id}"
-        if b.param is not None:
+        if b.param is not None and not b.assignments:
             return f"p:{b.name}"
+        # a parameter the kernel writes (`n &= ~3`) holds the launch's value only until then: read as
+        # a local of its own, never as the launch argument (red team round 107)
         return f"L:{b.key}" if b.loop_var else f"v:{b.key}"
 
     def poly(self, e: Expr, depth: int = 0) -> Poly | None:
@@ -250,6 +284,8 @@ class KernelFacts:
             if b.inlinable and b.pointer:
                 assert b.init is not None
                 return self.array_of(b.init, depth + 1)
+            if b.pointer and b.assignments:
+                return None, None, False  # a pointer moved (`in += 1`): no longer its array's start
             if b.pointer or b.array:
                 return b, Poly(), False
             return None, None, False
@@ -631,6 +667,7 @@ class _Collector:
         self.f = facts
         self.returning = returning
         self.loop_ids = count()
+        self.order = count(1)
 
     def stmt(self, s: Stmt | None, ctx: Context) -> None:
         if s is None or isinstance(s, Empty):
@@ -659,7 +696,7 @@ class _Collector:
                 self.expr(dec.init, ctx)
                 b = self.f.declared.get(id(dec))
                 if b is not None:
-                    self.f.assigns.append(ScalarAssign(b, "decl", dec.init, ctx))
+                    self.f.assigns.append(ScalarAssign(b, "decl", dec.init, ctx, next(self.order)))
         elif isinstance(s, ExprStmt):
             self.expr(s.expr, ctx)
         elif isinstance(s, If):
@@ -704,7 +741,7 @@ class _Collector:
         if index is not None and off is not None:
             idx = self.f.poly(index)
             off = None if idx is None else off + idx
-        self.f.accesses.append(Access(kind, base, off, node, ctx, op, value, re_))
+        self.f.accesses.append(Access(kind, base, off, node, ctx, op, value, re_, next(self.order)))
 
     def expr(self, e: Expr | None, ctx: Context) -> None:
         if e is None:
@@ -721,7 +758,7 @@ class _Collector:
             elif isinstance(t, Name):
                 b = self.f.binding(t)
                 if b is not None:
-                    self.f.assigns.append(ScalarAssign(b, e.op, e.value, ctx))
+                    self.f.assigns.append(ScalarAssign(b, e.op, e.value, ctx, next(self.order)))
             else:
                 self.expr(t, ctx)
             self.expr(e.value, ctx)
@@ -731,7 +768,7 @@ class _Collector:
             if isinstance(t, Name):
                 b = self.f.binding(t)
                 if b is not None:
-                    self.f.assigns.append(ScalarAssign(b, e.op, None, ctx))
+                    self.f.assigns.append(ScalarAssign(b, e.op, None, ctx, next(self.order)))
             elif isinstance(t, Index):
                 self.access("store", t.base, t.index, t, ctx, "+=" if e.op == "++" else "-=", Num("1"))
                 self.expr(t.index, ctx)

@@ -95,8 +95,10 @@ def _walks_from_zero(f: KernelFacts, offset: Poly, ctx: Context) -> bool:
         start.const_value == 0 and offset.coefficient((f"L:{loop.var}",)) == 1
 
 
-def _sum_of_exps(f: KernelFacts, s: Binding, src: Binding, conds: tuple, sub: Expr | None) -> bool:
-    """s starts at 0 and, unconditionally, adds exp(x - m) with the store's m for every element."""
+def _sum_of_exps(f: KernelFacts, s: Binding, src: Binding, store: Access, sub: Expr | None) -> bool:
+    """s starts at 0 and, unconditionally, adds exp(x - m) with the store's m for every element:
+    one value m, unchanged from the sum to the store (red team round 107: `m += 1` between)."""
+    conds = store.ctx.conds
     assigns = [a for a in f.assigns if a.binding is s]
     updates = [a for a in assigns if a.op != "decl"]
     if s.param is not None or len(assigns) - len(updates) != 1 or len(updates) != 1:
@@ -118,7 +120,11 @@ def _sum_of_exps(f: KernelFacts, s: Binding, src: Binding, conds: tuple, sub: Ex
             elif f.binding(strip_casts(v.right)) is s:
                 term = v.left
     found = _exp_term(f, term, src) if term is not None else None
-    return found is not None and found[1] == sub and _walks_from_zero(f, found[0], a.ctx)
+    if found is None or not _walks_from_zero(f, found[0], a.ctx):
+        return False
+    if found[1] is None or sub is None:
+        return found[1] is None and sub is None
+    return f.same_value(found[1], sub, a, store)
 
 
 def _normalized_exp(f: KernelFacts, store: Access, src: Binding) -> bool:
@@ -139,7 +145,7 @@ def _normalized_exp(f: KernelFacts, store: Access, src: Binding) -> bool:
     for e, denominator in pairs:
         term = _exp_term(f, e, src)
         s = f.binding(strip_casts(denominator))
-        if term is not None and s is not None and _sum_of_exps(f, s, src, store.ctx.conds, term[1]):
+        if term is not None and s is not None and _sum_of_exps(f, s, src, store, term[1]):
             return True
     return False
 
