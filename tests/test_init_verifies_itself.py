@@ -36,10 +36,26 @@ void run_halve(float* y, const float* x, int n) {
 
 
 @pytest.mark.nvcc
-def test_a_launcher_that_prints_is_refused_with_the_gates_reason():
-    program = generate(PRINTING_LAUNCHER, InitSpec(values={"n": ["4096", "1000"]}), "p.cu").program
-    with pytest.raises(InputError, match=r"would not pass kernelloop verify against itself .*fprintf.*--kernel"):
+def test_a_launcher_that_prints_to_a_stream_of_its_own_is_refused_with_the_gates_reason():
+    # printing that is not moved into a frozen helper (launcher_prints.py): a FILE* of the caller's
+    own_stream = PRINTING_LAUNCHER.replace("void run_halve(float* y, const float* x, int n) {",
+                                           "static FILE* kl_log = stderr;\nvoid run_halve(float* y, const float* x, int n) {")
+    own_stream = own_stream.replace("fprintf(stderr,", "fprintf(kl_log,")
+    assert "fprintf(kl_log," in own_stream
+    program = generate(own_stream, InitSpec(values={"n": ["4096", "1000"]}), "p.cu").program
+    with pytest.raises(InputError, match=r"would not pass kernelloop verify against itself .*fprintf.*helper function"):
         refuse_what_verify_refuses(program, "p_kl.cu", Settings(cache_dir=shared_cache_dir()))
+
+
+@pytest.mark.nvcc
+def test_a_launcher_s_error_report_is_moved_into_a_frozen_helper_and_the_program_passes():
+    result = generate(PRINTING_LAUNCHER, InitSpec(values={"n": ["4096", "1000"]}), "p.cu")
+    split = split_program(result.program, "p_kl.cu")
+    assert "kl_run_halve_report_1(err);" in split.editable and "fprintf" not in split.editable
+    assert 'static void kl_run_halve_report_1(const KL_T0& err) { fprintf(stderr, "halve failed' in split.preamble
+    assert result.copied_from is not None and "kl_run_halve_report_1(err);" in result.copied_from
+    assert any("printing statement moved" in n for n in result.notes)
+    refuse_what_verify_refuses(result.program, "p_kl.cu", Settings(cache_dir=shared_cache_dir()))
 
 
 @pytest.mark.nvcc

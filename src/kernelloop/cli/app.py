@@ -384,7 +384,8 @@ def init(
     from ..verify.static_check import choose_arch, refuse_what_verify_refuses
 
     arch, _ = choose_arch(settings)  # the verify.arch setting, the GPU's, else sm_86: as verify builds it
-    refuse_state_set_by_dropped_code(inline_user_headers(read_program(source), str(source), settings.include_dirs),
+    copied = result.copied_from if result.copied_from is not None else read_program(source)
+    refuse_state_set_by_dropped_code(inline_user_headers(copied, str(source), settings.include_dirs),
                                      result, arch=arch, cache_dir=settings.cache_dir,
                                      keep_state=keep_state, trust_calls=trust_call,
                                      generated=inline_user_headers(result.program, str(source), settings.include_dirs))
@@ -539,7 +540,6 @@ def optimize(
       kernelloop optimize a.cu b.cu c.cu --engine ray --address head-node:6379
       kernelloop optimize --resume 20261121-1015"""
     import asyncio
-    import os
 
     from ..errors import InputError
     from ..graph.inputs import check_inputs, require_gpu
@@ -548,7 +548,10 @@ def optimize(
     if (not kernels) == (resume is None):
         raise InputError("give the kernel to optimize, or --resume RUN_ID (not both)")
     kernel = kernels[0] if kernels else None
-    fan_out = len(kernels or []) > 1 or (engine or os.environ.get("KERNELLOOP_ENGINE", "local")) != "local"
+    from ..engine import EngineSettings
+
+    # the engine as the fan-out will read it (the flag, else KERNELLOOP_ENGINE): one reading of it
+    fan_out = len(kernels or []) > 1 or EngineSettings.from_environment(engine=engine).engine != "local"
     if fan_out and resume is not None:
         raise InputError("--resume continues one run, here: drop --engine ray")
     settings = load_settings({"max_iterations": max_iterations, "keep_going": keep_going, "patience": patience,

@@ -28,7 +28,9 @@ from .scanner import (
     scoped_items,
     split_top_level,
     strip_comments,
+    without_literals,
 )
+from .launcher_prints import move_printing_out
 from .split import launcher_result_type
 from .writes import pointer_may_be_written
 
@@ -104,6 +106,9 @@ class InitResult(BaseModel):
     params: list[Param]
     roles: dict[str, Role]
     notes: list[str]  # what was guessed, for the user to check
+    # The file as the program copies it, where init changed it (the launcher's printing moved into
+    # helpers: launcher_prints.py); init's checks compare the program with this. None: unchanged.
+    copied_from: str | None = None
 
 
 def _other_float(text: str, element: str) -> str | None:
@@ -435,6 +440,12 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     it (see the module's docstring)."""
     items = scoped_items(source)
     found = _pick_launcher(items, spec)
+    moved: list[str] = []
+    if found is not None:
+        source, moved = move_printing_out(source, found[0], found[1])
+        if moved:
+            items = scoped_items(source)
+            found = _pick_launcher(items, spec)
     if found is not None:
         callee_item, callee, launched = found
         if spec.grid is not None or spec.block is not None:
@@ -447,7 +458,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
         launched = [kernel]
     head, instance = _instantiate(callee, callee_item.head, spec.template_args)
     params = parse_params(head, type_aliases(source))
-    notes: list[str] = list(spec.notes)
+    notes: list[str] = [*spec.notes, *moved]
     names = {p.name for p in params}
     for given in [*spec.values, *spec.counts, *spec.roles, *spec.ranges]:
         if given not in names:
@@ -572,7 +583,8 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     call = _Call(name=callee, instance=instance, item=callee_item if found is not None else None,
                  kernels=launched, grid=grid, block=block)
     program = _render(source, items, call, params, spec, roles, counts, options, notes, source_name)
-    return InitResult(program=program, kernel=kernel, launcher=callee if found is not None else None,
+    return InitResult(program=program, copied_from=source if moved else None,
+                      kernel=kernel, launcher=callee if found is not None else None,
                       kernels=launched, params=params, roles=roles, notes=notes)
 
 
@@ -632,7 +644,7 @@ def _naming_the_editable_part(frozen: list[Item], editable: list[Item]) -> tuple
                 instances.append(item)
                 changed = True
             elif item.is_function_definition:  # its body calls the part (its own name may be an overload's)
-                body = code[body_start(code) or 0:]
+                body = without_literals(code[body_start(code) or 0:])  # a message naming a kernel calls nothing
                 if any(re.search(rf"\b{re.escape(n)}\b", body) for n in names):
                     callers.append(item)
                     names.add(function_name(item) or "")

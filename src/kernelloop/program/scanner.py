@@ -99,6 +99,24 @@ def in_number(text: str, i: int) -> bool:
     return j < i and (text[j].isdigit() or (text[j] == "." and j + 1 < i and text[j + 1].isdigit()))
 
 
+def without_literals(text: str) -> str:
+    """`text` without comments, and with every string and character literal emptied (`""`): code
+    only, for searches for names (a message naming a kernel is no call of it)."""
+    clean = strip_comments(text)
+    out: list[str] = []
+    i = 0
+    while i < len(clean):
+        c = clean[i]
+        if c in "\"'" and not (c == "'" and in_number(clean, i)):
+            j = _skip_literal(clean, i)
+            out.append(c + c)
+            i = j
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def _skip_literal(text: str, i: int) -> int:
     """Return the offset just past the string/char literal starting at i."""
     quote = text[i]

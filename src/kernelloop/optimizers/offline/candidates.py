@@ -60,6 +60,11 @@ def _ascii(text: str) -> str | None:
     return stripped if stripped.isascii() else None
 
 
+# The largest size a template is handed (its int arithmetic, an index plus a grid's stride, stays
+# far from overflow); beyond it the candidate launches the baseline's kernel.
+TEMPLATE_SIZE_LIMIT = 1 << 30
+
+
 def build(match: Match, config: Config, template: Template, part: EditablePart, editable: str,
           preamble: str, harness: str = "") -> Candidate | str:
     """The candidate, or one line saying why this configuration cannot be emitted here."""
@@ -98,12 +103,20 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     start, end = lau.in_place.span  # type: ignore[attr-defined]
     body_text = lau.fn.item.text[len(lau.fn.head):]
     own = " ".join(match.zeroing[len(lau.zeroing):])
-    launcher_text = _ascii(f"{lau.fn.head.rstrip()} {body_text[:start]}{own + ' ' if own else ''}{run}"
-                           f"{body_text[end:]}".rstrip())
+    sizes = [match.roles[r] for r in family.INT_ROLES if r in match.roles]
+    if sizes:
+        # The templates count in int; the baseline may count in 64 bits (`size_t n`). Beyond the
+        # templates' range the baseline's own launch runs, as written (red team round 109: a 3 GB
+        # histogram handed to `(int)(n)` counted nothing): right at every size, faster where it fits.
+        fits = " && ".join(f"(long long)({v}) >= 0 && (long long)({v}) <= {TEMPLATE_SIZE_LIMIT}LL" for v in sizes)
+        call = f"if ({fits}) {{ {own + ' ' if own else ''}{run} }} else {{ {body_text[start:end].strip()} }}"
+    else:
+        call = f"{own + ' ' if own else ''}{run}"
+    launcher_text = _ascii(f"{lau.fn.head.rstrip()} {body_text[:start]}{call}{body_text[end:]}".rstrip())
     if launcher_text is None:
         return "the launcher is not ASCII"
 
-    harness_free = _kernels_to_drop(part, match)
+    harness_free = [] if sizes else _kernels_to_drop(part, match)  # the fallback launches the kernel
     out: list[str] = []
     for item in part.items:
         if item is lau.fn.item:  # inside the launcher's namespace, where it was

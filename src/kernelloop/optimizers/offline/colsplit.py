@@ -115,9 +115,19 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
             combine.append(f"{{ {b.type} kl_total = {part}[0][threadIdx.x]; for (int kl_s = 1; kl_s < {split}; "
                            f"++kl_s) kl_total += {part}[kl_s][threadIdx.x]; {b.name} = kl_{b.name}_before + kl_total; }}")
         else:
-            pick = "<" if kind == "max" else ">"  # replace the running value when the partial is beyond it
+            # Floats combine as fmaxf/fminf do: a partial that saw no element is the seed, which may be
+            # NaN (`m = x[c]` read as the seed); fmaxf passes over it as the loop did over its own
+            # seed, where `m < p` keeps it (red team round 109: NaN for most splits of a 16-row max).
+            # A loop that compares (`if (v > m) m = v`) keeps a NaN seed in every slice, and so does
+            # fmaxf of NaNs. Integers have no NaN: the comparison.
+            floats = {"float": ("fmaxf", "fminf"), "double": ("fmax", "fmin")}
+            if b.type in floats:
+                pick = floats[b.type][0 if kind == "max" else 1]
+                update = f"{b.name} = ::{pick}({b.name}, kl_p);"
+            else:
+                update = f"if ({b.name} {'<' if kind == 'max' else '>'} kl_p) {b.name} = kl_p;"
             combine.append(f"for (int kl_s = 0; kl_s < {split}; ++kl_s) {{ const {b.type} kl_p = {part}[kl_s][threadIdx.x]; "
-                           f"if ({b.name} {pick} kl_p) {b.name} = kl_p; }}")
+                           f"{update} }}")
     f_start, f_end = s.span
     edits.append((f_start, f_end, "{ " + " ".join(before) + (" " if before else "") + header + body[b_start:b_end]
                   + "\n    " + " ".join(publish)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import count
 
+from ...program.init import element_type
 from .cparse import Param, Signature
 from .symbolic import Poly, is_thread_atom, is_uniform_atom
 from .syntax import (
@@ -151,6 +152,74 @@ class KernelFacts:
     def binding(self, e: Expr) -> Binding | None:
         return self.names.get(id(e)) if isinstance(e, Name) else None
 
+    def integer_kind(self, e: Expr, depth: int = 0) -> tuple[int, bool] | None:
+        """(bits, signed) of the integer `e` computes, where its declarations show it; None when
+        not known to be an integer. A thread coordinate counts as 31 bits unsigned (CUDA's limits)."""
+        if depth > 64:
+            return None
+        k = lambda x: self.integer_kind(x, depth + 1)  # noqa: E731
+        if isinstance(e, Num):
+            if e.is_float:
+                return None
+            suffix = e.text.lower().lstrip("0123456789abcdefx'")
+            bits = 64 if "l" in suffix or abs(int(e.value)) >= 2**31 else 32
+            return bits, "u" not in suffix
+        if isinstance(e, Member) and isinstance(e.base, Name) and e.base.id in _BUILTINS:
+            return 31, False
+        if isinstance(e, Name):
+            b = self.binding(e)
+            if b is None:
+                return (32, True) if e.id in self.constants else None
+            if b.pointer or b.array:
+                return None
+            if b.inlinable and b.init is not None and b.type in ("auto", "const auto"):
+                return k(b.init)
+            return _integer_of(b.type)
+        if isinstance(e, Cast):
+            return _integer_of(e.type)
+        if isinstance(e, SizeOf):
+            return 64, False
+        if isinstance(e, Unary) and e.op in ("-", "+", "~"):
+            inner = k(e.operand)
+            return None if inner is None else (max(32, inner[0]), inner[1] or inner[0] < 32)
+        if isinstance(e, Binary) and e.op in ("+", "-", "*", "/", "%", "&", "|", "^"):
+            a, b = k(e.left), k(e.right)
+            if a is None or b is None:
+                return None
+            # the usual arithmetic conversions, after promotion to int
+            a = (32, True) if a[0] < 32 else a
+            b = (32, True) if b[0] < 32 else b
+            if a[1] == b[1]:
+                return max(a[0], b[0]), a[1]
+            unsigned, signed = (a, b) if not a[1] else (b, a)
+            return (unsigned[0], False) if unsigned[0] >= signed[0] else signed
+        if isinstance(e, Binary) and e.op in ("<<", ">>"):
+            a = k(e.left)
+            return None if a is None else ((32, True) if a[0] < 32 else a)
+        if isinstance(e, Ternary):
+            a, b = k(e.then), k(e.other)
+            return a if a == b else None
+        return None
+
+    def keeps_value(self, cast: Cast) -> bool:
+        """Whether the conversion keeps every value its operand can take: a wider (or as wide)
+        integer type of the same signedness, an unsigned operand into a wider signed type, or a
+        signed one into an unsigned type as wide (sizes and indices are not negative: `i <
+        (unsigned)n`). Narrowing, unsigned into signed as wide, floats and unknown types change it."""
+        to = _integer_of(cast.type)
+        of = self.integer_kind(cast.operand)
+        if to is None or of is None:
+            return False
+        if to[1] == of[1]:
+            return to[0] >= of[0]
+        return to[0] > of[0] if to[1] else to[0] >= of[0]
+
+    def without_kept_casts(self, e: Expr) -> Expr:
+        """`e` without the casts around it that keep its value (see keeps_value)."""
+        while isinstance(e, Cast) and self.keeps_value(e):
+            e = e.operand
+        return e
+
     def same_value(self, a: Expr, b: Expr, first: Access | ScalarAssign, second: Access | ScalarAssign) -> bool:
         """`a` read where `first` is and `b` where `second` is are one value: the same text naming
         the same variables (a shadowing `m` is another), calling only pure functions, and none of
@@ -239,7 +308,9 @@ class KernelFacts:
         if isinstance(e, Member) and isinstance(e.base, Name) and e.base.id in _BUILTINS:
             return Poly.atom(f"{e.base.id}.{e.field}")
         if isinstance(e, Cast):
-            return p(e.operand)
+            # only a conversion that keeps every value its operand can take is no change (red team
+            # round 109: `k < (short)n` read as `k < n`, equal at every size the harness runs)
+            return p(e.operand) if self.keeps_value(e) else self._opaque(e)
         if isinstance(e, SizeOf):
             size = SIZEOF.get(e.text) if e.operand is None else None
             return Poly.const(size) if size else self._opaque(e)
@@ -380,8 +451,8 @@ class _Scopes:
             self.declared[id(dec)] = b
 
     def assigned(self, target: Expr, loop_step: bool = False) -> None:
-        if isinstance(target, Name):
-            b = self.lookup(target.id)
+        for name in lvalue_names(target):
+            b = self.lookup(name.id)
             if b is not None:
                 b.assignments += 1
                 if loop_step:
@@ -406,10 +477,9 @@ class _Scopes:
         elif isinstance(e, Call):
             # handed whole to a call that may take it by reference (`drop_padding(i, n)` with an
             # `unsigned&`): written, for all we know (red team round 106)
+            taken = _by_reference(e, self.returning)
             for a in e.args:
-                while isinstance(a, Cast):
-                    a = a.operand
-                if isinstance(a, Name) and a.id in _by_reference(e, self.returning):
+                if any(name.id in taken for name in lvalue_names(a)):
                     self.assigned(a)
         for child in _children(e):
             self.expr(child, loop_step)
@@ -618,18 +688,48 @@ def _one_comparison(cond: Expr | None) -> bool:
     return isinstance(cond, Binary) and cond.op in ("<", "<=", ">", ">=", "!=")
 
 
+def _integer_of(spelled: str) -> tuple[int, bool] | None:
+    """(bits, signed) of an integer type as written (`unsigned short`, `std::size_t`, `int64_t`)."""
+    element = element_type(spelled)
+    if element is None or not element.startswith(("int", "uint")) or not element.endswith("_t"):
+        return None
+    return int(element.removeprefix("u").removeprefix("int").removesuffix("_t")), not element.startswith("u")
+
+
+def lvalue_names(target: Expr) -> list[Name]:
+    """The variables an assignment to TARGET may write: the name itself, either arm of a `?:`, the
+    right of a comma, through a cast (`(int&)n`, `reinterpret_cast<int&>(n)`), a field of a local
+    (`v.x`), an assignment or `++` used as the target (red team round 108: `(true ? n : n) = 4096`
+    and `(0, n) &= ~3` wrote a parameter no count saw)."""
+    if isinstance(target, Name):
+        return [target]
+    if isinstance(target, Ternary):
+        return lvalue_names(target.then) + lvalue_names(target.other)
+    if isinstance(target, Binary) and target.op == ",":
+        return lvalue_names(target.right)
+    if isinstance(target, Cast):
+        return lvalue_names(target.operand)
+    if isinstance(target, Member) and not target.arrow:
+        return lvalue_names(target.base)
+    if isinstance(target, Assign):
+        return lvalue_names(target.target)
+    if isinstance(target, Unary) and target.op in ("++", "--"):
+        return lvalue_names(target.operand)
+    return []
+
+
+def lvalue_names_of_args(call: Call, returning: frozenset[str]) -> list[Name]:
+    """The variables handed whole to CALL where it may take them by reference."""
+    taken = _by_reference(call, returning)
+    return [name for a in call.args for name in lvalue_names(a) if name.id in taken]
+
+
 def _by_reference(call: Expr, returning: frozenset[str]) -> list[str]:
     """The names handed whole to CALL where it may take them by reference: any call but the
     device's own functions and the program's helpers known to take values (returning_helpers)."""
     if not isinstance(call, Call) or call_name(call) in _RETURNING or call_name(call) in returning:
         return []
-    out = []
-    for a in call.args:
-        while isinstance(a, Cast):
-            a = a.operand
-        if isinstance(a, Name):
-            out.append(a.id)
-    return out
+    return [name.id for a in call.args for name in lvalue_names(a)]
 
 
 def _writes(f: KernelFacts, key: str, body: Stmt | None, cond: Expr | None,
@@ -641,12 +741,13 @@ def _writes(f: KernelFacts, key: str, body: Stmt | None, cond: Expr | None,
         for x in _walk(e):
             target = x.target if isinstance(x, Assign) else x.operand if isinstance(x, Postfix) or (
                 isinstance(x, Unary) and x.op in ("++", "--", "&")) else None
-            while isinstance(target, (Member, Index, Cast)):
-                target = target.base if not isinstance(target, Cast) else target.operand
-            if isinstance(target, Name) and (b := f.binding(target)) is not None and b.key == key:
+            while isinstance(target, (Member, Index)):
+                target = target.base
+            if target is not None and any((b := f.binding(n)) is not None and b.key == key
+                                          for n in lvalue_names(target)):
                 return True
-            if isinstance(x, Call) and any((b := f.binding(a)) is not None and b.key == key
-                                           for a in x.args if isinstance(a, Name) and a.id in _by_reference(x, returning)):
+            if isinstance(x, Call) and any((b := f.binding(n)) is not None and b.key == key
+                                           for n in lvalue_names_of_args(x, returning)):
                 return True
     return False
 
@@ -743,6 +844,19 @@ class _Collector:
             off = None if idx is None else off + idx
         self.f.accesses.append(Access(kind, base, off, node, ctx, op, value, re_, next(self.order)))
 
+    def opaque_writes(self, target: Expr, ctx: Context) -> None:
+        """A write through an lvalue that is not a plain name (`(c ? n : m) = v`, `v.x += 1`): each
+        variable it may write gets a write no family reads as a value (op "lvalue")."""
+        for name in lvalue_names(target):
+            b = self.f.binding(name)
+            if b is not None:
+                self.f.assigns.append(ScalarAssign(b, "lvalue", None, ctx, next(self.order)))
+        if any(isinstance(x, Index) or isinstance(x, Unary) and x.op == "*" or isinstance(x, Member) and x.arrow
+               for x in walk_expr(target)):
+            # memory written through it (`(*p)++`, `s->n = v`, `(c ? a[i] : b[i]) = v`): a store to
+            # memory the kernel does not name, which every family refuses
+            self.f.accesses.append(Access("store", None, None, target, ctx, "lvalue", None, False, next(self.order)))
+
     def expr(self, e: Expr | None, ctx: Context) -> None:
         if e is None:
             return
@@ -760,6 +874,7 @@ class _Collector:
                 if b is not None:
                     self.f.assigns.append(ScalarAssign(b, e.op, e.value, ctx, next(self.order)))
             else:
+                self.opaque_writes(t, ctx)
                 self.expr(t, ctx)
             self.expr(e.value, ctx)
             return
@@ -769,7 +884,9 @@ class _Collector:
                 b = self.f.binding(t)
                 if b is not None:
                     self.f.assigns.append(ScalarAssign(b, e.op, None, ctx, next(self.order)))
-            elif isinstance(t, Index):
+            elif not isinstance(t, Index):
+                self.opaque_writes(t, ctx)
+            if isinstance(t, Index):
                 self.access("store", t.base, t.index, t, ctx, "+=" if e.op == "++" else "-=", Num("1"))
                 self.expr(t.index, ctx)
             return

@@ -29,7 +29,7 @@ from ...program.scanner import strip_comments
 from .facts import KernelFacts, collect_facts
 from .launcher import EditablePart, Function, grid_reaches
 from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, apply_edits, tier_rewrites
-from .syntax import Binary, Block, Cast, Decl, Expr, If, Launch, Name, Return, strip_casts, to_c
+from .syntax import Binary, Block, Cast, Decl, Expr, If, Launch, Name, Return, to_c
 
 
 @dataclass
@@ -60,10 +60,10 @@ class RemapPlanner:
         top = self.fn.body.body
         last = top[-1] if top else None
         if isinstance(last, If) and last.other is None and isinstance(last.then, Block):
-            c = strip_casts(last.cond)
-            if isinstance(c, Binary) and c.op == "<" and strip_casts(c.left) == Name(index_name):
+            c = self.f.without_kept_casts(last.cond)
+            if isinstance(c, Binary) and c.op == "<" and self.f.without_kept_casts(c.left) == Name(index_name):
                 return last.then.body, c.right
-            if isinstance(c, Binary) and c.op == ">" and strip_casts(c.right) == Name(index_name):
+            if isinstance(c, Binary) and c.op == ">" and self.f.without_kept_casts(c.right) == Name(index_name):
                 return last.then.body, c.left
         return top, None
 
@@ -73,15 +73,16 @@ class RemapPlanner:
         for s in statements:
             if not isinstance(s, Decl) or len(s.declarators) != 1:
                 continue
-            init = strip_casts(s.declarators[0].init)
-            if isinstance(init, Binary) and init.op in ("/", "%") and strip_casts(init.left) == Name(index_name):
+            init = self.f.without_kept_casts(s.declarators[0].init)
+            if isinstance(init, Binary) and init.op in ("/", "%") and self.f.without_kept_casts(init.left) == Name(index_name):
                 if init.op in found:
                     self.fail(f"splits its thread index with more than one '{init.op}'")
                 found[init.op] = s
         if set(found) != {"/", "%"}:
             self.fail("does not split its thread index into a quotient and a remainder")
         q, r = found["/"], found["%"]
-        if to_c(strip_casts(q.declarators[0].init).right) != to_c(strip_casts(r.declarators[0].init).right):  # type: ignore[union-attr]
+        divisors = [self.f.without_kept_casts(d.declarators[0].init).right for d in (q, r)]  # type: ignore[union-attr]
+        if to_c(divisors[0]) != to_c(divisors[1]):
             self.fail("divides its thread index by one value and takes the remainder by another")
         for d in (q, r):
             b = self.f.declared.get(id(d.declarators[0]))
@@ -95,10 +96,10 @@ class RemapPlanner:
             if s.span[0] >= before:  # type: ignore[attr-defined]
                 break
             if isinstance(s, If) and s.other is None and _early_return(s.then):
-                c = strip_casts(s.cond)
-                if isinstance(c, Binary) and c.op == ">=" and strip_casts(c.left) == Name(index_name):
+                c = self.f.without_kept_casts(s.cond)
+                if isinstance(c, Binary) and c.op == ">=" and self.f.without_kept_casts(c.left) == Name(index_name):
                     return c.right
-                if isinstance(c, Binary) and c.op == "<=" and strip_casts(c.right) == Name(index_name):
+                if isinstance(c, Binary) and c.op == "<=" and self.f.without_kept_casts(c.right) == Name(index_name):
                     return c.left
         self.fail("has no guard for every index past its elements (if (idx >= rows * cols) return; or a "
                   "last if (idx < rows * cols) { ... })")
@@ -106,7 +107,7 @@ class RemapPlanner:
 
     def other_extent(self, bound: Expr, divisor: Expr) -> Expr:
         """Y where the bound is X * Y (either order) and X is the divisor."""
-        b = strip_casts(bound)
+        b = self.f.without_kept_casts(bound)
         if not isinstance(b, Binary) or b.op != "*":
             self.fail(f"bounds its index by {to_c(bound)}, not a product of two extents")
         x = self.f.poly(divisor)
@@ -130,7 +131,7 @@ class RemapPlanner:
         return False
 
     def _atom(self, d: Decl) -> str:
-        p = self.f.poly(strip_casts(d.declarators[0].init))  # type: ignore[arg-type]
+        p = self.f.poly(self.f.without_kept_casts(d.declarators[0].init))  # type: ignore[arg-type]
         if p is None or len(p.terms) != 1 or len(p.terms[0][0]) != 1:
             self.fail(f"splits its index into {d.declarators[0].name}, which cannot be followed")
         return p.terms[0][0][0]  # type: ignore[union-attr]
@@ -141,7 +142,7 @@ class RemapPlanner:
         items.independent_threads(index, local_arrays=True)
         statements, wrapping_bound = self.guarded_body(name)
         q, r = self.pieces(statements, name)
-        divisor = strip_casts(q.declarators[0].init).right  # type: ignore[union-attr]
+        divisor = self.f.without_kept_casts(q.declarators[0].init).right  # type: ignore[union-attr]
         bound = wrapping_bound if wrapping_bound is not None else self.guard_bound(name, min(q.span[0], r.span[0]))
         other = self.other_extent(bound, divisor)
         uses = len(_index_uses(self.fn, name))

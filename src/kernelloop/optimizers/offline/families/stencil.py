@@ -15,7 +15,7 @@ from ..conditions import context_holds, realize, upper_bound
 from ..facts import Access, Binding, KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
-from ..syntax import Call, Expr, Index, Member, Name, ParseError, Unary, call_name, to_c, walk_expr
+from ..syntax import Call, Expr, Index, Member, Name, Num, ParseError, Unary, call_name, to_c, walk_expr
 from .base import (
     Config,
     Match,
@@ -182,7 +182,32 @@ def _classify(f: KernelFacts, stores: list[Access], row: Poly, col: Poly, rows: 
                     return f"different stores run on {where} cells", None
     if "interior" not in chosen or "border" not in chosen or chosen["interior"] == chosen["border"]:
         return "no separate interior and border expressions", None
+    # What the samples show holds at every size only if nothing escaped them (red team round 108: a
+    # third store under `row > 9000` ran on no sample cell and was dropped): every store is seen, and
+    # no guard compares with a number beyond the samples' reach.
+    if len(set(chosen.values())) != len(stores):
+        return "a store runs on no sample cell (its guard is not read at every size)", None
+    far = sorted({abs(v) for s in stores for v in _guard_numbers(f, s) if abs(v) > _GUARD_REACH})
+    if far:
+        return f"a guard compares with {far[0]:g}, beyond what the sample grids decide", None
     return stores[chosen["interior"]], stores[chosen["border"]]
+
+
+# The sample grids (5 and 6 rows, 7 and 9 columns) tell apart every cell class a guard with numbers
+# up to 2 can draw (the one-cell border, its neighbours); a larger number draws lines they never cross.
+_GUARD_REACH = 2
+
+
+def _guard_numbers(f: KernelFacts, store: Access) -> list[int | float]:
+    """The numbers in the conditions a store runs under, macros and constants read."""
+    out: list[int | float] = []
+    for cond in store.ctx.conds:
+        for x in walk_expr(f.resolve(cond.expr)):
+            if isinstance(x, Num):
+                out.append(x.value)
+            elif isinstance(x, Name) and f.binding(x) is None and x.id in f.constants:
+                out.append(f.constants[x.id])
+    return out
 
 
 def configs(m: Match, sms: int) -> list[Config]:

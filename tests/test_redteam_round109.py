@@ -1,0 +1,87 @@
+"""Red team round 109 (tests/fixtures/redteam/round109/): conclusions drawn "for every size" that
+held only at the sizes the harness runs. (a) A narrowing cast read as no change (`k < (short)n`,
+`i < (unsigned short)pixels * channels`); (b) a 64-bit size handed to a template's `int` (a 3 GB
+histogram counted nothing); (c) the column tier combining a max with `m < p`, which keeps a NaN
+seed of a slice that saw no row, where the loop's `fmaxf` passed over it."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kernelloop.optimizers.base import NoMoreCandidates
+from kernelloop.optimizers.offline import OfflineOptimizer
+from kernelloop.optimizers.offline.candidates import TEMPLATE_SIZE_LIMIT
+from kernelloop.optimizers.offline.facts import _expressions, collect_facts
+from kernelloop.optimizers.offline.launcher import read_editable
+from kernelloop.optimizers.offline.syntax import Cast, to_c, walk_expr
+
+from .conftest import FIXTURES, ROOT
+from .test_offline_optimizer import request_for
+from .test_redteam_round107 import _verdict
+
+ROUND = FIXTURES / "redteam" / "round109"
+
+
+def _first_proposal(text: str):
+    opt = OfflineOptimizer(cache_dir=Path(tempfile.mkdtemp(prefix="kl-r109-")))
+    return opt.propose(request_for(text, "baseline"))
+
+
+def test_a_narrowing_cast_in_a_loop_bound_is_no_matmul():
+    verdict = _verdict((ROUND / "a_narrow_cast_matmul" / "baseline.cu").read_text(), "launch_matmul")
+    assert verdict.match is None, verdict.match
+
+
+def test_a_narrowing_cast_in_a_remap_bound_gets_no_rewrite():
+    text = (ROUND / "a_remap_narrow_cast" / "baseline.cu").read_text()
+    try:
+        proposal = _first_proposal(text)
+    except NoMoreCandidates:
+        return
+    assert "remap" not in proposal.approach, proposal.approach
+
+
+def _casts(body: str) -> dict[str, bool]:
+    text = (f"__device__ void f(float* out, int n, unsigned int u, short s, size_t z, long long w) {{\n"
+            f"{body}\n  out[0] = 0;\n}}\n")
+    fn = read_editable(text, "", []).functions["f"]
+    facts = collect_facts(fn.sig, fn.body, {})
+    return {to_c(x): facts.keeps_value(x) for top in _expressions(fn.body) for x in walk_expr(top)
+            if isinstance(x, Cast)}
+
+
+@pytest.mark.parametrize("expr, keeps", [
+    ("(short)n", False), ("(unsigned short)n", False), ("(int)z", False), ("(int)u", False),
+    ("(float)n", False), ("(char)s", False), ("(int)w", False),
+    ("(size_t)n", True), ("(long long)n", True), ("(unsigned int)n", True), ("(int64_t)u", True),
+    ("(int)threadIdx.x", True), ("(long)(blockIdx.x * blockDim.x)", True), ("(int)s", True),
+    ("(unsigned long long)z", True), ("(int)(n + 1)", True),
+])
+def test_a_cast_is_no_change_only_where_it_keeps_every_value(expr, keeps):
+    found = _casts(f"  long long v = {expr};")
+    assert found[next(iter(found))] is keeps, found
+
+
+@pytest.mark.parametrize("name, launcher", [("histogram_baseline.cu", "launch_histogram"),
+                                            ("reduction_baseline.cu", "launch_reduce_sum")])
+def test_a_size_beyond_the_templates_int_runs_the_baselines_own_launch(name, launcher):
+    text = (ROUND / "b_template_int_sizes" / name).read_text()
+    source = _first_proposal(text).source
+    tail = source[source.index(f"void {launcher}("):]
+    assert f"(long long)(n) <= {TEMPLATE_SIZE_LIMIT}LL" in tail and "} else {" in tail and "<<<" in tail, tail
+
+
+def test_the_bundled_sum_keeps_its_template_and_falls_back_past_its_range():
+    source = _first_proposal((ROOT / "kernels" / "sum_reduction.cu").read_text()).source
+    assert "kl_reduction_run(in, out, (int)(n), 0)" in source
+    assert "else { reduce_interleaved_kernel<<<" in source and "__global__ void reduce_interleaved_kernel" in source
+
+
+def test_the_column_tier_combines_a_float_max_as_fmaxf_does():
+    text = (ROUND / "c_colsplit_nan_empty_slice" / "baseline.cu").read_text()
+    proposal = _first_proposal(text)
+    assert "column tier" in proposal.approach
+    assert "m = ::fmaxf(m, kl_p);" in proposal.source and "if (m < kl_p)" not in proposal.source
