@@ -791,9 +791,9 @@ def test_an_output_crossing_zero_passes_honest_reorderings_and_fails_wrong_resul
 
 
 def test_leaning_on_the_floor_counts_gross_errors_only():
-    from kernelloop.verify.outputs import GROSS_FACTOR, gross_error
+    from kernelloop.verify.outputs import GROSS, GROSS_FACTOR
 
-    assert gross_error(2.0**-15) == GROSS_FACTOR * 2.0**-15 and gross_error(2.0**-6) == 0.5
+    assert GROSS.error(2.0**-15) == GROSS_FACTOR * 2.0**-15 and GROSS.error(2.0**-6) == 0.5
     base = np.random.default_rng(11).normal(0.0, 1.0, 100_000).astype(F32)
     # cancellation noise: one absolute error, a third of rtol x RMS, on every value. Over rtol at
     # their own magnitude are the values under 1/3 (26% of them): the rule before counted them all
@@ -881,13 +881,13 @@ def test_small_values_kept_at_a_lower_precision_drift_and_are_a_mismatch():
 
 
 def test_honest_cancellation_noise_stays_under_the_drift_budget():
-    from kernelloop.verify.outputs import DRIFT_FRACTION, drift_limit
+    from kernelloop.verify.outputs import DRIFT, DRIFT_FRACTION
 
     base = np.random.default_rng(13).normal(0.0, 1.0, 100_000).astype(F32)
     # noise of a third of the allowance on every value (as above): the values under 1/24 of the RMS
     # drift, 3.3% of a normal buffer, inside the 5% budget; noise of the whole allowance is not
     third = compare_dumps([base], [(base + F32(2.0**-15 / 3)).astype(F32)])
     assert third.match, third.problem
-    assert 0.02 * base.size < third.buffers[0].drifted < drift_limit(base.size) == DRIFT_FRACTION * base.size
+    assert 0.02 * base.size < third.buffers[0].drifted < DRIFT.limit(base.size) == DRIFT_FRACTION * base.size
     whole = compare_dumps([base], [(base + F32(0.9 * 2.0**-15)).astype(F32)])
     assert not whole.match and "lower precision" in (whole.problem or "")

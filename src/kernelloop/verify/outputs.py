@@ -14,7 +14,7 @@ and c (candidate) must satisfy
 - floor, for a buffer of the output dump, is the baseline buffer's RMS (at least the dtype's
   smallest normal): a value that is near zero by cancellation is judged against the magnitude
   of the buffer, not its own (so an output that crosses zero needs no setting of its own); at
-  most 1% of a buffer's values may lean on it grossly (see gross_error). Printed numbers have no
+  most 1% of a buffer's values may lean on it grossly (see GROSS). Printed numbers have no
   floor, but each is allowed half a unit of its last printed digit (the print's own resolution),
   and they take the loosest rtol/atol any output is given (they are derived from the outputs);
 - NaN and infinity never pass; integers are compared exactly unless the user sets a tolerance.
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import ml_dtypes
@@ -290,9 +291,9 @@ class BufferCheck(BaseModel):
     worst_ratio: float = 0.0  # max over values of error / allowance (inf: NaN/inf, or an error where none is allowed)
     mismatches: int = 0
     floored: int = 0  # values within the allowance only thanks to the floor (grossly wrong at their own
-    # magnitude: by more than gross_error(rtol) of it)
+    # magnitude: by more than GROSS.error(rtol) of it)
     drifted: int = 0  # values within the allowance only thanks to the floor and wrong at their own
-    # magnitude by more than drift_error(rtol) of it (floored ones included)
+    # magnitude by more than DRIFT.error(rtol) of it (floored ones included)
 
     def tolerance_label(self) -> str:
         if self.rtol == 0 and self.atol == 0:
@@ -500,11 +501,11 @@ def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: in
             judged = np.maximum(mag, work(floor))  # the magnitude the value is judged at
             allowed = rtol * judged + atol + work(noise)
             bad = ~finite | ~(diff <= allowed)
-            # grossly wrong at their own magnitude (see gross_error), beyond the smallest normal number
+            # grossly wrong at their own magnitude (see GROSS), beyond the smallest normal number
             # (a flushed subnormal is no loss)
             tiny = work(2.0 ** _FLOAT_FORMATS[name][1]) if is_float else work(0)
-            floored = finite & ~bad & ~(diff <= gross_error(rtol) * mag + atol + work(noise) + tiny)
-            drifted = finite & ~bad & ~(diff <= drift_error(rtol) * mag + atol + work(noise) + tiny)
+            floored = finite & ~bad & ~(diff <= GROSS.error(rtol) * mag + atol + work(noise) + tiny)
+            drifted = finite & ~bad & ~(diff <= DRIFT.error(rtol) * mag + atol + work(noise) + tiny)
             if exact and not is_float:
                 bad = bc != cc  # exact in the integers themselves (64-bit beyond 2^53 included)
                 diff = np.where(bad & (diff == 0), 1.0, diff)  # at least one unit where they differ
@@ -620,8 +621,8 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
     if top is not None:
         result.max_ulps, result.allowed_ulps = top.max_ulps, top.allowed_ulps
     bad = sum(k.mismatches for k in result.buffers)
-    leaning = [k for k in result.buffers if k.floored > floor_reliance_limit(k.count)]
-    drifting = [k for k in result.buffers if k.drifted > drift_limit(k.count)]
+    leaning = [k for k in result.buffers if k.floored > GROSS.limit(k.count)]
+    drifting = [k for k in result.buffers if k.drifted > DRIFT.limit(k.count)]
     result.match = bad == 0 and not leaning and not drifting
     if result.nonfinite:
         result.problem = "the candidate's output holds NaN or inf" + (
@@ -634,13 +635,13 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
     elif leaning:
         k = leaning[0]
         result.problem = (f"{k.floored} of {k.count} values of {k.what} are wrong at their own magnitude (by over "
-                          f"{gross_error(k.rtol):.2g} of it) and pass "
+                          f"{GROSS.error(k.rtol):.2g} of it) and pass "
                           f"only by the near-zero floor ({k.floor:.3g}); an honest rewrite needs it for a few values, "
                           f"not {100 * k.floored / k.count:.2g}% (small values flushed or approximated)")
     elif drifting:
         k = drifting[0]
         result.problem = (f"{k.drifted} of {k.count} values of {k.what} are wrong at their own magnitude (by over "
-                          f"{drift_error(k.rtol):.2g} of it) and pass only by the near-zero floor ({k.floor:.3g}); "
+                          f"{DRIFT.error(k.rtol):.2g} of it) and pass only by the near-zero floor ({k.floor:.3g}); "
                           f"an honest rewrite's rounding needs that for at most {100 * DRIFT_FRACTION:.2g}%, "
                           f"not {100 * k.drifted / k.count:.2g}% (small values computed at a lower precision)")
     return result
@@ -664,14 +665,24 @@ FLOOR_RELIANCE_FRACTION = 0.01
 GROSS_FACTOR = 100.0
 
 
-def gross_error(rtol: float) -> float:
-    """The relative error at a value's own magnitude above which passing by the floor counts."""
-    return min(GROSS_FACTOR * rtol, 0.5)
+@dataclass(frozen=True)
+class FloorBudget:
+    """How many values of a buffer may pass only by the near-zero floor while wrong at their own
+    magnitude by over `factor` x rtol (at most half of it: a value lost entirely always counts)."""
+
+    factor: float
+    fraction: float
+
+    def error(self, rtol: float) -> float:
+        """The relative error at a value's own magnitude above which a value counts."""
+        return min(self.factor * rtol, 0.5)
+
+    def limit(self, count: int) -> float:
+        """How many values of a buffer of `count` may count (at least 8)."""
+        return max(8.0, self.fraction * count)
 
 
-def floor_reliance_limit(count: int) -> float:
-    """How many values of a buffer of `count` may pass only by the floor."""
-    return max(8.0, FLOOR_RELIANCE_FRACTION * count)
+GROSS = FloorBudget(GROSS_FACTOR, FLOOR_RELIANCE_FRACTION)
 
 
 # The same budget one step closer: values wrong at their own magnitude by over DRIFT_FACTOR x rtol
@@ -682,13 +693,4 @@ def floor_reliance_limit(count: int) -> float:
 # mantissa bits, 16 x rtol at their own size, passed both the allowance and the gross count).
 DRIFT_FACTOR = 8.0
 DRIFT_FRACTION = 0.05
-
-
-def drift_error(rtol: float) -> float:
-    """The relative error at a value's own magnitude above which a value counts as drifted."""
-    return min(DRIFT_FACTOR * rtol, 0.5)
-
-
-def drift_limit(count: int) -> float:
-    """How many values of a buffer of `count` may pass by the floor while over drift_error."""
-    return max(8.0, DRIFT_FRACTION * count)
+DRIFT = FloorBudget(DRIFT_FACTOR, DRIFT_FRACTION)
