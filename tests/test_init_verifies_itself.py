@@ -52,7 +52,7 @@ def test_a_launcher_s_error_report_is_moved_into_a_frozen_helper_and_the_program
     result = generate(PRINTING_LAUNCHER, InitSpec(values={"n": ["4096", "1000"]}), "p.cu")
     split = split_program(result.program, "p_kl.cu")
     assert "kl_run_halve_report_1(err);" in split.editable and "fprintf" not in split.editable
-    assert 'static void kl_run_halve_report_1(const KL_T0& err) { fprintf(stderr, "halve failed' in split.preamble
+    assert 'static void kl_run_halve_report_1(const cudaError_t err) { fprintf(stderr, "halve failed' in split.preamble
     assert result.copied_from is not None and "kl_run_halve_report_1(err);" in result.copied_from
     assert any("printing statement moved" in n for n in result.notes)
     refuse_what_verify_refuses(result.program, "p_kl.cu", Settings(cache_dir=shared_cache_dir()))

@@ -23,7 +23,6 @@ def _moved(launcher_body: str, name: str = "run") -> tuple[str, list[str]]:
     ('  if (err != cudaSuccess) fprintf(stderr, "k failed: %s (n = %d)\\n", cudaGetErrorString(err), n);', "err, n"),
     ('  if (err) { printf("launch of %d elements failed\\n", n); return; }', "n"),
     ('  if (err) puts("failed");', ""),
-    ('  if (err) perror(tag);', "tag"),
     ('  fflush(stdout);', ""),
     ('  if (err) printf("a" "b %d\\n", n);', "n"),
 ])
@@ -45,6 +44,11 @@ def test_a_report_to_stdout_or_stderr_with_a_literal_format_moves(statement, pas
     '  if (err) printf("%" KL_FMT "\\n", tag);',  # a macro in the format could spell %n
     '  if (err) fprintf(log_file(), "failed\\n");',  # a stream that is not stdout or stderr
     '  if (err) std::cerr << "failed";',  # not a call: stays (the gate refuses it)
+    # a string the candidate could hand over, printed as the user's text (round 110: a forged
+    # KERNEL_MS line): only numbers and error codes are passed
+    '  if (err) perror(tag);',
+    '  if (err) fprintf(stderr, "%s: launch failed: ", tag);',
+    '  if (err) { const char* what = "k"; printf("%s\\n", what); }',
 ])
 def test_printing_a_candidate_could_turn_into_something_else_stays(statement):
     text, notes = _moved(statement)

@@ -24,6 +24,8 @@ def test_numbers_in_reads_labels_nan_inf_and_exponents():
     ("warming up\nKERNEL_MS:   2e-3  \n", 0.002, None),
     ("", None, "no 'KERNEL_MS"),
     ("KERNEL_MS: 1\nKERNEL_MS: 0.001\n", None, "printed 2 times"),
+    # round 110: a forged line first, the harness's own continuing a line left open
+    ("KERNEL_MS: 0.01\nkl: launch failed: KERNEL_MS: 0.843000\n", None, "inside another line"),
     ("KERNEL_MS: nan\n", None, "positive finite"),
     ("KERNEL_MS: 0\n", None, "positive finite"),
     ("KERNEL_MS: fast\n", None, "not a number"),

@@ -6,6 +6,7 @@ seed of a slice that saw no row, where the loop's `fmaxf` passed over it."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -85,3 +86,44 @@ def test_the_column_tier_combines_a_float_max_as_fmaxf_does():
     proposal = _first_proposal(text)
     assert "column tier" in proposal.approach
     assert "m = ::fmaxf(m, kl_p);" in proposal.source and "if (m < kl_p)" not in proposal.source
+
+
+# == round 110 (a): a template's own launch limits ==============================================
+
+def _fits_host_program(source: str, family: str, calls: list[str]) -> str:
+    """The candidate's `kl_<family>_fits` and the constants it reads, in a host program that
+    prints one 0/1 per call."""
+    import re
+
+    fits = re.search(rf"static bool kl_{family}_fits\([^)]*\) \{{.*?\n\}}", source, re.S)
+    assert fits is not None, source[:2000]
+    constants = "\n".join(re.findall(r"^static const int kl_\w+ = [^;]+;$", source, re.M))
+    body = "\n".join(f'  std::printf("%d\\n", (int){c});' for c in calls)
+    return (f"#include <cstdio>\ntypedef void* cudaStream_t;\n{constants}\n{fits.group(0)}\n"
+            f"int main() {{\n{body}\n  return 0;\n}}\n")
+
+
+@pytest.mark.parametrize("kernel, family, calls, expected", [
+    ("stencil2d", "stencil", ["kl_stencil_fits(0, 0, 8192, 8192, 0)", "kl_stencil_fits(0, 0, 524280, 64, 0)",
+                              "kl_stencil_fits(0, 0, 600000, 64, 0)"], [1, 1, 0]),
+    ("transpose", "transpose", ["kl_transpose_fits(0, 0, 8192, 8192, 0)", "kl_transpose_fits(0, 0, 2097120, 16, 0)",
+                                "kl_transpose_fits(0, 0, 3000000, 16, 0)"], [1, 1, 0]),
+    ("naive_matmul", "matmul", ["kl_matmul_fits(0, 0, 0, 4096, 4096, 4096, 0)",
+                                "kl_matmul_fits(0, 0, 0, 10000000, 4, 4, 0)"], [1, 0]),
+])
+def test_a_template_launch_beyond_cuda_s_grid_limits_runs_the_baselines_launch(kernel, family, calls, expected,
+                                                                                tmp_path):
+    # red team round 110: 65535 blocks in y; the guard asks the template, which falls back beyond
+    import shutil
+    import subprocess
+
+    source = _first_proposal((ROOT / "kernels" / f"{kernel}.cu").read_text()).source
+    assert re.search(rf"&& kl_{family}_fits\(.*?\)\) {{ kl_{family}_run\(", source), source[-1500:]
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no host C++ compiler")
+    program = tmp_path / "fits.cpp"
+    program.write_text(_fits_host_program(source, family, calls))
+    subprocess.run([compiler, "-std=c++17", "-o", str(tmp_path / "fits"), str(program)], check=True)
+    out = subprocess.run([str(tmp_path / "fits")], check=True, capture_output=True, text=True).stdout.split()
+    assert [int(x) for x in out] == expected

@@ -29,7 +29,8 @@ import numpy as np
 from .errors import InputError
 from .tools.capture import Capture, CapturedKernel, CaptureLimits, LaunchShape, capture_launches
 from .tools.nvcc import build_whole_program, compiler_error
-from .program.init import InitResult, InitSpec, element_type, generate, kernel_params
+from .program.init import InitResult, InitSpec, generate, kernel_params
+from .program.numeric_types import element_type
 from .program.scanner import function_name, scan_items, strip_comments
 from .program.split import inline_user_headers, read_program
 

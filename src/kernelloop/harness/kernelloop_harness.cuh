@@ -1219,7 +1219,10 @@ class Harness {
     for (int c = 0; c < s.calls; ++c) total += s.ms[c];
     write_identical();
     dump_outputs();
-    fprintf(stderr, "KERNEL_MS: %.6f\n", total / s.calls);
+    // on a line of its own whatever was printed before it: frozen code may print text a candidate
+    // hands it, and a line left open (`... failed: ` with no newline) would otherwise hide this one
+    // behind a forged one, which the parser counts as the only one (red team round 110)
+    fprintf(stderr, "\nKERNEL_MS: %.6f\n", total / s.calls);
   }
 
   // Copies an output (after run(): the last call's result) to the host, for printing.

@@ -31,6 +31,7 @@ from .scanner import (
     without_literals,
 )
 from .launcher_prints import move_printing_out
+from .numeric_types import QUALIFIERS, element_type
 from .split import launcher_result_type
 from .writes import pointer_may_be_written
 
@@ -41,14 +42,6 @@ Role = Literal["input", "output", "inout", "scratch", "table"]
 ROLES: tuple[Role, ...] = ("input", "output", "inout", "scratch", "table")
 _READ_ROLES = ("input", "inout", "table")
 
-# Element types a buffer may have (the harness's DType list), by the spellings kernels use that are
-# no C integer keywords (those are read by _integer_type) nor <cstdint> names (_FIXED_WIDTH).
-_ELEMENT_TYPES = {
-    "float": "float", "double": "double", "__half": "__half", "half": "__half", "__nv_bfloat16": "__nv_bfloat16",
-    "nv_bfloat16": "__nv_bfloat16", "char": "int8_t",  # a plain char argument: drawn as a small integer
-    # the C library's integer typedefs (LP64)
-    "size_t": "uint64_t", "ptrdiff_t": "int64_t", "ssize_t": "int64_t", "intptr_t": "int64_t", "uintptr_t": "uint64_t",
-}
 # CUDA's vector types, as buffers of their lanes (a float2* of n elements: a float buffer of 2n).
 _VECTOR_TYPES = {
     "float2": ("float", 2), "float3": ("float", 3), "float4": ("float", 4), "double2": ("double", 2),
@@ -62,7 +55,6 @@ _VECTOR_TYPES = {
 }
 _STREAM_TYPES = {"cudaStream_t"}
 _FLOATING = {"float", "double", "__half", "__nv_bfloat16"}
-_QUALIFIERS = re.compile(r"\b(?:const|volatile|__restrict__|__restrict|restrict|struct)\b")
 
 
 class Param(BaseModel):
@@ -126,44 +118,6 @@ def _other_float(text: str, element: str) -> str | None:
 
 # The C integer types by their keywords, in whatever order and with whatever redundant `int` or
 # `signed` a declaration spells them (`long unsigned int`, `signed long long`, `short unsigned`).
-_INTEGER_WORDS = frozenset({"signed", "unsigned", "short", "long", "int", "char"})
-_FIXED_WIDTH = re.compile(r"^u?int(?:_fast|_least)?(8|16|32|64)_t$")
-
-
-def _integer_type(words: list[str]) -> str | None:
-    """The harness's type of an integer spelled with C's keywords, or None."""
-    if not words or any(w not in _INTEGER_WORDS for w in words):
-        return None
-    unsigned = "unsigned" in words
-    if "signed" in words and unsigned:
-        return None
-    longs, shorts, chars = words.count("long"), words.count("short"), words.count("char")
-    if longs > 2 or shorts > 1 or chars > 1 or (longs and (shorts or chars)) or (shorts and chars):
-        return None
-    if chars:
-        if "int" in words or ("signed" not in words and not unsigned):
-            return None  # plain `char` is a character, not a number init draws
-        bits = 8
-    else:
-        bits = 16 if shorts else 64 if longs else 32  # LP64: long and long long are 64 bits
-    return f"{'u' if unsigned else ''}int{bits}_t"
-
-
-def element_type(ctype: str) -> str | None:
-    """The harness's element type of a parameter type as written (`const float* __restrict__`:
-    `float`, `unsigned int`: `uint32_t`, `std::size_t`: `uint64_t`, `long unsigned int`: `uint64_t`);
-    None for anything but numbers and pointers to numbers."""
-    words = _QUALIFIERS.sub(" ", ctype.replace("*", " ")).replace("std::", " ").replace("::", " ").split()
-    spelled = " ".join(words)
-    if spelled in _ELEMENT_TYPES:
-        return _ELEMENT_TYPES[spelled]
-    if len(words) == 1 and (m := _FIXED_WIDTH.match(words[0])):  # int_least16_t, uint_fast32_t
-        # glibc's fast types wider than a byte are `long` (64 bits); least types are exact
-        bits = "64" if "_fast" in words[0] and m.group(1) != "8" else m.group(1)
-        return f"{'u' if words[0].startswith('u') else ''}int{bits}_t"
-    return _integer_type(words)
-
-
 _TYPEDEF = re.compile(r"\btypedef\s+(?P<type>[A-Za-z_][\w\s:]*?)\s+(?P<name>[A-Za-z_]\w*)\s*;")
 _USING = re.compile(r"\busing\s+(?P<name>[A-Za-z_]\w*)\s*=\s*(?P<type>[A-Za-z_][\w\s:]*?)\s*;")
 
@@ -180,7 +134,7 @@ def type_aliases(source: str) -> dict[str, str]:
         while spelled in found and spelled not in seen:  # an alias of an alias
             seen.add(spelled)
             spelled = found[spelled]
-        base = " ".join(_QUALIFIERS.sub(" ", spelled).split())
+        base = " ".join(QUALIFIERS.sub(" ", spelled).split())
         if element_type(spelled) is not None or base in _VECTOR_TYPES or base in _STREAM_TYPES:
             resolved[name] = spelled
     return resolved
@@ -241,7 +195,7 @@ def parse_params(head: str, aliases: dict[str, str] | None = None) -> list[Param
                              "cannot generate (numbers, pointers to numbers or CUDA vector types, streams); write "
                              "the harness by hand (docs/contract.md)")
         pointer = "*" in ctype or text.rstrip().endswith("]")
-        base = " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ")).split())
+        base = " ".join(QUALIFIERS.sub(" ", ctype.replace("*", " ")).split())
         if not pointer and base in _STREAM_TYPES:
             params.append(Param(name=m.group("name"), type=ctype, element="cudaStream_t", pointer=False, const=False,
                                 stream=True))

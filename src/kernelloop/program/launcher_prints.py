@@ -4,14 +4,16 @@ Real launchers print when a launch fails (`if (err != cudaSuccess) fprintf(stder
 cudaGetErrorString(err));`, kept-aside sets 7 and 9). Only the frozen part of a program may print
 (verify/policy.py), and the launcher becomes the editable part, so such a file could not be
 optimized. Each printing statement of the launcher is moved, as written, into a helper above it
-that takes the launcher's variables it names (by const reference, their types deduced), and the
-statement is replaced by a call of the helper. The helper is the user's code and stays frozen; a
-candidate may call it, and can then print only the user's own format.
+that takes the launcher's variables it names (by value, as declared), and the statement is
+replaced by a call of the helper. The helper is the user's code and stays frozen; a candidate may
+call it, and can then print only the user's own format with numbers of its choice.
 
 A statement is moved only where what a candidate could pass cannot turn printing into something
 else: the format is a string literal without a `%n` conversion (which writes through a pointer
-argument), and the stream is `stdout` or `stderr` (a FILE* of the candidate's choosing hands libc
-a structure to act on). Any other printing stays, and the static gate refuses it as before.
+argument), the stream is `stdout` or `stderr` (a FILE* of the candidate's choosing hands libc a
+structure to act on), and every variable it names is a number or a CUDA error code (a string
+would be printed as the user's text: red team round 110 forged the harness's KERNEL_MS line with
+one). Any other printing stays, and the static gate refuses it as before.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import re
 
 from .cuda_tree import Source, declared_names, walk
+from .numeric_types import element_type
 from .scanner import Item
 
 # function -> (index of the format argument or None, index of the stream argument or None)
@@ -27,6 +30,7 @@ _PRINTING = {
     "fputs": (None, 1), "putchar": (None, None), "fputc": (None, 1), "putc": (None, 1), "fflush": (None, 0),
 }
 _STREAMS = {"stdout", "stderr"}
+_ERROR_TYPES = {"cudaError_t", "cudaError", "CUresult"}
 _WRITING_CONVERSION = re.compile(r"%[-+ #0'\d.*]*(?:hh|h|ll|l|j|z|t|L)?n")
 
 
@@ -51,11 +55,30 @@ def _movable(src: Source, call) -> bool:
     return True
 
 
+def _number_variables(src: Source) -> dict[str, str]:
+    """The launcher's parameters and locals declared as a number or a CUDA error code (no pointer,
+    array or reference), by name: their type as written, without qualifiers."""
+    out: dict[str, str] = {}
+    for node in walk(src.root):
+        if node.type not in ("parameter_declaration", "declaration"):
+            continue
+        kind = node.child_by_field_name("type")
+        spelled = " ".join(w for w in src.text_of(kind).split() if w not in ("const", "volatile")) if kind else ""
+        for declarator in node.children_by_field_name("declarator"):
+            target = declarator.child_by_field_name("declarator") if declarator.type == "init_declarator" else declarator
+            if target is None or target.type != "identifier":
+                continue  # a pointer, array, reference or function declarator
+            if spelled and (element_type(spelled) is not None or spelled in _ERROR_TYPES or spelled == "bool"):
+                out[src.text_of(target)] = spelled
+    return out
+
+
 def move_printing_out(source: str, launcher: Item, launcher_name: str) -> tuple[str, list[str]]:
     """`source` with the launcher's movable printing statements moved into helpers placed just
     before it (in its scope), and a note per helper; `source` unchanged when there is none."""
     src = Source(launcher.text)
     local = declared_names(launcher.text) - {launcher_name}
+    numbers = _number_variables(src)
     moved: list[tuple[int, int, str, str, str]] = []  # (start, end, replacement, helper, its definition)
     for node in walk(src.root):
         if node.type != "expression_statement" or not node.named_children:
@@ -71,14 +94,14 @@ def move_printing_out(source: str, launcher: Item, launcher_name: str) -> tuple[
             word = src.text_of(leaf)
             if leaf.type == "identifier" and word in local and word not in named:
                 named.append(word)
+        if any(n not in numbers for n in named):
+            # a string, pointer or object the candidate could hand over: its text would be printed
+            # as the user's (red team round 110: a `%s` stage name carrying a forged KERNEL_MS line)
+            continue
         helper = f"kl_{launcher_name}_report_{len(moved) + 1}"
         statement = src.text_of(node)
-        if named:
-            types = ", ".join(f"typename KL_T{i}" for i in range(len(named)))
-            params = ", ".join(f"const KL_T{i}& {n}" for i, n in enumerate(named))
-            definition = f"template <{types}>\nstatic void {helper}({params}) {{ {statement} }}"
-        else:
-            definition = f"static void {helper}() {{ {statement} }}"
+        params = ", ".join(f"const {numbers[n]} {n}" for n in named)
+        definition = f"static void {helper}({params}) {{ {statement} }}"
         start, end = src.span(node)
         moved.append((start, end, f"{helper}({', '.join(named)});", helper, definition))
     if not moved:

@@ -103,12 +103,16 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     start, end = lau.in_place.span  # type: ignore[attr-defined]
     body_text = lau.fn.item.text[len(lau.fn.head):]
     own = " ".join(match.zeroing[len(lau.zeroing):])
-    sizes = [match.roles[r] for r in family.INT_ROLES if r in match.roles]
+    sizes = list(dict.fromkeys(match.roles[r] for r in family.INT_ROLES if r in match.roles))
     if sizes:
         # The templates count in int; the baseline may count in 64 bits (`size_t n`). Beyond the
         # templates' range the baseline's own launch runs, as written (red team round 109: a 3 GB
         # histogram handed to `(int)(n)` counted nothing): right at every size, faster where it fits.
-        fits = " && ".join(f"(long long)({v}) >= 0 && (long long)({v}) <= {TEMPLATE_SIZE_LIMIT}LL" for v in sizes)
+        # So it does beyond the template's own launch limits, which its `_fits` states (round 110:
+        # 65535 blocks in y, passed by a 600000-row stencil).
+        fits = " && ".join(f"(long long)({v}) >= 1 && (long long)({v}) <= {TEMPLATE_SIZE_LIMIT}LL" for v in sizes)
+        if re.search(rf"\b{prefix}{match.family}_fits\(", body):
+            fits += f" && {prefix}{match.family}_fits({', '.join(args)})"
         call = f"if ({fits}) {{ {own + ' ' if own else ''}{run} }} else {{ {body_text[start:end].strip()} }}"
     else:
         call = f"{own + ' ' if own else ''}{run}"

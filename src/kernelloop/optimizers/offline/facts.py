@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import count
 
-from ...program.init import element_type
+from ...program.numeric_types import element_type
 from .cparse import Param, Signature
 from .symbolic import Poly, is_thread_atom, is_uniform_atom
 from .syntax import (

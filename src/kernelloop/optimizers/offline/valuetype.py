@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ...program.init import element_type
+from ...program.numeric_types import element_type
 from .cparse import UNKNOWN_NAMES
 from .facts import Binding, KernelFacts
 from .syntax import (
