@@ -174,9 +174,9 @@ class KernelFacts:
                 return None
             if b.inlinable and b.init is not None and b.type in ("auto", "const auto"):
                 return k(b.init)
-            return _integer_of(b.type)
+            return integer_of(b.type)
         if isinstance(e, Cast):
-            return _integer_of(e.type)
+            return integer_of(e.type)
         if isinstance(e, SizeOf):
             return 64, False
         if isinstance(e, Unary) and e.op in ("-", "+", "~"):
@@ -206,7 +206,7 @@ class KernelFacts:
         integer type of the same signedness, an unsigned operand into a wider signed type, or a
         signed one into an unsigned type as wide (sizes and indices are not negative: `i <
         (unsigned)n`). Narrowing, unsigned into signed as wide, floats and unknown types change it."""
-        to = _integer_of(cast.type)
+        to = integer_of(cast.type)
         of = self.integer_kind(cast.operand)
         if to is None or of is None:
             return False
@@ -688,7 +688,7 @@ def _one_comparison(cond: Expr | None) -> bool:
     return isinstance(cond, Binary) and cond.op in ("<", "<=", ">", ">=", "!=")
 
 
-def _integer_of(spelled: str) -> tuple[int, bool] | None:
+def integer_of(spelled: str) -> tuple[int, bool] | None:
     """(bits, signed) of an integer type as written (`unsigned short`, `std::size_t`, `int64_t`)."""
     element = element_type(spelled)
     if element is None or not element.startswith(("int", "uint")) or not element.endswith("_t"):

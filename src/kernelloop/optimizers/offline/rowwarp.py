@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...program.scanner import in_scope, split_top_level, strip_comments
-from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts
+from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts, integer_of
 from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
 from .sizes import is_integer_type
 from .symbolic import Poly
@@ -244,6 +244,11 @@ class ItemPlanner:
             self.fail("has a loop whose bound depends on its counter")
         if b.assignments != 1:  # the step only
             self.fail("has a loop whose counter is assigned in its body")
+        kind = integer_of(b.type)
+        if kind is None or kind[0] < 32:
+            # the rewrite steps it by 32 (or the split) past the bound, which a `short` may not hold
+            # (red team round 111: `short c` wrapped at 32737 columns and the lanes never left)
+            self.fail(f"has a loop counter of type {b.type or '?'}, narrower than int")
         info = _Loop(s, b.key)
         stores = [False]
         reads: list[Expr] = []  # every expression of the body but the accumulators' own updates

@@ -23,7 +23,7 @@ from .base import (
     strip_casts,
     unreadable_access,
 )
-from .reduction import element_bound
+from .reduction import element_bound, is_element_bound, misses_elements
 
 NAME = "histogram"
 ROLES = ("in", "bins", "n")
@@ -76,6 +76,15 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     n = element_bound(f, reads[0])
     if n is None:
         return no("cannot tell the element count from the guards of the loads")
+    # the template counts every byte below n: each condition the load and the count run under must
+    # say only that, and the launch must reach every byte (red team round 111: `i < n && i < (1 <<
+    # 29)`, and a grid capped at 2^21 blocks, counted the same at every size the harness runs)
+    load = reads[0]
+    assert load.offset is not None
+    if not all(is_element_bound(f, c.expr, c.holds, [load.offset], n) for c in (*load.ctx.conds, *atomic.ctx.conds)):
+        return no("counts only the bytes a condition selects (a mask or a second bound)")
+    if (why := misses_elements(f, binder, reads, n)) is not None:
+        return no(why)
     mapped = role_texts(binder, {"in": data, "bins": bins}, {"n": n})
     if isinstance(mapped, str):
         return no(mapped)

@@ -70,7 +70,7 @@ def _loop_step(f: KernelFacts, loop: Loop) -> Poly | None:
     return None
 
 
-def _misses_elements(f: KernelFacts, binder: Binder, reads: list[Access], n: Poly) -> str | None:
+def misses_elements(f: KernelFacts, binder: Binder, reads: list[Access], n: Poly) -> str | None:
     """Why the launch may not visit every input element below n, or None. The template sums exactly
     x[0..n); a baseline that skips a few (a grid of n / block blocks, rounding down, leaves a tail
     of fewer than a block) differs by less than the tolerance of a sum (red team round 103)."""
@@ -247,7 +247,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if any(not within_block(f, c.expr) and not is_element_bound(f, c.expr, c.holds, offsets, n)
            for w in writes for c in w.ctx.conds):
         return no("adds its result only where a condition beyond the thread's place in its block holds")
-    if (why := _misses_elements(f, binder, reads, n)) is not None:
+    if (why := misses_elements(f, binder, reads, n)) is not None:
         return no(why)
     flow = _SumFlow(f, src, n)
     if (why := flow.problem()) is not None:
