@@ -25,6 +25,10 @@ def _moved(launcher_body: str, name: str = "run") -> tuple[str, list[str]]:
     ('  if (err) puts("failed");', ""),
     ('  fflush(stdout);', ""),
     ('  if (err) printf("a" "b %d\\n", n);', "n"),
+    # as C++ code spells them (kept-aside set 10: `std::fprintf` refused a launcher)
+    ('  if (err) { std::fprintf(stderr, "k failed: %s\\n", cudaGetErrorString(err)); std::abort(); }', "err"),
+    ('  if (err) ::printf("n = %d\\n", n);', "n"),
+    ('  if (err) std :: fputs("failed\\n", ::stderr);', ""),
 ])
 def test_a_report_to_stdout_or_stderr_with_a_literal_format_moves(statement, passed):
     text, notes = _moved(statement)
@@ -44,6 +48,8 @@ def test_a_report_to_stdout_or_stderr_with_a_literal_format_moves(statement, pas
     '  if (err) printf("%" KL_FMT "\\n", tag);',  # a macro in the format could spell %n
     '  if (err) fprintf(log_file(), "failed\\n");',  # a stream that is not stdout or stderr
     '  if (err) std::cerr << "failed";',  # not a call: stays (the gate refuses it)
+    '  if (err) my::fprintf(stderr, "failed\\n");',  # not the C library's
+    '  if (err) std::fprintf(my::stderr, "failed\\n");',
     # a string the candidate could hand over, printed as the user's text (round 110: a forged
     # KERNEL_MS line): only numbers and error codes are passed
     '  if (err) perror(tag);',

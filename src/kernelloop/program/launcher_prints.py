@@ -41,11 +41,28 @@ def _literal(node) -> bool:
     return node.type == "concatenated_string" and all(c.type == "string_literal" for c in node.named_children)
 
 
+def _printing_function(src: Source, callee) -> str | None:
+    """The C library printing function a callee names: `fprintf`, or as C++ code spells it,
+    `std::fprintf` or `::fprintf` (kept-aside set 10: a launcher's `std::fprintf` was refused)."""
+    if callee is None or callee.type not in ("identifier", "qualified_identifier"):
+        return None
+    name = _unqualified(src.text_of(callee))
+    return name if name in _PRINTING else None
+
+
+_STD_QUALIFIED = re.compile(r"(?:(?:::)?std::|::)?(\w+)")
+
+
+def _unqualified(text: str) -> str | None:
+    """`name` for `name`, `std::name` or `::name`; None for any other text."""
+    found = _STD_QUALIFIED.fullmatch("".join(text.split()))
+    return found.group(1) if found else None
+
+
 def _movable(src: Source, call) -> bool:
-    name = src.text_of(call.child_by_field_name("function"))
-    format_at, stream_at = _PRINTING[name]
+    format_at, stream_at = _PRINTING[_printing_function(src, call.child_by_field_name("function"))]
     args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
-    if stream_at is not None and (len(args) <= stream_at or src.text_of(args[stream_at]).strip() not in _STREAMS):
+    if stream_at is not None and (len(args) <= stream_at or _unqualified(src.text_of(args[stream_at])) not in _STREAMS):
         return False
     if format_at is not None:
         if len(args) <= format_at or not _literal(args[format_at]):
@@ -85,7 +102,7 @@ def move_printing_out(source: str, launcher: Item, launcher_name: str) -> tuple[
             continue
         call = node.named_children[0]
         callee = call.child_by_field_name("function") if call.type == "call_expression" else None
-        if callee is None or callee.type != "identifier" or src.text_of(callee) not in _PRINTING:
+        if _printing_function(src, callee) is None:
             continue
         if not _movable(src, call):
             continue

@@ -104,15 +104,18 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     body_text = lau.fn.item.text[len(lau.fn.head):]
     own = " ".join(match.zeroing[len(lau.zeroing):])
     sizes = list(dict.fromkeys(match.roles[r] for r in family.INT_ROLES if r in match.roles))
-    if sizes:
+    if sizes or match.conditions:
         # The templates count in int; the baseline may count in 64 bits (`size_t n`). Beyond the
         # templates' range the baseline's own launch runs, as written (red team round 109: a 3 GB
         # histogram handed to `(int)(n)` counted nothing): right at every size, faster where it fits.
         # So it does beyond the template's own launch limits, which its `_fits` states (round 110:
-        # 65535 blocks in y, passed by a 600000-row stencil).
-        fits = " && ".join(f"(long long)({v}) >= 1 && (long long)({v}) <= {TEMPLATE_SIZE_LIMIT}LL" for v in sizes)
+        # 65535 blocks in y, passed by a 600000-row stencil), and where the family's reading of the
+        # baseline holds only under a condition (a grid that rounds down: round 112).
+        clauses = [f"(long long)({v}) >= 1 && (long long)({v}) <= {TEMPLATE_SIZE_LIMIT}LL" for v in sizes]
         if re.search(rf"\b{prefix}{match.family}_fits\(", body):
-            fits += f" && {prefix}{match.family}_fits({', '.join(args)})"
+            clauses.append(f"{prefix}{match.family}_fits({', '.join(args)})")
+        clauses += [f"({c})" for c in match.conditions]
+        fits = " && ".join(clauses)
         call = f"if ({fits}) {{ {own + ' ' if own else ''}{run} }} else {{ {body_text[start:end].strip()} }}"
     else:
         call = f"{own + ' ' if own else ''}{run}"
@@ -120,7 +123,7 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     if launcher_text is None:
         return "the launcher is not ASCII"
 
-    harness_free = [] if sizes else _kernels_to_drop(part, match)  # the fallback launches the kernel
+    harness_free = [] if sizes or match.conditions else _kernels_to_drop(part, match)  # the fallback launches the kernel
     out: list[str] = []
     for item in part.items:
         if item is lau.fn.item:  # inside the launcher's namespace, where it was

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .facts import Context, KernelFacts, Loop
 from .symbolic import Poly, is_uniform
-from .syntax import Binary, Expr, Unary
+from .syntax import Assign, Binary, Expr, Unary
 
 _NEGATE = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "==": "==", "!=": "!="}
@@ -36,6 +36,24 @@ def literals(f: KernelFacts, expr: Expr, holds: bool) -> list[Comparison]:
                 return []
             return [Comparison(left - right, expr.op if holds else _NEGATE[expr.op])]
     return []
+
+
+def exact_literals(f: KernelFacts, expr: Expr, holds: bool) -> list[Comparison] | None:
+    """The comparisons that hold when `expr` evaluates to `holds` and, together, say all it says;
+    None when part of it is not a comparison of polynomials (a flag, a mask, a bit test, a call:
+    `literals` would drop it, and with it a limit on what runs; red team round 112)."""
+    if isinstance(expr, Unary) and expr.op == "!":
+        return exact_literals(f, expr.operand, not holds)
+    if isinstance(expr, Binary):
+        if (expr.op == "&&" and holds) or (expr.op == "||" and not holds):
+            left, right = exact_literals(f, expr.left, holds), exact_literals(f, expr.right, holds)
+            return None if left is None or right is None else left + right
+        if expr.op in _NEGATE:
+            left_p, right_p = f.poly(expr.left), f.poly(expr.right)
+            if left_p is None or right_p is None:
+                return None
+            return [Comparison(left_p - right_p, expr.op if holds else _NEGATE[expr.op])]
+    return None
 
 
 def context_literals(f: KernelFacts, ctx: Context) -> list[Comparison]:
@@ -79,6 +97,19 @@ def loop_bound(f: KernelFacts, loop: Loop) -> Poly | None:
 
 def loop_start(f: KernelFacts, loop: Loop) -> Poly | None:
     return None if loop.init is None else f.poly(loop.init)
+
+
+def loop_step(f: KernelFacts, loop: Loop) -> Poly | None:
+    """X for `k += X` or `k = k + X` (1 for `++k`)."""
+    if loop.unit_step:
+        return Poly.const(1)
+    step = loop.step
+    if isinstance(step, Assign) and step.op == "+=":
+        return f.poly(step.value)
+    if isinstance(step, Assign) and step.op == "=" and isinstance(step.value, Binary) and step.value.op == "+" and \
+            f.poly(step.value.left) == f.poly(step.target):
+        return f.poly(step.value.right)
+    return None
 
 
 # -- evaluation on sample values ---------------------------------------------------------------

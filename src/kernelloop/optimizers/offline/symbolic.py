@@ -101,6 +101,16 @@ class Poly:
     def without(self, monomial: Monomial) -> Poly:
         return Poly(tuple((m, c) for m, c in self.terms if m != tuple(sorted(monomial))))
 
+    def substitute(self, values: Mapping[str, Poly]) -> Poly:
+        """The polynomial with each atom in VALUES replaced by its polynomial."""
+        out = Poly()
+        for m, c in self.terms:
+            term = Poly.const(c)
+            for a in m:
+                term = term * values.get(a, Poly.atom(a))
+            out = out + term
+        return out
+
     def evaluate(self, values: Mapping[str, int]) -> int | None:
         total = 0
         for m, c in self.terms:

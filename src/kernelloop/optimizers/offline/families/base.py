@@ -28,6 +28,10 @@ class Match:
     polys: dict[str, Poly] = field(default_factory=dict)  # integer roles as kernel-side polynomials
     placeholders: dict[str, str] = field(default_factory=dict)  # template values taken from the baseline
     zeroing: list[str] = field(default_factory=list)  # statements to run before the template
+    # C conditions, in the launcher's scope, under which the template computes what the baseline
+    # does (a grid that rounds down covers all only where its tile divides the size); beyond them
+    # the candidate launches the baseline
+    conditions: list[str] = field(default_factory=list)
 
     def size(self, role: str, default: int) -> int:
         v = self.sizes.get(role)

@@ -17,6 +17,7 @@ from ..facts import KernelFacts, ScalarAssign
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
 from ..syntax import Binary, Call, Expr, Name, Num, Unary, call_name, to_c
+from .coverage import covers_range
 from .base import (
     Config,
     Match,
@@ -236,6 +237,10 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     operand_reads = [a for a in param_arrays(f, "read") if not (a.array is C and a.offset == store.offset)]
     if len(operand_reads) != 2:
         return no("reads more than the two operands")
+    # the template writes every element below M x N: so must the baseline, at every size
+    reach = covers_range(f, binder, param_arrays(f), [(row, M), (col, n_stride)])
+    if isinstance(reach, str):
+        return no(reach)
     mapped = role_texts(binder, {"A": A, "B": B, "C": C}, {"M": M, "N": n_stride, "K": K})
     if isinstance(mapped, str):
         return no(mapped)
@@ -254,7 +259,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
                  detail=f"C[r*N + c] = {stored}, the sum over k < K of {a_read} * {b_read} "
                         f"(A={A.name}, B={B.name}, C={C.name}, M={M}, N={n_stride}, K={K})",
-                 polys={"M": M, "N": n_stride, "K": K},
+                 polys={"M": M, "N": n_stride, "K": K}, conditions=reach.divides,
                  placeholders={"EPI_FIELDS": fields, "EPILOGUE": epilogue,
                                "EPI_PARAMS": "".join(f", float kl_e{i}" for i in range(len(scalars))),
                                "EPI_ARGS": "".join(f", kl_e{i}" for i in range(len(scalars))),

@@ -14,11 +14,12 @@ round 103: a zeroing undone by a later statement, or of one byte).
 
 from __future__ import annotations
 
-from ..conditions import literals, loop_bound, loop_start, upper_bound, upper_bound_from
-from ..facts import Access, Binding, KernelFacts, Loop
+from ..conditions import loop_bound, loop_start, loop_step, upper_bound
+from ..facts import Access, Binding, KernelFacts
 from ..launcher import Binder, block_size, grid_reaches
 from ..symbolic import Poly
-from ..syntax import Assign, Binary, Call, Expr, Index, Member, Name, Ternary, call_name, to_c, walk_expr
+from ..syntax import Binary, Call, Expr, Index, Member, Name, Ternary, call_name, to_c, walk_expr
+from .coverage import says_only_bounds
 from .base import (
     Config,
     Match,
@@ -59,17 +60,6 @@ _EVERY_ELEMENT = [(_GLOBAL_INDEX, Poly.atom("blockDim.x") * Poly.atom("gridDim.x
                   (Poly.atom("threadIdx.x"), Poly.atom("blockDim.x"))]
 
 
-def _loop_step(f: KernelFacts, loop: Loop) -> Poly | None:
-    """X for `k += X` or `k = k + X`."""
-    step = loop.step
-    if isinstance(step, Assign) and step.op == "+=":
-        return f.poly(step.value)
-    if isinstance(step, Assign) and step.op == "=" and isinstance(step.value, Binary) and step.value.op == "+" and \
-            f.poly(step.value.left) == f.poly(step.target):
-        return f.poly(step.value.right)
-    return None
-
-
 def misses_elements(f: KernelFacts, binder: Binder, reads: list[Access], n: Poly) -> str | None:
     """Why the launch may not visit every input element below n, or None. The template sums exactly
     x[0..n); a baseline that skips a few (a grid of n / block blocks, rounding down, leaves a tail
@@ -86,7 +76,7 @@ def misses_elements(f: KernelFacts, binder: Binder, reads: list[Access], n: Poly
     for a in reads:
         loop = next((lp for lp in reversed(a.ctx.loops) if lp.var and a.offset == Poly.atom(f"L:{lp.var}")), None)
         if loop is not None:
-            if (loop_start(f, loop), _loop_step(f, loop)) not in every:
+            if (loop_start(f, loop), loop_step(f, loop)) not in every:
                 return "its loop over the input is not shown to visit every element (a grid- or block-stride loop)"
             continue
         # blockIdx.x * blockDim.x + threadIdx.x, or the block's size written as a number (`* 512`)
@@ -198,10 +188,9 @@ def within_block(f: KernelFacts, cond: Expr) -> bool:
 def is_element_bound(f: KernelFacts, cond: Expr, holds: bool, offsets: list[Poly], n: Poly) -> bool:
     """Whether a condition (where it evaluates to `holds`) says only `offset < n` of loads at
     these offsets: the bound the template keeps, since it sums exactly x[0..n). An index mask
-    (`i != skip`), a second bound (`i < valid`) or a flag selects only part of the input (red
-    team round 45)."""
-    lits = literals(f, cond, holds)
-    return bool(lits) and all(any(upper_bound_from([lit], off) == n for off in offsets) for lit in lits)
+    (`i != skip`), a second bound (`i < valid`), a bit test or a flag selects only part of the
+    input (red team rounds 45, 112)."""
+    return says_only_bounds(f, cond, holds, [(off, n) for off in offsets])
 
 
 def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:

@@ -14,6 +14,7 @@ from ..facts import Access, Binding, Context, KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
 from ..syntax import Binary, Call, Expr, Num, call_name
+from .coverage import covers_range
 from .base import (
     Config,
     Match,
@@ -181,13 +182,17 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("no guard row < rows")
     if not (is_float_pointer(X) and is_float_pointer(Y, writable=True)):
         return no("not fp32 arrays")
+    # the template writes every row below rows: so must the baseline, at every size
+    reach = covers_range(f, binder, stores, [(row, rows)])  # the max may be taken under any test
+    if isinstance(reach, str):
+        return no(reach)
     mapped = role_texts(binder, {"in": X, "out": Y}, {"rows": rows, "cols": cols})
     if isinstance(mapped, str):
         return no(mapped)
     roles, described = mapped
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
                  detail=f"{Y.name}[r][c] = exp({X.name}[r][c] - max) / sum (rows={rows}, cols={cols})",
-                 polys={"rows": rows, "cols": cols})
+                 polys={"rows": rows, "cols": cols}, conditions=reach.divides)
 
 
 def configs(m: Match, sms: int) -> list[Config]:

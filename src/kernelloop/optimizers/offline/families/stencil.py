@@ -16,6 +16,7 @@ from ..facts import Access, Binding, KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
 from ..syntax import Call, Expr, Index, Member, Name, Num, ParseError, Unary, call_name, to_c, walk_expr
+from .coverage import launch_reaches
 from .base import (
     Config,
     Match,
@@ -133,6 +134,14 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("a stored value uses more than neighbour loads, literals and constants")
     if any(ord(ch) > 127 for ch in interior_text + border_text):
         return no("the stored expressions are not ASCII")
+    # the template writes every cell below rows x cols: the baseline's launch must reach them all at
+    # every size (its guards are read on the sample grids above)
+    divides: list[str] = []
+    for coord, bound in ((row, rows), (col, cols)):
+        reach = launch_reaches(f, binder, coord, bound)
+        if isinstance(reach, str):
+            return no(reach)
+        divides += reach.divides
     mapped = role_texts(binder, {"in": X, "out": Y}, {"rows": rows, "cols": cols})
     if isinstance(mapped, str):
         return no(mapped)
@@ -142,7 +151,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     m = Match(NAME, f.sig.name, binder.launcher, roles, described, {},
               detail=f"{loads}-load 3x3 stencil of {X.name} into {Y.name}, one-cell border "
                      f"(rows={rows}, cols={cols})",
-              polys={"rows": rows, "cols": cols})
+              polys={"rows": rows, "cols": cols}, conditions=divides)
     m.placeholders["INTERIOR_VALUE"] = interior_text
     m.placeholders["BOUNDARY_VALUE"] = border_text
     return m

@@ -6,8 +6,9 @@ the row guard. Two more spellings are common (cuda-samples' naive transpose): ea
 covers a few rows through a fixed loop (`for (i = 0; i < TILE; i += ROWS)`, the counter in
 the row coordinate of both accesses), and no guards at all (the grid covers the matrix
 exactly): rows and cols then come from the strides alone. The template guards every element,
-so where the baseline's grid does not cover its matrix the results differ and the verifier
-says so.
+so the baseline must be shown to cover its matrix at every size (families/coverage.py); a
+grid that rounds down (`rows / TILE`) covers it where the tile divides the sizes, which the
+candidate asks at run time, launching the baseline otherwise.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..conditions import loop_bound, loop_start, loop_var_atom, upper_bound
 from ..facts import KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly, is_uniform
+from .coverage import covers_range
 from .base import (
     Config,
     Match,
@@ -83,6 +85,10 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     guard_r, guard_c = _counter_as_coordinate(r, counter, back=True), _counter_as_coordinate(c, counter, back=True)
     if not unguarded and (upper_bound(f, store.ctx, guard_r) != rows_p or upper_bound(f, store.ctx, guard_c) != cols_p):
         return no("no guards row < rows and col < cols matching the strides")
+    # the template writes every element below rows x cols: so must the baseline, at every size
+    reach = covers_range(f, binder, [store, reads[0]], [(guard_r, rows_p), (guard_c, cols_p)])
+    if isinstance(reach, str):
+        return no(reach)
     Y = store.array
     if not (is_float_pointer(X) and is_float_pointer(Y, writable=True)) or X is Y:
         return no("not an out-of-place fp32 transpose")
@@ -94,7 +100,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
                  detail=f"{Y.name}[c*rows + r] = {X.name}[r*cols + c] (rows={rows_p}, cols={cols_p})"
                         + (", several rows per thread through a fixed loop" if counter else "")
                         + (", no guards: the grid covers the matrix" if unguarded else ""),
-                 polys={"rows": rows_p, "cols": cols_p})
+                 polys={"rows": rows_p, "cols": cols_p}, conditions=reach.divides)
 
 
 _COUNTER = "t:loop"  # the loop counter, read as part of a thread coordinate
