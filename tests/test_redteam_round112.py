@@ -95,14 +95,16 @@ def test_a_grid_rounding_down_gets_the_template_only_where_the_tile_divides():
                            "dim3 grid(n / block.x, (n + block.y - 1) / block.y);")
     verdict = _verdict(text, "launch_matmul")
     assert verdict.match is not None and verdict.match.family == "matmul", verdict.mismatches
-    assert verdict.match.conditions == ["(n) % 16 == 0"]
+    # the coverage condition, and the one that keeps the baseline's int index exact (round 113)
+    assert verdict.match.conditions == ["(n) % 16 == 0", "(long long)(n) * (long long)(n) <= 2147483647LL"]
     proposal = _first_proposal(text)
     assert "(n) % 16 == 0" in proposal.source
     assert "naive_matmul_kernel<<<grid, block>>>(A, B, C, n);" in proposal.source  # the fallback
 
 
-def test_the_bundled_kernels_need_no_condition():
+def test_the_bundled_kernels_need_no_coverage_condition():
     for text, launcher in [(_MATMUL, "launch_matmul"), (_TRANSPOSE, "launch_transpose"),
                            (_SOFTMAX, "launch_softmax"), (_STENCIL, "launch_stencil")]:
         verdict = _verdict(text, launcher)
-        assert verdict.match is not None and verdict.match.conditions == [], (launcher, verdict.mismatches)
+        assert verdict.match is not None, (launcher, verdict.mismatches)
+        assert not [c for c in verdict.match.conditions if "%" in c], verdict.match.conditions

@@ -69,10 +69,14 @@ class Binding:
     init: Expr | None = None
     assignments: int = 0  # after the declaration
     loop_var: bool = False  # declared in or stepped by a for header
+    # `static` or `thread_local`: initialized once, at the first call; later calls keep the value
+    # (red team round 113: a static grid sized at the first call's rows read as every call's)
+    persistent: bool = False
 
     @property
     def inlinable(self) -> bool:
         return (self.param is None and self.init is not None and self.assignments == 0 and not self.array
+                and not self.persistent
                 and not self.shared and not self.loop_var and not isinstance(self.init, InitList)
                 and not (isinstance(self.init, Call) and self.type == "dim3"))
 
@@ -249,13 +253,22 @@ class KernelFacts:
         return not any(first.seq < w.seq < second.seq or any(loop.id in only_one for loop in w.ctx.loops)
                        for w in writes)
 
+    def keeps_init(self, b: Binding) -> bool:
+        """Whether a local holds its initializer's value: its declared type is not an integer type,
+        or the conversion into it keeps every value (red team round 113: `unsigned short row =
+        blockIdx.y * blockDim.y + threadIdx.y` read as the full coordinate, as round 109's explicit
+        casts were)."""
+        if b.init is None or integer_of(b.type) is None:
+            return True
+        return self.keeps_value(Cast(b.type, b.init))
+
     def resolve(self, e: Expr, depth: int = 0) -> Expr:
         """`e` with every inlinable local replaced by its value."""
         if depth > 64:
             return e
         if isinstance(e, Name):
             b = self.binding(e)
-            if b is not None and b.inlinable:
+            if b is not None and b.inlinable and self.keeps_init(b):
                 assert b.init is not None
                 return self.resolve(b.init, depth + 1)
             return e
@@ -297,7 +310,7 @@ class KernelFacts:
             return None if e.is_float else Poly.const(int(e.value))
         if isinstance(e, Name):
             b = self.binding(e)
-            if b is not None and b.inlinable:
+            if b is not None and b.inlinable and self.keeps_init(b):
                 assert b.init is not None
                 return p(b.init)
             if b is not None and (b.pointer or b.array):
@@ -436,7 +449,8 @@ class _Scopes:
 
     def declare(self, d: Decl, loop_header: bool = False) -> None:
         words = [w for w in d.type.split() if w not in ("const", "volatile", "static", "extern", "__shared__",
-                                                       "register", "constexpr", "__restrict__")]
+                                                       "register", "constexpr", "__restrict__", "thread_local")]
+        persistent = bool({"static", "thread_local"} & set(d.type.split()))
         for dec in d.declarators:
             if dec.init is not None:
                 self.expr(dec.init)
@@ -445,7 +459,7 @@ class _Scopes:
                     self.expr(dim)
             b = Binding(key=f"{dec.name}#{next(self.counter)}", name=dec.name, type=" ".join(words),
                         pointer=dec.pointer, array=bool(dec.array), dims=len(dec.array), shared=d.shared, init=dec.init,
-                        loop_var=loop_header)
+                        loop_var=loop_header, persistent=persistent)
             self.stack[-1][dec.name] = b
             self.bindings.append(b)
             self.declared[id(dec)] = b

@@ -54,6 +54,7 @@ from .syntax import (
     ParseError,
     Postfix,
     Stmt,
+    Str,
     Unary,
     call_name,
     strip_casts,
@@ -147,7 +148,41 @@ def _trusted(name: str, names: ProgramNames) -> bool:
     """A call known to change nothing its caller sees (_CHANGES_NOTHING), when the program does not
     declare that name itself (an overload, a macro, a function of the same name)."""
     last = name.split("::")[-1]
-    return name in _CHANGES_NOTHING and last not in names.declared and UNKNOWN_NAMES not in names.declared
+    return _library_name(name) in _CHANGES_NOTHING and last not in names.declared and UNKNOWN_NAMES not in names.declared
+
+
+def _library_name(name: str) -> str:
+    """`abort` for `std::abort` and `::abort`: the C library's names as C++ code spells them."""
+    for prefix in ("::std::", "std::", "::"):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+# The C library's printing calls, as an error report makes them: (index of the format argument or
+# None, index of the stream argument or None). Each writes to stdout or stderr and nothing else
+# where its format is a literal without %n (which writes through a pointer argument) and its
+# stream is stdout or stderr: it changes nothing its caller sees.
+_REPORTS = {"printf": (0, None), "fprintf": (1, 0), "puts": (None, None), "perror": (None, None),
+            "fputs": (None, 1), "putchar": (None, None), "fputc": (None, 1), "putc": (None, 1), "fflush": (None, 0)}
+_WRITING_CONVERSION = re.compile(r"%[-+ #0'\d.*]*(?:hh|h|ll|l|j|z|t|L)?n")
+
+
+def _reports_only(call: Call, names: ProgramNames) -> bool:
+    """Whether CALL is a C library printing call that changes nothing its caller sees (_REPORTS)."""
+    name = _library_name(call_name(call) or "")
+    if name not in _REPORTS or name in names.declared or UNKNOWN_NAMES in names.declared:
+        return False
+    format_at, stream_at = _REPORTS[name]
+    if stream_at is not None:
+        stream = call.args[stream_at] if len(call.args) > stream_at else None
+        if not (isinstance(stream, Name) and _library_name(stream.id) in ("stdout", "stderr")):
+            return False
+    if format_at is not None:
+        fmt = call.args[format_at] if len(call.args) > format_at else None
+        if not isinstance(fmt, Str) or _WRITING_CONVERSION.search(fmt.text.replace("%%", "")):
+            return False
+    return True
 
 
 _VALUE_TYPES = frozenset(["int", "unsigned", "signed", "long", "short", "char", "float", "double", "bool", "size_t",
@@ -210,7 +245,7 @@ def function_acts(fn: Function, names: ProgramNames, seen: set[str] | None = Non
             if callee is not None:
                 if function_acts(callee, names, seen):
                     return True
-            elif not (_trusted(name, names) and name.split("::")[-1] not in _MEMSETS):
+            elif not (_trusted(name, names) and name.split("::")[-1] not in _MEMSETS) and not _reports_only(e, names):
                 return True
     return False
 
@@ -255,7 +290,7 @@ def changed_names(stmt: Stmt, names: ProgramNames) -> set[str] | None:
         if fn is not None:
             if function_acts(fn, names):
                 return ANYTHING
-        elif not _trusted(name, names):
+        elif not _trusted(name, names) and not _reports_only(e, names):
             # a library call could change a name handed to it, or reached through a pointer it is handed
             return ANYTHING
     return changed
@@ -294,6 +329,16 @@ def reading_problem(lau: Launcher, names: ProgramNames) -> str | None:
         start, end = s.span  # type: ignore[attr-defined]
         return body_text[start:end]
 
+    # the statements that call only the program's own functions (an error check): kept as written,
+    # where nothing they do can change a name of the launcher or launch a kernel
+    for stmt in lau.unconfirmed:
+        read = _read_as_compiled(stmt, text_of(stmt), names)
+        changed = ANYTHING if read is None else changed_names(read, names)
+        if changed is ANYTHING or changed or any(isinstance(e, Launch) for x in statement_exprs(read)
+                                                 for e in walk_expr(x)):
+            called = sorted({call_name(e) or "" for x in statement_exprs(stmt) for e in walk_expr(x)} - {""})
+            return (f"does more than launch one kernel (statement calling {', '.join(called)}, which may change "
+                    f"{'anything' if changed is ANYTHING else ', '.join(sorted(changed)) or 'what a launch reads'})")
     launch_stmt = _read_as_compiled(lau.in_place, text_of(lau.in_place), names)
     if launch_stmt is None:
         return "launches through a macro of the program that cannot be read for sure"
@@ -309,7 +354,7 @@ def reading_problem(lau: Launcher, names: ProgramNames) -> str | None:
     while todo:
         for x in walk_expr(todo.pop()):
             b = lau.facts.binding(x)
-            if b is None or b.param is not None or not b.inlinable or b.name in inlined:
+            if b is None or b.param is not None or not b.inlinable or not lau.facts.keeps_init(b) or b.name in inlined:
                 continue
             assert b.init is not None
             where = next((declared_at[k] for k, v in lau.facts.declared.items() if v is b and k in declared_at), None)
@@ -357,7 +402,7 @@ def _inlined(e: Expr, names: ProgramNames, lau: Launcher, depth: int) -> Expr:
         return e
     again = lambda x: _inlined(x, names, lau, depth + 1)  # noqa: E731
     if isinstance(e, Name) and (b := lau.facts.binding(e)) is not None and b.param is None and b.init is not None \
-            and b.inlinable:
+            and b.inlinable and lau.facts.keeps_init(b):
         return again(b.init)  # a local read through its value (reading_problem: only where that holds)
     if isinstance(e, Call) and (name := call_name(e)) is not None:
         params, body = None, None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ...program.scanner import Item, function_name, scoped_items, strip_comments
 from .cparse import Signature, parse_body, parse_signature
-from .facts import KernelFacts, collect_facts
+from .facts import KernelFacts, collect_facts, integer_of
 from .symbolic import Poly
 from .syntax import (
     Assign,
@@ -101,6 +101,11 @@ class Launcher:
     # the launch's configuration with the program's one-line helpers read into it
     # (launch_words.read_config, set by the analysis): what a family reads a grid's coverage from
     config_read: tuple[Expr, ...] = ()
+    # statements that call the program's own functions or macros and nothing else (a project's
+    # error check, `getLastCudaError("...")`): kept where they are, as written, once the analysis
+    # has read, with the program's names, that they change none of the launcher's names and launch
+    # nothing (launch_words.reading_problem); until then unconfirmed
+    unconfirmed: list[ExprStmt] = field(default_factory=list)
 
     def param_names(self) -> list[str]:
         return [p.name for p in self.fn.sig.params]
@@ -397,6 +402,9 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
         return None  # `(void)unused;`: says a parameter is unused, does nothing
     if isinstance(stmt, ExprStmt) and not calls:
         return "computes something besides the launch"
+    if isinstance(stmt, ExprStmt) and all(n is not None and not n.startswith("cuda") for n in names):
+        lau.unconfirmed.append(stmt)  # what it calls is the program's: read with its names later
+        return None
     called = ", ".join(sorted(n for n in names if n)) or "nothing"
     return f"does more than launch one kernel (statement calling {called})"
 
@@ -508,6 +516,16 @@ class Binder:
         b = self.launcher.facts.binding(a) if a is not None else None
         return b.name if b is not None and b.param is not None else None
 
+    def received(self, param: str, arg: Expr) -> Expr:
+        """ARG as kernel parameter PARAM receives it: converted to the parameter's integer type where
+        that conversion may change it (red team round 113: an `int` handed to `unsigned short rows`
+        read as the int)."""
+        declared = next((p for p in self.kernel.sig.params if p.name == param), None)
+        if declared is None or declared.pointer or integer_of(declared.base) is None:
+            return arg
+        cast = Cast(declared.base, arg)
+        return arg if self.launcher.facts.keeps_value(cast) else cast
+
     def int_text(self, p: Poly) -> str | None:
         """C text of a uniform polynomial over kernel parameters and outside constants."""
         if p.is_zero:
@@ -523,7 +541,7 @@ class Binder:
                     a = self.written(atom[2:])
                     if a is None:
                         return None
-                    text = to_c(a)
+                    text = to_c(self.received(atom[2:], a))
                 elif atom.startswith("g:"):
                     text = atom[2:]
                     if text in {b.name for b in self.launcher.facts.bindings}:
@@ -542,7 +560,7 @@ class Binder:
         for atom in p.atoms():
             if atom.startswith("p:"):
                 a = self.arg(atom[2:])
-                v = None if a is None else lf.poly(without_wide_casts(lf, lf.resolve(a)))
+                v = None if a is None else lf.poly(without_wide_casts(lf, self.received(atom[2:], lf.resolve(a))))
             elif atom.startswith("g:"):
                 v = None if atom[2:] in {b.name for b in lf.bindings} else Poly.atom(atom)
             else:
@@ -569,7 +587,8 @@ def launch_extent(f: KernelFacts, e: Expr, axis: str = "x", depth: int = 0) -> E
         return e
     if isinstance(e, Name):
         b = f.binding(e)
-        if b is not None and b.init is not None and not b.assignments and not b.pointer and b.param is None:
+        if b is not None and b.init is not None and not b.assignments and not b.pointer and b.param is None \
+                and not b.persistent and f.keeps_init(b):
             return launch_extent(f, b.init, axis, depth + 1)
         if axis != "x" and b is not None and not b.pointer and b.type != "dim3" and f.integer_kind(e) is not None:
             return Num(1)

@@ -8,8 +8,9 @@ the first checked candidate still ahead of the rest is proposed. When no templat
 every template candidate was tried, the generic tiers propose their rewrites: the row tier
 (rowwarp.py: a kernel that gives each thread one row, rewritten to give each warp one row) and
 the column tier (colsplit.py: a thread-per-item reduction read coalesced, shared by several
-threads per item) and the remap tier (remap.py: a thread-per-element kernel whose index split
-puts neighbouring threads a row apart, split the other way).
+threads per item), the remap tier (remap.py: a thread-per-element kernel whose index split
+puts neighbouring threads a row apart, split the other way) and the axis tier (axes.py: a kernel
+of 2-D or 3-D blocks whose x axis walks the slow index, its x and fast axes swapped).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .families import BY_NAME
 from .probe import ResourceProbe
 from .ranking import History, Ranked, rank, rescore, sm_count
 from .colsplit import column_split_rewrites
+from .axes import axis_rewrites
 from .remap import remap_rewrites
 from .rowwarp import Rewrite, row_warp_rewrites
 from .templates import Template, load_templates
@@ -108,8 +110,9 @@ class OfflineOptimizer:
             rows, rows_refused = row_warp_rewrites(analysis.part, harness, preamble)
             columns, columns_refused = column_split_rewrites(analysis.part, harness, preamble)
             remaps, remaps_refused = remap_rewrites(analysis.part, harness, preamble)
-            kept, refused = [], rows_refused + columns_refused + remaps_refused
-            for rewrite in rows + columns + remaps:
+            swaps, swaps_refused = axis_rewrites(analysis.part, harness, preamble)
+            kept, refused = [], rows_refused + columns_refused + remaps_refused + swaps_refused
+            for rewrite in rows + columns + remaps + swaps:
                 clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
                 if clash:
                     refused.append(f"{rewrite.label}: its code calls {clash[0]}, which the program declares itself")

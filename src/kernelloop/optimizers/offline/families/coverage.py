@@ -22,7 +22,7 @@ from ..conditions import exact_literals, loop_bound, loop_start, loop_step, uppe
 from ..facts import Access, KernelFacts
 from ..launcher import Binder, extent_reaches, launch_extent
 from ..symbolic import Poly, is_uniform
-from ..syntax import Expr
+from ..syntax import Binary, Call, Cast, Expr, Index, Unary
 
 
 def says_only_bounds(f: KernelFacts, cond: Expr, holds: bool, bounds: list[tuple[Poly, Poly]]) -> bool:
@@ -131,3 +131,56 @@ def covers_range(f: KernelFacts, binder: Binder, accesses: list[Access],
             return got
         reach.divides += got.divides
     return reach
+
+
+# The largest element count a 32-bit signed index reaches without wrapping.
+_INT32_ELEMENTS = 2**31 - 1
+
+
+def _index_parts(f: KernelFacts, e: Expr, depth: int = 0):
+    """The integer expressions an access's address is computed from: `x[i]`'s i, and the offsets
+    of pointer arithmetic behind its base (`x = in + row * cols`)."""
+    if depth > 16:
+        return
+    e = f.resolve(e)
+    while isinstance(e, Cast):
+        e = e.operand
+    if isinstance(e, Index):
+        yield e.index
+        yield from _index_parts(f, e.base, depth + 1)
+    elif isinstance(e, Unary) and e.op in ("*", "&"):
+        yield from _index_parts(f, e.operand, depth + 1)
+    elif isinstance(e, Call) and e.args:
+        yield from _index_parts(f, e.args[0], depth + 1)
+    elif isinstance(e, Binary) and e.op in ("+", "-"):
+        for side in (e.left, e.right):
+            if f.poly(side) is None:
+                yield from _index_parts(f, side, depth + 1)  # the pointer
+            else:
+                yield side
+
+
+def index_width(f: KernelFacts, binder: Binder, accesses: list[Access], extents: list[Poly]) -> list[str] | str:
+    """Run-time conditions under which the baseline's index arithmetic is exact. A template indexes
+    in 64 bits; a baseline that computes an address in 32 bits (`int idx = row * cols + col`) wraps
+    past 2^31 elements, inside the templates' size range: a signed wrap is undefined, an unsigned one
+    another element. There the candidate launches the baseline (red team round 113 (f): a stencil
+    exact to 46340 x 46340, wrapping at 50000 x 50000). EXTENTS: the element counts the accesses
+    reach, in the kernel's terms."""
+    narrow = False
+    for a in accesses:
+        for part in _index_parts(f, a.node):
+            kind = f.integer_kind(part)
+            narrow = narrow or kind is None or kind[0] < 64
+    if not narrow:
+        return []
+    out: list[str] = []
+    for extent in extents:
+        terms = []
+        for monomial, coef in extent.terms:  # each factor widened before it is multiplied
+            factors = [binder.int_text(Poly.atom(a)) for a in monomial]
+            if any(t is None for t in factors):
+                return "indexes in 32 bits with sizes the candidate cannot bound"
+            terms.append(" * ".join([*([f"{coef}LL"] if coef != 1 else []), *(f"(long long)({t})" for t in factors)]))
+        out.append(f"{' + '.join(terms)} <= {_INT32_ELEMENTS}LL")
+    return list(dict.fromkeys(out))

@@ -17,7 +17,7 @@ from ..facts import KernelFacts, ScalarAssign
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
 from ..syntax import Binary, Call, Expr, Name, Num, Unary, call_name, to_c
-from .coverage import covers_range
+from .coverage import covers_range, index_width
 from .base import (
     Config,
     Match,
@@ -239,8 +239,9 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("reads more than the two operands")
     # the template writes every element below M x N: so must the baseline, at every size
     reach = covers_range(f, binder, param_arrays(f), [(row, M), (col, n_stride)])
-    if isinstance(reach, str):
-        return no(reach)
+    exact = index_width(f, binder, param_arrays(f), [M * K, K * n_stride, M * n_stride])
+    if isinstance(reach, str) or isinstance(exact, str):
+        return no(reach if isinstance(reach, str) else str(exact))
     mapped = role_texts(binder, {"A": A, "B": B, "C": C}, {"M": M, "N": n_stride, "K": K})
     if isinstance(mapped, str):
         return no(mapped)
@@ -259,7 +260,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
                  detail=f"C[r*N + c] = {stored}, the sum over k < K of {a_read} * {b_read} "
                         f"(A={A.name}, B={B.name}, C={C.name}, M={M}, N={n_stride}, K={K})",
-                 polys={"M": M, "N": n_stride, "K": K}, conditions=reach.divides,
+                 polys={"M": M, "N": n_stride, "K": K}, conditions=reach.divides + exact,
                  placeholders={"EPI_FIELDS": fields, "EPILOGUE": epilogue,
                                "EPI_PARAMS": "".join(f", float kl_e{i}" for i in range(len(scalars))),
                                "EPI_ARGS": "".join(f", kl_e{i}" for i in range(len(scalars))),

@@ -14,7 +14,7 @@ from ..facts import Access, Binding, Context, KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
 from ..syntax import Binary, Call, Expr, Num, call_name
-from .coverage import covers_range
+from .coverage import covers_range, index_width
 from .base import (
     Config,
     Match,
@@ -184,15 +184,16 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("not fp32 arrays")
     # the template writes every row below rows: so must the baseline, at every size
     reach = covers_range(f, binder, stores, [(row, rows)])  # the max may be taken under any test
-    if isinstance(reach, str):
-        return no(reach)
+    exact = index_width(f, binder, reads + stores, [rows * cols])
+    if isinstance(reach, str) or isinstance(exact, str):
+        return no(reach if isinstance(reach, str) else str(exact))
     mapped = role_texts(binder, {"in": X, "out": Y}, {"rows": rows, "cols": cols})
     if isinstance(mapped, str):
         return no(mapped)
     roles, described = mapped
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
                  detail=f"{Y.name}[r][c] = exp({X.name}[r][c] - max) / sum (rows={rows}, cols={cols})",
-                 polys={"rows": rows, "cols": cols}, conditions=reach.divides)
+                 polys={"rows": rows, "cols": cols}, conditions=reach.divides + exact)
 
 
 def configs(m: Match, sms: int) -> list[Config]:

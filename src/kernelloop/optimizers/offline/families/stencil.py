@@ -16,7 +16,7 @@ from ..facts import Access, Binding, KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
 from ..syntax import Call, Expr, Index, Member, Name, Num, ParseError, Unary, call_name, to_c, walk_expr
-from .coverage import launch_reaches
+from .coverage import index_width, launch_reaches
 from .base import (
     Config,
     Match,
@@ -142,6 +142,9 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         if isinstance(reach, str):
             return no(reach)
         divides += reach.divides
+    exact = index_width(f, binder, reads + stores, [rows * cols])
+    if isinstance(exact, str):
+        return no(exact)
     mapped = role_texts(binder, {"in": X, "out": Y}, {"rows": rows, "cols": cols})
     if isinstance(mapped, str):
         return no(mapped)
@@ -151,7 +154,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     m = Match(NAME, f.sig.name, binder.launcher, roles, described, {},
               detail=f"{loads}-load 3x3 stencil of {X.name} into {Y.name}, one-cell border "
                      f"(rows={rows}, cols={cols})",
-              polys={"rows": rows, "cols": cols}, conditions=divides)
+              polys={"rows": rows, "cols": cols}, conditions=divides + exact)
     m.placeholders["INTERIOR_VALUE"] = interior_text
     m.placeholders["BOUNDARY_VALUE"] = border_text
     return m

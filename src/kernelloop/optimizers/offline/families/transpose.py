@@ -17,7 +17,7 @@ from ..conditions import loop_bound, loop_start, loop_var_atom, upper_bound
 from ..facts import KernelFacts
 from ..launcher import Binder
 from ..symbolic import Poly, is_uniform
-from .coverage import covers_range
+from .coverage import covers_range, index_width
 from .base import (
     Config,
     Match,
@@ -87,8 +87,9 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("no guards row < rows and col < cols matching the strides")
     # the template writes every element below rows x cols: so must the baseline, at every size
     reach = covers_range(f, binder, [store, reads[0]], [(guard_r, rows_p), (guard_c, cols_p)])
-    if isinstance(reach, str):
-        return no(reach)
+    exact = index_width(f, binder, [store, reads[0]], [rows_p * cols_p])
+    if isinstance(reach, str) or isinstance(exact, str):
+        return no(reach if isinstance(reach, str) else str(exact))
     Y = store.array
     if not (is_float_pointer(X) and is_float_pointer(Y, writable=True)) or X is Y:
         return no("not an out-of-place fp32 transpose")
@@ -100,7 +101,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
                  detail=f"{Y.name}[c*rows + r] = {X.name}[r*cols + c] (rows={rows_p}, cols={cols_p})"
                         + (", several rows per thread through a fixed loop" if counter else "")
                         + (", no guards: the grid covers the matrix" if unguarded else ""),
-                 polys={"rows": rows_p, "cols": cols_p}, conditions=reach.divides)
+                 polys={"rows": rows_p, "cols": cols_p}, conditions=reach.divides + exact)
 
 
 _COUNTER = "t:loop"  # the loop counter, read as part of a thread coordinate

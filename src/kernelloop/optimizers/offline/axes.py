@@ -1,0 +1,144 @@
+"""The axis tier: a kernel of two- or three-dimensional blocks whose x thread axis walks its
+arrays' slow index gets that axis swapped with the one that walks the fast index.
+
+`row = blockIdx.x * blockDim.x + threadIdx.x; col = blockIdx.y * blockDim.y + threadIdx.y;
+out[row * cols + col] = ...`: the 32 threads of a warp take consecutive `threadIdx.x`, so every
+warp's access touches 32 elements a row apart, one memory sector each. The rewrite is a renaming:
+a copy of the kernel reads `threadIdx.y` where it read `threadIdx.x` and the other way round (the
+same for blockIdx, blockDim and gridDim), and is launched with the grid's and the block's x and y
+swapped. Every thread then computes what the thread with the swapped coordinates computed before,
+the blocks hold the same threads, and a warp now takes consecutive `col`s.
+
+Taken only where the renaming keeps the kernel's meaning: nothing in it depends on which threads
+share a warp (no warp intrinsics, `warpSize`, `volatile` warp-synchronous code or inline
+assembly), and every use of a built-in is in its own text (no macro or device function of the
+program reads one). The baseline's kernel and launch stay for launches the swapped one cannot
+make (a grid of more than 65535 blocks along x, which would be the new y; along z, a block of
+more than 64 threads along x). The verifier decides whether the result is the same and faster.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...program.macros import program_macros
+from ...program.scanner import split_top_level, strip_comments
+from .facts import collect_facts
+from .launcher import EditablePart, launch_extent, read_editable
+from .rowwarp import LaunchSite, NotARowKernel, Rewrite, tier_rewrites
+from .symbolic import Poly
+
+_BUILTIN = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)(\s*\.\s*)([xyz])\b")
+# what depends on which threads share a warp, or hides what the code does
+_WARP_BOUND = re.compile(r"\b(?:__shfl\w*|__ballot\w*|__any\w*|__all\w*|__activemask|__syncwarp|__match_\w*|"
+                         r"__reduce_\w*_sync|warpSize|volatile|asm|cooperative_groups|__lanemask\w*)\b")
+_LIMITS = {"y": 65535, "z": 65535}  # blocks a grid may have along y and z
+_BLOCK_LIMITS = {"y": 1024, "z": 64}  # threads a block may have along y and z
+
+
+def _coefficient(offset: Poly, atom: str) -> Poly:
+    """The part of OFFSET that moves with ATOM (its coefficient, where ATOM appears once)."""
+    terms: dict[tuple[str, ...], int] = {}
+    for m, c in offset.terms:
+        if m.count(atom) == 1:
+            rest = tuple(a for a in m if a != atom)
+            terms[rest] = terms.get(rest, 0) + c
+    return Poly._from(terms)
+
+
+def fast_axis(site: LaunchSite) -> str:
+    """The thread axis (y or z) that walks the fast index of every store, where x walks a slower
+    one; raises NotARowKernel where the swap would not help or may change the kernel's meaning."""
+    fn = site.kernel
+    text = strip_comments(fn.item.text)
+    if site.verified_instantiation is not None:
+        raise NotARowKernel("is launched by a template launcher (the axis tier rewrites plain launchers)")
+    if (found := _WARP_BOUND.search(text)) is not None:
+        raise NotARowKernel(f"uses {found.group(0)}, which depends on which threads share a warp")
+    # where its stores go says whether the swap helps (its meaning does not depend on reading them)
+    facts = collect_facts(fn.sig, fn.body)
+    stores = [a for a in facts.accesses if a.kind in ("store", "atomic") and a.array is not None
+              and a.array.param is not None]
+    if not stores or any(a.offset is None for a in stores):
+        raise NotARowKernel("has no store, or a store whose index is not read as a polynomial")
+    x = [_coefficient(a.offset, "threadIdx.x") for a in stores]  # type: ignore[arg-type]
+    if any(c == Poly.const(1) or c.is_zero for c in x):
+        raise NotARowKernel("already gives neighbouring threads along x neighbouring elements (or the same one)")
+    for axis in ("y", "z"):
+        if all(_coefficient(a.offset, f"threadIdx.{axis}") == Poly.const(1) for a in stores):  # type: ignore[arg-type]
+            return axis
+    raise NotARowKernel("has no thread axis that walks the fast index of every store")
+
+
+def _reads_builtins_elsewhere(site: LaunchSite, preamble: str) -> str | None:
+    """A macro or a device function the kernel uses that reads a built-in: the renaming would not
+    reach it."""
+    fn = site.kernel
+    editable = "\n".join(item.text for item in site.part.items)
+    macros = program_macros(preamble, editable)
+    for name in sorted(macros.names_in(fn.item.text)):
+        macro = macros.defined.get(name)
+        if macro is None or _BUILTIN.search(macro.body):
+            return f"uses the macro {name}, which may read a thread's coordinates"
+    frozen = read_editable(preamble, "", []) if preamble.strip() else None
+    functions = {**(frozen.functions if frozen else {}), **site.part.functions}
+    calls = {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\s*(?:<[^<>()]*>)?\s*\(", strip_comments(fn.item.text))}
+    for name in sorted(calls - {fn.name}):
+        callee = functions.get(name)
+        if callee is not None and _BUILTIN.search(strip_comments(callee.item.text)):
+            return f"calls {name}, which reads a thread's coordinates"
+    return None
+
+
+def swapped_kernel(site: LaunchSite, axis: str, name: str) -> str:
+    """A copy of the kernel, named NAME, with the x and AXIS built-ins swapped."""
+    text = strip_comments(site.kernel.item.text)
+    swap = {"x": axis, axis: "x"}
+    renamed = _BUILTIN.sub(lambda m: f"{m.group(1)}{m.group(2)}{swap.get(m.group(3), m.group(3))}", text)
+    return re.sub(rf"\b{re.escape(site.kernel.name)}\b", name, renamed, count=1)
+
+
+def _swap(dim: str, axis: str) -> str:
+    parts = {"x": f"{dim}.x", "y": f"{dim}.y", "z": f"{dim}.z"}
+    parts["x"], parts[axis] = parts[axis], parts["x"]
+    return f"dim3({parts['x']}, {parts['y']}, {parts['z']})"
+
+
+def launch_text(statement: str, kernel: str, copy: str, axis: str) -> str:
+    """The launch statement as written, run as the swapped copy where its grid and block allow,
+    else as it was; the configuration evaluated once."""
+    start, end = statement.index("<<<"), statement.index(">>>")
+    config = split_top_level(statement[start + 3:end])
+    rest = "".join(f", {c.strip()}" for c in config[2:])
+    head, tail = statement[:start], statement[end + 3:]
+    fits = f"kl_grid.x <= {_LIMITS[axis]}u && kl_block.x <= {_BLOCK_LIMITS[axis]}u"
+    swapped_head = re.sub(rf"\b{re.escape(kernel)}\b", copy, head, count=1)
+    return (f"{{ const dim3 kl_grid = dim3({config[0].strip()}); const dim3 kl_block = dim3({config[1].strip()}); "
+            f"if ({fits}) {swapped_head}<<<{_swap('kl_grid', axis)}, {_swap('kl_block', axis)}{rest}>>>{tail} "
+            f"else {head}<<<kl_grid, kl_block{rest}>>>{tail} }}")
+
+
+def axis_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
+    """A rewrite for every launch of a kernel whose x axis the axis tier may swap (tier_rewrites)."""
+    def rewrites_of(site: LaunchSite) -> list[Rewrite]:
+        name = site.kernel.name
+        if (why := _reads_builtins_elsewhere(site, preamble)) is not None:
+            raise NotARowKernel(why)
+        axis = fast_axis(site)
+        lau = next((x for x in part.launchers if x.fn is site.launcher), None)
+        launch = site.stmt.expr
+        block = None if lau is None else lau.facts.poly(launch_extent(lau.facts, launch.config[1], axis))  # type: ignore[attr-defined]
+        if block is not None and block.is_const and block.const_value <= 1:
+            raise NotARowKernel(f"is launched with one thread along {axis}: swapping gives a warp no neighbours")
+        copy = f"{name}_kl_axes"
+        body = site.launcher.item.text[len(site.launcher.head):]
+        start, end = site.stmt.span
+        kernel_text = site.kernel.item.text.rstrip("\n") + "\n\n" + swapped_kernel(site, axis, copy)
+        return [Rewrite(
+            label=f"axis tier: {name} with its x and {axis} thread axes swapped",
+            source=site.assemble(kernel_text, launch_text(body[start:end], name, copy, axis)),
+            kernel=name, launcher=site.launcher.name,
+            detail=f"kernel {name} walked its arrays' slow index with threadIdx.x and the fast one with "
+                   f"threadIdx.{axis}; a copy with the two axes swapped, launched with the grid's and the block's "
+                   f"x and {axis} swapped, computes the same elements, a warp on neighbouring ones")]
+    return tier_rewrites(part, harness, preamble, "axis", rewrites_of)

@@ -1,0 +1,119 @@
+"""The axis tier (optimizers/offline/axes.py): a kernel of 2-D or 3-D blocks whose x thread axis
+walks its arrays' slow index gets a copy with x and the fast axis swapped, launched with the
+grid's and block's axes swapped where that launch is legal, the baseline's launch otherwise. Taken
+only where the renaming keeps the kernel's meaning."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kernelloop.optimizers.base import NoMoreCandidates
+from kernelloop.optimizers.offline.optimizer import OfflineOptimizer
+from kernelloop.program.init import InitSpec, generate
+from kernelloop.program.scanner import strip_comments
+
+from .conftest import FIXTURES
+from .test_offline_optimizer import request_for
+
+AXES = FIXTURES / "axes"
+TONEMAP = (AXES / "image_tonemap_rows.cu").read_text()
+VOLUME = (AXES / "volume_threshold_zslow.cu").read_text()
+TONEMAP_SPEC = InitSpec(values={"height": ["4096", "1001"], "width": ["4096", "777"], "exposure": ["1.5", "0.7"]},
+                        counts={"hdr": "height * width", "ldr": "height * width", "gain": "width"})
+VOLUME_SPEC = InitSpec(values={"depth": ["256", "37"], "height": ["256", "41"], "width": ["256", "53"],
+                               "lo": ["0.1", "0.2"], "hi": ["0.9", "0.8"]},
+                       counts={"in": "depth * height * width", "out": "depth * height * width"})
+
+
+def _program(text: str, spec: InitSpec, name: str) -> str:
+    return generate(text, spec, name).program
+
+
+def _proposal(program: str):
+    opt = OfflineOptimizer(cache_dir=Path(tempfile.mkdtemp(prefix="kl-axes-")))
+    return opt.propose(request_for(program, "baseline"))
+
+
+def _refusal(program: str) -> str:
+    try:
+        proposal = _proposal(program)
+    except NoMoreCandidates as exc:
+        return str(exc)
+    assert "axis tier" not in proposal.approach, proposal.approach
+    return ""
+
+
+@pytest.mark.parametrize("text, spec, name, axis", [
+    (TONEMAP, TONEMAP_SPEC, "image_tonemap_rows.cu", "y"),
+    (VOLUME, VOLUME_SPEC, "volume_threshold_zslow.cu", "z"),
+])
+def test_the_x_axis_on_the_slow_index_is_swapped_with_the_fast_one(text, spec, name, axis):
+    proposal = _proposal(_program(text, spec, name))
+    assert proposal.approach.startswith("axis tier:") and f"x and {axis} thread axes swapped" in proposal.approach
+    kernel = re.search(r"__global__ void (\w+)_kl_axes\(.*?\n}\n", proposal.source, re.S)
+    assert kernel, proposal.source
+    original = re.search(rf"__global__ void {kernel.group(1)}\(.*?\n}}\n", proposal.source, re.S).group(0)
+    swapped = {"x": axis, axis: "x"}
+    expected = re.sub(r"\b(threadIdx|blockIdx|blockDim|gridDim)\.([xyz])\b",
+                      lambda m: f"{m.group(1)}.{swapped.get(m.group(2), m.group(2))}", original)
+
+    def code(t: str) -> list[str]:  # the copy is written without the comments
+        return [line.rstrip() for line in strip_comments(t).splitlines()]
+
+    assert code(kernel.group(0)) == code(expected.replace(f"{kernel.group(1)}(", f"{kernel.group(1)}_kl_axes(", 1))
+    # the swapped launch where it is legal, the baseline's otherwise, the configuration read once
+    limit = "kl_grid.x <= 65535u && kl_block.x <= " + ("1024u" if axis == "y" else "64u")
+    assert limit in proposal.source
+    assert f"else {kernel.group(1)}<<<kl_grid, kl_block>>>" in proposal.source
+
+
+_SHUFFLE = TONEMAP.replace("  ldr[y * width + x] = l / (1.0f + l);",
+                           "  l += 0.0f * __shfl_xor_sync(0xffffffffu, l, 1);\n  ldr[y * width + x] = l / (1.0f + l);")
+_MACRO = TONEMAP.replace("#include <cstdio>", "#include <cstdio>\n#define ROW (blockIdx.x * blockDim.x + threadIdx.x)") \
+    .replace("int y = blockIdx.x * blockDim.x + threadIdx.x;", "int y = ROW;")
+_HELPER = TONEMAP.replace("__global__ void tonemap_kernel", "__device__ int row_of() { return blockIdx.x * blockDim.x + "
+                          "threadIdx.x; }\n\n__global__ void tonemap_kernel") \
+    .replace("int y = blockIdx.x * blockDim.x + threadIdx.x;", "int y = row_of();")
+_COALESCED = TONEMAP.replace("int y = blockIdx.x * blockDim.x + threadIdx.x;   // row",
+                             "int y = blockIdx.y * blockDim.y + threadIdx.y;   // row") \
+    .replace("int x = blockIdx.y * blockDim.y + threadIdx.y;   // column",
+             "int x = blockIdx.x * blockDim.x + threadIdx.x;   // column") \
+    .replace("dim3 grid((height + block.x - 1) / block.x, (width + block.y - 1) / block.y);",
+             "dim3 grid((width + block.x - 1) / block.x, (height + block.y - 1) / block.y);")
+_FLAT_BLOCK = TONEMAP.replace("dim3 block(16, 16);", "dim3 block(256, 1);")
+
+
+@pytest.mark.parametrize("text, words", [
+    (_SHUFFLE, "axis tier: kernel tonemap_kernel uses __shfl_xor_sync"),
+    (_MACRO, "ROW"),  # the analysis does not read the kernel at all: no tier rewrites it
+    (_HELPER, "axis tier: kernel tonemap_kernel calls row_of"),
+    (_COALESCED, "axis tier: kernel tonemap_kernel already gives neighbouring threads"),
+    (_FLAT_BLOCK, "axis tier: kernel tonemap_kernel is launched with one thread along y"),
+], ids=["warp-shuffle", "macro-reads-builtin", "helper-reads-builtin", "already-coalesced", "one-thread-along-y"])
+def test_a_kernel_whose_meaning_or_gain_the_swap_cannot_keep_is_refused(text, words):
+    reason = _refusal(_program(text, TONEMAP_SPEC, "image_tonemap_rows.cu"))
+    assert words in reason, reason
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("text, spec, name", [(TONEMAP, TONEMAP_SPEC, "image_tonemap_rows.cu"),
+                                              (VOLUME, VOLUME_SPEC, "volume_threshold_zslow.cu")])
+def test_the_axis_candidate_passes_the_static_gates(text, spec, name):
+    from kernelloop.config import Settings
+    from kernelloop.program.split import candidate_editable_part, split_program
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+
+    from .conftest import shared_cache_dir
+
+    program = _program(text, spec, name)
+    split = split_program(program, name)
+    editable, _ = candidate_editable_part(_proposal(program).source, split)
+    result = static_gates(split, editable, arch="sm_86", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert not result.violations, [v.describe() for v in result.violations]
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
