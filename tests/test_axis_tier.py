@@ -85,6 +85,8 @@ _COALESCED = TONEMAP.replace("int y = blockIdx.x * blockDim.x + threadIdx.x;   /
     .replace("dim3 grid((height + block.x - 1) / block.x, (width + block.y - 1) / block.y);",
              "dim3 grid((width + block.x - 1) / block.x, (height + block.y - 1) / block.y);")
 _FLAT_BLOCK = TONEMAP.replace("dim3 block(16, 16);", "dim3 block(256, 1);")
+_ALIAS = TONEMAP.replace("  int y = blockIdx.x * blockDim.x + threadIdx.x;   // row",
+                         "  const uint3 t = threadIdx;\n  int y = blockIdx.x * blockDim.x + t.x;   // row")
 
 
 @pytest.mark.parametrize("text, words", [
@@ -117,3 +119,16 @@ def test_the_axis_candidate_passes_the_static_gates(text, spec, name):
                           toolchain=find_toolchain())
     assert not result.violations, [v.describe() for v in result.violations]
     assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+
+
+def test_a_built_in_read_whole_is_refused_by_the_tier_itself():
+    # the analysis refuses this kernel already (a uint3 local); the tier does not rely on that
+    from kernelloop.optimizers.offline.axes import fast_axis
+    from kernelloop.optimizers.offline.launcher import read_editable
+    from kernelloop.optimizers.offline.rowwarp import NotARowKernel, launch_sites
+    from kernelloop.program.split import split_program
+
+    split = split_program(_program(_ALIAS, TONEMAP_SPEC, "image_tonemap_rows.cu"), "image_tonemap_rows.cu")
+    (site,) = launch_sites(read_editable(split.editable, split.harness, split.exported), split.harness, split.preamble)
+    with pytest.raises(NotARowKernel, match=r"reads a built-in other than through its \.x"):
+        fast_axis(site)

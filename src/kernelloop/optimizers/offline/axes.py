@@ -29,6 +29,7 @@ from .rowwarp import LaunchSite, NotARowKernel, Rewrite, tier_rewrites
 from .symbolic import Poly
 
 _BUILTIN = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)(\s*\.\s*)([xyz])\b")
+_BUILTIN_NAME = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
 # what depends on which threads share a warp, or hides what the code does
 _WARP_BOUND = re.compile(r"\b(?:__shfl\w*|__ballot\w*|__any\w*|__all\w*|__activemask|__syncwarp|__match_\w*|"
                          r"__reduce_\w*_sync|warpSize|volatile|asm|cooperative_groups|__lanemask\w*)\b")
@@ -55,6 +56,9 @@ def fast_axis(site: LaunchSite) -> str:
         raise NotARowKernel("is launched by a template launcher (the axis tier rewrites plain launchers)")
     if (found := _WARP_BOUND.search(text)) is not None:
         raise NotARowKernel(f"uses {found.group(0)}, which depends on which threads share a warp")
+    if len(_BUILTIN_NAME.findall(text)) != len(_BUILTIN.findall(text)):
+        # `const uint3 t = threadIdx;`, `(&threadIdx)->x`: a component the renaming would not reach
+        raise NotARowKernel("reads a built-in other than through its .x, .y or .z")
     # where its stores go says whether the swap helps (its meaning does not depend on reading them)
     facts = collect_facts(fn.sig, fn.body)
     stores = [a for a in facts.accesses if a.kind in ("store", "atomic") and a.array is not None
