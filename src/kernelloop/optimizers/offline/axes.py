@@ -14,17 +14,19 @@ share a warp (no warp intrinsics, `warpSize`, `volatile` warp-synchronous code o
 assembly), and every use of a built-in is in its own text (no macro or device function of the
 program reads one). The baseline's kernel and launch stay for launches the swapped one cannot
 make (a grid of more than 65535 blocks along x, which would be the new y; along z, a block of
-more than 64 threads along x). The verifier decides whether the result is the same and faster.
+more than 64 threads along x), and run where the baseline's own launch is not legal, so both fail
+alike. The checks read the kernel with the program's macros expanded, and it may call only math,
+loads, atomics, barriers and the program's pure helpers. The verifier decides whether the result is the same and faster.
 """
 
 from __future__ import annotations
 
 import re
 
-from ...program.macros import program_macros
+from ...program.macros import expand, program_macros
 from ...program.scanner import split_top_level, strip_comments
-from .facts import collect_facts
-from .launcher import EditablePart, launch_extent, read_editable
+from .facts import ATOMICS, PURE_FUNCTIONS, collect_facts
+from .launcher import EditablePart, launch_extent
 from .rowwarp import LaunchSite, NotARowKernel, Rewrite, tier_rewrites
 from .symbolic import Poly
 
@@ -32,7 +34,9 @@ _BUILTIN = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)(\s*\.\s*)([xyz])
 _BUILTIN_NAME = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
 # what depends on which threads share a warp, or hides what the code does
 _WARP_BOUND = re.compile(r"\b(?:__shfl\w*|__ballot\w*|__any\w*|__all\w*|__activemask|__syncwarp|__match_\w*|"
-                         r"__reduce_\w*_sync|warpSize|volatile|asm|cooperative_groups|__lanemask\w*)\b")
+                         r"__reduce_\w*_sync|warpSize|volatile|asm|cooperative_groups|__lanemask\w*|"
+                         r"thread_block\w*|tiled_partition|coalesced_threads|this_thread_block|this_grid|"
+                         r"grid_group|thread_rank|thread_index|group_index|meta_group_\w*)\b")
 _LIMITS = {"y": 65535, "z": 65535}  # blocks a grid may have along y and z
 _BLOCK_LIMITS = {"y": 1024, "z": 64}  # threads a block may have along y and z
 
@@ -51,14 +55,8 @@ def fast_axis(site: LaunchSite) -> str:
     """The thread axis (y or z) that walks the fast index of every store, where x walks a slower
     one; raises NotARowKernel where the swap would not help or may change the kernel's meaning."""
     fn = site.kernel
-    text = strip_comments(fn.item.text)
     if site.verified_instantiation is not None:
         raise NotARowKernel("is launched by a template launcher (the axis tier rewrites plain launchers)")
-    if (found := _WARP_BOUND.search(text)) is not None:
-        raise NotARowKernel(f"uses {found.group(0)}, which depends on which threads share a warp")
-    if len(_BUILTIN_NAME.findall(text)) != len(_BUILTIN.findall(text)):
-        # `const uint3 t = threadIdx;`, `(&threadIdx)->x`: a component the renaming would not reach
-        raise NotARowKernel("reads a built-in other than through its .x, .y or .z")
     # where its stores go says whether the swap helps (its meaning does not depend on reading them)
     facts = collect_facts(fn.sig, fn.body)
     stores = [a for a in facts.accesses if a.kind in ("store", "atomic") and a.array is not None
@@ -74,23 +72,43 @@ def fast_axis(site: LaunchSite) -> str:
     raise NotARowKernel("has no thread axis that walks the fast index of every store")
 
 
-def _reads_builtins_elsewhere(site: LaunchSite, preamble: str) -> str | None:
-    """A macro or a device function the kernel uses that reads a built-in: the renaming would not
-    reach it."""
+# What the swapped copy may call: math and conversions, loads, atomics, barriers, and the program's
+# pure helpers (rowwarp.pure_helpers: no built-ins, no memory written, only such calls themselves).
+_CALLABLE = PURE_FUNCTIONS | ATOMICS | frozenset([
+    "__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__threadfence",
+    "__threadfence_block", "__stcs", "__stcg", "__stwt", "__stwb", "make_float2", "make_float4", "make_int2",
+    "make_int4", "make_uint2", "make_uint4", "dim3", "unsigned", "long", "short", "char", "bool", "size_t",
+    "int64_t", "int32_t", "uint32_t", "uint64_t", "reinterpret_cast", "const_cast", "sizeof"])
+_NOT_CALLS = frozenset(["if", "for", "while", "switch", "return", "do", "else", "case", "__launch_bounds__",
+                        "__global__", "__device__", "__host__", "alignas", "decltype"])
+_CALL = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<[^<>()]*>)?\s*\(")
+
+
+def meaning_may_change(site: LaunchSite, preamble: str) -> str | None:
+    """Why swapping the built-ins in the kernel's own text might not rename every read of them, or
+    might change which threads share a warp in a way that matters; None when it cannot. Read with
+    the program's macros expanded (red team round 114: a macro naming a macro that reads blockIdx.x,
+    a device function calling one that does, a warp shuffle in a helper)."""
     fn = site.kernel
+    text = strip_comments(fn.item.text)
     editable = "\n".join(item.text for item in site.part.items)
-    macros = program_macros(preamble, editable)
-    for name in sorted(macros.names_in(fn.item.text)):
-        macro = macros.defined.get(name)
-        if macro is None or _BUILTIN.search(macro.body):
-            return f"uses the macro {name}, which may read a thread's coordinates"
-    frozen = read_editable(preamble, "", []) if preamble.strip() else None
-    functions = {**(frozen.functions if frozen else {}), **site.part.functions}
-    calls = {m.group(1) for m in re.finditer(r"\b([A-Za-z_]\w*)\s*(?:<[^<>()]*>)?\s*\(", strip_comments(fn.item.text))}
-    for name in sorted(calls - {fn.name}):
-        callee = functions.get(name)
-        if callee is not None and _BUILTIN.search(strip_comments(callee.item.text)):
-            return f"calls {name}, which reads a thread's coordinates"
+    expanded = expand(text, program_macros(preamble, editable))
+    if expanded is None:
+        return "uses a macro that cannot be read for sure"
+    if (found := _WARP_BOUND.search(expanded)) is not None:
+        return f"uses {found.group(0)}, which depends on which threads share a warp"
+    own = [(m.group(1), m.group(3)) for m in _BUILTIN.finditer(text)]
+    if len(_BUILTIN_NAME.findall(text)) != len(own):
+        # `const uint3 t = threadIdx;`: a component the renaming would not reach
+        return "reads a built-in other than through its .x, .y or .z"
+    if [(m.group(1), m.group(3)) for m in _BUILTIN.finditer(expanded)] != own or \
+            len(_BUILTIN_NAME.findall(expanded)) != len(own):
+        return "uses a macro that reads or drops a thread's coordinates"
+    body = expanded[expanded.index("{"):] if "{" in expanded else expanded
+    for name in sorted({m.group(1) for m in _CALL.finditer(body)} - _NOT_CALLS):
+        bare = name.removeprefix("::").removeprefix("std::")
+        if bare not in _CALLABLE and name not in site.helpers and bare != fn.name:
+            return f"calls {name}, which may read a thread's coordinates or depend on its warp"
     return None
 
 
@@ -115,7 +133,10 @@ def launch_text(statement: str, kernel: str, copy: str, axis: str) -> str:
     config = split_top_level(statement[start + 3:end])
     rest = "".join(f", {c.strip()}" for c in config[2:])
     head, tail = statement[:start], statement[end + 3:]
-    fits = f"kl_grid.x <= {_LIMITS[axis]}u && kl_block.x <= {_BLOCK_LIMITS[axis]}u"
+    # the swapped launch only where it and the baseline's are both legal (red team round 114: a grid
+    # of 68750 blocks along y failed as the baseline launched it, and ran swapped)
+    fits = (f"kl_grid.x <= {_LIMITS[axis]}u && kl_grid.{axis} <= {_LIMITS[axis]}u && "
+            f"kl_block.x <= {_BLOCK_LIMITS[axis]}u && kl_block.{axis} <= {_BLOCK_LIMITS[axis]}u")
     swapped_head = re.sub(rf"\b{re.escape(kernel)}\b", copy, head, count=1)
     return (f"{{ const dim3 kl_grid = dim3({config[0].strip()}); const dim3 kl_block = dim3({config[1].strip()}); "
             f"if ({fits}) {swapped_head}<<<{_swap('kl_grid', axis)}, {_swap('kl_block', axis)}{rest}>>>{tail} "
@@ -126,7 +147,7 @@ def axis_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
     """A rewrite for every launch of a kernel whose x axis the axis tier may swap (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        if (why := _reads_builtins_elsewhere(site, preamble)) is not None:
+        if (why := meaning_may_change(site, preamble)) is not None:
             raise NotARowKernel(why)
         axis = fast_axis(site)
         lau = next((x for x in part.launchers if x.fn is site.launcher), None)
