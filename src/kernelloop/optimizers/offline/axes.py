@@ -64,7 +64,11 @@ def fast_axis(site: LaunchSite) -> str:
     if not stores or any(a.offset is None for a in stores):
         raise NotARowKernel("has no store, or a store whose index is not read as a polynomial")
     x = [_coefficient(a.offset, "threadIdx.x") for a in stores]  # type: ignore[arg-type]
-    if any(c == Poly.const(1) or c.is_zero for c in x):
+    loads = [a for a in facts.accesses if a.kind == "read" and a.array is not None and a.array.param is not None
+             and a.offset is not None]
+    if any(c == Poly.const(1) or c.is_zero for c in x) or \
+            any(_coefficient(a.offset, "threadIdx.x") == Poly.const(1) for a in loads):  # type: ignore[arg-type]
+        # a transpose reads along x what it writes across: the swap would only move the strided side
         raise NotARowKernel("already gives neighbouring threads along x neighbouring elements (or the same one)")
     for axis in ("y", "z"):
         if all(_coefficient(a.offset, f"threadIdx.{axis}") == Poly.const(1) for a in stores):  # type: ignore[arg-type]
@@ -91,6 +95,8 @@ def meaning_may_change(site: LaunchSite, preamble: str) -> str | None:
     a device function calling one that does, a warp shuffle in a helper)."""
     fn = site.kernel
     text = strip_comments(fn.item.text)
+    if re.search(r"\b__cluster_dims__\b", text):  # a cluster's shape is the grid's, along x (round 115)
+        return "declares __cluster_dims__, whose shape the swap would not carry"
     editable = "\n".join(item.text for item in site.part.items)
     expanded = expand(text, program_macros(preamble, editable))
     if expanded is None:

@@ -11,6 +11,7 @@ early returns, ternaries, short-circuit operands) and the loops around it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from itertools import count
 
@@ -254,13 +255,21 @@ class KernelFacts:
                        for w in writes)
 
     def keeps_init(self, b: Binding) -> bool:
+        return self.keeps_as(b, b.init)
+
+    def keeps_as(self, b: Binding, value: Expr | None) -> bool:
         """Whether a local holds its initializer's value: its declared type is not an integer type,
         or the conversion into it keeps every value (red team round 113: `unsigned short row =
         blockIdx.y * blockDim.y + threadIdx.y` read as the full coordinate, as round 109's explicit
         casts were)."""
-        if b.init is None or integer_of(b.type) is None:
-            return True
-        return self.keeps_value(Cast(b.type, b.init))
+        if value is None or b.pointer or b.type in ("auto", "const auto"):
+            return True  # `auto` keeps the initializer's own type
+        if integer_of(b.type) is not None:
+            return self.keeps_value(Cast(b.type, value))
+        # a type not read as an integer holds the value only where it is known to be no integer at
+        # all: an alias, an enum or a template parameter may be a 16-bit one (red team round 115:
+        # `typedef unsigned short coord_t;`)
+        return not_an_integer(b.type)
 
     def resolve(self, e: Expr, depth: int = 0) -> Expr:
         """`e` with every inlinable local replaced by its value."""
@@ -700,6 +709,15 @@ def _one_comparison(cond: Expr | None) -> bool:
     while isinstance(cond, Cast):
         cond = cond.operand
     return isinstance(cond, Binary) and cond.op in ("<", "<=", ">", ">=", "!=")
+
+
+_NOT_INTEGERS = re.compile(r"(?:float|double|__half|half|__nv_bfloat16|nv_bfloat16|__half2|__nv_bfloat162)[1-4]?|dim3")
+
+
+def not_an_integer(spelled: str) -> bool:
+    """Whether a type as written is known to be no integer (a float, a vector of floats, dim3)."""
+    words = [w for w in spelled.replace("std::", "").split() if w not in ("const", "volatile", "__restrict__")]
+    return len(words) == 1 and _NOT_INTEGERS.fullmatch(words[0]) is not None
 
 
 def integer_of(spelled: str) -> tuple[int, bool] | None:

@@ -354,7 +354,7 @@ def reading_problem(lau: Launcher, names: ProgramNames) -> str | None:
     while todo:
         for x in walk_expr(todo.pop()):
             b = lau.facts.binding(x)
-            if b is None or b.param is not None or not b.inlinable or not lau.facts.keeps_init(b) or b.name in inlined:
+            if b is None or b.param is not None or not b.inlinable or b.name in inlined:
                 continue
             assert b.init is not None
             where = next((declared_at[k] for k, v in lau.facts.declared.items() if v is b and k in declared_at), None)
@@ -402,8 +402,9 @@ def _inlined(e: Expr, names: ProgramNames, lau: Launcher, depth: int) -> Expr:
         return e
     again = lambda x: _inlined(x, names, lau, depth + 1)  # noqa: E731
     if isinstance(e, Name) and (b := lau.facts.binding(e)) is not None and b.param is None and b.init is not None \
-            and b.inlinable and lau.facts.keeps_init(b):
-        return again(b.init)  # a local read through its value (reading_problem: only where that holds)
+            and b.inlinable:
+        value = again(b.init)  # a local read through its value (reading_problem: only where that holds),
+        return value if lau.facts.keeps_as(b, value) else e  # where its type holds that value
     if isinstance(e, Call) and (name := call_name(e)) is not None:
         params, body = None, None
         fn = names.functions.get(name)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ...program.scanner import Item, function_name, scoped_items, strip_comments
 from .cparse import Signature, parse_body, parse_signature
-from .facts import KernelFacts, collect_facts, integer_of
+from .facts import KernelFacts, collect_facts, not_an_integer
 from .symbolic import Poly
 from .syntax import (
     Assign,
@@ -402,8 +402,9 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
         return None  # `(void)unused;`: says a parameter is unused, does nothing
     if isinstance(stmt, ExprStmt) and not calls:
         return "computes something besides the launch"
-    if isinstance(stmt, ExprStmt) and all(n is not None and not n.startswith("cuda") for n in names):
-        lau.unconfirmed.append(stmt)  # what it calls is the program's: read with its names later
+    if isinstance(stmt, ExprStmt) and isinstance(stmt.expr, Call) and call_name(stmt.expr) not in _VALUE_CALLS \
+            and all(n is not None and not n.startswith("cuda") for n in names):
+        lau.unconfirmed.append(stmt)  # a call of the program's own: read with its names later
         return None
     called = ", ".join(sorted(n for n in names if n)) or "nothing"
     return f"does more than launch one kernel (statement calling {called})"
@@ -521,8 +522,9 @@ class Binder:
         that conversion may change it (red team round 113: an `int` handed to `unsigned short rows`
         read as the int)."""
         declared = next((p for p in self.kernel.sig.params if p.name == param), None)
-        if declared is None or declared.pointer or integer_of(declared.base) is None:
+        if declared is None or declared.pointer or not_an_integer(declared.base):
             return arg
+        # a type not read as an integer (an alias, an enum: round 115) may narrow too: the cast stays
         cast = Cast(declared.base, arg)
         return arg if self.launcher.facts.keeps_value(cast) else cast
 

@@ -22,7 +22,7 @@ from ..conditions import exact_literals, loop_bound, loop_start, loop_step, uppe
 from ..facts import Access, KernelFacts
 from ..launcher import Binder, extent_reaches, launch_extent
 from ..symbolic import Poly, is_uniform
-from ..syntax import Binary, Call, Cast, Expr, Index, Unary
+from ..syntax import Binary, Call, Cast, Expr, Index, Unary, walk_expr
 
 
 def says_only_bounds(f: KernelFacts, cond: Expr, holds: bool, bounds: list[tuple[Poly, Poly]]) -> bool:
@@ -160,6 +160,19 @@ def _index_parts(f: KernelFacts, e: Expr, depth: int = 0):
                 yield side
 
 
+def _thread_coordinate(f: KernelFacts, e: Expr) -> bool:
+    """Arithmetic of the built-ins alone (`blockIdx.y * blockDim.y + threadIdx.y`): at most the
+    launch's extent, which the coverage proof ties to the sizes, so it cannot wrap in 32 bits."""
+    p = f.poly(e)
+    if p is None or not p.atoms():
+        return False
+    directions = {a[-1] for a in p.atoms()}
+    # one direction's coordinate (blockIdx.d * blockDim.d + threadIdx.d): a grid's worth of threads
+    # along d; a product with gridDim or across directions (a flattened index) may reach past 2^31
+    return len(directions) == 1 and all(a.startswith(("blockIdx.", "blockDim.", "threadIdx.")) for a in p.atoms()) \
+        and all(len(m) <= 2 for m, _ in p.terms)
+
+
 def index_width(f: KernelFacts, binder: Binder, accesses: list[Access], extents: list[Poly]) -> list[str] | str:
     """Run-time conditions under which the baseline's index arithmetic is exact. A template indexes
     in 64 bits; a baseline that computes an address in 32 bits (`int idx = row * cols + col`) wraps
@@ -170,8 +183,13 @@ def index_width(f: KernelFacts, binder: Binder, accesses: list[Access], extents:
     narrow = False
     for a in accesses:
         for part in _index_parts(f, a.node):
-            kind = f.integer_kind(part)
-            narrow = narrow or kind is None or kind[0] < 64
+            # every step of the arithmetic, not only the outermost type: `(size_t)(row * cols + col)`
+            # multiplies in int before it widens (red team round 115)
+            for step in walk_expr(f.resolve(part)):
+                if (step is part or isinstance(step, Binary) and step.op in ("+", "-", "*", "<<")) \
+                        and not _thread_coordinate(f, step):
+                    kind = f.integer_kind(step)
+                    narrow = narrow or kind is None or kind[0] < 64
     if not narrow:
         return []
     out: list[str] = []
