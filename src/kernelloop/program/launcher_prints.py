@@ -25,13 +25,13 @@ from .numeric_types import element_type
 from .scanner import Item
 
 # function -> (index of the format argument or None, index of the stream argument or None)
-_PRINTING = {
+PRINTING = {
     "printf": (0, None), "fprintf": (1, 0), "puts": (None, None), "perror": (None, None),
     "fputs": (None, 1), "putchar": (None, None), "fputc": (None, 1), "putc": (None, 1), "fflush": (None, 0),
 }
-_STREAMS = {"stdout", "stderr"}
+STREAMS = {"stdout", "stderr"}
 _ERROR_TYPES = {"cudaError_t", "cudaError", "CUresult"}
-_WRITING_CONVERSION = re.compile(r"%[-+ #0'\d.*]*(?:hh|h|ll|l|j|z|t|L)?n")
+WRITING_CONVERSION = re.compile(r"%[-+ #0'\d.*]*(?:hh|h|ll|l|j|z|t|L)?n")
 
 
 def _literal(node) -> bool:
@@ -47,7 +47,7 @@ def _printing_function(src: Source, callee) -> str | None:
     if callee is None or callee.type not in ("identifier", "qualified_identifier"):
         return None
     name = _unqualified(src.text_of(callee))
-    return name if name in _PRINTING else None
+    return name if name in PRINTING else None
 
 
 _STD_QUALIFIED = re.compile(r"(?:(?:::)?std::|::)?(\w+)")
@@ -60,14 +60,14 @@ def _unqualified(text: str) -> str | None:
 
 
 def _movable(src: Source, call) -> bool:
-    format_at, stream_at = _PRINTING[_printing_function(src, call.child_by_field_name("function"))]
+    format_at, stream_at = PRINTING[_printing_function(src, call.child_by_field_name("function"))]
     args = [a for a in call.child_by_field_name("arguments").named_children if a.type != "comment"]
-    if stream_at is not None and (len(args) <= stream_at or _unqualified(src.text_of(args[stream_at])) not in _STREAMS):
+    if stream_at is not None and (len(args) <= stream_at or _unqualified(src.text_of(args[stream_at])) not in STREAMS):
         return False
     if format_at is not None:
         if len(args) <= format_at or not _literal(args[format_at]):
             return False
-        if _WRITING_CONVERSION.search(src.text_of(args[format_at]).replace("%%", "")):
+        if WRITING_CONVERSION.search(src.text_of(args[format_at]).replace("%%", "")):
             return False
     return True
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from ...program.launcher_prints import PRINTING, STREAMS, WRITING_CONVERSION
 from ...program.macros import Macros, expand, program_macros
 from ...program.scanner import strip_comments
 from .cparse import UNKNOWN_NAMES, declared_names, parse_body, parse_expression
@@ -159,28 +160,21 @@ def _library_name(name: str) -> str:
     return name
 
 
-# The C library's printing calls, as an error report makes them: (index of the format argument or
-# None, index of the stream argument or None). Each writes to stdout or stderr and nothing else
-# where its format is a literal without %n (which writes through a pointer argument) and its
-# stream is stdout or stderr: it changes nothing its caller sees.
-_REPORTS = {"printf": (0, None), "fprintf": (1, 0), "puts": (None, None), "perror": (None, None),
-            "fputs": (None, 1), "putchar": (None, None), "fputc": (None, 1), "putc": (None, 1), "fflush": (None, 0)}
-_WRITING_CONVERSION = re.compile(r"%[-+ #0'\d.*]*(?:hh|h|ll|l|j|z|t|L)?n")
-
-
 def _reports_only(call: Call, names: ProgramNames) -> bool:
-    """Whether CALL is a C library printing call that changes nothing its caller sees (_REPORTS)."""
+    """Whether CALL is a C library printing call that changes nothing its caller sees: its format a
+    literal without %n (which writes through a pointer argument), its stream stdout or stderr (the
+    table init's print mover reads, program/launcher_prints.py)."""
     name = _library_name(call_name(call) or "")
-    if name not in _REPORTS or name in names.declared or UNKNOWN_NAMES in names.declared:
+    if name not in PRINTING or name in names.declared or UNKNOWN_NAMES in names.declared:
         return False
-    format_at, stream_at = _REPORTS[name]
+    format_at, stream_at = PRINTING[name]
     if stream_at is not None:
         stream = call.args[stream_at] if len(call.args) > stream_at else None
-        if not (isinstance(stream, Name) and _library_name(stream.id) in ("stdout", "stderr")):
+        if not (isinstance(stream, Name) and _library_name(stream.id) in STREAMS):
             return False
     if format_at is not None:
         fmt = call.args[format_at] if len(call.args) > format_at else None
-        if not isinstance(fmt, Str) or _WRITING_CONVERSION.search(fmt.text.replace("%%", "")):
+        if not isinstance(fmt, Str) or WRITING_CONVERSION.search(fmt.text.replace("%%", "")):
             return False
     return True
 
