@@ -54,7 +54,7 @@ def _refusal(program: str) -> str:
 def test_the_x_axis_on_the_slow_index_is_swapped_with_the_fast_one(text, spec, name, axis):
     proposal = _proposal(_program(text, spec, name))
     assert proposal.approach.startswith("axis tier:") and f"x and {axis} thread axes swapped" in proposal.approach
-    kernel = re.search(r"__global__ void (\w+)_kl_axes\(.*?\n}\n", proposal.source, re.S)
+    kernel = re.search(r"__global__ void (\w+)_kl_rewritten\(.*?\n}\n", proposal.source, re.S)
     assert kernel, proposal.source
     original = re.search(rf"__global__ void {kernel.group(1)}\(.*?\n}}\n", proposal.source, re.S).group(0)
     swapped = {"x": axis, axis: "x"}
@@ -64,12 +64,17 @@ def test_the_x_axis_on_the_slow_index_is_swapped_with_the_fast_one(text, spec, n
     def code(t: str) -> list[str]:  # the copy is written without the comments
         return [line.rstrip() for line in strip_comments(t).splitlines()]
 
-    assert code(kernel.group(0)) == code(expected.replace(f"{kernel.group(1)}(", f"{kernel.group(1)}_kl_axes(", 1))
+    assert code(kernel.group(0)) == code(expected.replace(f"{kernel.group(1)}(", f"{kernel.group(1)}_kl_rewritten(", 1))
     # the swapped launch where it is legal, the baseline's otherwise, the configuration read once
-    block = "1024u" if axis == "y" else "64u"
-    limit = f"kl_grid.x <= 65535u && kl_grid.{axis} <= 65535u && kl_block.x <= {block} && kl_block.{axis} <= {block}"
-    assert limit in proposal.source
-    assert f"else {kernel.group(1)}<<<kl_grid, kl_block>>>" in proposal.source
+    name = kernel.group(1)
+    grid = f"dim3(kl_grid.{axis}, kl_grid.y, kl_grid.x)" if axis == "z" else "dim3(kl_grid.y, kl_grid.x, kl_grid.z)"
+    assert f"{name}_kl_rewritten<<<{grid}, " in proposal.source
+    # both launches checked against the device's limits and the kernels' own
+    assert f"cudaFuncGetAttributes(&kl_attributes, {name})" in proposal.source
+    assert f"cudaFuncGetAttributes(&kl_attributes_new, {name}_kl_rewritten)" in proposal.source
+    assert f"({grid}).x <= 2147483647u && ({grid}).y <= 65535u" not in proposal.source  # per axis, below
+    assert f"({grid}).{axis} >= 1u && ({grid}).{axis} <= 65535u" in proposal.source
+    assert f"else {{ {name}<<<kl_grid, kl_block, kl_shmem>>>" in proposal.source
 
 
 _SHUFFLE = TONEMAP.replace("  ldr[y * width + x] = l / (1.0f + l);",

@@ -99,7 +99,9 @@ def test_a_grid_rounding_down_gets_the_template_only_where_the_tile_divides():
     assert verdict.match.conditions == ["(n) % 16 == 0", "(long long)(n) * (long long)(n) <= 2147483647LL"]
     proposal = _first_proposal(text)
     assert "(n) % 16 == 0" in proposal.source
-    assert "naive_matmul_kernel<<<grid, block>>>(A, B, C, n);" in proposal.source  # the fallback
+    # the fallback: the baseline's launch as written, its configuration evaluated once
+    assert "const dim3 kl_grid = dim3(grid); const dim3 kl_block = dim3(block);" in proposal.source
+    assert "naive_matmul_kernel<<<kl_grid, kl_block, kl_shmem>>>(A, B, C, n);" in proposal.source
 
 
 def test_the_bundled_kernels_need_no_coverage_condition():

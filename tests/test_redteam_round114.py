@@ -33,7 +33,11 @@ def test_a_coordinate_or_warp_read_outside_the_kernels_text_is_refused(folder, w
 
 def test_the_swapped_launch_runs_only_where_the_baselines_is_legal_too():
     source = _first_proposal((ROUND / "b_grid_y_limit" / "baseline.cu").read_text()).source
-    assert "kl_grid.x <= 65535u && kl_grid.y <= 65535u && kl_block.x <= 1024u && kl_block.y <= 1024u" in source
+    # the baseline's launch legal (its grid along y within 65535: the case of the finding) ...
+    assert "(kl_grid).y >= 1u && (kl_grid).y <= 65535u" in source
+    assert "cudaFuncGetAttributes(&kl_attributes, " in source
+    # ... and the swapped one too (its y is the baseline's x)
+    assert "(dim3(kl_grid.y, kl_grid.x, kl_grid.z)).y >= 1u && (dim3(kl_grid.y, kl_grid.x, kl_grid.z)).y <= 65535u" in source
 
 
 _BODY = "  float l = hdr[y * width + x] * exposure * gain[x];"

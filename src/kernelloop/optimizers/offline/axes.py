@@ -24,11 +24,13 @@ from __future__ import annotations
 import re
 
 from ...program.macros import expand, program_macros
-from ...program.scanner import split_top_level, strip_comments
+from ...program.scanner import strip_comments
 from .facts import ATOMICS, PURE_FUNCTIONS, collect_facts
+from .launch_guard import BaselineLaunch
 from .launcher import EditablePart, launch_extent
 from .rowwarp import LaunchSite, NotARowKernel, Rewrite, tier_rewrites
 from .symbolic import Poly
+from .syntax import to_c
 
 _BUILTIN = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)(\s*\.\s*)([xyz])\b")
 _BUILTIN_NAME = re.compile(r"\b(?:threadIdx|blockIdx|blockDim|gridDim)\b")
@@ -37,8 +39,6 @@ _WARP_BOUND = re.compile(r"\b(?:__shfl\w*|__ballot\w*|__any\w*|__all\w*|__active
                          r"__reduce_\w*_sync|warpSize|volatile|asm|cooperative_groups|__lanemask\w*|"
                          r"thread_block\w*|tiled_partition|coalesced_threads|this_thread_block|this_grid|"
                          r"grid_group|thread_rank|thread_index|group_index|meta_group_\w*)\b")
-_LIMITS = {"y": 65535, "z": 65535}  # blocks a grid may have along y and z
-_BLOCK_LIMITS = {"y": 1024, "z": 64}  # threads a block may have along y and z
 
 
 def _coefficient(offset: Poly, atom: str) -> Poly:
@@ -118,12 +118,11 @@ def meaning_may_change(site: LaunchSite, preamble: str) -> str | None:
     return None
 
 
-def swapped_kernel(site: LaunchSite, axis: str, name: str) -> str:
-    """A copy of the kernel, named NAME, with the x and AXIS built-ins swapped."""
+def swapped_kernel(site: LaunchSite, axis: str) -> str:
+    """The kernel with the x and AXIS built-ins swapped."""
     text = strip_comments(site.kernel.item.text)
     swap = {"x": axis, axis: "x"}
-    renamed = _BUILTIN.sub(lambda m: f"{m.group(1)}{m.group(2)}{swap.get(m.group(3), m.group(3))}", text)
-    return re.sub(rf"\b{re.escape(site.kernel.name)}\b", name, renamed, count=1)
+    return _BUILTIN.sub(lambda m: f"{m.group(1)}{m.group(2)}{swap.get(m.group(3), m.group(3))}", text)
 
 
 def _swap(dim: str, axis: str) -> str:
@@ -132,21 +131,17 @@ def _swap(dim: str, axis: str) -> str:
     return f"dim3({parts['x']}, {parts['y']}, {parts['z']})"
 
 
-def launch_text(statement: str, kernel: str, copy: str, axis: str) -> str:
-    """The launch statement as written, run as the swapped copy where its grid and block allow,
-    else as it was; the configuration evaluated once."""
-    start, end = statement.index("<<<"), statement.index(">>>")
-    config = split_top_level(statement[start + 3:end])
-    rest = "".join(f", {c.strip()}" for c in config[2:])
-    head, tail = statement[:start], statement[end + 3:]
-    # the swapped launch only where it and the baseline's are both legal (red team round 114: a grid
-    # of 68750 blocks along y failed as the baseline launched it, and ran swapped)
-    fits = (f"kl_grid.x <= {_LIMITS[axis]}u && kl_grid.{axis} <= {_LIMITS[axis]}u && "
-            f"kl_block.x <= {_BLOCK_LIMITS[axis]}u && kl_block.{axis} <= {_BLOCK_LIMITS[axis]}u")
-    swapped_head = re.sub(rf"\b{re.escape(kernel)}\b", copy, head, count=1)
-    return (f"{{ const dim3 kl_grid = dim3({config[0].strip()}); const dim3 kl_block = dim3({config[1].strip()}); "
-            f"if ({fits}) {swapped_head}<<<{_swap('kl_grid', axis)}, {_swap('kl_block', axis)}{rest}>>>{tail} "
-            f"else {head}<<<kl_grid, kl_block{rest}>>>{tail} }}")
+def swapped_launch(site: LaunchSite, axis: str):
+    """The swapped copy's launch: the baseline's grid and block with x and AXIS swapped (run only
+    where both launches are legal: red team round 114, a grid of 68750 blocks along y failed as the
+    baseline launched it, and ran swapped; see LaunchSite.assemble_beside)."""
+    launch = site.stmt.expr
+    args = ", ".join(to_c(a) for a in launch.args)
+
+    def new_launch(base: BaselineLaunch, kernel: str) -> tuple[str, str, str, list[str]]:
+        grid, block = _swap(base.grid, axis), _swap(base.block, axis)
+        return f"{kernel}<<<{grid}, {block}, {base.shmem}{base.stream}>>>({args});", grid, block, []
+    return new_launch
 
 
 def axis_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
@@ -161,13 +156,9 @@ def axis_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
         block = None if lau is None else lau.facts.poly(launch_extent(lau.facts, launch.config[1], axis))  # type: ignore[attr-defined]
         if block is not None and block.is_const and block.const_value <= 1:
             raise NotARowKernel(f"is launched with one thread along {axis}: swapping gives a warp no neighbours")
-        copy = f"{name}_kl_axes"
-        body = site.launcher.item.text[len(site.launcher.head):]
-        start, end = site.stmt.span
-        kernel_text = site.kernel.item.text.rstrip("\n") + "\n\n" + swapped_kernel(site, axis, copy)
         return [Rewrite(
             label=f"axis tier: {name} with its x and {axis} thread axes swapped",
-            source=site.assemble(kernel_text, launch_text(body[start:end], name, copy, axis)),
+            source=site.assemble_beside(swapped_kernel(site, axis), swapped_launch(site, axis)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} walked its arrays' slow index with threadIdx.x and the fast one with "
                    f"threadIdx.{axis}; a copy with the two axes swapped, launched with the grid's and the block's "

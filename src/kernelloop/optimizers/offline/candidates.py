@@ -18,6 +18,7 @@ from ...program.scanner import in_scope, normalized, strip_comments
 from .cparse import identifiers
 from .families import BY_NAME
 from .families.base import Config, Match
+from .launch_guard import baseline_launch, guarded
 from .launcher import EditablePart
 from .syntax import to_c
 from .templates import Template
@@ -104,33 +105,28 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     body_text = lau.fn.item.text[len(lau.fn.head):]
     own = " ".join(match.zeroing[len(lau.zeroing):])
     sizes = list(dict.fromkeys(match.roles[r] for r in family.INT_ROLES if r in match.roles))
-    if sizes or match.conditions:
-        # The templates count in int; the baseline may count in 64 bits (`size_t n`). Beyond the
-        # templates' range the baseline's own launch runs, as written (red team round 109: a 3 GB
-        # histogram handed to `(int)(n)` counted nothing): right at every size, faster where it fits.
-        # So it does beyond the template's own launch limits, which its `_fits` states (round 110:
-        # 65535 blocks in y, passed by a 600000-row stencil), and where the family's reading of the
-        # baseline holds only under a condition (a grid that rounds down: round 112).
-        clauses = [f"(long long)({v}) >= 1 && (long long)({v}) <= {TEMPLATE_SIZE_LIMIT}LL" for v in sizes]
-        if re.search(rf"\b{prefix}{match.family}_fits\(", body):
-            clauses.append(f"{prefix}{match.family}_fits({', '.join(args)})")
-        clauses += [f"({c})" for c in match.conditions]
-        fits = " && ".join(clauses)
-        call = f"if ({fits}) {{ {own + ' ' if own else ''}{run} }} else {{ {body_text[start:end].strip()} }}"
-    else:
-        call = f"{own + ' ' if own else ''}{run}"
+    # The templates count in int; the baseline may count in 64 bits (`size_t n`). Beyond the
+    # templates' range the baseline's own launch runs, as written (red team round 109: a 3 GB
+    # histogram handed to `(int)(n)` counted nothing): right at every size, faster where it fits.
+    # So it does beyond the template's own launch limits, which its `_fits` states (round 110:
+    # 65535 blocks in y, passed by a 600000-row stencil), where the family's reading of the
+    # baseline holds only under a condition (a grid that rounds down: round 112), and where the
+    # baseline's own launch is not legal (round 116: it writes nothing; see launch_guard).
+    clauses = [f"(long long)({v}) >= 1 && (long long)({v}) <= {TEMPLATE_SIZE_LIMIT}LL" for v in sizes]
+    if re.search(rf"\b{prefix}{match.family}_fits\(", body):
+        clauses.append(f"{prefix}{match.family}_fits({', '.join(args)})")
+    clauses += list(match.conditions)
+    call = guarded(baseline_launch(body_text[start:end].strip(), prefix), f"{own + ' ' if own else ''}{run}",
+                   clauses, prefix)
     launcher_text = _ascii(f"{lau.fn.head.rstrip()} {body_text[:start]}{call}{body_text[end:]}".rstrip())
     if launcher_text is None:
         return "the launcher is not ASCII"
 
-    harness_free = [] if sizes or match.conditions else _kernels_to_drop(part, match)  # the fallback launches the kernel
-    out: list[str] = []
+    out: list[str] = []  # every kernel stays: the fallback launches the baseline's
     for item in part.items:
         if item is lau.fn.item:  # inside the launcher's namespace, where it was
             out.append(in_scope(item, f"// kernelloop offline optimizer: {config.label} (template {template.name})\n"
                                       f"// recognized: {match.detail}\n{body.rstrip()}\n\n{launcher_text}"))
-            continue
-        if any(item is part.functions[k].item for k in harness_free):
             continue
         text = _ascii(in_scope(item))
         if text is None:
@@ -140,20 +136,3 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     if not source.isascii():
         return "the candidate is not ASCII"
     return Candidate(match=match, config=config, template=template, source=source, label=config.label, prefix=prefix)
-
-
-def _kernels_to_drop(part: EditablePart, match: Match) -> list[str]:
-    """Kernels only the rewritten launcher used (not the harness, not another kept item)."""
-    name = match.launcher.kernel
-    if name is None or name not in part.functions:
-        return []
-    kept = [i.text for i in part.items if i is not match.launcher.fn.item and i is not part.functions[name].item]
-    if match.launcher.in_place is not None:  # the launcher's other statements stay: another launch of it too
-        start, end = match.launcher.in_place.span  # type: ignore[attr-defined]
-        body_text = match.launcher.fn.item.text[len(match.launcher.fn.head):]
-        kept.append(match.launcher.fn.head + body_text[:start] + body_text[end:])
-    if any(re.search(rf"\b{re.escape(name)}\b", strip_comments(t)) for t in kept):
-        return []
-    if name in part.harness_launched or name in part.harness_referenced:
-        return []
-    return [name]

@@ -24,8 +24,10 @@ verifier still decides whether the result is the same and faster.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .facts import collect_facts
+from .launch_guard import BaselineLaunch
 from .launcher import EditablePart, Function
 from .rowwarp import (
     ITEM_COUNT,
@@ -35,8 +37,7 @@ from .rowwarp import (
     Rewrite,
     RowPlan,
     apply_edits,
-    item_count_arg,
-    rounded_grid,
+    rounded_launch,
     tier_rewrites,
     with_item_count,
 )
@@ -145,15 +146,11 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
     return with_item_count(fn.head) + apply_edits(body, edits)
 
 
-def _launch_text(stmt: ExprStmt, split: int) -> str:
+def _launch_text(stmt: ExprStmt, split: int) -> Callable[[BaselineLaunch, str], tuple[str, str, str, list[str]]]:
     launch = stmt.expr
     assert isinstance(launch, Launch)
-    items = ITEMS_PER_BLOCK
-    new_grid = rounded_grid(launch, items)
-    rest = "".join(f", {to_c(c)}" for c in launch.config[2:])
-    targs = f"<{launch.targs}>" if launch.targs else ""
-    args = ", ".join([*(to_c(a) for a in launch.args), item_count_arg(launch)])
-    return f"{to_c(launch.kernel)}{targs}<<<{new_grid}, dim3({items}, {split}){rest}>>>({args});"
+    return lambda base, kernel: rounded_launch(base, kernel, ITEMS_PER_BLOCK, f"dim3({ITEMS_PER_BLOCK}, {split})",
+                                               [to_c(a) for a in launch.args])
 
 
 def column_split_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
@@ -170,7 +167,7 @@ def column_split_rewrites(part: EditablePart, harness: str, preamble: str = "") 
         kinds = ", ".join(sorted(set(plan.loops[0].accumulators.values())))
         return [Rewrite(
             label=f"column tier: {split} threads per item of {name}",
-            source=site.assemble(kernel_text, _launch_text(site.stmt, split)),
+            source=site.assemble_beside(kernel_text, _launch_text(site.stmt, split)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} gives each thread one item and reduces ({kinds}) over a loop read coalesced; "
                    f"{split} threads now share each item, each taking every {split}th iteration, and the last "

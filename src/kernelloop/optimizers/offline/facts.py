@@ -266,10 +266,46 @@ class KernelFacts:
             return True  # `auto` keeps the initializer's own type
         if integer_of(b.type) is not None:
             return self.keeps_value(Cast(b.type, value))
+        if is_floating_type(b.type):
+            # a float holds an integer exactly only to 2^24 (a half to 2^11): it keeps only a value
+            # that is a float already (red team round 116: `const float x = col; if (x < cols)`)
+            return self.is_floating(value)
+        if b.type.replace("const ", "").strip() == "dim3":  # three unsigned ints
+            return self.integer_kind(value) is None or self.keeps_value(Cast("unsigned int", value))
         # a type not read as an integer holds the value only where it is known to be no integer at
         # all: an alias, an enum or a template parameter may be a 16-bit one (red team round 115:
         # `typedef unsigned short coord_t;`)
         return not_an_integer(b.type)
+
+    def is_floating(self, e: Expr, depth: int = 0) -> bool:
+        """Whether `e` is known to compute a floating-point value: a float literal or variable, a
+        float array's element, a cast to a float type, arithmetic or a math function with a float
+        operand. Converting it to a float type is no change of what it is."""
+        if depth > 64:
+            return False
+        fl = lambda x: self.is_floating(x, depth + 1)  # noqa: E731
+        if isinstance(e, Num):
+            return e.is_float
+        if isinstance(e, Name):
+            b = self.binding(e)
+            return b is not None and not b.pointer and not b.array and is_floating_type(b.type)
+        if isinstance(e, Index):
+            base = e.base
+            while isinstance(base, Index):
+                base = base.base
+            b = self.binding(base) if isinstance(base, Name) else None
+            return b is not None and (b.pointer + b.dims) >= 1 and is_floating_type(b.type)
+        if isinstance(e, Cast):
+            return is_floating_type(e.type)
+        if isinstance(e, Unary) and e.op in ("-", "+"):
+            return fl(e.operand)
+        if isinstance(e, Binary) and e.op in ("+", "-", "*", "/"):
+            return fl(e.left) or fl(e.right)
+        if isinstance(e, Ternary):
+            return fl(e.then) or fl(e.other)
+        if isinstance(e, Call) and call_name(e) in PURE_FUNCTIONS and call_name(e) not in _INTEGER_RESULTS:
+            return any(fl(a) for a in e.args)
+        return False
 
     def resolve(self, e: Expr, depth: int = 0) -> Expr:
         """`e` with every inlinable local replaced by its value."""
@@ -317,6 +353,9 @@ class KernelFacts:
         p = lambda x: self.poly(x, depth + 1)  # noqa: E731
         if isinstance(e, Num):
             return None if e.is_float else Poly.const(int(e.value))
+        if self.is_floating(e):
+            # compared or computed in floating point: rounded beyond 2^24, no integer (round 116)
+            return None
         if isinstance(e, Name):
             b = self.binding(e)
             if b is not None and b.inlinable and self.keeps_init(b):
@@ -712,6 +751,15 @@ def _one_comparison(cond: Expr | None) -> bool:
 
 
 _NOT_INTEGERS = re.compile(r"(?:float|double|__half|half|__nv_bfloat16|nv_bfloat16|__half2|__nv_bfloat162)[1-4]?|dim3")
+_FLOATING = re.compile(r"float|double|__half|half|__nv_bfloat16|nv_bfloat16")
+# pure functions whose result is an integer or a truth value whatever their operands
+_INTEGER_RESULTS = frozenset(["isnan", "isinf", "isfinite", "__float2int_rn", "int", "static_cast"])
+
+
+def is_floating_type(spelled: str) -> bool:
+    """Whether a type as written is a scalar floating-point type (float, double, a half, a bfloat16)."""
+    words = [w for w in spelled.replace("std::", "").split() if w not in ("const", "volatile", "__restrict__")]
+    return len(words) == 1 and _FLOATING.fullmatch(words[0]) is not None
 
 
 def not_an_integer(spelled: str) -> bool:

@@ -401,12 +401,18 @@ def _inlined(e: Expr, names: ProgramNames, lau: Launcher, depth: int) -> Expr:
         return value if lau.facts.keeps_as(b, value) else e  # where its type holds that value
     if isinstance(e, Call) and (name := call_name(e)) is not None:
         params, body = None, None
+        args = list(e.args)
         fn = names.functions.get(name)
         macro = names.macros.defined.get(name)
         if fn is not None and not fn.is_kernel and len(fn.body.body) == 1 and isinstance(fn.body.body[0], Return) \
                 and fn.body.body[0].value is not None and len(fn.sig.params) == len(e.args) \
                 and not any(p.pointer or "&" in p.type for p in fn.sig.params) and not function_acts(fn, names):
+            # the helper's own types convert what goes in and what comes out (red team round 116: an
+            # `unsigned short` result or parameter read as the int it was computed from)
             params, body = [p.name for p in fn.sig.params], fn.body.body[0].value
+            args = [Cast(p.type.replace("const ", "").strip() or p.base, a) for p, a in zip(fn.sig.params, e.args)]
+            if fn.sig.return_type not in ("auto", "decltype(auto)"):
+                body = Cast(fn.sig.return_type, body)
         elif fn is None and macro is not None and macro.params is not None and not macro.variadic \
                 and len(macro.params) == len(e.args) and "#" not in macro.body:
             try:
@@ -414,7 +420,7 @@ def _inlined(e: Expr, names: ProgramNames, lau: Launcher, depth: int) -> Expr:
             except ParseError:
                 body = None
         if body is not None and params is not None:
-            return again(with_names(body, dict(zip(params, e.args))))
+            return again(with_names(body, dict(zip(params, args))))
         return Call(e.func, tuple(again(a) for a in e.args), e.targs)
     if isinstance(e, Binary):
         return Binary(e.op, again(e.left), again(e.right))

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ...program.scanner import Item, function_name, scoped_items, strip_comments
-from .cparse import Signature, parse_body, parse_signature
-from .facts import KernelFacts, collect_facts, not_an_integer
+from .cparse import Param, Signature, parse_body, parse_signature
+from .facts import KernelFacts, collect_facts, is_floating_type, not_an_integer
 from .symbolic import Poly
 from .syntax import (
     Assign,
@@ -518,15 +518,9 @@ class Binder:
         return b.name if b is not None and b.param is not None else None
 
     def received(self, param: str, arg: Expr) -> Expr:
-        """ARG as kernel parameter PARAM receives it: converted to the parameter's integer type where
-        that conversion may change it (red team round 113: an `int` handed to `unsigned short rows`
-        read as the int)."""
+        """ARG as kernel parameter PARAM receives it (received_as)."""
         declared = next((p for p in self.kernel.sig.params if p.name == param), None)
-        if declared is None or declared.pointer or not_an_integer(declared.base):
-            return arg
-        # a type not read as an integer (an alias, an enum: round 115) may narrow too: the cast stays
-        cast = Cast(declared.base, arg)
-        return arg if self.launcher.facts.keeps_value(cast) else cast
+        return arg if declared is None else received_as(self.launcher.facts, declared, arg)
 
     def int_text(self, p: Poly) -> str | None:
         """C text of a uniform polynomial over kernel parameters and outside constants."""
@@ -637,7 +631,23 @@ def block_size(f: KernelFacts, launch: Launch, config: tuple[Expr, ...] = (), ax
     return f.poly(launch_extent(f, config[axis], direction)) if len(config) >= 2 else None
 
 
-def grid_reaches(f: KernelFacts, launch: Launch, params: list[str], bound: Expr, config: tuple[Expr, ...] = ()) -> bool:
+def received_as(f: KernelFacts, declared: Param, arg: Expr) -> Expr:
+    """ARG (in the launcher's facts F) as a kernel's parameter DECLARED receives it: converted to the
+    parameter's type where that conversion may change it (red team round 113: an `int` handed to
+    `unsigned short rows` read as the int; round 116: to a `float`, exact only to 2^24)."""
+    if declared.pointer:
+        return arg
+    if is_floating_type(declared.base):
+        return arg if f.is_floating(arg) else Cast(declared.base, arg)
+    if not_an_integer(declared.base):
+        return arg
+    # a type not read as an integer (an alias, an enum: round 115) may narrow too: the cast stays
+    cast = Cast(declared.base, arg)
+    return arg if f.keeps_value(cast) else cast
+
+
+def grid_reaches(f: KernelFacts, launch: Launch, params: tuple[Param, ...], bound: Expr,
+                 config: tuple[Expr, ...] = ()) -> bool:
     """Whether LAUNCH starts at least BOUND threads along x (BOUND in the kernel's parameters
     PARAMS; F: the launcher's facts; CONFIG: the configuration as read, helpers inlined, else the
     launch's own), proved from the launcher: grid * block == BOUND, or grid == (BOUND + block - 1) /
@@ -645,7 +655,7 @@ def grid_reaches(f: KernelFacts, launch: Launch, params: list[str], bound: Expr,
     config = config or launch.config
     if len(config) < 2 or len(params) != len(launch.args):
         return False
-    total = f.poly(with_names(bound, {p: f.resolve(a) for p, a in zip(params, launch.args)}))
+    total = f.poly(with_names(bound, {p.name: received_as(f, p, f.resolve(a)) for p, a in zip(params, launch.args)}))
     block = f.poly(launch_extent(f, config[1]))
     if total is None or block is None:
         return False

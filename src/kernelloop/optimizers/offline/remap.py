@@ -167,7 +167,7 @@ def launch_covers(site: LaunchSite, plan: RemapPlan, bound: Expr) -> bool:
     launch = site.stmt.expr
     if lau is None or not isinstance(launch, Launch):
         return False
-    return grid_reaches(lau.facts, launch, [p.name for p in site.kernel.sig.params], bound)
+    return grid_reaches(lau.facts, launch, site.kernel.sig.params, bound)
 
 
 def plan_remap(fn: Function, helpers: frozenset[str] = frozenset()) -> RemapPlan:

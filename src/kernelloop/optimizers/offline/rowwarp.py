@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from ...program.scanner import in_scope, split_top_level, strip_comments
 from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts, integer_of
+from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
 from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
 from .sizes import is_integer_type
 from .symbolic import Poly
@@ -620,17 +621,23 @@ def with_item_count(head: str) -> str:
     return head[:open_ + 1] + params + head[close:]
 
 
-def item_count_arg(launch: Launch) -> str:
+def item_count(base: BaselineLaunch) -> str:
     """The baseline's items, as C: its thread index blockIdx.x * blockDim.x + threadIdx.x takes
     grid.x * block.x values, whether the launch dimensions are integers or dim3s (`dim3
-    grid(...)` is the common spelling; red team round 41)."""
-    grid, threads = (to_c(c) for c in launch.config[:2])
-    return f"((long long)dim3({grid}).x * dim3({threads}).x)"
+    grid(...)` is the common spelling; red team round 41), read from its evaluated configuration."""
+    return f"((long long){base.grid}.x * {base.block}.x)"
 
 
-def rounded_grid(launch: Launch, per_block: int) -> str:
-    """Blocks of `per_block` items covering every thread of the baseline's launch."""
-    return f"(unsigned int)(({item_count_arg(launch)} + {per_block - 1}) / {per_block})"
+def rounded_launch(base: BaselineLaunch, kernel: str, per_block: int, block: str,
+                   args: list[str]) -> tuple[str, str, str, list[str]]:
+    """KERNEL launched with blocks of BLOCK taking PER_BLOCK items each, covering every thread of
+    the baseline's launch, the item count its last argument: (statement, grid, block, the condition
+    that the grid fits a launch; see launch_guard.guarded)."""
+    blocks = f"(({item_count(base)} + {per_block - 1}) / {per_block})"
+    grid = f"(unsigned int){blocks}"
+    statement = (f"{kernel}<<<{grid}, {block}, {base.shmem}{base.stream}>>>"
+                 f"({', '.join([*args, item_count(base)])});")
+    return statement, f"dim3({grid})", f"dim3({block})", [f"{blocks} <= 2147483647LL"]
 
 
 def launches_in(s: Stmt | None):
@@ -647,14 +654,10 @@ def launches_in(s: Stmt | None):
         yield from launches_in(s.body)
 
 
-def _launch_text(stmt: ExprStmt, block: int) -> str:
+def _launch_text(stmt: ExprStmt, block: int) -> Callable[[BaselineLaunch, str], tuple[str, str, str, list[str]]]:
     launch = stmt.expr
     assert isinstance(launch, Launch)
-    new_grid = rounded_grid(launch, block // WARP)
-    rest = "".join(f", {to_c(c)}" for c in launch.config[2:])
-    targs = f"<{launch.targs}>" if launch.targs else ""
-    args = ", ".join([*(to_c(a) for a in launch.args), item_count_arg(launch)])
-    return f"{to_c(launch.kernel)}{targs}<<<{new_grid}, {block}{rest}>>>({args});"
+    return lambda base, kernel: rounded_launch(base, kernel, block // WARP, str(block), [to_c(a) for a in launch.args])
 
 
 @dataclass(frozen=True)
@@ -684,7 +687,37 @@ class LaunchSite:
             launch_text = (f"if constexpr ({self.verified_instantiation}) {{ {pattern.sub(renamed, launch_text, count=1)} "
                            f"}} else {{ {body[l_start:l_end]} }}")
             prologue.append(_SAME_TYPE)
-        launcher_text = self.launcher.head + apply_edits(body, [(l_start, l_end, launch_text)])
+        return self._with(kernel_text, apply_edits(body, [(l_start, l_end, launch_text)]), prologue)
+
+    def assemble_beside(self, kernel_text: str,
+                        new_launch: Callable[[BaselineLaunch, str], tuple[str, str, str, list[str]]]) -> str:
+        """The whole editable part with the rewritten kernel (KERNEL_TEXT, under the kernel's name)
+        beside the baseline's, renamed, and the launch guarded: NEW_LAUNCH(baseline's configuration,
+        the renamed kernel as launched) gives the rewritten launch (statement, grid, block,
+        conditions), which runs only where it and the baseline's launch are legal and the conditions
+        hold, the baseline's launch as written everywhere else (launch_guard). In a template
+        launcher, only under `if constexpr` of the instantiation the verifier runs."""
+        name = self.kernel.name
+        renamed = f"{name}_kl_rewritten"
+        pattern = re.compile(rf"\b{re.escape(name)}\b")
+        kernel_text = self.kernel.item.text.rstrip("\n") + "\n\n" + pattern.sub(renamed, kernel_text, count=1)
+        body = self.launcher.item.text[len(self.launcher.head):]
+        l_start, l_end = self.stmt.span
+        launch = self.stmt.expr
+        assert isinstance(launch, Launch)
+        base = baseline_launch(body[l_start:l_end])
+        launched = renamed + (f"<{launch.targs}>" if launch.targs else "")
+        statement, grid, block, conditions = new_launch(base, launched)
+        launch_text = guarded(base, statement, [*conditions, legal_launch(launched, grid, block, base.shmem,
+                                                                            "kl_attributes_new")])
+        prologue = []
+        if self.verified_instantiation is not None:
+            launch_text = f"if constexpr ({self.verified_instantiation}) {{ {launch_text} }} else {{ {body[l_start:l_end]} }}"
+            prologue.append(_SAME_TYPE)
+        return self._with(kernel_text, apply_edits(body, [(l_start, l_end, launch_text)]), prologue)
+
+    def _with(self, kernel_text: str, launcher_body: str, prologue: list[str]) -> str:
+        launcher_text = self.launcher.head + launcher_body
         out = prologue
         for item in self.part.items:  # each inside its namespaces again
             if item is self.kernel.item:
@@ -792,7 +825,7 @@ def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> t
                                           if lp.accumulators else "") for lp in plan.loops)
         return [Rewrite(
             label=f"row tier: one warp per row of {name}",
-            source=site.assemble(kernel_text, _launch_text(site.stmt, plan.block)),
+            source=site.assemble_beside(kernel_text, _launch_text(site.stmt, plan.block)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({kinds}) are "
                    f"split across the 32 lanes of a warp, {plan.block} threads per block")]

@@ -86,7 +86,7 @@ def misses_elements(f: KernelFacts, binder: Binder, reads: list[Access], n: Poly
             return "reads the input at an index not shown to cover every element (blockIdx.x * blockDim.x + threadIdx.x)"
         names = [p.name for p in binder.kernel.sig.params]
         bound = next((Name(name) for name in names if n == Poly.atom(f"p:{name}")), None)
-        if bound is None or launch is None or not grid_reaches(binder.launcher.facts, launch, names, bound,
+        if bound is None or launch is None or not grid_reaches(binder.launcher.facts, launch, binder.kernel.sig.params, bound,
                                                                binder.launcher.config_read):
             return ("is launched with a grid not shown to reach every element (grid * block == n, or grid == "
                     "(n + block - 1) / block)")
