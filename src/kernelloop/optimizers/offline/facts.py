@@ -621,7 +621,9 @@ PURE_FUNCTIONS = frozenset("""
 _RETURNING = PURE_FUNCTIONS | ATOMICS | frozenset([
     "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
     "__shfl_sync", "__shfl_down_sync", "__shfl_up_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync",
-    "__all_sync", "__activemask", "printf", "assert", "sizeof", "make_float2", "make_float4", "make_int2"])
+    "__all_sync", "__activemask", "printf", "sizeof", "make_float2", "make_float4", "make_int2"])
+# not `assert`: a failing one traps, the kernel stops and the program's context is lost, where a
+# rewrite that does not check would run on (red team round 117: `assert(cols <= 65536)` in a softmax)
 _LEFT = Name("kl_may_have_left")  # a condition nothing decides: what follows may not run for every thread
 
 

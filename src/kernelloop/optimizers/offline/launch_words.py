@@ -391,6 +391,21 @@ def read_config(lau: Launcher, names: ProgramNames) -> tuple[Expr, ...]:
     return tuple(_inlined(c, names, lau, 0) for c in lau.launch.config)
 
 
+_TRAILING_RETURN = re.compile(r"\)\s*(?:const\s*)?(?:noexcept\s*)?->\s*(?P<type>[^{;]+?)\s*$")
+
+
+def returned_type(declared: str, head: str) -> str | None:
+    """The type a function returns, as written: DECLARED, or its trailing `-> T` (red team round
+    117: `auto blocks_for(...) -> unsigned short` read as returning its int expression), or "auto"
+    where it is deduced from the returned expression; None where that is not plain."""
+    if declared.strip() not in ("auto", "decltype(auto)"):
+        return declared
+    if "->" not in head:
+        return "auto" if declared.strip() == "auto" else None
+    m = _TRAILING_RETURN.search(head.strip())
+    return m.group("type") if m is not None and "decltype" not in m.group("type") else None
+
+
 def _inlined(e: Expr, names: ProgramNames, lau: Launcher, depth: int) -> Expr:
     if depth > 16:
         return e
@@ -411,8 +426,11 @@ def _inlined(e: Expr, names: ProgramNames, lau: Launcher, depth: int) -> Expr:
             # `unsigned short` result or parameter read as the int it was computed from)
             params, body = [p.name for p in fn.sig.params], fn.body.body[0].value
             args = [Cast(p.type.replace("const ", "").strip() or p.base, a) for p, a in zip(fn.sig.params, e.args)]
-            if fn.sig.return_type not in ("auto", "decltype(auto)"):
-                body = Cast(fn.sig.return_type, body)
+            returned = returned_type(fn.sig.return_type, fn.head)
+            if returned is None:
+                params, body = None, None
+            elif returned != "auto":
+                body = Cast(returned, body)
         elif fn is None and macro is not None and macro.params is not None and not macro.variadic \
                 and len(macro.params) == len(e.args) and "#" not in macro.body:
             try:
