@@ -87,9 +87,9 @@ def test_the_outside_style_row_programs_get_a_rewrite():
         (r,) = rewrites
         assert "kl_lane" in r.source and "__shfl_xor_sync" in r.source and "__syncwarp();" in r.source
         # the launch keeps the baseline's rows: G blocks of B threads become G*B warps
-        assert re.search(r"<<<\(unsigned int\)\(\(\(\(long long\)dim3\(.+\)\.x \* dim3\(.+\)\.x\) \+ 7\) / 8\), 256"
-                         r"(, 0, stream)?>>>",
-                         r.source), r.source
+        # (the baseline's configuration evaluated once into kl_grid and kl_block: launch_guard)
+        assert re.search(r"_kl_rewritten(<\w+>)?<<<\(unsigned int\)\(\(\(\(long long\)kl_grid\.x \* kl_block\.x\) \+ 7\) / 8\), "
+                         r"256, kl_shmem(, stream)?>>>", r.source), r.source
         # everything else in the editable part is kept verbatim
         assert split.editable.count("cudaCheck(cudaGetLastError());") == r.source.count("cudaCheck(cudaGetLastError());")
 
@@ -361,7 +361,9 @@ def test_the_row_rewrite_guards_rows_the_baseline_never_had():
     (rewrite,), _ = row_warp_rewrites(part, split.harness)
     assert "float eps, long long kl_items)" in rewrite.source
     assert "if ((long long)row >= kl_items) return;" in rewrite.source
-    assert "1e-6f, ((long long)dim3(((rows + threads) - 1) / threads).x * dim3(threads).x));" in rewrite.source
+    assert "const dim3 kl_grid = dim3((rows + threads - 1) / threads); const dim3 kl_block = dim3(threads);" \
+        in rewrite.source
+    assert "1e-6f, ((long long)kl_grid.x * kl_block.x));" in rewrite.source
 
 
 def test_a_kernel_that_someone_else_launches_too_is_left_alone():
@@ -418,8 +420,8 @@ def test_a_wrapper_of_a_template_launcher_is_read_through_to_the_template():
     assert "template void row_sumsq_cuda<double>" in rewrite.source  # the double instantiation kept
     # only the instantiation the verifier runs (float, from the wrapper) changes: the rewritten kernel is
     # a template of its own, launched under `if constexpr`; double keeps the original kernel and launch
-    assert "if constexpr (::kl_same_type<scalar_t, float>::value) { row_sumsq_kernel_kl_rewritten<scalar_t><<<" \
-        in rewrite.source
+    assert re.search(r"if constexpr \(::kl_same_type<scalar_t, float>::value\) \{ \{ const dim3 kl_grid = .*"
+                     r"row_sumsq_kernel_kl_rewritten<scalar_t><<<", rewrite.source)
     assert "} else { row_sumsq_kernel<scalar_t><<<blocks, kThreads, 0, stream>>>(x, out, rows, cols); }" in rewrite.source
     original = split.editable[split.editable.index("template <typename scalar_t>\n__global__"):]
     original = original[:original.index("\n}\n") + 3]
@@ -536,3 +538,30 @@ void launch_go(float* x, int n) { g::go(x, n); }
     (launcher,) = part.launchers
     assert launcher.problem is not None and "could not be read (unsupported statement try statement)" in \
         launcher.problem, launcher.problem
+
+
+def test_a_chunk_sized_by_a_preamble_macro_is_read_as_a_number():
+    # each thread walks CHUNK consecutive elements; CHUNK is the frozen preamble's macro. Its locals
+    # (`int start = t * CHUNK`) must be read through the number, or the tier sees no stride across
+    # threads and refuses (a regression from round 113's conversions, on kept-aside set 10's GELU)
+    preamble = "#define CHUNK 16\n"
+    text = ("__global__ void scale_chunks(float* y, const float* x, float a, int n) {\n"
+            "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            "  int start = t * CHUNK;\n"
+            "  for (int i = 0; i < CHUNK; i++) {\n"
+            "    int k = start + i;\n"
+            "    if (k < n) y[k] = a * x[k];\n"
+            "  }\n"
+            "}\n"
+            "void launch(float* y, const float* x, float a, int n) {\n"
+            "  int threads = 256;\n"
+            "  int blocks = ((n + CHUNK - 1) / CHUNK + threads - 1) / threads;\n"
+            "  scale_chunks<<<blocks, threads>>>(y, x, a, n);\n"
+            "}\n")
+    harness = "launch(0, 0, 1.f, 0);"
+    part = read_editable(text, harness, ["void launch(float* y, const float* x, float a, int n)"])
+    rewrites, refused = row_warp_rewrites(part, harness, preamble)
+    assert [r.kernel for r in rewrites] == ["scale_chunks"], refused
+    # without the macro's value the stride is unknown: refused, never guessed
+    rewrites, refused = row_warp_rewrites(part, harness, "")
+    assert rewrites == [] and "coalesced" in refused[0], refused

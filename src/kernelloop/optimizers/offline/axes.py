@@ -58,7 +58,7 @@ def fast_axis(site: LaunchSite) -> str:
     if site.verified_instantiation is not None:
         raise NotARowKernel("is launched by a template launcher (the axis tier rewrites plain launchers)")
     # where its stores go says whether the swap helps (its meaning does not depend on reading them)
-    facts = collect_facts(fn.sig, fn.body)
+    facts = collect_facts(fn.sig, fn.body, site.constants)
     stores = [a for a in facts.accesses if a.kind in ("store", "atomic") and a.array is not None
               and a.array.param is not None]
     if not stores or any(a.offset is None for a in stores):

@@ -48,10 +48,11 @@ SPLITS = (32, 8)  # threads per item, tried in this order: more parallelism firs
 MIN_FIXED_TRIP = 64  # a loop bounded by a literal below this is too short to split
 
 
-def plan_column_split(fn: Function, helpers: frozenset[str] = frozenset()) -> RowPlan:
+def plan_column_split(fn: Function, helpers: frozenset[str] = frozenset(),
+                      constants: dict[str, int] | None = None) -> RowPlan:
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
-    planner = ItemPlanner(fn, collect_facts(fn.sig, fn.body), helpers)
+    planner = ItemPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers)
     plan = planner.recognise()
     if planner.uncoalesced():
         planner.fail("reads its loop with a stride across threads (the row tier's case, not a column's)")
@@ -158,7 +159,7 @@ def column_split_rewrites(part: EditablePart, harness: str, preamble: str = "") 
     tier may rewrite (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        plan = plan_column_split(site.kernel, site.helpers)
+        plan = plan_column_split(site.kernel, site.helpers, site.constants)
         limit = split_limit(site.kernel)
         splits = [s for s in SPLITS if s <= limit]
         if not splits:

@@ -170,10 +170,10 @@ def launch_covers(site: LaunchSite, plan: RemapPlan, bound: Expr) -> bool:
     return grid_reaches(lau.facts, launch, site.kernel.sig.params, bound)
 
 
-def plan_remap(fn: Function, helpers: frozenset[str] = frozenset()) -> RemapPlan:
+def plan_remap(fn: Function, helpers: frozenset[str] = frozenset(), constants: dict[str, int] | None = None) -> RemapPlan:
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
-    return RemapPlanner(fn, collect_facts(fn.sig, fn.body), helpers).plan()
+    return RemapPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers).plan()
 
 
 def rewrite_kernel(fn: Function, plan: RemapPlan) -> str:
@@ -196,7 +196,7 @@ def remap_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tupl
     (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        plan = plan_remap(site.kernel, site.helpers)
+        plan = plan_remap(site.kernel, site.helpers, site.constants)
         if not launch_covers(site, plan, plan.bound):
             raise NotARowKernel(f"is launched with a grid not shown to cover its guard's {to_c(plan.bound)} threads "
                                 "(grid * block, or its ceiling division by the block)")

@@ -36,7 +36,7 @@ from ...program.scanner import in_scope, split_top_level, strip_comments
 from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts, integer_of
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
 from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
-from .sizes import is_integer_type
+from .sizes import constants as read_constants, is_integer_type
 from .symbolic import Poly
 from .syntax import (
     Assign,
@@ -501,7 +501,7 @@ def walk_expr_in(s: Stmt | None):
         yield from walk_expr(top)
 
 
-def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset()) -> RowPlan:
+def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset(), constants: dict[str, int] | None = None) -> RowPlan:
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
     block = ROW_WARP_BLOCK
@@ -513,7 +513,7 @@ def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset()) -> RowPla
         if block < WARP or block % WARP:
             raise NotARowKernel(f"declares __launch_bounds__({block}), not whole warps")
         block = min(block, ROW_WARP_BLOCK)
-    plan = ItemPlanner(fn, collect_facts(fn.sig, fn.body), helpers).plan()
+    plan = ItemPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers).plan()
     plan.block = block
     return plan
 
@@ -671,6 +671,9 @@ class LaunchSite:
     # A template launcher: the C++ condition true for the one instantiation the verifier runs
     # (`kl_same_type<scalar_t, float>::value`); None for a plain launcher.
     verified_instantiation: str | None = None
+    # the program's integer macros and constants (sizes.constants), read as numbers: a local computed
+    # from `ELEMS_PER_THREAD` is then known as an integer of its width (round 113's keeps_init)
+    constants: dict[str, int] = field(default_factory=dict)
 
     def assemble(self, kernel_text: str, launch_text: str) -> str:
         """The whole editable part with this kernel and this launch replaced. In a template launcher
@@ -773,6 +776,7 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
     """Every launch of a kernel of the editable part in the launchers the harness calls: a
     LaunchSite where the kernel's thread mapping may change, else (kernel name, why not)."""
     frozen = read_editable(preamble, "", []) if preamble.strip() else None
+    program_constants = read_constants(preamble, *(item.text for item in part.items))
     helpers = pure_helpers(list(part.functions.values()) + (list(frozen.functions.values()) if frozen else []))
     harness_code = strip_comments(harness)
     sites: list[LaunchSite | tuple[str, str]] = []
@@ -793,7 +797,7 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
                     verified = verified_instantiation(lau)
                 except NotARowKernel as exc:
                     why = str(exc)
-            sites.append((name, why) if why is not None else LaunchSite(part, lau.fn, stmt, fn, helpers, verified))
+            sites.append((name, why) if why is not None else LaunchSite(part, lau.fn, stmt, fn, helpers, verified, program_constants))
     return sites
 
 
@@ -819,7 +823,7 @@ def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> t
     """A rewrite for every launch of a kernel the row tier may rewrite (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        plan = plan_row_warp(site.kernel, site.helpers)
+        plan = plan_row_warp(site.kernel, site.helpers, site.constants)
         kernel_text = rewrite_kernel(site.kernel, plan)
         kinds = ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
                                           if lp.accumulators else "") for lp in plan.loops)
