@@ -18,6 +18,7 @@ from kernelloop.config import Settings
 from kernelloop.optimizers.base import NoMoreCandidates
 from kernelloop.optimizers.offline import OfflineOptimizer
 from kernelloop.optimizers.offline.analysis import analyze
+from kernelloop.optimizers.offline.launch_guard import baseline_launch
 from kernelloop.optimizers.offline.optimizer import _context
 from kernelloop.program.split import candidate_editable_part, split_program
 
@@ -64,10 +65,14 @@ def _words(text: str) -> str:
 
 
 def template_call(middle: str) -> re.Match[str] | None:
-    """`if (SIZES FIT) { [zeroing] kl_X_run(...); } else { THE LAUNCH AS WRITTEN }` (words joined):
-    the template's call where its sizes fit, the baseline's own launch beyond (rounds 109-110)."""
-    return re.fullmatch(r"if \((?P<fits>.*?\(long long\).*?)\) \{ (?P<run>[^{}]*\bkl\d?_\w+_run\([^{}]*\);) \} "
-                        r"else \{ (?P<launch>[^{}]*<<<[^{}]*;) \}", middle)
+    """`{ CONFIGURATION EVALUATED; if (BASELINE'S LAUNCH LEGAL && SIZES FIT) { [zeroing] kl_X_run(...); }
+    else { THE LAUNCH AS WRITTEN, ON THE EVALUATED CONFIGURATION } }` (words joined): the template's
+    call where its sizes fit and the baseline's launch is legal, the baseline's own launch elsewhere
+    (rounds 109-110, 116)."""
+    return re.fullmatch(r"\{ (?P<decl>const dim3 (?P<p>kl\d?_)grid = .*?) cudaFuncAttributes (?P=p)attributes; "
+                        r"if \((?P<fits>\(cudaFuncGetAttributes\(&(?P=p)attributes, .*?\(long long\).*?)\) "
+                        r"\{ (?P<run>[^{}]*\bkl\d?_\w+_run\([^{}]*\);) \} "
+                        r"else \{ (?P<launch>[^{}]*<<<[^{}]*;) \} \}", middle)
 
 
 def _assert_in_place(baseline: str, source: str, name: str) -> None:
@@ -81,8 +86,10 @@ def _assert_in_place(baseline: str, source: str, name: str) -> None:
         before, after = _words(old[:launch.start()]), _words(old[launch.end():])
         middle = new[len(before):len(new) - len(after)]
         call = template_call(middle.strip())
-        if new.startswith(before) and new.endswith(after) and call is not None and "<<<" not in call["run"] and \
-                call["launch"] == _words(launch.group(0)):
+        if not (new.startswith(before) and new.endswith(after) and call is not None and "<<<" not in call["run"]):
+            continue
+        written = baseline_launch(_words(launch.group(0)), call["p"])
+        if call["launch"] == written.statement and call["decl"] == written.declarations:
             return
     raise AssertionError((old, new))
 

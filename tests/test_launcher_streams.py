@@ -35,7 +35,7 @@ def test_the_template_launches_on_the_stream_the_launcher_is_given():
     # the template's launches on the stream it is handed; the baseline's own, kept beyond the
     # template's sizes, on the stream as the baseline wrote it
     launches = re.findall(r"<<<[^>]*>>>", proposal.source)
-    assert launches and all(re.search(r", 0, (kl\w*_)?stream>>>$", launch) for launch in launches), launches
+    assert launches and all(re.search(r", (0|kl\w*_shmem), (kl\w*_)?stream>>>$", launch) for launch in launches), launches
     assert any(re.search(r", 0, kl\w*_stream>>>$", launch) for launch in launches), launches
 
 

@@ -20,7 +20,7 @@ from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launch_words import program_names, read_config, reading_problem
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
-from .sizes import constants, integral_constants, role_values
+from .sizes import integral_constants, known_constants, role_values
 from .syntax import Assign, Call, Expr, Member, Name, Unary, call_name, to_c, walk_expr
 from .valuetype import ValueTypes, kind
 
@@ -163,7 +163,7 @@ def _describe(types: ValueTypes, value: Expr) -> str:
 def without_narrowing(part: EditablePart, editable: str, preamble: str) -> EditablePart:
     """The part without the kernels and device functions whose arithmetic converts a value the
     float rewrites would keep (value_conversion): neither a family nor a tier reads them."""
-    program_constants = constants(preamble, editable)
+    program_constants = known_constants(preamble, editable)
     program = f"{preamble}\n{editable}"
     aliases = _unambiguous_aliases(program)
     integral = integral_constants(preamble, editable)
@@ -207,7 +207,7 @@ def _unambiguous_aliases(program: str) -> dict[str, str]:
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
     part = without_narrowing(without_shadowed(read_editable(editable, harness, exported), editable, preamble),
                              editable, preamble)
-    program_constants = constants(preamble, editable)
+    program_constants = known_constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     names = program_names(part, editable, preamble)
     returning = returning_helpers({n: (fn.body, fn.is_kernel, [p.type for p in fn.sig.params])

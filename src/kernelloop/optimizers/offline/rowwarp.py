@@ -36,7 +36,7 @@ from ...program.scanner import in_scope, split_top_level, strip_comments
 from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts, integer_of
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
 from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
-from .sizes import constants as read_constants, is_integer_type
+from .sizes import is_integer_type, known_constants
 from .symbolic import Poly
 from .syntax import (
     Assign,
@@ -776,7 +776,7 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
     """Every launch of a kernel of the editable part in the launchers the harness calls: a
     LaunchSite where the kernel's thread mapping may change, else (kernel name, why not)."""
     frozen = read_editable(preamble, "", []) if preamble.strip() else None
-    program_constants = read_constants(preamble, *(item.text for item in part.items))
+    program_constants = known_constants(preamble, *(item.text for item in part.items))
     helpers = pure_helpers(list(part.functions.values()) + (list(frozen.functions.values()) if frozen else []))
     harness_code = strip_comments(harness)
     sites: list[LaunchSite | tuple[str, str]] = []

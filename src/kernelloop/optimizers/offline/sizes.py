@@ -19,7 +19,7 @@ import re
 
 from ...program.scanner import strip_comments
 from .cparse import UNKNOWN_NAMES, call_arguments, declared_names, parse_expression
-from .facts import SIZEOF
+from .facts import SIZEOF, integer_of
 from .launcher import Launcher
 from .symbolic import Poly
 from .syntax import Binary, Call, Cast, Expr, InitList, Member, Name, Num, ParseError, SizeOf, Unary
@@ -47,7 +47,13 @@ def eval_int(e: Expr, env: dict[str, int]) -> int | None:
     if isinstance(e, Name):
         return env.get(e.id)
     if isinstance(e, Cast):
-        return eval_int(e.operand, env)
+        # the conversion as C makes it (red team round 118: `(unsigned char)300` read as 300)
+        v, kind = eval_int(e.operand, env), integer_of(e.type)
+        if v is None or kind is None:
+            return None
+        bits, signed = kind
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
     if isinstance(e, SizeOf):
         return SIZEOF.get(e.text) if e.operand is None else None
     if isinstance(e, Unary) and e.op in ("-", "+"):
@@ -60,19 +66,27 @@ def eval_int(e: Expr, env: dict[str, int]) -> int | None:
         a, b = eval_int(e.left, env), eval_int(e.right, env)
         if a is None or b is None:
             return None
-        if e.op == "+":
-            return a + b
-        if e.op == "-":
-            return a - b
-        if e.op == "*":
-            return a * b
-        if e.op in ("/", "%") and b != 0:
-            q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # C truncates toward zero
-            return q if e.op == "/" else a - q * b
-        if e.op == "<<" and 0 <= b < 63:
-            return a << b
-        if e.op == ">>" and 0 <= b < 63:
-            return a >> b
+        v = _binary(e.op, a, b)
+        # past int's range the C result depends on types not tracked here (`65536 * 65536` is 0 in
+        # int, 2^32 in long long): unknown (red team round 118)
+        return v if v is not None and -(1 << 31) <= v < (1 << 31) else None
+    return None
+
+
+def _binary(op: str, a: int, b: int) -> int | None:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op in ("/", "%") and b != 0:
+        q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # C truncates toward zero
+        return q if op == "/" else a - q * b
+    if op == "<<" and 0 <= b < 63:
+        return a << b
+    if op == ">>" and 0 <= b < 63:
+        return a >> b
     return None
 
 
@@ -93,6 +107,73 @@ def constants(*texts: str) -> dict[str, int]:
             if v is not None:
                 env.setdefault(name, v)
     return env
+
+
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b[ \t]*([A-Za-z_]\w*)?", re.M)
+_UNDEF = re.compile(r"^[ \t]*#[ \t]*undef[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def known_constants(*texts: str) -> dict[str, int]:
+    """The constants (see `constants`) whose value is the one every line of the program sees: defined
+    once in all the texts, not under `#if`/`#ifdef` (an include guard aside), never `#undef`'d, no
+    other declaration of the name anywhere (a namespace's, a function's local, an enumerator, a
+    member) and never assigned (integral_constants). Red team round 118: the first of two
+    definitions (`#if ... #define LAG 0 #else #define LAG 1`, a namespace's `LAG = 0` beside the file's
+    `LAG = 1`, another function's local) was read as the kernel's, and a recurrence along a row read as
+    no dependence."""
+    codes = [strip_comments(t) for t in texts]
+    counts: dict[str, int] = {}
+    conditional: set[str] = set()
+    undefined: set[str] = set()
+    for code in codes:
+        guarded = _conditional_spans(code)
+        for pattern in (_CONST_DECL, _DEFINE):
+            for m in pattern.finditer(code):
+                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+                if any(a <= m.start() < b for a, b in guarded):
+                    conditional.add(m.group(1))
+        undefined.update(_UNDEF.findall(code))
+    single = integral_constants(*texts)
+    return {name: v for name, v in constants(*texts).items()
+            if counts.get(name) == 1 and name in single and name not in conditional and name not in undefined}
+
+
+def _conditional_spans(code: str) -> list[tuple[int, int]]:
+    """The spans of `#if`/`#ifdef`/`#ifndef` ... `#endif` regions, outermost, save an include guard
+    (`#ifndef G` followed by `#define G`, closed by the text's last `#endif`)."""
+    spans: list[tuple[int, int]] = []
+    depth, start = 0, 0
+    directives = list(_CONDITIONAL.finditer(code))
+    for i, m in enumerate(directives):
+        word = m.group(1)
+        if word in ("if", "ifdef", "ifndef"):
+            if depth == 0:
+                start = m.start()
+                guard = word == "ifndef" and m.group(2) is not None and \
+                    re.match(rf"\s*#[ \t]*define[ \t]+{re.escape(m.group(2))}\b", code[m.end():]) is not None and \
+                    not code[_matching_endif(directives, i):].strip("\n ").replace("#endif", "", 1).strip()
+                if guard:
+                    continue  # an include guard: what it holds is seen once, whole
+            depth += 1
+        elif word == "endif" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, m.end()))
+    if depth > 0:
+        spans.append((start, len(code)))
+    return spans
+
+
+def _matching_endif(directives: list[re.Match], i: int) -> int:
+    depth = 0
+    for m in directives[i:]:
+        if m.group(1) in ("if", "ifdef", "ifndef"):
+            depth += 1
+        elif m.group(1) == "endif":
+            depth -= 1
+            if depth == 0:
+                return m.start()
+    return len(directives[-1].string)
 
 
 def integral_constants(*texts: str) -> frozenset[str]:
