@@ -43,7 +43,12 @@ _SIZE_TEMPLATE_ARGS = re.compile(r"((?:\.|->)\s*size)\s*<[^<>;{}()]*>")
 
 def eval_int(e: Expr, env: dict[str, int]) -> int | None:
     if isinstance(e, Num):
-        return None if e.is_float else int(e.value)
+        if e.is_float:
+            return None
+        # a suffixed literal, or one too big for int, is unsigned or wider: its arithmetic is not int's,
+        # which is all this evaluates (red team round 119: `(-1 / 0xFFFFFFFF)` is 1 in C)
+        v = int(e.value)
+        return None if re.search(r"[uUlL]", e.text) or v >= 1 << 31 else v
     if isinstance(e, Name):
         return env.get(e.id)
     if isinstance(e, Cast):
@@ -83,7 +88,7 @@ def _binary(op: str, a: int, b: int) -> int | None:
     if op in ("/", "%") and b != 0:
         q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)  # C truncates toward zero
         return q if op == "/" else a - q * b
-    if op == "<<" and 0 <= b < 63:
+    if op == "<<" and 0 <= b < 63 and a >= 0:
         return a << b
     if op == ">>" and 0 <= b < 63:
         return a >> b
@@ -114,33 +119,66 @@ _UNDEF = re.compile(r"^[ \t]*#[ \t]*undef[ \t]+([A-Za-z_]\w*)", re.M)
 
 
 def known_constants(*texts: str) -> dict[str, int]:
-    """The constants (see `constants`) whose value is the one every line of the program sees: defined
-    once in all the texts, not under `#if`/`#ifdef` (an include guard aside), never `#undef`'d, no
-    other declaration of the name anywhere (a namespace's, a function's local, an enumerator, a
-    member) and never assigned (integral_constants). Red team round 118: the first of two
-    definitions (`#if ... #define LAG 0 #else #define LAG 1`, a namespace's `LAG = 0` beside the file's
-    `LAG = 1`, another function's local) was read as the kernel's, and a recurrence along a row read as
-    no dependence."""
-    codes = [strip_comments(t) for t in texts]
+    """The constants whose value is the one every line of the program sees, as int: an `int`
+    `const`/`constexpr` or a `#define`, defined once in all the texts, not under `#if`/`#ifdef` (an
+    include guard aside), never `#undef`'d, no other declaration of the name anywhere (a namespace's,
+    a function's local, an enumerator, a member), never assigned (integral_constants), and defined
+    only through such constants (red team rounds 118-119: the first of two definitions read as the
+    kernel's, or a trusted name defined through an untrusted one, and a recurrence `y[c - LAG]` read
+    as no dependence). Lines continued with a backslash are joined first, as the compiler does."""
+    codes = [_spliced(strip_comments(t)) for t in texts]
     counts: dict[str, int] = {}
     conditional: set[str] = set()
     undefined: set[str] = set()
+    found: list[tuple[int, int, str, str, str]] = []  # (text, position, name, value, declared type)
+    defines = _counts_of_defines(codes)
     for code in codes:
-        guarded = _conditional_spans(code)
+        undefined.update(_UNDEF.findall(code))
+    for t, code in enumerate(codes):
+        guarded = _conditional_spans(code, defines)
         for pattern in (_CONST_DECL, _DEFINE):
             for m in pattern.finditer(code):
                 counts[m.group(1)] = counts.get(m.group(1), 0) + 1
                 if any(a <= m.start() < b for a, b in guarded):
                     conditional.add(m.group(1))
-        undefined.update(_UNDEF.findall(code))
-    single = integral_constants(*texts)
-    return {name: v for name, v in constants(*texts).items()
-            if counts.get(name) == 1 and name in single and name not in conditional and name not in undefined}
+                declared = "int" if pattern is _DEFINE else \
+                    re.sub(r"\b(?:static|constexpr|const)\b", " ", code[m.start():m.start(1)]).strip()
+                found.append((t, m.start(), m.group(1), m.group(2), declared))
+    single = integral_constants(*codes)
+    env: dict[str, int] = {}
+    for _, _, name, value, declared in sorted(found):
+        if counts.get(name) != 1 or name not in single or name in conditional or name in undefined or \
+                " ".join(declared.split()) not in ("int", "signed int", "signed"):
+            continue
+        try:
+            v = eval_int(parse_expression(value.strip()), env)  # env holds only names trusted so far
+        except ParseError:
+            continue
+        if v is not None:
+            env[name] = v
+    return env
 
 
-def _conditional_spans(code: str) -> list[tuple[int, int]]:
+def _spliced(code: str) -> str:
+    """CODE with its backslash-newline line continuations joined (translation phase 2)."""
+    return re.sub(r"\\[ \t]*\r?\n", "", code)
+
+
+def _counts_of_defines(codes: list[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for code in codes:
+        for m in _DEFINE_NAME.finditer(code):
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return counts
+
+
+_DEFINE_NAME = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
+
+
+def _conditional_spans(code: str, defines: dict[str, int]) -> list[tuple[int, int]]:
     """The spans of `#if`/`#ifdef`/`#ifndef` ... `#endif` regions, outermost, save an include guard
-    (`#ifndef G` followed by `#define G`, closed by the text's last `#endif`)."""
+    (`#ifndef G` followed by `#define G`, closed by the text's last `#endif`, G defined nowhere else:
+    DEFINES counts each macro's definitions)."""
     spans: list[tuple[int, int]] = []
     depth, start = 0, 0
     directives = list(_CONDITIONAL.finditer(code))
@@ -152,7 +190,7 @@ def _conditional_spans(code: str) -> list[tuple[int, int]]:
                 guard = word == "ifndef" and m.group(2) is not None and \
                     re.match(rf"\s*#[ \t]*define[ \t]+{re.escape(m.group(2))}\b", code[m.end():]) is not None and \
                     not code[_matching_endif(directives, i):].strip("\n ").replace("#endif", "", 1).strip()
-                if guard:
+                if guard and defines.get(m.group(2)) == 1:
                     continue  # an include guard: what it holds is seen once, whole
             depth += 1
         elif word == "endif" and depth > 0:
