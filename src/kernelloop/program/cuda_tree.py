@@ -131,3 +131,41 @@ def declared_names(text: str, depth: int = 0) -> set[str]:
             if target is not None:
                 found.add(src.text_of(target))
     return found
+
+
+def declared_signature(declaration: str) -> str | None:
+    """`name(type, type, ...)` of the first function a declaration declares, its parameters' types
+    as a demangler writes them (`f(double const*, int)`: names dropped, a pointer or array as `*`,
+    a reference as `&`); None where a parameter's type is not that simple (a function pointer, a
+    parenthesized declarator, `...`) or no function is declared."""
+    src = Source(declaration)
+    function = next((n for n in walk(src.root) if n.type == "function_declarator"
+                     and (name := n.child_by_field_name("declarator")) is not None and name.type == "identifier"), None)
+    params = function.child_by_field_name("parameters") if function is not None else None
+    if function is None or params is None or first_error(src.root) is not None or \
+            any(c.type in ("...", "variadic_parameter") for c in params.children):
+        return None
+    types: list[str] = []
+    for param in params.named_children:
+        if param.type == "comment":
+            continue
+        kind = param.child_by_field_name("type")
+        if param.type not in ("parameter_declaration", "optional_parameter_declaration") or kind is None:
+            return None
+        qualifiers = [src.text_of(c) for c in param.named_children if c.type == "type_qualifier"]
+        suffix, node = "", param.child_by_field_name("declarator")
+        while node is not None and node.type != "identifier":
+            if node.type in ("pointer_declarator", "abstract_pointer_declarator", "array_declarator",
+                             "abstract_array_declarator"):
+                suffix += "*"
+            elif node.type in ("reference_declarator", "abstract_reference_declarator"):
+                suffix += "&"
+            else:
+                return None
+            node = node.child_by_field_name("declarator") or next(
+                (c for c in node.named_children if c.type.endswith("declarator") or c.type == "identifier"), None)
+        words = " ".join(src.text_of(kind).split())
+        types.append(" ".join([words, *qualifiers]) + suffix)
+    if types == ["void"]:
+        types = []
+    return f"{src.text_of(function.child_by_field_name('declarator'))}({', '.join(types)})"

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from ..config import Settings
 from ..errors import EnvironmentProblem, InputError
+from ..program.cuda_tree import declared_signature
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
@@ -574,7 +575,19 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     return finish()
 
 
-def _refuse_host_results(base_build: BuildResult, baseline_name: str) -> None:
+def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> dict[str, str]:
+    """The baseline's declared signature of each exported function with C linkage (its symbol is
+    its plain name): what the host-code scan reads its stack-passed arguments by."""
+    found: dict[str, str] = {}
+    for declaration in split.exported:
+        signature = declared_signature(declaration)
+        name = signature.split("(", 1)[0] if signature else None
+        if name in exported_symbols:
+            found[name] = signature
+    return found
+
+
+def _refuse_host_results(base_build: BuildResult, baseline_name: str, c_signatures: dict[str, str]) -> None:
     """In contract v2 a result is a harness buffer, compared element by element; a baseline whose
     launcher hands one back through host memory the harness can read (an out-pointer or reference
     parameter, a global of the frozen code, a memcpy, a runtime call the scan does not model) has a
@@ -587,10 +600,10 @@ def _refuse_host_results(base_build: BuildResult, baseline_name: str) -> None:
         raise InputError(f"{baseline_name}: the frozen code names {shared[0]}, a variable the editable part defines: "
                          "in contract v2 it may call the editable part's functions only, and every result is a "
                          "harness buffer (h.output)")
-    found = scan_host_code(base_build.editable_object, set(base_build.kept_global))
+    found = scan_host_code(base_build.editable_object, set(base_build.kept_global), c_signatures)
     if found:
         raise InputError(f"{baseline_name}: its launcher's host code fails the scan a candidate's must pass "
-                         f"({found[0].rule} in {found[0].detail.split(':')[0]}): it may hand a result back through host "
+                         f"({found[0].rule} in {found[0].detail}): it may hand a result back through host "
                          "memory, which nothing compares (contract v2 compares the harness's buffers); keep the "
                          "launcher to launches and CUDA calls on harness buffers, and write results into an output "
                          "buffer (h.output)")
@@ -618,7 +631,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         raise InputError(f"{baseline_name}: the baseline does not build under the kernelloop contract "
                          f"({base_build.stage}): {compiler_error(base_build.log)}")
     if split.is_v2 and base_build.editable_object is not None:
-        _refuse_host_results(base_build, baseline_name)
+        _refuse_host_results(base_build, baseline_name, c_linkage_signatures(split, base_build.kept_global))
     violations = policy.scan_source(editable, policy.defined_macros(split.preamble))
     if violations:
         return StaticResult(baseline=base_build, candidate=None, violations=violations)
@@ -661,7 +674,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             baseline_object=base_build.editable_object,
         )
         violations += policy.scan_program(cand_build.binary, base_build.binary)
-        violations += scan_host_code(cand_build.editable_object, set(base_build.kept_global))
+        violations += scan_host_code(cand_build.editable_object, set(base_build.kept_global),
+                                     c_linkage_signatures(split, base_build.kept_global))
         if not violations:  # what is verified is what ships (red team round 51)
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
                 editable, expanded.part, expanded.program_macros, expanded.header_macros,

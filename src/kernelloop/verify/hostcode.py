@@ -396,9 +396,13 @@ def _listing(text: str) -> _Listing:
     return _Listing(starts=starts, branches=branches, entered=entered)
 
 
-def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset()) -> list[Violation]:
+def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
+                   c_signatures: dict[str, str] | None = None) -> list[Violation]:
     """Violations in the host code of a compiled editable part (see the module's docstring).
-    `exported`: the symbols the baseline exports (its launchers), whose signatures are trusted."""
+    `exported`: the symbols the baseline exports (its launchers), whose signatures are trusted.
+    `c_signatures`: for an exported symbol of C linkage (`extern "C"`, a name that says nothing of
+    its parameters), the signature the baseline declares it with, which the harness calls it by
+    (`f(double const*, int)`): a candidate's own definition of the name is not read."""
     data = own_data(obj)
     own = data.names()
     violations: list[Violation] = []
@@ -510,7 +514,9 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset())
     names = sorted(labels | set(label_of))
     # Stack-passed arguments: read by any function whose signature says so in fundamental types;
     # written (a tail call's arguments) only by the baseline's own launchers.
-    claimed = {name: _stack_argument_bytes(signature, trusted=name in exported)
+    declared = {name: text for name, text in (c_signatures or {}).items() if name in exported}
+    claimed = {name: _stack_argument_bytes(declared.get(name, signature) if signature == name else signature,
+                                           trusted=name in exported)
                for name, signature in zip(names, demangle(names))}
     stack_arguments: dict[str, int] = {}
     exported_window: dict[str, int] = {}  # a launcher the harness calls: its true signature, whatever its aliases say

@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ...program.scanner import in_scope, split_top_level, strip_comments
+from ...program.scanner import in_scope, split_top_level, strip_comments, without_literals
 from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts, integer_of
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
 from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
@@ -778,7 +778,7 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
     frozen = read_editable(preamble, "", []) if preamble.strip() else None
     program_constants = known_constants(preamble, *(item.text for item in part.items))
     helpers = pure_helpers(list(part.functions.values()) + (list(frozen.functions.values()) if frozen else []))
-    harness_code = strip_comments(harness)
+    harness_code = without_literals(harness)  # a message naming the kernel is no use of it
     sites: list[LaunchSite | tuple[str, str]] = []
     for lau in part.launchers:
         for stmt in launches_in(lau.fn.body):
@@ -844,7 +844,7 @@ def shared_kernel(part: EditablePart, kernel: Function, launcher: Function, harn
     for item in part.items:
         if item is kernel.item:
             continue
-        count = len(pattern.findall(strip_comments(item.text)))
+        count = len(pattern.findall(without_literals(item.text)))
         if item is launcher.item:
             if count != 1:
                 return "is launched more than once"
