@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import secrets
 import statistics
 import time
@@ -579,10 +580,12 @@ def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> di
     """The baseline's declared signature of each exported function with C linkage (its symbol is
     its plain name): what the host-code scan reads its stack-passed arguments by."""
     found: dict[str, str] = {}
+    macros = set(policy.defined_macros(split.preamble)) | set(policy.defined_macros(split.editable))
     for declaration in split.exported:
         signature = declared_signature(declaration)
         name = signature.split("(", 1)[0] if signature else None
-        if name in exported_symbols:
+        # a word of it that is a macro (`#define int float`) is not what it says: no window
+        if name in exported_symbols and not macros & set(re.findall(r"[A-Za-z_]\w*", signature)):
             found[name] = signature
     return found
 

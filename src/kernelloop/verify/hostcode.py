@@ -514,9 +514,12 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
     names = sorted(labels | set(label_of))
     # Stack-passed arguments: read by any function whose signature says so in fundamental types;
     # written (a tail call's arguments) only by the baseline's own launchers.
+    # A declared signature is counted untrusted: a type's name there is the program's to define
+    # (red team round 121: `typedef float int24_t;` read as an integer slot); keywords and pointers
+    # say their class whatever the program declares.
     declared = {name: text for name, text in (c_signatures or {}).items() if name in exported}
-    claimed = {name: _stack_argument_bytes(declared.get(name, signature) if signature == name else signature,
-                                           trusted=name in exported)
+    claimed = {name: _stack_argument_bytes(declared[name], trusted=False) if signature == name and name in declared
+               else _stack_argument_bytes(signature, trusted=name in exported)
                for name, signature in zip(names, demangle(names))}
     stack_arguments: dict[str, int] = {}
     exported_window: dict[str, int] = {}  # a launcher the harness calls: its true signature, whatever its aliases say

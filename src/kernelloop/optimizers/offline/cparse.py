@@ -98,7 +98,12 @@ class _Reader:
         if t in _NAME_NODES:
             return Name(re.sub(r"\s+", " ", normalize_type(self.text(n))))
         if t == "number_literal":
-            return Num(self.text(n))
+            # the grammar folds a sign into the literal (`-010`); C reads an operator applied to the
+            # literal, whose base and type come from its own digits (red team round 121: `-010`
+            # read as -10, C's -(010) is -8)
+            text = self.text(n)
+            sign = re.match(r"[-+]\s*", text)
+            return Unary(text[0], Num(text[sign.end():])) if sign else Num(text)
         if t in ("string_literal", "char_literal", "concatenated_string", "raw_string_literal"):
             return Str(self.text(n))
         if t == "parenthesized_expression":
