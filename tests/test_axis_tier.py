@@ -24,6 +24,10 @@ TONEMAP = (AXES / "image_tonemap_rows.cu").read_text()
 VOLUME = (AXES / "volume_threshold_zslow.cu").read_text()
 TONEMAP_SPEC = InitSpec(values={"height": ["4096", "1001"], "width": ["4096", "777"], "exposure": ["1.5", "0.7"]},
                         counts={"hdr": "height * width", "ldr": "height * width", "gain": "width"})
+RANK1 = (AXES / "rank1_update_template.cu").read_text()
+RANK1_SPEC = InitSpec(template_args="float", values={"rows": ["8192", "1001"], "cols": ["8192", "777"],
+                                                     "alpha": ["0.5", "-1.5"]},
+                      counts={"a": "rows * cols", "u": "rows", "v": "cols"}, roles={"a": "inout"})
 VOLUME_SPEC = InitSpec(values={"depth": ["256", "37"], "height": ["256", "41"], "width": ["256", "53"],
                                "lo": ["0.1", "0.2"], "hi": ["0.9", "0.8"]},
                        counts={"in": "depth * height * width", "out": "depth * height * width"})
@@ -109,7 +113,8 @@ def test_a_kernel_whose_meaning_or_gain_the_swap_cannot_keep_is_refused(text, wo
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("text, spec, name", [(TONEMAP, TONEMAP_SPEC, "image_tonemap_rows.cu"),
-                                              (VOLUME, VOLUME_SPEC, "volume_threshold_zslow.cu")])
+                                              (VOLUME, VOLUME_SPEC, "volume_threshold_zslow.cu"),
+                                              (RANK1, RANK1_SPEC, "rank1_update_template.cu")])
 def test_the_axis_candidate_passes_the_static_gates(text, spec, name):
     from kernelloop.config import Settings
     from kernelloop.program.split import candidate_editable_part, split_program
@@ -137,3 +142,21 @@ def test_a_built_in_read_whole_is_refused_by_the_tier_itself():
     split = split_program(_program(_ALIAS, TONEMAP_SPEC, "image_tonemap_rows.cu"), "image_tonemap_rows.cu")
     (site,) = launch_sites(read_editable(split.editable, split.harness, split.exported), split.harness, split.preamble)
     assert "reads a built-in other than through its .x" in meaning_may_change(site, split.preamble)
+
+
+def test_a_template_launcher_gets_the_swap_for_the_instantiation_the_verifier_runs():
+    # a template kernel behind a template launcher; u[i] moves along x alone (one address per warp
+    # once swapped), which is no transpose's strided read
+    proposal = _proposal(_program(RANK1, RANK1_SPEC, "rank1_update_template.cu"))
+    assert proposal.approach == "axis tier: rank1_update_kernel with its x and y thread axes swapped"
+    assert "if constexpr (::kl_same_type<T, float>::value)" in proposal.source
+    assert "rank1_update_kernel_kl_rewritten<T><<<dim3(kl_grid.y, kl_grid.x, kl_grid.z), " in proposal.source
+    assert "} else { rank1_update_kernel<T><<<grid, block, 0, stream>>>" in proposal.source
+
+
+def test_a_load_moving_along_both_axes_still_refuses_the_swap():
+    transposing = RANK1.replace("alpha * u[i] * v[j]", "alpha * u[j * rows + i] * v[j]") \
+        .replace("const T* __restrict__ u,", "const T* __restrict__ u,")
+    spec = RANK1_SPEC.model_copy(update={"counts": {"a": "rows * cols", "u": "rows * cols", "v": "cols"}})
+    reason = _refusal(_program(transposing, spec, "rank1_update_template.cu"))
+    assert "axis tier: kernel rank1_update_kernel already gives neighbouring threads" in reason, reason

@@ -133,6 +133,17 @@ def declared_names(text: str, depth: int = 0) -> set[str]:
     return found
 
 
+# What a declaration whose signature is read may hold: type words, qualifiers, pointer, reference
+# and array marks, names. Anything else (an attribute such as `vector_size` or `ms_abi`, a default
+# value, `...`, a function pointer) may change how an argument is passed (red team round 122).
+_PLAIN_DECLARATION = frozenset([
+    "translation_unit", "linkage_specification", "string_literal", "string_content", "declaration",
+    "storage_class_specifier", "primitive_type", "sized_type_specifier", "type_identifier", "type_qualifier",
+    "function_declarator", "parameter_list", "parameter_declaration", "identifier", "pointer_declarator",
+    "reference_declarator", "array_declarator", "abstract_pointer_declarator", "abstract_reference_declarator",
+    "abstract_array_declarator", "number_literal", "comment"])
+
+
 def declared_signature(declaration: str) -> str | None:
     """`name(type, type, ...)` of the first function a declaration declares, its parameters' types
     as a demangler writes them (`f(double const*, int)`: names dropped, a pointer or array as `*`,
@@ -143,7 +154,7 @@ def declared_signature(declaration: str) -> str | None:
                      and (name := n.child_by_field_name("declarator")) is not None and name.type == "identifier"), None)
     params = function.child_by_field_name("parameters") if function is not None else None
     if function is None or params is None or first_error(src.root) is not None or \
-            any(c.type in ("...", "variadic_parameter") for c in params.children):
+            any(n.type not in _PLAIN_DECLARATION if n.is_named else n.type == "..." for n in walk(src.root)):
         return None
     types: list[str] = []
     for param in params.named_children:

@@ -584,8 +584,9 @@ def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> di
     for declaration in split.exported:
         signature = declared_signature(declaration)
         name = signature.split("(", 1)[0] if signature else None
-        # a word of it that is a macro (`#define int float`) is not what it says: no window
-        if name in exported_symbols and not macros & set(re.findall(r"[A-Za-z_]\w*", signature)):
+        # a word of the declaration that is a macro (`#define int float`, a parameter's name that
+        # expands to an attribute: red team round 122) is not what it says: no window
+        if name in exported_symbols and not macros & set(re.findall(r"[A-Za-z_]\w*", declaration)):
             found[name] = signature
     return found
 

@@ -51,12 +51,15 @@ def _coefficient(offset: Poly, atom: str) -> Poly:
     return Poly._from(terms)
 
 
+def _moves_across(offset: Poly) -> bool:
+    """Whether OFFSET moves with the y or z thread index too (a two-dimensional access)."""
+    return any(not _coefficient(offset, f"threadIdx.{axis}").is_zero for axis in ("y", "z"))
+
+
 def fast_axis(site: LaunchSite) -> str:
     """The thread axis (y or z) that walks the fast index of every store, where x walks a slower
     one; raises NotARowKernel where the swap would not help or may change the kernel's meaning."""
     fn = site.kernel
-    if site.verified_instantiation is not None:
-        raise NotARowKernel("is launched by a template launcher (the axis tier rewrites plain launchers)")
     # where its stores go says whether the swap helps (its meaning does not depend on reading them)
     facts = collect_facts(fn.sig, fn.body, site.constants)
     stores = [a for a in facts.accesses if a.kind in ("store", "atomic") and a.array is not None
@@ -67,8 +70,10 @@ def fast_axis(site: LaunchSite) -> str:
     loads = [a for a in facts.accesses if a.kind == "read" and a.array is not None and a.array.param is not None
              and a.offset is not None]
     if any(c == Poly.const(1) or c.is_zero for c in x) or \
-            any(_coefficient(a.offset, "threadIdx.x") == Poly.const(1) for a in loads):  # type: ignore[arg-type]
-        # a transpose reads along x what it writes across: the swap would only move the strided side
+            any(_coefficient(a.offset, "threadIdx.x") == Poly.const(1) and _moves_across(a.offset)  # type: ignore[arg-type]
+                for a in loads):
+        # a transpose reads along x what it writes across: the swap would only move the strided side.
+        # A load that moves along x alone (`x[i]` of an outer product) is one address per warp after it.
         raise NotARowKernel("already gives neighbouring threads along x neighbouring elements (or the same one)")
     for axis in ("y", "z"):
         if all(_coefficient(a.offset, f"threadIdx.{axis}") == Poly.const(1) for a in stores):  # type: ignore[arg-type]
