@@ -164,10 +164,67 @@ class Settings(BaseModel):
                                      "include_dirs = [...] in kernelloop.toml); searched after the program's own folder")
 
 
+# Every KERNELLOOP_* variable a user may set beyond the sections' KERNELLOOP_<SECTION>_<FIELD>,
+# and what it sets: read only through environment_value, so no module reads one of its own and a
+# misspelt one is reported (doctor: unknown_environment).
+ENVIRONMENT = {
+    "KERNELLOOP_CACHE_DIR": "the cache folder (cache_dir)",
+    "KERNELLOOP_DATA_DIR": "the data folder: runs, reports (data_dir)",
+    "KERNELLOOP_INCLUDE_DIRS": "folders of your own headers, separated by the path separator (include_dirs)",
+    "KERNELLOOP_MODEL": "the LLM's model name",
+    "KERNELLOOP_BASE_URL": "the LLM's OpenAI-compatible endpoint",
+    "KERNELLOOP_EMBEDDINGS": "dense retrieval: auto, nvidia, local or off",
+    "KERNELLOOP_CORPUS_DENSE": "0/off: keyword retrieval only",
+    "KERNELLOOP_NIM_EMBED_MODEL": "the NVIDIA embedding model of dense retrieval",
+    "KERNELLOOP_NIM_RERANK_MODEL": "the NVIDIA reranking model (off: none)",
+    "KERNELLOOP_NIM_BASE_URL": "the NVIDIA retrieval endpoint",
+    "KERNELLOOP_SANDBOX_UID_BASE": "the first of the sandbox's unused uids (61000)",
+    "KERNELLOOP_ENGINE": "where verification jobs run: local or ray",
+    "KERNELLOOP_MCP_LOG_LEVEL": "the MCP servers' log level (WARNING)",
+}
+ENVIRONMENT_PREFIXES = {
+    "KERNELLOOP_MCP_TIMEOUT_": "one MCP tool's deadline in seconds (KERNELLOOP_MCP_TIMEOUT_VERIFY=900)",
+}
+# Set by kernelloop for its own child processes (the harness, capture, CUPTI, the sandbox server),
+# never by a user: not reported.
+INTERNAL_ENVIRONMENT = frozenset([
+    "KERNELLOOP_SEED", "KERNELLOOP_SIZE_INDEX", "KERNELLOOP_SIZE_DRAW", "KERNELLOOP_GUARD_BYTE",
+    "KERNELLOOP_EXACT_BUFFERS", "KERNELLOOP_NONFINITE", "KERNELLOOP_NONFINITE_BUFFERS", "KERNELLOOP_OUTPUT_FILE",
+    "KERNELLOOP_STREAM_FD", "KERNELLOOP_CUPTI_OUT", "KERNELLOOP_CAPTURE_OUT", "KERNELLOOP_CAPTURE_MAX_LAUNCHES",
+    "KERNELLOOP_CAPTURE_SAMPLE_BYTES", "KERNELLOOP_RUN_VERIFY_SETTINGS", "KERNELLOOP_NCU_INPROCESS",
+])
+_SECTION_PREFIXES = ("KERNELLOOP_VERIFY_", "KERNELLOOP_OPTIMIZE_", "KERNELLOOP_INIT_", "KERNELLOOP_BENCH_")
+
+
+def environment_value(name: str) -> str | None:
+    """A user's KERNELLOOP_* variable (declared in ENVIRONMENT or ENVIRONMENT_PREFIXES), stripped;
+    None when unset or empty."""
+    if name not in ENVIRONMENT and not name.startswith(tuple(ENVIRONMENT_PREFIXES)):
+        raise KeyError(f"{name} is not a declared kernelloop setting (config.ENVIRONMENT)")
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def unknown_environment(environ: dict[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """KERNELLOOP_* variables set that kernelloop does not read, each with the closest one it does
+    (a misspelt variable otherwise leaves the default in force unseen). The sections' variables are
+    checked where the settings load (_from_env)."""
+    env = os.environ if environ is None else environ
+    known = [*ENVIRONMENT, *INTERNAL_ENVIRONMENT]
+    found: list[tuple[str, str | None]] = []
+    for name in sorted(env):
+        if not name.startswith("KERNELLOOP_") or name in known or name.startswith(_SECTION_PREFIXES) or \
+                name.startswith(tuple(ENVIRONMENT_PREFIXES)):
+            continue
+        close = difflib.get_close_matches(name, list(ENVIRONMENT), n=1, cutoff=0.8)
+        found.append((name, close[0] if close else None))
+    return found
+
+
 def default_cache_dir() -> Path:
     """Where a component handed no Settings caches: KERNELLOOP_CACHE_DIR, else the platform's cache
     folder (a run passes its own settings' cache_dir, which kernelloop.toml may set)."""
-    env = os.environ.get("KERNELLOOP_CACHE_DIR", "").strip()
+    env = environment_value("KERNELLOOP_CACHE_DIR")
     return Path(env) if env else Path(user_cache_dir("kernelloop"))
 
 
@@ -374,8 +431,8 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
          else verify)[key] = value
     top: dict[str, Any] = {k: v for k, v in file_values.items() if k in ("cache_dir", "data_dir")}
     for key in ("cache_dir", "data_dir"):
-        if os.environ.get(f"KERNELLOOP_{key.upper()}"):
-            top[key] = os.environ[f"KERNELLOOP_{key.upper()}"]
+        if environment_value(f"KERNELLOOP_{key.upper()}"):
+            top[key] = environment_value(f"KERNELLOOP_{key.upper()}")
     top["include_dirs"] = include_dirs_setting((cli or {}).get("include_dirs"), project_dir=project_dir,
                                                file_values=file_values)
     built: dict[str, BaseModel] = {}

@@ -240,7 +240,7 @@ def _unusable_folder(path: Path) -> str | None:
 
 def check_settings(cwd: Path | None = None) -> Check:
     """kernelloop.toml and the KERNELLOOP_* variables: valid, and the folders kernelloop writes usable."""
-    from .config import load_settings
+    from .config import load_settings, unknown_environment
     from .corpus.dense import requested_backend
 
     try:
@@ -254,6 +254,13 @@ def check_settings(cwd: Path | None = None) -> Check:
         if why:
             return Check(name="settings", status="fail", detail=f"{name}: {why}",
                          fix=f"set KERNELLOOP_{name.upper()} (or {name} in kernelloop.toml) to a writable folder")
+    unknown = unknown_environment()
+    if unknown:
+        name, close = unknown[0]
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        return Check(name="settings", status="warn", required=False,
+                     detail=f"{name} is set but kernelloop reads no such variable{more}",
+                     fix=f"did you mean {close}?" if close else "unset it, or see README 'Settings' for the names")
     return Check(name="settings", status="ok", detail=f"data {settings.data_dir}, cache {settings.cache_dir}")
 
 

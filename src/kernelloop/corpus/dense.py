@@ -17,7 +17,6 @@ model (`cache_model`), so local and NVIDIA vectors never mix.
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from typing import Any
 
@@ -34,7 +33,9 @@ _cache: dict[str, np.ndarray] = {}  # text hash -> vector, for this process
 
 
 def disabled() -> bool:
-    return os.environ.get("KERNELLOOP_CORPUS_DENSE", "").strip().lower() in ("0", "off", "false", "no")
+    from ..config import environment_value
+
+    return (environment_value("KERNELLOOP_CORPUS_DENSE") or "").lower() in ("0", "off", "false", "no")
 
 
 BACKEND_ENV = "KERNELLOOP_EMBEDDINGS"
@@ -42,11 +43,13 @@ BACKENDS = ("auto", "nvidia", "local", "off")
 
 
 def requested_backend() -> str:
+    from ..config import environment_value
     from ..errors import ConfigError
 
-    value = os.environ.get(BACKEND_ENV, "").strip().lower() or "auto"
+    raw = environment_value(BACKEND_ENV)
+    value = (raw or "auto").lower()
     if value not in BACKENDS:
-        raise ConfigError(f"{BACKEND_ENV}={os.environ[BACKEND_ENV]}: use one of {', '.join(BACKENDS)}")
+        raise ConfigError(f"{BACKEND_ENV}={raw}: use one of {', '.join(BACKENDS)}")
     return value
 
 

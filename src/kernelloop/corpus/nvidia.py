@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import re
 import threading
 import time
@@ -95,12 +94,14 @@ def settings() -> NimSettings:
         key = resolve_llm_config().api_key
     except ConfigError:
         key = None
-    rerank = os.environ.get(RERANK_MODEL_ENV, "").strip() or DEFAULT_RERANK_MODEL
+    from ..config import environment_value
+
+    rerank = environment_value(RERANK_MODEL_ENV) or DEFAULT_RERANK_MODEL
     return NimSettings(
         api_key=key,
-        embed_model=os.environ.get(EMBED_MODEL_ENV, "").strip() or DEFAULT_EMBED_MODEL,
+        embed_model=environment_value(EMBED_MODEL_ENV) or DEFAULT_EMBED_MODEL,
         rerank_model=None if rerank.lower() in ("0", "off", "none", "false", "no") else rerank,
-        base_url=(os.environ.get(BASE_URL_ENV, "").strip() or DEFAULT_BASE_URL).rstrip("/"),
+        base_url=(environment_value(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/"),
     )
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from ..config import environment_value
 from ..errors import ConfigError
 
 EngineName = Literal["local", "ray"]
@@ -47,8 +48,8 @@ class EngineSettings(BaseModel):
     def from_environment(cls, **given: Any) -> EngineSettings:
         """Flags given (None: not given) over KERNELLOOP_ENGINE / RAY_ADDRESS over the defaults."""
         values = {k: v for k, v in given.items() if v is not None}
-        if "engine" not in values and os.environ.get("KERNELLOOP_ENGINE"):
-            values["engine"] = os.environ["KERNELLOOP_ENGINE"].strip()
+        if "engine" not in values and environment_value("KERNELLOOP_ENGINE"):
+            values["engine"] = environment_value("KERNELLOOP_ENGINE")
         if values.get("engine", "local") not in ENGINES:
             raise ConfigError(f"--engine {values['engine']!r}: use local or ray")
         if values.get("address") and values.get("engine", "local") != "ray":

@@ -41,7 +41,9 @@ def build_server(name: str) -> KernelloopMCP:
 
 def configure_logging() -> None:
     """Every log record to stderr, at KERNELLOOP_MCP_LOG_LEVEL (default WARNING)."""
-    level = os.environ.get("KERNELLOOP_MCP_LOG_LEVEL", "WARNING").upper()
+    from ..config import environment_value
+
+    level = (environment_value("KERNELLOOP_MCP_LOG_LEVEL") or "WARNING").upper()
     level = level if level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL") else "WARNING"
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))

@@ -27,6 +27,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 
 from .. import __version__
+from ..config import environment_value
 from ..errors import ConfigError, KernelloopError
 
 logger = logging.getLogger("kernelloop.mcp")
@@ -60,8 +61,8 @@ LOG_LEVEL_ENV = "KERNELLOOP_MCP_LOG_LEVEL"
 def timeout_for(tool: str) -> float:
     """The deadline of one tool, in seconds: the environment's override, or the default."""
     name = f"{TIMEOUT_ENV_PREFIX}{tool.upper()}"
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
+    raw = environment_value(name)
+    if raw is None:
         return DEFAULT_TIMEOUTS_S.get(tool, 600.0)
     try:
         value = float(raw)
@@ -127,7 +128,7 @@ def _first_error(exc: ValidationError) -> str:
 
 def new_server(name: str, instructions: str) -> KernelloopMCP:
     # FastMCP's INFO logs one line per request; they go to stderr anyway, but cost time.
-    level = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
+    level = (environment_value(LOG_LEVEL_ENV) or "WARNING").upper()
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         level = "WARNING"
     server = KernelloopMCP(name, instructions=instructions, log_level=level)  # type: ignore[arg-type]

@@ -41,9 +41,10 @@ _UID_BASE_VARIABLE = "KERNELLOOP_SANDBOX_UID_BASE"
 def sandbox_uid_base() -> int:
     """The first uid of the sandbox range (KERNELLOOP_SANDBOX_UID_BASE, default 61000); read when a
     run needs it, so a bad value is one line (ConfigError) where it is used, not an import crash."""
+    from ..config import environment_value
     from ..errors import ConfigError
 
-    text = os.environ.get(_UID_BASE_VARIABLE, "61000").strip()
+    text = environment_value(_UID_BASE_VARIABLE) or "61000"
     try:
         base = int(text)
     except ValueError:
