@@ -125,6 +125,17 @@ def _strip(text: str) -> str:
     return strip_comments(text)
 
 
+def _unread_claims(name: str, head: str, functions: dict[str, Function], ambiguous: set[str]) -> None:
+    """A definition that is not read still defines its name: a call may reach it rather than a
+    function of that name that is read (red team round 123: a `template <>` specialization of a
+    pure helper, unread, read a built-in the axis swap did not rename). Its name, or every name in
+    its head where the name is not found, is no one function's any more."""
+    claimed = [name] if name else re.findall(r"[A-Za-z_]\w*", strip_comments(head))
+    for word in claimed:
+        functions.pop(word, None)
+        ambiguous.add(word)
+
+
 def read_editable(editable: str, harness: str, exported: list[str]) -> EditablePart:
     # Items inside namespaces and extern "C" blocks too (PyTorch extensions): each keeps its blocks
     # (Item.scope), and whoever writes the part again puts it back inside them (scanner.in_scope).
@@ -142,12 +153,14 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
             body = parse_body(item.text[len(head):])
         except ParseError as exc:
             problems.append(f"{name}: {exc}")
+            _unread_claims(name, head, functions, ambiguous)
             continue
         named = next(naming_statements(body), None)
         if named is not None and {"__global__", "__device__"} & set(sig.qualifiers):
             # `using namespace ns;` in device code may make `min(a, b)` a function of ns that the
             # tiers would take for the math function: a kernel or helper with one is not read
             problems.append(f"{name}: declares names inside device code ({named.text})")
+            _unread_claims(name, head, functions, ambiguous)
             continue
         if name in functions or name in ambiguous:
             # Two functions of one name (namespaces, overloads): the tiers look functions up by
