@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ...errors import KernelloopError
 from ...program.init import type_aliases, without_alias_definitions
-from ...program.scanner import strip_comments
+from ...program.scanner import function_name, strip_comments, without_literals
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
 from .facts import ATOMICS, KernelFacts, collect_facts, returning_helpers
@@ -80,6 +80,7 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
     declared = declared_names(f"{preamble}\n{editable}")
     shadowed = _known_by_spelling() & declared if UNKNOWN_NAMES not in declared else _known_by_spelling()
     frozen = declared_names(preamble)
+    besides = _declared_besides_definitions(part) | _named_other_than_called(part, editable)
     kept: dict[str, Function] = {}
     problems = list(part.problems)
     for name, fn in part.functions.items():
@@ -88,6 +89,9 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
         if name in frozen or UNKNOWN_NAMES in frozen:
             problems.append(f"{name}: the frozen part declares a function or name {name} too (an overload or "
                             "template there may be the one a call means); not read")
+        elif name in besides or UNKNOWN_NAMES in besides:
+            problems.append(f"{name}: the editable part declares {name} as something else too (a variable, a "
+                            "type, a member, a parameter or a local may be what a call means); not read")
         elif mine and (fn.is_kernel or "__device__" in fn.sig.qualifiers):
             problems.append(f"{name}: calls {mine[0]}, which the program declares itself (the tiers would read it "
                             f"as the library's {mine[0]}); not read")
@@ -95,6 +99,46 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
             kept[name] = fn
     launchers = [lau for lau in part.launchers if lau.fn.name in kept]
     return EditablePart(part.items, kept, launchers, part.harness_launched, problems, part.harness_referenced)
+
+
+def _declared_besides_definitions(part: EditablePart) -> set[str]:
+    """Every name the editable part declares other than as the name a function definition defines:
+    variables (a `__device__` functor or function pointer named like a helper: red team round
+    124), types, members, using-declarations, macros, parameters and locals. A call of such a name
+    may reach it rather than the function of that name the tiers read. Each definition's name is
+    respelled, not blanked, so the parser reads the text whole."""
+    texts = []
+    for k, item in enumerate(part.items):
+        name = function_name(item) if item.is_function_definition else None
+        if name:
+            head = re.sub(rf"(?<![\w:]){re.escape(name)}(?=\s*[<(])", f"kl_defined_{k}", item.head, count=1)
+            texts.append(head + item.text[len(item.head):])
+        elif not _EXPLICIT_INSTANTIATION.match(strip_comments(item.text)):
+            # a prototype counts too: `RowLimit row_limit(kRows);` reads as one and is a variable
+            texts.append(item.text)
+    return declared_names("\n".join(texts))
+
+
+def _named_other_than_called(part: EditablePart, editable: str) -> set[str]:
+    """The part's device helpers whose names its code spells anywhere other than as a plain call or
+    a definition, `name(` or `name<...>(` with nothing qualifying it: a template parameter
+    (`typename row_limit = RowLimit`), a parameter with a default, a lambda capture, a member call,
+    a qualified call. The declaration kinds a parser lists miss some of these, and a call may then
+    reach what they name rather than the function the tiers read (red team round 125)."""
+    code = without_literals(editable)
+    found: set[str] = set()
+    for name in [n for n, fn in part.functions.items() if not fn.is_kernel and "__device__" in fn.sig.qualifiers]:
+        for m in re.finditer(rf"(?<![\w$]){re.escape(name)}(?![\w$])", code):
+            before = code[:m.start()].rstrip()
+            after = code[m.end():]
+            called = re.match(r"\s*(?:<[^;{}()<>]*(?:<[^;{}()<>]*>[^;{}()<>]*)*>\s*)?\(", after) is not None
+            if not called or before.endswith((".", "->", "::", "&", "~")):
+                found.add(name)
+                break
+    return found
+
+
+_EXPLICIT_INSTANTIATION = re.compile(r"\s*(?:extern\s+)?template\s+(?!<)")
 
 
 def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: str) -> list[str]:
