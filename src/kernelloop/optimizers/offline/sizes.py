@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ...program.macros import program_macros
 from ...program.scanner import strip_comments
 from .cparse import UNKNOWN_NAMES, Source, call_arguments, declared_names, first_error, parse_expression, walk
 from .facts import PURE_FUNCTIONS, SIZEOF, integer_of
@@ -276,22 +277,24 @@ def _macros_read_by_context(codes: list[str]) -> set[str]:
     loose = {name: level for name, level in levels.items() if level > 1}
     if not loose:
         return set()
-    function_macros = {m.group(1) for code in codes for m in re.finditer(
-        r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(", code, re.M)}
+    macros = program_macros(*codes)
+    # a name defined more than once may be function-like in the definition in force
+    function_macros = {m.name for m in macros.defined.values() if m.params is not None} | macros.uncertain
     found: set[str] = set()
     for code in codes:
         src = Source(code)
+        if first_error(src.root) is not None:  # a use the parser does not read stands nowhere known
+            found |= {name for name in loose if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", code)}
+            continue
         functions = ({src.text_of(n) for n in walk(src.root) if n.type == "identifier" and n.parent is not None
                       and n.parent.type == "function_declarator"} | PURE_FUNCTIONS) - function_macros
         for name, level in loose.items():
             for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", code):
-                if name in found:
-                    break
                 start = len(code[:m.start()].encode("utf-8"))
                 node = src.root.descendant_for_byte_range(start, start + len(name.encode("utf-8")))
-                if first_error(src.root) is not None or node is None or \
-                        not _stands_alone(src, node, level, functions):
+                if node is None or not _stands_alone(src, node, level, functions):
                     found.add(name)
+                    break
     return found
 
 
