@@ -193,3 +193,18 @@ def test_a_type_with_parenthesized_attributes_keeps_its_semicolon(head):
     source = f"namespace elementwise {{\n{head} {{\n  float val[4];\n}};\n__device__ int f(int x) {{ return x; }}\n}}\n"
     items = [i for i in scoped_items(source) if i.kind == "code"]
     assert len(items) == 2 and items[0].text.endswith("};") and items[1].text.startswith("__device__"), items
+
+
+@pytest.mark.parametrize("text, init", [
+    ("__global__ void k(float* y) { y[0] = 1; }\n", "`kernelloop init file.cu -o file_kl.cu --set ARG=SIZE,ALT`"),
+    ("__global__ void k(float* y, int n) { y[0] = n; }\nvoid launch_k(float* y, int n) { k<<<1, 1>>>(y, n); }\n",
+     "`kernelloop init file.cu -o file_kl.cu --launcher launch_k --set ARG=SIZE,ALT`"),
+])
+def test_a_kernel_file_without_main_is_pointed_at_init(text, init):
+    """A user's kernel file as it is (issue 10): one line saying what is missing and the init command
+    that wraps it, naming its launcher when it has one."""
+    with pytest.raises(InputError) as err:
+        split_program(text, "file.cu")
+    message = str(err.value)
+    assert message.startswith("file.cu: not a kernelloop program yet: no main()") and init in message
+    assert "\n" not in message and "(;" not in message

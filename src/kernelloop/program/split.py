@@ -201,16 +201,28 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
                          "return void")
     problem = contract_problem(text)
     if problem:
-        stem = Path(name).stem or "program"
-        if _defines_main(text):  # a whole program: capturing one run of it gives init everything
-            how = (f"`kernelloop init {name} -o {stem}_kl.cu --capture` runs it once under launch capture and wraps "
-                   "its hottest kernel in a contract-v2 harness (where it cannot run: `--set ARG=SIZE,ALT`")
-        else:
-            how = (f"`kernelloop init {name} -o {stem}_kl.cu --set ARG=SIZE,ALT` wraps its kernel in a contract-v2 "
-                   "harness (")
-        raise InputError(f"{name}: not a kernelloop program yet: {problem}; {how}; by hand: docs/contract.md, "
-                         "'Writing a v2 harness')")
+        raise _not_a_program_yet(name, text, problem)
     return split
+
+
+def _not_a_program_yet(name: str, text: str, problem: str, launchers: list[str] | None = None) -> InputError:
+    """The one line for a file outside the contract: what is missing and the `init` command that
+    wraps it (issue 10: a user's own file, as written, meets this first). `launchers`: the file's
+    host functions that launch its kernels, when it has no main()."""
+    stem = Path(name).stem or "program"
+    if launchers and all(launchers):
+        return InputError(
+            f"{name}: not a kernelloop program yet: {problem}; `kernelloop init {name} -o {stem}_kl.cu --launcher "
+            f"{launchers[0]} --set ARG=SIZE,ALT` wraps your launcher {launchers[0]} and the kernels it launches in a "
+            "contract-v2 harness that calls it (by hand: docs/contract.md, 'Writing a v2 harness')")
+    if _defines_main(text):  # a whole program: capturing one run of it gives init everything
+        how = (f"`kernelloop init {name} -o {stem}_kl.cu --capture` runs it once under launch capture and wraps "
+               "its hottest kernel in a contract-v2 harness (where it cannot run: `--set ARG=SIZE,ALT`; ")
+    else:
+        how = (f"`kernelloop init {name} -o {stem}_kl.cu --set ARG=SIZE,ALT` wraps its kernel (or `--launcher "
+               "NAME`, your host function that launches it) in a contract-v2 harness (")
+    return InputError(f"{name}: not a kernelloop program yet: {problem}; {how}by hand: docs/contract.md, "
+                      "'Writing a v2 harness')")
 
 
 def check_program(path: Path, include_dirs: list[Path] | None = None) -> tuple[str, ProgramSplit]:
@@ -439,13 +451,14 @@ def _split_by_default(text: str, name: str, headers: _Headers) -> ProgramSplit:
     device_items = [i for i in items if i.is_device_item]
     if not device_items:
         raise InputError(f"{name}: no __global__ or __device__ code to optimize")
-    if not any(function_name(i) == "main" for i in items):
-        raise InputError(f"{name}: no main(); a kernel program is a whole program (docs/contract.md)")
     # A host function that launches the file's kernels (not main) is a launcher: it chooses grid
     # and block, so it is editable with them; the harness calls it through its declaration.
     kernels = [function_name(i) or "" for i in device_items
                if i.is_function_definition and "__global__" in strip_comments(i.head)]
     launchers = [i for i in items if i.start > device_items[0].start and launched_kernels(i, kernels)]
+    if not any(function_name(i) == "main" for i in items):
+        raise _not_a_program_yet(name, text, "no main() (a kernel program is a whole program, its harness's "
+                                 "main() calling the kernels)", [function_name(i) or "" for i in launchers])
     editable_items = sorted(device_items + launchers, key=lambda i: i.start)
     first = editable_items[0]
     preamble = text[: first.start]

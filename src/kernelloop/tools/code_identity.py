@@ -27,12 +27,49 @@ _EIGHT_BYTE_RELOCATIONS = {1, 24}  # R_X86_64_64, R_X86_64_PC64
 _PC_RELATIVE = {2, 4, 9, 24, 41, 42}  # PC32, PLT32, GOTPCREL, PC64, GOTPCRELX, REX_GOTPCRELX
 
 
-def host_fingerprints(obj: Path, names: set[str], opaque: Callable[[str], bool] | None = None) -> dict[str, str]:
-    """For each function of `obj` whose symbol is in `names`: a digest of its bytes and of every
-    function and variable of the object it reaches, with every relocation replaced by what it
-    refers to (a symbol's name, the bytes of a variable, constant or string), so the same code in
-    two objects gives the same digest. A symbol `opaque` names counts by its name alone, its code
-    not followed (the compiler's registration of a unit's kernels, which differs by unit)."""
+class HostCode:
+    """A host function's code as host_fingerprints reads it, compared with another's (`==`) as the
+    machine runs it: every byte and every relocation's target the same, except that a constant in a
+    merged pool is compared on the bytes both entries hold. The compiler puts one constant in a pool
+    of the width it likes (a float's -inf in 4-byte `.rodata.cst4` alone, in an 8-byte entry beside
+    the harness's constants: kept-aside set 11's row max), and an instruction reads no further than
+    its entry; the instructions themselves are compared byte for byte, so both read the same width,
+    which neither entry is shorter than. (Host code holds no inline assembly: the policy refuses it.)"""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HostCode):
+            return NotImplemented
+        mine, theirs = _POOL_ENTRY.split(self.text), _POOL_ENTRY.split(other.text)
+        if len(mine) != len(theirs):
+            return False
+        # split keeps the captured entries at odd positions, the text between them at even ones
+        for k, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            if k % 2 == 0 and a != b:
+                return False
+            if k % 2 == 1 and (a[:len(b)] != b[:len(a)] or not (a and b) and a != b):
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]  # equal values need not share a digest
+
+    def __repr__(self) -> str:
+        return f"HostCode({hashlib.sha256(self.text.encode()).hexdigest()[:12]})"
+
+
+_POOL_ENTRY = re.compile(r"cst\[([0-9a-f]*)\]")
+
+
+def host_fingerprints(obj: Path, names: set[str], opaque: Callable[[str], bool] | None = None) -> dict[str, HostCode]:
+    """For each function of `obj` whose symbol is in `names`: its bytes and those of every function
+    and variable of the object it reaches, with every relocation replaced by what it refers to (a
+    symbol's name, the bytes of a variable, constant or string), so the same code in two objects
+    compares equal (HostCode). A symbol `opaque` names counts by its name alone, its code not
+    followed (the compiler's registration of a unit's kernels, which differs by unit)."""
     with open(obj, "rb") as handle:
         elf = ELFFile(handle)
         symtab = elf.get_section_by_name(".symtab")
@@ -45,7 +82,7 @@ def host_fingerprints(obj: Path, names: set[str], opaque: Callable[[str], bool] 
         edges: dict[str, set[str]] = {}
         for name, symbol in defined.items():
             texts[name], edges[name] = _describe(elf, symbols, symbol)
-        prints: dict[str, str] = {}
+        prints: dict[str, HostCode] = {}
         for root in sorted(names & {n for n, s in defined.items() if s["st_info"]["type"] == "STT_FUNC"}):
             seen, todo = set(), [root]
             while todo:
@@ -54,9 +91,9 @@ def host_fingerprints(obj: Path, names: set[str], opaque: Callable[[str], bool] 
                     seen.add(name)
                     if opaque is None or name == root or not opaque(name):
                         todo += [t for t in edges.get(name, ()) if t in defined and t not in seen]
-            prints[root] = hashlib.sha256("\n".join(sorted(
+            prints[root] = HostCode("\n".join(sorted(
                 f"{_stable_name(defined[n])}=" + ("(opaque)" if opaque is not None and n != root and opaque(n)
-                                                  else texts[n]) for n in seen)).encode()).hexdigest()
+                                                  else texts[n]) for n in seen)))
         return prints
 
 
@@ -123,16 +160,14 @@ def _target(elf: ELFFile, symbol, rel, kind: int) -> str:
     if section["sh_flags"] & 0x20:  # SHF_STRINGS: a string, read to its end, by its text alone (merged
         end = data.find(b"\0", addend)  # strings sit in the pool of whichever function used them first)
         return f"string:{data[addend:end if end >= 0 else len(data)].hex()}"
-    # A merged constant section holds entries of sh_entsize bytes: the one referred to. Any other
-    # data section is hashed whole: an index computed at run time reaches all of it (round 26:
-    # a table compared 32 bytes from its start, its second half differing).
+    # A merged constant section holds entries of sh_entsize bytes: the one referred to, marked so that
+    # HostCode compares it on the bytes both builds' entries hold (dim3's 1, 1 as 8 bytes here, as 16
+    # there; a float alone in 4 bytes here, padded to 8 there). Any other data section is hashed whole:
+    # an index computed at run time reaches all of it (round 26: a table compared 32 bytes from its
+    # start, its second half differing).
     if section["sh_entsize"]:
         entry = data[addend:addend + section["sh_entsize"]]
-        # One constant, broadcast (dim3's 1, 1 as 8 bytes here, as 16 there): pools of another width
-        # in another unit hold the same value, so a repeated half is named by the half.
-        while len(entry) > 4 and len(entry) % 2 == 0 and entry[:len(entry) // 2] == entry[len(entry) // 2:]:
-            entry = entry[:len(entry) // 2]
-        return f"{_CONSTANT_POOL.sub('cst', label)}:{entry.hex()}"
+        return f"{_CONSTANT_POOL.sub('', label)}:cst[{entry.hex()}]"
     return f"{label}{addend:+d}:{hashlib.sha256(data).hexdigest()}"
 
 
