@@ -21,6 +21,7 @@ from .families.base import Match, Mismatch
 from .launch_words import program_names, read_config, reading_problem
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import integral_constants, known_constants, role_values
+from .thread_reads import thread_reads
 from .syntax import Assign, Call, Expr, Member, Name, Unary, call_name, to_c, walk_expr
 from .valuetype import ValueTypes, kind
 
@@ -80,7 +81,8 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
     declared = declared_names(f"{preamble}\n{editable}")
     shadowed = _known_by_spelling() & declared if UNKNOWN_NAMES not in declared else _known_by_spelling()
     frozen = declared_names(preamble)
-    besides = _declared_besides_definitions(part) | _named_other_than_called(part, editable)
+    besides = _declared_besides_definitions(part)
+    spelled = _named_other_than_called(part, editable)
     kept: dict[str, Function] = {}
     problems = list(part.problems)
     for name, fn in part.functions.items():
@@ -92,9 +94,36 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
         elif name in besides or UNKNOWN_NAMES in besides:
             problems.append(f"{name}: the editable part declares {name} as something else too (a variable, a "
                             "type, a member, a parameter or a local may be what a call means); not read")
+        elif name in spelled:
+            problems.append(f"{name}: the editable part spells {name} other than as a plain call or its definition "
+                            "(a template parameter, a default argument, a capture, a qualified or member call may "
+                            "be what a call means); not read")
         elif mine and (fn.is_kernel or "__device__" in fn.sig.qualifiers):
             problems.append(f"{name}: calls {mine[0]}, which the program declares itself (the tiers would read it "
                             f"as the library's {mine[0]}); not read")
+        else:
+            kept[name] = fn
+    launchers = [lau for lau in part.launchers if lau.fn.name in kept]
+    return EditablePart(part.items, kept, launchers, part.harness_launched, problems, part.harness_referenced)
+
+
+def without_hidden_thread_reads(part: EditablePart, editable: str, preamble: str) -> EditablePart:
+    """The part without the device functions whose code may read where their thread runs other
+    than in their own text (thread_reads; red team round 126: a parameter's conversion, a default
+    argument, a macro, a class's operator reading blockIdx.x, which the axis tier's renaming and
+    the row tier's reading of the thread index never saw): every one of them where code a kernel
+    may run without naming it does; else a function that names a helper or macro that does."""
+    reads = thread_reads(f"{preamble}\n{editable}")
+    kept: dict[str, Function] = {}
+    problems = list(part.problems)
+    for name, fn in part.functions.items():
+        device = fn.is_kernel or "__device__" in fn.sig.qualifiers
+        named = reads.named_by(fn.item.text) if device else None
+        if device and reads.implicit:
+            problems.append(f"{name}: {reads.implicit}; not read")
+        elif named is not None:
+            problems.append(f"{name}: calls or names {named}, which reads where its thread runs (a built-in, in a "
+                            "helper or macro the tiers do not rename); not read")
         else:
             kept[name] = fn
     launchers = [lau for lau in part.launchers if lau.fn.name in kept]
@@ -131,11 +160,34 @@ def _named_other_than_called(part: EditablePart, editable: str) -> set[str]:
         for m in re.finditer(rf"(?<![\w$]){re.escape(name)}(?![\w$])", code):
             before = code[:m.start()].rstrip()
             after = code[m.end():]
-            called = re.match(r"\s*(?:<[^;{}()<>]*(?:<[^;{}()<>]*>[^;{}()<>]*)*>\s*)?\(", after) is not None
+            called = _called_here(after)
             if not called or before.endswith((".", "->", "::", "&", "~")):
                 found.add(name)
                 break
     return found
+
+
+def _called_here(after: str) -> bool:
+    """Whether the text after a name makes it a call: `(`, or a template argument list (any nesting
+    of `<>` and `()`: `<sizeof(float)>`, `<W<W<float>>>`, red team round 126) and then `(`."""
+    k = len(after) - len(after.lstrip())
+    if after[k:k + 1] == "<":
+        opened: list[str] = []  # inside parentheses `<` and `>` compare
+        for k in range(k, len(after)):
+            c = after[k]
+            if c == "(" or (c == "<" and opened[-1:] != ["("]):
+                opened.append(c)
+            elif (c == ")" and opened[-1:] == ["("]) or (c == ">" and opened[-1:] == ["<"]):
+                opened.pop()
+                if not opened:
+                    break
+            elif c in ";{})":
+                return False
+        else:
+            return False
+        k += 1
+        k += len(after[k:]) - len(after[k:].lstrip())
+    return after[k:k + 1] == "("
 
 
 _EXPLICIT_INSTANTIATION = re.compile(r"\s*(?:extern\s+)?template\s+(?!<)")
@@ -249,8 +301,8 @@ def _unambiguous_aliases(program: str) -> dict[str, str]:
 
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
-    part = without_narrowing(without_shadowed(read_editable(editable, harness, exported), editable, preamble),
-                             editable, preamble)
+    part = without_hidden_thread_reads(without_narrowing(without_shadowed(
+        read_editable(editable, harness, exported), editable, preamble), editable, preamble), editable, preamble)
     program_constants = known_constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     names = program_names(part, editable, preamble)
