@@ -102,7 +102,7 @@ _ALIAS = TONEMAP.replace("  int y = blockIdx.x * blockDim.x + threadIdx.x;   // 
 @pytest.mark.parametrize("text, words", [
     (_SHUFFLE, "axis tier: kernel tonemap_kernel uses __shfl_xor_sync"),
     (_MACRO, "ROW"),  # the analysis does not read the kernel at all: no tier rewrites it
-    (_HELPER, "axis tier: kernel tonemap_kernel calls row_of"),
+    (_HELPER, "calls or names row_of, which reads where its thread runs"),
     (_COALESCED, "axis tier: kernel tonemap_kernel already gives neighbouring threads"),
     (_FLAT_BLOCK, "axis tier: kernel tonemap_kernel is launched with one thread along y"),
 ], ids=["warp-shuffle", "macro-reads-builtin", "helper-reads-builtin", "already-coalesced", "one-thread-along-y"])

@@ -13,6 +13,7 @@ import pytest
 from .conftest import FIXTURES
 from .test_axis_tier import TONEMAP, TONEMAP_SPEC, _program, _proposal, _refusal
 from .test_redteam_round109 import _first_proposal
+from .test_redteam_round126 import refused_as_reading_thread_place
 
 ROUND = FIXTURES / "redteam" / "round114"
 
@@ -26,7 +27,7 @@ def test_a_coordinate_or_warp_read_outside_the_kernels_text_is_refused(folder, w
     try:
         proposal = _first_proposal((ROUND / folder / "baseline.cu").read_text())
     except Exception as exc:  # no template fits
-        assert f"axis tier: kernel tonemap_kernel {words}" in str(exc), str(exc)
+        assert f"axis tier: kernel tonemap_kernel {words}" in str(exc) or refused_as_reading_thread_place(str(exc)), str(exc)
         return
     assert "axis tier" not in proposal.approach, proposal.approach
 

@@ -13,6 +13,7 @@ from kernelloop.optimizers.offline.launcher import read_editable
 
 from .conftest import FIXTURES
 from .test_redteam_round109 import _first_proposal
+from .test_redteam_round126 import refused_as_reading_thread_place
 
 ROUND = FIXTURES / "redteam" / "round123" / "a_helper_specialization_builtin"
 
@@ -21,7 +22,7 @@ ROUND = FIXTURES / "redteam" / "round123" / "a_helper_specialization_builtin"
 def test_a_helper_with_an_unread_specialization_gets_no_rewrite(baseline):
     with pytest.raises(NoMoreCandidates) as caught:
         _first_proposal((ROUND / baseline).read_text())
-    assert "axis tier: kernel rank1_update_kernel calls row_limit" in str(caught.value)
+    assert "axis tier: kernel rank1_update_kernel calls row_limit" in str(caught.value) or refused_as_reading_thread_place(str(caught.value))
 
 
 @pytest.mark.parametrize("unread", [

@@ -15,6 +15,7 @@ from kernelloop.optimizers.offline.launcher import read_editable
 
 from .conftest import FIXTURES
 from .test_redteam_round109 import _first_proposal
+from .test_redteam_round126 import refused_as_reading_thread_place
 
 ROUND = FIXTURES / "redteam" / "round124" / "a_functor_variable_shadows_helper"
 
@@ -23,7 +24,7 @@ ROUND = FIXTURES / "redteam" / "round124" / "a_functor_variable_shadows_helper"
 def test_a_helper_named_like_a_variable_gets_no_rewrite(baseline):
     with pytest.raises(NoMoreCandidates) as caught:
         _first_proposal((ROUND / baseline).read_text())
-    assert "axis tier: kernel rank1_update_kernel calls row_limit" in str(caught.value)
+    assert "axis tier: kernel rank1_update_kernel calls row_limit" in str(caught.value) or refused_as_reading_thread_place(str(caught.value))
 
 
 KERNEL = "__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < row_limit(n)) y[i] = 0; }"

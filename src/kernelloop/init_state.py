@@ -287,8 +287,8 @@ def _without_positions(source: str, line: str = "0", file: str = '""') -> str:
     return text
 
 
-def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str) -> Path:
-    build = build_whole_object(source, arch=arch, cache_dir=cache_dir, optimised=optimised)
+def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str, fortified: bool = True) -> Path:
+    build = build_whole_object(source, arch=arch, cache_dir=cache_dir, optimised=optimised, fortified=fortified)
     if not build.ok or build.binary is None:
         raise InputError(f"{what} does not compile as it is ({compiler_error(build.log)}): init reads its object to see what "
                          "the code it leaves out sets; give --include-dir for your headers")
@@ -364,8 +364,11 @@ def _build_setup_differences(source: str, user_object: Path, user_refs: StateRef
     header, `__STRICT_ANSI__`, a library trait that differs by dialect) would make the generated
     baseline compute something other than the user's build does (red team round 97); the compiler
     decides, whatever the spelling."""
+    # both builds without the C library's fortified wrappers, which lower a print per dialect (tools/nvcc.py)
     plain = build_whole_object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
-                               iso_dialect=False, harness_visible=False)
+                               iso_dialect=False, harness_visible=False, fortified=False)
+    user_object = _object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
+                          what="the file", fortified=False)
     if not plain.ok or plain.binary is None:
         return [f"your file does not compile in a plain build (nvcc -O3, its default C++ dialect, no kernelloop "
                 f"headers: {compiler_error(plain.log)}) but does in kernelloop's, so the generated program would "

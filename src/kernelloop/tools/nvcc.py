@@ -573,7 +573,7 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
 
 def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
                        limits: Limits | None = None, optimised: bool = False, filename: str = "program.cu",
-                       iso_dialect: bool = True, harness_visible: bool = True) -> BuildResult:
+                       iso_dialect: bool = True, harness_visible: bool = True, fortified: bool = True) -> BuildResult:
     """Compile a program's one translation unit to an object for reading what each function
     touches, a section per function and variable; its device code as PTX beside it (`program.ptx`).
     Unoptimised, every function keeps its own symbol; `optimised`, the source sees the macros the
@@ -581,24 +581,27 @@ def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: To
     `filename`: the file's name on disk (nvcc names anonymous namespaces by it); `iso_dialect`: -std=c++17,
     as the verifier builds, else the compiler's default (gnu++17), as docs/contract.md's command does;
     `harness_visible`: the harness header staged beside the file and on the include path, as every
-    kernelloop build has it, else neither (a user's file built as they build it)."""
+    kernelloop build has it, else neither (a user's file built as they build it); `fortified`: the C
+    library's fortified wrappers as the machine's compiler sets them, else off."""
     return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True,
                         optimised=optimised, filename=filename, iso_dialect=iso_dialect,
-                        harness_visible=harness_visible)
+                        harness_visible=harness_visible, fortified=fortified)
 
 
 def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None, limits: Limits | None,
                  object_only: bool, optimised: bool = True, filename: str = "program.cu",
-                 iso_dialect: bool = True, harness_visible: bool = True) -> BuildResult:
+                 iso_dialect: bool = True, harness_visible: bool = True, fortified: bool = True) -> BuildResult:
     toolchain = toolchain or find_toolchain()
     # An object for reading: a section per function and variable, so every reference from one
     # function to another is a relocation; optimised, no automatic inlining, cloning or merging
     # either (round 24: `#ifdef __OPTIMIZE__` hid a variable from the -O0 reading).
-    # Without the C library's fortified wrappers (a distribution's compiler may turn them on by default:
-    # Ubuntu's gcc does): under them `fprintf(stderr, "...")` becomes `__fprintf_chk` in ISO C++ and
-    # `fwrite` in GNU C++, a lowering of the same call that no source can steer, and two reading builds
-    # in the two dialects are compared code for code (kept-aside set 13's launcher on an H200 host).
-    reading = ["-c", "-Xcompiler", "-ffunction-sections,-fdata-sections,-U_FORTIFY_SOURCE"
+    # `fortified=False`: without the C library's fortified wrappers (a distribution's compiler may turn
+    # them on by default: Ubuntu's gcc does). Under them `fprintf(stderr, "...")` becomes `__fprintf_chk`
+    # in ISO C++ and `fwrite` in GNU C++, so init's comparison of a user's file in the two dialects
+    # refused a launcher's error print (kept-aside set 13 on an H200 host). The gate's comparisons keep
+    # the machine's own setting, the one its verified build has: a candidate can test for the wrappers
+    # (red team round 127), and a reading without them would not be what runs.
+    reading = ["-c", "-Xcompiler", "-ffunction-sections,-fdata-sections" + ("" if fortified else ",-U_FORTIFY_SOURCE")
                + (",-fno-inline-functions,-fno-inline-small-functions,-fno-inline-functions-called-once,"
                   "-fno-partial-inlining,-fno-ipa-cp,-fno-ipa-sra,-fno-ipa-icf,-fno-ipa-cp-clone" if optimised else "")] \
         if object_only else []

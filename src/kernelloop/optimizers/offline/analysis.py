@@ -256,6 +256,53 @@ def _describe(types: ValueTypes, value: Expr) -> str:
     return f"a value of type {t}" if t is not None else f"a value of a type not proven ({to_c(value)[:60]})"
 
 
+def verified_type_arguments(part: EditablePart) -> dict[str, dict[str, str]]:
+    """For each template kernel that every launch in the part's launchers instantiates with the same
+    built-in types, its type parameters' types there: `scalar_t` is float where the harness's
+    wrapper calls `launch<float>` and the launcher launches `kernel<scalar_t>` (kept-aside set 13's
+    group norm, a PyTorch extension's `static_cast<scalar_t>(n)`, read as a conversion to an
+    unknown type). The tiers rewrite only that instantiation (`if constexpr`); every other keeps
+    the kernel as written. A kernel launched with other arguments anywhere, or through a template
+    launcher the harness reaches with none, gets none."""
+    from ...program.scanner import split_top_level
+    from .rowwarp import _KEYWORD_TYPE, launches_in
+
+    found: dict[str, dict[str, str] | None] = {}
+    for lau in part.launchers:
+        outer: dict[str, str] = {}
+        if lau.fn.sig.template:
+            args = split_top_level(lau.template_args) if lau.template_args is not None else []
+            if len(args) != len(lau.fn.sig.template):
+                outer = {p.name: "" for p in lau.fn.sig.template}  # no instantiation known
+            else:
+                outer = {p.name: a.strip() for p, a in zip(lau.fn.sig.template, args, strict=True)}
+        for stmt in launches_in(lau.fn.body):
+            launch = stmt.expr
+            name = to_c(launch.kernel).split("::")[-1].split("<")[0].strip()
+            kernel = part.functions.get(name)
+            if kernel is None or not kernel.sig.template:
+                continue
+            spelled = launch.targs or (to_c(launch.kernel).split("<", 1)[1].rsplit(">", 1)[0]
+                                       if "<" in to_c(launch.kernel) else "")
+            targs = split_top_level(spelled) if spelled.strip() else []
+            mapping: dict[str, str] | None = {}
+            if len(targs) != len(kernel.sig.template):
+                mapping = None
+            else:
+                for param, arg in zip(kernel.sig.template, targs, strict=True):
+                    arg = " ".join(outer.get(arg.strip(), arg.strip()).split())
+                    if param.kind != "type":
+                        continue
+                    if not arg or not _KEYWORD_TYPE.fullmatch(arg) or "::" in arg:
+                        mapping = None
+                        break
+                    mapping[param.name] = arg
+            if name in found and found[name] != mapping:
+                mapping = None
+            found[name] = mapping
+    return {name: mapping for name, mapping in found.items() if mapping}
+
+
 def without_narrowing(part: EditablePart, editable: str, preamble: str) -> EditablePart:
     """The part without the kernels and device functions whose arithmetic converts a value the
     float rewrites would keep (value_conversion): neither a family nor a tier reads them."""
@@ -269,6 +316,7 @@ def without_narrowing(part: EditablePart, editable: str, preamble: str) -> Edita
     # a function the frozen part declares (or the part's own, declared twice) returns what its
     # declaration says, which is not read: unknown
     foreign = frozenset(declared - set(returns))
+    instantiated = verified_type_arguments(part)
     kept: dict[str, Function] = {}
     problems = list(part.problems)
     for name, fn in part.functions.items():
@@ -276,7 +324,8 @@ def without_narrowing(part: EditablePart, editable: str, preamble: str) -> Edita
         why = None
         if device:
             facts = collect_facts(fn.sig, fn.body, program_constants)
-            why = value_conversion(facts, ValueTypes(facts, aliases, integral, returns, foreign))
+            why = value_conversion(facts, ValueTypes(facts, aliases, integral, returns, foreign,
+                                                     instantiated.get(name, {})))
         if why is not None:
             problems.append(f"{name}: {why}; the rewrites compute in float, so it is not read")
         else:

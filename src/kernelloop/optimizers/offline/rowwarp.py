@@ -54,6 +54,7 @@ from .syntax import (
     Launch,
     Member,
     Name,
+    Num,
     Postfix,
     Return,
     Stmt,
@@ -68,6 +69,10 @@ ROW_WARP_BLOCK = 256  # threads per block of the rewritten launch: 8 rows per bl
 _BUILTIN_WORDS = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b")
 # Functions with no side effects and no cross-thread behaviour that a row kernel may call: facts.PURE_FUNCTIONS
 _SUM_OPS = {"+=": "+", "-=": "-"}
+# Built-in arithmetic types, as a declaration spells them (`const` aside)
+_ARITHMETIC_TYPE = re.compile(r"(?:const )?(?:(?:unsigned|signed) )?(?:char|short|int|long|long int|long long|"
+                              r"long long int|unsigned|signed|float|double|size_t|ptrdiff_t|u?int(?:8|16|32|64)_t)"
+                              r"(?: const)?")
 # `if (v > best) { best = v; at = c; }`: the value and the loop counter where it was first seen. A
 # strict comparison only: with `>=` a lane that never moved (still the initial pair) would have to
 # lose every tie, which the pair alone cannot tell.
@@ -306,6 +311,7 @@ class ItemPlanner:
             self.loop_body(s.then, info, stores, declared_inside, reads)
             self.loop_body(s.other, info, stores, declared_inside, reads)
             return
+        s = self.as_compound_assignment(s)
         if isinstance(s, ExprStmt) and isinstance(s.expr, Assign):
             e = s.expr
             self.plain_value(e.value)
@@ -327,6 +333,18 @@ class ItemPlanner:
             stores[0] = True
             return
         self.fail("has a loop body with other than declarations, assignments and ifs")
+
+    def as_compound_assignment(self, s: Stmt) -> Stmt:
+        """`n++;`, `++n;` (and `--`) read as `n += 1;` (`n -= 1;`), the same statement for a local of an
+        arithmetic type: a count (kept-aside set 13's zero crossings). A class type's `++` may be
+        any function, so only a scalar of a built-in arithmetic type is read so."""
+        if not (isinstance(s, ExprStmt) and isinstance(s.expr, (Unary, Postfix)) and s.expr.op in ("++", "--")
+                and isinstance(s.expr.operand, Name)):
+            return s
+        b = self.binding(s.expr.operand)
+        if b is None or b.pointer or b.array or not _ARITHMETIC_TYPE.fullmatch(" ".join(b.type.split())):
+            return s
+        return ExprStmt(Assign("+=" if s.expr.op == "++" else "-=", s.expr.operand, Num("1")))
 
     def reduction_kind(self, e: Assign, b: Binding) -> tuple[str, Expr]:
         def is_acc(x: Expr) -> bool:

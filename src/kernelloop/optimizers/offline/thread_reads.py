@@ -24,9 +24,14 @@ from ...program.scanner import strip_comments, without_literals
 
 # Where a thread runs: the built-ins, the special registers behind them, and the library calls
 # that read them for a group.
+# A built-in's name anywhere inside an identifier counts: the toolkit spells them through its own
+# macros (`__cudaGet_blockIdx()`, red team round 127) and the rule does not expand the toolkit's
+# headers. Inline assembly counts whole: a special register's name can be split over string
+# literals (`"%%cta" "id.x"`, round 127).
 THREAD_PLACE = re.compile(
-    r"\b(?:threadIdx|blockIdx|blockDim|gridDim|warpSize|__nvvm_read_ptx_sreg\w*|cooperative_groups|"
-    r"this_thread_block|this_grid|this_cluster|this_thread|coalesced_threads|tiled_partition)\b"
+    r"\w*(?:threadIdx|blockIdx|blockDim|gridDim|warpSize|clusterIdx|clusterDim|clusterBlockIdx|lanemask|"
+    r"activemask|nvvm_read_ptx_sreg)\w*|\b(?:cooperative_groups|this_thread_block|this_grid|this_cluster|"
+    r"this_thread|coalesced_threads|tiled_partition|asm|__asm__|__asm)\b"
     r"|%(?:tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|smid|nsmid|gridid|clusterid|cluster_ctaid)\b")
 
 _PLAIN_NAME = ("identifier", "template_function")
@@ -83,10 +88,12 @@ def thread_reads(program: str) -> ThreadReads:
             if head_end is None:
                 continue
             head = text[src.offset(node.start_byte):src.offset(head_end.start_byte)]
-            if re.search(r"\b__global__\b", head):  # a kernel runs only by its launch; its text is read
+            plain = _plain_function_name(node)
+            # a kernel runs only by its launch, and its text is what the tiers read; a kernel is a free
+            # function whose specifiers, not a string in its head, say __global__ (red team round 127)
+            if plain is not None and _is_kernel_head(text, node, plain[1], src):
                 explicit.append(src.span(node))
                 continue
-            plain = _plain_function_name(node)
             if plain is not None:
                 name, where = plain
                 explicit.append(src.span(head_end))  # the head stays implicit: its default arguments
@@ -132,6 +139,15 @@ def _plain_function_name(node) -> tuple[str, Node] | None:
     if inner.type == "template_function":
         inner = inner.child_by_field_name("name")
     return (inner.text.decode("utf-8", "replace"), inner) if inner is not None else None
+
+
+def _is_kernel_head(text: str, node: Node, name: Node, src: Source) -> bool:
+    """Whether `__global__` is among the specifiers before a function definition's name (its
+    template header aside), outside any literal or parentheses."""
+    before = without_literals(text[src.offset(node.start_byte):src.offset(name.start_byte)])
+    while (shorter := re.sub(r"\([^()]*\)", " ", before)) != before:
+        before = shorter
+    return re.search(r"\b__global__\b", before) is not None
 
 
 def _names_any(code: str, names: set[str]) -> str | None:

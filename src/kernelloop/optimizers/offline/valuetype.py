@@ -102,10 +102,13 @@ class ValueTypes:
     integral_names: frozenset[str] = frozenset()  # program constants proven integral (`#define TILE 32`)
     returns: dict[str, str] = field(default_factory=dict)  # the program's functions: their return types
     declared: frozenset[str] = frozenset()  # every name the program declares (header names it redefines)
+    # template type parameters' types in the one instantiation the rewrites change (analysis.
+    # verified_type_arguments): `scalar_t` is float there
+    instantiation: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         template = self.facts.sig.template
-        self.type_params = frozenset(t.name for t in template if t.kind == "type")
+        self.type_params = frozenset(t.name for t in template if t.kind == "type" and t.name not in self.instantiation)
         self.value_params = {t.name: t.type for t in template if t.kind != "type"}
         self.opaque = UNKNOWN_NAMES in self.declared  # a `##` macro may declare any name
 
@@ -114,6 +117,7 @@ class ValueTypes:
         """The type spelled, without qualifiers or aliases (integers as intN_t, `half` as __half);
         a template type parameter stays itself; None for anything else (a struct, `auto`)."""
         spelled = " ".join(_QUALIFIERS.sub(" ", ctype).split())
+        spelled = self.instantiation.get(spelled, spelled)  # the kernel's own parameter, hiding any alias
         if spelled in self.type_params:  # the innermost declaration: it hides a file's alias of that name
             return spelled
         spelled = self.aliases.get(spelled, spelled)
