@@ -31,7 +31,8 @@ BASELINES = ["a_parameter_conversion_runs_code/baseline.cu",
 
 def refused_as_reading_thread_place(message: str) -> bool:
     """Whether a refusal is round 126's rule (earlier rounds' baselines meet it before their own)."""
-    return "reads where its thread runs" in message or "without calling it by name" in message
+    return any(words in message for words in ("reads where its thread runs", "without calling it by name",
+                                              "which code a kernel runs without calling it is not known"))
 
 
 @pytest.mark.parametrize("baseline", BASELINES)

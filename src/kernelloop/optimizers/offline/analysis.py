@@ -113,7 +113,7 @@ def without_hidden_thread_reads(part: EditablePart, editable: str, preamble: str
     argument, a macro, a class's operator reading blockIdx.x, which the axis tier's renaming and
     the row tier's reading of the thread index never saw): every one of them where code a kernel
     may run without naming it does; else a function that names a helper or macro that does."""
-    reads = thread_reads(f"{preamble}\n{editable}")
+    reads = thread_reads(f"{preamble}\n{editable}", {name for name, fn in part.functions.items() if fn.is_kernel})
     kept: dict[str, Function] = {}
     problems = list(part.problems)
     for name, fn in part.functions.items():

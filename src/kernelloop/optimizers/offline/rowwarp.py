@@ -69,10 +69,11 @@ ROW_WARP_BLOCK = 256  # threads per block of the rewritten launch: 8 rows per bl
 _BUILTIN_WORDS = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b")
 # Functions with no side effects and no cross-thread behaviour that a row kernel may call: facts.PURE_FUNCTIONS
 _SUM_OPS = {"+=": "+", "-=": "-"}
-# Built-in arithmetic types, as a declaration spells them (`const` aside)
+# Built-in arithmetic types in keywords (`const` aside): a name such as `uint8_t` or `size_t` is an
+# identifier a program may declare as its own class (red team round 128: a counter whose `++` stops
+# at 255, in a namespace of the program's own)
 _ARITHMETIC_TYPE = re.compile(r"(?:const )?(?:(?:unsigned|signed) )?(?:char|short|int|long|long int|long long|"
-                              r"long long int|unsigned|signed|float|double|size_t|ptrdiff_t|u?int(?:8|16|32|64)_t)"
-                              r"(?: const)?")
+                              r"long long int|unsigned|signed|float|double)(?: const)?")
 # `if (v > best) { best = v; at = c; }`: the value and the loop counter where it was first seen. A
 # strict comparison only: with `>=` a lane that never moved (still the initial pair) would have to
 # lose every tie, which the pair alone cannot tell.

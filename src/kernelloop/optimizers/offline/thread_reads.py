@@ -59,12 +59,16 @@ class ThreadReads:
         return next((n for n in sorted(self.readers) if re.search(rf"(?<![\w$]){re.escape(n)}(?![\w$])", code)), None)
 
 
-def thread_reads(program: str) -> ThreadReads:
+def thread_reads(program: str, kernels: set[str] | None = None) -> ThreadReads:
     """Read `program` (the preamble and the editable part) for device code that reads where its
-    thread runs (THREAD_PLACE)."""
+    thread runs (THREAD_PLACE). `kernels`: the kernels the optimizer's own reader found; a function
+    counts as a kernel only where both readings agree (red team round 128: a `__global__` the
+    compiler never sees, in a comment continued by a backslash or in an attribute)."""
+    # lines joined where a backslash continues them, as the compiler joins them before anything else;
     # `#if` lines blanked, every branch kept: all the code is read, whichever branch builds (an
     # `#ifdef __cplusplus` around `extern "C" {` would not parse otherwise)
-    text = _CONDITIONAL_LINE.sub(lambda m: " " * len(m.group(0)), strip_comments(program))
+    joined = re.sub(r"\\[ \t]*\r?\n", "", program)
+    text = _CONDITIONAL_LINE.sub(lambda m: " " * len(m.group(0)), strip_comments(joined))
     src = Source(text)
     if (error := first_error(src.root)) is not None:
         line = text.count("\n", 0, src.offset(error.start_byte)) + 1
@@ -91,7 +95,8 @@ def thread_reads(program: str) -> ThreadReads:
             plain = _plain_function_name(node)
             # a kernel runs only by its launch, and its text is what the tiers read; a kernel is a free
             # function whose specifiers, not a string in its head, say __global__ (red team round 127)
-            if plain is not None and _is_kernel_head(text, node, plain[1], src):
+            if plain is not None and _is_kernel_head(text, node, plain[1], src) and \
+                    (kernels is None or plain[0] in kernels):
                 explicit.append(src.span(node))
                 continue
             if plain is not None:
@@ -145,7 +150,7 @@ def _is_kernel_head(text: str, node: Node, name: Node, src: Source) -> bool:
     """Whether `__global__` is among the specifiers before a function definition's name (its
     template header aside), outside any literal or parentheses."""
     before = without_literals(text[src.offset(node.start_byte):src.offset(name.start_byte)])
-    while (shorter := re.sub(r"\([^()]*\)", " ", before)) != before:
+    while (shorter := re.sub(r"\([^()]*\)|\[\[[^\[\]]*\]\]", " ", before)) != before:  # arguments, attributes
         before = shorter
     return re.search(r"\b__global__\b", before) is not None
 
