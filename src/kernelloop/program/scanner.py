@@ -117,11 +117,15 @@ def without_literals(text: str) -> str:
     return "".join(out)
 
 
+_RAW_PREFIX = re.compile(r"(?:^|[^\w$])(?:u8|[uUL])?R$")
+
+
 def _skip_literal(text: str, i: int) -> int:
     """Return the offset just past the string/char literal starting at i."""
     quote = text[i]
-    # raw string R"delim( ... )delim"
-    if quote == '"' and i > 0 and text[i - 1] == "R":
+    # raw string R"delim( ... )delim": R (or LR, uR, UR, u8R) as a token of its own, not the end of a
+    # name (`KL_R"("` is a name and a plain string: red team round 129 hid code between two strings)
+    if quote == '"' and _RAW_PREFIX.search(text[max(0, i - 4):i]):
         m = re.match(r'"([^()\\\s]{0,16})\(', text[i:])
         if m:
             close = ")" + m.group(1) + '"'

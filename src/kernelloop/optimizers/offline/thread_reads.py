@@ -35,6 +35,16 @@ THREAD_PLACE = re.compile(
     r"|%(?:tid|ntid|ctaid|nctaid|laneid|warpid|nwarpid|smid|nsmid|gridid|clusterid|cluster_ctaid)\b")
 
 _PLAIN_NAME = ("identifier", "template_function")
+# A macro named like a keyword or CUDA's own specifier (`#define signed Sat8`, red team round 129):
+# every reading of the program's words by their spelling would be wrong.
+_RESPELLED = re.compile(
+    r"^[ \t]*#[ \t]*define[ \t]+(alignas|alignof|asm|auto|bool|char|char8_t|char16_t|char32_t|class|const|"
+    r"constexpr|const_cast|decltype|delete|do|double|dynamic_cast|else|enum|explicit|extern|false|float|for|"
+    r"friend|goto|if|inline|int|long|mutable|namespace|new|noexcept|nullptr|operator|private|protected|public|"
+    r"register|reinterpret_cast|return|short|signed|sizeof|static|static_assert|static_cast|struct|switch|"
+    r"template|this|thread_local|throw|true|typedef|typeid|typename|union|unsigned|using|virtual|void|"
+    r"volatile|wchar_t|while|__global__|__device__|__host__|__shared__|__constant__|__managed__|"
+    r"__forceinline__|__noinline__|__launch_bounds__|__restrict__)\b", re.M)
 _CONDITIONAL_LINE = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b[^\n]*", re.M)
 # What a free function may stand in: namespaces, templates, `extern "C"` blocks, `#if` regions.
 _SCOPES = ("template_declaration", "linkage_specification", "declaration_list", "namespace_definition",
@@ -68,12 +78,23 @@ def thread_reads(program: str, kernels: set[str] | None = None) -> ThreadReads:
     # `#if` lines blanked, every branch kept: all the code is read, whichever branch builds (an
     # `#ifdef __cplusplus` around `extern "C" {` would not parse otherwise)
     joined = re.sub(r"\\[ \t]*\r?\n", "", program)
-    text = _CONDITIONAL_LINE.sub(lambda m: " " * len(m.group(0)), strip_comments(joined))
+    # no line ends in blanks (where a comment was): the grammar reads an empty `#define NAME ` as
+    # taking the next line for its value (red team round 129)
+    text = re.sub(r"[ \t]+$", "", _CONDITIONAL_LINE.sub(lambda m: " " * len(m.group(0)), strip_comments(joined)),
+                  flags=re.M)
     src = Source(text)
     if (error := first_error(src.root)) is not None:
         line = text.count("\n", 0, src.offset(error.start_byte)) + 1
         return ThreadReads(set(), f"the program's code does not parse at line {line}, so which code a kernel "
                                   "runs without calling it is not known")
+    if (spread := next((n for n in walk(src.root) if n.type.startswith("preproc_") and n.type not in _SCOPES
+                        and "\n" in src.text_of(n).rstrip("\n")), None)) is not None:
+        line = text.count("\n", 0, src.offset(spread.start_byte)) + 1
+        return ThreadReads(set(), f"a directive at line {line} reads as spanning lines, which the compiler never "
+                                  "does, so which code a kernel runs without calling it is not known")
+    if (respelled := _RESPELLED.search(text)) is not None:
+        return ThreadReads(set(), f"the program defines a macro named {respelled.group(1)}, a keyword, so the "
+                                  "code's words are not what the compiler reads")
     named: dict[str, list[str]] = {}  # a name -> the texts that run under it
     macros = {src.text_of(n.child_by_field_name("name")) for n in walk(src.root)
               if n.type in ("preproc_def", "preproc_function_def")}
