@@ -283,7 +283,9 @@ ROUND105 = ROOT / "tests" / "fixtures" / "redteam" / "round105"
 def test_round_105s_skipped_elements_stop_the_reduction_template(path, why):
     verdict = _verdict((ROUND105 / path).read_text())
     assert verdict.match is None
-    assert any(m.family == "reduction" and why in m.reason for m in verdict.mismatches), verdict.mismatches
+    # a helper of inline assembly is not read at all since round 127 (asm counts as reading the thread's place)
+    assert any(m.family == "reduction" and why in m.reason for m in verdict.mismatches) or \
+        "which reads where its thread runs" in (verdict.problem or ""), (verdict.mismatches, verdict.problem)
 
 
 @pytest.mark.parametrize("path", ["c_operator_splice/baseline.cu", "c_operator_splice/baseline_host_macro.cu"])
