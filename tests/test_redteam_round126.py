@@ -30,10 +30,12 @@ BASELINES = ["a_parameter_conversion_runs_code/baseline.cu",
 
 
 def refused_as_reading_thread_place(message: str) -> bool:
-    """Whether a refusal is round 126's rule (earlier rounds' baselines meet it before their own)."""
+    """Whether a refusal is round 126's rule, or round 130's spelling rule that runs before it
+    (earlier rounds' baselines meet them before their own)."""
     return any(words in message for words in ("reads where its thread runs", "without calling it by name",
                                               "which code a kernel runs without calling it is not known",
-                                              "so the code's words are not what the compiler reads"))
+                                              "so the code's words are not what the compiler reads",
+                                              "which not every reader does"))
 
 
 @pytest.mark.parametrize("baseline", BASELINES)

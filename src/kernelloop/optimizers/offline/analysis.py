@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ...errors import KernelloopError
 from ...program.init import type_aliases, without_alias_definitions
+from ...program.phases import unread_spelling
 from ...program.scanner import function_name, strip_comments, without_literals
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
@@ -103,6 +104,22 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
                             f"as the library's {mine[0]}); not read")
         else:
             kept[name] = fn
+    launchers = [lau for lau in part.launchers if lau.fn.name in kept]
+    return EditablePart(part.items, kept, launchers, part.harness_launched, problems, part.harness_referenced)
+
+
+def without_unread_spelling(part: EditablePart, editable: str, harness: str, preamble: str) -> EditablePart:
+    """The part without its device functions where the program is spelled so that its readers may
+    not read what the compiler builds (program.phases: a line splice inside a name, a vertical tab
+    in a directive; red team round 130)."""
+    why = next((f"the {where}'s {why}" for where, text in (("frozen preamble", preamble), ("editable part", editable),
+                                                         ("harness", harness)) if (why := unread_spelling(text))),
+               None)
+    if why is None:
+        return part
+    kept = {name: fn for name, fn in part.functions.items()
+            if not (fn.is_kernel or "__device__" in fn.sig.qualifiers)}
+    problems = list(part.problems) + [f"{name}: {why}; not read" for name in part.functions if name not in kept]
     launchers = [lau for lau in part.launchers if lau.fn.name in kept]
     return EditablePart(part.items, kept, launchers, part.harness_launched, problems, part.harness_referenced)
 
@@ -350,8 +367,9 @@ def _unambiguous_aliases(program: str) -> dict[str, str]:
 
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
-    part = without_hidden_thread_reads(without_narrowing(without_shadowed(
-        read_editable(editable, harness, exported), editable, preamble), editable, preamble), editable, preamble)
+    part = without_unread_spelling(read_editable(editable, harness, exported), editable, harness, preamble)
+    part = without_hidden_thread_reads(without_narrowing(without_shadowed(part, editable, preamble), editable,
+                                                         preamble), editable, preamble)
     program_constants = known_constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     names = program_names(part, editable, preamble)
