@@ -90,6 +90,61 @@ __host__ __device__ inline uint64_t mix64(uint64_t z) {  // splitmix64's finaliz
   return z ^ (z >> 31);
 }
 
+// A size drawn at verify time keeps what every declared option shows between it and each earlier
+// size() call: a multiple of it, a divisor of it, or both (equal). A program's own checks hold at
+// the declared sizes (`C % group == 0`, a square matrix's sides), so a draw that kept only each
+// size's span would often be a problem the program refuses (kept-aside set 13's group norm aborted
+// on `C must be divisible by group`). VALUES[c][k]: call c's k-th option; CHOSEN[c]: what call c
+// returned; INTEGRAL[c]: whether call c is an integer size. The draw is a multiple of STEP in
+// [LO / 2, 1.25 HI], picked by R; 0 where no size there keeps every relation KEEP names (1: being
+// a multiple, 2: a divisor, 3: both). Two declared options can show a relation by chance (N 16
+// and 3, the group count 32 and 6): the caller tries both kinds, then each kind alone.
+inline long long related_size(const long long values[][8], const long long chosen[], const bool integral[],
+                              int call, int options, long long lo, long long hi, long long step, uint64_t r,
+                              int keep = 3) {
+  auto gcd = [](long long a, long long b) { while (b) { long long t = a % b; a = b; b = t; } return a; };
+  const long long top = hi + hi / 4;
+  long long divides = 0;  // the gcd of the earlier draws this one must divide; 0: none
+  for (int j = 0; j < call; ++j) {
+    if (!integral[j] || chosen[j] <= 0) continue;
+    bool multiple = true, divisor = true;
+    for (int k = 0; k < options; ++k) {
+      const long long mine = values[call][k], theirs = values[j][k];
+      if (mine <= 0 || theirs <= 0) { multiple = divisor = false; break; }
+      multiple = multiple && mine % theirs == 0;
+      divisor = divisor && theirs % mine == 0;
+    }
+    if (multiple && (keep & 1)) {
+      const long long g = gcd(step, chosen[j]);
+      if (step / g > top / chosen[j] + 1) return 0;  // the least common multiple is past the span
+      step = step / g * chosen[j];
+    }
+    if (divisor && (keep & 2)) divides = gcd(divides, chosen[j]);
+  }
+  const long long first = std::max(1LL, (lo / 2 + step - 1) / step), last = top / step;
+  if (first > last) return 0;
+  if (!divides) return (first + (long long)(r % (uint64_t)(last - first + 1))) * step;
+  // The multiples of STEP in the span that divide DIVIDES: count them, then take the r-th.
+  long long count = 0, pick = -1;
+  for (int pass = 0; pass < 2; ++pass) {
+    long long seen = 0;
+    for (long long d = 1; d <= divides / d; ++d) {
+      if (divides % d) continue;
+      const long long pair[2] = {d, divides / d};
+      for (int e = 0; e < (pair[0] == pair[1] ? 1 : 2); ++e) {
+        const long long v = pair[e];
+        if (v % step || v < first * step || v > last * step) continue;
+        if (pass == 1 && seen == pick) return v;
+        ++seen;
+      }
+    }
+    count = seen;
+    if (count == 0) return 0;
+    pick = (long long)(r % (uint64_t)count);
+  }
+  return 0;
+}
+
 // ---- The editable part's state between calls (docs/verifier.md, "State kept between calls") ----
 // What the editable part keeps from one call to the next lives in its writable data (the build
 // links the part's .data and .bss into sections of their own, kl_part_data and kl_part_bss),
@@ -1026,6 +1081,7 @@ struct State {
   int scrub_blocks;                    // kl_shared_scrub_kernel's grid: twice the SMs
   unsigned int scrub_bytes;            // the most shared memory one block may have
   long long size_chosen[16];  // what every size() call returned
+  bool size_integral[16];     // whether each size() call is of an integer type
   bool prepared;
   long long size_values[16][8];  // every size() call's options, for the manifest
   char output_path[4096];
@@ -1145,6 +1201,7 @@ class Harness {
       if (s.size_index < 0 || s.size_index >= (int)options.size()) fail("KERNELLOOP_SIZE_INDEX out of range");
       chosen = options.begin()[s.size_index];
     }
+    s.size_integral[s.size_calls] = std::is_integral<T>::value;
     s.size_chosen[s.size_calls++] = (long long)chosen;
     return chosen;
   }
@@ -1286,8 +1343,16 @@ class Harness {
     }
     if (g <= 0 || hi <= 0) return options.begin()[0];
     const long long first = std::max(1LL, (lo / 2 + g - 1) / g), last = (hi + hi / 4) / g;
-    const uint64_t r = mix64(st().size_draw ^ mix64(0x53495A45ull + (uint64_t)st().size_calls));
-    return (T)((first + (long long)(r % (uint64_t)(last - first + 1))) * g);
+    const State& s = st();
+    const uint64_t r = mix64(s.size_draw ^ mix64(0x53495A45ull + (uint64_t)s.size_calls));
+    // Keeping the relations to earlier sizes where some size in the span can; else the span alone
+    // (the verifier draws again where the baseline refuses the size).
+    long long related = 0;
+    for (int keep : {3, 2, 1})
+      if (!related)
+        related = related_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(), lo,
+                               hi, g, r, keep);
+    return (T)(related ? related : (first + (long long)(r % (uint64_t)(last - first + 1))) * g);
   }
 
   template <class T, class Gen>

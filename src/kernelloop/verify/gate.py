@@ -225,6 +225,14 @@ def size_draws(first: int, count: int) -> list[int]:
                       for k in range(1, count)]
 
 
+def _queue(items: list):
+    """ITEMS in order, including those appended while they are walked (a size drawn again)."""
+    k = 0
+    while k < len(items):
+        yield items[k]
+        k += 1
+
+
 def _size_words(size_index: int) -> str:
     return "" if size_index == 0 else " (a size drawn at verify time)" if size_index < 0 else f" (size {size_index})"
 
@@ -427,7 +435,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # Several drawn sizes: a kernel wrong at a fraction f of sizes passes one draw with
     # probability 1 - f, `size_draws` draws with (1 - f)^size_draws. The first is `size_draw`
     # itself (a verdict's draw repeats it); the others follow from it.
-    draws = size_draws(size_draw, vs.size_draws) if sizes > 1 else []
+    draws = size_draws(size_draw, vs.size_draws + vs.size_redraws) if sizes > 1 else []
+    draws, redraws = draws[:vs.size_draws], draws[vs.size_draws:]
     size_indices = [*range(1, sizes), *([-1] if sizes > 1 else [])]
     experiments = [(seed, 0, None) for seed in v.seeds] + \
         [(_fresh_seeds(1, used_seeds)[0], k, None) for k in range(1, sizes)] + \
@@ -442,23 +451,37 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     noise_by_size: dict[tuple[int, int | None], BaselineNoise] = {}
     drawn_sizes: list[list[int]] = []
     other_sizes: list[OtherSize] = []  # every other size's runs: their times and (traced) audits
-    for seed, size_index, draw in experiments:
+    refused_draws: list[str] = []  # drawn sizes the baseline itself fails at: not the candidate's to pass
+    for seed, size_index, draw in _queue(experiments):
         say(Progress(stage="correctness", message=f"seed {seed}{_size_words(size_index)}: candidate, then baseline"))
         secret = _secret()
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
                            size_index=size_index, size_draw=draw)
         durations.program_runs_s += cand.result.wall_s
         failure = _run_failure(cand)
+        # At another size the baseline is traced too: its audit is what the candidate's is judged against there.
+        # Where the candidate failed, the baseline runs there all the same: a size the baseline fails at too is
+        # one the program refuses (its own checks), and the candidate's failure there says nothing.
+        base = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
+                           size_draw=draw, cupti_library=cupti_lib if size_index and not failure else None) \
+            if size_index or not failure else None
+        if base is not None:
+            durations.program_runs_s += base.result.wall_s
+        if base is not None and _run_failure(base):
+            if size_index < 0 and redraws:
+                refused_draws.append(_log_tail(base.result.stderr, 1) or _run_failure(base)[1])
+                failure = None
+                experiments.append((_fresh_seeds(1, used_seeds)[0], -1, redraws.pop(0)))
+                continue
+            raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{_size_words(size_index)}: "
+                             f"{_run_failure(base)[1]}" + (
+                                 f" (and at {len(refused_draws)} sizes drawn before it; its own checks need sizes "
+                                 "that keep relations the declared alternative sizes do not show: declare "
+                                 "alternatives that show them, e.g. a count that divides another in every option)"
+                                 if refused_draws else ""))
         if failure:
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
             break
-        # At another size the baseline is traced too: its audit is what the candidate's is judged against there.
-        base = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
-                           size_draw=draw, cupti_library=cupti_lib if size_index else None)
-        durations.program_runs_s += base.result.wall_s
-        if _run_failure(base):
-            raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{_size_words(size_index)}: "
-                             f"{_run_failure(base)[1]}")
         if size_index < 0 and base.records and base.records.manifest:
             drawn_sizes.append(base.records.manifest.sizes)
         baseline_state_changes |= bool(base.records and base.records.state and not base.records.state.same)
@@ -517,6 +540,11 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 noise_by_size.get((0, None)), durations, say)
             correct &= matched
     durations.correctness_s = time.monotonic() - t
+    if refused_draws:
+        v.notes.append(f"the baseline itself failed at {len(refused_draws)} size(s) drawn at verify time "
+                       f"({'; '.join(list(dict.fromkeys(refused_draws))[:3])}), which were drawn again: sizes are drawn keeping the relations the "
+                       "declared alternatives show (a divisor, a multiple, equal), so declaring alternatives that "
+                       "show the program's own checks makes every draw one it accepts")
 
     if failure:
         reasons.append(failure[0])

@@ -1,0 +1,64 @@
+"""Sizes drawn at verify time on a real GPU (tests/fixtures/size_draws/): a program whose launcher
+aborts on sizes it refuses (C not divisible by the group count; more than 4608 rows) is verified at
+drawn sizes that keep what its declared sizes show (the group count divides C) and, where a draw
+breaks a check no declared size shows, at another draw, not blamed on the candidate; a candidate
+failing at a drawn size the baseline runs is still rejected."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.config import Settings, VerifySettings
+from kernelloop.verify.gate import verify_files
+from kernelloop.verify.verdict import Reason
+
+from ..conftest import FIXTURES
+
+pytestmark = pytest.mark.gpu
+FOLDER = FIXTURES / "size_draws"
+MASK = (1 << 64) - 1
+
+
+def _mix64(z: int) -> int:
+    """kernelloop_harness.cuh's kl::mix64 (splitmix64's finalizer)."""
+    z = (z + 0x9E3779B97F4A7C15) & MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def _drawn_rows(draw: int) -> int:
+    """The first size() call's draw (rows, options 4096 and 1001: no relation, no common factor)."""
+    r = _mix64(draw ^ _mix64(0x53495A45 + 0))
+    return 500 + r % (5120 - 500 + 1)
+
+
+def _draw_refused_first() -> int:
+    """A draw whose rows the baseline refuses (more than 4608), odd as KERNELLOOP_SIZE_DRAW needs."""
+    return next(d for d in range(1, 1 << 20, 2) if _drawn_rows(d) > 4608)
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory):
+    return Settings(cache_dir=tmp_path_factory.mktemp("gpu-cache"),
+                    verify=VerifySettings(size_draw=_draw_refused_first()))
+
+
+def test_a_drawn_size_the_baseline_refuses_is_drawn_again(settings):
+    v = verify_files(FOLDER / "group_scale.cu", FOLDER / "group_scale_same.cu", settings)
+    assert v.gate("correctness").status == "pass", v.summary
+    assert any("the baseline itself failed at 1 size(s) drawn" in n for n in v.notes), v.notes
+    drawn = [c for c in v.checks if c.size_index < 0]
+    assert len(drawn) == settings.verify.size_draws  # the refused draw is not judged; one more is
+
+
+def test_a_candidate_failing_where_the_baseline_runs_is_rejected(settings):
+    v = verify_files(FOLDER / "group_scale.cu", FOLDER / "group_scale_declared_only.cu", settings)
+    assert not v.accepted and Reason.run_failed in v.reasons, v.summary
+
+
+def test_drawn_sizes_keep_the_group_count_a_divisor(tmp_path):
+    settings = Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(size_draws=8))
+    v = verify_files(FOLDER / "group_scale.cu", FOLDER / "group_scale_same.cu", settings)
+    assert v.gate("correctness").status == "pass", v.summary
+    assert not any("C must be divisible" in n for n in v.notes), v.notes

@@ -1,0 +1,48 @@
+// kl::related_size on the host (no GPU): for each case, 2000 draws of the last size() call, printed
+// as "case <name> <draw> ..." so the test can check every relation the declared options show.
+#include <cstdio>
+#include <kernelloop_harness.cuh>
+
+static void draws(const char* name, const long long values[][8], const long long chosen[], const bool integral[],
+                  int call, int options, int keep = 3) {
+  long long lo = values[call][0], hi = lo, g = 0;
+  for (int k = 0; k < options; ++k) {
+    lo = std::min(lo, values[call][k]);
+    hi = std::max(hi, values[call][k]);
+    long long a = g, b = values[call][k];
+    while (b) { long long t = a % b; a = b; b = t; }
+    g = a;
+  }
+  printf("case %s", name);
+  for (uint64_t r = 0; r < 2000; ++r)
+    printf(" %lld", kl::related_size(values, chosen, integral, call, options, lo, hi, g, kl::mix64(r), keep));
+  printf("\n");
+}
+
+int main() {
+  const bool integral[4] = {true, true, true, true};
+  // group norm: N (16, 3), C (128, 60), HxW; group (32, 6) divides C and is a multiple of N.
+  const long long norm[4][8] = {{16, 3}, {128, 60}, {4096, 1155}, {32, 6}};
+  const long long norm_chosen[3] = {5, 36, 2000};
+  draws("group_norm", norm, norm_chosen, integral, 3, 2);
+  draws("group_norm_divisors", norm, norm_chosen, integral, 3, 2, 2);
+  draws("group_norm_multiples", norm, norm_chosen, integral, 3, 2, 1);
+  // a square matrix: both sides equal in every option.
+  const long long square[2][8] = {{1024, 333}, {1024, 333}};
+  const long long square_chosen[1] = {777};
+  draws("square", square, square_chosen, integral, 1, 2);
+  // no relation: an independent span.
+  const long long free_sizes[2][8] = {{1000, 777}, {64, 33}};
+  const long long free_chosen[1] = {999};
+  draws("free", free_sizes, free_chosen, integral, 1, 2);
+  // a relation no size in the span keeps (a multiple of 999 up to 1.25 x 96): 0, the caller's span then.
+  const long long none[2][8] = {{32, 16}, {96, 48}};
+  const long long none_chosen[1] = {999};
+  draws("none", none, none_chosen, integral, 1, 2);
+  // an earlier size of a floating type is no relation.
+  const bool floating[2] = {false, true};
+  const long long scale[2][8] = {{2, 3}, {64, 96}};
+  const long long scale_chosen[1] = {5};
+  draws("floating", scale, scale_chosen, floating, 1, 2);
+  return 0;
+}

@@ -1,0 +1,58 @@
+"""Sizes drawn at verify time keep the relations every declared option shows between size() calls
+(kl::related_size): kept-aside set 13's group norm checks `C % group == 0` and aborted at every
+independent draw that broke it, which the verifier blamed on the candidate. Built with nvcc and
+run on the host: no GPU needed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelloop.tools.nvcc import harness_include_dir
+
+PROGRAM = Path(__file__).parent / "harness" / "size_relations.cu"
+
+
+@pytest.fixture(scope="module")
+def draws(tmp_path_factory) -> dict[str, list[int]]:
+    binary = tmp_path_factory.mktemp("sizes") / "size_relations"
+    built = subprocess.run(["nvcc", "-std=c++17", "-I", str(harness_include_dir()), str(PROGRAM), "-o", str(binary)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    return {words[1]: [int(w) for w in words[2:]] for words in (line.split() for line in ran.stdout.splitlines())}
+
+
+pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")]
+
+
+def test_relations_no_size_keeps_together_are_kept_one_kind_at_a_time(draws):
+    # N drawn 5, C 36: the group count (options 32 and 6: even, a multiple of N, a divisor of C) has no
+    # size keeping both (a multiple of 10 dividing 36); the divisors of 36 that are even and in
+    # [3, 40] keep C % group == 0, the even multiples of 5 keep the other.
+    assert set(draws["group_norm"]) == {0}
+    assert set(draws["group_norm_divisors"]) == {4, 6, 12, 18, 36}
+    assert set(draws["group_norm_multiples"]) == {10, 20, 30, 40}
+
+
+def test_an_equal_pair_stays_equal(draws):
+    assert set(draws["square"]) == {777}
+
+
+def test_without_a_relation_the_whole_span_is_drawn(draws):
+    got = draws["free"]
+    # 64 and 33 share no factor: any size from half the smallest to 1.25x the largest
+    assert set(got) == set(range(16, 81))
+
+
+def test_a_relation_no_size_keeps_gives_none(draws):
+    assert set(draws["none"]) == {0}
+
+
+def test_a_floating_size_is_no_relation(draws):
+    # as an integer size, 5 would ask for a multiple of 160 (none in the span); as a scale, nothing
+    assert set(draws["floating"]) == {32, 64, 96}
