@@ -57,8 +57,10 @@ def test_a_candidate_failing_where_the_baseline_runs_is_rejected(settings):
     assert not v.accepted and Reason.run_failed in v.reasons, v.summary
 
 
-def test_drawn_sizes_keep_the_group_count_a_divisor(tmp_path):
+def test_after_a_refused_draw_the_sizes_keep_the_group_count_a_divisor(tmp_path):
+    # drawn on its own, the group count rarely divides C; after one refusal every draw keeps it,
+    # so eight draws pass within the six redraws (only the row limit may still refuse one)
     settings = Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(size_draws=8))
     v = verify_files(FOLDER / "group_scale.cu", FOLDER / "group_scale_same.cu", settings)
     assert v.gate("correctness").status == "pass", v.summary
-    assert not any("C must be divisible" in n for n in v.notes), v.notes
+    assert sum(c.size_index < 0 for c in v.checks) == 8

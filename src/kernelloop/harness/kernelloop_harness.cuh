@@ -1345,11 +1345,12 @@ class Harness {
     const long long first = std::max(1LL, (lo / 2 + g - 1) / g), last = (hi + hi / 4) / g;
     const State& s = st();
     const uint64_t r = mix64(s.size_draw ^ mix64(0x53495A45ull + (uint64_t)s.size_calls));
-    // Keeping the relations to earlier sizes where some size in the span can; else the span alone
-    // (the verifier draws again where the baseline refuses the size).
+    // A draw with bit 62 set (the verifier's draws after the baseline refused one) keeps the
+    // relations to earlier sizes where some size in the span can; others take the span alone,
+    // which also checks sizes where the declared options' relations (perhaps by chance) break.
     long long related = 0;
     for (int keep : {3, 2, 1})
-      if (!related)
+      if (!related && ((s.size_draw >> 62) & 1))
         related = related_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(), lo,
                                hi, g, r, keep);
     return (T)(related ? related : (first + (long long)(r % (uint64_t)(last - first + 1))) * g);

@@ -218,6 +218,9 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
     return whole if calls is None else whole.merged(calls)
 
 
+RELATED_DRAW = 1 << 62  # a draw with this bit: sizes keep the relations the declared options show (the harness)
+
+
 def size_draws(first: int, count: int) -> list[int]:
     """The draws behind the sizes chosen at verify time: `first`, then `count - 1` more that
     follow from it (so one number in a verdict reproduces them all)."""
@@ -435,8 +438,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # Several drawn sizes: a kernel wrong at a fraction f of sizes passes one draw with
     # probability 1 - f, `size_draws` draws with (1 - f)^size_draws. The first is `size_draw`
     # itself (a verdict's draw repeats it); the others follow from it.
+    # A draw keeps no relation between sizes (bit 62 clear): sizes where the declared options'
+    # relations break are checked too. Once the baseline itself fails at one (its own check,
+    # `C % group == 0`), that draw is replaced and every later draw keeps what every declared
+    # option shows (bit 62 set).
     draws = size_draws(size_draw, vs.size_draws + vs.size_redraws) if sizes > 1 else []
-    draws, redraws = draws[:vs.size_draws], draws[vs.size_draws:]
+    draws, redraws = [d & ~RELATED_DRAW for d in draws[:vs.size_draws]], [d | RELATED_DRAW for d in draws[vs.size_draws:]]
     size_indices = [*range(1, sizes), *([-1] if sizes > 1 else [])]
     experiments = [(seed, 0, None) for seed in v.seeds] + \
         [(_fresh_seeds(1, used_seeds)[0], k, None) for k in range(1, sizes)] + \
@@ -453,6 +460,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     other_sizes: list[OtherSize] = []  # every other size's runs: their times and (traced) audits
     refused_draws: list[str] = []  # drawn sizes the baseline itself fails at: not the candidate's to pass
     for seed, size_index, draw in _queue(experiments):
+        if size_index < 0 and refused_draws:  # once the baseline refused a draw, every later one keeps the relations
+            draw |= RELATED_DRAW
         say(Progress(stage="correctness", message=f"seed {seed}{_size_words(size_index)}: candidate, then baseline"))
         secret = _secret()
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
