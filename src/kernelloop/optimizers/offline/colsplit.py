@@ -33,6 +33,7 @@ from .rowwarp import (
     ITEM_COUNT,
     ItemPlanner,
     LaunchSite,
+    number_asserts,
     NotARowKernel,
     Rewrite,
     RowPlan,
@@ -108,7 +109,9 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
     header = (f"for ({init.type} {counter.name} = ({to_c(counter.init)}) + threadIdx.y; {to_c(s.cond)}; "
               f"{counter.name} += {split}) ")
     b_start, b_end = s.body.span  # type: ignore[attr-defined]
-    before, publish, combine = [], [], []
+    before = [a for a in [number_asserts(b.name for b, _ in accs)] if a]
+    publish: list[str] = []
+    combine: list[str] = []
     for b, kind in accs:
         part = f"kl_part_{b.name}"
         publish.append(f"{part}[threadIdx.y][threadIdx.x] = {b.name};")

@@ -51,7 +51,9 @@ _MEMSETS = frozenset(["cudaMemset", "cudaMemsetAsync"])
 # Calls a launcher may make besides the launch: checks, syncs and device queries (dropped).
 _DROPPABLE = frozenset(["cudaGetLastError", "cudaPeekAtLastError", "cudaDeviceSynchronize", "cudaStreamSynchronize",
                         "cudaGetDevice", "cudaDeviceGetAttribute", "cudaFuncSetAttribute", "cudaFuncSetCacheConfig",
-                        "cudaGetDeviceProperties", "cudaOccupancyMaxActiveBlocksPerMultiprocessor"])
+                        "cudaGetDeviceProperties", "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+                        # a failure's text for a message: a query, no effect
+                        "cudaGetErrorString", "cudaGetErrorName"])
 
 
 @dataclass
