@@ -3,9 +3,10 @@ nvcc builds): kernelloop init compares a user's file so, and the gate compares a
 alone with the one-file build. A distribution's compiler may turn on the C library's fortified
 wrappers by default (Ubuntu's gcc does, as on the lent H200 host), and under them `fprintf(stderr,
 "...")` becomes `__fprintf_chk` in one dialect and `fwrite` in the other: kept-aside set 13's
-polyval launcher was refused by init there, "compiles to other code in kernelloop's build". Reading
-builds are made without the wrappers; the test stands in for such a compiler with an nvcc that
-turns them on first."""
+polyval launcher was refused by init there, "compiles to other code in kernelloop's build", and then
+by the gate's build identity. Every kernelloop build, the verified one and every reading of it, is
+made without the wrappers (tools/nvcc.UNFORTIFIED); the test stands in for such a compiler with an
+nvcc that turns them on first."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kernelloop.tools.code_identity import host_fingerprints
-from kernelloop.tools.nvcc import build_whole_object, find_toolchain
+from kernelloop.tools.nvcc import build_program, build_whole_object, find_toolchain
 from kernelloop.tools.state_refs import state_references
 
 SOURCE = r'''
@@ -44,16 +45,19 @@ def test_a_print_in_a_launcher_compiles_alike_in_both_dialects_under_a_fortifyin
     wrapper.chmod(0o755)
     fortifying = real.model_copy(update={"nvcc": wrapper, "banner": real.banner + " (fortifying)"})
     try:
-        iso, gnu, verified = (build_whole_object(SOURCE, arch="sm_90", cache_dir=tmp_path, toolchain=fortifying,
-                                                 optimised=True, iso_dialect=dialect, harness_visible=False,
-                                                 fortified=fortified)
-                              for dialect, fortified in ((True, False), (False, False), (True, True)))
+        iso, gnu = (build_whole_object(SOURCE, arch="sm_90", cache_dir=tmp_path, toolchain=fortifying, optimised=True,
+                                       iso_dialect=dialect, harness_visible=False) for dialect in (True, False))
+        # the verified build: the part as a unit of its own, linked with a harness unit
+        verified = build_program(SOURCE, "void twice_all(double*, int);\nint main() { return 0; }\n", arch="sm_90",
+                                 cache_dir=tmp_path, toolchain=fortifying)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     assert iso.ok and gnu.ok and iso.binary and gnu.binary, iso.log + gnu.log
     names = state_references(iso.binary).functions & state_references(gnu.binary).functions
     launcher = next(n for n in names if "twice_all" in n)
     assert host_fingerprints(iso.binary, {launcher})[launcher] == host_fingerprints(gnu.binary, {launcher})[launcher]
-    # the gate's readings keep the machine's setting, the one the verified build has (red team round 127:
-    # a candidate can test for the wrappers)
-    assert verified.ok and verified.binary and "__fprintf_chk" in state_references(verified.binary).imports
+    # the verified build is made as its readings are (red team round 127: a candidate can test for the
+    # wrappers, so what is read must be what runs)
+    assert "__fprintf_chk" not in state_references(iso.binary).imports
+    assert verified.ok and verified.binary, verified.log[-2000:]
+    assert "__fprintf_chk" not in verified.binary.read_bytes().decode("latin-1")

@@ -287,8 +287,8 @@ def _without_positions(source: str, line: str = "0", file: str = '""') -> str:
     return text
 
 
-def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str, fortified: bool = True) -> Path:
-    build = build_whole_object(source, arch=arch, cache_dir=cache_dir, optimised=optimised, fortified=fortified)
+def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str) -> Path:
+    build = build_whole_object(source, arch=arch, cache_dir=cache_dir, optimised=optimised)
     if not build.ok or build.binary is None:
         raise InputError(f"{what} does not compile as it is ({compiler_error(build.log)}): init reads its object to see what "
                          "the code it leaves out sets; give --include-dir for your headers")
@@ -366,9 +366,9 @@ def _build_setup_differences(source: str, user_object: Path, user_refs: StateRef
     decides, whatever the spelling."""
     # both builds without the C library's fortified wrappers, which lower a print per dialect (tools/nvcc.py)
     plain = build_whole_object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
-                               iso_dialect=False, harness_visible=False, fortified=False)
+                               iso_dialect=False, harness_visible=False)
     user_object = _object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
-                          what="the file", fortified=False)
+                          what="the file")
     if not plain.ok or plain.binary is None:
         return [f"your file does not compile in a plain build (nvcc -O3, its default C++ dialect, no kernelloop "
                 f"headers: {compiler_error(plain.log)}) but does in kernelloop's, so the generated program would "

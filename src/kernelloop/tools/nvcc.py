@@ -151,7 +151,8 @@ def host_pass(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits, nam
         shutil.chown(work / name, user=work.stat().st_uid, group=work.stat().st_gid)
         # The real build's options (-O3 defines __OPTIMIZE__, which a macro can turn a function's
         # __device__ into __host__ with: red team round 65), so this is the host code it compiles.
-        run = run_sandboxed([str(toolchain.nvcc), "-O3", "-std=c++17", *arch_flags(arch), "--cuda", name, "-o", "host.ii"],
+        run = run_sandboxed([str(toolchain.nvcc), "-O3", "-std=c++17", *arch_flags(arch), *UNFORTIFIED, "--cuda", name,
+                             "-o", "host.ii"],
                             workdir=work, limits=limits)
         out = work / "host.ii"
         if not run.ok or not out.exists():
@@ -350,6 +351,17 @@ def _harness_header_digest() -> str:
     return hashlib.sha256(HARNESS_HEADER.read_bytes()).hexdigest()
 
 
+# Every build kernelloop compiles and reads leaves the C library's fortified wrappers off, whatever
+# the machine's compiler turns on by default (Ubuntu's gcc does, as on the lent H200 host): under
+# them `fprintf(stderr, "...")` lowers to `__fprintf_chk` in ISO C++ and to `fwrite` in GNU C++, so
+# the gate's and init's comparisons of the two dialects refused an honest launcher's error print
+# (kept-aside set 13's polyval), and the code verified on one machine was not the code verified on
+# another. One setting for the verified build and every reading of it: a candidate that picks its
+# kernel by whether the wrappers are declared (red team round 127 (d)) is verified as built without
+# them, like any other build configuration a program can probe (docs/verifier.md, known limits).
+UNFORTIFIED = ["-Xcompiler", "-U_FORTIFY_SOURCE"]
+
+
 def build_program(
     editable_unit: str,
     harness_unit: str,
@@ -368,7 +380,7 @@ def build_program(
     candidate defining `cudaEventElapsedTime` or `printf` keeps it local and harmless.
     """
     toolchain = toolchain or find_toolchain()
-    flags = ["-O3", "-std=c++17", *arch_flags(arch), *(extra_flags or [])]
+    flags = ["-O3", "-std=c++17", *arch_flags(arch), *UNFORTIFIED, *(extra_flags or [])]
     key = hashlib.sha256(
         json.dumps([BUILD_RECIPE_VERSION, toolchain.version, toolchain.banner, flags, editable_unit, harness_unit,
                     exports, _harness_header_digest()]).encode()
@@ -573,7 +585,7 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
 
 def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
                        limits: Limits | None = None, optimised: bool = False, filename: str = "program.cu",
-                       iso_dialect: bool = True, harness_visible: bool = True, fortified: bool = True) -> BuildResult:
+                       iso_dialect: bool = True, harness_visible: bool = True) -> BuildResult:
     """Compile a program's one translation unit to an object for reading what each function
     touches, a section per function and variable; its device code as PTX beside it (`program.ptx`).
     Unoptimised, every function keeps its own symbol; `optimised`, the source sees the macros the
@@ -581,32 +593,26 @@ def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: To
     `filename`: the file's name on disk (nvcc names anonymous namespaces by it); `iso_dialect`: -std=c++17,
     as the verifier builds, else the compiler's default (gnu++17), as docs/contract.md's command does;
     `harness_visible`: the harness header staged beside the file and on the include path, as every
-    kernelloop build has it, else neither (a user's file built as they build it); `fortified`: the C
-    library's fortified wrappers as the machine's compiler sets them, else off."""
+    kernelloop build has it, else neither (a user's file built as they build it). Without the C
+    library's fortified wrappers, as every kernelloop build (UNFORTIFIED)."""
     return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True,
                         optimised=optimised, filename=filename, iso_dialect=iso_dialect,
-                        harness_visible=harness_visible, fortified=fortified)
+                        harness_visible=harness_visible)
 
 
 def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None, limits: Limits | None,
                  object_only: bool, optimised: bool = True, filename: str = "program.cu",
-                 iso_dialect: bool = True, harness_visible: bool = True, fortified: bool = True) -> BuildResult:
+                 iso_dialect: bool = True, harness_visible: bool = True) -> BuildResult:
     toolchain = toolchain or find_toolchain()
     # An object for reading: a section per function and variable, so every reference from one
     # function to another is a relocation; optimised, no automatic inlining, cloning or merging
     # either (round 24: `#ifdef __OPTIMIZE__` hid a variable from the -O0 reading).
-    # `fortified=False`: without the C library's fortified wrappers (a distribution's compiler may turn
-    # them on by default: Ubuntu's gcc does). Under them `fprintf(stderr, "...")` becomes `__fprintf_chk`
-    # in ISO C++ and `fwrite` in GNU C++, so init's comparison of a user's file in the two dialects
-    # refused a launcher's error print (kept-aside set 13 on an H200 host). The gate's comparisons keep
-    # the machine's own setting, the one its verified build has: a candidate can test for the wrappers
-    # (red team round 127), and a reading without them would not be what runs.
-    reading = ["-c", "-Xcompiler", "-ffunction-sections,-fdata-sections" + ("" if fortified else ",-U_FORTIFY_SOURCE")
+    reading = ["-c", "-Xcompiler", "-ffunction-sections,-fdata-sections"
                + (",-fno-inline-functions,-fno-inline-small-functions,-fno-inline-functions-called-once,"
                   "-fno-partial-inlining,-fno-ipa-cp,-fno-ipa-sra,-fno-ipa-icf,-fno-ipa-cp-clone" if optimised else "")] \
         if object_only else []
     dialect = ["-std=c++17"] if iso_dialect else []
-    flags = ["-O3" if optimised else "-O0", *dialect, *arch_flags(arch), *reading]
+    flags = ["-O3" if optimised else "-O0", *dialect, *arch_flags(arch), *UNFORTIFIED, *reading]
     output = "program.o" if object_only else "program"
     includes = [f"-I{_HARNESS_INCLUDE}"] if harness_visible else []
     key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source, filename,
