@@ -477,7 +477,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         if base is not None:
             durations.program_runs_s += base.result.wall_s
         if base is not None and _run_failure(base):
-            if size_index < 0 and redraws:
+            # Drawn again only where the baseline stopped on its own (an exit, an abort): a timeout, a
+            # flood or a guard zone may come from what ran before it, not from the size.
+            if size_index < 0 and redraws and _run_failure(base)[0] == Reason.run_failed:
                 refused_draws.append(_log_tail(base.result.stderr, 1) or _run_failure(base)[1])
                 failure = None
                 experiments.append((_fresh_seeds(1, used_seeds)[0], -1, redraws.pop(0)))
