@@ -20,12 +20,16 @@ from .test_redteam_round126 import refused_as_reading_thread_place
 ROUND = FIXTURES / "redteam" / "round128"
 
 
+@pytest.mark.nvcc
 def test_a_counter_of_a_class_spelled_like_a_built_in_is_no_sum():
+    # the rewrite asserts its accumulators are built-in numbers: the compiler refuses this one
+    # (tests/test_counted_numbers.py builds such a rewrite through the static gate)
     try:
         proposal = _first_proposal((ROUND / "a_shadowed_builtin_name_counter" / "baseline.cu").read_text())
     except NoMoreCandidates:
         return
-    assert "row tier" not in proposal.approach and "column tier" not in proposal.approach, proposal.approach
+    if "row tier" in proposal.approach or "column tier" in proposal.approach:
+        assert "static_assert(::kl_number<decltype(n)>::value" in proposal.source, proposal.source
 
 
 @pytest.mark.parametrize("baseline", ["b_continued_comment_global_in_attribute/baseline.cu",
