@@ -39,6 +39,14 @@ def test_relations_no_size_keeps_together_are_kept_one_kind_at_a_time(draws):
     assert set(draws["group_norm_multiples"]) == {10, 20, 30, 40}
 
 
+def test_one_relation_at_a_time(draws):
+    # numbered in call order: C of N (1), HxW of N (2), the group count of N (3) and of C (4)
+    assert set(draws["group_norm_only_3"]) == {10, 20, 30, 40}
+    assert set(draws["group_norm_only_4"]) == {4, 6, 12, 18, 36}
+    # relation 1 is C's: the group count keeps none, its span alone (even, 4 to 40)
+    assert set(draws["group_norm_only_1"]) == set(range(4, 41, 2))
+
+
 def test_an_equal_pair_stays_equal(draws):
     assert set(draws["square"]) == {777}
 
@@ -56,3 +64,16 @@ def test_a_relation_no_size_keeps_gives_none(draws):
 def test_a_floating_size_is_no_relation(draws):
     # as an integer size, 5 would ask for a multiple of 160 (none in the span); as a scale, nothing
     assert set(draws["floating"]) == {32, 64, 96}
+
+
+def test_the_gate_numbers_relations_as_the_harness_does():
+    from kernelloop.verify.gate import ALL_RELATIONS, relation_of, size_relations, with_relation
+
+    # group norm: C of N, HxW of N, the group count of N and of C (tests/harness/size_relations.cu)
+    assert size_relations([[16, 3], [128, 60], [4096, 1155], [32, 6]]) == 4
+    assert size_relations([[1000, 777], [64, 33]]) == 0
+    assert size_relations([[1024, 333], [1024, 333]]) == 1  # equal: one relation
+    draw = (1 << 62) | (5 << 56) | 12345
+    assert relation_of(with_relation(draw, 0)) == 0 and with_relation(draw, 0) & (1 << 62) == 0
+    assert relation_of(with_relation(draw, ALL_RELATIONS)) == ALL_RELATIONS
+    assert with_relation(draw, 3) & ((1 << 56) - 1) == 12345

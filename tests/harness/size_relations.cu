@@ -4,7 +4,7 @@
 #include <kernelloop_harness.cuh>
 
 static void draws(const char* name, const long long values[][8], const long long chosen[], const bool integral[],
-                  int call, int options, int keep = 3) {
+                  int call, int options, int only = 63, int keep = 3) {
   long long lo = values[call][0], hi = lo, g = 0;
   for (int k = 0; k < options; ++k) {
     lo = std::min(lo, values[call][k]);
@@ -15,7 +15,7 @@ static void draws(const char* name, const long long values[][8], const long long
   }
   printf("case %s", name);
   for (uint64_t r = 0; r < 2000; ++r)
-    printf(" %lld", kl::related_size(values, chosen, integral, call, options, lo, hi, g, kl::mix64(r), keep));
+    printf(" %lld", kl::related_size(values, chosen, integral, call, options, lo, hi, g, kl::mix64(r), only, keep));
   printf("\n");
 }
 
@@ -25,8 +25,13 @@ int main() {
   const long long norm[4][8] = {{16, 3}, {128, 60}, {4096, 1155}, {32, 6}};
   const long long norm_chosen[3] = {5, 36, 2000};
   draws("group_norm", norm, norm_chosen, integral, 3, 2);
-  draws("group_norm_divisors", norm, norm_chosen, integral, 3, 2, 2);
-  draws("group_norm_multiples", norm, norm_chosen, integral, 3, 2, 1);
+  draws("group_norm_divisors", norm, norm_chosen, integral, 3, 2, 63, 2);
+  draws("group_norm_multiples", norm, norm_chosen, integral, 3, 2, 63, 1);
+  // one relation at a time: relations 1 (C of N), 2 (HxW? no: 4096/16, 1155/3 are whole: HxW of N),
+  // then for the group count: 3 (a multiple of N), 4 (a divisor of C); HxW and C show none
+  draws("group_norm_only_3", norm, norm_chosen, integral, 3, 2, 3);
+  draws("group_norm_only_4", norm, norm_chosen, integral, 3, 2, 4);
+  draws("group_norm_only_1", norm, norm_chosen, integral, 3, 2, 1);
   // a square matrix: both sides equal in every option.
   const long long square[2][8] = {{1024, 333}, {1024, 333}};
   const long long square_chosen[1] = {777};

@@ -90,30 +90,45 @@ __host__ __device__ inline uint64_t mix64(uint64_t z) {  // splitmix64's finaliz
   return z ^ (z >> 31);
 }
 
-// A size drawn at verify time keeps what every declared option shows between it and each earlier
-// size() call: a multiple of it, a divisor of it, or both (equal). A program's own checks hold at
-// the declared sizes (`C % group == 0`, a square matrix's sides), so a draw that kept only each
-// size's span would often be a problem the program refuses (kept-aside set 13's group norm aborted
-// on `C must be divisible by group`). VALUES[c][k]: call c's k-th option; CHOSEN[c]: what call c
-// returned; INTEGRAL[c]: whether call c is an integer size. The draw is a multiple of STEP in
-// [LO / 2, 1.25 HI], picked by R; 0 where no size there keeps every relation KEEP names (1: being
-// a multiple, 2: a divisor, 3: both). Two declared options can show a relation by chance (N 16
-// and 3, the group count 32 and 6): the caller tries both kinds, then each kind alone.
+// What every declared option shows between size() calls C and J < C: 1, C's options are multiples
+// of J's; 2, divisors; 3, both (equal); 0, neither (or a size not an integer, or not positive).
+inline int size_relation(const long long values[][8], const bool integral[], int c, int j, int options) {
+  if (!integral[c] || !integral[j]) return 0;
+  bool multiple = true, divisor = true;
+  for (int k = 0; k < options; ++k) {
+    const long long mine = values[c][k], theirs = values[j][k];
+    if (mine <= 0 || theirs <= 0) return 0;
+    multiple = multiple && mine % theirs == 0;
+    divisor = divisor && theirs % mine == 0;
+  }
+  return (multiple ? 1 : 0) | (divisor ? 2 : 0);
+}
+
+// A size drawn at verify time may keep relations the declared options show between it and earlier
+// size() calls (a multiple of one, a divisor of one, equal). A program's own checks hold at the
+// declared sizes (`C % group == 0`) and may refuse a size drawn on its own; but two options can
+// show a relation by chance too, and a draw keeping every relation would never check a size where
+// a chance one breaks (red team round 131). So the verifier draws each size on its own first and,
+// where the baseline refuses one, keeps ONE relation at a time (ONLY: the relations numbered from 1
+// in the order of the calls, each pair once), every relation only as the last try (ONLY 63).
+// VALUES[c][k]: call c's k-th option; CHOSEN[c]: what call c returned; INTEGRAL[c]: whether call c
+// is an integer size. The draw is a multiple of STEP in [LO / 2, 1.25 HI], picked by R; 0 where no
+// size there keeps what is asked (KEEP, for every relation: 1 being a multiple, 2 a divisor, 3 both).
 inline long long related_size(const long long values[][8], const long long chosen[], const bool integral[],
                               int call, int options, long long lo, long long hi, long long step, uint64_t r,
-                              int keep = 3) {
+                              int only, int keep = 3) {
   auto gcd = [](long long a, long long b) { while (b) { long long t = a % b; a = b; b = t; } return a; };
   const long long top = hi + hi / 4;
+  int number = 0;  // the relations of the calls before this one
+  for (int c = 1; c < call; ++c)
+    for (int j = 0; j < c; ++j) number += size_relation(values, integral, c, j, options) ? 1 : 0;
   long long divides = 0;  // the gcd of the earlier draws this one must divide; 0: none
   for (int j = 0; j < call; ++j) {
-    if (!integral[j] || chosen[j] <= 0) continue;
-    bool multiple = true, divisor = true;
-    for (int k = 0; k < options; ++k) {
-      const long long mine = values[call][k], theirs = values[j][k];
-      if (mine <= 0 || theirs <= 0) { multiple = divisor = false; break; }
-      multiple = multiple && mine % theirs == 0;
-      divisor = divisor && theirs % mine == 0;
-    }
+    const int relation = size_relation(values, integral, call, j, options);
+    if (!relation) continue;
+    ++number;
+    if ((only != 63 && only != number) || chosen[j] <= 0) continue;
+    const bool multiple = relation & 1, divisor = relation & 2;
     if (multiple && (keep & 1)) {
       const long long g = gcd(step, chosen[j]);
       if (step / g > top / chosen[j] + 1) return 0;  // the least common multiple is past the span
@@ -1194,6 +1209,7 @@ class Harness {
     if (options.size() > 8 || s.size_calls >= 16) fail("at most 16 size() calls of at most 8 options each");
     for (size_t k = 0; k < options.size(); ++k) s.size_values[s.size_calls][k] = (long long)options.begin()[k];
     s.size_options = (int)options.size();
+    s.size_integral[s.size_calls] = std::is_integral<T>::value;  // before the draw, which reads it
     T chosen;
     if (s.size_draw) {
       chosen = drawn_size(options);
@@ -1201,7 +1217,6 @@ class Harness {
       if (s.size_index < 0 || s.size_index >= (int)options.size()) fail("KERNELLOOP_SIZE_INDEX out of range");
       chosen = options.begin()[s.size_index];
     }
-    s.size_integral[s.size_calls] = std::is_integral<T>::value;
     s.size_chosen[s.size_calls++] = (long long)chosen;
     return chosen;
   }
@@ -1345,14 +1360,14 @@ class Harness {
     const long long first = std::max(1LL, (lo / 2 + g - 1) / g), last = (hi + hi / 4) / g;
     const State& s = st();
     const uint64_t r = mix64(s.size_draw ^ mix64(0x53495A45ull + (uint64_t)s.size_calls));
-    // A draw with bit 62 set (the verifier's draws after the baseline refused one) keeps the
-    // relations to earlier sizes where some size in the span can; others take the span alone,
-    // which also checks sizes where the declared options' relations (perhaps by chance) break.
+    // Bits 56-61 of the draw: which relation to earlier sizes it keeps (related_size), 0 for none:
+    // the span alone, which also checks sizes where the declared options' relations break.
+    const int only = (int)((s.size_draw >> 56) & 63);
     long long related = 0;
     for (int keep : {3, 2, 1})
-      if (!related && ((s.size_draw >> 62) & 1))
+      if (!related && only)
         related = related_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(), lo,
-                               hi, g, r, keep);
+                               hi, g, r, only, keep);
     return (T)(related ? related : (first + (long long)(r % (uint64_t)(last - first + 1))) * g);
   }
 

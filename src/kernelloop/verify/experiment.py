@@ -47,8 +47,8 @@ def coverage_notes(manifest: Manifest) -> list[str]:
         if ranges:
             spans = ", ".join(f"{max(1, lo // 2)}-{hi + hi // 4}" for lo, hi in ranges)
             notes.append(f"sizes are drawn between half the smallest and 1.25x the largest declared one ({spans}), "
-                         "each on its own (where the baseline refuses such a size, keeping what every declared "
-                         "option shows between two sizes): sizes outside that span are not checked")
+                         "each on its own (where the baseline refuses such a size, keeping one relation every "
+                         "declared option shows between two sizes): sizes outside that span are not checked")
     inputs = [b for b in manifest.buffers if b.role in ("input", "inout")]
     floats = [b for b in inputs if b.dtype.startswith(("float", "bfloat"))]
     if floats and not any(b.stressed for b in floats):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from ..program.phases import spliced_raw_string
 from ..program.scanner import body_start, in_number, scan_items, strip_comments
 from ..tools.symbols import demangle
 
@@ -926,6 +927,10 @@ def scan_source(editable: str, program_macros: set[str] | None = None) -> list[V
     text = strip_comments(normalize_source(editable))
     code = _without_strings(text)
     found: list[Violation] = []
+    if (raw := spliced_raw_string(editable)) is not None:
+        found.append(Violation(rule="character", where=f"source line {editable.count(chr(10), 0, raw) + 1}", detail=(
+            "a raw string holding a line splice: nvcc joins it and the C++ standard keeps it, so the compiler and "
+            "every reader of the text disagree about where the string ends")))
     for rule, pattern, message in _RAW_RULES:
         for m in pattern.finditer(text):
             found.append(Violation(rule=rule, where=f"source line {text.count(chr(10), 0, m.start()) + 1}",
