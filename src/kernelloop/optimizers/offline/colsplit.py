@@ -30,6 +30,7 @@ from .facts import collect_facts
 from .launch_guard import BaselineLaunch
 from .launcher import EditablePart, Function
 from .rowwarp import (
+    BIT_KINDS,
     ITEM_COUNT,
     ItemPlanner,
     LaunchSite,
@@ -38,6 +39,7 @@ from .rowwarp import (
     Rewrite,
     RowPlan,
     apply_edits,
+    bit_identity,
     rounded_launch,
     tier_rewrites,
     with_item_count,
@@ -115,10 +117,12 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
     for b, kind in accs:
         part = f"kl_part_{b.name}"
         publish.append(f"{part}[threadIdx.y][threadIdx.x] = {b.name};")
-        if kind == "sum":
-            before.append(f"const {b.type} kl_{b.name}_before = {b.name}; {b.name} = 0;")
+        if kind == "sum" or kind in BIT_KINDS:
+            op = BIT_KINDS.get(kind, "+")
+            start = bit_identity(kind, b.type) if kind in BIT_KINDS else "0"
+            before.append(f"const {b.type} kl_{b.name}_before = {b.name}; {b.name} = {start};")
             combine.append(f"{{ {b.type} kl_total = {part}[0][threadIdx.x]; for (int kl_s = 1; kl_s < {split}; "
-                           f"++kl_s) kl_total += {part}[kl_s][threadIdx.x]; {b.name} = kl_{b.name}_before + kl_total; }}")
+                           f"++kl_s) kl_total {op}= {part}[kl_s][threadIdx.x]; {b.name} = kl_{b.name}_before {op} kl_total; }}")
         else:
             # Floats combine as fmaxf/fminf do: a partial that saw no element is the seed, which may be
             # NaN (`m = x[c]` read as the seed); fmaxf passes over it as the loop did over its own

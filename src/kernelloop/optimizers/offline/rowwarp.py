@@ -69,6 +69,15 @@ ROW_WARP_BLOCK = 256  # threads per block of the rewritten launch: 8 rows per bl
 _BUILTIN_WORDS = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b")
 # Functions with no side effects and no cross-thread behaviour that a row kernel may call: facts.PURE_FUNCTIONS
 _SUM_OPS = {"+=": "+", "-=": "-"}
+# Bitwise reductions (flags packed into a mask, any/all, parity): exact, and the same whatever
+# order the lanes' partials combine in; each kind's operator and the value that changes nothing.
+_BIT_OPS = {"|=": "or", "&=": "and", "^=": "xor"}
+BIT_KINDS = {"or": "|", "and": "&", "xor": "^"}
+
+
+def bit_identity(kind: str, ctype: str) -> str:
+    """The value a lane's partial of a bitwise reduction of type CTYPE starts from."""
+    return f"({ctype})~({ctype})0" if kind == "and" else "0"
 # Built-in arithmetic types in keywords (`const` aside): a name such as `uint8_t` or `size_t` is an
 # identifier a program may declare as its own class (red team round 128: a counter whose `++` stops
 # at 255, in a namespace of the program's own)
@@ -90,7 +99,7 @@ class _Loop:
     stmt: For
     var: str  # binding key of the loop variable
     kind: str = ""  # "reduce" | "map"
-    accumulators: dict[str, str] = field(default_factory=dict)  # binding key -> "sum" | "max" | "min" | ARG_KINDS | "index"
+    accumulators: dict[str, str] = field(default_factory=dict)  # binding key -> "sum" | "max" | "min" | BIT_KINDS | ARG_KINDS | "index"
     updates: list[Expr] = field(default_factory=list)  # the values accumulated, checked once the loop is read
     partners: dict[str, str] = field(default_factory=dict)  # an arg-kind value's key -> its index's key
 
@@ -361,6 +370,13 @@ class ItemPlanner:
             return self.binding(x) is b
         if e.op in _SUM_OPS:
             return "sum", e.value
+        if e.op in _BIT_OPS:
+            return _BIT_OPS[e.op], e.value
+        if e.op == "=" and isinstance(e.value, Binary) and f"{e.value.op}=" in _BIT_OPS:  # `bits = bits | v`
+            if is_acc(e.value.left):
+                return _BIT_OPS[f"{e.value.op}="], e.value.right
+            if is_acc(e.value.right):
+                return _BIT_OPS[f"{e.value.op}="], e.value.left
         if e.op == "=" and isinstance(e.value, Binary) and e.value.op == "+":
             if is_acc(e.value.left):
                 return "sum", e.value.right
@@ -598,6 +614,12 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
                 before.append(f"const {b.type} kl_{b.name}_before = {b.name}; {b.name} = 0;")
                 after.append(_shuffle_combine(b.name, kind, b.type))
                 after.append(f"{b.name} = kl_{b.name}_before + {b.name};")
+            elif kind in BIT_KINDS:
+                op = BIT_KINDS[kind]
+                before.append(f"const {b.type} kl_{b.name}_before = {b.name}; {b.name} = {bit_identity(kind, b.type)};")
+                after.append(f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) "
+                             f"{b.name} {op}= ::__shfl_xor_sync(0xffffffffu, {b.name}, kl_offset);")
+                after.append(f"{b.name} = kl_{b.name}_before {op} {b.name};")
             elif kind in ARG_KINDS:
                 after.append(_arg_combine(b.name, plan.bindings[loop.partners[key]].name, kind))
             elif kind != "index":  # an index combines with its value
