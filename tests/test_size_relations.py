@@ -45,6 +45,8 @@ def test_one_relation_at_a_time(draws):
     assert set(draws["group_norm_only_4"]) == {4, 6, 12, 18, 36}
     # relation 1 is C's: the group count keeps none, its span alone (even, 4 to 40)
     assert set(draws["group_norm_only_1"]) == set(range(4, 41, 2))
+    assert set(draws["group_norm_all_but_3"]) == {4, 6, 12, 18, 36}
+    assert set(draws["group_norm_all_but_4"]) == {10, 20, 30, 40}
 
 
 def test_an_equal_pair_stays_equal(draws):

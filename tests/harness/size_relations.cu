@@ -32,6 +32,9 @@ int main() {
   draws("group_norm_only_3", norm, norm_chosen, integral, 3, 2, 3);
   draws("group_norm_only_4", norm, norm_chosen, integral, 3, 2, 4);
   draws("group_norm_only_1", norm, norm_chosen, integral, 3, 2, 1);
+  // all but one: all but relation 3 keeps 4 (the group count divides C); all but 4 keeps 3
+  draws("group_norm_all_but_3", norm, norm_chosen, integral, 3, 2, 31 + 3);
+  draws("group_norm_all_but_4", norm, norm_chosen, integral, 3, 2, 31 + 4);
   // a square matrix: both sides equal in every option.
   const long long square[2][8] = {{1024, 333}, {1024, 333}};
   const long long square_chosen[1] = {777};

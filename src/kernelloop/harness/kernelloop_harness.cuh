@@ -109,8 +109,9 @@ inline int size_relation(const long long values[][8], const bool integral[], int
 // declared sizes (`C % group == 0`) and may refuse a size drawn on its own; but two options can
 // show a relation by chance too, and a draw keeping every relation would never check a size where
 // a chance one breaks (red team round 131). So the verifier draws each size on its own first and,
-// where the baseline refuses one, keeps ONE relation at a time (ONLY: the relations numbered from 1
-// in the order of the calls, each pair once), every relation only as the last try (ONLY 63).
+// where the baseline refuses one, keeps one relation at a time (ONLY 1-31: the relations numbered
+// from 1 in the order of the calls, each pair once), then every relation but one (ONLY 32-62: all
+// but relation ONLY - 31; a program may need two at once, round 132), every one only last (63).
 // VALUES[c][k]: call c's k-th option; CHOSEN[c]: what call c returned; INTEGRAL[c]: whether call c
 // is an integer size. The draw is a multiple of STEP in [LO / 2, 1.25 HI], picked by R; 0 where no
 // size there keeps what is asked (KEEP, for every relation: 1 being a multiple, 2 a divisor, 3 both).
@@ -127,7 +128,8 @@ inline long long related_size(const long long values[][8], const long long chose
     const int relation = size_relation(values, integral, call, j, options);
     if (!relation) continue;
     ++number;
-    if ((only != 63 && only != number) || chosen[j] <= 0) continue;
+    const bool kept = only == 63 || (only < 32 ? only == number : only - 31 != number);
+    if (!kept || chosen[j] <= 0) continue;
     const bool multiple = relation & 1, divisor = relation & 2;
     if (multiple && (keep & 1)) {
       const long long g = gcd(step, chosen[j]);

@@ -218,9 +218,11 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
     return whole if calls is None else whole.merged(calls)
 
 
-# Bits 56-61 of a draw: which relation between sizes the declared options show it keeps
-# (kl::related_size): 0 none, k the k-th (numbered in the order of the size() calls), ALL_RELATIONS every one.
+# Bits 56-61 of a draw: which relations between sizes the declared options show it keeps
+# (kl::related_size): 0 none; k in 1-31 the k-th alone (numbered in the order of the size() calls);
+# ALL_BUT + k every one but the k-th; ALL_RELATIONS every one.
 RELATION_SHIFT = 56
+ALL_BUT = 31
 ALL_RELATIONS = 63
 
 
@@ -247,11 +249,13 @@ def size_relations(size_values: list[list[int]]) -> int:
 
 
 def relation_order(count: int) -> list[int]:
-    """The relations a size drawn again after the baseline refused one keeps, in turn: each alone
-    twice (a refusal may come from another check; the other sizes are drawn anew), then every one
-    at once (which keeps chance relations too, at whose breaking a candidate may be wrong)."""
-    singles = list(range(1, min(count, ALL_RELATIONS - 1) + 1))
-    return singles * 2 + [ALL_RELATIONS]
+    """The relations a size drawn again after the baseline refused one keeps, in turn: each alone;
+    then every one but one (a program may need two at once: red team round 132); each alone again
+    (a refusal may come from another check, the other sizes drawn anew); then every one at once
+    (which keeps chance relations too, at whose breaking a candidate may be wrong)."""
+    singles = list(range(1, min(count, ALL_BUT) + 1))
+    all_but = [ALL_BUT + k for k in singles] if count > 2 else []  # with two, all but one is one alone
+    return singles + all_but + singles + [ALL_RELATIONS]
 
 
 def next_relation(refused: int, kept: int, order: list[int], tried: int) -> tuple[int, int]:

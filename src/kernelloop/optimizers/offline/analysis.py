@@ -223,7 +223,26 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
         rewritten = source  # the editable part alone
     added = called_names(rewritten) - called_names(editable)
     declared = declared_names(f"{preamble}\n{editable}")
-    return sorted(added if UNKNOWN_NAMES in declared else added & declared)
+    clashes = set(added if UNKNOWN_NAMES in declared else added & declared)
+    # The names a rewrite makes up for itself (its traits `kl_number`, `kl_same_type`, their
+    # parameters, its locals `kl_lane`, `kl_offset`): the program must name none of them, anywhere,
+    # nor define a macro of that kind (red team round 132: a program that specialised `kl_number`
+    # for its own class, or defined it as a macro, made the rewrite's type assertion hold for it).
+    program = without_literals(strip_comments(f"{preamble}\n{editable}\n{harness}"))
+    named = set(re.findall(r"\b[A-Za-z_]\w*", program))
+    in_rewrite = {n for n in re.findall(r"\b[A-Za-z_]\w*", without_literals(strip_comments(rewritten)))
+                  if _MADE_UP.match(n)}
+    made_up = in_rewrite - set(re.findall(r"\b[A-Za-z_]\w*", without_literals(strip_comments(editable))))
+    clashes |= (made_up | (_TIER_HELPERS & in_rewrite)) & named
+    clashes |= {m.group(1) for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", strip_comments(
+        f"{preamble}\n{editable}\n{harness}"), re.M) if m.group(1) in in_rewrite}
+    return sorted(clashes)
+
+
+# The names the tiers' rewrites make up begin so (`kl_lane`, `kl_number`, `KlT`).
+_MADE_UP = re.compile(r"(?:kl|Kl|KL)_|Kl[A-Z]")
+# The helpers a rewrite defines before the program's own code: named by the program, they may be its own.
+_TIER_HELPERS = frozenset({"kl_number", "kl_same_type", "KlT", "KlA", "KlB"})
 
 
 def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:
