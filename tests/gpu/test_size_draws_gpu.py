@@ -47,7 +47,7 @@ def settings(tmp_path_factory):
 def test_a_drawn_size_the_baseline_refuses_is_drawn_again(settings):
     v = verify_files(FOLDER / "group_scale.cu", FOLDER / "group_scale_same.cu", settings)
     assert v.gate("correctness").status == "pass", v.summary
-    assert any("the baseline itself failed at" in n and "at most 4608 rows" in n for n in v.notes), v.notes
+    assert any("the baseline itself failed at" in n for n in v.notes), v.notes
     drawn = [c for c in v.checks if c.size_index < 0]
     assert len(drawn) == settings.verify.size_draws  # a refused draw is not judged; another is
 
