@@ -29,7 +29,8 @@ def test_a_program_whose_words_are_not_the_compilers_gets_no_rewrite(baseline):
     try:
         proposal = _first_proposal((ROUND / baseline).read_text())
     except NoMoreCandidates as caught:
-        assert refused_as_reading_thread_place(str(caught)), str(caught)
+        # (a)'s count is of a type the program declares (`Sat8`), no built-in: round 133's rule refuses it too
+        assert refused_as_reading_thread_place(str(caught)) or "a type not proven" in str(caught), str(caught)
         return
     assert "row tier" not in proposal.approach and "axis tier" not in proposal.approach, proposal.approach
 

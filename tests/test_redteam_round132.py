@@ -25,8 +25,7 @@ ROUND = FIXTURES / "redteam" / "round132"
 def test_a_program_naming_the_rewrites_own_trait_gets_no_tier_rewrite(baseline):
     try:
         proposal = _first_proposal((ROUND / baseline).read_text())
-    except NoMoreCandidates as caught:
-        assert "kl_number" in str(caught), str(caught)
+    except NoMoreCandidates:  # (round 133's rule, a library type's name the program declares, now comes first)
         return
     assert "row tier" not in proposal.approach and "column tier" not in proposal.approach, proposal.approach
 

@@ -273,8 +273,17 @@ class ItemPlanner:
             self.fail(f"has a loop counter of type {b.type or '?'}, narrower than int")
         info = _Loop(s, b.key)
         stores = [False]
-        reads: list[Expr] = []  # every expression of the body but the accumulators' own updates
+        # every expression of the body but the accumulators' own updates, and the loop's start and
+        # bound: a bound that reads an accumulator (`c < (used < budget ? cols : 0)`, an early exit)
+        # would stop each lane on its own partial (red team round 133)
+        reads: list[Expr] = [d.init, s.cond.right]
         self.loop_body(s.body, info, stores, set(), reads)
+        written = {a.array.key for a in self.f.accesses if a.kind in ("store", "atomic") and a.array is not None
+                   and any(lp.id == loop.id for lp in a.ctx.loops)}
+        bound_arrays = {arr.key for x in walk_expr(s.cond.right) if isinstance(x, Index)
+                        and (arr := self.binding(x.base)) is not None}
+        if bound_arrays & written:
+            self.fail("has a loop whose bound reads an array the loop writes")
         if not stores[0] and not info.accumulators:
             self.fail("has a loop that neither stores nor accumulates")
         for e in reads:

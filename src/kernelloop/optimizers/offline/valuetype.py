@@ -45,6 +45,7 @@ _COMPONENTS = {f"{v}{n}": c for v, c in [("float", "float"), ("double", "double"
                ("uchar", "uint8_t"), ("longlong", "int64_t"), ("ulonglong", "uint64_t")] for n in (1, 2, 3, 4)}
 _BUILTIN_VECTORS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _NAMED_INTEGRALS = {"warpSize": "int32_t", "true": "bool", "false": "bool"}
+_KEYWORDS_ONLY = re.compile(r"(?:(?:signed|unsigned|char|short|int|long|float|double|bool)\b\s*)+")
 # Constants of the CUDA and C headers, typed when the program does not declare the name itself.
 _HEADER_CONSTANTS = {
     **dict.fromkeys("INFINITY HUGE_VALF NAN FLT_MAX FLT_MIN FLT_EPSILON CUDART_INF_F CUDART_NAN_F".split(), "float"),
@@ -124,6 +125,11 @@ class ValueTypes:
         spelled = " ".join(_QUALIFIERS.sub(" ", spelled).split())
         if spelled in _COMPONENTS or spelled == "bool":
             return spelled
+        # A library type's name the program declares itself (`namespace ns { struct
+        # uint_least32_t }`, whose += the program defines) is not the library's (red team rounds
+        # 128, 133): only a spelling in keywords means the built-in whatever the program declares.
+        if not _KEYWORDS_ONLY.fullmatch(spelled) and (spelled.split("::")[-1].strip() in self.declared or self.opaque):
+            return None
         return element_type(spelled) if spelled and "*" not in spelled else None
 
     def of_binding(self, b: Binding, depth: int) -> str | None:
