@@ -234,8 +234,12 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
                   if _MADE_UP.match(n)}
     made_up = in_rewrite - set(re.findall(r"\b[A-Za-z_]\w*", without_literals(strip_comments(editable))))
     clashes |= (made_up | (_TIER_HELPERS & in_rewrite)) & named
+    # a macro of the program named like a name the rewrite uses, where the part's own code (its
+    # directives aside) never used it: `#define kl_lane 0` (a macro the part calls, `KL_EXT_CHECK`, is its own)
+    own_code = re.sub(r"^[ \t]*#.*$", "", without_literals(strip_comments(editable)).replace("\\\n", ""), flags=re.M)
+    used = set(re.findall(r"\b[A-Za-z_]\w*", own_code))
     clashes |= {m.group(1) for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", strip_comments(
-        f"{preamble}\n{editable}\n{harness}"), re.M) if m.group(1) in in_rewrite}
+        f"{preamble}\n{editable}\n{harness}"), re.M) if m.group(1) in in_rewrite and m.group(1) not in used}
     return sorted(clashes)
 
 
