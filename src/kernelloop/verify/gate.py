@@ -274,14 +274,6 @@ def size_draws(first: int, count: int) -> list[int]:
                       for k in range(1, count)]
 
 
-def _queue(items: list):
-    """ITEMS in order, including those appended while they are walked (a size drawn again)."""
-    k = 0
-    while k < len(items):
-        yield items[k]
-        k += 1
-
-
 def _size_words(size_index: int) -> str:
     return "" if size_index == 0 else " (a size drawn at verify time)" if size_index < 0 else f" (size {size_index})"
 
@@ -511,7 +503,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     drawn_sizes: list[list[int]] = []
     other_sizes: list[OtherSize] = []  # every other size's runs: their times and (traced) audits
     refused_draws: list[str] = []  # drawn sizes the baseline itself fails at: not the candidate's to pass
-    for seed, size_index, draw in _queue(experiments):
+    # A list's own iterator also yields what is appended while it is walked (a size drawn again).
+    for seed, size_index, draw in experiments:
         say(Progress(stage="correctness", message=f"seed {seed}{_size_words(size_index)}: candidate, then baseline"))
         secret = _secret()
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
