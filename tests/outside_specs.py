@@ -10,6 +10,9 @@ from .conftest import FIXTURES
 OUTSIDE = FIXTURES / "outside"
 SPECS: dict[str, InitSpec] = {
     # cuda-samples style: its own main and checks; one integer argument, so counts and launch are guessed
+    # llm.c style GELU as a grid-stride loop on a grid fixed at 40 blocks (the grid tier's case)
+    "gelu_gridstride_fixed.cu": InitSpec(values={"N": ["33554432", "1000003"], "block_size": ["256"]},
+                                         counts={"out": "N", "inp": "N"}, roles={"out": "output"}),
     "vector_add.cu": InitSpec(values={"numElements": ["16777216", "16777215"]}),
     # a kernel file without main: bf16 in and out, a float scale
     "bf16_scale.cu": InitSpec(values={"alpha": ["1.25"], "n": ["33554432", "33554431"]}),

@@ -16,7 +16,7 @@ from ...program.phases import unread_spelling
 from ...program.scanner import function_name, strip_comments, without_literals
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
-from .facts import ATOMICS, KernelFacts, collect_facts, returning_helpers
+from .facts import ATOMICS, PURE_FUNCTIONS, KernelFacts, collect_facts, returning_helpers
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launch_words import program_names, read_config, reading_problem
@@ -238,15 +238,42 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     # directives aside) never used it: `#define kl_lane 0` (a macro the part calls, `KL_EXT_CHECK`, is its own)
     own_code = re.sub(r"^[ \t]*#.*$", "", without_literals(strip_comments(editable)).replace("\\\n", ""), flags=re.M)
     used = set(re.findall(r"\b[A-Za-z_]\w*", own_code))
-    clashes |= {m.group(1) for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", strip_comments(
-        f"{preamble}\n{editable}\n{harness}"), re.M) if m.group(1) in in_rewrite and m.group(1) not in used}
+    program_macros = {m.group(1) for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", strip_comments(
+        f"{preamble}\n{editable}\n{harness}"), re.M)}
+    clashes |= {m for m in program_macros if m in in_rewrite and m not in used}
+    # Names whose meaning CUDA and C++ fix, which the rewrites' own text relies on: the program may
+    # neither define a macro of one nor declare one (a built-in variable or type anywhere, a function
+    # the rewrite calls) (red team round 134: `#define blockDim (FixedBlock{})` gave the row tier's
+    # own `blockDim.x` the program's 128 where it launched 256).
+    identifiers = set(re.findall(r"\b[A-Za-z_]\w*", without_literals(strip_comments(rewritten))))
+    calls = called_names(rewritten)
+    clashes |= {m for m in program_macros if m in identifiers and _relied_on(m)}
+    clashes |= {n for n in declared if _relied_on(n) and (n in calls if _is_function(n) else n in identifiers)}
     return sorted(clashes)
+
+
+# CUDA's built-in variables and the types and runtime names the rewrites write themselves
+_RELIED_NAMES = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "uint3", "size_t",
+                           "cudaFuncAttributes", "cudaFuncGetAttributes", "cudaSuccess", "static_assert",
+                           "decltype", "sizeof", "signed", "unsigned", "char", "short", "int", "long", "float",
+                           "double", "bool", "const", "constexpr", "true", "false", "void", "auto", "struct",
+                           "template", "class", "typename", "static", "if", "else", "for", "return"})
+
+
+def _is_function(name: str) -> bool:
+    return name in PURE_FUNCTIONS or name in ATOMICS or (name.startswith("__") and name not in _RELIED_NAMES)
+
+
+def _relied_on(name: str) -> bool:
+    """A name whose meaning CUDA or C++ fixes: a built-in variable, type or keyword the rewrites
+    write, an intrinsic (`__shfl_xor_sync`), a math function the tiers read (`fmaxf`, `min`), an atomic."""
+    return name in _RELIED_NAMES or _is_function(name)
 
 
 # The names the tiers' rewrites make up begin so (`kl_lane`, `kl_number`, `KlT`).
 _MADE_UP = re.compile(r"(?:kl|Kl|KL)_|Kl[A-Z]")
 # The helpers a rewrite defines before the program's own code: named by the program, they may be its own.
-_TIER_HELPERS = frozenset({"kl_number", "kl_same_type", "KlT", "KlA", "KlB"})
+_TIER_HELPERS = frozenset({"kl_number", "kl_integer", "kl_same_type", "KlT", "KlA", "KlB"})
 
 
 def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:

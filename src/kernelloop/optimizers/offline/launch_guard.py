@@ -60,11 +60,14 @@ def legal_launch(kernel: str, grid: str, block: str, shmem: str, attributes: str
             f"(unsigned long long)({shmem}) <= (unsigned long long){attributes}.maxDynamicSharedSizeBytes")
 
 
-def guarded(base: BaselineLaunch, rewritten: str, conditions: list[str], prefix: str = "kl_") -> str:
-    """A block: the baseline's configuration evaluated, then REWRITTEN (statements) where the
+def guarded(base: BaselineLaunch, rewritten: str, conditions: list[str], prefix: str = "kl_",
+            declarations: str = "") -> str:
+    """A block: the baseline's configuration evaluated, then DECLARATIONS (C statements computing
+    what the conditions and the rewrite read), then REWRITTEN (statements) where the
     baseline's launch is legal and every one of CONDITIONS holds (the rewrite's own legality among
     them: legal_launch with `<prefix>attributes_new`), else the baseline's launch as written."""
     checks = [legal_launch(base.kernel, base.grid, base.block, base.shmem, f"{prefix}attributes"), *conditions]
     new = f"cudaFuncAttributes {prefix}attributes_new; " if any(f"{prefix}attributes_new" in c for c in conditions) else ""
-    return (f"{{ {base.declarations} cudaFuncAttributes {prefix}attributes; {new}"
+    return (f"{{ {base.declarations} {declarations + ' ' if declarations else ''}cudaFuncAttributes "
+            f"{prefix}attributes; {new}"
             f"if ({' && '.join(f'({c})' for c in checks)}) {{ {rewritten} }} else {{ {base.statement} }} }}")

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ...program.macros import Macros, expand
 from ...program.scanner import Item, function_name, scoped_items, strip_comments
 from .cparse import Param, Signature, parse_body, parse_signature
 from .facts import KernelFacts, collect_facts, is_floating_type, not_an_integer
@@ -251,6 +252,39 @@ def _call_template_args(wrapper: Function) -> str | None:
         return None
     m = re.search(r"<(.*)>\s*$", expr.func.id)
     return m.group(1).strip() if m else (expr.targs or None)
+
+
+_DIRECTIVE_LINE = re.compile(r"^[ \t]*#[ \t]*(?!pragma\b)\w", re.M)
+
+
+def expanded_function(fn: Function, macros: Macros) -> Function | str:
+    """FN read as the compiler reads it: its text with the program's macros (MACROS: those in force
+    where it stands) expanded, or why it cannot be. The tiers plan from this text and write their
+    copies from it, so a macro can hide neither a read nor a built-in from their checks (red team
+    round 134: `c < UNTIL_ODD` read no accumulator, `#define blockDim (FixedBlock{})` gave the row
+    tier a block of 128 threads where it launched 256). Refused: a directive inside the function
+    (other than #pragma), an expansion that cannot be read for sure, and one that still names a
+    macro of the program (the compiler would expand it again)."""
+    text = strip_comments(fn.item.text)
+    if _DIRECTIVE_LINE.search(text):
+        return "has a preprocessor directive inside it"
+    expanded = expand(text, macros)
+    if expanded is None:
+        return "uses a macro that cannot be read for sure"
+    if expanded == text:
+        return fn
+    if macros.names_in(expanded):
+        return f"uses a macro whose expansion names a macro again ({sorted(macros.names_in(expanded))[0]})"
+    item = Item(fn.item.kind, expanded, fn.item.start, fn.item.end, fn.item.line, fn.item.scope)
+    head = item.head
+    try:
+        sig = parse_signature(strip_comments(head))
+        body = parse_body(expanded[len(head):])
+    except ParseError as exc:
+        return f"cannot be read with its macros expanded ({exc})"
+    if next(naming_statements(body), None) is not None:
+        return "declares names inside device code once its macros are expanded"
+    return Function(fn.name, sig, item, head, body, fn.is_kernel)
 
 
 def read_launcher(fn: Function) -> Launcher:

@@ -10,7 +10,9 @@ every template candidate was tried, the generic tiers propose their rewrites: th
 the column tier (colsplit.py: a thread-per-item reduction read coalesced, shared by several
 threads per item), the remap tier (remap.py: a thread-per-element kernel whose index split
 puts neighbouring threads a row apart, split the other way) and the axis tier (axes.py: a kernel
-of 2-D or 3-D blocks whose x axis walks the slow index, its x and fast axes swapped).
+of 2-D or 3-D blocks whose x axis walks the slow index, its x and fast axes swapped) and the grid
+tier (gridstride.py: a grid-stride kernel launched on fewer threads than elements, on a grid
+that covers them).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from .probe import ResourceProbe
 from .ranking import History, Ranked, rank, rescore, sm_count
 from .colsplit import column_split_rewrites
 from .axes import axis_rewrites
+from .gridstride import grid_rewrites
 from .remap import remap_rewrites
 from .rowwarp import Rewrite, row_warp_rewrites
 from .templates import Template, load_templates
@@ -111,8 +114,9 @@ class OfflineOptimizer:
             columns, columns_refused = column_split_rewrites(analysis.part, harness, preamble)
             remaps, remaps_refused = remap_rewrites(analysis.part, harness, preamble)
             swaps, swaps_refused = axis_rewrites(analysis.part, harness, preamble)
-            kept, refused = [], rows_refused + columns_refused + remaps_refused + swaps_refused
-            for rewrite in rows + columns + remaps + swaps:
+            grids, grids_refused = grid_rewrites(analysis.part, harness, preamble)
+            kept, refused = [], rows_refused + columns_refused + remaps_refused + swaps_refused + grids_refused
+            for rewrite in rows + columns + remaps + swaps + grids:
                 clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
                 if clash:
                     refused.append(f"{rewrite.label}: its code calls {clash[0]}, which the program declares itself")

@@ -32,10 +32,11 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ...program.scanner import in_scope, split_top_level, strip_comments, without_literals
+from ...program.macros import program_macros
+from ...program.scanner import Item, in_scope, split_top_level, strip_comments, without_literals
 from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts, integer_of
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
-from .launcher import EditablePart, Function, Launcher, read_editable, statement_exprs
+from .launcher import EditablePart, Function, Launcher, expanded_function, read_editable, statement_exprs
 from .sizes import is_integer_type, known_constants
 from .symbolic import Poly
 from .syntax import (
@@ -734,6 +735,13 @@ class LaunchSite:
     # the program's integer macros and constants (sizes.constants), read as numbers: a local computed
     # from `ELEMS_PER_THREAD` is then known as an integer of its width (round 113's keeps_init)
     constants: dict[str, int] = field(default_factory=dict)
+    # the part's item the kernel is (`kernel` is read from its text with the program's macros
+    # expanded: launcher.expanded_function); None: the kernel's own item
+    source_item: Item | None = None
+
+    @property
+    def kernel_item(self) -> Item:
+        return self.source_item or self.kernel.item
 
     def assemble(self, kernel_text: str, launch_text: str) -> str:
         """The whole editable part with this kernel and this launch replaced. In a template launcher
@@ -746,33 +754,33 @@ class LaunchSite:
         if self.verified_instantiation is not None:
             renamed = f"{self.kernel.name}_kl_rewritten"
             pattern = re.compile(rf"\b{re.escape(self.kernel.name)}\b")
-            kernel_text = self.kernel.item.text.rstrip("\n") + "\n\n" + pattern.sub(renamed, kernel_text, count=1)
+            kernel_text = self.kernel_item.text.rstrip("\n") + "\n\n" + pattern.sub(renamed, kernel_text, count=1)
             launch_text = (f"if constexpr ({self.verified_instantiation}) {{ {pattern.sub(renamed, launch_text, count=1)} "
                            f"}} else {{ {body[l_start:l_end]} }}")
             prologue.append(_SAME_TYPE)
         return self._with(kernel_text, apply_edits(body, [(l_start, l_end, launch_text)]), prologue)
 
-    def assemble_beside(self, kernel_text: str,
-                        new_launch: Callable[[BaselineLaunch, str], tuple[str, str, str, list[str]]]) -> str:
+    def assemble_beside(self, kernel_text: str, new_launch: Callable[[BaselineLaunch, str], tuple]) -> str:
         """The whole editable part with the rewritten kernel (KERNEL_TEXT, under the kernel's name)
         beside the baseline's, renamed, and the launch guarded: NEW_LAUNCH(baseline's configuration,
         the renamed kernel as launched) gives the rewritten launch (statement, grid, block,
-        conditions), which runs only where it and the baseline's launch are legal and the conditions
-        hold, the baseline's launch as written everywhere else (launch_guard). In a template
+        conditions[, declarations its conditions and statement read]), which runs only where it and
+        the baseline's launch are legal and the conditions hold, the baseline's launch as written everywhere else (launch_guard). In a template
         launcher, only under `if constexpr` of the instantiation the verifier runs."""
         name = self.kernel.name
         renamed = f"{name}_kl_rewritten"
         pattern = re.compile(rf"\b{re.escape(name)}\b")
-        kernel_text = self.kernel.item.text.rstrip("\n") + "\n\n" + pattern.sub(renamed, kernel_text, count=1)
+        kernel_text = self.kernel_item.text.rstrip("\n") + "\n\n" + pattern.sub(renamed, kernel_text, count=1)
         body = self.launcher.item.text[len(self.launcher.head):]
         l_start, l_end = self.stmt.span
         launch = self.stmt.expr
         assert isinstance(launch, Launch)
         base = baseline_launch(body[l_start:l_end])
         launched = renamed + (f"<{launch.targs}>" if launch.targs else "")
-        statement, grid, block, conditions = new_launch(base, launched)
+        statement, grid, block, conditions, *declarations = new_launch(base, launched)
         launch_text = guarded(base, statement, [*conditions, legal_launch(launched, grid, block, base.shmem,
-                                                                            "kl_attributes_new")])
+                                                                            "kl_attributes_new")],
+                              declarations="".join(declarations))
         prologue = []
         if self.verified_instantiation is not None:
             launch_text = f"if constexpr ({self.verified_instantiation}) {{ {launch_text} }} else {{ {body[l_start:l_end]} }}"
@@ -781,9 +789,10 @@ class LaunchSite:
 
     def _with(self, kernel_text: str, launcher_body: str, prologue: list[str]) -> str:
         launcher_text = self.launcher.head + launcher_body
-        out = ([NUMBER_TYPE] if "::kl_number<" in kernel_text else []) + prologue
+        out = ([NUMBER_TYPE] if "::kl_number<" in kernel_text else []) + \
+            ([INTEGER_TYPE] if "::kl_integer<" in kernel_text else []) + prologue
         for item in self.part.items:  # each inside its namespaces again
-            if item is self.kernel.item:
+            if item is self.kernel_item:
                 out.append(in_scope(item, kernel_text))
             elif item is self.launcher.item:
                 out.append(in_scope(item, launcher_text))
@@ -802,6 +811,26 @@ NUMBER_TYPE = ("template <class KlT> struct kl_number { static constexpr bool va
                "template <class KlT> struct kl_number<const KlT> : kl_number<KlT> {};\n"
                + "\n".join(f"template <> struct kl_number<{t}> {{ static constexpr bool value = true; }};"
                            for t in NUMBER_TYPES))
+
+
+# An integer type's width and signedness, as the compiler knows them (0 bits: no built-in integer).
+# A launch guard that evaluates a kernel's bound on the host in a type of its own choosing has the
+# kernel assert that type (red team round 133: a spelling is no type).
+_INTEGER_TYPES = ("char", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int", "long",
+                  "unsigned long", "long long", "unsigned long long")
+INTEGER_TYPE = ("template <class KlT> struct kl_integer { static constexpr int bits = 0; "
+                "static constexpr bool is_signed = false; };\n"
+                "template <class KlT> struct kl_integer<const KlT> : kl_integer<KlT> {};\n"
+                + "\n".join(f"template <> struct kl_integer<{t}> {{ static constexpr int bits = 8 * (int)sizeof({t}); "
+                            f"static constexpr bool is_signed = ({t})-1 < ({t})0; }};" for t in _INTEGER_TYPES))
+
+
+def integer_asserts(checks: Iterable[tuple[str, tuple[int, bool]]]) -> str:
+    """Static assertions, for a kernel's body, that each type (as written there) is a built-in
+    integer of the given (bits, signed)."""
+    return " ".join(f'static_assert(::kl_integer<{t}>::bits == {bits} && ::kl_integer<{t}>::is_signed == '
+                    f'{"true" if signed else "false"}, "kernelloop: {t} is a {bits}-bit '
+                    f'{"signed" if signed else "unsigned"} integer");' for t, (bits, signed) in checks)
 
 
 def number_asserts(names: Iterable[str]) -> str:
@@ -855,7 +884,17 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
     LaunchSite where the kernel's thread mapping may change, else (kernel name, why not)."""
     frozen = read_editable(preamble, "", []) if preamble.strip() else None
     program_constants = known_constants(preamble, *(item.text for item in part.items))
-    helpers = pure_helpers(list(part.functions.values()) + (list(frozen.functions.values()) if frozen else []))
+    # every function as the compiler reads it where it stands: the program's macros expanded
+    expanded: dict[str, Function | str] = {}
+    for fn in part.functions.values():
+        at = next((k for k, item in enumerate(part.items) if item is fn.item), len(part.items))
+        macros = program_macros(preamble, *(item.text for item in part.items[:at]),
+                                later="\n".join(item.text for item in part.items[at + 1:]))
+        expanded[fn.name] = expanded_function(fn, macros)
+    readable = [f for f in expanded.values() if isinstance(f, Function)]
+    frozen_read = [expanded_function(f, program_macros(preamble)) for f in (frozen.functions.values() if frozen else [])]
+    frozen_helpers = [f for f in frozen_read if isinstance(f, Function)]
+    helpers = pure_helpers(readable + frozen_helpers)
     harness_code = without_literals(harness)  # a message naming the kernel is no use of it
     sites: list[LaunchSite | tuple[str, str]] = []
     for lau in part.launchers:
@@ -867,6 +906,9 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
             if fn is None or not fn.is_kernel:
                 continue
             why = shared_kernel(part, fn, lau.fn, harness_code)
+            read = expanded.get(name, fn)
+            if why is None and isinstance(read, str):
+                why = read
             if why is None and len(launch.config) < 2:
                 why = "is launched without a block size"
             verified = None
@@ -875,7 +917,9 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
                     verified = verified_instantiation(lau)
                 except NotARowKernel as exc:
                     why = str(exc)
-            sites.append((name, why) if why is not None else LaunchSite(part, lau.fn, stmt, fn, helpers, verified, program_constants))
+            sites.append((name, why) if why is not None else
+                         LaunchSite(part, lau.fn, stmt, read, helpers, verified, program_constants,  # type: ignore[arg-type]
+                                    source_item=fn.item))
     return sites
 
 

@@ -172,8 +172,8 @@ class ValueTypes:
             at = self.pointee(e.base if isinstance(e, Index) else e.operand, d)
             return at[0] if at is not None and at[1] == 1 else None
         if isinstance(e, Unary):
-            if e.op == "!":
-                return "bool"
+            if e.op == "!":  # of a class, the program's operator! may return anything (red team round 134)
+                return "bool" if _scalar(self.of(e.operand, d)) else None
             if e.op == "&":
                 return None
             operand = self.of(e.operand, d)
@@ -191,9 +191,12 @@ class ValueTypes:
             return self.join(e.then, e.other, d, arithmetic=False)
         if isinstance(e, Binary):
             if e.op in ("==", "!=", "<", ">", "<=", ">=", "&&", "||"):
-                return "bool"
-            if e.op == ",":
-                return self.of(e.right, d)
+                # a bool only where both operands are built-in numbers: a comparison of the program's
+                # class calls its operator, whose result may be its own class (red team round 134:
+                # `odd ^= (v > kHalf)` with `Bit operator>(...)` and a free `operator^=(unsigned&, Bit)`)
+                return "bool" if _scalar(self.of(e.left, d)) and _scalar(self.of(e.right, d)) else None
+            if e.op == ",":  # the program's operator, on a class left operand
+                return self.of(e.right, d) if _scalar(self.of(e.left, d)) else None
             if e.op in ("<<", ">>", "&", "|", "^", "%"):
                 left, right = self.of(e.left, d), self.of(e.right, d)
                 whole = ("integral", "bool")
@@ -378,6 +381,11 @@ class ValueTypes:
 
 
 _INTEGER = re.compile(r"(u?)int(8|16|32|64)_t")
+
+
+def _scalar(t: str | None) -> bool:
+    """A built-in number or bool, whose operators are the language's (16-bit floats: the CUDA headers')."""
+    return kind(t) in ("integral", "bool", "wide", "narrow")
 
 
 def _width(t: str) -> tuple[bool, int]:
