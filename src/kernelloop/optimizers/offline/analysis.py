@@ -248,12 +248,16 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     identifiers = set(re.findall(r"\b[A-Za-z_]\w*", without_literals(strip_comments(rewritten))))
     calls = called_names(rewritten)
     clashes |= {m for m in program_macros if m in identifiers and _relied_on(m)}
-    clashes |= {n for n in declared if _relied_on(n) and (n in calls if _is_function(n) else n in identifiers)}
+    # declared: a built-in variable, or a function the rewrite calls (the declared names hold every name
+    # a function-like macro is handed, `CHECK(err == cudaSuccess)`: a type or runtime name is only
+    # checked as a macro of its own)
+    clashes |= {n for n in declared if (n in _BUILTIN_VARIABLES and n in identifiers) or (_is_function(n) and n in calls)}
     return sorted(clashes)
 
 
 # CUDA's built-in variables and the types and runtime names the rewrites write themselves
-_RELIED_NAMES = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "uint3", "size_t",
+_BUILTIN_VARIABLES = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
+_RELIED_NAMES = _BUILTIN_VARIABLES | frozenset({"dim3", "uint3", "size_t",
                            "cudaFuncAttributes", "cudaFuncGetAttributes", "cudaSuccess", "static_assert",
                            "decltype", "sizeof", "signed", "unsigned", "char", "short", "int", "long", "float",
                            "double", "bool", "const", "constexpr", "true", "false", "void", "auto", "struct",
