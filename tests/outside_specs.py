@@ -13,6 +13,10 @@ SPECS: dict[str, InitSpec] = {
     # llm.c style GELU as a grid-stride loop on a grid fixed at 40 blocks (the grid tier's case)
     "gelu_gridstride_fixed.cu": InitSpec(values={"N": ["33554432", "1000003"], "block_size": ["256"]},
                                          counts={"out": "N", "inp": "N"}, roles={"out": "output"}),
+    # a thread per row whose loop over the row holds an inner 7-tap loop (the row tier's inner loops)
+    "window_sum_rows.cu": InitSpec(values={"height": ["8192", "1001"], "width": ["2048", "777"]},
+                                   counts={"img": "height * width", "taps": "7", "out": "height * width"},
+                                   roles={"out": "output"}, ranges={"taps": ("0.5", "1.5")}),
     "vector_add.cu": InitSpec(values={"numElements": ["16777216", "16777215"]}),
     # a kernel file without main: bf16 in and out, a float scale
     "bf16_scale.cu": InitSpec(values={"alpha": ["1.25"], "n": ["33554432", "33554431"]}),

@@ -32,6 +32,7 @@ from .launcher import EditablePart, Function
 from .rowwarp import (
     BIT_KINDS,
     ITEM_COUNT,
+    _plus,
     ItemPlanner,
     LaunchSite,
     number_asserts,
@@ -149,7 +150,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
         edits.append((st_start, st_end, f"{{ if (kl_owner) {{ {body[st_start:st_end]} }} }}"))
     index_name = plan.index.declarators[0].name
     _, index_end = plan.index.span
-    edits.append((index_end, index_end, f"\n  if ((long long){index_name} >= {ITEM_COUNT}) return;  "
+    edits.append((index_end, index_end, f"\n  if ((long long){index_name}{_plus(-plan.index_offset)} >= {ITEM_COUNT}) return;  "
                                         "// items the baseline never had"))
     return with_item_count(fn.head) + apply_edits(body, edits)
 

@@ -17,9 +17,14 @@ mechanical and only taken where it provably keeps the kernel's meaning:
   the loop but an accumulator's own update reads an accumulator (a prefix sum, which stores
   what it accumulates, is refused); every access to an array the loop stores uses the stored
   element's own index, which moves one-to-one with the counter; nothing else is rewritten
-  (no nested loops, no break, no other scalar assigned across iterations);
+  (no break, no other scalar assigned across iterations); a loop inside a row loop (a window of
+  taps, a sum over a batch) runs whole in the lane that takes the element and may assign only
+  that element's locals;
 - after a reduction loop the lanes combine their partial results with warp shuffles, after a
   map loop they meet at `__syncwarp()`, and per-row stores outside loops are made by lane 0.
+
+The index may count from a small constant (`j = ... + threadIdx.x + 1`, a Fortran-style first
+column): the rewrite keeps the offset.
 
 The launch keeps the baseline's rows: it had G blocks of B threads, one row per thread; the
 rewrite launches G*B warps. The verifier still decides whether the result is the same and
@@ -67,6 +72,7 @@ from .syntax import (
 
 WARP = 32
 ROW_WARP_BLOCK = 256  # threads per block of the rewritten launch: 8 rows per block
+_INDEX_OFFSET_LIMIT = 64  # a thread index may count from a constant this small (Fortran's 1)
 _BUILTIN_WORDS = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim|warpSize)\b")
 # Functions with no side effects and no cross-thread behaviour that a row kernel may call: facts.PURE_FUNCTIONS
 _SUM_OPS = {"+=": "+", "-=": "-"}
@@ -113,6 +119,7 @@ class RowPlan:
     lane0_stores: list[ExprStmt]
     bindings: dict[str, Binding]
     block: int
+    index_offset: int = 0  # the index counts from this (1: a Fortran-style first item)
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,8 @@ class ItemPlanner:
         # locals whose `++` was read as `+= 1` though their type's spelling is no keyword: each
         # must be an accumulator, which the rewrite asserts is a built-in number (NUMBER_TYPE)
         self.counted: dict[str, str] = {}
+        self.nested = 0  # how deep inside an item loop's inner loops the reader is
+        self.index_offset = 0  # the thread index is blockIdx.x * blockDim.x + threadIdx.x + this
 
     def fail(self, why: str):
         raise NotARowKernel(why)
@@ -149,14 +158,23 @@ class ItemPlanner:
         return self.f.binding(e)
 
     # the thread index: a declaration `T row = blockIdx.x * blockDim.x + threadIdx.x;`
-    def find_index(self) -> tuple[Decl, str]:
+    def find_index(self, offset_allowed: bool = False) -> tuple[Decl, str]:
+        """The thread index's declaration and name; with OFFSET_ALLOWED, also one numbered from a
+        constant (`j = blockIdx.x * blockDim.x + threadIdx.x + 1`, Fortran's first column), whose
+        offset is kept in `self.index_offset`."""
         for s in self.fn.body.body:
             if not isinstance(s, Decl) or len(s.declarators) != 1:
                 continue
             d = s.declarators[0]
             if d.init is None or d.pointer or d.array:
                 continue
-            if self.f.poly(d.init) == _global_x():
+            p = self.f.poly(d.init)
+            offset = None if p is None else p - _global_x()
+            if offset is not None and offset_allowed and offset.is_const and not offset.is_zero and \
+                    abs(offset.const_value) <= _INDEX_OFFSET_LIMIT:
+                self.index_offset = offset.const_value
+                p = _global_x()
+            if p == _global_x():
                 b = self.f.declared.get(id(d))
                 if b is None or b.assignments:
                     self.fail("its thread index is assigned after its declaration")
@@ -174,7 +192,7 @@ class ItemPlanner:
     def recognise(self) -> RowPlan:
         """A kernel that gives each thread one item (a row, a column, ...) and loops over it: the
         thread index is used only as the item, and every loop reduces or maps (module docstring)."""
-        index, _ = self.find_index()
+        index, _ = self.find_index(offset_allowed=True)
         self.index_key = self.f.declared[id(index.declarators[0])].key
         self.independent_threads(index, local_arrays=False)
         self.region(self.fn.body)
@@ -183,7 +201,8 @@ class ItemPlanner:
         accumulated = {key for loop in self.loops for key in loop.accumulators}
         if unasserted := sorted(name for key, name in self.counted.items() if key not in accumulated):
             self.fail(f"counts {unasserted[0]} with ++ or --, and its type is not known to be a built-in number")
-        return RowPlan(index, self.index_key, self.loops, self.lane0, {b.key: b for b in self.f.bindings}, ROW_WARP_BLOCK)
+        return RowPlan(index, self.index_key, self.loops, self.lane0, {b.key: b for b in self.f.bindings}, ROW_WARP_BLOCK,
+                       self.index_offset)
 
     def independent_threads(self, index: Decl, *, local_arrays: bool) -> None:
         """Threads that neither see nor touch each other: the CUDA built-ins only in the thread
@@ -320,6 +339,9 @@ class ItemPlanner:
                 if b is not None:
                     declared_inside.add(b.key)
             return
+        if isinstance(s, For):
+            self.inner_loop(s, info, stores, declared_inside, reads)
+            return
         if isinstance(s, If):
             acc = self.compare_update(s)
             if acc is not None:
@@ -359,6 +381,37 @@ class ItemPlanner:
             stores[0] = True
             return
         self.fail("has a loop body with other than declarations, assignments and ifs")
+
+    def inner_loop(self, s: For, info: _Loop, stores: list[bool], declared_inside: set[str],
+                   reads: list[Expr]) -> None:
+        """A loop inside an item loop's body (a 9-tap window, a sum over a batch for each element):
+        each lane runs it whole for each element it takes, so it may compute only values of that
+        element (locals declared inside the item loop's body, array stores checked like the item
+        loop's); it accumulates nothing across elements. Its counter is declared in its header and
+        stepped there only."""
+        init = s.init
+        if not isinstance(init, Decl) or len(init.declarators) != 1 or init.declarators[0].init is None or \
+                init.declarators[0].pointer or init.declarators[0].array:
+            self.fail("has an inner loop whose counter is not declared in its header")
+        counter = self.f.declared.get(id(init.declarators[0]))
+        step = s.step
+        stepped = step.operand if isinstance(step, (Unary, Postfix)) and step.op in ("++", "--") else \
+            step.target if isinstance(step, Assign) and step.op in ("+=", "-=") else None
+        if counter is None or stepped is None or self.binding(stepped) is not counter or s.cond is None:
+            self.fail("has an inner loop that does not step its own counter in its header")
+        loop = next((x for x in self.f.loops if x.cond is s.cond and x.step is s.step), None)
+        if loop is None or loop.written_in_body:
+            self.fail("has an inner loop whose counter is assigned in its body")
+        for e in (init.declarators[0].init, s.cond, step.value if isinstance(step, Assign) else None):
+            if e is not None:
+                self.plain_value(e)
+                reads.append(e)
+        declared_inside.add(counter.key)
+        self.nested += 1
+        try:
+            self.loop_body(s.body, info, stores, declared_inside, reads)
+        finally:
+            self.nested -= 1
 
     def as_compound_assignment(self, s: Stmt) -> Stmt:
         """`n++;`, `++n;` (and `--`) read as `n += 1;` (`n -= 1;`), the same statement for a local of an
@@ -453,6 +506,8 @@ class ItemPlanner:
 
     def add_accumulator(self, info: _Loop, b: Binding, kind_value: tuple[str, Expr]) -> None:
         kind, value = kind_value
+        if self.nested:
+            self.fail(f"updates {b.name}, declared outside its item loop's body, in a loop nested in that loop")
         if b.param is not None or b.pointer or b.key == self.index_key:
             self.fail(f"assigns {b.name} in a loop over its row")
         if kind != "index" and (any(self.f.binding(x) is not None and self.f.binding(x).key in info.accumulators
@@ -603,10 +658,11 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
     d = plan.index.declarators[0]
     start, end = plan.index.span
     index_type = plan.bindings[plan.index_key].type
+    offset = plan.index_offset
     edits.append((start, end, f"{plan.index.type} {d.name} = ({index_type})(((unsigned long long)blockIdx.x * "
-                              f"blockDim.x + threadIdx.x) / {WARP}); const int kl_lane = (int)(threadIdx.x % {WARP}); "
+                              f"blockDim.x + threadIdx.x) / {WARP}{_plus(offset)}); const int kl_lane = (int)(threadIdx.x % {WARP}); "
                               f"// one warp per row (kernelloop row tier)\n"
-                              f"  if ((long long){d.name} >= {ITEM_COUNT}) return;  // rows the baseline never had"))
+                              f"  if ((long long){d.name}{_plus(-offset)} >= {ITEM_COUNT}) return;  // rows the baseline never had"))
     for loop in plan.loops:
         s = loop.stmt
         init = s.init
@@ -645,6 +701,11 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
         s_start, s_end = store.span
         edits.append((s_start, s_end, f"{{ if (kl_lane == 0) {{ {body[s_start:s_end]} }} ::__syncwarp(); }}"))
     return with_item_count(fn.head) + apply_edits(body, edits)
+
+
+def _plus(n: int) -> str:
+    """` + n` (` - |n|`), or nothing for 0: an index's offset in C."""
+    return "" if n == 0 else f" + {n}LL" if n > 0 else f" - {-n}LL"
 
 
 def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
