@@ -121,7 +121,14 @@ def test_grid_stride_kernels_the_tier_takes():
     (SCALE.replace("int i = blockIdx", "short i = blockIdx").replace("int n", "short n"), "not an integer type of 32"),
     (SCALE.replace("}\n}\n", "}\n  y[0] = 0.0f;\n}\n"), "is not one grid-stride loop"),
     (SCALE.replace("y[i] = clampf(v, -1.0f, 1.0f);", "float* o = y; o += 1; o[i] = v;"),
-     "not a parameter's array|assigns o"),
+     "neither a parameter's array|assigns o"),
+    # round 135: a copy of the stride, a local array or a static carrying values
+    (STRIDE_LOCAL.replace("for (long long i = start;", "const long long every = step;\n  for (long long i = start;")
+     .replace("y[i] += a * x[i];", "y[i] += a * x[i] * every;"), "reads the loop's start or stride"),
+    (SCALE.replace("for (int i", "float last[1] = {0.0f};\n  for (int i").replace(
+        "y[i] = clampf(v, -1.0f, 1.0f);", "y[i] = v + last[0]; last[0] = v;"), "neither a parameter's array"),
+    (SCALE.replace("float v = a * x[i];", "static float keep; keep = a; float v = keep * x[i];"),
+     "static local|assigns keep"),
 ])
 def test_kernels_the_grid_tier_refuses(text, why):
     with pytest.raises(NotARowKernel, match=why):
@@ -211,8 +218,10 @@ struct dim3 { unsigned x, y, z; dim3(unsigned a = 1, unsigned b = 1, unsigned c 
 int main() {
   long long cases[][2] = {{33554432, 40}, {1000003, 40}, {0, 40}, {-5, 40}, {100, 4000}, {2147483647LL, 40},
                           {2147483647LL - (1LL << 24), 40}, {2140000000, 1}};
+  float buffer_a[1], buffer_b[1];
   for (auto& c : cases) {
     const int n = (int)c[0];
+    float* out = buffer_a; const float* inp = c[0] == 100 ? buffer_a : buffer_b;  // 100: one buffer for both
     const dim3 kl_grid = dim3((unsigned)c[1]); const dim3 kl_block = dim3(256);
     DECLARATIONS
     std::printf("%lld %llu %d\n", c[0], kl_blocks, (int)(CONDITIONS));
@@ -233,6 +242,7 @@ def test_the_launch_guard_covers_the_elements_and_never_lets_the_counter_wrap(tm
     (site,) = [s for s in launch_sites(part, split.harness, split.preamble) if not isinstance(s, tuple)]
     base = baseline_launch("gelu_forward_kernel<<<GRID_BLOCKS, block_size>>>(out, inp, n);")
     statement, grid, block, conditions, declarations = widened_launch(site, plan)(base, "k")
+    assert "(const void*)(out) != (const void*)(inp)" in conditions
     source = _GUARD_PROBE.replace("DECLARATIONS", declarations.replace("(N)", "(n)")).replace(
         "CONDITIONS", " && ".join(f"({c})" for c in conditions))
     (tmp_path / "probe.cpp").write_text(source)
@@ -245,7 +255,23 @@ def test_the_launch_guard_covers_the_elements_and_never_lets_the_counter_wrap(tm
     assert got[33554432] == (WIDE_THREADS // 256, True)  # capped at WIDE_THREADS threads
     assert got[1000003] == ((1000003 + 255) // 256, True)  # a thread an element
     assert got[0] == (40, True) and got[-5] == (40, True)  # no elements: never fewer blocks than the baseline
-    assert got[100] == (4000, True)  # never fewer than the baseline's blocks
+    assert got[100] == (4000, False)  # the stored buffer handed as the input too: the baseline's launch runs
     assert got[2147483647][1] is False  # i + stride would pass INT_MAX: the baseline's launch runs
     assert got[2147483647 - (1 << 24)][1] is True  # the last count where it cannot
     assert got[2140000000][1] is False  # also from a one-block baseline
+
+
+def test_launch_arguments_that_do_more_than_compute_a_value_or_share_a_buffer_are_refused():
+    program = _program()
+    for launch, why in [("<<<GRID_BLOCKS, block_size>>>(out, inp, N--)", "does more than compute a value"),
+                        ("<<<GRID_BLOCKS, block_size>>>(out, inp, next_size(N))", "does more than compute a value"),
+                        ("<<<GRID_BLOCKS, block_size>>>(out, out + 1, N)", "is handed out and inp from one variable")]:
+        text = program.replace("<<<GRID_BLOCKS, block_size>>>(out, inp, N)", launch).replace(
+            "void gelu_forward(", "int next_size(int n) { return n; }\nvoid gelu_forward(")
+        _, (rewrites, refused) = _rewrites(text)
+        assert rewrites == [] and any(why in r for r in refused), refused
+    # the same buffer in place: every access at the iteration's own element, so it is taken, and the
+    # guard does not ask the two to differ
+    split, ((rewrite,), _) = _rewrites(program.replace("<<<GRID_BLOCKS, block_size>>>(out, inp, N)",
+                                                       "<<<GRID_BLOCKS, block_size>>>(out, out, N)"))
+    assert "(const void*)(out) != (const void*)(out)" not in rewrite.source

@@ -17,9 +17,17 @@ so any grid computes the same result:
   helper may read none), no shared memory, calls
   only math functions and the program's pure helpers, uses no atomics and no warp or inline
   assembly, and assigns no variable declared outside it (no value carried between iterations);
-- every array the body stores is a parameter, and each iteration touches its own elements of
-  it only: every access has the form `c * i + d + u` with one `c` for all, `u` the same uniform
-  value, and the constants `d` spanning less than `|c|`.
+- every array the body stores is a parameter (or a local array declared inside the body; no
+  local is static), and each iteration touches its own elements of it only: every access has the
+  form `c * i + d + u` with one `c` for all, `u` the same uniform value, and the constants `d`
+  spanning less than `|c|`;
+- no name computed from the thread's coordinates (the start, the stride, a copy of either) is
+  read in the body;
+- the launch's arguments only compute values (the guard evaluates them too), and a stored
+  buffer and another parameter's come from one launcher variable only as the same buffer updated
+  in place (every access of both at the iteration's own elements); the guard also asks that the
+  addresses differ when the launch runs (a buffer the harness hands twice). Overlapping but
+  unequal buffers handed by the harness itself are not detected (docs/verifier.md).
 The counter must not wrap with the wider stride: the rewritten launch runs only where the
 bound plus the new thread count stays within the counter's type (the kernel asserts the types
 the launcher assumed, so the compiler, not a spelling, decides them); elsewhere, and wherever
@@ -49,8 +57,8 @@ from .rowwarp import (
     walk_expr_in,
 )
 from .symbolic import Poly, is_uniform
-from .syntax import Assign, Binary, Block, Decl, Empty, For, If, Launch, Name, Postfix, Return, Stmt, Unary, While, \
-    to_c, walk_expr
+from .syntax import Assign, Binary, Block, Call, Decl, Empty, For, If, Launch, Name, Postfix, Return, Stmt, Unary, \
+    While, to_c, walk_expr
 
 # The rewritten launch's threads at most: 64 waves of a large GPU's resident threads (an H200's
 # 132 SMs x 2048), more than enough to hide latency, and far enough below 2^31 that an `int`
@@ -68,6 +76,9 @@ class GridStridePlan:
     bound_param: str | None  # the parameter the counter stays below, or
     bound_value: int | None  # the constant it does
     bound_kind: tuple[int, bool] | None  # the parameter's (bits, signed)
+    stored: frozenset[str] = frozenset()  # the pointer parameters the loop stores through
+    # pointer parameters every access of which is at the iteration's own elements of the stored ones
+    own_only: frozenset[str] = frozenset()
 
 
 def _stride() -> Poly:
@@ -77,6 +88,7 @@ def _stride() -> Poly:
 class GridStridePlanner:
     def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> None:
         self.fn, self.f, self.helpers = fn, facts, helpers
+        self.inside: set[str] = set()  # keys of what the loop's body declares
 
     @staticmethod
     def fail(why: str):
@@ -106,9 +118,9 @@ class GridStridePlanner:
             self.fail(f"counts with {counter_type or '?'}, not an integer type of 32 bits or more")
         self.thread_free(before, loop)
         self.no_carried_values(loop)
-        self.own_elements(counter_b)
+        stored, own_only = self.own_elements(counter_b)
         param, value, kind = bound
-        return GridStridePlan(loop, counter, counter_type, counter_kind, param, value, kind)
+        return GridStridePlan(loop, counter, counter_type, counter_kind, param, value, kind, stored, own_only)
 
     def counter(self, loop: For) -> tuple[str, str]:
         init = loop.init
@@ -146,12 +158,17 @@ class GridStridePlanner:
         nothing reads them through a macro, a helper, warp intrinsics or assembly."""
         body_text = strip_comments(self.fn.item.text[len(self.fn.head):])
         allowed: list[tuple[int, int]] = [(loop.span[0], loop.body.span[0])]  # type: ignore[attr-defined]
+        # names computed from the thread's coordinates, directly or through another such name (red
+        # team round 135: `const int threads = step;` read in the body)
         header_names: set[str] = set()
         for s in before:
             for d in s.declarators:  # type: ignore[attr-defined]
-                if d.init is not None and any(isinstance(x, Name) and x.id in ("threadIdx", "blockIdx", "blockDim",
-                                                                              "gridDim") for x in walk_expr(d.init)):
-                    if self.f.poly(d.init) not in (_global_x(), _stride()) or len(s.declarators) != 1:  # type: ignore[attr-defined]
+                named = {x.id for x in walk_expr(d.init) if isinstance(x, Name)} if d.init is not None else set()
+                if d.array or d.pointer:
+                    named |= {x.id for size in d.array if size is not None for x in walk_expr(size) if isinstance(x, Name)}
+                if named & ({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"} | header_names):
+                    if d.array or d.pointer or self.f.poly(d.init) not in (_global_x(), _stride()) or \
+                            len(s.declarators) != 1:  # type: ignore[attr-defined]
                         self.fail(f"computes {d.name} from the thread's coordinates, besides the loop's start and step")
                     allowed.append(s.span)  # type: ignore[attr-defined]
                     header_names.add(d.name)
@@ -179,6 +196,7 @@ class GridStridePlanner:
         """No variable declared outside the loop's body is assigned (but the counter, by the step):
         an iteration leaves nothing behind for the next one its thread runs."""
         inside = {self.f.declared[id(d)].key for d in _declarators(loop.body) if id(d) in self.f.declared}
+        self.inside = inside
         counter = self.f.declared[id(loop.init.declarators[0])].key  # type: ignore[union-attr]
         for b in self.f.bindings:
             if b.key not in inside and b.key != counter and b.assignments:
@@ -195,20 +213,27 @@ class GridStridePlanner:
                     elif b.key not in inside:
                         self.fail(f"assigns {name.id}, declared outside its grid-stride loop")
 
-    def own_elements(self, counter: Binding) -> None:
-        """Each iteration touches only its own elements of every array the kernel stores."""
+    def own_elements(self, counter: Binding) -> tuple[frozenset[str], frozenset[str]]:
+        """Each iteration touches only its own elements of every array the kernel stores; returns the
+        stored parameters and the pointer parameters accessed only at those elements (either may be
+        handed the other's buffer: an update in place)."""
         atom = (f"L:{counter.key}",)
         stored: dict[str, Binding] = {}
+        if any(b.persistent for b in self.f.bindings):
+            self.fail("declares a static local (a value kept between threads and calls)")
         for a in self.f.accesses:
             if a.kind not in ("store", "atomic"):
                 continue
             if a.array is None or a.array.param is None or a.array.assignments:
-                if a.array is not None and a.array.array and not a.array.shared:
-                    continue  # a local array (declared in the body: no carried value) is the iteration's own
-                self.fail(f"stores through {to_c(a.node)[:40]}, which is not a parameter's array")
+                if a.array is not None and a.array.array and not a.array.shared and a.array.key in self.inside:
+                    continue  # a local array declared in the body is the iteration's own
+                # a local array declared before the loop carries values between iterations (red team round 135)
+                self.fail(f"stores through {to_c(a.node)[:40]}, which is neither a parameter's array nor an array "
+                          "declared inside the loop")
             stored[a.array.key] = a.array
         if not stored:
             self.fail("stores nothing")
+        patterns: set[tuple[int, Poly]] = set()  # (c, u) of the stored arrays' elements c * i + u
         for key, b in stored.items():
             offsets = [a for a in self.f.accesses if a.array is not None and a.array.key == key]
             slot: int | None = None
@@ -234,6 +259,25 @@ class GridStridePlanner:
             values = [0 if d.is_zero else d.const_value for d in spread]
             if max(values) - min(values) >= abs(slot):
                 self.fail(f"accesses {b.name} at elements another iteration stores")
+            patterns.add((slot, rests[0]))
+        own_only = set()
+        for p in self.fn.sig.params:
+            accesses = [a for a in self.f.accesses if a.array is not None and a.array.param is not None
+                        and a.array.name == p.name]
+            if p.pointer and accesses and len(patterns) == 1 and all(
+                    a.offset is not None and not a.reinterpreted and
+                    _pattern(a.offset, atom[0]) is not None and _pattern(a.offset, atom[0]) == next(iter(patterns))
+                    for a in accesses):
+                own_only.add(p.name)
+        return frozenset(b.name for b in stored.values()), frozenset(own_only)
+
+
+def _pattern(offset: Poly, counter_atom: str) -> tuple[int, Poly] | None:
+    """(c, u) of an offset c * i + u with u free of the counter, or None."""
+    c = sum(coef for m, coef in offset.terms if m == (counter_atom,))
+    if c == 0 or any(counter_atom in m and m != (counter_atom,) for m, _ in offset.terms):
+        return None
+    return c, offset - Poly.atom(counter_atom).scale(c)
 
 
 def _declarators(s: Stmt | None):
@@ -284,6 +328,14 @@ def widened_launch(site: LaunchSite, plan: GridStridePlan):
     launch = site.stmt.expr
     assert isinstance(launch, Launch)
     args = [to_c(a) for a in launch.args]
+    pointers = {p.name: args[k] for k, p in enumerate(site.kernel.sig.params) if p.pointer}
+    # A stored array handed another parameter's buffer would let an iteration read what another writes
+    # (red team round 135: `smooth<<<1, 1>>>(y, y, n)` was a running sum on one thread). Where the
+    # launcher hands the same buffer in place (every access at the iteration's own elements) that is
+    # no such read; everywhere else the two must differ when the launch runs, or the baseline's runs.
+    distinct = [f"(const void*)({pointers[p]}) != (const void*)({pointers[q]})"
+                for p in sorted(plan.stored) for q in sorted(pointers) if q != p
+                and not (pointers[q] == pointers[p] and p in plan.own_only and q in plan.own_only)]
     if plan.bound_param is not None:
         position = [p.name for p in site.kernel.sig.params].index(plan.bound_param)
         ctype = _KEYWORDS[plan.bound_kind]  # type: ignore[index]
@@ -305,9 +357,31 @@ def widened_launch(site: LaunchSite, plan: GridStridePlan):
         grid = f"dim3((unsigned int)kl_blocks, {base.grid}.y, {base.grid}.z)"
         statement = f"{kernel}<<<{grid}, {base.block}, {base.shmem}{base.stream}>>>({', '.join(args)});"
         conditions = ["kl_threads <= 2147483647ULL",
-                      f"kl_items == 0ULL || kl_items - 1ULL <= {limit}ULL - kl_threads"]
+                      f"kl_items == 0ULL || kl_items - 1ULL <= {limit}ULL - kl_threads", *distinct]
         return statement, grid, f"{base.block}", conditions, declarations
     return new_launch
+
+
+def launch_arguments_checked(site: LaunchSite, plan: GridStridePlan) -> None:
+    """The rewritten launch evaluates its arguments in its guard too (the bound, the buffers'
+    addresses): each must compute a value and do nothing else (red team round 135: `n--` was
+    evaluated three times, a host helper's `take(&left)` as often). A stored buffer and another
+    parameter's may come from one variable only as the same buffer updated in place."""
+    launch = site.stmt.expr
+    assert isinstance(launch, Launch)
+    for a in launch.args:
+        for x in walk_expr(a):
+            if isinstance(x, (Assign, Call, Launch)) or (isinstance(x, (Unary, Postfix)) and x.op in ("++", "--")):
+                raise NotARowKernel(f"is launched with an argument that does more than compute a value ({to_c(a)})")
+    roots = {p.name: {x.id for x in walk_expr(a) if isinstance(x, Name)}
+             for p, a in zip(site.kernel.sig.params, launch.args) if p.pointer}
+    texts = {p.name: to_c(a) for p, a in zip(site.kernel.sig.params, launch.args)}
+    for p in sorted(plan.stored):
+        for q, names in roots.items():
+            if q != p and names & roots.get(p, set()) and not (
+                    texts[q] == texts[p] and p in plan.own_only and q in plan.own_only):
+                raise NotARowKernel(f"is handed {p} and {q} from one variable ({sorted(names & roots[p])[0]}): "
+                                    "an iteration may read what another writes")
 
 
 def grid_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
@@ -319,6 +393,7 @@ def grid_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
         lau = next((x for x in part.launchers if x.fn is site.launcher), None)
         launch = site.stmt.expr
         assert isinstance(launch, Launch)
+        launch_arguments_checked(site, plan)
         bound = Name(plan.bound_param) if plan.bound_param is not None else None
         if lau is not None and bound is not None and grid_reaches(lau.facts, launch, site.kernel.sig.params, bound):
             raise NotARowKernel(f"is launched with a thread for each of its {plan.bound_param} elements already")
