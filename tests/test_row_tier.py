@@ -259,7 +259,7 @@ REFUSED = [
     # leaving the loop early
     ("acc += in[r * cols + c];", "{ if (in[r * cols + c] < 0.0f) break; acc += in[r * cols + c]; }", "other than"),
     # nested loops
-    ("acc += in[r * cols + c];", "for (int d = 0; d < 4; d++) acc += in[r * cols + c] * d;", "other than"),
+    ("acc += in[r * cols + c];", "for (int d = 0; d < 4; d++) acc += in[r * cols + c] * d;", "in a loop nested in that loop"),
     # other uses of the thread mapping, cross-thread operations
     ("stat[r] = acc;", "stat[r] = acc + threadIdx.x;", "uses threadIdx besides"),
     ("stat[r] = acc;", "stat[r] = acc * gridDim.x;", "uses gridDim besides"),

@@ -43,22 +43,22 @@ from dataclasses import dataclass
 from ...program.scanner import strip_comments
 from .axes import _WARP_BOUND
 from .conditions import loop_step
-from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts, integer_of, lvalue_names
+from .facts import Binding, KernelFacts, collect_facts, integer_of, lvalue_names
 from .launch_guard import BaselineLaunch
-from .launcher import EditablePart, Function, grid_reaches
+from .launcher import EditablePart, Function, grid_reaches, statements_under
 from .rowwarp import (
     LaunchSite,
     NotARowKernel,
     Rewrite,
     _global_x,
     apply_edits,
+    effect_free_calls,
     integer_asserts,
     tier_rewrites,
     walk_expr_in,
 )
 from .symbolic import Poly, is_uniform
-from .syntax import Assign, Binary, Block, Call, Decl, Empty, For, If, Launch, Name, Postfix, Return, Stmt, Unary, \
-    While, to_c, walk_expr
+from .syntax import Assign, Binary, Call, Decl, Empty, For, Launch, Name, Postfix, Return, Stmt, Unary, to_c, walk_expr
 
 # The rewritten launch's threads at most: 64 waves of a large GPU's resident threads (an H200's
 # 132 SMs x 2048), more than enough to hide latency, and far enough below 2^31 that an `int`
@@ -184,13 +184,8 @@ class GridStridePlanner:
             self.fail(f"uses {found.group(0)}")
         if any(b.shared for b in self.f.bindings):
             self.fail("uses shared memory")
-        type_params = {t.name for t in self.fn.sig.template if t.kind == "type"}
-        impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS and c not in self.helpers
-                        and c not in type_params)
-        if impure:
-            self.fail(f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)")
-        if any(a.kind == "atomic" for a in self.f.accesses) or self.f.calls & ATOMICS:
-            self.fail("uses atomics")
+        if (why := effect_free_calls(self.fn, self.f, self.helpers)) is not None:
+            self.fail(why)
 
     def no_carried_values(self, loop: For) -> None:
         """No variable declared outside the loop's body is assigned (but the counter, by the step):
@@ -281,21 +276,7 @@ def _pattern(offset: Poly, counter_atom: str) -> tuple[int, Poly] | None:
 
 
 def _declarators(s: Stmt | None):
-    if s is None:
-        return
-    if isinstance(s, Decl):
-        yield from s.declarators
-    elif isinstance(s, Block):
-        for x in s.body:
-            yield from _declarators(x)
-    elif isinstance(s, If):
-        yield from _declarators(s.then)
-        yield from _declarators(s.other)
-    elif isinstance(s, For):
-        yield from _declarators(s.init)
-        yield from _declarators(s.body)
-    elif isinstance(s, While):
-        yield from _declarators(s.body)
+    return (d for x in statements_under(s) if isinstance(x, Decl) for d in x.declarators)
 
 
 def plan_grid_stride(fn: Function, helpers: frozenset[str] = frozenset(),

@@ -353,20 +353,26 @@ def _default_stream(e: Expr) -> bool:
         "nullptr", "NULL", "cudaStreamDefault", "cudaStreamLegacy"))
 
 
-def naming_statements(s: Stmt | None):
-    """Every `using ...;`, `typedef ...;` or namespace alias anywhere under `s`."""
-    if isinstance(s, Using):
-        yield s
-    elif isinstance(s, Block):
+def statements_under(s: Stmt | None):
+    """`s` and every statement inside it (a for loop's header declaration too)."""
+    if s is None:
+        return
+    yield s
+    if isinstance(s, Block):
         for x in s.body:
-            yield from naming_statements(x)
+            yield from statements_under(x)
     elif isinstance(s, If):
-        yield from naming_statements(s.then)
-        yield from naming_statements(s.other)
+        yield from statements_under(s.then)
+        yield from statements_under(s.other)
     elif isinstance(s, (For, While)):
         if isinstance(s, For):
-            yield from naming_statements(s.init)
-        yield from naming_statements(s.body)
+            yield from statements_under(s.init)
+        yield from statements_under(s.body)
+
+
+def naming_statements(s: Stmt | None):
+    """Every `using ...;`, `typedef ...;` or namespace alias anywhere under `s`."""
+    return (x for x in statements_under(s) if isinstance(x, Using))
 
 
 def statement_exprs(s: Stmt | None):

@@ -215,13 +215,8 @@ class ItemPlanner:
             self.fail(f"uses {word.group(1)} besides its thread index")
         if any(b.shared or (b.array and not local_arrays) for b in self.f.bindings):
             self.fail("uses shared memory" if local_arrays else "uses shared memory or a local array")
-        type_params = {t.name for t in self.fn.sig.template if t.kind == "type"}  # T(0): a conversion
-        impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS and c not in self.helpers
-                        and c not in type_params)
-        if impure:
-            self.fail(f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)")
-        if any(a.kind == "atomic" for a in self.f.accesses) or self.f.calls & ATOMICS:
-            self.fail("uses atomics")
+        if (why := effect_free_calls(self.fn, self.f, self.helpers)) is not None:
+            self.fail(why)
 
     # statements every lane of a warp runs alike
     def region(self, s: Stmt | None) -> None:
@@ -551,6 +546,18 @@ class ItemPlanner:
                 if per_thread and (len(monomial) > len(per_thread) or abs(coef) > 1):
                     return True
         return False
+
+
+def effect_free_calls(fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> str | None:
+    """Why FN's calls may have effects a rewrite would change, or None: only math functions, the
+    program's pure HELPERS and conversions to its template type parameters (`T(0)`), no atomics."""
+    type_params = {t.name for t in fn.sig.template if t.kind == "type"}
+    impure = sorted(c for c in facts.calls if c not in PURE_FUNCTIONS and c not in helpers and c not in type_params)
+    if impure:
+        return f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)"
+    if any(a.kind == "atomic" for a in facts.accesses) or facts.calls & ATOMICS:
+        return "uses atomics"
+    return None
 
 
 def pure_helpers(functions: list[Function]) -> frozenset[str]:
