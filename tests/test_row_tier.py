@@ -566,7 +566,7 @@ def test_a_chunk_sized_by_a_preamble_macro_is_read_as_a_number():
     assert [r.kernel for r in rewrites] == ["scale_chunks"], refused
     # without the macro's value the stride is unknown: refused, never guessed
     rewrites, refused = row_warp_rewrites(part, harness, "")
-    assert rewrites == [] and "coalesced" in refused[0], refused
+    assert rewrites == [] and ("coalesced" in refused[0] or "moves with more than the counter" in refused[0]), refused
 
 
 @pytest.mark.parametrize("count_type, step", [

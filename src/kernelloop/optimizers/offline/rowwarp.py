@@ -43,7 +43,7 @@ from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts,
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
 from .launcher import EditablePart, Function, Launcher, expanded_function, read_editable, statement_exprs
 from .sizes import is_integer_type, known_constants
-from .symbolic import Poly
+from .symbolic import Poly, is_uniform_atom
 from .syntax import (
     Assign,
     Binary,
@@ -170,8 +170,10 @@ class ItemPlanner:
                 continue
             p = self.f.poly(d.init)
             offset = None if p is None else p - _global_x()
-            if offset is not None and offset_allowed and offset.is_const and not offset.is_zero and \
-                    abs(offset.const_value) <= _INDEX_OFFSET_LIMIT:
+            # counted up only: `G - 1` wraps in the 32 bits CUDA computes G in (thread 0's index is
+            # 4294967295, past every bound), which the rewrite's wider arithmetic would not (round 136)
+            if offset is not None and offset_allowed and offset.is_const and \
+                    0 < offset.const_value <= _INDEX_OFFSET_LIMIT:
                 self.index_offset = offset.const_value
                 p = _global_x()
             if p == _global_x():
@@ -531,6 +533,14 @@ class ItemPlanner:
             if first.offset.coefficient((counter,)) != 1 or any(counter in m for m, _ in first.offset.terms
                                                                   if m != (counter,)):
                 self.fail(f"stores {first.array.name} at an element that does not move one-to-one with the counter")
+            # the rest of the element is the same for every iteration: the row's own (the thread
+            # index, parameters, constants), never an inner loop's counter, a local or a loaded
+            # value (red team round 136: `c + k` of an inner loop, `c + moved[...]` stored a
+            # neighbour's element, which another lane stores at once)
+            moving = sorted(a for m, _ in first.offset.terms if m != (counter,) for a in m if not _fixed_atom(a))
+            if moving:
+                self.fail(f"stores {first.array.name} at an element that moves with more than the counter "
+                          f"({moving[0].split(':', 1)[-1]})")
             for a in inside:
                 if a.array is not None and a.array.key == key and a.offset != first.offset:
                     self.fail(f"reads or writes {first.array.name} at two different elements in one loop")
@@ -546,6 +556,41 @@ class ItemPlanner:
                 if per_thread and (len(monomial) > len(per_thread) or abs(coef) > 1):
                     return True
         return False
+
+
+def buffers_apart(site: "LaunchSite", stored: Iterable[str], in_place: Iterable[str]) -> list[str]:
+    """Where a rewrite runs a loop's iterations in another order than the baseline's thread did
+    (the row tier's lanes, the grid tier's threads), a buffer the loop stores must not be another
+    parameter's, or an iteration may read what another writes (red team rounds 135-136: `smooth(y,
+    y, n)` reading `in[i - 1]`, a running sum on one thread). Raises NotARowKernel where the launcher
+    hands a STORED parameter and another pointer parameter from one variable (its locals read
+    through: `float* next = y + 1`), unless it hands the same buffer to two parameters both accessed
+    only at the iteration's own elements (IN_PLACE: an update in place); returns C conditions that
+    the two addresses differ when the launch runs (a buffer the harness hands twice). Buffers that
+    overlap without being equal, handed by the harness itself, are not detected."""
+    launch = site.stmt.expr
+    assert isinstance(launch, Launch)
+    lau = next((x for x in site.part.launchers if x.fn is site.launcher), None)
+    params = site.kernel.sig.params
+    if len(params) != len(launch.args):
+        raise NotARowKernel("is launched with arguments that do not match its parameters one for one")
+    args = {p.name: a for p, a in zip(params, launch.args) if p.pointer}
+    resolved = {name: (lau.facts.resolve(a) if lau is not None else a) for name, a in args.items()}
+    roots = {name: {x.id for x in walk_expr(e) if isinstance(x, Name)} for name, e in resolved.items()}
+    texts = {name: to_c(e) for name, e in resolved.items()}
+    own = set(in_place)
+    conditions = []
+    for p in sorted(set(stored) & set(args)):
+        for q in sorted(args):
+            if q == p:
+                continue
+            if texts[q] == texts[p] and p in own and q in own:
+                continue  # the same buffer, updated in place
+            if roots[p] & roots[q]:
+                raise NotARowKernel(f"is handed {p} and {q} from one variable ({sorted(roots[p] & roots[q])[0]}): "
+                                    "an iteration may read what another writes")
+            conditions.append(f"(const void*)({to_c(args[p])}) != (const void*)({to_c(args[q])})")
+    return conditions
 
 
 def effect_free_calls(fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> str | None:
@@ -710,6 +755,14 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
     return with_item_count(fn.head) + apply_edits(body, edits)
 
 
+def _fixed_atom(atom: str) -> bool:
+    """An atom of an element's index that no iteration of a row loop changes: a parameter, a
+    constant or an opaque uniform value, a CUDA built-in, or a value of those and the thread's
+    coordinates alone."""
+    return is_uniform_atom(atom) or atom.startswith("t:") or atom.split(".")[0] in (
+        "threadIdx", "blockIdx", "blockDim", "gridDim")
+
+
 def _plus(n: int) -> str:
     """` + n` (` - |n|`), or nothing for 0: an index's offset in C."""
     return "" if n == 0 else f" + {n}LL" if n > 0 else f" - {-n}LL"
@@ -783,10 +836,31 @@ def launches_in(s: Stmt | None):
         yield from launches_in(s.body)
 
 
-def _launch_text(stmt: ExprStmt, block: int) -> Callable[[BaselineLaunch, str], tuple[str, str, str, list[str]]]:
+def _launch_text(stmt: ExprStmt, block: int,
+                 conditions: list[str]) -> Callable[[BaselineLaunch, str], tuple[str, str, str, list[str]]]:
     launch = stmt.expr
     assert isinstance(launch, Launch)
-    return lambda base, kernel: rounded_launch(base, kernel, block // WARP, str(block), [to_c(a) for a in launch.args])
+
+    def new_launch(base: BaselineLaunch, kernel: str) -> tuple[str, str, str, list[str]]:
+        statement, grid, block_text, needed = rounded_launch(base, kernel, block // WARP, str(block),
+                                                             [to_c(a) for a in launch.args])
+        return statement, grid, block_text, [*needed, *conditions]
+    return new_launch
+
+
+def map_buffers(fn: Function, plan: RowPlan) -> tuple[set[str], set[str]]:
+    """The pointer parameters a row loop of PLAN stores (map loops), and the pointer parameters
+    every access of which is at one of those stores' elements (in place)."""
+    facts = collect_facts(fn.sig, fn.body)
+    maps = {id(lp.stmt) for lp in plan.loops if lp.kind == "map"}
+    loop_ids = {x.id for x in facts.loops for lp in plan.loops if id(lp.stmt) in maps and x.cond is lp.stmt.cond}
+    in_loops = [a for a in facts.accesses if any(lp.id in loop_ids for lp in a.ctx.loops)]
+    stored = {a.array.name for a in in_loops if a.kind == "store" and a.array is not None and a.array.param is not None}
+    elements = [a.offset for a in in_loops if a.kind == "store" and a.offset is not None]
+    in_place = {p.name for p in fn.sig.params if p.pointer and all(
+        a.offset in elements and not a.reinterpreted for a in facts.accesses
+        if a.array is not None and a.array.param is not None and a.array.name == p.name)}
+    return stored, in_place
 
 
 @dataclass(frozen=True)
@@ -1014,12 +1088,14 @@ def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> t
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
         plan = plan_row_warp(site.kernel, site.helpers, site.constants)
+        stored, in_place = map_buffers(site.kernel, plan)
+        apart = buffers_apart(site, stored, in_place)
         kernel_text = rewrite_kernel(site.kernel, plan)
         kinds = ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
                                           if lp.accumulators else "") for lp in plan.loops)
         return [Rewrite(
             label=f"row tier: one warp per row of {name}",
-            source=site.assemble_beside(kernel_text, _launch_text(site.stmt, plan.block)),
+            source=site.assemble_beside(kernel_text, _launch_text(site.stmt, plan.block, apart)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({kinds}) are "
                    f"split across the 32 lanes of a warp, {plan.block} threads per block")]
