@@ -92,6 +92,9 @@ class Launcher:
     # A template launcher reached through init's wrapper: the template arguments the wrapper gives it
     # ("float"), the one instantiation the verifier runs; None for any other launcher.
     template_args: str | None = None
+    # the function the harness calls that only calls this launcher (forwarded_to), or None: the
+    # harness calls the launcher itself
+    forwarder: Function | None = None
     # A launcher of several launches, each a statement of its own at the top of its body: one view
     # per launch, for the templates (issue 11: optimize the hottest launch, keep the others). The
     # launcher itself keeps its problem ("launches N kernels") for everything else.
@@ -194,6 +197,7 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
             seen.add(target.name)
             launcher = read_launcher(target)
             launcher.template_args = _call_template_args(fn) if target is not fn else None
+            launcher.forwarder = fn if target is not fn else None
             unread = _unread_callee(fn, problems)
             if target is fn and unread:  # say why, not "launches 0 kernels"
                 launcher.problem = f"calls {unread}"

@@ -572,12 +572,30 @@ def buffers_apart(site: "LaunchSite", stored: Iterable[str], in_place: Iterable[
     assert isinstance(launch, Launch)
     lau = next((x for x in site.part.launchers if x.fn is site.launcher), None)
     params = site.kernel.sig.params
-    if len(params) != len(launch.args):
+    if lau is None or len(params) != len(launch.args):
         raise NotARowKernel("is launched with arguments that do not match its parameters one for one")
     args = {p.name: a for p, a in zip(params, launch.args) if p.pointer}
-    resolved = {name: (lau.facts.resolve(a) if lau is not None else a) for name, a in args.items()}
-    roots = {name: {x.id for x in walk_expr(e) if isinstance(x, Name)} for name, e in resolved.items()}
-    texts = {name: to_c(e) for name, e in resolved.items()}
+    if not set(stored) & set(args):
+        return []
+    # Each buffer is named by what the harness hands: the launcher's parameters (through its
+    # locals), and, where the harness calls a forwarder, the forwarder's parameters it passes on.
+    # A pointer held any other way (a local assigned again, a global, a struct's field) cannot be
+    # told from another (red team round 137: `next = y; next += 1;`, a forwarder's `run(y + 1, y)`).
+    outer = _forwarded_arguments(lau)
+    roots: dict[str, set[str]] = {}
+    texts: dict[str, str] = {}
+    for name, a in args.items():
+        e = lau.facts.resolve(a)
+        names: set[str] = set()
+        for x in walk_expr(e):
+            if not isinstance(x, Name):
+                continue
+            b = lau.facts.binding(x)
+            if b is None or b.param is None or b.assignments:
+                raise NotARowKernel(f"is handed {name} through {x.id}, which is not a parameter of its launcher "
+                                    "left as the caller gave it: which buffer it is cannot be told")
+            names |= outer.get(b.name, {b.name})
+        roots[name], texts[name] = names, to_c(e) if not outer else " ".join(sorted(names)) + "|" + to_c(e)
     own = set(in_place)
     conditions = []
     for p in sorted(set(stored) & set(args)):
@@ -591,6 +609,32 @@ def buffers_apart(site: "LaunchSite", stored: Iterable[str], in_place: Iterable[
                                     "an iteration may read what another writes")
             conditions.append(f"(const void*)({to_c(args[p])}) != (const void*)({to_c(args[q])})")
     return conditions
+
+
+def _forwarded_arguments(lau: Launcher) -> dict[str, set[str]]:
+    """Where the harness calls a forwarder that calls the launcher: each launcher parameter's root,
+    the forwarder's parameter passed to it as is; raises NotARowKernel for a pointer passed any
+    other way (`run(y + 1, y)`: the two overlap where the harness's buffers would not). Empty where
+    the harness calls the launcher itself."""
+    fwd = lau.forwarder
+    if fwd is None:
+        return {}
+    body = fwd.body.body
+    stmt = body[0] if len(body) == 1 else None
+    call = stmt.expr if isinstance(stmt, ExprStmt) else stmt.value if isinstance(stmt, Return) else None
+    if not isinstance(call, Call) or len(call.args) != len(lau.fn.sig.params):
+        raise NotARowKernel(f"is launched through {fwd.name}, whose call of {lau.fn.name} cannot be read")
+    fwd_params = {p.name for p in fwd.sig.params}
+    out: dict[str, set[str]] = {}
+    for p, a in zip(lau.fn.sig.params, call.args):
+        if isinstance(a, Name) and a.id in fwd_params:
+            out[p.name] = {a.id}
+        elif p.pointer:
+            raise NotARowKernel(f"is launched through {fwd.name}, which hands {p.name} {to_c(a)} (not one of its "
+                                "own parameters): which buffer it is cannot be told")
+        else:
+            out[p.name] = set()
+    return out
 
 
 def effect_free_calls(fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> str | None:
@@ -744,6 +788,10 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
                 after.append(_shuffle_combine(b.name, kind, b.type))
         if loop.kind == "map":
             after.append("::__syncwarp();")
+        if loop.kind == "map":
+            # every lane's reads before the loop (`p = y[r * cols + piv]`) before any lane's stores in
+            # it (red team round 137: a pivot overwritten by its owner lane, then read by another)
+            before.insert(0, "::__syncwarp();")
         f_start, f_end = s.span
         line_start = body.rfind("\n", 0, f_start) + 1
         indent = re.match(r"[ \t]*", body[line_start:f_start]).group(0)
@@ -856,9 +904,14 @@ def map_buffers(fn: Function, plan: RowPlan) -> tuple[set[str], set[str]]:
     loop_ids = {x.id for x in facts.loops for lp in plan.loops if id(lp.stmt) in maps and x.cond is lp.stmt.cond}
     in_loops = [a for a in facts.accesses if any(lp.id in loop_ids for lp in a.ctx.loops)]
     stored = {a.array.name for a in in_loops if a.kind == "store" and a.array is not None and a.array.param is not None}
-    elements = [a.offset for a in in_loops if a.kind == "store" and a.offset is not None]
+    # in place: one element, the same for every stored array and every access of the parameter
+    # (red team round 137: `cur[c]` and `spill[c + 1]` each at *an* element the loop stores)
+    elements = {a.offset for a in in_loops if a.kind == "store"}
+    if len(elements) != 1 or None in elements:
+        return stored, set()
+    (element,) = elements
     in_place = {p.name for p in fn.sig.params if p.pointer and all(
-        a.offset in elements and not a.reinterpreted for a in facts.accesses
+        a.offset == element and not a.reinterpreted for a in facts.accesses
         if a.array is not None and a.array.param is not None and a.array.name == p.name)}
     return stored, in_place
 
