@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ...errors import KernelloopError
 from ...program.init import type_aliases, without_alias_definitions
 from ...program.phases import unread_spelling
-from ...program.scanner import function_name, strip_comments, without_literals
+from ...program.scanner import function_name, scoped_items, strip_comments, without_literals
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
 from .facts import ATOMICS, PURE_FUNCTIONS, KernelFacts, collect_facts, returning_helpers
@@ -251,7 +251,21 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     # declared: a built-in variable, or a function the rewrite calls (the declared names hold every name
     # a function-like macro is handed, `CHECK(err == cudaSuccess)`: a type or runtime name is only
     # checked as a macro of its own)
-    clashes |= {n for n in declared if (n in _BUILTIN_VARIABLES and n in identifiers) or (_is_function(n) and n in calls)}
+    # A host function's own locals (a launcher's `dim3 blockDim(...)`) are no device code's names; a
+    # call qualified from the global namespace (`::fmaxf`) is the library's whatever the program declares.
+    device_visible = declared_names("\n".join([preamble] + [item.text for item in scoped_items(editable)
+                                                             if not (item.is_function_definition
+                                                                     and not item.is_device_item)]))
+    code, before = without_literals(strip_comments(rewritten)), without_literals(strip_comments(editable))
+
+    def unqualified_calls(name: str, text: str) -> int:
+        return len(re.findall(rf"(?<![\w.:]){re.escape(name)}\s*(?:<[^<>;]*>)?\s*\(", text))
+
+    clashes |= {n for n in device_visible if n in _BUILTIN_VARIABLES and n in identifiers}
+    # a function the program declares that the rewrite calls unqualified more often than the part did
+    # (the part's own calls and definitions, copied, keep their meaning)
+    clashes |= {n for n in declared if _is_function(n) and n in calls
+                and unqualified_calls(n, code) > unqualified_calls(n, before)}
     return sorted(clashes)
 
 
