@@ -251,21 +251,23 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     # declared: a built-in variable, or a function the rewrite calls (the declared names hold every name
     # a function-like macro is handed, `CHECK(err == cudaSuccess)`: a type or runtime name is only
     # checked as a macro of its own)
-    # A host function's own locals (a launcher's `dim3 blockDim(...)`) are no device code's names; a
-    # call qualified from the global namespace (`::fmaxf`) is the library's whatever the program declares.
+    # A host function's own locals (a launcher's `dim3 blockDim(...)`) are no device code's names.
     device_visible = declared_names("\n".join([preamble] + [item.text for item in scoped_items(editable)
                                                              if not (item.is_function_definition
                                                                      and not item.is_device_item)]))
     code, before = without_literals(strip_comments(rewritten)), without_literals(strip_comments(editable))
 
-    def unqualified_calls(name: str, text: str) -> int:
-        return len(re.findall(rf"(?<![\w.:]){re.escape(name)}\s*(?:<[^<>;]*>)?\s*\(", text))
+    def global_calls(name: str, text: str) -> int:
+        """Calls of NAME unqualified or from the global namespace (`::max(`): overload resolution
+        may pick the program's own declaration for either (red team round 138: a program template
+        `max(A, B)` beat the library's `max(int, int)` for the rewrite's `::max(short, int)`)."""
+        return len(re.findall(rf"(?<![\w.:])(?:::\s*)?{re.escape(name)}\s*(?:<[^<>;]*>)?\s*\(", text))
 
     clashes |= {n for n in device_visible if n in _BUILTIN_VARIABLES and n in identifiers}
-    # a function the program declares that the rewrite calls unqualified more often than the part did
-    # (the part's own calls and definitions, copied, keep their meaning)
+    # a function the program declares that the rewrite calls, unqualified or as `::name`, more often
+    # than the part did (the part's own calls and definitions, copied, keep their meaning)
     clashes |= {n for n in declared if _is_function(n) and n in calls
-                and unqualified_calls(n, code) > unqualified_calls(n, before)}
+                and global_calls(n, code) > global_calls(n, before)}
     return sorted(clashes)
 
 

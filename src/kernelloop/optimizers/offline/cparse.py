@@ -531,15 +531,18 @@ def _param(src: Source, p: Node) -> Param | None:
 
 
 def called_names(text: str) -> set[str]:
-    """The names the code calls unqualified (`f(...)`, `f<T>(...)`, a launch `k<<<...>>>(...)`):
-    the calls whose meaning depends on the scope they are written in (`ns::f(...)` and `::f(...)`
-    do not)."""
+    """The names the code calls unqualified (`f(...)`, `f<T>(...)`, a launch `k<<<...>>>(...)`) or
+    from the global namespace (`::f(...)`): the calls whose meaning a declaration of the program may
+    change (`::max` chooses among every global `max`, the program's too: red team round 138);
+    `ns::f(...)` names another namespace's."""
     src = Source(text)
     found: set[str] = set()
     for node in walk(src.root):
         if node.type != "call_expression":
             continue
         callee = node.child_by_field_name("function")
+        if callee is not None and callee.type == "qualified_identifier" and callee.child_by_field_name("scope") is None:
+            callee = callee.child_by_field_name("name")  # `::f`
         if callee is not None and callee.type == "template_function":
             callee = callee.child_by_field_name("name")
         if callee is not None and callee.type in ("identifier", "field_identifier"):

@@ -54,6 +54,7 @@ from .rowwarp import (
     apply_edits,
     buffers_apart,
     effect_free_calls,
+    in_place_parameters,
     integer_asserts,
     tier_rewrites,
     walk_expr_in,
@@ -259,15 +260,8 @@ class GridStridePlanner:
             if max(values) - min(values) >= abs(slot):
                 self.fail(f"accesses {b.name} at elements another iteration stores")
             patterns.add((slot, rests[0]))
-        own_only = set()
-        for p in self.fn.sig.params:
-            accesses = [a for a in self.f.accesses if a.array is not None and a.array.param is not None
-                        and a.array.name == p.name]
-            if p.pointer and accesses and len(patterns) == 1 and all(
-                    a.offset is not None and not a.reinterpreted and
-                    _pattern(a.offset, atom[0]) is not None and _pattern(a.offset, atom[0]) == next(iter(patterns))
-                    for a in accesses):
-                own_only.add(p.name)
+        own_only = in_place_parameters(self.fn.sig.params, [a for a in self.f.accesses if a.kind in ("store", "atomic")],
+                                       self.f.accesses)
         return frozenset(b.name for b in stored.values()), frozenset(own_only)
 
 

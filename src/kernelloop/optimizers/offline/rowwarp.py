@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 
 from ...program.macros import program_macros
 from ...program.scanner import Item, in_scope, split_top_level, strip_comments, without_literals
-from .facts import ATOMICS, PURE_FUNCTIONS, Binding, KernelFacts, collect_facts, integer_of
+from .cparse import Param
+from .facts import ATOMICS, PURE_FUNCTIONS, Access, Binding, KernelFacts, collect_facts, integer_of, is_floating_type
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
 from .launcher import EditablePart, Function, Launcher, expanded_function, read_editable, statement_exprs
 from .sizes import is_integer_type, known_constants
@@ -574,6 +575,14 @@ def buffers_apart(site: "LaunchSite", stored: Iterable[str], in_place: Iterable[
     params = site.kernel.sig.params
     if lau is None or len(params) != len(launch.args):
         raise NotARowKernel("is launched with arguments that do not match its parameters one for one")
+    # memory reached through a parameter not spelled as a pointer (an alias `fptr`, a template
+    # type) cannot be told from another buffer
+    through = {a.array.name for a in collect_facts(site.kernel.sig, site.kernel.body).accesses
+               if a.array is not None and a.array.param is not None}
+    hidden = sorted(p.name for p in params if p.name in through and not p.pointer)
+    if hidden:
+        raise NotARowKernel(f"accesses memory through {hidden[0]}, a parameter not declared as a pointer: "
+                            "which buffer it is cannot be told")
     args = {p.name: a for p, a in zip(params, launch.args) if p.pointer}
     if not set(stored) & set(args):
         return []
@@ -583,7 +592,8 @@ def buffers_apart(site: "LaunchSite", stored: Iterable[str], in_place: Iterable[
     # told from another (red team round 137: `next = y; next += 1;`, a forwarder's `run(y + 1, y)`).
     outer = _forwarded_arguments(lau)
     roots: dict[str, set[str]] = {}
-    texts: dict[str, str] = {}
+    # a buffer as the harness hands it: the roots it is named through and the launch's expression
+    buffers: dict[str, tuple[frozenset[str], str]] = {}
     for name, a in args.items():
         e = lau.facts.resolve(a)
         names: set[str] = set()
@@ -595,20 +605,26 @@ def buffers_apart(site: "LaunchSite", stored: Iterable[str], in_place: Iterable[
                 raise NotARowKernel(f"is handed {name} through {x.id}, which is not a parameter of its launcher "
                                     "left as the caller gave it: which buffer it is cannot be told")
             names |= outer.get(b.name, {b.name})
-        roots[name], texts[name] = names, to_c(e) if not outer else " ".join(sorted(names)) + "|" + to_c(e)
+        roots[name], buffers[name] = names, (frozenset(names), to_c(e))
     own = set(in_place)
     conditions = []
     for p in sorted(set(stored) & set(args)):
         for q in sorted(args):
             if q == p:
                 continue
-            if texts[q] == texts[p] and p in own and q in own:
+            if buffers[q] == buffers[p] and p in own and q in own:
                 continue  # the same buffer, updated in place
             if roots[p] & roots[q]:
                 raise NotARowKernel(f"is handed {p} and {q} from one variable ({sorted(roots[p] & roots[q])[0]}): "
                                     "an iteration may read what another writes")
             conditions.append(f"(const void*)({to_c(args[p])}) != (const void*)({to_c(args[q])})")
     return conditions
+
+
+def plain_value(p: Param) -> bool:
+    """Whether a parameter holds a plain number: no pointer, no reference, of a built-in integer or
+    floating type (not an alias, a class or a template's type, any of which may hold an address)."""
+    return not p.pointer and "&" not in p.type and (is_integer_type(p.base) or is_floating_type(p.base))
 
 
 def _forwarded_arguments(lau: Launcher) -> dict[str, set[str]]:
@@ -629,7 +645,8 @@ def _forwarded_arguments(lau: Launcher) -> dict[str, set[str]]:
     for p, a in zip(lau.fn.sig.params, call.args):
         if isinstance(a, Name) and a.id in fwd_params:
             out[p.name] = {a.id}
-        elif p.pointer:
+        elif not plain_value(p):
+            # a pointer, or a type that may be one (`typedef float* fptr`: red team round 138)
             raise NotARowKernel(f"is launched through {fwd.name}, which hands {p.name} {to_c(a)} (not one of its "
                                 "own parameters): which buffer it is cannot be told")
         else:
@@ -897,23 +914,31 @@ def _launch_text(stmt: ExprStmt, block: int,
 
 
 def map_buffers(fn: Function, plan: RowPlan) -> tuple[set[str], set[str]]:
-    """The pointer parameters a row loop of PLAN stores (map loops), and the pointer parameters
-    every access of which is at one of those stores' elements (in place)."""
+    """The pointer parameters a row loop of PLAN stores (map loops), and those updated in place at
+    the one element those loops store (in_place_parameters)."""
     facts = collect_facts(fn.sig, fn.body)
     maps = {id(lp.stmt) for lp in plan.loops if lp.kind == "map"}
     loop_ids = {x.id for x in facts.loops for lp in plan.loops if id(lp.stmt) in maps and x.cond is lp.stmt.cond}
     in_loops = [a for a in facts.accesses if any(lp.id in loop_ids for lp in a.ctx.loops)]
     stored = {a.array.name for a in in_loops if a.kind == "store" and a.array is not None and a.array.param is not None}
-    # in place: one element, the same for every stored array and every access of the parameter
-    # (red team round 137: `cur[c]` and `spill[c + 1]` each at *an* element the loop stores)
-    elements = {a.offset for a in in_loops if a.kind == "store"}
+    return stored, in_place_parameters(fn.sig.params, [a for a in in_loops if a.kind == "store"], facts.accesses)
+
+
+def in_place_parameters(params: Iterable[Param], stores: Iterable[Access], accesses: Iterable[Access]) -> set[str]:
+    """The pointer parameters updated in place: every access of each is at one element, the same
+    one every store of STORES (to a parameter's array) is at, read as its own type. Two such
+    parameters handed one buffer touch only an iteration's own element (red team round 137:
+    `cur[c]` and `spill[c + 1]` are each at *an* element the loop stores, not at the one)."""
+    elements = {a.offset for a in stores if a.array is not None and a.array.param is not None}
     if len(elements) != 1 or None in elements:
-        return stored, set()
+        return set()
     (element,) = elements
-    in_place = {p.name for p in fn.sig.params if p.pointer and all(
-        a.offset == element and not a.reinterpreted for a in facts.accesses
-        if a.array is not None and a.array.param is not None and a.array.name == p.name)}
-    return stored, in_place
+    owned = set()
+    for p in params:
+        mine = [a for a in accesses if a.array is not None and a.array.param is not None and a.array.name == p.name]
+        if p.pointer and mine and all(a.offset == element and not a.reinterpreted for a in mine):
+            owned.add(p.name)
+    return owned
 
 
 @dataclass(frozen=True)
