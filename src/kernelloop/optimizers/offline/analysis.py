@@ -257,18 +257,32 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
                                                                      and not item.is_device_item)]))
     code, before = without_literals(strip_comments(rewritten)), without_literals(strip_comments(editable))
 
-    def global_calls(name: str, text: str) -> int:
-        """Calls of NAME unqualified or from the global namespace (`::max(`): overload resolution
-        may pick the program's own declaration for either (red team round 138: a program template
-        `max(A, B)` beat the library's `max(int, int)` for the rewrite's `::max(short, int)`)."""
-        return len(re.findall(rf"(?<![\w.:])(?:::\s*)?{re.escape(name)}\s*(?:<[^<>;]*>)?\s*\(", text))
+    def count_calls(name: str, text: str, qualifier: str) -> int:
+        return len(re.findall(rf"(?<![\w.:]){qualifier}{re.escape(name)}\s*(?:<[^<>;]*>)?\s*\(", text))
 
     clashes |= {n for n in device_visible if n in _BUILTIN_VARIABLES and n in identifiers}
-    # a function the program declares that the rewrite calls, unqualified or as `::name`, more often
-    # than the part did (the part's own calls and definitions, copied, keep their meaning)
+    # a function the program declares that the rewrite calls unqualified more often than the part
+    # did (the part's own calls and definitions, copied, keep their meaning); called as `::name`, one
+    # the global namespace holds (red team round 138: the program's template `max(A, B)` beat the
+    # library's `max(int, int)` for the rewrite's `::max(short, int)`)
     clashes |= {n for n in declared if _is_function(n) and n in calls
-                and global_calls(n, code) > global_calls(n, before)}
+                and count_calls(n, code, "") > count_calls(n, before, "")}
+    in_global = global_declarations(f"{preamble}\n{editable}")
+    qualified = set(re.findall(r"(?<![\w.:])::\s*([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*\(", code))
+    clashes |= {n for n in qualified if _is_function(n) and (n in in_global or UNKNOWN_NAMES in in_global)
+                and count_calls(n, code, r"::\s*") > count_calls(n, before, r"::\s*")}
     return sorted(clashes)
+
+
+def global_declarations(code: str) -> set[str]:
+    """The names CODE declares where a call from the global namespace (`::f(...)`) finds them: the
+    global namespace itself, an `extern` block, an unnamed or inline namespace; every name it
+    declares anywhere where one of those holds a using-directive or using-declaration."""
+    visible = [item for item in scoped_items(code) if all(
+        block.startswith("extern") or block.startswith("inline") or block.strip() == "namespace" for block in item.scope)]
+    if any(re.match(r"\s*using\b", strip_comments(item.text)) for item in visible):
+        return declared_names(code)
+    return declared_names("\n".join(item.text for item in visible))
 
 
 # CUDA's built-in variables and the types and runtime names the rewrites write themselves
@@ -343,14 +357,16 @@ def _describe(types: ValueTypes, value: Expr) -> str:
     return f"a value of type {t}" if t is not None else f"a value of a type not proven ({to_c(value)[:60]})"
 
 
-def verified_type_arguments(part: EditablePart) -> dict[str, dict[str, str]]:
+def verified_type_arguments(part: EditablePart, declared: set[str] | frozenset[str] = frozenset()) -> dict[str, dict[str, str]]:
     """For each template kernel that every launch in the part's launchers instantiates with the same
     built-in types, its type parameters' types there: `scalar_t` is float where the harness's
     wrapper calls `launch<float>` and the launcher launches `kernel<scalar_t>` (kept-aside set 13's
     group norm, a PyTorch extension's `static_cast<scalar_t>(n)`, read as a conversion to an
     unknown type). The tiers rewrite only that instantiation (`if constexpr`); every other keeps
     the kernel as written. A kernel launched with other arguments anywhere, or through a template
-    launcher the harness reaches with none, gets none."""
+    launcher the harness reaches with none, gets none. The standard integer aliases (`int64_t`,
+    `size_t`) count as built-in where the program (DECLARED: the names it declares) names none of
+    them itself."""
     from ...program.scanner import split_top_level
     from .rowwarp import _KEYWORD_TYPE, launches_in
 
@@ -380,7 +396,8 @@ def verified_type_arguments(part: EditablePart) -> dict[str, dict[str, str]]:
                     arg = " ".join(outer.get(arg.strip(), arg.strip()).split())
                     if param.kind != "type":
                         continue
-                    if not arg or not _KEYWORD_TYPE.fullmatch(arg) or "::" in arg:
+                    standard = _STANDARD_INTEGER.fullmatch(arg) is not None and arg.split("::")[-1] not in declared
+                    if not arg or not (standard or (_KEYWORD_TYPE.fullmatch(arg) and "::" not in arg)):
                         mapping = None
                         break
                     mapping[param.name] = arg
@@ -388,6 +405,9 @@ def verified_type_arguments(part: EditablePart) -> dict[str, dict[str, str]]:
                 mapping = None
             found[name] = mapping
     return {name: mapping for name, mapping in found.items() if mapping}
+
+
+_STANDARD_INTEGER = re.compile(r"(?:std::)?(?:u?int(?:8|16|32|64)_t|size_t)")
 
 
 def without_narrowing(part: EditablePart, editable: str, preamble: str) -> EditablePart:
@@ -403,7 +423,7 @@ def without_narrowing(part: EditablePart, editable: str, preamble: str) -> Edita
     # a function the frozen part declares (or the part's own, declared twice) returns what its
     # declaration says, which is not read: unknown
     foreign = frozenset(declared - set(returns))
-    instantiated = verified_type_arguments(part)
+    instantiated = verified_type_arguments(part, declared)
     kept: dict[str, Function] = {}
     problems = list(part.problems)
     for name, fn in part.functions.items():

@@ -242,8 +242,23 @@ class _Reader:
         if t in ("break_statement", "continue_statement"):
             return Jump(t.split("_")[0], span)
         if t in _NAMING_STATEMENTS:
-            return Using(" ".join(self.text(n).split()), span)
+            return Using(" ".join(self.text(n).split()), span, *self._plain_alias(n))
         raise ParseError(f"unsupported statement {t.replace('_', ' ')}")
+
+    def _plain_alias(self, n: Node) -> tuple[str, str]:
+        """(name, type) of an alias of a plain type; ("", "") for any other naming statement."""
+        if n.type == "alias_declaration":
+            name, kind = n.child_by_field_name("name"), n.child_by_field_name("type")
+            if name is None or kind is None or any(c.type.startswith("abstract_") for c in kind.children):
+                return "", ""
+            return self.text(name), " ".join(self.text(kind).split())
+        if n.type == "type_definition":
+            declarators = [c for i, c in enumerate(n.children) if n.field_name_for_child(i) == "declarator"]
+            if len(declarators) != 1 or declarators[0].type != "type_identifier":
+                return "", ""
+            spelled = [self.text(c) for c in n.children if c.type not in ("typedef", ";") and c != declarators[0]]
+            return self.text(declarators[0]), " ".join(" ".join(spelled).split())
+        return "", ""
 
     def _condition(self, n: Node) -> Expr:
         if n.type == "condition_clause":
@@ -531,18 +546,15 @@ def _param(src: Source, p: Node) -> Param | None:
 
 
 def called_names(text: str) -> set[str]:
-    """The names the code calls unqualified (`f(...)`, `f<T>(...)`, a launch `k<<<...>>>(...)`) or
-    from the global namespace (`::f(...)`): the calls whose meaning a declaration of the program may
-    change (`::max` chooses among every global `max`, the program's too: red team round 138);
-    `ns::f(...)` names another namespace's."""
+    """The names the code calls unqualified (`f(...)`, `f<T>(...)`, a launch `k<<<...>>>(...)`):
+    the calls whose meaning depends on the scope they are written in (`ns::f(...)` and `::f(...)`
+    do not: analysis.global_declarations says what `::f` may find)."""
     src = Source(text)
     found: set[str] = set()
     for node in walk(src.root):
         if node.type != "call_expression":
             continue
         callee = node.child_by_field_name("function")
-        if callee is not None and callee.type == "qualified_identifier" and callee.child_by_field_name("scope") is None:
-            callee = callee.child_by_field_name("name")  # `::f`
         if callee is not None and callee.type == "template_function":
             callee = callee.child_by_field_name("name")
         if callee is not None and callee.type in ("identifier", "field_identifier"):

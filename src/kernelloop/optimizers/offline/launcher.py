@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ...program.macros import Macros, expand
+from ...program.cuda_tree import Source, declared_names, walk
 from ...program.scanner import Item, function_name, scoped_items, strip_comments
 from .cparse import Param, Signature, parse_body, parse_signature
 from .facts import KernelFacts, collect_facts, is_floating_type, not_an_integer
@@ -149,7 +150,7 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
     functions: dict[str, Function] = {}
     ambiguous: set[str] = set()
     problems: list[str] = []
-    for item in items:
+    for index, item in enumerate(items):
         if not item.is_function_definition:
             continue
         name = function_name(item) or ""
@@ -161,13 +162,17 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
             problems.append(f"{name}: {exc}")
             _unread_claims(name, head, functions, ambiguous)
             continue
-        named = next(naming_statements(body), None)
-        if named is not None and {"__global__", "__device__"} & set(sig.qualifiers):
+        if next(naming_statements(body), None) is not None and {"__global__", "__device__"} & set(sig.qualifiers):
             # `using namespace ns;` in device code may make `min(a, b)` a function of ns that the
-            # tiers would take for the math function: a kernel or helper with one is not read
-            problems.append(f"{name}: declares names inside device code ({named.text})")
-            _unread_claims(name, head, functions, ambiguous)
-            continue
+            # tiers would take for the math function: a kernel or helper with one is not read; a
+            # type alias is read as the type it names
+            read = with_aliases_expanded(item, head, body)
+            if isinstance(read, str):
+                problems.append(f"{name}: {read}")
+                _unread_claims(name, head, functions, ambiguous)
+                continue
+            item, body = read
+            items[index] = item  # the part holds the function as read (its aliases spelled out)
         if name in functions or name in ambiguous:
             # Two functions of one name (namespaces, overloads): the tiers look functions up by
             # name, so either could be read for the other (red team round 85); neither is read.
@@ -268,15 +273,18 @@ def expanded_function(fn: Function, macros: Macros) -> Function | str:
     round 134: `c < UNTIL_ODD` read no accumulator, `#define blockDim (FixedBlock{})` gave the row
     tier a block of 128 threads where it launched 256). Refused: a directive inside the function
     (other than #pragma), an expansion that cannot be read for sure, and one that still names a
-    macro of the program (the compiler would expand it again)."""
+    macro of the program (the compiler would expand it again). Comments are left out."""
     text = strip_comments(fn.item.text)
     if _DIRECTIVE_LINE.search(text):
         return "has a preprocessor directive inside it"
     expanded = expand(text, macros)
     if expanded is None:
         return "uses a macro that cannot be read for sure"
-    if expanded == text:
+    if expanded == fn.item.text:
         return fn
+    # read again without its comments too: the tiers find statements by offsets into this text, and
+    # a comment before the thread index moved them (`// one row per thread` made `int row = ...`
+    # look like a second use of blockIdx)
     if macros.names_in(expanded):
         return f"uses a macro whose expansion names a macro again ({sorted(macros.names_in(expanded))[0]})"
     item = Item(fn.item.kind, expanded, fn.item.start, fn.item.end, fn.item.line, fn.item.scope)
@@ -287,8 +295,109 @@ def expanded_function(fn: Function, macros: Macros) -> Function | str:
     except ParseError as exc:
         return f"cannot be read with its macros expanded ({exc})"
     if next(naming_statements(body), None) is not None:
-        return "declares names inside device code once its macros are expanded"
+        read = with_aliases_expanded(item, head, body)
+        if isinstance(read, str):
+            return f"{read} once its macros are expanded"
+        item, body = read
     return Function(fn.name, sig, item, head, body, fn.is_kernel)
+
+
+def _closing(code: str, at: int) -> int | None:
+    """The offset of the bracket closing the one at AT, or None."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    stack: list[str] = []
+    for i in range(at, len(code)):
+        if code[i] in pairs:
+            stack.append(pairs[code[i]])
+        elif code[i] in ")]}":
+            if not stack or stack.pop() != code[i]:
+                return None
+            if not stack:
+                return i
+    return None
+
+
+def _top_level_comma(code: str) -> bool:
+    depth = 0
+    for ch in code:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            return True
+    return False
+
+
+def _blanked(body: str) -> str:
+    """BODY (a function body's text) with its comments and literals as spaces, offsets kept."""
+    prefix = "void kl_f() "
+    src = Source(prefix + body)
+    out = list(body)
+    for node in walk(src.root):
+        if node.type in ("comment", "string_literal", "char_literal", "raw_string_literal"):
+            start, end = src.span(node)
+            out[start - len(prefix):end - len(prefix)] = " " * (end - start)
+    return "".join(out)
+
+
+def with_aliases_expanded(item: Item, head: str, body: Block) -> tuple[Item, Block] | str:
+    """ITEM (a device function whose BODY declares type aliases) with each alias's uses spelled as
+    the type it names and the alias statements left out, read again; or why it cannot be read so.
+    Only aliases of plain types (no `*`, `&`, array or function declarator: `const fptr p` is not
+    `const float* p`), at the body's top level, each declared once, named nowhere before its
+    statement, never as a member or a qualified name, and declared as nothing else in the body; a
+    use as a functional cast `T(x)` is written `((T)(x))` (`T()`, `T(a, b)`, `T{}` are refused).
+    Other naming statements (`using namespace ns;`, `using ns::f;`) are refused: they may change
+    what a call the tiers read (`min(a, b)`) means."""
+    naming = list(naming_statements(body))
+    for u in naming:
+        if not u.alias or "{" in u.aliased or not any(x is u for x in body.body):
+            return f"declares names inside device code ({u.text})"
+    text = item.text[len(head):]
+    aliases = [u.alias for u in naming]
+    if len(set(aliases)) != len(aliases):
+        return f"declares names inside device code ({naming[0].text}) more than once"
+    rest = text
+    for u in reversed(naming):
+        rest = rest[:u.span[0]] + " " * (u.span[1] - u.span[0]) + rest[u.span[1]:]
+    code = _blanked(rest)
+    if set(aliases) & declared_names(code):
+        return f"declares names inside device code ({naming[0].text}) and a name of the same spelling"
+    edits: list[tuple[int, int, str]] = []
+    for u in naming:
+        if re.search(rf"\b{re.escape(u.alias)}\b", code[:u.span[0]]) or \
+                re.search(rf"(?:\.|->|::|~)\s*{re.escape(u.alias)}\b", code):
+            return f"declares names inside device code ({u.text}) named before it or as a member"
+        edits.append((u.span[0], u.span[1], ""))
+        for m in re.finditer(rf"\b{re.escape(u.alias)}\b", code):
+            if m.start() < u.span[1]:
+                continue
+            after = re.compile(r"\s*([({])").match(code, m.end())
+            if after is None:
+                edits.append((m.start(), m.end(), u.aliased))
+                continue
+            # a functional cast `T(x)` is the cast `(T)(x)` (C++ [expr.type.conv]), which reads for
+            # every type (`typename Acc<T>::type(x)` and `unsigned int(x)` do not); `T()`, `T(a, b)`
+            # and `T{...}` have no such spelling
+            close = _closing(code, after.start(1))
+            inner = code[after.start(1) + 1:close] if close is not None else ""
+            if after.group(1) == "{" or close is None or not inner.strip() or _top_level_comma(inner):
+                return f"declares names inside device code ({u.text}) used as a constructor"
+            edits += [(m.start(), m.end(), f"(({u.aliased})"), (close + 1, close + 1, ")")]
+    edits.sort()
+    out, at = [], 0
+    for start, end, new_text in edits:
+        out.append(text[at:start])
+        out.append(new_text)
+        at = end
+    out.append(text[at:])
+    expanded = head + "".join(out)
+    try:
+        new_body = parse_body(expanded[len(head):])
+    except ParseError as exc:
+        return f"cannot be read with its type aliases spelled out ({exc})"
+    if next(naming_statements(new_body), None) is not None:
+        return "declares names inside device code"
+    return Item(item.kind, expanded, item.start, item.end, item.line, item.scope), new_body
 
 
 def read_launcher(fn: Function) -> Launcher:

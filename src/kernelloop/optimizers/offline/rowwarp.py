@@ -590,7 +590,7 @@ def buffers_apart(site: "LaunchSite", stored: Iterable[str], in_place: Iterable[
     # locals), and, where the harness calls a forwarder, the forwarder's parameters it passes on.
     # A pointer held any other way (a local assigned again, a global, a struct's field) cannot be
     # told from another (red team round 137: `next = y; next += 1;`, a forwarder's `run(y + 1, y)`).
-    outer = _forwarded_arguments(lau)
+    outer = _forwarded_arguments(lau, site.part)
     roots: dict[str, set[str]] = {}
     # a buffer as the harness hands it: the roots it is named through and the launch's expression
     buffers: dict[str, tuple[frozenset[str], str]] = {}
@@ -627,30 +627,45 @@ def plain_value(p: Param) -> bool:
     return not p.pointer and "&" not in p.type and (is_integer_type(p.base) or is_floating_type(p.base))
 
 
-def _forwarded_arguments(lau: Launcher) -> dict[str, set[str]]:
+def _forwarded_arguments(lau: Launcher, part: EditablePart) -> dict[str, set[str]]:
     """Where the harness calls a forwarder that calls the launcher: each launcher parameter's root,
     the forwarder's parameter passed to it as is; raises NotARowKernel for a pointer passed any
-    other way (`run(y + 1, y)`: the two overlap where the harness's buffers would not). Empty where
-    the harness calls the launcher itself."""
+    other way (`run(y + 1, y)`: the two overlap where the harness's buffers would not), for a
+    number computed from anything but the forwarder's numbers (`(size_t)(y + 1)` is an address:
+    red team round 139), and for a launcher reached another way too (a second caller in the part,
+    the harness itself). Empty where the harness calls the launcher itself and nothing else does."""
     fwd = lau.forwarder
+    named = re.compile(rf"(?<![\w.]){re.escape(lau.fn.name)}\b")
+    for item in part.items:  # every item, read or not
+        if item is not lau.fn.item and (fwd is None or item is not fwd.item) and \
+                named.search(without_literals(strip_comments(item.text))):
+            raise NotARowKernel(f"is launched through {lau.fn.name}, which other code of the part names too "
+                                f"({item.text.strip().splitlines()[0][:50]}): which buffers it is handed cannot be "
+                                "told from one caller")
     if fwd is None:
         return {}
+    if lau.fn.name in part.harness_referenced:
+        raise NotARowKernel(f"is launched through {lau.fn.name}, which the harness calls besides {fwd.name}")
     body = fwd.body.body
     stmt = body[0] if len(body) == 1 else None
     call = stmt.expr if isinstance(stmt, ExprStmt) else stmt.value if isinstance(stmt, Return) else None
     if not isinstance(call, Call) or len(call.args) != len(lau.fn.sig.params):
         raise NotARowKernel(f"is launched through {fwd.name}, whose call of {lau.fn.name} cannot be read")
     fwd_params = {p.name for p in fwd.sig.params}
+    numbers = {p.name for p in fwd.sig.params if plain_value(p)}
     out: dict[str, set[str]] = {}
     for p, a in zip(lau.fn.sig.params, call.args):
         if isinstance(a, Name) and a.id in fwd_params:
             out[p.name] = {a.id}
-        elif not plain_value(p):
-            # a pointer, or a type that may be one (`typedef float* fptr`: red team round 138)
+        elif plain_value(p) and all(x.id in numbers for x in walk_expr(a) if isinstance(x, Name)) and \
+                not any(isinstance(x, (Call, Unary)) and not (isinstance(x, Unary) and x.op in ("-", "+"))
+                        for x in walk_expr(a)):
+            out[p.name] = set()  # a number computed from the forwarder's numbers and constants
+        else:
+            # a pointer, a type that may be one (`typedef float* fptr`: red team round 138), or a
+            # number that may hold an address (`(size_t)(y + 1)`: round 139)
             raise NotARowKernel(f"is launched through {fwd.name}, which hands {p.name} {to_c(a)} (not one of its "
                                 "own parameters): which buffer it is cannot be told")
-        else:
-            out[p.name] = set()
     return out
 
 
@@ -938,6 +953,10 @@ def in_place_parameters(params: Iterable[Param], stores: Iterable[Access], acces
         mine = [a for a in accesses if a.array is not None and a.array.param is not None and a.array.name == p.name]
         if p.pointer and mine and all(a.offset == element and not a.reinterpreted for a in mine):
             owned.add(p.name)
+    # one element in bytes too: `double* out` and `float* in` at `i` are not (red team round 139)
+    if len({(" ".join(w for w in p.base.split() if w not in ("const", "volatile")), p.pointer)
+            for p in params if p.name in owned}) > 1:
+        return set()
     return owned
 
 

@@ -219,6 +219,10 @@ class Using(Stmt):
     `typedef ... T;`, `namespace a = ns;` (its text, as written)."""
     text: str
     span: tuple[int, int] = field(default=(0, 0), compare=False)
+    # a type alias naming a plain type (no pointer, reference, array or function declarator):
+    # `using acc_t = typename Acc<T>::type;`, `typedef unsigned int uint;`; empty otherwise
+    alias: str = ""
+    aliased: str = ""  # the type it names, as written
 
 
 # -- printing --------------------------------------------------------------------------------
