@@ -38,3 +38,38 @@ def test_the_round_gets_no_tier_rewrite_and_says_why(baseline, why):
         assert why in str(caught), str(caught)
         return
     assert "tier" not in proposal.approach, proposal.approach
+
+
+_FORWARDED = """
+__global__ void scale_rows(float* out, const float* in, int rows, int cols) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  for (int c = 0; c < cols; ++c) out[r * cols + c] = 2.0f * in[r * cols + c];
+}
+template <typename T>
+void run_scale_rows(T* out, const T* in, int rows, int cols) {
+  scale_rows<<<(rows + 127) / 128, 128>>>(out, in, rows, cols);
+}
+DECLARATION
+void launch_scale_rows(float* out, const float* in, int rows, int cols) { run_scale_rows<float>(out, in, rows, cols); }
+"""
+
+
+@pytest.mark.parametrize("declaration, refused", [
+    ("template void run_scale_rows<float>(float*, const float*, int, int);", False),  # an explicit instantiation
+    ("template <typename T> void run_scale_rows(T*, const T*, int, int);", False),  # a declaration
+    ("static auto kl_keep = &run_scale_rows<float>;", True),  # its address, callable from anywhere
+    ("inline void again(float* y, int r, int c) { run_scale_rows<float>(y + 1, y, r, c); }", True),
+])
+def test_a_declaration_of_the_launcher_is_no_second_caller(declaration, refused):
+    from kernelloop.optimizers.offline.launcher import read_editable
+    from kernelloop.optimizers.offline.rowwarp import NotARowKernel, _forwarded_arguments
+
+    part = read_editable(_FORWARDED.replace("DECLARATION", declaration), "launch_scale_rows(out, in, rows, cols);",
+                         ["void launch_scale_rows(float* out, const float* in, int rows, int cols)"])
+    (lau,) = part.launchers
+    if refused:
+        with pytest.raises(NotARowKernel, match="which other code of the part names too"):
+            _forwarded_arguments(lau, part)
+    else:
+        assert _forwarded_arguments(lau, part) == {"out": {"out"}, "in": {"in"}, "rows": {"rows"}, "cols": {"cols"}}

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ...program.macros import program_macros
-from ...program.scanner import Item, in_scope, split_top_level, strip_comments, without_literals
+from ...program.scanner import Item, function_name, in_scope, split_top_level, strip_comments, without_literals
 from .cparse import Param
 from .facts import ATOMICS, PURE_FUNCTIONS, Access, Binding, KernelFacts, collect_facts, integer_of, is_floating_type
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
@@ -637,8 +637,12 @@ def _forwarded_arguments(lau: Launcher, part: EditablePart) -> dict[str, set[str
     fwd = lau.forwarder
     named = re.compile(rf"(?<![\w.]){re.escape(lau.fn.name)}\b")
     for item in part.items:  # every item, read or not
-        if item is not lau.fn.item and (fwd is None or item is not fwd.item) and \
-                named.search(without_literals(strip_comments(item.text))):
+        if item is lau.fn.item or (fwd is not None and item is fwd.item):
+            continue
+        if not item.is_function_definition and function_name(item) == lau.fn.name and \
+                len(named.findall(without_literals(strip_comments(item.text)))) == 1:
+            continue  # a declaration of the launcher itself (`void run(float*, int);`, `template void run<float>(...);`)
+        if named.search(without_literals(strip_comments(item.text))):
             raise NotARowKernel(f"is launched through {lau.fn.name}, which other code of the part names too "
                                 f"({item.text.strip().splitlines()[0][:50]}): which buffers it is handed cannot be "
                                 "told from one caller")
