@@ -57,6 +57,7 @@ from .syntax import (
     ExprStmt,
     For,
     If,
+    Jump,
     Index,
     Launch,
     Member,
@@ -339,6 +340,10 @@ class ItemPlanner:
             return
         if isinstance(s, For):
             self.inner_loop(s, info, stores, declared_inside, reads)
+            return
+        if isinstance(s, Jump) and s.kind == "continue":
+            # ends one iteration (of this loop, or of an inner `for`, whose step is in its header):
+            # which iterations run, and in what order each lane runs its own, is unchanged
             return
         if isinstance(s, If):
             acc = self.compare_update(s)
