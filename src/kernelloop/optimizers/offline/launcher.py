@@ -302,6 +302,10 @@ def expanded_function(fn: Function, macros: Macros) -> Function | str:
     return Function(fn.name, sig, item, head, body, fn.is_kernel)
 
 
+_TYPE_EXPRESSIONS = frozenset({"decltype", "typeof", "__typeof__", "__typeof", "sizeof", "alignof", "__alignof__",
+                               "_Alignof"})
+
+
 def _closing(code: str, at: int) -> int | None:
     """The offset of the bracket closing the one at AT, or None."""
     pairs = {"(": ")", "[": "]", "{": "}"}
@@ -344,8 +348,10 @@ def with_aliases_expanded(item: Item, head: str, body: Block) -> tuple[Item, Blo
     the type it names and the alias statements left out, read again; or why it cannot be read so.
     Only aliases of plain types (no `*`, `&`, array or function declarator: `const fptr p` is not
     `const float* p`), at the body's top level, each declared once, named nowhere before its
-    statement, never as a member or a qualified name, and declared as nothing else in the body; a
-    use as a functional cast `T(x)` is written `((T)(x))` (`T()`, `T(a, b)`, `T{}` are refused).
+    statement, never as a member or a qualified name, and declared as nothing else in the body;
+    the type it names holds no expression (`decltype`, `sizeof`) and no name the body declares or
+    aliases; a use as a functional cast `T(x)` is written `((T)(x))` (`T()`, `T(a, b)`, `T{}` are
+    refused).
     Other naming statements (`using namespace ns;`, `using ns::f;`) are refused: they may change
     what a call the tiers read (`min(a, b)`) means."""
     naming = list(naming_statements(body))
@@ -360,8 +366,17 @@ def with_aliases_expanded(item: Item, head: str, body: Block) -> tuple[Item, Blo
     for u in reversed(naming):
         rest = rest[:u.span[0]] + " " * (u.span[1] - u.span[0]) + rest[u.span[1]:]
     code = _blanked(rest)
-    if set(aliases) & declared_names(code):
+    body_names = declared_names(code)
+    if set(aliases) & body_names:
         return f"declares names inside device code ({naming[0].text}) and a name of the same spelling"
+    for u in naming:
+        # the type's own words must mean at every use what they meant at the alias: no expression
+        # (`decltype(w)` of a `w` a nested block declares again: red team round 140), no name the
+        # body declares or aliases (a later `using a = float;` would rebind `a` in `using b = a;`)
+        words = set(re.findall(r"[A-Za-z_]\w*", u.aliased))
+        rebound = sorted(words & (body_names | set(aliases) | _TYPE_EXPRESSIONS))
+        if rebound:
+            return f"declares names inside device code ({u.text}) naming {rebound[0]}, which may mean another thing where it is used"
     edits: list[tuple[int, int, str]] = []
     for u in naming:
         if re.search(rf"\b{re.escape(u.alias)}\b", code[:u.span[0]]) or \
