@@ -278,8 +278,12 @@ def global_declarations(code: str) -> set[str]:
     """The names CODE declares where a call from the global namespace (`::f(...)`) finds them: the
     global namespace itself, an `extern` block, an unnamed or inline namespace; every name it
     declares anywhere where one of those holds a using-directive or using-declaration."""
+    # a namespace once opened `inline` stays inline where it is opened again without the word
+    # (red team round 141: `inline namespace compat {}` in the preamble, `namespace compat {...}` after)
+    inline = set(re.findall(r"\binline\s+namespace\s+([A-Za-z_]\w*)", strip_comments(code)))
     visible = [item for item in scoped_items(code) if all(
-        block.startswith("extern") or block.startswith("inline") or block.strip() == "namespace" for block in item.scope)]
+        block.startswith("extern") or block.startswith("inline") or block.strip() == "namespace"
+        or block.split()[-1] in inline for block in item.scope)]
     if any(re.match(r"\s*using\b", strip_comments(item.text)) for item in visible):
         return declared_names(code)
     return declared_names("\n".join(item.text for item in visible))

@@ -595,7 +595,7 @@ def buffers_apart(site: "LaunchSite", stored: Iterable[str], in_place: Iterable[
     # locals), and, where the harness calls a forwarder, the forwarder's parameters it passes on.
     # A pointer held any other way (a local assigned again, a global, a struct's field) cannot be
     # told from another (red team round 137: `next = y; next += 1;`, a forwarder's `run(y + 1, y)`).
-    outer = _forwarded_arguments(lau, site.part)
+    outer = _forwarded_arguments(lau, site.part, site.preamble_macros)
     roots: dict[str, set[str]] = {}
     # a buffer as the harness hands it: the roots it is named through and the launch's expression
     buffers: dict[str, tuple[frozenset[str], str]] = {}
@@ -632,7 +632,7 @@ def plain_value(p: Param) -> bool:
     return not p.pointer and "&" not in p.type and (is_integer_type(p.base) or is_floating_type(p.base))
 
 
-def _forwarded_arguments(lau: Launcher, part: EditablePart) -> dict[str, set[str]]:
+def _forwarded_arguments(lau: Launcher, part: EditablePart, preamble_macros: str = "") -> dict[str, set[str]]:
     """Where the harness calls a forwarder that calls the launcher: each launcher parameter's root,
     the forwarder's parameter passed to it as is; raises NotARowKernel for a pointer passed any
     other way (`run(y + 1, y)`: the two overlap where the harness's buffers would not), for a
@@ -641,6 +641,12 @@ def _forwarded_arguments(lau: Launcher, part: EditablePart) -> dict[str, set[str
     the harness itself). Empty where the harness calls the launcher itself and nothing else does."""
     fwd = lau.forwarder
     named = re.compile(rf"(?<![\w.]){re.escape(lau.fn.name)}\b")
+    # a macro may name it where its uses do not (red team round 141: `#define RUN run_smooth_rows`
+    # in the frozen preamble, `RUN(y + 1, y, ...)` in the part), or make the name by pasting
+    macros = "\n".join([preamble_macros, *(item.text for item in part.items if item.kind == "preproc")])
+    if named.search(without_literals(strip_comments(preamble_macros))) or "##" in strip_comments(macros):
+        raise NotARowKernel(f"is launched through {lau.fn.name}, which a macro of the program may name: "
+                            "which buffers it is handed cannot be told from one caller")
     for item in part.items:  # every item, read or not
         if item is lau.fn.item or (fwd is not None and item is fwd.item):
             continue
@@ -986,6 +992,8 @@ class LaunchSite:
     # the part's item the kernel is (`kernel` is read from its text with the program's macros
     # expanded: launcher.expanded_function); None: the kernel's own item
     source_item: Item | None = None
+    # the frozen preamble's #define directives: a macro there may name the launcher (round 141)
+    preamble_macros: str = ""
 
     @property
     def kernel_item(self) -> Item:
@@ -1127,6 +1135,9 @@ def verified_instantiation(launcher: Launcher) -> str | None:
     return " && ".join(terms)
 
 
+_DEFINE_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*define\b.*$", re.M)
+
+
 def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[LaunchSite | tuple[str, str]]:
     """Every launch of a kernel of the editable part in the launchers the harness calls: a
     LaunchSite where the kernel's thread mapping may change, else (kernel name, why not)."""
@@ -1144,6 +1155,7 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
     frozen_helpers = [f for f in frozen_read if isinstance(f, Function)]
     helpers = pure_helpers(readable + frozen_helpers)
     harness_code = without_literals(harness)  # a message naming the kernel is no use of it
+    defines = "\n".join(m.group(0) for m in _DEFINE_DIRECTIVE.finditer(strip_comments(preamble).replace("\\\n", " ")))
     sites: list[LaunchSite | tuple[str, str]] = []
     for lau in part.launchers:
         for stmt in launches_in(lau.fn.body):
@@ -1167,7 +1179,7 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
                     why = str(exc)
             sites.append((name, why) if why is not None else
                          LaunchSite(part, lau.fn, stmt, read, helpers, verified, program_constants,  # type: ignore[arg-type]
-                                    source_item=fn.item))
+                                    source_item=fn.item, preamble_macros=defines))
     return sites
 
 
