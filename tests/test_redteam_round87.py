@@ -5,7 +5,6 @@ found first (an `int fmaxf(int, int)`, an `int expf(int)`); and a name declared 
 
 from __future__ import annotations
 
-import re
 
 import pytest
 
@@ -18,23 +17,19 @@ from .test_redteam_round85 import _proposals
 ROUND = FIXTURES / "redteam" / "round87"
 
 
-@pytest.mark.parametrize("path, emitted", [
-    # round 87 found these rewrites calling the namespace's own overload; round 88's fix writes every
-    # library call it adds by its global name, so the rewrite is right whatever the namespace holds
-    ("ns_fmaxf_overload_row/baseline.cu", "::fmaxf(m, ::__shfl_xor_sync("),
-    ("ns_fmaxf_overload_row/baseline_int.cu", "::fmaxf(m, ::__shfl_xor_sync("),
-    ("ns_expf_overload_template/baseline.cu", "::expf("),
-    ("macro_defined_exp/baseline.cu", None),  # the kernel calls the program's own exp: not read
-])
-def test_no_rewrite_calls_a_name_the_program_gives_its_own_meaning(path, emitted):
+@pytest.mark.parametrize("path, declared", [("ns_fmaxf_overload_row/baseline.cu", "fmaxf"),
+                                            ("ns_fmaxf_overload_row/baseline_int.cu", "fmaxf"),
+                                            ("ns_expf_overload_template/baseline.cu", "expf"),
+                                            ("macro_defined_exp/baseline.cu", "exp")])
+def test_no_rewrite_calls_a_name_the_program_gives_its_own_meaning(path, declared):
+    # round 87 found these rewrites calling the namespace's own overload; round 88 wrote the calls a
+    # rewrite adds as `::fmaxf`; rounds 138-142 found `::name` reaching the program's own
+    # declarations too (a global template, an inline namespace), so now a rewrite that adds a call
+    # of a name the program declares anywhere is not proposed at all
     sources = _proposals(ROUND / path)
-    if emitted is None:
-        assert sources == []
-        return
     added = [line for source in sources for line in source.splitlines()
-             if "kl_" in line and ("fmaxf(" in line or "expf(" in line)]
-    assert any(emitted in line for line in added), added
-    assert not any(re.search(r"(?<![:\w])(fmaxf|expf)\(", line) for line in added), added
+             if "kl_" in line and f"::{declared}(" in line]
+    assert added == [], added
 
 
 def test_a_name_passed_to_a_function_like_macro_or_declared_in_a_macro_body_counts_as_declared():

@@ -261,32 +261,18 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
         return len(re.findall(rf"(?<![\w.:]){qualifier}{re.escape(name)}\s*(?:<[^<>;]*>)?\s*\(", text))
 
     clashes |= {n for n in device_visible if n in _BUILTIN_VARIABLES and n in identifiers}
-    # a function the program declares that the rewrite calls unqualified more often than the part
-    # did (the part's own calls and definitions, copied, keep their meaning); called as `::name`, one
-    # the global namespace holds (red team round 138: the program's template `max(A, B)` beat the
-    # library's `max(int, int)` for the rewrite's `::max(short, int)`)
+    # a function the program declares that the rewrite calls unqualified, or as `::name`, more often
+    # than the part did (the part's own calls and definitions, copied, keep their meaning). A
+    # declaration anywhere counts for `::name` too: what the global namespace holds is not read
+    # from the program's blocks (red team rounds 138, 141, 142: the program's `max` reached it
+    # as a global template, through an inline namespace reopened without `inline`, and through a
+    # nested opener `namespace compat::detail`)
     clashes |= {n for n in declared if _is_function(n) and n in calls
                 and count_calls(n, code, "") > count_calls(n, before, "")}
-    in_global = global_declarations(f"{preamble}\n{editable}")
     qualified = set(re.findall(r"(?<![\w.:])::\s*([A-Za-z_]\w*)\s*(?:<[^<>;]*>)?\s*\(", code))
-    clashes |= {n for n in qualified if _is_function(n) and (n in in_global or UNKNOWN_NAMES in in_global)
+    clashes |= {n for n in qualified if _is_function(n) and (n in declared or UNKNOWN_NAMES in declared)
                 and count_calls(n, code, r"::\s*") > count_calls(n, before, r"::\s*")}
     return sorted(clashes)
-
-
-def global_declarations(code: str) -> set[str]:
-    """The names CODE declares where a call from the global namespace (`::f(...)`) finds them: the
-    global namespace itself, an `extern` block, an unnamed or inline namespace; every name it
-    declares anywhere where one of those holds a using-directive or using-declaration."""
-    # a namespace once opened `inline` stays inline where it is opened again without the word
-    # (red team round 141: `inline namespace compat {}` in the preamble, `namespace compat {...}` after)
-    inline = set(re.findall(r"\binline\s+namespace\s+([A-Za-z_]\w*)", strip_comments(code)))
-    visible = [item for item in scoped_items(code) if all(
-        block.startswith("extern") or block.startswith("inline") or block.strip() == "namespace"
-        or block.split()[-1] in inline for block in item.scope)]
-    if any(re.match(r"\s*using\b", strip_comments(item.text)) for item in visible):
-        return declared_names(code)
-    return declared_names("\n".join(item.text for item in visible))
 
 
 # CUDA's built-in variables and the types and runtime names the rewrites write themselves

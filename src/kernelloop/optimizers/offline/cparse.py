@@ -548,7 +548,7 @@ def _param(src: Source, p: Node) -> Param | None:
 def called_names(text: str) -> set[str]:
     """The names the code calls unqualified (`f(...)`, `f<T>(...)`, a launch `k<<<...>>>(...)`):
     the calls whose meaning depends on the scope they are written in (`ns::f(...)` and `::f(...)`
-    do not: analysis.global_declarations says what `::f` may find)."""
+    do not; analysis.names_the_rewrite_adds counts `::f` calls apart)."""
     src = Source(text)
     found: set[str] = set()
     for node in walk(src.root):
