@@ -306,6 +306,21 @@ _TYPE_EXPRESSIONS = frozenset({"decltype", "typeof", "__typeof__", "__typeof", "
                                "_Alignof"})
 
 
+def spliced(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """TEXT with each (start, end, new text) of EDITS put in; ValueError where two overlap."""
+    edits = sorted(edits)
+    for (_, e1, _), (s2, _, _) in zip(edits, edits[1:]):
+        if s2 < e1:
+            raise ValueError("overlapping edits")
+    out, pos = [], 0
+    for start, end, new_text in edits:
+        out.append(text[pos:start])
+        out.append(new_text)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def _closing(code: str, at: int) -> int | None:
     """The offset of the bracket closing the one at AT, or None."""
     pairs = {"(": ")", "[": "]", "{": "}"}
@@ -398,14 +413,7 @@ def with_aliases_expanded(item: Item, head: str, body: Block) -> tuple[Item, Blo
             if after.group(1) == "{" or close is None or not inner.strip() or _top_level_comma(inner):
                 return f"declares names inside device code ({u.text}) used as a constructor"
             edits += [(m.start(), m.end(), f"(({u.aliased})"), (close + 1, close + 1, ")")]
-    edits.sort()
-    out, at = [], 0
-    for start, end, new_text in edits:
-        out.append(text[at:start])
-        out.append(new_text)
-        at = end
-    out.append(text[at:])
-    expanded = head + "".join(out)
+    expanded = head + spliced(text, edits)
     try:
         new_body = parse_body(expanded[len(head):])
     except ParseError as exc:

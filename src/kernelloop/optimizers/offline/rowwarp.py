@@ -42,7 +42,7 @@ from ...program.scanner import Item, function_name, in_scope, split_top_level, s
 from .cparse import Param
 from .facts import ATOMICS, PURE_FUNCTIONS, Access, Binding, KernelFacts, collect_facts, integer_of, is_floating_type
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
-from .launcher import EditablePart, Function, Launcher, expanded_function, read_editable, statement_exprs
+from .launcher import EditablePart, Function, Launcher, expanded_function, read_editable, spliced, statement_exprs
 from .sizes import is_integer_type, known_constants
 from .symbolic import Poly, is_uniform_atom
 from .syntax import (
@@ -864,17 +864,10 @@ def _plus(n: int) -> str:
 
 
 def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
-    edits = sorted(edits)
-    for (_, e1, _), (s2, _, _) in zip(edits, edits[1:]):
-        if s2 < e1:
-            raise NotARowKernel("overlapping rewrites")
-    out, pos = [], 0
-    for s, e, new in edits:
-        out.append(text[pos:s])
-        out.append(new)
-        pos = e
-    out.append(text[pos:])
-    return "".join(out)
+    try:
+        return spliced(text, edits)
+    except ValueError:
+        raise NotARowKernel("overlapping rewrites") from None
 
 
 ITEM_COUNT = "kl_items"  # the baseline's thread count, passed to a rewritten kernel
