@@ -73,13 +73,22 @@ def _known_by_spelling() -> frozenset[str]:
     return frozenset(PURE_FUNCTIONS | set(_MAX_CALLS) | ATOMICS | set(_EXP) | _PURE_MATH | set(_EPILOGUE_CALLS))
 
 
+def macro_words(code: str) -> set[str]:
+    """Every name a `#define` of CODE writes in its body: a declaration may get its name there
+    (red team round 143: `#define COMPAT_CLAMP max` then `int COMPAT_CLAMP(short, int)` declares
+    `max`, which declared_names, reading before macros, sees as COMPAT_CLAMP)."""
+    lines = re.findall(r"^[ \t]*#[ \t]*define[ \t]+\w+(?:\([^)]*\))?(.*)$",
+                       without_literals(strip_comments(code)).replace("\\\n", " "), re.M)
+    return {w for line in lines for w in re.findall(r"[A-Za-z_]\w*", line)}
+
+
 def without_shadowed(part: EditablePart, editable: str, preamble: str) -> EditablePart:
     """The part without the functions whose names may not mean what the tiers read them as (red
     team round 86): one that calls a name the tiers read by its spelling (`max`, `exp`,
     `atomicAdd`) which the program declares itself, anywhere (a namespace's own `max`, a
     using-declaration, a macro, the frozen part); and one whose own name the frozen part also
     declares (an overload or template there may be what a launch or call means)."""
-    declared = declared_names(f"{preamble}\n{editable}")
+    declared = declared_names(f"{preamble}\n{editable}") | macro_words(f"{preamble}\n{editable}")
     shadowed = _known_by_spelling() & declared if UNKNOWN_NAMES not in declared else _known_by_spelling()
     frozen = declared_names(preamble)
     besides = _declared_besides_definitions(part)
@@ -222,7 +231,7 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     except KernelloopError:
         rewritten = source  # the editable part alone
     added = called_names(rewritten) - called_names(editable)
-    declared = declared_names(f"{preamble}\n{editable}")
+    declared = declared_names(f"{preamble}\n{editable}") | macro_words(f"{preamble}\n{editable}")
     clashes = set(added if UNKNOWN_NAMES in declared else added & declared)
     # The names a rewrite makes up for itself (its traits `kl_number`, `kl_same_type`, their
     # parameters, its locals `kl_lane`, `kl_offset`): the program must name none of them, anywhere,
