@@ -74,12 +74,17 @@ def _known_by_spelling() -> frozenset[str]:
 
 
 def macro_words(code: str) -> set[str]:
-    """Every name a `#define` of CODE writes in its body: a declaration may get its name there
-    (red team round 143: `#define COMPAT_CLAMP max` then `int COMPAT_CLAMP(short, int)` declares
-    `max`, which declared_names, reading before macros, sees as COMPAT_CLAMP)."""
-    lines = re.findall(r"^[ \t]*#[ \t]*define[ \t]+\w+(?:\([^)]*\))?(.*)$",
-                       without_literals(strip_comments(code)).replace("\\\n", " "), re.M)
-    return {w for line in lines for w in re.findall(r"[A-Za-z_]\w*", line)}
+    """The names a `#define` of CODE stands for where its body is only a name (`max`, `::ns::max`):
+    a declaration may get its name through it (red team round 143: `#define COMPAT_CLAMP max`
+    then `int COMPAT_CLAMP(short, int)` declares `max`, which declared_names, reading before
+    macros, sees as COMPAT_CLAMP). A body that computes (`sqrtf(2.0f / M_PI)`) names no declaration;
+    what a body declares and the names a function-like macro is handed, declared_names reads."""
+    bodies = re.findall(r"^[ \t]*#[ \t]*define[ \t]+\w+(?:\([^)]*\))?(.*)$",
+                        without_literals(strip_comments(code)).replace("\\\n", " "), re.M)
+    return {w for body in bodies if _ONLY_A_NAME.fullmatch(body.strip()) for w in re.findall(r"[A-Za-z_]\w*", body)}
+
+
+_ONLY_A_NAME = re.compile(r"(?:::\s*)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*")
 
 
 def without_shadowed(part: EditablePart, editable: str, preamble: str) -> EditablePart:
