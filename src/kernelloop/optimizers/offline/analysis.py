@@ -77,11 +77,27 @@ def macro_words(code: str) -> set[str]:
     """The names a `#define` of CODE stands for where its body is only a name (`max`, `::ns::max`):
     a declaration may get its name through it (red team round 143: `#define COMPAT_CLAMP max`
     then `int COMPAT_CLAMP(short, int)` declares `max`, which declared_names, reading before
-    macros, sees as COMPAT_CLAMP). A body that computes (`sqrtf(2.0f / M_PI)`) names no declaration;
-    what a body declares and the names a function-like macro is handed, declared_names reads."""
-    bodies = re.findall(r"^[ \t]*#[ \t]*define[ \t]+\w+(?:\([^)]*\))?(.*)$",
-                        without_literals(strip_comments(code)).replace("\\\n", " "), re.M)
-    return {w for body in bodies if _ONLY_A_NAME.fullmatch(body.strip()) for w in re.findall(r"[A-Za-z_]\w*", body)}
+    macros, sees as COMPAT_CLAMP), and every name handed to a function-like macro where it is used.
+    A body that computes (`sqrtf(2.0f / M_PI)`) names no declaration; what a body declares,
+    declared_names reads."""
+    text = without_literals(strip_comments(code)).replace("\\\n", " ")
+    bodies = re.findall(r"^[ \t]*#[ \t]*define[ \t]+\w+(?:\([^)]*\))?(.*)$", text, re.M)
+    words = {w for body in bodies if _ONLY_A_NAME.fullmatch(body.strip()) for w in re.findall(r"[A-Za-z_]\w*", body)}
+    # every name handed to a function-like macro, wherever it is used: its body may declare it
+    # (red team round 144: `COMPAT_DECL(max) { ... }`, read as a definition of COMPAT_DECL)
+    functional = set(re.findall(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(", text, re.M))
+    code_lines = re.sub(r"^[ \t]*#.*$", "", text, flags=re.M)
+    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", code_lines):
+        if m.group(1) in functional:
+            depth, end = 0, len(code_lines)
+            for i in range(m.end() - 1, len(code_lines)):
+                depth += code_lines[i] == "("
+                depth -= code_lines[i] == ")"
+                if depth == 0:
+                    end = i
+                    break
+            words |= set(re.findall(r"[A-Za-z_]\w*", code_lines[m.end():end]))
+    return words
 
 
 _ONLY_A_NAME = re.compile(r"(?:::\s*)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*")
