@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ...errors import KernelloopError
 from ...program.init import type_aliases, without_alias_definitions
+from ...program.macros import expand, program_macros
 from ...program.phases import unread_spelling
 from ...program.scanner import function_name, scoped_items, strip_comments, without_literals
 from ...program.split import split_program
@@ -73,6 +74,18 @@ def _known_by_spelling() -> frozenset[str]:
     return frozenset(PURE_FUNCTIONS | set(_MAX_CALLS) | ATOMICS | set(_EXP) | _PURE_MATH | set(_EPILOGUE_CALLS))
 
 
+def program_declarations(preamble: str, editable: str) -> set[str]:
+    """Every name the program's code before the harness declares, read as written and as the
+    compiler reads it, its macros expanded (red team rounds 143-145: `#define COMPAT_CLAMP max`,
+    `COMPAT_DECL(max) {...}`, `#define COMPAT_DEFINE COMPAT_DECL` each declared a `max` the text
+    did not show); UNKNOWN_NAMES (any name) where the expansion cannot be read for sure."""
+    code = f"{preamble}\n{editable}"
+    found = declared_names(code) | macro_words(code)
+    lines = re.sub(r"^[ \t]*#.*(?:\\\n.*)*$", "", strip_comments(code), flags=re.M)
+    expanded = expand(lines, program_macros(preamble, editable))
+    return found | ({UNKNOWN_NAMES} if expanded is None else declared_names(expanded))
+
+
 def macro_words(code: str) -> set[str]:
     """The names a `#define` of CODE stands for where its body is only a name (`max`, `::ns::max`):
     a declaration may get its name through it (red team round 143: `#define COMPAT_CLAMP max`
@@ -109,7 +122,7 @@ def without_shadowed(part: EditablePart, editable: str, preamble: str) -> Editab
     `atomicAdd`) which the program declares itself, anywhere (a namespace's own `max`, a
     using-declaration, a macro, the frozen part); and one whose own name the frozen part also
     declares (an overload or template there may be what a launch or call means)."""
-    declared = declared_names(f"{preamble}\n{editable}") | macro_words(f"{preamble}\n{editable}")
+    declared = program_declarations(preamble, editable)
     shadowed = _known_by_spelling() & declared if UNKNOWN_NAMES not in declared else _known_by_spelling()
     frozen = declared_names(preamble)
     besides = _declared_besides_definitions(part)
@@ -252,7 +265,7 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     except KernelloopError:
         rewritten = source  # the editable part alone
     added = called_names(rewritten) - called_names(editable)
-    declared = declared_names(f"{preamble}\n{editable}") | macro_words(f"{preamble}\n{editable}")
+    declared = program_declarations(preamble, editable)
     clashes = set(added if UNKNOWN_NAMES in declared else added & declared)
     # The names a rewrite makes up for itself (its traits `kl_number`, `kl_same_type`, their
     # parameters, its locals `kl_lane`, `kl_offset`): the program must name none of them, anywhere,

@@ -409,7 +409,7 @@ def with_aliases_expanded(item: Item, head: str, body: Block) -> tuple[Item, Blo
             # every type (`typename Acc<T>::type(x)` and `unsigned int(x)` do not); `T()`, `T(a, b)`
             # and `T{...}` have no such spelling
             before = code[:m.start()].rstrip()
-            if not before or before[-1] in ";{}):" or re.search(r"\b(?:else|do)$", before):
+            if not before or before[-1] in ";{}):]" or re.search(r"\b(?:else|do)$", before):
                 # at a statement's start `T (t);` declares t (red team round 144): not a cast
                 return f"declares names inside device code ({u.text}) used where it may declare a name"
             close = _closing(code, after.start(1))
