@@ -100,7 +100,8 @@ def test_a_loop_that_stores_and_sums_what_it_stored_is_split_and_a_max_by_compar
     kinds = [(lp.kind, sorted(lp.accumulators.values())) for lp in plan.loops]
     assert kinds == [("reduce", ["max"]), ("map", ["sum"]), ("map", [])]
     text = rewrite_kernel(fn, plan)
-    assert "maxval = ::fmaxf(maxval, ::__shfl_xor_sync(0xffffffffu, maxval, kl_offset));" in text
+    exact = "(typename ::kl_lib<decltype(maxval)>::type)(maxval)"
+    assert f"maxval = ::fmaxf({exact}, ::__shfl_xor_sync(0xffffffffu, {exact}, kl_offset));" in text
     assert "const double kl_sum_before = sum; sum = 0;" in text
     assert "sum = kl_sum_before + sum;" in text  # the value before the loop is kept, whatever it was
 

@@ -340,7 +340,7 @@ def _relied_on(name: str) -> bool:
 # The names the tiers' rewrites make up begin so (`kl_lane`, `kl_number`, `KlT`).
 _MADE_UP = re.compile(r"(?:kl|Kl|KL)_|Kl[A-Z]")
 # The helpers a rewrite defines before the program's own code: named by the program, they may be its own.
-_TIER_HELPERS = frozenset({"kl_number", "kl_integer", "kl_same_type", "KlT", "KlA", "KlB"})
+_TIER_HELPERS = frozenset({"kl_number", "kl_integer", "kl_same_type", "kl_lib", "KlT", "KlA", "KlB"})
 
 
 def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:

@@ -772,6 +772,14 @@ def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset(), constants
 
 # -- emission --------------------------------------------------------------------------------------
 
+def _exact(name: str) -> str:
+    """NAME converted to the type of the library overload its combine calls (int for the types
+    narrower than int, its own type otherwise): the library's own `::max(int, int)` or
+    `__shfl_xor_sync(unsigned, int, int, int)` is then an exact match, which no overload or template
+    of the program can beat (red team rounds 138, 141-146: the program's `max(short, int)` did)."""
+    return f"(typename ::kl_lib<decltype({name})>::type)({name})"
+
+
 def _arg_combine(value: str, index: str, kind: str) -> str:
     """Lanes meet pairwise (xor): the better value wins, a tie goes to the smaller index (the first
     in loop order: each lane saw its counters in increasing order). A lane that never moved holds
@@ -780,18 +788,18 @@ def _arg_combine(value: str, index: str, kind: str) -> str:
     better = ">" if kind == "argmax" else "<"
     tie = "<"
     return (f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) {{ "
-            f"const auto kl_other = ::__shfl_xor_sync(0xffffffffu, {value}, kl_offset); "
-            f"const auto kl_other_at = ::__shfl_xor_sync(0xffffffffu, {index}, kl_offset); "
+            f"const auto kl_other = ::__shfl_xor_sync(0xffffffffu, {_exact(value)}, kl_offset); "
+            f"const auto kl_other_at = ::__shfl_xor_sync(0xffffffffu, {_exact(index)}, kl_offset); "
             f"if (kl_other {better} {value} || (kl_other == {value} && kl_other_at {tie} {index})) "
             f"{{ {value} = kl_other; {index} = kl_other_at; }} }}")
 
 
 def _shuffle_combine(name: str, kind: str, ctype: str) -> str:
     if kind == "sum":
-        step = f"{name} += ::__shfl_xor_sync(0xffffffffu, {name}, kl_offset);"
+        step = f"{name} += ::__shfl_xor_sync(0xffffffffu, {_exact(name)}, kl_offset);"
     else:
         fn = {"float": f"f{kind}f", "double": f"f{kind}"}.get(ctype, kind)
-        step = f"{name} = ::{fn}({name}, ::__shfl_xor_sync(0xffffffffu, {name}, kl_offset));"
+        step = f"{name} = ::{fn}({_exact(name)}, ::__shfl_xor_sync(0xffffffffu, {_exact(name)}, kl_offset));"
     return f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) {step}"
 
 
@@ -827,7 +835,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
                 op = BIT_KINDS[kind]
                 before.append(f"const {b.type} kl_{b.name}_before = {b.name}; {b.name} = {bit_identity(kind, b.type)};")
                 after.append(f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) "
-                             f"{b.name} {op}= ::__shfl_xor_sync(0xffffffffu, {b.name}, kl_offset);")
+                             f"{b.name} {op}= ::__shfl_xor_sync(0xffffffffu, {_exact(b.name)}, kl_offset);")
                 after.append(f"{b.name} = kl_{b.name}_before {op} {b.name};")
             elif kind in ARG_KINDS:
                 after.append(_arg_combine(b.name, plan.bindings[loop.partners[key]].name, kind))
@@ -1059,7 +1067,11 @@ NUMBER_TYPES = ("char", "signed char", "unsigned char", "short", "unsigned short
 NUMBER_TYPE = ("template <class KlT> struct kl_number { static constexpr bool value = false; };\n"
                "template <class KlT> struct kl_number<const KlT> : kl_number<KlT> {};\n"
                + "\n".join(f"template <> struct kl_number<{t}> {{ static constexpr bool value = true; }};"
-                           for t in NUMBER_TYPES))
+                           for t in NUMBER_TYPES)
+               # the type a combine's library call takes a number as (_exact): int below int's width
+               + "\ntemplate <class KlT> struct kl_lib { typedef KlT type; };\n"
+               + "\n".join(f"template <> struct kl_lib<{t}> {{ typedef int type; }};"
+                           for t in ("bool", "char", "signed char", "unsigned char", "short", "unsigned short")))
 
 
 # An integer type's width and signedness, as the compiler knows them (0 bits: no built-in integer).
