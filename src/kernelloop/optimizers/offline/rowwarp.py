@@ -1070,6 +1070,8 @@ NUMBER_TYPE = ("template <class KlT> struct kl_number { static constexpr bool va
                            for t in NUMBER_TYPES)
                # the type a combine's library call takes a number as (_exact): int below int's width
                + "\ntemplate <class KlT> struct kl_lib { typedef KlT type; };\n"
+               + "template <class KlT> struct kl_lib<const KlT> : kl_lib<KlT> {};\n"
+               + "template <class KlT> struct kl_lib<volatile KlT> : kl_lib<KlT> {};\n"
                + "\n".join(f"template <> struct kl_lib<{t}> {{ typedef int type; }};"
                            for t in ("bool", "char", "signed char", "unsigned char", "short", "unsigned short")))
 
