@@ -132,7 +132,9 @@ __global__ void sgemm_tiled(int M, int N, int K, float alpha, const float* __res
 
 def _figures(summary: dict) -> str:
     """What a run measured, for the junit report (--junitxml) the closing notes quote."""
-    attempts = [f"{a.get('approach')}: {a.get('outcome')} {a.get('speedup')}" for a in summary.get("attempts") or []]
+    attempts = [f"{a.get('approach')}: {a.get('outcome')} {a.get('speedup')}"
+                + ("" if a.get("outcome") == "accepted" else f" ({str(a.get('reason'))[:400]})")
+                for a in summary.get("attempts") or []]
     return json.dumps({"status": summary["status"], "attempts": attempts, "gpu": summary["gpu"],
                        "speedup": (summary.get("verify") or {}).get("speedup"), "stop_reason": summary["stop_reason"]})
 

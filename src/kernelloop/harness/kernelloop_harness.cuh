@@ -1282,11 +1282,15 @@ class Harness {
       check_harness_memory(c);
       check_guards(c);
       check_inputs(c);
-      sample_outputs(c, read_secret());
+      const uint64_t sample_draw = read_secret();
+      sample_outputs(c, sample_draw);
       s.state_after[c] = part_state(state_key(c)).digest;
       // The repeat of an earlier call's inputs: before the last call (whose outputs are dumped
-      // whole), or after it when it is the only one.
-      if (c == opt.calls - 2 || opt.calls == 1) replay_calls(launch);
+      // whole), or after it when it is the only one. Its draw comes from this call's sample draw,
+      // not a read of its own: the stream stays two draws per timed call, the layout the verifier
+      // reads each call's stress from (runs.stressed_calls). An extra read here shifted the last
+      // call's draw, so the verifier judged the dumped call as stressed or not at random.
+      if (c == opt.calls - 2 || opt.calls == 1) replay_calls(launch, mix64(sample_draw ^ 0x5245504C4159ull));
     }
     write_state();
     double total = 0.0;
@@ -1560,10 +1564,9 @@ class Harness {
   // what it held after call i, so it cannot know what calls i+1 .. j-1 left, which its state after
   // call j holds if it counts calls or remembers them (a part that recognises repeated inputs and
   // rewinds its history to match: red team round 71).
-  template <class Launch> void replay_calls(Launch& launch) {
+  template <class Launch> void replay_calls(Launch& launch, uint64_t draw) {
     State& s = st();
     const int done = s.calls + 1;  // timed calls made so far
-    const uint64_t draw = read_secret();
     s.replay_same = true;
     if (done >= 3) {
       const int first = (int)(draw % (uint64_t)(done - 2));
