@@ -105,7 +105,8 @@ def test_a_float_max_accumulator_combines_as_fmaxf_does():
         "s += in[(size_t)r * cols + c];", "{ float v = in[(size_t)r * cols + c]; if (v > s) s = v; }")
     fn, helpers = _kernel(text)
     out = rewrite_kernel(fn, plan_column_split(fn, helpers), 32)
-    assert "s = ::fmaxf(s, kl_p);" in out and "kl_s_before" not in out
+    assert ("s = ::fmaxf((typename ::kl_lib<decltype(s)>::type)(s), (typename ::kl_lib<decltype(kl_p)>::type)(kl_p));"
+            in out and "kl_s_before" not in out), out
 
 
 @pytest.mark.parametrize("text, why", [

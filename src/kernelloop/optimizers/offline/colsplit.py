@@ -32,6 +32,7 @@ from .launcher import EditablePart, Function
 from .rowwarp import (
     BIT_KINDS,
     ITEM_COUNT,
+    _exact,
     _plus,
     ItemPlanner,
     LaunchSite,
@@ -41,6 +42,7 @@ from .rowwarp import (
     RowPlan,
     apply_edits,
     bit_identity,
+    extreme_of,
     rounded_launch,
     tier_rewrites,
     with_item_count,
@@ -125,17 +127,11 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
             combine.append(f"{{ {b.type} kl_total = {part}[0][threadIdx.x]; for (int kl_s = 1; kl_s < {split}; "
                            f"++kl_s) kl_total {op}= {part}[kl_s][threadIdx.x]; {b.name} = kl_{b.name}_before {op} kl_total; }}")
         else:
-            # Floats combine as fmaxf/fminf do: a partial that saw no element is the seed, which may be
-            # NaN (`m = x[c]` read as the seed); fmaxf passes over it as the loop did over its own
-            # seed, where `m < p` keeps it (red team round 109: NaN for most splits of a 16-row max).
-            # A loop that compares (`if (v > m) m = v`) keeps a NaN seed in every slice, and so does
-            # fmaxf of NaNs. Integers have no NaN: the comparison.
-            floats = {"float": ("fmaxf", "fminf"), "double": ("fmax", "fmin")}
-            if b.type in floats:
-                pick = floats[b.type][0 if kind == "max" else 1]
-                update = f"{b.name} = ::{pick}({b.name}, kl_p);"
-            else:
-                update = f"if ({b.name} {'<' if kind == 'max' else '>'} kl_p) {b.name} = kl_p;"
+            # The partials meet as the row tier's lanes do (extreme_of): fmaxf/fminf for floats,
+            # whatever their spelling, so a partial that saw no element (its seed, perhaps NaN: `m =
+            # x[c]` read as the seed) is passed over as the loop passed over its own seed, where
+            # `m < p` keeps it (red team round 109; round 148 for a float spelled `real` or `T`).
+            update = f"{b.name} = {extreme_of(kind, b.type, b.name, _exact('kl_p'))};"
             combine.append(f"for (int kl_s = 0; kl_s < {split}; ++kl_s) {{ const {b.type} kl_p = {part}[kl_s][threadIdx.x]; "
                            f"{update} }}")
     f_start, f_end = s.span

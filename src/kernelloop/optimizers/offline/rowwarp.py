@@ -794,12 +794,23 @@ def _arg_combine(value: str, index: str, kind: str) -> str:
             f"{{ {value} = kl_other; {index} = kl_other_at; }} }}")
 
 
+def extreme_of(kind: str, ctype: str, mine: str, other: str) -> str:
+    """The library call that keeps the larger (`max`) or smaller (`min`) of an accumulator MINE of
+    declared type CTYPE and OTHER, as the tiers' combines do. The compiler, not the spelling,
+    picks the overload: `::max` of float or double is the library's fmaxf/fmax, which passes over a
+    NaN as the loop's fmaxf did over its own seed (red team round 109), also for a float spelled
+    through a typedef or a template parameter (round 148: the column tier read the spelling and
+    compared instead, keeping a NaN partial). fmaxf/fmax by name where the type is spelled so: a
+    program's own `max` macro or function (common in C code) then has no say."""
+    fn = {"float": f"f{kind}f", "double": f"f{kind}"}.get(ctype, kind)
+    return f"::{fn}({_exact(mine)}, {other})"
+
+
 def _shuffle_combine(name: str, kind: str, ctype: str) -> str:
     if kind == "sum":
         step = f"{name} += ::__shfl_xor_sync(0xffffffffu, {_exact(name)}, kl_offset);"
     else:
-        fn = {"float": f"f{kind}f", "double": f"f{kind}"}.get(ctype, kind)
-        step = f"{name} = ::{fn}({_exact(name)}, ::__shfl_xor_sync(0xffffffffu, {_exact(name)}, kl_offset));"
+        step = f"{name} = {extreme_of(kind, ctype, name, f'::__shfl_xor_sync(0xffffffffu, {_exact(name)}, kl_offset)')};"
     return f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) {step}"
 
 
