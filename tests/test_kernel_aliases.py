@@ -35,7 +35,7 @@ def test_a_comment_before_the_thread_index_does_not_hide_it():
 def _read(body: str):
     head = "__global__ void k(const float* x, float* y, int n) "
     text = head + body
-    return with_aliases_expanded(Item("code", text, 0, len(text), 1), head, parse_body(body))
+    return with_aliases_expanded(Item("code", text, 0, len(text), 1), head, parse_body(body), set())
 
 
 @pytest.mark.parametrize("body, why", [

@@ -3,9 +3,13 @@ cannot be read for sure (callers fail closed)."""
 
 from __future__ import annotations
 
+import re
+import shutil
+import subprocess
+
 import pytest
 
-from kernelloop.program.macros import expand, program_macros
+from kernelloop.program.macros import _tokens, expand, program_macros
 
 DEFINES = r"""
 #define LAUNCH_CHECK n /= 2, cudaGetLastError
@@ -36,12 +40,99 @@ def test_expansion(code, expanded):
 
 def test_stringification_and_splices():
     out = expand("CUDA_CHECK(cudaMemset(p, 0, 4));", program_macros(DEFINES))
-    assert "cudaError_t e_ = (cudaMemset(p, 0, 4));" in out and '"kl_stringified"' in out and "#" not in out
+    assert "cudaError_t e_ = (cudaMemset(p, 0, 4));" in out and '"cudaMemset(p, 0, 4)"' in out and "#" not in out
 
 
-@pytest.mark.parametrize("code", ["PASTE(x);", "SELF;", "CEIL_DIV(n, 4;"])
+@pytest.mark.parametrize("code, expanded", [
+    ("STR(a   +b);", '"a +b" ;'),  # whitespace runs are one space, none is added
+    ("STR( xy );", '"xy" ;'),
+    ("STR(FOO);", '"FOO" ;'),  # an argument stringized is not expanded first
+    ("XSTR(BAR);", '"a + b" ;'),  # handed on unchanged, as written
+])
+def test_stringizing_writes_the_arguments_own_spelling(code, expanded):
+    # red team round 150: a stand-in string ("kl_stringified") went into rewrites and changed a sizeof
+    defines = "#define STR(x) #x\n#define XSTR(x) STR(x)\n#define FOO 42\n"
+    assert " ".join(expand(code.replace("BAR", "a + b"), program_macros(defines)).split()) == expanded
+
+
+@pytest.mark.parametrize("code", ['STR("q");', "STR('c');", "STR(a\\b);", "XSTR(FOO+1);"])
+def test_stringizing_a_literal_or_an_expanded_argument_is_not_read(code):
+    # quotes and backslashes are escaped when stringized; a handed-on argument whose macros were
+    # expanded is spaced as the compiler decides (red team round 152: "1+1", read as "1 +1")
+    defines = "#define STR(x) #x\n#define XSTR(x) STR(x)\n#define FOO 42\n"
+    assert expand(code, program_macros(defines)) is None
+
+
+def test_a_directive_goes_on_across_a_comment_and_a_splice_with_trailing_space():
+    # red team round 150: the compiler reads both as one line; the reading stopped at the line's end
+    macros = program_macros('#define W(t) C - sizeof "ab" /* minus\n the tag */ #t\n#define V \\  \n (x + 1)\n')
+    assert macros.defined["W"].body.split() == ['C', '-', 'sizeof', '"ab"', '#t']
+    assert macros.defined["V"].body.strip() == "(x + 1)"
+
+
+def test_a_define_inside_a_raw_string_is_no_directive():
+    # red team round 151: `R"(` / `#define TRIM 1` / `)"` read as the program's TRIM
+    macros = program_macros('constexpr int TRIM = 3;\nconst char* s = R"(\n#define TRIM 1\n)";\n#define A 2\n')
+    assert "TRIM" not in macros and "A" in macros.defined
+
+
+@pytest.mark.parametrize("code", ["PASTE(x);", "CEIL_DIV(n, 4;"])
 def test_what_cannot_be_read_for_sure_is_none(code):
     assert expand(code, program_macros(DEFINES)) is None
+
+
+# The preprocessor's own expansion of each case (g++ -E -P), against ours: rescanning, hide sets
+# (red team round 151: `skip(skip)(1)` is a call of the function skip; `h(h)(3)` is `f(3)`),
+# arguments expanded before they are put in, `#` of a variadic argument as written (`"a,b"`).
+_DIFFERENTIAL = """\
+#define skip(x) x
+#define h f
+#define f(x) x
+#define m f
+#define SELF SELF + 1
+#define A B
+#define B A
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define FOO 42
+#define TAGLEN(...) (int)sizeof(#__VA_ARGS__)
+#define FIRST(a, ...) a
+#define CALL(g, x) g(x)
+#define CEIL_DIV(n, d) (((n) + (d) - 1) / (d))
+#define LATER(x) x LATER
+#define EMPTY()
+#define DEFER(x) x EMPTY()
+#define OBJ (1 + OBJ2)
+#define OBJ2 2
+"""
+_CASES = ["skip(skip)(1)", "h(h)(3)", "f(m)(1)", "SELF", "A", "STR(FOO)", "TAGLEN(a,b)",
+          "TAGLEN(a, b)", "TAGLEN( a ,  b )", "FIRST(1, 2, 3)", "CALL(f, FOO)", "CALL(skip, skip)(2)",
+          "CEIL_DIV(FOO, CEIL_DIV(FOO, 4))", "LATER(1)(2)", "DEFER(f)(7)", "OBJ", "f\n(\n5\n)", "f (FOO) + m",
+          "XSTR(a  +  b)", 'sizeof(R"x(" FOO ")x")', "1e+FOO", "f()", "FIRST(1)", "XSTR(FOO)", "XSTR(FOO+1)",
+          "XSTR(f(a))", "XSTR(f(a) b)"]
+_REFUSED = {"XSTR(FOO+1)", "XSTR(f(a) b)"}  # a handed-on argument expanded first: spacing not read
+
+
+def _preprocessing_tokens(text: str) -> list[str]:
+    return [t for t in _tokens(text) if not t.isspace()]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs the host compiler's preprocessor")
+def test_expansion_agrees_with_the_preprocessor(tmp_path):
+    # token by token, string literals byte for byte; a case is either read as g++ reads it or refused
+    source = tmp_path / "cases.cpp"
+    source.write_text(_DIFFERENTIAL + "".join(f"kl_case_{k} {c}\n" for k, c in enumerate(_CASES)) + "kl_case_end\n")
+    done = subprocess.run(["g++", "-E", "-P", "-x", "c++", "-std=c++17", str(source)], capture_output=True,
+                          text=True, check=True)
+    theirs = re.split(r"kl_case_\d+|kl_case_end", done.stdout)[1:-1]
+    macros = program_macros(_DIFFERENTIAL)
+    for case, reference in zip(_CASES, theirs):
+        ours = expand(case, macros)
+        if case in _REFUSED:
+            assert ours is None, (case, ours)
+            continue
+        assert ours is not None, case
+        assert _preprocessing_tokens(ours) == _preprocessing_tokens(reference), (case, ours, reference)
 
 
 def test_a_name_defined_twice_or_undefined_is_uncertain():

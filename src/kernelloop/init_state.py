@@ -33,7 +33,7 @@ from pathlib import Path
 from .errors import InputError
 from .program.init import InitResult
 from .program.cuda_tree import declared_names
-from .program.scanner import strip_comments
+from .program.scanner import preprocessed
 from .program.split import split_program
 from .tools.nvcc import build_whole_object, compiler_error
 from .tools.code_identity import device_fingerprints, host_fingerprints, unit_neutral
@@ -262,7 +262,7 @@ def _changes_assert(directive: re.Match[str]) -> bool:
 def _defines_assert(text: str) -> bool:
     """Whether `assert` may mean anything but <cassert>'s, switched on, at some use: then it is
     compared as written (its positions included), never through the positionless stand-in."""
-    joined = strip_comments(text).replace("\\\r\n", "").replace("\\\n", "")
+    joined = preprocessed(text)
     return bool(_OWN_ASSERT.search(joined) or _NDEBUG.search(joined)
                 or any(_changes_assert(m) for m in _DIRECTIVE_NAMING_ASSERT.finditer(joined))) \
         or "assert" in declared_names(joined)

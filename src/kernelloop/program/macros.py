@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .scanner import strip_comments
+from .scanner import preprocessed, strip_comments
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\([^)]*\))?(.*)$")
 _UNDEF = re.compile(r"^[ \t]*#[ \t]*undef[ \t]+([A-Za-z_]\w*)")
@@ -28,7 +28,18 @@ _BRANCH = re.compile(r"^[ \t]*#[ \t]*(?:else|elif|elifdef|elifndef)\b")
 # any other condition: a header or a build flag may define X (red team round 104: CUDART_VERSION).
 _OWN_GUARD = re.compile(r"KL_PRAGMA_ONCE_[0-9a-f]+")
 _DIRECTIVE = re.compile(r"^[ \t]*#")
-_TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[A-Za-z_]\w*|\d[\w.\']*|##|.', re.S)
+# Preprocessing tokens: a raw string whole (a macro's name inside one is text: red team round 152),
+# string and character literals with their encoding prefix and user-defined suffix (`L"ab"` and
+# `"ab"_n` are one token each, whatever macros L or _n name: round 153), names, pp-numbers (`1e+E`
+# is one: an exponent's sign belongs to it; a `'` joins only before a digit, letter or `_`), `##`,
+# any other character. Matched from each token's start, so a prefix is never a name's tail.
+_TOKEN = re.compile(r'(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?:.|\n)*?\)(?P=delim)"(?:[A-Za-z_]\w*)?'
+                    r'|(?:u8|u|U|L)?(?:"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')(?:[A-Za-z_]\w*)?'
+                    r"|[A-Za-z_]\w*|\.?\d(?:[eEpP][+-]|'[A-Za-z0-9_]|[\w.])*|##|.", re.S)
+
+
+def _tokens(text: str) -> list[str]:
+    return [m.group(0) for m in _TOKEN.finditer(text)]
 
 
 @dataclass(frozen=True)
@@ -49,13 +60,27 @@ class Macros:
 
     def names_in(self, text: str) -> set[str]:
         """The program's macros that TEXT names (outside its string and character literals)."""
-        return {t for t in _TOKEN.findall(strip_comments(text)) if t in self}
+        return {t for t in _tokens(strip_comments(text)) if t in self}
+
+
+def macro_body_words(*texts: str) -> set[str]:
+    """Every name the body of any `#define` of the texts writes, its own parameters aside, whatever
+    conditional group the definition stands in: the names a macro's expansion may bring into code
+    that does not show them (red team round 149: a loop bound `WORDS` that expands to
+    `sizeof(T)`)."""
+    code = preprocessed("\n".join(texts)).replace("%:", "#")
+    words: set[str] = set()
+    for line in code.split("\n"):
+        if m := _DEFINE.match(line):
+            params = set(re.findall(r"[A-Za-z_]\w*", m.group(2) or ""))
+            words |= {t for t in _tokens(m.group(3)) if re.fullmatch(r"[A-Za-z_]\w*", t)} - params
+    return words
 
 
 def program_macros(*texts: str, later: str = "") -> Macros:
     """Every `#define` of the texts (splices joined, `%:` read as `#`), object-like and function-like;
     a name LATER (the code after the point of use) defines is uncertain."""
-    code = strip_comments("\n".join(texts)).replace("\\\r\n", "").replace("\\\n", "").replace("%:", "#")
+    code = preprocessed("\n".join(texts)).replace("%:", "#")
     lines = code.split("\n")
     directives = [(i, line) for i, line in enumerate(lines) if _DIRECTIVE.match(line)]
     defined: dict[str, Macro] = {}
@@ -99,104 +124,163 @@ def program_macros(*texts: str, later: str = "") -> Macros:
         if depth > 0 or (name in defined and defined[name] != macro):
             uncertain.add(name)
         defined[name] = macro
-    after = strip_comments(later).replace("\\\r\n", "").replace("\\\n", "").replace("%:", "#")
+    after = preprocessed(later).replace("%:", "#")
     uncertain |= {m.group(1) for line in after.split("\n") if (m := _DEFINE.match(line))}
     return Macros({k: v for k, v in defined.items() if k not in uncertain}, frozenset(uncertain))
 
 
-def _arguments(tokens: list[str], at: int) -> tuple[list[str], int] | None:
-    """The arguments of a call whose `(` is tokens[at], and the index after its `)`."""
+# A token and its hide set: the macros whose expansion produced it, which it may not name again
+# (C++ [cpp.rescan]; Prosser's algorithm). Without them a name the compiler leaves alone is
+# expanded on a later pass (red team round 151: `skip(skip)(1)`, a call of the function skip to
+# the compiler, read as `1`).
+_Token = tuple[str, frozenset[str]]
+_NONE: frozenset[str] = frozenset()
+# the space put around every replacement (so no two tokens join), which the source did not have:
+# marked, so `#` of an expanded argument can tell it (red team round 152: `XS(E+1)` is "1+1")
+_PAD = "\0pad"
+_SPACE: _Token = (" ", frozenset({_PAD}))
+
+
+def expand(text: str, macros: Macros, rounds: int = 16, limit: int = 200_000) -> str | None:
+    """TEXT with the program's macros expanded as the preprocessor expands them (each argument
+    expanded on its own before it is put in, every result read again with what follows, a name
+    never expanded inside its own expansion), or None where that cannot be read for sure: a name
+    of UNCERTAIN meaning, token pasting, `__VA_OPT__`, a stringized literal, an unclosed call, more
+    than ROUNDS x 1000 expansions or LIMIT characters."""
+    tokens = [(t, _NONE) for t in _tokens(strip_comments(text))]
+    try:
+        out = _expanded(tokens, macros, [rounds * 1000], limit)
+    except RecursionError:  # arguments nested past what the reading follows
+        return None
+    return None if out is None else "".join(t for t, _ in out)
+
+
+def _expanded(tokens: list[_Token], macros: Macros, budget: list[int], limit: int) -> list[_Token] | None:
+    pending = tokens[::-1]  # the next token last
+    out: list[_Token] = []
+    size = 0
+    while pending:
+        name, hidden = pending.pop()
+        if name in macros.uncertain:
+            return None
+        macro = macros.defined.get(name)
+        if macro is None or name in hidden:
+            out.append((name, hidden))
+            size += len(name)
+            if size > limit:
+                return None
+            continue
+        budget[0] -= 1
+        if budget[0] < 0:
+            return None
+        if macro.params is None:
+            replaced = _substituted(macro, [], hidden | {name}, macros, budget, limit)
+        else:
+            k = len(pending) - 1
+            while k >= 0 and pending[k][0].isspace():
+                k -= 1
+            if k < 0 or pending[k][0] != "(":
+                out.append((name, hidden))  # a function-like macro's name not called is only a name
+                continue
+            found = _arguments(pending, k)
+            if found is None:
+                return None
+            args, closing, end = found
+            del pending[end:]
+            replaced = _substituted(macro, args, (hidden & closing) | {name}, macros, budget, limit)
+        if replaced is None:
+            return None
+        pending.extend(reversed([_SPACE, *replaced, _SPACE]))
+    return out
+
+
+def _arguments(pending: list[_Token], at: int) -> tuple[list[list[_Token]], frozenset[str], int] | None:
+    """The arguments of a call whose `(` is pending[at] (PENDING holds the next token last), the hide
+    set of its `)`, and the index of that `)` (everything from there on is the call)."""
     depth, args, current = 0, [], []
-    for i in range(at, len(tokens)):
-        t = tokens[i]
-        if t == "(":
+    for i in range(at, -1, -1):
+        t = pending[i]
+        if t[0] == "(":
             depth += 1
             if depth == 1:
                 continue
-        elif t == ")":
+        elif t[0] == ")":
             depth -= 1
             if depth == 0:
-                args.append("".join(current).strip())
-                return args, i + 1
-        elif t == "," and depth == 1:
-            args.append("".join(current).strip())
+                args.append(current)
+                return args, t[1], i
+        elif t[0] == "," and depth == 1:
+            args.append(current)
             current = []
             continue
         current.append(t)
     return None
 
 
-def _substituted(macro: Macro, args: list[str]) -> str | None:
+def _substituted(macro: Macro, args: list[list[_Token]], hidden: frozenset[str], macros: Macros, budget: list[int],
+                 limit: int) -> list[_Token] | None:
+    """MACRO's body with its parameters replaced (an argument expanded on its own; `#x` its
+    spelling), every token hiding HIDDEN."""
     params = list(macro.params or ())
-    if args == [""] and not params:
+    if not params and len(args) == 1 and all(t.isspace() for t, _ in args[0]):
         args = []
     if macro.variadic:
         fixed = len(params) - 1
         if len(args) < fixed:
             return None
-        args = args[:fixed] + [", ".join(args[fixed:])]
+        rest: list[_Token] = []
+        for k, arg in enumerate(args[fixed:]):
+            rest += ([(",", _NONE)] if k else []) + arg  # as written, commas and all
+        args = args[:fixed] + [rest]
     if len(args) != len(params):
         return None
-    tokens = _TOKEN.findall(macro.body)
-    out: list[str] = []
+    args = [_trimmed(arg) for arg in args]
+    body = _tokens(macro.body)
+    out: list[_Token] = []
     i = 0
-    while i < len(tokens):
-        t = tokens[i]
-        if t == "##":
+    while i < len(body):
+        t = body[i]
+        if t == "##" or t == "__VA_OPT__":
             return None  # a name pasted together could be any name
-        if t == "#":
+        if t == "#" and params:
             j = i + 1
-            while j < len(tokens) and tokens[j].isspace():
+            while j < len(body) and body[j].isspace():
                 j += 1
-            if j < len(tokens) and tokens[j] in params:
-                out.append('"kl_stringified"')
+            if j < len(body) and body[j] in params:
+                spelled = _stringized(args[params.index(body[j])])
+                if spelled is None:
+                    return None
+                out.append((spelled, _NONE))
                 i = j + 1
                 continue
-        out.append(args[params.index(t)] if t in params else t)
+        if t in params:
+            expanded = _expanded(args[params.index(t)], macros, budget, limit)
+            if expanded is None:
+                return None
+            out += expanded
+        else:
+            out.append((t, _NONE))
         i += 1
-    return "".join(out)
+    return [(t, h | hidden) for t, h in out]
 
 
-def expand(text: str, macros: Macros, rounds: int = 16, limit: int = 200_000) -> str | None:
-    """TEXT with the program's macros expanded, or None where that cannot be read for sure."""
-    code = strip_comments(text)
-    for _ in range(rounds):
-        tokens = _TOKEN.findall(code)
-        out: list[str] = []
-        changed = False
-        i = 0
-        while i < len(tokens):
-            t = tokens[i]
-            if t in macros.uncertain:
-                return None
-            macro = macros.defined.get(t)
-            if macro is None:
-                out.append(t)
-                i += 1
-                continue
-            if macro.params is None:
-                out.append(f" {macro.body} ")
-                changed, i = True, i + 1
-                continue
-            j = i + 1
-            while j < len(tokens) and tokens[j].isspace():
-                j += 1
-            if j >= len(tokens) or tokens[j] != "(":
-                out.append(t)  # a function-like macro's name not called is only a name
-                i += 1
-                continue
-            found = _arguments(tokens, j)
-            if found is None:
-                return None
-            args, after = found
-            replaced = _substituted(macro, args)
-            if replaced is None:
-                return None
-            out.append(f" {replaced} ")
-            changed, i = True, after
-        code = "".join(out)
-        if len(code) > limit:
-            return None
-        if not changed:
-            return code
-    return None
+def _trimmed(arg: list[_Token]) -> list[_Token]:
+    """ARG without the whitespace at its ends."""
+    start, end = 0, len(arg)
+    while start < end and arg[start][0].isspace():
+        start += 1
+    while end > start and arg[end - 1][0].isspace():
+        end -= 1
+    return arg[start:end]
+
+
+def _stringized(arg: list[_Token]) -> str | None:
+    """`#x`: the argument's own spelling, each run of whitespace one space, none at its ends (a
+    stand-in string changed a `sizeof` in a rewrite: red team round 150); None for an argument
+    holding a literal (whose quotes and backslashes the compiler escapes) or an expansion of its own
+    (an argument handed on after its macros were expanded: where the compiler spaces that is not
+    read here)."""
+    text = "".join(t for t, _ in arg)
+    if any(ch in text for ch in "\"'\\") or any(_PAD in hidden for _, hidden in arg):
+        return None
+    return '"' + " ".join(text.split()) + '"'

@@ -42,26 +42,52 @@ class Item:
         return self.kind == "code" and bool(re.search(r"\b(__global__|__device__|__constant__)\b", head))
 
 
+def preprocessed(text: str) -> str:
+    """TEXT as the preprocessor's first phases leave it, for reading directives: line splices
+    joined first (a backslash, then optional whitespace, then a newline, as gcc and nvcc read
+    it), then each comment one space, even one that spans lines, so a directive it crosses goes on
+    (red team round 150: `#define W(t) C - sizeof "ab" /* ... */ #t` over two lines, read as
+    ending at the comment). String literals are kept, a raw string's lines joined into one: a
+    line inside it that starts with `#` is no directive (red team round 151: a `#define` in an
+    `R"(...)"` read as the program's); line numbers are not kept."""
+    return _comments_replaced(re.sub(r"\\[ \t\f\v]*\r?\n", "", text), lambda comment: " " * len(comment),
+                              lambda literal: literal.replace("\n", " "))
+
+
+def blank_comments(text: str) -> str:
+    """TEXT with every character of every comment a space, its newlines too (as the preprocessor
+    reads a comment: one space), string literals kept; offsets are TEXT's."""
+    return _comments_replaced(text, lambda comment: " " * len(comment))
+
+
 def strip_comments(text: str) -> str:
     """Remove comments, keep string literals and line structure."""
+    return _comments_replaced(text, lambda comment: "" if comment.startswith("//") else "\n" * comment.count("\n") or " ")
+
+
+def _comments_replaced(text: str, replace, literal=lambda kept: kept) -> str:
+    """TEXT with each comment (`//` up to its line's end, `/* */`) replaced by REPLACE(comment), and
+    each string or character literal by LITERAL(literal)."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
         c = text[i]
         if text.startswith("//", i):
             j = text.find("\n", i)
-            i = n if j < 0 else j
+            end = n if j < 0 else j
+            out.append(replace(text[i:end]))
+            i = end
         elif text.startswith("/*", i):
             j = text.find("*/", i + 2)
-            chunk = text[i : (n if j < 0 else j + 2)]
-            out.append("\n" * chunk.count("\n") or " ")
-            i = n if j < 0 else j + 2
+            end = n if j < 0 else j + 2
+            out.append(replace(text[i:end]))
+            i = end
         elif c == "'" and in_number(text, i):  # a digit separator (1'000), not a character literal
             out.append(c)
             i += 1
         elif c in "\"'":
             j = _skip_literal(text, i)
-            out.append(text[i:j])
+            out.append(literal(text[i:j]))
             i = j
         else:
             out.append(c)
@@ -96,7 +122,10 @@ def in_number(text: str, i: int) -> bool:
     while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "._'" or
                      (text[j - 1] in "+-" and j > 1 and text[j - 2] in "eEpP")):
         j -= 1
-    return j < i and (text[j].isdigit() or (text[j] == "." and j + 1 < i and text[j + 1].isdigit()))
+    # and the quote joins only before a digit, a letter or `_` (red team round 153: `1'('` is the
+    # number 1 and the character '(' to the compiler)
+    follows = i + 1 < len(text) and (text[i + 1].isalnum() or text[i + 1] == "_")
+    return follows and j < i and (text[j].isdigit() or (text[j] == "." and j + 1 < i and text[j + 1].isdigit()))
 
 
 def without_literals(text: str) -> str:

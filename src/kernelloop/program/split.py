@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..errors import InputError
-from .scanner import Item, function_name, launched_kernels, normalized, scan_items, strip_comments
+from .scanner import Item, blank_comments, function_name, launched_kernels, normalized, scan_items, strip_comments
 
 BEGIN_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+begin\b.*$", re.I | re.M)
 END_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+end\b.*$", re.I | re.M)
@@ -353,21 +353,22 @@ _DEFINITION = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(.*)$", re.M)
 
 
 def _joined(code: str) -> tuple[str, list[int]]:
-    """CODE as the preprocessor reads it after phase 2 (splices joined; `%:` is `#`), and for each of
+    """CODE as the preprocessor reads it after phase 3 (splices joined, comments blanked; `%:` is `#`), and for each of
     its characters the line of CODE it came from (1-based)."""
     out, lines, line, i = [], [], 1, 0
     while i < len(code):
-        if code[i] == "\\" and code[i + 1:i + 2] == "\n":
-            line, i = line + 1, i + 2
-            continue
-        if code[i] == "\\" and code[i + 1:i + 3] == "\r\n":
-            line, i = line + 1, i + 3
+        if splice := _SPLICE.match(code, i):  # gcc and nvcc: whitespace may stand before the newline
+            line, i = line + 1, splice.end()
             continue
         out.append(code[i])
         lines.append(line)
         line += code[i] == "\n"
         i += 1
-    return "".join(out).replace("%:", "#"), lines
+    # then each comment a space, newlines too: a comment that spans lines continues a directive
+    return blank_comments("".join(out)).replace("%:", "#"), lines
+
+
+_SPLICE = re.compile(r"\\[ \t\f\v]*\r?\n")
 
 
 def _refuse_file_tests(text: str, first_line: int, resume: str) -> None:
@@ -380,7 +381,7 @@ def _refuse_file_tests(text: str, first_line: int, resume: str) -> None:
     is theirs to know. Read as the preprocessor reads it: splices joined (a backslash-newline
     inside the name), a library's macro for it, and a `#if` that pastes names (`##`) through a macro of the
     text's own, which could build one (red team round 99)."""
-    code, line_of = _joined(strip_comments(text))
+    code, line_of = _joined(text)
 
     def refuse(offset: int, what: str) -> None:
         line = first_line - 1 + (line_of[offset] if offset < len(line_of) else 1)

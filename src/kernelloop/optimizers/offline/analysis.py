@@ -14,7 +14,7 @@ from ...errors import KernelloopError
 from ...program.init import type_aliases, without_alias_definitions
 from ...program.macros import expand, program_macros
 from ...program.phases import unread_spelling
-from ...program.scanner import function_name, scoped_items, strip_comments, without_literals
+from ...program.scanner import function_name, preprocessed, scoped_items, strip_comments, without_literals
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
 from .facts import ATOMICS, PURE_FUNCTIONS, KernelFacts, collect_facts, returning_helpers
@@ -93,7 +93,7 @@ def macro_words(code: str) -> set[str]:
     macros, sees as COMPAT_CLAMP), and every name handed to a function-like macro where it is used.
     A body that computes (`sqrtf(2.0f / M_PI)`) names no declaration; what a body declares,
     declared_names reads."""
-    text = without_literals(strip_comments(code)).replace("\\\n", " ")
+    text = without_literals(preprocessed(code))
     bodies = re.findall(r"^[ \t]*#[ \t]*define[ \t]+\w+(?:\([^)]*\))?(.*)$", text, re.M)
     words = {w for body in bodies if _ONLY_A_NAME.fullmatch(body.strip()) for w in re.findall(r"[A-Za-z_]\w*", body)}
     # every name handed to a function-like macro, wherever it is used: its body may declare it
@@ -279,9 +279,9 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
     clashes |= (made_up | (_TIER_HELPERS & in_rewrite)) & named
     # a macro of the program named like a name the rewrite uses, where the part's own code (its
     # directives aside) never used it: `#define kl_lane 0` (a macro the part calls, `KL_EXT_CHECK`, is its own)
-    own_code = re.sub(r"^[ \t]*#.*$", "", without_literals(strip_comments(editable)).replace("\\\n", ""), flags=re.M)
+    own_code = re.sub(r"^[ \t]*#.*$", "", without_literals(preprocessed(editable)), flags=re.M)
     used = set(re.findall(r"\b[A-Za-z_]\w*", own_code))
-    program_macros = {m.group(1) for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", strip_comments(
+    program_macros = {m.group(1) for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+(\w+)", preprocessed(
         f"{preamble}\n{editable}\n{harness}"), re.M)}
     clashes |= {m for m in program_macros if m in in_rewrite and m not in used}
     # Names whose meaning CUDA and C++ fix, which the rewrites' own text relies on: the program may
@@ -490,7 +490,8 @@ def _unambiguous_aliases(program: str) -> dict[str, str]:
 
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
-    part = without_unread_spelling(read_editable(editable, harness, exported), editable, harness, preamble)
+    part = without_unread_spelling(read_editable(editable, harness, exported, preamble), editable, harness,
+                                  preamble)
     part = without_hidden_thread_reads(without_narrowing(without_shadowed(part, editable, preamble), editable,
                                                          preamble), editable, preamble)
     program_constants = known_constants(preamble, editable)

@@ -14,7 +14,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from ...program.scanner import in_scope, normalized, strip_comments
+from ...program.scanner import in_scope, normalized, preprocessed, strip_comments
 from .cparse import identifiers
 from .families import BY_NAME
 from .families.base import Config, Match
@@ -77,7 +77,7 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     if prefix != "kl_":
         body = re.sub(r"\bkl_", prefix, body)
         body = re.sub(r"\bKL_", prefix.upper(), body)
-    macros = set(_DEFINE.findall(strip_comments(preamble))) | set(_DEFINE.findall(strip_comments(editable)))
+    macros = set(_DEFINE.findall(preprocessed(preamble))) | set(_DEFINE.findall(preprocessed(editable)))
     used = identifiers(body)
     clash = sorted(used & macros)
     if clash:

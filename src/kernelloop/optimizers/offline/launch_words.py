@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from ...program.launcher_prints import PRINTING, STREAMS, WRITING_CONVERSION
 from ...program.macros import Macros, expand, program_macros
-from ...program.scanner import strip_comments
+from ...program.scanner import preprocessed
 from .cparse import UNKNOWN_NAMES, declared_names, parse_body, parse_expression
 from .facts import collect_facts
 from .launcher import (
@@ -105,7 +105,7 @@ def _host_operator(program: str, macros: Macros) -> str | None:
     macro); where that cannot be read, from the text, and a head naming a macro is not exempt."""
     expanded = _expanded_program(program, macros)
     code = _without_literals(expanded if expanded is not None else
-                             strip_comments(program).replace("\\\r\n", "").replace("\\\n", ""))
+                             preprocessed(program))
     for m in _OPERATOR.finditer(code):
         head = code[max(code.rfind(";", 0, m.start()), code.rfind("{", 0, m.start()), code.rfind("}", 0, m.start())) + 1:
                     m.start()]
@@ -132,7 +132,7 @@ def _expanded_program(program: str, macros: Macros) -> str | None:
     """PROGRAM as the compiler reads its code: comments out, line splices joined (a name split
     by one is one name: round 105's `oper\\` + newline + `ator+`), directives out, macros
     expanded; None where the expansion cannot be read."""
-    code = strip_comments(program).replace("\\\r\n", "").replace("\\\n", "")
+    code = preprocessed(program)
     return expand(_DIRECTIVE.sub("", code), macros)
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ...program.macros import Macros, expand
+from ...program.macros import Macros, expand, macro_body_words
 from ...program.cuda_tree import Source, declared_names, walk
 from ...program.scanner import Item, function_name, scoped_items, strip_comments
 from .cparse import Param, Signature, parse_body, parse_signature
@@ -143,10 +143,12 @@ def _unread_claims(name: str, head: str, functions: dict[str, Function], ambiguo
         ambiguous.add(word)
 
 
-def read_editable(editable: str, harness: str, exported: list[str]) -> EditablePart:
+def read_editable(editable: str, harness: str, exported: list[str], preamble: str = "") -> EditablePart:
     # Items inside namespaces and extern "C" blocks too (PyTorch extensions): each keeps its blocks
     # (Item.scope), and whoever writes the part again puts it back inside them (scanner.in_scope).
+    # PREAMBLE: the frozen code before the part, whose macros the part's code may use.
     items = scoped_items(editable)
+    macro_named: set[str] | None = None  # the names the program's macros write (read when needed)
     functions: dict[str, Function] = {}
     ambiguous: set[str] = set()
     problems: list[str] = []
@@ -166,7 +168,9 @@ def read_editable(editable: str, harness: str, exported: list[str]) -> EditableP
             # `using namespace ns;` in device code may make `min(a, b)` a function of ns that the
             # tiers would take for the math function: a kernel or helper with one is not read; a
             # type alias is read as the type it names
-            read = with_aliases_expanded(item, head, body)
+            if macro_named is None:
+                macro_named = macro_body_words(preamble, editable)
+            read = with_aliases_expanded(item, head, body, macro_named)
             if isinstance(read, str):
                 problems.append(f"{name}: {read}")
                 _unread_claims(name, head, functions, ambiguous)
@@ -295,7 +299,7 @@ def expanded_function(fn: Function, macros: Macros) -> Function | str:
     except ParseError as exc:
         return f"cannot be read with its macros expanded ({exc})"
     if next(naming_statements(body), None) is not None:
-        read = with_aliases_expanded(item, head, body)
+        read = with_aliases_expanded(item, head, body, set())  # no macro left to name an alias
         if isinstance(read, str):
             return f"{read} once its macros are expanded"
         item, body = read
@@ -358,7 +362,7 @@ def _blanked(body: str) -> str:
     return "".join(out)
 
 
-def with_aliases_expanded(item: Item, head: str, body: Block) -> tuple[Item, Block] | str:
+def with_aliases_expanded(item: Item, head: str, body: Block, macro_named: set[str]) -> tuple[Item, Block] | str:
     """ITEM (a device function whose BODY declares type aliases) with each alias's uses spelled as
     the type it names and the alias statements left out, read again; or why it cannot be read so.
     Only aliases of plain types (no `*`, `&`, array or function declarator: `const fptr p` is not
@@ -366,7 +370,10 @@ def with_aliases_expanded(item: Item, head: str, body: Block) -> tuple[Item, Blo
     statement, never as a member or a qualified name, and declared as nothing else in the body;
     the type it names holds no expression (`decltype`, `sizeof`) and no name the body declares or
     aliases; a use as a functional cast `T(x)` is written `((T)(x))` (`T()`, `T(a, b)`, `T{}` are
-    refused).
+    refused); and no macro of the program writes the alias's name (MACRO_NAMED): a use a macro
+    brings in is not spelled out, and with the alias statement left out it would name whatever
+    the enclosing scope calls so (red team round 149: `sizeof(T)` in a loop-bound macro became a
+    global `typedef unsigned char T`).
     Other naming statements (`using namespace ns;`, `using ns::f;`) are refused: they may change
     what a call the tiers read (`min(a, b)`) means."""
     naming = list(naming_statements(body))
@@ -384,6 +391,9 @@ def with_aliases_expanded(item: Item, head: str, body: Block) -> tuple[Item, Blo
     body_names = declared_names(code)
     if set(aliases) & body_names:
         return f"declares names inside device code ({naming[0].text}) and a name of the same spelling"
+    if named := sorted(set(aliases) & macro_named):
+        return (f"declares names inside device code ({naming[0].text}): a macro of the program writes {named[0]}, "
+                "whose uses there cannot be spelled out")
     for u in naming:
         # the type's own words must mean at every use what they meant at the alias: no expression
         # (`decltype(w)` of a `w` a nested block declares again: red team round 140), no name the

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ...program.macros import program_macros
-from ...program.scanner import Item, function_name, in_scope, split_top_level, strip_comments, without_literals
+from ...program.scanner import Item, function_name, in_scope, preprocessed, split_top_level, strip_comments, without_literals
 from .cparse import Param
 from .facts import ATOMICS, PURE_FUNCTIONS, Access, Binding, KernelFacts, collect_facts, integer_of, is_floating_type
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
@@ -1173,7 +1173,7 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
     frozen_helpers = [f for f in frozen_read if isinstance(f, Function)]
     helpers = pure_helpers(readable + frozen_helpers)
     harness_code = without_literals(harness)  # a message naming the kernel is no use of it
-    defines = "\n".join(m.group(0) for m in _DEFINE_DIRECTIVE.finditer(strip_comments(preamble).replace("\\\n", " ")))
+    defines = "\n".join(m.group(0) for m in _DEFINE_DIRECTIVE.finditer(preprocessed(preamble)))
     sites: list[LaunchSite | tuple[str, str]] = []
     for lau in part.launchers:
         for stmt in launches_in(lau.fn.body):

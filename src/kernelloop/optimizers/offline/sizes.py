@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from ...program.macros import program_macros
-from ...program.scanner import strip_comments
+from ...program.scanner import preprocessed, strip_comments
 from .cparse import UNKNOWN_NAMES, Source, call_arguments, declared_names, first_error, parse_expression, walk
 from .facts import PURE_FUNCTIONS, SIZEOF, integer_of
 from .launcher import Launcher
@@ -163,7 +163,7 @@ def constants(*texts: str) -> dict[str, int]:
     """Integer constants defined in the texts, in order (later ones may use earlier ones)."""
     env: dict[str, int] = {}
     for text in texts:
-        code = strip_comments(text)
+        code = preprocessed(text)
         found = [(m.start(), m.group(1), m.group(2)) for m in _CONST_DECL.finditer(code)]
         found += [(m.start(), m.group(1), m.group(2)) for m in _DEFINE.finditer(code)]
         found += [(m.start(), m.group(1), _SIZE_TEMPLATE_ARGS.sub(r"\1", m.group(2)))
@@ -190,7 +190,7 @@ def known_constants(*texts: str) -> dict[str, int]:
     only through such constants (red team rounds 118-119: the first of two definitions read as the
     kernel's, or a trusted name defined through an untrusted one, and a recurrence `y[c - LAG]` read
     as no dependence). Lines continued with a backslash are joined first, as the compiler does."""
-    codes = [_spliced(strip_comments(t)) for t in texts]
+    codes = [preprocessed(t) for t in texts]
     counts: dict[str, int] = {}
     conditional: set[str] = set()
     undefined: set[str] = set()
@@ -326,11 +326,6 @@ def _stands_alone(src: Source, node, level: int, functions: set[str]) -> bool:
     return False
 
 
-def _spliced(code: str) -> str:
-    """CODE with its backslash-newline line continuations joined (translation phase 2)."""
-    return re.sub(r"\\[ \t]*\r?\n", "", code)
-
-
 def _counts_of_defines(codes: list[str]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for code in codes:
@@ -387,7 +382,7 @@ def integral_constants(*texts: str) -> frozenset[str]:
     and such names; with those definitions left out, the parser finds no other declaration of the
     name (`const float a = 1, (K) = 0.5f;`, a struct member, an enumerator, another `#define` under
     another `#if`), and nothing assigns to it."""
-    code = "\n".join(strip_comments(t) for t in texts)
+    code = "\n".join(preprocessed(t) for t in texts)
     bodies: dict[str, list[str | None]] = {}
     blanked = list(code)
     tree = Source(code)
