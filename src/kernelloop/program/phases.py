@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import re
 
-from .scanner import strip_comments, without_literals
+from .scanner import SPLICE, strip_comments, without_literals
 
 # gcc joins a backslash followed by blanks and a newline (with a warning), not only `\` newline.
-_SPLICE = re.compile(r"\\[ \t\f\v]*\r?\n")
 _DIRECTIVE_START = re.compile(r"[ \t\f\v]*(?:#|%:|\?\?=)")
 _TRIGRAPH = re.compile(r"\?\?[=/'()!<>\-]")
 _DIGRAPH = re.compile(r"<:|:>|<%|%>|%:")
@@ -38,7 +37,7 @@ def spliced_raw_string(text: str) -> int | None:
     Read on the physical text, so a raw string that is not one to the compiler (inside a comment)
     only costs a refusal."""
     for m in _RAW_STRING.finditer(text):
-        if _SPLICE.search(m.group(2)) or "??/" in m.group(2):
+        if SPLICE.search(m.group(2)) or "??/" in m.group(2):
             return m.start()
     return None
 
@@ -55,7 +54,7 @@ def unread_spelling(text: str) -> str | None:
     for number, line in enumerate(lines, 1):
         if not in_directive:
             in_directive = bool(_DIRECTIVE_START.match(line))
-        splice = _SPLICE.search(line + "\n")
+        splice = SPLICE.search(line + "\n")
         if re.search(r"[\f\v]", line) and line.strip(" \t\f\v\r"):
             return f"line {number} has a form feed or vertical tab beside code, which the compiler reads as a blank"
         if splice is None or splice.end() != len(line) + 1:

@@ -7,6 +7,7 @@ continuations) and bracket depth. That is all the editable/frozen split needs.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -42,6 +43,10 @@ class Item:
         return self.kind == "code" and bool(re.search(r"\b(__global__|__device__|__constant__)\b", head))
 
 
+# A line splice as gcc and nvcc read one: a backslash, optional whitespace, a newline.
+SPLICE = re.compile(r"\\[ \t\f\v]*\r?\n")
+
+
 def preprocessed(text: str) -> str:
     """TEXT as the preprocessor's first phases leave it, for reading directives: line splices
     joined first (a backslash, then optional whitespace, then a newline, as gcc and nvcc read
@@ -50,7 +55,7 @@ def preprocessed(text: str) -> str:
     ending at the comment). String literals are kept, a raw string's lines joined into one: a
     line inside it that starts with `#` is no directive (red team round 151: a `#define` in an
     `R"(...)"` read as the program's); line numbers are not kept."""
-    return _comments_replaced(re.sub(r"\\[ \t\f\v]*\r?\n", "", text), lambda comment: " " * len(comment),
+    return _comments_replaced(SPLICE.sub("", text), lambda comment: " " * len(comment),
                               lambda literal: literal.replace("\n", " "))
 
 
@@ -112,20 +117,38 @@ def split_top_level(text: str) -> list[str]:
 
 
 def in_number(text: str, i: int) -> bool:
-    """Whether the quote at i sits inside a number (C++14 digit separators: 1'000, 0xFF'FF): the
-    run of letters, digits, dots and underscores before it starts with a digit (or a dot and a
-    digit), as a preprocessing number does; `u8'a'` and `L'a'` start with a letter (red team round 55:
-    `1'0` read as a character literal hid the rest of a line from every rule)."""
-    j = i
-    # A sign belongs to the number after an exponent's e, E, p or P (`1e+'a` is one preprocessing
-    # number to the compiler: red team round 57 hid a line behind it).
-    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "._'" or
-                     (text[j - 1] in "+-" and j > 1 and text[j - 2] in "eEpP")):
-        j -= 1
-    # and the quote joins only before a digit, a letter or `_` (red team round 153: `1'('` is the
-    # number 1 and the character '(' to the compiler)
-    follows = i + 1 < len(text) and (text[i + 1].isalnum() or text[i + 1] == "_")
-    return follows and j < i and (text[j].isdigit() or (text[j] == "." and j + 1 < i and text[j + 1].isdigit()))
+    """Whether the quote at i is a digit separator inside a preprocessing number (C++14: 1'000,
+    0xFF'FF), read as the compiler reads: forward, token by token from the text's start
+    (number_quotes). A backward look from the quote could not know where the number began: red
+    team round 154's `a.1'x'"', __LINE__, '"'` (`.1'x` is a number after the name `a`; the compiler
+    then reads the character '"') put the scanner one quote out of step, and `__LINE__` inside a
+    "string"; rounds 55 and 57 (`1'0`, `1e+'a`) and 153 (`1'('`: the number 1, then '(')."""
+    return i in number_quotes(text)
+
+
+# Preprocessing tokens for telling a number's quote from a literal's (C++ [lex.pptoken]): comments,
+# raw strings, string and character literals with their encoding prefix (a literal not closed on
+# its line ends there), pp-numbers (a `'` joins one only before a digit, a letter or `_`; an
+# exponent's sign belongs to it), names (a literal's prefix is never a name's tail: names are read
+# whole), anything else one character.
+_PP_TOKEN = re.compile(
+    r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
+    r'|(?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\(.*?\)(?P=delim)")'
+    r'|(?P<literal>(?:u8|u|U|L)?(?:"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?))'
+    r"|(?P<number>\.?\d(?:[eEpP][+-]|'[A-Za-z0-9_]|[\w.])*)"
+    r"|(?P<name>[A-Za-z_$]\w*)"
+    r"|.", re.S)
+
+
+@functools.lru_cache(maxsize=64)
+def number_quotes(text: str) -> frozenset[int]:
+    """The offsets of every quote of TEXT that is a digit separator inside a number, TEXT read
+    forward into preprocessing tokens as the compiler reads it."""
+    found: set[int] = set()
+    for m in _PP_TOKEN.finditer(text):
+        if m.lastgroup == "number" and "'" in m.group(0):
+            found.update(m.start() + k for k, ch in enumerate(m.group(0)) if ch == "'")
+    return frozenset(found)
 
 
 def without_literals(text: str) -> str:

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..errors import InputError
-from .scanner import Item, blank_comments, function_name, launched_kernels, normalized, scan_items, strip_comments
+from .scanner import SPLICE, Item, blank_comments, function_name, launched_kernels, normalized, scan_items, strip_comments
 
 BEGIN_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+begin\b.*$", re.I | re.M)
 END_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+end\b.*$", re.I | re.M)
@@ -357,7 +357,7 @@ def _joined(code: str) -> tuple[str, list[int]]:
     its characters the line of CODE it came from (1-based)."""
     out, lines, line, i = [], [], 1, 0
     while i < len(code):
-        if splice := _SPLICE.match(code, i):  # gcc and nvcc: whitespace may stand before the newline
+        if splice := SPLICE.match(code, i):  # gcc and nvcc: whitespace may stand before the newline
             line, i = line + 1, splice.end()
             continue
         out.append(code[i])
@@ -367,8 +367,6 @@ def _joined(code: str) -> tuple[str, list[int]]:
     # then each comment a space, newlines too: a comment that spans lines continues a directive
     return blank_comments("".join(out)).replace("%:", "#"), lines
 
-
-_SPLICE = re.compile(r"\\[ \t\f\v]*\r?\n")
 
 
 def _refuse_file_tests(text: str, first_line: int, resume: str) -> None:
