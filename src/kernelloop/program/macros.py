@@ -33,9 +33,9 @@ _DIRECTIVE = re.compile(r"^[ \t]*#")
 # `"ab"_n` are one token each, whatever macros L or _n name: round 153), names, pp-numbers (`1e+E`
 # is one: an exponent's sign belongs to it; a `'` joins only before a digit, letter or `_`), `##`,
 # any other character. Matched from each token's start, so a prefix is never a name's tail.
-_TOKEN = re.compile(r'(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\((?:.|\n)*?\)(?P=delim)"(?:[A-Za-z_]\w*)?'
+_TOKEN = re.compile(r'(?:u8|u|U|L)?R"(?P<delim>[^()\\\s]{0,16})\((?:.|\n)*?\)(?P=delim)"(?:[A-Za-z_]\w*)?'
                     r'|(?:u8|u|U|L)?(?:"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\')(?:[A-Za-z_]\w*)?'
-                    r"|[A-Za-z_]\w*|\.?\d(?:[eEpP][+-]|'[A-Za-z0-9_]|[\w.])*|##|.", re.S)
+                    r"|[A-Za-z_$][\w$]*|\.?\d(?:[eEpP][+-]|'[A-Za-z0-9_]|[\w.])*|##|.", re.S)
 
 
 def _tokens(text: str) -> list[str]:

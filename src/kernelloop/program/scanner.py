@@ -133,11 +133,19 @@ def in_number(text: str, i: int) -> bool:
 # whole), anything else one character.
 _PP_TOKEN = re.compile(
     r"(?P<comment>//[^\n]*|/\*.*?(?:\*/|\Z))"
-    r'|(?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s"]{0,16})\(.*?\)(?P=delim)")'
+    r'|(?P<raw>(?:u8|u|U|L)?R"(?P<delim>[^()\\\s]{0,16})\(.*?\)(?P=delim)")'
     r'|(?P<literal>(?:u8|u|U|L)?(?:"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?))'
     r"|(?P<number>\.?\d(?:[eEpP][+-]|'[A-Za-z0-9_]|[\w.])*)"
-    r"|(?P<name>[A-Za-z_$]\w*)"
+    r"|(?P<name>[A-Za-z_$][\w$]*)"
     r"|.", re.S)
+
+
+def literal_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every string, character and raw string literal of TEXT, its encoding prefix
+    with it, read forward into preprocessing tokens as the compiler reads them (red team round
+    155: a raw string holding a quote, `R"a(")a"`, read by a plain literal pattern as two strings,
+    hid the `__LINE__` between them)."""
+    return [(m.start(), m.end()) for m in _PP_TOKEN.finditer(text) if m.lastgroup in ("raw", "literal")]
 
 
 @functools.lru_cache(maxsize=64)

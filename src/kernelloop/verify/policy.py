@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..program.phases import spliced_raw_string
-from ..program.scanner import body_start, in_number, scan_items, strip_comments
+from ..program.scanner import body_start, literal_spans, scan_items, strip_comments
 from ..tools.symbols import demangle
 
 
@@ -209,20 +209,14 @@ _DEFINE = re.compile(r"^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)", re.M)
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*(include|include_next|import)\b[ \t]*(.*)$", re.M)
 
 
-_LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
-
-
 def _without_strings(text: str) -> str:
-    """String and character literals made `""`; a quote inside a number is a digit separator (1'000),
-    not a character literal (red team round 55)."""
+    """String, character and raw string literals made `""`, found as the compiler finds them:
+    reading forward, a quote inside a number being a digit separator (1'000; red team rounds 55,
+    154) and a raw string ending only at its delimiter (round 155)."""
     out, i = [], 0
-    while m := _LITERAL.search(text, i):
-        if m.group(0)[0] == "'" and in_number(text, m.start()):
-            out.append(text[i:m.start() + 1])
-            i = m.start() + 1
-            continue
-        out.append(text[i:m.start()] + '""')
-        i = m.end()
+    for start, end in literal_spans(text):
+        out.append(text[i:start] + '""')
+        i = end
     out.append(text[i:])
     return "".join(out)
 
@@ -882,14 +876,11 @@ def _long_character_literals(text: str) -> list[tuple[int, str]]:
     a reading that lost step with the compiler at a quote makes one that spans code (round 57: `1e+'a`
     ... `2e+'b` read as a literal by both, hiding `__LINE__` between them)."""
     from ..program.cuda_tree import Source, walk
-    found, i = [], 0
-    while m := _LITERAL.search(text, i):  # the literals as _without_strings reads them
-        if m.group(0)[0] == "'" and in_number(text, m.start()):
-            i = m.start() + 1
-            continue
-        if m.group(0)[0] == "'" and not _ONE_CHARACTER.match(m.group(0)):
-            found.append((m.start(), m.group(0)))
-        i = m.end()
+    found = []
+    for start, end in literal_spans(text):  # the literals as _without_strings reads them
+        literal = text[start:end]
+        if literal.lstrip("u8UL").startswith("'") and not _ONE_CHARACTER.match(literal):
+            found.append((start, literal))
     src = Source(text)
     for node in walk(src.root):
         if node.type == "char_literal" and not _ONE_CHARACTER.match(src.text_of(node)):
