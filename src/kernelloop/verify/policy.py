@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..program.phases import spliced_raw_string
-from ..program.scanner import body_start, literal_spans, scan_items, strip_comments
+from ..program.scanner import SPLICE, blank_comments, body_start, literal_spans, scan_items, strip_comments
 from ..tools.symbols import demangle
 
 
@@ -227,7 +227,7 @@ _DIGRAPHS = [("%:%:", "##"), ("%:", "#"), ("<%", "{"), ("%>", "}"), ("<:", "["),
 def normalize_source(text: str) -> str:
     """What the compiler sees before tokenizing: line splices joined, digraphs and the
     `??=` trigraph spelled out. Scanning this defeats `#inc\\<newline>lude` and `%:include`."""
-    text = re.sub(r"\\\r?\n", "", text)
+    text = SPLICE.sub("", text)  # a backslash, blanks, a newline: one splice to gcc and nvcc (round 156)
     for digraph, plain in _DIGRAPHS:
         text = text.replace(digraph, plain)
     return text
@@ -913,9 +913,21 @@ def _parsed_code(editable: str) -> str:
 
 
 def scan_source(editable: str, program_macros: set[str] | None = None) -> list[Violation]:
-    """Rules on the editable part's text (splices joined, digraphs spelled out, comments removed).
+    """Rules on the editable part's text (splices joined, digraphs spelled out, comments removed),
+    read twice: with each comment's lines kept, and as the compiler reads it, each comment one space
+    (a directive a `/* */` carries over lines is one directive: red team round 156's
+    `# /*`, newline, `*/ include <dlfcn.h>`); a rule either reading breaks is broken.
     `program_macros`: the macros the rest of the program (its preamble) defines."""
-    text = strip_comments(normalize_source(editable))
+    normalized = normalize_source(editable)
+    found = _scan_view(editable, strip_comments(normalized), None, program_macros)
+    found += _scan_view(editable, blank_comments(normalized), normalized, program_macros)
+    return _dedupe(found)
+
+
+def _scan_view(editable: str, text: str, lines_of: str | None, program_macros: set[str] | None) -> list[Violation]:
+    """scan_source's rules on one reading TEXT of the part; line numbers counted in LINES_OF (a text
+    of TEXT's offsets with every line break) or in TEXT itself."""
+    counted = text if lines_of is None else lines_of
     code = _without_strings(text)
     found: list[Violation] = []
     if (raw := spliced_raw_string(editable)) is not None:
@@ -924,11 +936,11 @@ def scan_source(editable: str, program_macros: set[str] | None = None) -> list[V
             "every reader of the text disagree about where the string ends")))
     for rule, pattern, message in _RAW_RULES:
         for m in pattern.finditer(text):
-            found.append(Violation(rule=rule, where=f"source line {text.count(chr(10), 0, m.start()) + 1}",
+            found.append(Violation(rule=rule, where=f"source line {counted.count(chr(10), 0, m.start()) + 1}",
                                    detail=message.format(m=m.group(0).strip())))
 
     def line(offset: int) -> str:
-        return f"source line {text.count(chr(10), 0, offset) + 1}"
+        return f"source line {counted.count(chr(10), 0, offset) + 1}"
 
     for m in _INCLUDE.finditer(text):
         target = m.group(2).strip()
@@ -1016,7 +1028,7 @@ def scan_source(editable: str, program_macros: set[str] | None = None) -> list[V
         if cuda is None or cuda[0] == "forbidden-call" or cuda[0] == "driver-api" and not m.group(2):
             continue
         found.append(Violation(rule=cuda[0], where=line(m.start()), detail=f"{m.group(1)}: {cuda[1]}"))
-    return _dedupe(found)
+    return found
 
 
 # What the compiled editable part may import. An allow-list, not a deny-list: libc has
