@@ -44,7 +44,7 @@ class Item:
 
 
 # A line splice as gcc and nvcc read one: a backslash, optional whitespace, a newline.
-SPLICE = re.compile(r"\\[ \t\f\v]*\r?\n")
+SPLICE = re.compile(r"\\[ \t\f\v]*(?:\r\n|\r|\n)")  # a lone CR ends a line too (round 157)
 
 
 def preprocessed(text: str) -> str:
@@ -55,6 +55,7 @@ def preprocessed(text: str) -> str:
     ending at the comment). String literals are kept, a raw string's lines joined into one: a
     line inside it that starts with `#` is no directive (red team round 151: a `#define` in an
     `R"(...)"` read as the program's); line numbers are not kept."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")  # phase 1: a lone CR ends a line too (round 157)
     return _comments_replaced(SPLICE.sub("", text), lambda comment: " " * len(comment),
                               lambda literal: literal.replace("\n", " "))
 

@@ -227,6 +227,10 @@ _DIGRAPHS = [("%:%:", "##"), ("%:", "#"), ("<%", "{"), ("%>", "}"), ("<:", "["),
 def normalize_source(text: str) -> str:
     """What the compiler sees before tokenizing: line splices joined, digraphs and the
     `??=` trigraph spelled out. Scanning this defeats `#inc\\<newline>lude` and `%:include`."""
+    # phase 1 as gcc and nvcc read it: a lone CR ends a line too, and a vertical tab or form feed is
+    # a blank, also beside a directive's `#` (red team round 157: `// ...` CR `#define Q __LINE__`
+    # and `#` VT `include <dlfcn.h>` hid a directive from every rule)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\v", " ").replace("\f", " ")
     text = SPLICE.sub("", text)  # a backslash, blanks, a newline: one splice to gcc and nvcc (round 156)
     for digraph, plain in _DIGRAPHS:
         text = text.replace(digraph, plain)
