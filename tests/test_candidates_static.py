@@ -179,6 +179,7 @@ def test_object_and_program_scans_catch_what_the_source_scan_would(name, setting
 
     monkeypatch.setattr(policy, "scan_source", lambda editable, *_: [])
     monkeypatch.setattr(policy, "scan_host_pass", lambda lines: [])  # the host-pass scan: a source scan too
+    monkeypatch.setattr(policy, "_attribute_rules", lambda text, where: [])  # the preprocessed part's, as well
     split = split_program((ROOT / "kernels" / "naive_matmul.cu").read_text())
     editable, _ = candidate_editable_part((FIXTURES / "candidates/matmul" / name).read_text(), split, name)
     result = static_gates(split, editable, arch="sm_90", settings=settings, toolchain=find_toolchain())

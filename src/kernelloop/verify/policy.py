@@ -154,6 +154,11 @@ def cuda_call_rule(name: str) -> tuple[str, str] | None:
         return "forbidden-call", "a CUDA runtime call that is not on the launcher allow-list"
     return None
 # (rule, pattern on comment- and string-free source, message)
+# An attribute list's opening as the compiler's tokens: blanks or a comment may stand between the two
+# `(` or `[`, and the keyword has a second spelling (red team round 158: `__attribute__( (ms_abi) )`).
+# A macro spelling (`#define A __attribute__`) is read on the preprocessed part (scan_preprocessed).
+_ATTRIBUTE_OPEN = r"(?:\b__attribute(?:__)?\s*\(\s*\(|\[\s*\[)"
+
 _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("vendor-library", re.compile(rf"\b{_VENDOR}\b"), "vendor library call {m}: only hand-written kernels are allowed"),
     ("vendor-library", re.compile(r"\b(?:thrust|cutlass|cute)\s*::"), "library algorithm {m}: only hand-written kernels are allowed"),
@@ -169,9 +174,9 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("environment", re.compile(r"\b(?:getenv|secure_getenv|setenv|putenv|unsetenv|clearenv|environ|__environ)\b"), "environment access {m}"),
     ("dynamic-code", re.compile(r"\b(?:dlopen|dlsym|dlmopen|syscall)\s*\("), "dynamic loading or raw system call {m}"),
     # Anywhere in an attribute list: `__attribute__((used, constructor))` is one too.
-    ("static-init", re.compile(r"(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?(?:constructor|init_priority)(?:__)?\b"),
+    ("static-init", re.compile(_ATTRIBUTE_OPEN + r"[^;{}]*?\b(?:__)?(?:constructor|init_priority)(?:__)?\b"),
      "static constructor {m}: runs code before main"),
-    ("exit-handler", re.compile(r"(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?destructor(?:__)?\b"),
+    ("exit-handler", re.compile(_ATTRIBUTE_OPEN + r"[^;{}]*?\b(?:__)?destructor(?:__)?\b"),
      "{m}: runs code after main, outside the harness"),
     ("exit-handler", re.compile(r"\b(?:atexit|at_quick_exit|quick_exit|on_exit|__cxa_atexit|__cxa_thread_atexit(?:_impl)?)\b"),
      "exit handler {m}: runs code after main, outside the harness"),
@@ -180,7 +185,7 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("tls", re.compile(r"\b(?:thread_local|__thread|_Thread_local)\b"),
      "thread-local storage {m}: per-thread state with its own initializers and destructors"),
     # A naked function is nothing but hand-written host assembly (the red team's push/ret trampoline).
-    ("host-asm", re.compile(r"(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?naked(?:__)?\b"),
+    ("host-asm", re.compile(_ATTRIBUTE_OPEN + r"[^;{}]*?\b(?:__)?naked(?:__)?\b"),
      "{m}: a naked function is raw host assembly"),
     ("harness-state", re.compile(r"\bcudaDeviceReset\s*\("), "{m} would destroy the harness's context"),
     ("main", re.compile(r"\bint\s+main\s*\("), "the editable part defines main()"),
@@ -237,6 +242,11 @@ def normalize_source(text: str) -> str:
     return text
 
 
+# The source rules about attributes and storage: also read on the preprocessed part, where a macro
+# cannot spell them (the others there would trip over the toolkit's own expansions).
+_EXPANDED_SOURCE_RULES = [r for r in _SOURCE_RULES if r[0] in {"static-init", "exit-handler", "host-asm", "ifunc", "tls"}]
+
+
 # Rules on the text with string literals kept: what an asm string can ask the assembler.
 _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
     # Saving and restoring a macro undoes what the verifier's own builds redefine after the part's
@@ -245,7 +255,7 @@ _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
     ("macro", re.compile(r"\b(?:push_macro|pop_macro)\b"),
      "{m} saves or restores a macro, which would undo the verifier's own definitions of it"),
     ("include", re.compile(r"\.(?:incbin|include)\b"), "assembler directive {m} reads a file into the program"),
-    ("static-init", re.compile(r"__attribute__\s*\(\(\s*(?:__)?section|\[\[\s*gnu\s*::\s*section|#\s*pragma\s+section"),
+    ("static-init", re.compile(_ATTRIBUTE_OPEN + r"[^;{}]*?\b(?:__)?section(?:__)?\b|#\s*pragma\s+section"),
      "explicit section placement {m} (init/fini arrays run code outside the harness)"),
     ("static-init", re.compile(r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors|\.section\b"),
      "assembler section {m} (code that runs outside the harness)"),
@@ -260,12 +270,12 @@ _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
      "symbol kind {m}: an indirect function runs its resolver before main; a unique symbol escapes containment"),
     # The host-code scan checks its stack model against the unwind tables the compiler writes
     # under its default options (verify/unwind.py); options set from the source could change both.
-    ("compiler-options", re.compile(r"#\s*pragma\s+(?:GCC|clang)\s+optimize\b|\b_Pragma\s*\(\s*\"\s*(?:GCC|clang)\s+optimize"
-                                    r"|(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?optimize(?:__)?\b"),
+    ("compiler-options", re.compile(r"#\s*pragma\s+(?:GCC|clang)\s+optimize\b|\b_Pragma\s*\(\s*(?:u8|[uUL])?R?\"[^\"]*?(?:GCC|clang)\s+optimize"
+                                    r"|" + _ATTRIBUTE_OPEN + r"[^;{}]*?\b(?:__)?optimize(?:__)?\b"),
      "{m}: changes how the host compiler builds the code the host-code scan judges"),
     # A calling convention or register-saving rule of its own lets the launcher leave the
     # harness's callee-saved registers changed with no store the scan sees (round 23: ms_abi).
-    ("compiler-options", re.compile(r"(?:__attribute__\s*\(\(|\[\[)[^;{}]*?\b(?:__)?(?:ms_abi|sysv_abi|regparm|stdcall"
+    ("compiler-options", re.compile(_ATTRIBUTE_OPEN + r"[^;{}]*?\b(?:__)?(?:ms_abi|sysv_abi|regparm|stdcall"
                                     r"|cdecl|fastcall|thiscall|vectorcall|sseregparm|preserve_(?:most|all|none)"
                                     r"|no_(?:callee|caller)_saved_registers|interrupt|force_align_arg_pointer)(?:__)?\b"),
      "{m}: a calling convention of its own, which the host-code scan does not model"),
@@ -322,6 +332,23 @@ def scan_host_pass(lines: list[tuple[int, str]]) -> list[Violation]:
                                           "through any pointer or re-register a kernel"))
         if len(found) >= 5:
             break
+    # Attributes and pragmas in the host code itself: a macro defined for the host pass only
+    # (`#ifndef __CUDA_ARCH__`, `#define CC(x) __attribute__(x)`) spells them nowhere else (round 158).
+    found += _attribute_rules("\n".join(text for _, text in lines), "host code nvcc compiles")
+    return found
+
+
+def _attribute_rules(text: str, where: str) -> list[Violation]:
+    """The attribute, section and pragma rules on TEXT, code as the compiler reads it (macros expanded)."""
+    found: list[Violation] = []
+    seen: set[tuple[str, str]] = set()
+    for rules, view in ((_RAW_RULES, text), (_EXPANDED_SOURCE_RULES, _without_strings(text))):
+        for rule, pattern, message in rules:
+            for m in pattern.finditer(view):
+                detail = message.format(m=m.group(0).rstrip("(: ").strip()) + " (after macro expansion)"
+                if (rule, detail) not in seen:
+                    seen.add((rule, detail))
+                    found.append(Violation(rule=rule, where=where, detail=detail))
     return found
 
 
@@ -863,6 +890,10 @@ def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -
         found.append(Violation(rule="build-context", where="preprocessed source",
                                detail=f"{m.group(0)} (after macro expansion) is a value of the build"))
         break
+    # Attributes and pragmas as the compiler reads them: a macro's spelling (`#define A __attribute__`,
+    # `A((ms_abi))`) and every `_Pragma` form (a prefix, a raw string, a stringizing macro) are plain
+    # `__attribute__((...))` and `#pragma` lines here (red team round 158).
+    found += _attribute_rules(part, "preprocessed source")
     for _, name, what in _declared_names(_without_strings(part)):
         if re.match(r"^(?:__|_[A-Z])", name) or _COMPILER_PREFIX.fullmatch(name) or \
                 (what == "namespace_definition" and name == HARNESS_NAMESPACE):
