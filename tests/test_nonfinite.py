@@ -483,3 +483,43 @@ def test_with_several_inputs_each_gets_the_special_values_alone_even_when_all_at
     assert not v.accepted and "in 'x' only" in v.gate("correctness").detail
     told = [c["nonfinite_buffers"] for c in calls if c.get("nonfinite_calls") and c["role"] == "baseline"]
     assert told == [None, 1]  # all at once (it compared row 3), then x alone, which finds it
+
+
+def two_size_manifest(calls: int) -> dict:
+    return {**manifest(calls), "size_options": 2, "size_values": [[4, 8]]}
+
+
+@pytest.mark.nvcc
+def test_a_drawn_size_where_the_baseline_computes_nan_is_drawn_again(settings, monkeypatch):
+    """Kept-aside set 16: a column-major program assumes `lda >= m` without checking it; at a size drawn
+    with lda < m it reads past its matrix and computes NaN. That size is one the program does not
+    take (like one its own check refuses), not a reason to reject the candidate."""
+    nan = float("nan")
+    drawn: list[int] = []
+
+    def behave(role, kw):
+        if kw.get("size_index") == -1 and kw.get("nonfinite_calls") is None and role == "baseline":
+            drawn.append(kw["size_draw"])
+        if kw.get("size_index") == -1 and len(set(drawn)) == 1 and role == "baseline":
+            return ([[1, 2, 3, nan], [5, 6, 7, 8]], [5, 6, 7, 8])  # the first drawn size: NaN from past its input
+        return GOOD
+
+    scripted_runs(monkeypatch, behave, make_manifest=two_size_manifest)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert len(set(drawn)) == settings.verify.size_draws + 1
+    assert any("or computed NaN" in n and "output 'y' computed NaN" in n for n in v.notes), v.notes
+
+
+@pytest.mark.nvcc
+def test_a_baseline_computing_nan_at_every_drawn_size_asks_for_alternatives(settings, monkeypatch):
+    nan = float("nan")
+
+    def behave(role, kw):
+        if kw.get("size_index") == -1 and role == "baseline":
+            return ([[1, 2, 3, nan], [5, 6, 7, 8]], [5, 6, 7, 8])
+        return GOOD
+
+    scripted_runs(monkeypatch, behave, make_manifest=two_size_manifest)
+    with pytest.raises(InputError, match=r"computes NaN in output 'y' at sizes drawn at verify time.*declare alternatives"):
+        verify(settings)

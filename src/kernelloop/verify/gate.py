@@ -534,6 +534,22 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                                  "that keep relations the declared alternative sizes do not show: declare "
                                  "alternatives that show them, e.g. a count that divides another in every option)"
                                  if refused_draws else ""))
+        # A size drawn now at which the baseline computes NaN of finite inputs is one it does not take:
+        # it reads past a buffer where a relation it assumes without checking broke (a leading dimension
+        # of at least the rows: kept-aside set 16's column-major normalisation). Drawn again like a size
+        # its own check refuses; the candidate's run there says nothing either.
+        if size_index < 0 and base is not None and base.records is not None and \
+                (computing := outputs_computing_nan(base.records)):
+            if not redraws:
+                raise InputError(f"{baseline_name}: the baseline computes NaN in output {computing[0]!r} at sizes "
+                                 f"drawn at verify time ({len(refused_draws) + 1} of them): it assumes relations "
+                                 "between its sizes that the declared alternative sizes do not show; declare "
+                                 "alternatives that show them (e.g. a leading dimension at least the rows in every option)")
+            refused_draws.append(f"output {computing[0]!r} computed NaN")
+            failure = None
+            following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
+            experiments.append((_fresh_seeds(1, used_seeds)[0], -1, with_relation(redraws.pop(0), following)))
+            continue
         if size_index < 0 and relation_of(draw):
             kept_relation = relation_of(draw)
         if failure:
@@ -598,7 +614,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             correct &= matched
     durations.correctness_s = time.monotonic() - t
     if refused_draws:
-        v.notes.append(f"the baseline itself failed at {len(refused_draws)} size(s) drawn at verify time "
+        v.notes.append(f"the baseline itself failed (or computed NaN) at {len(refused_draws)} size(s) drawn at verify time "
                        f"({'; '.join(list(dict.fromkeys(refused_draws))[:3])}), which were drawn again keeping one relation the declared alternatives "
                        "show at a time (a divisor, a multiple, equal); alternatives whose relations are the program's "
                        "own checks, and no others, make every draw one it accepts")
