@@ -119,6 +119,35 @@ def test_renaming_every_identifier_changes_nothing():
 
 # Taken: the shapes real row kernels come in (our own code, in the styles of llm.c and others).
 TAKEN = {
+    # a value of one element clamped in place (`if (g > hi) g = hi;`): a local of the iteration, no max
+    # or min across the row; the row's own maximum beside it still is one
+    "clamp_of_an_iteration_local": """
+__global__ void gain_clip(const float* __restrict__ in, float* __restrict__ out, float* peak, int rows, int cols,
+                          float gain) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  float top = 0.0f;
+  for (int c = 0; c < cols; ++c) {
+    float g = in[(size_t)r * cols + c] * gain;
+    if (g > 1.0f) g = 1.0f;
+    if (g < -1.0f) g = -1.0f;
+    if (g > top) top = g;
+    out[(size_t)r * cols + c] = g;
+  }
+  peak[r] = top;
+}""",
+    "integer_clamp_of_an_iteration_local": """
+__global__ void posterize(const unsigned short* src, unsigned short* dst, int lines, int pitch, int shift) {
+  int line = blockIdx.x * blockDim.x + threadIdx.x;
+  if (line < lines) {
+    for (int x = 0; x < pitch; x++) {
+      int q = (src[line * pitch + x] >> shift) << shift;
+      if (q < 64) { q = 64; }
+      if (65000 < q) q = 65000;
+      dst[line * pitch + x] = (unsigned short)q;
+    }
+  }
+}""",
     # an index split into coordinates (b, t) with / and %, a gather through a loaded index
     "coordinates_and_gather": """
 __global__ void embed(float* out, const int* tok, const float* table, const float* pos, int B, int T, int C) {

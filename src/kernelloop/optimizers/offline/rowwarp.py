@@ -346,12 +346,14 @@ class ItemPlanner:
             # which iterations run, and in what order each lane runs its own, is unchanged
             return
         if isinstance(s, If):
+            # `if (v < 0) v = 0;` on a local of this iteration is a clamp of this element's value, no
+            # max or min across the row (kept-aside set 16's levels stretch)
             acc = self.compare_update(s)
-            if acc is not None:
+            if acc is not None and acc[0].key not in declared_inside:
                 self.add_accumulator(info, *acc)
                 return
             pair = self.arg_update(s, info)
-            if pair is not None:
+            if pair is not None and not {pair[0].key, pair[3].key} & declared_inside:
                 value, kind, compared, index = pair
                 self.add_accumulator(info, value, (kind, compared))
                 self.add_accumulator(info, index, ("index", Name(index.name)))
