@@ -874,6 +874,13 @@ def _without_assert_failures(part: str) -> str:
     return "".join(out)
 
 
+# The CUDA language's keywords, which the toolkit's headers define as macros (crt/host_defines.h).
+_LANGUAGE_MACROS = frozenset("""__global__ __device__ __host__ __shared__ __constant__ __managed__ __launch_bounds__
+__forceinline__ __noinline__ __inline__ __inline_hint__ __align__ __builtin_align__ __restrict__ __grid_constant__
+__cluster_dims__ __block_size__ __maxnreg__ __local_maxnreg__ __no_return__ __thread__ __volatile__ __nv_pure__
+__annotate__ __location__ __cdecl __CUDA_ARCH_HAS_FEATURE__""".split())
+
+
 def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -> list[Violation]:
     """The rules a text scan of the source cannot apply, on the part as the compiler reads it (red team
     round 53): a header's macro that expands to a value of the build (`_CCCL_BUILTIN_LINE()`,
@@ -886,6 +893,17 @@ def scan_preprocessed(editable: str, part: str, header_macros: dict[str, str]) -
         found.append(Violation(rule="build-context", where="source", detail=(
             f"{name} expands to a value of the build (its line, file, include path or date) or turns a macro's "
             "value into data: what is verified would not be what ships")))
+    # A header's internal macro (a reserved name: `_CCCL_ASSERT`, `_LIBCUDACXX_*`, `__CUDA_*`) is the
+    # headers' business, and its expansion may follow the build's switches (`-DDEBUG`, `-D_DEBUG`,
+    # `-DCCCL_ENABLE_ASSERTIONS` turn `_CCCL_ASSERT((cols = C / 2) >= 0, "")` from nothing into an
+    # assignment: red team round 159). The part may name only the CUDA language's own keywords.
+    code = _CONDITIONAL.sub("", text)  # a conditional's test is the configuration rule's (_configuration_tests)
+    for name in sorted({w for w in re.findall(r"(?<![\w.])_[A-Z_]\w*", code)
+                        if w in header_macros and w not in _LANGUAGE_MACROS}):
+        found.append(Violation(rule="build-context", where="source", detail=(
+            f"names {name}, a macro internal to the toolkit's headers (a reserved name): what it expands to is "
+            "the headers' choice and may follow the build's switches (-DDEBUG, assertion switches), so what "
+            "is verified would not be what ships")))
     for m in re.finditer(r"\b__builtin_(?:LINE|FILE|FUNCTION|COLUMN|source_location)\b", _without_assert_failures(part)):
         found.append(Violation(rule="build-context", where="preprocessed source",
                                detail=f"{m.group(0)} (after macro expansion) is a value of the build"))
