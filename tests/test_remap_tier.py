@@ -151,3 +151,17 @@ def test_a_launch_not_shown_to_cover_the_guard_is_refused():
     split = split_program(exact, PROGRAM)
     part = read_editable(split.editable, split.harness, split.exported)
     assert len(remap_rewrites(part, split.harness, split.preamble)[0]) == 1  # grid * block is the bound itself
+
+
+def test_a_kernel_launched_twice_is_not_changed_in_place():
+    # the remap tier rewrites the kernel itself: a second launch (another branch of a dispatch) would run
+    # the swapped kernel under a launch nobody checked
+    twice = _program().replace("channel_affine<<<grid, block>>>(x, gamma, beta, y, pixels, channels);",
+                               "if (pixels > 0) channel_affine<<<grid, block>>>(x, gamma, beta, y, pixels, channels); "
+                               "else channel_affine<<<grid, block>>>(x, gamma, beta, y, pixels, channels);")
+    assert twice != _program()
+    split = split_program(twice, PROGRAM)
+    part = read_editable(split.editable, split.harness, split.exported)
+    rewrites, refused = remap_rewrites(part, split.harness, split.preamble)
+    assert rewrites == [] and any("launched more than once (the remap tier changes the kernel in place)" in r
+                                  for r in refused), refused

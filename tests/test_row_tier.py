@@ -616,3 +616,22 @@ def test_a_count_stepped_by_increment_is_a_sum(count_type, step):
                "__device__ operator float() const { return (float)v; } };\n" + text
     fn, plan = _plan(text)
     assert "static_assert(::kl_number<decltype(n)>::value" in rewrite_kernel(fn, plan)
+
+
+@pytest.mark.nvcc
+def test_a_kernel_launched_in_both_branches_of_a_dispatch_is_rewritten_at_both(tmp_path):
+    """A launcher that picks the block by the batch size launches one kernel in each branch: the
+    first rewrite takes both launches (whichever runs, the rewritten kernel does), then each alone;
+    the remap tier, which changes a kernel in place, takes none."""
+    name = "l2norm_rows_dispatch.cu"
+    split = split_program(_program(name), name)
+    part = read_editable(split.editable, split.harness, split.exported)
+    rewrites, _ = row_warp_rewrites(part, split.harness)
+    assert [r.label.endswith("(all 2 launches)") for r in rewrites] == [True, False, False]
+    body = rewrites[0].source[rewrites[0].source.index("void l2norm_rows("):]
+    assert body.count("l2norm_rows_kernel_kl_rewritten<<<") == 2 and body.count("l2norm_rows_kernel<<<") == 2
+    editable, _ = candidate_editable_part(rewrites[0].source, split)
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert not result.violations, [v.describe() for v in result.violations]
+    assert result.candidate is not None and result.candidate.ok

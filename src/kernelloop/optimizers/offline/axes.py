@@ -163,7 +163,7 @@ def axis_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
             raise NotARowKernel(f"is launched with one thread along {axis}: swapping gives a warp no neighbours")
         return [Rewrite(
             label=f"axis tier: {name} with its x and {axis} thread axes swapped",
-            source=site.assemble_beside(swapped_kernel(site, axis), swapped_launch(site, axis)),
+            **site.beside(swapped_kernel(site, axis), swapped_launch(site, axis)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} walked its arrays' slow index with threadIdx.x and the fast one with "
                    f"threadIdx.{axis}; a copy with the two axes swapped, launched with the grid's and the block's "

@@ -172,7 +172,7 @@ def column_split_rewrites(part: EditablePart, harness: str, preamble: str = "") 
         kinds = ", ".join(sorted(set(plan.loops[0].accumulators.values())))
         return [Rewrite(
             label=f"column tier: {split} threads per item of {name}",
-            source=site.assemble_beside(kernel_text, _launch_text(site.stmt, split)),
+            **site.beside(kernel_text, _launch_text(site.stmt, split)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} gives each thread one item and reduces ({kinds}) over a loop read coalesced; "
                    f"{split} threads now share each item, each taking every {split}th iteration, and the last "

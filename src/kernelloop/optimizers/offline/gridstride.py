@@ -361,7 +361,7 @@ def grid_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
             raise NotARowKernel(f"is launched with a thread for each of its {plan.bound_param} elements already")
         return [Rewrite(
             label=f"grid tier: {name} on a grid covering its elements",
-            source=site.assemble_beside(asserted_kernel(site.kernel, plan), widened_launch(site, plan)),
+            **site.beside(asserted_kernel(site.kernel, plan), widened_launch(site, plan)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} is a grid-stride loop over {plan.bound_param or plan.bound_value} elements "
                    f"launched on a grid not shown to cover them; the same kernel on enough blocks for about one "

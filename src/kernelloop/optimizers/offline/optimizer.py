@@ -115,7 +115,8 @@ class OfflineOptimizer:
             remaps, remaps_refused = remap_rewrites(analysis.part, harness, preamble)
             swaps, swaps_refused = axis_rewrites(analysis.part, harness, preamble)
             grids, grids_refused = grid_rewrites(analysis.part, harness, preamble)
-            kept, refused = [], rows_refused + columns_refused + remaps_refused + swaps_refused + grids_refused
+            kept, refused = [], list(dict.fromkeys(rows_refused + columns_refused + remaps_refused + swaps_refused
+                                                   + grids_refused))  # one line per kernel, not per launch
             for rewrite in rows + columns + remaps + swaps + grids:
                 clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
                 if clash:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ...program.scanner import strip_comments
 from .facts import KernelFacts, collect_facts
 from .launcher import EditablePart, Function, grid_reaches
-from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, apply_edits, tier_rewrites
+from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, apply_edits, launch_count, tier_rewrites
 from .syntax import Binary, Block, Cast, Decl, Expr, If, Launch, Name, Return, to_c
 
 
@@ -196,6 +196,8 @@ def remap_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tupl
     (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
+        if launch_count(site.launcher, name) != 1:  # the kernel changes in place: every launch would take it
+            raise NotARowKernel("is launched more than once (the remap tier changes the kernel in place)")
         plan = plan_remap(site.kernel, site.helpers, site.constants)
         if not launch_covers(site, plan, plan.bound):
             raise NotARowKernel(f"is launched with a grid not shown to cover its guard's {to_c(plan.bound)} threads "

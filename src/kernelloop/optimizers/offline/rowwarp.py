@@ -131,6 +131,9 @@ class Rewrite:
     kernel: str
     launcher: str
     detail: str
+    # what a LaunchSite.beside wrote (rewritten kernel, the launch's edit in the launcher's body,
+    # prologue): tier_rewrites joins a kernel's launches in one launcher into one rewrite with them
+    pieces: tuple[str, tuple[int, int, str], tuple[str, ...]] | None = None
 
 
 # -- recognition ---------------------------------------------------------------------------------
@@ -1030,6 +1033,12 @@ class LaunchSite:
             prologue.append(_SAME_TYPE)
         return self._with(kernel_text, apply_edits(body, [(l_start, l_end, launch_text)]), prologue)
 
+    def beside(self, kernel_text: str, new_launch: Callable[[BaselineLaunch, str], tuple]) -> dict:
+        """assemble_beside's source and the pieces it wrote, as a Rewrite's `source` and `pieces`."""
+        pieces = self._beside_pieces(kernel_text, new_launch)
+        body = self.launcher.item.text[len(self.launcher.head):]
+        return {"source": self._with(pieces[0], apply_edits(body, [pieces[1]]), list(pieces[2])), "pieces": pieces}
+
     def assemble_beside(self, kernel_text: str, new_launch: Callable[[BaselineLaunch, str], tuple]) -> str:
         """The whole editable part with the rewritten kernel (KERNEL_TEXT, under the kernel's name)
         beside the baseline's, renamed, and the launch guarded: NEW_LAUNCH(baseline's configuration,
@@ -1037,6 +1046,11 @@ class LaunchSite:
         conditions[, declarations its conditions and statement read]), which runs only where it and
         the baseline's launch are legal and the conditions hold, the baseline's launch as written everywhere else (launch_guard). In a template
         launcher, only under `if constexpr` of the instantiation the verifier runs."""
+        return self.beside(kernel_text, new_launch)["source"]
+
+    def _beside_pieces(self, kernel_text: str, new_launch: Callable[[BaselineLaunch, str], tuple]) -> tuple:
+        """assemble_beside's pieces: the rewritten kernel beside the baseline's, the launch's edit in the
+        launcher's body, the prologue."""
         name = self.kernel.name
         renamed = f"{name}_kl_rewritten"
         pattern = re.compile(rf"\b{re.escape(name)}\b")
@@ -1055,7 +1069,18 @@ class LaunchSite:
         if self.verified_instantiation is not None:
             launch_text = f"if constexpr ({self.verified_instantiation}) {{ {launch_text} }} else {{ {body[l_start:l_end]} }}"
             prologue.append(_SAME_TYPE)
-        return self._with(kernel_text, apply_edits(body, [(l_start, l_end, launch_text)]), prologue)
+        return kernel_text, (l_start, l_end, launch_text), tuple(prologue)
+
+    def assemble_all(self, pieces: list[tuple]) -> str | None:
+        """The whole editable part with every one of PIECES (one rewrite of each launch of this
+        site's kernel in its launcher, each guarded by its own launch's checks): an int32/int64
+        dispatch runs the rewritten kernel whichever branch it takes. None where the rewritten
+        kernels differ."""
+        kernel_text, _, prologue = pieces[0]
+        if any(p[0] != kernel_text or p[2] != prologue for p in pieces):
+            return None
+        body = self.launcher.item.text[len(self.launcher.head):]
+        return self._with(kernel_text, apply_edits(body, [p[1] for p in pieces]), list(prologue))
 
     def _with(self, kernel_text: str, launcher_body: str, prologue: list[str]) -> str:
         launcher_text = self.launcher.head + launcher_body
@@ -1181,8 +1206,11 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
         for stmt in launches_in(lau.fn.body):
             launch = stmt.expr
             assert isinstance(launch, Launch)
-            name = to_c(launch.kernel).split("::")[-1]
+            name = _launched_name(stmt)
             fn = part.functions.get(name)
+            if fn is None and (unread := next((p for p in part.problems if p.startswith(f"{name}: ")), None)):
+                sites.append((name, f"is not read ({unread[len(name) + 2:]})"))  # say why, not nothing
+                continue
             if fn is None or not fn.is_kernel:
                 continue
             why = shared_kernel(part, fn, lau.fn, harness_code)
@@ -1210,15 +1238,35 @@ def tier_rewrites(part: EditablePart, harness: str, preamble: str, tier: str,
     NotARowKernel), saying why."""
     rewrites: list[Rewrite] = []
     refused: list[str] = []
+    taken: dict[tuple[str, str], list[tuple[LaunchSite, Rewrite | None]]] = {}
     for site in launch_sites(part, harness, preamble):
         if isinstance(site, tuple):
             refused.append(f"{tier} tier: kernel {site[0]} {site[1]}")
             continue
         try:
-            rewrites += rewrites_of(site)
+            made = rewrites_of(site)
         except NotARowKernel as exc:
             refused.append(f"{tier} tier: kernel {site.kernel.name} {exc}")
-    return rewrites, refused
+            made = []
+        rewrites += made
+        taken.setdefault((site.launcher.name, site.kernel.name), []).append((site, made[0] if len(made) == 1 else None))
+    # A kernel launched at several places in one launcher (a dispatch on the index width or the batch
+    # size): first the rewrite of every launch at once, then each alone
+    joined: list[Rewrite] = []
+    for group in taken.values():
+        if len(group) < 2 or any(r is None or r.pieces is None for _, r in group):
+            continue
+        first, made = group[0]
+        try:
+            source = first.assemble_all([r.pieces for _, r in group])  # type: ignore[union-attr]
+        except NotARowKernel:
+            source = None
+        if source is not None:
+            assert made is not None
+            joined.append(Rewrite(label=f"{made.label} (all {len(group)} launches)", source=source, kernel=made.kernel,
+                                  launcher=made.launcher, detail=f"{made.detail}; each of its {len(group)} launches "
+                                                                 "in the launcher is rewritten alike"))
+    return joined + rewrites, refused
 
 
 def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
@@ -1233,11 +1281,21 @@ def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> t
                                           if lp.accumulators else "") for lp in plan.loops)
         return [Rewrite(
             label=f"row tier: one warp per row of {name}",
-            source=site.assemble_beside(kernel_text, _launch_text(site.stmt, plan.block, apart)),
+            **site.beside(kernel_text, _launch_text(site.stmt, plan.block, apart)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({kinds}) are "
                    f"split across the 32 lanes of a warp, {plan.block} threads per block")]
     return tier_rewrites(part, harness, preamble, "row", rewrites_of)
+
+
+def _launched_name(stmt: ExprStmt) -> str:
+    assert isinstance(stmt.expr, Launch)
+    return to_c(stmt.expr.kernel).split("::")[-1]
+
+
+def launch_count(launcher: Function, kernel: str) -> int:
+    """How many launch statements of KERNEL the launcher has."""
+    return sum(1 for stmt in launches_in(launcher.body) if _launched_name(stmt) == kernel)
 
 
 def shared_kernel(part: EditablePart, kernel: Function, launcher: Function, harness_code: str) -> str | None:
@@ -1250,8 +1308,11 @@ def shared_kernel(part: EditablePart, kernel: Function, launcher: Function, harn
             continue
         count = len(pattern.findall(without_literals(item.text)))
         if item is launcher.item:
-            if count != 1:
-                return "is launched more than once"
+            # each launch a statement of its own (an int32/int64 dispatch: `if (fits) k<int><<<...>>>(...);
+            # else k<int64_t><<<...>>>(...);`): the tiers that write a kernel beside the baseline's take
+            # one launch at a time, the others launching the baseline's kernel as written
+            if count != launch_count(launcher, kernel.name):
+                return "is named in its launcher besides its launches"
         elif count:
             return "is used outside its launcher"
     return None
