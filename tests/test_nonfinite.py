@@ -505,9 +505,12 @@ def test_a_drawn_size_where_the_baseline_computes_nan_is_drawn_again(settings, m
         return GOOD
 
     scripted_runs(monkeypatch, behave, make_manifest=two_size_manifest)
+    checked: list[tuple] = []  # memcheck's sizes: a drawn one only where the baseline ran
+    monkeypatch.setattr(gate, "_memcheck", lambda *args: checked.append(args[-2:]))
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert len(set(drawn)) == settings.verify.size_draws + 1
+    assert checked and checked[0][0] == [1, -1] and checked[0][1] == drawn[1] != drawn[0]
     assert any("or computed NaN" in n and "output 'y' computed NaN" in n for n in v.notes), v.notes
 
 

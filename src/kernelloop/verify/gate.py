@@ -503,6 +503,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     drawn_sizes: list[list[int]] = []
     other_sizes: list[OtherSize] = []  # every other size's runs: their times and (traced) audits
     refused_draws: list[str] = []  # drawn sizes the baseline itself fails at: not the candidate's to pass
+    taken_draws: list[int] = []  # drawn sizes the baseline ran at, in order: memcheck checks the first
     # A list's own iterator also yields what is appended while it is walked (a size drawn again).
     for seed, size_index, draw in experiments:
         say(Progress(stage="correctness", message=f"seed {seed}{_size_words(size_index)}: candidate, then baseline"))
@@ -555,6 +556,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         if failure:
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
             break
+        if size_index < 0:
+            taken_draws.append(draw)
         if size_index < 0 and base.records and base.records.manifest:
             drawn_sizes.append(base.records.manifest.sizes)
         baseline_state_changes |= bool(base.records and base.records.state and not base.records.state.same)
@@ -654,7 +657,11 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
     # -- memcheck ----------------------------------------------------------------------
     if not reasons:
-        _memcheck(v, cand_bin, base_bin, toolchain.nvcc, durations, reasons, say, cupti_lib, size_indices, size_draw)
+        # at a drawn size only where the baseline ran: one it refused (or read past its buffers at) is
+        # no size of the program's, and the candidate failing there says nothing
+        _memcheck(v, cand_bin, base_bin, toolchain.nvcc, durations, reasons, say, cupti_lib,
+                  size_indices if taken_draws else [k for k in size_indices if k >= 0],
+                  taken_draws[0] if taken_draws else None)
     # -- speed -------------------------------------------------------------------------
     if reasons:
         v.gates.append(GateResult(gate="speedup", status="skipped", detail="not timed: an earlier gate failed"))
