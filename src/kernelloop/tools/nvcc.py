@@ -183,16 +183,16 @@ _DEFINE_LINE = re.compile(r"^#define ([A-Za-z_]\w*)(\([^)]*\))?\s?(.*)$")
 
 
 def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits,
-                    name: str = "candidate.cu") -> Preprocessed:
+                    name: str = "candidate.cu", defines: tuple[str, ...] = ()) -> Preprocessed:
     """The unit as the compiler reads it (nvcc -E, macro definitions kept): the lines `name` itself
     contributes, with every macro expanded, and the macros the headers define. What a text scan of
     the source cannot see (a header's macro that expands to `__builtin_LINE()`, a name built by an
-    identity macro) is plain here."""
+    identity macro) is plain here. DEFINES: macros the build sets (`-D`), as another build would."""
     with private_workdir() as work:
         (work / "unit.cu").write_text(unit)
         shutil.chown(work / "unit.cu", user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), "-E", "-Xcompiler", "-dD",
-                             "unit.cu", "-o", "unit.ii"], workdir=work, limits=limits)
+        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), *(f"-D{d}" for d in defines), "-E",
+                             "-Xcompiler", "-dD", "unit.cu", "-o", "unit.ii"], workdir=work, limits=limits)
         out = work / "unit.ii"
         if not run.ok or not out.exists():
             return Preprocessed(ok=False, problem=f"preprocessing failed ({run.failure()})")

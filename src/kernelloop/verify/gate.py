@@ -28,7 +28,7 @@ from ..program.cuda_tree import declared_signature
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
-from ..tools.nvcc import (BuildResult, Toolchain, build_program, check_includes, compiler_error, find_toolchain, host_pass,
+from ..tools.nvcc import (BuildResult, Preprocessed, Toolchain, build_program, check_includes, compiler_error, find_toolchain, host_pass,
                           preprocess_unit)
 from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import MEMCHECK_EXIT_CODE, MemcheckResult, find_compute_sanitizer, memcheck_argv, read_memcheck
@@ -760,6 +760,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         return StaticResult(baseline=base_build, candidate=None, violations=[
             policy.Violation(rule="include", where="preprocessor", detail=expanded.problem or "preprocessing failed")])
     expanded_violations = policy.scan_preprocessed(editable, expanded.part, expanded.header_macros)
+    expanded_violations += _switched_builds(split, unit, editable, expanded, arch, toolchain, limits)
     expanded_violations += policy.scan_macro_hygiene(editable, split.editable, expanded.program_macros,
                                                      expanded.header_macros, expanded.program_code, expanded.part)
     if expanded_violations:
@@ -811,6 +812,27 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         return StaticResult(baseline=base_build, candidate=cand_build, violations=violations,
                             precision=None if allowed else precision)
     return StaticResult(baseline=base_build, candidate=cand_build, violations=violations)
+
+
+def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Preprocessed, arch: str,
+                     toolchain: Toolchain, limits: Limits) -> list[policy.Violation]:
+    """The part against builds with the switches real builds set (policy.BUILD_SWITCHES, NDEBUG): a
+    name it uses that one of them defines otherwise (red team round 160). A build the part does not
+    preprocess in at all, where the baseline's does, is refused as well."""
+    builds = []
+    for switches in (policy.BUILD_SWITCHES, policy.RELEASE_SWITCHES):
+        switched = preprocess_unit(unit, arch=arch, toolchain=toolchain, limits=limits, defines=switches)
+        if not switched.ok:
+            baseline = preprocess_unit(split.editable_unit(), arch=arch, toolchain=toolchain, limits=limits,
+                                       name="editable.cu", defines=switches)
+            if baseline.ok:
+                return [policy.Violation(rule="build-context", where="preprocessor", detail=(
+                    f"the part does not preprocess in a build with {' '.join(switches[:3])}..., where the "
+                    "baseline's does: what is verified would not be what ships"))]
+            continue  # the program itself builds with none of them
+        builds.append((switches, {**expanded.header_macros, **expanded.program_macros},  # the switches: macros too
+                       {**switched.header_macros, **switched.program_macros, **{name: " 1" for name in switches}}))
+    return policy.scan_build_switches(editable, split.editable, builds)
 
 
 def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,

@@ -874,6 +874,51 @@ def _without_assert_failures(part: str) -> str:
     return "".join(out)
 
 
+# The switches real builds set that the toolkit's and the C++ library's headers read: a debug build
+# (DEBUG, _DEBUG), the CCCL, CUB and Thrust assertion and debug switches, libstdc++'s assertions,
+# PyTorch's half and bfloat16 switches. NDEBUG is a build of its own (assert's check compares code
+# with and without it). A part may not name what these change (red team round 160: a parameter
+# named CUB_STDERR, an empty macro in a -DDEBUG build, made `C / 2 - CUB_STDERR - 0` halve a loop).
+BUILD_SWITCHES = ("DEBUG", "_DEBUG", "CCCL_ENABLE_ASSERTIONS", "CCCL_ENABLE_HOST_ASSERTIONS",
+                  "CCCL_ENABLE_DEVICE_ASSERTIONS", "CUB_DEBUG_ALL", "CUB_DEBUG_LOG", "CUB_DEBUG_SYNC", "CUB_STDERR",
+                  "THRUST_DEBUG", "THRUST_DEBUG_SYNC", "_GLIBCXX_ASSERTIONS", "__CUDA_NO_HALF_OPERATORS__",
+                  "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_HALF2_OPERATORS__", "__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                  "__CUDA_NO_BFLOAT16_OPERATORS__", "__CUDA_NO_BFLOAT162_OPERATORS__")
+RELEASE_SWITCHES = ("NDEBUG",)
+
+
+def switch_dependent_macros(verified: dict[str, str], switched: dict[str, str]) -> set[str]:
+    """The macros two builds define differently (in one only, or with other bodies), and every macro
+    whose body names one of them: its expansion differs too."""
+    differ = {n for n in verified.keys() | switched.keys() if verified.get(n) != switched.get(n)}
+    names = {n: set(_IDENTIFIER.findall(body)) for n, body in {**switched, **verified}.items()}
+    grew = True
+    while grew:
+        grew = False
+        for n, used in names.items():
+            if n not in differ and used & differ:
+                differ.add(n)
+                grew = True
+    return differ
+
+
+def scan_build_switches(editable: str, baseline_editable: str,
+                        builds: list[tuple[tuple[str, ...], dict[str, str], dict[str, str]]]) -> list[Violation]:
+    """Names the part uses, and the baseline's part does not, that another build defines otherwise:
+    for each (switches, the verifier's build's macros, the macros of a build with those switches)."""
+    def names(text: str) -> set[str]:  # after a `.` too: the preprocessor replaces a member's name as well
+        return set(re.findall(r"[A-Za-z_]\w*", _without_strings(strip_comments(normalize_source(text)))))
+    own, baseline = names(editable), names(baseline_editable)
+    found: list[Violation] = []
+    for switches, verified, switched in builds:
+        for name in sorted((own & switch_dependent_macros(verified, switched)) - baseline - {"assert"}):
+            found.append(Violation(rule="build-context", where="source", detail=(
+                f"names {name}, which the headers define otherwise in a build with {' or '.join(switches[:3])}"
+                f"{' (or another debug switch)' if len(switches) > 3 else ''}: what is verified would not be "
+                "what ships")))
+    return found
+
+
 # The CUDA language's keywords, which the toolkit's headers define as macros (crt/host_defines.h).
 _LANGUAGE_MACROS = frozenset("""__global__ __device__ __host__ __shared__ __constant__ __managed__ __launch_bounds__
 __forceinline__ __noinline__ __inline__ __inline_hint__ __align__ __builtin_align__ __restrict__ __grid_constant__
