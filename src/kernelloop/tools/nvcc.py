@@ -183,15 +183,15 @@ _DEFINE_LINE = re.compile(r"^#define ([A-Za-z_]\w*)(\([^)]*\))?\s?(.*)$")
 
 
 def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits,
-                    name: str = "candidate.cu", defines: tuple[str, ...] = ()) -> Preprocessed:
+                    name: str = "candidate.cu", options: tuple[str, ...] = ()) -> Preprocessed:
     """The unit as the compiler reads it (nvcc -E, macro definitions kept): the lines `name` itself
     contributes, with every macro expanded, and the macros the headers define. What a text scan of
     the source cannot see (a header's macro that expands to `__builtin_LINE()`, a name built by an
-    identity macro) is plain here. DEFINES: macros the build sets (`-D`), as another build would."""
+    identity macro) is plain here. OPTIONS: another build's (`-DDEBUG`, `-rdc=true`), as it would read the unit."""
     with private_workdir() as work:
         (work / "unit.cu").write_text(unit)
         shutil.chown(work / "unit.cu", user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), *(f"-D{d}" for d in defines), "-E",
+        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), *options, "-E",
                              "-Xcompiler", "-dD", "unit.cu", "-o", "unit.ii"], workdir=work, limits=limits)
         out = work / "unit.ii"
         if not run.ok or not out.exists():
@@ -585,7 +585,8 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
 
 def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
                        limits: Limits | None = None, optimised: bool = False, filename: str = "program.cu",
-                       iso_dialect: bool = True, harness_visible: bool = True) -> BuildResult:
+                       iso_dialect: bool = True, harness_visible: bool = True,
+                       extra_flags: tuple[str, ...] = ()) -> BuildResult:
     """Compile a program's one translation unit to an object for reading what each function
     touches, a section per function and variable; its device code as PTX beside it (`program.ptx`).
     Unoptimised, every function keeps its own symbol; `optimised`, the source sees the macros the
@@ -594,15 +595,16 @@ def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: To
     as the verifier builds, else the compiler's default (gnu++17), as docs/contract.md's command does;
     `harness_visible`: the harness header staged beside the file and on the include path, as every
     kernelloop build has it, else neither (a user's file built as they build it). Without the C
-    library's fortified wrappers, as every kernelloop build (UNFORTIFIED)."""
+    library's fortified wrappers, as every kernelloop build (UNFORTIFIED). `extra_flags`: another
+    build's options (`-DDEBUG`, `-rdc=true`)."""
     return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True,
                         optimised=optimised, filename=filename, iso_dialect=iso_dialect,
-                        harness_visible=harness_visible)
+                        harness_visible=harness_visible, extra_flags=extra_flags)
 
 
 def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None, limits: Limits | None,
                  object_only: bool, optimised: bool = True, filename: str = "program.cu",
-                 iso_dialect: bool = True, harness_visible: bool = True) -> BuildResult:
+                 iso_dialect: bool = True, harness_visible: bool = True, extra_flags: tuple[str, ...] = ()) -> BuildResult:
     toolchain = toolchain or find_toolchain()
     # An object for reading: a section per function and variable, so every reference from one
     # function to another is a relocation; optimised, no automatic inlining, cloning or merging
@@ -612,7 +614,7 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
                   "-fno-partial-inlining,-fno-ipa-cp,-fno-ipa-sra,-fno-ipa-icf,-fno-ipa-cp-clone" if optimised else "")] \
         if object_only else []
     dialect = ["-std=c++17"] if iso_dialect else []
-    flags = ["-O3" if optimised else "-O0", *dialect, *arch_flags(arch), *UNFORTIFIED, *reading]
+    flags = ["-O3" if optimised else "-O0", *dialect, *arch_flags(arch), *UNFORTIFIED, *extra_flags, *reading]
     output = "program.o" if object_only else "program"
     includes = [f"-I{_HARNESS_INCLUDE}"] if harness_visible else []
     key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source, filename,

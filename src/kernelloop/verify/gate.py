@@ -36,7 +36,8 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .shipped import ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, shipped_build_differences
+from .shipped import (ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, other_build_differences,
+                      shipped_build_differences)
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nan,
                          outputs_following_guards,
@@ -820,11 +821,12 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
     name it uses that one of them defines otherwise (red team round 160). A build the part does not
     preprocess in at all, where the baseline's does, is refused as well."""
     builds = []
-    for switches in (policy.BUILD_SWITCHES, policy.RELEASE_SWITCHES):
-        switched = preprocess_unit(unit, arch=arch, toolchain=toolchain, limits=limits, defines=switches)
+    for switches, options in ((policy.BUILD_SWITCHES, policy.BUILD_OPTIONS), (policy.RELEASE_SWITCHES, ())):
+        flags = (*(f"-D{name}" for name in switches), *options)
+        switched = preprocess_unit(unit, arch=arch, toolchain=toolchain, limits=limits, options=flags)
         if not switched.ok:
             baseline = preprocess_unit(split.editable_unit(), arch=arch, toolchain=toolchain, limits=limits,
-                                       name="editable.cu", defines=switches)
+                                       name="editable.cu", options=flags)
             if baseline.ok:
                 return [policy.Violation(rule="build-context", where="preprocessor", detail=(
                     f"the part does not preprocess in a build with {' '.join(switches[:3])}..., where the "
@@ -848,6 +850,8 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
         asserting = assert_release_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
                                                toolchain=toolchain, include_end=include_end,
                                                program_macros=program_macros)
+        elsewhere = [] if differing or asserting else \
+            other_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
                                  detail=f"the candidate does not build {exc}")]
@@ -855,6 +859,9 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
         f"{name} compiles to other code when its asserts' conditions are not evaluated (-DNDEBUG, a release "
         "build): a condition changes state, so what is verified would not be what ships; compute it before the "
         "assert and assert on the result")) for name in asserting[:3]]
+    found += [policy.Violation(rule="build-context", where="object", detail=(
+        f"{', '.join(names[:3])}: compiles to other code in {what}, where the baseline's part compiles to the "
+        "same code: what is verified would not be what ships")) for what, names in elsewhere[:1]]
     also = (" or with the frozen macros' names qualified (a part that binds a name CUDA_CHECK-like macros use "
             "gets their line or file)") if qualified_macros else ""
     return [policy.Violation(rule="build-identity", where="object", detail=(

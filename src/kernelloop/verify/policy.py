@@ -491,7 +491,9 @@ def _declared_names(text: str):
         if node.type in named and (node.type not in {"struct_specifier", "class_specifier", "union_specifier",
                                                      "enum_specifier"} or node.child_by_field_name("body")):
             targets = [node.child_by_field_name("name")]
-        elif node.type in {"function_definition", "declaration", "field_declaration", "type_definition"}:
+        elif node.type in {"function_definition", "declaration", "field_declaration", "type_definition",
+                           "parameter_declaration", "optional_parameter_declaration"}:
+            # a parameter too: `int _CG_DEBUG` is a macro in another build (red team round 161)
             # every declarator, not the first alone (round 61: `KlSink unused, __assert_fail;`)
             targets = [_declarator_name(target) for target in node.children_by_field_name("declarator")]
         elif node.type in {"identifier", "type_identifier"} and _at_namespace_scope_expression(node):
@@ -875,15 +877,19 @@ def _without_assert_failures(part: str) -> str:
 
 
 # The switches real builds set that the toolkit's and the C++ library's headers read: a debug build
-# (DEBUG, _DEBUG), the CCCL, CUB and Thrust assertion and debug switches, libstdc++'s assertions,
-# PyTorch's half and bfloat16 switches. NDEBUG is a build of its own (assert's check compares code
-# with and without it). A part may not name what these change (red team round 160: a parameter
-# named CUB_STDERR, an empty macro in a -DDEBUG build, made `C / 2 - CUB_STDERR - 0` halve a loop).
+# (DEBUG, _DEBUG), the CCCL, CUB, Thrust and cooperative-groups assertion and debug switches,
+# libstdc++'s assertions, PyTorch's half and bfloat16 switches, and relocatable device code (nvcc
+# defines __CUDACC_RDC__: CUB's CUB_RDC_ENABLED, round 161). NDEBUG is a build of its own (assert's
+# check compares code with and without it). A part may not name what these change (red team round
+# 160: a parameter named CUB_STDERR, an empty macro in a -DDEBUG build, made `C / 2 - CUB_STDERR - 0`
+# halve a loop). The code of the part's functions is compared too, in the builds where honest code
+# compiles alike (shipped.OTHER_BUILDS).
 BUILD_SWITCHES = ("DEBUG", "_DEBUG", "CCCL_ENABLE_ASSERTIONS", "CCCL_ENABLE_HOST_ASSERTIONS",
                   "CCCL_ENABLE_DEVICE_ASSERTIONS", "CUB_DEBUG_ALL", "CUB_DEBUG_LOG", "CUB_DEBUG_SYNC", "CUB_STDERR",
-                  "THRUST_DEBUG", "THRUST_DEBUG_SYNC", "_GLIBCXX_ASSERTIONS", "__CUDA_NO_HALF_OPERATORS__",
+                  "THRUST_DEBUG", "THRUST_DEBUG_SYNC", "CG_DEBUG", "_GLIBCXX_ASSERTIONS", "__CUDA_NO_HALF_OPERATORS__",
                   "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_HALF2_OPERATORS__", "__CUDA_NO_BFLOAT16_CONVERSIONS__",
                   "__CUDA_NO_BFLOAT16_OPERATORS__", "__CUDA_NO_BFLOAT162_OPERATORS__")
+BUILD_OPTIONS = ("-rdc=true",)  # options besides -D that headers read (through the macros nvcc defines)
 RELEASE_SWITCHES = ("NDEBUG",)
 
 

@@ -152,6 +152,64 @@ def _differing_functions(unit_object: Path, other_object: Path) -> list[str]:
     return demangle(differing) if differing else []
 
 
+# Builds a user's program may ship as besides the verifier's, whose code an honest part does not
+# change: a debug build (its own switches and the toolkit's debug and assertion switches), PyTorch's
+# half and bfloat16 switches (red team rounds 160-161). Options that change honest code too are read
+# by their macros only (gate._switched_builds): -rdc=true compiles templates and launches otherwise,
+# -G compiles device code unoptimised.
+_DEBUG_SWITCHES = ("DEBUG", "_DEBUG", "CCCL_ENABLE_ASSERTIONS", "CCCL_ENABLE_HOST_ASSERTIONS",
+                   "CCCL_ENABLE_DEVICE_ASSERTIONS", "CUB_DEBUG_ALL", "CUB_DEBUG_LOG", "CUB_DEBUG_SYNC", "CUB_STDERR",
+                   "THRUST_DEBUG", "THRUST_DEBUG_SYNC", "CG_DEBUG", "_GLIBCXX_ASSERTIONS")
+_HALF_SWITCHES = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_HALF2_OPERATORS__",
+                  "__CUDA_NO_BFLOAT16_CONVERSIONS__", "__CUDA_NO_BFLOAT16_OPERATORS__", "__CUDA_NO_BFLOAT162_OPERATORS__")
+OTHER_BUILDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("a debug build (-DDEBUG, -D_DEBUG, the CCCL, CUB, Thrust and cooperative-groups debug switches)",
+     tuple(f"-D{name}" for name in _DEBUG_SWITCHES)),
+    ("a build with PyTorch's half and bfloat16 switches (-D__CUDA_NO_HALF_OPERATORS__ ...)",
+     tuple(f"-D{name}" for name in _HALF_SWITCHES)),
+)
+
+
+def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
+                            toolchain: Toolchain | None = None) -> list[tuple[str, list[str]]]:
+    """For each of OTHER_BUILDS in which the baseline's part compiles to the same code as in the
+    verifier's build: the candidate part's functions and kernels that compile to other code there
+    (["the part does not build there"] where it does not build). A build the baseline's own code
+    follows (or fails in) is not one its program ships as unchanged, and is not judged. The compiler
+    decides, not a reading of names: a switch that changes what a header declares (an operator of
+    `__half`) shows as code, like one that changes a macro."""
+    found: list[tuple[str, list[str]]] = []
+    builds = list(OTHER_BUILDS)
+    every = tuple(flag for _, flags in OTHER_BUILDS for flag in flags)
+    if _part_differences(split.editable_unit(), every, arch, cache_dir, toolchain) == []:
+        # one build with every switch: the baseline's part follows none of them (the usual case)
+        builds = [("a build with any of " + "; ".join(what for what, _ in OTHER_BUILDS), every)]
+    for what, flags in builds:
+        if _part_differences(split.editable_unit(), flags, arch, cache_dir, toolchain) != []:
+            continue
+        differing = _part_differences(split.editable_unit(editable, "candidate.cu"), flags, arch, cache_dir, toolchain)
+        if differing is None:
+            found.append((what, ["the part does not build there"]))
+        elif differing:
+            found.append((what, differing))
+    return found
+
+
+def _part_differences(unit: str, flags: tuple[str, ...], arch: str, cache_dir: Path,
+                      toolchain: Toolchain | None) -> list[str] | None:
+    """The functions of UNIT that compile to other code with FLAGS than without; None where UNIT does
+    not build with them."""
+    verified = build_whole_object(unit, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
+                                  filename="editable.cu", iso_dialect=True)
+    if not verified.ok or verified.binary is None:
+        raise ShippedBuildUnreadable(f"as the verifier builds it: {verified.stage}")
+    other = build_whole_object(unit, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
+                               filename="editable.cu", iso_dialect=True, extra_flags=flags)
+    if not other.ok or other.binary is None:
+        return None
+    return _differing_functions(verified.binary, other.binary)
+
+
 # As <cassert> evaluates a condition (converted to bool: a class's conversion runs, round 67), less
 # the failure path; and as -DNDEBUG drops it.
 _ASSERT_EVALUATED = "#undef assert\n#define assert(e) ((void)static_cast<bool>(e))"
