@@ -34,6 +34,10 @@ def test_a_name_the_baseline_uses_too_is_the_programs_business():
     assert [v.rule for v in found] == ["build-context"] and "CUB_STDERR" in found[0].detail
     # assert differs under NDEBUG: its own check (assert-side-effect) compares the code both ways
     assert policy.scan_build_switches("assert(n > 0);", "", [(("NDEBUG",), {"assert": "(e) f(e)"}, {"assert": "(e) 0"})]) == []
+    # nor a macro wrapping it (a program's CHECK_IDX around assert: the release build's code is compared)
+    release = [(("NDEBUG",), {"assert": "(e) f(e)", "CHECK_IDX": "(i, n) assert(i < n)"},
+                {"assert": "(e) 0", "CHECK_IDX": "(i, n) assert(i < n)"})]
+    assert policy.scan_build_switches("CHECK_IDX(k, n);", "", release) == []
 
 
 @pytest.mark.parametrize("candidate, name", [("cubstderr_cand.cu", "CUB_STDERR"),

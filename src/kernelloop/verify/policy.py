@@ -893,10 +893,14 @@ BUILD_OPTIONS = ("-rdc=true",)  # options besides -D that headers read (through 
 RELEASE_SWITCHES = ("NDEBUG",)
 
 
-def switch_dependent_macros(verified: dict[str, str], switched: dict[str, str]) -> set[str]:
+def switch_dependent_macros(verified: dict[str, str], switched: dict[str, str],
+                            judged_elsewhere: frozenset[str] = frozenset({"assert"})) -> set[str]:
     """The macros two builds define differently (in one only, or with other bodies), and every macro
-    whose body names one of them: its expansion differs too."""
-    differ = {n for n in verified.keys() | switched.keys() if verified.get(n) != switched.get(n)}
+    whose body names one of them: its expansion differs too. JUDGED_ELSEWHERE: names whose difference
+    another check judges by the code it makes (assert: assert_release_differences), so neither they
+    nor a macro wrapping them (a program's `CHECK_IDX(i, n)` around assert) count."""
+    differ = {n for n in verified.keys() | switched.keys()
+              if verified.get(n) != switched.get(n)} - judged_elsewhere
     names = {n: set(_IDENTIFIER.findall(body)) for n, body in {**switched, **verified}.items()}
     grew = True
     while grew:
@@ -917,7 +921,7 @@ def scan_build_switches(editable: str, baseline_editable: str,
     own, baseline = names(editable), names(baseline_editable)
     found: list[Violation] = []
     for switches, verified, switched in builds:
-        for name in sorted((own & switch_dependent_macros(verified, switched)) - baseline - {"assert"}):
+        for name in sorted((own & switch_dependent_macros(verified, switched)) - baseline):
             found.append(Violation(rule="build-context", where="source", detail=(
                 f"names {name}, which the headers define otherwise in a build with {' or '.join(switches[:3])}"
                 f"{' (or another debug switch)' if len(switches) > 3 else ''}: what is verified would not be "
