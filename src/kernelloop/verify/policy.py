@@ -906,7 +906,7 @@ def switch_dependent_macros(verified: dict[str, str], switched: dict[str, str],
     while grew:
         grew = False
         for n, used in names.items():
-            if n not in differ and used & differ:
+            if n not in differ and n not in judged_elsewhere and used & differ:
                 differ.add(n)
                 grew = True
     return differ
