@@ -526,3 +526,27 @@ def test_a_baseline_computing_nan_at_every_drawn_size_asks_for_alternatives(sett
     scripted_runs(monkeypatch, behave, make_manifest=two_size_manifest)
     with pytest.raises(InputError, match=r"computes NaN in output 'y' at sizes drawn at verify time.*declare alternatives"):
         verify(settings)
+
+
+@pytest.mark.nvcc
+def test_a_drawn_size_whose_nan_carries_the_guard_bytes_is_drawn_again(settings, monkeypatch):
+    """Kept-aside set 16 on the GPU: the column sum past the matrix read a guard zone's 0xFF bytes,
+    and a double add with an |x| operand kept them, so the baseline's NaN was all 0xFF: taken for
+    the never-written poison of a calibration run, it was not drawn again and the honest candidate
+    was rejected with "the baseline's own output holds NaN". Outside the calibration run the
+    poison is not 0xFF: every NaN at a drawn size counts."""
+    guard_nan = float(np.frombuffer(b"\xff" * 4, dtype=np.float32)[0])
+    assert np.float32(guard_nan).tobytes() == b"\xff" * 4
+    drawn: list[int] = []
+
+    def behave(role, kw):
+        if kw.get("size_index") == -1 and kw.get("nonfinite_calls") is None and role == "baseline":
+            drawn.append(kw["size_draw"])
+        if kw.get("size_index") == -1 and len(set(drawn)) == 1 and role == "baseline":
+            return ([[1, 2, 3, guard_nan], [5, 6, 7, 8]], [5, 6, 7, 8])
+        return GOOD
+
+    scripted_runs(monkeypatch, behave, make_manifest=two_size_manifest)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert any("output 'y' computed NaN" in n for n in v.notes), v.notes

@@ -541,7 +541,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         # of at least the rows: kept-aside set 16's column-major normalisation). Drawn again like a size
         # its own check refuses; the candidate's run there says nothing either.
         if size_index < 0 and base is not None and base.records is not None and \
-                (computing := outputs_computing_nan(base.records)):
+                (computing := outputs_computing_nan(base.records, poison_byte=None)):
             if not redraws:
                 raise InputError(f"{baseline_name}: the baseline computes NaN in output {computing[0]!r} at sizes "
                                  f"drawn at verify time ({len(refused_draws) + 1} of them): it assumes relations "
