@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import ConfigError
 
 PROJECT_FILE = "kernelloop.toml"
+
+# The nvcc flags a program's build may add (verify.build_flags): ones that change what the source
+# means (macros, dialect, lambdas, floating-point modes), each one argv word. Nothing that names a
+# file, a library, an output or the host compiler's options.
+_BUILD_FLAG = re.compile(r"-D[A-Za-z_]\w*(?:=[^\s]*)?|-U[A-Za-z_]\w*|-std=(?:c|gnu)\+\+(?:17|20)"
+                         r"|--(?:expt-)?extended-lambda|--expt-relaxed-constexpr|-?-use_fast_math"
+                         r"|--(?:ftz|prec-div|prec-sqrt|fmad)=(?:true|false)")
 
 
 class OutputTolerance(BaseModel):
@@ -78,6 +87,26 @@ class VerifySettings(BaseModel):
     stdout_cap_bytes: int = Field(8 << 20, gt=0)
     output_dump_max_bytes: int = Field(2 << 30, gt=0, description="cap on the full output dump a run writes (RLIMIT_FSIZE)")
     memory_limit_bytes: int | None = Field(32 << 30, description="RLIMIT_DATA for program runs")
+    build_flags: list[str] = Field(default_factory=list, description="the nvcc flags your program ships with "
+                                   "(e.g. PyTorch's -D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr, "
+                                   "--extended-lambda, -std=c++20): every build kernelloop makes of the baseline and "
+                                   "the candidate adds them, so the verdict is for the build you ship (--build-flag, "
+                                   "KERNELLOOP_VERIFY_BUILD_FLAGS separated by spaces, build_flags = [...])")
+
+    @field_validator("build_flags", mode="before")
+    @classmethod
+    def _flags_from_text(cls, v: Any) -> Any:
+        return shlex.split(v) if isinstance(v, str) else v
+
+    @field_validator("build_flags")
+    @classmethod
+    def _flags_known(cls, v: list[str]) -> list[str]:
+        for flag in v:
+            if not _BUILD_FLAG.fullmatch(flag):
+                raise ValueError(f"{flag!r} is not a build flag kernelloop takes; it takes -DNAME[=VALUE], -UNAME, "
+                                 "-std=c++17|c++20|gnu++17|gnu++20, --extended-lambda, --expt-relaxed-constexpr, "
+                                 "--use_fast_math and --ftz/--prec-div/--prec-sqrt/--fmad=true|false, each one word")
+        return v
 
     @field_validator("threshold")
     @classmethod
@@ -453,7 +482,7 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
 
 
 # Settings whose command-line flag is not the field's name with dashes.
-_FLAG_OF = {"run_timeout_s": "run-timeout"}
+_FLAG_OF = {"run_timeout_s": "run-timeout", "build_flags": "build-flag"}
 
 
 def _source_of(loc: tuple, cli: dict[str, Any], project_file: Path, given_as: str = "--{}") -> str:

@@ -43,6 +43,10 @@ FIXED_BUFFERS_HELP = ("Verify a baseline with an input that holds the same conte
                       "in all its elements), an output that is the same in every timed call, or an in-out buffer it "
                       "never changes, for a buffer constant by design [default: refused: a candidate may bake it in "
                       "or drop its writing].")
+BUILD_FLAG_HELP = ("An nvcc flag your program ships with (repeat; e.g. --build-flag=-D__CUDA_NO_HALF_OPERATORS__, "
+                   "--build-flag=--extended-lambda, --build-flag=-std=c++20): every build of baseline and candidate "
+                   "adds it, so the verdict is for your build [default: none; KERNELLOOP_VERIFY_BUILD_FLAGS, "
+                   "build_flags in kernelloop.toml].")
 NONFINITE_HELP = ("Skip the special-value experiment (NaN, ±inf and zeros among the inputs of a correctness run; every "
                   "output the baseline keeps finite must match), for kernels that never see such values "
                   "[default: checked].")
@@ -86,6 +90,8 @@ def verify(
     include_dir: list[Path] = typer.Option(
         [], "--include-dir", help="A folder of your own headers that the program includes (repeat) [default: the "
                                   "program's own folder only]."),
+    build_flag: list[str] = typer.Option(
+        [], "--build-flag", metavar="FLAG", help=BUILD_FLAG_HELP),
 ) -> None:
     """Accept CANDIDATE only if it builds, matches BASELINE's results and is faster.
 
@@ -108,7 +114,7 @@ def verify(
         "allow_pass_through": True if allow_pass_through else None,
         "allow_fixed_buffers": True if allow_fixed_buffers else None,
         "allow_nonfinite_differences": True if allow_nonfinite_differences else None,
-        "include_dirs": include_dir or None,
+        "include_dirs": include_dir or None, "build_flags": build_flag or None,
     })
     share_include_dirs(settings.include_dirs)
     if static:
@@ -391,7 +397,7 @@ def init(
                                      generated=inline_user_headers(result.program, str(source), settings.include_dirs))
     build = build_whole_program(inline_user_headers(result.program, str(source), settings.include_dirs),
                                 arch=arch, cache_dir=settings.cache_dir,
-                                toolchain=find_toolchain())
+                                toolchain=find_toolchain(build_flags=settings.verify.build_flags))
     if not build.ok:
         last = compiler_error(build.log)
         hint = "give the folder of your headers with --include-dir" if "No such file" in last else "check --set/--count/--grid"
@@ -516,6 +522,8 @@ def optimize(
     include_dir: list[Path] = typer.Option(
         [], "--include-dir", help="A folder of your own headers that the program includes (repeat) [default: the "
                                   "program's own folder only]."),
+    build_flag: list[str] = typer.Option(
+        [], "--build-flag", metavar="FLAG", help=BUILD_FLAG_HELP),
     allow_pass_through: bool = typer.Option(
         False, "--allow-pass-through", help=PASS_THROUGH_HELP),
     allow_fixed_buffers: bool = typer.Option(
@@ -560,7 +568,8 @@ def optimize(
                               "runs_dir": runs_dir, "optimizer": optimizer,
                               "allow_pass_through": True if allow_pass_through else None,
                               "allow_fixed_buffers": True if allow_fixed_buffers else None,
-                              "allow_nonfinite_differences": True if allow_nonfinite_differences else None})
+                              "allow_nonfinite_differences": True if allow_nonfinite_differences else None,
+                              "build_flags": build_flag or None})
     if fan_out:
         _optimize_many(kernels or [], settings, optimizer, model, base_url, api_key, json_output,
                        _engine(engine, address, job_timeout, max_in_flight))

@@ -59,7 +59,7 @@ def _compile_check(source: str, arch: str) -> CompileCheck:
 
     require_cuda(source, "source")
     settings = load_settings()
-    toolchain = find_toolchain()
+    toolchain = find_toolchain(build_flags=settings.verify.build_flags)
     try:
         split = split_program(source, "source")
     except InputError as exc:

@@ -170,7 +170,7 @@ def profile_file(path: Path, settings: Settings, *, kernel: str | None = None, s
                                  "without one); run `kernelloop doctor`")
     arch = settings.verify.arch or gpus[0].arch
     t = time.monotonic()
-    build = build_whole_program(source, arch=arch, cache_dir=settings.cache_dir, toolchain=find_toolchain())
+    build = build_whole_program(source, arch=arch, cache_dir=settings.cache_dir, toolchain=find_toolchain(build_flags=settings.verify.build_flags))
     timings.compile_s = time.monotonic() - t
     if not build.ok or build.binary is None:
         raise InputError(f"{path}: does not compile: {compiler_error(build.log)}")

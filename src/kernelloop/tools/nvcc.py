@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -36,6 +37,9 @@ class Toolchain(BaseModel):
     nvcc: Path
     version: str  # "13.0"
     banner: str
+    # The nvcc flags the user's program ships with (verify.build_flags): every build made through
+    # this toolchain adds them, so what is verified is the build the user ships (language_flags).
+    build_flags: tuple[str, ...] = ()
 
 
 class ObjectSymbols(BaseModel):
@@ -62,8 +66,13 @@ class BuildResult(BaseModel):
     key: str = ""
 
 
+def find_toolchain(nvcc: str | None = None, build_flags: Sequence[str] = ()) -> Toolchain:
+    """nvcc on PATH (or NVCC), with the user's build flags (verify.build_flags) every build adds."""
+    return _toolchain(nvcc).model_copy(update={"build_flags": tuple(build_flags)})
+
+
 @lru_cache(maxsize=4)
-def find_toolchain(nvcc: str | None = None) -> Toolchain:
+def _toolchain(nvcc: str | None) -> Toolchain:
     path = shutil.which(nvcc or "nvcc")
     if path is None:
         raise EnvironmentProblem(
@@ -89,6 +98,21 @@ def arch_flags(arch: str) -> list[str]:
     return [f"-arch={arch}"]
 
 
+def language_flags(toolchain: Toolchain, arch: str, *, iso_dialect: bool = True) -> list[str]:
+    """The dialect, the architecture and the user's build flags of every build: -std=c++17 (or the
+    compiler's default, gnu++17, where `iso_dialect` is False) unless the build flags name a -std."""
+    chosen = [f for f in toolchain.build_flags if f.startswith("-std=")]
+    dialect = chosen[-1:] or (["-std=c++17"] if iso_dialect else [])
+    return [*dialect, *arch_flags(arch), *(f for f in toolchain.build_flags if not f.startswith("-std="))]
+
+
+def build_flags_notes(toolchain: Toolchain) -> list[str]:
+    """What a verdict says of the build it answers for."""
+    if not toolchain.build_flags:
+        return []
+    return [f"built with your build flags ({' '.join(toolchain.build_flags)}): the verdict is for that build"]
+
+
 class IncludeCheck(BaseModel):
     ok: bool
     outside: list[str] = []  # files opened outside the toolkit and system headers
@@ -112,7 +136,7 @@ def check_includes(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits
     with private_workdir() as work:
         (work / name).write_text(unit)
         shutil.chown(work / name, user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), "-M", name],
+        run = run_sandboxed([str(toolchain.nvcc), *language_flags(toolchain, arch), "-M", name],
                             workdir=work, limits=limits)
         if not run.ok:
             # Diagnostics are withheld on purpose: they could quote an included file.
@@ -151,7 +175,7 @@ def host_pass(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits, nam
         shutil.chown(work / name, user=work.stat().st_uid, group=work.stat().st_gid)
         # The real build's options (-O3 defines __OPTIMIZE__, which a macro can turn a function's
         # __device__ into __host__ with: red team round 65), so this is the host code it compiles.
-        run = run_sandboxed([str(toolchain.nvcc), "-O3", "-std=c++17", *arch_flags(arch), *UNFORTIFIED, "--cuda", name,
+        run = run_sandboxed([str(toolchain.nvcc), "-O3", *language_flags(toolchain, arch), *UNFORTIFIED, "--cuda", name,
                              "-o", "host.ii"],
                             workdir=work, limits=limits)
         out = work / "host.ii"
@@ -191,7 +215,7 @@ def preprocess_unit(unit: str, *, arch: str, toolchain: Toolchain, limits: Limit
     with private_workdir() as work:
         (work / "unit.cu").write_text(unit)
         shutil.chown(work / "unit.cu", user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), "-std=c++17", *arch_flags(arch), *options, "-E",
+        run = run_sandboxed([str(toolchain.nvcc), *language_flags(toolchain, arch), *options, "-E",
                              "-Xcompiler", "-dD", "unit.cu", "-o", "unit.ii"], workdir=work, limits=limits)
         out = work / "unit.ii"
         if not run.ok or not out.exists():
@@ -380,7 +404,7 @@ def build_program(
     candidate defining `cudaEventElapsedTime` or `printf` keeps it local and harmless.
     """
     toolchain = toolchain or find_toolchain()
-    flags = ["-O3", "-std=c++17", *arch_flags(arch), *UNFORTIFIED, *(extra_flags or [])]
+    flags = ["-O3", *language_flags(toolchain, arch), *UNFORTIFIED, *(extra_flags or [])]
     key = hashlib.sha256(
         json.dumps([BUILD_RECIPE_VERSION, toolchain.version, toolchain.banner, flags, editable_unit, harness_unit,
                     exports, _harness_header_digest()]).encode()
@@ -613,8 +637,8 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
                + (",-fno-inline-functions,-fno-inline-small-functions,-fno-inline-functions-called-once,"
                   "-fno-partial-inlining,-fno-ipa-cp,-fno-ipa-sra,-fno-ipa-icf,-fno-ipa-cp-clone" if optimised else "")] \
         if object_only else []
-    dialect = ["-std=c++17"] if iso_dialect else []
-    flags = ["-O3" if optimised else "-O0", *dialect, *arch_flags(arch), *UNFORTIFIED, *extra_flags, *reading]
+    flags = ["-O3" if optimised else "-O0", *language_flags(toolchain, arch, iso_dialect=iso_dialect), *UNFORTIFIED,
+             *extra_flags, *reading]
     output = "program.o" if object_only else "program"
     includes = [f"-I{_HARNESS_INCLUDE}"] if harness_visible else []
     key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source, filename,

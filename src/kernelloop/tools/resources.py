@@ -49,7 +49,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..errors import ConfigError, InputError
-from .nvcc import HARNESS_KERNEL_PREFIX, Toolchain, arch_flags, find_toolchain, stage_harness_header
+from .nvcc import HARNESS_KERNEL_PREFIX, Toolchain, find_toolchain, language_flags, stage_harness_header
 from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import demangle
 
@@ -199,12 +199,12 @@ def kernel_resources(
     """Compile one CUDA translation unit (in the sandbox) and return ptxas's per-function report.
 
     Raises InputError (one line, with the first compiler error) when it does not compile."""
+    toolchain = toolchain or find_toolchain()
     try:
-        flags = ["-O3", "-std=c++17", *arch_flags(arch), *extra_flags, "-Xptxas", "-v",
+        flags = ["-O3", *language_flags(toolchain, arch), *extra_flags, "-Xptxas", "-v",
                  "-diag-suppress", "177,550"]
     except ConfigError as exc:
         raise InputError(str(exc)) from exc
-    toolchain = toolchain or find_toolchain()
     limits = limits or Limits(wall_timeout_s=300, memory_bytes=8 << 30, max_processes=512)
     with private_workdir() as work:
         (work / "unit.cu").write_text(unit_source)

@@ -28,7 +28,7 @@ from ..program.cuda_tree import declared_signature
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
-from ..tools.nvcc import (BuildResult, Preprocessed, Toolchain, build_program, check_includes, compiler_error, find_toolchain, host_pass,
+from ..tools.nvcc import (BuildResult, Preprocessed, Toolchain, build_flags_notes, build_program, check_includes, compiler_error, find_toolchain, host_pass,
                           preprocess_unit)
 from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import MEMCHECK_EXIT_CODE, MemcheckResult, find_compute_sanitizer, memcheck_argv, read_memcheck
@@ -36,8 +36,8 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .shipped import (ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, other_build_differences,
-                      shipped_build_differences)
+from .shipped import (ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, half_switches_reach,
+                      other_build_differences, shipped_build_differences)
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nan,
                          outputs_following_guards,
@@ -316,7 +316,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     editable, notes = candidate_editable_part(candidate_text, split, candidate_name)
     if not editable.strip():
         raise InputError(f"{candidate_name}: the candidate's editable part is empty")
-    toolchain = find_toolchain()
+    toolchain = find_toolchain(build_flags=settings.verify.build_flags)
+    notes += build_flags_notes(toolchain)
     if gpu is None:
         gpus = detect_gpus()
         if not gpus:
@@ -794,7 +795,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
                 editable, expanded.part, expanded.program_macros, expanded.header_macros,
                 frozen_names_namespace(settings.cache_dir)), max(expanded.part_include_ends, default=None),
-                expanded.program_macros)
+                expanded.program_macros, half_switches_reach(expanded.header_macros))
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
@@ -841,7 +842,7 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
 
 def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,
                    toolchain: Toolchain, qualified_macros: str = "", include_end: int | None = None,
-                   program_macros: dict[str, str] | None = None) -> list[policy.Violation]:
+                   program_macros: dict[str, str] | None = None, half_types: bool = True) -> list[policy.Violation]:
     """A violation for each editable function or kernel that compiles to other code in one file with
     the harness (as best.cu, the checked-in program and nvcc build it) than in the verifier's unit, or
     with the frozen build-value macros' names qualified (a part that binds one of them)."""
@@ -853,7 +854,8 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
                                                toolchain=toolchain, include_end=include_end,
                                                program_macros=program_macros)
         elsewhere = [] if differing or asserting else \
-            other_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain)
+            other_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain,
+                                    half_types=half_types)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
                                  detail=f"the candidate does not build {exc}")]

@@ -883,7 +883,7 @@ def _without_assert_failures(part: str) -> str:
 # check compares code with and without it). A part may not name what these change (red team round
 # 160: a parameter named CUB_STDERR, an empty macro in a -DDEBUG build, made `C / 2 - CUB_STDERR - 0`
 # halve a loop). The code of the part's functions is compared too, in the builds where honest code
-# compiles alike (shipped.OTHER_BUILDS).
+# compiles alike (shipped.other_builds).
 BUILD_SWITCHES = ("DEBUG", "_DEBUG", "CCCL_ENABLE_ASSERTIONS", "CCCL_ENABLE_HOST_ASSERTIONS",
                   "CCCL_ENABLE_DEVICE_ASSERTIONS", "CUB_DEBUG_ALL", "CUB_DEBUG_LOG", "CUB_DEBUG_SYNC", "CUB_STDERR",
                   "THRUST_DEBUG", "THRUST_DEBUG_SYNC", "CG_DEBUG", "_GLIBCXX_ASSERTIONS", "__CUDA_NO_HALF_OPERATORS__",

@@ -44,7 +44,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ..tools.nvcc import Toolchain, arch_flags, system_include_roots
+from ..tools.nvcc import Toolchain, language_flags, system_include_roots
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.symbols import demangle
 from .policy import Violation
@@ -431,7 +431,7 @@ def ptx_profile(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits) -
     with private_workdir() as work:
         (work / "unit.cu").write_text(unit)
         shutil.chown(work / "unit.cu", user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), "-O3", "-std=c++17", *arch_flags(arch), "-diag-suppress", "177,550",
+        run = run_sandboxed([str(toolchain.nvcc), "-O3", *language_flags(toolchain, arch), "-diag-suppress", "177,550",
                              "-ptx", "unit.cu", "-o", "unit.ptx"], workdir=work, limits=limits)
         if not run.ok or not (work / "unit.ptx").is_file():
             raise ScanFailed(f"nvcc -ptx failed ({run.failure() or 'no output'})")

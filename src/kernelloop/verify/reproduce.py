@@ -42,7 +42,7 @@ def reproduce_outputs(program_text: str, name: str, experiments: list[RecordedEx
         return Reproduction(built=False, problem="no experiments were recorded")
     split = split_program(program_text, name, [])  # self-contained: headers were inlined when it was recorded
     build = build_program(split.editable_unit(), split.harness_unit(), arch=arch, cache_dir=settings.cache_dir,
-                          toolchain=find_toolchain())
+                          toolchain=find_toolchain(build_flags=settings.verify.build_flags))
     if not build.ok or build.binary is None:
         return Reproduction(built=False, problem=f"the program does not build here ({build.stage})")
     vs = settings.verify

@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 from pathlib import Path
+from typing import NamedTuple
 
 from ..program.scanner import strip_comments
 from ..program.split import ProgramSplit
@@ -111,7 +112,7 @@ def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, 
     team rounds 56-59) gets the frozen code's meaning there and its own in the one-file build, so the
     two differ; an honest part compiles to the same code either way."""
     alone = split.editable_unit(editable, "candidate.cu")
-    whole = f"{alone}#line {split.harness_line} \"harness.cu\"\n{split.harness}\n"
+    whole = _whole_unit(split, alone)
     if qualified_macros:
         alone = split.editable_unit(_redefined_after_includes(editable, qualified_macros, include_end),
                                     "candidate.cu").replace(
@@ -131,12 +132,14 @@ def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, 
     return _differing_functions(*objects)
 
 
-def _differing_functions(unit_object: Path, other_object: Path) -> list[str]:
+def _differing_functions(unit_object: Path, other_object: Path, *, among: Path | None = None) -> list[str]:
     """The functions and kernels of the first build (readable names) that the second build lacks or
     compiles to other code: host code with relocations resolved, device PTX with position-numbered and
-    file-named names neutral."""
+    file-named names neutral. AMONG: an object whose functions and kernels alone are compared (the
+    part's own, where both builds hold the harness too)."""
     refs, other_refs = state_references(unit_object), state_references(other_object)
-    wanted = {unit_neutral(f) for f in refs.functions if not generated(f, refs.readable_names.get(f))}
+    chosen = state_references(among) if among is not None else refs
+    wanted = {unit_neutral(f) for f in chosen.functions if not generated(f, chosen.readable_names.get(f))}
     # Each unit's kernel registration counts by name, not by code; names are compared with the file's
     # name taken out of anonymous namespaces' (an honest helper in one has another name in another file).
     unit_prints = {unit_neutral(n): d for n, d in host_fingerprints(
@@ -145,7 +148,7 @@ def _differing_functions(unit_object: Path, other_object: Path) -> list[str]:
         other_object, {f for f in other_refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
     unit_ptx = _neutral_ptx(unit_object.with_name("program.ptx").read_text())
     other_ptx = _neutral_ptx(other_object.with_name("program.ptx").read_text())
-    device = {_UNIT_NAMES.sub("_INTERNAL_", name) for name in refs.device_edges}
+    device = {_UNIT_NAMES.sub("_INTERNAL_", name) for name in chosen.device_edges}
     unit_prints.update(device_fingerprints(unit_ptx, device))
     other_prints.update(device_fingerprints(other_ptx, device))
     differing = sorted(name for name, digest in unit_prints.items() if other_prints.get(name) != digest)
@@ -153,51 +156,116 @@ def _differing_functions(unit_object: Path, other_object: Path) -> list[str]:
 
 
 # Builds a user's program may ship as besides the verifier's, whose code an honest part does not
-# change: PyTorch's half and bfloat16 switches (red team round 161). Options that change honest code
-# too are read by their macros only (gate._switched_builds): a debug build (-DDEBUG, -D_DEBUG and the
-# CCCL assertion switches add checks inside cuda::barrier and cuda::std code an honest part calls:
-# round 67's async-copy transpose), -rdc=true (templates and launches compile otherwise), -G.
+# change. The build a user ships is the one to declare (verify.build_flags: every verifier build is
+# then that build); these are the ones compared where it is not declared. Options that change
+# honest code too are read by their macros only (gate._switched_builds): a debug build (-DDEBUG,
+# -D_DEBUG and the CCCL assertion switches add checks inside cuda::barrier and cuda::std code an
+# honest part calls: round 67's async-copy transpose), -rdc=true (templates and launches compile
+# otherwise), -G.
 _HALF_SWITCHES = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_HALF2_OPERATORS__",
                   "__CUDA_NO_BFLOAT16_CONVERSIONS__", "__CUDA_NO_BFLOAT16_OPERATORS__", "__CUDA_NO_BFLOAT162_OPERATORS__")
-OTHER_BUILDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("a build with PyTorch's half and bfloat16 switches (-D__CUDA_NO_HALF_OPERATORS__ ...)",
-     tuple(f"-D{name}" for name in _HALF_SWITCHES)),
-)
+# torch.utils.cpp_extension's COMMON_NVCC_FLAGS: four of the six switches (red team round 162: two
+# facts that cancel with all six set do not with these four).
+_PYTORCH_FLAGS = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+                  "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__", "--expt-relaxed-constexpr")
+
+
+class OtherBuild(NamedTuple):
+    what: str
+    flags: tuple[str, ...]
+    half: bool  # only where the unit has a header that reads the half/bfloat16 switches
+    whole: bool  # also as one file with the harness after the part (the rest of a user's file)
+
+
+def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
+    """The builds compared besides the verifier's (which has the user's BUILD_FLAGS): each half and
+    bfloat16 switch alone and every one at once (a part that combines two switch-dependent facts so
+    that they cancel in one is seen in another: an XOR changes with one switch, an AND with all),
+    PyTorch's real set (alone and with the rest of the file: a fact of the build and one of what
+    follows the part, combined, change only there), --extended-lambda (cuda_runtime.h then includes
+    <functional>, whose declarations a part can find by argument-dependent lookup) and the other
+    C++ dialect (a `u8""` literal has another type in C++20). A build whose flags the user's already
+    has is the verifier's own and not repeated."""
+    dialect = next((f for f in reversed(build_flags) if f.startswith("-std=")), "-std=c++17")
+    other_dialect = "-std=c++17" if dialect.endswith("20") else "-std=c++20"
+    builds = [OtherBuild("a build with PyTorch's half and bfloat16 switches (torch.utils.cpp_extension's "
+                         "-D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr)", _PYTORCH_FLAGS, True, True),
+              OtherBuild("a build with every half and bfloat16 switch (-D__CUDA_NO_HALF_OPERATORS__ ...)",
+                         tuple(f"-D{name}" for name in _HALF_SWITCHES), True, False),
+              *(OtherBuild(f"a build with -D{name} alone", (f"-D{name}",), True, False) for name in _HALF_SWITCHES),
+              OtherBuild("a build with --extended-lambda", ("--extended-lambda", "--expt-relaxed-constexpr"), False, False),
+              OtherBuild(f"a {other_dialect[5:]} build ({other_dialect})", (other_dialect,), False, False)]
+    return [b for b in builds if not set(b.flags) <= set(build_flags)]
+
+
+def half_switches_reach(header_macros: dict[str, str]) -> bool:
+    """Whether a header in the unit reads the half and bfloat16 switches (cuda_fp16.h, cuda_bf16.h, or
+    CCCL's cuda/std, whose common_type of the extended types follows them): elsewhere they change nothing."""
+    return any(name in ("__CUDA_FP16_H__", "__CUDA_BF16_H__") or name.startswith("_CCCL_") for name in header_macros)
 
 
 def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
-                            toolchain: Toolchain | None = None) -> list[tuple[str, list[str]]]:
-    """For each of OTHER_BUILDS in which the baseline's part compiles to the same code as in the
+                            toolchain: Toolchain, half_types: bool = True) -> list[tuple[str, list[str]]]:
+    """For each of other_builds in which the baseline's part compiles to the same code as in the
     verifier's build: the candidate part's functions and kernels that compile to other code there
-    (["the part does not build there"] where it does not build). A build the baseline's own code
-    follows (or fails in) is not one its program ships as unchanged, and is not judged. The compiler
-    decides, not a reading of names: a switch that changes what a header declares (an operator of
-    `__half`) shows as code, like one that changes a macro."""
+    (["the part does not build there"] where it does not build); a build marked `whole` is compared
+    as one file with the harness after the part too. A build the baseline's own code follows (or
+    fails in) is not one its program ships as unchanged, and is not judged. The compiler decides,
+    not a reading of names: a switch that changes what a header declares (an operator of `__half`)
+    shows as code, like one that changes a macro. `half_types`: whether a header of the unit (the
+    candidate's part and the preamble) reads the half switches; the one-file build always has one
+    (the harness header includes cuda_fp16.h)."""
     found: list[tuple[str, list[str]]] = []
-    for what, flags in OTHER_BUILDS:
-        if _part_differences(split.editable_unit(), flags, arch, cache_dir, toolchain) != []:
-            continue
-        differing = _part_differences(split.editable_unit(editable, "candidate.cu"), flags, arch, cache_dir, toolchain)
-        if differing is None:
-            found.append((what, ["the part does not build there"]))
-        elif differing:
-            found.append((what, differing))
+    comparison_name = _comparison_file_name(cache_dir)
+    for build in other_builds(toolchain.build_flags):
+        units = ([(split.editable_unit(), split.editable_unit(editable, "candidate.cu"), "editable.cu", True, "")]
+                 if half_types or not build.half else [])
+        if build.whole:
+            units.append((_whole_unit(split, split.editable_unit()), _whole_unit(split, split.editable_unit(editable, "candidate.cu")),
+                          comparison_name, False, " as one file with the harness"))
+        for baseline_unit, candidate_unit, filename, iso, where in units:
+            if _part_differences(baseline_unit, build.flags, arch, cache_dir, toolchain, filename, iso) != []:
+                continue
+            differing = _part_differences(candidate_unit, build.flags, arch, cache_dir, toolchain, filename, iso,
+                                          among=split.editable_unit(editable, "candidate.cu") if where else None)
+            if differing is None:
+                found.append((build.what + where, ["the part does not build there"]))
+            elif differing:
+                found.append((build.what + where, differing))
+            if found:
+                return found  # one is enough to refuse; the rest would only cost builds
     return found
 
 
-def _part_differences(unit: str, flags: tuple[str, ...], arch: str, cache_dir: Path,
-                      toolchain: Toolchain | None) -> list[str] | None:
-    """The functions of UNIT that compile to other code with FLAGS than without; None where UNIT does
-    not build with them."""
-    verified = build_whole_object(unit, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
-                                  filename="editable.cu", iso_dialect=True)
+def _whole_unit(split: ProgramSplit, alone: str) -> str:
+    """The unit as one file: the part's unit with the harness after it (shipped_build_differences)."""
+    return f"{alone}#line {split.harness_line} \"harness.cu\"\n{split.harness}\n"
+
+
+def _part_differences(unit: str, flags: tuple[str, ...], arch: str, cache_dir: Path, toolchain: Toolchain,
+                      filename: str = "editable.cu", iso_dialect: bool = True,
+                      among: str | None = None) -> list[str] | None:
+    """The functions of UNIT that compile to other code with FLAGS added to the build than without
+    (of those the unit AMONG defines, where given: the part's, in a unit with the harness); None
+    where UNIT does not build with them."""
+    def build(text: str, tc: Toolchain, name: str, iso: bool):
+        return build_whole_object(text, arch=arch, cache_dir=cache_dir, toolchain=tc, optimised=True,
+                                  filename=name, iso_dialect=iso)
+    verified = build(unit, toolchain, filename, iso_dialect)
     if not verified.ok or verified.binary is None:
         raise ShippedBuildUnreadable(f"as the verifier builds it: {verified.stage}")
-    other = build_whole_object(unit, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
-                               filename="editable.cu", iso_dialect=True, extra_flags=flags)
+    # the flags after the user's (a -std among them is the one in force: tools/nvcc.language_flags)
+    other = build(unit, toolchain.model_copy(update={"build_flags": (*toolchain.build_flags, *flags)}),
+                  filename, iso_dialect)
     if not other.ok or other.binary is None:
         return None
-    return _differing_functions(verified.binary, other.binary)
+    reference = None
+    if among is not None:
+        part = build(among, toolchain, "editable.cu", True)
+        if not part.ok or part.binary is None:
+            raise ShippedBuildUnreadable(f"as the verifier builds it: {part.stage}")
+        reference = part.binary
+    return _differing_functions(verified.binary, other.binary, among=reference)
 
 
 # As <cassert> evaluates a condition (converted to bool: a class's conversion runs, round 67), less

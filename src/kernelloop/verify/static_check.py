@@ -14,7 +14,7 @@ from ..config import Settings
 from ..errors import InputError
 from ..program.split import candidate_editable_part, read_program, split_program
 from ..tools.gpu import detect_gpus
-from ..tools.nvcc import compiler_error, find_toolchain
+from ..tools.nvcc import build_flags_notes, compiler_error, find_toolchain
 from .gate import build_summary, static_gates
 from .verdict import Reason, StaticCheck
 
@@ -46,7 +46,8 @@ def check_static_sources(baseline_text: str, candidate_text: str, settings: Sett
     editable, notes = candidate_editable_part(candidate_text, split, candidate_name)
     if not editable.strip():
         raise InputError(f"{candidate_name}: the candidate's editable part is empty")
-    toolchain = find_toolchain()
+    toolchain = find_toolchain(build_flags=settings.verify.build_flags)
+    notes += build_flags_notes(toolchain)
     arch, arch_source = choose_arch(settings)
     static = static_gates(split, editable, arch=arch, settings=settings, toolchain=toolchain,
                           baseline_name=baseline_name)
