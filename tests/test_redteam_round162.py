@@ -100,3 +100,14 @@ def test_build_flags_are_checked_and_taken_from_each_layer(tmp_path, monkeypatch
     for bad in ("-I/etc", "-o x", "-Xcompiler=-fplugin=x.so", "--compiler-bindir=/tmp", "-DA B"):
         with pytest.raises(ConfigError, match=r"--build-flag: .*not a build flag"):
             load_settings({"build_flags": [bad]})
+
+
+def test_a_flag_kernelloop_does_not_take_is_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    program = FIXTURES.parent.parent / "kernels" / "naive_matmul.cu"
+    run = subprocess.run([sys.executable, "-m", "kernelloop", "verify", "--static", "--build-flag", "-I/etc",
+                          str(program), str(program)], capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "--build-flag" in run.stderr and "'-I/etc' is not a build flag" in run.stderr

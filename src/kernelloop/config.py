@@ -293,6 +293,13 @@ def share_include_dirs(dirs: list[Path]) -> None:
         os.environ[INCLUDE_DIRS_ENV] = os.pathsep.join(str(d) for d in dirs)
 
 
+def share_build_flags(flags: list[str]) -> None:
+    """Make the build flags this command was given (--build-flag) those of the servers it starts (the
+    profiler's builds; they inherit the environment)."""
+    if flags:
+        os.environ["KERNELLOOP_VERIFY_BUILD_FLAGS"] = shlex.join(flags)
+
+
 def _project_values(project_file: Path) -> dict[str, Any]:
     if not project_file.is_file():
         return {}

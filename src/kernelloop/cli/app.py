@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 
 from .. import __version__
-from ..config import load_settings, share_include_dirs
+from ..config import load_settings, share_build_flags, share_include_dirs
 from ..errors import KernelloopError
 from .render import plain_console, styled
 
@@ -570,6 +570,7 @@ def optimize(
                               "allow_fixed_buffers": True if allow_fixed_buffers else None,
                               "allow_nonfinite_differences": True if allow_nonfinite_differences else None,
                               "build_flags": build_flag or None})
+    share_build_flags(settings.verify.build_flags)  # the profiler's server builds as the verifier does
     if fan_out:
         _optimize_many(kernels or [], settings, optimizer, model, base_url, api_key, json_output,
                        _engine(engine, address, job_timeout, max_in_flight))
