@@ -80,7 +80,7 @@ def test_other_builds_leave_out_what_the_shipped_build_already_is():
     assert any("PyTorch" in n for n in names) and any("--extended-lambda" in n for n in names)
     assert sum("alone" in n for n in names) == 6 and any("c++20" in n for n in names)
     declared = other_builds(("--extended-lambda", "--expt-relaxed-constexpr", "-std=c++20"))
-    assert not any("--extended-lambda" in b.what for b in declared)
+    assert "a build with --extended-lambda" not in [b.what for b in declared]
     assert any("c++17" in b.what for b in declared)  # the other dialect, from the declared one
 
 

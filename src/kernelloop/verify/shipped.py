@@ -173,28 +173,43 @@ _PYTORCH_FLAGS = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS_
 class OtherBuild(NamedTuple):
     what: str
     flags: tuple[str, ...]
-    half: bool  # only where the unit has a header that reads the half/bfloat16 switches
-    whole: bool  # also as one file with the harness after the part (the rest of a user's file)
+    alone: bool  # the part alone is compared too (only where a header of its unit reads the half switches, for
+    # a build of half switches only: elsewhere they change nothing in it)
+    whole: bool  # as one file with the harness after the part (the rest of a user's file)
 
 
 def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
-    """The builds compared besides the verifier's (which has the user's BUILD_FLAGS): each half and
-    bfloat16 switch alone and every one at once (a part that combines two switch-dependent facts so
-    that they cancel in one is seen in another: an XOR changes with one switch, an AND with all),
-    PyTorch's real set (alone and with the rest of the file: a fact of the build and one of what
-    follows the part, combined, change only there), --extended-lambda (cuda_runtime.h then includes
-    <functional>, whose declarations a part can find by argument-dependent lookup) and the other
-    C++ dialect (a `u8""` literal has another type in C++20). A build whose flags the user's already
-    has is the verifier's own and not repeated."""
+    """The builds compared besides the verifier's (which has the user's BUILD_FLAGS). Each axis a real
+    build varies (the half and bfloat16 switches, the rest of the file, --extended-lambda, the
+    dialect) alone, and the real combinations all at once: a part whose code follows one fact of the
+    build shows in the build that changes it; an XOR of two facts in the build that changes one
+    (each switch alone); an AND of facts in a build that has them all (as one file with the harness
+    after the part: every switch with every option; PyTorch's set with --extended-lambda, as
+    extensions build: red team rounds 162-163). A list does not close the
+    class (three facts agreeing on every build listed): the build a user ships is the one to
+    declare. Facts: each half
+    switch removes declarations (an operator of `__half`); --extended-lambda makes cuda_runtime.h
+    include <functional>, whose declarations a part can find by argument-dependent lookup; a `u8""`
+    literal has another type in C++20. A build whose flags the user's already has is the verifier's
+    own and not repeated."""
     dialect = next((f for f in reversed(build_flags) if f.startswith("-std=")), "-std=c++17")
     other_dialect = "-std=c++17" if dialect.endswith("20") else "-std=c++20"
+    every_switch = tuple(f"-D{name}" for name in _HALF_SWITCHES)
+    lambdas = ("--extended-lambda", "--expt-relaxed-constexpr")
+    # Alone: each axis (the half builds only where a header reads the switches). As one file (a build
+    # five times the part alone's cost): PyTorch's set with --extended-lambda, as extensions build,
+    # and every switch with every option at once, where an AND of facts that are all on shows.
     builds = [OtherBuild("a build with PyTorch's half and bfloat16 switches (torch.utils.cpp_extension's "
-                         "-D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr)", _PYTORCH_FLAGS, True, True),
+                         "-D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr)", _PYTORCH_FLAGS, True, False),
+              OtherBuild(f"a {other_dialect[5:]} build ({other_dialect})", (other_dialect,), True, False),
               OtherBuild("a build with every half and bfloat16 switch (-D__CUDA_NO_HALF_OPERATORS__ ...)",
-                         tuple(f"-D{name}" for name in _HALF_SWITCHES), True, False),
-              *(OtherBuild(f"a build with -D{name} alone", (f"-D{name}",), True, False) for name in _HALF_SWITCHES),
-              OtherBuild("a build with --extended-lambda", ("--extended-lambda", "--expt-relaxed-constexpr"), False, False),
-              OtherBuild(f"a {other_dialect[5:]} build ({other_dialect})", (other_dialect,), False, False)]
+                         every_switch, True, False),
+              OtherBuild("a build with --extended-lambda", lambdas, True, False),
+              OtherBuild("a build with PyTorch's half and bfloat16 switches and --extended-lambda",
+                         (*_PYTORCH_FLAGS, "--extended-lambda"), False, True),
+              OtherBuild(f"a build with every half and bfloat16 switch, --extended-lambda and {other_dialect}",
+                         (*every_switch, *lambdas, other_dialect), False, True),
+              *(OtherBuild(f"a build with -D{name} alone", (f"-D{name}",), True, False) for name in _HALF_SWITCHES)]
     return [b for b in builds if not set(b.flags) <= set(build_flags)]
 
 
@@ -216,15 +231,20 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
     candidate's part and the preamble) reads the half switches; the one-file build always has one
     (the harness header includes cuda_fp16.h)."""
     found: list[tuple[str, list[str]]] = []
+    if editable == split.editable:
+        return found  # the baseline's own text compiles as the baseline's does in every build (init's check)
     comparison_name = _comparison_file_name(cache_dir)
     for build in other_builds(toolchain.build_flags):
+        half_only = all(f.startswith("-D__CUDA_NO_") for f in build.flags)
         units = ([(split.editable_unit(), split.editable_unit(editable, "candidate.cu"), "editable.cu", True, "")]
-                 if half_types or not build.half else [])
+                 if build.alone and (half_types or not half_only) else [])
         if build.whole:
             units.append((_whole_unit(split, split.editable_unit()), _whole_unit(split, split.editable_unit(editable, "candidate.cu")),
                           comparison_name, False, " as one file with the harness"))
         for baseline_unit, candidate_unit, filename, iso, where in units:
-            if _part_differences(baseline_unit, build.flags, arch, cache_dir, toolchain, filename, iso) != []:
+            # in one file, the part's functions alone: the harness's own may follow a build (C++20's library)
+            if _part_differences(baseline_unit, build.flags, arch, cache_dir, toolchain, filename, iso,
+                                 among=split.editable_unit() if where else None) != []:
                 continue
             differing = _part_differences(candidate_unit, build.flags, arch, cache_dir, toolchain, filename, iso,
                                           among=split.editable_unit(editable, "candidate.cu") if where else None)
