@@ -5,9 +5,8 @@ A part whose code is the AND of one fact from two axes agreed in every build com
 a row in a real one: bf16's operators gone AND <algorithm> after the part (one file, all six
 switches), `u8""` being char8_t AND <algorithm> after it (one file, -std=c++20), `__half`'s operators
 gone AND `std::not_fn` visible (PyTorch's set with --extended-lambda). Fixed by class as far as a
-list goes: as one file with the harness the part is compared in PyTorch's set with
---extended-lambda (as extensions build) and in every switch with every option at once (an AND of
-facts that are all on there); the build a user ships is the one to declare
+list goes: as one file with the harness the part is compared in every switch with every option
+at once (an AND of facts that are all on there); the build a user ships is the one to declare
 (verify.build_flags, round 162)."""
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ def shared_cache(tmp_path_factory):
 @pytest.mark.parametrize("candidate, says", [
     ("inter_bf16_cand.cu", "every half and bfloat16 switch, --extended-lambda and -std=c++20 as one file"),
     ("inter_cxx20_cand.cu", "every half and bfloat16 switch, --extended-lambda and -std=c++20 as one file"),
-    ("torch_lambda_cand.cu", "PyTorch's half and bfloat16 switches and --extended-lambda as one file"),
+    ("torch_lambda_cand.cu", "every half and bfloat16 switch, --extended-lambda and -std=c++20 as one file"),
     # the single-fact controls, refused before too
     ("bf16_only_cand.cu", "bfloat16"),
     ("cxx20_only_cand.cu", "c++20"),
