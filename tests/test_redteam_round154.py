@@ -16,7 +16,7 @@ import pytest
 from kernelloop.program.scanner import number_quotes
 from kernelloop.verify.policy import scan_source
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round154" / "policy"
 _SPELLINGS = ["a.1'x'\"'", "'a'1'x'\"'", "e+1'x'\"'", "p.0x1'F'\"'", "1'x'\"'"]
@@ -30,11 +30,11 @@ def test_a_build_value_behind_a_number_is_seen(before):
 
 
 @pytest.mark.parametrize("candidate", ["line_cand.cu", "time_cand.cu"])
-def test_the_red_teams_candidates_are_refused(candidate, tmp_path):
+def test_the_red_teams_candidates_are_refused(candidate):
     from kernelloop.config import Settings, VerifySettings
     from kernelloop.verify.static_check import check_static_files
     check = check_static_files(CASE / "base_kl.cu", CASE / candidate,
-                               Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90")))
+                               Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
     assert not check.ok and "build-context" in check.summary, check.summary
 
 

@@ -14,7 +14,7 @@ from kernelloop.program.macros import expand, program_macros
 from kernelloop.program.scanner import literal_spans
 from kernelloop.verify.policy import scan_source
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round155" / "policy"
 
@@ -27,11 +27,11 @@ def test_a_build_value_after_a_raw_string_holding_a_quote_is_seen(raw):
 
 
 @pytest.mark.parametrize("candidate", ["raw_line_cand.cu", "raw_time_cand.cu"])
-def test_the_red_teams_candidates_are_refused(candidate, tmp_path):
+def test_the_red_teams_candidates_are_refused(candidate):
     from kernelloop.config import Settings, VerifySettings
     from kernelloop.verify.static_check import check_static_files
     check = check_static_files(CASE / "base_kl.cu", CASE / candidate,
-                               Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90")))
+                               Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
     assert not check.ok and "build-context" in check.summary, check.summary
 
 

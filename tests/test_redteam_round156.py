@@ -15,7 +15,7 @@ import pytest
 from kernelloop.config import Settings, VerifySettings
 from kernelloop.verify.static_check import check_static_files
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round156" / "policy"
 
@@ -25,9 +25,9 @@ CASE = FIXTURES / "redteam" / "round156" / "policy"
     ("splice_file_cand.cu", "build-context"), ("comment_include_cand.cu", "include"),
     ("comment_line_cand.cu", "line-directive"),
 ])
-def test_the_red_teams_candidates_are_refused(candidate, rule, tmp_path):
+def test_the_red_teams_candidates_are_refused(candidate, rule):
     check = check_static_files(CASE / "base_kl.cu", CASE / candidate,
-                               Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90")))
+                               Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
     assert not check.ok and rule in check.summary, check.summary
 
 

@@ -14,7 +14,7 @@ import pytest
 from kernelloop.config import Settings, VerifySettings
 from kernelloop.verify.static_check import check_static_files
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round157" / "policy"
 BASE = FIXTURES / "redteam" / "round156" / "policy" / "base_kl.cu"
@@ -25,8 +25,8 @@ BASE = FIXTURES / "redteam" / "round156" / "policy" / "base_kl.cu"
     ("cr_include2_cand.cu", "include"), ("vt_include2_cand.cu", "include"), ("ff_line_cand.cu", "line-directive"),
     ("vt_ifdef_cand.cu", "build-context"),
 ])
-def test_the_red_teams_candidates_are_refused(candidate, rule, tmp_path):
-    check = check_static_files(BASE, CASE / candidate, Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90")))
+def test_the_red_teams_candidates_are_refused(candidate, rule):
+    check = check_static_files(BASE, CASE / candidate, Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
     assert not check.ok and rule in check.summary, check.summary
 
 

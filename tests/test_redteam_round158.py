@@ -19,7 +19,7 @@ from kernelloop.config import Settings, VerifySettings
 from kernelloop.verify import policy
 from kernelloop.verify.static_check import check_static_files
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round158" / "policy"
 BASE = CASE / "base_kl.cu"
@@ -75,6 +75,6 @@ def test_the_toolkits_own_attributes_are_not_refused():
     # a macro defined for the host pass only: the device pass's preprocessed part shows no attribute
     ("msabi_hostmac_cand.cu", "compiler-options"), ("opt_hostmac_cand.cu", "compiler-options"),
 ])
-def test_the_red_teams_candidates_are_refused(candidate, rule, tmp_path):
-    check = check_static_files(BASE, CASE / candidate, Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90")))
+def test_the_red_teams_candidates_are_refused(candidate, rule):
+    check = check_static_files(BASE, CASE / candidate, Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
     assert not check.ok and rule in check.summary, check.summary

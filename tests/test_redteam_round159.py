@@ -15,7 +15,7 @@ from kernelloop.config import Settings, VerifySettings
 from kernelloop.verify import policy
 from kernelloop.verify.static_check import check_static_files
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round159" / "policy"
 BASE = CASE / "base_kl.cu"
@@ -38,8 +38,8 @@ def test_the_languages_own_keywords_and_public_macros_are_not_refused():
     assert policy.scan_preprocessed(part, part, HEADER_MACROS) == []
 
 
-def test_the_red_teams_candidate_is_refused_and_the_control_too(tmp_path):
-    settings = Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90"))
+def test_the_red_teams_candidate_is_refused_and_the_control_too():
+    settings = Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90"))
     check = check_static_files(BASE, CASE / "ccclassert_cand.cu", settings)
     assert not check.ok and "build-context" in check.summary and "_CCCL_ASSERT" in check.summary, check.summary
     control = check_static_files(BASE, CASE / "assertC_cand.cu", settings)

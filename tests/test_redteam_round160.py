@@ -15,7 +15,7 @@ from kernelloop.config import Settings, VerifySettings
 from kernelloop.verify import policy
 from kernelloop.verify.static_check import check_static_files
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round160" / "policy"
 BASE = CASE / "base_kl.cu"
@@ -42,13 +42,13 @@ def test_a_name_the_baseline_uses_too_is_the_programs_business():
 
 @pytest.mark.parametrize("candidate, name", [("cubstderr_cand.cu", "CUB_STDERR"),
                                              ("ccclassertions_cand.cu", "CCCL_ENABLE_DEVICE_ASSERTIONS")])
-def test_the_red_teams_candidates_are_refused(candidate, name, tmp_path):
-    check = check_static_files(BASE, CASE / candidate, Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90")))
+def test_the_red_teams_candidates_are_refused(candidate, name):
+    check = check_static_files(BASE, CASE / candidate, Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
     assert not check.ok and "build-context" in check.summary and name in check.summary, check.summary
 
 
-def test_the_control_is_refused_and_the_baseline_passes(tmp_path):
-    settings = Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90"))
+def test_the_control_is_refused_and_the_baseline_passes():
+    settings = Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90"))
     control = check_static_files(BASE, CASE / "ifdebug_cand.cu", settings)
     assert not control.ok and "build-context" in control.summary
     assert check_static_files(BASE, BASE, settings).ok

@@ -17,7 +17,7 @@ from kernelloop.config import Settings, VerifySettings
 from kernelloop.verify import policy
 from kernelloop.verify.static_check import check_static_files
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round161" / "policy"
 BASE = CASE / "base_kl.cu"
@@ -35,6 +35,6 @@ def test_a_parameter_is_a_declaration_for_the_reserved_name_rule():
     ("rdc_cand.cu", "build-context", "CUB_RDC_ENABLED"),
     ("cg_cand.cu", "reserved-name", "_CG_DEBUG"),
 ])
-def test_the_red_teams_candidates_are_refused(candidate, rule, says, tmp_path):
-    check = check_static_files(BASE, CASE / candidate, Settings(cache_dir=tmp_path, verify=VerifySettings(arch="sm_90")))
+def test_the_red_teams_candidates_are_refused(candidate, rule, says):
+    check = check_static_files(BASE, CASE / candidate, Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
     assert not check.ok and rule in check.summary and says in check.summary, check.summary

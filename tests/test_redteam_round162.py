@@ -20,16 +20,16 @@ from kernelloop.tools.nvcc import Toolchain, language_flags
 from kernelloop.verify.shipped import half_switches_reach, other_builds
 from kernelloop.verify.static_check import check_static_files
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round162" / "policy"
 BASE = CASE / "base_kl.cu"
 
 
 @pytest.fixture(scope="module")
-def shared_cache(tmp_path_factory):
-    """One cache for the module: the baseline's builds (keyed by their content) are made once."""
-    return tmp_path_factory.mktemp("cache")
+def shared_cache():
+    """The run's cache: the baseline's builds (keyed by their content) are made once."""
+    return shared_cache_dir()
 
 
 def _settings(cache, **verify) -> Settings:

@@ -16,15 +16,15 @@ import pytest
 from kernelloop.config import Settings, VerifySettings
 from kernelloop.verify.static_check import check_static_files
 
-from .conftest import FIXTURES
+from .conftest import FIXTURES, shared_cache_dir
 
 CASE = FIXTURES / "redteam" / "round163" / "policy"
 BASE = CASE / "base_kl.cu"
 
 
 @pytest.fixture(scope="module")
-def shared_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
+def shared_cache():
+    return shared_cache_dir()
 
 
 @pytest.mark.nvcc

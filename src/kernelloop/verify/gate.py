@@ -36,7 +36,7 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .shipped import (ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, half_switches_reach,
+from .shipped import (ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, half_switches_reach, one_file_reaches,
                       other_build_differences, shipped_build_differences)
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nan,
@@ -795,7 +795,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
                 editable, expanded.part, expanded.program_macros, expanded.header_macros,
                 frozen_names_namespace(settings.cache_dir)), max(expanded.part_include_ends, default=None),
-                expanded.program_macros, half_switches_reach(expanded.header_macros))
+                expanded.program_macros, half_switches_reach(expanded.header_macros),
+                any(one_file_reaches(text) for text in (expanded.part, editable, split.preamble)))
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
@@ -842,20 +843,21 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
 
 def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,
                    toolchain: Toolchain, qualified_macros: str = "", include_end: int | None = None,
-                   program_macros: dict[str, str] | None = None, half_types: bool = True) -> list[policy.Violation]:
+                   program_macros: dict[str, str] | None = None, half_types: bool = True,
+                   one_file: bool = True) -> list[policy.Violation]:
     """A violation for each editable function or kernel that compiles to other code in one file with
     the harness (as best.cu, the checked-in program and nvcc build it) than in the verifier's unit, or
     with the frozen build-value macros' names qualified (a part that binds one of them)."""
     try:
         differing = shipped_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
                                               toolchain=toolchain, qualified_macros=qualified_macros,
-                                              include_end=include_end)
+                                              include_end=include_end, one_file=one_file)
         asserting = assert_release_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
                                                toolchain=toolchain, include_end=include_end,
                                                program_macros=program_macros)
         elsewhere = [] if differing or asserting else \
             other_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain,
-                                    half_types=half_types)
+                                    half_types=half_types, one_file=one_file)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
                                  detail=f"the candidate does not build {exc}")]

@@ -914,11 +914,18 @@ def switch_dependent_macros(verified: dict[str, str], switched: dict[str, str],
 
 def scan_build_switches(editable: str, baseline_editable: str,
                         builds: list[tuple[tuple[str, ...], dict[str, str], dict[str, str]]]) -> list[Violation]:
-    """Names the part uses, and the baseline's part does not, that another build defines otherwise:
-    for each (switches, the verifier's build's macros, the macros of a build with those switches)."""
+    """Names the part uses, and the baseline's part does not use in its code, that another build
+    defines otherwise: for each (switches, the verifier's build's macros, the macros of a build with
+    those switches). A name the baseline only tests (`#ifndef NDEBUG` around a launch check) exempts
+    nothing: a conditional's test is the configuration rule's, and the same name in code is another
+    use (red team round 164: `const int p(int (NDEBUG));` declares a function in one build and an int
+    in a release build)."""
     def names(text: str) -> set[str]:  # after a `.` too: the preprocessor replaces a member's name as well
-        return set(re.findall(r"[A-Za-z_]\w*", _without_strings(strip_comments(normalize_source(text)))))
-    own, baseline = names(editable), names(baseline_editable)
+        return set(re.findall(r"[A-Za-z_]\w*", text))
+
+    def code(text: str) -> str:
+        return _without_strings(strip_comments(normalize_source(text)))
+    own, baseline = names(code(editable)), names(_CONDITIONAL.sub("", code(baseline_editable)))
     found: list[Violation] = []
     for switches, verified, switched in builds:
         for name in sorted((own & switch_dependent_macros(verified, switched)) - baseline):

@@ -98,9 +98,10 @@ def _redefined_after_includes(editable: str, qualified_macros: str, include_end:
 
 def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
                               toolchain: Toolchain | None = None, qualified_macros: str = "",
-                              include_end: int | None = None) -> list[str]:
+                              include_end: int | None = None, one_file: bool = True) -> list[str]:
     """The editable part's functions and kernels (readable names) that compile to other code in one
-    file with the harness after them, under another file name and in the compiler's default dialect
+    file with the harness after them (`one_file`: else the part's unit alone, for a part the rest of
+    its file cannot reach: one_file_reaches), under another file name and in the compiler's default dialect
     (gnu++17, as docs/contract.md builds), than in a unit alone as the verifier builds it (`editable.cu`,
     -std=c++17). Whatever a candidate can tell apart between those builds (the rest of the unit, the
     file's name, the dialect) must not change its code (red team rounds 51-54).
@@ -112,7 +113,7 @@ def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, 
     team rounds 56-59) gets the frozen code's meaning there and its own in the one-file build, so the
     two differ; an honest part compiles to the same code either way."""
     alone = split.editable_unit(editable, "candidate.cu")
-    whole = _whole_unit(split, alone)
+    whole = _whole_unit(split, alone) if one_file else alone
     if qualified_macros:
         alone = split.editable_unit(_redefined_after_includes(editable, qualified_macros, include_end),
                                     "candidate.cu").replace(
@@ -121,7 +122,8 @@ def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, 
     for text, filename, iso, what in (
             (alone, "editable.cu", True, "with the frozen macros' names qualified (::name)" if qualified_macros
              else "as the verifier's unit"),
-            (whole, _comparison_file_name(cache_dir), False, "as one file with the harness")):
+            (whole, _comparison_file_name(cache_dir), False,
+             "as one file with the harness" if one_file else "under another file name and dialect")):
         build = build_whole_object(text, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
                                    filename=filename, iso_dialect=iso)
         if not build.ok or build.binary is None:
@@ -196,11 +198,13 @@ def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
     other_dialect = "-std=c++17" if dialect.endswith("20") else "-std=c++20"
     every_switch = tuple(f"-D{name}" for name in _HALF_SWITCHES)
     lambdas = ("--extended-lambda", "--expt-relaxed-constexpr")
-    # Alone: each axis (the half builds only where a header reads the switches). As one file (a build
-    # five times the part alone's cost, made for every candidate that passes the other gates): every
-    # switch with every option at once, where an AND of facts that are all on shows.
+    # Alone: each axis (the half builds only where a header reads the switches). In the part's real
+    # context too (as one file with the harness where the part has a template: one_file_reaches):
+    # the build real programs ship most (PyTorch's extension build, C++17: red team round 164, an AND
+    # with "bfloat16 keeps its operators", which every switch at once turns off) and every switch
+    # with every option at once, where an AND of facts that are all on shows.
     builds = [OtherBuild("a build with PyTorch's half and bfloat16 switches (torch.utils.cpp_extension's "
-                         "-D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr)", _PYTORCH_FLAGS, True, False),
+                         "-D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr)", _PYTORCH_FLAGS, True, True),
               OtherBuild(f"a {other_dialect[5:]} build ({other_dialect})", (other_dialect,), True, False),
               OtherBuild("a build with every half and bfloat16 switch (-D__CUDA_NO_HALF_OPERATORS__ ...)",
                          every_switch, True, False),
@@ -211,6 +215,24 @@ def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
     return [b for b in builds if not set(b.flags) <= set(build_flags)]
 
 
+# A template's point of instantiation is the end of the unit, where lookup sees what follows the
+# part; a generic lambda, an abbreviated function template (`auto` parameter), a concept or a
+# constraint is a template too. `(auto` also matches `decltype(auto)`: reading too much only costs
+# the one-file builds.
+_TEMPLATE_SYNTAX = re.compile(r"\b(?:template|concept|requires)\b|[(,]\s*(?:(?:const|volatile)\s+)*auto\b")
+
+
+def one_file_reaches(part: str) -> bool:
+    """Whether the rest of a file can change the code of PART (as the compiler reads it: macros
+    expanded): only through a template of its own, whose dependent names are looked up at the end of
+    the unit too. Without one, every name the part uses is bound where it is written, and what follows
+    it in its file cannot change its code: its other builds are compared for the part alone (the
+    dialect and the file name a one-file build differs by still are: shipped_build_differences)."""
+    # the raw text, comments and strings too: a word read where it is none only costs builds, and no
+    # literal's reading can hide one
+    return bool(_TEMPLATE_SYNTAX.search(part))
+
+
 def half_switches_reach(header_macros: dict[str, str]) -> bool:
     """Whether a header in the unit reads the half and bfloat16 switches (cuda_fp16.h, cuda_bf16.h, or
     CCCL's cuda/std, whose common_type of the extended types follows them): elsewhere they change nothing."""
@@ -218,7 +240,8 @@ def half_switches_reach(header_macros: dict[str, str]) -> bool:
 
 
 def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
-                            toolchain: Toolchain, half_types: bool = True) -> list[tuple[str, list[str]]]:
+                            toolchain: Toolchain, half_types: bool = True,
+                            one_file: bool = True) -> list[tuple[str, list[str]]]:
     """For each of other_builds in which the baseline's part compiles to the same code as in the
     verifier's build: the candidate part's functions and kernels that compile to other code there
     (["the part does not build there"] where it does not build); a build marked `whole` is compared
@@ -227,16 +250,18 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
     not a reading of names: a switch that changes what a header declares (an operator of `__half`)
     shows as code, like one that changes a macro. `half_types`: whether a header of the unit (the
     candidate's part and the preamble) reads the half switches; the one-file build always has one
-    (the harness header includes cuda_fp16.h)."""
+    (the harness header includes cuda_fp16.h). `one_file`: whether the rest of the file can reach the
+    part's code (one_file_reaches); where it cannot, a `whole` build is compared for the part alone."""
     found: list[tuple[str, list[str]]] = []
     if editable == split.editable:
         return found  # the baseline's own text compiles as the baseline's does in every build (init's check)
     comparison_name = _comparison_file_name(cache_dir)
     for build in other_builds(toolchain.build_flags):
         half_only = all(f.startswith("-D__CUDA_NO_") for f in build.flags)
+        alone = build.alone and (half_types or not half_only)
         units = ([(split.editable_unit(), split.editable_unit(editable, "candidate.cu"), "editable.cu", True, "")]
-                 if build.alone and (half_types or not half_only) else [])
-        if build.whole:
+                 if alone or (build.whole and not one_file) else [])
+        if build.whole and one_file:
             units.append((_whole_unit(split, split.editable_unit()), _whole_unit(split, split.editable_unit(editable, "candidate.cu")),
                           comparison_name, False, " as one file with the harness"))
         for baseline_unit, candidate_unit, filename, iso, where in units:
