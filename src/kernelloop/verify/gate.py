@@ -838,7 +838,9 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
         # switch are judged by the code they make (shipped.other_build_differences, assert's check)
         builds.append((switches, dict(expanded.header_macros),
                        {**switched.header_macros, **{name: " 1" for name in switches}}))
-    return policy.scan_build_switches(editable, split.editable, builds)
+    # the part as written and as the compiler reads it: a header's pasting macro makes a name the text
+    # does not spell (`INT64_C(CUB_DEBUG_AL)` is CUB_DEBUG_ALL: red team round 165)
+    return policy.scan_build_switches(f"{editable}\n{expanded.part}", split.editable, builds)
 
 
 def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,

@@ -216,10 +216,12 @@ def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
 
 
 # A template's point of instantiation is the end of the unit, where lookup sees what follows the
-# part; a generic lambda, an abbreviated function template (`auto` parameter), a concept or a
-# constraint is a template too. `(auto` also matches `decltype(auto)`: reading too much only costs
-# the one-file builds.
-_TEMPLATE_SYNTAX = re.compile(r"\b(?:template|concept|requires)\b|[(,]\s*(?:(?:const|volatile)\s+)*auto\b")
+# part; a generic lambda, an abbreviated function template, a concept or a constraint is a template
+# too. Read by tokens that no template lacks, not by where they stand (red team round 165: an
+# attribute before a lambda's `auto` parameter hid it from a reading of parameter lists): any
+# `auto` (a deduced variable too), and a lambda's template parameters (`[]<class T>`, `:>` its
+# digraph). Reading too much only costs the one-file builds.
+_TEMPLATE_SYNTAX = re.compile(r"\b(?:template|concept|requires|auto)\b|(?:\]|:>)\s*<")
 
 
 def one_file_reaches(part: str) -> bool:
