@@ -178,6 +178,7 @@ class OtherBuild(NamedTuple):
     alone: bool  # the part alone is compared too (only where a header of its unit reads the half switches, for
     # a build of half switches only: elsewhere they change nothing in it)
     whole: bool  # as one file with the harness after the part (the rest of a user's file)
+    whole_for_half: bool = False  # as one file only where a header of the part's unit reads the half switches
 
 
 def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
@@ -200,11 +201,13 @@ def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
     lambdas = ("--extended-lambda", "--expt-relaxed-constexpr")
     # Alone: each axis (the half builds only where a header reads the switches). In the part's real
     # context too (as one file with the harness where the part has a template: one_file_reaches):
-    # the build real programs ship most (PyTorch's extension build, C++17: red team round 164, an AND
-    # with "bfloat16 keeps its operators", which every switch at once turns off) and every switch
-    # with every option at once, where an AND of facts that are all on shows.
+    # every switch with every option at once, where an AND of facts that are all on shows; and, for a
+    # part whose unit reads the half switches, the build real half programs ship most (PyTorch's
+    # extension build, C++17: red team round 164, an AND with "bfloat16 keeps its operators", which
+    # every switch at once turns off). A one-file build costs about five builds of the part alone.
     builds = [OtherBuild("a build with PyTorch's half and bfloat16 switches (torch.utils.cpp_extension's "
-                         "-D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr)", _PYTORCH_FLAGS, True, True),
+                         "-D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr)", _PYTORCH_FLAGS, True, False,
+                         True),
               OtherBuild(f"a {other_dialect[5:]} build ({other_dialect})", (other_dialect,), True, False),
               OtherBuild("a build with every half and bfloat16 switch (-D__CUDA_NO_HALF_OPERATORS__ ...)",
                          every_switch, True, False),
@@ -252,7 +255,8 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
     not a reading of names: a switch that changes what a header declares (an operator of `__half`)
     shows as code, like one that changes a macro. `half_types`: whether a header of the unit (the
     candidate's part and the preamble) reads the half switches; the one-file build always has one
-    (the harness header includes cuda_fp16.h). `one_file`: whether the rest of the file can reach the
+    (the harness header includes cuda_fp16.h), but a build `whole_for_half` is made as one file only
+    where `half_types`. `one_file`: whether the rest of the file can reach the
     part's code (one_file_reaches); where it cannot, a `whole` build is compared for the part alone."""
     found: list[tuple[str, list[str]]] = []
     if editable == split.editable:
@@ -261,9 +265,10 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
     for build in other_builds(toolchain.build_flags):
         half_only = all(f.startswith("-D__CUDA_NO_") for f in build.flags)
         alone = build.alone and (half_types or not half_only)
+        whole = build.whole or (build.whole_for_half and half_types)
         units = ([(split.editable_unit(), split.editable_unit(editable, "candidate.cu"), "editable.cu", True, "")]
-                 if alone or (build.whole and not one_file) else [])
-        if build.whole and one_file:
+                 if alone or (whole and not one_file) else [])
+        if whole and one_file:
             units.append((_whole_unit(split, split.editable_unit()), _whole_unit(split, split.editable_unit(editable, "candidate.cu")),
                           comparison_name, False, " as one file with the harness"))
         for baseline_unit, candidate_unit, filename, iso, where in units:
