@@ -228,8 +228,8 @@ _TEMPLATE_SYNTAX = re.compile(r"\b(?:template|concept|requires|auto)\b|(?:\]|:>)
 
 
 def one_file_reaches(part: str) -> bool:
-    """Whether the rest of a file can change the code of PART (as the compiler reads it: macros
-    expanded): only through a template of its own, whose dependent names are looked up at the end of
+    """Whether the rest of a file can change the code of PART (the gate asks of the part as written,
+    as the compiler reads it with macros expanded, and of the preamble): only through a template of its own, whose dependent names are looked up at the end of
     the unit too. Without one, every name the part uses is bound where it is written, and what follows
     it in its file cannot change its code: its other builds are compared for the part alone (the
     dialect and the file name a one-file build differs by still are: shipped_build_differences)."""
