@@ -37,6 +37,24 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def assert_passes_the_static_gates(split, editable: str) -> None:
+    """Every static gate for the lent GPU's target (sm_90), and for the target users rent most (an A10:
+    sm_86) the verifier's build of the candidate: the gates' other checks read the same code whatever
+    the target, and what a target changes is whether the code builds (tests/test_templates_arch.py
+    builds every template for sm_80-sm_90)."""
+    from kernelloop.config import Settings
+    from kernelloop.tools.nvcc import build_program, find_toolchain
+    from kernelloop.verify.gate import static_gates
+
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert not result.violations, [v.describe() for v in result.violations]
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+    rented = build_program(split.editable_unit(editable, "candidate.cu"), split.harness_unit(), arch="sm_86",
+                           cache_dir=shared_cache_dir(), toolchain=find_toolchain())
+    assert rented.ok, rented.log[-2000:]
+
+
 def pytest_collection_modifyitems(config, items):
     has_gpu = bool(detect_gpus())
     has_nvcc = shutil.which("nvcc") is not None

@@ -18,7 +18,6 @@ import subprocess
 
 import pytest
 
-from kernelloop.config import Settings
 from kernelloop.optimizers.base import FailedAttempt, NoMoreCandidates
 from kernelloop.optimizers.offline.gridstride import WIDE_THREADS, grid_rewrites, plan_grid_stride
 from kernelloop.optimizers.offline.launcher import expanded_function, read_editable
@@ -27,10 +26,8 @@ from kernelloop.optimizers.offline.rowwarp import NotARowKernel, pure_helpers
 from kernelloop.program.init import generate
 from kernelloop.program.macros import program_macros
 from kernelloop.program.split import candidate_editable_part, split_program
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify.gate import static_gates
 
-from .conftest import shared_cache_dir
+from .conftest import assert_passes_the_static_gates
 from .outside_specs import OUTSIDE, SPECS
 
 PROGRAM = "gelu_gridstride_fixed.cu"
@@ -181,11 +178,7 @@ def test_the_grid_tier_is_proposed_once_then_the_optimizer_runs_out():
 def test_the_grid_rewrite_passes_the_static_gates():
     split, ((rewrite,), _) = _rewrites(_program())
     editable, _ = candidate_editable_part(rewrite.source, split)
-    for arch in ("sm_86", "sm_90"):
-        result = static_gates(split, editable, arch=arch, settings=Settings(cache_dir=shared_cache_dir()),
-                              toolchain=find_toolchain())
-        assert not result.violations, [v.describe() for v in result.violations]
-        assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+    assert_passes_the_static_gates(split, editable)
 
 
 @pytest.mark.nvcc

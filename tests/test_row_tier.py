@@ -33,7 +33,7 @@ from kernelloop.verify.gate import static_gates
 
 from .outside_specs import OUTSIDE, SPECS
 
-from .conftest import FIXTURES, shared_cache_dir
+from .conftest import FIXTURES, assert_passes_the_static_gates, shared_cache_dir
 
 ROW_PROGRAMS = ["layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "row_dot_pairs_ext.cu",
                 "row_absmax_scale_ns.cu"]
@@ -434,11 +434,7 @@ def test_the_row_rewrites_pass_the_static_gates(name, tmp_path):
     part = read_editable(split.editable, split.harness, split.exported)
     (rewrite,), _ = row_warp_rewrites(part, split.harness)
     editable, _ = candidate_editable_part(rewrite.source, split)
-    for arch in ("sm_86", "sm_90"):
-        result = static_gates(split, editable, arch=arch, settings=Settings(cache_dir=shared_cache_dir()),
-                              toolchain=find_toolchain())
-        assert not result.violations, [v.describe() for v in result.violations]
-        assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+    assert_passes_the_static_gates(split, editable)
 
 
 def test_a_wrapper_of_a_template_launcher_is_read_through_to_the_template():

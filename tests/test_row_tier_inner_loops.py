@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from kernelloop.config import Settings
 from kernelloop.optimizers.offline.launcher import read_editable
 from kernelloop.optimizers.offline.rowwarp import NotARowKernel, plan_row_warp, pure_helpers, row_warp_rewrites
 from kernelloop.program.init import generate
 from kernelloop.program.split import candidate_editable_part, split_program
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify.gate import static_gates
 
-from .conftest import shared_cache_dir
+from .conftest import assert_passes_the_static_gates
 from .outside_specs import OUTSIDE, SPECS
 
 PROGRAM = "window_sum_rows.cu"
@@ -110,8 +107,4 @@ def test_the_inner_loop_rewrite_passes_the_static_gates():
     part = read_editable(split.editable, split.harness, split.exported)
     (rewrite,), _ = row_warp_rewrites(part, split.harness, split.preamble)
     editable, _ = candidate_editable_part(rewrite.source, split)
-    for arch in ("sm_86", "sm_90"):
-        result = static_gates(split, editable, arch=arch, settings=Settings(cache_dir=shared_cache_dir()),
-                              toolchain=find_toolchain())
-        assert not result.violations, [v.describe() for v in result.violations]
-        assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+    assert_passes_the_static_gates(split, editable)

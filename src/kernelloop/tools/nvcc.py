@@ -354,6 +354,7 @@ HARNESS_HEADER = Path(__file__).resolve().parent.parent / "harness" / "kernelloo
 # The trusted header's kernels (input fill, gather, guard check, probes) live in namespace kl.
 HARNESS_KERNEL_PREFIX = "_ZN2kl"
 _HARNESS_INCLUDE = "klinclude"  # inside a build's workdir; only the harness unit is given it
+_FIRST_INCLUDE = "klfirst"  # inside a build's workdir: headers found before the toolkit's (build_whole_object)
 
 
 def harness_include_dir() -> Path:
@@ -610,7 +611,8 @@ def build_whole_program(source: str, *, arch: str, cache_dir: Path, toolchain: T
 def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None = None,
                        limits: Limits | None = None, optimised: bool = False, filename: str = "program.cu",
                        iso_dialect: bool = True, harness_visible: bool = True,
-                       extra_flags: tuple[str, ...] = ()) -> BuildResult:
+                       extra_flags: tuple[str, ...] = (),
+                       include_first: tuple[tuple[str, str], ...] = ()) -> BuildResult:
     """Compile a program's one translation unit to an object for reading what each function
     touches, a section per function and variable; its device code as PTX beside it (`program.ptx`).
     Unoptimised, every function keeps its own symbol; `optimised`, the source sees the macros the
@@ -620,15 +622,17 @@ def build_whole_object(source: str, *, arch: str, cache_dir: Path, toolchain: To
     `harness_visible`: the harness header staged beside the file and on the include path, as every
     kernelloop build has it, else neither (a user's file built as they build it). Without the C
     library's fortified wrappers, as every kernelloop build (UNFORTIFIED). `extra_flags`: another
-    build's options (`-DDEBUG`, `-rdc=true`)."""
+    build's options (`-DDEBUG`, `-rdc=true`). `include_first`: headers (path relative to an include
+    folder, text) staged in a folder searched before every other, the toolkit's and the system's too."""
     return _build_whole(source, arch=arch, cache_dir=cache_dir, toolchain=toolchain, limits=limits, object_only=True,
                         optimised=optimised, filename=filename, iso_dialect=iso_dialect,
-                        harness_visible=harness_visible, extra_flags=extra_flags)
+                        harness_visible=harness_visible, extra_flags=extra_flags, include_first=include_first)
 
 
 def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchain | None, limits: Limits | None,
                  object_only: bool, optimised: bool = True, filename: str = "program.cu",
-                 iso_dialect: bool = True, harness_visible: bool = True, extra_flags: tuple[str, ...] = ()) -> BuildResult:
+                 iso_dialect: bool = True, harness_visible: bool = True, extra_flags: tuple[str, ...] = (),
+                 include_first: tuple[tuple[str, str], ...] = ()) -> BuildResult:
     toolchain = toolchain or find_toolchain()
     # An object for reading: a section per function and variable, so every reference from one
     # function to another is a relocation; optimised, no automatic inlining, cloning or merging
@@ -641,8 +645,10 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
              *extra_flags, *reading]
     output = "program.o" if object_only else "program"
     includes = [f"-I{_HARNESS_INCLUDE}"] if harness_visible else []
+    first = [f"-I{_FIRST_INCLUDE}"] if include_first else []  # before the user's own -I too
     key = hashlib.sha256(json.dumps(["whole", BUILD_RECIPE_VERSION, toolchain.banner, flags, source, filename,
-                                     _harness_header_digest(), harness_visible]).encode()).hexdigest()[:32]
+                                     _harness_header_digest(), harness_visible]
+                                    + ([list(map(list, include_first))] if include_first else [])).encode()).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
     outputs = [output, "program.ptx"] if object_only else [output]
     if all((out_dir / name).exists() for name in outputs):
@@ -654,13 +660,19 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
         shutil.chown(work / filename, user=work.stat().st_uid, group=work.stat().st_gid)
         if harness_visible:
             stage_harness_header(work)
+        for relative, text in include_first:
+            path = work / _FIRST_INCLUDE / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        for path in [work / _FIRST_INCLUDE, *(work / _FIRST_INCLUDE).rglob("*")] if include_first else []:
+            shutil.chown(path, user=work.stat().st_uid, group=work.stat().st_gid)
         # An object's device code as PTX beside it (what the kernels call: device malloc), the very
         # PTX this compile made (kept from its steps), not a second front-end run.
         kept = ["-keep", "-keep-dir", "steps"] if object_only else []
         if object_only:
             (work / "steps").mkdir()
             shutil.chown(work / "steps", user=work.stat().st_uid, group=work.stat().st_gid)
-        run = run_sandboxed([str(toolchain.nvcc), *flags, *kept, *_SUPPRESSED, *includes, filename,
+        run = run_sandboxed([str(toolchain.nvcc), *first, *flags, *kept, *_SUPPRESSED, *includes, filename,
                              "-o", output], workdir=work, limits=limits)
         if run.ok and object_only:
             ptx = work / "steps" / f"{Path(filename).stem}.ptx"

@@ -36,7 +36,8 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
-from .shipped import (ShippedBuildUnreadable, assert_release_differences, frozen_names_namespace, half_switches_reach, one_file_reaches,
+from .shipped import (ShippedBuildUnreadable, assert_release_differences, cccl_included, frozen_names_namespace,
+                      half_switches_reach, header_assertion_differences, one_file_reaches,
                       other_build_differences, shipped_build_differences)
 from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
                          inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nan,
@@ -796,7 +797,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
                 editable, expanded.part, expanded.program_macros, expanded.header_macros,
                 frozen_names_namespace(settings.cache_dir)), max(expanded.part_include_ends, default=None),
                 expanded.program_macros, half_switches_reach(expanded.header_macros),
-                any(one_file_reaches(text) for text in (expanded.part, editable, split.preamble)))
+                any(one_file_reaches(text) for text in (expanded.part, editable, split.preamble)),
+                cccl_included(expanded.header_macros))
         shadowed = sorted(set(cand_build.editable_kernels) & set(base_build.harness_kernels))
         if shadowed:
             violations.append(policy.Violation(rule="interposition", where="object",
@@ -846,10 +848,12 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
 def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Settings,
                    toolchain: Toolchain, qualified_macros: str = "", include_end: int | None = None,
                    program_macros: dict[str, str] | None = None, half_types: bool = True,
-                   one_file: bool = True) -> list[policy.Violation]:
+                   one_file: bool = True, cccl: bool = True) -> list[policy.Violation]:
     """A violation for each editable function or kernel that compiles to other code in one file with
     the harness (as best.cu, the checked-in program and nvcc build it) than in the verifier's unit, or
-    with the frozen build-value macros' names qualified (a part that binds one of them)."""
+    with the frozen build-value macros' names qualified (a part that binds one of them), or in a debug
+    build whose headers evaluate their assertions (where the compiler says the part's code has one:
+    shipped.header_assertions_reached)."""
     try:
         differing = shipped_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
                                               toolchain=toolchain, qualified_macros=qualified_macros,
@@ -860,6 +864,9 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
         elsewhere = [] if differing or asserting else \
             other_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain,
                                     half_types=half_types, one_file=one_file)
+        debug_switches, in_debug = ((), []) if differing or asserting or elsewhere else \
+            header_assertion_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
+                                         toolchain=toolchain, one_file=one_file, cccl=cccl)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
                                  detail=f"the candidate does not build {exc}")]
@@ -867,6 +874,12 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
         f"{name} compiles to other code when its asserts' conditions are not evaluated (-DNDEBUG, a release "
         "build): a condition changes state, so what is verified would not be what ships; compute it before the "
         "assert and assert on the result")) for name in asserting[:3]]
+    kind = "a release build (-DNDEBUG) whose headers drop" if debug_switches == ("NDEBUG",) else \
+        f"a debug build (-D{' -D'.join(debug_switches[:2])}{' ...' if len(debug_switches) > 2 else ''}) whose headers evaluate"
+    found += [policy.Violation(rule="assert-side-effect", where="object", detail=(
+        f"{', '.join(in_debug[:3])}: compiles to other code in {kind} their assertions' conditions: one "
+        "calls code the part gave a header (a comparator, an operator of its type) that changes state, so what is "
+        "verified would not be what ships; give headers code without side effects")) for _ in in_debug[:1]]
     found += [policy.Violation(rule="build-context", where="object", detail=(
         f"{', '.join(names[:3])}: compiles to other code in {what}, where the baseline's part compiles to the "
         "same code: what is verified would not be what ships")) for what, names in elsewhere[:1]]

@@ -205,6 +205,13 @@ _SOURCE_RULES: list[tuple[str, re.Pattern[str], str]] = [
                                  r"__builtin_COLUMN|source_location|__has_include|__has_include_next|__has_embed|"
                                  r"__PRETTY_FUNCTION__|__FUNCTION__|__func__|__FUNCSIG__|typeid)\b"),
      "{m} is a value of the build, not of the code: what is verified would not be what ships"),
+    # What the optimiser knows about a value, not the value: it follows the optimisation level, the
+    # inlining and every fact the compiler learns (a debug build's assertion whose failure path never
+    # returns tells it the condition held: red team round 169 read that through a template's
+    # __builtin_constant_p and shifted the column count in debug builds only).
+    ("optimizer-knowledge", re.compile(r"\b(?:__builtin_constant_p|__builtin_object_size|__builtin_dynamic_object_size)\b"),
+     "{m} reads what the optimiser knows about a value, which differs between builds of the same code (an "
+     "assertion's failure path, the optimisation level): what is verified would not be what ships"),
 ]
 _PROTECTED_MACRO = re.compile(
     r"^(?:cuda[A-Z]\w*|cu[A-Z]\w*|main|exit|abort|printf|fprintf|puts|fwrite|write|stderr|stdout|"
@@ -244,7 +251,8 @@ def normalize_source(text: str) -> str:
 
 # The source rules about attributes and storage: also read on the preprocessed part, where a macro
 # cannot spell them (the others there would trip over the toolkit's own expansions).
-_EXPANDED_SOURCE_RULES = [r for r in _SOURCE_RULES if r[0] in {"static-init", "exit-handler", "host-asm", "ifunc", "tls"}]
+_EXPANDED_SOURCE_RULES = [r for r in _SOURCE_RULES
+                          if r[0] in {"static-init", "exit-handler", "host-asm", "ifunc", "tls", "optimizer-knowledge"}]
 
 
 # Rules on the text with string literals kept: what an asm string can ask the assembler.
@@ -886,7 +894,8 @@ def _without_assert_failures(part: str) -> str:
 # compiles alike (shipped.other_builds).
 BUILD_SWITCHES = ("DEBUG", "_DEBUG", "CCCL_ENABLE_ASSERTIONS", "CCCL_ENABLE_HOST_ASSERTIONS",
                   "CCCL_ENABLE_DEVICE_ASSERTIONS", "CUB_DEBUG_ALL", "CUB_DEBUG_LOG", "CUB_DEBUG_SYNC", "CUB_STDERR",
-                  "THRUST_DEBUG", "THRUST_DEBUG_SYNC", "CG_DEBUG", "_GLIBCXX_ASSERTIONS", "__CUDA_NO_HALF_OPERATORS__",
+                  "THRUST_DEBUG", "THRUST_DEBUG_SYNC", "CG_DEBUG", "_GLIBCXX_ASSERTIONS",
+                  "__CUDACC_DEBUG__", "_CUDA_PIPELINE_DEBUG", "_CUDA_AWBARRIER_DEBUG", "__CUDA_NO_HALF_OPERATORS__",
                   "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_HALF2_OPERATORS__", "__CUDA_NO_BFLOAT16_CONVERSIONS__",
                   "__CUDA_NO_BFLOAT16_OPERATORS__", "__CUDA_NO_BFLOAT162_OPERATORS__")
 BUILD_OPTIONS = ("-rdc=true",)  # options besides -D that headers read (through the macros nvcc defines)

@@ -294,13 +294,13 @@ def _whole_unit(split: ProgramSplit, alone: str) -> str:
 
 def _part_differences(unit: str, flags: tuple[str, ...], arch: str, cache_dir: Path, toolchain: Toolchain,
                       filename: str = "editable.cu", iso_dialect: bool = True,
-                      among: str | None = None) -> list[str] | None:
+                      among: str | None = None, include_first: tuple[tuple[str, str], ...] = ()) -> list[str] | None:
     """The functions of UNIT that compile to other code with FLAGS added to the build than without
     (of those the unit AMONG defines, where given: the part's, in a unit with the harness); None
-    where UNIT does not build with them."""
+    where UNIT does not build with them. `include_first`: both builds' (build_whole_object)."""
     def build(text: str, tc: Toolchain, name: str, iso: bool):
         return build_whole_object(text, arch=arch, cache_dir=cache_dir, toolchain=tc, optimised=True,
-                                  filename=name, iso_dialect=iso)
+                                  filename=name, iso_dialect=iso, include_first=include_first)
     verified = build(unit, toolchain, filename, iso_dialect)
     if not verified.ok or verified.binary is None:
         raise ShippedBuildUnreadable(f"as the verifier builds it: {verified.stage}")
@@ -350,3 +350,184 @@ def assert_release_differences(split: ProgramSplit, editable: str, *, arch: str,
             raise ShippedBuildUnreadable(f"{what}: {build.log.strip().splitlines()[-1] if build.log.strip() else build.stage}")
         objects.append(build.binary)
     return _differing_functions(*objects)
+
+
+# Debug builds whose headers evaluate their own assertions' conditions (CCCL's _CCCL_ASSERT, libstdc++'s
+# __glibcxx_assert), where a release build does not: a condition calls what the part gave the header
+# (a comparator to cuda::std::clamp, an operator of its type) and a side effect there changes what
+# the part computes in the debug build only (red team round 166). Every combination of the facts a
+# pass of the compiler sees: CCCL's assertions (host pass, device pass), CCCL's debug mode (more
+# comparator checks; DEBUG and _DEBUG, which also imply the assertions) and libstdc++'s assertions;
+# one at a time and together, since effects that cancel in one build need not in another (a count
+# of calls taken modulo 2).
+# Every switch that turns a header's assertions on: CCCL's, libstdc++'s, and those of the toolkit's
+# headers with assertion macros of their own, empty unless their switch is set (cuda_pipeline_helpers.h's
+# _CUDA_PIPELINE_ASSERT, cuda_awbarrier_helpers.h's, cooperative groups' _CG_ASSERT), which `nvcc -G`
+# sets through __CUDACC_DEBUG__ (red team round 172: `memcpy_async` asserting on `&dst`, the part's
+# own operator&). tests/test_redteam_round172.py finds every such macro in the toolkit and checks it
+# is on here.
+_EVERY_ASSERTION = ("DEBUG", "_DEBUG", "CCCL_ENABLE_ASSERTIONS", "CCCL_ENABLE_HOST_ASSERTIONS",
+                    "CCCL_ENABLE_DEVICE_ASSERTIONS", "_GLIBCXX_ASSERTIONS", "_CUDA_PIPELINE_DEBUG",
+                    "_CUDA_AWBARRIER_DEBUG", "__CUDACC_DEBUG__", "CG_DEBUG")
+_ASSERTION_BUILDS = (("DEBUG",), ("CCCL_ENABLE_ASSERTIONS",), ("_GLIBCXX_ASSERTIONS",),
+                     ("CCCL_ENABLE_ASSERTIONS", "_GLIBCXX_ASSERTIONS"),
+                     ("__CUDACC_DEBUG__",),  # the macro side of a device-debug build (nvcc -G)
+                     _EVERY_ASSERTION,
+                     # and the other direction: a release build, whose headers' plain asserts are gone
+                     # (cuda_fp6.hpp's conversion asserts on `==` of cudaRoundMode, an operator a part
+                     # can declare first: red team round 171)
+                     ("NDEBUG",))
+# The headers that define the assertion macros, as an include folder searched first finds them: each
+# includes the real header and redefines the macro right after it, so every header function after it
+# (cuda_runtime.h's own too) is parsed with the new one. No other name the part can write changes. A
+# failing condition still leaves no constant expression, as the real failure path (a call of a
+# function that is not constexpr) does not (red team round 168 asked whether an assertion's call is a
+# constant): an empty function of a reserved name, inlined away at run time.
+_ASSERTION_SHIMS = {
+    "cuda/std/__cccl/assert.h": (
+        "#include_next <cuda/std/__cccl/assert.h>\n"
+        "#ifndef __KL_ASSERTION_FAILED\n"
+        "#define __KL_ASSERTION_FAILED\n"
+        "__host__ __device__ __attribute__((always_inline)) inline void __kl_assertion_failed() noexcept {}\n"
+        "#endif\n"
+        "#undef _CCCL_ASSERT_IMPL_HOST\n"
+        "#define _CCCL_ASSERT_IMPL_HOST(expression, message) "
+        "(static_cast<bool>(expression) ? (void) 0 : __kl_assertion_failed())\n"
+        "#undef _CCCL_ASSERT_IMPL_DEVICE\n"
+        "#define _CCCL_ASSERT_IMPL_DEVICE(expression, message) "
+        "(static_cast<bool>(expression) ? (void) 0 : __kl_assertion_failed())\n"),
+    "bits/c++config.h": (
+        "#include_next <bits/c++config.h>\n"
+        "#undef __glibcxx_assert_impl\n"
+        "#define __glibcxx_assert_impl(_Condition) if (!bool(_Condition)) { __glibcxx_constexpr_assert(false); }\n"),
+    # <assert.h> is read anew at each #include and follows NDEBUG as it stands there: so does this
+    "assert.h": (
+        "#include_next <assert.h>\n"
+        "#ifndef __KL_PLAIN_ASSERTION_FAILED\n"
+        "#define __KL_PLAIN_ASSERTION_FAILED\n"
+        "#ifdef __CUDACC__\n"  # read before CUDA's macros define __host__: what they expand to
+        "__attribute__((host)) __attribute__((device))\n"
+        "#endif\n"
+        "__attribute__((always_inline)) inline void __kl_plain_assertion_failed() noexcept {}\n"
+        "#endif\n"
+        "#ifndef NDEBUG\n"
+        "#undef assert\n"
+        "#define assert(e) (static_cast<bool>(e) ? (void) 0 : __kl_plain_assertion_failed())\n"
+        "#endif\n"),
+}
+
+
+def _assertion_reach_shims(marker: str) -> tuple[tuple[str, str], ...]:
+    """Headers under which every assertion the headers define makes the code that holds it ill-formed
+    where that code is instantiated: its macro calls MARKER, a function template whose body fails a
+    static_assert on its argument type, so only an instantiation fails, never a mere definition. An
+    error in a function's body is never a substitution failure, so a part that makes a header
+    instantiate one (to call it at run time, or to evaluate it as a constant, in a template's default
+    argument as much as anywhere: round 168) cannot build."""
+    declare = (f"#ifndef {marker}_DECLARED\n#define {marker}_DECLARED\n"  # the headers are read again
+               f"template <class T> struct {marker}_never {{ static constexpr bool value = false; }};\n"
+               f"template <class T> __host__ __device__ constexpr void {marker}() noexcept "
+               f"{{ static_assert({marker}_never<T>::value, \"reached\"); }}\n#endif\n")
+    fail = f"{marker}<decltype((expression))>()"
+
+    def host_only(suffix: str) -> str:  # headers read before CUDA's macros define __host__: none needed
+        return declare.replace("__host__ __device__ ", "").replace("_never", f"_never{suffix}").replace(
+            f"void {marker}()", f"void {marker}{suffix}()").replace("_DECLARED", f"{suffix.upper()}_DECLARED")
+    return (("cuda/std/__cccl/assert.h",
+             "#include_next <cuda/std/__cccl/assert.h>\n" + declare
+             + f"#undef _CCCL_ASSERT_IMPL_HOST\n#define _CCCL_ASSERT_IMPL_HOST(expression, message) {fail}\n"
+             + f"#undef _CCCL_ASSERT_IMPL_DEVICE\n#define _CCCL_ASSERT_IMPL_DEVICE(expression, message) {fail}\n"),
+            ("bits/c++config.h", "#include_next <bits/c++config.h>\n" + host_only("_std")
+             + f"#undef __glibcxx_assert_impl\n#define __glibcxx_assert_impl(expression) {fail.replace('<', '_std<', 1)};\n"),
+            ("assert.h", "#include_next <assert.h>\n" + host_only("_plain")
+             + f"#ifndef NDEBUG\n#undef assert\n#define assert(expression) {fail.replace('<', '_plain<', 1)}\n#endif\n"))
+
+
+def header_assertions_reached(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
+                              toolchain: Toolchain, one_file: bool = False) -> bool:
+    """Whether the candidate's part makes a header instantiate code that holds an assertion, in the debug
+    build with every assertion switch (_EVERY_ASSERTION) and plain asserts on: the compiler's word, not a reading of
+    names (red team round 170: `::cuda::std::clamp`, and `clamp` found by argument-dependent lookup on the
+    `std::initializer_list` that `auto one = {0}` makes, named no namespace a text scan could see). Under
+    _assertion_reach_shims such a unit does not build, whatever the assertion is evaluated for; one that
+    builds instantiates none, so no debug build can change its code through one. With the harness's
+    headers after the part too where its templates can see them (`one_file`: _with_harness_headers)."""
+    marker = f"__kl_assertion_reached_{_build_identity_key(cache_dir)}"
+    flags = tuple(f"-D{name}" for name in _EVERY_ASSERTION)
+    unit = split.editable_unit(editable, "candidate.cu")
+    for text in (unit, _with_harness_headers(split, unit)) if one_file else (unit,):
+        build = build_whole_object(text, arch=arch, cache_dir=cache_dir, toolchain=toolchain, optimised=True,
+                                   filename="editable.cu", extra_flags=flags,
+                                   include_first=_assertion_reach_shims(marker))
+        if not build.ok:
+            return True
+    return False
+
+
+def _assertions_evaluated_in_headers() -> tuple[tuple[str, str], ...]:
+    """Headers under which CCCL's and libstdc++'s assertions evaluate their condition and have no failure
+    path at run time, for build_whole_object's `include_first`: an assertion whose
+    condition has no side effect then leaves no code once optimised, in any build, and one whose condition
+    changes state leaves that change. Only the assertion macros change (red team round 167 read the value
+    of a header's `__builtin_expect`, which an earlier form of this rewrote, through libstdc++'s string
+    code); the part cannot name them (reserved names)."""
+    return tuple(_ASSERTION_SHIMS.items())
+
+
+def _with_harness_headers(split: ProgramSplit, alone: str) -> str:
+    """The part's unit with the harness's preprocessor lines after it (its #includes, with its macros
+    and conditions around them) and none of its code: the declarations a template of the part finds at
+    the end of the unit in the one-file build (std::clamp through <algorithm>, red team round 168),
+    without compiling the harness's own code."""
+    directives, continued = [], False
+    for line in split.harness.split("\n"):
+        if continued or line.lstrip().startswith("#"):
+            directives.append(line)
+            continued = line.rstrip().endswith("\\")
+        else:
+            directives.append("")  # the harness's line numbers kept
+            continued = False
+    return f"{alone}#line {split.harness_line} \"harness.cu\"\n" + "\n".join(directives) + "\n"
+
+
+def cccl_included(header_macros: dict[str, str]) -> bool:
+    """Whether a unit (its headers' macros: tools/nvcc.py preprocess_unit) includes CCCL, whose debug mode
+    (-DDEBUG, -D_DEBUG) changes header code besides its assertions: comparators wrapped in
+    `__debug_less`, whose result is taken as a `bool` (red team round 171)."""
+    return any(name.startswith("_CCCL_") for name in header_macros)
+
+
+def header_assertion_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
+                                 toolchain: Toolchain, one_file: bool = False,
+                                 cccl: bool = True) -> tuple[tuple[str, ...], list[str]]:
+    """The first of the debug builds (_ASSERTION_BUILDS, switch names) in which the part's functions and
+    kernels compile to other code with the headers' assertion conditions evaluated than with them
+    dropped, and those functions (readable names); ((), []) where none. Both builds keep the conditions'
+    side effects and lose the failure paths (_assertions_evaluated_in_headers), so an honest part, whose
+    comparators and operators change nothing, compiles to the same code in both: a debug build's checks
+    inside cuda::barrier or cuda::std code (round 67) are no difference. A build the baseline's own part
+    differs in (or fails in) is not one its program ships as unchanged, and is not judged. `one_file`
+    (one_file_reaches: the part has a template): the part is compared with the harness's headers after
+    it too, as the one-file build declares names for its template's end-of-unit lookup. Only where the
+    part reaches a header's assertion (header_assertions_reached) or its unit includes CCCL (`cccl`:
+    cccl_included, whose debug mode changes more than assertions)."""
+    if editable == split.editable:
+        return (), []  # the baseline's own text compiles as the baseline's does in every build
+    if not cccl and not header_assertions_reached(split, editable, arch=arch, cache_dir=cache_dir,
+                                                  toolchain=toolchain, one_file=one_file):
+        return (), []  # no header's assertion in its code, no CCCL: no debug or release build can change it
+    shims = _assertions_evaluated_in_headers()
+    units = [(split.editable_unit(), split.editable_unit(editable, "candidate.cu"))]
+    if one_file:
+        units.append(tuple(_with_harness_headers(split, unit) for unit in units[0]))
+    for switches in _ASSERTION_BUILDS:
+        flags = tuple(f"-D{name}" for name in switches)
+        for baseline_unit, candidate_unit in units:
+            if _part_differences(baseline_unit, flags, arch, cache_dir, toolchain, include_first=shims) != []:
+                continue
+            differing = _part_differences(candidate_unit, flags, arch, cache_dir, toolchain, include_first=shims)
+            if differing is None:
+                return switches, ["the part does not build there"]
+            if differing:
+                return switches, differing
+    return (), []
