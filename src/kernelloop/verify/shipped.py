@@ -377,6 +377,13 @@ _ASSERTION_BUILDS = (("DEBUG",), ("CCCL_ENABLE_ASSERTIONS",), ("_GLIBCXX_ASSERTI
                      # (cuda_fp6.hpp's conversion asserts on `==` of cudaRoundMode, an operator a part
                      # can declare first: red team round 171)
                      ("NDEBUG",))
+# CCCL's own debug switches, which change header functions besides assertions (cub::detail::
+# DebugSyncStream synchronises the stream under CUB_DEBUG_SYNC, an error inside a stream capture that a
+# part read to take another path: red team round 173): each compared alone, and all at once, for a unit
+# that includes CCCL. policy.BUILD_SWITCHES keeps the part from naming them.
+_CCCL_DEBUG_SWITCHES = ("CUB_DEBUG_SYNC", "CUB_DEBUG_LOG", "CUB_DEBUG_ALL", "CUB_STDERR", "THRUST_DEBUG",
+                        "THRUST_DEBUG_SYNC")
+_CCCL_DEBUG_BUILDS = (*((name,) for name in _CCCL_DEBUG_SWITCHES), (*_EVERY_ASSERTION, *_CCCL_DEBUG_SWITCHES))
 # The headers that define the assertion macros, as an include folder searched first finds them: each
 # includes the real header and redefines the macro right after it, so every header function after it
 # (cuda_runtime.h's own too) is parsed with the new one. No other name the part can write changes. A
@@ -465,7 +472,7 @@ def header_assertions_reached(split: ProgramSplit, editable: str, *, arch: str, 
 
 
 def _assertions_evaluated_in_headers() -> tuple[tuple[str, str], ...]:
-    """Headers under which CCCL's and libstdc++'s assertions evaluate their condition and have no failure
+    """Headers under which CCCL's, libstdc++'s and plain assertions evaluate their condition and have no failure
     path at run time, for build_whole_object's `include_first`: an assertion whose
     condition has no side effect then leaves no code once optimised, in any build, and one whose condition
     changes state leaves that change. Only the assertion macros change (red team round 167 read the value
@@ -510,7 +517,8 @@ def header_assertion_differences(split: ProgramSplit, editable: str, *, arch: st
     (one_file_reaches: the part has a template): the part is compared with the harness's headers after
     it too, as the one-file build declares names for its template's end-of-unit lookup. Only where the
     part reaches a header's assertion (header_assertions_reached) or its unit includes CCCL (`cccl`:
-    cccl_included, whose debug mode changes more than assertions)."""
+    cccl_included, whose debug mode changes more than assertions; then CCCL's own debug switches are
+    compared too, _CCCL_DEBUG_BUILDS)."""
     if editable == split.editable:
         return (), []  # the baseline's own text compiles as the baseline's does in every build
     if not cccl and not header_assertions_reached(split, editable, arch=arch, cache_dir=cache_dir,
@@ -520,7 +528,7 @@ def header_assertion_differences(split: ProgramSplit, editable: str, *, arch: st
     units = [(split.editable_unit(), split.editable_unit(editable, "candidate.cu"))]
     if one_file:
         units.append(tuple(_with_harness_headers(split, unit) for unit in units[0]))
-    for switches in _ASSERTION_BUILDS:
+    for switches in (*_ASSERTION_BUILDS, *(_CCCL_DEBUG_BUILDS if cccl else ())):
         flags = tuple(f"-D{name}" for name in switches)
         for baseline_unit, candidate_unit in units:
             if _part_differences(baseline_unit, flags, arch, cache_dir, toolchain, include_first=shims) != []:

@@ -1,0 +1,36 @@
+"""Red team round 173 (tests/fixtures/redteam/round173/), on round 172's fix: CCCL's own debug switches
+change header functions besides assertions. `cub::detail::DebugSyncStream` (cub/util_device.cuh, an
+allowed header) is `return cudaSuccess;` in a normal build and synchronises the stream under
+-DCUB_DEBUG_SYNC; a part called it inside a stream capture, where synchronising is an error, and on
+that error launched a kernel that sums every other column: never in the builds compared, in a
+CUB_DEBUG_SYNC build always.
+
+Closed by class (shipped._CCCL_DEBUG_BUILDS): for a unit that includes CCCL, each of CCCL's debug
+switches (CUB_DEBUG_SYNC, CUB_DEBUG_LOG, CUB_DEBUG_ALL, CUB_STDERR, THRUST_DEBUG, THRUST_DEBUG_SYNC) is
+a build compared alone, and all of them with every assertion switch at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.config import Settings, VerifySettings
+from kernelloop.verify import policy
+from kernelloop.verify.shipped import _CCCL_DEBUG_SWITCHES
+from kernelloop.verify.static_check import check_static_files
+
+from .conftest import FIXTURES, shared_cache_dir
+from .test_redteam_round166 import BASE
+
+CASE = FIXTURES / "redteam" / "round173"
+
+
+@pytest.mark.nvcc
+def test_a_part_reading_what_a_cccl_debug_switch_changes_is_compared_in_that_build():
+    check = check_static_files(BASE, CASE / "cub_debug_sync_probe" / "cand.cu",
+                               Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
+    assert not check.ok, check.summary
+    assert any(v.rule == "assert-side-effect" and "CUB_DEBUG_SYNC" in v.detail for v in check.violations), check.violations
+
+
+def test_every_cccl_debug_switch_is_one_the_part_may_not_name():
+    assert set(_CCCL_DEBUG_SWITCHES) <= set(policy.BUILD_SWITCHES)
