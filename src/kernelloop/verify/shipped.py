@@ -166,6 +166,13 @@ def _differing_functions(unit_object: Path, other_object: Path, *, among: Path |
 # otherwise), -G.
 _HALF_SWITCHES = ("__CUDA_NO_HALF_OPERATORS__", "__CUDA_NO_HALF_CONVERSIONS__", "__CUDA_NO_HALF2_OPERATORS__",
                   "__CUDA_NO_BFLOAT16_CONVERSIONS__", "__CUDA_NO_BFLOAT16_OPERATORS__", "__CUDA_NO_BFLOAT162_OPERATORS__")
+# The same kind of switch for the narrower float types (cuda_fp8.h, cuda_fp6.h, cuda_fp4.h): each removes
+# conversions or their operators, which a part can ask about at compile time (`std::is_constructible<float,
+# __nv_fp8_e4m3>`: red team round 174). Compared in the build with every switch at once; the part may not
+# name them (policy.BUILD_SWITCHES). tests/test_redteam_round174.py finds every such switch in the toolkit.
+_NARROW_SWITCHES = ("__CUDA_NO_FP8_CONVERSIONS__", "__CUDA_NO_FP8_CONVERSION_OPERATORS__",
+                    "__CUDA_NO_FP6_CONVERSIONS__", "__CUDA_NO_FP6_CONVERSION_OPERATORS__",
+                    "__CUDA_NO_FP4_CONVERSIONS__", "__CUDA_NO_FP4_CONVERSION_OPERATORS__")
 # torch.utils.cpp_extension's COMMON_NVCC_FLAGS: four of the six switches (red team round 162: two
 # facts that cancel with all six set do not with these four).
 _PYTORCH_FLAGS = ("-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -197,7 +204,7 @@ def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
     own and not repeated."""
     dialect = next((f for f in reversed(build_flags) if f.startswith("-std=")), "-std=c++17")
     other_dialect = "-std=c++17" if dialect.endswith("20") else "-std=c++20"
-    every_switch = tuple(f"-D{name}" for name in _HALF_SWITCHES)
+    every_switch = tuple(f"-D{name}" for name in (*_HALF_SWITCHES, *_NARROW_SWITCHES))
     lambdas = ("--extended-lambda", "--expt-relaxed-constexpr")
     # Alone: each axis (the half builds only where a header reads the switches). In the part's real
     # context too (as one file with the harness where the part has a template: one_file_reaches):
@@ -209,7 +216,7 @@ def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
                          "-D__CUDA_NO_HALF_OPERATORS__ ... --expt-relaxed-constexpr)", _PYTORCH_FLAGS, True, False,
                          True),
               OtherBuild(f"a {other_dialect[5:]} build ({other_dialect})", (other_dialect,), True, False),
-              OtherBuild("a build with every half and bfloat16 switch (-D__CUDA_NO_HALF_OPERATORS__ ...)",
+              OtherBuild("a build with every half, bfloat16 and fp8/fp6/fp4 switch (-D__CUDA_NO_HALF_OPERATORS__ ...)",
                          every_switch, True, False),
               OtherBuild("a build with --extended-lambda", lambdas, True, False),
               OtherBuild(f"a build with every half and bfloat16 switch, --extended-lambda and {other_dialect}",
@@ -241,7 +248,8 @@ def one_file_reaches(part: str) -> bool:
 def half_switches_reach(header_macros: dict[str, str]) -> bool:
     """Whether a header in the unit reads the half and bfloat16 switches (cuda_fp16.h, cuda_bf16.h, or
     CCCL's cuda/std, whose common_type of the extended types follows them): elsewhere they change nothing."""
-    return any(name in ("__CUDA_FP16_H__", "__CUDA_BF16_H__") or name.startswith("_CCCL_") for name in header_macros)
+    return any(name in ("__CUDA_FP16_H__", "__CUDA_BF16_H__", "__CUDA_FP8_H__", "__CUDA_FP6_H__", "__CUDA_FP4_H__")
+               or name.startswith("_CCCL_") for name in header_macros)
 
 
 def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
