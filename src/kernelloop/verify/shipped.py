@@ -439,23 +439,25 @@ def _assertion_reach_shims(marker: str) -> tuple[tuple[str, str], ...]:
     error in a function's body is never a substitution failure, so a part that makes a header
     instantiate one (to call it at run time, or to evaluate it as a constant, in a template's default
     argument as much as anywhere: round 168) cannot build."""
-    declare = (f"#ifndef {marker}_DECLARED\n#define {marker}_DECLARED\n"  # the headers are read again
-               f"template <class T> struct {marker}_never {{ static constexpr bool value = false; }};\n"
-               f"template <class T> __host__ __device__ constexpr void {marker}() noexcept "
-               f"{{ static_assert({marker}_never<T>::value, \"reached\"); }}\n#endif\n")
-    fail = f"{marker}<decltype((expression))>()"
+    def failing(name: str, space: str = "") -> tuple[str, str]:
+        """The declarations of template NAME (guarded: the headers are read again) and its call."""
+        return (f"#ifndef {name}_DECLARED\n#define {name}_DECLARED\n"
+                f"template <class T> struct {name}_never {{ static constexpr bool value = false; }};\n"
+                f"template <class T> {space}constexpr void {name}() noexcept "
+                f"{{ static_assert({name}_never<T>::value, \"reached\"); }}\n#endif\n",
+                f"{name}<decltype((expression))>()")
 
-    def host_only(suffix: str) -> str:  # headers read before CUDA's macros define __host__: none needed
-        return declare.replace("__host__ __device__ ", "").replace("_never", f"_never{suffix}").replace(
-            f"void {marker}()", f"void {marker}{suffix}()").replace("_DECLARED", f"{suffix.upper()}_DECLARED")
-    return (("cuda/std/__cccl/assert.h",
-             "#include_next <cuda/std/__cccl/assert.h>\n" + declare
-             + f"#undef _CCCL_ASSERT_IMPL_HOST\n#define _CCCL_ASSERT_IMPL_HOST(expression, message) {fail}\n"
-             + f"#undef _CCCL_ASSERT_IMPL_DEVICE\n#define _CCCL_ASSERT_IMPL_DEVICE(expression, message) {fail}\n"),
-            ("bits/c++config.h", "#include_next <bits/c++config.h>\n" + host_only("_std")
-             + f"#undef __glibcxx_assert_impl\n#define __glibcxx_assert_impl(expression) {fail.replace('<', '_std<', 1)};\n"),
-            ("assert.h", "#include_next <assert.h>\n" + host_only("_plain")
-             + f"#ifndef NDEBUG\n#undef assert\n#define assert(expression) {fail.replace('<', '_plain<', 1)}\n#endif\n"))
+    cccl, cccl_call = failing(marker, "__host__ __device__ ")
+    # <bits/c++config.h> and <assert.h> are read before CUDA's macros define __host__: host code only
+    std, std_call = failing(f"{marker}_std")
+    plain, plain_call = failing(f"{marker}_plain")
+    return (("cuda/std/__cccl/assert.h", "#include_next <cuda/std/__cccl/assert.h>\n" + cccl
+             + f"#undef _CCCL_ASSERT_IMPL_HOST\n#define _CCCL_ASSERT_IMPL_HOST(expression, message) {cccl_call}\n"
+             + f"#undef _CCCL_ASSERT_IMPL_DEVICE\n#define _CCCL_ASSERT_IMPL_DEVICE(expression, message) {cccl_call}\n"),
+            ("bits/c++config.h", "#include_next <bits/c++config.h>\n" + std
+             + f"#undef __glibcxx_assert_impl\n#define __glibcxx_assert_impl(expression) {std_call};\n"),
+            ("assert.h", "#include_next <assert.h>\n" + plain
+             + f"#ifndef NDEBUG\n#undef assert\n#define assert(expression) {plain_call}\n#endif\n"))
 
 
 def header_assertions_reached(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
