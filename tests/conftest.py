@@ -55,7 +55,29 @@ def assert_passes_the_static_gates(split, editable: str) -> None:
     assert rented.ok, rented.log[-2000:]
 
 
+def deep_tier_ids() -> set[str]:
+    """tests/deep_tier.txt: the tests the default command leaves out for their cost (tests/deep_tier.py)."""
+    lines = (Path(__file__).with_name("deep_tier.txt")).read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def _whole_suite_collected(config) -> bool:
+    # Only a run over the whole tests folder can tell a stale entry from one not asked for.
+    args = [Path(a.split("::")[0]).resolve() for a in config.args]
+    return not config.getoption("keyword") and all(a in (ROOT, ROOT / "tests") for a in args)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    deep = deep_tier_ids()
+    for item in items:
+        if item.nodeid in deep:
+            item.add_marker(pytest.mark.deep)
+    if _whole_suite_collected(config):
+        stale = deep - {item.nodeid for item in items}
+        if stale:
+            raise pytest.UsageError(f"tests/deep_tier.txt names {len(stale)} test(s) that no longer exist, e.g. "
+                                    f"{sorted(stale)[0]!r}: rerun tests/deep_tier.py or edit the list")
     has_gpu = bool(detect_gpus())
     has_nvcc = shutil.which("nvcc") is not None
     for item in items:
