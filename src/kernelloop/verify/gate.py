@@ -702,6 +702,12 @@ def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> di
     return found
 
 
+def default_stream_declared(build_flags: tuple[str, ...]) -> bool:
+    """The user's build flags name the default stream's kind (nvcc's --default-stream, or the macro
+    it defines): the verifier's build is then the one that ships, blocking streams and all."""
+    return any(re.match(r"--?default-stream\b", f) or "CUDA_API_PER_THREAD_DEFAULT_STREAM" in f for f in build_flags)
+
+
 def _refuse_host_results(base_build: BuildResult, baseline_name: str, c_signatures: dict[str, str]) -> None:
     """In contract v2 a result is a harness buffer, compared element by element; a baseline whose
     launcher hands one back through host memory the harness can read (an out-pointer or reference
@@ -715,7 +721,9 @@ def _refuse_host_results(base_build: BuildResult, baseline_name: str, c_signatur
         raise InputError(f"{baseline_name}: the frozen code names {shared[0]}, a variable the editable part defines: "
                          "in contract v2 it may call the editable part's functions only, and every result is a "
                          "harness buffer (h.output)")
-    found = scan_host_code(base_build.editable_object, set(base_build.kept_global), c_signatures)
+    # A baseline's blocking stream hands nothing back; it only makes its candidates create theirs non-blocking.
+    found = [v for v in scan_host_code(base_build.editable_object, set(base_build.kept_global), c_signatures)
+             if v.rule != "blocking-stream"]
     if found:
         raise InputError(f"{baseline_name}: its launcher's host code fails the scan a candidate's must pass "
                          f"({found[0].rule} in {found[0].detail}): it may hand a result back through host "
@@ -790,8 +798,9 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             baseline_object=base_build.editable_object,
         )
         violations += policy.scan_program(cand_build.binary, base_build.binary)
-        violations += scan_host_code(cand_build.editable_object, set(base_build.kept_global),
-                                     c_linkage_signatures(split, base_build.kept_global))
+        violations += [v for v in scan_host_code(cand_build.editable_object, set(base_build.kept_global),
+                                                 c_linkage_signatures(split, base_build.kept_global))
+                       if not (v.rule == "blocking-stream" and default_stream_declared(toolchain.build_flags))]
         if not violations:  # what is verified is what ships (red team round 51)
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
                 editable, expanded.part, expanded.program_macros, expanded.header_macros,

@@ -168,6 +168,15 @@ _ALLOCATOR_RELEASE = re.compile(r"^(?:free|cfree|realloc|reallocarray|_ZdlPv\w*|
 
 
 _API_SUFFIX = re.compile(r"(?:_v\d+)?(?:_ptds|_ptsz)?$")
+# Streams whose order with stream 0 depends on how the program is built (red team round 174): a
+# blocking stream waits for the legacy default stream, and it for the stream, only in the legacy
+# build; nvcc --default-stream per-thread (CUDA_API_PER_THREAD_DEFAULT_STREAM) makes stream 0 the
+# thread's own stream, which orders with no other, so a part leaning on that implicit order races
+# there. A cudaStreamNonBlocking stream orders only as the code says in either build.
+# The creating call and the position of its flags (None: always blocking).
+STREAM_CREATION_FLAGS: dict[str, int | None] = {
+    "cudaStreamCreate": None, "cudaStreamCreateWithFlags": 1, "cudaStreamCreateWithPriority": 1}
+_STREAM_NON_BLOCKING = 0x01
 
 
 def _out_pointer_args(name: str) -> tuple[int, ...] | None:
@@ -481,6 +490,17 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
         fact = own_pointers.get(_ARG_REGS[k]) if k < len(_ARG_REGS) else None
         return fact[1] if fact is not None and fact[0] == "const" else None
 
+    def judge_stream_creation(where: str, target: str, flags_at: int | None) -> None:
+        """A stream the part creates is non-blocking, by a constant (STREAM_CREATION_FLAGS)."""
+        flags = constant_argument(flags_at) if flags_at is not None else 0
+        if flags is None or not flags & _STREAM_NON_BLOCKING:
+            how = "always a blocking stream" if flags_at is None else (
+                "with flags the scan cannot read as a constant" if flags is None else "as a blocking stream")
+            report("blocking-stream", where, f"calls {target} {how}: its order with stream 0 is the legacy default "
+                                             "stream's, which nvcc --default-stream per-thread drops; create it with "
+                                             "cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) and order it "
+                                             "with events, or declare the build (--build-flag=--default-stream=legacy)")
+
     def judge_copy(where: str, target: str, kind_at: int, count_at: int, dst_at: int, src_at: int) -> None:
         """A CUDA copy names its direction as a constant, and its host side is the function's own
         memory, of a constant size (round 19 read and wrote any host address with copies)."""
@@ -690,6 +710,8 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
                                       "foreign-store")
                 if (copy := _copy_args(target)) is not None:
                     judge_copy(pending_call, target, *copy)
+                if (creation := _API_SUFFIX.sub("", target)) in STREAM_CREATION_FLAGS:
+                    judge_stream_creation(pending_call, target, STREAM_CREATION_FLAGS[creation])
                 for k, size in _in_pointer_args(target).items():
                     null = constant_argument(k) == 0
                     if size == 0 and not null:
