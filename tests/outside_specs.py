@@ -18,6 +18,10 @@ SPECS: dict[str, InitSpec] = {
                                    counts={"img": "height * width", "taps": "7", "out": "height * width"},
                                    roles={"out": "output"}, ranges={"taps": ("0.5", "1.5")}),
     "vector_add.cu": InitSpec(values={"numElements": ["16777216", "16777215"]}),
+    # a course-exercise grid-stride loop on a fixed <<<NBLK, NTHR>>>, its mixer working on its own
+    # copies of its arguments (the grid tier, with a helper that assigns its by-value parameters)
+    "mix_words_fixedgrid.cu": InitSpec(values={"count": ["16777216", "1000003"], "key": ["19088743", "305419896"]},
+                                       counts={"d_src": "count", "d_dst": "count"}, roles={"d_dst": "output"}),
     # a kernel file without main: bf16 in and out, a float scale
     "bf16_scale.cu": InitSpec(values={"alpha": ["1.25"], "n": ["33554432", "33554431"]}),
     # a PyTorch-extension style launcher: float2 buffers (lanes), `long`/`long long` sizes and indices, a
@@ -76,6 +80,12 @@ SPECS.update({
         roles={"y": "output", "inv_rms": "output"}),
     # a PyTorch-extension template launcher (float and double instantiations, a namespace, the caller's
     # stream, a `(void)numel;`): init wraps the float instantiation, the row tier rewrites the template
+    # an embedding-style row gather with a device assert on each id, behind the file's own macro
+    "gather_rows_assert_ext.cu": InitSpec(
+        launcher="gather_rows_cuda", template_args="float",
+        values={"num_ids": ["16384", "3001"], "table_rows": ["50257", "50257"], "width": ["768", "509"]},
+        counts={"table": "table_rows * width", "ids": "num_ids", "out": "num_ids * width"},
+        roles={"out": "output", "table": "table"}, ranges={"ids": ("0", "50257")}),
     "row_sumsq_ext.cu": InitSpec(
         launcher="row_sumsq_cuda", template_args="float",
         values={"rows": ["16384", "3001"], "cols": ["1024", "509"], "numel": ["0"]},

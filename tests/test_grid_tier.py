@@ -84,6 +84,38 @@ def test_grid_stride_kernels_the_tier_takes():
     assert plan.bound_param is None and plan.bound_value == 4096
 
 
+# A bit-mixing helper in the style hash code is written in: it works on its by-value parameter.
+MIX = """
+__device__ unsigned int scramble(unsigned int v, unsigned int salt) {
+  v ^= salt; v *= 0x9e3779b1u; v ^= v >> 15; v++;
+  return v;
+}
+__global__ void scramble_all(const unsigned int* in, unsigned int* out, int n, unsigned int salt) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    out[i] = scramble(in[i], salt);
+  }
+}
+"""
+
+
+def test_a_helper_that_works_on_its_own_copies_of_its_arguments_is_pure():
+    assert _plan(MIX).bound_param == "n"
+    assert _plan(MIX.replace("unsigned int v,", "long long v,").replace("return v;", "return (unsigned int)v;"))
+
+
+@pytest.mark.parametrize("helper_params", [
+    "unsigned int& v, unsigned int salt",  # a reference: the caller's variable changes
+    "vref v, unsigned int salt",  # a reference behind an alias
+    "word v, unsigned int salt",  # a type name the scan cannot see is not a reference
+])
+def test_a_helper_assigning_a_parameter_that_may_be_a_reference_is_not_pure(helper_params):
+    text = ("typedef unsigned int& vref;\ntypedef unsigned int word;\n"
+            + MIX.replace("unsigned int v, unsigned int salt", helper_params)
+            .replace("out[i] = scramble(in[i], salt);", "unsigned int x = in[i]; out[i] = scramble(x, salt);"))
+    with pytest.raises(NotARowKernel):
+        _plan(text)
+
+
 @pytest.mark.parametrize("text, why", [
     # a value carried from one iteration to the next the thread runs
     (SCALE.replace("for (int i", "float carry = 0.0f;\n  for (int i").replace("y[i] = clampf(v, -1.0f, 1.0f);",
@@ -157,6 +189,16 @@ def test_the_outside_style_program_gets_one_rewrite_that_keeps_the_kernel_and_it
     assert "else { gelu_forward_kernel<<<kl_grid, kl_block, kl_shmem>>>(out, inp, N); }" in r.source
 
 
+def test_a_fixed_launch_of_a_kernel_whose_helper_works_on_its_own_arguments_gets_the_rewrite():
+    name = "mix_words_fixedgrid.cu"
+    text = generate((OUTSIDE / name).read_text(), SPECS[name], name).program
+    split = split_program(text, name)
+    rewrites, refused = grid_rewrites(read_editable(split.editable, split.harness, split.exported), split.harness,
+                                      split.preamble)
+    assert [r.label for r in rewrites] == ["grid tier: mix_words on a grid covering its elements"], refused
+    assert "mix_words<<<kl_grid, kl_block, kl_shmem>>>(d_src, d_dst, count, key);" in rewrites[0].source
+
+
 def test_a_launch_that_already_covers_the_bound_is_refused():
     covering = _program().replace("<<<GRID_BLOCKS, block_size>>>", "<<<(N + block_size - 1) / block_size, block_size>>>")
     _, (rewrites, refused) = _rewrites(covering)
@@ -177,6 +219,16 @@ def test_the_grid_tier_is_proposed_once_then_the_optimizer_runs_out():
 @pytest.mark.nvcc
 def test_the_grid_rewrite_passes_the_static_gates():
     split, ((rewrite,), _) = _rewrites(_program())
+    editable, _ = candidate_editable_part(rewrite.source, split)
+    assert_passes_the_static_gates(split, editable)
+
+
+@pytest.mark.nvcc
+def test_the_grid_rewrite_of_a_kernel_with_a_helper_passes_the_static_gates():
+    name = "mix_words_fixedgrid.cu"
+    split = split_program(generate((OUTSIDE / name).read_text(), SPECS[name], name).program, name)
+    (rewrite,), _ = grid_rewrites(read_editable(split.editable, split.harness, split.exported), split.harness,
+                                  split.preamble)
     editable, _ = candidate_editable_part(rewrite.source, split)
     assert_passes_the_static_gates(split, editable)
 

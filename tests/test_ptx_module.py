@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kernelloop.tools.code_identity import device_fingerprints
 from kernelloop.tools.ptx_module import read_ptx
 from kernelloop.tools.state_refs import device_references
@@ -63,3 +65,65 @@ def test_both_checks_read_the_same_module():
     # a change in a table the kernel reaches through a pointer variable changes its fingerprint
     changed = device_fingerprints(_PTX.replace("{1, 0, 0, 0, 2", "{9, 0, 0, 0, 2"), {"_Z6kernelPf"})
     assert before["_Z6kernelPf"] != changed["_Z6kernelPf"]
+
+
+# Two schedules of one straight-line run (from a kernel built with and without -DNDEBUG: the
+# dropped assertion moved the lane's `and` past a load and a warp barrier).
+_BUILT = """.visible .entry k(
+\t.param .u64 k_param_0
+)
+{
+\t.reg .b32 \t%r<5>;
+\t.reg .b64 \t%rd<9>;
+\tmov.u32 \t%r1, %tid.x;
+{moved_here}\tcvta.to.global.u64 \t%rd7, %rd1;
+\tld.global.nc.u64 \t%rd4, [%rd7];
+\tbar.warp.sync \t-1;
+{or_here}\tcvt.u64.u32 \t%rd6, %r2;
+\tst.global.u64 \t[%rd4], %rd6;
+\tret;
+}
+"""
+
+
+def _kernel(text: str) -> str:
+    return device_fingerprints(text, {"k"})["k"]
+
+
+def _scheduled(instruction: str, early: bool, text: str = _BUILT) -> str:
+    line = f"\t{instruction}\n"
+    return text.replace("{moved_here}", line if early else "").replace("{or_here}", "" if early else line)
+
+
+def test_the_same_instructions_scheduled_otherwise_are_the_same_code():
+    assert _kernel(_scheduled("and.b32 \t%r2, %r1, 31;", True)) == _kernel(_scheduled("and.b32  %r2, %r1, 31;", False))
+
+
+@pytest.mark.parametrize("instruction, text", [
+    # it writes a register an instruction it passes reads, or reads one it writes
+    ("and.b32 %r2, %r1, 31;", _BUILT.replace("cvta.to.global.u64 \t%rd7, %rd1;", "cvta.to.global.u64 \t%rd7, %rd1;\n\tcvt.u64.u32 %rd8, %r2;")),
+    ("add.s64 %rd1, %rd1, 8;", _BUILT),
+    ("add.s64 %rd7, %rd7, 8;", _BUILT),
+    # a special register read (the clock) keeps its place among the ordered instructions
+    ("mov.u32 %r2, %clock;", _BUILT),
+    ("mov.u32 %r2, %envreg3;", _BUILT),
+    # memory and other lanes: ordered among themselves
+    ("ld.global.u32 %r2, [%rd7];", _BUILT),
+    ("shfl.sync.bfly.b32 %r2, %r1, 1, 31, -1;", _BUILT),
+])
+def test_a_move_that_changes_what_is_computed_is_another_code(instruction, text):
+    assert _kernel(_scheduled(instruction, True, text)) != _kernel(_scheduled(instruction, False, text))
+
+
+def test_nothing_moves_across_a_label_or_a_branch():
+    text = _BUILT.replace("\tbar.warp.sync \t-1;\n", "\tbar.warp.sync \t-1;\n$L__BB0_1:\n")
+    assert _kernel(_scheduled("and.b32 %r2, %r1, 31;", True, text)) != _kernel(_scheduled("and.b32 %r2, %r1, 31;", False, text))
+    guarded = _BUILT.replace("\tbar.warp.sync \t-1;\n", "\tbar.warp.sync \t-1;\n\t@%p1 bra \t$L__BB0_1;\n")
+    assert _kernel(_scheduled("and.b32 %r2, %r1, 31;", True, guarded)) != _kernel(
+        _scheduled("and.b32 %r2, %r1, 31;", False, guarded))
+
+
+def test_a_predicate_and_the_instruction_it_guards_keep_their_order():
+    a = _BUILT.replace("{moved_here}", "\tsetp.eq.s32 %p1, %r1, 0;\n\t@%p1 mov.u32 %r2, 1;\n").replace("{or_here}", "")
+    b = _BUILT.replace("{moved_here}", "\t@%p1 mov.u32 %r2, 1;\n\tsetp.eq.s32 %p1, %r1, 0;\n").replace("{or_here}", "")
+    assert _kernel(a) != _kernel(b)

@@ -106,6 +106,48 @@ def test_a_loop_that_stores_and_sums_what_it_stored_is_split_and_a_max_by_compar
     assert "sum = kl_sum_before + sum;" in text  # the value before the loop is kept, whatever it was
 
 
+ROW_SUMSQ_CHECKED = """
+__global__ void row_sumsq(float* out, const float* x, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    assert(cols > 0);
+    float acc = 0.0f;
+    for (int c = 0; c < cols; c++) {
+        assert(x[r * cols + c] == x[r * cols + c]);
+        acc += x[r * cols + c] * x[r * cols + c];
+    }
+    assert(acc >= 0.0f);
+    out[r] = acc;
+}
+"""
+
+
+def test_device_assertions_stay_where_each_lane_checks_what_the_thread_checked():
+    # the row's checks by every lane alike (after the butterfly every lane holds the whole sum),
+    # each element's by the lane that takes it
+    fn, plan = _plan(ROW_SUMSQ_CHECKED)
+    text = rewrite_kernel(fn, plan)
+    assert [line.strip() for line in text.splitlines() if "assert(" in line and "static_assert" not in line] == [
+        "assert(cols > 0);", "assert(x[r * cols + c] == x[r * cols + c]);", "assert(acc >= 0.0f);"]
+    # a check of the sum inside the loop that makes it would see one lane's partial
+    with pytest.raises(NotARowKernel, match="reads acc in the loop that accumulates it"):
+        _plan(ROW_SUMSQ_CHECKED.replace("assert(x[r * cols + c] == x[r * cols + c]);", "assert(acc < 1e30f);"))
+    # a helper that asserts is no pure helper: a pure one may be evaluated where the kernel did not call it
+    helper = "__device__ float checked(float v) { assert(v == v); return v; }\n"
+    with pytest.raises(NotARowKernel, match="calls checked"):
+        _plan(helper + ROW_SUMSQ_CHECKED.replace("acc += x[r * cols + c] * x[r * cols + c];",
+                                                 "acc += checked(x[r * cols + c]);"))
+
+
+def test_an_embedding_gather_checked_by_a_device_assert_gets_a_row_rewrite():
+    name = "gather_rows_assert_ext.cu"
+    split = split_program(_program(name), name)
+    part = read_editable(split.editable, split.harness, split.exported)
+    (rewrite,), refused = row_warp_rewrites(part, split.harness, split.preamble)
+    assert rewrite.label == "row tier: one warp per row of gather_rows_kernel", refused
+    assert "assert(id >= 0 && id < table_rows)" in rewrite.source.replace(" ;", ";")
+
+
 def test_renaming_every_identifier_changes_nothing():
     renamed = SOFTMAX_ROWS
     for old, new in [("softmax_rows", "k7"), ("inp_row", "q"), ("out_row", "w"), ("maxval", "hi"), ("sum", "tot"),
@@ -427,12 +469,12 @@ def test_the_row_tier_is_proposed_once_then_the_optimizer_runs_out():
 
 
 @pytest.mark.nvcc
-@pytest.mark.parametrize("name", ROW_PROGRAMS)
+@pytest.mark.parametrize("name", [*ROW_PROGRAMS, "gather_rows_assert_ext.cu"])
 def test_the_row_rewrites_pass_the_static_gates(name, tmp_path):
     text = _program(name)
     split = split_program(text, name)
     part = read_editable(split.editable, split.harness, split.exported)
-    (rewrite,), _ = row_warp_rewrites(part, split.harness)
+    (rewrite,), _ = row_warp_rewrites(part, split.harness, split.preamble)
     editable, _ = candidate_editable_part(rewrite.source, split)
     assert_passes_the_static_gates(split, editable)
 

@@ -20,7 +20,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import SymbolTableSection
 
-from .ptx_module import NAME, read_ptx
+from .ptx_module import NAME, read_ptx, schedule_neutral
 
 # x86-64 relocation types and the bytes each patches (the rest are 4 bytes)
 _EIGHT_BYTE_RELOCATIONS = {1, 24}  # R_X86_64_64, R_X86_64_PC64
@@ -214,12 +214,14 @@ def unit_neutral_ptx(ptx: str) -> str:
 
 def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
     """For each kernel of a PTX module whose name is in `kernels`: a digest of its text and of
-    every device function and variable it reaches, with position-dependent names made neutral.
+    every device function and variable it reaches, with position-dependent names made neutral and
+    each straight-line run of instructions in a canonical order that keeps its dependences
+    (ptx_module.schedule_neutral: the same code scheduled otherwise digests alike).
     Names in an anonymous namespace count unit_neutral (pass `kernels` so too)."""
     ptx = unit_neutral_ptx(ptx)
     kernels = {unit_neutral(k) for k in kernels}
     module = read_ptx(ptx)
-    bodies = {name: f.lines for name, f in module.functions.items()}
+    bodies = {name: schedule_neutral(f.lines) for name, f in module.functions.items()}
     variables = module.variables
     prints: dict[str, str] = {}
     for kernel in sorted(kernels & set(bodies)):

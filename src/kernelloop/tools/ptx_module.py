@@ -4,6 +4,7 @@ name. The one reader behind init's state check (what a kernel's body names) and 
 
 from __future__ import annotations
 
+import heapq
 import re
 from dataclasses import dataclass, field
 
@@ -56,3 +57,91 @@ def read_ptx(text: str) -> PtxModule:
             elif line.strip().endswith(";"):  # a declaration ends without a body
                 current = None
     return module
+
+
+# Instructions that only compute registers from registers, immediates and addresses of names: no
+# memory, no other lane, no clock, no trap. Any other instruction is *ordered*: it keeps its place
+# relative to every other ordered one.
+_PURE_OPCODES = frozenset("""
+    add sub mul mad mul24 mad24 sad div rem abs neg min max popc clz bfind fns brev bfe bfi dp4a dp2a and
+    or xor not cnot lop3 shf shl shr mov cvt cvta set setp selp slct testp copysign rcp sqrt rsqrt sin cos
+    lg2 ex2 tanh fma prmt
+""".split())
+# The virtual registers nvcc's PTX declares (`.reg .b32 %r<9>;`); any other %name (%tid.x, %clock,
+# %envreg3, %pm0) is a special register, read as an ordered instruction.
+_VIRTUAL_REGISTER = re.compile(r"%(?:r|rd|rs|f|fd|p|h|hh)\d+")
+_REGISTER = re.compile(r"%[\w.]+")
+_GUARD = re.compile(r"^@!?%\w+\s+")
+
+
+def _instruction(line: str) -> str | None:
+    """The instruction a body line holds, whitespace-normalised; None for anything else (a label, a
+    directive, a brace, a comment, a branch, a return): the places no instruction moves across."""
+    text = " ".join(line.split("//", 1)[0].split())
+    if not text.endswith(";") or text.startswith((".", "{", "}")):
+        return None
+    opcode = _GUARD.sub("", text).split(" ", 1)[0].rstrip(";")
+    if opcode.split(".", 1)[0] in ("bra", "brx", "ret", "exit", "call", "trap", "brkpt"):
+        return None
+    return text
+
+
+def _pure(text: str) -> bool:
+    opcode = _GUARD.sub("", text).split(" ", 1)[0].rstrip(";")
+    return opcode.split(".", 1)[0] in _PURE_OPCODES and all(
+        _VIRTUAL_REGISTER.fullmatch(r) for r in _REGISTER.findall(text))
+
+
+def _canonical_run(run: list[str]) -> list[str]:
+    """A straight-line run of instructions in a canonical order that keeps every dependence: two
+    instructions that name a register in common (read or written: taken as both), or are both
+    ordered, keep their order; among the instructions whose predecessors have all been placed, the
+    least text goes first. Any order that keeps those dependences computes the same (registers are
+    the thread's own; a pure instruction touches nothing else), so two runs that are such
+    reorderings of each other get the same order, and a run that differs otherwise does not."""
+    preds: list[set[int]] = [set() for _ in run]
+    last_touch: dict[str, int] = {}
+    last_ordered: int | None = None
+    for i, text in enumerate(run):
+        for reg in set(_REGISTER.findall(text)):
+            if reg in last_touch:
+                preds[i].add(last_touch[reg])
+            last_touch[reg] = i
+        if not _pure(text):
+            if last_ordered is not None:
+                preds[i].add(last_ordered)
+            last_ordered = i
+    succs: list[list[int]] = [[] for _ in run]
+    waiting = [len(p) for p in preds]
+    for i, p in enumerate(preds):
+        for j in p:
+            succs[j].append(i)
+    ready = [(run[i], i) for i in range(len(run)) if waiting[i] == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        text, i = heapq.heappop(ready)
+        out.append(text)
+        for k in succs[i]:
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                heapq.heappush(ready, (run[k], k))
+    return out
+
+
+def schedule_neutral(lines: list[str]) -> list[str]:
+    """A function's PTX lines with each straight-line run of instructions (between labels, branches,
+    calls, directives and braces) in its canonical order (_canonical_run): two builds whose compiler
+    scheduled the same instructions differently read alike (a debug build's dropped assertion moved
+    an `and` past a load: a rewrite refused for its schedule)."""
+    out: list[str] = []
+    run: list[str] = []
+    for line in lines:
+        text = _instruction(line)
+        if text is not None:
+            run.append(text)
+            continue
+        out += _canonical_run(run)
+        run = []
+        out.append(line)
+    return out + _canonical_run(run)

@@ -263,6 +263,9 @@ class ItemPlanner:
                 self.fail(f"assigns to {to_c(e.target)}")
             if isinstance(e, (Unary, Postfix)) and e.op in ("++", "--") and isinstance(e.operand, Name):
                 return
+            if is_kernel_check(e):  # every lane checks the row's values alike
+                self.plain_value(e)
+                return
             self.fail(f"has a statement that is not an assignment ({to_c(e)[:40]})")
         self.fail(f"has a {type(s).__name__.lower()} statement outside its row loops")
 
@@ -388,7 +391,13 @@ class ItemPlanner:
             reads += [e.target, e.value]
             stores[0] = True
             return
-        self.fail("has a loop body with other than declarations, assignments and ifs")
+        if isinstance(s, ExprStmt) and is_kernel_check(s.expr):
+            # the lane that takes the element checks it; a check of an accumulator would see a
+            # lane's partial, which the dependence check on what the loop reads refuses
+            self.plain_value(s.expr)
+            reads.append(s.expr)
+            return
+        self.fail("has a loop body with other than declarations, assignments, ifs and assertions")
 
     def inner_loop(self, s: For, info: _Loop, stores: list[bool], declared_inside: set[str],
                    reads: list[Expr]) -> None:
@@ -689,11 +698,27 @@ def _forwarded_arguments(lau: Launcher, part: EditablePart, preamble_macros: str
     return out
 
 
+# A device assertion computes nothing: it stops the kernel where its condition fails. The tiers that
+# take it run each statement of the kernel for the same row, column or element it ran for (never
+# ahead of a guard, never for an element past the end), so every condition is checked on the
+# values it was, once or by every lane of a warp alike: a failing one still fails, an honest one
+# never does. (A helper is another matter: a pure helper may be evaluated where the kernel did not
+# call it, so one that asserts is not pure.)
+KERNEL_CHECKS = frozenset({"assert"})
+
+
+def is_kernel_check(e: Expr) -> bool:
+    """A call of a device assertion (KERNEL_CHECKS) as a statement of its own."""
+    return isinstance(e, Call) and isinstance(e.func, Name) and e.func.id in KERNEL_CHECKS
+
+
 def effect_free_calls(fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> str | None:
     """Why FN's calls may have effects a rewrite would change, or None: only math functions, the
-    program's pure HELPERS and conversions to its template type parameters (`T(0)`), no atomics."""
+    program's pure HELPERS, device assertions (KERNEL_CHECKS) and conversions to its template type
+    parameters (`T(0)`), no atomics."""
     type_params = {t.name for t in fn.sig.template if t.kind == "type"}
-    impure = sorted(c for c in facts.calls if c not in PURE_FUNCTIONS and c not in helpers and c not in type_params)
+    impure = sorted(c for c in facts.calls
+                    if c not in PURE_FUNCTIONS and c not in helpers and c not in type_params and c not in KERNEL_CHECKS)
     if impure:
         return f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)"
     if any(a.kind == "atomic" for a in facts.accesses) or facts.calls & ATOMICS:
@@ -747,9 +772,25 @@ def _assigns_outside_its_locals(facts: KernelFacts) -> bool:
         else:
             continue
         b = facts.binding(target) if isinstance(target, Name) else None
-        if b is None or b.param is not None:
+        if b is None or (b.param is not None and not (target is _assigned_name(x) and _by_value(b.param))):
             return True
     return False
+
+
+# A parameter of a fundamental type, spelled in keywords alone, is the callee's own copy: no alias
+# or template argument can make it a reference (`h ^= h >> 16` in a hash helper is local).
+_FUNDAMENTAL_WORDS = frozenset({"const", "volatile", "unsigned", "signed", "char", "short", "int", "long", "float",
+                                "double", "bool"})
+
+
+def _by_value(param: Param) -> bool:
+    words = param.type.split()
+    return not param.pointer and bool(words) and set(words) <= _FUNDAMENTAL_WORDS
+
+
+def _assigned_name(x: Expr) -> Expr:
+    """The expression an assignment or increment writes, as written (a Name only when it is the whole target)."""
+    return x.target if isinstance(x, Assign) else x.operand  # type: ignore[union-attr]
 
 
 def walk_expr_in(s: Stmt | None):
