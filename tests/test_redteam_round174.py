@@ -11,7 +11,7 @@ The round's second find, `nvcc --default-stream per-thread` (per_thread_default_
 the runtime calls do, not the code compared: stream 0 becomes the thread's own stream, ordered with no
 other, where the legacy default stream waits for every blocking stream and they for it. A part that
 leaned on that implicit order (a kernel on a blocking stream it created, the next on stream 0) races
-in such a build. Closed by class in the host-code scan (`blocking-stream`): a stream the part creates
+in such a build. Closed by class in the host-code scan (`default-stream`): a stream the part creates
 is non-blocking, by a constant, so every order it has is one its code states, the same in both builds;
 a user who declares the default stream's kind (`--build-flag=--default-stream=...`) is verified in
 that build and may keep blocking streams."""
@@ -59,7 +59,7 @@ def test_every_no_switch_the_toolkit_reads_is_compared_and_reserved():
 def test_a_part_leaning_on_the_legacy_default_streams_order_is_refused():
     check = check_static_files(BASE, CASE / "per_thread_default_stream" / "cand.cu",
                                Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
-    assert not check.ok and "blocking-stream" in {v.rule for v in check.violations}, check.summary
+    assert not check.ok and "default-stream" in {v.rule for v in check.violations}, check.summary
 
 
 @pytest.mark.nvcc
@@ -69,7 +69,7 @@ def test_a_baseline_with_blocking_streams_is_verified_and_its_candidates_must_cr
     program = CASE / "per_thread_default_stream" / "cand.cu"
     check = check_static_files(program, program, Settings(cache_dir=shared_cache_dir(),
                                                           verify=VerifySettings(arch="sm_90")))
-    assert not check.ok and {v.rule for v in check.violations} == {"blocking-stream"}, check.summary
+    assert not check.ok and {v.rule for v in check.violations} == {"default-stream"}, check.summary
 
 
 _STREAM = """
@@ -94,7 +94,7 @@ void launch(float* x, int n, unsigned flags, int priority) {
 ])
 def test_a_stream_the_part_creates_is_non_blocking_by_a_constant(tmp_path, creation, blocking):
     rules = scan(tmp_path, _STREAM % creation)
-    assert ("blocking-stream" in rules) == blocking, rules
+    assert ("default-stream" in rules) == blocking, rules
 
 
 def test_a_declared_default_stream_is_the_build_verified():

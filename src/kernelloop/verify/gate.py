@@ -36,6 +36,7 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
 from .hostcode import scan_host_code
 from .precision import PrecisionScan, scan_precision
+from .toolkit_switches import switches_set_together, toolkit_config_switches
 from .shipped import (ShippedBuildUnreadable, assert_release_differences, cccl_included, frozen_names_namespace,
                       half_switches_reach, header_assertion_differences, one_file_reaches,
                       other_build_differences, shipped_build_differences)
@@ -723,7 +724,7 @@ def _refuse_host_results(base_build: BuildResult, baseline_name: str, c_signatur
                          "harness buffer (h.output)")
     # A baseline's blocking stream hands nothing back; it only makes its candidates create theirs non-blocking.
     found = [v for v in scan_host_code(base_build.editable_object, set(base_build.kept_global), c_signatures)
-             if v.rule != "blocking-stream"]
+             if v.rule != "default-stream"]
     if found:
         raise InputError(f"{baseline_name}: its launcher's host code fails the scan a candidate's must pass "
                          f"({found[0].rule} in {found[0].detail}): it may hand a result back through host "
@@ -800,7 +801,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         violations += policy.scan_program(cand_build.binary, base_build.binary)
         violations += [v for v in scan_host_code(cand_build.editable_object, set(base_build.kept_global),
                                                  c_linkage_signatures(split, base_build.kept_global))
-                       if not (v.rule == "blocking-stream" and default_stream_declared(toolchain.build_flags))]
+                       if not (v.rule == "default-stream" and default_stream_declared(toolchain.build_flags))]
         if not violations:  # what is verified is what ships (red team round 51)
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
                 editable, expanded.part, expanded.program_macros, expanded.header_macros,
@@ -834,7 +835,10 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
     name it uses that one of them defines otherwise (red team round 160). A build the part does not
     preprocess in at all, where the baseline's does, is refused as well."""
     builds = []
-    for switches, options in ((policy.BUILD_SWITCHES, policy.BUILD_OPTIONS), (policy.RELEASE_SWITCHES, ())):
+    # the toolkit's own configuration switches a build of their own: set with the debug switches, one
+    # that fails (a pair the headers refuse together) would take those checks with it
+    for switches, options in ((policy.BUILD_SWITCHES, policy.BUILD_OPTIONS), (policy.RELEASE_SWITCHES, ()),
+                              (switches_set_together(toolchain), ())):
         flags = (*(f"-D{name}" for name in switches), *options)
         switched = preprocess_unit(unit, arch=arch, toolchain=toolchain, limits=limits, options=flags)
         if not switched.ok:
@@ -849,6 +853,10 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
         # switch are judged by the code they make (shipped.other_build_differences, assert's check)
         builds.append((switches, dict(expanded.header_macros),
                        {**switched.header_macros, **{name: " 1" for name in switches}}))
+    # the toolkit's switches no build sets with the others are reserved all the same (a part may not test
+    # CUDA_API_PER_THREAD_DEFAULT_STREAM)
+    apart = tuple(name for name in toolkit_config_switches(toolchain)[0] if name not in switches_set_together(toolchain))
+    builds.append((apart, dict(expanded.header_macros), {**expanded.header_macros, **{name: " 1" for name in apart}}))
     # the part as written and as the compiler reads it: a header's pasting macro makes a name the text
     # does not spell (`INT64_C(CUB_DEBUG_AL)` is CUB_DEBUG_ALL: red team round 165)
     return policy.scan_build_switches(f"{editable}\n{expanded.part}", split.editable, builds)
@@ -872,7 +880,8 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
                                                program_macros=program_macros)
         elsewhere = [] if differing or asserting else \
             other_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain,
-                                    half_types=half_types, one_file=one_file)
+                                    half_types=half_types, one_file=one_file,
+                                    config_switches=switches_set_together(toolchain) if cccl else ())
         debug_switches, in_debug = ((), []) if differing or asserting or elsewhere else \
             header_assertion_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
                                          toolchain=toolchain, one_file=one_file, cccl=cccl)

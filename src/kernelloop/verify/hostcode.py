@@ -177,6 +177,17 @@ _API_SUFFIX = re.compile(r"(?:_v\d+)?(?:_ptds|_ptsz)?$")
 STREAM_CREATION_FLAGS: dict[str, int | None] = {
     "cudaStreamCreate": None, "cudaStreamCreateWithFlags": 1, "cudaStreamCreateWithPriority": 1}
 _STREAM_NON_BLOCKING = 0x01
+# Calls whose answer, not only their order, depends on what stream 0 is (red team round 175): the
+# legacy stream cannot be captured and a capture on a blocking stream (cudaStreamPerThread is one in
+# the legacy build) fails a legacy-stream launch as an implicit dependency, while per-thread stream 0
+# can be captured and orders with nothing; stream 0's flags, priority, id, capture state and
+# completion are the legacy stream's in one build and the thread's stream's in the other. Refused
+# unless the build flags name the default stream (gate.default_stream_declared).
+STREAM_MODE_CALLS = frozenset({
+    "cudaStreamBeginCapture", "cudaStreamBeginCaptureToGraph", "cudaStreamEndCapture", "cudaStreamIsCapturing",
+    "cudaStreamGetCaptureInfo", "cudaStreamUpdateCaptureDependencies", "cudaThreadExchangeStreamCaptureMode",
+    "cudaStreamGetFlags", "cudaStreamGetPriority", "cudaStreamGetId", "cudaStreamGetDevice", "cudaStreamQuery",
+})
 
 
 def _out_pointer_args(name: str) -> tuple[int, ...] | None:
@@ -496,7 +507,7 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
         if flags is None or not flags & _STREAM_NON_BLOCKING:
             how = "always a blocking stream" if flags_at is None else (
                 "with flags the scan cannot read as a constant" if flags is None else "as a blocking stream")
-            report("blocking-stream", where, f"calls {target} {how}: its order with stream 0 is the legacy default "
+            report("default-stream", where, f"calls {target} {how}: its order with stream 0 is the legacy default "
                                              "stream's, which nvcc --default-stream per-thread drops; create it with "
                                              "cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) and order it "
                                              "with events, or declare the build (--build-flag=--default-stream=legacy)")
@@ -712,6 +723,12 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
                     judge_copy(pending_call, target, *copy)
                 if (creation := _API_SUFFIX.sub("", target)) in STREAM_CREATION_FLAGS:
                     judge_stream_creation(pending_call, target, STREAM_CREATION_FLAGS[creation])
+                elif creation in STREAM_MODE_CALLS:
+                    report("default-stream", pending_call, f"calls {target}, whose answer depends on what stream 0 "
+                                                           "is (the legacy stream, or with nvcc --default-stream "
+                                                           "per-thread the thread's own, which can be captured): "
+                                                           "declare the build (--build-flag=--default-stream=legacy) "
+                                                           "to capture or query streams")
                 for k, size in _in_pointer_args(target).items():
                     null = constant_argument(k) == 0
                     if size == 0 and not null:

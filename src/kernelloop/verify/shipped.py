@@ -188,7 +188,7 @@ class OtherBuild(NamedTuple):
     whole_for_half: bool = False  # as one file only where a header of the part's unit reads the half switches
 
 
-def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
+def other_builds(build_flags: tuple[str, ...], config_switches: tuple[str, ...] = ()) -> list[OtherBuild]:
     """The builds compared besides the verifier's (which has the user's BUILD_FLAGS). Each axis a real
     build varies (the half and bfloat16 switches, the rest of the file, --extended-lambda, the
     dialect) alone, and the real combinations all at once: a part whose code follows one fact of the
@@ -200,7 +200,10 @@ def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
     declare. Facts: each half
     switch removes declarations (an operator of `__half`); --extended-lambda makes cuda_runtime.h
     include <functional>, whose declarations a part can find by argument-dependent lookup; a `u8""`
-    literal has another type in C++20. A build whose flags the user's already has is the verifier's
+    literal has another type in C++20. CONFIG_SWITCHES: the toolkit's own configuration switches
+    (toolkit_switches.switches_set_together, for a unit that includes CCCL, whose headers read them:
+    `CCCL_DISABLE_INT128_SUPPORT` takes `__int128` out of `cuda::std::is_integral`, round 175), all at
+    once in a build of their own. A build whose flags the user's already has is the verifier's
     own and not repeated."""
     dialect = next((f for f in reversed(build_flags) if f.startswith("-std=")), "-std=c++17")
     other_dialect = "-std=c++17" if dialect.endswith("20") else "-std=c++20"
@@ -222,6 +225,9 @@ def other_builds(build_flags: tuple[str, ...]) -> list[OtherBuild]:
               OtherBuild(f"a build with every half and bfloat16 switch, --extended-lambda and {other_dialect}",
                          (*every_switch, *lambdas, other_dialect), False, True),
               *(OtherBuild(f"a build with -D{name} alone", (f"-D{name}",), True, False) for name in _HALF_SWITCHES)]
+    if config_switches:
+        builds.append(OtherBuild(f"a build with every configuration switch the toolkit's headers read "
+                                 f"(-D{config_switches[0]} ...)", tuple(f"-D{n}" for n in config_switches), True, False))
     return [b for b in builds if not set(b.flags) <= set(build_flags)]
 
 
@@ -254,7 +260,7 @@ def half_switches_reach(header_macros: dict[str, str]) -> bool:
 
 def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
                             toolchain: Toolchain, half_types: bool = True,
-                            one_file: bool = True) -> list[tuple[str, list[str]]]:
+                            one_file: bool = True, config_switches: tuple[str, ...] = ()) -> list[tuple[str, list[str]]]:
     """For each of other_builds in which the baseline's part compiles to the same code as in the
     verifier's build: the candidate part's functions and kernels that compile to other code there
     (["the part does not build there"] where it does not build); a build marked `whole` is compared
@@ -265,12 +271,13 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
     candidate's part and the preamble) reads the half switches; the one-file build always has one
     (the harness header includes cuda_fp16.h), but a build `whole_for_half` is made as one file only
     where `half_types`. `one_file`: whether the rest of the file can reach the
-    part's code (one_file_reaches); where it cannot, a `whole` build is compared for the part alone."""
+    part's code (one_file_reaches); where it cannot, a `whole` build is compared for the part alone.
+    `config_switches`: other_builds'."""
     found: list[tuple[str, list[str]]] = []
     if editable == split.editable:
         return found  # the baseline's own text compiles as the baseline's does in every build (init's check)
     comparison_name = _comparison_file_name(cache_dir)
-    for build in other_builds(toolchain.build_flags):
+    for build in other_builds(toolchain.build_flags, config_switches):
         half_only = all(f.startswith("-D__CUDA_NO_") for f in build.flags)
         alone = build.alone and (half_types or not half_only)
         whole = build.whole or (build.whole_for_half and half_types)

@@ -1,0 +1,73 @@
+"""The configuration switches the toolkit's own headers read: macros a user's build may define
+(`-DCCCL_DISABLE_INT128_SUPPORT`) that change what a header declares, which no list kept by hand
+follows as the toolkit grows (red team round 175: `cuda::std::is_integral<__int128>` is false
+under that switch, and a part halved its column count on it). Read from the headers themselves,
+once per toolkit: every name of a configuration prefix that a preprocessor condition tests and no
+header defines."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from ..tools.nvcc import Toolchain
+from ..tools.toolkit import real_nvcc
+
+_CONFIG_NAME = re.compile(r"\b((?:CCCL|CUB|THRUST|LIBCUDACXX|CUDA)_[A-Z0-9_]+)\b")
+_CONDITION = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$")
+_DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)")
+# tested only for being defined: `#ifdef X`, `#ifndef X`, `defined(X)`, `defined X`
+_DEFINED_TEST = re.compile(r"\bdefined\s*\(\s*(\w+)\s*\)|\bdefined\s+(\w+)")
+# Switches the build with every switch at once leaves out, and why (each is still reserved: the part
+# may not name one).
+NOT_SET_TOGETHER = {
+    "CUDA_API_PER_THREAD_DEFAULT_STREAM": "every runtime call becomes its per-thread variant, so every part's "
+                                          "code changes: judged by the host-code scan's default-stream rule",
+    "THRUST_FORCE_64_BIT_OFFSET_TYPE": "excludes THRUST_FORCE_32_BIT_OFFSET_TYPE, which the build sets",
+    "CUB_DISABLE_NAMESPACE_MAGIC": "needs a wrapped namespace named by value (THRUST_CUB_WRAPPED_NAMESPACE)",
+    "CUDA_NO_HALF": "removes the half type the harness's header declares its buffers with",
+    "CUDA_NO_BFLOAT16": "removes the bfloat16 type the harness's header declares its buffers with",
+    # read for their value where they are used (tested only for being defined in conditions)
+    "THRUST_CUB_WRAPPED_NAMESPACE": "names a namespace", "THRUST_STD_MR_NS": "names a namespace",
+    "THRUST_DEVICE_BACKEND": "names a backend", "CUDA_FORCE_API_VERSION": "names an API version",
+}
+
+
+@functools.lru_cache(maxsize=4)
+def _read(include: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    tested: set[str] = set()
+    by_value: set[str] = set()
+    defined: set[str] = set()
+    for header in sorted(include.rglob("*")):
+        if not header.is_file() or header.suffix not in ("", ".h", ".hpp", ".cuh", ".inl", ".inc", ".hxx"):
+            continue
+        for line in header.read_text(errors="replace").splitlines():
+            if (d := _DEFINE.match(line)) is not None:
+                defined.add(d.group(1))
+                continue
+            c = _CONDITION.match(line)
+            if c is None:
+                continue
+            text = c.group(1).split("//", 1)[0]
+            names = set(_CONFIG_NAME.findall(text))
+            if not names:
+                continue
+            tested |= names
+            if line.lstrip().lstrip("#").lstrip().startswith(("ifdef", "ifndef", "elifdef", "elifndef")):
+                continue
+            as_defined = {a or b for a, b in _DEFINED_TEST.findall(text)}
+            by_value |= names - as_defined
+    free = tested - defined
+    return tuple(sorted(free - by_value)), tuple(sorted(free & by_value))
+
+
+def toolkit_config_switches(toolchain: Toolchain) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(switches, values): the configuration names the toolkit's headers test and never define, those
+    only tested for being defined (a build sets them with -DNAME) and those read for a value."""
+    return _read(real_nvcc(toolchain.nvcc).parent.parent / "include")
+
+
+def switches_set_together(toolchain: Toolchain) -> tuple[str, ...]:
+    """The switches of toolkit_config_switches a build sets all at once (NOT_SET_TOGETHER left out)."""
+    return tuple(s for s in toolkit_config_switches(toolchain)[0] if s not in NOT_SET_TOGETHER)
