@@ -127,3 +127,20 @@ def test_a_predicate_and_the_instruction_it_guards_keep_their_order():
     a = _BUILT.replace("{moved_here}", "\tsetp.eq.s32 %p1, %r1, 0;\n\t@%p1 mov.u32 %r2, 1;\n").replace("{or_here}", "")
     b = _BUILT.replace("{moved_here}", "\t@%p1 mov.u32 %r2, 1;\n\tsetp.eq.s32 %p1, %r1, 0;\n").replace("{or_here}", "")
     assert _kernel(a) != _kernel(b)
+
+
+def test_a_register_inline_assembly_declares_without_a_percent_sign_keeps_its_order():
+    # `t` is a register only its `.reg` line names: an instruction that reads or writes it is ordered
+    a = _BUILT.replace("{moved_here}", "\tmov.u32 t, 5;\n\tadd.u32 %r2, t, 1;\n\tmov.u32 t, 7;\n").replace("{or_here}", "")
+    b = _BUILT.replace("{moved_here}", "\tmov.u32 t, 5;\n\tmov.u32 t, 7;\n\tadd.u32 %r2, t, 1;\n").replace("{or_here}", "")
+    assert _kernel(a) != _kernel(b)
+
+
+@pytest.mark.parametrize("first, second", [
+    ("add.cc.u32 %r2, %r1, 1;", "add.cc.u32 %r3, 0, 0;"),  # which of two carries the addc reads
+    ("sub.cc.u32 %r2, %r1, 1;", "mad.lo.cc.u32 %r3, %r1, %r1, 0;"),
+])
+def test_instructions_that_set_the_carry_flag_keep_their_order(first, second):
+    def run(a: str, b: str) -> str:
+        return _BUILT.replace("{moved_here}", f"\t{a}\n\t{b}\n\taddc.u32 %r4, 0, 0;\n").replace("{or_here}", "")
+    assert _kernel(run(first, second)) != _kernel(run(second, first))

@@ -138,8 +138,10 @@ def test_an_allocation_or_free_inside_a_graph_capture_ends_the_run_and_says_why(
     # its own cudaMallocAsync/cudaFreeAsync is refused with it (a known limit: its memory exists only while
     # the graph runs, so the state check could not read it)
     candidate = FIXTURES / "redteam" / "round79" / folder / "candidate.cu"
+    # stream capture only in a build that names the default stream (round 175's default-stream rule)
     v = verify_files(ROOT / "kernels" / "sum_reduction.cu", candidate,
-                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(
+                         memcheck="off", build_flags=["--default-stream=legacy"])))
     record_property("verdict", v.summary)
     print(f"\n[{candidate}] {v.reasons} {v.summary}")
     assert not v.accepted and Reason.run_failed in v.reasons and "graph capture" in v.summary, v.summary

@@ -67,11 +67,17 @@ _PURE_OPCODES = frozenset("""
     or xor not cnot lop3 shf shl shr mov cvt cvta set setp selp slct testp copysign rcp sqrt rsqrt sin cos
     lg2 ex2 tanh fma prmt
 """.split())
+# Modifiers that make an instruction read or write state no operand names: `.cc` writes the carry
+# flag that `addc`/`subc`/`madc` read (red team round 176 reordered two `add.cc` around an `addc`).
+_IMPLICIT_STATE = frozenset({"cc"})
 # The virtual registers nvcc's PTX declares (`.reg .b32 %r<9>;`); any other %name (%tid.x, %clock,
 # %envreg3, %pm0) is a special register, read as an ordered instruction.
 _VIRTUAL_REGISTER = re.compile(r"%(?:r|rd|rs|f|fd|p|h|hh)\d+")
 _REGISTER = re.compile(r"%[\w.]+")
 _GUARD = re.compile(r"^@!?%\w+\s+")
+# a name among an instruction's operands: a register (`%r1`, `%tid.x`, or one declared without `%`)
+# or a symbol; numbers (`0f3F800000`, `-1`) start with a digit or a sign
+_OPERAND_NAME = re.compile(r"[%A-Za-z_$][\w$.]*")
 
 
 def _instruction(line: str) -> str | None:
@@ -87,9 +93,13 @@ def _instruction(line: str) -> str | None:
 
 
 def _pure(text: str) -> bool:
-    opcode = _GUARD.sub("", text).split(" ", 1)[0].rstrip(";")
-    return opcode.split(".", 1)[0] in _PURE_OPCODES and all(
-        _VIRTUAL_REGISTER.fullmatch(r) for r in _REGISTER.findall(text))
+    """Whether an instruction computes registers only: a listed opcode whose every operand is one of
+    nvcc's virtual registers or a number. A bare name (a register inline assembly declared without
+    `%`, a variable's address) makes it ordered, since the dependences are read from `%` names."""
+    opcode, _, operands = _GUARD.sub("", text).rstrip(";").partition(" ")
+    base, *modifiers = opcode.split(".")
+    return base in _PURE_OPCODES and not set(modifiers) & _IMPLICIT_STATE and all(
+        _VIRTUAL_REGISTER.fullmatch(t) for t in _OPERAND_NAME.findall(operands))
 
 
 def _canonical_run(run: list[str]) -> list[str]:

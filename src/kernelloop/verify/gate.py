@@ -855,7 +855,8 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
                        {**switched.header_macros, **{name: " 1" for name in switches}}))
     # the toolkit's switches no build sets with the others are reserved all the same (a part may not test
     # CUDA_API_PER_THREAD_DEFAULT_STREAM)
-    apart = tuple(name for name in toolkit_config_switches(toolchain)[0] if name not in switches_set_together(toolchain))
+    switches, values = toolkit_config_switches(toolchain)
+    apart = tuple(name for name in (*switches, *values) if name not in switches_set_together(toolchain))
     builds.append((apart, dict(expanded.header_macros), {**expanded.header_macros, **{name: " 1" for name in apart}}))
     # the part as written and as the compiler reads it: a header's pasting macro makes a name the text
     # does not spell (`INT64_C(CUB_DEBUG_AL)` is CUB_DEBUG_ALL: red team round 165)
@@ -881,7 +882,7 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
         elsewhere = [] if differing or asserting else \
             other_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain,
                                     half_types=half_types, one_file=one_file,
-                                    config_switches=switches_set_together(toolchain) if cccl else ())
+                                    config_switches=switches_set_together(toolchain))
         debug_switches, in_debug = ((), []) if differing or asserting or elsewhere else \
             header_assertion_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
                                          toolchain=toolchain, one_file=one_file, cccl=cccl)

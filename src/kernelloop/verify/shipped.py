@@ -186,6 +186,7 @@ class OtherBuild(NamedTuple):
     # a build of half switches only: elsewhere they change nothing in it)
     whole: bool  # as one file with the harness after the part (the rest of a user's file)
     whole_for_half: bool = False  # as one file only where a header of the part's unit reads the half switches
+    divisible: bool = False  # switches that need not go together: split where the baseline's part differs with all
 
 
 def other_builds(build_flags: tuple[str, ...], config_switches: tuple[str, ...] = ()) -> list[OtherBuild]:
@@ -201,9 +202,9 @@ def other_builds(build_flags: tuple[str, ...], config_switches: tuple[str, ...] 
     switch removes declarations (an operator of `__half`); --extended-lambda makes cuda_runtime.h
     include <functional>, whose declarations a part can find by argument-dependent lookup; a `u8""`
     literal has another type in C++20. CONFIG_SWITCHES: the toolkit's own configuration switches
-    (toolkit_switches.switches_set_together, for a unit that includes CCCL, whose headers read them:
-    `CCCL_DISABLE_INT128_SUPPORT` takes `__int128` out of `cuda::std::is_integral`, round 175), all at
-    once in a build of their own. A build whose flags the user's already has is the verifier's
+    (toolkit_switches.switches_set_together: `CCCL_DISABLE_INT128_SUPPORT` takes `__int128` out of
+    `cuda::std::is_integral`, round 175; `__NV_DISABLE_128_ATOMICS` a 128-bit atomicCAS, round 176),
+    all at once in a build of their own, split where the baseline's part differs with them all. A build whose flags the user's already has is the verifier's
     own and not repeated."""
     dialect = next((f for f in reversed(build_flags) if f.startswith("-std=")), "-std=c++17")
     other_dialect = "-std=c++17" if dialect.endswith("20") else "-std=c++20"
@@ -227,7 +228,8 @@ def other_builds(build_flags: tuple[str, ...], config_switches: tuple[str, ...] 
               *(OtherBuild(f"a build with -D{name} alone", (f"-D{name}",), True, False) for name in _HALF_SWITCHES)]
     if config_switches:
         builds.append(OtherBuild(f"a build with every configuration switch the toolkit's headers read "
-                                 f"(-D{config_switches[0]} ...)", tuple(f"-D{n}" for n in config_switches), True, False))
+                                 f"(-D{config_switches[0]} ...)", tuple(f"-D{n}" for n in config_switches), True, False,
+                                 divisible=True))
     return [b for b in builds if not set(b.flags) <= set(build_flags)]
 
 
@@ -288,18 +290,35 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
                           comparison_name, False, " as one file with the harness"))
         for baseline_unit, candidate_unit, filename, iso, where in units:
             # in one file, the part's functions alone: the harness's own may follow a build (C++20's library)
-            if _part_differences(baseline_unit, build.flags, arch, cache_dir, toolchain, filename, iso,
-                                 among=split.editable_unit() if where else None) != []:
-                continue
-            differing = _part_differences(candidate_unit, build.flags, arch, cache_dir, toolchain, filename, iso,
-                                          among=split.editable_unit(editable, "candidate.cu") if where else None)
-            if differing is None:
-                found.append((build.what + where, ["the part does not build there"]))
-            elif differing:
-                found.append((build.what + where, differing))
-            if found:
-                return found  # one is enough to refuse; the rest would only cost builds
+            def baseline_alike(flags: tuple[str, ...]) -> bool:
+                return _part_differences(baseline_unit, flags, arch, cache_dir, toolchain, filename, iso,
+                                         among=split.editable_unit() if where else None) == []
+            for flags in _groups_alike(build.flags, baseline_alike) if build.divisible else \
+                    [build.flags] if baseline_alike(build.flags) else []:
+                differing = _part_differences(candidate_unit, flags, arch, cache_dir, toolchain, filename, iso,
+                                              among=split.editable_unit(editable, "candidate.cu") if where else None)
+                if differing is None:
+                    found.append((build.what + where, ["the part does not build there"]))
+                elif differing:
+                    found.append((build.what + where, differing))
+                if found:
+                    return found  # one is enough to refuse; the rest would only cost builds
     return found
+
+
+def _groups_alike(flags: tuple[str, ...], baseline_alike) -> list[tuple[str, ...]]:
+    """FLAGS split into groups the baseline's part builds alike with (`baseline_alike`): all of them,
+    else each half, and so on; a switch the baseline's own part follows (or fails with) alone is not
+    one its program ships unchanged, and is left out. The baseline's builds are cached, so a program
+    pays for the splitting once."""
+    todo, alike = [flags], []
+    while todo:
+        group = todo.pop()
+        if baseline_alike(group):
+            alike.append(group)
+        elif len(group) > 1:
+            todo += [group[len(group) // 2:], group[:len(group) // 2]]
+    return alike
 
 
 def _whole_unit(split: ProgramSplit, alone: str) -> str:

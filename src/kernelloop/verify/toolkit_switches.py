@@ -14,7 +14,17 @@ from pathlib import Path
 from ..tools.nvcc import Toolchain
 from ..tools.toolkit import real_nvcc
 
-_CONFIG_NAME = re.compile(r"\b((?:CCCL|CUB|THRUST|LIBCUDACXX|CUDA)_[A-Z0-9_]+)\b")
+_CONFIG_NAME = re.compile(r"\b(_{0,2}(?:CCCL|CUB|THRUST|LIBCUDACXX|CUDA|NV|CG)_[A-Za-z0-9_]+)\b")
+# What the compiler itself defines (or a tool other than nvcc does): the build's own facts, which a part
+# may test (`__CUDA_ARCH__`), not switches a user sets.
+_COMPILER_DEFINED = re.compile(r"^(?:__CUDACC|__CUDA_ARCH|__NVCC|__NVCOMPILER|_NVHPC|__CUDA__$|__CUDA_LIBDEVICE__"
+                               r"|__CUDA_API_VERSION_INTERNAL|__CUDADEVRT_INTERNAL__|__CUDA_INTERNAL_|__CUDA_ICC"
+                               r"|__CUDA_XLC|__CUDA_NO_)")
+# Names spelled in the implementation's reserved form that are switches a user sets all the same
+# (`-D__NV_DISABLE_128_ATOMICS` takes the 128-bit atomicCAS away: red team round 176): compared in
+# the switches' build with the public ones. The other reserved-form names (libcu++'s and CCCL's own
+# `_LIBCUDACXX_*`, `_CCCL_*` knobs) are only reserved.
+_USER_FACING_RESERVED_FORM = re.compile(r"^__(?:NV|CUDA)_")
 _CONDITION = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$")
 _DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)")
 # tested only for being defined: `#ifdef X`, `#ifndef X`, `defined(X)`, `defined X`
@@ -31,6 +41,7 @@ NOT_SET_TOGETHER = {
     # read for their value where they are used (tested only for being defined in conditions)
     "THRUST_CUB_WRAPPED_NAMESPACE": "names a namespace", "THRUST_STD_MR_NS": "names a namespace",
     "THRUST_DEVICE_BACKEND": "names a backend", "CUDA_FORCE_API_VERSION": "names an API version",
+    "__NV_LEGACY_LAUNCH": "nvcc's launch stubs change with it, so every part's code changes",
 }
 
 
@@ -58,16 +69,20 @@ def _read(include: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
                 continue
             as_defined = {a or b for a, b in _DEFINED_TEST.findall(text)}
             by_value |= names - as_defined
-    free = tested - defined
+    free = {name for name in tested - defined if not _COMPILER_DEFINED.match(name)}
     return tuple(sorted(free - by_value)), tuple(sorted(free & by_value))
 
 
 def toolkit_config_switches(toolchain: Toolchain) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(switches, values): the configuration names the toolkit's headers test and never define, those
-    only tested for being defined (a build sets them with -DNAME) and those read for a value."""
+    only tested for being defined (a build sets them with -DNAME) and those read for a value. All are
+    reserved: a part may not name one."""
     return _read(real_nvcc(toolchain.nvcc).parent.parent / "include")
 
 
 def switches_set_together(toolchain: Toolchain) -> tuple[str, ...]:
-    """The switches of toolkit_config_switches a build sets all at once (NOT_SET_TOGETHER left out)."""
-    return tuple(s for s in toolkit_config_switches(toolchain)[0] if s not in NOT_SET_TOGETHER)
+    """The switches of toolkit_config_switches the comparison builds set (the public ones and the
+    user-facing ones of reserved form; NOT_SET_TOGETHER left out). Those the baseline's own part does
+    not build alike with are split off by the comparison (shipped.other_build_differences)."""
+    return tuple(s for s in toolkit_config_switches(toolchain)[0]
+                 if s not in NOT_SET_TOGETHER and (not s.startswith("_") or _USER_FACING_RESERVED_FORM.match(s)))
