@@ -144,3 +144,23 @@ def test_instructions_that_set_the_carry_flag_keep_their_order(first, second):
     def run(a: str, b: str) -> str:
         return _BUILT.replace("{moved_here}", f"\t{a}\n\t{b}\n\taddc.u32 %r4, 0, 0;\n").replace("{or_here}", "")
     assert _kernel(run(first, second)) != _kernel(run(second, first))
+
+
+@pytest.mark.parametrize("first, second", [
+    # a block comment opened on an instruction's line swallows whichever line follows it
+    ("add.u32 %r2, %r2, 1; /* ;", "add.u32 %r3, %r3, 1;"),
+    # a label before an instruction: what follows it is inside a loop that branches back to it
+    ("KL_LOOP: add.u32 %r2, %r2, 1;", "add.u32 %r3, %r3, 1;"),
+])
+def test_a_line_ptxas_reads_otherwise_than_one_instruction_keeps_its_place(first, second):
+    def run(a: str, b: str) -> str:
+        return _BUILT.replace("{moved_here}", f"\t{a}\n\t{b}\n\t*/ add.u32 %r4, %r4, 1;\n").replace("{or_here}", "")
+    assert _kernel(run(first, second)) != _kernel(run(second, first))
+
+
+def test_inline_assembly_is_never_reordered():
+    def run(a: str, b: str) -> str:
+        return _BUILT.replace("{moved_here}", f"\t// begin inline asm\n\t{a}\n\t{b}\n\t// end inline asm\n").replace(
+            "{or_here}", "")
+    assert _kernel(run("add.u32 %r2, %r2, 1;", "add.u32 %r3, %r3, 1;")) != _kernel(
+        run("add.u32 %r3, %r3, 1;", "add.u32 %r2, %r2, 1;"))

@@ -80,11 +80,21 @@ _GUARD = re.compile(r"^@!?%\w+\s+")
 _OPERAND_NAME = re.compile(r"[%A-Za-z_$][\w$.]*")
 
 
+# One plain instruction as ptxas reads a line: an optional guard, an opcode, operands, one `;` and at
+# most a `//` comment after it. A line with anything else (a label before the instruction, a block
+# comment's `/*` or `*/`, a second `;`) is no instruction that may move: ptxas reads what the line
+# holds otherwise than one instruction (red team round 177 commented out a neighbour's line with
+# `/* ;`, and moved an instruction past `LOOP: add ...;` into a loop).
+_PLAIN_INSTRUCTION = re.compile(r"^(?:@!?%\w+\s+)?[a-z][\w.]*(?:\s+[^;:/*]*)?;$")
+
+
 def _instruction(line: str) -> str | None:
     """The instruction a body line holds, whitespace-normalised; None for anything else (a label, a
-    directive, a brace, a comment, a branch, a return): the places no instruction moves across."""
-    text = " ".join(line.split("//", 1)[0].split())
-    if not text.endswith(";") or text.startswith((".", "{", "}")):
+    directive, a brace, a comment, a branch, a return, a line ptxas reads otherwise than one plain
+    instruction): the places no instruction moves across."""
+    code, _, comment = line.partition("//")
+    text = " ".join(code.split())
+    if "/*" in comment or "*/" in comment or not _PLAIN_INSTRUCTION.match(text):
         return None
     opcode = _GUARD.sub("", text).split(" ", 1)[0].rstrip(";")
     if opcode.split(".", 1)[0] in ("bra", "brx", "ret", "exit", "call", "trap", "brkpt"):
@@ -141,13 +151,20 @@ def _canonical_run(run: list[str]) -> list[str]:
 
 def schedule_neutral(lines: list[str]) -> list[str]:
     """A function's PTX lines with each straight-line run of instructions (between labels, branches,
-    calls, directives and braces) in its canonical order (_canonical_run): two builds whose compiler
+    calls, directives, braces, comments and inline assembly, which stays as written) in its
+    canonical order (_canonical_run): two builds whose compiler
     scheduled the same instructions differently read alike (a debug build's dropped assertion moved
     an `and` past a load: a rewrite refused for its schedule)."""
     out: list[str] = []
     run: list[str] = []
+    inline_asm = False  # the program's own assembly: copied as written in every build, never reordered
     for line in lines:
-        text = _instruction(line)
+        marker = line.strip()
+        if marker.startswith("// begin inline asm"):
+            inline_asm = True
+        elif marker.startswith("// end inline asm"):
+            inline_asm = False
+        text = None if inline_asm else _instruction(line)
         if text is not None:
             run.append(text)
             continue

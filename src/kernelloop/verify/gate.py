@@ -853,11 +853,12 @@ def _switched_builds(split: ProgramSplit, unit: str, editable: str, expanded: Pr
         # switch are judged by the code they make (shipped.other_build_differences, assert's check)
         builds.append((switches, dict(expanded.header_macros),
                        {**switched.header_macros, **{name: " 1" for name in switches}}))
-    # the toolkit's switches no build sets with the others are reserved all the same (a part may not test
-    # CUDA_API_PER_THREAD_DEFAULT_STREAM)
-    switches, values = toolkit_config_switches(toolchain)
-    apart = tuple(name for name in (*switches, *values) if name not in switches_set_together(toolchain))
-    builds.append((apart, dict(expanded.header_macros), {**expanded.header_macros, **{name: " 1" for name in apart}}))
+    # every switch of the toolkit is reserved by its name, whether or not a build above could set it (those
+    # no build sets with the others, CUDA_API_PER_THREAD_DEFAULT_STREAM, and a set the baseline does not
+    # preprocess with)
+    reserved = tuple(name for names in toolkit_config_switches(toolchain) for name in names)
+    builds.append((reserved, dict(expanded.header_macros),
+                   {**expanded.header_macros, **{name: " 1" for name in reserved}}))
     # the part as written and as the compiler reads it: a header's pasting macro makes a name the text
     # does not spell (`INT64_C(CUB_DEBUG_AL)` is CUB_DEBUG_ALL: red team round 165)
     return policy.scan_build_switches(f"{editable}\n{expanded.part}", split.editable, builds)

@@ -2,8 +2,8 @@
 (`-DCCCL_DISABLE_INT128_SUPPORT`) that change what a header declares, which no list kept by hand
 follows as the toolkit grows (red team round 175: `cuda::std::is_integral<__int128>` is false
 under that switch, and a part halved its column count on it). Read from the headers themselves,
-once per toolkit: every name of a configuration prefix that a preprocessor condition tests and no
-header defines."""
+once per toolkit: every name of the toolkit's (one of its components' words in it) that a
+preprocessor condition tests and no header defines, the compiler's own facts left out."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from pathlib import Path
 from ..tools.nvcc import Toolchain
 from ..tools.toolkit import real_nvcc
 
-_CONFIG_NAME = re.compile(r"\b(_{0,2}(?:CCCL|CUB|THRUST|LIBCUDACXX|CUDA|NV|CG)_[A-Za-z0-9_]+)\b")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+# A name of the toolkit's: one of its components' words as a part of the name (`CCCL_...`,
+# `__NV_DISABLE_128_ATOMICS`, `NVTX_DISABLE`, `__FORCE_INCLUDE_CUDA_FP16_HPP_FROM_FP16_H__`).
+_TOOLKIT_WORD = re.compile(r"(?:^|_)(?:CCCL|CUB|THRUST|LIBCUDACXX|CUDA|CUDART|NV|NVTX|NVTX3|CG|CUPTI)(?:_|$)")
 # What the compiler itself defines (or a tool other than nvcc does): the build's own facts, which a part
 # may test (`__CUDA_ARCH__`), not switches a user sets.
 _COMPILER_DEFINED = re.compile(r"^(?:__CUDACC|__CUDA_ARCH|__NVCC|__NVCOMPILER|_NVHPC|__CUDA__$|__CUDA_LIBDEVICE__"
@@ -61,7 +64,7 @@ def _read(include: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
             if c is None:
                 continue
             text = c.group(1).split("//", 1)[0]
-            names = set(_CONFIG_NAME.findall(text))
+            names = {n for n in _NAME.findall(text) if _TOOLKIT_WORD.search(n) and n != "defined"}
             if not names:
                 continue
             tested |= names
