@@ -151,20 +151,19 @@ def _canonical_run(run: list[str]) -> list[str]:
 
 def schedule_neutral(lines: list[str]) -> list[str]:
     """A function's PTX lines with each straight-line run of instructions (between labels, branches,
-    calls, directives, braces, comments and inline assembly, which stays as written) in its
-    canonical order (_canonical_run): two builds whose compiler
+    calls, directives, braces and comments) in its canonical order (_canonical_run), unless it holds
+    inline assembly (then as written): two builds whose compiler
     scheduled the same instructions differently read alike (a debug build's dropped assertion moved
     an `and` past a load: a rewrite refused for its schedule)."""
+    # A function that holds the program's own assembly (nvcc marks every asm statement `// begin inline
+    # asm`) is read as written: the assembly's text could print a marker of its own, so where it ends
+    # cannot be told, and nvcc copies it as written in every build anyway.
+    if any("inline asm" in line for line in lines):
+        return list(lines)
     out: list[str] = []
     run: list[str] = []
-    inline_asm = False  # the program's own assembly: copied as written in every build, never reordered
     for line in lines:
-        marker = line.strip()
-        if marker.startswith("// begin inline asm"):
-            inline_asm = True
-        elif marker.startswith("// end inline asm"):
-            inline_asm = False
-        text = None if inline_asm else _instruction(line)
+        text = _instruction(line)
         if text is not None:
             run.append(text)
             continue
