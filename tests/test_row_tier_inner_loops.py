@@ -77,7 +77,7 @@ def test_inner_loops_the_row_tier_takes():
      "does not step its own counter|loop whose counter is assigned in its body"),
     (ROW_NORM.replace("j < k;", "j < (total > 1.0f ? 0 : k);"), "reads total in the loop that accumulates it"),
     (ROW_NORM.replace("v += w[j] * x[r * cols + c];", "{ if (v > 9.0f) return; v += w[j] * x[r * cols + c]; }"),
-     "other than declarations, assignments and ifs"),
+     "other than declarations, assignments, ifs and assertions"),
     (BATCH_SUM.replace("s += dy[(b * T + t) * C + c];", "s += dy[(b * T + t) * C + c]; g[c + b] = s;"),
      "at two different elements|does not move one-to-one"),
     (BATCH_SUM.replace("s += dy[(b * T + t) * C + c];", "s += dy[(b * T + t) * C + c]; g[c] = g[c + 1];"),
