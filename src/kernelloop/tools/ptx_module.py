@@ -33,28 +33,58 @@ class PtxModule:
     variables: dict[str, str] = field(default_factory=dict)  # name -> its declaration line
 
 
+def _code(line: str, in_comment: bool) -> tuple[str, bool]:
+    """LINE without its comments (`//` to the end, `/* */` across lines), and whether a block comment
+    is still open after it."""
+    code, rest = "", line
+    while rest:
+        if in_comment:
+            end = rest.find("*/")
+            if end < 0:
+                return code, True
+            rest, in_comment = rest[end + 2:], False
+            continue
+        line_comment, block = rest.find("//"), rest.find("/*")
+        if line_comment >= 0 and (block < 0 or line_comment < block):
+            return code + rest[:line_comment], False
+        if block < 0:
+            return code + rest, False
+        code, rest, in_comment = code + rest[:block] + " ", rest[block + 2:], True
+    return code, in_comment
+
+
 def read_ptx(text: str) -> PtxModule:
-    """Functions (a name declared, then defined, keeps both in `lines`) and module-scope variables."""
+    """Functions (a name declared, then defined, keeps both in `lines`) and module-scope variables.
+    A function's body ends where its braces close, counted outside comments: inline assembly is copied
+    as written, so a `}` (or a header) at the start of one of its lines is no end (red team round 178
+    cut a kernel's body short with `asm("{\n}\n...")`)."""
     module = PtxModule()
     current: PtxFunction | None = None
-    in_body = False
+    depth = 0  # braces open in the current function's body
+    in_comment = False
     for line in text.splitlines():
-        if not in_body and (m := _FUNCTION.match(line)):
+        code, in_comment_after = _code(line, in_comment)
+        starts_in_comment, in_comment = in_comment, in_comment_after
+        if depth == 0 and not starts_in_comment and (m := _FUNCTION.match(code)):
             current = module.functions.setdefault(m.group("name"), PtxFunction(m.group("name")))
             current.extern |= ".extern" in m.group("attributes")
             current.lines.append(line)
         elif current is None:
-            if m := _VARIABLE.match(line):
+            if not starts_in_comment and (m := _VARIABLE.match(code)):
                 module.variables[m.group("name")] = line.strip()
         else:
             current.lines.append(line)
-            if not in_body and line.startswith("{"):
-                in_body = True
-            elif in_body and line.startswith("}"):
-                in_body, current = False, None
-            elif in_body:
-                current.body.append(line)
-            elif line.strip().endswith(";"):  # a declaration ends without a body
+            if depth == 0 and "{" in code:
+                depth = code.count("{") - code.count("}")
+                if depth <= 0:  # a body on one line
+                    depth, current = 0, None
+            elif depth > 0:
+                depth += code.count("{") - code.count("}")
+                if depth <= 0:
+                    depth, current = 0, None
+                else:
+                    current.body.append(line)
+            elif code.strip().endswith(";"):  # a declaration ends without a body
                 current = None
     return module
 
