@@ -165,3 +165,16 @@ def test_a_function_with_inline_assembly_is_never_reordered():
             "{or_here}", "")
     assert _kernel(run("add.u32 %r2, %r2, 1;", "add.u32 %r3, %r3, 1;")) != _kernel(
         run("add.u32 %r3, %r3, 1;", "add.u32 %r2, %r2, 1;"))
+
+
+def test_position_numbered_names_are_renamed_one_to_one():
+    # the same code with its labels numbered for another place in the module reads alike...
+    body = "\t@%p1 bra \t$L__BB{f}_2;\n\tmov.u32 \t%r2, 1;\n$L__BB{f}_2:\n"
+    first = _BUILT.replace("{moved_here}", body.format(f=0)).replace("{or_here}", "")
+    other = _BUILT.replace("{moved_here}", body.format(f=3)).replace("{or_here}", "")
+    assert _kernel(first) == _kernel(other)
+    # ...but a branch to a label another function's number spells (inline assembly's) is another target
+    two = "\t@%p1 bra \t{target};\n\tmov.u32 \t%r2, 1;\n$L__BB0_2:\n\tmov.u32 \t%r3, 1;\n$L__BB7_2:\n"
+    a = _BUILT.replace("{moved_here}", two.format(target="$L__BB0_2")).replace("{or_here}", "")
+    b = _BUILT.replace("{moved_here}", two.format(target="$L__BB7_2")).replace("{or_here}", "")
+    assert _kernel(a) != _kernel(b)

@@ -201,9 +201,23 @@ def _stable_name(symbol) -> str:
     return unit_neutral(symbol.name)
 
 
-# Names the PTX writer numbers by position in the module: a label's function index, a string's count.
-_POSITIONAL = [(re.compile(r"\$L__BB\d+_"), "$L__BB_"), (re.compile(r"\$str\$\d+"), "$str"),
-               (re.compile(r"__local_depot\d+"), "__local_depot")]
+# Names the PTX writer numbers by position in the module: a label (its function's index and its own
+# number), a string, a frame's depot. Renamed in order of first appearance in the text digested, one
+# name to one name: the position says nothing, and no two names become one (a label inline assembly
+# spells like another function's would otherwise read as the compiler's).
+_POSITIONAL = re.compile(r"\$L__BB\d+_\d+|\$str(?:\$\d+)?(?![\w$])|__local_depot\d+")
+
+
+def _renumbered(text: str) -> str:
+    names: dict[str, str] = {}
+
+    def rename(m: re.Match) -> str:
+        name = m.group(0)
+        if name not in names:
+            kind = "$L__BB" if name.startswith("$L") else "$str" if name.startswith("$s") else "__local_depot"
+            names[name] = f"{kind}_kl{len(names)}"
+        return names[name]
+    return _POSITIONAL.sub(rename, text)
 
 
 def unit_neutral_ptx(ptx: str) -> str:
@@ -239,8 +253,6 @@ def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
             body = "\n".join(bodies.get(name, ()))
             text.append(body)
             todo += [t for t in NAME.findall(body) if (t in bodies or t in variables) and t not in seen]
-        joined = "\n".join(text)
-        for pattern, neutral in _POSITIONAL:
-            joined = pattern.sub(neutral, joined)
+        joined = _renumbered("\n".join(text))
         prints[kernel] = hashlib.sha256(joined.encode()).hexdigest()
     return prints
