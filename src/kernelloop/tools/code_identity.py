@@ -202,28 +202,38 @@ def _stable_name(symbol) -> str:
 
 
 # Names the PTX writer numbers by position in the module: a label (its function's index and its own
-# number), a string, a frame's depot. Renamed in order of first appearance in the text digested, one
-# name to one name: the position says nothing, and no two names become one (a label inline assembly
-# spells like another function's would otherwise read as the compiler's).
+# number), a string, a frame's depot; and the file-named part of a name in an anonymous namespace
+# (`36_GLOBAL__N__<digest>_6_abc_cu_...`). Each distinct spelling is renamed in order of first
+# appearance in the text digested, to a name with `#`, which no PTX name can hold: a bijection onto
+# names nothing else spells, so the position and the file say nothing, two names never become one,
+# and inline assembly cannot spell a renamed form (red team round 179: `__local_depot7` and a literal
+# `__local_depot_kl0`, and two registers spelled `_Z13_GLOBAL__N__a` / `..._b`, read alike).
 _POSITIONAL = re.compile(r"\$L__BB\d+_\d+|\$str(?:\$\d+)?(?![\w$])|__local_depot\d+")
+
+
+def _anonymous_namespace_spans(text: str) -> list[tuple[int, int]]:
+    """Where TEXT spells nvcc's length-prefixed name of an anonymous namespace (unit_neutral's)."""
+    spans = []
+    for m in _UNIT_NAMESPACE.finditer(text):
+        end = m.start(1) + len(m.group(1)) + int(m.group(1))
+        if end <= len(text):
+            spans.append((m.start(), end))
+    return spans
 
 
 def _renumbered(text: str) -> str:
     names: dict[str, str] = {}
 
-    def rename(m: re.Match) -> str:
-        name = m.group(0)
-        if name not in names:
-            kind = "$L__BB" if name.startswith("$L") else "$str" if name.startswith("$s") else "__local_depot"
-            names[name] = f"{kind}_kl{len(names)}"
-        return names[name]
-    return _POSITIONAL.sub(rename, text)
-
-
-def unit_neutral_ptx(ptx: str) -> str:
-    """A PTX module with every mangled name made unit_neutral (a kernel in an anonymous namespace
-    is `_ZN36_GLOBAL__N__<digest>_6_abc_cu_...` in PTX, named by its file)."""
-    return re.sub(r"\b_Z\w+", lambda m: unit_neutral(m.group(0)) if "_GLOBAL__N__" in m.group(0) else m.group(0), ptx)
+    def placeholder(kind: str, name: str) -> str:
+        return names.setdefault(name, f"#{kind}{len(names)}")
+    out, at = [], 0
+    for start, end in _anonymous_namespace_spans(text):
+        if start >= at:
+            out += [text[at:start], placeholder("N", text[start:end])]
+            at = end
+    text = "".join(out) + text[at:]
+    return _POSITIONAL.sub(lambda m: placeholder(
+        "L" if m.group(0).startswith("$L") else "S" if m.group(0).startswith("$s") else "D", m.group(0)), text)
 
 
 def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
@@ -232,14 +242,13 @@ def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
     each straight-line run of instructions in a canonical order that keeps its dependences
     (ptx_module.schedule_neutral: the same code scheduled otherwise digests alike).
     Names in an anonymous namespace count unit_neutral (pass `kernels` so too)."""
-    ptx = unit_neutral_ptx(ptx)
-    kernels = {unit_neutral(k) for k in kernels}
-    module = read_ptx(ptx)
+    module = read_ptx(ptx)  # as written: a name's file-named part is renamed one to one (_renumbered)
+    by_neutral = {unit_neutral(name): name for name in module.functions}
     bodies = {name: schedule_neutral(f.lines) for name, f in module.functions.items()}
     variables = module.variables
     prints: dict[str, str] = {}
-    for kernel in sorted(kernels & set(bodies)):
-        seen, todo, text = set(), [kernel], []
+    for kernel in sorted({unit_neutral(k) for k in kernels} & set(by_neutral)):
+        seen, todo, text = set(), [by_neutral[kernel]], []
         while todo:
             name = todo.pop()
             if name in seen:
