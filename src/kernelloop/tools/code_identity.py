@@ -211,21 +211,28 @@ def _stable_name(symbol) -> str:
 _POSITIONAL = re.compile(r"\$L__BB\d+_\d+|\$str(?:\$\d+)?(?![\w$])|__local_depot\d+")
 
 
+_MANGLED = re.compile(r"\b_Z\w+")
+
+
 def _anonymous_namespace_spans(text: str) -> list[tuple[int, int]]:
-    """Where TEXT spells nvcc's length-prefixed name of an anonymous namespace (unit_neutral's)."""
+    """Where TEXT spells nvcc's length-prefixed name of an anonymous namespace (unit_neutral's), inside
+    a mangled name and wholly within it: a length that reaches past the name's end is no such name
+    (red team round 180: `1300_GLOBAL__N__` in a comment and in a function's own name would have
+    swallowed the code after it)."""
     spans = []
-    for m in _UNIT_NAMESPACE.finditer(text):
-        end = m.start(1) + len(m.group(1)) + int(m.group(1))
-        if end <= len(text):
-            spans.append((m.start(), end))
+    for token in _MANGLED.finditer(text):
+        for m in _UNIT_NAMESPACE.finditer(token.group(0)):
+            end = m.start(1) + len(m.group(1)) + int(m.group(1))
+            if end <= len(token.group(0)):
+                spans.append((token.start() + m.start(1), token.start() + end))
     return spans
 
 
 def _renumbered(text: str) -> str:
     names: dict[str, str] = {}
 
-    def placeholder(kind: str, name: str) -> str:
-        return names.setdefault(name, f"#{kind}{len(names)}")
+    def placeholder(kind: str, name: str) -> str:  # closed by `#`: `#N1#` then `0` is not `#N10#`
+        return names.setdefault(name, f"#{kind}{len(names)}#")
     out, at = [], 0
     for start, end in _anonymous_namespace_spans(text):
         if start >= at:
