@@ -33,9 +33,13 @@ class PtxModule:
     variables: dict[str, str] = field(default_factory=dict)  # name -> its declaration line
 
 
+_LEXEME = re.compile(r'"(?:[^"\\]|\\.)*"?|//|/\*')
+
+
 def _code(line: str, in_comment: bool) -> tuple[str, bool]:
-    """LINE without its comments (`//` to the end, `/* */` across lines), and whether a block comment
-    is still open after it."""
+    """LINE without its comments (`//` to the end, `/* */` across lines) and with each string literal
+    made `""` (a `.pragma "}"` holds no brace: red team round 181), and whether a block comment is
+    still open after it."""
     code, rest = "", line
     while rest:
         if in_comment:
@@ -44,12 +48,16 @@ def _code(line: str, in_comment: bool) -> tuple[str, bool]:
                 return code, True
             rest, in_comment = rest[end + 2:], False
             continue
-        line_comment, block = rest.find("//"), rest.find("/*")
-        if line_comment >= 0 and (block < 0 or line_comment < block):
-            return code + rest[:line_comment], False
-        if block < 0:
+        m = _LEXEME.search(rest)
+        if m is None:
             return code + rest, False
-        code, rest, in_comment = code + rest[:block] + " ", rest[block + 2:], True
+        code += rest[:m.start()]
+        if m.group(0) == "//":
+            return code, False
+        if m.group(0) == "/*":
+            code, rest, in_comment = code + " ", rest[m.end():], True
+            continue
+        code, rest = code + '""', rest[m.end():]
     return code, in_comment
 
 

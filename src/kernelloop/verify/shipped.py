@@ -49,8 +49,18 @@ def _registration(name: str) -> bool:
     return bool(_REGISTRATION.match(name))
 
 
-def _neutral_ptx(ptx: str) -> str:
-    return _UNIT_NAMES.sub("_INTERNAL_", ptx)
+def _neutral_ptx(ptx: str) -> tuple[str, bool]:
+    """PTX with its unit's internal names made neutral, and whether they were: a translation unit has
+    one such spelling; where the text holds several (a part's own names spelled like them: red team
+    round 181), neutral they would read as one, so the text stays as written (and its names too:
+    `_neutral_names`)."""
+    if len(set(_UNIT_NAMES.findall(ptx))) > 1:
+        return ptx, False
+    return _UNIT_NAMES.sub("_INTERNAL_", ptx), True
+
+
+def _neutral_names(names: set[str], neutral: bool) -> set[str]:
+    return {_UNIT_NAMES.sub("_INTERNAL_", name) for name in names} if neutral else set(names)
 
 
 class ShippedBuildUnreadable(Exception):
@@ -148,11 +158,11 @@ def _differing_functions(unit_object: Path, other_object: Path, *, among: Path |
         unit_object, {f for f in refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
     other_prints = {unit_neutral(n): d for n, d in host_fingerprints(
         other_object, {f for f in other_refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
-    unit_ptx = _neutral_ptx(unit_object.with_name("program.ptx").read_text())
-    other_ptx = _neutral_ptx(other_object.with_name("program.ptx").read_text())
-    device = {_UNIT_NAMES.sub("_INTERNAL_", name) for name in chosen.device_edges}
-    unit_prints.update(device_fingerprints(unit_ptx, device))
-    other_prints.update(device_fingerprints(other_ptx, device))
+    unit_ptx, unit_neutral_names = _neutral_ptx(unit_object.with_name("program.ptx").read_text())
+    other_ptx, other_neutral_names = _neutral_ptx(other_object.with_name("program.ptx").read_text())
+    # keyed as each side names them: a side left as written keys apart from a neutral one, and differs
+    unit_prints.update(device_fingerprints(unit_ptx, _neutral_names(chosen.device_edges, unit_neutral_names)))
+    other_prints.update(device_fingerprints(other_ptx, _neutral_names(chosen.device_edges, other_neutral_names)))
     differing = sorted(name for name, digest in unit_prints.items() if other_prints.get(name) != digest)
     return demangle(differing) if differing else []
 
