@@ -44,3 +44,11 @@ def test_the_red_teams_candidates_are_refused(case):
     check = check_static_files(BASE, CASE / case / "cand.cu",
                                Settings(cache_dir=shared_cache_dir(), verify=VerifySettings(arch="sm_90")))
     assert not check.ok, check.summary
+
+
+def test_host_functions_alike_once_neutral_keep_each_digest():
+    from kernelloop.verify.shipped import _by_neutral_name
+    verified = {"_ZN17q14_GLOBAL__N__ab1fEv": "launched", "_ZN17q14_GLOBAL__N__cd1fEv": "same"}
+    other = {"_ZN17q14_GLOBAL__N__ab1fEv": "changed", "_ZN17q14_GLOBAL__N__cd1fEv": "same"}
+    assert len(_by_neutral_name(verified)) == 1 and _by_neutral_name(verified) != _by_neutral_name(other)
+    assert _by_neutral_name({"_Z3foov": "d"}) == {"_Z3foov": "d"}

@@ -15,6 +15,7 @@ resolved, device PTX with position-numbered names neutral)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -144,6 +145,17 @@ def shipped_build_differences(split: ProgramSplit, editable: str, *, arch: str, 
     return _differing_functions(*objects)
 
 
+def _by_neutral_name(prints: dict[str, str]) -> dict[str, str]:
+    """Digests keyed by unit_neutral names; names that read alike once neutral (a namespace spelled like
+    nvcc's anonymous one: red team round 181) keep every one of theirs, as written, under the one key."""
+    grouped: dict[str, list[str]] = {}
+    for name in sorted(prints):
+        grouped.setdefault(unit_neutral(name), []).append(name)
+    return {key: prints[names[0]] if len(names) == 1 else
+            hashlib.sha256("\n".join(f"{n} {prints[n]}" for n in names).encode()).hexdigest()
+            for key, names in grouped.items()}
+
+
 def _differing_functions(unit_object: Path, other_object: Path, *, among: Path | None = None) -> list[str]:
     """The functions and kernels of the first build (readable names) that the second build lacks or
     compiles to other code: host code with relocations resolved, device PTX with position-numbered and
@@ -154,10 +166,10 @@ def _differing_functions(unit_object: Path, other_object: Path, *, among: Path |
     wanted = {unit_neutral(f) for f in chosen.functions if not generated(f, chosen.readable_names.get(f))}
     # Each unit's kernel registration counts by name, not by code; names are compared with the file's
     # name taken out of anonymous namespaces' (an honest helper in one has another name in another file).
-    unit_prints = {unit_neutral(n): d for n, d in host_fingerprints(
-        unit_object, {f for f in refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
-    other_prints = {unit_neutral(n): d for n, d in host_fingerprints(
-        other_object, {f for f in other_refs.functions if unit_neutral(f) in wanted}, opaque=_registration).items()}
+    unit_prints = _by_neutral_name(host_fingerprints(
+        unit_object, {f for f in refs.functions if unit_neutral(f) in wanted}, opaque=_registration))
+    other_prints = _by_neutral_name(host_fingerprints(
+        other_object, {f for f in other_refs.functions if unit_neutral(f) in wanted}, opaque=_registration))
     unit_ptx, unit_neutral_names = _neutral_ptx(unit_object.with_name("program.ptx").read_text())
     other_ptx, other_neutral_names = _neutral_ptx(other_object.with_name("program.ptx").read_text())
     # keyed as each side names them: a side left as written keys apart from a neutral one, and differs
