@@ -61,39 +61,59 @@ def _code(line: str, in_comment: bool) -> tuple[str, bool]:
     return code, in_comment
 
 
+# Module-scope directives that end at the end of their line, without a `;`.
+_LINE_DIRECTIVE = re.compile(r"^\s*\.(?:version|target|address_size|file)\b")
+
+
 def read_ptx(text: str) -> PtxModule:
     """Functions (a name declared, then defined, keeps both in `lines`) and module-scope variables.
-    A function's body ends where its braces close, counted outside comments: inline assembly is copied
-    as written, so a `}` (or a header) at the start of one of its lines is no end (red team round 178
-    cut a kernel's body short with `asm("{\n}\n...")`)."""
+    Read as ptxas reads it, not line by line: a module-scope statement runs to its `;` or to the `{`
+    of a function's body, across lines (a variable's value or a function's name on the next line:
+    red team round 182 hid both from a line-by-line reading), and a body ends where its braces close,
+    counted outside comments and strings (inline assembly is copied as written: a `}` at the start
+    of one of its lines is no end, round 178)."""
     module = PtxModule()
     current: PtxFunction | None = None
     depth = 0  # braces open in the current function's body
     in_comment = False
+    pending: list[str] = []  # the lines of the module-scope statement being read
+    pending_code: list[str] = []
     for line in text.splitlines():
-        code, in_comment_after = _code(line, in_comment)
-        starts_in_comment, in_comment = in_comment, in_comment_after
-        if depth == 0 and not starts_in_comment and (m := _FUNCTION.match(code)):
+        code, in_comment = _code(line, in_comment)
+        if depth > 0:
+            assert current is not None
+            current.lines.append(line)
+            depth += code.count("{") - code.count("}")
+            if depth <= 0:
+                depth, current = 0, None
+            else:
+                current.body.append(line)
+            continue
+        if not pending and _LINE_DIRECTIVE.match(code):
+            continue
+        pending.append(line)
+        pending_code.append(code)
+        statement = " ".join(" ".join(pending_code).split())
+        header = statement[:statement.index("{")].strip() if "{" in code else ""
+        if "{" in code and (m := _FUNCTION.match(header)) is not None:  # a function's body opens
             current = module.functions.setdefault(m.group("name"), PtxFunction(m.group("name")))
             current.extern |= ".extern" in m.group("attributes")
-            current.lines.append(line)
-        elif current is None:
-            if not starts_in_comment and (m := _VARIABLE.match(code)):
-                module.variables[m.group("name")] = line.strip()
-        else:
-            current.lines.append(line)
-            if depth == 0 and "{" in code:
-                depth = code.count("{") - code.count("}")
-                if depth <= 0:  # a body on one line
-                    depth, current = 0, None
-            elif depth > 0:
-                depth += code.count("{") - code.count("}")
-                if depth <= 0:
-                    depth, current = 0, None
-                else:
-                    current.body.append(line)
-            elif code.strip().endswith(";"):  # a declaration ends without a body
-                current = None
+            current.lines += pending
+            opened = code[code.index("{"):]
+            depth = opened.count("{") - opened.count("}")
+            if depth <= 0:  # a body on one line
+                depth, current = 0, None
+            pending, pending_code = [], []
+        elif statement.endswith(";"):
+            if (m := _FUNCTION.match(statement)) is not None:  # a declaration without a body
+                declared = module.functions.setdefault(m.group("name"), PtxFunction(m.group("name")))
+                declared.extern |= ".extern" in m.group("attributes")
+                declared.lines += pending
+            elif (m := _VARIABLE.match(statement)) is not None:
+                module.variables[m.group("name")] = statement
+            pending, pending_code = [], []
+        elif not statement:
+            pending, pending_code = [], []  # blank lines and comments between statements
     return module
 
 
