@@ -31,6 +31,10 @@ class PtxFunction:
 class PtxModule:
     functions: dict[str, PtxFunction] = field(default_factory=dict)
     variables: dict[str, str] = field(default_factory=dict)  # name -> its declaration line
+    # Module-scope text no nvcc writes (two statements in one, a directive with more on its line, a
+    # body without a function's header, a statement never ended): what it holds cannot be told, so
+    # a digest of the module reads it whole (red team round 183).
+    unreadable: bool = False
 
 
 _LEXEME = re.compile(r'"(?:[^"\\]|\\.)*"?|//|/\*')
@@ -90,11 +94,16 @@ def read_ptx(text: str) -> PtxModule:
                 current.body.append(line)
             continue
         if not pending and _LINE_DIRECTIVE.match(code):
+            module.unreadable |= bool(re.search(r"[;{}]|\s\.(?:global|const|shared|local|func|entry|extern|visible|weak)\b",
+                                                 code))
             continue
         pending.append(line)
         pending_code.append(code)
         statement = " ".join(" ".join(pending_code).split())
         header = statement[:statement.index("{")].strip() if "{" in code else ""
+        module.unreadable |= ";" in header or ";" in statement.rstrip(";") and "{" not in statement
+        if "{" in code and (m := _FUNCTION.match(header)) is None and not _VARIABLE.match(statement):
+            module.unreadable = True  # a body without a function's header
         if "{" in code and (m := _FUNCTION.match(header)) is not None:  # a function's body opens
             current = module.functions.setdefault(m.group("name"), PtxFunction(m.group("name")))
             current.extern |= ".extern" in m.group("attributes")
@@ -114,6 +123,7 @@ def read_ptx(text: str) -> PtxModule:
             pending, pending_code = [], []
         elif not statement:
             pending, pending_code = [], []  # blank lines and comments between statements
+    module.unreadable |= bool(" ".join(" ".join(pending_code).split())) or depth > 0
     return module
 
 
