@@ -101,7 +101,7 @@ def read_ptx(text: str) -> PtxModule:
         pending_code.append(code)
         statement = " ".join(" ".join(pending_code).split())
         header = statement[:statement.index("{")].strip() if "{" in code else ""
-        module.unreadable |= ";" in header or ";" in statement.rstrip(";") and "{" not in statement
+        module.unreadable |= ";" in header or (";" in statement.rstrip(";") and "{" not in statement)
         if "{" in code and (m := _FUNCTION.match(header)) is None and not _VARIABLE.match(statement):
             module.unreadable = True  # a body without a function's header
         if "{" in code and (m := _FUNCTION.match(header)) is not None:  # a function's body opens

@@ -28,30 +28,66 @@ from ..program.cuda_tree import declared_signature
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
-from ..tools.nvcc import (BuildResult, Preprocessed, Toolchain, build_flags_notes, build_program, check_includes, compiler_error, find_toolchain, host_pass,
-                          preprocess_unit)
+from ..tools.nvcc import (
+    BuildResult,
+    Preprocessed,
+    Toolchain,
+    build_flags_notes,
+    build_program,
+    check_includes,
+    compiler_error,
+    find_toolchain,
+    host_pass,
+    preprocess_unit,
+)
 from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import MEMCHECK_EXIT_CODE, MemcheckResult, find_compute_sanitizer, memcheck_argv, read_memcheck
 from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
+from .experiment import (
+    V1_MISSING_GUARANTEES,
+    compare_calls,
+    compare_nonfinite_maps,
+    coverage_notes,
+    inout_left_as_filled,
+    inputs_reach_outputs,
+    inputs_without_variety,
+    outputs_all_nonfinite,
+    outputs_computing_nan,
+    outputs_following_guards,
+    outputs_never_varying,
+    outputs_showing_no_work,
+    speed_of_light,
+    state_kept_between_calls,
+)
 from .hostcode import scan_host_code
+from .outputs import (
+    Comparison,
+    Tolerance,
+    check_output_names,
+    compare_dumps,
+    compare_outputs,
+    numbers_in,
+    printed_dtype,
+)
 from .precision import PrecisionScan, scan_precision
-from .toolkit_switches import switches_set_together, toolkit_config_switches
-from .shipped import (ShippedBuildUnreadable, assert_release_differences, cccl_included, frozen_names_namespace,
-                      half_switches_reach, header_assertion_differences, one_file_reaches,
-                      other_build_differences, shipped_build_differences)
-from .experiment import (V1_MISSING_GUARANTEES, compare_calls, compare_nonfinite_maps, coverage_notes, inout_left_as_filled,
-                         inputs_reach_outputs, outputs_all_nonfinite, outputs_computing_nan,
-                         outputs_following_guards,
-                         inputs_without_variety, outputs_never_varying, outputs_showing_no_work, state_kept_between_calls,
-                         speed_of_light)
-from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .records import Manifest, PartStateRecord
-from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
 from .regression import RegressionDecision, compare_times
+from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
+from .shipped import (
+    ShippedBuildUnreadable,
+    assert_release_differences,
+    cccl_included,
+    frozen_names_namespace,
+    half_switches_reach,
+    header_assertion_differences,
+    one_file_reaches,
+    other_build_differences,
+    shipped_build_differences,
+)
 from .stats import decide
+from .toolkit_switches import switches_set_together, toolkit_config_switches
 from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict, WorkModel
-
 
 # The memcheck run carries the tracer's environment like every other run (issue 9: a program
 # must not be able to tell the checked run from the others).
