@@ -13,6 +13,22 @@ _FUNCTION = re.compile(r"^(?P<attributes>(?:\.visible\s+|\.weak\s+|\.extern\s+)*
 _VARIABLE = re.compile(r"^(?:\.visible\s+|\.weak\s+|\.extern\s+)*\.(?:global|const|shared)\s[^;]*?(?P<name>[\w$]+)"
                        r"(?:\[\d*\])*\s*(?:=|;)")
 NAME = re.compile(r"[A-Za-z_$][\w$]*")
+# A module-scope statement as nvcc writes it, whitespace made single spaces: a function's
+# declaration (`.extern .func (.param .b32 func_retval0) vprintf ( ... ) ;`) or one variable with at
+# most one value (`.global .attribute(.managed) .align 4 .u32 mv;`, `.const .align 4 .b8 cf[16] =
+# {0, 0, 128, 63};`, `.global .align 8 .u64 msg = generic($str);`). ptxas reads more (`.alias`,
+# `.common`, several declarators, `.global.f32` without a space: red team round 184); a module
+# holding anything else is unreadable.
+_ATTRIBUTES = r"(?:(?:\.visible|\.weak|\.extern) )*"
+_NVCC_DECLARATION = re.compile(_ATTRIBUTES + r"\.(?:entry|func) (?:\([^()]*\) )?[\w$.]+ ?(?:\([^()]*\) ?)?"
+                               r"(?:\.noreturn ?)?;")
+# A function's header up to its body's `{`, with the performance directives nvcc writes there.
+_NVCC_HEADER = re.compile(_ATTRIBUTES + r"\.(?:entry|func) (?:\([^()]*\) )?[\w$.]+ ?(?:\([^()]*\) ?)?"
+                          r"(?:\.(?:maxntid|reqntid|minnctapersm|maxnreg|maxclusterrank|reqnctapercluster|explicitcluster"
+                          r"|noreturn)(?: \d+(?:, ?\d+)*)? ?)*")
+_NVCC_VARIABLE = re.compile(_ATTRIBUTES + r"\.(?:global|const|shared) (?:\.attribute\(\.managed\) )?(?:\.align \d+ )?"
+                            r"(?:\.v[248] )?\.[a-z]\w* [\w$]+(?:\[\d*\])*(?: = (?:\{[^;{}]*(?:\{[^;{}]*\}[^;{}]*)*\}"
+                            r"|[^;,{}]+))? ?;")
 
 
 @dataclass
@@ -37,7 +53,8 @@ class PtxModule:
     unreadable: bool = False
 
 
-_LEXEME = re.compile(r'"(?:[^"\\]|\\.)*"?|//|/\*')
+# A string ends at the next `"`: ptxas reads no escapes in one (red team round 184: `\"` ended it).
+_LEXEME = re.compile(r'"[^"]*"?|//|/\*')
 
 
 def _code(line: str, in_comment: bool) -> tuple[str, bool]:
@@ -105,6 +122,7 @@ def read_ptx(text: str) -> PtxModule:
         if "{" in code and (m := _FUNCTION.match(header)) is None and not _VARIABLE.match(statement):
             module.unreadable = True  # a body without a function's header
         if "{" in code and (m := _FUNCTION.match(header)) is not None:  # a function's body opens
+            module.unreadable |= _NVCC_HEADER.fullmatch(header) is None
             current = module.functions.setdefault(m.group("name"), PtxFunction(m.group("name")))
             current.extern |= ".extern" in m.group("attributes")
             current.lines += pending
@@ -118,8 +136,11 @@ def read_ptx(text: str) -> PtxModule:
                 declared = module.functions.setdefault(m.group("name"), PtxFunction(m.group("name")))
                 declared.extern |= ".extern" in m.group("attributes")
                 declared.lines += pending
-            elif (m := _VARIABLE.match(statement)) is not None:
+                module.unreadable |= _NVCC_DECLARATION.fullmatch(statement) is None
+            elif (m := _VARIABLE.match(statement)) is not None and _NVCC_VARIABLE.fullmatch(statement):
                 module.variables[m.group("name")] = statement
+            else:
+                module.unreadable = True  # a statement nvcc never writes (red team round 184)
             pending, pending_code = [], []
         elif not statement:
             pending, pending_code = [], []  # blank lines and comments between statements
