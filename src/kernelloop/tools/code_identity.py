@@ -265,7 +265,8 @@ def device_fingerprints(ptx: str, kernels: set[str]) -> dict[str, str]:
             seen.add(name)
             if name in variables:  # with what its initializer names (a pointer to a table)
                 text.append(variables[name])
-                todo += [t for t in NAME.findall(variables[name].split("=", 1)[-1])
+                todo += [t for statement in variables[name].split("\n")
+                         for t in NAME.findall(statement.split("=", 1)[-1])
                          if (t in bodies or t in variables) and t not in seen]
                 continue
             body = "\n".join(bodies.get(name, ()))

@@ -46,7 +46,7 @@ class PtxFunction:
 @dataclass
 class PtxModule:
     functions: dict[str, PtxFunction] = field(default_factory=dict)
-    variables: dict[str, str] = field(default_factory=dict)  # name -> its declaration line
+    variables: dict[str, str] = field(default_factory=dict)  # name -> its statements, one per line
     # Module-scope text no nvcc writes (two statements in one, a directive with more on its line, a
     # body without a function's header, a statement never ended): what it holds cannot be told, so
     # a digest of the module reads it whole (red team round 183).
@@ -138,7 +138,10 @@ def read_ptx(text: str) -> PtxModule:
                 declared.lines += pending
                 module.unreadable |= _NVCC_DECLARATION.fullmatch(statement) is None
             elif (m := _VARIABLE.match(statement)) is not None and _NVCC_VARIABLE.fullmatch(statement):
-                module.variables[m.group("name")] = statement
+                # every statement of the name, in order: ptxas keeps a definition's value under a later
+                # `.extern` declaration (red team round 185: the value was left out of the digest)
+                known = module.variables.get(m.group("name"))
+                module.variables[m.group("name")] = statement if known is None else f"{known}\n{statement}"
             else:
                 module.unreadable = True  # a statement nvcc never writes (red team round 184)
             pending, pending_code = [], []
