@@ -51,6 +51,10 @@ class PtxModule:
     # body without a function's header, a statement never ended): what it holds cannot be told, so
     # a digest of the module reads it whole (red team round 183).
     unreadable: bool = False
+    # nvcc writes every module-scope variable before the first function's body; one after it can
+    # only come from inline assembly that closed its function (red team rounds 182-185), and marks
+    # the module unreadable
+    functions_defined: bool = False
 
 
 # A string ends at the next `"`: ptxas reads no escapes in one (red team round 184: `\"` ended it).
@@ -124,6 +128,7 @@ def read_ptx(text: str) -> PtxModule:
         if "{" in code and (m := _FUNCTION.match(header)) is not None:  # a function's body opens
             module.unreadable |= _NVCC_HEADER.fullmatch(header) is None
             current = module.functions.setdefault(m.group("name"), PtxFunction(m.group("name")))
+            module.functions_defined = True
             current.extern |= ".extern" in m.group("attributes")
             current.lines += pending
             opened = code[code.index("{"):]
@@ -137,7 +142,8 @@ def read_ptx(text: str) -> PtxModule:
                 declared.extern |= ".extern" in m.group("attributes")
                 declared.lines += pending
                 module.unreadable |= _NVCC_DECLARATION.fullmatch(statement) is None
-            elif (m := _VARIABLE.match(statement)) is not None and _NVCC_VARIABLE.fullmatch(statement):
+            elif (m := _VARIABLE.match(statement)) is not None and _NVCC_VARIABLE.fullmatch(statement) \
+                    and not module.functions_defined:
                 # every statement of the name, in order: ptxas keeps a definition's value under a later
                 # `.extern` declaration (red team round 185: the value was left out of the digest)
                 known = module.variables.get(m.group("name"))
