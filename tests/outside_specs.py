@@ -81,6 +81,18 @@ SPECS.update({
     # a PyTorch-extension template launcher (float and double instantiations, a namespace, the caller's
     # stream, a `(void)numel;`): init wraps the float instantiation, the row tier rewrites the template
     # an embedding-style row gather with a device assert on each id, behind the file's own macro
+    # llm.c style: a zeroing kernel, then one thread per sample with two int atomicAdds into 100-entry
+    # tables (labels out of range skipped): the atomics tier's private tables
+    "class_tally_llmc.cu": InitSpec(
+        values={"N": ["33554432", "1000003"], "num_classes": ["100", "37"], "block_size": ["256", "128"]},
+        counts={"counts": "num_classes", "totals": "num_classes", "labels": "N", "scores": "N"},
+        roles={"counts": "output", "totals": "output"}, ranges={"labels": ("-2", "102"), "scores": ("-512", "512")}),
+    # a PyTorch-extension template launcher: a torch.histc-like grid-stride kernel capped at 65535 blocks,
+    # cudaMemsetAsync of the bins on the caller's stream, uint32 bins (the atomics tier)
+    "bucket_counts_ext.cu": InitSpec(
+        launcher="bucket_counts_cuda", template_args="float",
+        values={"numel": ["33554432", "1000003"], "bins": ["512", "37"], "lo": ["-1"], "hi": ["1"]},
+        counts={"values": "numel", "hist": "bins"}, roles={"hist": "output"}, ranges={"values": ("-1.1", "1.1")}),
     "gather_rows_assert_ext.cu": InitSpec(
         launcher="gather_rows_cuda", template_args="float",
         values={"num_ids": ["16384", "3001"], "table_rows": ["50257", "50257"], "width": ["768", "509"]},

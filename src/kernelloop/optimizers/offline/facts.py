@@ -806,10 +806,19 @@ def lvalue_names_of_args(call: Call, returning: frozenset[str]) -> list[Name]:
     return [name for a in call.args for name in lvalue_names(a) if name.id in taken]
 
 
+# The CUDA runtime's calls a launcher makes around its launch that take every argument by value (a
+# buffer zeroed or copied before the launch is written through its pointer, never the pointer itself).
+_RUNTIME_BY_VALUE = frozenset(["cudaMemset", "cudaMemsetAsync", "cudaMemset2D", "cudaMemset2DAsync", "cudaMemcpy",
+                               "cudaMemcpyAsync", "cudaMemcpy2D", "cudaMemcpy2DAsync", "cudaGetLastError",
+                               "cudaPeekAtLastError", "cudaDeviceSynchronize", "cudaStreamSynchronize"])
+
+
 def _by_reference(call: Expr, returning: frozenset[str]) -> list[str]:
     """The names handed whole to CALL where it may take them by reference: any call but the
-    device's own functions and the program's helpers known to take values (returning_helpers)."""
-    if not isinstance(call, Call) or call_name(call) in _RETURNING or call_name(call) in returning:
+    device's own functions, the runtime's by-value calls and the program's helpers known to take
+    values (returning_helpers)."""
+    if not isinstance(call, Call) or call_name(call) in _RETURNING or call_name(call) in returning or \
+            call_name(call) in _RUNTIME_BY_VALUE:
         return []
     return [name.id for a in call.args for name in lvalue_names(a)]
 

@@ -12,7 +12,8 @@ threads per item), the remap tier (remap.py: a thread-per-element kernel whose i
 puts neighbouring threads a row apart, split the other way) and the axis tier (axes.py: a kernel
 of 2-D or 3-D blocks whose x axis walks the slow index, its x and fast axes swapped) and the grid
 tier (gridstride.py: a grid-stride kernel launched on fewer threads than elements, on a grid
-that covers them).
+that covers them) and the atomics tier (privatize.py: integer atomics into small tables, kept in
+private per-block copies in shared memory and added once per block).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .ranking import History, Ranked, rank, rescore, sm_count
 from .colsplit import column_split_rewrites
 from .axes import axis_rewrites
 from .gridstride import grid_rewrites
+from .privatize import privatization_rewrites
 from .remap import remap_rewrites
 from .rowwarp import Rewrite, row_warp_rewrites
 from .templates import Template, load_templates
@@ -115,9 +117,10 @@ class OfflineOptimizer:
             remaps, remaps_refused = remap_rewrites(analysis.part, harness, preamble)
             swaps, swaps_refused = axis_rewrites(analysis.part, harness, preamble)
             grids, grids_refused = grid_rewrites(analysis.part, harness, preamble)
+            privates, privates_refused = privatization_rewrites(analysis.part, harness, preamble)
             kept, refused = [], list(dict.fromkeys(rows_refused + columns_refused + remaps_refused + swaps_refused
-                                                   + grids_refused))  # one line per kernel, not per launch
-            for rewrite in rows + columns + remaps + swaps + grids:
+                                                   + grids_refused + privates_refused))  # one line per kernel, not per launch
+            for rewrite in rows + columns + remaps + swaps + grids + privates:
                 clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
                 if clash:
                     refused.append(f"{rewrite.label}: its code calls {clash[0]}, which the program declares itself")

@@ -938,9 +938,9 @@ def apply_edits(text: str, edits: list[tuple[int, int, str]]) -> str:
 ITEM_COUNT = "kl_items"  # the baseline's thread count, passed to a rewritten kernel
 
 
-def with_item_count(head: str) -> str:
-    """The kernel's head with one more parameter, the number of items (threads) the baseline
-    launched: a rewrite rounds its launch up to whole warps or blocks, and the kernel may have no
+def with_item_count(head: str, declaration: str = f"long long {ITEM_COUNT}") -> str:
+    """The kernel's head with one more parameter (DECLARATION), by default the number of items
+    (threads) the baseline launched: a rewrite rounds its launch up to whole warps or blocks, and the kernel may have no
     guard of its own for the extra items (a launch of exactly N threads; red team round 40)."""
     close = head.rstrip().rfind(")")
     depth, open_ = 0, -1
@@ -952,7 +952,7 @@ def with_item_count(head: str) -> str:
     if close < 0 or open_ < 0:
         raise NotARowKernel("has a head whose parameter list cannot be found")
     empty = not head[open_ + 1:close].strip() or head[open_ + 1:close].strip() == "void"
-    params = f"long long {ITEM_COUNT}" if empty else f"{head[open_ + 1:close]}, long long {ITEM_COUNT}"
+    params = declaration if empty else f"{head[open_ + 1:close]}, {declaration}"
     return head[:open_ + 1] + params + head[close:]
 
 
