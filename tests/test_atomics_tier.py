@@ -147,16 +147,18 @@ def test_the_template_launcher_is_rewritten_for_the_verified_instantiation_only(
     assert "kl_shmem, stream>>>(values, hist, numel, bins, lo, hi, kl_baseline_x)" in r.source
 
 
-def test_the_offline_optimizer_proposes_the_tier_once_where_no_template_fits():
+@pytest.mark.parametrize("name, kernel", [("class_tally_llmc.cu", "class_tally_kernel1"),
+                                          # its bin number converts a float to int: the tier keeps it as written
+                                          ("bucket_counts_ext.cu", "bucket_counts_kernel")])
+def test_the_offline_optimizer_proposes_the_tier_once_where_no_template_fits(name, kernel):
     from .test_offline_optimizer import request_for
-    name = "class_tally_llmc.cu"
     text = generate((OUTSIDE / name).read_text(), SPECS[name], name).program
     opt = OfflineOptimizer()
-    p = opt.propose(request_for(text, "class_tally_kernel1", iteration=1))
-    assert p.approach == "atomics tier: private tables for class_tally_kernel1"
+    p = opt.propose(request_for(text, kernel, iteration=1))
+    assert p.approach == f"atomics tier: private tables for {kernel}"
     failed = [FailedAttempt(iteration=1, approach=p.approach, kind="not_faster", reason="slower", source=p.source)]
     with pytest.raises(NoMoreCandidates):
-        opt.propose(request_for(text, "class_tally_kernel1", iteration=2, failed_attempts=failed))
+        opt.propose(request_for(text, kernel, iteration=2, failed_attempts=failed))
 
 
 @pytest.mark.nvcc

@@ -97,3 +97,16 @@ def test_a_part_using_cccl_honestly_passes_the_switches_build(tmp_path):
         "#include <cuda/std/type_traits>", "#include <cuda/std/type_traits>\n#include <cuda/std/utility>\n#include <cuda/std/cmath>")
     check = _check(text, tmp_path)
     assert check.ok, check.summary
+
+
+def test_the_default_stream_flag_the_readme_names_is_taken_and_declares_the_stream():
+    # README and docs/contract.md tell a user whose part captures a stream to name the default stream
+    # (`--build-flag=--default-stream=legacy`); the settings took no such flag (seen on an H200: every
+    # such verify stopped at the settings)
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import default_stream_declared
+    for kind in ("legacy", "per-thread", "null"):
+        flags = VerifySettings(build_flags=[f"--default-stream={kind}"]).build_flags
+        assert default_stream_declared(tuple(flags))
+    with pytest.raises(ValueError, match="not a build flag"):
+        VerifySettings(build_flags=["--default-stream=sometimes"])

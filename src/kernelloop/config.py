@@ -28,7 +28,7 @@ PROJECT_FILE = "kernelloop.toml"
 # file, a library, an output or the host compiler's options.
 _BUILD_FLAG = re.compile(r"-D[A-Za-z_]\w*(?:=[^\s]*)?|-U[A-Za-z_]\w*|-std=(?:c|gnu)\+\+(?:17|20)"
                          r"|--(?:expt-)?extended-lambda|--expt-relaxed-constexpr|-?-use_fast_math"
-                         r"|--(?:ftz|prec-div|prec-sqrt|fmad)=(?:true|false)")
+                         r"|--(?:ftz|prec-div|prec-sqrt|fmad)=(?:true|false)|--default-stream=(?:legacy|null|per-thread)")
 
 
 class OutputTolerance(BaseModel):
@@ -105,7 +105,8 @@ class VerifySettings(BaseModel):
             if not _BUILD_FLAG.fullmatch(flag):
                 raise ValueError(f"{flag!r} is not a build flag kernelloop takes; it takes -DNAME[=VALUE], -UNAME, "
                                  "-std=c++17|c++20|gnu++17|gnu++20, --extended-lambda, --expt-relaxed-constexpr, "
-                                 "--use_fast_math and --ftz/--prec-div/--prec-sqrt/--fmad=true|false, each one word")
+                                 "--use_fast_math, --ftz/--prec-div/--prec-sqrt/--fmad=true|false and "
+                                 "--default-stream=legacy|null|per-thread, each one word")
         return v
 
     @field_validator("threshold")

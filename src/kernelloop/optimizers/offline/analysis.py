@@ -41,6 +41,10 @@ class KernelVerdict:
 class Analysis:
     part: EditablePart
     verdicts: list[KernelVerdict]
+    # the part with the kernels whose arithmetic converts values kept (without_narrowing drops them
+    # for the families and the tiers that recompute a kernel's arithmetic): a tier that keeps every
+    # expression of the kernel as written reads these too
+    part_as_written: EditablePart | None = None
 
     @property
     def matches(self) -> list[Match]:
@@ -490,10 +494,10 @@ def _unambiguous_aliases(program: str) -> dict[str, str]:
 
 
 def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> Analysis:
-    part = without_unread_spelling(read_editable(editable, harness, exported, preamble), editable, harness,
-                                  preamble)
-    part = without_hidden_thread_reads(without_narrowing(without_shadowed(part, editable, preamble), editable,
-                                                         preamble), editable, preamble)
+    part = without_shadowed(without_unread_spelling(read_editable(editable, harness, exported, preamble), editable,
+                                                    harness, preamble), editable, preamble)
+    as_written = without_hidden_thread_reads(part, editable, preamble)
+    part = without_hidden_thread_reads(without_narrowing(part, editable, preamble), editable, preamble)
     program_constants = known_constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     names = program_names(part, editable, preamble)
@@ -533,4 +537,4 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
                 verdict.match = result
                 break
             verdict.mismatches.append(result)
-    return Analysis(part=part, verdicts=verdicts)
+    return Analysis(part=part, verdicts=verdicts, part_as_written=as_written)

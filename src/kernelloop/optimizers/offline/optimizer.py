@@ -117,7 +117,10 @@ class OfflineOptimizer:
             remaps, remaps_refused = remap_rewrites(analysis.part, harness, preamble)
             swaps, swaps_refused = axis_rewrites(analysis.part, harness, preamble)
             grids, grids_refused = grid_rewrites(analysis.part, harness, preamble)
-            privates, privates_refused = privatization_rewrites(analysis.part, harness, preamble)
+            # the atomics tier keeps every expression of the kernel as written: a float-to-int bin
+            # number is computed as before, so a kernel that converts values is read too
+            privates, privates_refused = privatization_rewrites(analysis.part_as_written or analysis.part, harness,
+                                                                preamble)
             kept, refused = [], list(dict.fromkeys(rows_refused + columns_refused + remaps_refused + swaps_refused
                                                    + grids_refused + privates_refused))  # one line per kernel, not per launch
             for rewrite in rows + columns + remaps + swaps + grids + privates:
