@@ -8,8 +8,10 @@
 //     kernel from (seed, call, buffer); the seed of the timed calls is read from a pipe the
 //     verifier fills (KERNELLOOP_STREAM_FD) only after warm-up, so it is not in the process
 //     before then and nothing computed during warm-up can be reused;
-//   * outputs and scratch buffers are poisoned (a byte drawn per call) and in-out buffers re-initialised before every
-//     call, so every call must write its whole result;
+//   * outputs and scratch buffers are poisoned (a byte drawn per call, zeros in one call in eight) and in-out
+//     buffers re-initialised before every call, so every call must write its whole result; in about half the
+//     timed calls (never the last) outputs and scratch are instead left as the call before left them, as a
+//     caller's buffers are, so a kernel that reads the poison to tell the verifier's calls apart is wrong there;
 //   * the L2 cache is flushed (a write of 2x its size, persisting lines reset) before every call;
 //   * every call is timed by its own pair of events, on the legacy default stream;
 //   * before every call all the shared memory a block may have is filled, on every SM, with a stream
@@ -742,7 +744,7 @@ template <class T> struct Stressable<UniformInt<T>> : std::true_type {};
 constexpr int kSpikesPerBuffer = 16;
 // Bits of a timed call's stress draw (the verifier's stream, runs.py).
 constexpr uint64_t kStressed = 1, kStressHeavy = 2, kStressOneSign = 4, kStressNegative = 8, kStressRun = 16,
-                   kStressEdges = 32, kFixedPoison = 64;
+                   kStressEdges = 32, kFixedPoison = 64, kKeepOutputs = 128;
 
 // `count` spikes at secret positions; with `edges`, also the first and last 4 elements, where
 // the tails of vectorised loops live (a float4 loop that drops n % 4 is wrong by a spike there).
@@ -1646,7 +1648,15 @@ class Harness {
     // to the right count), is wrong in the calls the verifier checks.
     // (The baseline's calibration run asks for one byte in every call, kFixedPoison: outputs that
     // depend on the poison alone, not on the inputs, are then the same in every call, and seen.)
-    const int poison = stress && !(stress & kFixedPoison) ? (int)(mix64(stress ^ 0x504F49534F4Eull) & 0xFF) : 0xFF;
+    // What a caller's buffers hold before a call is not the verifier's pattern: a kernel that reads its
+    // outputs to tell the verifier's calls from real use (one repeated byte: red team round 186) must
+    // also be right where they hold the last call's results (every other timed call, drawn, never
+    // the last, whose outputs are dumped), as a caller's buffer does from call to call, and where they
+    // hold zeros (fresh memory: one poisoned call in eight).
+    const bool drawn = stress && !(stress & kFixedPoison);
+    const int poison = !drawn ? 0xFF : (mix64(stress ^ 0x5A45524F4Full) & 7) == 0 ? 0x00
+                                     : (int)(mix64(stress ^ 0x504F49534F4Eull) & 0xFF);
+    const bool keep = drawn && (stress & kKeepOutputs) && s.calls != s.timed_calls - 1;
     const Table& t = table();
     const bool stressed = (stress & kStressed) || nonfinite;
     s.ngroups_now = 0;
@@ -1656,7 +1666,7 @@ class Harness {
         b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
         s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);
         if (stressed && b.stress != nullptr) b.stress(b, stress, mix64(stress ^ (0x2000 + (uint64_t)i)));
-      } else
+      } else if (!keep)
         KL_CHECK(cudaMemset(b.data, poison, b.count * b.elem));
     }
     hash_buffers(true);

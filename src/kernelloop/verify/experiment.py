@@ -79,7 +79,8 @@ def inputs_reach_outputs(records: OutputRecords) -> bool:
                for other in (records.samples_of_call(c) for c in calls[1:]))
 
 
-def outputs_computing_nan(records: OutputRecords, *, poison_byte: int | None = 0xFF) -> list[str]:
+def outputs_computing_nan(records: OutputRecords, *, poison_byte: int | None = 0xFF,
+                          kept_calls: frozenset[int] = frozenset()) -> list[str]:
     """Floating-point outputs the baseline leaves NaN on the harness's own (finite) inputs, in its
     last call's dump or any call's samples: it reads past a buffer (guard zones read as NaN), or its
     arithmetic makes NaN of these values (inf - inf, 0 * inf). An infinity is a value like any
@@ -87,7 +88,8 @@ def outputs_computing_nan(records: OutputRecords, *, poison_byte: int | None = 0
     (0xFF in the calibration run: never written) are not counted; None counts every NaN: in a
     run whose poison is not 0xFF, an all-0xFF NaN is a guard zone's bytes the kernel read and
     carried through (a double add with an |x| operand keeps a NaN operand's bits: kept-aside set
-    16's column sums past the matrix)."""
+    16's column sums past the matrix). The samples of KEPT_CALLS (outputs left as the call before
+    left them: an element never written holds an earlier call's poison) are not read."""
     manifest = records.manifest
     if manifest is None:
         return []
@@ -108,7 +110,7 @@ def outputs_computing_nan(records: OutputRecords, *, poison_byte: int | None = 0
 
     for n, (index, name) in enumerate(compared):  # the dump holds outputs in order; samples name the buffer
         arrays = ([records.outputs[n]] if n < len(records.outputs) else []) + \
-            [s.values for s in records.samples if s.buffer == index]
+            [s.values for s in records.samples if s.buffer == index and s.call not in kept_calls]
         if any(computed_nonfinite(np.ascontiguousarray(a).reshape(-1)) for a in arrays):
             found.append(name)
     return found

@@ -73,7 +73,7 @@ from .outputs import (
 from .precision import PrecisionScan, scan_precision
 from .records import Manifest, PartStateRecord
 from .regression import RegressionDecision, compare_times
-from .runs import ProgramRun, heavy_calls, output_digest, run_program, stressed_calls
+from .runs import ProgramRun, heavy_calls, kept_output_calls, output_digest, run_program, stressed_calls
 from .shipped import (
     ShippedBuildUnreadable,
     assert_release_differences,
@@ -580,7 +580,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         # of at least the rows: kept-aside set 16's column-major normalisation). Drawn again like a size
         # its own check refuses; the candidate's run there says nothing either.
         if size_index < 0 and base is not None and base.records is not None and \
-                (computing := outputs_computing_nan(base.records, poison_byte=None)):
+                (computing := outputs_computing_nan(base.records, poison_byte=None,
+                                                    kept_calls=_kept_calls(base))):
             if not redraws:
                 raise InputError(f"{baseline_name}: the baseline computes NaN in output {computing[0]!r} at sizes "
                                  f"drawn at verify time ({len(refused_draws) + 1} of them): it assumes relations "
@@ -737,6 +738,14 @@ def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> di
         if name in exported_symbols and not macros & set(re.findall(r"[A-Za-z_]\w*", declaration)):
             found[name] = signature
     return found
+
+
+def _kept_calls(run: ProgramRun) -> frozenset[int]:
+    """The calls of RUN whose outputs the harness left as the call before left them."""
+    records = run.records
+    if run.secret is None or records is None or records.manifest is None:
+        return frozenset()
+    return frozenset(kept_output_calls(bytes.fromhex(run.secret), records.manifest.calls, heavy=run.heavy))
 
 
 def default_stream_declared(build_flags: tuple[str, ...]) -> bool:

@@ -28,7 +28,7 @@ EXACT_BUFFERS_ENV = "KERNELLOOP_EXACT_BUFFERS"  # every buffer its own exact-siz
 NONFINITE_BUFFERS_ENV = "KERNELLOOP_NONFINITE_BUFFERS"  # which inputs get the special values (a mask of buffer indices)
 GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones (the guard contrast runs)
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
-STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT = 1, 2, 64
+STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT, KEEP_OUTPUTS_BIT = 1, 2, 64, 128
 
 
 def stream_for(secret: bytes, *, heavy: bool = True, fixed_poison: bool = False) -> bytes:
@@ -67,6 +67,14 @@ def stressed_calls(secret: bytes, calls: int, *, heavy: bool = True, nonfinite: 
     NaN and +-inf among their spikes."""
     stressed = {c for c, d in enumerate(_stress_draws(secret, calls, heavy)) if d & STRESSED_BIT}
     return stressed | {calls - 1} if nonfinite and calls > 0 else stressed
+
+
+def kept_output_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
+    """The timed calls whose outputs and scratch a v2 harness leaves as the last call left them
+    (kKeepOutputs: bit 7 of the call's draw; never the last call, never in the calibration run):
+    an element the kernel does not write holds what an earlier call put there."""
+    return {c for c, d in enumerate(_stress_draws(secret, calls, heavy))
+            if d & KEEP_OUTPUTS_BIT and c != calls - 1}
 
 
 def heavy_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
