@@ -685,3 +685,80 @@ def test_a_functions_own_cold_part_jumping_back_into_it_is_no_outside_way_in(tmp
     stray = _WINDOW_WRITER_WITH_COLD_PART + _CALLER.format(name=_GO8, body="jmp .Lback")
     found = _scan_assembly(tmp_path, stray, frozenset({_GO8}))
     assert "foreign-store" in [v.rule for v in found], [v.detail for v in found]
+
+
+_LOOP_BODY_FIRST = """
+  .text
+  .globl _Z6launchPfi
+  .type _Z6launchPfi, @function
+_Z6launchPfi:
+  .cfi_startproc
+  push %rbx
+  .cfi_def_cfa_offset 16
+  sub $0x20,%rsp
+  .cfi_def_cfa_offset 48
+  mov $4,%ebx
+  jmp .Lentry
+.Lbody:
+  mov %eax,{offset}(%rsp)
+  sub $1,%ebx
+  je .Ldone
+.Lentry:
+  call cudaGetLastError@PLT
+  test %eax,%eax
+{back}
+.Ldone:
+  add $0x20,%rsp
+  .cfi_def_cfa_offset 16
+  pop %rbx
+  .cfi_def_cfa_offset 8
+  ret
+{other}
+  .cfi_endproc
+  .size _Z6launchPfi, .-_Z6launchPfi
+"""
+
+
+def test_code_laid_out_before_the_jumps_back_that_enter_it_is_read_at_their_depth(tmp_path):
+    # A launcher's error check inside a loop (cuda-samples' getLastCudaError after each launch, llm.c's
+    # cudaCheck): the compiler lays the check's block before the loop's jump back to it, so it was read
+    # as unwinder-only code and its stack writes refused (seen on a kept-aside program). Its depth is the
+    # one every jump back brings from code of known depth: it is read there, writes judged as any.
+    exported = frozenset({"_Z6launchPfi"})
+    honest = _LOOP_BODY_FIRST.format(offset="0x8", back="  jne .Lbody", other="")
+    assert _scan_assembly(tmp_path, honest, exported) == []
+    # read at that depth, a write past the locals is the saved register's slot
+    past = _LOOP_BODY_FIRST.format(offset="0x20", back="  jne .Lbody", other="")
+    assert "foreign-store" in [v.rule for v in _scan_assembly(tmp_path, past, exported)]
+    # entered only by a jump back from code that is itself reached by no known way: still a guess
+    guessed = _LOOP_BODY_FIRST.format(offset="0x8", back="", other=".Lother:\n  jmp .Lbody")
+    assert "stack-depth" in [v.rule for v in _scan_assembly(tmp_path, guessed, exported)]
+
+
+def test_an_error_check_after_each_launch_in_a_loop_passes(tmp_path):
+    # cuda-samples' getLastCudaError, spelled as the samples do (an `(int)err` among fprintf's
+    # arguments, which gcc stores in the frame on the error path laid out before the loop's jump back)
+    body = """
+#define getLastCudaError(msg) __getLastCudaError(msg, __FILE__, __LINE__)
+inline void __getLastCudaError(const char *errorMessage, const char *file, const int line) {
+  cudaError_t err = cudaGetLastError();
+  if (cudaSuccess != err) {
+    fprintf(stderr, "%s(%i) : getLastCudaError() CUDA error : %s : (%d) %s.\\n", file, line, errorMessage,
+            (int)err, cudaGetErrorString(err));
+    exit(EXIT_FAILURE);
+  }
+}
+__global__ void smooth_pass(float *data, int n, int stride) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i + stride < n) data[i] = 0.5f * (data[i] + data[i + stride]);
+}
+void run_passes(float *d_data, int n, int levels) {
+  for (int level = 0; level < levels; level++) {
+    for (int stride = 1 << level; stride > 0; stride >>= 1) {
+      smooth_pass<<<(n + 255) / 256, 256>>>(d_data, n, stride);
+      getLastCudaError("smooth_pass failed");
+    }
+  }
+}
+"""
+    assert scan(tmp_path, body, exported=("run_passes",)) == []

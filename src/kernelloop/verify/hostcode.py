@@ -422,7 +422,45 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
     `exported`: the symbols the baseline exports (its launchers), whose signatures are trusted.
     `c_signatures`: for an exported symbol of C linkage (`extern "C"`, a name that says nothing of
     its parameters), the signature the baseline declares it with, which the harness calls it by
-    (`f(double const*, int)`): a candidate's own definition of the name is not read."""
+    (`f(double const*, int)`): a candidate's own definition of the name is not read.
+
+    The scan reads the code in address order. Code the compiler lays out before the jumps that
+    enter it (a loop's body entered only by its loop's jumps back: an error check after a launch
+    inside a loop) is met first as if only the unwinder reached it; a second reading starts each such
+    place at the depth every jump back to it brought from code of known depth, and checks that the
+    jumps back still agree (_LoopEntries)."""
+    loop_entries = _LoopEntries()
+    found = _scan_host_code(obj, exported, c_signatures, loop_entries)
+    confirmed = loop_entries.confirmed()
+    if not confirmed:
+        return found
+    second = _LoopEntries(seeded=confirmed)
+    found = _scan_host_code(obj, exported, c_signatures, second)
+    for section, address in sorted(set(confirmed) - set(second.confirmed())):
+        found.append(Violation(rule="stack-depth", where="object",
+                               detail=f"{section}+{address:#x}: entered only by jumps back from code whose stack depth "
+                                      "the scan could not confirm"))
+    return found
+
+
+@dataclass
+class _LoopEntries:
+    """Places met with no known way in (taken as unwinder-only code), at the depth the compiler's
+    unwind table gave them, and the depths that jumps back to them from code of known depth bring."""
+    seeded: dict[tuple[str, int], int] = field(default_factory=dict)  # the second reading's starting depths
+    unreached: dict[tuple[str, int], int] = field(default_factory=dict)  # place -> the depth it was read at
+    backward: dict[tuple[str, int], set[int]] = field(default_factory=dict)  # place -> depths jumps back bring
+    guessed_back: set[tuple[str, int]] = field(default_factory=set)  # places a jump back from guessed code reaches
+
+    def confirmed(self) -> dict[tuple[str, int], int]:
+        """Places every jump back reaches from code of known depth, at the one depth they were read at."""
+        places = {**self.unreached, **self.seeded}
+        return {key: depth for key, depth in places.items()
+                if self.backward.get(key) == {depth} and key not in self.guessed_back}
+
+
+def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures: dict[str, str] | None,
+                    loop_entries: _LoopEntries) -> list[Violation]:
     data = own_data(obj)
     own = data.names()
     violations: list[Violation] = []
@@ -768,6 +806,8 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
         judge_global(address)
         # The stack depth here: from the branches that land here, else from the instruction before.
         arrived = frame_at_target.get((section, address))
+        if arrived is None and not fell_through and (section, address) in loop_entries.seeded:
+            arrived = loop_entries.seeded[(section, address)]  # the depth the jumps back bring (_LoopEntries)
         if arrived is None and not fell_through and _PADDING.match(m.group("text")):
             continue  # alignment padding after a jump or return: never runs
         ran_instructions = True
@@ -796,6 +836,8 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
                                                  f"the stack and the compiler's unwind table {recorded.bytes}: the "
                                                  "scan cannot tell where its writes land")
         frame_at[(section, address)] = func.frame
+        if arrived is None and not fell_through:
+            loop_entries.unreached[(section, address)] = func.frame
         # What the argument registers hold where paths join is what every path agrees on: a
         # path that jumps onto a call with another pointer must not borrow the fall-through's
         # (round 17). Loop heads and the landing spots of relocated jumps are not known in
@@ -846,6 +888,10 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
             elif frame_at.get((section, target), func.frame) != func.frame:
                 report("stack-depth", where, f"a loop back to {target:#x} changes the stack depth "
                                              f"({frame_at[(section, target)]} there, {func.frame} here)")
+            elif (section, address) in direct_branches:  # a jump back, at the depth it brings
+                loop_entries.backward.setdefault((section, target), set()).add(func.frame)
+                if func.unwound:
+                    loop_entries.guessed_back.add((section, target))
         if base_mnemonic.startswith("j") and ops and not ops[0].startswith("*"):
             pending_branch = (func.frame, func.unwound)  # a jump into a cold part: its relocation names the target
         if base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and not ops[0].startswith("*"):
