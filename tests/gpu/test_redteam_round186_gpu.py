@@ -2,7 +2,7 @@
 output before writing it and does the work only where the output holds the harness's poison (one
 repeated byte) returned the last call's results to a caller, and passed every verifier run, each of
 which poisoned the outputs first. The harness now leaves the outputs as the last call left them in
-about half the timed calls (never the last): the kernel keeps stale results there and is rejected on
+about a quarter of the timed calls (never the last): the kernel keeps stale results there and is rejected on
 correctness. (Honest candidates under the new harness: every other `gpu` test.)"""
 
 from __future__ import annotations
