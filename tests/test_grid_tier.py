@@ -320,3 +320,14 @@ def test_launch_arguments_that_do_more_than_compute_a_value_or_share_a_buffer_ar
     split, ((rewrite,), _) = _rewrites(program.replace("<<<GRID_BLOCKS, block_size>>>(out, inp, N)",
                                                        "<<<GRID_BLOCKS, block_size>>>(out, out, N)"))
     assert "(const void*)(out) != (const void*)(out)" not in rewrite.source
+
+
+def test_a_kernel_that_converts_values_gets_the_grid_tier_from_the_optimizer():
+    # The families compute in float, so a kernel whose arithmetic converts values (a float quantised to
+    # an int) is not read by them; the grid tier keeps every expression as written, so it reads it
+    from .test_offline_optimizer import request_for
+    text = _program().replace("out[i] = 0.5f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube)));",
+                              "out[i] = (float)(int)(64.0f * xi * (1.0f + tanhf(GELU_SCALING_FACTOR * (xi + cube))));")
+    assert "(float)(int)(64.0f" in text
+    p = OfflineOptimizer().propose(request_for(text, "gelu_forward_kernel", iteration=1))
+    assert p.approach == "grid tier: gelu_forward_kernel on a grid covering its elements"

@@ -114,13 +114,14 @@ class OfflineOptimizer:
         if key not in self._generic_rewrites:
             rows, rows_refused = row_warp_rewrites(analysis.part, harness, preamble)
             columns, columns_refused = column_split_rewrites(analysis.part, harness, preamble)
-            remaps, remaps_refused = remap_rewrites(analysis.part, harness, preamble)
-            swaps, swaps_refused = axis_rewrites(analysis.part, harness, preamble)
-            grids, grids_refused = grid_rewrites(analysis.part, harness, preamble)
-            # the atomics tier keeps every expression of the kernel as written: a float-to-int bin
-            # number is computed as before, so a kernel that converts values is read too
-            privates, privates_refused = privatization_rewrites(analysis.part_as_written or analysis.part, harness,
-                                                                preamble)
+            # The remap, axis, grid and atomics tiers keep every expression of the kernel as written
+            # (they move threads, not arithmetic): a kernel that converts values (a float-to-int bin
+            # number, an integer checksum, a templated accumulator) is read by them too.
+            as_written = analysis.part_as_written or analysis.part
+            remaps, remaps_refused = remap_rewrites(as_written, harness, preamble)
+            swaps, swaps_refused = axis_rewrites(as_written, harness, preamble)
+            grids, grids_refused = grid_rewrites(as_written, harness, preamble)
+            privates, privates_refused = privatization_rewrites(as_written, harness, preamble)
             kept, refused = [], list(dict.fromkeys(rows_refused + columns_refused + remaps_refused + swaps_refused
                                                    + grids_refused + privates_refused))  # one line per kernel, not per launch
             for rewrite in rows + columns + remaps + swaps + grids + privates:
