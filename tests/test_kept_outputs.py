@@ -32,23 +32,3 @@ def test_the_harness_reads_the_same_bit_and_keeps_nothing_in_the_calibration_run
     assert "const bool keep = drawn && (stress & kKeepOutputs) && s.calls != s.timed_calls - 1;" in harness
     assert "const bool drawn = stress && !(stress & kFixedPoison);" in harness
 
-
-def test_a_derived_call_follows_about_one_call_in_eight_never_the_last():
-    # red team round 187: a part that skipped its work when a fingerprint of its inputs matched the
-    # last call's; the derived call redraws about half of each input and keeps the outputs
-    from kernelloop.verify.runs import DERIVED_SAMPLES, STRESSED_BIT, call_words, derived_calls
-    shares = []
-    for _ in range(50):
-        secret = secrets.token_bytes(32)
-        derived = derived_calls(secret, 20)
-        stream = stream_for(secret)
-        unstressed = [c for c in range(19) if not stream[16 * c] & (STRESSED_BIT | FIXED_POISON_BIT)]
-        assert 19 not in derived and derived <= set(unstressed)
-        assert derived == {c for c in unstressed if not stream[16 * c + 1] & 1}
-        shares.append(len(derived) / max(len(unstressed), 1))
-    assert 0.35 <= sum(shares) / len(shares) <= 0.65
-    assert call_words(DERIVED_SAMPLES + 3) == "the call on half-redrawn inputs after timed call 4"
-    assert call_words(3) == "timed call 4"
-    harness = (ROOT / "src" / "kernelloop" / "harness" / "kernelloop_harness.cuh").read_text()
-    assert f"kDerivedSamples = {DERIVED_SAMPLES};" in harness
-    assert "((draw >> 8) & 1) == 0" in harness and "!(draw & kStressed)" in harness

@@ -11,8 +11,7 @@
 //   * outputs and scratch buffers are poisoned (a byte drawn per call, zeros in one call in eight) and in-out
 //     buffers re-initialised before every call, so every call must write its whole result; in about a quarter
 //     of the timed calls (never the last) outputs and scratch are instead left as the call before left them, as
-//     a caller's buffers are, so a kernel that reads the poison to tell the verifier's calls apart is wrong
-//     there; after about one in eight, an untimed call on its inputs with half of them drawn afresh;
+//     a caller's buffers are, so a kernel that reads the poison to tell the verifier's calls apart is wrong there;
 //   * the L2 cache is flushed (a write of 2x its size, persisting lines reset) before every call;
 //   * every call is timed by its own pair of events, on the legacy default stream;
 //   * before every call all the shared memory a block may have is filled, on every SM, with a stream
@@ -961,14 +960,6 @@ __global__ void kl_gather_kernel(const unsigned char* base, size_t elem, const u
     for (size_t b = 0; b < elem; ++b) out[k * elem + b] = base[index[k] * elem + b];
 }
 
-// The derived call's inputs (Harness::derived_call): the elements a secret key picks (about half)
-// take the fresh draw in `fresh`, the others keep what `data` holds (the last call's inputs).
-__global__ void kl_mix_kernel(unsigned char* data, const unsigned char* fresh, size_t count, size_t elem, uint64_t key) {
-  for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < count; k += (size_t)gridDim.x * blockDim.x)
-    if (mix64(key ^ mix64(k)) & 1)
-      for (size_t b = 0; b < elem; ++b) data[k * elem + b] = fresh[k * elem + b];
-}
-
 // Where an output holds NaN or inf, over the whole buffer: one bit per element, at a position a
 // secret key hashes its index to (a candidate cannot aim at a bin it shares with the baseline's
 // own specials), plus the count. The 256 sampled positions of a call miss a wrong value that
@@ -1119,7 +1110,6 @@ struct State {
   size_t flush_bytes;
   int* guard_bad;
   uint64_t* sample_index;
-  unsigned char* derive_fresh;         // the derived call's fresh draw of one input (harness scratch)
   unsigned char* sample_values;
   unsigned int* nonfinite_bits;        // on the GPU: kNonfiniteMapBits bits, then a 64-bit count
   unsigned long long* hashes;          // on the GPU: one per buffer
@@ -1297,7 +1287,6 @@ class Harness {
       const uint64_t sample_draw = read_secret();
       sample_outputs(c, sample_draw);
       s.state_after[c] = part_state(state_key(c)).digest;
-      if (derived_after(c)) derived_call(launch, c, mix64(sample_draw ^ 0x444552495645ull));
       // The repeat of an earlier call's inputs: before the last call (whose outputs are dumped
       // whole), or after it when it is the only one. Its draw comes from this call's sample draw,
       // not a read of its own: the stream stays two draws per timed call, the layout the verifier
@@ -1489,11 +1478,6 @@ class Harness {
       }
       most = std::max(most, b.elem);
     }
-    size_t drawn_input = 1;  // the largest input an element-wise generator fills: the derived call's fresh draw
-    for (int i = 0; i < t.nbuffers; ++i)
-      if ((t.buffers[i].role == Role::input || t.buffers[i].role == Role::inout) && t.buffers[i].stress != nullptr)
-        drawn_input = std::max(drawn_input, t.buffers[i].count * t.buffers[i].elem);
-    harness_alloc(&s.derive_fresh, drawn_input);
     harness_alloc(&s.sample_index, kSamplesPerBuffer * sizeof(uint64_t));
     harness_alloc(&s.sample_values, kSamplesPerBuffer * most);
     harness_alloc(&s.nonfinite_bits, kNonfiniteMapBits / 8 + sizeof(unsigned long long));
@@ -1615,61 +1599,6 @@ class Harness {
     s.state_replay = part_state(state_key(call));
     s.replay_same = s.replay_same && s.state_replay.digest == s.state_after[call];
   }
-  // A call on the last call's inputs with about half of each element-wise input drawn afresh, the
-  // outputs and scratch left as that call left them (red team round 187: a part that remembers a
-  // fingerprint of its last inputs, kept in state its repeats reproduce, skipped its work when the
-  // fingerprint matched, and handed a caller stale results; every verifier call had fresh inputs).
-  // After about one timed call in eight (no stress, no 0xFF poison, bit 8 clear), never the last; no
-  // stream read of its own:
-  // its draw comes from the call's sample draw (runs.derived_calls says which calls). Its samples
-  // are recorded as call kDerivedSamples + c and compared like any call's; its launches lie
-  // between replay markers, untimed.
-  static constexpr int kDerivedSamples = 100000;
-  bool derived_after(int c) const {
-    const State& s = st();
-    const uint64_t draw = s.draws[c];
-    return c != s.timed_calls - 1 && !(draw & kStressed) && !(draw & kFixedPoison) && ((draw >> 8) & 1) == 0;
-  }
-  template <class Launch> void derived_call(Launch& launch, int c, uint64_t draw) {
-    State& s = st();
-    const Table& t = table();
-    kl_replay_marker_kernel<<<1, 1>>>();
-    const uint64_t key = mix64(s.seed ^ mix64(s.draws[c] ^ 0x43414C4C4B455900ull));  // call c's inputs
-    s.nonfinite_now = false;
-    for (int i = 0; i < t.nbuffers; ++i) {
-      const Buffer& b = t.buffers[i];
-      if (b.role != Role::input && b.role != Role::inout) continue;
-      if (b.role == Role::inout) b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);  // the call wrote it
-      if (b.stress == nullptr) continue;  // a generator of its own: the last call's values, as they are
-      Buffer fresh = b;
-      fresh.data = s.derive_fresh;
-      b.fill(fresh, mix64(draw ^ (0x1000 + (uint64_t)i)), b.gen);
-      kl_mix_kernel<<<1024, 256>>>(b.data, s.derive_fresh, b.count, b.elem, mix64(draw ^ (0x2000 + (uint64_t)i)));
-      KL_CHECK(cudaGetLastError());
-    }
-    KL_CHECK(cudaDeviceSynchronize());
-    hash_buffers(true);
-    memcpy(s.before, s.now, sizeof s.before);
-    s.stressed_now = false;
-    clear_harness_memory();
-    kl_shared_scrub_kernel<<<s.scrub_blocks, 256, s.scrub_bytes>>>(
-        s.scrub_bytes, mix64(draw ^ 0x5343525542ull), mix64(draw ^ 0x494E4E4552ull));
-    KL_CHECK(cudaGetLastError());
-    KL_CHECK(cudaCtxResetPersistingL2Cache());
-    KL_CHECK(cudaDeviceSynchronize());
-    scrub_before_launch();
-    lock();
-    launch();
-    KL_CHECK(cudaGetLastError());
-    KL_CHECK(cudaDeviceSynchronize());
-    unlock();
-    kl_replay_marker_kernel<<<1, 1>>>();
-    KL_CHECK(cudaGetLastError());
-    check_harness_memory(kDerivedCall - c);
-    check_guards(kDerivedCall - c);
-    check_inputs(kDerivedCall - c);
-    sample_outputs(kDerivedSamples + c, mix64(draw ^ 0x53414D504C45ull));
-  }
   // One record: whether the part's state after the repeated inputs was its state after that call.
   void write_state() {
     const State& s = st();
@@ -1721,9 +1650,9 @@ class Harness {
     // depend on the poison alone, not on the inputs, are then the same in every call, and seen.)
     // What a caller's buffers hold before a call is not the verifier's pattern: a kernel that reads its
     // outputs to tell the verifier's calls from real use (one repeated byte: red team round 186) must
-    // also be right where they hold the last call's results (about one timed call in four, drawn,
-    // never the last, whose outputs are dumped), as a caller's buffer does from call to call, and
-    // where they hold zeros (fresh memory: one drawn poison in eight).
+    // also be right where they hold the last call's results (about one timed call in four: bit 7 of
+    // its draw, bit 6 clear; never the last, whose outputs are dumped), as a caller's buffer does from
+    // call to call, and where they hold zeros (fresh memory: one drawn poison in eight).
     const bool drawn = stress && !(stress & kFixedPoison);
     const int poison = !drawn ? 0xFF : (mix64(stress ^ 0x5A45524F4Full) & 7) == 0 ? 0x00
                                      : (int)(mix64(stress ^ 0x504F49534F4Eull) & 0xFF);
@@ -1755,17 +1684,10 @@ class Harness {
 
   // check_guards/check_inputs's call: a timed call's index, -1 - w for warm-up call w, or the repeat.
   static constexpr int kReplayCall = -100000;
-  // check_guards/check_inputs's call for the derived call after timed call c: kDerivedCall - c.
-  static constexpr int kDerivedCall = -200000;
   static const char* call_kind(int call) {
-    return call == kReplayCall ? "the repeat of timed call"
-         : call <= kDerivedCall ? "the call on half-redrawn inputs after timed call"
-         : call < 0 ? "warm-up call" : "timed call";
+    return call == kReplayCall ? "the repeat of timed call" : call < 0 ? "warm-up call" : "timed call";
   }
-  static int call_number(int call) {
-    return call == kReplayCall ? st().replayed + 1 : call <= kDerivedCall ? kDerivedCall - call + 1
-         : call < 0 ? -call : call + 1;
-  }
+  static int call_number(int call) { return call == kReplayCall ? st().replayed + 1 : call < 0 ? -call : call + 1; }
 
   // The harness's own memory is a guard zone too: cleared before the call (clear_harness_memory),
   // still clear after it, but for the copies of what the part freed.

@@ -17,7 +17,6 @@ from pydantic import BaseModel
 
 from .outputs import Comparison, Tolerance, dtype_name
 from .records import Manifest, OutputRecords, PartStateRecord
-from .runs import DERIVED_SAMPLES, call_words
 from .verdict import Reason
 
 CompareCall = Callable[[list[np.ndarray], list[np.ndarray], int], Comparison]
@@ -277,8 +276,8 @@ def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall
     for call in calls:
         result = compare(base.samples_of_call(call), cand.samples_of_call(call), call)
         if not result.match:
-            timed = sum(1 for c in calls if c < DERIVED_SAMPLES)
-            return result.model_copy(update={"problem": f"{call_words(call)} of {timed}: {result.describe()}"})
+            return result.model_copy(update={"problem": f"timed call {call + 1} of {len(calls)}: "
+                                                        f"{result.describe()}"})
         merged = result if merged is None else merged.merged(result)
     return merged
 
@@ -304,7 +303,7 @@ def compare_nonfinite_maps(base: OutputRecords, cand: OutputRecords) -> Comparis
         name = names.get(m.buffer, f"buffer {m.buffer}")
         return Comparison(match=False, baseline_count=base_count, candidate_count=m.count, compared=0,
                           nonfinite=True,
-                          problem=(f"{call_words(m.call)}: output {name!r} holds {m.count} NaN or inf elements "
+                          problem=(f"timed call {m.call + 1}: output {name!r} holds {m.count} NaN or inf elements "
                                    f"(the baseline's {base_count}), "
                                    + (f"{outside} of them where the baseline's is finite" if outside else
                                       "more than the baseline's")

@@ -73,15 +73,7 @@ from .outputs import (
 from .precision import PrecisionScan, scan_precision
 from .records import Manifest, PartStateRecord
 from .regression import RegressionDecision, compare_times
-from .runs import (
-    DERIVED_SAMPLES,
-    ProgramRun,
-    heavy_calls,
-    kept_output_calls,
-    output_digest,
-    run_program,
-    stressed_calls,
-)
+from .runs import ProgramRun, heavy_calls, kept_output_calls, output_digest, run_program, stressed_calls
 from .shipped import (
     ShippedBuildUnreadable,
     assert_release_differences,
@@ -749,13 +741,11 @@ def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> di
 
 
 def _kept_calls(run: ProgramRun) -> frozenset[int]:
-    """The sampled calls of RUN whose outputs the harness left as the call before left them (the
-    derived calls among them)."""
+    """The calls of RUN whose outputs the harness left as the call before left them."""
     records = run.records
     if run.secret is None or records is None or records.manifest is None:
         return frozenset()
-    derived = {s.call for s in records.samples if s.call >= DERIVED_SAMPLES}
-    return frozenset(kept_output_calls(bytes.fromhex(run.secret), records.manifest.calls, heavy=run.heavy)) | derived
+    return frozenset(kept_output_calls(bytes.fromhex(run.secret), records.manifest.calls, heavy=run.heavy))
 
 
 def default_stream_declared(build_flags: tuple[str, ...]) -> bool:

@@ -78,25 +78,6 @@ def kept_output_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[i
             if d & KEEP_OUTPUTS_BIT and not d & FIXED_POISON_BIT and c != calls - 1}
 
 
-# A derived call's samples are recorded as call DERIVED_SAMPLES + c (kernelloop_harness.cuh: kDerivedSamples).
-DERIVED_SAMPLES = 100000
-_DERIVED_BIT = 0x100  # bit 8 of a call's draw: a derived call follows where it is clear
-
-
-def derived_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
-    """The timed calls a v2 harness follows with a derived call (Harness::derived_call: the call's
-    inputs with about half of each element-wise input drawn afresh, its outputs kept): about one call
-    in eight (no stress, bit 6 clear, bit 8 clear), never the last."""
-    return {c for c, d in enumerate(_stress_draws(secret, calls, heavy))
-            if not d & STRESSED_BIT and not d & FIXED_POISON_BIT and not d & _DERIVED_BIT and c != calls - 1}
-
-
-def call_words(call: int) -> str:
-    """How a message names a sampled call: a timed call, or the derived call after one."""
-    return (f"the call on half-redrawn inputs after timed call {call - DERIVED_SAMPLES + 1}"
-            if call >= DERIVED_SAMPLES else f"timed call {call + 1}")
-
-
 def heavy_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
     """The stressed calls that also get the "one value" stress (slower for some baselines)."""
     return {c for c, d in enumerate(_stress_draws(secret, calls, heavy)) if d & STRESSED_BIT and d & HEAVY_BIT}
