@@ -93,6 +93,11 @@ SPECS.update({
         launcher="bucket_counts_cuda", template_args="float",
         values={"numel": ["33554432", "1000003"], "bins": ["512", "37"], "lo": ["-1"], "hi": ["1"]},
         counts={"values": "numel", "hist": "bins"}, roles={"hist": "output"}, ranges={"values": ("-1.1", "1.1")}),
+    # a thread per row whose loop bound carries the neighbour's offset (`c + 1 < cols`): the row tier
+    "row_variation_ext.cu": InitSpec(
+        launcher="row_variation_cuda",
+        values={"rows": ["16384", "3001"], "cols": ["1024", "509"]},
+        counts={"x": "rows * cols", "tv": "rows"}, roles={"tv": "output"}),
     "gather_rows_assert_ext.cu": InitSpec(
         launcher="gather_rows_cuda", template_args="float",
         values={"num_ids": ["16384", "3001"], "table_rows": ["50257", "50257"], "width": ["768", "509"]},

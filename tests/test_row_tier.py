@@ -673,3 +673,24 @@ def test_a_kernel_launched_in_both_branches_of_a_dispatch_is_rewritten_at_both(t
                           toolchain=find_toolchain())
     assert not result.violations, [v.describe() for v in result.violations]
     assert result.candidate is not None and result.candidate.ok
+
+
+def test_a_loop_bound_with_the_neighbours_offset_is_a_row_loop():
+    # `for (c = 0; c + 1 < cols; ++c)`: a condition that holds for a prefix of the counter's values,
+    # kept as written in the rewrite (each lane steps by 32 from its own start)
+    from .test_offline_optimizer import request_for
+    name = "row_variation_ext.cu"
+    text = generate((OUTSIDE / name).read_text(), SPECS[name], name).program
+    p = OfflineOptimizer().propose(request_for(text, "row_variation_kernel", iteration=1))
+    assert p.approach == "row tier: one warp per row of row_variation_kernel"
+    assert "for (int64_t c = (0) + kl_lane; (c + 1) < cols; c += 32)" in p.source
+
+
+@pytest.mark.nvcc
+def test_the_row_rewrite_of_a_loop_with_an_offset_bound_passes_the_static_gates():
+    name = "row_variation_ext.cu"
+    split = split_program(generate((OUTSIDE / name).read_text(), SPECS[name], name).program, name)
+    (rewrite,), refused = row_warp_rewrites(read_editable(split.editable, split.harness, split.exported),
+                                            split.harness, split.preamble)
+    editable, _ = candidate_editable_part(rewrite.source, split)
+    assert_passes_the_static_gates(split, editable)

@@ -284,11 +284,13 @@ class ItemPlanner:
         if b is None or loop is None or not loop.unit_step:
             self.fail("has a loop that does not step its counter by one")
         self.plain_value(d.init)
-        if not (isinstance(s.cond, Binary) and s.cond.op in ("<", "<=") and self.binding(s.cond.left) is b):
-            self.fail("has a loop whose condition is not `counter < bound`")
-        self.plain_value(s.cond.right)
-        if any(self.binding(x) is b for x in walk_expr(s.cond.right)):
-            self.fail("has a loop whose bound depends on its counter")
+        bounds = self.prefix_bounds(s.cond, b)
+        if bounds is None:
+            self.fail("has a loop whose condition is not `counter < bound` (or `counter + offset < bound`)")
+        for e in bounds:
+            self.plain_value(e)
+            if any(self.binding(x) is b for x in walk_expr(e)):
+                self.fail("has a loop whose bound depends on its counter")
         if b.assignments != 1:  # the step only
             self.fail("has a loop whose counter is assigned in its body")
         kind = integer_of(b.type)
@@ -301,11 +303,11 @@ class ItemPlanner:
         # every expression of the body but the accumulators' own updates, and the loop's start and
         # bound: a bound that reads an accumulator (`c < (used < budget ? cols : 0)`, an early exit)
         # would stop each lane on its own partial (red team round 133)
-        reads: list[Expr] = [d.init, s.cond.right]
+        reads: list[Expr] = [d.init, *bounds]
         self.loop_body(s.body, info, stores, set(), reads)
         written = {a.array.key for a in self.f.accesses if a.kind in ("store", "atomic") and a.array is not None
                    and any(lp.id == loop.id for lp in a.ctx.loops)}
-        bound_arrays = {arr.key for x in walk_expr(s.cond.right) if isinstance(x, Index)
+        bound_arrays = {arr.key for e in bounds for x in walk_expr(e) if isinstance(x, Index)
                         and (arr := self.binding(x.base)) is not None}
         if bound_arrays & written:
             self.fail("has a loop whose bound reads an array the loop writes")
@@ -326,6 +328,23 @@ class ItemPlanner:
         if stores[0]:
             self.check_map(loop.id)
         self.loops.append(info)
+
+    def prefix_bounds(self, cond: Expr | None, counter: Binding) -> list[Expr] | None:
+        """The expressions besides the counter in a condition that holds for a prefix of the counter's
+        values, or None: `c < n`, `c <= n`, `n > c`, `n >= c`, and the same with `c + k` (or `k + c`) for
+        `c` (`t + lag < T`, a shift's overlap): each is false from some value of the counter on, so a
+        lane stepping by 32 from its own start visits exactly the baseline's values it owns. The
+        rewrite keeps the condition as written."""
+        if not isinstance(cond, Binary) or cond.op not in ("<", "<=", ">", ">="):
+            return None
+        side, other = (cond.left, cond.right) if cond.op in ("<", "<=") else (cond.right, cond.left)
+        if self.binding(side) is counter:
+            return [other]
+        if isinstance(side, Binary) and side.op == "+":
+            for c, k in ((side.left, side.right), (side.right, side.left)):
+                if self.binding(c) is counter:
+                    return [k, other]
+        return None
 
     def loop_body(self, s: Stmt | None, info: _Loop, stores: list[bool], declared_inside: set[str],
                   reads: list[Expr]) -> None:
