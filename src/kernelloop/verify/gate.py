@@ -702,7 +702,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         # no size of the program's, and the candidate failing there says nothing
         _memcheck(v, cand_bin, base_bin, toolchain.nvcc, durations, reasons, say, cupti_lib,
                   size_indices if taken_draws else [k for k in size_indices if k >= 0],
-                  taken_draws[0] if taken_draws else None)
+                  taken_draws[0] if taken_draws else None, noise_by_size=noise_by_size)
     # -- speed -------------------------------------------------------------------------
     if reasons:
         v.gates.append(GateResult(gate="speedup", status="skipped", detail="not timed: an earlier gate failed"))
@@ -1245,7 +1245,8 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
 
 def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: Durations, reasons: list[Reason],
               say, cupti_lib: Path | None, other_sizes: list[int] | None = None,
-              size_draw: int | None = None) -> None:
+              size_draw: int | None = None,
+              noise_by_size: dict[tuple[int, int | None], BaselineNoise] | None = None) -> None:
     """compute-sanitizer memcheck on the candidate, at the default size and every other size the
     correctness gate used, the drawn one included (an access out of bounds at one size only is
     still out of bounds)."""
@@ -1264,16 +1265,35 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
     # sanitizer reserves address space of its own.
     limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
                     file_size_bytes=vs.output_dump_max_bytes)
+    differing: Comparison | None = None
     for size_index in [0, *(other_sizes or [])]:
-        # The run looks like every other run to the program: the same environment (the tracer's
-        # variables included) and the same stream pipe, so it cannot tell it is being checked.
+        # The run gets the same environment (the tracer's variables included) and a stream pipe like
+        # every other run's, and every buffer as an allocation of its own exact size, as a caller's
+        # are: a read past a buffer, even one inside the guard zones the other runs put around it, is
+        # an invalid access here. A part that reads the guard zones to tell the verifier's runs from a
+        # caller's (red team round 189) is then either caught reading or takes its caller's path here,
+        # whose results are compared with the baseline's on the same experiment.
+        secret = _secret()
         run = run_program(binary, seed=v.seeds[0], limits=limits, wrapper=memcheck_argv(sanitizer, Path("program"))[:-1],
-                          cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=_secret(),
-                          size_index=size_index, size_draw=size_draw)
+                          cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=secret,
+                          size_index=size_index, size_draw=size_draw, exact_buffers=True)
         durations.program_runs_s += run.result.wall_s
         result = read_memcheck(run.result.stdout, run.result.stderr)
         if run.result.timed_out or run.guard_tripped or result.errors != 0 or run.result.returncode != 0:
             break
+        base = run_program(baseline, seed=v.seeds[0], limits=limits, secret=secret, size_index=size_index,
+                           size_draw=size_draw, exact_buffers=True)
+        durations.program_runs_s += base.result.wall_s
+        if base.result.returncode == 0 and base.records is not None:
+            # the baseline's own run-to-run variation at this size, as the correctness gate allowed it
+            noise = next((n for (k, _), n in (noise_by_size or {}).items() if k == size_index), None)
+            # compute-sanitizer's own lines (`========= ERROR SUMMARY: 0 errors`) are no printed result
+            printed = "\n".join(line for line in run.result.stdout.splitlines() if not line.startswith("========="))
+            program = run.model_copy(update={"result": run.result.model_copy(update={"stdout": printed})})
+            compared = _compare_experiment(base, program, vs, noise)
+            if not compared.match:
+                differing = compared
+                break
     durations.memcheck_s = time.monotonic() - t
     if run.result.timed_out:
         # Unchecked is not clean: a program that only misbehaves when slow to check must not pass.
@@ -1312,6 +1332,13 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
                                   detail=f"the candidate did not finish under compute-sanitizer (exit status "
                                          f"{run.result.returncode}; the baseline finishes): an unfinished run "
                                          f"is not a clean one. {_program_tail(run.result.stderr)}".strip()))
+        return
+    if differing is not None:
+        reasons.append(Reason.correctness)
+        v.gates.append(GateResult(gate="memcheck", status="fail", candidate="other results",
+                                  detail="with every buffer an allocation of its own exact size (no guard zones "
+                                         f"around it), the candidate's results differ from the baseline's: "
+                                         f"{differing.describe()}"))
         return
     clean = result.errors == 0 and run.result.returncode == 0
     if not clean:
