@@ -98,6 +98,11 @@ SPECS.update({
         launcher="row_variation_cuda",
         values={"rows": ["16384", "3001"], "cols": ["1024", "509"]},
         counts={"x": "rows * cols", "tv": "rows"}, roles={"tv": "output"}),
+    # scientific C89 style: extern "C", column-major double, the loop counter declared at the top
+    # (`int i; ... for (i = 0; ...)`): the row tier, one warp per column
+    "colnorms_c89_ext.cu": InitSpec(
+        values={"m": ["2048", "777"], "n": ["8192", "1001"], "lda": ["2048", "777"]},
+        counts={"d_a": "lda * n", "d_norms": "n"}, roles={"d_norms": "output"}),
     "gather_rows_assert_ext.cu": InitSpec(
         launcher="gather_rows_cuda", template_args="float",
         values={"num_ids": ["16384", "3001"], "table_rows": ["50257", "50257"], "width": ["768", "509"]},

@@ -552,3 +552,43 @@ def test_a_drawn_size_whose_nan_carries_the_guard_bytes_is_drawn_again(settings,
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("output 'y' computed NaN" in n for n in v.notes), v.notes
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("takes_another_path", [False, True])
+def test_the_candidates_memcheck_run_has_exact_buffers_and_its_results_are_compared(
+        settings, monkeypatch, tmp_path, takes_another_path):
+    # Red team round 189: a part that read the guard zones around its buffers summed honestly only where
+    # it found the harness's bytes there; the memcheck runs give every buffer an exact-size allocation,
+    # as a caller's are, and their results must be the baseline's on the same experiment
+    clean = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
+    seen: list[tuple[str, bool, str | None]] = []
+
+    def behave(role, kw):
+        seen.append((role, bool(kw.get("exact_buffers")), kw.get("secret")))
+        if role == "candidate" and kw.get("exact_buffers") and takes_another_path:
+            return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])  # half a row, doubled
+        return GOOD
+
+    scripted_runs(monkeypatch, behave)
+    real_run = gate.run_program
+
+    def run(binary, **kw):
+        answer = real_run(binary, **kw)
+        if kw.get("wrapper"):
+            answer.result = answer.result.model_copy(update={"stdout": clean + answer.result.stdout})
+        return answer
+
+    monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(gate, "find_compute_sanitizer", lambda nvcc: Path("/opt/fake/compute-sanitizer"))
+    monkeypatch.setenv("KERNELLOOP_VERIFY_MEMCHECK", "on")
+    v = verify(load_settings(project_dir=tmp_path))
+    memcheck = next(g for g in v.gates if g.gate == "memcheck")
+    checked = [s for s in seen if s[1]]
+    # every memcheck run of the candidate has exact buffers, and a baseline run on its secret follows it
+    assert checked and checked[0][0] == "candidate" and ("baseline", True, checked[0][2]) in checked
+    if takes_another_path:
+        assert Reason.correctness in v.reasons and memcheck.status == "fail", v.summary
+        assert "exact size" in memcheck.detail
+    else:
+        assert memcheck.status == "pass", memcheck.detail

@@ -694,3 +694,34 @@ def test_the_row_rewrite_of_a_loop_with_an_offset_bound_passes_the_static_gates(
                                             split.harness, split.preamble)
     editable, _ = candidate_editable_part(rewrite.source, split)
     assert_passes_the_static_gates(split, editable)
+
+
+def test_a_loop_counter_declared_at_the_top_is_a_row_loop_when_nothing_else_names_it():
+    # C89 and Fortran-ported code declare counters first (`int i; ... for (i = 0; i < m; i++)`): the
+    # rewrite assigns it in the header as the baseline did; a counter read after the loop is refused
+    # (each lane would leave another value there)
+    from .test_offline_optimizer import request_for
+    name = "colnorms_c89_ext.cu"
+    text = generate((OUTSIDE / name).read_text(), SPECS[name], name).program
+    p = OfflineOptimizer().propose(request_for(text, "dnrm2_cols_kernel", iteration=1))
+    assert p.approach == "row tier: one warp per row of dnrm2_cols_kernel"
+    assert "for (i = (0) + kl_lane; i < m; i += 32)" in p.source
+    read_after = text.replace("norms[j] = sqrt(ssq);", "norms[j] = sqrt(ssq) + 0.0 * i;")
+    assert read_after != text
+    with pytest.raises(NoMoreCandidates, match="reads its loop counter i outside the loop"):
+        OfflineOptimizer().propose(request_for(read_after, "dnrm2_cols_kernel", iteration=1))
+    assigned_in_body = text.replace("ssq += a[IDX2C(i, j, lda)] * a[IDX2C(i, j, lda)];",
+                                    "ssq += a[IDX2C(i, j, lda)] * a[IDX2C(i, j, lda)]; if (ssq > 1e300) i = m;")
+    assert assigned_in_body != text
+    with pytest.raises(NoMoreCandidates):
+        OfflineOptimizer().propose(request_for(assigned_in_body, "dnrm2_cols_kernel", iteration=1))
+
+
+@pytest.mark.nvcc
+def test_the_row_rewrite_of_a_c89_loop_passes_the_static_gates():
+    name = "colnorms_c89_ext.cu"
+    split = split_program(generate((OUTSIDE / name).read_text(), SPECS[name], name).program, name)
+    (rewrite,), refused = row_warp_rewrites(read_editable(split.editable, split.harness, split.exported),
+                                            split.harness, split.preamble)
+    editable, _ = candidate_editable_part(rewrite.source, split)
+    assert_passes_the_static_gates(split, editable)

@@ -43,11 +43,13 @@ from .rowwarp import (
     apply_edits,
     bit_identity,
     extreme_of,
+    loop_name,
+    loop_start,
     rounded_launch,
     tier_rewrites,
     with_item_count,
 )
-from .syntax import Decl, ExprStmt, Launch, Num, to_c
+from .syntax import ExprStmt, Launch, Num, to_c
 
 ITEMS_PER_BLOCK = 32  # threadIdx.x: one item each, so a warp's loads stay one coalesced row of items
 SPLITS = (32, 8)  # threads per item, tried in this order: more parallelism first
@@ -108,11 +110,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
                 f"  ::__syncthreads();  // before any of the kernel's own code: every thread reaches it\n"
                 f"  bool kl_owner = threadIdx.y == 0;  // who makes the per-item stores\n")
     edits: list[tuple[int, int, str]] = [(open_brace, open_brace, prologue)]
-    init = s.init
-    assert isinstance(init, Decl)
-    counter = init.declarators[0]
-    header = (f"for ({init.type} {counter.name} = ({to_c(counter.init)}) + threadIdx.y; {to_c(s.cond)}; "
-              f"{counter.name} += {split}) ")
+    header = f"for ({loop_start(s, 'threadIdx.y')}; {to_c(s.cond)}; {loop_name(s)} += {split}) "
     b_start, b_end = s.body.span  # type: ignore[attr-defined]
     before = [a for a in [number_asserts(b.name for b, _ in accs)] if a]
     publish: list[str] = []

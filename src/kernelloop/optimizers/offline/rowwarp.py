@@ -42,7 +42,16 @@ from ...program.scanner import Item, function_name, in_scope, preprocessed, spli
 from .cparse import Param
 from .facts import ATOMICS, PURE_FUNCTIONS, Access, Binding, KernelFacts, collect_facts, integer_of, is_floating_type
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
-from .launcher import EditablePart, Function, Launcher, expanded_function, read_editable, spliced, statement_exprs
+from .launcher import (
+    EditablePart,
+    Function,
+    Launcher,
+    expanded_function,
+    read_editable,
+    spliced,
+    statement_exprs,
+    statements_under,
+)
 from .sizes import is_integer_type, known_constants
 from .symbolic import Poly, is_uniform_atom
 from .syntax import (
@@ -276,14 +285,11 @@ class ItemPlanner:
                 self.fail("assigns inside an expression")
 
     def row_loop(self, s: For) -> None:
-        if not isinstance(s.init, Decl) or len(s.init.declarators) != 1 or s.init.declarators[0].init is None:
-            self.fail("has a loop whose counter is not declared in its header")
-        d = s.init.declarators[0]
-        b = self.f.declared.get(id(d))
+        b, start = self.loop_counter(s)
         loop = next((x for x in self.f.loops if x.cond is s.cond and x.step is s.step), None)
         if b is None or loop is None or not loop.unit_step:
             self.fail("has a loop that does not step its counter by one")
-        self.plain_value(d.init)
+        self.plain_value(start)
         bounds = self.prefix_bounds(s.cond, b)
         if bounds is None:
             self.fail("has a loop whose condition is not `counter < bound` (or `counter + offset < bound`)")
@@ -291,7 +297,7 @@ class ItemPlanner:
             self.plain_value(e)
             if any(self.binding(x) is b for x in walk_expr(e)):
                 self.fail("has a loop whose bound depends on its counter")
-        if b.assignments != 1:  # the step only
+        if b.assignments != (1 if isinstance(s.init, Decl) else 2):  # the step only (and the header's start)
             self.fail("has a loop whose counter is assigned in its body")
         kind = integer_of(b.type)
         if kind is None or kind[0] < 32:
@@ -303,7 +309,7 @@ class ItemPlanner:
         # every expression of the body but the accumulators' own updates, and the loop's start and
         # bound: a bound that reads an accumulator (`c < (used < budget ? cols : 0)`, an early exit)
         # would stop each lane on its own partial (red team round 133)
-        reads: list[Expr] = [d.init, *bounds]
+        reads: list[Expr] = [start, *bounds]
         self.loop_body(s.body, info, stores, set(), reads)
         written = {a.array.key for a in self.f.accesses if a.kind in ("store", "atomic") and a.array is not None
                    and any(lp.id == loop.id for lp in a.ctx.loops)}
@@ -328,6 +334,36 @@ class ItemPlanner:
         if stores[0]:
             self.check_map(loop.id)
         self.loops.append(info)
+
+    def loop_counter(self, s: For) -> tuple[Binding | None, Expr]:
+        """The row loop's counter and its start: declared in the header (`for (int c = 0; ...)`), or, in
+        C89 and Fortran-ported code, a local declared before the loop and assigned by its header (`int
+        c; ... for (c = 0; ...)`) that nothing but this loop names (its value after the loop, which each
+        lane would leave otherwise, is never read; a second loop reusing it is refused)."""
+        if isinstance(s.init, Decl) and len(s.init.declarators) == 1 and s.init.declarators[0].init is not None:
+            d = s.init.declarators[0]
+            return self.f.declared.get(id(d)), d.init  # type: ignore[return-value]
+        e = s.init.expr if isinstance(s.init, ExprStmt) else None
+        if not (isinstance(e, Assign) and e.op == "=" and isinstance(e.target, Name)):
+            self.fail("has a loop whose counter is not declared in its header")
+        assert isinstance(e, Assign)
+        b = self.binding(e.target)
+        decl = next((x for x in statements_under(self.fn.body) if isinstance(x, Decl)
+                     and any(self.f.declared.get(id(dd)) is b for dd in x.declarators)), None)
+        if b is None or b.param is not None or b.array or b.pointer or b.persistent or decl is None:
+            self.fail(f"has a loop whose counter {to_c(e.target)} is neither declared in its header nor a local of "
+                      "the kernel")
+        assert b is not None and decl is not None
+        declarator = next(dd for dd in decl.declarators if self.f.declared.get(id(dd)) is b)
+        if declarator.init is not None:
+            self.plain_value(declarator.init)
+        body = self.fn.item.text[len(self.fn.head):]
+        masked = list(body)
+        for a, z in (s.span, decl.span):  # type: ignore[attr-defined]
+            masked[a:z] = " " * (z - a)
+        if re.search(rf"(?<![\w.]){re.escape(b.name)}\b", without_literals(strip_comments("".join(masked)))):
+            self.fail(f"reads its loop counter {b.name} outside the loop (each lane would leave another value)")
+        return b, e.value
 
     def prefix_bounds(self, cond: Expr | None, counter: Binding) -> list[Expr] | None:
         """The expressions besides the counter in a condition that holds for a prefix of the counter's
@@ -879,6 +915,24 @@ def _shuffle_combine(name: str, kind: str, ctype: str) -> str:
     return f"for (int kl_offset = {WARP // 2}; kl_offset > 0; kl_offset /= 2) {step}"
 
 
+def loop_name(s: For) -> str:
+    """A row loop's counter, declared in its header or assigned there (ItemPlanner.loop_counter)."""
+    if isinstance(s.init, Decl):
+        return s.init.declarators[0].name
+    assert isinstance(s.init, ExprStmt) and isinstance(s.init.expr, Assign)
+    return to_c(s.init.expr.target)
+
+
+def loop_start(s: For, offset: str) -> str:
+    """A row loop's header start, moved on by OFFSET (a lane, a slice): `int c = (0) + kl_lane`, or
+    `c = (0) + kl_lane` for a counter declared before the loop."""
+    if isinstance(s.init, Decl):
+        counter = s.init.declarators[0]
+        return f"{s.init.type} {counter.name} = ({to_c(counter.init)}) + {offset}"  # type: ignore[arg-type]
+    assert isinstance(s.init, ExprStmt) and isinstance(s.init.expr, Assign)
+    return f"{to_c(s.init.expr.target)} = ({to_c(s.init.expr.value)}) + {offset}"
+
+
 def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
     body = fn.item.text[len(fn.head):]
     edits: list[tuple[int, int, str]] = []
@@ -892,11 +946,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
                               f"  if ((long long){d.name}{_plus(-offset)} >= {ITEM_COUNT}) return;  // rows the baseline never had"))
     for loop in plan.loops:
         s = loop.stmt
-        init = s.init
-        assert isinstance(init, Decl)
-        counter = init.declarators[0]
-        header = (f"for ({init.type} {counter.name} = ({to_c(counter.init)}) + kl_lane; {to_c(s.cond)}; "
-                  f"{counter.name} += {WARP}) ")
+        header = f"for ({loop_start(s, 'kl_lane')}; {to_c(s.cond)}; {loop_name(s)} += {WARP}) "
         b_start, b_end = s.body.span  # type: ignore[attr-defined]
         loop_text = header + body[b_start:b_end]
         before = [a for a in [number_asserts(plan.bindings[key].name for key in loop.accumulators)] if a]
