@@ -299,7 +299,7 @@ def test_a_clean_baseline_memcheck_run_is_remembered_and_an_unfinished_one_only_
 
     def run(binary, **kw):
         answer = real_run(binary, **kw)
-        if kw.get("exact_buffers"):
+        if kw.get("exact_buffers") and kw.get("wrapper"):  # the baseline's bounds run (not the caller-layout pair)
             exact.append(1)
             answer.result = answer.result.model_copy(update={"stdout": clean})
         return answer
@@ -566,8 +566,8 @@ def test_the_candidates_memcheck_run_has_exact_buffers_and_its_results_are_compa
 
     def behave(role, kw):
         seen.append((role, bool(kw.get("exact_buffers")), kw.get("secret")))
-        if role == "candidate" and kw.get("exact_buffers") and takes_another_path:
-            return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])  # half a row, doubled
+        if role == "candidate" and kw.get("exact_buffers") and kw.get("wrapper") and takes_another_path:
+            return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])  # half a row, doubled, under the sanitizer
         return GOOD
 
     scripted_runs(monkeypatch, behave)
@@ -586,9 +586,32 @@ def test_the_candidates_memcheck_run_has_exact_buffers_and_its_results_are_compa
     memcheck = next(g for g in v.gates if g.gate == "memcheck")
     checked = [s for s in seen if s[1]]
     # every memcheck run of the candidate has exact buffers, and a baseline run on its secret follows it
-    assert checked and checked[0][0] == "candidate" and ("baseline", True, checked[0][2]) in checked
+    # (after the caller-layout pair of the correctness gate, a candidate run and a baseline run)
+    memchecked = [s for s in checked if s[0] == "candidate"][1:]
+    assert memchecked and ("baseline", True, memchecked[0][2]) in checked
     if takes_another_path:
         assert Reason.correctness in v.reasons and memcheck.status == "fail", v.summary
         assert "exact size" in memcheck.detail
     else:
         assert memcheck.status == "pass", memcheck.detail
+
+
+@pytest.mark.nvcc
+def test_a_candidate_wrong_only_where_its_buffers_have_no_guard_zones_is_rejected(settings, monkeypatch, tmp_path):
+    # Red team rounds 189-190: a part that reads the guard zones around its buffers to tell the verifier's
+    # runs from a caller's, and memcheck's runs from the others by their serialisation; one correctness
+    # experiment has every buffer an exact-size allocation and no sanitizer
+    seen: list[tuple[str, bool, bool]] = []
+
+    def behave(role, kw):
+        seen.append((role, bool(kw.get("exact_buffers")), bool(kw.get("wrapper"))))
+        if role == "candidate" and kw.get("exact_buffers") and not kw.get("wrapper"):
+            return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])  # a caller's path: half a row, doubled
+        return GOOD
+
+    scripted_runs(monkeypatch, behave)
+    v = verify(load_settings(project_dir=tmp_path))
+    assert ("candidate", True, False) in seen and ("baseline", True, False) in seen
+    assert Reason.correctness in v.reasons, v.summary
+    gate_row = next(g for g in v.gates if g.gate == "correctness" and "exact size" in g.detail)
+    assert gate_row.status == "fail" and "differ" in gate_row.detail

@@ -31,5 +31,7 @@ def test_the_two_builds_of_each_candidate_are_other_code(case):
 
 
 def test_what_nvcc_writes_is_readable():
-    for name in ("round178/c1/a.ptx", "round182/c1/a.ptx", "round181/c3/a.ptx"):
+    # (round182/c1/a.ptx left out: its inline assembly writes a variable after a function's body, which
+    # nvcc never does, so since round 185 the module is read whole)
+    for name in ("round178/c1/a.ptx", "round181/c3/a.ptx"):
         assert not read_ptx((FIXTURES / "redteam" / name).read_text()).unreadable, name

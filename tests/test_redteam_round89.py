@@ -20,7 +20,13 @@ ROUND = FIXTURES / "redteam" / "round89"
     "narrow_float_cast/mm_bf16_local.cu", "narrow_float_cast/tr_bf16_cast.cu", "rowtier_int_sum/baseline.cu",
 ])
 def test_a_kernel_that_narrows_a_floating_value_gets_no_float_rewrite(path):
-    assert _proposals(ROUND / path) == []
+    sources = _proposals(ROUND / path)
+    if path == "local_narrowing/st_int_local.cu":
+        # the axis tier swaps the thread axes and keeps every expression as written: the narrowing stays
+        # (twice: the baseline's kernel and the rewritten one beside it); no family's float rewrite
+        assert sources and all(s.count("const int whole = v;") == 2 for s in sources), sources
+        return
+    assert sources == []
 
 
 def test_the_zeroing_a_family_adds_calls_the_runtime_by_its_global_name():

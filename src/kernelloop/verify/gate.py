@@ -698,6 +698,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
     # -- memcheck ----------------------------------------------------------------------
     if not reasons:
+        _caller_layout_check(v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, durations, reasons,
+                             say, noise_by_size.get((0, None)))
+    if not reasons:
         # at a drawn size only where the baseline ran: one it refused (or read past its buffers at) is
         # no size of the program's, and the candidate failing there says nothing
         _memcheck(v, cand_bin, base_bin, toolchain.nvcc, durations, reasons, say, cupti_lib,
@@ -1241,6 +1244,36 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
         v.notes.append("special input values not checked everywhere, because the baseline itself fails on them or "
                        f"leaves an output wholly NaN or inf: {'; '.join(unchecked)}")
     return None, True
+
+
+def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
+                         cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
+                         say, noise: BaselineNoise | None) -> None:
+    """One more experiment, at the default size, with every buffer an allocation of its own exact size
+    (no guard zones: as a caller's buffers are) and no sanitizer, traced like every correctness run:
+    the candidate's results must be the baseline's there too. Red team rounds 189-190: a part read
+    the guard zones around its buffers to tell the verifier's runs from a caller's, and told
+    compute-sanitizer's runs (the only exact-size ones then) from the rest by how it serialises
+    kernels; this run is neither."""
+    seed = _fresh_seeds(1, used_seeds)[0]
+    secret = _secret()
+    say(Progress(stage="correctness", message=f"seed {seed}: every buffer its own exact-size allocation"))
+    cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
+                       exact_buffers=True)
+    base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, exact_buffers=True)
+    durations.program_runs_s += cand.result.wall_s + base.result.wall_s
+    if _run_failure(base):
+        return  # the baseline's own exact-size run failing is the baseline-bounds check's business
+    failure = _run_failure(cand)
+    compared = None if failure else _compare_experiment(base, cand, v.settings, noise)
+    if compared is not None and compared.match:
+        return
+    reasons.append(failure[0] if failure else Reason.correctness)
+    what = (f"the candidate's run failed: {failure[1]}" if failure else
+            f"the candidate's results differ from the baseline's: {compared.describe() if compared else ''}")
+    v.gates.append(GateResult(gate="correctness", status="fail", candidate="other results",
+                              detail="with every buffer an allocation of its own exact size (no guard zones around "
+                                     f"it, as a caller's buffers are), {what}"))
 
 
 def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: Durations, reasons: list[Reason],
