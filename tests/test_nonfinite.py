@@ -614,4 +614,25 @@ def test_a_candidate_wrong_only_where_its_buffers_have_no_guard_zones_is_rejecte
     assert ("candidate", True, False) in seen and ("baseline", True, False) in seen
     assert Reason.correctness in v.reasons, v.summary
     gate_row = next(g for g in v.gates if g.gate == "correctness" and "exact size" in g.detail)
-    assert gate_row.status == "fail" and "differ" in gate_row.detail
+    assert gate_row.status == "fail" and "differ" in gate_row.detail and "drawn offsets" in gate_row.detail
+
+
+@pytest.mark.nvcc
+def test_the_caller_layout_run_shifts_the_buffers_as_far_as_the_baseline_allows(settings, monkeypatch, tmp_path):
+    # Red team round 191: every verifier buffer was 256-byte aligned; the caller-layout run starts each at
+    # a drawn offset in element-size multiples, or 16-byte multiples where the baseline needs them
+    shifts: list[tuple[str, tuple | None]] = []
+
+    def behave(role, kw):
+        if kw.get("exact_buffers") and not kw.get("wrapper"):
+            shifts.append((role, kw.get("buffer_shift")))
+            if role == "baseline" and kw.get("buffer_shift") and kw["buffer_shift"][1] == 0:
+                return 1  # a baseline whose float4 loads need 16-byte alignment
+        return GOOD
+
+    scripted_runs(monkeypatch, behave)
+    v = verify(load_settings(project_dir=tmp_path))
+    assert [(role, shift[1] if shift else None) for role, shift in shifts] == \
+        [("baseline", 0), ("baseline", 16), ("candidate", 16)], shifts
+    assert shifts[0][1][0] == shifts[2][1][0] and shifts[0][1][0] % 2 == 1  # one drawn key
+    assert any("16-byte aligned" in n for n in v.notes), v.notes

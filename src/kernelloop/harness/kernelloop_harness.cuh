@@ -992,9 +992,9 @@ __global__ void kl_hash_kernel(const unsigned char* data, size_t bytes, unsigned
   unsigned long long acc = 0;
   for (size_t w = blockIdx.x * (size_t)blockDim.x + threadIdx.x; w < words; w += (size_t)gridDim.x * blockDim.x) {
     uint64_t v = 0;
-    if (8 * w + 8 <= bytes)
+    if (8 * w + 8 <= bytes && ((uintptr_t)data & 7) == 0)
       v = reinterpret_cast<const uint64_t*>(data)[w];  // buffers start 4096 bytes into an allocation
-    else
+    else  // the last word, or a buffer at a shifted address (KERNELLOOP_BUFFER_SHIFT): byte by byte
       for (size_t k = 0; 8 * w + k < bytes; ++k) v |= (uint64_t)data[8 * w + k] << (8 * k);
     acc += mix64(v ^ mix64(w ^ 0x4841534855ull));
   }
@@ -1007,7 +1007,7 @@ __global__ void kl_hash_kernel(const unsigned char* data, size_t bytes, unsigned
 __global__ void kl_flat_check_kernel(const unsigned char* data, size_t bytes, size_t elem, int* varied) {
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   const size_t first = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-  if (8 % elem == 0) {
+  if (8 % elem == 0 && ((uintptr_t)data & 7) == 0) {
     const uint64_t* words = reinterpret_cast<const uint64_t*>(data);  // 4096 bytes into an allocation
     const size_t whole = bytes / 8;
     for (size_t w = first; w < whole; w += stride)
@@ -1121,6 +1121,8 @@ struct State {
   int nonfinite;                       // the verifier's non-finite experiment: which special values
                                        // (KERNELLOOP_NONFINITE, bits: 1 NaN, 2 +inf, 4 -inf, 8 zero); 0: none
   bool exact_buffers;                  // KERNELLOOP_EXACT_BUFFERS: each buffer its own exact-size allocation
+  uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: exact buffers at drawn offsets (0: none)
+  size_t shift_unit;                   // ... in multiples of this many bytes (0: each buffer's element size)
   unsigned char read_guard;            // the guard byte of inputs and in-out buffers (KERNELLOOP_GUARD_BYTE)
   uint64_t nonfinite_buffers;          // which buffers get the special values (KERNELLOOP_NONFINITE_BUFFERS)
   bool nonfinite_now;                  // this call's spikes include NaN and +-inf
@@ -1183,6 +1185,17 @@ class Harness {
     // size and no guard zones, so compute-sanitizer sees any access past a declared buffer.
     const char* exact_text = getenv("KERNELLOOP_EXACT_BUFFERS");
     s.exact_buffers = exact_text && *exact_text == '1';
+    // With exact buffers, each buffer at an offset drawn from this key ("KEY:UNIT"), in multiples of
+    // UNIT bytes (0: its element size) below 256: a caller's slice or view need not start where
+    // cudaMalloc's 256-byte alignment puts it (red team round 191).
+    const char* shift_text = getenv("KERNELLOOP_BUFFER_SHIFT");
+    s.shift_key = 0;
+    s.shift_unit = 0;
+    if (s.exact_buffers && shift_text && *shift_text) {
+      char* rest = nullptr;
+      s.shift_key = strtoull(shift_text, &rest, 10);
+      if (rest && *rest == ':') s.shift_unit = (size_t)strtoull(rest + 1, nullptr, 10);
+    }
     const char* guard_text = getenv("KERNELLOOP_GUARD_BYTE");
     s.read_guard = guard_text && *guard_text ? (unsigned char)(atoi(guard_text) & 0xFF) : kReadGuardByte;
     // The special values go into the inputs this mask names (bit i: the i-th declared buffer), one at a
@@ -1420,7 +1433,14 @@ class Harness {
     b.dtype = DType<T>::name;
     b.count = count;
     b.elem = sizeof(T);
-    if (s.exact_buffers) {
+    if (s.exact_buffers && s.shift_key) {
+      const size_t unit = std::max<size_t>(s.shift_unit ? s.shift_unit : sizeof(T), sizeof(T));
+      const size_t slots = unit < 256 ? 256 / unit : 1;
+      const size_t at = slots > 1 ? unit * (1 + mix64(s.shift_key ^ (0x5348494654ull + (uint64_t)t.nbuffers)) % (slots - 1))
+                                  : 0;
+      KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + 256));
+      b.data = b.base + at;
+    } else if (s.exact_buffers) {
       KL_CHECK(cudaMalloc(&b.base, count * sizeof(T)));
       b.data = b.base;
     } else {

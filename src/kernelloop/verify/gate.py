@@ -1258,12 +1258,26 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
     seed = _fresh_seeds(1, used_seeds)[0]
     secret = _secret()
     say(Progress(stage="correctness", message=f"seed {seed}: every buffer its own exact-size allocation"))
-    cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                       exact_buffers=True)
-    base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, exact_buffers=True)
-    durations.program_runs_s += cand.result.wall_s + base.result.wall_s
-    if _run_failure(base):
+    # Each buffer at a drawn offset, as a caller's slice or view may be (red team round 191: a part that
+    # dropped a misaligned prefix was right on every cudaMalloc address): in multiples of the element
+    # size, else of 16 bytes where the baseline itself needs that (vector loads), else none.
+    key = secrets.randbits(62) | 1
+    for shift in ((key, 0), (key, 16), None):
+        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, exact_buffers=True,
+                           buffer_shift=shift)
+        durations.program_runs_s += base.result.wall_s
+        if not _run_failure(base):
+            break
+    else:
         return  # the baseline's own exact-size run failing is the baseline-bounds check's business
+    if shift is None:
+        v.notes.append("the baseline fails with its buffers at offsets a cudaMalloc address does not have "
+                       "(even at 16-byte multiples): only aligned buffers were checked")
+    elif shift[1]:
+        v.notes.append("the baseline needs its buffers 16-byte aligned: offsets in 16-byte multiples were checked")
+    cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
+                       exact_buffers=True, buffer_shift=shift)
+    durations.program_runs_s += cand.result.wall_s
     failure = _run_failure(cand)
     compared = None if failure else _compare_experiment(base, cand, v.settings, noise)
     if compared is not None and compared.match:
@@ -1271,9 +1285,11 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
     reasons.append(failure[0] if failure else Reason.correctness)
     what = (f"the candidate's run failed: {failure[1]}" if failure else
             f"the candidate's results differ from the baseline's: {compared.describe() if compared else ''}")
+    at = "" if shift is None else f", starting at drawn offsets in multiples of {shift[1] or 'its element size'}" + \
+        (" bytes" if shift[1] else "")
     v.gates.append(GateResult(gate="correctness", status="fail", candidate="other results",
                               detail="with every buffer an allocation of its own exact size (no guard zones around "
-                                     f"it, as a caller's buffers are), {what}"))
+                                     f"it, as a caller's buffers are{at}), {what}"))
 
 
 def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: Durations, reasons: list[Reason],

@@ -27,6 +27,7 @@ NONFINITE_ENV = "KERNELLOOP_NONFINITE"  # the non-finite experiment: which speci
 EXACT_BUFFERS_ENV = "KERNELLOOP_EXACT_BUFFERS"  # every buffer its own exact-size allocation (a baseline memcheck run)
 NONFINITE_BUFFERS_ENV = "KERNELLOOP_NONFINITE_BUFFERS"  # which inputs get the special values (a mask of buffer indices)
 GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones (the guard contrast runs)
+BUFFER_SHIFT_ENV = "KERNELLOOP_BUFFER_SHIFT"  # "KEY:UNIT": exact buffers at drawn offsets (the caller-layout run)
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
 STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT, KEEP_OUTPUTS_BIT = 1, 2, 64, 128
 
@@ -113,7 +114,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 size_index: int = 0, size_draw: int | None = None, heavy: bool = True,
                 fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
                 nonfinite_buffers: int | None = None, exact_buffers: bool = False,
-                guard_byte: int | None = None) -> ProgramRun:
+                guard_byte: int | None = None, buffer_shift: tuple[int, int] | None = None) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one; `nonfinite_calls` (its
@@ -122,7 +123,9 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
     allocate every buffer to its exact size, with no guard zones (a memcheck run of the baseline:
     any access past a buffer is then out of bounds); `nonfinite_buffers` (a mask of the manifest's
     buffer indices) limits the special values to those inputs; `guard_byte` fills the inputs'
-    guard zones (default 0xFF, NaN)."""
+    guard zones (default 0xFF, NaN); `buffer_shift` (key, unit), with `exact_buffers`, starts every
+    buffer at an offset below 256 bytes drawn from the key, in multiples of `unit` bytes (0: the
+    buffer's element size), where cudaMalloc's alignment would put none."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
@@ -135,6 +138,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             env[GUARD_BYTE_ENV] = str(guard_byte)
         if exact_buffers:
             env[EXACT_BUFFERS_ENV] = "1"
+            if buffer_shift is not None:
+                env[BUFFER_SHIFT_ENV] = f"{buffer_shift[0]}:{buffer_shift[1]}"
         if size_index > 0:
             env[SIZE_INDEX_ENV] = str(size_index)
         if size_index < 0 and size_draw:
