@@ -614,7 +614,26 @@ def test_a_candidate_wrong_only_where_its_buffers_have_no_guard_zones_is_rejecte
     assert ("candidate", True, False) in seen and ("baseline", True, False) in seen
     assert Reason.correctness in v.reasons, v.summary
     gate_row = next(g for g in v.gates if g.gate == "correctness" and "exact size" in g.detail)
-    assert gate_row.status == "fail" and "differ" in gate_row.detail and "drawn offsets" in gate_row.detail
+    assert gate_row.status == "fail" and "differ" in gate_row.detail
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("wrong_when", ["aligned", "shifted"])
+def test_a_candidate_wrong_in_either_caller_layout_is_rejected(settings, monkeypatch, tmp_path, wrong_when):
+    # Red team rounds 191-192: a part right only on aligned buffers (a misaligned prefix dropped), and one
+    # that told an always-shifted run from every other by the pointer's low bits; one caller-layout run
+    # has the buffers where cudaMalloc puts them, the other at drawn offsets
+    def behave(role, kw):
+        caller = kw.get("exact_buffers") and not kw.get("wrapper")
+        if role == "candidate" and caller and (kw.get("buffer_shift") is None) == (wrong_when == "aligned"):
+            return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])
+        return GOOD
+
+    scripted_runs(monkeypatch, behave)
+    v = verify(load_settings(project_dir=tmp_path))
+    assert Reason.correctness in v.reasons, v.summary
+    row = next(g for g in v.gates if g.gate == "correctness" and "exact size" in g.detail)
+    assert ("drawn offsets" in row.detail) == (wrong_when == "shifted"), row.detail
 
 
 @pytest.mark.nvcc
@@ -633,6 +652,6 @@ def test_the_caller_layout_run_shifts_the_buffers_as_far_as_the_baseline_allows(
     scripted_runs(monkeypatch, behave)
     v = verify(load_settings(project_dir=tmp_path))
     assert [(role, shift[1] if shift else None) for role, shift in shifts] == \
-        [("baseline", 0), ("baseline", 16), ("candidate", 16)], shifts
-    assert shifts[0][1][0] == shifts[2][1][0] and shifts[0][1][0] % 2 == 1  # one drawn key
+        [("baseline", None), ("candidate", None), ("baseline", 0), ("baseline", 16), ("candidate", 16)], shifts
+    assert shifts[2][1][0] == shifts[4][1][0] and shifts[2][1][0] % 2 == 1  # one drawn key
     assert any("16-byte aligned" in n for n in v.notes), v.notes

@@ -1249,31 +1249,44 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
 def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                          cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
                          say, noise: BaselineNoise | None) -> None:
-    """One more experiment, at the default size, with every buffer an allocation of its own exact size
+    """Two more experiments, at the default size, with every buffer an allocation of its own exact size
     (no guard zones: as a caller's buffers are) and no sanitizer, traced like every correctness run:
-    the candidate's results must be the baseline's there too. Red team rounds 189-190: a part read
-    the guard zones around its buffers to tell the verifier's runs from a caller's, and told
-    compute-sanitizer's runs (the only exact-size ones then) from the rest by how it serialises
-    kernels; this run is neither."""
+    the candidate's results must be the baseline's there too. One has the buffers where cudaMalloc
+    puts them, the other at drawn offsets, as a caller's slice or view may be. Red team rounds
+    189-192: a part read the guard zones around its buffers to tell the verifier's runs from a
+    caller's, told compute-sanitizer's runs (the only exact-size ones then) from the rest by how it
+    serialises kernels, dropped a misaligned prefix no aligned run showed, and told a run whose
+    buffers were always shifted from every other by the pointer's low bits; neither run here is any
+    of those, and a caller's buffers may be either."""
+    for shifted in (False, True):
+        if not _caller_layout_run(v, base_bin, cand_bin, base_limits, cand_limits, cupti_lib, used_seeds,
+                                  durations, reasons, say, noise, shifted):
+            return
+
+
+def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
+                       cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
+                       say, noise: BaselineNoise | None, shifted: bool) -> bool:
+    """One caller-layout experiment (see _caller_layout_check); False where the candidate failed it."""
     seed = _fresh_seeds(1, used_seeds)[0]
     secret = _secret()
-    say(Progress(stage="correctness", message=f"seed {seed}: every buffer its own exact-size allocation"))
-    # Each buffer at a drawn offset, as a caller's slice or view may be (red team round 191: a part that
-    # dropped a misaligned prefix was right on every cudaMalloc address): in multiples of the element
-    # size, else of 16 bytes where the baseline itself needs that (vector loads), else none.
+    say(Progress(stage="correctness", message=f"seed {seed}: every buffer its own exact-size allocation"
+                                              + (", at drawn offsets" if shifted else "")))
+    # Shifted: in multiples of the element size, else of 16 bytes where the baseline itself needs that
+    # (vector loads); where it fails even so, the aligned experiment is the only one.
     key = secrets.randbits(62) | 1
-    for shift in ((key, 0), (key, 16), None):
+    for shift in ((key, 0), (key, 16)) if shifted else (None,):
         base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, exact_buffers=True,
                            buffer_shift=shift)
         durations.program_runs_s += base.result.wall_s
         if not _run_failure(base):
             break
     else:
-        return  # the baseline's own exact-size run failing is the baseline-bounds check's business
-    if shift is None:
-        v.notes.append("the baseline fails with its buffers at offsets a cudaMalloc address does not have "
-                       "(even at 16-byte multiples): only aligned buffers were checked")
-    elif shift[1]:
+        if shifted:
+            v.notes.append("the baseline fails with its buffers at offsets a cudaMalloc address does not have "
+                           "(even at 16-byte multiples): only aligned buffers were checked")
+        return True  # the baseline's own exact-size run failing is the baseline-bounds check's business
+    if shift is not None and shift[1]:
         v.notes.append("the baseline needs its buffers 16-byte aligned: offsets in 16-byte multiples were checked")
     cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
                        exact_buffers=True, buffer_shift=shift)
@@ -1281,7 +1294,7 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
     failure = _run_failure(cand)
     compared = None if failure else _compare_experiment(base, cand, v.settings, noise)
     if compared is not None and compared.match:
-        return
+        return True
     reasons.append(failure[0] if failure else Reason.correctness)
     what = (f"the candidate's run failed: {failure[1]}" if failure else
             f"the candidate's results differ from the baseline's: {compared.describe() if compared else ''}")
@@ -1290,6 +1303,7 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
     v.gates.append(GateResult(gate="correctness", status="fail", candidate="other results",
                               detail="with every buffer an allocation of its own exact size (no guard zones around "
                                      f"it, as a caller's buffers are{at}), {what}"))
+    return False
 
 
 def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: Durations, reasons: list[Reason],
