@@ -625,7 +625,9 @@ def test_a_candidate_wrong_in_either_caller_layout_is_rejected(settings, monkeyp
     # has the buffers where cudaMalloc puts them, the other at drawn offsets
     def behave(role, kw):
         caller = kw.get("exact_buffers") and not kw.get("wrapper")
-        if role == "candidate" and caller and (kw.get("buffer_shift") is None) == (wrong_when == "aligned"):
+        shift = kw.get("buffer_shift")
+        wrong = shift is None if wrong_when == "aligned" else (shift is not None and shift[2] == 1)
+        if role == "candidate" and caller and wrong:  # "shifted": only where the offsets' bits are flipped
             return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])
         return GOOD
 
@@ -651,7 +653,9 @@ def test_the_caller_layout_run_shifts_the_buffers_as_far_as_the_baseline_allows(
 
     scripted_runs(monkeypatch, behave)
     v = verify(load_settings(project_dir=tmp_path))
-    assert [(role, shift[1] if shift else None) for role, shift in shifts] == \
-        [("baseline", None), ("candidate", None), ("baseline", 0), ("baseline", 16), ("candidate", 16)], shifts
-    assert shifts[2][1][0] == shifts[4][1][0] and shifts[2][1][0] % 2 == 1  # one drawn key
+    assert [(role, shift[1:] if shift else None) for role, shift in shifts] == [
+        ("baseline", None), ("candidate", None),  # where cudaMalloc puts them
+        ("baseline", (0, 0)), ("baseline", (16, 0)), ("candidate", (16, 0)),  # at drawn offsets
+        ("baseline", (0, 1)), ("baseline", (16, 1)), ("candidate", (16, 1))], shifts  # every offset bit flipped
+    assert len({shift[0] for _, shift in shifts if shift}) == 1 and shifts[2][1][0] % 2 == 1  # one drawn key
     assert any("16-byte aligned" in n for n in v.notes), v.notes

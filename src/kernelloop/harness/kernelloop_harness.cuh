@@ -1123,6 +1123,7 @@ struct State {
   bool exact_buffers;                  // KERNELLOOP_EXACT_BUFFERS: each buffer its own exact-size allocation
   uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: exact buffers at drawn offsets (0: none)
   size_t shift_unit;                   // ... in multiples of this many bytes (0: each buffer's element size)
+  bool shift_flip;                     // ... every offset bit flipped (the second shifted run)
   unsigned char read_guard;            // the guard byte of inputs and in-out buffers (KERNELLOOP_GUARD_BYTE)
   uint64_t nonfinite_buffers;          // which buffers get the special values (KERNELLOOP_NONFINITE_BUFFERS)
   bool nonfinite_now;                  // this call's spikes include NaN and +-inf
@@ -1186,15 +1187,17 @@ class Harness {
     const char* exact_text = getenv("KERNELLOOP_EXACT_BUFFERS");
     s.exact_buffers = exact_text && *exact_text == '1';
     // With exact buffers, each buffer at an offset drawn from this key ("KEY:UNIT"), in multiples of
-    // UNIT bytes (0: its element size) below 256: a caller's slice or view need not start where
-    // cudaMalloc's 256-byte alignment puts it (red team round 191).
+    // UNIT bytes (0: its element size) below 2 MiB: a caller's slice or view need not start where
+    // cudaMalloc's alignment puts it (red team rounds 191, 193).
     const char* shift_text = getenv("KERNELLOOP_BUFFER_SHIFT");
     s.shift_key = 0;
     s.shift_unit = 0;
-    if (s.exact_buffers && shift_text && *shift_text) {
+    s.shift_flip = false;
+    if (s.exact_buffers && shift_text && *shift_text) {  // "KEY:UNIT[:FLIP]"
       char* rest = nullptr;
       s.shift_key = strtoull(shift_text, &rest, 10);
-      if (rest && *rest == ':') s.shift_unit = (size_t)strtoull(rest + 1, nullptr, 10);
+      if (rest && *rest == ':') s.shift_unit = (size_t)strtoull(rest + 1, &rest, 10);
+      if (rest && *rest == ':') s.shift_flip = strtoull(rest + 1, nullptr, 10) != 0;
     }
     const char* guard_text = getenv("KERNELLOOP_GUARD_BYTE");
     s.read_guard = guard_text && *guard_text ? (unsigned char)(atoi(guard_text) & 0xFF) : kReadGuardByte;
@@ -1434,11 +1437,19 @@ class Harness {
     b.count = count;
     b.elem = sizeof(T);
     if (s.exact_buffers && s.shift_key) {
+      // Offsets below 2 MiB, cudaMalloc's alignment of a large block: every address bit up to bit 20
+      // varies between the aligned and the shifted run (red team round 193: offsets below 256 left
+      // bit 8 zero in every run the verifier made, and a part keyed on it)
+      const size_t span = (size_t)1 << 21;
       const size_t unit = std::max<size_t>(s.shift_unit ? s.shift_unit : sizeof(T), sizeof(T));
-      const size_t slots = unit < 256 ? 256 / unit : 1;
-      const size_t at = slots > 1 ? unit * (1 + mix64(s.shift_key ^ (0x5348494654ull + (uint64_t)t.nbuffers)) % (slots - 1))
-                                  : 0;
-      KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + 256));
+      const size_t slots = unit < span ? span / unit : 1;
+      size_t at = slots > 1 ? unit * (1 + mix64(s.shift_key ^ (0x5348494654ull + (uint64_t)t.nbuffers)) % (slots - 1))
+                            : 0;
+      // The flipped run: the other value of every offset bit from the unit's up (the arithmetic mirror
+      // where the unit is no power of two): a part keyed on one address bit meets both of its values
+      if (s.shift_flip && slots > 1)
+        at = (unit & (unit - 1)) == 0 ? ((span - 1) ^ at) & ~(unit - 1) : span - unit - at;
+      KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + span));
       b.data = b.base + at;
     } else if (s.exact_buffers) {
       KL_CHECK(cudaMalloc(&b.base, count * sizeof(T)));

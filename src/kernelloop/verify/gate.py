@@ -1249,33 +1249,36 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
 def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                          cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
                          say, noise: BaselineNoise | None) -> None:
-    """Two more experiments, at the default size, with every buffer an allocation of its own exact size
-    (no guard zones: as a caller's buffers are) and no sanitizer, traced like every correctness run:
-    the candidate's results must be the baseline's there too. One has the buffers where cudaMalloc
-    puts them, the other at drawn offsets, as a caller's slice or view may be. Red team rounds
-    189-192: a part read the guard zones around its buffers to tell the verifier's runs from a
-    caller's, told compute-sanitizer's runs (the only exact-size ones then) from the rest by how it
-    serialises kernels, dropped a misaligned prefix no aligned run showed, and told a run whose
-    buffers were always shifted from every other by the pointer's low bits; neither run here is any
-    of those, and a caller's buffers may be either."""
-    for shifted in (False, True):
+    """Three more experiments, at the default size, with every buffer an allocation of its own exact
+    size (no guard zones: as a caller's buffers are) and no sanitizer, traced like every correctness
+    run: the candidate's results must be the baseline's there too. One has the buffers where
+    cudaMalloc puts them; two at drawn offsets below 2 MiB, the second with every offset bit the
+    other way, as a caller's slice or view may be. Red team rounds 189-193: a part read the guard
+    zones around its buffers to tell the verifier's runs from a caller's, told compute-sanitizer's
+    runs (the only exact-size ones then) from the rest by how it serialises kernels, dropped a
+    misaligned prefix no aligned run showed, told an always-shifted run from the others by the
+    pointer's low bits, and keyed on an address bit no run varied; a part keyed on one address bit
+    below 2 MiB meets both of its values here."""
+    key = secrets.randbits(62) | 1
+    for shifted in (None, 0, 1):  # aligned; at drawn offsets; at the same offsets with every bit flipped
         if not _caller_layout_run(v, base_bin, cand_bin, base_limits, cand_limits, cupti_lib, used_seeds,
-                                  durations, reasons, say, noise, shifted):
+                                  durations, reasons, say, noise, None if shifted is None else (key, shifted)):
             return
 
 
 def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                        cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
-                       say, noise: BaselineNoise | None, shifted: bool) -> bool:
-    """One caller-layout experiment (see _caller_layout_check); False where the candidate failed it."""
+                       say, noise: BaselineNoise | None, shifted: tuple[int, int] | None) -> bool:
+    """One caller-layout experiment (see _caller_layout_check): SHIFTED (key, flip), or aligned; False
+    where the candidate failed it."""
     seed = _fresh_seeds(1, used_seeds)[0]
     secret = _secret()
     say(Progress(stage="correctness", message=f"seed {seed}: every buffer its own exact-size allocation"
                                               + (", at drawn offsets" if shifted else "")))
     # Shifted: in multiples of the element size, else of 16 bytes where the baseline itself needs that
     # (vector loads); where it fails even so, the aligned experiment is the only one.
-    key = secrets.randbits(62) | 1
-    for shift in ((key, 0), (key, 16)) if shifted else (None,):
+    shifts = [(shifted[0], unit, shifted[1]) for unit in (0, 16)] if shifted else [None]
+    for shift in shifts:
         base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, exact_buffers=True,
                            buffer_shift=shift)
         durations.program_runs_s += base.result.wall_s

@@ -114,7 +114,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 size_index: int = 0, size_draw: int | None = None, heavy: bool = True,
                 fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
                 nonfinite_buffers: int | None = None, exact_buffers: bool = False,
-                guard_byte: int | None = None, buffer_shift: tuple[int, int] | None = None) -> ProgramRun:
+                guard_byte: int | None = None, buffer_shift: tuple[int, int, int] | None = None) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one; `nonfinite_calls` (its
@@ -123,9 +123,10 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
     allocate every buffer to its exact size, with no guard zones (a memcheck run of the baseline:
     any access past a buffer is then out of bounds); `nonfinite_buffers` (a mask of the manifest's
     buffer indices) limits the special values to those inputs; `guard_byte` fills the inputs'
-    guard zones (default 0xFF, NaN); `buffer_shift` (key, unit), with `exact_buffers`, starts every
-    buffer at an offset below 256 bytes drawn from the key, in multiples of `unit` bytes (0: the
-    buffer's element size), where cudaMalloc's alignment would put none."""
+    guard zones (default 0xFF, NaN); `buffer_shift` (key, unit, flip), with `exact_buffers`, starts
+    every buffer at an offset below 2 MiB drawn from the key, in multiples of `unit` bytes (0: the
+    buffer's element size), where cudaMalloc's alignment would put none; `flip` 1: every offset bit
+    the other way."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
@@ -139,7 +140,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
         if exact_buffers:
             env[EXACT_BUFFERS_ENV] = "1"
             if buffer_shift is not None:
-                env[BUFFER_SHIFT_ENV] = f"{buffer_shift[0]}:{buffer_shift[1]}"
+                env[BUFFER_SHIFT_ENV] = ":".join(str(x) for x in buffer_shift)
         if size_index > 0:
             env[SIZE_INDEX_ENV] = str(size_index)
         if size_index < 0 and size_draw:
