@@ -1449,7 +1449,7 @@ class Harness {
       // where the unit is no power of two): a part keyed on one address bit meets both of its values
       if (s.shift_flip && slots > 1)
         at = (unit & (unit - 1)) == 0 ? ((span - 1) ^ at) & ~(unit - 1) : span - unit - at;
-      KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + span));
+      KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + at));  // the buffer ends where its allocation does
       b.data = b.base + at;
     } else if (s.exact_buffers) {
       KL_CHECK(cudaMalloc(&b.base, count * sizeof(T)));

@@ -1249,11 +1249,11 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
 def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                          cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
                          say, noise: BaselineNoise | None) -> None:
-    """Three more experiments, at the default size, with every buffer an allocation of its own exact
-    size (no guard zones: as a caller's buffers are) and no sanitizer, traced like every correctness
-    run: the candidate's results must be the baseline's there too. One has the buffers where
-    cudaMalloc puts them; two at drawn offsets below 2 MiB, the second with every offset bit the
-    other way, as a caller's slice or view may be. Red team rounds 189-193: a part read the guard
+    """Three more experiments, at the default size, with every buffer an allocation of its own (no
+    guard zones: as a caller's buffers are) that ends where the buffer does, and no sanitizer, traced
+    like every correctness run: the candidate's results must be the baseline's there too. One has the
+    buffers where cudaMalloc puts them; two at drawn offsets below 2 MiB into their allocations, the
+    second with every offset bit the other way, as a caller's slice or view may be. Red team rounds 189-193: a part read the guard
     zones around its buffers to tell the verifier's runs from a caller's, told compute-sanitizer's
     runs (the only exact-size ones then) from the rest by how it serialises kernels, dropped a
     misaligned prefix no aligned run showed, told an always-shifted run from the others by the
