@@ -48,6 +48,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cudaTypedefs.h>  // the driver's memory API, by entry point (the shifted runs' address range)
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -1124,6 +1125,10 @@ struct State {
   uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: exact buffers at drawn offsets (0: none)
   size_t shift_unit;                   // ... in multiples of this many bytes (0: each buffer's element size)
   bool shift_flip;                     // ... every offset bit flipped (the second shifted run)
+  unsigned long long layout_base;      // the shifted runs' address range for every buffer (0: not reserved yet)
+  size_t layout_bytes;                 // ... its size
+  size_t layout_used;                  // ... bytes mapped so far, from its bottom (from its top when flipped)
+  size_t layout_granularity;           // ... the driver's granularity of a mapping
   unsigned char read_guard;            // the guard byte of inputs and in-out buffers (KERNELLOOP_GUARD_BYTE)
   uint64_t nonfinite_buffers;          // which buffers get the special values (KERNELLOOP_NONFINITE_BUFFERS)
   bool nonfinite_now;                  // this call's spikes include NaN and +-inf
@@ -1188,7 +1193,8 @@ class Harness {
     s.exact_buffers = exact_text && *exact_text == '1';
     // With exact buffers, each buffer at an offset drawn from this key ("KEY:UNIT"), in multiples of
     // UNIT bytes (0: its element size) below 2 MiB: a caller's slice or view need not start where
-    // cudaMalloc's alignment puts it (red team rounds 191, 193).
+    // cudaMalloc's alignment puts it (red team rounds 191, 193). FLIP: every offset bit the other way,
+    // and the buffers in the opposite order (layout_allocation; round 194).
     const char* shift_text = getenv("KERNELLOOP_BUFFER_SHIFT");
     s.shift_key = 0;
     s.shift_unit = 0;
@@ -1449,7 +1455,7 @@ class Harness {
       // where the unit is no power of two): a part keyed on one address bit meets both of its values
       if (s.shift_flip && slots > 1)
         at = (unit & (unit - 1)) == 0 ? ((span - 1) ^ at) & ~(unit - 1) : span - unit - at;
-      KL_CHECK(cudaMalloc(&b.base, count * sizeof(T) + at));  // the buffer ends where its allocation does
+      b.base = layout_allocation(count * sizeof(T) + at);  // the buffer ends where its allocation does
       b.data = b.base + at;
     } else if (s.exact_buffers) {
       KL_CHECK(cudaMalloc(&b.base, count * sizeof(T)));
@@ -1471,6 +1477,83 @@ class Harness {
     memcpy(b.gen, &gen, sizeof(Gen));
     ++t.nbuffers;
     return reinterpret_cast<T*>(b.data);
+  }
+
+  // The driver's memory functions the shifted runs map their buffers with, found through the runtime
+  // (no link against libcuda)
+  struct DriverMemory {
+    PFN_cuMemGetAllocationGranularity_v10020 granularity;
+    PFN_cuMemAddressReserve_v10020 reserve;
+    PFN_cuMemCreate_v10020 create;
+    PFN_cuMemMap_v10020 map;
+    PFN_cuMemSetAccess_v10020 set_access;
+  };
+  static void driver_entry(const char* symbol, void** function) {
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    KL_CHECK(cudaGetDriverEntryPointByVersion(symbol, function, 12000, cudaEnableDefault, &found));
+#else
+    KL_CHECK(cudaGetDriverEntryPoint(symbol, function, cudaEnableDefault, &found));
+#endif
+    if (found != cudaDriverEntryPointSuccess || *function == nullptr) fail("the driver lacks its memory-mapping API");
+  }
+  static DriverMemory driver_memory() {
+    DriverMemory d{};
+    driver_entry("cuMemGetAllocationGranularity", reinterpret_cast<void**>(&d.granularity));
+    driver_entry("cuMemAddressReserve", reinterpret_cast<void**>(&d.reserve));
+    driver_entry("cuMemCreate", reinterpret_cast<void**>(&d.create));
+    driver_entry("cuMemMap", reinterpret_cast<void**>(&d.map));
+    driver_entry("cuMemSetAccess", reinterpret_cast<void**>(&d.set_access));
+    return d;
+  }
+  static void driver_check(CUresult result, const char* what) {
+    if (result != CUDA_SUCCESS) {
+      fprintf(stderr, "kernelloop harness: %s failed (CUresult %d)\n", what, (int)result);
+      exit(1);
+    }
+  }
+
+  // A shifted run's allocation of BYTES: mapped in one address range reserved for every buffer, in
+  // declaration order from the range's bottom, or from its top in the flipped run, so each pair of
+  // buffers lies in one order in one shifted run and in the other order in the other. cudaMalloc's
+  // order is the same in every run (declaration order and size classes): a part keyed on which buffer
+  // lies lower met one order only (red team round 194). A failure here fails the run: the baseline's
+  // failing skips the shifted runs with a note, the candidate's rejects it.
+  static unsigned char* layout_allocation(size_t bytes) {
+    State& s = st();
+    const DriverMemory d = driver_memory();
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = s.device;
+    if (!s.layout_base) {
+      size_t granularity = 0, free_bytes = 0, total_bytes = 0;
+      driver_check(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+                   "cuMemGetAllocationGranularity");
+      if (granularity == 0) fail("the driver reports no mapping granularity");
+      KL_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+      // Room for as much as the device holds, each buffer rounded up and offset by less than 2 MiB
+      const size_t room = total_bytes + (size_t)kMaxBuffers * (((size_t)1 << 21) + granularity);
+      s.layout_granularity = granularity;
+      s.layout_bytes = (room + granularity - 1) / granularity * granularity;
+      CUdeviceptr base = 0;
+      driver_check(d.reserve(&base, s.layout_bytes, granularity, 0, 0), "cuMemAddressReserve");
+      s.layout_base = base;
+      s.layout_used = 0;
+    }
+    const size_t mapped = (bytes + s.layout_granularity - 1) / s.layout_granularity * s.layout_granularity;
+    if (mapped > s.layout_bytes - s.layout_used) fail("the buffers do not fit in the device's memory");
+    const CUdeviceptr at = s.shift_flip ? s.layout_base + s.layout_bytes - s.layout_used - mapped
+                                        : s.layout_base + s.layout_used;
+    s.layout_used += mapped;
+    CUmemGenericAllocationHandle handle = 0;
+    driver_check(d.create(&handle, mapped, &prop, 0), "cuMemCreate");
+    driver_check(d.map(at, mapped, 0, handle, 0), "cuMemMap");
+    CUmemAccessDesc access = {};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    driver_check(d.set_access(at, mapped, &access, 1), "cuMemSetAccess");
+    return reinterpret_cast<unsigned char*>(at);
   }
 
   const Buffer& find(const void* device_ptr) const {

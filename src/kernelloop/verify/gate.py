@@ -1253,12 +1253,14 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
     guard zones: as a caller's buffers are) that ends where the buffer does, and no sanitizer, traced
     like every correctness run: the candidate's results must be the baseline's there too. One has the
     buffers where cudaMalloc puts them; two at drawn offsets below 2 MiB into their allocations, the
-    second with every offset bit the other way, as a caller's slice or view may be. Red team rounds 189-193: a part read the guard
-    zones around its buffers to tell the verifier's runs from a caller's, told compute-sanitizer's
-    runs (the only exact-size ones then) from the rest by how it serialises kernels, dropped a
-    misaligned prefix no aligned run showed, told an always-shifted run from the others by the
-    pointer's low bits, and keyed on an address bit no run varied; a part keyed on one address bit
-    below 2 MiB meets both of its values here."""
+    second with every offset bit the other way, as a caller's slice or view may be; the two shifted
+    runs lay the buffers out in opposite orders (the harness's layout_allocation). Red team rounds
+    189-194: a part read the guard zones around its buffers to tell the verifier's runs from a
+    caller's, told compute-sanitizer's runs (the only exact-size ones then) from the rest by how it
+    serialises kernels, dropped a misaligned prefix no aligned run showed, told an always-shifted run
+    from the others by the pointer's low bits, keyed on an address bit no run varied, and on which
+    buffer lies lower; a part keyed on one address bit below 2 MiB, or on the order of two buffers,
+    meets both of its values here."""
     key = secrets.randbits(62) | 1
     for shifted in (None, 0, 1):  # aligned; at drawn offsets; at the same offsets with every bit flipped
         if not _caller_layout_run(v, base_bin, cand_bin, base_limits, cand_limits, cupti_lib, used_seeds,

@@ -27,7 +27,8 @@ NONFINITE_ENV = "KERNELLOOP_NONFINITE"  # the non-finite experiment: which speci
 EXACT_BUFFERS_ENV = "KERNELLOOP_EXACT_BUFFERS"  # every buffer its own exact-size allocation (a baseline memcheck run)
 NONFINITE_BUFFERS_ENV = "KERNELLOOP_NONFINITE_BUFFERS"  # which inputs get the special values (a mask of buffer indices)
 GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones (the guard contrast runs)
-BUFFER_SHIFT_ENV = "KERNELLOOP_BUFFER_SHIFT"  # "KEY:UNIT": exact buffers at drawn offsets (the caller-layout run)
+# "KEY:UNIT:FLIP": exact buffers at drawn offsets, in declaration order or (FLIP) the reverse (the caller-layout runs)
+BUFFER_SHIFT_ENV = "KERNELLOOP_BUFFER_SHIFT"
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
 STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT, KEEP_OUTPUTS_BIT = 1, 2, 64, 128
 

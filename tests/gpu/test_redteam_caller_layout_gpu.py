@@ -1,0 +1,55 @@
+"""Red team rounds 189-194 on the GPU: parts that told the verifier's runs from a caller's by what
+lies around, at, or beside their buffers (guard zones, memcheck's serialisation, 256-byte alignment,
+an address bit, which buffer lies lower). Each passed every static gate and was closed in the
+harness and gate._caller_layout_check without a GPU run; this is the run that counts. Each is
+rejected on correctness; the honest warp-per-row rewrite they were all built from is accepted, so
+the exact-size, shifted and reordered runs turn away no honest part.
+
+Group `caller_layout` (README, GPU test groups): `pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py`."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.config import Settings
+from kernelloop.verify.gate import verify_files
+from kernelloop.verify.verdict import Reason
+
+from ..conftest import FIXTURES, ROOT
+
+pytestmark = pytest.mark.gpu
+REDTEAM = FIXTURES / "redteam"
+ROW_SUM = REDTEAM / "round164" / "policy" / "base_kl.cu"
+
+CHEATS = [
+    (ROW_SUM, "round189/guardsense"),      # reads the guard zone beside its input
+    (ROW_SUM, "round189/guardsense_out"),  # ... beside its output
+    (ROW_SUM, "round190/memsense"),        # tells memcheck's exact-size runs apart by serialisation
+    (ROW_SUM, "round191/align"),           # drops a misaligned prefix no aligned run shows
+    (ROOT / "kernels" / "sum_reduction.cu", "round191/align_gate"),  # reads otherwise on a misaligned pointer
+    (ROW_SUM, "round192/alignsense"),      # honest only on aligned pointers where memcheck serialises
+    (ROW_SUM, "round193/bit8"),            # keyed on address bit 8 (and serialisation)
+    (ROW_SUM, "round193/bit8_plain"),      # keyed on address bit 8 in the launcher
+    (ROW_SUM, "round194/order"),           # keyed on which buffer lies lower, in the kernel
+    (ROW_SUM, "round194/order_host"),      # ... in the launcher
+]
+
+
+@pytest.mark.parametrize("baseline, case", CHEATS, ids=[c for _, c in CHEATS])
+def test_a_part_that_tells_the_verifiers_buffers_from_a_callers_is_rejected(baseline, case, tmp_path,
+                                                                            record_property):
+    v = verify_files(baseline, REDTEAM / case / "cand.cu", Settings(cache_dir=tmp_path / "cache"))
+    record_property("verdict", v.summary)
+    print(f"\n{case}: {v.reasons} {v.summary}")
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+
+
+def test_the_honest_rewrite_they_were_built_from_is_accepted(tmp_path, record_property):
+    v = verify_files(ROW_SUM, REDTEAM / "round194" / "honest" / "cand.cu",
+                     Settings(cache_dir=tmp_path / "cache"))
+    record_property("verdict", v.summary)
+    print(f"\nhonest: {v.summary}")
+    layout = [g for g in v.gates if g.gate == "correctness" and "exact size" in (g.detail or "")]
+    assert v.accepted, v.summary
+    assert not layout  # no caller-layout experiment failed
+    assert not any("offsets a cudaMalloc address does not have" in n for n in v.notes), v.notes
