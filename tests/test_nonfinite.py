@@ -118,8 +118,9 @@ FAKE_GPU = GpuInfo(index=0, name="fake H100 (test)", compute_capability="9.0", d
 
 
 def scripted_runs(monkeypatch, behave, make_manifest=None) -> list[dict]:
-    """Every run_program call answered by `behave(role, kwargs)` -> (samples, final) or an exit code;
-    the first call is the baseline's calibration run, which names the baseline's binary."""
+    """Every run_program call answered by `behave(role, kwargs)` -> (samples, final), an exit code, or
+    a failure's stderr (exit code 1); the first call is the baseline's calibration run, which names the
+    baseline's binary."""
     calls: list[dict] = []
     baseline: list[Path] = []
 
@@ -128,8 +129,9 @@ def scripted_runs(monkeypatch, behave, make_manifest=None) -> list[dict]:
         role = "baseline" if binary == baseline[0] else "candidate"
         calls.append({"role": role, **kw})
         answer = behave(role, kw)
-        code = answer if isinstance(answer, int) else 0
-        result = RunResult(argv=["p"], returncode=code, stdout="", stderr="" if code == 0 else "it crashed\n",
+        code = answer if isinstance(answer, int) else 1 if isinstance(answer, str) else 0
+        stderr = answer if isinstance(answer, str) else "" if code == 0 else "it crashed\n"
+        result = RunResult(argv=["p"], returncode=code, stdout="", stderr=stderr,
                            isolation=IsolationReport(), wall_s=0.1)
         run = ProgramRun(seed=kw["seed"], result=result, kernel_ms=KernelMs(value=1.0, count=1),
                          secret=kw["secret"].hex() if kw.get("secret") else None,
@@ -659,3 +661,18 @@ def test_the_caller_layout_run_shifts_the_buffers_as_far_as_the_baseline_allows(
         ("baseline", (0, 1)), ("baseline", (16, 1)), ("candidate", (16, 1))], shifts  # every offset bit flipped
     assert len({shift[0] for _, shift in shifts if shift}) == 1 and shifts[2][1][0] % 2 == 1  # one drawn key
     assert any("16-byte aligned" in n for n in v.notes), v.notes
+
+
+@pytest.mark.nvcc
+def test_a_driver_that_cannot_map_the_shifted_layout_is_named_in_the_note(settings, monkeypatch, tmp_path):
+    # Round 194's fix maps the shifted runs' buffers in a reserved address range; where the driver cannot
+    # (its memory-mapping API missing or failing), the baseline's shifted runs fail and the note says why
+    def behave(role, kw):
+        if role == "baseline" and kw.get("buffer_shift"):
+            return f"{gate.LAYOUT_MAPPING_FAILURE} cuMemCreate failed (CUresult 801)\n"
+        return GOOD
+
+    scripted_runs(monkeypatch, behave)
+    v = verify(load_settings(project_dir=tmp_path))
+    assert any("could not map the buffers in one reserved address range" in n for n in v.notes), v.notes
+    assert not any("offsets a cudaMalloc address does not have" in n for n in v.notes), v.notes

@@ -1491,11 +1491,12 @@ class Harness {
   static void driver_entry(const char* symbol, void** function) {
     cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
-    KL_CHECK(cudaGetDriverEntryPointByVersion(symbol, function, 12000, cudaEnableDefault, &found));
+    const cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, function, 12000, cudaEnableDefault, &found);
 #else
-    KL_CHECK(cudaGetDriverEntryPoint(symbol, function, cudaEnableDefault, &found));
+    const cudaError_t err = cudaGetDriverEntryPoint(symbol, function, cudaEnableDefault, &found);
 #endif
-    if (found != cudaDriverEntryPointSuccess || *function == nullptr) fail("the driver lacks its memory-mapping API");
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || *function == nullptr)
+      layout_failure("the driver lacks its memory-mapping API");
   }
   static DriverMemory driver_memory() {
     DriverMemory d{};
@@ -1506,10 +1507,16 @@ class Harness {
     driver_entry("cuMemSetAccess", reinterpret_cast<void**>(&d.set_access));
     return d;
   }
+  // The verifier reads this line's start (gate.LAYOUT_MAPPING_FAILURE) to say why no shifted run was made
+  [[noreturn]] static void layout_failure(const char* what) {
+    fprintf(stderr, "kernelloop harness: the shifted buffers' address range: %s\n", what);
+    exit(1);
+  }
   static void driver_check(CUresult result, const char* what) {
     if (result != CUDA_SUCCESS) {
-      fprintf(stderr, "kernelloop harness: %s failed (CUresult %d)\n", what, (int)result);
-      exit(1);
+      char message[160];
+      snprintf(message, sizeof message, "%s failed (CUresult %d)", what, (int)result);
+      layout_failure(message);
     }
   }
 
@@ -1530,7 +1537,7 @@ class Harness {
       size_t granularity = 0, free_bytes = 0, total_bytes = 0;
       driver_check(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
                    "cuMemGetAllocationGranularity");
-      if (granularity == 0) fail("the driver reports no mapping granularity");
+      if (granularity == 0) layout_failure("the driver reports no mapping granularity");
       KL_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
       // Room for as much as the device holds, each buffer rounded up and offset by less than 2 MiB
       const size_t room = total_bytes + (size_t)kMaxBuffers * (((size_t)1 << 21) + granularity);
@@ -1542,7 +1549,7 @@ class Harness {
       s.layout_used = 0;
     }
     const size_t mapped = (bytes + s.layout_granularity - 1) / s.layout_granularity * s.layout_granularity;
-    if (mapped > s.layout_bytes - s.layout_used) fail("the buffers do not fit in the device's memory");
+    if (mapped > s.layout_bytes - s.layout_used) layout_failure("the buffers do not fit in the device's memory");
     const CUdeviceptr at = s.shift_flip ? s.layout_base + s.layout_bytes - s.layout_used - mapped
                                         : s.layout_base + s.layout_used;
     s.layout_used += mapped;

@@ -1246,6 +1246,10 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
     return None, True
 
 
+# What the harness prints when the shifted runs' address range cannot be mapped (layout_allocation)
+LAYOUT_MAPPING_FAILURE = "kernelloop harness: the shifted buffers' address range:"
+
+
 def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                          cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
                          say, noise: BaselineNoise | None) -> None:
@@ -1287,7 +1291,11 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
         if not _run_failure(base):
             break
     else:
-        if shifted:
+        if shifted and LAYOUT_MAPPING_FAILURE in base.result.stderr:
+            v.notes.append("the driver could not map the buffers in one reserved address range (its "
+                           "memory-mapping API): the buffers' order and drawn offsets were not checked, "
+                           "only buffers where cudaMalloc puts them")
+        elif shifted:
             v.notes.append("the baseline fails with its buffers at offsets a cudaMalloc address does not have "
                            "(even at 16-byte multiples): only aligned buffers were checked")
         return True  # the baseline's own exact-size run failing is the baseline-bounds check's business
