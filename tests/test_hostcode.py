@@ -153,7 +153,7 @@ def test_stores_and_stack_moves_the_frame_model_cannot_place_are_refused(tmp_pat
     ("setne (%%rdi)", "foreign-store"),
     ("movnti %%eax, (%%rdi)", "foreign-store"),  # non-temporal store
     ("xaddq %%rax, (%%rdi)", "foreign-store"),
-    ("fnstenv (%%rdi)", "foreign-store"),        # x87 environment store
+    ("fxsave (%%rdi)", "foreign-store"),         # x87 and SSE state store
     ("xsaveopt (%%rdi)", "foreign-store"),
     ("stmxcsr (%%rdi)", "foreign-store"),
     ("sgdt (%%rdi)", "foreign-store"),
@@ -167,6 +167,14 @@ def test_the_decoder_judges_instructions_no_rule_names(tmp_path, insn, rule):
     body = f'void launch(float* x, int n) {{ asm volatile("{insn}" ::: "memory"); k<<<1, 1>>>(x, n); }}\n'
     found = scan(tmp_path, body)
     assert (rule in found) if rule else found == [], found
+
+
+# Red team round 196: instructions that write the process's control state (a launcher kept a call count
+# in the MXCSR) are refused by name, whatever they store (`fnstenv` also masks every x87 exception).
+@pytest.mark.parametrize("insn", ["ldmxcsr (%%rdi)", "fldcw (%%rdi)", "fnstenv (%%rsp)", "fnclex", "fninit"])
+def test_instructions_that_write_the_control_state_are_refused_by_name(tmp_path, insn):
+    body = f'void launch(float* x, int n) {{ asm volatile("{insn}" ::: "memory"); k<<<1, 1>>>(x, n); }}\n'
+    assert "host-instruction" in scan(tmp_path, body)
 
 
 def test_the_decoder_reads_implicit_and_rip_relative_writes():

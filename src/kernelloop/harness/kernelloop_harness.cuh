@@ -1125,6 +1125,8 @@ struct State {
   uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: exact buffers at drawn offsets (0: none)
   size_t shift_unit;                   // ... in multiples of this many bytes (0: each buffer's element size)
   bool shift_flip;                     // ... every offset bit flipped (the second shifted run)
+  unsigned int mxcsr_control;          // the MXCSR's control bits as the program started (flags cleared)
+  unsigned short x87_control;          // the x87 unit's control word as the program started
   unsigned long long layout_base;      // the shifted runs' address range for every buffer (0: not reserved yet)
   size_t layout_bytes;                 // ... its size
   size_t layout_used;                  // ... bytes mapped so far, from its bottom (from its top when flipped)
@@ -1217,6 +1219,8 @@ class Harness {
       if (strlen(out) >= sizeof s.output_path) fail("KERNELLOOP_OUTPUT_FILE is too long");
       strcpy(s.output_path, out);
     }
+    s.mxcsr_control = __builtin_ia32_stmxcsr() & ~kMxcsrFlags;
+    s.x87_control = x87_control_word();
     KL_CHECK(cudaGetDevice(&s.device));
     // Where kernels can reach pageable host memory (HMM, ATS), a kernel can write the harness's
     // own memory: the verifier refuses to vouch for such runs unless told otherwise.
@@ -1284,6 +1288,7 @@ class Harness {
       KL_CHECK(cudaGetLastError());
       KL_CHECK(cudaDeviceSynchronize());
       unlock();
+      check_float_environment();
       check_harness_memory(-1 - w);
       check_guards(-1 - w);
       check_inputs(-1 - w);
@@ -1302,6 +1307,7 @@ class Harness {
       KL_CHECK(cudaGetLastError());
       KL_CHECK(cudaDeviceSynchronize());  // work left on other streams lands before the check
       unlock();
+      check_float_environment();
       KL_CHECK(cudaEventElapsedTime(&s.ms[c], s.start[c], s.stop[c]));
       check_harness_memory(c);
       check_guards(c);
@@ -1712,6 +1718,7 @@ class Harness {
     KL_CHECK(cudaGetLastError());
     KL_CHECK(cudaDeviceSynchronize());
     unlock();
+    check_float_environment();
     kl_replay_marker_kernel<<<1, 1>>>();
     KL_CHECK(cudaGetLastError());
     check_harness_memory(kReplayCall);
@@ -1733,7 +1740,33 @@ class Harness {
   // handled the draw and the key, and it is handed whatever the caller-saved registers hold:
   // zero both. (Its own frame is all the stack it may read; see verify/hostcode.py.)
   static constexpr size_t kScrubBytes = 256 * 1024;
+  // The floating-point environment every call starts from: the control bits the program started with
+  // (rounding, flush-to-zero, exception masks) and no exception flag raised, so nothing a call leaves
+  // there reaches the next. A launcher kept its call count in the MXCSR's sticky flags and control bits
+  // (red team round 196) and acted otherwise after more calls than a verifier run makes; the host-code
+  // scan refuses the instructions that write it, and a call that leaves the control bits changed ends
+  // the run (check_float_environment).
+  static constexpr unsigned int kMxcsrFlags = 0x3F;
+  static unsigned short x87_control_word() {
+    unsigned short word = 0;
+    asm volatile("fnstcw %0" : "=m"(word));
+    return word;
+  }
+  static void pin_float_environment() {
+    const State& s = st();
+    const unsigned short word = s.x87_control;
+    asm volatile("fnclex\n\tfldcw %0" : : "m"(word));
+    __builtin_ia32_ldmxcsr(s.mxcsr_control);
+  }
+  static void check_float_environment() {
+    const State& s = st();
+    if ((__builtin_ia32_stmxcsr() & ~kMxcsrFlags) != s.mxcsr_control || x87_control_word() != s.x87_control)
+      fail("a call changed the floating-point environment (the MXCSR's or the x87 unit's control bits: rounding, "
+           "flush-to-zero, exception masks); a launcher must leave it as it found it");
+  }
+
   __attribute__((noinline)) static void scrub_before_launch() {
+    pin_float_environment();
     unsigned char dead[kScrubBytes];
     memset(dead, 0, sizeof dead);
     asm volatile("" : : "r"(dead) : "memory");  // the stores must happen

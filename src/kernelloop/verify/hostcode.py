@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..tools.nvcc import runtime_struct_sizes
+from ..tools.state_refs import CONTROL_INSTRUCTION
 from ..tools.symbols import demangle
 from .policy import Violation
 from .unwind import UnwindTable
@@ -929,6 +930,11 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                         pending_lea = arg
         if base_mnemonic in _FORBIDDEN:
             report("host-instruction", where, f"{base_mnemonic}: {_FORBIDDEN[base_mnemonic]}")
+            continue
+        if CONTROL_INSTRUCTION.match(base_mnemonic):
+            report("host-instruction", where, f"{base_mnemonic}: changes the process's control state (the "
+                   "floating-point environment, a segment base), which no digest of the part's state compares "
+                   "between calls")
             continue
         insn = code.instruction(section, address)
         if insn is not None:  # registers the instruction writes without naming them last (`cqto`, `div`, `xchg`)
