@@ -153,8 +153,8 @@ def test_stores_and_stack_moves_the_frame_model_cannot_place_are_refused(tmp_pat
     ("setne (%%rdi)", "foreign-store"),
     ("movnti %%eax, (%%rdi)", "foreign-store"),  # non-temporal store
     ("xaddq %%rax, (%%rdi)", "foreign-store"),
-    ("fxsave (%%rdi)", "foreign-store"),         # x87 and SSE state store
-    ("xsaveopt (%%rdi)", "foreign-store"),
+    ("fnstcw (%%rdi)", "foreign-store"),         # x87 control word store
+    ("fnstsw (%%rdi)", "foreign-store"),
     ("stmxcsr (%%rdi)", "foreign-store"),
     ("sgdt (%%rdi)", "foreign-store"),
     ("rep movsb", "foreign-store"),              # implicit [%rdi]
@@ -169,9 +169,11 @@ def test_the_decoder_judges_instructions_no_rule_names(tmp_path, insn, rule):
     assert (rule in found) if rule else found == [], found
 
 
-# Red team round 196: instructions that write the process's control state (a launcher kept a call count
-# in the MXCSR) are refused by name, whatever they store (`fnstenv` also masks every x87 exception).
-@pytest.mark.parametrize("insn", ["ldmxcsr (%%rdi)", "fldcw (%%rdi)", "fnstenv (%%rsp)", "fnclex", "fninit"])
+# Red team rounds 196-197: instructions that write the process's control state or dump the processor's
+# registers (a launcher kept a call count in the MXCSR, then in a popped x87 register it read back with
+# fxsave) are refused by name, whatever they store (`fnstenv` also masks every x87 exception).
+@pytest.mark.parametrize("insn", ["ldmxcsr (%%rdi)", "fldcw (%%rdi)", "fnstenv (%%rsp)", "fnclex", "fninit",
+                                  "fxsave -512(%%rsp)", "xsaveopt (%%rdi)"])
 def test_instructions_that_write_the_control_state_are_refused_by_name(tmp_path, insn):
     body = f'void launch(float* x, int n) {{ asm volatile("{insn}" ::: "memory"); k<<<1, 1>>>(x, n); }}\n'
     assert "host-instruction" in scan(tmp_path, body)

@@ -648,19 +648,51 @@ def test_the_caller_layout_run_shifts_the_buffers_as_far_as_the_baseline_allows(
 
     def behave(role, kw):
         if kw.get("exact_buffers") and not kw.get("wrapper"):
-            shifts.append((role, kw.get("buffer_shift")))
-            if role == "baseline" and kw.get("buffer_shift") and kw["buffer_shift"][1] == 0:
+            shift = kw.get("buffer_shift")
+            shifts.append((role, shift))
+            if role == "baseline" and shift and shift[2] != gate.OFFSETS_NONE and shift[1] == 0:
                 return 1  # a baseline whose float4 loads need 16-byte alignment
         return GOOD
 
     scripted_runs(monkeypatch, behave)
     v = verify(load_settings(project_dir=tmp_path))
+    # (unit, offsets, reversed): where cudaMalloc puts them; mapped 2 MiB-aligned in the reverse order; then
+    # at drawn offsets and with every offset bit flipped, in each order
     assert [(role, shift[1:] if shift else None) for role, shift in shifts] == [
-        ("baseline", None), ("candidate", None),  # where cudaMalloc puts them
-        ("baseline", (0, 0)), ("baseline", (16, 0)), ("candidate", (16, 0)),  # at drawn offsets
-        ("baseline", (0, 1)), ("baseline", (16, 1)), ("candidate", (16, 1))], shifts  # every offset bit flipped
+        ("baseline", None), ("candidate", None), ("baseline", (0, 2, 1)), ("candidate", (0, 2, 1)),
+        ("baseline", (0, 0, 0)), ("baseline", (16, 0, 0)), ("candidate", (16, 0, 0)),
+        ("baseline", (0, 0, 1)), ("baseline", (16, 0, 1)), ("candidate", (16, 0, 1)),
+        ("baseline", (0, 1, 0)), ("baseline", (16, 1, 0)), ("candidate", (16, 1, 0)),
+        ("baseline", (0, 1, 1)), ("baseline", (16, 1, 1)), ("candidate", (16, 1, 1))], shifts
     assert len({shift[0] for _, shift in shifts if shift}) == 1 and shifts[2][1][0] % 2 == 1  # one drawn key
-    assert any("16-byte aligned" in n for n in v.notes), v.notes
+    assert sum("16-byte aligned" in n for n in v.notes) == 1, v.notes
+
+
+def test_every_order_meets_every_alignment_in_the_caller_layouts():
+    # Red team round 195: the reversed order appeared only at drawn offsets, so a part keyed on the order
+    # and the alignment together met the reversed order aligned in no run
+    seen = {(None, 0) if layout is None else (layout[0], layout[1]) for layout in gate.CALLER_LAYOUTS}
+    aligned = {(None, 0), (gate.OFFSETS_NONE, 0), (gate.OFFSETS_NONE, 1)}
+    for reversed_order in (0, 1):
+        assert any(a in seen for a in aligned if a[1] == reversed_order), reversed_order
+        assert (gate.OFFSETS_DRAWN, reversed_order) in seen and (gate.OFFSETS_FLIPPED, reversed_order) in seen
+
+
+@pytest.mark.nvcc
+def test_a_candidate_wrong_only_with_its_buffers_reversed_and_aligned_is_rejected(settings, monkeypatch, tmp_path):
+    # Red team round 195: wrong where the input lies below the output and both are aligned (a caller who
+    # allocates the input first), which only the 2 MiB-aligned reversed layout shows
+    def behave(role, kw):
+        shift = kw.get("buffer_shift")
+        if role == "candidate" and shift and shift[2] == gate.OFFSETS_NONE and shift[3] == 1:
+            return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])
+        return GOOD
+
+    scripted_runs(monkeypatch, behave)
+    v = verify(load_settings(project_dir=tmp_path))
+    assert Reason.correctness in v.reasons, v.summary
+    row = next(g for g in v.gates if g.gate == "correctness" and "exact size" in g.detail)
+    assert "2 MiB-aligned, in the reverse of the order the program declares them" in row.detail, row.detail
 
 
 @pytest.mark.nvcc

@@ -1,9 +1,9 @@
-"""Red team rounds 189-194 on the GPU: parts that told the verifier's runs from a caller's by what
+"""Red team rounds 189-195 on the GPU: parts that told the verifier's runs from a caller's by what
 lies around, at, or beside their buffers (guard zones, memcheck's serialisation, 256-byte alignment,
-an address bit, which buffer lies lower). Each passed every static gate and was closed in the
-harness and gate._caller_layout_check without a GPU run; this is the run that counts. Each is
-rejected on correctness; the honest warp-per-row rewrite they were all built from is accepted, so
-the exact-size, shifted and reordered runs turn away no honest part.
+an address bit, which buffer lies lower, the order with the alignment). Each passed every static gate
+and was closed in the harness and gate._caller_layout_check without a GPU run; this is the run that
+counts. Each is rejected on correctness; the honest warp-per-row rewrite they were all built from is
+accepted, so the exact-size, mapped, shifted and reordered runs turn away no honest part.
 
 Group `caller_layout` (README, GPU test groups): `pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py`."""
 
@@ -32,6 +32,8 @@ CHEATS = [
     (ROW_SUM, "round193/bit8_plain"),      # keyed on address bit 8 in the launcher
     (ROW_SUM, "round194/order"),           # keyed on which buffer lies lower, in the kernel
     (ROW_SUM, "round194/order_host"),      # ... in the launcher
+    (ROW_SUM, "round195/order_aligned"),   # keyed on the order with both buffers aligned, in the kernel
+    (ROW_SUM, "round195/order_aligned_host"),  # ... in the launcher
 ]
 
 
@@ -52,4 +54,6 @@ def test_the_honest_rewrite_they_were_built_from_is_accepted(tmp_path, record_pr
     layout = [g for g in v.gates if g.gate == "correctness" and "exact size" in (g.detail or "")]
     assert v.accepted, v.summary
     assert not layout  # no caller-layout experiment failed
-    assert not any("offsets a cudaMalloc address does not have" in n for n in v.notes), v.notes
+    # every caller layout ran: no baseline failure, no driver that could not map the buffers
+    assert not any("offsets a cudaMalloc address does not have" in n or "could not map" in n
+                   or "that layout was not checked" in n for n in v.notes), v.notes

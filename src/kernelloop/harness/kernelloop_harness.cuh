@@ -930,6 +930,13 @@ template <class T> void one_value_stress(T* data, size_t n, uint64_t key, bool r
 // is a timestamp the candidate cannot move, no earlier than the stop event itself. Work the call
 // launched that is still running then escaped its timer (the CUPTI audit compares the two).
 __global__ void kl_window_marker_kernel() {}
+
+// Bytes drawn from KEY over a mapped allocation (the harness's layout_allocation): what lies beside a
+// buffer there looks like another allocation's data
+__global__ void kl_noise_kernel(unsigned char* data, size_t bytes, uint64_t key) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < bytes; i += (size_t)gridDim.x * blockDim.x)
+    data[i] = (unsigned char)(mix64(key ^ (i >> 3)) >> (8 * (i & 7)));
+}
 // Launched right before and right after the untimed repeat of an earlier call's inputs: the timing
 // audit does not count the editable part's launches between the two as work between calls.
 __global__ void kl_replay_marker_kernel() {}
@@ -1124,7 +1131,8 @@ struct State {
   bool exact_buffers;                  // KERNELLOOP_EXACT_BUFFERS: each buffer its own exact-size allocation
   uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: exact buffers at drawn offsets (0: none)
   size_t shift_unit;                   // ... in multiples of this many bytes (0: each buffer's element size)
-  bool shift_flip;                     // ... every offset bit flipped (the second shifted run)
+  int shift_mode;                      // ... 0: offsets drawn; 1: every offset bit flipped; 2: offset 0
+  bool layout_reversed;                // ... mapped in the reverse of the declaration order
   unsigned int mxcsr_control;          // the MXCSR's control bits as the program started (flags cleared)
   unsigned short x87_control;          // the x87 unit's control word as the program started
   unsigned long long layout_base;      // the shifted runs' address range for every buffer (0: not reserved yet)
@@ -1193,19 +1201,24 @@ class Harness {
     // size and no guard zones, so compute-sanitizer sees any access past a declared buffer.
     const char* exact_text = getenv("KERNELLOOP_EXACT_BUFFERS");
     s.exact_buffers = exact_text && *exact_text == '1';
-    // With exact buffers, each buffer at an offset drawn from this key ("KEY:UNIT"), in multiples of
-    // UNIT bytes (0: its element size) below 2 MiB: a caller's slice or view need not start where
-    // cudaMalloc's alignment puts it (red team rounds 191, 193). FLIP: every offset bit the other way,
-    // and the buffers in the opposite order (layout_allocation; round 194).
+    // With exact buffers, the buffers mapped by the harness (layout_allocation) from this key
+    // ("KEY:UNIT:MODE:REVERSED"): each at an offset below 2 MiB drawn from KEY, in multiples of UNIT
+    // bytes (0: its element size), as a caller's slice or view need not start where cudaMalloc's
+    // alignment puts it (red team rounds 191, 193); MODE 1 flips every offset bit, MODE 2 puts every
+    // buffer at offset 0 (2 MiB-aligned); REVERSED lays them out in the reverse of the declaration
+    // order (rounds 194-195: every order with every alignment).
     const char* shift_text = getenv("KERNELLOOP_BUFFER_SHIFT");
     s.shift_key = 0;
     s.shift_unit = 0;
-    s.shift_flip = false;
-    if (s.exact_buffers && shift_text && *shift_text) {  // "KEY:UNIT[:FLIP]"
+    s.shift_mode = 0;
+    s.layout_reversed = false;
+    if (s.exact_buffers && shift_text && *shift_text) {
       char* rest = nullptr;
       s.shift_key = strtoull(shift_text, &rest, 10);
       if (rest && *rest == ':') s.shift_unit = (size_t)strtoull(rest + 1, &rest, 10);
-      if (rest && *rest == ':') s.shift_flip = strtoull(rest + 1, nullptr, 10) != 0;
+      if (rest && *rest == ':') s.shift_mode = (int)strtoull(rest + 1, &rest, 10);
+      if (rest && *rest == ':') s.layout_reversed = strtoull(rest + 1, &rest, 10) != 0;
+      if (s.shift_mode < 0 || s.shift_mode > 2) fail("KERNELLOOP_BUFFER_SHIFT: MODE is 0, 1 or 2");
     }
     const char* guard_text = getenv("KERNELLOOP_GUARD_BYTE");
     s.read_guard = guard_text && *guard_text ? (unsigned char)(atoi(guard_text) & 0xFF) : kReadGuardByte;
@@ -1459,9 +1472,11 @@ class Harness {
                             : 0;
       // The flipped run: the other value of every offset bit from the unit's up (the arithmetic mirror
       // where the unit is no power of two): a part keyed on one address bit meets both of its values
-      if (s.shift_flip && slots > 1)
+      if (s.shift_mode == 1 && slots > 1)
         at = (unit & (unit - 1)) == 0 ? ((span - 1) ^ at) & ~(unit - 1) : span - unit - at;
-      b.base = layout_allocation(count * sizeof(T) + at);  // the buffer ends where its allocation does
+      if (s.shift_mode == 2) at = 0;
+      // the mapping ends at the driver's granularity past the buffer, as a cudaMalloc block's rounding does
+      b.base = layout_allocation(count * sizeof(T) + at, mix64(s.shift_key ^ (0x534C41434Bull + (uint64_t)t.nbuffers)));
       b.data = b.base + at;
     } else if (s.exact_buffers) {
       KL_CHECK(cudaMalloc(&b.base, count * sizeof(T)));
@@ -1526,13 +1541,17 @@ class Harness {
     }
   }
 
-  // A shifted run's allocation of BYTES: mapped in one address range reserved for every buffer, in
-  // declaration order from the range's bottom, or from its top in the flipped run, so each pair of
-  // buffers lies in one order in one shifted run and in the other order in the other. cudaMalloc's
-  // order is the same in every run (declaration order and size classes): a part keyed on which buffer
-  // lies lower met one order only (red team round 194). A failure here fails the run: the baseline's
-  // failing skips the shifted runs with a note, the candidate's rejects it.
-  static unsigned char* layout_allocation(size_t bytes) {
+  // A mapped run's allocation of BYTES: mapped in one address range reserved for every buffer, in
+  // declaration order from the range's bottom, or from its top where the run is reversed, so each pair
+  // of buffers lies in one order in some runs and in the other order in others, with every alignment.
+  // cudaMalloc's order is the same in every run (declaration order and size classes): a part keyed on
+  // which buffer lies lower met one order only (red team round 194), and one keyed on the order and
+  // the alignment together met the reversed order only at drawn offsets (round 195). The mapping's
+  // bytes around the buffer (the offset before it, the granularity's rounding after it) hold bytes
+  // drawn from NOISE_KEY, as another allocation's data would, not a pattern a part could recognise.
+  // A failure here fails the run: the baseline's failing skips the mapped runs with a note, the
+  // candidate's rejects it.
+  static unsigned char* layout_allocation(size_t bytes, uint64_t noise_key) {
     State& s = st();
     const DriverMemory d = driver_memory();
     CUmemAllocationProp prop = {};
@@ -1545,8 +1564,8 @@ class Harness {
                    "cuMemGetAllocationGranularity");
       if (granularity == 0) layout_failure("the driver reports no mapping granularity");
       KL_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-      // Room for as much as the device holds, each buffer rounded up and offset by less than 2 MiB
-      const size_t room = total_bytes + (size_t)kMaxBuffers * (((size_t)1 << 21) + granularity);
+      // Room for as much as the device has free, each buffer rounded up and offset by less than 2 MiB
+      const size_t room = free_bytes + (size_t)kMaxBuffers * (((size_t)1 << 21) + granularity);
       s.layout_granularity = granularity;
       s.layout_bytes = (room + granularity - 1) / granularity * granularity;
       CUdeviceptr base = 0;
@@ -1556,8 +1575,8 @@ class Harness {
     }
     const size_t mapped = (bytes + s.layout_granularity - 1) / s.layout_granularity * s.layout_granularity;
     if (mapped > s.layout_bytes - s.layout_used) layout_failure("the buffers do not fit in the device's memory");
-    const CUdeviceptr at = s.shift_flip ? s.layout_base + s.layout_bytes - s.layout_used - mapped
-                                        : s.layout_base + s.layout_used;
+    const CUdeviceptr at = s.layout_reversed ? s.layout_base + s.layout_bytes - s.layout_used - mapped
+                                             : s.layout_base + s.layout_used;
     s.layout_used += mapped;
     CUmemGenericAllocationHandle handle = 0;
     driver_check(d.create(&handle, mapped, &prop, 0), "cuMemCreate");
@@ -1566,6 +1585,8 @@ class Harness {
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     driver_check(d.set_access(at, mapped, &access, 1), "cuMemSetAccess");
+    kl_noise_kernel<<<256, 256>>>(reinterpret_cast<unsigned char*>(at), mapped, noise_key);
+    KL_CHECK(cudaGetLastError());
     return reinterpret_cast<unsigned char*>(at);
   }
 
@@ -1752,17 +1773,29 @@ class Harness {
     asm volatile("fnstcw %0" : "=m"(word));
     return word;
   }
+  // The x87 unit as a fresh process has it, but for the program's own control word: its eight data
+  // registers (the MMX registers too) zeroed, every one empty, the stack's top at 0, no flag raised. A
+  // pop leaves a register's 80 bits in place, which fxsave reads back: a launcher kept its call count
+  // there (red team round 197).
   static void pin_float_environment() {
     const State& s = st();
     const unsigned short word = s.x87_control;
-    asm volatile("fnclex\n\tfldcw %0" : : "m"(word));
+    asm volatile("fldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\t"
+                 "fstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\t"
+                 "fstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\t"
+                 "fninit\n\tfldcw %0"
+                 : : "m"(word) : "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", "st(7)");
     __builtin_ia32_ldmxcsr(s.mxcsr_control);
   }
   static void check_float_environment() {
     const State& s = st();
+    unsigned short status = 0;
+    asm volatile("fnstsw %0" : "=m"(status));
     if ((__builtin_ia32_stmxcsr() & ~kMxcsrFlags) != s.mxcsr_control || x87_control_word() != s.x87_control)
       fail("a call changed the floating-point environment (the MXCSR's or the x87 unit's control bits: rounding, "
            "flush-to-zero, exception masks); a launcher must leave it as it found it");
+    if ((status >> 11) & 7)
+      fail("a call left values on the x87 register stack; a launcher must leave it empty");
   }
 
   __attribute__((noinline)) static void scrub_before_launch() {
@@ -1778,7 +1811,11 @@ class Harness {
                    "vpxord %%zmm24, %%zmm24, %%zmm24\n\tvpxord %%zmm25, %%zmm25, %%zmm25\n\t"
                    "vpxord %%zmm26, %%zmm26, %%zmm26\n\tvpxord %%zmm27, %%zmm27, %%zmm27\n\t"
                    "vpxord %%zmm28, %%zmm28, %%zmm28\n\tvpxord %%zmm29, %%zmm29, %%zmm29\n\t"
-                   "vpxord %%zmm30, %%zmm30, %%zmm30\n\tvpxord %%zmm31, %%zmm31, %%zmm31" ::: "memory");
+                   "vpxord %%zmm30, %%zmm30, %%zmm30\n\tvpxord %%zmm31, %%zmm31, %%zmm31\n\t"
+                   // the opmask registers: kxorw clears each whole (nothing of a call's survives in them)
+                   "kxorw %%k0, %%k0, %%k0\n\tkxorw %%k1, %%k1, %%k1\n\tkxorw %%k2, %%k2, %%k2\n\t"
+                   "kxorw %%k3, %%k3, %%k3\n\tkxorw %%k4, %%k4, %%k4\n\tkxorw %%k5, %%k5, %%k5\n\t"
+                   "kxorw %%k6, %%k6, %%k6\n\tkxorw %%k7, %%k7, %%k7" ::: "memory");
     if (__builtin_cpu_supports("avx"))
       asm volatile("vzeroall" ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
                    "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory");

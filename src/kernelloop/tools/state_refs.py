@@ -201,13 +201,15 @@ def device_references(ptx: str) -> dict[str, set[str]]:
     return {name: f.names_used() for name, f in read_ptx(ptx).functions.items()}
 
 
-# Instructions that change the process with no symbol to see: the floating-point environment
-# (rounding, flush-to-zero, exception masks and flags: round 22 named an MXCSR load in main; round 196
-# kept a launcher's call count in the MXCSR, where no digest of memory looks), system calls made
-# directly, segment bases and protection keys. Read by init for the code it leaves out and by the
-# host-code scan for the editable part's.
-CONTROL_INSTRUCTION = re.compile(r"^(?:v?ldmxcsr|fldcw|fldenv|fn?stenv|fn?save|fn?init|fn?clex|frstor|fxrstor\w*"
-                                 r"|xrstor\w*|syscall|sysenter|int|wr[fg]sbase|wrpkru)$")
+# Instructions that change the process with no symbol to see, or dump processor state no digest of
+# memory covers: the floating-point environment (rounding, flush-to-zero, exception masks and flags:
+# round 22 named an MXCSR load in main; round 196 kept a launcher's call count in the MXCSR), the x87
+# and vector registers' saved images (round 197 read a count back from a popped x87 register with
+# fxsave), system calls made directly, segment bases and protection keys. Read by init for the code
+# it leaves out and by the host-code scan for the editable part's.
+PROCESSOR_STATE_INSTRUCTION = re.compile(r"^(?:v?ldmxcsr|fldcw|fldenv|fn?stenv|fn?save|fn?init|fn?clex|frstor"
+                                         r"|fxrstor\w*|xrstor\w*|fxsave\w*|xsave\w*|syscall|sysenter|int"
+                                         r"|wr[fg]sbase|wrpkru)$")
 _FUNCTION_HEADER = re.compile(r"^[0-9a-f]+ <(?P<name>[^>]+)>:$")
 _INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(?:(?:rep|repz|repnz|lock|notrack|bnd|data16|addr32|cs|ds)\s+)*"
                           r"(?P<mnemonic>[a-z][a-z0-9]*)")
@@ -224,6 +226,6 @@ def _control_instructions(obj: Path) -> dict[str, set[str]]:
     for line in out.splitlines():
         if m := _FUNCTION_HEADER.match(line):
             function = m.group("name")
-        elif function and (m := _INSTRUCTION.match(line)) and CONTROL_INSTRUCTION.match(m.group("mnemonic")):
+        elif function and (m := _INSTRUCTION.match(line)) and PROCESSOR_STATE_INSTRUCTION.match(m.group("mnemonic")):
             found.setdefault(function, set()).add(m.group("mnemonic"))
     return found

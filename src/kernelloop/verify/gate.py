@@ -1253,37 +1253,60 @@ LAYOUT_MAPPING_FAILURE = "kernelloop harness: the shifted buffers' address range
 def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                          cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
                          say, noise: BaselineNoise | None) -> None:
-    """Three more experiments, at the default size, with every buffer an allocation of its own (no
-    guard zones: as a caller's buffers are) that ends where the buffer does, and no sanitizer, traced
-    like every correctness run: the candidate's results must be the baseline's there too. One has the
-    buffers where cudaMalloc puts them; two at drawn offsets below 2 MiB into their allocations, the
-    second with every offset bit the other way, as a caller's slice or view may be; the two shifted
-    runs lay the buffers out in opposite orders (the harness's layout_allocation). Red team rounds
-    189-194: a part read the guard zones around its buffers to tell the verifier's runs from a
+    """Six more experiments, at the default size, with every buffer an allocation of its own (no
+    guard zones: as a caller's buffers are) and no sanitizer, traced like every correctness run: the
+    candidate's results must be the baseline's there too. One has the buffers where cudaMalloc puts
+    them; the others have them mapped by the harness in declaration order or in its reverse, each
+    order at offset 0 (2 MiB-aligned), at drawn offsets below 2 MiB and at the same offsets with every
+    bit the other way, as a caller's buffers, slices and views may lie (CALLER_LAYOUTS). Red team rounds
+    189-195: a part read the guard zones around its buffers to tell the verifier's runs from a
     caller's, told compute-sanitizer's runs (the only exact-size ones then) from the rest by how it
     serialises kernels, dropped a misaligned prefix no aligned run showed, told an always-shifted run
-    from the others by the pointer's low bits, keyed on an address bit no run varied, and on which
-    buffer lies lower; a part keyed on one address bit below 2 MiB, or on the order of two buffers,
-    meets both of its values here."""
+    from the others by the pointer's low bits, keyed on an address bit no run varied, on which buffer
+    lies lower, and on the order and the alignment together; a part keyed on one address bit below
+    2 MiB, on the order of two buffers, or on either with the buffers aligned, meets every combination
+    of their values here."""
     key = secrets.randbits(62) | 1
-    for shifted in (None, 0, 1):  # aligned; at drawn offsets; at the same offsets with every bit flipped
+    for layout in CALLER_LAYOUTS:
         if not _caller_layout_run(v, base_bin, cand_bin, base_limits, cand_limits, cupti_lib, used_seeds,
-                                  durations, reasons, say, noise, None if shifted is None else (key, shifted)):
+                                  durations, reasons, say, noise, None if layout is None else (key, *layout)):
             return
+
+
+# The caller-layout experiments: None, the buffers where cudaMalloc puts them; else (offsets, reversed),
+# the buffers mapped by the harness (KERNELLOOP_BUFFER_SHIFT) at offsets OFFSETS_DRAWN,
+# OFFSETS_FLIPPED (every drawn bit the other way) or OFFSETS_NONE, in declaration order or its reverse.
+OFFSETS_DRAWN, OFFSETS_FLIPPED, OFFSETS_NONE = 0, 1, 2
+CALLER_LAYOUTS: tuple[tuple[int, int] | None, ...] = (
+    None, (OFFSETS_NONE, 1), (OFFSETS_DRAWN, 0), (OFFSETS_DRAWN, 1), (OFFSETS_FLIPPED, 0), (OFFSETS_FLIPPED, 1))
+
+
+def _layout_words(mapped: tuple[int, int, int] | None, unit: int = 0) -> str:
+    """How a caller-layout experiment lays its buffers out, for a verdict's line."""
+    if mapped is None:
+        return ""
+    _, offsets, reversed_order = mapped
+    where = {OFFSETS_NONE: "2 MiB-aligned",
+             OFFSETS_DRAWN: f"at drawn offsets in multiples of {f'{unit} bytes' if unit else 'its element size'}",
+             OFFSETS_FLIPPED: f"at drawn offsets (every bit flipped) in multiples of "
+                              f"{f'{unit} bytes' if unit else 'its element size'}"}[offsets]
+    return f", {where}, {'in the reverse of' if reversed_order else 'in'} the order the program declares them"
 
 
 def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                        cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
-                       say, noise: BaselineNoise | None, shifted: tuple[int, int] | None) -> bool:
-    """One caller-layout experiment (see _caller_layout_check): SHIFTED (key, flip), or aligned; False
-    where the candidate failed it."""
+                       say, noise: BaselineNoise | None, mapped: tuple[int, int, int] | None) -> bool:
+    """One caller-layout experiment (see _caller_layout_check): MAPPED (key, offsets, reversed), or
+    where cudaMalloc puts the buffers; False where the candidate failed it."""
     seed = _fresh_seeds(1, used_seeds)[0]
     secret = _secret()
     say(Progress(stage="correctness", message=f"seed {seed}: every buffer its own exact-size allocation"
-                                              + (", at drawn offsets" if shifted else "")))
-    # Shifted: in multiples of the element size, else of 16 bytes where the baseline itself needs that
-    # (vector loads); where it fails even so, the aligned experiment is the only one.
-    shifts = [(shifted[0], unit, shifted[1]) for unit in (0, 16)] if shifted else [None]
+                                              + _layout_words(mapped)))
+    # Drawn offsets: in multiples of the element size, else of 16 bytes where the baseline itself needs
+    # that (vector loads); where it fails even so, that layout is not checked.
+    drawn = mapped is not None and mapped[1] != OFFSETS_NONE
+    shifts = [None] if mapped is None else \
+        [(mapped[0], unit, mapped[1], mapped[2]) for unit in ((0, 16) if drawn else (0,))]
     for shift in shifts:
         base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, exact_buffers=True,
                            buffer_shift=shift)
@@ -1291,16 +1314,21 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
         if not _run_failure(base):
             break
     else:
-        if shifted and LAYOUT_MAPPING_FAILURE in base.result.stderr:
-            v.notes.append("the driver could not map the buffers in one reserved address range (its "
-                           "memory-mapping API): the buffers' order and drawn offsets were not checked, "
-                           "only buffers where cudaMalloc puts them")
-        elif shifted:
-            v.notes.append("the baseline fails with its buffers at offsets a cudaMalloc address does not have "
-                           "(even at 16-byte multiples): only aligned buffers were checked")
+        if mapped is not None and LAYOUT_MAPPING_FAILURE in base.result.stderr:
+            note = ("the driver could not map the buffers in one reserved address range (its memory-mapping API): "
+                    "their order and offsets were not varied, only buffers where cudaMalloc puts them were checked")
+        elif drawn:
+            note = ("the baseline fails with its buffers at offsets a cudaMalloc address does not have (even at "
+                    "16-byte multiples): only aligned buffers were checked there")
+        else:
+            note = f"the baseline fails with its buffers laid out{_layout_words(mapped)}: that layout was not checked"
+        if mapped is not None and note not in v.notes:
+            v.notes.append(note)
         return True  # the baseline's own exact-size run failing is the baseline-bounds check's business
     if shift is not None and shift[1]:
-        v.notes.append("the baseline needs its buffers 16-byte aligned: offsets in 16-byte multiples were checked")
+        note = "the baseline needs its buffers 16-byte aligned: offsets in 16-byte multiples were checked"
+        if note not in v.notes:
+            v.notes.append(note)
     cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
                        exact_buffers=True, buffer_shift=shift)
     durations.program_runs_s += cand.result.wall_s
@@ -1311,11 +1339,10 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
     reasons.append(failure[0] if failure else Reason.correctness)
     what = (f"the candidate's run failed: {failure[1]}" if failure else
             f"the candidate's results differ from the baseline's: {compared.describe() if compared else ''}")
-    at = "" if shift is None else f", starting at drawn offsets in multiples of {shift[1] or 'its element size'}" + \
-        (" bytes" if shift[1] else "")
     v.gates.append(GateResult(gate="correctness", status="fail", candidate="other results",
                               detail="with every buffer an allocation of its own exact size (no guard zones around "
-                                     f"it, as a caller's buffers are{at}), {what}"))
+                                     f"it, as a caller's buffers are{_layout_words(mapped, shift[1] if shift else 0)}), "
+                                     f"{what}"))
     return False
 
 

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..tools.nvcc import runtime_struct_sizes
-from ..tools.state_refs import CONTROL_INSTRUCTION
+from ..tools.state_refs import PROCESSOR_STATE_INSTRUCTION
 from ..tools.symbols import demangle
 from .policy import Violation
 from .unwind import UnwindTable
@@ -931,10 +931,10 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
         if base_mnemonic in _FORBIDDEN:
             report("host-instruction", where, f"{base_mnemonic}: {_FORBIDDEN[base_mnemonic]}")
             continue
-        if CONTROL_INSTRUCTION.match(base_mnemonic):
-            report("host-instruction", where, f"{base_mnemonic}: changes the process's control state (the "
-                   "floating-point environment, a segment base), which no digest of the part's state compares "
-                   "between calls")
+        if PROCESSOR_STATE_INSTRUCTION.match(base_mnemonic):
+            report("host-instruction", where, f"{base_mnemonic}: changes or dumps processor state (the "
+                   "floating-point environment, the x87 or vector registers' saved image, a segment base), which "
+                   "no digest of the part's state compares between calls")
             continue
         insn = code.instruction(section, address)
         if insn is not None:  # registers the instruction writes without naming them last (`cqto`, `div`, `xchg`)
