@@ -48,7 +48,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-#include <cudaTypedefs.h>  // the driver's memory API, by entry point (the shifted runs' address range)
+#include <cudaTypedefs.h>  // the driver's memory API, by entry point (the mapped runs' address range)
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -1129,15 +1129,15 @@ struct State {
   int nonfinite;                       // the verifier's non-finite experiment: which special values
                                        // (KERNELLOOP_NONFINITE, bits: 1 NaN, 2 +inf, 4 -inf, 8 zero); 0: none
   bool exact_buffers;                  // KERNELLOOP_EXACT_BUFFERS: each buffer its own exact-size allocation
-  uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: exact buffers at drawn offsets (0: none)
+  uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: buffers mapped by the harness (0: none)
   size_t shift_unit;                   // ... in multiples of this many bytes (0: each buffer's element size)
   int shift_mode;                      // ... 0: offsets drawn; 1: every offset bit flipped; 2: offset 0
   bool layout_reversed;                // ... mapped in the reverse of the declaration order
   unsigned int mxcsr_control;          // the MXCSR's control bits as the program started (flags cleared)
   unsigned short x87_control;          // the x87 unit's control word as the program started
-  unsigned long long layout_base;      // the shifted runs' address range for every buffer (0: not reserved yet)
+  unsigned long long layout_base;      // the mapped runs' address range for every buffer (0: not reserved yet)
   size_t layout_bytes;                 // ... its size
-  size_t layout_used;                  // ... bytes mapped so far, from its bottom (from its top when flipped)
+  size_t layout_used;                  // ... bytes mapped so far, from its bottom (from its top when reversed)
   size_t layout_granularity;           // ... the driver's granularity of a mapping
   unsigned char read_guard;            // the guard byte of inputs and in-out buffers (KERNELLOOP_GUARD_BYTE)
   uint64_t nonfinite_buffers;          // which buffers get the special values (KERNELLOOP_NONFINITE_BUFFERS)
@@ -1500,7 +1500,7 @@ class Harness {
     return reinterpret_cast<T*>(b.data);
   }
 
-  // The driver's memory functions the shifted runs map their buffers with, found through the runtime
+  // The driver's memory functions the mapped runs map their buffers with, found through the runtime
   // (no link against libcuda)
   struct DriverMemory {
     PFN_cuMemGetAllocationGranularity_v10020 granularity;
@@ -1528,7 +1528,7 @@ class Harness {
     driver_entry("cuMemSetAccess", reinterpret_cast<void**>(&d.set_access));
     return d;
   }
-  // The verifier reads this line's start (gate.LAYOUT_MAPPING_FAILURE) to say why no shifted run was made
+  // The verifier reads this line's start (gate.LAYOUT_MAPPING_FAILURE) to say why no mapped run was made
   [[noreturn]] static void layout_failure(const char* what) {
     fprintf(stderr, "kernelloop harness: the shifted buffers' address range: %s\n", what);
     exit(1);
