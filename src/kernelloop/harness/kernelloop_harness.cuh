@@ -1761,31 +1761,17 @@ class Harness {
   // handled the draw and the key, and it is handed whatever the caller-saved registers hold:
   // zero both. (Its own frame is all the stack it may read; see verify/hostcode.py.)
   static constexpr size_t kScrubBytes = 256 * 1024;
-  // The floating-point environment every call starts from: the control bits the program started with
-  // (rounding, flush-to-zero, exception masks) and no exception flag raised, so nothing a call leaves
-  // there reaches the next. A launcher kept its call count in the MXCSR's sticky flags and control bits
-  // (red team round 196) and acted otherwise after more calls than a verifier run makes; the host-code
-  // scan refuses the instructions that write it, and a call that leaves the control bits changed ends
-  // the run (check_float_environment).
+  // The floating-point environment's control bits (rounding, flush-to-zero, exception masks) as the
+  // program started must be as they were after every call, and the x87 stack empty: a launcher kept its
+  // call count in the MXCSR (red team round 196; the host-code scan refuses the instructions that write
+  // it). Nothing is reset before a call: a caller's process keeps what one call leaves for the next
+  // (the sticky exception flags among it), and the verifier's calls must see it as a caller's would, or
+  // a counter that fires within their number (the flags are a dozen bits at most) would stay unseen.
   static constexpr unsigned int kMxcsrFlags = 0x3F;
   static unsigned short x87_control_word() {
     unsigned short word = 0;
     asm volatile("fnstcw %0" : "=m"(word));
     return word;
-  }
-  // The x87 unit as a fresh process has it, but for the program's own control word: its eight data
-  // registers (the MMX registers too) zeroed, every one empty, the stack's top at 0, no flag raised. A
-  // pop leaves a register's 80 bits in place, which fxsave reads back: a launcher kept its call count
-  // there (red team round 197).
-  static void pin_float_environment() {
-    const State& s = st();
-    const unsigned short word = s.x87_control;
-    asm volatile("fldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\tfldz\n\t"
-                 "fstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\t"
-                 "fstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\tfstp %%st(0)\n\t"
-                 "fninit\n\tfldcw %0"
-                 : : "m"(word) : "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)", "st(7)");
-    __builtin_ia32_ldmxcsr(s.mxcsr_control);
   }
   static void check_float_environment() {
     const State& s = st();
@@ -1799,7 +1785,6 @@ class Harness {
   }
 
   __attribute__((noinline)) static void scrub_before_launch() {
-    pin_float_environment();
     unsigned char dead[kScrubBytes];
     memset(dead, 0, sizeof dead);
     asm volatile("" : : "r"(dead) : "memory");  // the stores must happen
@@ -1811,11 +1796,7 @@ class Harness {
                    "vpxord %%zmm24, %%zmm24, %%zmm24\n\tvpxord %%zmm25, %%zmm25, %%zmm25\n\t"
                    "vpxord %%zmm26, %%zmm26, %%zmm26\n\tvpxord %%zmm27, %%zmm27, %%zmm27\n\t"
                    "vpxord %%zmm28, %%zmm28, %%zmm28\n\tvpxord %%zmm29, %%zmm29, %%zmm29\n\t"
-                   "vpxord %%zmm30, %%zmm30, %%zmm30\n\tvpxord %%zmm31, %%zmm31, %%zmm31\n\t"
-                   // the opmask registers: kxorw clears each whole (nothing of a call's survives in them)
-                   "kxorw %%k0, %%k0, %%k0\n\tkxorw %%k1, %%k1, %%k1\n\tkxorw %%k2, %%k2, %%k2\n\t"
-                   "kxorw %%k3, %%k3, %%k3\n\tkxorw %%k4, %%k4, %%k4\n\tkxorw %%k5, %%k5, %%k5\n\t"
-                   "kxorw %%k6, %%k6, %%k6\n\tkxorw %%k7, %%k7, %%k7" ::: "memory");
+                   "vpxord %%zmm30, %%zmm30, %%zmm30\n\tvpxord %%zmm31, %%zmm31, %%zmm31" ::: "memory");
     if (__builtin_cpu_supports("avx"))
       asm volatile("vzeroall" ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
                    "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory");
