@@ -644,38 +644,58 @@ def test_a_candidate_wrong_in_either_caller_layout_is_rejected(settings, monkeyp
 def test_the_caller_layout_run_shifts_the_buffers_as_far_as_the_baseline_allows(settings, monkeypatch, tmp_path):
     # Red team round 191: every verifier buffer was 256-byte aligned; the caller-layout run starts each at
     # a drawn offset in element-size multiples, or 16-byte multiples where the baseline needs them
-    shifts: list[tuple[str, tuple | None]] = []
+    shifts: list[tuple[str, int, tuple | None]] = []
 
     def behave(role, kw):
         if kw.get("exact_buffers") and not kw.get("wrapper"):
             shift = kw.get("buffer_shift")
-            shifts.append((role, shift))
+            shifts.append((role, kw.get("size_index", 0), shift))
             if role == "baseline" and shift and shift[2] != gate.OFFSETS_NONE and shift[1] == 0:
                 return 1  # a baseline whose float4 loads need 16-byte alignment
         return GOOD
 
     scripted_runs(monkeypatch, behave)
     v = verify(load_settings(project_dir=tmp_path))
-    # (unit, offsets, reversed): where cudaMalloc puts them; mapped 2 MiB-aligned in the reverse order; then
-    # at drawn offsets and with every offset bit flipped, in each order
-    assert [(role, shift[1:] if shift else None) for role, shift in shifts] == [
-        ("baseline", None), ("candidate", None), ("baseline", (0, 2, 1)), ("candidate", (0, 2, 1)),
-        ("baseline", (0, 0, 0)), ("baseline", (16, 0, 0)), ("candidate", (16, 0, 0)),
-        ("baseline", (0, 0, 1)), ("baseline", (16, 0, 1)), ("candidate", (16, 0, 1)),
-        ("baseline", (0, 1, 0)), ("baseline", (16, 1, 0)), ("candidate", (16, 1, 0)),
-        ("baseline", (0, 1, 1)), ("baseline", (16, 1, 1)), ("candidate", (16, 1, 1))], shifts
-    assert len({shift[0] for _, shift in shifts if shift}) == 1 and shifts[2][1][0] % 2 == 1  # one drawn key
+    expected = []
+    for layout in gate.CALLER_LAYOUTS:  # (unit, offsets, reversed) at the default size
+        if layout is None:
+            expected += [("baseline", None), ("candidate", None)]
+        elif layout[0] == gate.OFFSETS_NONE:
+            expected += [("baseline", (0, *layout)), ("candidate", (0, *layout))]
+        else:
+            expected += [("baseline", (0, *layout)), ("baseline", (16, *layout)), ("candidate", (16, *layout))]
+    at_default = [(role, shift[1:] if shift else None) for role, size, shift in shifts if size == 0]
+    assert at_default == expected, at_default
+    assert len({shift[0] for _, _, shift in shifts if shift}) == 1 and shifts[2][2][0] % 2 == 1  # one drawn key
     assert sum("16-byte aligned" in n for n in v.notes) == 1, v.notes
 
 
+def test_every_other_size_checked_has_its_caller_layouts(monkeypatch):
+    # Red team round 198: a misaligned path whose bug showed only at a size no shifted run used
+    planned: list[tuple[int, int | None, tuple | None]] = []
+
+    def run(*args):
+        mapped, size_index, size_draw = args[-3:]
+        planned.append((size_index, size_draw, mapped[1:] if mapped else None))
+        return True
+
+    monkeypatch.setattr(gate, "_caller_layout_run", run)
+    gate._caller_layout_check(None, None, None, None, None, None, set(), None, [], None, {}, [(1, None), (-1, 77)])
+    assert [(0, None, layout) for layout in gate.CALLER_LAYOUTS] == planned[:len(gate.CALLER_LAYOUTS)]
+    assert planned[len(gate.CALLER_LAYOUTS):] == [(size, draw, layout) for size, draw in [(1, None), (-1, 77)]
+                                                 for layout in gate.OTHER_SIZE_LAYOUTS]
+
+
 def test_every_order_meets_every_alignment_in_the_caller_layouts():
-    # Red team round 195: the reversed order appeared only at drawn offsets, so a part keyed on the order
-    # and the alignment together met the reversed order aligned in no run
-    seen = {(None, 0) if layout is None else (layout[0], layout[1]) for layout in gate.CALLER_LAYOUTS}
-    aligned = {(None, 0), (gate.OFFSETS_NONE, 0), (gate.OFFSETS_NONE, 1)}
+    # Red team rounds 195 and 198: the reversed order appeared only at drawn offsets, the declared order
+    # aligned only where cudaMalloc happened to put it, and buffers were never adjacent
+    seen = {layout for layout in gate.CALLER_LAYOUTS if layout is not None}
     for reversed_order in (0, 1):
-        assert any(a in seen for a in aligned if a[1] == reversed_order), reversed_order
-        assert (gate.OFFSETS_DRAWN, reversed_order) in seen and (gate.OFFSETS_FLIPPED, reversed_order) in seen
+        for offsets in (gate.OFFSETS_NONE, gate.OFFSETS_DRAWN, gate.OFFSETS_FLIPPED, gate.OFFSETS_PACKED):
+            assert (offsets, reversed_order) in seen, (offsets, reversed_order)
+    assert None in gate.CALLER_LAYOUTS  # and where cudaMalloc puts them
+    assert {o for o, _ in gate.OTHER_SIZE_LAYOUTS} == {gate.OFFSETS_DRAWN, gate.OFFSETS_FLIPPED}
+    assert {r for _, r in gate.OTHER_SIZE_LAYOUTS} == {0, 1}
 
 
 @pytest.mark.nvcc

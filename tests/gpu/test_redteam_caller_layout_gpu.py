@@ -1,11 +1,14 @@
-"""Red team rounds 189-195 on the GPU: parts that told the verifier's runs from a caller's by what
+"""Red team rounds 189-198 on the GPU: parts that told the verifier's runs from a caller's by what
 lies around, at, or beside their buffers (guard zones, memcheck's serialisation, 256-byte alignment,
-an address bit, which buffer lies lower, the order with the alignment). Each passed every static gate
-and was closed in the harness and gate._caller_layout_check without a GPU run; this is the run that
-counts. Each is rejected on correctness; the honest warp-per-row rewrite they were all built from is
-accepted, so the exact-size, mapped, shifted and reordered runs turn away no honest part.
+an address bit, which buffer lies lower, the order with the alignment, adjacency, a size no shifted
+run used). Each passed every static gate and was closed in the harness and
+gate._caller_layout_check without a GPU run; this is the run that counts. Each is rejected on
+correctness; the honest warp-per-row rewrite they were all built from is accepted, so the
+exact-size, mapped, shifted, packed and reordered runs turn away no honest part.
 
-Group `caller_layout` (README, GPU test groups): `pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py`."""
+Groups (README, GPU test groups), each under 9 minutes on an H200 by estimate:
+`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round189 or round19 and not round198"` and
+`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round198 or honest"`."""
 
 from __future__ import annotations
 
@@ -34,6 +37,9 @@ CHEATS = [
     (ROW_SUM, "round194/order_host"),      # ... in the launcher
     (ROW_SUM, "round195/order_aligned"),   # keyed on the order with both buffers aligned, in the kernel
     (ROW_SUM, "round195/order_aligned_host"),  # ... in the launcher
+    (ROW_SUM, "round198/peel_edge"),       # a misaligned path wrong only at a size not a multiple of 16
+    (ROW_SUM, "round198/adjacent"),        # takes adjacent buffers (one allocation cut in two) for overlap
+    (ROOT / "kernels" / "sum_reduction.cu", "round198/fwd_aligned"),  # declared order with both aligned
 ]
 
 

@@ -1131,7 +1131,7 @@ struct State {
   bool exact_buffers;                  // KERNELLOOP_EXACT_BUFFERS: each buffer its own exact-size allocation
   uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: buffers mapped by the harness (0: none)
   size_t shift_unit;                   // ... in multiples of this many bytes (0: each buffer's element size)
-  int shift_mode;                      // ... 0: offsets drawn; 1: every offset bit flipped; 2: offset 0
+  int shift_mode;                      // ... 0: offsets drawn; 1: every offset bit flipped; 2: offset 0; 3: packed
   bool layout_reversed;                // ... mapped in the reverse of the declaration order
   unsigned int mxcsr_control;          // the MXCSR's control bits as the program started (flags cleared)
   unsigned short x87_control;          // the x87 unit's control word as the program started
@@ -1139,6 +1139,7 @@ struct State {
   size_t layout_bytes;                 // ... its size
   size_t layout_used;                  // ... bytes mapped so far, from its bottom (from its top when reversed)
   size_t layout_granularity;           // ... the driver's granularity of a mapping
+  size_t layout_packed;                // ... bytes handed out so far where the buffers are packed (mode 3)
   unsigned char read_guard;            // the guard byte of inputs and in-out buffers (KERNELLOOP_GUARD_BYTE)
   uint64_t nonfinite_buffers;          // which buffers get the special values (KERNELLOOP_NONFINITE_BUFFERS)
   bool nonfinite_now;                  // this call's spikes include NaN and +-inf
@@ -1205,8 +1206,9 @@ class Harness {
     // ("KEY:UNIT:MODE:REVERSED"): each at an offset below 2 MiB drawn from KEY, in multiples of UNIT
     // bytes (0: its element size), as a caller's slice or view need not start where cudaMalloc's
     // alignment puts it (red team rounds 191, 193); MODE 1 flips every offset bit, MODE 2 puts every
-    // buffer at offset 0 (2 MiB-aligned); REVERSED lays them out in the reverse of the declaration
-    // order (rounds 194-195: every order with every alignment).
+    // buffer at offset 0 (2 MiB-aligned), MODE 3 packs them one right after another (each at the next
+    // multiple of UNIT bytes, or of its element size), as a caller cuts one allocation into several
+    // (round 198); REVERSED lays them out in the reverse of the declaration order (rounds 194-195).
     const char* shift_text = getenv("KERNELLOOP_BUFFER_SHIFT");
     s.shift_key = 0;
     s.shift_unit = 0;
@@ -1218,7 +1220,7 @@ class Harness {
       if (rest && *rest == ':') s.shift_unit = (size_t)strtoull(rest + 1, &rest, 10);
       if (rest && *rest == ':') s.shift_mode = (int)strtoull(rest + 1, &rest, 10);
       if (rest && *rest == ':') s.layout_reversed = strtoull(rest + 1, &rest, 10) != 0;
-      if (s.shift_mode < 0 || s.shift_mode > 2) fail("KERNELLOOP_BUFFER_SHIFT: MODE is 0, 1 or 2");
+      if (s.shift_mode < 0 || s.shift_mode > 3) fail("KERNELLOOP_BUFFER_SHIFT: MODE is 0, 1, 2 or 3");
     }
     const char* guard_text = getenv("KERNELLOOP_GUARD_BYTE");
     s.read_guard = guard_text && *guard_text ? (unsigned char)(atoi(guard_text) & 0xFF) : kReadGuardByte;
@@ -1474,9 +1476,11 @@ class Harness {
       // where the unit is no power of two): a part keyed on one address bit meets both of its values
       if (s.shift_mode == 1 && slots > 1)
         at = (unit & (unit - 1)) == 0 ? ((span - 1) ^ at) & ~(unit - 1) : span - unit - at;
-      if (s.shift_mode == 2) at = 0;
+      if (s.shift_mode >= 2) at = 0;
+      const uint64_t noise = mix64(s.shift_key ^ (0x534C41434Bull + (uint64_t)t.nbuffers));
       // the mapping ends at the driver's granularity past the buffer, as a cudaMalloc block's rounding does
-      b.base = layout_allocation(count * sizeof(T) + at, mix64(s.shift_key ^ (0x534C41434Bull + (uint64_t)t.nbuffers)));
+      b.base = s.shift_mode == 3 ? packed_allocation(count * sizeof(T), unit, noise)
+                                 : layout_allocation(count * sizeof(T) + at, noise);
       b.data = b.base + at;
     } else if (s.exact_buffers) {
       KL_CHECK(cudaMalloc(&b.base, count * sizeof(T)));
@@ -1553,41 +1557,82 @@ class Harness {
   // candidate's rejects it.
   static unsigned char* layout_allocation(size_t bytes, uint64_t noise_key) {
     State& s = st();
-    const DriverMemory d = driver_memory();
-    CUmemAllocationProp prop = {};
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = s.device;
-    if (!s.layout_base) {
-      size_t granularity = 0, free_bytes = 0, total_bytes = 0;
-      driver_check(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
-                   "cuMemGetAllocationGranularity");
-      if (granularity == 0) layout_failure("the driver reports no mapping granularity");
-      KL_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-      // Room for as much as the device has free, each buffer rounded up and offset by less than 2 MiB
-      const size_t room = free_bytes + (size_t)kMaxBuffers * (((size_t)1 << 21) + granularity);
-      s.layout_granularity = granularity;
-      s.layout_bytes = (room + granularity - 1) / granularity * granularity;
-      CUdeviceptr base = 0;
-      driver_check(d.reserve(&base, s.layout_bytes, granularity, 0, 0), "cuMemAddressReserve");
-      s.layout_base = base;
-      s.layout_used = 0;
-    }
+    reserve_layout();
     const size_t mapped = (bytes + s.layout_granularity - 1) / s.layout_granularity * s.layout_granularity;
     if (mapped > s.layout_bytes - s.layout_used) layout_failure("the buffers do not fit in the device's memory");
     const CUdeviceptr at = s.layout_reversed ? s.layout_base + s.layout_bytes - s.layout_used - mapped
                                              : s.layout_base + s.layout_used;
     s.layout_used += mapped;
+    map_layout_range(at, mapped, noise_key);
+    return reinterpret_cast<unsigned char*>(at);
+  }
+  // The packed run's allocation of BYTES: right after the buffer declared before it (at the next multiple
+  // of ALIGN bytes), or right below it where the run is reversed, in the same reserved range, the
+  // granules under it mapped as it needs them. A caller that cuts one allocation into several has its
+  // buffers adjacent: a part that took adjacency for overlap, or tested the distance between two
+  // buffers, met it in no other run (red team round 198).
+  static unsigned char* packed_allocation(size_t bytes, size_t align, uint64_t noise_key) {
+    State& s = st();
+    reserve_layout();
+    const size_t g = s.layout_granularity;
+    const size_t start = (s.layout_packed + align - 1) / align * align;  // from the range's bottom, or its top
+    size_t end = start + bytes;
+    if (s.layout_reversed) end = ((end + align - 1) / align) * align;  // the buffer's start aligned from the top
+    if (end > s.layout_bytes) layout_failure("the buffers do not fit in the device's memory");
+    const size_t needed = (end + g - 1) / g * g;
+    if (needed > s.layout_used) {
+      const size_t more = needed - s.layout_used;
+      const CUdeviceptr at = s.layout_reversed ? s.layout_base + s.layout_bytes - needed : s.layout_base + s.layout_used;
+      map_layout_range(at, more, noise_key);
+      s.layout_used = needed;
+    }
+    s.layout_packed = end;
+    return reinterpret_cast<unsigned char*>(s.layout_reversed ? s.layout_base + s.layout_bytes - end
+                                                              : s.layout_base + start);
+  }
+  // The mapped runs' address range, reserved once: room for as much as the device has free, each buffer
+  // rounded up and offset by less than 2 MiB.
+  static void reserve_layout() {
+    State& s = st();
+    if (s.layout_base) return;
+    const DriverMemory d = driver_memory();
+    const CUmemAllocationProp prop = layout_property();
+    size_t granularity = 0, free_bytes = 0, total_bytes = 0;
+    driver_check(d.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED),
+                 "cuMemGetAllocationGranularity");
+    if (granularity == 0 || (granularity & (granularity - 1)) != 0)
+      layout_failure("the driver reports no power-of-two mapping granularity");
+    KL_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const size_t room = free_bytes + (size_t)kMaxBuffers * (((size_t)1 << 21) + granularity);
+    s.layout_granularity = granularity;
+    s.layout_bytes = (room + granularity - 1) / granularity * granularity;
+    CUdeviceptr base = 0;
+    driver_check(d.reserve(&base, s.layout_bytes, granularity, 0, 0), "cuMemAddressReserve");
+    s.layout_base = base;
+    s.layout_used = 0;
+    s.layout_packed = 0;
+  }
+  static CUmemAllocationProp layout_property() {
+    CUmemAllocationProp prop = {};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = st().device;
+    return prop;
+  }
+  // Device memory mapped at AT (BYTES, whole granules, inside the reserved range), readable and
+  // writable, holding bytes drawn from NOISE_KEY.
+  static void map_layout_range(CUdeviceptr at, size_t bytes, uint64_t noise_key) {
+    const DriverMemory d = driver_memory();
+    const CUmemAllocationProp prop = layout_property();
     CUmemGenericAllocationHandle handle = 0;
-    driver_check(d.create(&handle, mapped, &prop, 0), "cuMemCreate");
-    driver_check(d.map(at, mapped, 0, handle, 0), "cuMemMap");
+    driver_check(d.create(&handle, bytes, &prop, 0), "cuMemCreate");
+    driver_check(d.map(at, bytes, 0, handle, 0), "cuMemMap");
     CUmemAccessDesc access = {};
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    driver_check(d.set_access(at, mapped, &access, 1), "cuMemSetAccess");
-    kl_noise_kernel<<<256, 256>>>(reinterpret_cast<unsigned char*>(at), mapped, noise_key);
+    driver_check(d.set_access(at, bytes, &access, 1), "cuMemSetAccess");
+    kl_noise_kernel<<<256, 256>>>(reinterpret_cast<unsigned char*>(at), bytes, noise_key);
     KL_CHECK(cudaGetLastError());
-    return reinterpret_cast<unsigned char*>(at);
   }
 
   const Buffer& find(const void* device_ptr) const {

@@ -698,8 +698,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
     # -- memcheck ----------------------------------------------------------------------
     if not reasons:
+        other_sizes_checked = [(k, None) for k in size_indices if k >= 0] + [(-1, d) for d in taken_draws[:1]]
         _caller_layout_check(v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, durations, reasons,
-                             say, noise_by_size.get((0, None)))
+                             say, noise_by_size, other_sizes_checked)
     if not reasons:
         # at a drawn size only where the baseline ran: one it refused (or read past its buffers at) is
         # no size of the program's, and the candidate failing there says nothing
@@ -1252,33 +1253,41 @@ LAYOUT_MAPPING_FAILURE = "kernelloop harness: the shifted buffers' address range
 
 def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                          cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
-                         say, noise: BaselineNoise | None) -> None:
-    """Six more experiments, at the default size, with every buffer an allocation of its own (no
-    guard zones: as a caller's buffers are) and no sanitizer, traced like every correctness run: the
-    candidate's results must be the baseline's there too. One has the buffers where cudaMalloc puts
-    them; the others have them mapped by the harness in declaration order or in its reverse, each
-    order at offset 0 (2 MiB-aligned), at drawn offsets below 2 MiB and at the same offsets with every
-    bit the other way, as a caller's buffers, slices and views may lie (CALLER_LAYOUTS). Red team rounds
-    189-195: a part read the guard zones around its buffers to tell the verifier's runs from a
-    caller's, told compute-sanitizer's runs (the only exact-size ones then) from the rest by how it
-    serialises kernels, dropped a misaligned prefix no aligned run showed, told an always-shifted run
+                         say, noise_by_size: dict[tuple[int, int | None], BaselineNoise],
+                         other_sizes: list[tuple[int, int | None]]) -> None:
+    """More correctness experiments with every buffer an allocation of its own (no guard zones: as a
+    caller's buffers are) and no sanitizer, the candidate's under the tracer like every run of it (these
+    untimed runs' traces are not audited): its results must be the baseline's there too. At the default size, CALLER_LAYOUTS: the
+    buffers where cudaMalloc puts them, then mapped by the harness in declaration order and in its
+    reverse, each order 2 MiB-aligned, at drawn offsets below 2 MiB, at the same offsets with every bit
+    the other way, and packed one right after another, as a caller's buffers, slices, views and cuts of
+    one allocation may lie; at every other size checked (OTHER_SIZES, the drawn one too), OTHER_SIZE_LAYOUTS.
+    Red team rounds 189-198: a part read the guard zones around its buffers to tell the verifier's runs
+    from a caller's, told compute-sanitizer's runs (the only exact-size ones then) from the rest by how
+    it serialises kernels, dropped a misaligned prefix no aligned run showed, told an always-shifted run
     from the others by the pointer's low bits, keyed on an address bit no run varied, on which buffer
-    lies lower, and on the order and the alignment together; a part keyed on one address bit below
-    2 MiB, on the order of two buffers, or on either with the buffers aligned, meets every combination
-    of their values here."""
+    lies lower, on the order and the alignment together, on two buffers being adjacent, and took a
+    misaligned path with a bug that showed only at a size no shifted run used."""
     key = secrets.randbits(62) | 1
-    for layout in CALLER_LAYOUTS:
+    plan = [(0, None, layout) for layout in CALLER_LAYOUTS] + \
+        [(size, draw, layout) for size, draw in other_sizes for layout in OTHER_SIZE_LAYOUTS]
+    for size_index, size_draw, layout in plan:
         if not _caller_layout_run(v, base_bin, cand_bin, base_limits, cand_limits, cupti_lib, used_seeds,
-                                  durations, reasons, say, noise, None if layout is None else (key, *layout)):
+                                  durations, reasons, say, noise_by_size.get((size_index, size_draw)),
+                                  None if layout is None else (key, *layout), size_index, size_draw):
             return
 
 
 # The caller-layout experiments: None, the buffers where cudaMalloc puts them; else (offsets, reversed),
-# the buffers mapped by the harness (KERNELLOOP_BUFFER_SHIFT) at offsets OFFSETS_DRAWN,
-# OFFSETS_FLIPPED (every drawn bit the other way) or OFFSETS_NONE, in declaration order or its reverse.
-OFFSETS_DRAWN, OFFSETS_FLIPPED, OFFSETS_NONE = 0, 1, 2
+# the buffers mapped by the harness (KERNELLOOP_BUFFER_SHIFT) at offsets OFFSETS_DRAWN, OFFSETS_FLIPPED
+# (every drawn bit the other way), OFFSETS_NONE (2 MiB-aligned) or packed one right after another
+# (OFFSETS_PACKED), in declaration order or its reverse.
+OFFSETS_DRAWN, OFFSETS_FLIPPED, OFFSETS_NONE, OFFSETS_PACKED = 0, 1, 2, 3
 CALLER_LAYOUTS: tuple[tuple[int, int] | None, ...] = (
-    None, (OFFSETS_NONE, 1), (OFFSETS_DRAWN, 0), (OFFSETS_DRAWN, 1), (OFFSETS_FLIPPED, 0), (OFFSETS_FLIPPED, 1))
+    None, (OFFSETS_NONE, 0), (OFFSETS_NONE, 1), (OFFSETS_DRAWN, 0), (OFFSETS_DRAWN, 1), (OFFSETS_FLIPPED, 0),
+    (OFFSETS_FLIPPED, 1), (OFFSETS_PACKED, 0), (OFFSETS_PACKED, 1))
+# At every other size: every address bit below 2 MiB both ways, each order once
+OTHER_SIZE_LAYOUTS: tuple[tuple[int, int], ...] = ((OFFSETS_DRAWN, 0), (OFFSETS_FLIPPED, 1))
 
 
 def _layout_words(mapped: tuple[int, int, int] | None, unit: int = 0) -> str:
@@ -1286,30 +1295,33 @@ def _layout_words(mapped: tuple[int, int, int] | None, unit: int = 0) -> str:
     if mapped is None:
         return ""
     _, offsets, reversed_order = mapped
+    units = f"{unit} bytes" if unit else "its element size"
     where = {OFFSETS_NONE: "2 MiB-aligned",
-             OFFSETS_DRAWN: f"at drawn offsets in multiples of {f'{unit} bytes' if unit else 'its element size'}",
-             OFFSETS_FLIPPED: f"at drawn offsets (every bit flipped) in multiples of "
-                              f"{f'{unit} bytes' if unit else 'its element size'}"}[offsets]
+             OFFSETS_DRAWN: f"at drawn offsets in multiples of {units}",
+             OFFSETS_FLIPPED: f"at drawn offsets (every bit flipped) in multiples of {units}",
+             OFFSETS_PACKED: f"packed one right after another (at multiples of {units})"}[offsets]
     return f", {where}, {'in the reverse of' if reversed_order else 'in'} the order the program declares them"
 
 
 def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                        cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
-                       say, noise: BaselineNoise | None, mapped: tuple[int, int, int] | None) -> bool:
-    """One caller-layout experiment (see _caller_layout_check): MAPPED (key, offsets, reversed), or
-    where cudaMalloc puts the buffers; False where the candidate failed it."""
+                       say, noise: BaselineNoise | None, mapped: tuple[int, int, int] | None,
+                       size_index: int = 0, size_draw: int | None = None) -> bool:
+    """One caller-layout experiment (see _caller_layout_check) at a size: MAPPED (key, offsets,
+    reversed), or where cudaMalloc puts the buffers; False where the candidate failed it."""
     seed = _fresh_seeds(1, used_seeds)[0]
     secret = _secret()
+    at_size = "" if size_index == 0 else " (the drawn size)" if size_index < 0 else f" (size {size_index})"
     say(Progress(stage="correctness", message=f"seed {seed}: every buffer its own exact-size allocation"
-                                              + _layout_words(mapped)))
+                                              + _layout_words(mapped) + at_size))
     # Drawn offsets: in multiples of the element size, else of 16 bytes where the baseline itself needs
     # that (vector loads); where it fails even so, that layout is not checked.
-    drawn = mapped is not None and mapped[1] != OFFSETS_NONE
+    drawn = mapped is not None and mapped[1] != OFFSETS_NONE  # offsets (or packing) in units the baseline allows
     shifts = [None] if mapped is None else \
         [(mapped[0], unit, mapped[1], mapped[2]) for unit in ((0, 16) if drawn else (0,))]
     for shift in shifts:
         base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, exact_buffers=True,
-                           buffer_shift=shift)
+                           buffer_shift=shift, size_index=size_index, size_draw=size_draw)
         durations.program_runs_s += base.result.wall_s
         if not _run_failure(base):
             break
@@ -1330,7 +1342,7 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
         if note not in v.notes:
             v.notes.append(note)
     cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                       exact_buffers=True, buffer_shift=shift)
+                       exact_buffers=True, buffer_shift=shift, size_index=size_index, size_draw=size_draw)
     durations.program_runs_s += cand.result.wall_s
     failure = _run_failure(cand)
     compared = None if failure else _compare_experiment(base, cand, v.settings, noise)
@@ -1341,8 +1353,8 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
             f"the candidate's results differ from the baseline's: {compared.describe() if compared else ''}")
     v.gates.append(GateResult(gate="correctness", status="fail", candidate="other results",
                               detail="with every buffer an allocation of its own exact size (no guard zones around "
-                                     f"it, as a caller's buffers are{_layout_words(mapped, shift[1] if shift else 0)}), "
-                                     f"{what}"))
+                                     f"it, as a caller's buffers are{_layout_words(mapped, shift[1] if shift else 0)})"
+                                     f"{at_size}, {what}"))
     return False
 
 
