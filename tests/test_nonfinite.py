@@ -675,8 +675,9 @@ def test_every_other_size_checked_has_its_caller_layouts(monkeypatch):
     planned: list[tuple[int, int | None, tuple | None]] = []
 
     def run(*args):
-        mapped, size_index, size_draw = args[-3:]
+        mapped, size_index, size_draw, times = args[-4:]
         planned.append((size_index, size_draw, mapped[1:] if mapped else None))
+        assert (times is not None) == (size_index == 0)  # the default size's times are judged
         return True
 
     monkeypatch.setattr(gate, "_caller_layout_run", run)
@@ -691,7 +692,8 @@ def test_every_order_meets_every_alignment_in_the_caller_layouts():
     # aligned only where cudaMalloc happened to put it, and buffers were never adjacent
     seen = {layout for layout in gate.CALLER_LAYOUTS if layout is not None}
     for reversed_order in (0, 1):
-        for offsets in (gate.OFFSETS_NONE, gate.OFFSETS_DRAWN, gate.OFFSETS_FLIPPED, gate.OFFSETS_PACKED):
+        for offsets in (gate.OFFSETS_NONE, gate.OFFSETS_DRAWN, gate.OFFSETS_FLIPPED, gate.OFFSETS_PACKED,
+                        gate.OFFSETS_PACKED_DRAWN):  # round 200: adjacent and misaligned
             assert (offsets, reversed_order) in seen, (offsets, reversed_order)
     assert None in gate.CALLER_LAYOUTS  # and where cudaMalloc puts them
     assert {o for o, _ in gate.OTHER_SIZE_LAYOUTS} == {gate.OFFSETS_DRAWN, gate.OFFSETS_FLIPPED}
@@ -728,3 +730,19 @@ def test_a_driver_that_cannot_map_the_shifted_layout_is_named_in_the_note(settin
     v = verify(load_settings(project_dir=tmp_path))
     assert any("could not map the buffers in one reserved address range" in n for n in v.notes), v.notes
     assert not any("offsets a cudaMalloc address does not have" in n for n in v.notes), v.notes
+
+
+@pytest.mark.parametrize("layout_ratios, accepted", [
+    ([4.8, 5.1, 5.0, 4.9, 5.2, 5.0, 4.7, 5.3, 5.0], True),   # honest: as fast where a caller's buffers lie
+    ([1.0, 1.0, 1.02, 0.99, 1.0, 1.01, 5.0, 1.0, 1.0], False),  # fast only where the guarded runs put a buffer
+    ([1.3, 1.3, 1.3, 1.3, 1.3, 1.3, 1.3, 1.3, 1.3], False),  # 5x timed, 1.3x for a caller: the claim overstated
+])
+def test_the_speed_up_must_hold_where_a_callers_buffers_lie(layout_ratios, accepted):
+    # Red team round 200: a part that took its fast path only where the guarded (timed) runs put a buffer
+    from kernelloop.verify.stats import decide
+    v = gate.Verdict.model_construct(gates=[], notes=[])
+    v.speed = decide([5.0] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)
+    reasons: list = []
+    gate._speed_in_caller_layouts(v, [(f"layout {k}", r, 1.0) for k, r in enumerate(layout_ratios)], reasons)
+    row = next(g for g in v.gates if g.gate == "caller layouts")
+    assert (row.status == "pass") == accepted and (not reasons) == accepted, row.detail

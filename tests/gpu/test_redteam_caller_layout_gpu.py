@@ -1,14 +1,15 @@
-"""Red team rounds 189-198 on the GPU: parts that told the verifier's runs from a caller's by what
+"""Red team rounds 189-200 on the GPU: parts that told the verifier's runs from a caller's by what
 lies around, at, or beside their buffers (guard zones, memcheck's serialisation, 256-byte alignment,
 an address bit, which buffer lies lower, the order with the alignment, adjacency, a size no shifted
-run used). Each passed every static gate and was closed in the harness and
-gate._caller_layout_check without a GPU run; this is the run that counts. Each is rejected on
-correctness; the honest warp-per-row rewrite they were all built from is accepted, so the
-exact-size, mapped, shifted, packed and reordered runs turn away no honest part.
+run used), and one fast only where the timed runs put its buffers. Each passed every static gate and
+was closed in the harness and gate._caller_layout_check without a GPU run; this is the run that
+counts. Each is rejected (on correctness, or as not faster where a caller's buffers lie); the honest
+warp-per-row rewrite they were all built from is accepted, so the exact-size, mapped, shifted,
+packed and reordered runs turn away no honest part.
 
 Groups (README, GPU test groups), each under 9 minutes on an H200 by estimate:
 `pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round189 or round19 and not round198"` and
-`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round198 or honest"`."""
+`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round198 or round200 or honest"`."""
 
 from __future__ import annotations
 
@@ -40,7 +41,10 @@ CHEATS = [
     (ROW_SUM, "round198/peel_edge"),       # a misaligned path wrong only at a size not a multiple of 16
     (ROW_SUM, "round198/adjacent"),        # takes adjacent buffers (one allocation cut in two) for overlap
     (ROOT / "kernels" / "sum_reduction.cu", "round198/fwd_aligned"),  # declared order with both aligned
+    (ROW_SUM, "round200/adjacent_misaligned"),  # adjacent and misaligned
 ]
+# Correct everywhere, faster only where the timed runs put a buffer: rejected as not faster
+SLOW_FOR_A_CALLER = [(ROW_SUM, "round200/guard_fast")]
 
 
 @pytest.mark.parametrize("baseline, case", CHEATS, ids=[c for _, c in CHEATS])
@@ -63,3 +67,12 @@ def test_the_honest_rewrite_they_were_built_from_is_accepted(tmp_path, record_pr
     # every caller layout ran: no baseline failure, no driver that could not map the buffers
     assert not any("offsets a cudaMalloc address does not have" in n or "could not map" in n
                    or "that layout was not checked" in n for n in v.notes), v.notes
+
+
+@pytest.mark.parametrize("baseline, case", SLOW_FOR_A_CALLER, ids=[c for _, c in SLOW_FOR_A_CALLER])
+def test_a_part_fast_only_where_the_timed_runs_put_its_buffers_is_rejected(baseline, case, tmp_path, record_property):
+    v = verify_files(baseline, REDTEAM / case / "cand.cu", Settings(cache_dir=tmp_path / "cache"))
+    record_property("verdict", v.summary)
+    print(f"\n{case}: {v.reasons} {v.summary}")
+    assert not v.accepted and Reason.not_faster in v.reasons, v.summary
+    assert any(g.gate == "caller layouts" and g.status == "fail" for g in v.gates), v.summary

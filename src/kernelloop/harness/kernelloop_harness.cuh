@@ -1131,7 +1131,8 @@ struct State {
   bool exact_buffers;                  // KERNELLOOP_EXACT_BUFFERS: each buffer its own exact-size allocation
   uint64_t shift_key;                  // KERNELLOOP_BUFFER_SHIFT key: buffers mapped by the harness (0: none)
   size_t shift_unit;                   // ... in multiples of this many bytes (0: each buffer's element size)
-  int shift_mode;                      // ... 0: offsets drawn; 1: every offset bit flipped; 2: offset 0; 3: packed
+  int shift_mode;                      // ... 0: offsets drawn; 1: every offset bit flipped; 2: offset 0; 3: packed;
+                                       //     4: packed from a drawn offset
   bool layout_reversed;                // ... mapped in the reverse of the declaration order
   unsigned int mxcsr_control;          // the MXCSR's control bits as the program started (flags cleared)
   unsigned short x87_control;          // the x87 unit's control word as the program started
@@ -1208,7 +1209,8 @@ class Harness {
     // alignment puts it (red team rounds 191, 193); MODE 1 flips every offset bit, MODE 2 puts every
     // buffer at offset 0 (2 MiB-aligned), MODE 3 packs them one right after another (each at the next
     // multiple of UNIT bytes, or of its element size), as a caller cuts one allocation into several
-    // (round 198); REVERSED lays them out in the reverse of the declaration order (rounds 194-195).
+    // (round 198), MODE 4 packs them from a drawn offset (round 200: adjacent and misaligned); REVERSED
+    // lays them out in the reverse of the declaration order (rounds 194-195).
     const char* shift_text = getenv("KERNELLOOP_BUFFER_SHIFT");
     s.shift_key = 0;
     s.shift_unit = 0;
@@ -1220,7 +1222,7 @@ class Harness {
       if (rest && *rest == ':') s.shift_unit = (size_t)strtoull(rest + 1, &rest, 10);
       if (rest && *rest == ':') s.shift_mode = (int)strtoull(rest + 1, &rest, 10);
       if (rest && *rest == ':') s.layout_reversed = strtoull(rest + 1, &rest, 10) != 0;
-      if (s.shift_mode < 0 || s.shift_mode > 3) fail("KERNELLOOP_BUFFER_SHIFT: MODE is 0, 1, 2 or 3");
+      if (s.shift_mode < 0 || s.shift_mode > 4) fail("KERNELLOOP_BUFFER_SHIFT: MODE is 0 to 4");
     }
     const char* guard_text = getenv("KERNELLOOP_GUARD_BYTE");
     s.read_guard = guard_text && *guard_text ? (unsigned char)(atoi(guard_text) & 0xFF) : kReadGuardByte;
@@ -1476,11 +1478,13 @@ class Harness {
       // where the unit is no power of two): a part keyed on one address bit meets both of its values
       if (s.shift_mode == 1 && slots > 1)
         at = (unit & (unit - 1)) == 0 ? ((span - 1) ^ at) & ~(unit - 1) : span - unit - at;
+      const bool packed = s.shift_mode >= 3;
+      // packed from a drawn offset: the first buffer starts there, every other right after the one before
+      if (packed && s.shift_mode == 4 && t.nbuffers == 0) s.layout_packed = at;
       if (s.shift_mode >= 2) at = 0;
       const uint64_t noise = mix64(s.shift_key ^ (0x534C41434Bull + (uint64_t)t.nbuffers));
       // the mapping ends at the driver's granularity past the buffer, as a cudaMalloc block's rounding does
-      b.base = s.shift_mode == 3 ? packed_allocation(count * sizeof(T), unit, noise)
-                                 : layout_allocation(count * sizeof(T) + at, noise);
+      b.base = packed ? packed_allocation(count * sizeof(T), unit, noise) : layout_allocation(count * sizeof(T) + at, noise);
       b.data = b.base + at;
     } else if (s.exact_buffers) {
       KL_CHECK(cudaMalloc(&b.base, count * sizeof(T)));
@@ -1609,8 +1613,7 @@ class Harness {
     CUdeviceptr base = 0;
     driver_check(d.reserve(&base, s.layout_bytes, granularity, 0, 0), "cuMemAddressReserve");
     s.layout_base = base;
-    s.layout_used = 0;
-    s.layout_packed = 0;
+    s.layout_used = 0;  // layout_packed starts at 0 (the state is zeroed) or at a drawn offset (add)
   }
   static CUmemAllocationProp layout_property() {
     CUmemAllocationProp prop = {};

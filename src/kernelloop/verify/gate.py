@@ -697,10 +697,11 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     audit_status = _judge_audits(v, candidate_audits, baseline_audit, cupti_lib, reasons)
 
     # -- memcheck ----------------------------------------------------------------------
+    layout_times: list[tuple[str, float, float]] = []
     if not reasons:
         other_sizes_checked = [(k, None) for k in size_indices if k >= 0] + [(-1, d) for d in taken_draws[:1]]
-        _caller_layout_check(v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, durations, reasons,
-                             say, noise_by_size, other_sizes_checked)
+        layout_times = _caller_layout_check(v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds,
+                                            durations, reasons, say, noise_by_size, other_sizes_checked)
     if not reasons:
         # at a drawn size only where the baseline ran: one it refused (or read past its buffers at) is
         # no size of the program's, and the candidate failing there says nothing
@@ -721,6 +722,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         v.work = WorkModel.of([manifest, *manifests])
     if other_sizes and not reasons:
         _speed_at_other_sizes(v, other_sizes, reasons, regression)
+    if not reasons and regression is None and v.speed is not None and v.speed.outcome == "faster":
+        _speed_in_caller_layouts(v, layout_times, reasons)
     if not reasons and manifest is not None:
         _speed_of_light(v, [manifest, *manifests], reasons)
     elif manifest is None:
@@ -1254,38 +1257,71 @@ LAYOUT_MAPPING_FAILURE = "kernelloop harness: the shifted buffers' address range
 def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                          cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
                          say, noise_by_size: dict[tuple[int, int | None], BaselineNoise],
-                         other_sizes: list[tuple[int, int | None]]) -> None:
+                         other_sizes: list[tuple[int, int | None]]) -> list[tuple[str, float, float]]:
     """More correctness experiments with every buffer an allocation of its own (no guard zones: as a
     caller's buffers are) and no sanitizer, the candidate's under the tracer like every run of it (these
     untimed runs' traces are not audited): its results must be the baseline's there too. At the default size, CALLER_LAYOUTS: the
     buffers where cudaMalloc puts them, then mapped by the harness in declaration order and in its
     reverse, each order 2 MiB-aligned, at drawn offsets below 2 MiB, at the same offsets with every bit
-    the other way, and packed one right after another, as a caller's buffers, slices, views and cuts of
-    one allocation may lie; at every other size checked (OTHER_SIZES, the drawn one too), OTHER_SIZE_LAYOUTS.
-    Red team rounds 189-198: a part read the guard zones around its buffers to tell the verifier's runs
+    the other way, and packed one right after another from an aligned start and from a drawn offset, as
+    a caller's buffers, slices, views and cuts of one allocation may lie; at every other size checked (OTHER_SIZES, the drawn one too), OTHER_SIZE_LAYOUTS.
+    Red team rounds 189-200: a part read the guard zones around its buffers to tell the verifier's runs
     from a caller's, told compute-sanitizer's runs (the only exact-size ones then) from the rest by how
     it serialises kernels, dropped a misaligned prefix no aligned run showed, told an always-shifted run
     from the others by the pointer's low bits, keyed on an address bit no run varied, on which buffer
-    lies lower, on the order and the alignment together, on two buffers being adjacent, and took a
-    misaligned path with a bug that showed only at a size no shifted run used."""
+    lies lower, on the order and the alignment together, on two buffers being adjacent (and misaligned),
+    took a misaligned path with a bug that showed only at a size no shifted run used, and was fast only
+    where the timed runs put a buffer (round 200). Returns the default size's
+    (layout, baseline ms, candidate ms), which _speed_in_caller_layouts judges."""
     key = secrets.randbits(62) | 1
     plan = [(0, None, layout) for layout in CALLER_LAYOUTS] + \
         [(size, draw, layout) for size, draw in other_sizes for layout in OTHER_SIZE_LAYOUTS]
+    times: list[tuple[str, float, float]] = []
     for size_index, size_draw, layout in plan:
         if not _caller_layout_run(v, base_bin, cand_bin, base_limits, cand_limits, cupti_lib, used_seeds,
                                   durations, reasons, say, noise_by_size.get((size_index, size_draw)),
-                                  None if layout is None else (key, *layout), size_index, size_draw):
-            return
+                                  None if layout is None else (key, *layout), size_index, size_draw,
+                                  times if size_index == 0 else None):
+            break
+    return times
+
+
+# The speed-up must hold where a caller's buffers lie: the median of the caller-layout runs' speed-ups
+# at least the bar's halfway point and the timed speed-up divided by this (red team round 200: a part
+# that took its fast path only where the guarded runs put a buffer, 4 KiB past an 8 KiB boundary,
+# claimed the speed-up of every timed pair and ran the baseline's kernel for a caller).
+CALLER_LAYOUT_SHORTFALL = 1.5
+
+
+def _speed_in_caller_layouts(v: Verdict, times: list[tuple[str, float, float]], reasons: list[Reason]) -> None:
+    if v.speed is None or not times:
+        return
+    ratios = sorted(base_ms / cand_ms for _, base_ms, cand_ms in times if base_ms > 0 and cand_ms > 0)
+    if not ratios:
+        return
+    middle = len(ratios) // 2
+    median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    bar = max(1 + (v.speed.threshold - 1) / 2, v.speed.speedup / CALLER_LAYOUT_SHORTFALL)
+    said = (f"median {median:.2f}x the baseline's speed over {len(ratios)} caller layouts (one run each, from the "
+            f"correctness checks; range {ratios[0]:.2f}-{ratios[-1]:.2f}x), against {v.speed.speedup:.2f}x timed")
+    if median < bar:
+        reasons.append(Reason.not_faster)
+        v.gates.append(GateResult(gate="caller layouts", status="fail", detail=(
+            f"the speed-up does not hold where a caller's buffers lie: {said}; at least {bar:.2f}x needed")))
+    else:
+        v.gates.append(GateResult(gate="caller layouts", status="pass", detail=f"{said}; at least {bar:.2f}x needed"))
 
 
 # The caller-layout experiments: None, the buffers where cudaMalloc puts them; else (offsets, reversed),
 # the buffers mapped by the harness (KERNELLOOP_BUFFER_SHIFT) at offsets OFFSETS_DRAWN, OFFSETS_FLIPPED
 # (every drawn bit the other way), OFFSETS_NONE (2 MiB-aligned) or packed one right after another
-# (OFFSETS_PACKED), in declaration order or its reverse.
-OFFSETS_DRAWN, OFFSETS_FLIPPED, OFFSETS_NONE, OFFSETS_PACKED = 0, 1, 2, 3
+# (OFFSETS_PACKED, from an aligned start; OFFSETS_PACKED_DRAWN, from a drawn offset), in declaration
+# order or its reverse.
+OFFSETS_DRAWN, OFFSETS_FLIPPED, OFFSETS_NONE, OFFSETS_PACKED, OFFSETS_PACKED_DRAWN = 0, 1, 2, 3, 4
 CALLER_LAYOUTS: tuple[tuple[int, int] | None, ...] = (
     None, (OFFSETS_NONE, 0), (OFFSETS_NONE, 1), (OFFSETS_DRAWN, 0), (OFFSETS_DRAWN, 1), (OFFSETS_FLIPPED, 0),
-    (OFFSETS_FLIPPED, 1), (OFFSETS_PACKED, 0), (OFFSETS_PACKED, 1))
+    (OFFSETS_FLIPPED, 1), (OFFSETS_PACKED, 0), (OFFSETS_PACKED, 1), (OFFSETS_PACKED_DRAWN, 0),
+    (OFFSETS_PACKED_DRAWN, 1))
 # At every other size: every address bit below 2 MiB both ways, each order once
 OTHER_SIZE_LAYOUTS: tuple[tuple[int, int], ...] = ((OFFSETS_DRAWN, 0), (OFFSETS_FLIPPED, 1))
 
@@ -1299,14 +1335,16 @@ def _layout_words(mapped: tuple[int, int, int] | None, unit: int = 0) -> str:
     where = {OFFSETS_NONE: "2 MiB-aligned",
              OFFSETS_DRAWN: f"at drawn offsets in multiples of {units}",
              OFFSETS_FLIPPED: f"at drawn offsets (every bit flipped) in multiples of {units}",
-             OFFSETS_PACKED: f"packed one right after another (at multiples of {units})"}[offsets]
+             OFFSETS_PACKED: f"packed one right after another (at multiples of {units})",
+             OFFSETS_PACKED_DRAWN: f"packed one right after another from a drawn offset (at multiples of {units})"}[offsets]
     return f", {where}, {'in the reverse of' if reversed_order else 'in'} the order the program declares them"
 
 
 def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                        cupti_lib: Path | None, used_seeds: set[int], durations: Durations, reasons: list[Reason],
                        say, noise: BaselineNoise | None, mapped: tuple[int, int, int] | None,
-                       size_index: int = 0, size_draw: int | None = None) -> bool:
+                       size_index: int = 0, size_draw: int | None = None,
+                       times: list[tuple[str, float, float]] | None = None) -> bool:
     """One caller-layout experiment (see _caller_layout_check) at a size: MAPPED (key, offsets,
     reversed), or where cudaMalloc puts the buffers; False where the candidate failed it."""
     seed = _fresh_seeds(1, used_seeds)[0]
@@ -1320,8 +1358,9 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
     shifts = [None] if mapped is None else \
         [(mapped[0], unit, mapped[1], mapped[2]) for unit in ((0, 16) if drawn else (0,))]
     for shift in shifts:
-        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, exact_buffers=True,
-                           buffer_shift=shift, size_index=size_index, size_draw=size_draw)
+        # traced as the candidate's is, so the two runs' times compare (_speed_in_caller_layouts)
+        base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret,
+                           exact_buffers=True, buffer_shift=shift, size_index=size_index, size_draw=size_draw)
         durations.program_runs_s += base.result.wall_s
         if not _run_failure(base):
             break
@@ -1347,6 +1386,9 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
     failure = _run_failure(cand)
     compared = None if failure else _compare_experiment(base, cand, v.settings, noise)
     if compared is not None and compared.match:
+        if times is not None and base.kernel_ms.value and cand.kernel_ms.value:
+            times.append((_layout_words(mapped).lstrip(", ") or "where cudaMalloc puts them", base.kernel_ms.value,
+                          cand.kernel_ms.value))
         return True
     reasons.append(failure[0] if failure else Reason.correctness)
     what = (f"the candidate's run failed: {failure[1]}" if failure else
@@ -1552,7 +1594,10 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
     drift = 0.0
     if first_pair is not None:
         seed, secret, first_ms = first_pair
-        again = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, heavy=False)
+        # traced as the pairs' runs are (red team round 201: an untraced re-run skipped the tracer's host time
+        # and read as a drift)
+        again = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret,
+                            heavy=False)
         durations.program_runs_s += again.result.wall_s
         if again.kernel_ms.value:
             drift = abs(again.kernel_ms.value / first_ms - 1)

@@ -43,7 +43,7 @@ class Reason(str, Enum):
 
 
 GateName = Literal["policy", "compile", "correctness", "state", "memcheck", "independent timing", "speedup", "regression",
-                   "other sizes", "speed of light", "process wall"]
+                   "other sizes", "caller layouts", "speed of light", "process wall"]
 
 
 class GateResult(BaseModel):
