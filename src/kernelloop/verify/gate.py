@@ -1259,20 +1259,21 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
                          say, noise_by_size: dict[tuple[int, int | None], BaselineNoise],
                          other_sizes: list[tuple[int, int | None]]) -> list[tuple[str, float, float]]:
     """More correctness experiments with every buffer an allocation of its own (no guard zones: as a
-    caller's buffers are) and no sanitizer, the candidate's under the tracer like every run of it (these
-    untimed runs' traces are not audited): its results must be the baseline's there too. At the default size, CALLER_LAYOUTS: the
-    buffers where cudaMalloc puts them, then mapped by the harness in declaration order and in its
-    reverse, each order 2 MiB-aligned, at drawn offsets below 2 MiB, at the same offsets with every bit
-    the other way, and packed one right after another from an aligned start and from a drawn offset, as
-    a caller's buffers, slices, views and cuts of one allocation may lie; at every other size checked (OTHER_SIZES, the drawn one too), OTHER_SIZE_LAYOUTS.
-    Red team rounds 189-200: a part read the guard zones around its buffers to tell the verifier's runs
-    from a caller's, told compute-sanitizer's runs (the only exact-size ones then) from the rest by how
-    it serialises kernels, dropped a misaligned prefix no aligned run showed, told an always-shifted run
-    from the others by the pointer's low bits, keyed on an address bit no run varied, on which buffer
-    lies lower, on the order and the alignment together, on two buffers being adjacent (and misaligned),
-    took a misaligned path with a bug that showed only at a size no shifted run used, and was fast only
-    where the timed runs put a buffer (round 200). Returns the default size's
-    (layout, baseline ms, candidate ms), which _speed_in_caller_layouts judges."""
+    caller's buffers are) and no sanitizer, both programs under the tracer (these untimed runs' traces
+    are not audited): the candidate's results must be the baseline's there too. At the default size,
+    CALLER_LAYOUTS: the buffers where cudaMalloc puts them, then mapped by the harness in declaration
+    order and in its reverse, each order 2 MiB-aligned, at drawn offsets below 2 MiB, at the same
+    offsets with every bit the other way, and packed one right after another from an aligned start
+    and from a drawn offset, as a caller's buffers, slices, views and cuts of one allocation may lie;
+    at every other size checked (the drawn one too), OTHER_SIZE_LAYOUTS. Red team rounds 189-200: a
+    part read the guard zones around its buffers to tell the verifier's runs from a caller's, told
+    compute-sanitizer's runs (the only exact-size ones then) from the rest by how it serialises
+    kernels, dropped a misaligned prefix no aligned run showed, told an always-shifted run from the
+    others by the pointer's low bits, keyed on an address bit no run varied, on which buffer lies
+    lower, on the order and the alignment together, on two buffers being adjacent (and misaligned),
+    took a misaligned path with a bug that showed only at a size no shifted run used, and was fast
+    only where the timed runs put a buffer. Returns the default size's (layout, baseline ms,
+    candidate ms), which _speed_in_caller_layouts judges."""
     key = secrets.randbits(62) | 1
     plan = [(0, None, layout) for layout in CALLER_LAYOUTS] + \
         [(size, draw, layout) for size, draw in other_sizes for layout in OTHER_SIZE_LAYOUTS]
