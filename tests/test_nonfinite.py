@@ -675,7 +675,7 @@ def test_every_other_size_checked_has_its_caller_layouts(monkeypatch):
     planned: list[tuple[int, int | None, tuple | None]] = []
 
     def run(*args):
-        mapped, size_index, size_draw, times = args[-4:]
+        mapped, size_index, size_draw, times, _ = args[-5:]
         planned.append((size_index, size_draw, mapped[1:] if mapped else None))
         assert (times is not None) == (size_index == 0)  # the default size's times are judged
         return True
@@ -732,17 +732,25 @@ def test_a_driver_that_cannot_map_the_shifted_layout_is_named_in_the_note(settin
     assert not any("offsets a cudaMalloc address does not have" in n for n in v.notes), v.notes
 
 
+# (aligned, speed-up) per caller layout: cudaMalloc's and the two 2 MiB-aligned ones first, as the gate runs them
+ALIGNED = [True, True, True] + [False] * 8
+
+
 @pytest.mark.parametrize("layout_ratios, accepted", [
-    ([4.8, 5.1, 5.0, 4.9, 5.2, 5.0, 4.7, 5.3, 5.0], True),   # honest: as fast where a caller's buffers lie
-    ([1.0, 1.0, 1.02, 0.99, 1.0, 1.01, 5.0, 1.0, 1.0], False),  # fast only where the guarded runs put a buffer
-    ([1.3, 1.3, 1.3, 1.3, 1.3, 1.3, 1.3, 1.3, 1.3], False),  # 5x timed, 1.3x for a caller: the claim overstated
+    ([4.8, 5.1, 5.0, 4.9, 5.2, 5.0, 4.7, 5.3, 5.0, 4.9, 5.1], True),  # honest: as fast where a caller's buffers lie
+    ([4.6, 4.0, 5.0, 2.6, 2.4, 2.7, 2.5, 5.0, 5.1, 2.6, 2.5], True),  # honest, slower on misaligned views (vectors)
+    ([1.0, 1.0, 1.02, 0.99, 1.0, 1.01, 5.0, 1.0, 1.0, 1.0, 1.0], False),  # round 200: fast only where timed
+    ([1.3] * 11, False),  # 5x timed, 1.3x for a caller: the claim overstated
+    ([0.5, 0.5, 0.5, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0], False),  # round 202: 2x slower for aligned buffers
+    ([5.0, 5.0, 5.0, 5.0, 5.0, 0.6, 5.0, 5.0, 5.0, 5.0, 5.0], False),  # slower than the baseline in one layout
 ])
 def test_the_speed_up_must_hold_where_a_callers_buffers_lie(layout_ratios, accepted):
-    # Red team round 200: a part that took its fast path only where the guarded (timed) runs put a buffer
     from kernelloop.verify.stats import decide
-    v = gate.Verdict.model_construct(gates=[], notes=[])
+    v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
     v.speed = decide([5.0] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)
     reasons: list = []
-    gate._speed_in_caller_layouts(v, [(f"layout {k}", r, 1.0) for k, r in enumerate(layout_ratios)], reasons)
+    layouts = [gate.LayoutTime(aligned=aligned, size=gate.OtherSize(label=f"layout {k}", baseline_ms=r, candidate_ms=1.0))
+               for k, (aligned, r) in enumerate(zip(ALIGNED, layout_ratios, strict=True))]
+    gate._speed_in_caller_layouts(v, layouts, reasons)
     row = next(g for g in v.gates if g.gate == "caller layouts")
     assert (row.status == "pass") == accepted and (not reasons) == accepted, row.detail

@@ -9,7 +9,7 @@ packed and reordered runs turn away no honest part.
 
 Groups (README, GPU test groups), each under 9 minutes on an H200 by estimate:
 `pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round189 or round19 and not round198"` and
-`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round198 or round200 or honest"`."""
+`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round198 or round20 or honest"`."""
 
 from __future__ import annotations
 
@@ -43,8 +43,8 @@ CHEATS = [
     (ROOT / "kernels" / "sum_reduction.cu", "round198/fwd_aligned"),  # declared order with both aligned
     (ROW_SUM, "round200/adjacent_misaligned"),  # adjacent and misaligned
 ]
-# Correct everywhere, faster only where the timed runs put a buffer: rejected as not faster
-SLOW_FOR_A_CALLER = [(ROW_SUM, "round200/guard_fast")]
+# Correct everywhere, faster only where the timed runs put a buffer, or slower for aligned buffers: not faster
+SLOW_FOR_A_CALLER = [(ROW_SUM, "round200/guard_fast"), (ROW_SUM, "round202/median_aligned_slow")]
 
 
 @pytest.mark.parametrize("baseline, case", CHEATS, ids=[c for _, c in CHEATS])
