@@ -743,6 +743,8 @@ ALIGNED = [True, True, True] + [False] * 8
     ([1.3] * 11, False),  # 5x timed, 1.3x for a caller: the claim overstated
     ([0.5, 0.5, 0.5, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0], False),  # round 202: 2x slower for aligned buffers
     ([5.0, 5.0, 5.0, 5.0, 5.0, 0.6, 5.0, 5.0, 5.0, 5.0, 5.0], False),  # slower than the baseline in one layout
+    ([1.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0], False),  # round 203: the baseline's speed for cudaMalloc's
+    ([4.4, 5.4, 4.6, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0, 5.0], True),  # one run each: noise in the aligned ones
 ])
 def test_the_speed_up_must_hold_where_a_callers_buffers_lie(layout_ratios, accepted):
     from kernelloop.verify.stats import decide
@@ -754,3 +756,11 @@ def test_the_speed_up_must_hold_where_a_callers_buffers_lie(layout_ratios, accep
     gate._speed_in_caller_layouts(v, layouts, reasons)
     row = next(g for g in v.gates if g.gate == "caller layouts")
     assert (row.status == "pass") == accepted and (not reasons) == accepted, row.detail
+
+
+def test_a_verdict_says_when_no_caller_layout_kept_its_times():
+    from kernelloop.verify.stats import decide
+    v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
+    v.speed = decide([5.0] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)
+    gate._speed_in_caller_layouts(v, [], [])
+    assert [g.status for g in v.gates if g.gate == "caller layouts"] == ["skipped"]

@@ -1301,9 +1301,11 @@ class LayoutTime(BaseModel):
 # timed pair's speed-up and ran the baseline's kernel for a caller; another ran it twice where a buffer
 # was 2 MiB-aligned, as a plain cudaMalloc block is, and a median over every layout outvoted it). In
 # every layout the candidate may be no slower than the baseline beyond CALLER_LAYOUT_NOISE (one run
-# each); the median over all of them must reach the bar's halfway point, and the median over the
-# aligned ones (a caller's usual buffers) that and the timed speed-up divided by CALLER_LAYOUT_SHORTFALL.
-# (An honest kernel may be slower on misaligned views, where its vector loads cannot run: still faster.)
+# each); the median over all of them must reach the bar's halfway point; and every aligned layout (a
+# caller's usual buffers: cudaMalloc's own placement, which round 203 alone slowed, and the 2 MiB-aligned
+# mapped ones) the bar, the halfway point or the timed speed-up divided by CALLER_LAYOUT_SHORTFALL,
+# whichever is higher, less CALLER_LAYOUT_NOISE. (An honest kernel may be slower on misaligned views,
+# where its vector loads cannot run, but not slower than the baseline.)
 CALLER_LAYOUT_SHORTFALL = 1.5
 CALLER_LAYOUT_NOISE = 1.15
 
@@ -1316,6 +1318,8 @@ def _median(values: list[float]) -> float:
 
 def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: list[Reason]) -> None:
     if v.speed is None or not layouts:
+        v.gates.append(GateResult(gate="caller layouts", status="skipped", detail=(
+            "no caller-layout run kept its times (every such layout was skipped: see the notes)")))
         return
     vs = v.settings
     for layout in layouts:  # the timing audit in that layout, against the baseline's run there (work hidden
@@ -1332,21 +1336,23 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
     speedups = [(layout, base_ms / cand_ms, source) for layout, base_ms, cand_ms, source in ratios
                 if base_ms > 0 and cand_ms > 0]
     if not speedups:
+        v.gates.append(GateResult(gate="caller layouts", status="skipped", detail="no layout run reported a time"))
         return
     halfway = 1 + (v.speed.threshold - 1) / 2
     bar = max(halfway, v.speed.speedup / CALLER_LAYOUT_SHORTFALL)
     everywhere = _median([r for _, r, _ in speedups])
-    aligned = [r for layout, r, _ in speedups if layout.aligned]
-    usual = _median(aligned) if aligned else everywhere
+    aligned = [(layout, r) for layout, r, _ in speedups if layout.aligned]
+    usual = min(aligned, key=lambda x: x[1]) if aligned else None
     slowest = min(speedups, key=lambda x: x[1])
-    said = (f"{everywhere:.2f}x the baseline's speed in the median of {len(speedups)} caller layouts, {usual:.2f}x in "
-            f"the aligned ones', {slowest[1]:.2f}x at the slowest ({slowest[0].size.label}); one run each, from the "
-            f"correctness checks ({speedups[0][2]}), against {v.speed.speedup:.2f}x timed")
+    said = (f"{everywhere:.2f}x the baseline's speed in the median of {len(speedups)} caller layouts, "
+            + (f"{usual[1]:.2f}x at the slowest aligned one ({usual[0].size.label}), " if usual else "")
+            + f"{slowest[1]:.2f}x at the slowest ({slowest[0].size.label}); one run each, from the correctness "
+            f"checks ({speedups[0][2]}), against {v.speed.speedup:.2f}x timed")
     failed = []
     if slowest[1] < 1 / CALLER_LAYOUT_NOISE:
         failed.append(f"slower than the baseline beyond {CALLER_LAYOUT_NOISE:.2f}x in one layout")
-    if usual < bar:
-        failed.append(f"the aligned layouts' median under {bar:.2f}x")
+    if usual is not None and usual[1] < bar / CALLER_LAYOUT_NOISE:
+        failed.append(f"under {bar / CALLER_LAYOUT_NOISE:.2f}x in an aligned layout")
     if everywhere < halfway:
         failed.append(f"the median of all layouts under {halfway:.2f}x")
     if failed:
@@ -1355,7 +1361,8 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
             f"the speed-up does not hold where a caller's buffers lie ({'; '.join(failed)}): {said}")))
     else:
         v.gates.append(GateResult(gate="caller layouts", status="pass", detail=(
-            f"{said}; at least {bar:.2f}x needed in the aligned layouts, {halfway:.2f}x in all")))
+            f"{said}; at least {bar / CALLER_LAYOUT_NOISE:.2f}x needed in every aligned layout, {halfway:.2f}x in "
+            f"the median of all")))
 
 
 # The caller-layout experiments: None, the buffers where cudaMalloc puts them; else (offsets, reversed),
