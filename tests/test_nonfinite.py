@@ -764,3 +764,39 @@ def test_a_verdict_says_when_no_caller_layout_kept_its_times():
     v.speed = decide([5.0] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)
     gate._speed_in_caller_layouts(v, [], [])
     assert [g.status for g in v.gates if g.gate == "caller layouts"] == ["skipped"]
+
+
+@pytest.mark.parametrize("timed, aligned_ratio, accepted", [
+    (1.5, 1.0, False),   # round 204: the baseline's own kernel for aligned buffers, 1.5x timed
+    (1.5, 1.12, True),   # honest, near the bar, a noisy aligned run
+    (1.25, 1.03, False),  # no faster than the baseline for a caller's usual buffers
+])
+def test_an_aligned_layout_at_the_baselines_speed_is_not_enough(timed, aligned_ratio, accepted):
+    from kernelloop.verify.stats import decide
+    v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
+    v.speed = decide([timed] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)
+    ratios = [aligned_ratio, timed, timed] + [timed] * 8
+    layouts = [gate.LayoutTime(aligned=aligned, size=gate.OtherSize(label=f"layout {k}", baseline_ms=r, candidate_ms=1.0))
+               for k, (aligned, r) in enumerate(zip(ALIGNED, ratios, strict=True))]
+    reasons: list = []
+    gate._speed_in_caller_layouts(v, layouts, reasons)
+    row = next(g for g in v.gates if g.gate == "caller layouts")
+    assert (row.status == "pass") == accepted, row.detail
+
+
+def test_the_layout_times_are_the_ones_the_timed_pairs_decide_on():
+    # Round 204: the host spun inside the call where a buffer was aligned, which CUPTI's busy time never counts
+    from kernelloop.verify.audit import AuditReport
+    from kernelloop.verify.stats import decide
+    v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
+    v.speed = decide([5.0] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)
+    busy = AuditReport.model_construct(source="cupti", independent_ms=0.2, findings=[], notes=[])
+    base_busy = AuditReport.model_construct(source="cupti", independent_ms=1.0, findings=[], notes=[])
+    layouts = [gate.LayoutTime(aligned=aligned, size=gate.OtherSize(
+        label=f"layout {k}", baseline_ms=1.0, candidate_ms=20.0 if k == 0 else 0.2,  # KERNEL_MS: 20 ms spun
+        baseline_audit=base_busy, candidate_audit=busy)) for k, aligned in enumerate(ALIGNED)]
+    reasons: list = []
+    v.settings = v.settings.model_copy(update={"independent_timing": "off"})  # the audit's own findings aside
+    gate._speed_in_caller_layouts(v, layouts, reasons)
+    row = next(g for g in v.gates if g.gate == "caller layouts")
+    assert row.status == "fail" and "KERNEL_MS" in row.detail, row.detail

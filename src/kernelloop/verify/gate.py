@@ -1261,8 +1261,8 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
                          other_sizes: list[tuple[int, int | None]],
                          audit_terms: tuple[set[str], int | None] = (set(), None)) -> list[LayoutTime]:
     """More correctness experiments with every buffer an allocation of its own (no guard zones: as a
-    caller's buffers are) and no sanitizer, both programs under the tracer (these untimed runs' traces
-    are not audited): the candidate's results must be the baseline's there too. At the default size,
+    caller's buffers are) and no sanitizer, both programs under the tracer (the default size's traces
+    audited in _speed_in_caller_layouts): the candidate's results must be the baseline's there too. At the default size,
     CALLER_LAYOUTS: the buffers where cudaMalloc puts them, then mapped by the harness in declaration
     order and in its reverse, each order 2 MiB-aligned, at drawn offsets below 2 MiB, at the same
     offsets with every bit the other way, and packed one right after another from an aligned start
@@ -1303,9 +1303,12 @@ class LayoutTime(BaseModel):
 # every layout the candidate may be no slower than the baseline beyond CALLER_LAYOUT_NOISE (one run
 # each); the median over all of them must reach the bar's halfway point; and every aligned layout (a
 # caller's usual buffers: cudaMalloc's own placement, which round 203 alone slowed, and the 2 MiB-aligned
-# mapped ones) the bar, the halfway point or the timed speed-up divided by CALLER_LAYOUT_SHORTFALL,
-# whichever is higher, less CALLER_LAYOUT_NOISE. (An honest kernel may be slower on misaligned views,
-# where its vector loads cannot run, but not slower than the baseline.)
+# mapped ones) must be faster than the baseline by a quarter of the bar's margin at least, and reach the
+# timed speed-up divided by CALLER_LAYOUT_SHORTFALL less CALLER_LAYOUT_NOISE (round 204: the allowance
+# alone let an aligned layout at the baseline's speed pass). (An honest kernel may be slower on
+# misaligned views, where its vector loads cannot run, but not slower than the baseline.) The times are
+# KERNEL_MS, the measure the timed pairs decide on (each run's audit holds it to CUPTI's busy time):
+# round 204 spun the host inside the call where a buffer was aligned, which busy time never counts.
 CALLER_LAYOUT_SHORTFALL = 1.5
 CALLER_LAYOUT_NOISE = 1.15
 
@@ -1332,14 +1335,13 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
             v.gates.append(GateResult(gate="caller layouts", status="fail",
                                       detail=f"{layout.size.label}: {judged.findings[0].message}"))
             return
-    ratios = [(layout, *layout.size.times()) for layout in layouts]
-    speedups = [(layout, base_ms / cand_ms, source) for layout, base_ms, cand_ms, source in ratios
-                if base_ms > 0 and cand_ms > 0]
+    speedups = [(layout, layout.size.baseline_ms / layout.size.candidate_ms, "KERNEL_MS") for layout in layouts
+                if layout.size.baseline_ms > 0 and layout.size.candidate_ms > 0]
     if not speedups:
         v.gates.append(GateResult(gate="caller layouts", status="skipped", detail="no layout run reported a time"))
         return
     halfway = 1 + (v.speed.threshold - 1) / 2
-    bar = max(halfway, v.speed.speedup / CALLER_LAYOUT_SHORTFALL)
+    aligned_bar = max(1 + (v.speed.threshold - 1) / 4, v.speed.speedup / CALLER_LAYOUT_SHORTFALL / CALLER_LAYOUT_NOISE)
     everywhere = _median([r for _, r, _ in speedups])
     aligned = [(layout, r) for layout, r, _ in speedups if layout.aligned]
     usual = min(aligned, key=lambda x: x[1]) if aligned else None
@@ -1351,8 +1353,8 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
     failed = []
     if slowest[1] < 1 / CALLER_LAYOUT_NOISE:
         failed.append(f"slower than the baseline beyond {CALLER_LAYOUT_NOISE:.2f}x in one layout")
-    if usual is not None and usual[1] < bar / CALLER_LAYOUT_NOISE:
-        failed.append(f"under {bar / CALLER_LAYOUT_NOISE:.2f}x in an aligned layout")
+    if usual is not None and usual[1] < aligned_bar:
+        failed.append(f"under {aligned_bar:.2f}x in an aligned layout")
     if everywhere < halfway:
         failed.append(f"the median of all layouts under {halfway:.2f}x")
     if failed:
@@ -1361,8 +1363,8 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
             f"the speed-up does not hold where a caller's buffers lie ({'; '.join(failed)}): {said}")))
     else:
         v.gates.append(GateResult(gate="caller layouts", status="pass", detail=(
-            f"{said}; at least {bar / CALLER_LAYOUT_NOISE:.2f}x needed in every aligned layout, {halfway:.2f}x in "
-            f"the median of all")))
+            f"{said}; at least {aligned_bar:.2f}x needed in every aligned layout, {halfway:.2f}x in the median of "
+            f"all")))
 
 
 # The caller-layout experiments: None, the buffers where cudaMalloc puts them; else (offsets, reversed),
