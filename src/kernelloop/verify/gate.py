@@ -87,7 +87,7 @@ from .shipped import (
 )
 from .stats import decide
 from .toolkit_switches import switches_set_together, toolkit_config_switches
-from .verdict import BuildSummary, Durations, GateResult, Reason, SeedCheck, Verdict, WorkModel
+from .verdict import BuildSummary, Durations, GateName, GateResult, Reason, SeedCheck, Verdict, WorkModel
 
 # The memcheck run carries the tracer's environment like every other run (issue 9: a program
 # must not be able to tell the checked run from the others).
@@ -1051,19 +1051,27 @@ class OtherSize(BaseModel):
         return self.baseline_ms, self.candidate_ms, "KERNEL_MS"
 
 
-def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reason],
-                          regression: float | None) -> None:
+def _audit_each(v: Verdict, runs: list[OtherSize], reasons: list[Reason], gate: GateName, where: str) -> bool:
+    """The timing audit of each of RUNS (one run each, outside the timed pairs), against the
+    baseline's run there; False (and the gate's failure) at the first finding."""
     vs = v.settings
-    for size in sizes:  # the timing audit at that size, against the baseline's run there
-        b, c = size.baseline_audit, size.candidate_audit
+    for run in runs:
+        b, c = run.baseline_audit, run.candidate_audit
         if vs.independent_timing == "off" or b is None or c is None or b.source == "none" or b.findings:
             continue
         judged = _judge_one(c, b, vs)
         if judged.findings:
             reasons.extend(Reason(f.reason) for f in judged.findings)
-            v.gates.append(GateResult(gate="other sizes", status="fail",
-                                      detail=f"at {size.label}: {judged.findings[0].message}"))
-            return
+            v.gates.append(GateResult(gate=gate, status="fail",
+                                      detail=f"{where}{run.label}: {judged.findings[0].message}"))
+            return False
+    return True
+
+
+def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reason],
+                          regression: float | None) -> None:
+    if not _audit_each(v, sizes, reasons, "other sizes", "at "):
+        return
     limit = 1 + max(3 * regression, OTHER_SIZE_REGRESSION_FLOOR) if regression is not None else OTHER_SIZE_SLOWDOWN
     ratios = []
     for size in sizes:
@@ -1324,17 +1332,9 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
         v.gates.append(GateResult(gate="caller layouts", status="skipped", detail=(
             "no caller-layout run kept its times (every such layout was skipped: see the notes)")))
         return
-    vs = v.settings
-    for layout in layouts:  # the timing audit in that layout, against the baseline's run there (work hidden
-        b, c = layout.size.baseline_audit, layout.size.candidate_audit  # from the events counts there too)
-        if vs.independent_timing == "off" or b is None or c is None or b.source == "none" or b.findings:
-            continue
-        judged = _judge_one(c, b, vs)
-        if judged.findings:
-            reasons.extend(Reason(f.reason) for f in judged.findings)
-            v.gates.append(GateResult(gate="caller layouts", status="fail",
-                                      detail=f"{layout.size.label}: {judged.findings[0].message}"))
-            return
+    # each layout's KERNEL_MS held to its CUPTI busy time (work hidden from the events counts there too)
+    if not _audit_each(v, [layout.size for layout in layouts], reasons, "caller layouts", ""):
+        return
     speedups = [(layout, layout.size.baseline_ms / layout.size.candidate_ms, "KERNEL_MS") for layout in layouts
                 if layout.size.baseline_ms > 0 and layout.size.candidate_ms > 0]
     if not speedups:
