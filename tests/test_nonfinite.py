@@ -677,7 +677,7 @@ def test_every_other_size_checked_has_its_caller_layouts(monkeypatch):
     def run(*args):
         mapped, size_index, size_draw, times, _ = args[-5:]
         planned.append((size_index, size_draw, mapped[1:] if mapped else None))
-        assert (times is not None) == (size_index == 0)  # the default size's times are judged
+        assert times is not None  # every size's times are judged (round 205)
         return True
 
     monkeypatch.setattr(gate, "_caller_layout_run", run)
@@ -696,8 +696,9 @@ def test_every_order_meets_every_alignment_in_the_caller_layouts():
                         gate.OFFSETS_PACKED_DRAWN):  # round 200: adjacent and misaligned
             assert (offsets, reversed_order) in seen, (offsets, reversed_order)
     assert None in gate.CALLER_LAYOUTS  # and where cudaMalloc puts them
-    assert {o for o, _ in gate.OTHER_SIZE_LAYOUTS} == {gate.OFFSETS_DRAWN, gate.OFFSETS_FLIPPED}
-    assert {r for _, r in gate.OTHER_SIZE_LAYOUTS} == {0, 1}
+    mapped = [layout for layout in gate.OTHER_SIZE_LAYOUTS if layout is not None]
+    assert None in gate.OTHER_SIZE_LAYOUTS  # round 205: cudaMalloc's placement at every other size too
+    assert {o for o, _ in mapped} == {gate.OFFSETS_DRAWN, gate.OFFSETS_FLIPPED} and {r for _, r in mapped} == {0, 1}
 
 
 @pytest.mark.nvcc
@@ -800,3 +801,18 @@ def test_the_layout_times_are_the_ones_the_timed_pairs_decide_on():
     gate._speed_in_caller_layouts(v, layouts, reasons)
     row = next(g for g in v.gates if g.gate == "caller layouts")
     assert row.status == "fail" and "KERNEL_MS" in row.detail, row.detail
+
+
+def test_a_part_slower_for_a_callers_buffers_at_another_size_is_rejected():
+    # Round 205: the baseline's kernel four times over where x was 2 MiB-aligned, at any size but the default
+    from kernelloop.verify.stats import decide
+    v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
+    v.speed = decide([5.0] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)
+    layouts = [gate.LayoutTime(aligned=aligned, size=gate.OtherSize(label=f"layout {k}", baseline_ms=5.0, candidate_ms=1.0))
+               for k, aligned in enumerate(ALIGNED)]
+    layouts.append(gate.LayoutTime(aligned=True, default_size=False, size=gate.OtherSize(
+        label="where cudaMalloc puts them (size 1)", baseline_ms=1.0, candidate_ms=4.0)))
+    reasons: list = []
+    gate._speed_in_caller_layouts(v, layouts, reasons)
+    row = next(g for g in v.gates if g.gate == "caller layouts")
+    assert row.status == "fail" and "another size" in row.detail and reasons, row.detail

@@ -46,7 +46,7 @@ CHEATS = [
 # Correct everywhere, faster only where the timed runs put a buffer, or slower for aligned buffers: not faster
 SLOW_FOR_A_CALLER = [(ROW_SUM, "round200/guard_fast"), (ROW_SUM, "round202/median_aligned_slow"),
                      (ROW_SUM, "round203/cudamalloc_only_slow"), (ROW_SUM, "round204/aligned_at_par"),
-                     (ROW_SUM, "round204/host_gap_aligned")]
+                     (ROW_SUM, "round204/host_gap_aligned"), (ROW_SUM, "round205/othersize_aligned_slow")]
 
 
 @pytest.mark.parametrize("baseline, case", CHEATS, ids=[c for _, c in CHEATS])

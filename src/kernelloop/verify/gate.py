@@ -1282,7 +1282,7 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
     others by the pointer's low bits, keyed on an address bit no run varied, on which buffer lies
     lower, on the order and the alignment together, on two buffers being adjacent (and misaligned),
     took a misaligned path with a bug that showed only at a size no shifted run used, and was fast
-    only where the timed runs put a buffer. Returns the default size's times (AUDIT_TERMS: the harness's
+    only where the timed runs put a buffer. Returns every run's times (AUDIT_TERMS: the harness's
     kernels and timed calls, for the traces), which _speed_in_caller_layouts judges."""
     key = secrets.randbits(62) | 1
     plan = [(0, None, layout) for layout in CALLER_LAYOUTS] + \
@@ -1292,24 +1292,26 @@ def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits
         if not _caller_layout_run(v, base_bin, cand_bin, base_limits, cand_limits, cupti_lib, used_seeds,
                                   durations, reasons, say, noise_by_size.get((size_index, size_draw)),
                                   None if layout is None else (key, *layout), size_index, size_draw,
-                                  times if size_index == 0 else None, audit_terms):
+                                  times, audit_terms):
             break
     return times
 
 
 class LayoutTime(BaseModel):
-    """One caller-layout run pair's times at the default size: ALIGNED where every buffer starts where a
-    plain cudaMalloc block would (cudaMalloc's own, and the 2 MiB-aligned mapped layouts)."""
+    """One caller-layout run pair's times: ALIGNED where every buffer starts where a plain cudaMalloc
+    block would (cudaMalloc's own, and the 2 MiB-aligned mapped layouts); DEFAULT_SIZE, at the size the
+    timed pairs use (elsewhere only OTHER_SIZE_SLOWDOWN applies, as to the guarded runs there)."""
     size: OtherSize
     aligned: bool
+    default_size: bool = True
 
 
 # The speed-up must hold where a caller's buffers lie (red team rounds 200, 202: a part that took its
 # fast path only where the guarded, timed runs put a buffer, 4 KiB past an 8 KiB boundary, claimed every
 # timed pair's speed-up and ran the baseline's kernel for a caller; another ran it twice where a buffer
 # was 2 MiB-aligned, as a plain cudaMalloc block is, and a median over every layout outvoted it). In
-# every layout the candidate may be no slower than the baseline beyond CALLER_LAYOUT_NOISE (one run
-# each); the median over all of them must reach the bar's halfway point; and every aligned layout (a
+# every layout at the default size the candidate may be no slower than the baseline beyond
+# CALLER_LAYOUT_NOISE (one run each); every aligned layout (a
 # caller's usual buffers: cudaMalloc's own placement, which round 203 alone slowed, and the 2 MiB-aligned
 # mapped ones) must be faster than the baseline by a quarter of the bar's margin at least, and reach the
 # timed speed-up divided by CALLER_LAYOUT_SHORTFALL less CALLER_LAYOUT_NOISE (round 204: the allowance
@@ -1317,6 +1319,10 @@ class LayoutTime(BaseModel):
 # misaligned views, where its vector loads cannot run, but not slower than the baseline.) The times are
 # KERNEL_MS, the measure the timed pairs decide on (each run's audit holds it to CUPTI's busy time):
 # round 204 spun the host inside the call where a buffer was aligned, which busy time never counts.
+# At every other size each layout (cudaMalloc's among them) is held to OTHER_SIZE_SLOWDOWN, as the
+# guarded runs there are (round 205: the baseline's kernel four times over for aligned buffers at any
+# other size). A median over all layouts was dropped (round 205): how many layouts leave a buffer
+# 16-byte aligned depends on the draw, so an honest vector kernel passed or failed by chance.
 CALLER_LAYOUT_SHORTFALL = 1.5
 CALLER_LAYOUT_NOISE = 1.15
 
@@ -1335,19 +1341,27 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
     # each layout's KERNEL_MS held to its CUPTI busy time (work hidden from the events counts there too)
     if not _audit_each(v, [layout.size for layout in layouts], reasons, "caller layouts", ""):
         return
+    elsewhere = [layout for layout in layouts if not layout.default_size and layout.size.baseline_ms > 0
+                 and layout.size.candidate_ms / layout.size.baseline_ms > OTHER_SIZE_SLOWDOWN]
+    if elsewhere:
+        worst = max(elsewhere, key=lambda x: x.size.candidate_ms / x.size.baseline_ms)
+        reasons.append(Reason.not_faster)
+        v.gates.append(GateResult(gate="caller layouts", status="fail", detail=(
+            f"slower than the baseline beyond {OTHER_SIZE_SLOWDOWN:.2f}x at another size where a caller's buffers "
+            f"lie: {worst.size.candidate_ms / worst.size.baseline_ms:.2f}x the baseline's time, {worst.size.label} "
+            "(one run each, KERNEL_MS)")))
+        return
     speedups = [(layout, layout.size.baseline_ms / layout.size.candidate_ms, "KERNEL_MS") for layout in layouts
-                if layout.size.baseline_ms > 0 and layout.size.candidate_ms > 0]
+                if layout.default_size and layout.size.baseline_ms > 0 and layout.size.candidate_ms > 0]
     if not speedups:
         v.gates.append(GateResult(gate="caller layouts", status="skipped", detail="no layout run reported a time"))
         return
-    halfway = 1 + (v.speed.threshold - 1) / 2
     aligned_bar = max(1 + (v.speed.threshold - 1) / 4, v.speed.speedup / CALLER_LAYOUT_SHORTFALL / CALLER_LAYOUT_NOISE)
-    everywhere = _median([r for _, r, _ in speedups])
     aligned = [(layout, r) for layout, r, _ in speedups if layout.aligned]
     usual = min(aligned, key=lambda x: x[1]) if aligned else None
     slowest = min(speedups, key=lambda x: x[1])
-    said = (f"{everywhere:.2f}x the baseline's speed in the median of {len(speedups)} caller layouts, "
-            + (f"{usual[1]:.2f}x at the slowest aligned one ({usual[0].size.label}), " if usual else "")
+    said = (f"{_median([r for _, r, _ in speedups]):.2f}x the baseline's speed in the median of {len(speedups)} "
+            "caller layouts, " + (f"{usual[1]:.2f}x at the slowest aligned one ({usual[0].size.label}), " if usual else "")
             + f"{slowest[1]:.2f}x at the slowest ({slowest[0].size.label}); one run each, from the correctness "
             f"checks ({speedups[0][2]}), against {v.speed.speedup:.2f}x timed")
     failed = []
@@ -1355,16 +1369,14 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
         failed.append(f"slower than the baseline beyond {CALLER_LAYOUT_NOISE:.2f}x in one layout")
     if usual is not None and usual[1] < aligned_bar:
         failed.append(f"under {aligned_bar:.2f}x in an aligned layout")
-    if everywhere < halfway:
-        failed.append(f"the median of all layouts under {halfway:.2f}x")
     if failed:
         reasons.append(Reason.not_faster)
         v.gates.append(GateResult(gate="caller layouts", status="fail", detail=(
             f"the speed-up does not hold where a caller's buffers lie ({'; '.join(failed)}): {said}")))
     else:
         v.gates.append(GateResult(gate="caller layouts", status="pass", detail=(
-            f"{said}; at least {aligned_bar:.2f}x needed in every aligned layout, {halfway:.2f}x in the median of "
-            f"all")))
+            f"{said}; at least {aligned_bar:.2f}x needed in every aligned layout, "
+            f"{1 / CALLER_LAYOUT_NOISE:.2f}x in every other")))
 
 
 # The caller-layout experiments: None, the buffers where cudaMalloc puts them; else (offsets, reversed),
@@ -1377,8 +1389,9 @@ CALLER_LAYOUTS: tuple[tuple[int, int] | None, ...] = (
     None, (OFFSETS_NONE, 0), (OFFSETS_NONE, 1), (OFFSETS_DRAWN, 0), (OFFSETS_DRAWN, 1), (OFFSETS_FLIPPED, 0),
     (OFFSETS_FLIPPED, 1), (OFFSETS_PACKED, 0), (OFFSETS_PACKED, 1), (OFFSETS_PACKED_DRAWN, 0),
     (OFFSETS_PACKED_DRAWN, 1))
-# At every other size: every address bit below 2 MiB both ways, each order once
-OTHER_SIZE_LAYOUTS: tuple[tuple[int, int], ...] = ((OFFSETS_DRAWN, 0), (OFFSETS_FLIPPED, 1))
+# At every other size: where cudaMalloc puts them (round 205), and every address bit below 2 MiB both
+# ways, each order once
+OTHER_SIZE_LAYOUTS: tuple[tuple[int, int] | None, ...] = (None, (OFFSETS_DRAWN, 0), (OFFSETS_FLIPPED, 1))
 
 
 def _layout_words(mapped: tuple[int, int, int] | None, unit: int = 0) -> str:
@@ -1444,8 +1457,9 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
     if compared is not None and compared.match:
         if times is not None and base.kernel_ms.value and cand.kernel_ms.value:
             harness_kernels, timed_calls = audit_terms
-            times.append(LayoutTime(aligned=mapped is None or mapped[1] == OFFSETS_NONE, size=OtherSize(
-                label=_layout_words(mapped).lstrip(", ") or "where cudaMalloc puts them",
+            times.append(LayoutTime(aligned=mapped is None or mapped[1] == OFFSETS_NONE, default_size=size_index == 0,
+                                    size=OtherSize(
+                label=(_layout_words(mapped).lstrip(", ") or "where cudaMalloc puts them") + at_size,
                 baseline_ms=base.kernel_ms.value, candidate_ms=cand.kernel_ms.value,
                 baseline_audit=_audit(base, harness_kernels, timed_calls) if cupti_lib else None,
                 candidate_audit=_audit(cand, harness_kernels, timed_calls) if cupti_lib else None)))
