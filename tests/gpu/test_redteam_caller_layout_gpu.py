@@ -9,7 +9,8 @@ packed and reordered runs turn away no honest part.
 
 Groups (README, GPU test groups), each under 9 minutes on an H200 by estimate:
 `pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round189 or round19 and not round198"` and
-`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round198 or round20 or honest"`."""
+`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round198 or round20 or honest"`
+(round 207's two, what lies right below a shifted buffer, are in the second)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ CHEATS = [
     (ROW_SUM, "round198/adjacent"),        # takes adjacent buffers (one allocation cut in two) for overlap
     (ROOT / "kernels" / "sum_reduction.cu", "round198/fwd_aligned"),  # declared order with both aligned
     (ROW_SUM, "round200/adjacent_misaligned"),  # adjacent and misaligned
+    (ROW_SUM, "round207/noise_inverted"),  # honest on a misaligned view only beside the harness's (unmixed) noise
+    (ROW_SUM, "round207/plausible_values"),  # ... only where the bytes below it are no plausible floats
 ]
 # Correct everywhere, faster only where the timed runs put a buffer, or slower for aligned buffers: not faster
 SLOW_FOR_A_CALLER = [(ROW_SUM, "round200/guard_fast"), (ROW_SUM, "round202/median_aligned_slow"),

@@ -931,11 +931,17 @@ template <class T> void one_value_stress(T* data, size_t n, uint64_t key, bool r
 // launched that is still running then escaped its timer (the CUPTI audit compares the two).
 __global__ void kl_window_marker_kernel() {}
 
-// Bytes drawn from KEY over a mapped allocation (the harness's layout_allocation): what lies beside a
-// buffer there looks like another allocation's data
+// Bytes drawn from two keys over a mapped allocation (the harness's layout_allocation), as the shared
+// memory scrub draws them: a single keyed mix64 per word can be unmixed, and two neighbouring words
+// then told from any other data whatever the key (red team round 207). The bytes next to a buffer are
+// the buffer's own kind of values besides (Harness::fill_neighbourhood).
+__device__ __forceinline__ uint64_t kl_scrub_word(uint64_t outer, uint64_t inner, uint64_t i) {
+  return mix64(outer ^ mix64(inner + i));
+}
 __global__ void kl_noise_kernel(unsigned char* data, size_t bytes, uint64_t key) {
+  const uint64_t outer = mix64(key ^ 0x4F55544552ull), inner = mix64(key ^ 0x494E4E4552ull);
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < bytes; i += (size_t)gridDim.x * blockDim.x)
-    data[i] = (unsigned char)(mix64(key ^ (i >> 3)) >> (8 * (i & 7)));
+    data[i] = (unsigned char)(kl_scrub_word(outer, inner, i >> 3) >> (8 * (i & 7)));
 }
 // Launched right before and right after the untimed repeat of an earlier call's inputs: the timing
 // audit does not count the editable part's launches between the two as work between calls.
@@ -948,9 +954,6 @@ __global__ void kl_replay_marker_kernel() {}
 // Word i is mix64(outer ^ mix64(i + inner)): with both keys secret, undoing the outer mix leaves a
 // value of i no kernel can compute, so adjacent words keep no relation it could test (round 75
 // inverted round 74's mix64(key ^ i): adjacent words differed by i ^ (i + 1) once unmixed).
-__device__ __forceinline__ uint64_t kl_scrub_word(uint64_t outer, uint64_t inner, unsigned int i) {
-  return mix64(outer ^ mix64(inner + i));
-}
 __global__ void kl_shared_scrub_kernel(unsigned int bytes, uint64_t outer, uint64_t inner) {
   extern __shared__ uint64_t kl_scrub[];
   const unsigned int words = bytes / 8;
@@ -1504,8 +1507,42 @@ class Harness {
     b.stress = b.spiked || b.one_value ? &Harness::stress_with<T, Gen> : nullptr;
     b.partial = false;
     memcpy(b.gen, &gen, sizeof(Gen));
+    if (s.exact_buffers && s.shift_key) fill_neighbourhood<T>(b, gen, mix64(s.shift_key ^ (0x4E454947ull + t.nbuffers)));
     ++t.nbuffers;
     return reinterpret_cast<T*>(b.data);
+  }
+  // A caller's buffer that does not start its allocation (a view at an offset: `x + 1`, a row of a
+  // matrix, a tensor's storage offset) has the caller's values of the same kind beside it, not noise: a
+  // part that read below a shifted buffer and ran its honest code only beside the harness's noise was
+  // right in every mapped run and wrong for every caller's view (red team round 207, by inverting the
+  // noise, and by telling random bytes from plausible values). So in the mapped runs the whole elements
+  // between the mapping's start and the buffer, and after it to the mapping's end, hold the buffer's
+  // own generator's values (an input's), or values of its type in [-1, 1) or [0, 256) (an output's,
+  // whose caller's neighbours are earlier results); what a later buffer of a packed run lays over them
+  // is its own.
+  template <class T, class Gen> static void fill_neighbourhood(const Buffer& b, const Gen& gen, uint64_t key) {
+    const State& s = st();
+    // before it: its mapping's start (a packed run's buffer has none of its own); after it: the next
+    // granule boundary of the reserved range, up to which every run maps
+    const size_t before = (size_t)(b.data - b.base) / sizeof(T);
+    const size_t end = (size_t)(reinterpret_cast<CUdeviceptr>(b.data) - s.layout_base) + b.count * sizeof(T);
+    const size_t g = s.layout_granularity ? s.layout_granularity : 1;
+    const size_t after = ((end + g - 1) / g * g - end) / sizeof(T);
+    const bool read = b.role == Role::input || b.role == Role::inout;
+    for (int side = 0; side < 2; ++side) {
+      const size_t count = side == 0 ? before : after;
+      if (count == 0) continue;
+      T* start = side == 0 ? reinterpret_cast<T*>(b.data) - before : reinterpret_cast<T*>(b.data) + b.count;
+      const uint64_t k = mix64(key ^ (0x5349444500ull + side));
+      if (read) {
+        kl_fill_kernel<T, Gen><<<1024, 256>>>(start, count, k, gen);
+      } else if constexpr (std::is_integral<T>::value) {
+        kl_fill_kernel<T, UniformInt<T>><<<1024, 256>>>(start, count, k, UniformInt<T>{0, 256});
+      } else {
+        kl_fill_kernel<T, Uniform<T>><<<1024, 256>>>(start, count, k, Uniform<T>{-1.0f, 1.0f});
+      }
+      KL_CHECK(cudaGetLastError());
+    }
   }
 
   // The driver's memory functions the mapped runs map their buffers with, found through the runtime

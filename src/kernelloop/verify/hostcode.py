@@ -60,6 +60,7 @@ from pathlib import Path
 from ..tools.nvcc import runtime_struct_sizes
 from ..tools.state_refs import PROCESSOR_STATE_INSTRUCTION
 from ..tools.symbols import demangle
+from .frame_writes import FrameTrace, Step, unwritten_reads
 from .policy import Violation
 from .unwind import UnwindTable
 from .x86 import Instruction, SectionBytes
@@ -374,6 +375,16 @@ def own_data(obj: Path) -> _OwnData:
 _DIRECT_TARGET = re.compile(r"^(?P<target>[0-9a-f]+) <")
 _BRANCH = re.compile(r"^(?:j[a-z]+|call|callq|loop\w*)$")
 _UNCONDITIONAL = ("jmp", "jmpq", "ret", "retq", "ud2", "hlt")
+# Processor state a launcher could keep a count in from one call to the next and read back: the x87
+# status word (its condition bits C0-C3 set by `fxam`, its sticky exception flags: red team round 208
+# counted calls in both, read with `fnstsw`), the MXCSR's sticky flags, the MMX registers (the x87 data
+# registers, readable whatever their tags say), whether extended state is in use (`xgetbv`), the
+# protection keys and the shadow stack pointer. The harness compares the control bits after every
+# call; these hold what honest code leaves too (a raised inexact flag), so they cannot be compared, and
+# a reset would hide a count from the verifier rather than show it (rounds 196-199): reading them is
+# refused. (The writers, and the instructions that dump them whole, are PROCESSOR_STATE_INSTRUCTION.)
+PROCESSOR_STATE_READ = re.compile(r"^(?:fn?stsw|v?stmxcsr|xgetbv|rdpkru|rdssp[dq]?|emms|femms)$")
+_MMX_REGISTER = re.compile(r"%mm\d\b")
 _PADDING = re.compile(r"^\s*(?:(?:data16|cs|ds)\s+)*(?:nop\w*|xchg\s+%ax,%ax|int3)\b")
 
 
@@ -431,16 +442,33 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
     place at the depth every jump back to it brought from code of known depth, and checks that the
     jumps back still agree (_LoopEntries)."""
     loop_entries = _LoopEntries()
-    found = _scan_host_code(obj, exported, c_signatures, loop_entries)
+    trace = FrameTrace()
+    found = _scan_host_code(obj, exported, c_signatures, loop_entries, trace)
     confirmed = loop_entries.confirmed()
-    if not confirmed:
-        return found
-    second = _LoopEntries(seeded=confirmed)
-    found = _scan_host_code(obj, exported, c_signatures, second)
-    for section, address in sorted(set(confirmed) - set(second.confirmed())):
-        found.append(Violation(rule="stack-depth", where="object",
-                               detail=f"{section}+{address:#x}: entered only by jumps back from code whose stack depth "
-                                      "the scan could not confirm"))
+    if confirmed:
+        second = _LoopEntries(seeded=confirmed)
+        trace = FrameTrace()
+        found = _scan_host_code(obj, exported, c_signatures, second, trace)
+        for section, address in sorted(set(confirmed) - set(second.confirmed())):
+            found.append(Violation(rule="stack-depth", where="object",
+                                   detail=f"{section}+{address:#x}: entered only by jumps back from code whose stack "
+                                          "depth the scan could not confirm"))
+    if not any(v.rule == "stack-depth" for v in found):  # the frame model holds: offsets mean what they say
+        found += _unwritten_stack_reads(trace)
+    return found
+
+
+def _unwritten_stack_reads(trace: FrameTrace) -> list[Violation]:
+    """Stack reads of bytes the call may not have written: a channel between calls (frame_writes)."""
+    found: list[Violation] = []
+    for read in unwritten_reads(trace):
+        if any(v.detail.startswith(f"{read.function}:") for v in found):
+            continue
+        what = "reads" if read.how == "reads" else read.how
+        found.append(Violation(rule="uninitialised-stack", where="object", detail=(
+            f"{read.function}: `{read.instruction}` {what} {read.size} bytes of its frame ({read.offset} from its "
+            "entry stack pointer) that some path through the call has not written: what an earlier call left "
+            "there, a channel between calls no state check sees; initialise every local before reading it")))
     return found
 
 
@@ -461,7 +489,7 @@ class _LoopEntries:
 
 
 def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures: dict[str, str] | None,
-                    loop_entries: _LoopEntries) -> list[Violation]:
+                    loop_entries: _LoopEntries, trace: FrameTrace) -> list[Violation]:
     data = own_data(obj)
     own = data.names()
     violations: list[Violation] = []
@@ -475,6 +503,9 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
     # is known: (rule, function, instruction, width, symbol, addend, relocation address).
     pending_global: list[tuple[str, str, str, int, str, int, int]] = []
     pending_call: str | None = None  # a direct call whose target comes on the relocation line
+    pending_call_key: tuple[str, int] | None = None  # where that call is (frame_writes)
+    pending_branch_key: tuple[str, int] | None = None  # where a jump whose target comes on its relocation is
+    cold_unwound_start = False  # the next instruction opens a cold part no jump enters
     # Every direct call or jump to a function of this object, for the stack-argument check at the
     # end: (caller, the caller's own bytes below %rsp's return slot at the call, callee, a tail jump).
     own_calls: list[tuple[str, int, str, bool]] = []
@@ -520,6 +551,9 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                                 "cannot check it")
             return
         pointer = own_pointers.get(_ARG_REGS[k])
+        if pointer is not None and pointer[0] == "stack" and pending_call_key is not None:
+            effects = trace.call_writes if rule == "foreign-store" else trace.call_reads
+            effects.setdefault(pending_call_key, []).append((pointer[1], size))
         if pointer is None or pointer[0] not in ("stack", "global"):
             report(rule, where, f"passes {target} {role} (argument {k + 1}) that is not its own stack frame or global")
         elif pointer[0] == "stack" and pointer[1] < -func.frame:
@@ -649,6 +683,9 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
     # depth there, and whether that depth is a guess (unwinder-only code)
     fell_through = True
     ran_instructions = False  # the current function has code (not a second name at one address)
+    at_function_start = False
+    located = {name: key for key, name in function_at.items()}  # a function's (section, address)
+    own_callee_at: dict[tuple[str, int], str] = {}  # a call of the part's own function -> the callee
 
     def judge_end(next_name: str) -> None:
         # A function whose last instruction can run on falls into whatever the linker puts next:
@@ -689,11 +726,13 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                     report("stack-depth", func.name, f"is entered with {sorted(depths)} bytes on the stack: the scan "
                                                      "cannot tell where its writes land")
                 func.frame = min(depths) if depths else max(parent.opened, parent.saved)
+                cold_unwound_start = not depths
                 func.opened, func.unwound = max(parent.opened, parent.saved), not depths or func.name in guessed_cold
                 func.saved, func.frame_opened, func.called = parent.saved, True, True
             pending_store = pending_call = pending_lea = pending_load = pending_branch = None
             own_pointers = {}
             fell_through = True
+            at_function_start = parent is None
             continue
         if func is None:
             continue
@@ -723,6 +762,10 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                     entered_by_cold.setdefault(inside, set()).add(func.name)  # judged below
             if pending_branch is not None:
                 depth, guessed = pending_branch
+                landing = (target, addend + 4) if target.startswith(".") else (
+                    (located[target][0], located[target][1] + addend + 4) if target in located else None)
+                if landing is not None and pending_branch_key is not None:
+                    trace.relocated_targets[pending_branch_key] = landing
                 entered = target if _COLD_PART.search(target) else function_at.get((target, addend + 4))
                 if entered is not None and _COLD_PART.search(entered):
                     cold_entries.setdefault(entered, set()).add(depth)
@@ -743,9 +786,13 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                 callee = function_at.get((target, addend + 4)) if target.startswith(".") else label_of.get(target, target)
                 if callee is not None and (callee in own or target in own or target.startswith(".")):
                     own_calls.append((pending_call, pending_call_site[0], callee, pending_call_site[1]))
+                    if not pending_call_site[1] and pending_call_key is not None:
+                        own_callee_at[pending_call_key] = callee
                 if _NO_RETURN_IMPORTS.match(target) or (callee in own or target in own or target.startswith(".")) and (
                         callee not in functions_named or callee not in returning):
                     fell_through = False  # what follows runs only if the unwinder lands there
+                    if pending_call_key is not None:
+                        trace.no_return.add(pending_call_key)
                 if target not in own and not target.startswith(".") and not classified_import(target):
                     report("unknown-call", pending_call, f"calls {target}, which the host-code scan does not "
                                                           "classify: it may write host memory through its arguments")
@@ -812,6 +859,8 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
         if arrived is None and not fell_through and _PADDING.match(m.group("text")):
             continue  # alignment padding after a jump or return: never runs
         ran_instructions = True
+        unwinding_entry = (arrived is None and not fell_through) or cold_unwound_start
+        cold_unwound_start = False
         if arrived is not None and fell_through and arrived != func.frame:
             report("stack-depth", func.name, f"paths reach {address:#x} with {arrived} and {func.frame} bytes "
                                              "on the stack: the scan cannot tell where its writes land")
@@ -867,8 +916,11 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
             callee = function_at.get((section, int(t.group("target"), 16)))
             if callee is not None and (section, address) in direct_branches:  # no relocation: this section
                 own_calls.append((where, func.frame - func.protected, callee, base_mnemonic.startswith("jmp")))
+                if base_mnemonic.startswith("call"):
+                    own_callee_at[(section, address)] = callee
             if base_mnemonic.startswith("call") and callee is not None and callee not in returning:
                 fell_through = False  # a local [[noreturn]] function: what follows is a landing pad
+                trace.no_return.add((section, address))
         if base_mnemonic.startswith("j") and ops and (t := _DIRECT_TARGET.match(ops[0])):
             target = int(t.group("target"), 16)
             into = containing(section, target) if (section, address) in direct_branches else None
@@ -895,8 +947,10 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                     loop_entries.guessed_back.add((section, target))
         if base_mnemonic.startswith("j") and ops and not ops[0].startswith("*"):
             pending_branch = (func.frame, func.unwound)  # a jump into a cold part: its relocation names the target
+            pending_branch_key = (section, address)
         if base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and not ops[0].startswith("*"):
             pending_call = where  # judged by its relocation (imports and external symbols have one)
+            pending_call_key = (section, address)
             pending_call_site = (func.frame - func.protected, base_mnemonic.startswith("jmp"))
             func.called = True
         elif base_mnemonic.startswith("j") or base_mnemonic.startswith("ret"):
@@ -931,6 +985,12 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
         if base_mnemonic in _FORBIDDEN:
             report("host-instruction", where, f"{base_mnemonic}: {_FORBIDDEN[base_mnemonic]}")
             continue
+        if PROCESSOR_STATE_READ.match(base_mnemonic) or _MMX_REGISTER.search(m.group("text")):
+            report("host-instruction", where, f"{base_mnemonic}: reads processor state that outlives a call (the "
+                   "x87 status word's condition bits and sticky flags, the MXCSR's flags, an MMX register, the "
+                   "extended state in use, a protection key or the shadow stack), which no digest of the part's "
+                   "state compares between calls")
+            continue
         if PROCESSOR_STATE_INSTRUCTION.match(base_mnemonic):
             report("host-instruction", where, f"{base_mnemonic}: changes or dumps processor state (the "
                    "floating-point environment, the x87 or vector registers' saved image, a segment base), which "
@@ -944,6 +1004,15 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
             report("host-instruction", where, f"`{m.group('text').split('#')[0].strip()}` at {address:#x} cannot be "
                                               "decoded where the listing puts it")
             continue
+        key = (section, address)
+        trace.steps[key] = Step(group=_COLD_PART.sub("", func.name), frame=func.frame, insn=insn,
+                                function_start=at_function_start)
+        trace.order.append(key)
+        at_function_start = False
+        if key in direct_branches:
+            trace.direct.add(key)
+        if unwinding_entry:
+            trace.unwinder_entries.add(key)
         if insn.flow in ("indirect-branch", "indirect-call") or (
                 base_mnemonic in ("call", "callq", "jmp", "jmpq") and ops and ops[0].startswith("*")):
             report("indirect-call", where, f"`{insn.text}`: transfers control through a pointer; "
@@ -1011,6 +1080,10 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
             continue
     judge_end("the end of the object")
     judge_global(None)
+    for key, callee in own_callee_at.items():
+        trace.own_stack_arguments[key] = stack_arguments.get(callee, 0)
+    trace.harness_called = set(writable_arguments)
+    trace.own_callees = {_COLD_PART.sub("", callee) for _, _, callee, _ in own_calls}
     if annotated is not None:
         referenced.add(label_of.get(annotated, annotated))
     # A function reads its stack-passed arguments above its return address; every call of it in

@@ -47,6 +47,8 @@ class Instruction:
     branch_target: int | None
     privileged_or_system: bool  # syscall, sysenter, int n, wrpkru, xrstor...
     written_registers: frozenset[str] = frozenset()  # full 64-bit names ("rdx" for a `cqto`), implicit ones too
+    read_registers: frozenset[str] = frozenset()  # full names of every register it reads, address registers too
+    replaced_registers: frozenset[str] = frozenset()  # registers it sets whole (32 or 64 bits) without reading them
 
 
 _FLOW = {ix.FlowControl.NEXT: "next", ix.FlowControl.UNCONDITIONAL_BRANCH: "branch",
@@ -93,10 +95,15 @@ def decode(code: bytes, address: int) -> Instruction | None:
     mnemonic = _MNEMONIC_NAMES.get(insn.mnemonic, "?")
     written = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
                         if r.access in _WRITES)
+    read = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
+                     if r.access in _READS)
+    replaced = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
+                         if r.access == ix.OpAccess.WRITE and ix.RegisterExt.size(r.register) >= 4) - read
     return Instruction(address=address, length=insn.len, mnemonic=mnemonic, text=_FORMATTER.format(insn),
                        writes=writes, reads=reads, writes_stack_pointer=stack, stack_pointer_increment=insn.stack_pointer_increment,
                        flow=flow, branch_target=target,
-                       privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged, written_registers=written)
+                       privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged, written_registers=written,
+                       read_registers=read, replaced_registers=replaced)
 
 
 class SectionBytes:

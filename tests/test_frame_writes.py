@@ -1,0 +1,116 @@
+"""A launcher may read only stack bytes its call has written (verify/frame_writes.py, red team round
+199), and may not read processor state that outlives a call (round 208). Real nvcc objects through
+the host-code scan: each refused pattern is a cross-call channel; each allowed one is what honest
+launchers compile to (many stack-passed kernel arguments, out-parameters, error checks on every path)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelloop.verify.frame_writes import FrameTrace, Step, unwritten_reads
+from kernelloop.verify.hostcode import scan_host_code
+from kernelloop.verify.x86 import decode
+
+from .test_hostcode import PRELUDE, _defined_functions
+
+pytestmark = pytest.mark.nvcc
+
+WIDE = """
+__global__ void wide(float* a, const float* b, const float* c, const float* d, int n, int m, float s, int p, int q)
+{ int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) a[i] = b[i] * s + c[i] + d[i] * (float)(m + p + q); }
+"""
+
+
+def scan(tmp_path: Path, body: str) -> list[str]:
+    src = tmp_path / "unit.cu"
+    src.write_text(PRELUDE + WIDE + body)
+    obj = tmp_path / "unit.o"
+    subprocess.run(["nvcc", "-O3", "-std=c++17", "-arch=sm_90", "-c", str(src), "-o", str(obj)],
+                   check=True, capture_output=True, timeout=300)
+    return [v.rule for v in scan_host_code(obj, _defined_functions(obj, ("launch",)))]
+
+
+HONEST = [
+    # a kernel with more parameters than registers: the stub's stack-passed arguments, padding popped
+    "void launch(float* a, const float* b, const float* c, const float* d, int n, int m, float s, int p, int q) {\n"
+    "  wide<<<(n + 255) / 256, 256>>>(a, b, c, d, n, m, s, p, q);\n"
+    "  CUDA_CHECK(cudaGetLastError());\n"
+    "  wide<<<(n + 127) / 128, 128>>>(a, a, c, d, n, m, s * 2, p, q);\n"
+    "  CUDA_CHECK(cudaGetLastError()); }",
+    # out-parameters written by the runtime, then read; a local set on both branches
+    "void launch(float* x, int n) {\n"
+    "  int device = 0, sms = 0, blocks;\n"
+    "  CUDA_CHECK(cudaGetDevice(&device));\n"
+    "  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));\n"
+    "  if (n > 4096) blocks = sms * 4; else blocks = (n + 255) / 256;\n"
+    "  k<<<blocks, 256>>>(x, n); }",
+    # a struct the runtime fills whole, and a helper with many arguments called in a loop
+    "static void step(float* a, const float* b, int n, int m, float s, int p, int q, int r) {\n"
+    "  wide<<<(n + 255) / 256, 256>>>(a, b, b, b, n, m + r, s, p, q); CUDA_CHECK(cudaGetLastError()); }\n"
+    "void launch(float* x, int n) {\n"
+    "  cudaFuncAttributes attr; CUDA_CHECK(cudaFuncGetAttributes(&attr, k));\n"
+    "  for (int i = 0; i < 3; ++i) step(x, x, n, i, 0.5f, (int)attr.numRegs, i + 1, n - i); }",
+]
+
+
+@pytest.mark.parametrize("body", HONEST, ids=["stack-arguments", "out-parameters", "struct-and-helper"])
+def test_an_honest_launcher_reads_only_what_it_wrote(tmp_path, body):
+    assert "uninitialised-stack" not in scan(tmp_path, body)
+
+
+REFUSED = [
+    # round 199: a count kept in a local that is read before it is written
+    "static __attribute__((noinline)) unsigned calls() {\n"
+    "  volatile unsigned long long slot[2];\n"
+    "  unsigned long long n = slot[0] == 0x4B4Cull ? slot[1] : 0;\n"
+    "  slot[0] = 0x4B4Cull; slot[1] = n + 1; return (unsigned)n; }\n"
+    "void launch(float* x, int n) { k<<<(n + 255) / 256, calls() > 40 ? 128 : 256>>>(x, n); }",
+    # written on one path only, read on both
+    "void launch(float* x, int n) {\n"
+    "  volatile int remembered;\n"
+    "  if (n > 1 << 30) remembered = n;\n"
+    "  k<<<(n + 255) / 256, 256>>>(x, n + (remembered & 0)); }",
+    # a local handed to the device before it is written
+    "void launch(float* x, int n) {\n"
+    "  int kept[4]; kept[0] = n;\n"
+    "  CUDA_CHECK(cudaMemcpy(x, kept, sizeof kept, cudaMemcpyHostToDevice)); }",
+]
+
+
+@pytest.mark.parametrize("body", REFUSED, ids=["count-in-a-local", "one-path-only", "copied-to-the-device"])
+def test_a_read_of_what_an_earlier_call_left_on_the_stack_is_refused(tmp_path, body):
+    assert "uninitialised-stack" in scan(tmp_path, body)
+
+
+@pytest.mark.parametrize("body", [
+    "void launch(float* x, int n) { volatile long double v = n; k<<<1, __builtin_signbit(v) ? 64 : 32>>>(x, n); }",
+    "#include <xmmintrin.h>\nvoid launch(float* x, int n) { k<<<1, (_mm_getcsr() & 0x3F) ? 64 : 32>>>(x, n); }",
+    "#include <mmintrin.h>\nvoid launch(float* x, int n) {\n"
+    "  __m64 v = _mm_cvtsi32_si64(n); k<<<1, _mm_cvtsi64_si32(v) > 3 ? 64 : 32>>>(x, n); _mm_empty(); }",
+], ids=["x87-status-word", "mxcsr-flags", "mmx-register"])
+def test_reading_processor_state_that_outlives_a_call_is_refused(tmp_path, body):
+    assert "host-instruction" in scan(tmp_path, body)
+
+
+def _trace(code: list[str]) -> FrameTrace:
+    """A one-function trace of hex-encoded instructions laid out from address 0 (push and pop move
+    the frame; nothing else here does)."""
+    trace, address, frame = FrameTrace(), 0, 0
+    for i, hex_bytes in enumerate(code):
+        insn = decode(bytes.fromhex(hex_bytes), address)
+        trace.steps[(".text", address)] = Step(group="f", frame=frame, insn=insn, function_start=i == 0)
+        trace.order.append((".text", address))
+        frame += {"push": 8, "pop": -8}.get(insn.mnemonic, 0)
+        address += insn.length
+    return trace
+
+
+def test_a_slot_written_on_every_path_before_it_is_read_passes_and_one_read_first_does_not():
+    # push %rax; mov (%rsp),%rcx; pop %rax; ret  -- the pushed slot is written
+    assert unwritten_reads(_trace(["50", "488b0c24", "58", "c3"])) == []
+    # mov -8(%rsp),%rcx; ret  -- the red zone read before anything wrote it
+    found = unwritten_reads(_trace(["488b4c24f8", "c3"]))
+    assert [(r.offset, r.size) for r in found] == [(-8, 8)]
