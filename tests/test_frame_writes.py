@@ -95,6 +95,23 @@ def test_reading_processor_state_that_outlives_a_call_is_refused(tmp_path, body)
     assert "host-instruction" in scan(tmp_path, body)
 
 
+@pytest.mark.parametrize("body", [
+    "void launch(float* x, int n) {\n"
+    "  unsigned long where = (unsigned long)__builtin_return_address(0);\n"
+    "  k<<<(n + 255) / 256, (where & 0xFFF) == 0x3A0 ? 256 : 128>>>(x, n); }",
+    # past a local's end at a constant index: the slots the prologue pushed, then the return address
+    "void launch(float* x, int n) {\n"
+    "  volatile unsigned long probe[2] = {0, 0};\n"
+    "  unsigned long seen = 0;\n"
+    "  for (int i = 2; i < 12; ++i) seen ^= probe[i];\n"
+    "  k<<<(n + 255) / 256, (seen & 0xFFF) == 0x3A0 ? 256 : 128>>>(x, n); }",
+], ids=["return-address", "saved-registers"])
+def test_reading_where_it_was_called_from_is_refused(tmp_path, body):
+    # the low bits of a return address are the same in every run of one harness build: a part that
+    # ran its honest code only there would be right in every verifier run (red team round 209)
+    assert "foreign-load" in scan(tmp_path, body)
+
+
 def _trace(code: list[str]) -> FrameTrace:
     """A one-function trace of hex-encoded instructions laid out from address 0 (push and pop move
     the frame; nothing else here does)."""

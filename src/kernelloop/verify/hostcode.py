@@ -1285,15 +1285,33 @@ def _judge_reads(insn: Instruction, func: _Function, where: str, report, stack_a
             rip = True
         elif r.base == "rsp" and not r.index:
             top = func.frame + 8 + stack_argument_bytes  # its return address, then its stack-passed arguments
+            saved_from = func.frame - func.protected  # the registers it saved for its caller, then its return address
             if not (-128 <= r.displacement and r.displacement + size <= top):
                 report("foreign-load", where, f"`{insn.text}`: reads {size} bytes at {r.displacement}(%rsp), outside "
                                               f"its own frame and its {stack_argument_bytes // 8} stack-passed "
                                               "argument(s): its caller's frame")
+            elif r.displacement < func.frame + 8 and r.displacement + size > saved_from and not _restores(insn):
+                # The caller's values: where it was called from (the low bits of a return address are the
+                # same in every run of one harness build, and differ in a caller's program) and the
+                # registers the caller keeps its own state in. Only the epilogue's restores read them.
+                report("foreign-load", where, f"`{insn.text}`: reads {size} bytes at {r.displacement}(%rsp), its return "
+                                              "address or a register it saved for its caller: values of the code that "
+                                              "called it, which tell the verifier's harness from a caller's program")
         else:
             how = "a fixed address" if not r.base and not r.index else "a computed pointer"
             report("foreign-load", where, f"`{insn.text}`: reads through {how}; the editable part's host code may "
                                           "read only its own stack frame, arguments and globals")
     return rip
+
+
+_CALLEE_SAVED_NAMES = ("%rbx", "%rbp", "%r12", "%r13", "%r14", "%r15")
+
+
+def _restores(insn: Instruction) -> bool:
+    """A `mov` of 8 bytes from the stack back into a callee-saved register (an epilogue that saved it with
+    `mov` rather than `push`)."""
+    return insn.mnemonic == "mov" and insn.text.rstrip().endswith(_CALLEE_SAVED_NAMES) and \
+        all(r.size == 8 for r in insn.reads)
 
 
 _INTEGER_TYPES = re.compile(r"^(?:(?:un)?signed )?(?:bool|char|short|int|long|long long|wchar_t|char(?:8|16|32)_t"
