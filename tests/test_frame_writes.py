@@ -72,7 +72,7 @@ REFUSED = [
     "void launch(float* x, int n) {\n"
     "  volatile int remembered;\n"
     "  if (n > 1 << 30) remembered = n;\n"
-    "  k<<<(n + 255) / 256, 256>>>(x, n + (remembered & 0)); }",
+    "  k<<<(n + 255) / 256, 256>>>(x, n + (remembered & 1)); }",
     # a local handed to the device before it is written
     "void launch(float* x, int n) {\n"
     "  int kept[4]; kept[0] = n;\n"
@@ -128,6 +128,8 @@ def _trace(code: list[str]) -> FrameTrace:
 def test_a_slot_written_on_every_path_before_it_is_read_passes_and_one_read_first_does_not():
     # push %rax; mov (%rsp),%rcx; pop %rax; ret  -- the pushed slot is written
     assert unwritten_reads(_trace(["50", "488b0c24", "58", "c3"])) == []
-    # mov -8(%rsp),%rcx; ret  -- the red zone read before anything wrote it
-    found = unwritten_reads(_trace(["488b4c24f8", "c3"]))
+    # add -8(%rsp),%rdi; ret  -- the red zone read before anything wrote it
+    found = unwritten_reads(_trace(["48037c24f8", "c3"]))
     assert [(r.offset, r.size) for r in found] == [(-8, 8)]
+    # mov -8(%rsp),%rcx; ret  -- copied into a register nothing reads: no value used
+    assert unwritten_reads(_trace(["488b4c24f8", "c3"])) == []

@@ -17,11 +17,19 @@ byte through a pointer (a copy to the device, an argument block) and a call of t
 function whose stack-passed arguments are not all written. Offsets at and above the return
 address (the return address, stack-passed arguments) are the caller's: other rules bound them.
 
-A `pop` of a slot the call never wrote is how compilers release alignment padding (`sub $8,%rsp;
-push ...; call ...; pop; pop`): it is not refused, but the register it fills holds an earlier
-call's leftover until it is set again, and using it is refused like the read itself: any
-instruction that reads it, a call of the part's own function while it is an argument register, a
-return while it is callee-saved, or a return register of a function the part's own code calls.
+Registers are the same channel (red team round 209: a count left in `%r9` by a tail call's last
+argument, read at the next call's entry through a call of a six-argument function cast to none).
+A function's general registers start undefined except those its callers set: for a launcher the
+harness calls, its signature's integer arguments; for any other function, the argument registers
+it reads before writing them (liveness over its code and its own callees'), which every call and
+tail jump to it must have set. A call leaves the caller-saved registers undefined (the return
+registers set). Undefined values may be moved (a push, a store to the frame, a register copy, a
+load of an unwritten slot) but not used: an instruction that computes with one, stores it outside
+the frame, or passes it to the part's own function is refused. This is how compilers' own
+idioms pass: the alignment padding popped into a dead register (`sub $8,%rsp; push; call; pop;
+pop`), callee-saved registers pushed and popped. A return with a popped-stale value in a
+callee-saved register, or in a return register of a function the part's own code calls, is
+refused. Vector registers are not followed (Known limits).
 
 Code reached only by the unwinder (a landing pad) starts from what every call of its function
 leaves. The analysis is per function: a callee may not write its caller's frame (the scan refuses
@@ -59,7 +67,9 @@ class FrameTrace:
     call_writes: dict[Key, list[tuple[int, int]]] = field(default_factory=dict)  # (offset, bytes) a call writes
     call_reads: dict[Key, list[tuple[int, int]]] = field(default_factory=dict)  # (offset, bytes) a call reads
     own_stack_arguments: dict[Key, int] = field(default_factory=dict)  # bytes of stack arguments an own callee reads
-    harness_called: set[str] = field(default_factory=set)  # launchers the harness calls (it ignores what they return)
+    own_callee_of: dict[Key, str] = field(default_factory=dict)  # a call or tail jump of the part's own function
+    # launchers the harness calls: how many integer arguments it passes (None: a signature the scan cannot read)
+    harness_arguments: dict[str, int | None] = field(default_factory=dict)
     own_callees: set[str] = field(default_factory=set)  # functions the part's own code calls or jumps to
 
 
@@ -120,41 +130,89 @@ def _stack_accesses(step: Step, accesses) -> list[tuple[int, int]]:
             if a.base == "rsp" and not a.index and a.segment not in ("fs", "gs")]
 
 
+_GENERAL = frozenset({"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12", "r13",
+                      "r14", "r15"})
 _CALLEE_SAVED = frozenset({"rbx", "rbp", "r12", "r13", "r14", "r15"})
 _RETURN_REGISTERS = frozenset({"rax", "rdx"})
-_ARGUMENT_REGISTERS = frozenset({"rdi", "rsi", "rdx", "rcx", "r8", "r9", "rax"})  # %al: a variadic call's count
+_INTEGER_ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+_ENTRY_READABLE = frozenset(_INTEGER_ARGUMENTS) | {"rax"}  # %al: a variadic call's vector count
 _CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
+_SAME_REGISTER_IDIOMS = ("xor", "sub", "sbb", "pxor", "xorps", "xorpd", "vpxor", "vxorps", "vxorpd")
 
 
 @dataclass(frozen=True)
 class _State:
-    written: Intervals = ()  # frame bytes every path has written
-    stale: frozenset[str] = frozenset()  # registers some path filled from an unwritten slot
+    written: Intervals = ()  # frame bytes every path has written with defined values
+    undefined: frozenset[str] = frozenset()  # general registers some path has not set in this call
+    stale: frozenset[str] = frozenset()  # ... of them, filled from a frame slot this call never wrote
 
 
 def _meet(a: _State, b: _State) -> _State:
-    return _State(_meet_intervals(a.written, b.written), a.stale | b.stale)
+    return _State(_meet_intervals(a.written, b.written), a.undefined | b.undefined, a.stale | b.stale)
+
+
+def _same_register(insn: Instruction) -> bool:
+    """`xor %eax,%eax` and kin: a constant, whatever the register held."""
+    operands = insn.text.split(None, 1)[1].replace(" ", "").split(",") if " " in insn.text else []
+    return insn.mnemonic in _SAME_REGISTER_IDIOMS and len(operands) == 2 and operands[0] == operands[1]
+
+
+def _register_reads(insn: Instruction) -> frozenset[str]:
+    return frozenset() if _same_register(insn) else (insn.read_registers & _GENERAL)
+
+
+def _is_move(step: Step) -> bool:
+    """A copy that uses no value: a push, a register-to-register `mov`, a store of a register into
+    the frame, a load from the frame."""
+    insn = step.insn
+    if insn.mnemonic == "push":
+        return not insn.reads
+    if insn.mnemonic != "mov":
+        return False
+    return all(a.base == "rsp" and not a.index for a in (*insn.reads, *insn.writes))
 
 
 def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
     insn = step.insn
     if _is_probe(insn):
         return state
-    written, stale = state.written, state.stale - insn.replaced_registers
-    if insn.mnemonic == "pop":
-        filled = insn.written_registers - {"rsp"}
-        if any(not _covers(written, o, o + n) for o, n in _stack_accesses(step, insn.reads)):
-            stale = stale | filled
+    written, undefined, stale = state.written, state.undefined, state.stale
+    targets = (insn.written_registers & _GENERAL)
+    loaded_stale = any(not _covers(written, o, o + n) for o, n in _stack_accesses(step, insn.reads))
+    source_undefined = bool(_register_reads(insn) - {"rsp"} & undefined)
+    source_stale = bool(_register_reads(insn) - {"rsp"} & stale)
     if insn.flow in ("call", "indirect-call"):
         written = _below(written, -step.frame)  # the return address, then the callee's frames
         for offset, size in trace.call_writes.get(key, ()):
             written = _add(written, offset, offset + size)
-        if key not in trace.own_stack_arguments:  # a library call sets its caller-saved registers
-            stale = stale - _CALLER_SAVED
-        return _State(written, stale)
+        clobbered = _CALLER_SAVED - _RETURN_REGISTERS
+        return _State(written, (undefined | clobbered) - _RETURN_REGISTERS, (stale - _CALLER_SAVED))
+    if _is_move(step) and (loaded_stale or source_undefined):
+        # an undefined value copied: what it lands in is undefined too
+        undefined = undefined | targets
+        stale = (stale | targets) if (loaded_stale or source_stale) else (stale - targets)
+        if insn.mnemonic == "push" or insn.writes:
+            for offset, size in _stack_accesses(step, insn.writes):
+                written = _remove(written, offset, offset + size)
+            return _State(written, undefined, stale)
+        return _State(written, undefined, stale)
+    undefined, stale = undefined - targets, stale - targets
     for offset, size in _stack_accesses(step, insn.writes):
         written = _add(written, offset, offset + size)
-    return _State(written, stale)
+    return _State(written, undefined, stale)
+
+
+def _remove(have: Intervals, lo: int, hi: int) -> Intervals:
+    out: list[tuple[int, int]] = []
+    for a, b in have:
+        if b <= lo or a >= hi:
+            out.append((a, b))
+        else:
+            if a < lo:
+                out.append((a, lo))
+            if b > hi:
+                out.append((hi, b))
+    return tuple(out)
 
 
 def _successors(key: Key, index: dict[Key, int], trace: FrameTrace) -> list[Key]:
@@ -167,7 +225,8 @@ def _successors(key: Key, index: dict[Key, int], trace: FrameTrace) -> list[Key]
             target = (key[0], step.insn.branch_target)
         if target is not None and target in trace.steps and trace.steps[target].group == step.group:
             out.append(target)
-    falls = flow in ("next", "conditional") or (flow == "call" and key not in trace.no_return)
+    # an instruction that traps (`ud2`) is followed as if it fell through: whatever follows is judged
+    falls = flow in ("next", "conditional", "exception") or (flow == "call" and key not in trace.no_return)
     if falls:
         position = index[key] + 1
         if position < len(trace.order):
@@ -178,12 +237,79 @@ def _successors(key: Key, index: dict[Key, int], trace: FrameTrace) -> list[Key]
     return out
 
 
-def _states(trace: FrameTrace) -> dict[Key, _State]:
+def _register_copy(insn: Instruction) -> tuple[str, str] | None:
+    """(source, destination) of a `mov` between two general registers."""
+    if insn.mnemonic != "mov" or insn.reads or insn.writes:
+        return None
+    sources, targets = _register_reads(insn) - {"rsp"}, insn.written_registers & _GENERAL
+    return (next(iter(sources)), next(iter(targets))) if len(sources) == 1 and len(targets) == 1 else None
+
+
+def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[str, frozenset[str]],
+                                                                        dict[str, frozenset[str]]]:
+    """For each function, the argument registers it may use before setting them (what every caller must
+    have set), and the return registers some caller reads after calling it (what it must set): liveness
+    across the part's own calls. A register copied to another that nothing reads is no use of it."""
+    groups: dict[str, list[Key]] = {}
+    for key in trace.order:
+        groups.setdefault(trace.steps[key].group, []).append(key)
+    needs = {group: frozenset() for group in groups}
+    returned = {group: frozenset() for group in groups}
+    changed = True
+    while changed:
+        changed = False
+        for group, keys in groups.items():
+            live: dict[Key, frozenset[str]] = {}
+            moved = True
+            while moved:
+                moved = False
+                for key in reversed(keys):
+                    insn = trace.steps[key].insn
+                    if insn.flow == "return":
+                        out = returned[group]
+                    else:
+                        out = frozenset().union(*(live.get(n, frozenset()) for n in successors[key]))
+                    uses = frozenset() if insn.mnemonic in ("ud0", "ud1", "ud2") else _register_reads(insn) - {"rsp"}
+                    defs = insn.written_registers & _GENERAL
+                    copy = _register_copy(insn)
+                    if copy is not None and copy[1] not in out:
+                        uses = frozenset()
+                    callee = trace.own_callee_of.get(key)
+                    if callee is not None:
+                        uses |= needs.get(callee, frozenset())
+                        after = (out if insn.flow == "call" else returned[group]) & _RETURN_REGISTERS
+                        if callee in returned and not after <= returned[callee]:
+                            returned[callee] = returned[callee] | after
+                            changed = True
+                    if insn.flow == "call":
+                        defs = _CALLER_SAVED
+                    value = uses | (out - defs)
+                    if live.get(key) != value:
+                        live[key] = value
+                        moved = True
+            entry = [k for k in keys if trace.steps[k].function_start]
+            found = frozenset().union(*(live[k] for k in entry)) & _ENTRY_READABLE if entry else frozenset()
+            if found != needs[group]:
+                needs[group] = found
+                changed = True
+    return needs, returned
+
+
+def _states(trace: FrameTrace, successors: dict[Key, list[Key]], needs: dict[str, frozenset[str]]
+            ) -> dict[Key, _State]:
     """The state on entry to every instruction: what all paths to it agree on."""
-    index = {key: i for i, key in enumerate(trace.order)}
-    successors = {key: _successors(key, index, trace) for key in trace.order}
+    def entry_state(group: str) -> _State:
+        given = trace.harness_arguments.get(group, -1)
+        if given == -1:  # another function of the part: its callers set what it reads (checked at each call)
+            defined = needs[group]
+        elif given is None:  # the harness calls it by a signature the scan cannot read: any argument register
+            defined = _ENTRY_READABLE
+        else:
+            defined = frozenset(_INTEGER_ARGUMENTS[:given])
+        return _State(undefined=_GENERAL - defined)
+
     entries = {key for key, step in trace.steps.items() if step.function_start}
-    into: dict[Key, _State] = {key: _State() for key in entries}
+    into: dict[Key, _State] = {key: entry_state(trace.steps[key].group) for key in entries}
     groups: dict[str, list[Key]] = {}
     for key in trace.order:
         groups.setdefault(trace.steps[key].group, []).append(key)
@@ -211,7 +337,7 @@ def _states(trace: FrameTrace) -> dict[Key, _State]:
                 if k in into and trace.steps[k].insn.flow == "call":
                     state = _after(trace.steps[k], k, into[k], trace)
                     start = state if start is None else _meet(start, state)
-            start = _State() if start is None else start
+            start = entry_state(group) if start is None else start
             if landing.get(group) != start:
                 landing[group] = start
                 changed = True
@@ -222,19 +348,27 @@ def _states(trace: FrameTrace) -> dict[Key, _State]:
         if not unreached:
             return into
         for key in unreached:
-            into[key] = _State()
+            into[key] = entry_state(trace.steps[key].group)
 
 
 def unwritten_reads(trace: FrameTrace) -> list[UnwrittenRead]:
     """Reads of frame bytes that some path from the function's entry reaches unwritten, and uses of
-    registers filled from such bytes."""
+    registers no path of this call is sure to have set."""
+    index = {key: i for i, key in enumerate(trace.order)}
+    successors = {key: _successors(key, index, trace) for key in trace.order}
+    needs, returned = _needs(trace, successors)
+    states = _states(trace, successors, needs)
     found: list[UnwrittenRead] = []
-    states = _states(trace)
+    for group, given in trace.harness_arguments.items():
+        if given is not None and group in needs and (extra := needs[group] - set(_INTEGER_ARGUMENTS[:given])):
+            found.append(UnwrittenRead(function=group, instruction="(its entry)", offset=0, size=8,
+                                       how=f"reads %{', %'.join(sorted(extra))} on entry, which the harness does not "
+                                           "pass it"))
     for key in trace.order:
         state, step = states[key], trace.steps[key]
         insn = step.insn
         reads: list[tuple[int, int, str]] = []
-        if not _is_probe(insn) and insn.mnemonic not in ("ret", "pop"):
+        if not _is_probe(insn) and insn.mnemonic not in ("ret", "pop") and not _is_move(step):
             reads += [(offset, size, "reads") for offset, size in _stack_accesses(step, insn.reads)]
         if insn.flow == "call":
             reads += [(offset, size, "passes a call") for offset, size in trace.call_reads.get(key, ())]
@@ -245,13 +379,15 @@ def unwritten_reads(trace: FrameTrace) -> list[UnwrittenRead]:
             if not _covers(state.written, offset, offset + size):
                 found.append(UnwrittenRead(function=step.group, instruction=insn.text, offset=offset, size=size,
                                            how=how))
-        used = insn.read_registers & state.stale
-        if insn.flow == "call" and key in trace.own_stack_arguments:
-            used |= _ARGUMENT_REGISTERS & state.stale
+        quiet = _is_move(step) or _is_probe(insn) or insn.mnemonic in ("ud0", "ud1", "ud2")
+        used = frozenset() if quiet else (_register_reads(insn) - {"rsp"}) & state.undefined
+        callee = trace.own_callee_of.get(key)
+        if callee is not None:
+            used |= needs.get(callee, frozenset()) & state.undefined
         if insn.flow == "return":
-            harness_only = step.group in trace.harness_called and step.group not in trace.own_callees
-            used |= state.stale & (_CALLEE_SAVED if harness_only else _CALLEE_SAVED | _RETURN_REGISTERS)
-        for register in sorted(used - {"rsp"}):
+            used |= state.stale & _CALLEE_SAVED  # the caller's own registers, restored from nothing it saved
+            used |= returned.get(step.group, frozenset()) & state.undefined  # a result a caller reads
+        for register in sorted(used):
             found.append(UnwrittenRead(function=step.group, instruction=insn.text, offset=0, size=8,
-                                       how=f"uses %{register}, popped from a slot that some path has not written"))
+                                       how=f"uses %{register}, which no path of this call is sure to have set"))
     return found

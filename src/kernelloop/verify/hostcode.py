@@ -459,16 +459,19 @@ def scan_host_code(obj: Path, exported: frozenset[str] | set[str] = frozenset(),
 
 
 def _unwritten_stack_reads(trace: FrameTrace) -> list[Violation]:
-    """Stack reads of bytes the call may not have written: a channel between calls (frame_writes)."""
+    """Stack bytes and registers read that the call may not have set: a channel between calls (frame_writes)."""
     found: list[Violation] = []
     for read in unwritten_reads(trace):
         if any(v.detail.startswith(f"{read.function}:") for v in found):
             continue
-        what = "reads" if read.how == "reads" else read.how
+        if read.how.startswith(("uses %", "reads %")):
+            what = f"`{read.instruction}` {read.how}"
+        else:
+            what = (f"`{read.instruction}` {read.how} {read.size} bytes of its frame ({read.offset} from its entry "
+                    "stack pointer) that some path through the call has not written")
         found.append(Violation(rule="uninitialised-stack", where="object", detail=(
-            f"{read.function}: `{read.instruction}` {what} {read.size} bytes of its frame ({read.offset} from its "
-            "entry stack pointer) that some path through the call has not written: what an earlier call left "
-            "there, a channel between calls no state check sees; initialise every local before reading it")))
+            f"{read.function}: {what}: what an earlier call left there, a channel between calls no state check "
+            "sees; set every local and register before reading it")))
     return found
 
 
@@ -788,6 +791,8 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                     own_calls.append((pending_call, pending_call_site[0], callee, pending_call_site[1]))
                     if not pending_call_site[1] and pending_call_key is not None:
                         own_callee_at[pending_call_key] = callee
+                    if pending_call_key is not None and not same_function(callee, func.name):
+                        trace.own_callee_of[pending_call_key] = _COLD_PART.sub("", label_of.get(callee, callee))
                 if _NO_RETURN_IMPORTS.match(target) or (callee in own or target in own or target.startswith(".")) and (
                         callee not in functions_named or callee not in returning):
                     fell_through = False  # what follows runs only if the unwinder lands there
@@ -918,6 +923,8 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                 own_calls.append((where, func.frame - func.protected, callee, base_mnemonic.startswith("jmp")))
                 if base_mnemonic.startswith("call"):
                     own_callee_at[(section, address)] = callee
+                if not same_function(callee, func.name):
+                    trace.own_callee_of[(section, address)] = _COLD_PART.sub("", label_of.get(callee, callee))
             if base_mnemonic.startswith("call") and callee is not None and callee not in returning:
                 fell_through = False  # a local [[noreturn]] function: what follows is a landing pad
                 trace.no_return.add((section, address))
@@ -1082,7 +1089,11 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
     judge_global(None)
     for key, callee in own_callee_at.items():
         trace.own_stack_arguments[key] = stack_arguments.get(callee, 0)
-    trace.harness_called = set(writable_arguments)
+    for name, signature in zip(names, demangle(names)):
+        if name in exported:
+            counts = argument_counts(declared[name], trusted=False) if signature == name and name in declared \
+                else argument_counts(signature, trusted=True) if signature != name else None
+            trace.harness_arguments[label_of.get(name, name)] = None if counts is None else min(counts[0], 6)
     trace.own_callees = {_COLD_PART.sub("", callee) for _, _, callee, _ in own_calls}
     if annotated is not None:
         referenced.add(label_of.get(annotated, annotated))
@@ -1362,8 +1373,19 @@ def _stack_argument_bytes(signature: str, *, trusted: bool = False) -> int:
     signature (a launcher the baseline exports: its types are the frozen preamble's) may count
     class types by name; any other counts fundamental types and pointers only, and a compiler's
     clone (`[clone .constprop.0]`, which may have dropped arguments) counts nothing."""
-    if " [clone" in signature:
+    counts = argument_counts(signature, trusted=trusted)
+    if counts is None:
         return 0
+    integer, vector = counts
+    return 8 * (max(0, integer - 6) + max(0, vector - 8))
+
+
+def argument_counts(signature: str, *, trusted: bool = False) -> tuple[int, int] | None:
+    """(integer-class, vector-class) eightbytes of arguments in a demangled signature (the SysV ABI's
+    classes; see _stack_argument_bytes for what a signature may be trusted with); None when it cannot
+    be told."""
+    if " [clone" in signature:
+        return None
     head = signature
     close = head.rfind(")")
     depth, open_at = 0, -1
@@ -1373,7 +1395,7 @@ def _stack_argument_bytes(signature: str, *, trusted: bool = False) -> int:
             open_at = i
             break
     if close < 0 or open_at < 0:
-        return 0
+        return None
     parts, depth, cur = [], 0, ""
     for ch in head[open_at + 1:close]:
         depth += {"(": 1, "<": 1, "[": 1, ")": -1, ">": -1, "]": -1}.get(ch, 0)
@@ -1398,7 +1420,7 @@ def _stack_argument_bytes(signature: str, *, trusted: bool = False) -> int:
         elif kind in ("float", "double"):
             vector += 1
         elif not trusted:
-            return 0  # a class by value, named by the candidate: its size is not known here
+            return None  # a class by value, named by the candidate: its size is not known here
         elif _INTEGER_TYPES.match(kind):  # CUDA's 2-byte float classes, passed as one integer
             integer += 1
         elif kind in ("dim3", "uint3", "int3", "int4", "uint4", "long2", "ulonglong2", "longlong2"):
@@ -1406,8 +1428,8 @@ def _stack_argument_bytes(signature: str, *, trusted: bool = False) -> int:
         elif kind in ("float2", "float4", "double2"):
             vector += 1 if kind == "float2" else 2
         else:
-            return 0  # a class passed by value (an empty one takes no slot at all): not known here
-    return 8 * (max(0, integer - 6) + max(0, vector - 8))
+            return None  # a class passed by value (an empty one takes no slot at all): not known here
+    return integer, vector
 
 
 def _judge_writes(insn: Instruction, func: _Function, where: str, report, stack_argument_bytes: int = 0,
