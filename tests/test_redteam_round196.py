@@ -45,7 +45,9 @@ def test_a_launcher_that_counts_its_calls_in_processor_registers_is_refused(case
     v = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
                      toolchain=find_toolchain())
     found = [x for x in v.violations if x.rule == "host-instruction"]
-    assert any(f": {instruction}: changes or dumps processor state" in x.detail for x in found), v.violations
+    # refused at its first processor-state instruction: the write, or (round 208) the read that comes first
+    assert any(f": {instruction}: changes or dumps processor state" in x.detail
+               or "reads processor state that outlives a call" in x.detail for x in found), v.violations
 
 
 def test_the_harness_checks_the_floating_point_environment_after_every_call_and_resets_nothing():
