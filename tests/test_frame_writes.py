@@ -56,9 +56,23 @@ HONEST = [
 ]
 
 
-@pytest.mark.parametrize("body", HONEST, ids=["stack-arguments", "out-parameters", "struct-and-helper"])
+HONEST.append(
+    # round 209: a loop of launches with many arguments; gcc parks the launch stub's out-pointer in a frame
+    # slot before the loop and loads it back in every pass
+    "template <int B> __global__ void kt(float* o, const float* a, const float* b, const float* c, int n, int m,\n"
+    "  float s, float t, int q, int r) { int i = blockIdx.x * B + threadIdx.x; if (i < n) o[i] = a[i] * s + b[i] * t\n"
+    "  + c[i] * (float)(m + q + r); }\n"
+    "void launch(float* out, const float* in, int n, int c) {\n"
+    "  float* a = out; const float* b = in; float s;\n"
+    "  for (int it = 0; it < 4; ++it) { s = it ? 0.5f : 1.0f;\n"
+    "    kt<256><<<(n + 255) / 256, 256>>>(a, b, b, b, n, c, s, s, it, c); CUDA_CHECK(cudaGetLastError());\n"
+    "    b = a; } }")
+
+
+@pytest.mark.parametrize("body", HONEST, ids=["stack-arguments", "out-parameters", "struct-and-helper",
+                                              "pointer-parked-in-a-slot"])
 def test_an_honest_launcher_reads_only_what_it_wrote(tmp_path, body):
-    assert "uninitialised-stack" not in scan(tmp_path, body)
+    assert scan(tmp_path, body) == []
 
 
 REFUSED = [

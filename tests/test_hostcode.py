@@ -113,7 +113,7 @@ def test_an_unclassified_import_is_refused(tmp_path):
 
 @pytest.mark.parametrize("body", [
     # a struct return into the top of its own frame reaches the saved registers / return address
-    "void launch(float* x, int n) { cudaChannelFormatDesc d[2]; char* p = (char*)d + 36 + (n & 0);\n"
+    "void launch(float* x, int n) { cudaChannelFormatDesc d[2]; char* p = (char*)d + 52 + (n & 0);\n"
     "  asm volatile(\"\" : \"+r\"(p));\n"
     "  new (p) cudaChannelFormatDesc(cudaCreateChannelDesc(n, n, n, n, cudaChannelFormatKindFloat));\n"
     "  k<<<1, 1>>>(x, ((volatile cudaChannelFormatDesc*)p)->x); }",

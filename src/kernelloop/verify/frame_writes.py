@@ -68,6 +68,7 @@ class FrameTrace:
     call_reads: dict[Key, list[tuple[int, int]]] = field(default_factory=dict)  # (offset, bytes) a call reads
     own_stack_arguments: dict[Key, int] = field(default_factory=dict)  # bytes of stack arguments an own callee reads
     own_callee_of: dict[Key, str] = field(default_factory=dict)  # a call or tail jump of the part's own function
+    required_reads: dict[Key, list[tuple[int, int]]] = field(default_factory=dict)  # a pointer load that must read written bytes
     # launchers the harness calls: how many integer arguments it passes (None: a signature the scan cannot read)
     harness_arguments: dict[str, int | None] = field(default_factory=dict)
     own_callees: set[str] = field(default_factory=set)  # functions the part's own code calls or jumps to
@@ -370,6 +371,7 @@ def unwritten_reads(trace: FrameTrace) -> list[UnwrittenRead]:
         reads: list[tuple[int, int, str]] = []
         if not _is_probe(insn) and insn.mnemonic not in ("ret", "pop") and not _is_move(step):
             reads += [(offset, size, "reads") for offset, size in _stack_accesses(step, insn.reads)]
+        reads += [(offset, size, "loads a pointer from") for offset, size in trace.required_reads.get(key, ())]
         if insn.flow == "call":
             reads += [(offset, size, "passes a call") for offset, size in trace.call_reads.get(key, ())]
             needed = trace.own_stack_arguments.get(key, 0)

@@ -96,9 +96,16 @@ _FORBIDDEN = {"wrpkru": "writes the protection-key register", "xrstor": "restore
               "lret": "far return", "iret": "interrupt return", "iretq": "interrupt return"}
 _EXEC_SECTIONS = re.compile(r"^\.(text|init|fini)")
 _ARG_REGS = ("%rdi", "%rsi", "%rdx", "%rcx", "%r8", "%r9")
+# The general registers whose pointer facts the scan follows (the argument registers are where a call reads
+# them; the others carry a pointer there: a compiler parks an out-pointer in any of them, or in a frame slot)
 _REG_ALIASES = {"%rdi": ("%rdi", "%edi", "%di", "%dil"), "%rsi": ("%rsi", "%esi", "%si", "%sil"),
                 "%rdx": ("%rdx", "%edx", "%dx", "%dl"), "%rcx": ("%rcx", "%ecx", "%cx", "%cl"),
-                "%r8": ("%r8", "%r8d", "%r8w", "%r8b"), "%r9": ("%r9", "%r9d", "%r9w", "%r9b")}
+                "%r8": ("%r8", "%r8d", "%r8w", "%r8b"), "%r9": ("%r9", "%r9d", "%r9w", "%r9b"),
+                "%rax": ("%rax", "%eax", "%ax", "%al"), "%rbx": ("%rbx", "%ebx", "%bx", "%bl"),
+                "%rbp": ("%rbp", "%ebp", "%bp", "%bpl"), "%r10": ("%r10", "%r10d", "%r10w", "%r10b"),
+                "%r11": ("%r11", "%r11d", "%r11w", "%r11b"), "%r12": ("%r12", "%r12d", "%r12w", "%r12b"),
+                "%r13": ("%r13", "%r13d", "%r13w", "%r13b"), "%r14": ("%r14", "%r14d", "%r14w", "%r14b"),
+                "%r15": ("%r15", "%r15d", "%r15w", "%r15b")}
 # Imports that write host memory through pointer arguments (index = argument position).
 # Their pointers must provably be the caller's own frame or globals.
 OUT_POINTER_ARGS: dict[str, tuple[int, ...]] = {
@@ -554,6 +561,10 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                                 "cannot check it")
             return
         pointer = own_pointers.get(_ARG_REGS[k])
+        if pointer is not None and pointer[0] == "slot":  # judged once every write of the slot is known
+            parked.append((pending_call_key, where, target, k, size, role, rule, pointer[1], pointer[2],
+                           func.frame, func.protected))
+            return
         if pointer is not None and pointer[0] == "stack" and pending_call_key is not None:
             effects = trace.call_writes if rule == "foreign-store" else trace.call_reads
             effects.setdefault(pending_call_key, []).append((pointer[1], size))
@@ -689,6 +700,11 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
     at_function_start = False
     located = {name: key for key, name in function_at.items()}  # a function's (section, address)
     own_callee_at: dict[tuple[str, int], str] = {}  # a call of the part's own function -> the callee
+    # A pointer parked in a frame slot and loaded back for a call (a compiler hoisting an out-pointer
+    # out of a loop): every write of the slot in the function, and the calls that use such a pointer.
+    stack_writes: list[tuple[str, int, int, tuple[str, int, str] | None]] = []  # (function, from, to, fact)
+    parked: list[tuple] = []
+    load_keys: dict[str, tuple[str, int]] = {}
 
     def judge_end(next_name: str) -> None:
         # A function whose last instruction can run on falls into whatever the linker puts next:
@@ -981,6 +997,16 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
             if written in _REG_ALIASES[arg][:2] and base_mnemonic in ("xor", "xorl", "xorq") and ops[0] == ops[1]:
                 own_pointers[arg] = ("const", 0, "")
                 set_here = arg
+            if base_mnemonic in ("mov", "movq") and len(ops) == 2 and written == arg and ops[0] in own_pointers:
+                own_pointers[arg] = own_pointers[ops[0]]  # a copy of a known pointer
+                set_here = arg
+            if base_mnemonic in ("mov", "movq") and len(ops) == 2 and written == arg and (
+                    (slot := _MEM.search(ops[0])) is not None and slot.group("base") == "%rsp"
+                    and slot.group("index") is None and slot.group("seg") is None):
+                # a pointer loaded back from a frame slot: what the slot holds is judged at the end
+                load_keys[f"{section}:{address}"] = (section, address)
+                own_pointers[arg] = ("slot", _int(slot.group("disp")) - func.frame, f"{section}:{address}")
+                set_here = arg
             if base_mnemonic in ("lea", "leaq") and written == arg and len(ops) == 2:
                 src = _MEM.search(ops[0])
                 if src is not None and src.group("index") is None:
@@ -1014,6 +1040,12 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
         key = (section, address)
         trace.steps[key] = Step(group=_COLD_PART.sub("", func.name), frame=func.frame, insn=insn,
                                 function_start=at_function_start)
+        for w in insn.writes:
+            if w.base == "rsp" and not w.index:
+                stored = own_pointers.get(ops[0]) if base_mnemonic in ("mov", "movq") and len(ops) == 2 else None
+                fact = stored if stored is not None and stored[0] == "stack" and w.size == 8 else None
+                stack_writes.append((trace.steps[key].group, w.displacement - func.frame,
+                                     w.displacement - func.frame + (w.size or 8), fact))
         trace.order.append(key)
         at_function_start = False
         if key in direct_branches:
@@ -1089,6 +1121,28 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
     judge_global(None)
     for key, callee in own_callee_at.items():
         trace.own_stack_arguments[key] = stack_arguments.get(callee, 0)
+    for call_key, where, target, k, size, role, rule, slot, load, frame, protected in parked:
+        # The slot's every write in its function stores one pointer into the frame (and no call writes
+        # it): what it holds wherever the load reads it written (frame_writes checks that it is).
+        group = trace.steps[call_key].group if call_key in trace.steps else ""
+        facts = {fact if (lo, hi) == (slot, slot + 8) else None for g, lo, hi, fact in stack_writes
+                 if g == group and lo < slot + 8 and hi > slot}
+        facts |= {None for k2, spans in trace.call_writes.items() if trace.steps[k2].group == group
+                  for lo, n in spans if lo < slot + 8 and lo + n > slot}
+        pointer = next(iter(facts)) if len(facts) == 1 else None
+        if pointer is None:
+            report(rule, where, f"passes {target} {role} (argument {k + 1}) that is not its own stack frame or global")
+        elif pointer[1] < -frame:
+            report(rule, where, f"passes {target} {role} (argument {k + 1}) at {pointer[1] + frame}(%rsp), below "
+                                "the stack pointer: the callee's return address and frame")
+        elif pointer[1] + size > -protected:
+            report(rule, where, f"passes {target} {role} (argument {k + 1}) whose {size} bytes at "
+                                f"{pointer[1] + frame}(%rsp) reach past its locals ({frame - protected} bytes) into "
+                                "saved registers or the return address")
+        else:
+            effects = trace.call_writes if rule == "foreign-store" else trace.call_reads
+            effects.setdefault(call_key, []).append((pointer[1], size))
+            trace.required_reads.setdefault(load_keys[load], []).append((slot, 8))
     for name, signature in zip(names, demangle(names)):
         if name in exported:
             counts = argument_counts(declared[name], trusted=False) if signature == name and name in declared \
