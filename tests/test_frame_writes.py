@@ -147,3 +147,24 @@ def test_a_slot_written_on_every_path_before_it_is_read_passes_and_one_read_firs
     assert [(r.offset, r.size) for r in found] == [(-8, 8)]
     # mov -8(%rsp),%rcx; ret  -- copied into a register nothing reads: no value used
     assert unwritten_reads(_trace(["488b4c24f8", "c3"])) == []
+
+
+@pytest.mark.parametrize("case, rule", [
+    ("round199/deep_stack", "uninitialised-stack"),            # a count below the scrubbed stack
+    ("round199/deep_stack_recursive", "uninitialised-stack"),  # ... in the deepest of nested frames
+    ("round208/x87_status", "host-instruction"),               # ... in the x87 status word
+    ("round209/register_count", "uninitialised-stack"),        # ... in %r9, left by a tail call
+])
+def test_the_red_teams_channels_between_calls_are_refused_by_the_static_gates(case, rule):
+    from kernelloop.config import Settings
+    from kernelloop.program.split import candidate_editable_part, split_program
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+
+    from .conftest import FIXTURES, shared_cache_dir
+    base = FIXTURES / "redteam" / "round164" / "policy" / "base_kl.cu"
+    split = split_program(base.read_text(), base.name)
+    editable, _ = candidate_editable_part((FIXTURES / "redteam" / case / "cand.cu").read_text(), split, "candidate")
+    v = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                     toolchain=find_toolchain())
+    assert rule in {x.rule for x in v.violations}, v.violations
