@@ -58,7 +58,8 @@ def test_a_part_that_tells_the_verifiers_buffers_from_a_callers_is_rejected(base
     v = verify_files(baseline, REDTEAM / case / "cand.cu", Settings(cache_dir=tmp_path / "cache"))
     record_property("verdict", v.summary)
     print(f"\n{case}: {v.reasons} {v.summary}")
-    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    # wrong results somewhere, or (H200, 2026-12-03: round190/memsense) work that differs between calls
+    assert not v.accepted and {Reason.correctness, Reason.inconsistent_work} & set(v.reasons), v.summary
 
 
 def test_the_honest_rewrite_they_were_built_from_is_accepted(tmp_path, record_property):

@@ -69,8 +69,10 @@ class FrameTrace:
     own_stack_arguments: dict[Key, int] = field(default_factory=dict)  # bytes of stack arguments an own callee reads
     own_callee_of: dict[Key, str] = field(default_factory=dict)  # a call or tail jump of the part's own function
     required_reads: dict[Key, list[tuple[int, int]]] = field(default_factory=dict)  # a pointer load that must read written bytes
-    # launchers the harness calls: how many integer arguments it passes (None: a signature the scan cannot read)
-    harness_arguments: dict[str, int | None] = field(default_factory=dict)
+    # launchers the harness calls: how many integer and vector arguments it passes (None: a signature the scan
+    # cannot read)
+    harness_arguments: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    clobbers: dict[str, frozenset[str]] = field(default_factory=dict)  # computed: what each function may write
     own_callees: set[str] = field(default_factory=set)  # functions the part's own code calls or jumps to
 
 
@@ -133,11 +135,14 @@ def _stack_accesses(step: Step, accesses) -> list[tuple[int, int]]:
 
 _GENERAL = frozenset({"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12", "r13",
                       "r14", "r15"})
+_VECTOR = frozenset(f"zmm{i}" for i in range(32))  # the decoder names every xmm/ymm register by its zmm
+_TRACKED = _GENERAL | _VECTOR
 _CALLEE_SAVED = frozenset({"rbx", "rbp", "r12", "r13", "r14", "r15"})
-_RETURN_REGISTERS = frozenset({"rax", "rdx"})
+_RETURN_REGISTERS = frozenset({"rax", "rdx", "zmm0", "zmm1"})
 _INTEGER_ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
-_ENTRY_READABLE = frozenset(_INTEGER_ARGUMENTS) | {"rax"}  # %al: a variadic call's vector count
-_CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"})
+_VECTOR_ARGUMENTS = tuple(f"zmm{i}" for i in range(8))
+_ENTRY_READABLE = frozenset(_INTEGER_ARGUMENTS) | frozenset(_VECTOR_ARGUMENTS) | {"rax"}  # %al: a variadic count
+_CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"}) | _VECTOR
 _SAME_REGISTER_IDIOMS = ("xor", "sub", "sbb", "pxor", "xorps", "xorpd", "vpxor", "vxorps", "vxorpd")
 
 
@@ -159,7 +164,14 @@ def _same_register(insn: Instruction) -> bool:
 
 
 def _register_reads(insn: Instruction) -> frozenset[str]:
-    return frozenset() if _same_register(insn) else (insn.read_registers & _GENERAL)
+    return frozenset() if _same_register(insn) else (insn.read_registers & _TRACKED)
+
+
+def _merged(insn: Instruction) -> frozenset[str]:
+    """Vector registers an instruction reads only to keep the part it does not write (`cvtsi2ss`, `sqrtss`
+    write the low lane and keep the rest): their undefined bits are carried, not used. Compilers clear the
+    register first where it matters for speed; where they do not, what stays undefined is the upper part."""
+    return insn.read_registers & insn.written_registers & _VECTOR - insn.replaced_registers
 
 
 def _is_move(step: Step) -> bool:
@@ -178,7 +190,7 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
     if _is_probe(insn):
         return state
     written, undefined, stale = state.written, state.undefined, state.stale
-    targets = (insn.written_registers & _GENERAL)
+    targets = (insn.written_registers & _TRACKED)
     loaded_stale = any(not _covers(written, o, o + n) for o, n in _stack_accesses(step, insn.reads))
     source_undefined = bool(_register_reads(insn) - {"rsp"} & undefined)
     source_stale = bool(_register_reads(insn) - {"rsp"} & stale)
@@ -186,8 +198,12 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
         written = _below(written, -step.frame)  # the return address, then the callee's frames
         for offset, size in trace.call_writes.get(key, ()):
             written = _add(written, offset, offset + size)
-        clobbered = _CALLER_SAVED - _RETURN_REGISTERS
-        return _State(written, (undefined | clobbered) - _RETURN_REGISTERS, (stale - _CALLER_SAVED))
+        clobbered = _clobbered(key, trace)
+        results = clobbered & _RETURN_REGISTERS  # set, where a caller reads them (checked at the callee's returns)
+        return _State(written, (undefined | clobbered) - results, stale - clobbered)
+    carried = _merged(insn) & undefined
+    if carried:  # a lane written into an undefined vector register: the rest stays undefined
+        return _State(written, (undefined - targets) | carried, (stale - targets) | (carried & stale))
     if _is_move(step) and (loaded_stale or source_undefined):
         # an undefined value copied: what it lands in is undefined too
         undefined = undefined | targets
@@ -201,6 +217,37 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
     for offset, size in _stack_accesses(step, insn.writes):
         written = _add(written, offset, offset + size)
     return _State(written, undefined, stale)
+
+
+def _clobbered(key: Key, trace: FrameTrace) -> frozenset[str]:
+    """The caller-saved registers a call may change: all of them for a library call; for the part's own
+    function, those it and its callees write (gcc keeps values in the others across it: -fipa-ra)."""
+    callee = trace.own_callee_of.get(key)
+    return _CALLER_SAVED if callee is None else trace.clobbers.get(callee, _CALLER_SAVED) & _CALLER_SAVED
+
+
+def _writes(trace: FrameTrace) -> dict[str, frozenset[str]]:
+    """For each function, the registers it or anything it calls may write."""
+    writes: dict[str, frozenset[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for key in trace.order:
+        step = trace.steps[key]
+        own = writes.get(step.group, frozenset()) | (step.insn.written_registers & _TRACKED)
+        if step.insn.flow in ("call", "indirect-call", "branch"):
+            callee = trace.own_callee_of.get(key)
+            if callee is not None:
+                calls.setdefault(step.group, set()).add(callee)
+            elif step.insn.flow != "branch":
+                own |= _CALLER_SAVED
+        writes[step.group] = own
+    changed = True
+    while changed:
+        changed = False
+        for group, callees in calls.items():
+            more = writes[group].union(*(writes.get(c, _CALLER_SAVED) for c in callees))
+            if more != writes[group]:
+                writes[group], changed = more, True
+    return writes
 
 
 def _remove(have: Intervals, lo: int, hi: int) -> Intervals:
@@ -238,11 +285,14 @@ def _successors(key: Key, index: dict[Key, int], trace: FrameTrace) -> list[Key]
     return out
 
 
+_COPIES = ("mov", "movaps", "movapd", "movdqa", "movups", "vmovaps", "vmovapd", "vmovdqa", "vmovups", "vmovdqa64")
+
+
 def _register_copy(insn: Instruction) -> tuple[str, str] | None:
     """(source, destination) of a `mov` between two general registers."""
-    if insn.mnemonic != "mov" or insn.reads or insn.writes:
+    if insn.mnemonic not in _COPIES or insn.reads or insn.writes:
         return None
-    sources, targets = _register_reads(insn) - {"rsp"}, insn.written_registers & _GENERAL
+    sources, targets = _register_reads(insn) - {"rsp"}, insn.written_registers & _TRACKED
     return (next(iter(sources)), next(iter(targets))) if len(sources) == 1 and len(targets) == 1 else None
 
 
@@ -271,7 +321,7 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
                     else:
                         out = frozenset().union(*(live.get(n, frozenset()) for n in successors[key]))
                     uses = frozenset() if insn.mnemonic in ("ud0", "ud1", "ud2") else _register_reads(insn) - {"rsp"}
-                    defs = insn.written_registers & _GENERAL
+                    defs = insn.written_registers & _TRACKED
                     copy = _register_copy(insn)
                     if copy is not None and copy[1] not in out:
                         uses = frozenset()
@@ -283,7 +333,7 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
                             returned[callee] = returned[callee] | after
                             changed = True
                     if insn.flow == "call":
-                        defs = _CALLER_SAVED
+                        defs = _clobbered(key, trace)
                     value = uses | (out - defs)
                     if live.get(key) != value:
                         live[key] = value
@@ -306,8 +356,8 @@ def _states(trace: FrameTrace, successors: dict[Key, list[Key]], needs: dict[str
         elif given is None:  # the harness calls it by a signature the scan cannot read: any argument register
             defined = _ENTRY_READABLE
         else:
-            defined = frozenset(_INTEGER_ARGUMENTS[:given])
-        return _State(undefined=_GENERAL - defined)
+            defined = frozenset(_INTEGER_ARGUMENTS[:given[0]]) | frozenset(_VECTOR_ARGUMENTS[:given[1]])
+        return _State(undefined=_TRACKED - defined)
 
     entries = {key for key, step in trace.steps.items() if step.function_start}
     into: dict[Key, _State] = {key: entry_state(trace.steps[key].group) for key in entries}
@@ -357,11 +407,13 @@ def unwritten_reads(trace: FrameTrace) -> list[UnwrittenRead]:
     registers no path of this call is sure to have set."""
     index = {key: i for i, key in enumerate(trace.order)}
     successors = {key: _successors(key, index, trace) for key in trace.order}
+    trace.clobbers = _writes(trace)
     needs, returned = _needs(trace, successors)
     states = _states(trace, successors, needs)
     found: list[UnwrittenRead] = []
     for group, given in trace.harness_arguments.items():
-        if given is not None and group in needs and (extra := needs[group] - set(_INTEGER_ARGUMENTS[:given])):
+        passed = set() if given is None else set(_INTEGER_ARGUMENTS[:given[0]]) | set(_VECTOR_ARGUMENTS[:given[1]])
+        if given is not None and group in needs and (extra := needs[group] - passed):
             found.append(UnwrittenRead(function=group, instruction="(its entry)", offset=0, size=8,
                                        how=f"reads %{', %'.join(sorted(extra))} on entry, which the harness does not "
                                            "pass it"))

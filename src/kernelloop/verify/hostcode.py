@@ -1147,7 +1147,8 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
         if name in exported:
             counts = argument_counts(declared[name], trusted=False) if signature == name and name in declared \
                 else argument_counts(signature, trusted=True) if signature != name else None
-            trace.harness_arguments[label_of.get(name, name)] = None if counts is None else min(counts[0], 6)
+            trace.harness_arguments[label_of.get(name, name)] = None if counts is None else (
+                min(counts[0], 6), min(counts[1], 8))
     trace.own_callees = {_COLD_PART.sub("", callee) for _, _, callee, _ in own_calls}
     if annotated is not None:
         referenced.add(label_of.get(annotated, annotated))
