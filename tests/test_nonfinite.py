@@ -816,3 +816,29 @@ def test_a_part_slower_for_a_callers_buffers_at_another_size_is_rejected():
     gate._speed_in_caller_layouts(v, layouts, reasons)
     row = next(g for g in v.gates if g.gate == "caller layouts")
     assert row.status == "fail" and "another size" in row.detail and reasons, row.detail
+
+
+@pytest.mark.nvcc
+def test_a_candidates_cap_in_a_caller_layout_scales_with_the_baselines_run_in_that_layout(
+        settings, monkeypatch, tmp_path):
+    # H200, 2026-12-03: an honest part timed out at 10.2 s in one mapped layout, where the cap came from the
+    # calibration run alone; mapping, filling and releasing the reserved range cost both programs alike
+    caps: list[float] = []
+    scripted_runs(monkeypatch, lambda role, kw: GOOD)
+    real_run = gate.run_program
+
+    first: list[Path] = []
+
+    def run(binary, **kw):
+        first.append(first[0] if first else binary)  # the calibration run names the baseline's binary
+        answer = real_run(binary, **kw)
+        mapped = kw.get("exact_buffers") and kw.get("buffer_shift") is not None and not kw.get("wrapper")
+        if mapped and binary == first[0]:
+            answer.result = answer.result.model_copy(update={"wall_s": 4.0})
+        elif mapped:
+            caps.append(kw["limits"].wall_timeout_s)
+        return answer
+
+    monkeypatch.setattr(gate, "run_program", run)
+    verify(load_settings(project_dir=tmp_path))
+    assert caps and min(caps) == 40.0  # ten times the baseline's 4 s there, not the calibration's 10 s floor

@@ -1449,7 +1449,13 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
         note = "the baseline needs its buffers 16-byte aligned: offsets in 16-byte multiples were checked"
         if note not in v.notes:
             v.notes.append(note)
-    cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
+    # The cap scales with the baseline's own run in this layout: mapping, filling and releasing the
+    # reserved range cost both programs alike (an honest part timed out at 10.2 s in one mapped layout on
+    # an H200 where the calibration run's cap held elsewhere, 2026-12-03)
+    vs = v.settings
+    layout_limits = cand_limits.model_copy(update={"wall_timeout_s": min(vs.run_timeout_s, max(
+        cand_limits.wall_timeout_s, vs.candidate_timeout_factor * base.result.wall_s))})
+    cand = run_program(cand_bin, seed=seed, limits=layout_limits, cupti_library=cupti_lib, secret=secret,
                        exact_buffers=True, buffer_shift=shift, size_index=size_index, size_draw=size_draw)
     durations.program_runs_s += cand.result.wall_s
     failure = _run_failure(cand)
