@@ -7,10 +7,10 @@ counts. Each is rejected (on correctness, or as not faster where a caller's buff
 warp-per-row rewrite they were all built from is accepted, so the exact-size, mapped, shifted,
 packed and reordered runs turn away no honest part.
 
-Groups (README, GPU test groups), each under 9 minutes on an H200 by estimate:
-`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round189 or round19 and not round198"` and
-`pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round198 or round20 or honest"`
-(round 207's two, what lies right below a shifted buffer, are in the second)."""
+Groups (README, GPU test groups): one verification takes 45 s to 4.5 minutes on an H200 (2026-12-03), so
+two or three at a time, by round: `pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round189 or
+round190"`, then `round191`, `round192 or round193`, `round194`, `round195`, `round198`, `round200 or round202`,
+`round203 or round204`, `round205 or round207`, `honest`.
 
 from __future__ import annotations
 
