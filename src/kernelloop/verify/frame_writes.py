@@ -73,6 +73,7 @@ class FrameTrace:
     # cannot read)
     harness_arguments: dict[str, tuple[int, int] | None] = field(default_factory=dict)
     clobbers: dict[str, frozenset[str]] = field(default_factory=dict)  # computed: what each function may write
+    wide_needs: dict[str, frozenset[str]] = field(default_factory=dict)  # computed: vector needs read whole
     own_callees: set[str] = field(default_factory=set)  # functions the part's own code calls or jumps to
 
 
@@ -148,13 +149,30 @@ _SAME_REGISTER_IDIOMS = ("xor", "sub", "sbb", "pxor", "xorps", "xorpd", "vpxor",
 
 @dataclass(frozen=True)
 class _State:
-    written: Intervals = ()  # frame bytes every path has written with defined values
-    undefined: frozenset[str] = frozenset()  # general registers some path has not set in this call
+    written: Intervals = ()  # frame bytes every path has written
+    undefined: frozenset[str] = frozenset()  # registers some path has not set in this call
     stale: frozenset[str] = frozenset()  # ... of them, filled from a frame slot this call never wrote
+    foreign: Intervals = ()  # written bytes that some path filled from an undefined register (a saved one)
+    upper: frozenset[str] = _VECTOR  # vector registers whose bits 128 and up some path has not set
 
 
 def _meet(a: _State, b: _State) -> _State:
-    return _State(_meet_intervals(a.written, b.written), a.undefined | b.undefined, a.stale | b.stale)
+    return _State(_meet_intervals(a.written, b.written), a.undefined | b.undefined, a.stale | b.stale,
+                  _join_intervals(a.foreign, b.foreign), a.upper | b.upper)
+
+
+_LOW_VECTOR = frozenset(f"zmm{i}" for i in range(16))  # what vzeroupper and vzeroall clear
+
+
+def _join_intervals(a: Intervals, b: Intervals) -> Intervals:
+    out = a
+    for lo, hi in b:
+        out = _add(out, lo, hi)
+    return out
+
+
+def _overlaps(have: Intervals, lo: int, hi: int) -> bool:
+    return any(a < hi and lo < b for a, b in have)
 
 
 def _same_register(insn: Instruction) -> bool:
@@ -175,11 +193,13 @@ def _merged(insn: Instruction) -> frozenset[str]:
 
 
 def _is_move(step: Step) -> bool:
-    """A copy that uses no value: a push, a register-to-register `mov`, a store of a register into
-    the frame, a load from the frame."""
+    """A copy that uses no value: a push or pop of a register, a register-to-register `mov`, a store of a
+    register into the frame, a load from the frame."""
     insn = step.insn
     if insn.mnemonic == "push":
         return not insn.reads
+    if insn.mnemonic == "pop":
+        return not insn.writes
     if insn.mnemonic != "mov":
         return False
     return all(a.base == "rsp" and not a.index for a in (*insn.reads, *insn.writes))
@@ -189,34 +209,44 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
     insn = step.insn
     if _is_probe(insn):
         return state
-    written, undefined, stale = state.written, state.undefined, state.stale
+    written, undefined, stale, foreign, upper = state.written, state.undefined, state.stale, state.foreign, state.upper
+    if insn.mnemonic == "vzeroupper":  # keeps bits 0-127, clears the rest: no use of any register
+        return _State(written, undefined, stale, foreign, upper - _LOW_VECTOR)
     targets = (insn.written_registers & _TRACKED)
-    loaded_stale = any(not _covers(written, o, o + n) for o, n in _stack_accesses(step, insn.reads))
+    loads = _stack_accesses(step, insn.reads)
+    loaded_stale = any(not _covers(written, o, o + n) for o, n in loads)
+    loaded_foreign = any(_overlaps(foreign, o, o + n) for o, n in loads)
     source_undefined = bool(_register_reads(insn) - {"rsp"} & undefined)
     source_stale = bool(_register_reads(insn) - {"rsp"} & stale)
     if insn.flow in ("call", "indirect-call"):
         written = _below(written, -step.frame)  # the return address, then the callee's frames
+        foreign = _below(foreign, -step.frame)
         for offset, size in trace.call_writes.get(key, ()):
-            written = _add(written, offset, offset + size)
+            written, foreign = _add(written, offset, offset + size), _remove(foreign, offset, offset + size)
         clobbered = _clobbered(key, trace)
         results = clobbered & _RETURN_REGISTERS  # set, where a caller reads them (checked at the callee's returns)
-        return _State(written, (undefined | clobbered) - results, stale - clobbered)
+        return _State(written, (undefined | clobbered) - results, stale - clobbered, foreign,
+                      upper | (clobbered & _VECTOR))
+    upper = upper - insn.replaced_registers  # a VEX or EVEX write clears bits 128 and up; a legacy one keeps them
     carried = _merged(insn) & undefined
     if carried:  # a lane written into an undefined vector register: the rest stays undefined
-        return _State(written, (undefined - targets) | carried, (stale - targets) | (carried & stale))
-    if _is_move(step) and (loaded_stale or source_undefined):
-        # an undefined value copied: what it lands in is undefined too
+        return _State(written, (undefined - targets) | carried, (stale - targets) | (carried & stale), foreign, upper)
+    stores = _stack_accesses(step, insn.writes)
+    if _is_move(step) and (loaded_stale or loaded_foreign or source_undefined):
+        # an undefined value copied: what it lands in is undefined too; a slot that holds a register's
+        # entry value (a saved register) is written, but its bytes may not be used
         undefined = undefined | targets
         stale = (stale | targets) if (loaded_stale or source_stale) else (stale - targets)
-        if insn.mnemonic == "push" or insn.writes:
-            for offset, size in _stack_accesses(step, insn.writes):
-                written = _remove(written, offset, offset + size)
-            return _State(written, undefined, stale)
-        return _State(written, undefined, stale)
+        for offset, size in stores:
+            if source_stale:
+                written, foreign = _remove(written, offset, offset + size), _remove(foreign, offset, offset + size)
+            else:
+                written, foreign = _add(written, offset, offset + size), _add(foreign, offset, offset + size)
+        return _State(written, undefined, stale, foreign, upper)
     undefined, stale = undefined - targets, stale - targets
-    for offset, size in _stack_accesses(step, insn.writes):
-        written = _add(written, offset, offset + size)
-    return _State(written, undefined, stale)
+    for offset, size in stores:
+        written, foreign = _add(written, offset, offset + size), _remove(foreign, offset, offset + size)
+    return _State(written, undefined, stale, foreign, upper)
 
 
 def _clobbered(key: Key, trace: FrameTrace) -> frozenset[str]:
@@ -320,7 +350,8 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
                         out = returned[group]
                     else:
                         out = frozenset().union(*(live.get(n, frozenset()) for n in successors[key]))
-                    uses = frozenset() if insn.mnemonic in ("ud0", "ud1", "ud2") else _register_reads(insn) - {"rsp"}
+                    uses = frozenset() if insn.mnemonic in ("ud0", "ud1", "ud2", "vzeroupper") else \
+                        _register_reads(insn) - {"rsp"}
                     defs = insn.written_registers & _TRACKED
                     copy = _register_copy(insn)
                     if copy is not None and copy[1] not in out:
@@ -344,6 +375,25 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
                 needs[group] = found
                 changed = True
     return needs, returned
+
+
+def _wide_needs(trace: FrameTrace, needs: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """Of each function's needs, the vector registers it (or a callee) reads whole, as ymm or zmm: their
+    upper part is what a caller must have set too (round 211: a count kept in bits 128-255 of %ymm0, past
+    a legacy-SSE write that sets only the low half). Over-approximate: any wide read in the function."""
+    wide: dict[str, frozenset[str]] = {}
+    for key in trace.order:
+        step = trace.steps[key]
+        wide[step.group] = wide.get(step.group, frozenset()) | step.insn.wide_reads
+    changed = True
+    while changed:
+        changed = False
+        for key, callee in trace.own_callee_of.items():
+            group = trace.steps[key].group
+            more = wide.get(group, frozenset()) | wide.get(callee, frozenset())
+            if more != wide.get(group, frozenset()):
+                wide[group], changed = more, True
+    return {group: needs.get(group, frozenset()) & regs for group, regs in wide.items()}
 
 
 def _states(trace: FrameTrace, successors: dict[Key, list[Key]], needs: dict[str, frozenset[str]]
@@ -409,11 +459,13 @@ def unwritten_reads(trace: FrameTrace) -> list[UnwrittenRead]:
     successors = {key: _successors(key, index, trace) for key in trace.order}
     trace.clobbers = _writes(trace)
     needs, returned = _needs(trace, successors)
+    trace.wide_needs = _wide_needs(trace, needs)
     states = _states(trace, successors, needs)
     found: list[UnwrittenRead] = []
     for group, given in trace.harness_arguments.items():
         passed = set() if given is None else set(_INTEGER_ARGUMENTS[:given[0]]) | set(_VECTOR_ARGUMENTS[:given[1]])
-        if given is not None and group in needs and (extra := needs[group] - passed):
+        extra = (needs.get(group, frozenset()) - passed) | trace.wide_needs.get(group, frozenset())
+        if given is not None and group in needs and extra:
             found.append(UnwrittenRead(function=group, instruction="(its entry)", offset=0, size=8,
                                        how=f"reads %{', %'.join(sorted(extra))} on entry, which the harness does not "
                                            "pass it"))
@@ -430,14 +482,17 @@ def unwritten_reads(trace: FrameTrace) -> list[UnwrittenRead]:
             if needed:
                 reads.append((-step.frame, needed, "passes its own callee as stack-passed arguments"))
         for offset, size, how in reads:
-            if not _covers(state.written, offset, offset + size):
+            if not _covers(state.written, offset, offset + size) or _overlaps(state.foreign, offset, offset + size):
                 found.append(UnwrittenRead(function=step.group, instruction=insn.text, offset=offset, size=size,
                                            how=how))
-        quiet = _is_move(step) or _is_probe(insn) or insn.mnemonic in ("ud0", "ud1", "ud2")
-        used = frozenset() if quiet else (_register_reads(insn) - {"rsp"}) & state.undefined
+        quiet = _is_move(step) or _is_probe(insn) or insn.mnemonic in ("ud0", "ud1", "ud2", "vzeroupper")
+        reads_now = _register_reads(insn) - {"rsp"}
+        used = frozenset() if quiet else (reads_now & state.undefined) | (
+            reads_now & insn.wide_reads & state.upper)
         callee = trace.own_callee_of.get(key)
         if callee is not None:
             used |= needs.get(callee, frozenset()) & state.undefined
+            used |= trace.wide_needs.get(callee, frozenset()) & state.upper
         if insn.flow == "return":
             used |= state.stale & _CALLEE_SAVED  # the caller's own registers, restored from nothing it saved
             used |= returned.get(step.group, frozenset()) & state.undefined  # a result a caller reads

@@ -49,6 +49,10 @@ class Instruction:
     written_registers: frozenset[str] = frozenset()  # full 64-bit names ("rdx" for a `cqto`), implicit ones too
     read_registers: frozenset[str] = frozenset()  # full names of every register it reads, address registers too
     replaced_registers: frozenset[str] = frozenset()  # registers it sets whole (32 or 64 bits) without reading them
+    # vector registers read as ymm/zmm (their upper part: bits 128 and up), and those a legacy-SSE write
+    # sets only bits 0-127 of (on AVX hardware the rest keeps what it held; VEX and EVEX writes clear it)
+    wide_reads: frozenset[str] = frozenset()
+    low_writes: frozenset[str] = frozenset()
 
 
 _FLOW = {ix.FlowControl.NEXT: "next", ix.FlowControl.UNCONDITIONAL_BRANCH: "branch",
@@ -97,13 +101,21 @@ def decode(code: bytes, address: int) -> Instruction | None:
                         if r.access in _WRITES)
     read = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
                      if r.access in _READS)
+    legacy = insn.encoding == ix.EncodingKind.LEGACY
+    vector_writes = {r.register for r in info.used_registers() if r.access in _WRITES and ix.RegisterExt.is_vector_register(
+        r.register)}
     replaced = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
-                         if r.access == ix.OpAccess.WRITE and ix.RegisterExt.size(r.register) >= 4) - read
+                         if r.access == ix.OpAccess.WRITE and ix.RegisterExt.size(r.register) >= 4
+                         and not (legacy and r.register in vector_writes)) - read
+    low = frozenset(_register(ix.RegisterExt.full_register(r)) for r in vector_writes if legacy)
+    wide = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
+                     if r.access in _READS and ix.RegisterExt.is_vector_register(r.register)
+                     and ix.RegisterExt.size(r.register) > 16)
     return Instruction(address=address, length=insn.len, mnemonic=mnemonic, text=_FORMATTER.format(insn),
                        writes=writes, reads=reads, writes_stack_pointer=stack, stack_pointer_increment=insn.stack_pointer_increment,
                        flow=flow, branch_target=target,
                        privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged, written_registers=written,
-                       read_registers=read, replaced_registers=replaced)
+                       read_registers=read, replaced_registers=replaced, wide_reads=wide, low_writes=low)
 
 
 class SectionBytes:
