@@ -146,6 +146,19 @@ def _trace(code: list[str]) -> FrameTrace:
     return trace
 
 
+def test_a_partial_write_sets_only_the_bytes_it_writes():
+    def launcher(code: list[str]) -> FrameTrace:
+        trace = _trace(code)
+        trace.harness_arguments["f"] = (0, 0)  # called by the harness with no arguments
+        return trace
+    # sete %al; movzbl %al,%eax; ret -- reads only the byte it set: no need of %rax on entry
+    assert unwritten_reads(launcher(["0f94c0", "0fb6c0", "c3"])) == []
+    # xor %ax,%ax; or $7,%rax; ret -- bits 16-63 are what the register held (red team round 212)
+    found = unwritten_reads(launcher(["6631c0", "480d07000000", "c3"]))
+    assert [r.how for r in found] == ["reads %rax on entry, which the harness does not pass it",
+                                      "uses %rax, which no path of this call is sure to have set"]
+
+
 def test_a_slot_written_on_every_path_before_it_is_read_passes_and_one_read_first_does_not():
     # push %rax; mov (%rsp),%rcx; pop %rax; ret  -- the pushed slot is written
     assert unwritten_reads(_trace(["50", "488b0c24", "58", "c3"])) == []
@@ -163,6 +176,7 @@ def test_a_slot_written_on_every_path_before_it_is_read_passes_and_one_read_firs
     ("round209/register_count", "uninitialised-stack"),        # ... in %r9, left by a tail call
     ("round210/vector_count", "uninitialised-stack"),          # ... in %xmm7, the same way
     ("round211/ymm_upper", "uninitialised-stack"),             # ... in bits 128-255 of %ymm0
+    ("round212/partial16", "uninitialised-stack"),             # ... in bits 16-63 of %r8, past `xor %ax,%ax`
 ])
 def test_the_red_teams_channels_between_calls_are_refused_by_the_static_gates(case, rule):
     assert rule in {x.rule for x in _static_violations(case)}

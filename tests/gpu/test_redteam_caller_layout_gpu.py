@@ -11,6 +11,7 @@ Groups (README, GPU test groups): one verification takes 45 s to 4.5 minutes on 
 two or three at a time, by round: `pytest -m gpu tests/gpu/test_redteam_caller_layout_gpu.py -k "round189 or
 round190"`, then `round191`, `round192 or round193`, `round194`, `round195`, `round198`, `round200 or round202`,
 `round203 or round204`, `round205 or round207`, `honest`.
+"""
 
 from __future__ import annotations
 

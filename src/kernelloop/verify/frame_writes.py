@@ -38,6 +38,7 @@ stores outside a function's own frame), so nothing else writes it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .x86 import Instruction
@@ -144,7 +145,9 @@ _INTEGER_ARGUMENTS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 _VECTOR_ARGUMENTS = tuple(f"zmm{i}" for i in range(8))
 _ENTRY_READABLE = frozenset(_INTEGER_ARGUMENTS) | frozenset(_VECTOR_ARGUMENTS) | {"rax"}  # %al: a variadic count
 _CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11"}) | _VECTOR
-_SAME_REGISTER_IDIOMS = ("xor", "sub", "sbb", "pxor", "xorps", "xorpd", "vpxor", "vxorps", "vxorpd")
+_SAME_REGISTER_IDIOMS = ("xor", "sub", "pxor", "xorps", "xorpd", "vpxor", "vxorps", "vxorpd")
+# whole registers: `xor %ax,%ax` sets 16 bits and keeps the rest (red team round 212)
+_WHOLE_OPERAND = re.compile(r"^%(?:e[a-z]{2}|r[a-z]{2}|r\d+d?|[xyz]mm\d+)$")
 
 
 @dataclass(frozen=True)
@@ -154,11 +157,29 @@ class _State:
     stale: frozenset[str] = frozenset()  # ... of them, filled from a frame slot this call never wrote
     foreign: Intervals = ()  # written bytes that some path filled from an undefined register (a saved one)
     upper: frozenset[str] = _VECTOR  # vector registers whose bits 128 and up some path has not set
+    # of the undefined general registers, those whose bottom bytes every path has set (an 8- or 16-bit
+    # write: `sete %al`), with how many: a read of no more than that is no use of the rest
+    low: frozenset[tuple[str, int]] = frozenset()
 
 
 def _meet(a: _State, b: _State) -> _State:
-    return _State(_meet_intervals(a.written, b.written), a.undefined | b.undefined, a.stale | b.stale,
-                  _join_intervals(a.foreign, b.foreign), a.upper | b.upper)
+    def bottom(state: _State) -> dict[str, int]:
+        parts = dict(state.low)
+        return {r: parts.get(r, 0) if r in state.undefined else 8 for r in _GENERAL}
+    ours, theirs = bottom(a), bottom(b)
+    undefined = a.undefined | b.undefined
+    low = frozenset((r, min(ours[r], theirs[r])) for r in _GENERAL & undefined if min(ours[r], theirs[r]) > 0)
+    return _State(_meet_intervals(a.written, b.written), undefined, a.stale | b.stale,
+                  _join_intervals(a.foreign, b.foreign), a.upper | b.upper, low)
+
+
+def _undefined_reads(insn: Instruction, state: _State) -> frozenset[str]:
+    """Registers the instruction reads past what is set of them (not the wide parts: see `upper`)."""
+    if _same_register(insn):
+        return frozenset()
+    parts = dict(state.low)
+    general = {r for r, width in insn.general_reads if r in state.undefined and parts.get(r, 0) < width}
+    return frozenset(general - {"rsp"}) | (insn.read_registers & _VECTOR & state.undefined)
 
 
 _LOW_VECTOR = frozenset(f"zmm{i}" for i in range(16))  # what vzeroupper and vzeroall clear
@@ -178,7 +199,8 @@ def _overlaps(have: Intervals, lo: int, hi: int) -> bool:
 def _same_register(insn: Instruction) -> bool:
     """`xor %eax,%eax` and kin: a constant, whatever the register held."""
     operands = insn.text.split(None, 1)[1].replace(" ", "").split(",") if " " in insn.text else []
-    return insn.mnemonic in _SAME_REGISTER_IDIOMS and len(operands) == 2 and operands[0] == operands[1]
+    return insn.mnemonic in _SAME_REGISTER_IDIOMS and len(operands) == 2 and operands[0] == operands[1] \
+        and bool(_WHOLE_OPERAND.match(operands[0]))
 
 
 def _register_reads(insn: Instruction) -> frozenset[str]:
@@ -210,13 +232,14 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
     if _is_probe(insn):
         return state
     written, undefined, stale, foreign, upper = state.written, state.undefined, state.stale, state.foreign, state.upper
+    low = state.low
     if insn.mnemonic == "vzeroupper":  # keeps bits 0-127, clears the rest: no use of any register
-        return _State(written, undefined, stale, foreign, upper - _LOW_VECTOR)
+        return _State(written, undefined, stale, foreign, upper - _LOW_VECTOR, low)
     targets = (insn.written_registers & _TRACKED)
     loads = _stack_accesses(step, insn.reads)
     loaded_stale = any(not _covers(written, o, o + n) for o, n in loads)
     loaded_foreign = any(_overlaps(foreign, o, o + n) for o, n in loads)
-    source_undefined = bool(_register_reads(insn) - {"rsp"} & undefined)
+    source_undefined = bool(_undefined_reads(insn, state))
     source_stale = bool(_register_reads(insn) - {"rsp"} & stale)
     if insn.flow in ("call", "indirect-call"):
         written = _below(written, -step.frame)  # the return address, then the callee's frames
@@ -226,11 +249,12 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
         clobbered = _clobbered(key, trace)
         results = clobbered & _RETURN_REGISTERS  # set, where a caller reads them (checked at the callee's returns)
         return _State(written, (undefined | clobbered) - results, stale - clobbered, foreign,
-                      upper | (clobbered & _VECTOR))
+                      upper | (clobbered & _VECTOR), frozenset(x for x in low if x[0] not in clobbered))
     upper = upper - insn.replaced_registers  # a VEX or EVEX write clears bits 128 and up; a legacy one keeps them
     carried = _merged(insn) & undefined
     if carried:  # a lane written into an undefined vector register: the rest stays undefined
-        return _State(written, (undefined - targets) | carried, (stale - targets) | (carried & stale), foreign, upper)
+        return _State(written, (undefined - targets) | carried, (stale - targets) | (carried & stale), foreign, upper,
+                      low)
     stores = _stack_accesses(step, insn.writes)
     if _is_move(step) and (loaded_stale or loaded_foreign or source_undefined):
         # an undefined value copied: what it lands in is undefined too; a slot that holds a register's
@@ -242,11 +266,17 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
                 written, foreign = _remove(written, offset, offset + size), _remove(foreign, offset, offset + size)
             else:
                 written, foreign = _add(written, offset, offset + size), _add(foreign, offset, offset + size)
-        return _State(written, undefined, stale, foreign, upper)
-    undefined, stale = undefined - targets, stale - targets
+        return _State(written, undefined, stale, foreign, upper, frozenset(x for x in low if x[0] not in targets))
+    # a whole write sets a register; an 8- or 16-bit one sets its bottom bytes only (round 212)
+    whole = insn.replaced_registers | insn.low_writes | (targets - _GENERAL)
+    undefined, stale = undefined - whole, stale - whole
+    parts = {r: w for r, w in low if r not in whole}
+    for register, width in insn.partial_writes:
+        if register in undefined and width:
+            parts[register] = max(parts.get(register, 0), width)
     for offset, size in stores:
         written, foreign = _add(written, offset, offset + size), _remove(foreign, offset, offset + size)
-    return _State(written, undefined, stale, foreign, upper)
+    return _State(written, undefined, stale, foreign, upper, frozenset(parts.items()))
 
 
 def _clobbered(key: Key, trace: FrameTrace) -> frozenset[str]:
@@ -330,47 +360,61 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
                                                                         dict[str, frozenset[str]]]:
     """For each function, the argument registers it may use before setting them (what every caller must
     have set), and the return registers some caller reads after calling it (what it must set): liveness
-    across the part's own calls. A register copied to another that nothing reads is no use of it."""
+    across the part's own calls, by the bytes of each general register read (a `sete %al` then
+    `movzbl %al,%eax` needs nothing of %rax). A register copied to another that nothing reads is no use."""
     groups: dict[str, list[Key]] = {}
     for key in trace.order:
         groups.setdefault(trace.steps[key].group, []).append(key)
     needs = {group: frozenset() for group in groups}
     returned = {group: frozenset() for group in groups}
+
+    def merge(into: dict[str, int], more: dict[str, int]) -> None:
+        for register, width in more.items():
+            into[register] = max(into.get(register, 0), width)
+
     changed = True
     while changed:
         changed = False
         for group, keys in groups.items():
-            live: dict[Key, frozenset[str]] = {}
+            live: dict[Key, dict[str, int]] = {}
             moved = True
             while moved:
                 moved = False
                 for key in reversed(keys):
                     insn = trace.steps[key].insn
+                    out: dict[str, int] = {}
                     if insn.flow == "return":
-                        out = returned[group]
+                        merge(out, {r: 64 for r in returned[group]})
                     else:
-                        out = frozenset().union(*(live.get(n, frozenset()) for n in successors[key]))
-                    uses = frozenset() if insn.mnemonic in ("ud0", "ud1", "ud2", "vzeroupper") else \
-                        _register_reads(insn) - {"rsp"}
-                    defs = insn.written_registers & _TRACKED
+                        for n in successors[key]:
+                            merge(out, live.get(n, {}))
+                    uses: dict[str, int] = {}
+                    if insn.mnemonic not in ("ud0", "ud1", "ud2", "vzeroupper") and not _same_register(insn):
+                        merge(uses, {r: w for r, w in insn.general_reads if r != "rsp"})
+                        merge(uses, {r: 64 for r in insn.read_registers & _VECTOR})
                     copy = _register_copy(insn)
                     if copy is not None and copy[1] not in out:
-                        uses = frozenset()
+                        uses = {}
+                    whole = insn.replaced_registers | insn.low_writes | (insn.written_registers & _VECTOR)
                     callee = trace.own_callee_of.get(key)
                     if callee is not None:
-                        uses |= needs.get(callee, frozenset())
-                        after = (out if insn.flow == "call" else returned[group]) & _RETURN_REGISTERS
+                        merge(uses, {r: 64 for r in needs.get(callee, frozenset())})
+                        after = (frozenset(out) if insn.flow == "call" else returned[group]) & _RETURN_REGISTERS
                         if callee in returned and not after <= returned[callee]:
                             returned[callee] = returned[callee] | after
                             changed = True
                     if insn.flow == "call":
-                        defs = _clobbered(key, trace)
-                    value = uses | (out - defs)
+                        whole = _clobbered(key, trace)
+                    value = {r: w for r, w in out.items() if r not in whole}
+                    for register, width in insn.partial_writes:
+                        if register in value and value[register] <= width:
+                            del value[register]
+                    merge(value, uses)
                     if live.get(key) != value:
                         live[key] = value
                         moved = True
             entry = [k for k in keys if trace.steps[k].function_start]
-            found = frozenset().union(*(live[k] for k in entry)) & _ENTRY_READABLE if entry else frozenset()
+            found = frozenset(r for k in entry for r in live[k]) & _ENTRY_READABLE if entry else frozenset()
             if found != needs[group]:
                 needs[group] = found
                 changed = True
@@ -487,8 +531,7 @@ def unwritten_reads(trace: FrameTrace) -> list[UnwrittenRead]:
                                            how=how))
         quiet = _is_move(step) or _is_probe(insn) or insn.mnemonic in ("ud0", "ud1", "ud2", "vzeroupper")
         reads_now = _register_reads(insn) - {"rsp"}
-        used = frozenset() if quiet else (reads_now & state.undefined) | (
-            reads_now & insn.wide_reads & state.upper)
+        used = frozenset() if quiet else _undefined_reads(insn, state) | (reads_now & insn.wide_reads & state.upper)
         callee = trace.own_callee_of.get(key)
         if callee is not None:
             used |= needs.get(callee, frozenset()) & state.undefined

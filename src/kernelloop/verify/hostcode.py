@@ -386,11 +386,12 @@ _UNCONDITIONAL = ("jmp", "jmpq", "ret", "retq", "ud2", "hlt")
 # status word (its condition bits C0-C3 set by `fxam`, its sticky exception flags: red team round 208
 # counted calls in both, read with `fnstsw`), the MXCSR's sticky flags, the MMX registers (the x87 data
 # registers, readable whatever their tags say), whether extended state is in use (`xgetbv`), the
-# protection keys and the shadow stack pointer. The harness compares the control bits after every
+# protection keys and the shadow stack pointer; and the flags as the caller left them (`lahf`, `pushf`: a
+# launcher entered right after the harness's test of a zero result sees ZF set, red team round 212). The harness compares the control bits after every
 # call; these hold what honest code leaves too (a raised inexact flag), so they cannot be compared, and
 # a reset would hide a count from the verifier rather than show it (rounds 196-199): reading them is
 # refused. (The writers, and the instructions that dump them whole, are PROCESSOR_STATE_INSTRUCTION.)
-PROCESSOR_STATE_READ = re.compile(r"^(?:fn?stsw|v?stmxcsr|xgetbv|rdpkru|rdssp[dq]?|emms|femms)$")
+PROCESSOR_STATE_READ = re.compile(r"^(?:fn?stsw|v?stmxcsr|xgetbv|rdpkru|rdssp[dq]?|emms|femms|lahf|pushf[dqw]?)$")
 _MMX_REGISTER = re.compile(r"%mm\d\b")
 _PADDING = re.compile(r"^\s*(?:(?:data16|cs|ds)\s+)*(?:nop\w*|xchg\s+%ax,%ax|int3)\b")
 

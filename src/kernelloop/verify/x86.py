@@ -48,11 +48,16 @@ class Instruction:
     privileged_or_system: bool  # syscall, sysenter, int n, wrpkru, xrstor...
     written_registers: frozenset[str] = frozenset()  # full 64-bit names ("rdx" for a `cqto`), implicit ones too
     read_registers: frozenset[str] = frozenset()  # full names of every register it reads, address registers too
-    replaced_registers: frozenset[str] = frozenset()  # registers it sets whole (32 or 64 bits) without reading them
+    replaced_registers: frozenset[str] = frozenset()  # registers it sets whole (a 32- or 64-bit write, a VEX one)
     # vector registers read as ymm/zmm (their upper part: bits 128 and up), and those a legacy-SSE write
     # sets only bits 0-127 of (on AVX hardware the rest keeps what it held; VEX and EVEX writes clear it)
     wide_reads: frozenset[str] = frozenset()
     low_writes: frozenset[str] = frozenset()
+    # general registers read, each with the part read from its bottom (bytes: 1 for %al, 2 for %ax and
+    # %ah, 4, 8), and those written only in part (8 or 16 bits: the rest keeps what it held; a write of
+    # %ah sets no bottom part, 0)
+    general_reads: tuple[tuple[str, int], ...] = ()
+    partial_writes: tuple[tuple[str, int], ...] = ()
 
 
 _FLOW = {ix.FlowControl.NEXT: "next", ix.FlowControl.UNCONDITIONAL_BRANCH: "branch",
@@ -106,8 +111,14 @@ def decode(code: bytes, address: int) -> Instruction | None:
         r.register)}
     replaced = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
                          if r.access == ix.OpAccess.WRITE and ix.RegisterExt.size(r.register) >= 4
-                         and not (legacy and r.register in vector_writes)) - read
+                         and not (legacy and r.register in vector_writes))
     low = frozenset(_register(ix.RegisterExt.full_register(r)) for r in vector_writes if legacy)
+    general_reads = tuple((_register(ix.RegisterExt.full_register(r.register)), _part(r.register))
+                          for r in info.used_registers() if r.access in _READS and ix.RegisterExt.is_gpr(r.register))
+    partial = tuple((_register(ix.RegisterExt.full_register(r.register)),
+                     0 if r.register in _HIGH_BYTES else ix.RegisterExt.size(r.register))
+                    for r in info.used_registers() if r.access in _WRITES and ix.RegisterExt.is_gpr(r.register)
+                    and ix.RegisterExt.size(r.register) < 4)
     wide = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
                      if r.access in _READS and ix.RegisterExt.is_vector_register(r.register)
                      and ix.RegisterExt.size(r.register) > 16)
@@ -115,7 +126,16 @@ def decode(code: bytes, address: int) -> Instruction | None:
                        writes=writes, reads=reads, writes_stack_pointer=stack, stack_pointer_increment=insn.stack_pointer_increment,
                        flow=flow, branch_target=target,
                        privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged, written_registers=written,
-                       read_registers=read, replaced_registers=replaced, wide_reads=wide, low_writes=low)
+                       read_registers=read, replaced_registers=replaced, wide_reads=wide, low_writes=low,
+                       general_reads=general_reads, partial_writes=partial)
+
+
+_HIGH_BYTES = {ix.Register.AH, ix.Register.BH, ix.Register.CH, ix.Register.DH}
+
+
+def _part(register: int) -> int:
+    """Bytes of a general register an operand covers from its bottom (%ah: bits 8-15, so 2)."""
+    return 2 if register in _HIGH_BYTES else ix.RegisterExt.size(register)
 
 
 class SectionBytes:
