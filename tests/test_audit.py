@@ -399,3 +399,41 @@ def test_v2_a_repeat_marker_the_harness_does_not_define_excuses_nothing():
 
     r = audited_v2(two_kernels, replay=True, replay_marker="_Z23kl_replay_marker_kernelv")  # the part's own
     assert any(f.reason == "timer_escape" and "between timed calls" in f.message for f in r.findings), r.findings
+
+
+# -- a runtime call that fails leaves its outputs unwritten (red team round 213) -------------------
+
+
+def _failing_call(name="cudaDeviceGetAttribute", ret=101):
+    def call(p, i):
+        p.trace.api.append(ApiRecord(cbid=200, name=name, start=p.t, end=p.t + US, corr=p._next(), ret=ret))
+        p.t += 2 * US
+        p.launch()
+    return call
+
+
+def test_a_runtime_call_failing_in_the_candidates_run_only_is_refused():
+    # round 213: a launcher read a count from the bytes a failing cudaDeviceGetAttribute left unwritten
+    r = audited_v2(_failing_call())
+    assert reasons(r) == {"runtime_error"}, r.findings
+    assert "cudaDeviceGetAttribute: error 101" in r.findings[0].message and "22 time(s)" in r.findings[0].message
+
+
+def test_a_failure_the_baselines_run_has_too_and_query_answers_are_not_the_parts():
+    trace, ms = harness_v2(_failing_call())
+    report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    assert report.failed_calls == {"cudaDeviceGetAttribute: error 101": 22}
+    judged = judge(report, report, escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+    assert "runtime_error" not in reasons(judged)
+    for answer in (600, 4):  # cudaErrorNotReady from a stream query; cudaErrorCudartUnloading at exit
+        assert audited_v2(_failing_call("cudaStreamQuery", answer)).ok
+    assert audited_v2(_failing_call("cudaStreamQuery", 0)).ok
+
+
+def test_a_failed_call_is_refused_even_where_the_timing_cannot_be_read():
+    trace, ms = harness_v2(_failing_call(), markers=False)
+    base_trace, base_ms = harness_v2(honest)
+    judged = judge(audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20),
+                   audit_trace(base_trace, reported_ms=base_ms, harness_kernels=HARNESS_V2, timed_calls=20),
+                   escape_tolerance=0.10, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+    assert "runtime_error" in reasons(judged)

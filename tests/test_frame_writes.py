@@ -177,6 +177,7 @@ def test_a_slot_written_on_every_path_before_it_is_read_passes_and_one_read_firs
     ("round210/vector_count", "uninitialised-stack"),          # ... in %xmm7, the same way
     ("round211/ymm_upper", "uninitialised-stack"),             # ... in bits 128-255 of %ymm0
     ("round212/partial16", "uninitialised-stack"),             # ... in bits 16-63 of %r8, past `xor %ax,%ax`
+    ("round213/maskstore", "uninitialised-stack"),             # ... in its frame, past a masked store of nothing
 ])
 def test_the_red_teams_channels_between_calls_are_refused_by_the_static_gates(case, rule):
     assert rule in {x.rule for x in _static_violations(case)}
@@ -201,3 +202,35 @@ def _static_violations(case: str):
     editable, _ = candidate_editable_part((FIXTURES / "redteam" / case / "cand.cu").read_text(), split, "candidate")
     return static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
                         toolchain=find_toolchain()).violations
+
+
+def test_a_store_or_register_write_under_a_mask_or_condition_defines_nothing():
+    # round 213: an AVX masked store whose mask was all zeros "wrote" a frame slot the next load read
+    import iced_x86 as ix
+
+    from kernelloop.verify.x86 import decode
+    enc = ix.Encoder(64)
+
+    def decoded(insn):
+        enc.encode(insn, 0)
+        return decode(enc.take_buffer(), 0)
+
+    slot = ix.MemoryOperand(ix.Register.RSP, displ=0x20)
+    for code in (ix.Code.VEX_VMASKMOVPS_M128_XMM_XMM, ix.Code.VEX_VPMASKMOVD_M256_YMM_YMM):
+        regs = (ix.Register.XMM0, ix.Register.XMM1) if code == ix.Code.VEX_VMASKMOVPS_M128_XMM_XMM \
+            else (ix.Register.YMM0, ix.Register.YMM1)
+        insn = decoded(ix.Instruction.create_mem_reg_reg(code, slot, *regs))
+        assert insn.writes and not insn.certain_writes, insn.text
+    evex = ix.Instruction.create_mem_reg(ix.Code.EVEX_VMOVUPS_ZMMM512_K1Z_ZMM, slot, ix.Register.ZMM0)
+    evex.op_mask = ix.Register.K1
+    insn = decoded(evex)
+    assert insn.writes and not insn.certain_writes, insn.text
+    plain = decoded(ix.Instruction.create_mem_reg(ix.Code.MOV_RM64_R64, slot, ix.Register.RAX))
+    assert plain.certain_writes == plain.writes and plain.writes
+    assert decoded(ix.Instruction.create_reg_reg(ix.Code.CMOVNE_R64_RM64, ix.Register.RAX, ix.Register.RBX)) \
+        .conditional_registers == {"rax"}
+    merged = ix.Instruction.create_reg_reg(ix.Code.EVEX_VMOVAPS_ZMM_K1Z_ZMMM512, ix.Register.ZMM0, ix.Register.ZMM1)
+    merged.op_mask = ix.Register.K1
+    assert decoded(merged).conditional_registers == {"zmm0"}
+    merged.zeroing_masking = True  # the masked-off lanes are zeroed: the whole register is set
+    assert decoded(merged).conditional_registers == frozenset()

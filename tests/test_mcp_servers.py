@@ -12,7 +12,6 @@ import time
 import types
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from pathlib import Path
 
 import anyio
 import pytest
@@ -117,12 +116,17 @@ def test_server_info_is_a_cheap_ping_with_the_effective_timeouts(name, monkeypat
 def test_compile_check_good_broken_and_without_a_main():
     async def go():
         async with session("profiler") as s:
-            good = await s.call_tool("compile_check", {"source": NAIVE})
+            good = await s.call_tool("compile_check", {"source": NAIVE, "arch": "sm_90"})
             broken = await s.call_tool("compile_check", {"source": NAIVE.replace("acc += ", "acc += undeclared_x + ")})
-            no_main = await s.call_tool("compile_check", {"source": "__global__ void k(float* x) { x[0] = 1.0f; }\n"})
+            no_main = await s.call_tool("compile_check", {"source": "__global__ void k(float* x) { x[0] = 1.0f; }\n",
+                                                          "filename": "scale.cu"})
             return good, broken, no_main
 
     good, broken, no_main = run(go)
+    from kernelloop.config import load_settings
+    from kernelloop.verify.static_check import choose_arch
+    # no arch given: the one verify builds for (the setting, the GPU's, else sm_86), not a fixed sm_90
+    assert broken.structuredContent["arch"] == choose_arch(load_settings())[0]
     g = good.structuredContent
     assert not good.isError and g["ok"] and g["mode"] == "contract" and g["contract_ok"] and g["stage"] == "done"
     assert g["split_mode"] == "markers" and "-arch=sm_90" in g["flags"]
@@ -131,6 +135,7 @@ def test_compile_check_good_broken_and_without_a_main():
     assert "undeclared_x" in b["log"] and "error" in b["log"]
     n = no_main.structuredContent
     assert not n["ok"] and n["mode"] == "whole program" and not n["contract_ok"] and "main" in n["contract_problem"]
+    assert "kernelloop init scale.cu -o scale_kl.cu" in n["contract_problem"]  # the user's file, not "source"
 
 
 @pytest.mark.nvcc
@@ -408,7 +413,7 @@ def test_rag_with_the_real_corpus_engine():
 def test_a_tool_past_its_deadline_is_a_timed_out_error(monkeypatch):
     import kernelloop.mcp.profiler as profiler
 
-    monkeypatch.setattr(profiler, "_compile_check", lambda source, arch: time.sleep(1.0))
+    monkeypatch.setattr(profiler, "_compile_check", lambda *args: time.sleep(1.0))
     monkeypatch.setenv("KERNELLOOP_MCP_TIMEOUT_COMPILE_CHECK", "0.001")
     started = time.monotonic()
     r = run(call, "profiler", "compile_check", {"source": NAIVE})

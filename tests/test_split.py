@@ -208,3 +208,25 @@ def test_a_kernel_file_without_main_is_pointed_at_init(text, init):
     message = str(err.value)
     assert message.startswith("file.cu: not a kernelloop program yet: no main()") and init in message
     assert "\n" not in message and "(;" not in message
+
+
+@pytest.mark.parametrize("include", ["#include <kernelloop_harness.cuh>", '#include "kernelloop_harness.cuh"'])
+@pytest.mark.parametrize("markers", [False, True])
+def test_the_harness_header_included_at_the_top_goes_to_the_harness_unit_only(include, markers):
+    # with the other includes at the top, as people write them: the editable unit, built without the
+    # harness's include folder, failed to find it (and must not see kl:: anyway)
+    part = ("__global__ void scale(float* y, const float* x, int n) {\n"
+            "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = 2.0f * x[i];\n}\n"
+            "void launch(float* y, const float* x, int n) { scale<<<(n + 255) / 256, 256>>>(y, x, n); }\n")
+    harness = ("int main() {\n  kl::Harness h;\n  const int n = h.size<int>({1 << 20, 1000});\n"
+               "  float* x = h.input<float>(\"x\", n, kl::Uniform<float>{-1.0f, 1.0f});\n"
+               "  float* y = h.output<float>(\"y\", n);\n  h.run([&] { launch(y, x, n); }, {.warmup = 2, .calls = 20});\n"
+               "  return 0;\n}\n")
+    body = f"// kernelloop: editable begin\n{part}// kernelloop: editable end\n" if markers else part
+    text = f"#include <cstdio>\n{include}\n{body}{harness}"
+    split = split_program(text, "scale.cu")
+    assert "kernelloop_harness" not in split.preamble and "kernelloop_harness" not in split.editable_unit()
+    assert split.preamble.count("\n") == text[:text.index(body)].count("\n")  # line numbers kept
+    unit = split.harness_unit()
+    assert unit.index("#include <kernelloop_harness.cuh>") < unit.index("kl::Harness h;")
+    assert split.whole_program().index("kernelloop_harness.cuh") > split.whole_program().index("editable end")

@@ -317,6 +317,9 @@ def init(
         [], "--trust-call", help="A call in the code init leaves out (main, helpers) that you know cannot change what "
                                  "the launcher and kernels compute, named as init's refusal names it (repeat) "
                                  "[default: none: init refuses calls it does not know]."),
+    spec_file: Optional[Path] = typer.Option(
+        None, "--spec", help="A TOML file with these options by the same names (kernel, launcher, [set], [count], "
+                             "[role], [range], include_dirs, ...: README, 'Your own kernel'); flags given here win, key by key."),
     force: bool = typer.Option(False, "--force", help="Overwrite OUTPUT if it exists."),
 ) -> None:
     """Write a contract-v2 program around your own kernel, copied verbatim, ready for optimize.
@@ -327,7 +330,8 @@ def init(
     \b
     Examples:
       kernelloop init my_kernel.cu -o my_kernel_kl.cu --set n=16777216,16777215
-      kernelloop init app.cu -o app_kl.cu --capture      # sizes from a run of app.cu's own main"""
+      kernelloop init app.cu -o app_kl.cu --capture      # sizes from a run of app.cu's own main
+      kernelloop init layernorm.cuh -o layernorm_kl.cu --spec layernorm.toml"""
     import math
     import re
 
@@ -340,6 +344,20 @@ def init(
 
     if output.exists() and not force:
         raise InputError(f"{output} exists; choose another --output or add --force")
+    if spec_file is not None:  # the file's options first: a flag given too replaces the file's value
+        from ..program.init_spec_file import read_init_spec
+
+        written = read_init_spec(spec_file)
+        flags = written.as_flags()
+        set_, count, role, range_ = (flags["set"] + set_, flags["count"] + count, flags["role"] + role,
+                                     flags["range"] + range_)
+        kernel, launcher, template_args = kernel or written.kernel, launcher or written.launcher, \
+            template_args or written.template_args
+        grid, block, shared_memory = grid or written.grid, block or written.block, \
+            shared_memory or written.shared_memory
+        capture_command = capture_command or written.capture_command
+        include_dir = [*written.include_dirs, *include_dir]
+        keep_state, trust_call = [*written.keep_state, *keep_state], [*written.trust_call, *trust_call]
     roles = _pairs("--role", role)
     for name, value in roles.items():
         if value not in ROLES:

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
+from ..config import Settings
 from ..profiler.diagnosis import Diagnosis
 from ..profiler.run import ProfileResult
 from ..tools.resources import ResourceUsage
@@ -25,7 +26,12 @@ INSTRUCTIONS = (
 LOG_LINES = 60
 
 Source = Annotated[str, Field(description="The whole CUDA source text (.cu), not a path.")]
-Arch = Annotated[str, Field(description="nvcc architecture, e.g. sm_90 (H100/H200), sm_80 (A100).")]
+Arch = Annotated[str | None, Field(description=(
+    "nvcc architecture, e.g. sm_90 (H100/H200), sm_86 (A10); default: the verify.arch setting, else the "
+    "visible GPU's, else sm_86 (as `kernelloop verify` builds it)."))]
+SourceName = Annotated[str, Field(description=(
+    "The file name the source came from (e.g. vectorAdd.cu), for messages such as the `kernelloop init` "
+    "command that wraps it."))]
 
 
 class CompileCheck(BaseModel):
@@ -51,17 +57,25 @@ def _tail(text: str, lines: int = LOG_LINES) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def _compile_check(source: str, arch: str) -> CompileCheck:
+def _arch(arch: str | None) -> tuple[str, Settings]:
+    """The architecture asked for, else the one verify builds for (choose_arch), and the settings."""
     from ..config import load_settings
+    from ..verify.static_check import choose_arch
+
+    settings = load_settings({"arch": arch} if arch else None, given_as="argument {}")
+    return choose_arch(settings)[0], settings
+
+
+def _compile_check(source: str, arch: str | None, name: str) -> CompileCheck:
     from ..errors import InputError
     from ..program.split import require_cuda, split_program
     from ..tools.nvcc import build_program, build_whole_program, find_toolchain
 
-    require_cuda(source, "source")
-    settings = load_settings()
+    require_cuda(source, name)
+    arch, settings = _arch(arch)
     toolchain = find_toolchain(build_flags=settings.verify.build_flags)
     try:
-        split = split_program(source, "source")
+        split = split_program(source, name)
     except InputError as exc:
         build = build_whole_program(source, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain)
         return CompileCheck(ok=build.ok, arch=arch, mode="whole program", contract_ok=False,
@@ -74,12 +88,12 @@ def _compile_check(source: str, arch: str) -> CompileCheck:
                         seconds=build.seconds)
 
 
-def _resource_usage(source: str, arch: str, block_size: int | None) -> ResourceUsage:
+def _resource_usage(source: str, arch: str | None, block_size: int | None) -> ResourceUsage:
     from ..program.split import require_cuda
     from ..tools.resources import resource_usage
 
     require_cuda(source, "source")
-    return resource_usage(source, arch=arch, block_size=block_size)
+    return resource_usage(source, arch=_arch(arch)[0], block_size=block_size)
 
 
 def _profile(path: str, kernel: str | None, section_set: Literal["full", "fast"]) -> ProfileResult:
@@ -109,19 +123,19 @@ def build_server() -> KernelloopMCP:
     server = new_server(NAME, INSTRUCTIONS)
 
     @server.tool()
-    async def compile_check(source: Source, arch: Arch = "sm_90") -> CompileCheck:
+    async def compile_check(source: Source, arch: Arch = None, filename: SourceName = "program.cu") -> CompileCheck:
         """Does this CUDA program build? No GPU needed.
 
         A program that follows the kernelloop contract (an editable part with its kernels, a main()
         harness below it) is built the way verify builds it: two translation units, the editable
         part's symbols contained. Anything else is built as one whole program. Returns ok, the
         build stage reached and the compiler log."""
-        return await run_tool("compile_check", lambda: _compile_check(source, arch))
+        return await run_tool("compile_check", lambda: _compile_check(source, arch, filename))
 
     @server.tool()
     async def resource_usage(
         source: Source,
-        arch: Arch = "sm_90",
+        arch: Arch = None,
         block_size: Annotated[int | None, Field(ge=1, le=1024, description=(
             "Threads per block of the launch; omit for a table of 64..1024 threads."))] = None,
     ) -> ResourceUsage:

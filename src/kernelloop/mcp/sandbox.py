@@ -107,7 +107,7 @@ def build_server() -> KernelloopMCP:
         baseline_path: BaselinePath,
         candidate_source: CandidateSource,
         arch: Annotated[str | None, Field(description=(
-            "nvcc architecture; default: the setting, else the visible GPU's, else sm_90."))] = None,
+            "nvcc architecture; default: the setting, else the visible GPU's, else sm_86."))] = None,
     ) -> StaticCheck:
         """Check a candidate without running anything: the source and object policy (no printing, no
         timing tricks, no syscalls, no file access, ...) and the build with the baseline's frozen

@@ -180,8 +180,8 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
     require_cuda(text, name)
     headers = _Headers(name, include_dirs)
     begins, ends = list(BEGIN_MARKER.finditer(text)), list(END_MARKER.finditer(text))
-    split = (_split_by_markers(text, name, begins, ends, headers) if begins or ends
-             else _split_by_default(text, name, headers))
+    split = _harness_header_below(_split_by_markers(text, name, begins, ends, headers) if begins or ends
+                                  else _split_by_default(text, name, headers))
     if headers.inlined:
         split.headers = [str(h) for h in headers.inlined]
         split.notes.append(f"your header{'s' if len(headers.inlined) > 1 else ''} "
@@ -443,6 +443,23 @@ def _split_by_markers(text: str, name: str, begins: list[re.Match], ends: list[r
         harness_line=harness_line,
         source_frozen=preamble + harness,
     )
+
+
+def _harness_header_below(split: ProgramSplit) -> ProgramSplit:
+    """kernelloop_harness.cuh included above the editable part (at the top of the file, with the
+    other includes, as people write them) is the harness's: it moves to the harness's own unit,
+    where its include folder is given, so the editable part neither fails to find it nor sees it."""
+    lines = split.preamble.split("\n")
+    moved = False
+    for k, line in enumerate(lines):
+        m = _INCLUDE_LINE.match(line)
+        if m and Path(m.group(1) or m.group(2)).name == TRUSTED_HARNESS_HEADER:
+            lines[k], moved = "", True  # blanked, not removed: the preamble's line numbers stay
+    if not moved:
+        return split
+    return split.model_copy(update={
+        "preamble": "\n".join(lines),
+        "harness": f"#include <{TRUSTED_HARNESS_HEADER}>\n#line {split.harness_line} \"harness.cu\"\n{split.harness}"})
 
 
 def _split_by_default(text: str, name: str, headers: _Headers) -> ProgramSplit:

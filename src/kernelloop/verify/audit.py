@@ -32,7 +32,7 @@ NS_PER_MS = 1e6
 
 class AuditFinding(BaseModel):
     reason: Literal["timer_escape", "kernel_ms_mismatch", "no_gpu_work", "inconsistent_work", "timing_unverified",
-                    "reframed_timing"]
+                    "reframed_timing", "runtime_error"]
     message: str
 
 
@@ -58,6 +58,9 @@ class AuditReport(BaseModel):
     window_event_records: list[int] = []
     worst_window_escape: float | None = None  # max over timed windows of GPU busy / event time
     worst_window_overrun_us: float | None = None  # max over timed calls of work still running after the stop event
+    # CUDA runtime calls that returned an error, by "name: error N", with how many times (statuses
+    # that are answers, not failures, left out: NOT_READY from a query, CUDART_UNLOADING at exit)
+    failed_calls: dict[str, int] = {}
     window_markers: bool = True  # v2: every timed window is followed by the harness's marker kernel
     # Per timed call: the editable part's launches (v2: every call must launch the same work),
     # and its kernels launched after the first timed call outside any window (work between calls).
@@ -209,10 +212,21 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
                      between_calls=between, window_overrun_ns=overrun)
 
 
+# cudaErrorCudartUnloading (calls at process exit), cudaErrorNotReady (a stream or event query's answer)
+_ANSWERS = frozenset({4, 600})
+
+
+def failed_runtime_calls(trace: CuptiTrace) -> dict[str, int]:
+    """The runtime calls of a run that returned an error, counted by name and error."""
+    return dict(Counter(f"{a.name or f'cbid {a.cbid}'}: error {a.ret}" for a in trace.api
+                        if a.ret is not None and a.ret != 0 and a.ret not in _ANSWERS))
+
+
 def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[str],
                 timed_calls: int | None = None, uneven_calls: set[int] | None = None) -> AuditReport:
     """Measure one run's trace (no judgement against a baseline yet)."""
     report = AuditReport(source="cupti", reported_ms=reported_ms)
+    report.failed_calls = failed_runtime_calls(trace)
     # A trace we cannot trust whole proves nothing: fail closed.
     if not trace.complete or trace.truncated or trace.dropped:
         why = ("it has no end record (the program did not exit normally)" if not trace.complete
@@ -283,11 +297,21 @@ def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: fl
           agreement_tolerance: float, warmup_slowdown_limit: float) -> AuditReport:
     """Add findings to the candidate's report by its own numbers and against the baseline's."""
     c = candidate.model_copy(deep=True)
-    if any(f.reason == "timing_unverified" for f in c.findings) or c.events_ms is None:
-        return c
 
     def flag(reason, message):
         c.findings.append(AuditFinding(reason=reason, message=message))
+
+    # A call that fails leaves its outputs as they were: what the part reads from them next is whatever
+    # the memory held, in a caller's process what its previous call left there (red team round 213). A
+    # failure the baseline's run has too (the harness's own, a probe the program makes) is not the part's.
+    failed = [(call, n) for call, n in c.failed_calls.items() if call not in baseline.failed_calls]
+    if failed:
+        call, n = failed[0]
+        flag("runtime_error", f"a CUDA runtime call failed in the candidate's run and not in the baseline's ({call}, "
+                              f"{n} time(s)): a failed call leaves its outputs unwritten, so the part reads what "
+                              "memory held before")
+    if any(f.reason == "timing_unverified" for f in c.findings) or c.events_ms is None:
+        return c
 
     if c.window_launches == 0:
         flag("no_gpu_work", "no kernel of the editable part ran inside the timed region")

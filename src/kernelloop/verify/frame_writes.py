@@ -255,7 +255,7 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
     if carried:  # a lane written into an undefined vector register: the rest stays undefined
         return _State(written, (undefined - targets) | carried, (stale - targets) | (carried & stale), foreign, upper,
                       low)
-    stores = _stack_accesses(step, insn.writes)
+    stores = _stack_accesses(step, insn.certain_writes)  # a masked store may write nothing (round 213)
     if _is_move(step) and (loaded_stale or loaded_foreign or source_undefined):
         # an undefined value copied: what it lands in is undefined too; a slot that holds a register's
         # entry value (a saved register) is written, but its bytes may not be used
@@ -268,7 +268,7 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
                 written, foreign = _add(written, offset, offset + size), _add(foreign, offset, offset + size)
         return _State(written, undefined, stale, foreign, upper, frozenset(x for x in low if x[0] not in targets))
     # a whole write sets a register; an 8- or 16-bit one sets its bottom bytes only (round 212)
-    whole = insn.replaced_registers | insn.low_writes | (targets - _GENERAL)
+    whole = (insn.replaced_registers | insn.low_writes | (targets - _GENERAL)) - insn.conditional_registers
     undefined, stale = undefined - whole, stale - whole
     parts = {r: w for r, w in low if r not in whole}
     for register, width in insn.partial_writes:

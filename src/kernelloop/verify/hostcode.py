@@ -135,6 +135,11 @@ OUT_POINTER_ARGS.update({  # libm/libc functions with output pointers an honest 
     "frexp": (1,), "frexpf": (1,), "modf": (1,), "modff": (1,), "remquo": (2,), "remquof": (2,),
     "sincos": (1, 2), "sincosf": (1, 2), "lgamma_r": (1,), "lgammaf_r": (1,), "posix_memalign": (0,),
 })
+# Library calls that may return without writing their output (an error they report, not a CUDA one
+# the timing audit sees): what they point at is written, for the frame's definite assignment, by
+# nothing (red team round 213: a failed call leaves the bytes a caller's previous call left there).
+# The CUDA runtime's failures are the audit's (audit.py: a runtime error the baseline's run lacks).
+MAY_RETURN_UNWRITTEN = frozenset({"posix_memalign"})
 # Imports that write no host memory through their arguments (or, for copies, only memory the
 # timing audit counts: every host copy is compared with the baseline's). The scan fails closed:
 # a call to an import in neither table is refused, so adding a name to the policy's allow-list
@@ -554,8 +559,10 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                                     "the editable part's own data")
         pending_global = []
 
-    def judge_own_pointer(where: str, target: str, k: int, size: int, role: str, rule: str) -> None:
-        """Argument k of a call must point at `size` bytes of the function's own frame or globals."""
+    def judge_own_pointer(where: str, target: str, k: int, size: int, role: str, rule: str,
+                          defines: bool = True) -> None:
+        """Argument k of a call must point at `size` bytes of the function's own frame or globals;
+        `defines`: the call writes them whenever it returns (not a call that may fail and leave them)."""
         assert func is not None
         if k >= len(_ARG_REGS):  # passed on the stack: the scan follows argument registers only
             report(rule, where, f"passes {target} {role} as argument {k + 1}, on the stack, where the scan "
@@ -566,7 +573,7 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
             parked.append((pending_call_key, where, target, k, size, role, rule, pointer[1], pointer[2],
                            func.frame, func.protected))
             return
-        if pointer is not None and pointer[0] == "stack" and pending_call_key is not None:
+        if pointer is not None and pointer[0] == "stack" and pending_call_key is not None and defines:
             effects = trace.call_writes if rule == "foreign-store" else trace.call_reads
             effects.setdefault(pending_call_key, []).append((pointer[1], size))
         if pointer is None or pointer[0] not in ("stack", "global"):
@@ -826,7 +833,7 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                                                               "the editable part computes")
                 for k in _out_pointer_args(target) or ():
                     judge_own_pointer(pending_call, target, k, _out_pointer_size(target, k), "an output pointer",
-                                      "foreign-store")
+                                      "foreign-store", defines=target not in MAY_RETURN_UNWRITTEN)
                 if (copy := _copy_args(target)) is not None:
                     judge_copy(pending_call, target, *copy)
                 if (creation := _API_SUFFIX.sub("", target)) in STREAM_CREATION_FLAGS:
@@ -1141,8 +1148,9 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                                 f"{pointer[1] + frame}(%rsp) reach past its locals ({frame - protected} bytes) into "
                                 "saved registers or the return address")
         else:
-            effects = trace.call_writes if rule == "foreign-store" else trace.call_reads
-            effects.setdefault(call_key, []).append((pointer[1], size))
+            if rule != "foreign-store" or target not in MAY_RETURN_UNWRITTEN:
+                effects = trace.call_writes if rule == "foreign-store" else trace.call_reads
+                effects.setdefault(call_key, []).append((pointer[1], size))
             trace.required_reads.setdefault(load_keys[load], []).append((slot, 8))
     for name, signature in zip(names, demangle(names)):
         if name in exported:

@@ -40,6 +40,7 @@ class Reason(str, Enum):
     slower = "slower"  # `bench check`: slower than the recorded reference beyond the regression threshold
     impossible_speed = "impossible_speed"  # faster than the bytes and FLOPs one call must move allow
     state_between_calls = "state_between_calls"  # remembers something from call to call (a call counter)
+    runtime_error = "runtime_error"  # a CUDA runtime call failed in the candidate's runs only (its outputs unwritten)
 
 
 GateName = Literal["policy", "compile", "correctness", "state", "memcheck", "independent timing", "speedup", "regression",

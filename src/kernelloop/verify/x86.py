@@ -17,6 +17,10 @@ import iced_x86 as ix
 from elftools.elf.elffile import ELFFile
 
 _WRITES = {ix.OpAccess.WRITE, ix.OpAccess.COND_WRITE, ix.OpAccess.READ_WRITE, ix.OpAccess.READ_COND_WRITE}
+# a conditional write (a masked store, cmov) may leave what was there: it defines nothing (round 213)
+_CERTAIN_WRITES = {ix.OpAccess.WRITE, ix.OpAccess.READ_WRITE}
+# stores under a vector mask that the decoder lists as plain writes (AVX's masked moves)
+_MASKED_STORES = frozenset({"vmaskmovps", "vmaskmovpd", "vpmaskmovd", "vpmaskmovq", "maskmovq", "maskmovdqu"})
 _READS = {ix.OpAccess.READ, ix.OpAccess.COND_READ, ix.OpAccess.READ_WRITE, ix.OpAccess.READ_COND_WRITE}
 _STACK_POINTER = {ix.Register.RSP, ix.Register.ESP, ix.Register.SP, ix.Register.SPL}
 _FORMATTER = ix.Formatter(ix.FormatterSyntax.GAS)
@@ -58,6 +62,11 @@ class Instruction:
     # %ah sets no bottom part, 0)
     general_reads: tuple[tuple[str, int], ...] = ()
     partial_writes: tuple[tuple[str, int], ...] = ()
+    # the memory writes that happen whenever the instruction runs (not a masked store's), and the
+    # registers it writes only on a condition or under a mask (cmov, a merge-masked move): what a
+    # conditional write leaves may be what was there before (red team round 213)
+    certain_writes: tuple[MemoryAccess, ...] = ()
+    conditional_registers: frozenset[str] = frozenset()
 
 
 _FLOW = {ix.FlowControl.NEXT: "next", ix.FlowControl.UNCONDITIONAL_BRANCH: "branch",
@@ -96,12 +105,14 @@ def decode(code: bytes, address: int) -> Instruction | None:
         return None
     info = ix.InstructionInfoFactory().info(insn)
     writes = tuple(_access(insn, m) for m in info.used_memory() if m.access in _WRITES)
+    mnemonic = _MNEMONIC_NAMES.get(insn.mnemonic, "?")
+    certain_writes = () if mnemonic in _MASKED_STORES else \
+        tuple(_access(insn, m) for m in info.used_memory() if m.access in _CERTAIN_WRITES)
     reads = tuple(_access(insn, m) for m in info.used_memory() if m.access in _READS)
     stack = any(r.register in _STACK_POINTER and r.access in _WRITES for r in info.used_registers())
     flow = _FLOW.get(insn.flow_control, "exception")
     target = insn.near_branch_target if flow in ("branch", "conditional", "call") and insn.op0_kind in (
         ix.OpKind.NEAR_BRANCH64, ix.OpKind.NEAR_BRANCH32, ix.OpKind.NEAR_BRANCH16) else None
-    mnemonic = _MNEMONIC_NAMES.get(insn.mnemonic, "?")
     written = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
                         if r.access in _WRITES)
     read = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
@@ -117,8 +128,11 @@ def decode(code: bytes, address: int) -> Instruction | None:
                           for r in info.used_registers() if r.access in _READS and ix.RegisterExt.is_gpr(r.register))
     partial = tuple((_register(ix.RegisterExt.full_register(r.register)),
                      0 if r.register in _HIGH_BYTES else ix.RegisterExt.size(r.register))
-                    for r in info.used_registers() if r.access in _WRITES and ix.RegisterExt.is_gpr(r.register)
+                    for r in info.used_registers() if r.access in _CERTAIN_WRITES and ix.RegisterExt.is_gpr(r.register)
                     and ix.RegisterExt.size(r.register) < 4)
+    certainly = {_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
+                 if r.access in _CERTAIN_WRITES}
+    conditional = written - certainly
     wide = frozenset(_register(ix.RegisterExt.full_register(r.register)) for r in info.used_registers()
                      if r.access in _READS and ix.RegisterExt.is_vector_register(r.register)
                      and ix.RegisterExt.size(r.register) > 16)
@@ -127,7 +141,8 @@ def decode(code: bytes, address: int) -> Instruction | None:
                        flow=flow, branch_target=target,
                        privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged, written_registers=written,
                        read_registers=read, replaced_registers=replaced, wide_reads=wide, low_writes=low,
-                       general_reads=general_reads, partial_writes=partial)
+                       general_reads=general_reads, partial_writes=partial, certain_writes=certain_writes,
+                       conditional_registers=conditional)
 
 
 _HIGH_BYTES = {ix.Register.AH, ix.Register.BH, ix.Register.CH, ix.Register.DH}
