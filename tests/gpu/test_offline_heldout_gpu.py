@@ -30,6 +30,7 @@ pytestmark = pytest.mark.gpu
 MAX_PROPOSALS = 3
 HELDOUT = sorted((FIXTURES / "heldout").glob("*.cu"))
 SUITE = sorted((ROOT / "kernels").glob("*.cu"))
+BLOCK_TIER = sorted((FIXTURES / "block_tier").glob("*.cu"))  # launched on blocks of 1 and 16 threads
 REPORT: list[dict] = []
 
 
@@ -90,6 +91,13 @@ def test_heldout_kernel_is_accepted_within_three_proposals(path, settings, gpu):
     assert verdict.accepted, "; ".join(tried)
     assert verdict.speed is not None and verdict.speed.speedup >= settings.verify.threshold
     assert all(c.comparison.match for c in verdict.checks)
+
+
+@pytest.mark.parametrize("path", BLOCK_TIER, ids=[p.name for p in BLOCK_TIER])
+def test_block_tier_program_is_accepted_within_three_proposals(path, settings, gpu):
+    verdict, rounds, tried = _optimize(path, settings, gpu, MAX_PROPOSALS)
+    assert verdict.accepted, "; ".join(tried)
+    assert any(t.startswith("block tier:") for t in tried[-1:]), tried
 
 
 @pytest.mark.parametrize("path", SUITE, ids=[p.name for p in SUITE])

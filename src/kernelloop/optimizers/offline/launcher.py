@@ -788,22 +788,25 @@ def launch_extent(f: KernelFacts, e: Expr, axis: str = "x", depth: int = 0) -> E
         return e
     if isinstance(e, Name):
         b = f.binding(e)
+        # an integer (a local, a parameter, an integer macro or constant) is a block's x alone: 1 along y
+        # and z, whatever its value (`const int block = THREADS;` is not THREADS threads along y)
+        if axis != "x" and ((b is not None and not b.pointer and b.type != "dim3" and f.integer_kind(e) is not None)
+                            or (b is None and e.id in f.constants)):
+            return Num("1")
         if b is not None and b.init is not None and not b.assignments and not b.pointer and b.param is None \
                 and not b.persistent and f.keeps_init(b):
             return launch_extent(f, b.init, axis, depth + 1)
-        if axis != "x" and b is not None and not b.pointer and b.type != "dim3" and f.integer_kind(e) is not None:
-            return Num(1)
         return e
     if isinstance(e, Call) and call_name(e) == "dim3" and e.args:
         i = _AXES.index(axis)
-        return launch_extent(f, e.args[i], "x", depth + 1) if i < len(e.args) else Num(1)
+        return launch_extent(f, e.args[i], "x", depth + 1) if i < len(e.args) else Num("1")
     if isinstance(e, Member) and e.field in _AXES and not e.arrow:
         base = launch_extent(f, e.base, e.field, depth + 1)
         if axis != "x":
-            return Num(1) if not isinstance(base, Member) and base is not f.without_kept_casts(e.base) else e
+            return Num("1") if not isinstance(base, Member) and base is not f.without_kept_casts(e.base) else e
         return base if not isinstance(base, Member) and base is not f.without_kept_casts(e.base) else e
     if axis != "x":
-        return Num(1) if isinstance(e, Num) or (isinstance(e, Binary | Cast) and f.integer_kind(e) is not None) else e
+        return Num("1") if isinstance(e, Num) or (isinstance(e, Binary | Cast) and f.integer_kind(e) is not None) else e
     if isinstance(e, Binary):
         return Binary(e.op, launch_extent(f, e.left, "x", depth + 1), launch_extent(f, e.right, "x", depth + 1))
     if isinstance(e, Cast):

@@ -13,7 +13,8 @@ puts neighbouring threads a row apart, split the other way) and the axis tier (a
 of 2-D or 3-D blocks whose x axis walks the slow index, its x and fast axes swapped) and the grid
 tier (gridstride.py: a grid-stride kernel launched on fewer threads than elements, on a grid
 that covers them) and the atomics tier (privatize.py: integer atomics into small tables, kept in
-private per-block copies in shared memory and added once per block).
+private per-block copies in shared memory and added once per block) and the block tier
+(packing.py: a kernel launched on blocks of a few threads, its threads packed into full blocks).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .ranking import History, Ranked, rank, rescore, sm_count
 from .colsplit import column_split_rewrites
 from .axes import axis_rewrites
 from .gridstride import grid_rewrites
+from .packing import packing_rewrites
 from .privatize import privatization_rewrites
 from .remap import remap_rewrites
 from .rowwarp import Rewrite, row_warp_rewrites
@@ -122,9 +124,10 @@ class OfflineOptimizer:
             swaps, swaps_refused = axis_rewrites(as_written, harness, preamble)
             grids, grids_refused = grid_rewrites(as_written, harness, preamble)
             privates, privates_refused = privatization_rewrites(as_written, harness, preamble)
+            packs, packs_refused = packing_rewrites(as_written, harness, preamble)
             kept, refused = [], list(dict.fromkeys(rows_refused + columns_refused + remaps_refused + swaps_refused
-                                                   + grids_refused + privates_refused))  # one line per kernel, not per launch
-            for rewrite in rows + columns + remaps + swaps + grids + privates:
+                                                   + grids_refused + privates_refused + packs_refused))  # one line per kernel, not per launch
+            for rewrite in rows + columns + remaps + swaps + grids + privates + packs:
                 clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
                 if clash:
                     refused.append(f"{rewrite.label}: its code calls {clash[0]}, which the program declares itself")
