@@ -190,16 +190,18 @@ def test_honest_launchers_the_register_analysis_once_refused_pass_the_static_gat
     assert _static_violations(case) == []
 
 
-def _static_violations(case: str):
+def _static_violations(case: str, base=None):
     from kernelloop.config import Settings
     from kernelloop.program.split import candidate_editable_part, split_program
     from kernelloop.tools.nvcc import find_toolchain
     from kernelloop.verify.gate import static_gates
 
     from .conftest import FIXTURES, shared_cache_dir
-    base = FIXTURES / "redteam" / "round164" / "policy" / "base_kl.cu"
+    base = base or FIXTURES / "redteam" / "round164" / "policy" / "base_kl.cu"
     split = split_program(base.read_text(), base.name)
-    editable, _ = candidate_editable_part((FIXTURES / "redteam" / case / "cand.cu").read_text(), split, "candidate")
+    path = FIXTURES / "redteam" / case
+    editable, _ = candidate_editable_part((path if path.suffix == ".cu" else path / "cand.cu").read_text(), split,
+                                          "candidate")
     return static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
                         toolchain=find_toolchain()).violations
 
@@ -234,3 +236,34 @@ def test_a_store_or_register_write_under_a_mask_or_condition_defines_nothing():
     assert decoded(merged).conditional_registers == {"zmm0"}
     merged.zeroing_masking = True  # the masked-off lanes are zeroed: the whole register is set
     assert decoded(merged).conditional_registers == frozenset()
+
+
+def test_an_out_structures_input_fields_and_padding_are_not_written_by_the_call():
+    # round 214: cudaGraphInstantiateWithParams's params.uploadStream, an input the runtime never writes
+    # (flags 0), was taken as written by the call and carried a count between calls
+    from kernelloop.verify.hostcode import out_pointer_effects
+
+    from .conftest import ROOT
+    assert out_pointer_effects("cudaGraphInstantiateWithParams", 2, 32) == (((16, 12),), ((0, 16),))
+    assert out_pointer_effects("cudaGraphExecUpdate", 2, 24) == (((0, 4), (8, 16)), ())
+    assert out_pointer_effects("cudaGetDevice", 0, 4) == (((0, 4),), ())
+    rules = {x.rule for x in _static_violations("round214/graph_params/cand.cu", ROOT / "kernels" / "naive_matmul.cu")}
+    assert "uninitialised-stack" in rules
+
+
+@pytest.mark.nvcc
+def test_a_c_linkage_launcher_reads_its_own_stack_arguments():
+    # kept-aside set 20: an extern "C" BLAS-style launcher (three integer arguments on the stack) called
+    # by a C++ wrapper was refused as reading its caller's frame: its symbol names no parameters
+    from kernelloop.config import Settings
+    from kernelloop.program.split import split_program
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import c_linkage_signatures, static_gates
+
+    from .conftest import FIXTURES, shared_cache_dir
+    path = FIXTURES / "c_linkage" / "blas_style_launcher.cu"
+    split = split_program(path.read_text(), path.name)
+    assert c_linkage_signatures(split, [])["daxpby_gpu"].startswith("daxpby_gpu(int, int, int, double,")
+    result = static_gates(split, split.editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert not result.violations, [v.describe() for v in result.violations]

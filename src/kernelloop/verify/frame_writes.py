@@ -395,7 +395,8 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
                     copy = _register_copy(insn)
                     if copy is not None and copy[1] not in out:
                         uses = {}
-                    whole = insn.replaced_registers | insn.low_writes | (insn.written_registers & _VECTOR)
+                    whole = (insn.replaced_registers | insn.low_writes | (insn.written_registers & _VECTOR)) \
+                        - insn.conditional_registers
                     callee = trace.own_callee_of.get(key)
                     if callee is not None:
                         merge(uses, {r: 64 for r in needs.get(callee, frozenset())})

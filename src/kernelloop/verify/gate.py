@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from ..config import Settings
 from ..errors import EnvironmentProblem, InputError
 from ..program.cuda_tree import declared_signature
+from ..program.scanner import scan_items, strip_comments
 from ..program.split import ProgramSplit, candidate_editable_part, read_program, split_program
 from ..tools.cupti import CuptiUnavailable, build_injection_library
 from ..tools.gpu import GpuInfo, detect_gpus
@@ -738,13 +739,38 @@ def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> di
     its plain name): what the host-code scan reads its stack-passed arguments by."""
     found: dict[str, str] = {}
     macros = set(policy.defined_macros(split.preamble)) | set(policy.defined_macros(split.editable))
-    for declaration in split.exported:
+    c_block = _c_block_declarations(split.editable)
+    for declaration in [*split.exported, *c_block]:
         signature = declared_signature(declaration)
         name = signature.split("(", 1)[0] if signature else None
         # a word of the declaration that is a macro (`#define int float`, a parameter's name that
-        # expands to an attribute: red team round 122) is not what it says: no window
-        if name in exported_symbols and not macros & set(re.findall(r"[A-Za-z_]\w*", declaration)):
+        # expands to an attribute: red team round 122) is not what it says: no window. A function of an
+        # `extern "C"` block the harness does not call is the part's own: its callers' stack arguments
+        # are checked where they call it (frame_writes)
+        if (name in exported_symbols or declaration in c_block) and \
+                not macros & set(re.findall(r"[A-Za-z_]\w*", declaration)):
             found[name] = signature
+    return found
+
+
+def _c_block_declarations(editable: str) -> list[str]:
+    """Declarations (heads) of the functions defined inside the part's `extern "C" { ... }` blocks: a
+    C-linkage launcher that init's wrapper calls (BLAS-style, its arguments past the sixth on the
+    stack: kept-aside set 20's `dgemm_nn_gpu` was refused as reading its caller's frame) is no
+    exported function, and its symbol says nothing of its parameters."""
+    text = strip_comments(editable)
+    found: list[str] = []
+    for m in re.finditer(r'\bextern\s*"C"\s*\{', text):
+        depth, end = 0, -1
+        for k in range(m.end() - 1, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[k], 0)
+            if depth == 0:
+                end = k
+                break
+        if end < 0:
+            continue
+        found += [" ".join(item.head.split()) + ";" for item in scan_items(text[m.end():end])
+                  if item.is_function_definition and not re.match(r"^\s*static\b", item.head)]
     return found
 
 

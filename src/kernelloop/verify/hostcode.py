@@ -254,6 +254,26 @@ OUT_POINTER_SIZES: dict[str, dict[int, int]] = {
     "lgamma_r": {1: 4}, "lgammaf_r": {1: 4},
 }
 
+# Out-parameters that are in/out structures or hold padding: the spans (offset, bytes) the call
+# writes, and those it reads (its input fields, which the caller must have written). The rest of
+# the extent is written by nothing: a field the runtime only reads, or padding, keeps what the
+# stack held, in a caller's process what its previous call left there (red team round 214:
+# `cudaGraphInstantiateParams.uploadStream`, never written with flags 0, carried a call count).
+OUT_POINTER_SPANS: dict[str, dict[int, tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]]] = {
+    # flags, uploadStream in; errNode_out, result_out out; 4 bytes of padding
+    "cudaGraphInstantiateWithParams": {2: (((16, 12),), ((0, 16),))},
+    # result (an enum), 4 bytes of padding, errorNode, errorFromNode
+    "cudaGraphExecUpdate": {2: (((0, 4), (8, 16)), ())},
+}
+
+
+def out_pointer_effects(name: str, position: int, size: int) -> tuple[tuple[tuple[int, int], ...],
+                                                                      tuple[tuple[int, int], ...]]:
+    """(spans written, spans read) of the out-parameter at POSITION of SIZE bytes, relative to its start."""
+    spans = OUT_POINTER_SPANS.get(name) or OUT_POINTER_SPANS.get(_API_SUFFIX.sub("", name)) or {}
+    return spans.get(position, (((0, size),), ()))
+
+
 # Pointers an allowed call reads through (index -> bytes read): each must be the caller's own
 # frame or globals, as output pointers must (round 21 had texture descriptors read from the
 # harness's state). 0 bytes: only a null pointer (a constant 0) is allowed there (a dependency
@@ -283,6 +303,17 @@ def _out_pointer_size(name: str, position: int) -> int:
         return measured
     sizes = OUT_POINTER_SIZES.get(name) or OUT_POINTER_SIZES.get(base) or {}
     return sizes.get(position, 8)
+
+
+def _record_effects(trace, call_key, target: str, k: int, offset: int, size: int, rule: str) -> None:
+    """The frame bytes a call writes through argument K (only the spans it writes), or reads."""
+    if rule != "foreign-store":
+        trace.call_reads.setdefault(call_key, []).append((offset, size))
+        return
+    written, read = out_pointer_effects(target, k, size)
+    trace.call_writes.setdefault(call_key, []).extend((offset + o, n) for o, n in written)
+    if read:
+        trace.call_reads.setdefault(call_key, []).extend((offset + o, n) for o, n in read)
 
 
 @dataclass
@@ -574,8 +605,7 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                            func.frame, func.protected))
             return
         if pointer is not None and pointer[0] == "stack" and pending_call_key is not None and defines:
-            effects = trace.call_writes if rule == "foreign-store" else trace.call_reads
-            effects.setdefault(pending_call_key, []).append((pointer[1], size))
+            _record_effects(trace, pending_call_key, target, k, pointer[1], size, rule)
         if pointer is None or pointer[0] not in ("stack", "global"):
             report(rule, where, f"passes {target} {role} (argument {k + 1}) that is not its own stack frame or global")
         elif pointer[0] == "stack" and pointer[1] < -func.frame:
@@ -643,7 +673,7 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
     # A declared signature is counted untrusted: a type's name there is the program's to define
     # (red team round 121: `typedef float int24_t;` read as an integer slot); keywords and pointers
     # say their class whatever the program declares.
-    declared = {name: text for name, text in (c_signatures or {}).items() if name in exported}
+    declared = dict(c_signatures or {})  # the baseline's own declarations (gate.c_linkage_signatures)
     claimed = {name: _stack_argument_bytes(declared[name], trusted=False) if signature == name and name in declared
                else _stack_argument_bytes(signature, trusted=name in exported)
                for name, signature in zip(names, demangle(names))}
@@ -1149,8 +1179,7 @@ def _scan_host_code(obj: Path, exported: frozenset[str] | set[str], c_signatures
                                 "saved registers or the return address")
         else:
             if rule != "foreign-store" or target not in MAY_RETURN_UNWRITTEN:
-                effects = trace.call_writes if rule == "foreign-store" else trace.call_reads
-                effects.setdefault(call_key, []).append((pointer[1], size))
+                _record_effects(trace, call_key, target, k, pointer[1], size, rule)
             trace.required_reads.setdefault(load_keys[load], []).append((slot, 8))
     for name, signature in zip(names, demangle(names)):
         if name in exported:
