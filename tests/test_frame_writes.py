@@ -267,3 +267,11 @@ def test_a_c_linkage_launcher_reads_its_own_stack_arguments():
     result = static_gates(split, split.editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
                           toolchain=find_toolchain())
     assert not result.violations, [v.describe() for v in result.violations]
+
+
+@pytest.mark.nvcc
+def test_a_c_linkage_launcher_a_candidate_adds_reads_its_own_stack_arguments():
+    # round 215: an honest candidate that moves the launch into a BLAS-style extern "C" function (nine
+    # integer arguments, three on the stack) was refused: only the baseline's declarations gave windows
+    from .conftest import ROOT
+    assert _static_violations("round215/blas_launcher_added.cu", ROOT / "kernels" / "naive_matmul.cu") == []

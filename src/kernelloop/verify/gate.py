@@ -753,6 +753,23 @@ def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> di
     return found
 
 
+def candidate_c_signatures(split: ProgramSplit, editable: str, exported_symbols: list[str]) -> dict[str, str]:
+    """The signatures the candidate's host code is scanned by: the baseline's, and for a function of the
+    candidate's own `extern "C"` blocks that the harness does not call, its own declaration (red team round
+    215: an honest BLAS-style launcher a candidate added was refused for reading its stack arguments). A
+    window a non-exported function declares only makes its callers write that many bytes of their own
+    frame before the call (frame_writes); an exported one keeps the baseline's."""
+    found = c_linkage_signatures(split, exported_symbols)
+    macros = set(policy.defined_macros(split.preamble)) | set(policy.defined_macros(editable))
+    for declaration in _c_block_declarations(editable):
+        signature = declared_signature(declaration)
+        name = signature.split("(", 1)[0] if signature else None
+        if name and name not in exported_symbols and name not in found and \
+                not macros & set(re.findall(r"[A-Za-z_]\w*", declaration)):
+            found[name] = signature
+    return found
+
+
 def _c_block_declarations(editable: str) -> list[str]:
     """Declarations (heads) of the functions defined inside the part's `extern "C" { ... }` blocks: a
     C-linkage launcher that init's wrapper calls (BLAS-style, its arguments past the sixth on the
@@ -879,7 +896,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         )
         violations += policy.scan_program(cand_build.binary, base_build.binary)
         violations += [v for v in scan_host_code(cand_build.editable_object, set(base_build.kept_global),
-                                                 c_linkage_signatures(split, base_build.kept_global))
+                                                 candidate_c_signatures(split, editable, base_build.kept_global))
                        if not (v.rule == "default-stream" and default_stream_declared(toolchain.build_flags))]
         if not violations:  # what is verified is what ships (red team round 51)
             violations += _shipped_build(split, editable, arch, settings, toolchain, policy.qualified_macro_definitions(
