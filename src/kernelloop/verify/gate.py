@@ -736,21 +736,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
 def c_linkage_signatures(split: ProgramSplit, exported_symbols: list[str]) -> dict[str, str]:
     """The baseline's declared signature of each exported function with C linkage (its symbol is
-    its plain name): what the host-code scan reads its stack-passed arguments by."""
-    found: dict[str, str] = {}
-    macros = set(policy.defined_macros(split.preamble)) | set(policy.defined_macros(split.editable))
+    its plain name), and of each function of its `extern "C"` blocks: what the host-code scan reads
+    their stack-passed arguments by. A function of an `extern "C"` block the harness does not call is
+    the part's own: its callers' stack arguments are checked where they call it (frame_writes)."""
     c_block = _c_block_declarations(split.editable)
-    for declaration in [*split.exported, *c_block]:
-        signature = declared_signature(declaration)
-        name = signature.split("(", 1)[0] if signature else None
-        # a word of the declaration that is a macro (`#define int float`, a parameter's name that
-        # expands to an attribute: red team round 122) is not what it says: no window. A function of an
-        # `extern "C"` block the harness does not call is the part's own: its callers' stack arguments
-        # are checked where they call it (frame_writes)
-        if (name in exported_symbols or declaration in c_block) and \
-                not macros & set(re.findall(r"[A-Za-z_]\w*", declaration)):
-            found[name] = signature
-    return found
+    return _readable_signatures([*split.exported, *c_block], split.preamble, split.editable,
+                                lambda name, declaration: name in exported_symbols or declaration in c_block)
 
 
 def candidate_c_signatures(split: ProgramSplit, editable: str, exported_symbols: list[str]) -> dict[str, str]:
@@ -760,12 +751,21 @@ def candidate_c_signatures(split: ProgramSplit, editable: str, exported_symbols:
     window a non-exported function declares only makes its callers write that many bytes of their own
     frame before the call (frame_writes); an exported one keeps the baseline's."""
     found = c_linkage_signatures(split, exported_symbols)
-    macros = set(policy.defined_macros(split.preamble)) | set(policy.defined_macros(editable))
-    for declaration in _c_block_declarations(editable):
+    own = _readable_signatures(_c_block_declarations(editable), split.preamble, editable,
+                               lambda name, _: name not in exported_symbols and name not in found)
+    return {**found, **own}
+
+
+def _readable_signatures(declarations: list[str], preamble: str, editable: str, wanted) -> dict[str, str]:
+    """name -> signature of each declaration WANTED(name, declaration) takes whose words are not macros:
+    a word of the declaration that is a macro (`#define int float`, a parameter's name that expands to
+    an attribute: red team round 122) is not what it says, so it gives no window."""
+    macros = set(policy.defined_macros(preamble)) | set(policy.defined_macros(editable))
+    found: dict[str, str] = {}
+    for declaration in declarations:
         signature = declared_signature(declaration)
         name = signature.split("(", 1)[0] if signature else None
-        if name and name not in exported_symbols and name not in found and \
-                not macros & set(re.findall(r"[A-Za-z_]\w*", declaration)):
+        if name and wanted(name, declaration) and not macros & set(re.findall(r"[A-Za-z_]\w*", declaration)):
             found[name] = signature
     return found
 
