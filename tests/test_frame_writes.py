@@ -275,3 +275,45 @@ def test_a_c_linkage_launcher_a_candidate_adds_reads_its_own_stack_arguments():
     # integer arguments, three on the stack) was refused: only the baseline's declarations gave windows
     from .conftest import ROOT
     assert _static_violations("round215/blas_launcher_added.cu", ROOT / "kernels" / "naive_matmul.cu") == []
+
+
+@pytest.mark.nvcc
+def test_a_runtime_structures_reserved_fields_and_padding_are_not_written_by_the_call():
+    # round 217: cudaFuncGetAttributes fills the named fields of cudaFuncAttributes, never its reserved
+    # array; a count kept there was read as written by the call. The layout is the toolkit's own.
+    from kernelloop.tools.runtime_structs import runtime_struct_layouts
+    from kernelloop.verify.hostcode import out_pointer_effects
+
+    from .conftest import ROOT
+    layouts = runtime_struct_layouts()
+    attributes, prop = layouts["func_attributes"], layouts["device_prop"]
+    written = out_pointer_effects("cudaFuncGetAttributes", 0, attributes.size)[0]
+    assert written == attributes.written and sum(n for _, n in written) < attributes.size
+    end = max(o + n for o, n in written)
+    assert end < attributes.size  # the reserved array at the end is not written
+    # a field that only begins with the word is a named one; the padding between fields is not written
+    prop_written = sum(n for _, n in prop.written)
+    assert 0 < prop_written < prop.size - 4 and len(prop.written) > 1
+    assert layouts["pitched_ptr"].written == ((0, layouts["pitched_ptr"].size),)
+    rules = {x.rule for x in _static_violations("round217/funcattr_reserved/cand.cu", ROOT / "kernels" / "naive_matmul.cu")}
+    assert "uninitialised-stack" in rules
+    control = _static_violations("round217/funcattr_reserved/control.cu", ROOT / "kernels" / "naive_matmul.cu")
+    assert not control, [v.describe() for v in control]
+
+
+def test_the_layout_reader_takes_named_fields_and_merges_neighbours(tmp_path):
+    import shutil
+    import subprocess
+
+    from kernelloop.tools.runtime_structs import layouts_in_object
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    (tmp_path / "p.cu").write_text("struct S { int a; char b; double c; int reserved[3]; int reservedCount; "
+                                   "char pad0[4]; short d[2][3]; };\nS kl_struct_s;\n")
+    built = subprocess.run(["nvcc", "-g", "-c", str(tmp_path / "p.cu"), "-o", str(tmp_path / "p.o")],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    layout = layouts_in_object(tmp_path / "p.o")["s"]
+    # a 0-4, b 4-5, (padding 5-8), c 8-16, reserved 16-28, reservedCount 28-32, pad0 32-36, d 36-48
+    assert layout.size == 48
+    assert layout.written == ((0, 5), (8, 8), (28, 4), (36, 12))

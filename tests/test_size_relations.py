@@ -79,3 +79,34 @@ def test_the_gate_numbers_relations_as_the_harness_does():
     assert relation_of(with_relation(draw, 0)) == 0 and with_relation(draw, 0) & (1 << 62) == 0
     assert relation_of(with_relation(draw, ALL_RELATIONS)) == ALL_RELATIONS
     assert with_relation(draw, 3) & ((1 << 56) - 1) == 12345
+
+
+def test_kept_orderings_bound_a_leading_dimension_below_by_its_rows(draws):
+    # lda is at least m (700), n (300) and k (900) in every declared option: at least 900 when kept
+    assert draws["gemm_lda_bounds"] == [900, -1]
+    got = set(draws["gemm_lda"])
+    assert min(got) >= 900 and max(got) <= 1280 and len(got) > 300
+
+
+def test_an_inner_count_is_bounded_above_by_the_smaller_outer_one(draws):
+    assert draws["gemm_k_bounds"] == [0, 300]
+
+
+def test_equal_sizes_and_impossible_bounds(draws):
+    assert draws["square_bounds"] == [0, -1]
+    assert draws["tight"] == [0]
+
+
+def test_the_gate_keeps_orderings_from_the_first_redraw_on():
+    from kernelloop.verify.gate import ALL_RELATIONS, KEEP_ORDERINGS, relation_of, relation_order, size_orderings, with_relation
+
+    gemm = [[1024, 333], [1024, 257], [1024, 129], [1024, 337], [1024, 131], [1024, 335]]
+    assert size_orderings(gemm) > 0
+    assert size_orderings([[1024, 333], [1024, 333]]) == 0  # equal is a relation, not an ordering
+    assert size_orderings([[1000, 20], [64, 33]]) == 0  # crossing: none
+    order = relation_order(0, size_orderings(gemm))
+    assert order[0] == KEEP_ORDERINGS and all(r & KEEP_ORDERINGS for r in order)
+    assert order[-1] == KEEP_ORDERINGS | ALL_RELATIONS
+    assert relation_order(2) == [1, 2, 1, 2, ALL_RELATIONS]  # no orderings: as before
+    draw = with_relation(12345, KEEP_ORDERINGS | 3)
+    assert draw >> 62 & 1 and relation_of(draw) == KEEP_ORDERINGS | 3 and draw < 1 << 63

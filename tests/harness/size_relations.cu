@@ -52,5 +52,31 @@ int main() {
   const long long scale[2][8] = {{2, 3}, {64, 96}};
   const long long scale_chosen[1] = {5};
   draws("floating", scale, scale_chosen, floating, 1, 2);
+  // DGEMM, column-major (kept-aside set 20): m, n, k, then lda, at least m in every option (1024 and
+  // 337 against 1024 and 333), at least n and k too (by chance). Kept orderings bound lda's draw below
+  // by the largest of them; a bound past the span leaves the span alone (0 from related_size).
+  const long long gemm[4][8] = {{1024, 333}, {1024, 257}, {1024, 129}, {1024, 337}};
+  const long long gemm_chosen[3] = {700, 300, 900};
+  long long at_least = 0, at_most = std::numeric_limits<long long>::max();
+  kl::size_order_bounds(gemm, gemm_chosen, integral, 3, 2, &at_least, &at_most);
+  printf("case gemm_lda_bounds %lld %lld\n", at_least, at_most == std::numeric_limits<long long>::max() ? -1 : at_most);
+  printf("case gemm_lda");
+  for (uint64_t r = 0; r < 2000; ++r)
+    printf(" %lld", kl::related_size(gemm, gemm_chosen, integral, 3, 2, 337, 1024, 1, kl::mix64(r), 0, 3, at_least, at_most));
+  printf("\n");
+  // k (call 2) is at most m and n in every option: bounded above by the smaller chosen one.
+  at_least = 0, at_most = std::numeric_limits<long long>::max();
+  kl::size_order_bounds(gemm, gemm_chosen, integral, 2, 2, &at_least, &at_most);
+  printf("case gemm_k_bounds %lld %lld\n", at_least, at_most);
+  // square sizes (equal in every option) bound nothing: their equality is a relation of its own.
+  at_least = 0, at_most = std::numeric_limits<long long>::max();
+  kl::size_order_bounds(square, square_chosen, integral, 1, 2, &at_least, &at_most);
+  printf("case square_bounds %lld %lld\n", at_least, at_most == std::numeric_limits<long long>::max() ? -1 : at_most);
+  // bounds no size in the span keeps: 0, and the caller draws the span alone.
+  const long long tight[2][8] = {{64, 32}, {96, 48}};
+  const long long tight_chosen[1] = {5000};
+  at_least = 0, at_most = std::numeric_limits<long long>::max();
+  kl::size_order_bounds(tight, tight_chosen, integral, 1, 2, &at_least, &at_most);
+  printf("case tight %lld\n", kl::related_size(tight, tight_chosen, integral, 1, 2, 48, 96, 48, 7, 0, 3, at_least, at_most));
   return 0;
 }

@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -107,6 +108,26 @@ inline int size_relation(const long long values[][8], const bool integral[], int
   return (multiple ? 1 : 0) | (divisor ? 2 : 0);
 }
 
+// The orderings every declared option shows between size() call CALL and the earlier ones, as bounds
+// on CALL's draw: at least each earlier size it is at least in every option (a leading dimension and
+// the rows), at most each it is at most in every option (an inner count and the outer one); CHOSEN[j]:
+// what call j returned. Equal in every option is a relation of size_relation's (kept there).
+inline void size_order_bounds(const long long values[][8], const long long chosen[], const bool integral[],
+                              int call, int options, long long* at_least, long long* at_most) {
+  for (int j = 0; j < call; ++j) {
+    if (!integral[call] || !integral[j] || chosen[j] <= 0) continue;
+    bool above = true, below = true, equal = true;
+    for (int k = 0; k < options; ++k) {
+      above = above && values[call][k] >= values[j][k];
+      below = below && values[call][k] <= values[j][k];
+      equal = equal && values[call][k] == values[j][k];
+    }
+    if (equal) continue;
+    if (above) *at_least = std::max(*at_least, chosen[j]);
+    if (below) *at_most = std::min(*at_most, chosen[j]);
+  }
+}
+
 // A size drawn at verify time may keep relations the declared options show between it and earlier
 // size() calls (a multiple of one, a divisor of one, equal). A program's own checks hold at the
 // declared sizes (`C % group == 0`) and may refuse a size drawn on its own; but two options can
@@ -117,10 +138,12 @@ inline int size_relation(const long long values[][8], const bool integral[], int
 // but relation ONLY - 31; a program may need two at once, round 132), every one only last (63).
 // VALUES[c][k]: call c's k-th option; CHOSEN[c]: what call c returned; INTEGRAL[c]: whether call c
 // is an integer size. The draw is a multiple of STEP in [LO / 2, 1.25 HI], picked by R; 0 where no
-// size there keeps what is asked (KEEP, for every relation: 1 being a multiple, 2 a divisor, 3 both).
+// size there keeps what is asked (KEEP, for every relation: 1 being a multiple, 2 a divisor, 3 both),
+// and none outside [AT_LEAST, AT_MOST] (the orderings kept, size_order_bounds).
 inline long long related_size(const long long values[][8], const long long chosen[], const bool integral[],
                               int call, int options, long long lo, long long hi, long long step, uint64_t r,
-                              int only, int keep = 3) {
+                              int only, int keep = 3, long long at_least = 0,
+                              long long at_most = std::numeric_limits<long long>::max()) {
   auto gcd = [](long long a, long long b) { while (b) { long long t = a % b; a = b; b = t; } return a; };
   const long long top = hi + hi / 4;
   int number = 0;  // the relations of the calls before this one
@@ -141,7 +164,8 @@ inline long long related_size(const long long values[][8], const long long chose
     }
     if (divisor && (keep & 2)) divides = gcd(divides, chosen[j]);
   }
-  const long long first = std::max(1LL, (lo / 2 + step - 1) / step), last = top / step;
+  const long long first = std::max({1LL, (lo / 2 + step - 1) / step, (at_least + step - 1) / step}),
+                  last = std::min(top, at_most) / step;
   if (first > last) return 0;
   if (!divides) return (first + (long long)(r % (uint64_t)(last - first + 1))) * step;
   // The multiples of STEP in the span that divide DIVIDES: count them, then take the r-th.
@@ -1418,13 +1442,23 @@ class Harness {
     const uint64_t r = mix64(s.size_draw ^ mix64(0x53495A45ull + (uint64_t)s.size_calls));
     // Bits 56-61 of the draw: which relation to earlier sizes it keeps (related_size), 0 for none:
     // the span alone, which also checks sizes where the declared options' relations break.
+    // Bit 62: it keeps every ordering the options show too (size_order_bounds: a leading dimension
+    // at least its rows), where a baseline refused sizes drawn without (its own reads past a buffer).
     const int only = (int)((s.size_draw >> 56) & 63);
+    long long at_least = 0, at_most = std::numeric_limits<long long>::max();
+    if ((s.size_draw >> 62) & 1)
+      size_order_bounds(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(),
+                        &at_least, &at_most);
     long long related = 0;
     for (int keep : {3, 2, 1})
       if (!related && only)
         related = related_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(), lo,
-                               hi, g, r, only, keep);
-    return (T)(related ? related : (first + (long long)(r % (uint64_t)(last - first + 1))) * g);
+                               hi, g, r, only, keep, at_least, at_most);
+    if (related) return (T)related;
+    // The span alone, bounded by the orderings where some multiple of G lies between them.
+    const long long low = std::max(first, (at_least + g - 1) / g), high = std::min(last, at_most / g);
+    if (low <= high) return (T)((low + (long long)(r % (uint64_t)(high - low + 1))) * g);
+    return (T)((first + (long long)(r % (uint64_t)(last - first + 1))) * g);
   }
 
   template <class T, class Gen>

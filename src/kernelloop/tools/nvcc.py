@@ -286,41 +286,6 @@ def toolkit_macros() -> dict[str, str]:
     return _TOOLKIT_MACROS[0]
 
 
-# The runtime's structures that calls write through a pointer, by the probe's name for each.
-RUNTIME_STRUCTS = {"func_attributes": "cudaFuncAttributes", "device_prop": "cudaDeviceProp",
-                   "pointer_attributes": "cudaPointerAttributes", "pitched_ptr": "cudaPitchedPtr",
-                   "channel_format_desc": "cudaChannelFormatDesc"}
-_STRUCT_SIZES: list[dict[str, int]] = []
-
-
-def runtime_struct_sizes() -> dict[str, int]:
-    """sizeof each of RUNTIME_STRUCTS in this toolkit (the C runtime's structs change between releases:
-    cudaFuncAttributes is 144 bytes in CUDA 13), read from the symbol sizes of a compiled probe, never
-    run. Empty when nvcc cannot compile it (the host-code scan then keeps its own, larger, figures)."""
-    if not _STRUCT_SIZES:
-        source = "#include <cuda_runtime.h>\n" + "".join(
-            f"char kl_size_{name}[sizeof({struct})];\n" for name, struct in RUNTIME_STRUCTS.items())
-        try:
-            tc = find_toolchain()
-            with private_workdir() as work:
-                (work / "probe.cu").write_text(source)
-                shutil.chown(work / "probe.cu", user=work.stat().st_uid, group=work.stat().st_gid)
-                run = run_sandboxed([str(tc.nvcc), "-c", "probe.cu", "-o", "probe.o"], workdir=work,
-                                    limits=Limits(wall_timeout_s=120))
-                if not run.ok:
-                    return {}
-                listing = subprocess.run(["nm", "-S", str(work / "probe.o")], capture_output=True, text=True,
-                                         timeout=60).stdout
-        except (EnvironmentProblem, ConfigError, OSError, subprocess.SubprocessError):
-            return {}
-        sizes = {m.group(2): int(m.group(1), 16)
-                 for m in re.finditer(r"^[0-9a-f]+ ([0-9a-f]+) \w kl_size_(\w+)$", listing, re.M)}
-        if set(sizes) != set(RUNTIME_STRUCTS):
-            return {}
-        _STRUCT_SIZES.append(sizes)
-    return _STRUCT_SIZES[0]
-
-
 _GROUP_SIGNATURE = re.compile(r"^COMDAT group section \[\s*\d+\] `[^']*' \[(?P<signature>[^\]]+)\]", re.M)
 
 

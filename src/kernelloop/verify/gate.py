@@ -260,10 +260,12 @@ def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineN
 
 # Bits 56-61 of a draw: which relations between sizes the declared options show it keeps
 # (kl::related_size): 0 none; k in 1-31 the k-th alone (numbered in the order of the size() calls);
-# ALL_BUT + k every one but the k-th; ALL_RELATIONS every one.
+# ALL_BUT + k every one but the k-th; ALL_RELATIONS every one. Bit 62 (KEEP_ORDERINGS): every
+# ordering the options show too (kl::size_order_bounds: a leading dimension at least its rows).
 RELATION_SHIFT = 56
 ALL_BUT = 31
 ALL_RELATIONS = 63
+KEEP_ORDERINGS = 64
 
 
 def with_relation(draw: int, relation: int) -> int:
@@ -272,7 +274,7 @@ def with_relation(draw: int, relation: int) -> int:
 
 
 def relation_of(draw: int) -> int:
-    return (draw >> RELATION_SHIFT) & 63
+    return (draw >> RELATION_SHIFT) & 127
 
 
 def size_relations(size_values: list[list[int]]) -> int:
@@ -288,14 +290,32 @@ def size_relations(size_values: list[list[int]]) -> int:
     return count
 
 
-def relation_order(count: int) -> list[int]:
+def size_orderings(size_values: list[list[int]]) -> int:
+    """How many pairs of declared sizes show an ordering in every option (kl::size_order_bounds:
+    one at least, or at most, the other, not equal in all)."""
+    count = 0
+    for c, mine in enumerate(size_values):
+        for theirs in size_values[:c]:
+            if len(mine) == len(theirs) and mine != theirs and (
+                    all(a >= b for a, b in zip(mine, theirs)) or all(a <= b for a, b in zip(mine, theirs))):
+                count += 1
+    return count
+
+
+def relation_order(count: int, orderings: int = 0) -> list[int]:
     """The relations a size drawn again after the baseline refused one keeps, in turn: each alone;
     then every one but one (a program may need two at once: red team round 132); each alone again
     (a refusal may come from another check, the other sizes drawn anew); then every one at once
-    (which keeps chance relations too, at whose breaking a candidate may be wrong)."""
+    (which keeps chance relations too, at whose breaking a candidate may be wrong). Where the options
+    show orderings, the first redraw keeps them all (a baseline that reads or writes past a buffer
+    where a leading dimension falls below its rows needs several at once), and so does every later
+    one (kept-aside set 20's DGEMM needs lda >= m, ldb >= k and ldc >= m at once). The sizes judged
+    then keep chance orderings too (docs/verifier.md, "Known limits"): the first draws, each on its
+    own, check sizes where they break whenever the baseline takes them."""
     singles = list(range(1, min(count, ALL_BUT) + 1))
     all_but = [ALL_BUT + k for k in singles] if count > 2 else []  # with two, all but one is one alone
-    return singles + all_but + singles + [ALL_RELATIONS]
+    order = singles + all_but + singles + [ALL_RELATIONS]
+    return [KEEP_ORDERINGS] + [KEEP_ORDERINGS | r for r in order] if orderings else order
 
 
 def next_relation(refused: int, kept: int, order: list[int], tried: int) -> tuple[int, int]:
@@ -526,7 +546,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # breaking a candidate was wrong, in every size judged).
     draws = size_draws(size_draw, vs.size_draws + vs.size_redraws) if sizes > 1 else []
     draws, redraws = [with_relation(d, 0) for d in draws[:vs.size_draws]], draws[vs.size_draws:]
-    relations = relation_order(size_relations(manifest.size_values) if manifest is not None else 0)
+    relations = relation_order(size_relations(manifest.size_values) if manifest is not None else 0,
+                               size_orderings(manifest.size_values) if manifest is not None else 0)
     kept_relation = 0  # the relation the baseline last ran at, once one did
     relations_tried = 0
     size_indices = [*range(1, sizes), *([-1] if sizes > 1 else [])]
@@ -562,9 +583,11 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         if base is not None:
             durations.program_runs_s += base.result.wall_s
         if base is not None and _run_failure(base):
-            # Drawn again only where the baseline stopped on its own (an exit, an abort): a timeout, a
-            # flood or a guard zone may come from what ran before it, not from the size.
-            if size_index < 0 and redraws and _run_failure(base)[0] == Reason.run_failed:
+            # Drawn again where the baseline stopped on its own (an exit, an abort) or wrote past a
+            # buffer (a guard zone: a leading dimension drawn below its rows, kept-aside set 20's
+            # DGEMM); the frozen baseline ran clean at every declared size, so the drawn size is what
+            # it does not take. A timeout or a flood may come from the machine, not the size.
+            if size_index < 0 and redraws and _run_failure(base)[0] in (Reason.run_failed, Reason.memcheck):
                 refused_draws.append(_log_tail(base.result.stderr, 1) or _run_failure(base)[1])
                 failure = None
                 following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
@@ -574,7 +597,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                              f"{_run_failure(base)[1]}" + (
                                  f" (and at {len(refused_draws)} sizes drawn before it; its own checks need sizes "
                                  "that keep relations the declared alternative sizes do not show: declare "
-                                 "alternatives that show them, e.g. a count that divides another in every option)"
+                                 "alternatives that show them, e.g. a count that divides another in every option, a leading "
+                                 "dimension at least its rows in every option)"
                                  if refused_draws else ""))
         # A size drawn now at which the baseline computes NaN of finite inputs is one it does not take:
         # it reads past a buffer where a relation it assumes without checking broke (a leading dimension
@@ -660,8 +684,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     durations.correctness_s = time.monotonic() - t
     if refused_draws:
         v.notes.append(f"the baseline itself failed (or computed NaN) at {len(refused_draws)} size(s) drawn at verify time "
-                       f"({'; '.join(list(dict.fromkeys(refused_draws))[:3])}), which were drawn again keeping one relation the declared alternatives "
-                       "show at a time (a divisor, a multiple, equal); alternatives whose relations are the program's "
+                       f"({'; '.join(list(dict.fromkeys(refused_draws))[:3])}), which were drawn again keeping the orderings the declared alternatives show "
+                       "(at least, at most) and one other relation at a time (a divisor, a multiple, equal); alternatives whose relations are the program's "
                        "own checks, and no others, make every draw one it accepts")
 
     if failure:

@@ -57,7 +57,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..tools.nvcc import runtime_struct_sizes
+from ..tools.runtime_structs import runtime_struct_layouts, runtime_struct_sizes
 from ..tools.state_refs import PROCESSOR_STATE_INSTRUCTION
 from ..tools.symbols import demangle
 from .frame_writes import FrameTrace, Step, unwritten_reads
@@ -271,7 +271,22 @@ def out_pointer_effects(name: str, position: int, size: int) -> tuple[tuple[tupl
                                                                       tuple[tuple[int, int], ...]]:
     """(spans written, spans read) of the out-parameter at POSITION of SIZE bytes, relative to its start."""
     spans = OUT_POINTER_SPANS.get(name) or OUT_POINTER_SPANS.get(_API_SUFFIX.sub("", name)) or {}
-    return spans.get(position, (((0, size),), ()))
+    if position in spans:
+        return spans[position]
+    if struct := _runtime_struct_of(name, position):
+        # A runtime structure: its named fields as this toolkit lays them out; its reserved arrays and
+        # padding are written by nothing (red team round 217: a count in cudaFuncAttributes.reserved).
+        # Where the toolkit cannot be asked, nothing is taken as written (reads of it are refused).
+        layout = runtime_struct_layouts().get(struct)
+        return (tuple((o, n) for o, n in layout.written if o < size) if layout else ()), ()
+    return ((0, size),), ()
+
+
+def _runtime_struct_of(name: str, position: int) -> str | None:
+    """The runtime structure (RUNTIME_STRUCTS' probe name) a call writes at POSITION, if any."""
+    if position != 0:
+        return None
+    return _STRUCT_OUT_PARAMETER.get(_API_SUFFIX.sub("", name)) or _STRUCT_OUT_PARAMETER.get(name)
 
 
 # Pointers an allowed call reads through (index -> bytes read): each must be the caller's own
@@ -298,8 +313,7 @@ _STRUCT_OUT_PARAMETER = {"cudaGetDeviceProperties": "device_prop", "cudaFuncGetA
 
 def _out_pointer_size(name: str, position: int) -> int:
     base = _API_SUFFIX.sub("", name)
-    struct = _STRUCT_OUT_PARAMETER.get(base) or _STRUCT_OUT_PARAMETER.get(name)
-    if struct and position == 0 and (measured := runtime_struct_sizes().get(struct)):
+    if (struct := _runtime_struct_of(name, position)) and (measured := runtime_struct_sizes().get(struct)):
         return measured
     sizes = OUT_POINTER_SIZES.get(name) or OUT_POINTER_SIZES.get(base) or {}
     return sizes.get(position, 8)
