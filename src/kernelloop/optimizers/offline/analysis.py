@@ -17,7 +17,7 @@ from ...program.phases import unread_spelling
 from ...program.scanner import function_name, preprocessed, scoped_items, strip_comments, without_literals
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
-from .facts import ATOMICS, PURE_FUNCTIONS, KernelFacts, collect_facts, returning_helpers
+from .facts import ATOMICS, SIDE_EFFECT_FREE, KernelFacts, collect_facts, returning_helpers
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launch_words import program_names, read_config, reading_problem
@@ -73,9 +73,9 @@ def _known_by_spelling() -> frozenset[str]:
     from .families.matmul import _EPILOGUE_CALLS
     from .families.softmax import _EXP
     from .families.stencil import _PURE_MATH
-    from .rowwarp import _MAX_CALLS, PURE_FUNCTIONS
+    from .rowwarp import _MAX_CALLS, SIDE_EFFECT_FREE
 
-    return frozenset(PURE_FUNCTIONS | set(_MAX_CALLS) | ATOMICS | set(_EXP) | _PURE_MATH | set(_EPILOGUE_CALLS))
+    return frozenset(SIDE_EFFECT_FREE | set(_MAX_CALLS) | ATOMICS | set(_EXP) | _PURE_MATH | set(_EPILOGUE_CALLS))
 
 
 def program_declarations(preamble: str, editable: str) -> set[str]:
@@ -332,7 +332,7 @@ _RELIED_NAMES = _BUILTIN_VARIABLES | frozenset({"dim3", "uint3", "size_t",
 
 
 def _is_function(name: str) -> bool:
-    return name in PURE_FUNCTIONS or name in ATOMICS or (name.startswith("__") and name not in _RELIED_NAMES)
+    return name in SIDE_EFFECT_FREE or name in ATOMICS or (name.startswith("__") and name not in _RELIED_NAMES)
 
 
 def _relied_on(name: str) -> bool:

@@ -25,7 +25,7 @@ import re
 
 from ...program.macros import expand, program_macros
 from ...program.scanner import strip_comments
-from .facts import ATOMICS, PURE_FUNCTIONS, collect_facts
+from .facts import ATOMICS, SIDE_EFFECT_FREE, collect_facts
 from .launch_guard import BaselineLaunch
 from .launcher import EditablePart, launch_extent
 from .rowwarp import LaunchSite, NotARowKernel, Rewrite, tier_rewrites
@@ -83,10 +83,9 @@ def fast_axis(site: LaunchSite) -> str:
 
 # What the swapped copy may call: math and conversions, loads, atomics, barriers, and the program's
 # pure helpers (rowwarp.pure_helpers: no built-ins, no memory written, only such calls themselves).
-_CALLABLE = PURE_FUNCTIONS | ATOMICS | frozenset([
+_CALLABLE = SIDE_EFFECT_FREE | ATOMICS | frozenset([
     "__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__threadfence",
-    "__threadfence_block", "__stcs", "__stcg", "__stwt", "__stwb", "make_float2", "make_float4", "make_int2",
-    "make_int4", "make_uint2", "make_uint4", "dim3", "unsigned", "long", "short", "char", "bool", "size_t",
+    "__threadfence_block", "__stcs", "__stcg", "__stwt", "__stwb", "dim3", "unsigned", "long", "short", "char", "bool", "size_t",
     "int64_t", "int32_t", "uint32_t", "uint64_t", "reinterpret_cast", "const_cast", "sizeof"])
 _NOT_CALLS = frozenset(["if", "for", "while", "switch", "return", "do", "else", "case", "__launch_bounds__",
                         "__global__", "__device__", "__host__", "alignas", "decltype"])

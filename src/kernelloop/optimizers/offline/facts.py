@@ -236,7 +236,7 @@ class KernelFacts:
 
         if to_c(a, keyed) != to_c(b, keyed):
             return False
-        if any(isinstance(x, Call) and call_name(x) not in PURE_FUNCTIONS for x in walk_expr(a)):
+        if any(isinstance(x, Call) and call_name(x) not in SIDE_EFFECT_FREE for x in walk_expr(a)):
             return False
         return all(self.unchanged_between(bound, first, second)
                    for x in walk_expr(a) if (bound := self.binding(x)) is not None)
@@ -618,10 +618,19 @@ PURE_FUNCTIONS = frozenset("""
     __float2half __half2float __float2bfloat16 __bfloat162float static_cast float double int
     __ldg __ldca __ldcg __ldcs __ldlu __ldcv
 """.split())
-_RETURNING = PURE_FUNCTIONS | ATOMICS | frozenset([
+# CUDA's vector constructors (`make_float4(a.x + b.x, ...)` in llm.c's helpers): each builds a value
+# from its arguments and nothing else. Not in PURE_FUNCTIONS, which the type reading takes for
+# scalar math; wherever a call must be free of effects, SIDE_EFFECT_FREE is what is allowed. A
+# program that defines a function of one of these names is read by the tiers' clash check
+# (analysis._known_by_spelling), as for the math functions.
+VECTOR_CONSTRUCTORS = frozenset(
+    f"make_{kind}{n}" for kind in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
+                                   "ulonglong", "float", "double") for n in (1, 2, 3, 4))
+SIDE_EFFECT_FREE = PURE_FUNCTIONS | VECTOR_CONSTRUCTORS
+_RETURNING = SIDE_EFFECT_FREE | ATOMICS | frozenset([
     "__syncthreads", "__syncwarp", "__threadfence", "__threadfence_block", "__threadfence_system",
     "__shfl_sync", "__shfl_down_sync", "__shfl_up_sync", "__shfl_xor_sync", "__ballot_sync", "__any_sync",
-    "__all_sync", "__activemask", "printf", "sizeof", "make_float2", "make_float4", "make_int2"])
+    "__all_sync", "__activemask", "printf", "sizeof"])
 # not `assert`: a failing one traps, the kernel stops and the program's context is lost, where a
 # rewrite that does not check would run on (red team round 117: `assert(cols <= 65536)` in a softmax)
 _LEFT = Name("kl_may_have_left")  # a condition nothing decides: what follows may not run for every thread

@@ -35,7 +35,7 @@ from .launch_guard import BaselineLaunch
 from .launcher import EditablePart, Function, statements_under
 from .rowwarp import (
     KERNEL_CHECKS,
-    PURE_FUNCTIONS,
+    SIDE_EFFECT_FREE,
     LaunchSite,
     NotARowKernel,
     Rewrite,
@@ -118,7 +118,7 @@ class PrivatizationPlanner:
         if any(b.persistent for b in self.f.bindings):
             self.fail("declares a static local (a value kept between threads and calls)")
         type_params = {t.name for t in self.fn.sig.template if t.kind == "type"}
-        impure = sorted(c for c in self.f.calls if c not in PURE_FUNCTIONS and c not in self.helpers
+        impure = sorted(c for c in self.f.calls if c not in SIDE_EFFECT_FREE and c not in self.helpers
                         and c not in type_params and c not in KERNEL_CHECKS and c not in OPERATIONS)
         if impure:
             self.fail(f"calls {impure[0]} (only math functions, pure helpers and integer atomics are allowed)")

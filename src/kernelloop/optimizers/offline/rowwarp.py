@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from ...program.macros import program_macros
 from ...program.scanner import Item, function_name, in_scope, preprocessed, split_top_level, strip_comments, without_literals
 from .cparse import Param
-from .facts import ATOMICS, PURE_FUNCTIONS, Access, Binding, KernelFacts, collect_facts, integer_of, is_floating_type
+from .facts import ATOMICS, SIDE_EFFECT_FREE, Access, Binding, KernelFacts, collect_facts, integer_of, is_floating_type
 from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
 from .launcher import (
     EditablePart,
@@ -773,7 +773,7 @@ def effect_free_calls(fn: Function, facts: KernelFacts, helpers: frozenset[str])
     parameters (`T(0)`), no atomics."""
     type_params = {t.name for t in fn.sig.template if t.kind == "type"}
     impure = sorted(c for c in facts.calls
-                    if c not in PURE_FUNCTIONS and c not in helpers and c not in type_params and c not in KERNEL_CHECKS)
+                    if c not in SIDE_EFFECT_FREE and c not in helpers and c not in type_params and c not in KERNEL_CHECKS)
     if impure:
         return f"calls {impure[0]} (only math functions and side-effect-free helpers are allowed)"
     if any(a.kind == "atomic" for a in facts.accesses) or facts.calls & ATOMICS:
@@ -805,7 +805,7 @@ def pure_helpers(functions: list[Function]) -> frozenset[str]:
     while changed:  # drop helpers that call something impure, until nothing changes
         changed = False
         for name in sorted(pure):
-            if any(c not in PURE_FUNCTIONS and c not in pure for c in candidates[name].calls):
+            if any(c not in SIDE_EFFECT_FREE and c not in pure for c in candidates[name].calls):
                 pure.discard(name)
                 changed = True
     return frozenset(pure)
