@@ -280,7 +280,19 @@ def test_every_float_input_says_the_values_it_is_drawn_from_and_takes_a_range():
     assert "kl::Uniform<float>{-1.0f, 1.0f}" in result.program and "GUESS unless --range gave it" in result.program
     ranged = generate(_TONE, spec.model_copy(update={"ranges": {"x": ("0", "255.5")}}))
     assert "kl::Uniform<float>{0.0f, 255.5f}" in ranged.program
-    assert any(n.startswith("x holds values drawn uniform in [0, 255.5)") for n in ranged.notes)
+    # a range the user gave is no guess: said as GIVEN, and not among the notes to check
+    assert "// GIVEN: x holds values drawn uniform in [0, 255.5) (--range x=0,255.5)" in ranged.program
+    assert not any(n.startswith("x holds values") for n in ranged.notes)
+    assert "GUESS unless --range gave it" not in ranged.program
+
+
+def test_a_double_input_takes_its_range_in_double():
+    source = _TONE.replace("float", "double").replace("1.0f", "1.0").replace("255.0f", "255.0")
+    spec = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output"}, ranges={"x": ("0.1", "0.3")})
+    assert "kl::Uniform<double>{0.1, 0.3}" in generate(source, spec).program
+    # drawn in double: a range one float wide still varies
+    from kernelloop.program.init import _values_in_range
+    assert _values_in_range("double", "1", "1.00000001") == 3 and _values_in_range("float", "1", "1.00000001") == 1
 
 
 def test_a_float_range_of_one_value_once_rounded_is_refused():

@@ -337,7 +337,7 @@ def init(
 
 
     from ..errors import InputError
-    from ..program.init import ROLES, InitSpec, generate
+    from ..program.init import ROLES, InitSpec, generate, generated_build_hint
     from ..init_state import refuse_state_set_by_dropped_code
     from ..program.split import inline_user_headers, read_program, split_program
     from ..tools.nvcc import build_whole_program, compiler_error, find_toolchain
@@ -418,8 +418,7 @@ def init(
                                 toolchain=find_toolchain(build_flags=settings.verify.build_flags))
     if not build.ok:
         last = compiler_error(build.log)
-        hint = "give the folder of your headers with --include-dir" if "No such file" in last else "check --set/--count/--grid"
-        raise InputError(f"the generated program does not compile: {last.strip()}; {hint}")
+        raise InputError(f"the generated program does not compile: {last.strip()}; {generated_build_hint(last)}")
     with err.status("checking the program as verify will…"):
         refuse_what_verify_refuses(inline_user_headers(result.program, str(source), settings.include_dirs),
                                    str(output), settings)

@@ -718,10 +718,17 @@ template <> __host__ __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(f
 // (seed, call, buffer) key, the same for the whole buffer in one call (for buffer-wide
 // choices such as a histogram's hot bins). Write your own with the same member.
 template <class T> struct Uniform {  // floating point, in [lo, hi)
-  float lo = 0.0f, hi = 1.0f;
+  double lo = 0.0, hi = 1.0;
   __device__ T value(uint64_t r, size_t, uint64_t) const {
-    float u = (float)(r >> 40) * (1.0f / 16777216.0f);
-    return from_float<T>(lo + (hi - lo) * u);
+    if constexpr (std::is_same<T, double>::value) {
+      // A double input draws 53 random bits: values that are all floats would hide a part that reads
+      // its inputs as floats (each converts exactly) from every comparison of its results.
+      const double u = (double)(r >> 11) * (1.0 / 9007199254740992.0);
+      return lo + (hi - lo) * u;
+    } else {
+      const float u = (float)(r >> 40) * (1.0f / 16777216.0f), flo = (float)lo, fhi = (float)hi;
+      return from_float<T>(flo + (fhi - flo) * u);
+    }
   }
 };
 template <class T> struct UniformInt {  // integers in [lo, hi); hi <= lo gives lo
@@ -1487,7 +1494,7 @@ class Harness {
     KL_CHECK(cudaGetLastError());
   }
   template <class Gen> static void range_of(const Gen&, Buffer&) {}
-  template <class T> static void range_of(const Uniform<T>& g, Buffer& b) { b.lo = g.lo; b.hi = g.hi; }
+  template <class T> static void range_of(const Uniform<T>& g, Buffer& b) { b.lo = (float)g.lo; b.hi = (float)g.hi; }
 
   template <class T, class Gen> T* add(const char* name, Role role, size_t count, Gen gen) {
     static_assert(sizeof(Gen) <= kMaxGeneratorBytes, "a generator may hold at most 128 bytes");

@@ -31,6 +31,7 @@ from .scanner import (
     without_literals,
 )
 from .launcher_prints import move_printing_out
+from .macros import program_macros
 from .numeric_types import QUALIFIERS, element_type
 from .split import launcher_result_type
 from .writes import pointer_may_be_written
@@ -363,9 +364,13 @@ def kernel_params(source: str, kernel: str, template_args: str | None = None) ->
 
 def _values_in_range(element: str, lo: str, hi: str) -> int:
     """How many distinct values (up to 3) kl::Uniform draws in [lo, hi) for this element type:
-    it computes lo + (hi - lo) * u in float32 (u from 24 random bits) and rounds to the type."""
+    it computes lo + (hi - lo) * u in float32 (u from 24 random bits) and rounds to the type; a
+    double in double (u from 53 bits)."""
     import numpy as np
 
+    if element == "double":  # drawn in double (53 random bits)
+        lo64, hi64 = float(lo), float(hi)
+        return len({lo64 + (hi64 - lo64) * u for u in (0.0, 0.5, 1.0 - 2.0 ** -53)})
     lo32, hi32 = np.float32(float(lo)), np.float32(float(hi))
     u = np.array([0.0, 0.5, 1.0 - 2.0 ** -24], dtype=np.float32)
     drawn = lo32 + (hi32 - lo32) * u
@@ -382,11 +387,14 @@ def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, 
     """The generator expression for an input, and the comment saying what it draws."""
     if element in _FLOATING:
         lo, hi = value_range or ("-1", "1")
-        return (f"kl::Uniform<{element}>{{{float(lo)!r}f, {float(hi)!r}f}}",
+        # the bounds as written for a double (kl::Uniform<double> draws in double), as floats for the rest
+        suffix = "" if element == "double" else "f"
+        return (f"kl::Uniform<{element}>{{{float(lo)!r}{suffix}, {float(hi)!r}{suffix}}}",
                 f"uniform in [{lo}, {hi}) (stressed with large values too)"
                 + ("" if value_range else ": GUESS unless --range gave it"))
     lo, hi = value_range or ("0", "16")
-    return f"kl::UniformInt<{element}>{{{lo}, {hi}}}", f"integers in [{lo}, {hi}): GUESS unless --range gave it"
+    return (f"kl::UniformInt<{element}>{{{lo}, {hi}}}",
+            f"integers in [{lo}, {hi})" + ("" if value_range else ": GUESS unless --range gave it"))
 
 
 def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> InitResult:
@@ -413,6 +421,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     head, instance = _instantiate(callee, callee_item.head, spec.template_args)
     params = parse_params(head, type_aliases(source))
     notes: list[str] = [*spec.notes, *moved]
+    stated: list[str] = []  # what the user's options said (not guesses): GIVEN lines
     names = {p.name for p in params}
     for given in [*spec.values, *spec.counts, *spec.roles, *spec.ranges]:
         if given not in names:
@@ -501,8 +510,11 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
                 # candidate could bake the value in; red team round 39 read `0,1` as "0 or 1").
                 raise InputError(f"--range {p.name}={lo},{hi} holds one integer ({lo}): ranges are half-open, [LO, HI); "
                                  f"give {lo},{int(lo) + 2} for {lo} or {int(lo) + 1}")
-            notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your kernel "
-                         "must handle: indices must stay in bounds; larger values test more)")
+            if p.name in spec.ranges:
+                stated.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}={lo},{hi})")
+            else:
+                notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your "
+                             "kernel must handle: indices must stay in bounds; larger values test more)")
         elif roles[p.name] in _READ_ROLES:
             # Said always: a kernel that computes only on its program's own values (pixels in
             # [0, 255]) passes harness values through unchanged, and a copy would match (round 28).
@@ -512,8 +524,11 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
                 # `1,1.00000001` is one float32); the verifier would refuse the program.
                 raise InputError(f"--range {p.name}={lo},{hi} holds one {p.element} value once rounded: "
                                  f"widen it so the input can vary")
-            notes.append(f"{p.name} holds values drawn uniform in [{lo}, {hi}) (--range {p.name}=LO,HI for the values "
-                         "your program gives it: a kernel checked only on other values is not checked)")
+            if p.name in spec.ranges:
+                stated.append(f"{p.name} holds values drawn uniform in [{lo}, {hi}) (--range {p.name}={lo},{hi})")
+            else:
+                notes.append(f"{p.name} holds values drawn uniform in [{lo}, {hi}) (--range {p.name}=LO,HI for the "
+                             "values your program gives it: a kernel checked only on other values is not checked)")
     grid = block = ""
     if found is not None:
         pass  # the file's own launcher computes grid and block
@@ -536,7 +551,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
                      "a kernel specialised to one size is caught")
     call = _Call(name=callee, instance=instance, item=callee_item if found is not None else None,
                  kernels=launched, grid=grid, block=block)
-    program = _render(source, items, call, params, spec, roles, counts, options, notes, source_name)
+    program = _render(source, items, call, params, spec, roles, counts, options, notes, source_name, stated)
     return InitResult(program=program, copied_from=source if moved else None,
                       kernel=kernel, launcher=callee if found is not None else None,
                       kernels=launched, params=params, roles=roles, notes=notes)
@@ -607,7 +622,8 @@ def _naming_the_editable_part(frozen: list[Item], editable: list[Item]) -> tuple
 
 
 def _render(source: str, items: list[Item], call: _Call, params: list[Param], spec: InitSpec,
-            roles: dict[str, Role], counts: dict[str, str], options: int, notes: list[str], source_name: str) -> str:
+            roles: dict[str, Role], counts: dict[str, str], options: int, notes: list[str], source_name: str,
+            stated: list[str] = ()) -> str:
     device = [i for i in items if i.is_device_item]
     kernels = [function_name(i) or "" for i in device if i.is_function_definition and "__global__" in strip_comments(i.head)]
     # The file's other launchers are left out: frozen code below the markers that launched the
@@ -625,7 +641,7 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
         f"the launcher {call.name} and the kernel code between the markers are"
     lines = [f"// Generated by `kernelloop init` from {source_name}: {what}",
              "// copied verbatim; check every line marked GUESS before you optimize.",
-             *(f"// GUESS: {n}" for n in notes)]
+             *(f"// GUESS: {n}" for n in notes), *(f"// GIVEN: {n}" for n in stated)]
     if call.item is not None:
         lines.append(f"// The harness calls {call.name} (it launches {', '.join(call.kernels)}): "
                      "the launch configuration is its own.")
@@ -664,8 +680,7 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
     lines += [in_scope(i) for i in frozen if i not in above]
     # The harness object's name, unless a parameter already has it (a kernel argument named `h`).
     h = "h" if "h" not in {p.name for p in params} else "kl_harness"
-    lines += ["#include <cstdio>", "#include <vector>", "#include <kernelloop_harness.cuh>", "", "int main() {",
-              f"  kl::Harness {h};"]
+    lines += harness_includes("\n".join(lines)) + ["", "int main() {", f"  kl::Harness {h};"]
     for p in params:
         if p.stream:
             lines.append(f"  const cudaStream_t {p.name} = 0;  // the legacy default stream, which the harness times")
@@ -701,3 +716,41 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
                       f"    printf(\"{p.name} sum %.9g\\n\", kl_sum);", "  }"]
     lines += ["  return 0;", "}", ""]
     return "\n".join(lines)
+
+
+# The harness's includes read the toolkit's and the C++ library's headers after the program's own
+# code, where the program's macros would expand inside them (kept-aside set 20: a student's
+# `#define N (1 << 25)` broke cuda.h's `cuMemsetD8(..., size_t N)`; a `#define min(a, b)` breaks
+# <algorithm>). The program's macros are set aside while they are read and given back after.
+# Names the implementation reserves (`_GNU_SOURCE`, `__STDC_FORMAT_MACROS`) and NDEBUG are feature
+# switches the program sets for those headers: they stay.
+_FEATURE_MACRO = re.compile(r"^_|^NDEBUG$")
+
+
+def harness_includes(program_above: str) -> list[str]:
+    """The harness's include lines for a generated program whose code so far is PROGRAM_ABOVE."""
+    macros = program_macros(program_above)
+    names = sorted(n for n in set(macros.defined) | macros.uncertain if not _FEATURE_MACRO.match(n))
+    includes = ["#include <cstdio>", "#include <vector>", "#include <kernelloop_harness.cuh>"]
+    if not names:
+        return includes
+    return (["// the program's macros set aside while the harness's headers are read (a macro N would",
+             "// otherwise expand inside CUDA's own headers), then given back"]
+            + [f'#pragma push_macro("{n}")\n#undef {n}' for n in names] + includes
+            + [f'#pragma pop_macro("{n}")' for n in names])
+
+
+_ERROR_AT = re.compile(r"^(?P<path>[^\s(:]+)(?:\(\d+\)|:\d+(?::\d+)?):")
+_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".cuh", ".inl", ".tcc")
+
+
+def generated_build_hint(first_error: str) -> str:
+    """What to do about a generated program that does not build, from its first diagnostic."""
+    if "No such file" in first_error:
+        return "give the folder of your headers with --include-dir"
+    at = _ERROR_AT.match(first_error.strip())
+    path = at.group("path") if at else ""
+    if path.endswith(_HEADER_SUFFIXES) or "/include/" in path:
+        return (f"the error is inside a header ({path}), not in your kernel: a macro your program's headers "
+                "define (a one-letter N, min, max) may expand there; rename it or #undef it at the end of that header")
+    return "check --set/--count/--grid"
