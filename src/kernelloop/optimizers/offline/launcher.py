@@ -126,6 +126,9 @@ class EditablePart:
     harness_launched: list[str]  # kernels the harness launches itself
     problems: list[str]  # why a function could not be read (parse errors), by name
     harness_referenced: list[str] = field(default_factory=list)  # editable functions the harness names
+    # every definition of a name defined more than once, all of them read (overloads): not in `functions`,
+    # so no tier reads one for another; a helper only where every one is (rowwarp.pure_helpers)
+    overloads: dict[str, list[Function]] = field(default_factory=dict)
 
 
 def _strip(text: str) -> str:
@@ -152,6 +155,8 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
     functions: dict[str, Function] = {}
     ambiguous: set[str] = set()
     problems: list[str] = []
+    definitions: dict[str, list[Function]] = {}  # every read definition, by name
+    unread: set[str] = set()  # names with a definition that was not read ('' where the name was not found)
     for index, item in enumerate(items):
         if not item.is_function_definition:
             continue
@@ -163,6 +168,7 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
         except ParseError as exc:
             problems.append(f"{name}: {exc}")
             _unread_claims(name, head, functions, ambiguous)
+            unread.add(name or "")
             continue
         if next(naming_statements(body), None) is not None and {"__global__", "__device__"} & set(sig.qualifiers):
             # `using namespace ns;` in device code may make `min(a, b)` a function of ns that the
@@ -174,9 +180,11 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
             if isinstance(read, str):
                 problems.append(f"{name}: {read}")
                 _unread_claims(name, head, functions, ambiguous)
+                unread.add(name or "")
                 continue
             item, body = read
             items[index] = item  # the part holds the function as read (its aliases spelled out)
+        definitions.setdefault(name, []).append(Function(name, sig, item, head, body, "__global__" in sig.qualifiers))
         if name in functions or name in ambiguous:
             # Two functions of one name (namespaces, overloads): the tiers look functions up by
             # name, so either could be read for the other (red team round 85); neither is read.
@@ -212,7 +220,9 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
                 launcher.problem = f"calls {unread}"
             launchers.append(launcher)
     referenced = [n for n in functions if re.search(rf"(?<![\w.]){re.escape(n)}\b", harness_code)]
-    return EditablePart(items, functions, launchers, launched, problems, referenced)
+    overloads = {n: fs for n, fs in definitions.items()
+                 if len(fs) > 1 and n and n not in unread and "" not in unread and n in ambiguous}
+    return EditablePart(items, functions, launchers, launched, problems, referenced, overloads)
 
 
 # calls handed a launcher's value that cannot change it (by value, or no such argument at all)

@@ -781,31 +781,38 @@ def effect_free_calls(fn: Function, facts: KernelFacts, helpers: frozenset[str])
     return None
 
 
-def pure_helpers(functions: list[Function]) -> frozenset[str]:
+def pure_helpers(functions: list[Function], unreadable: frozenset[str] = frozenset()) -> frozenset[str]:
     """Device functions that compute only from their arguments: no memory written through a
     pointer, no CUDA built-ins, shared memory, barriers or atomics, and calls only to math
-    functions or to other such helpers."""
-    candidates: dict[str, KernelFacts] = {}
+    functions or to other such helpers. A name defined more than once (overloads, `dev_exp(float)`
+    and `dev_exp(double)`; one in the part and one in the frozen code) is pure only where every
+    definition given is: a call may reach any of them; a name in `unreadable` (a definition that
+    could not be read) is pure nowhere."""
+    candidates: dict[str, list[KernelFacts]] = {}
+    impure: set[str] = set(unreadable)
     for fn in functions:
         if fn.is_kernel or "__device__" not in fn.sig.qualifiers:
+            impure.add(fn.name)
             continue
         text = strip_comments(fn.item.text[len(fn.head):])
         facts = collect_facts(fn.sig, fn.body)
         if _BUILTIN_WORDS.search(text) or any(b.shared or b.array for b in facts.bindings) or \
                 any(a.kind != "read" for a in facts.accesses) or any(p.pointer for p in fn.sig.params):
+            impure.add(fn.name)
             continue
         # Assigning to a parameter (a reference, whatever alias or template argument spells it) or to
         # a global, or to a member of either, is a side effect no rewrite sees (red team rounds 42-43:
         # a flag set through `int&`, then through `using flag_t = int&;`, stayed one lane's).
         if _assigns_outside_its_locals(facts):
+            impure.add(fn.name)
             continue
-        candidates[fn.name] = facts
-    pure = set(candidates)
+        candidates.setdefault(fn.name, []).append(facts)
+    pure = set(candidates) - impure
     changed = True
     while changed:  # drop helpers that call something impure, until nothing changes
         changed = False
         for name in sorted(pure):
-            if any(c not in SIDE_EFFECT_FREE and c not in pure for c in candidates[name].calls):
+            if any(c not in SIDE_EFFECT_FREE and c not in pure for facts in candidates[name] for c in facts.calls):
                 pure.discard(name)
                 changed = True
     return frozenset(pure)
@@ -1308,7 +1315,12 @@ def launch_sites(part: EditablePart, harness: str, preamble: str = "") -> list[L
     readable = [f for f in expanded.values() if isinstance(f, Function)]
     frozen_read = [expanded_function(f, program_macros(preamble)) for f in (frozen.functions.values() if frozen else [])]
     frozen_helpers = [f for f in frozen_read if isinstance(f, Function)]
-    helpers = pure_helpers(readable + frozen_helpers)
+    # every definition of an overloaded name, read where it stands (a name with one that is not read is in none)
+    overloaded = [f for fs in part.overloads.values() for f in fs] + \
+        [f for fs in (frozen.overloads.values() if frozen else []) for f in fs]
+    overloads = [(f.name, expanded_function(f, program_macros(preamble))) for f in overloaded]
+    helpers = pure_helpers(readable + frozen_helpers + [f for _, f in overloads if isinstance(f, Function)],
+                           unreadable=frozenset(name for name, f in overloads if not isinstance(f, Function)))
     harness_code = without_literals(harness)  # a message naming the kernel is no use of it
     defines = "\n".join(m.group(0) for m in _DEFINE_DIRECTIVE.finditer(preprocessed(preamble)))
     sites: list[LaunchSite | tuple[str, str]] = []
