@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from ..program.macros import Macro, Macros, expand
 from ..program.phases import spliced_raw_string
 from ..program.scanner import SPLICE, blank_comments, body_start, literal_spans, scan_items, strip_comments
 from ..tools.symbols import demangle
@@ -801,6 +802,48 @@ def _message_only_arguments(body: str, reaching: set[str]) -> list[tuple[int, in
     return spans
 
 
+def _flattened_body(name: str, params: str, rest: str, program_macros: dict[str, str]) -> str | None:
+    """The replacement text of the program's macro NAME with the program's other macros it calls
+    expanded as the preprocessor expands them where NAME is used, so its names can be qualified where
+    they stand and a `#x` of an inner macro keeps the user's spelling (kept-aside set 20: `LAUNCH_CHECK()`
+    defined as `CUDA_CHECK(cudaGetLastError())`, where `CUDA_CHECK` prints `#expr`: qualifying
+    `cudaGetLastError` in the outer body changed the message's bytes, so an honest part was refused as
+    build-identity). None where that cannot be read for sure (program.macros.expand: token pasting,
+    `__VA_OPT__`, a name defined more than once, ...) or where a parameter of NAME reaches an inner
+    macro's `#` (its spelling there is the use site's): the body is then qualified as written."""
+    defined: dict[str, Macro] = {}
+    uncertain: set[str] = set()
+    words = [w.strip() for w in params.strip()[1:-1].split(",") if w.strip()] if params else []
+    # the parameters as stand-ins no macro names, put back after the expansion
+    stand_ins = {w.removesuffix("...").strip() or "__VA_ARGS__": f"kl_param_{k}_" for k, w in enumerate(words)}
+    if any(w.endswith("...") for w in words):
+        stand_ins["__VA_ARGS__"] = stand_ins.get("__VA_ARGS__", f"kl_param_{len(words)}_")
+    for other, text in program_macros.items():
+        if other == name or other in stand_ins:
+            continue
+        m = re.match(r"^\(([^)]*)\)", text)
+        body = text[m.end():] if m else text
+        ps = [w.strip() for w in m.group(1).split(",") if w.strip()] if m else None
+        variadic = bool(ps) and ps[-1].endswith("...")
+        if ps and variadic:
+            ps[-1] = ps[-1][:-3].strip() or "__VA_ARGS__"
+        defined[other] = Macro(other, tuple(ps) if ps is not None else None, variadic, body.strip())
+    if any(s in rest for s in stand_ins.values()):
+        return None
+    text = re.sub(r"(?<![\w$])(" + "|".join(map(re.escape, stand_ins)) + r")(?![\w$])",
+                  lambda m: stand_ins[m.group(1)], rest) if stand_ins else rest
+    if "#" in _without_strings(text):
+        return None  # NAME's own `#x` or `##` works on its use site's spelling: left to the body as written
+    flat = expand(text, Macros(defined, frozenset(uncertain)))
+    if flat is None:
+        return None
+    for literal in re.findall(r'"(?:\\.|[^"\\\n])*"', flat):
+        if any(s in literal for s in stand_ins.values()):
+            return None
+    back = {v: k for k, v in stand_ins.items()}
+    return re.sub(r"\bkl_param_\d+_\b", lambda m: back[m.group(0)], flat)
+
+
 def qualified_macro_definitions(editable: str, expanded_part: str, program_macros: dict[str, str],
                                 header_macros: dict[str, str], namespace: str) -> str:
     """Lines that pin each free name of the frozen build-value macros the part uses as the frozen code
@@ -820,8 +863,20 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
     used = set(_IDENTIFIER.findall(code)) | set(_IDENTIFIER.findall(_without_strings(expanded_part)))
     lines: list[str] = []
     pinned: set[str] = set()
-    for name in sorted(used & reaching):
+    # the macros the used ones name in turn, for bodies that cannot be flattened (which name them as written)
+    pending, redefined = sorted(used & reaching), set()
+    while pending:
+        name = pending.pop()
+        if name in redefined:
+            continue
+        redefined.add(name)
+        head, rest, _ = _macro_parts(macros[name])
+        if name not in program_macros or _flattened_body(name, head, rest, program_macros) is None:
+            pending += sorted(set(_IDENTIFIER.findall(_without_strings(rest))) & reaching - redefined)
+    for name in sorted(redefined):
         head, rest, keep = _macro_parts(macros[name])
+        if name in program_macros and (flat := _flattened_body(name, head, rest, program_macros)) is not None:
+            head, rest, keep = _macro_parts(f"{head} {flat}")
         messages = _message_only_arguments(rest, reaching)
 
         def qualify(m: re.Match, rest: str = rest, keep: set[str] = keep, name: str = name,
@@ -843,7 +898,7 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
         lines += [f"#undef {name}", f"#define {name}{head} {_QUALIFIABLE.sub(qualify, rest).strip()}"]
     if not lines:
         return ""
-    headers = [f"#include <{_MESSAGE_ONLY_HEADERS[m]}>" for m in sorted(used & reaching) if m in _MESSAGE_ONLY_HEADERS]
+    headers = [f"#include <{_MESSAGE_ONLY_HEADERS[m]}>" for m in sorted(redefined) if m in _MESSAGE_ONLY_HEADERS]
     return "\n".join([*headers, f"namespace {namespace} {{ " + " ".join(f"using ::{w};" for w in sorted(pinned)) + " }",
                       *lines])
 
