@@ -731,12 +731,28 @@ template <class T> struct Uniform {  // floating point, in [lo, hi)
     }
   }
 };
+// `guessed`: a range nobody stated (kernelloop init's guess, [0, 16)): the verifier's wider-integer
+// experiment (KERNELLOOP_WIDE_INTS) may then draw from the type's whole range, or its non-negative
+// half, and compare the candidate wherever the baseline takes those values (red team round 219: a
+// kernel that kept only the low four bits of each word matched on every value in [0, 16)).
+// `widen` is set by the harness for that experiment only: 1 every bit pattern, 2 the non-negative ones.
 template <class T> struct UniformInt {  // integers in [lo, hi); hi <= lo gives lo
   int64_t lo = 0, hi = 2;
+  bool guessed = false;
+  int widen = 0;
   __device__ T value(uint64_t r, size_t, uint64_t) const {
+    if (widen == 1) return static_cast<T>(r);
+    if (widen == 2) {
+      if (std::is_signed<T>::value) return static_cast<T>((r >> 1) & (~0ull >> (65 - 8 * sizeof(T))));
+      return static_cast<T>(r);
+    }
     return hi > lo ? static_cast<T>(lo + (int64_t)(r % (uint64_t)(hi - lo))) : static_cast<T>(lo);
   }
 };
+template <class Gen> struct IsUniformInt : std::false_type {};
+template <class T> struct IsUniformInt<UniformInt<T>> : std::true_type {};
+template <class Gen> bool range_guessed(const Gen&) { return false; }
+template <class T> bool range_guessed(const UniformInt<T>& g) { return g.guessed; }
 
 template <class T, class Gen>
 __global__ void kl_fill_kernel(T* out, size_t n, uint64_t key, Gen gen) {
@@ -1029,15 +1045,22 @@ __global__ void kl_nonfinite_map_kernel(const unsigned char* data, size_t n, int
 // A hash of a buffer's contents: the sum over its 8-byte words (the last one zero-padded) of a
 // mix of the word and its position. Equal contents of equal size hash equal in any buffer, so
 // one hash tells both whether an input changed and whether an output is a copy of an input.
+// Word w of a buffer of `bytes` bytes (little-endian, the last one zero-padded).
+__host__ __device__ inline uint64_t kl_word_at(const unsigned char* data, size_t bytes, size_t w) {
+  if (8 * w + 8 <= bytes && ((uintptr_t)data & 7) == 0)
+    return reinterpret_cast<const uint64_t*>(data)[w];  // buffers start 4096 bytes into an allocation
+  // the last word, or a buffer at a shifted address (KERNELLOOP_BUFFER_SHIFT): its own 8 bytes one by
+  // one (reading on to the buffer's end made every shifted run quadratic: 30 s and more a run on an H200)
+  uint64_t v = 0;
+  for (size_t k = 0; k < 8 && 8 * w + k < bytes; ++k) v |= (uint64_t)data[8 * w + k] << (8 * k);
+  return v;
+}
+
 __global__ void kl_hash_kernel(const unsigned char* data, size_t bytes, unsigned long long* out) {
   const size_t words = (bytes + 7) / 8;
   unsigned long long acc = 0;
   for (size_t w = blockIdx.x * (size_t)blockDim.x + threadIdx.x; w < words; w += (size_t)gridDim.x * blockDim.x) {
-    uint64_t v = 0;
-    if (8 * w + 8 <= bytes && ((uintptr_t)data & 7) == 0)
-      v = reinterpret_cast<const uint64_t*>(data)[w];  // buffers start 4096 bytes into an allocation
-    else  // the last word, or a buffer at a shifted address (KERNELLOOP_BUFFER_SHIFT): byte by byte
-      for (size_t k = 0; 8 * w + k < bytes; ++k) v |= (uint64_t)data[8 * w + k] << (8 * k);
+    const uint64_t v = kl_word_at(data, bytes, w);
     acc += mix64(v ^ mix64(w ^ 0x4841534855ull));
   }
   for (int offset = 16; offset > 0; offset >>= 1) acc += __shfl_down_sync(0xFFFFFFFFu, acc, offset);
@@ -1110,6 +1133,7 @@ struct Buffer {
   void (*stress)(const Buffer&, uint64_t bits, uint64_t key);  // null: never stressed
   bool spiked, one_sign, one_value;  // which stresses apply (for the manifest)
   bool partial;                      // an input read in part (a table): not in the speed-of-light bound
+  bool guessed_range;                // a kl::UniformInt input whose range nobody stated (init's guess)
   float lo, hi;                      // a kl::Uniform input's range
   alignas(16) unsigned char gen[kMaxGeneratorBytes];  // the generator, by value
 };
@@ -1178,6 +1202,10 @@ struct State {
   unsigned char read_guard;            // the guard byte of inputs and in-out buffers (KERNELLOOP_GUARD_BYTE)
   uint64_t nonfinite_buffers;          // which buffers get the special values (KERNELLOOP_NONFINITE_BUFFERS)
   bool nonfinite_now;                  // this call's spikes include NaN and +-inf
+  int wide_ints;                       // the wider-integer experiment (KERNELLOOP_WIDE_INTS): 1 every bit
+                                       // pattern, 2 the non-negative ones; 0: none
+  uint64_t wide_buffers;               // ... in the guessed-range inputs this mask names (KERNELLOOP_WIDE_INTS_BUFFERS)
+  bool wide_now;                       // the buffer being filled is drawn wide
   int timed_calls;                     // RunOptions::calls
   int plain_calls;                     // timed calls without stress
   int flat_now[kMaxBuffers];           // per input: all its elements equal as the call began
@@ -1264,6 +1292,11 @@ class Harness {
     // time when the baseline fails on them all: an input it traps on keeps the others checked (round 48).
     const char* buffers_text = getenv("KERNELLOOP_NONFINITE_BUFFERS");
     s.nonfinite_buffers = buffers_text && *buffers_text ? strtoull(buffers_text, nullptr, 10) : ~0ull;
+    const char* wide_text = getenv("KERNELLOOP_WIDE_INTS");
+    s.wide_ints = wide_text && *wide_text ? atoi(wide_text) : 0;
+    if (s.wide_ints != 1 && s.wide_ints != 2) s.wide_ints = 0;
+    const char* wide_buffers_text = getenv("KERNELLOOP_WIDE_INTS_BUFFERS");
+    s.wide_buffers = wide_buffers_text && *wide_buffers_text ? strtoull(wide_buffers_text, nullptr, 10) : ~0ull;
     s.size_options = 1;
     const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
     if (out && *out) {
@@ -1424,6 +1457,9 @@ class Harness {
     static_assert(std::is_trivially_copyable<Gen>::value, "a generator is copied by value to the GPU");
     Gen g;
     memcpy(&g, gen, sizeof(Gen));
+    if constexpr (IsUniformInt<Gen>::value) {
+      if (st().wide_now) g.widen = st().wide_ints;
+    }
     kl_fill_kernel<T, Gen><<<1024, 256>>>(reinterpret_cast<T*>(b.data), b.count, key, g);
     KL_CHECK(cudaGetLastError());
   }
@@ -1547,6 +1583,7 @@ class Harness {
     b.one_sign = b.spiked && b.lo < 0.0f && b.hi > 0.0f;
     b.stress = b.spiked || b.one_value ? &Harness::stress_with<T, Gen> : nullptr;
     b.partial = false;
+    b.guessed_range = read && range_guessed(gen);
     memcpy(b.gen, &gen, sizeof(Gen));
     if (s.exact_buffers && s.shift_key) fill_neighbourhood<T>(b, gen, mix64(s.shift_key ^ (0x4E454947ull + t.nbuffers)));
     ++t.nbuffers;
@@ -1961,7 +1998,9 @@ class Harness {
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
       if (b.role == Role::input || b.role == Role::inout) {
+        s.wide_now = s.wide_ints && b.guessed_range && ((s.wide_buffers >> i) & 1);
         b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
+        s.wide_now = false;
         s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);
         if (stressed && b.stress != nullptr) b.stress(b, stress, mix64(stress ^ (0x2000 + (uint64_t)i)));
       } else if (!keep)
@@ -2262,7 +2301,8 @@ class Harness {
               ",\"stressed\":" + (b.spiked ? "true" : "false") +
               ",\"one_sign\":" + (b.one_sign ? "true" : "false") +
               ",\"one_value\":" + (b.one_value ? "true" : "false") +
-              ",\"partial\":" + (b.partial ? "true" : "false") + "}";
+              ",\"partial\":" + (b.partial ? "true" : "false") +
+              ",\"guessed_range\":" + (b.guessed_range ? "true" : "false") + "}";
     }
     json += "]}";
     std::string header = "kernelloop-manifest 2 " + std::to_string(json.size()) + "\n";

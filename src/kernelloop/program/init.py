@@ -392,9 +392,13 @@ def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, 
         return (f"kl::Uniform<{element}>{{{float(lo)!r}{suffix}, {float(hi)!r}{suffix}}}",
                 f"uniform in [{lo}, {hi}) (stressed with large values too)"
                 + ("" if value_range else ": GUESS unless --range gave it"))
-    lo, hi = value_range or ("0", "16")
-    return (f"kl::UniformInt<{element}>{{{lo}, {hi}}}",
-            f"integers in [{lo}, {hi})" + ("" if value_range else ": GUESS unless --range gave it"))
+    if value_range:
+        return (f"kl::UniformInt<{element}>{{{value_range[0]}, {value_range[1]}}}",
+                f"integers in [{value_range[0]}, {value_range[1]})")
+    # a range nobody stated: marked guessed, so the verifier also draws it wide and compares wherever the
+    # baseline takes those values (red team round 219)
+    return (f"kl::UniformInt<{element}>{{0, 16, /*guessed=*/true}}",
+            "integers in [0, 16): GUESS unless --range gave it (verify also tries wider values where the baseline takes them)")
 
 
 def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> InitResult:
@@ -514,7 +518,8 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
                 stated.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}={lo},{hi})")
             else:
                 notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your "
-                             "kernel must handle: indices must stay in bounds; larger values test more)")
+                             "kernel must handle: indices must stay in bounds; larger values test more; verify also "
+                             "draws it from its type's whole range where the baseline takes such values)")
         elif roles[p.name] in _READ_ROLES:
             # Said always: a kernel that computes only on its program's own values (pixels in
             # [0, 255]) passes harness values through unchanged, and a copy would match (round 28).

@@ -59,7 +59,9 @@ def coverage_notes(manifest: Manifest) -> list[str]:
         notes.append(f"integer inputs ({', '.join(unstressed)}) are checked on their generator's values only (a "
                      "generator of its own is never stressed unless it says `stressable`): declare the range and "
                      "mix your kernel must handle")
-    stressed_ints = [b.name for b in inputs if not b.dtype.startswith(("float", "bfloat")) and b.one_value]
+    # (a guessed range is also drawn wide: gate._wide_integer_experiments says where the baseline refused that)
+    stressed_ints = [b.name for b in inputs if not b.dtype.startswith(("float", "bfloat")) and b.one_value
+                     and not b.guessed_range]
     if stressed_ints:
         notes.append(f"integer inputs ({', '.join(stressed_ints)}) are checked inside their declared range only "
                      "(spread out, and dominated by one value)")

@@ -628,7 +628,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             drawn_sizes.append(base.records.manifest.sizes)
         baseline_state_changes |= bool(base.records and base.records.state and not base.records.state.same)
         candidate_states.append((seed, size_index, cand.records.state if cand.records else None))
-        if size_index and base.kernel_ms.value and cand.kernel_ms.value:
+        timed_here = bool(size_index and base.kernel_ms.value and cand.kernel_ms.value)
+        if timed_here:
             shape = " x ".join(map(str, base.records.manifest.sizes)) if base.records and base.records.manifest else ""
             other_sizes.append(OtherSize(
                 label=f"{'drawn' if size_index < 0 else f'size {size_index}'} ({shape})",
@@ -642,6 +643,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             durations.program_runs_s += again.result.wall_s
             noise_by_size[size_key] = _baseline_noise(base, again, vs.baseline_noise_factor) \
                 if not _run_failure(again) else BaselineNoise()
+            if timed_here and not _run_failure(again) and again.kernel_ms.value:
+                # the baseline's own timing variation here: what a slowdown at this size is measured against
+                first, second = base.kernel_ms.value, again.kernel_ms.value
+                other_sizes[-1].baseline_spread = max(first, second) / min(first, second) - 1
             if noise_by_size[size_key].any and not any("vary between runs" in n for n in v.notes):
                 v.notes.append(f"the baseline's results vary between runs of one experiment (e.g. float atomics); "
                                f"{vs.baseline_noise_factor:g}x that variation is allowed on top of the tolerance")
@@ -681,6 +686,13 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
                 noise_by_size.get((0, None)), durations, say)
             correct &= matched
+    # Integer inputs whose range was guessed, drawn wide (red team round 219)
+    if not failure and correct and manifest is not None and timed_calls and \
+            any(b.guessed_range for b in manifest.buffers):
+        failure, matched = _wide_integer_experiments(
+            v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
+            noise_by_size.get((0, None)), durations, toolchain.nvcc, say)
+        correct &= matched
     durations.correctness_s = time.monotonic() - t
     if refused_draws:
         v.notes.append(f"the baseline itself failed (or computed NaN) at {len(refused_draws)} size(s) drawn at verify time "
@@ -699,7 +711,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
          if drawn_sizes else "") + \
         (f", every one of {manifest.calls} timed calls sampled" if manifest else "") + \
         (f", and {special} experiment(s) with NaN, ±inf or zeros among the inputs"
-         if (special := sum(c.phase == "nonfinite" for c in v.checks)) else "")
+         if (special := sum(c.phase == "nonfinite" for c in v.checks)) else "") + \
+        (f", and {wide} with guessed-range integer inputs drawn wide"
+         if (wide := sum(c.phase == "wide_ints" for c in v.checks)) else "")
     v.gates.append(GateResult(
         gate="correctness", status="pass" if correct else "fail", baseline="reference",
         candidate="match" if correct else "MISMATCH",
@@ -1099,7 +1113,15 @@ GUARD_CONTRAST_BYTES = (0xFF, 0x4B, 0xCB)
 # are traced, so the time is CUPTI's (the GPU busy time of what each call launched, side streams
 # included) and the candidate's audit is judged against the baseline's at the same size (round 50:
 # the extra work went to a side stream, past the harness's stop event, where KERNEL_MS missed it).
-OTHER_SIZE_SLOWDOWN = 1.5  # verify/optimize: slower than the baseline by this much at a checked size rejects
+# A candidate fast only at the timed size and slower at every other one is a regression for any
+# caller whose sizes differ (red team round 219: a full grid where the count is a multiple of 65536,
+# 30 blocks of the baseline's 40 elsewhere, 1.33x slower at every other size, passed a 1.5x allowance).
+# So every checked size is held to "not slower": each size to OTHER_SIZE_SLOWDOWN (more where the
+# baseline's own two runs there differ: three times that spread, up to OTHER_SIZE_NOISE_CAP), and
+# all of them together, by the geometric mean of the ratios, to OTHER_SIZES_MEAN_SLOWDOWN.
+OTHER_SIZE_SLOWDOWN = 1.2  # verify/optimize: slower than the baseline by this much at a checked size rejects
+OTHER_SIZE_NOISE_CAP = 1.5  # ... however much the baseline's own runs there vary
+OTHER_SIZES_MEAN_SLOWDOWN = 1.1  # ... and by this much over every checked size together (geometric mean)
 OTHER_SIZE_REGRESSION_FLOOR = 0.15  # bench check: slower by more than max(3 x threshold, this) is SLOWER
 
 
@@ -1109,6 +1131,11 @@ class OtherSize(BaseModel):
     candidate_ms: float
     baseline_audit: AuditReport | None = None  # None: not traced (CUPTI unavailable)
     candidate_audit: AuditReport | None = None
+    baseline_spread: float = 0.0  # how much the baseline's two runs at this size differ (KERNEL_MS: 0.05 is 5 %)
+
+    def limit(self) -> float:
+        """The most slowdown allowed here: OTHER_SIZE_SLOWDOWN, or the baseline's own variation there."""
+        return min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZE_SLOWDOWN, 1 + 3 * self.baseline_spread))
 
     def times(self) -> tuple[float, float, str]:
         """(baseline, candidate, where from): CUPTI's per-call busy time where both runs have it."""
@@ -1139,21 +1166,31 @@ def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reas
                           regression: float | None) -> None:
     if not _audit_each(v, sizes, reasons, "other sizes", "at "):
         return
-    limit = 1 + max(3 * regression, OTHER_SIZE_REGRESSION_FLOOR) if regression is not None else OTHER_SIZE_SLOWDOWN
     ratios = []
     for size in sizes:
         base_ms, cand_ms, source = size.times()
-        ratios.append((size.label, cand_ms / base_ms, source))
-    said = ", ".join(f"{label}: {ratio:.2f}x the baseline's time ({source})" for label, ratio, source in ratios)
-    slow = [label for label, ratio, _ in ratios if ratio > limit]
-    if slow:
+        limit = 1 + max(3 * regression, OTHER_SIZE_REGRESSION_FLOOR) if regression is not None else size.limit()
+        ratios.append((size.label, cand_ms / base_ms, source, limit))
+    said = "; ".join(f"{label}: {ratio:.2f}x the baseline's time ({source}), at most {limit:.2f}x"
+                     for label, ratio, source, limit in ratios)
+    slow = [label for label, ratio, _, limit in ratios if ratio > limit]
+    # together: a slowdown under each size's allowance but at every size is still one (verify only: bench
+    # check's allowance is its own threshold's)
+    mean = math.exp(sum(math.log(ratio) for _, ratio, _, _ in ratios) / len(ratios)) if ratios else 1.0
+    mean_limit = max(OTHER_SIZES_MEAN_SLOWDOWN, 1 + 2 * max((s.baseline_spread for s in sizes), default=0.0))
+    slow_together = regression is None and len(ratios) > 1 and mean > min(mean_limit, OTHER_SIZE_NOISE_CAP)
+    if slow or slow_together:
         reasons.append(Reason.slower if regression is not None else Reason.not_faster)
+        where = f"at {', '.join(slow)}" if slow else \
+            f"over the {len(ratios)} other sizes together ({mean:.2f}x, geometric mean; at most {mean_limit:.2f}x)"
         v.gates.append(GateResult(gate="other sizes", status="fail", detail=(
-            f"slower than the baseline beyond {limit:.2f}x at {', '.join(slow)} ({said}; one run each, from the "
-            "correctness checks): timing pairs run at the default size only")))
+            f"slower than the baseline {where} ({said}; one run each, from the correctness checks): timing "
+            "pairs run at the default size only, and a rewrite must not be slower at the others")))
     else:
         v.gates.append(GateResult(gate="other sizes", status="pass", detail=(
-            f"{said} (one run each, from the correctness checks; at most {limit:.2f}x allowed)")))
+            f"{said} (one run each, from the correctness checks" +
+            (f"; {mean:.2f}x together, at most {min(mean_limit, OTHER_SIZE_NOISE_CAP):.2f}x)" if regression is None
+             and len(ratios) > 1 else ")"))))
 
 
 def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, manifest: Manifest,
@@ -1326,6 +1363,87 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
     return None, True
 
 
+# The wider-integer experiment's draws (kernelloop_harness.cuh, KERNELLOOP_WIDE_INTS), tried in order
+# until the baseline takes one.
+WIDE_INT_MODES = {1: "every value of its type", 2: "every non-negative value of its type"}
+
+
+def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
+                              cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
+                              noise: BaselineNoise | None, durations: Durations, nvcc: Path,
+                              say) -> tuple[tuple[Reason, str] | None, bool]:
+    """Integer inputs whose range nobody stated (`kernelloop init`'s guess, [0, 16)), each drawn from
+    the whole range of its type, else from its non-negative part, the other inputs as usual: wherever
+    the baseline takes those values (it runs clean, computes no NaN of them and, where the candidate
+    differs or fails, reads no byte past a buffer under compute-sanitizer), the candidate must give
+    its results. The guess alone let a kernel that kept only the low four bits of each word pass
+    (red team round 219): a guessed range is not a statement that other values never come. An input
+    whose values are indices the baseline does not take wide; it is named in a note. Returns (a
+    candidate failure, whether every comparison matched)."""
+    vs = v.settings
+    guessed = [(i, b.name) for i, b in enumerate(manifest.buffers)
+               if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_DTYPES]
+    unchecked: list[str] = []
+    for index, name in guessed:
+        for mode, words in WIDE_INT_MODES.items():
+            what = f"'{name}' drawn from {words}"
+            seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+            say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
+            wide = (mode, 1 << index)
+            cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
+                               wide_ints=wide)
+            base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide)
+            durations.program_runs_s += cand.result.wall_s + base.result.wall_s
+            if _run_failure(base) or base.records is None or \
+                    outputs_computing_nan(base.records, poison_byte=None, kept_calls=_kept_calls(base)):
+                continue  # values the baseline does not take: the next, narrower draw
+            failure = _run_failure(cand)
+            cmp = _compare_experiment(base, cand, vs, noise) if not failure else None
+            if (failure or not cmp.match) and _baseline_reads_past_buffers(base_bin, seed, secret, wide, vs, nvcc, durations):
+                continue  # the baseline reads memory no buffer holds at these values: they are not its to take
+            if failure:
+                v.failure_excerpt = _log_tail(cand.result.stderr, 12)
+                return (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
+            assert cmp is not None
+            if not cmp.match:
+                cmp = cmp.model_copy(update={"problem": f"with {what}: {cmp.describe()} (the baseline takes these "
+                                                        f"values; --range {name}=LO,HI states the range your inputs "
+                                                        "really hold)"})
+            v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="wide_ints", secret=secret.hex(),
+                                      baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
+            if not cmp.match:
+                return None, False
+            break
+        else:
+            unchecked.append(name)
+    if unchecked:
+        v.notes.append(f"integer input(s) {', '.join(repr(n) for n in unchecked)} checked only in the range init "
+                       "guessed: the baseline does not take wider values (it fails, computes NaN or reads past a buffer "
+                       "on them)")
+    return None, True
+
+
+_INTEGER_DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"}
+
+
+def _baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide: tuple[int, int], vs,
+                                 nvcc: Path, durations: Durations) -> bool:
+    """Whether the baseline, on this wide experiment, touches memory no buffer holds (compute-sanitizer
+    memcheck, every buffer its own exact allocation): values it reads as indices past its tables are
+    not values it takes, and a candidate that differs there is not wrong. Without a sanitizer, or a
+    run that does not finish, the values count as not taken (the candidate is not blamed on them)."""
+    sanitizer = find_compute_sanitizer(nvcc)
+    if sanitizer is None:
+        return True
+    limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
+                    file_size_bytes=vs.output_dump_max_bytes)
+    run = run_program(base_bin, seed=seed, limits=limits, secret=secret, wide_ints=wide, exact_buffers=True,
+                      wrapper=memcheck_argv(sanitizer, Path("program"), padding=BOUNDS_PADDING_BYTES)[:-1])
+    durations.program_runs_s += run.result.wall_s
+    found = read_memcheck(run.result.stdout, run.result.stderr)
+    return run.result.timed_out or found.errors != 0 or run.result.returncode != 0
+
+
 # What the harness prints when the shifted runs' address range cannot be mapped (layout_allocation)
 LAYOUT_MAPPING_FAILURE = "kernelloop harness: the shifted buffers' address range:"
 
@@ -1409,12 +1527,12 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
     if not _audit_each(v, [layout.size for layout in layouts], reasons, "caller layouts", ""):
         return
     elsewhere = [layout for layout in layouts if not layout.default_size and layout.size.baseline_ms > 0
-                 and layout.size.candidate_ms / layout.size.baseline_ms > OTHER_SIZE_SLOWDOWN]
+                 and layout.size.candidate_ms / layout.size.baseline_ms > layout.size.limit()]
     if elsewhere:
         worst = max(elsewhere, key=lambda x: x.size.candidate_ms / x.size.baseline_ms)
         reasons.append(Reason.not_faster)
         v.gates.append(GateResult(gate="caller layouts", status="fail", detail=(
-            f"slower than the baseline beyond {OTHER_SIZE_SLOWDOWN:.2f}x at another size where a caller's buffers "
+            f"slower than the baseline beyond {worst.size.limit():.2f}x at another size where a caller's buffers "
             f"lie: {worst.size.candidate_ms / worst.size.baseline_ms:.2f}x the baseline's time, {worst.size.label} "
             "(one run each, KERNEL_MS)")))
         return

@@ -42,6 +42,7 @@ class BufferSpec(BaseModel):
     one_sign: bool = False  # mapped into one sign of its range in some stressed calls
     one_value: bool = False  # values it holds repeated in the stressed calls of correctness runs
     partial: bool = False  # an input read only in part (h.table_input: a lookup table): not a byte a call must read
+    guessed_range: bool = False  # a kl::UniformInt input whose range nobody stated: the wider-integer experiment draws it wide
 
     @property
     def any_stress(self) -> bool:

@@ -67,7 +67,7 @@ class BuildSummary(BaseModel):
 class SeedCheck(BaseModel):
     seed: int
     comparison: Comparison
-    phase: Literal["correctness", "size", "nonfinite", "timing", "drift"]
+    phase: Literal["correctness", "size", "nonfinite", "wide_ints", "timing", "drift"]
     secret: str = ""  # hex: a v2 harness's stream secret for this experiment (revealed after the run)
     size_index: int = 0  # a v2 harness's problem size (0: the default)
     size_draw: int | None = None  # size_index -1: the draw behind the size (KERNELLOOP_SIZE_DRAW)

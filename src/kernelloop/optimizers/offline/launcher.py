@@ -156,7 +156,7 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
     ambiguous: set[str] = set()
     problems: list[str] = []
     definitions: dict[str, list[Function]] = {}  # every read definition, by name
-    unread: set[str] = set()  # names with a definition that was not read ('' where the name was not found)
+    unread_names: set[str] = set()  # names with a definition that was not read ('' where the name was not found)
     for index, item in enumerate(items):
         if not item.is_function_definition:
             continue
@@ -168,7 +168,7 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
         except ParseError as exc:
             problems.append(f"{name}: {exc}")
             _unread_claims(name, head, functions, ambiguous)
-            unread.add(name or "")
+            unread_names.add(name or "")
             continue
         if next(naming_statements(body), None) is not None and {"__global__", "__device__"} & set(sig.qualifiers):
             # `using namespace ns;` in device code may make `min(a, b)` a function of ns that the
@@ -180,7 +180,7 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
             if isinstance(read, str):
                 problems.append(f"{name}: {read}")
                 _unread_claims(name, head, functions, ambiguous)
-                unread.add(name or "")
+                unread_names.add(name or "")
                 continue
             item, body = read
             items[index] = item  # the part holds the function as read (its aliases spelled out)
@@ -221,7 +221,7 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
             launchers.append(launcher)
     referenced = [n for n in functions if re.search(rf"(?<![\w.]){re.escape(n)}\b", harness_code)]
     overloads = {n: fs for n, fs in definitions.items()
-                 if len(fs) > 1 and n and n not in unread and "" not in unread and n in ambiguous}
+                 if len(fs) > 1 and n and n not in unread_names and "" not in unread_names and n in ambiguous}
     return EditablePart(items, functions, launchers, launched, problems, referenced, overloads)
 
 

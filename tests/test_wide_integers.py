@@ -1,0 +1,89 @@
+"""Integer inputs whose range nobody stated (kernelloop init's guess, [0, 16)) are also drawn wide at
+verify time, and the candidate must match wherever the baseline takes those values (red team round
+219: a kernel that kept only each word's low four bits passed every check on [0, 16)). Without a
+GPU: the generated program's generator, and the gate with scripted runs over real builds."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.program.init import InitSpec, generate
+from kernelloop.verify import gate
+from kernelloop.verify.verdict import Reason
+
+from .outside_specs import OUTSIDE
+from .test_nonfinite import GOOD, manifest, scripted_runs, settings, verify  # noqa: F401  (settings: a fixture)
+
+
+def test_init_marks_a_range_it_guessed_and_not_one_it_was_given():
+    source = (OUTSIDE / "mix_words_fixedgrid.cu").read_text()
+    spec = InitSpec(values={"count": ["16777216", "1000003"], "key": ["19088743", "305419896"]},
+                    counts={"d_src": "count", "d_dst": "count"}, roles={"d_dst": "output"})
+    guessed = generate(source, spec, "mix.cu").program
+    assert "kl::UniformInt<uint32_t>{0, 16, /*guessed=*/true}" in guessed
+    stated = generate(source, spec.model_copy(update={"ranges": {"d_src": ("0", "4096")}}), "mix.cu").program
+    assert "kl::UniformInt<uint32_t>{0, 4096}" in stated and "guessed" not in stated.split("int main")[1]
+
+
+def guessed_manifest(calls: int) -> dict:
+    m = manifest(calls)
+    m["buffers"].insert(1, {"name": "words", "role": "input", "dtype": "uint32", "count": 4, "guessed_range": True})
+    return m
+
+
+WIDE_RIGHT = ([[9, 2, 3, 4], [5, 6, 7, 9]], [5, 6, 7, 9])  # what the baseline computes from wide words
+LOW_BITS = ([[1, 2, 3, 4], [5, 6, 7, 8]], [5, 6, 7, 8])  # a candidate that keeps each word's low four bits
+
+
+@pytest.mark.nvcc
+def test_a_candidate_right_only_on_the_guessed_range_is_rejected(settings, monkeypatch):  # noqa: F811
+    def behave(role, kw):
+        if kw.get("wide_ints") is None:
+            return GOOD
+        return WIDE_RIGHT if role == "baseline" else LOW_BITS
+
+    calls = scripted_runs(monkeypatch, behave, guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'words' drawn from every value of its type" in v.gate("correctness").detail
+    wide = [c for c in calls if c.get("wide_ints") is not None]
+    assert [c["role"] for c in wide] == ["candidate", "baseline"] and wide[0]["wide_ints"] == (1, 1 << 1)
+    assert wide[0]["secret"] == wide[1]["secret"] and any(c.phase == "wide_ints" for c in v.checks)
+
+
+@pytest.mark.nvcc
+def test_an_index_the_baseline_does_not_take_wide_is_named_and_not_blamed(settings, monkeypatch):  # noqa: F811
+    # the baseline crashes on every value of the type, reads past a table on the non-negative ones (memcheck):
+    # neither is a value it takes, so the candidate's differing there is not wrong
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        if wide[0] == 1 and role == "baseline":
+            return "an illegal memory access was encountered\n"
+        return WIDE_RIGHT if role == "baseline" else LOW_BITS
+
+    calls = scripted_runs(monkeypatch, behave, guessed_manifest)
+    asked: list = []
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: asked.append(a[3]) or True)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert [c["wide_ints"][0] for c in calls if c.get("wide_ints") and c["role"] == "baseline"] == [1, 2]
+    assert asked == [(2, 1 << 1)]  # memcheck only where the candidate differed on values the baseline ran on
+    assert any("'words' checked only in the range init guessed" in n for n in v.notes), v.notes
+
+
+@pytest.mark.nvcc
+def test_a_candidate_right_on_wide_values_passes_and_stated_ranges_are_not_widened(settings, monkeypatch):  # noqa: F811
+    def behave(role, kw):
+        return WIDE_RIGHT if kw.get("wide_ints") is not None else GOOD
+
+    calls = scripted_runs(monkeypatch, behave, guessed_manifest)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert "with guessed-range integer inputs drawn wide" in v.gate("correctness").detail
+    assert sum(1 for c in calls if c.get("wide_ints")) == 2  # the first draw taken: no second
+    stated = scripted_runs(monkeypatch, behave, None)  # the plain manifest: no guessed range
+    verify(settings)
+    assert not any(c.get("wide_ints") for c in stated)
