@@ -736,15 +736,21 @@ template <class T> struct Uniform {  // floating point, in [lo, hi)
 // half, and compare the candidate wherever the baseline takes those values (red team round 219: a
 // kernel that kept only the low four bits of each word matched on every value in [0, 16)).
 // `widen` is set by the harness for that experiment only: 1 every bit pattern, 2 the non-negative ones.
+// Half the elements take every bit of the type at random, the other half a magnitude of every scale
+// (their top bits cleared, how many drawn per element): a kernel wrong on one band of values only
+// ([16, 65536), say) meets such values in any buffer, not once in 2^16 elements.
 template <class T> struct UniformInt {  // integers in [lo, hi); hi <= lo gives lo
   int64_t lo = 0, hi = 2;
   bool guessed = false;
   int widen = 0;
-  __device__ T value(uint64_t r, size_t, uint64_t) const {
-    if (widen == 1) return static_cast<T>(r);
-    if (widen == 2) {
-      if (std::is_signed<T>::value) return static_cast<T>((r >> 1) & (~0ull >> (65 - 8 * sizeof(T))));
-      return static_cast<T>(r);
+  __host__ __device__ T value(uint64_t r, size_t, uint64_t) const {
+    if (widen == 1 || widen == 2) {
+      constexpr unsigned span = 8 * sizeof(T);
+      uint64_t v = mix64(r ^ 0x57494445ull);
+      if (span < 64) v &= (1ull << span) - 1;
+      if (r & 64) v >>= (unsigned)((r >> 8) % span);  // a magnitude of every scale
+      if (widen == 2 && std::is_signed<T>::value) v &= ~0ull >> (65 - span);  // the non-negative half
+      return static_cast<T>(v);
     }
     return hi > lo ? static_cast<T>(lo + (int64_t)(r % (uint64_t)(hi - lo))) : static_cast<T>(lo);
   }
