@@ -184,9 +184,14 @@ def test_the_red_teams_channels_between_calls_are_refused_by_the_static_gates(ca
 
 
 @pytest.mark.parametrize("case", ["round210/ipa_ra_honest", "round211/vzeroupper_honest"])
-def test_honest_launchers_the_register_analysis_once_refused_pass_the_static_gates(case):
+def test_honest_launchers_the_register_analysis_once_refused_pass_the_static_gates(case, monkeypatch):
     # round 210: -fipa-ra keeps N in %rdi across a call of a non-inlined helper that does not write it;
-    # round 211: an AVX2 helper ends with vzeroupper, which keeps bits 0-127 and uses nothing
+    # round 211: an AVX2 helper ends with vzeroupper, which keeps bits 0-127 and uses nothing.
+    # Every gate but the shipped-build comparison (about 60 more builds of these parts, 2-3 minutes of
+    # CI each; it reads no register and is tested on its own in test_shipped.py): the false refusals
+    # were the host-code scan's.
+    from kernelloop.verify import gate
+    monkeypatch.setattr(gate, "_shipped_build", lambda *args, **kwargs: [])
     assert _static_violations(case) == []
 
 
