@@ -1,31 +1,54 @@
 // Host-only check of the wider-integer draws (kl::UniformInt with `widen`, the verifier's experiment
-// for ranges nobody stated): every bit length of the type occurs, negatives only where every bit
-// pattern is asked for, and the plain draw stays in [lo, hi).
+// for ranges nobody stated): every bit length of the type occurs; negatives only where every bit
+// pattern is asked for; the bands come in stretches, so groups of 32 neighbours (a warp) are all small
+// in some places and hold large values in others (red team round 220); one band stays in it; the
+// plain draw stays in [lo, hi).
 #include "kernelloop_harness.cuh"
 
 #include <cstdio>
 
+template <class T> int bit_length(T v) {
+  int length = 0;
+  for (uint64_t u = (uint64_t)v; u; u >>= 1) ++length;
+  return length;
+}
+
 template <class T> int check(const char* name) {
   int bad = 0;
   constexpr int span = 8 * sizeof(T);
-  for (int widen = 0; widen <= 2; ++widen) {
-    kl::UniformInt<T> g{0, 16, true, widen};
+  const int longest = std::is_signed<T>::value ? span - 1 : span;
+  for (int widen = 0; widen <= 3; ++widen) {
+    kl::UniformInt<T> g{0, 16, true, widen, longest / 2};
     bool length_seen[65] = {};
     bool negative = false;
-    for (uint64_t i = 0; i < 200000; ++i) {
-      const T v = g.value(kl::mix64(i * 0x9E3779B97F4A7C15ull + 12345), (size_t)i, 0);
-      if (widen == 0 && (v < 0 || v >= 16)) ++bad;
-      if (v < 0) { negative = true; continue; }
-      int length = 0;
-      for (uint64_t u = (uint64_t)v; u; u >>= 1) ++length;
-      length_seen[length] = true;
+    int small_warps = 0, large_warps = 0;
+    for (uint64_t call = 0; call < 40; ++call) {
+      const uint64_t key = kl::mix64(call + 77);
+      int warp_max = 0;
+      for (size_t i = 0; i < 65536; ++i) {
+        const T v = g.value(kl::mix64(key ^ kl::mix64(i)), i, key);
+        if (widen == 0 && (v < 0 || v >= 16)) ++bad;
+        if (widen == 3 && (v < 0 || bit_length(v) > longest / 2)) ++bad;
+        if (v < 0) { negative = true; warp_max = span; continue; }
+        length_seen[bit_length(v)] = true;
+        if (bit_length(v) > warp_max) warp_max = bit_length(v);
+        if (i % 32 == 31) {
+          if (warp_max <= span / 2) ++small_warps; else ++large_warps;
+          warp_max = 0;
+        }
+      }
     }
     if (widen == 0) continue;
-    const int longest = std::is_signed<T>::value ? span - 1 : span;
-    for (int length = 1; length <= longest; ++length)
+    // one band is uniform in [0, 2^k): its top length always occurs, short ones rarely
+    const int top = widen == 3 ? longest / 2 : longest;
+    for (int length = widen == 3 ? top : 1; length <= top; ++length)
       if (!length_seen[length]) { printf("%s widen %d: no value of bit length %d\n", name, widen, length); ++bad; }
     if (std::is_signed<T>::value && (widen == 1) != negative) {
       printf("%s widen %d: negatives %s\n", name, widen, negative ? "drawn" : "missing");
+      ++bad;
+    }
+    if (widen != 3 && (small_warps < 100 || large_warps < 100)) {
+      printf("%s widen %d: %d warps all small, %d with a large value\n", name, widen, small_warps, large_warps);
       ++bad;
     }
   }

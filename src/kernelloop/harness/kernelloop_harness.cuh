@@ -732,24 +732,36 @@ template <class T> struct Uniform {  // floating point, in [lo, hi)
   }
 };
 // `guessed`: a range nobody stated (kernelloop init's guess, [0, 16)): the verifier's wider-integer
-// experiment (KERNELLOOP_WIDE_INTS) may then draw from the type's whole range, or its non-negative
-// half, and compare the candidate wherever the baseline takes those values (red team round 219: a
-// kernel that kept only the low four bits of each word matched on every value in [0, 16)).
-// `widen` is set by the harness for that experiment only: 1 every bit pattern, 2 the non-negative ones.
-// Half the elements take every bit of the type at random, the other half a magnitude of every scale
-// (their top bits cleared, how many drawn per element): a kernel wrong on one band of values only
-// ([16, 65536), say) meets such values in any buffer, not once in 2^16 elements.
+// experiment (KERNELLOOP_WIDE_INTS) may then draw wider values and compare the candidate wherever the
+// baseline takes them (red team round 219: a kernel that kept only the low four bits of each word
+// matched on every value in [0, 16)). `widen`, set by the harness for that experiment only:
+//   1, 2: the buffer in stretches of 2^10 to 2^14 elements (the length drawn per buffer and call), each
+//         stretch in a band of its own, [0, 2^k) for a k drawn per stretch from 1 to the type's width
+//         (every bit, the sign's too, at the full width; 2: never negative). A neighbourhood (a warp, a
+//         block) looks like a narrow real input in some stretches and a wide one in others, so a kernel
+//         that takes a cheap path only where its neighbours are small is wrong in some (round 220: a
+//         warp vote on `w < 2^24` took `w & 15` and met no small warp among per-element wide draws);
+//   3: the whole buffer in one band [0, 2^wide_bits), as a real input of narrow values is (the
+//      verifier steps the band down until the baseline takes it: a table index; and draws it where
+//      every element looks alike to a check of the whole buffer).
 template <class T> struct UniformInt {  // integers in [lo, hi); hi <= lo gives lo
   int64_t lo = 0, hi = 2;
   bool guessed = false;
   int widen = 0;
-  __host__ __device__ T value(uint64_t r, size_t, uint64_t) const {
-    if (widen == 1 || widen == 2) {
+  int wide_bits = 0;
+  __host__ __device__ T value(uint64_t r, size_t i, uint64_t key) const {
+    if (widen >= 1 && widen <= 3) {
       constexpr unsigned span = 8 * sizeof(T);
+      unsigned k;
+      if (widen == 3) {
+        k = wide_bits < 1 ? 1u : (unsigned)wide_bits > span ? span : (unsigned)wide_bits;
+      } else {
+        const unsigned stretch = 10 + (unsigned)(mix64(key ^ 0x5354524554ull) % 5);
+        k = 1 + (unsigned)(mix64(key ^ 0x42414E44ull ^ mix64((uint64_t)(i >> stretch))) % span);
+      }
       uint64_t v = mix64(r ^ 0x57494445ull);
-      if (span < 64) v &= (1ull << span) - 1;
-      if (r & 64) v >>= (unsigned)((r >> 8) % span);  // a magnitude of every scale
-      if (widen == 2 && std::is_signed<T>::value) v &= ~0ull >> (65 - span);  // the non-negative half
+      if (k < 64) v &= (1ull << k) - 1;
+      if (widen != 1 && std::is_signed<T>::value) v &= ~0ull >> (65 - span);  // never negative
       return static_cast<T>(v);
     }
     return hi > lo ? static_cast<T>(lo + (int64_t)(r % (uint64_t)(hi - lo))) : static_cast<T>(lo);
@@ -1208,8 +1220,9 @@ struct State {
   unsigned char read_guard;            // the guard byte of inputs and in-out buffers (KERNELLOOP_GUARD_BYTE)
   uint64_t nonfinite_buffers;          // which buffers get the special values (KERNELLOOP_NONFINITE_BUFFERS)
   bool nonfinite_now;                  // this call's spikes include NaN and +-inf
-  int wide_ints;                       // the wider-integer experiment (KERNELLOOP_WIDE_INTS): 1 every bit
-                                       // pattern, 2 the non-negative ones; 0: none
+  int wide_ints;                       // the wider-integer experiment (KERNELLOOP_WIDE_INTS): UniformInt's
+                                       // `widen` (1, 2: bands per stretch; 3: one band); 0: none
+  int wide_bits;                       // ... mode 3's band: [0, 2^wide_bits) (KERNELLOOP_WIDE_INTS_BITS)
   uint64_t wide_buffers;               // ... in the guessed-range inputs this mask names (KERNELLOOP_WIDE_INTS_BUFFERS)
   bool wide_now;                       // the buffer being filled is drawn wide
   int timed_calls;                     // RunOptions::calls
@@ -1300,7 +1313,9 @@ class Harness {
     s.nonfinite_buffers = buffers_text && *buffers_text ? strtoull(buffers_text, nullptr, 10) : ~0ull;
     const char* wide_text = getenv("KERNELLOOP_WIDE_INTS");
     s.wide_ints = wide_text && *wide_text ? atoi(wide_text) : 0;
-    if (s.wide_ints != 1 && s.wide_ints != 2) s.wide_ints = 0;
+    if (s.wide_ints < 1 || s.wide_ints > 3) s.wide_ints = 0;
+    const char* wide_bits_text = getenv("KERNELLOOP_WIDE_INTS_BITS");
+    s.wide_bits = wide_bits_text && *wide_bits_text ? atoi(wide_bits_text) : 0;
     const char* wide_buffers_text = getenv("KERNELLOOP_WIDE_INTS_BUFFERS");
     s.wide_buffers = wide_buffers_text && *wide_buffers_text ? strtoull(wide_buffers_text, nullptr, 10) : ~0ull;
     s.size_options = 1;
@@ -1464,7 +1479,10 @@ class Harness {
     Gen g;
     memcpy(&g, gen, sizeof(Gen));
     if constexpr (IsUniformInt<Gen>::value) {
-      if (st().wide_now) g.widen = st().wide_ints;
+      if (st().wide_now) {
+        g.widen = st().wide_ints;
+        g.wide_bits = st().wide_bits;
+      }
     }
     kl_fill_kernel<T, Gen><<<1024, 256>>>(reinterpret_cast<T*>(b.data), b.count, key, g);
     KL_CHECK(cudaGetLastError());

@@ -519,7 +519,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
             else:
                 notes.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}=LO,HI for the range your "
                              "kernel must handle: indices must stay in bounds; larger values test more; verify also "
-                             "draws it from its type's whole range where the baseline takes such values)")
+                             "draws it wider, up to its type's whole range, where the baseline takes such values)")
         elif roles[p.name] in _READ_ROLES:
             # Said always: a kernel that computes only on its program's own values (pixels in
             # [0, 255]) passes harness values through unchanged, and a copy would match (round 28).

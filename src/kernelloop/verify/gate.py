@@ -1363,85 +1363,136 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
     return None, True
 
 
-# The wider-integer experiment's draws (kernelloop_harness.cuh, KERNELLOOP_WIDE_INTS), tried in order
-# until the baseline takes one.
-WIDE_INT_MODES = {1: "every value of its type", 2: "every non-negative value of its type"}
+# The wider-integer experiment's stretched bands (kernelloop_harness.cuh, KERNELLOOP_WIDE_INTS), tried
+# in order until the baseline takes one; then one band for the whole buffer (mode 3).
+WIDE_INT_MODES = {1: "bands of every width up to every value of its type",
+                  2: "bands of every width up to every non-negative value of its type"}
+WIDE_INT_BAND_TRIES = 3  # one-band experiments at a width the baseline ran at but read past a buffer: step down
+_INTEGER_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
+_GUESSED_BITS = 4  # init's guess, [0, 16)
 
 
 def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                               cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
                               noise: BaselineNoise | None, durations: Durations, nvcc: Path,
                               say) -> tuple[tuple[Reason, str] | None, bool]:
-    """Integer inputs whose range nobody stated (`kernelloop init`'s guess, [0, 16)), each drawn from
-    the whole range of its type, else from its non-negative part, the other inputs as usual: wherever
-    the baseline takes those values (it runs clean, computes no NaN of them and, where the candidate
-    differs or fails, reads no byte past a buffer under compute-sanitizer), the candidate must give
-    its results. The guess alone let a kernel that kept only the low four bits of each word pass
-    (red team round 219): a guessed range is not a statement that other values never come. An input
-    whose values are indices the baseline does not take wide; it is named in a note. Returns (a
-    candidate failure, whether every comparison matched)."""
+    """Integer inputs whose range nobody stated (`kernelloop init`'s guess, [0, 16)) drawn wider, the
+    other inputs as usual; wherever the baseline takes the values (it runs clean, computes no NaN of
+    them and, where the candidate differs or fails, reads no byte past a buffer under compute-sanitizer)
+    the candidate must give its results. A guessed range is no statement that other values never
+    come: a kernel that kept each word's low four bits passed on [0, 16) (red team round 219).
+    Two kinds of draw, so that no experiment looks unlike a real input (round 220: a warp vote on
+    `w < 2^24` took the cheap path only where every neighbour was small, which per-element wide draws
+    never give): (1) the buffer in stretches, each in a band [0, 2^k) of its own width, up to every
+    value of the type (else every non-negative one); (2) the whole buffer in one band: where the
+    stretches were taken, at a width drawn in secret; where the baseline took neither (a table index),
+    at the widest band it runs clean at (found by halving), stepping down where it read past a buffer
+    there (round 220: an embedding's token ids, of which the baseline takes [0, 4096)). An input the
+    baseline takes no wider band of is named in a note. Returns (a candidate failure, whether every
+    comparison matched)."""
     vs = v.settings
-    guessed = [(i, b.name) for i, b in enumerate(manifest.buffers)
-               if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_DTYPES]
+    guessed = [(i, b.name, b.dtype) for i, b in enumerate(manifest.buffers)
+               if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_BITS]
     unchecked: list[str] = []
-    for index, name in guessed:
+
+    def taken(run: ProgramRun) -> bool:
+        return not _run_failure(run) and run.records is not None and \
+            not outputs_computing_nan(run.records, poison_byte=None, kept_calls=_kept_calls(run))
+
+    def experiment(wide: tuple[int, int, int], what: str) -> str | tuple[Reason, str] | None:
+        """"refused" where the baseline does not take these values, a candidate failure, "mismatch"
+        (recorded in v.checks), or None where the candidate matched."""
+        seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+        say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
+        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
+                           wide_ints=wide)
+        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide)
+        durations.program_runs_s += cand.result.wall_s + base.result.wall_s
+        if not taken(base):
+            return "refused"
+        failure = _run_failure(cand)
+        cmp = _compare_experiment(base, cand, vs, noise) if not failure else None
+        if (failure or (cmp is not None and not cmp.match)) and \
+                _baseline_reads_past_buffers(base_bin, seed, secret, wide, vs, nvcc, durations):
+            return "refused"  # the baseline reads memory no buffer holds at these values: not its to take
+        if failure:
+            v.failure_excerpt = _log_tail(cand.result.stderr, 12)
+            return failure[0], f"with {what} (the baseline runs on them): {failure[1]}"
+        assert cmp is not None
+        if not cmp.match:
+            cmp = cmp.model_copy(update={"problem": f"with {what}: {cmp.describe()} (the baseline takes these "
+                                                    "values; --range NAME=LO,HI states the range your inputs "
+                                                    "really hold)"})
+        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="wide_ints", secret=secret.hex(),
+                                  baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
+        return None if cmp.match else "mismatch"
+
+    def band_taken(index: int, bits: int) -> bool:
+        """Whether the baseline alone runs clean with input INDEX in [0, 2^bits) (a probe: nothing compared)."""
+        seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=(3, 1 << index, bits))
+        durations.program_runs_s += base.result.wall_s
+        return taken(base)
+
+    for index, name, dtype in guessed:
+        top = _INTEGER_BITS[dtype] - (0 if dtype.startswith("u") else 1)  # the widest non-negative band
+        stretched = False
         for mode, words in WIDE_INT_MODES.items():
-            what = f"'{name}' drawn from {words}"
-            seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-            say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
-            wide = (mode, 1 << index)
-            cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                               wide_ints=wide)
-            base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide)
-            durations.program_runs_s += cand.result.wall_s + base.result.wall_s
-            if _run_failure(base) or base.records is None or \
-                    outputs_computing_nan(base.records, poison_byte=None, kept_calls=_kept_calls(base)):
-                continue  # values the baseline does not take: the next, narrower draw
-            failure = _run_failure(cand)
-            cmp = _compare_experiment(base, cand, vs, noise) if not failure else None
-            if (failure or not cmp.match) and _baseline_reads_past_buffers(base_bin, seed, secret, wide, vs, nvcc, durations):
-                continue  # the baseline reads memory no buffer holds at these values: they are not its to take
-            if failure:
-                v.failure_excerpt = _log_tail(cand.result.stderr, 12)
-                return (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
-            assert cmp is not None
-            if not cmp.match:
-                cmp = cmp.model_copy(update={"problem": f"with {what}: {cmp.describe()} (the baseline takes these "
-                                                        f"values; --range {name}=LO,HI states the range your inputs "
-                                                        "really hold)"})
-            v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="wide_ints", secret=secret.hex(),
-                                      baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
-            if not cmp.match:
-                return None, False
+            outcome = experiment((mode, 1 << index, 0), f"'{name}' in {words}")
+            if outcome == "refused":
+                continue
+            if outcome is not None:
+                return (outcome, False) if isinstance(outcome, tuple) else (None, False)
+            stretched = True
             break
-        else:
+        if stretched:  # one band too, of a width drawn in secret: a check of the whole buffer sees a narrow input
+            widths = [secrets.randbelow(top - _GUESSED_BITS) + _GUESSED_BITS + 1]
+        else:  # the widest band the baseline runs clean at, by halving
+            low, high = _GUESSED_BITS, top  # low: taken (the guess itself); high: the widest to try
+            while low < high:
+                middle = (low + high + 1) // 2
+                if band_taken(index, middle):
+                    low = middle
+                else:
+                    high = middle - 1
+            widths = list(range(low, max(low - WIDE_INT_BAND_TRIES, _GUESSED_BITS), -1))
+        banded = False
+        for bits in widths:
+            outcome = experiment((3, 1 << index, bits), f"'{name}' all in [0, 2^{bits})")
+            if outcome == "refused":
+                continue
+            if outcome is not None:
+                return (outcome, False) if isinstance(outcome, tuple) else (None, False)
+            banded = True
+            break
+        if not stretched and not banded:
             unchecked.append(name)
     if unchecked:
         v.notes.append(f"integer input(s) {', '.join(repr(n) for n in unchecked)} checked only in the range init "
-                       "guessed: the baseline does not take wider values (it fails, computes NaN or reads past a buffer "
+                       "guessed: the baseline takes no wider values (it fails, computes NaN or reads past a buffer "
                        "on them)")
     return None, True
 
 
-_INTEGER_DTYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"}
-
-
-def _baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide: tuple[int, int], vs,
+def _baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide: tuple[int, int, int], vs,
                                  nvcc: Path, durations: Durations) -> bool:
     """Whether the baseline, on this wide experiment, touches memory no buffer holds (compute-sanitizer
     memcheck, every buffer its own exact allocation): values it reads as indices past its tables are
-    not values it takes, and a candidate that differs there is not wrong. Without a sanitizer, or a
-    run that does not finish, the values count as not taken (the candidate is not blamed on them)."""
+    not values it takes, and a candidate that differs there is not wrong. A run that does not finish
+    excuses nothing (round 220: a baseline whose work grows with its values could run past the cap on
+    purpose-chosen inputs); without a sanitizer nothing can be excused either."""
     sanitizer = find_compute_sanitizer(nvcc)
     if sanitizer is None:
-        return True
+        return False
     limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
                     file_size_bytes=vs.output_dump_max_bytes)
     run = run_program(base_bin, seed=seed, limits=limits, secret=secret, wide_ints=wide, exact_buffers=True,
                       wrapper=memcheck_argv(sanitizer, Path("program"), padding=BOUNDS_PADDING_BYTES)[:-1])
     durations.program_runs_s += run.result.wall_s
+    if run.result.timed_out:
+        return False
     found = read_memcheck(run.result.stdout, run.result.stderr)
-    return run.result.timed_out or found.errors != 0 or run.result.returncode != 0
+    return bool(found.errors) or (found.errors == 0 and run.result.returncode != 0)
 
 
 # What the harness prints when the shifted runs' address range cannot be mapped (layout_allocation)

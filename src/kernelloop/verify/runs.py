@@ -26,8 +26,9 @@ INPUT_WRITTEN_EXIT_CODE = 87  # kernelloop_harness.cuh: a call changed an input 
 NONFINITE_ENV = "KERNELLOOP_NONFINITE"  # the non-finite experiment: which special values among stressed calls' spikes
 EXACT_BUFFERS_ENV = "KERNELLOOP_EXACT_BUFFERS"  # every buffer its own exact-size allocation (a baseline memcheck run)
 NONFINITE_BUFFERS_ENV = "KERNELLOOP_NONFINITE_BUFFERS"  # which inputs get the special values (a mask of buffer indices)
-WIDE_INTS_ENV = "KERNELLOOP_WIDE_INTS"  # guessed-range integer inputs drawn wide: 1 every bit pattern, 2 the non-negative ones
+WIDE_INTS_ENV = "KERNELLOOP_WIDE_INTS"  # guessed-range integer inputs drawn wide: 1, 2 bands per stretch (2: never negative), 3 one band
 WIDE_INTS_BUFFERS_ENV = "KERNELLOOP_WIDE_INTS_BUFFERS"  # ... in these inputs (a mask of buffer indices)
+WIDE_INTS_BITS_ENV = "KERNELLOOP_WIDE_INTS_BITS"  # ... mode 3's one band, [0, 2^bits)
 GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones (the guard contrast runs)
 # "KEY:UNIT:FLIP": exact buffers at drawn offsets, in declaration order or (FLIP) the reverse (the caller-layout runs)
 BUFFER_SHIFT_ENV = "KERNELLOOP_BUFFER_SHIFT"
@@ -118,7 +119,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
                 nonfinite_buffers: int | None = None, exact_buffers: bool = False,
                 guard_byte: int | None = None, buffer_shift: tuple[int, int, int] | None = None,
-                wide_ints: tuple[int, int] | None = None) -> ProgramRun:
+                wide_ints: tuple[int, int, int] | None = None) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one; `nonfinite_calls` (its
@@ -130,8 +131,10 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
     guard zones (default 0xFF, NaN); `buffer_shift` (key, unit, flip), with `exact_buffers`, starts
     every buffer at an offset below 2 MiB drawn from the key, in multiples of `unit` bytes (0: the
     buffer's element size), where cudaMalloc's alignment would put none; `flip` 1: every offset bit
-    the other way. `wide_ints` (mode, mask): the inputs of the mask whose integer range nobody stated
-    drawn from the whole range of their type (mode 1) or its non-negative part (mode 2)."""
+    the other way. `wide_ints` (mode, mask, bits): the inputs of the mask whose integer range nobody
+    stated drawn wider (kernelloop_harness.cuh, UniformInt): in a band of its own per stretch of the
+    buffer, up to every value of the type (mode 1) or every non-negative one (2), or all in one band
+    [0, 2^bits) (3)."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
@@ -144,6 +147,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             env[GUARD_BYTE_ENV] = str(guard_byte)
         if wide_ints is not None:
             env[WIDE_INTS_ENV], env[WIDE_INTS_BUFFERS_ENV] = str(wide_ints[0]), str(wide_ints[1])
+            env[WIDE_INTS_BITS_ENV] = str(wide_ints[2])
         if exact_buffers:
             env[EXACT_BUFFERS_ENV] = "1"
             if buffer_shift is not None:
