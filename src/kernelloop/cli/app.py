@@ -287,7 +287,8 @@ def init(
     set_: list[str] = typer.Option([], "--set", help="A scalar argument's value: NAME=DEFAULT[,ALTERNATIVE] (repeat)."),
     count: list[str] = typer.Option([], "--count", help="A pointer's element count: NAME=C-EXPRESSION (repeat)."),
     role: list[str] = typer.Option([], "--role", help="A pointer's role: NAME=input|output|inout|scratch (repeat)."),
-    range_: list[str] = typer.Option([], "--range", help="An input's values: NAME=LO,HI, drawn in [LO, HI) (repeat) [default: "
+    range_: list[str] = typer.Option([], "--range", help="An input's values: NAME=LO,HI, drawn in [LO, HI) (repeat); an integer "
+                                                    "input's bounds may follow the sizes (tokens=0,V) [default: "
                                                     "[-1, 1) for floating point, [0, 16) for integers]."),
     grid: Optional[str] = typer.Option(None, help="Launch grid, a C expression of the arguments [default: one thread per element]."),
     block: Optional[str] = typer.Option(None, help="Launch block, a C expression [default: 256]."),
@@ -366,11 +367,14 @@ def init(
     for name, value in _pairs("--range", range_).items():
         bounds = [b.strip() for b in value.split(",")]
         number = r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
-        if len(bounds) != 2 or not all(re.fullmatch(number, b) for b in bounds) \
-                or not math.isfinite(float(bounds[0])) or not math.isfinite(float(bounds[1])) \
-                or float(bounds[0]) >= float(bounds[1]):
+        # an integer input's bound may be an expression of the sizes (`0,V`): init checks it at every size
+        expression = r"[A-Za-z_0-9+\-*/() ]+"
+        numbers = len(bounds) == 2 and all(re.fullmatch(number, b) for b in bounds)
+        if len(bounds) != 2 or (numbers and (not math.isfinite(float(bounds[0])) or not math.isfinite(float(bounds[1]))
+                                             or float(bounds[0]) >= float(bounds[1]))) \
+                or (not numbers and not all(re.fullmatch(number, b) or re.fullmatch(expression, b) for b in bounds)):
             raise InputError(f"--range {name}={value}: give two numbers LO,HI with LO < HI (integers for an "
-                             "integer input)")
+                             "integer input, or expressions of its integer arguments: 0,V)")
         ranges[name] = (bounds[0], bounds[1])
     spec = InitSpec(kernel=kernel, values={k: v.split(",") for k, v in _pairs("--set", set_).items()},
                     counts=_pairs("--count", count), roles=roles, ranges=ranges, grid=grid,

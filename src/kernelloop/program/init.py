@@ -383,6 +383,55 @@ def _values_in_range(element: str, lo: str, hi: str) -> int:
     return len(set(drawn.tolist()))
 
 
+def _bound_at_each_size(bound: str, name: str, lo: str, hi: str, scalars: list, values: dict[str, list[str]]) -> list[int]:
+    """An integer range bound's value at each declared size: an integer, or an expression of the
+    launcher's integer arguments (`V`, `vocab - 1`, `2 * n`) in integers, + - * / and parentheses, whose
+    value follows the sizes (C's integer division)."""
+    import ast
+
+    integers = {p.name for p in scalars if p.element not in _FLOATING}
+    problem = InputError(f"--range {name}={lo},{hi}: {name} holds integers: give integer bounds, or expressions of "
+                         f"the integer arguments ({', '.join(sorted(integers)) or 'none'}) in + - * / and parentheses")
+    try:
+        tree = ast.parse(bound.strip(), mode="eval")
+    except SyntaxError:
+        raise problem from None
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.USub,
+               ast.UAdd, ast.Constant, ast.Name, ast.Load)
+    if not all(isinstance(n, allowed) for n in ast.walk(tree)) or \
+            any(isinstance(n, ast.Constant) and (type(n.value) is not int) for n in ast.walk(tree)) or \
+            any(isinstance(n, ast.Name) and n.id not in integers for n in ast.walk(tree)):
+        raise problem
+
+    def value(node: ast.AST, at: dict[str, int]) -> int:
+        if isinstance(node, ast.Expression):
+            return value(node.body, at)
+        if isinstance(node, ast.Constant):
+            return int(node.value)
+        if isinstance(node, ast.Name):
+            return at[node.id]
+        if isinstance(node, ast.UnaryOp):
+            return -value(node.operand, at) if isinstance(node.op, ast.USub) else value(node.operand, at)
+        assert isinstance(node, ast.BinOp)
+        a, b = value(node.left, at), value(node.right, at)
+        if isinstance(node.op, ast.Add):
+            return a + b
+        if isinstance(node.op, ast.Sub):
+            return a - b
+        if isinstance(node.op, ast.Mult):
+            return a * b
+        if b == 0:
+            raise problem
+        return abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1)  # C's division truncates
+
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    sizes = max((len(values[n]) for n in names), default=1)
+    try:
+        return [value(tree, {n: int(values[n][min(k, len(values[n]) - 1)], 0) for n in names}) for k in range(sizes)]
+    except ValueError:
+        raise problem from None
+
+
 def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, str]:
     """The generator expression for an input, and the comment saying what it draws."""
     if element in _FLOATING:
@@ -393,8 +442,9 @@ def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, 
                 f"uniform in [{lo}, {hi}) (stressed with large values too)"
                 + ("" if value_range else ": GUESS unless --range gave it"))
     if value_range:
-        return (f"kl::UniformInt<{element}>{{{value_range[0]}, {value_range[1]}}}",
-                f"integers in [{value_range[0]}, {value_range[1]})")
+        # a bound that follows a size is the C expression of the harness's size variables
+        lo, hi = (b if re.fullmatch(r"-?\d+", b.strip()) else f"(int64_t)({b})" for b in value_range)
+        return (f"kl::UniformInt<{element}>{{{lo}, {hi}}}", f"integers in [{value_range[0]}, {value_range[1]})")
     # a range nobody stated: marked guessed, so the verifier also draws it wide and compares wherever the
     # baseline takes those values (red team round 219)
     return (f"kl::UniformInt<{element}>{{0, 16, /*guessed=*/true}}",
@@ -507,13 +557,16 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     for p in pointers:
         if roles[p.name] in _READ_ROLES and p.element not in _FLOATING:
             lo, hi = spec.ranges.get(p.name, ("0", "16"))
-            if not all(re.fullmatch(r"-?\d+", b) for b in (lo, hi)):
-                raise InputError(f"--range {p.name}={lo},{hi}: {p.name} holds integers ({p.element}): give integer bounds")
-            if int(hi) - int(lo) < 2:
-                # A range of one integer gives the input no variety: the verifier refuses it (a
-                # candidate could bake the value in; red team round 39 read `0,1` as "0 or 1").
-                raise InputError(f"--range {p.name}={lo},{hi} holds one integer ({lo}): ranges are half-open, [LO, HI); "
-                                 f"give {lo},{int(lo) + 2} for {lo} or {int(lo) + 1}")
+            # a bound may follow a size: `--range targets=0,V` (token ids below a vocabulary the sizes vary)
+            bounds = [_bound_at_each_size(b, p.name, lo, hi, scalars, spec.values) for b in (lo, hi)]
+            sizes = max(len(b) for b in bounds)
+            for low, high in zip(*(b + b[-1:] * (sizes - len(b)) for b in bounds), strict=True):
+                if high - low < 2:
+                    # A range of one integer gives the input no variety: the verifier refuses it (a
+                    # candidate could bake the value in; red team round 39 read `0,1` as "0 or 1").
+                    at = " at a size" if sizes > 1 else ""
+                    raise InputError(f"--range {p.name}={lo},{hi} holds one integer ({low}){at}: ranges are "
+                                     f"half-open, [LO, HI); give {low},{low + 2} for {low} or {low + 1}")
             if p.name in spec.ranges:
                 stated.append(f"{p.name} holds integers in [{lo}, {hi}) (--range {p.name}={lo},{hi})")
             else:
@@ -524,6 +577,9 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
             # Said always: a kernel that computes only on its program's own values (pixels in
             # [0, 255]) passes harness values through unchanged, and a copy would match (round 28).
             lo, hi = spec.ranges.get(p.name, ("-1", "1"))
+            if not all(re.fullmatch(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", b.strip()) for b in (lo, hi)):
+                raise InputError(f"--range {p.name}={lo},{hi}: {p.name} holds {p.element} values: give two numbers "
+                                 "(a bound that follows a size is for integer inputs)")
             if p.name in spec.ranges and _values_in_range(p.element, lo, hi) < 2:
                 # One value of the element type gives the input no variety (red team round 40:
                 # `1,1.00000001` is one float32); the verifier would refuse the program.
