@@ -1471,6 +1471,11 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         v.notes.append(f"integer input(s) {', '.join(repr(n) for n in unchecked)} checked only in the range init "
                        "guessed: the baseline takes no wider values (it fails, computes NaN or reads past a buffer "
                        "on them)")
+    if guessed:
+        v.notes.append(f"integer input(s) {', '.join(repr(n) for _, n, _ in guessed)} have a range nobody stated: "
+                       "also checked on wider draws, which a candidate that reduces its whole input first can "
+                       "recognise (docs/verifier.md, Known limits); state the range your inputs hold (--range "
+                       "NAME=LO,HI) to check it")
     return None, True
 
 
