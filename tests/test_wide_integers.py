@@ -64,35 +64,36 @@ def test_a_candidate_that_tells_a_wide_draw_from_a_narrow_one_meets_a_narrow_ban
             return LOW_BITS
         return WIDE_RIGHT
 
-    monkeypatch.setattr(gate.secrets, "randbelow", lambda n: 7)  # the secret width: 4 + 1 + 7 = 12 bits
     calls = scripted_runs(monkeypatch, behave, guessed_manifest)
     monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
-    assert "'words' all in [0, 2^12)" in v.gate("correctness").detail
+    assert "'words' all in one band below 2^5" in v.gate("correctness").detail  # the ladder's narrowest
     assert [c["wide_ints"] for c in calls if c.get("wide_ints") and c["role"] == "baseline"] == \
-        [(1, 1 << 1, 0), (3, 1 << 1, 12)]
+        [(1, 1 << 1, 0), (3, 1 << 1, 5)]
 
 
 @pytest.mark.nvcc
 def test_an_index_is_checked_at_the_widest_band_the_baseline_takes(settings, monkeypatch):  # noqa: F811
     # the baseline crashes on every stretched draw and on bands above 2^12 (a table of 4096 rows); at 2^12
-    # it reads past its table (memcheck), at 2^11 it does not: the candidate is compared there
+    # it reads past its table (memcheck), at 2^11 it does not: the candidate, wrong only on ids of 11 bits
+    # and more, is compared there (the ladder's narrower bands all match)
     def behave(role, kw):
         wide = kw.get("wide_ints")
         if wide is None:
             return GOOD
         if role == "baseline" and (wide[0] in (1, 2) or wide[2] > 12):
             return "an illegal memory access was encountered\n"
-        return WIDE_RIGHT if role == "baseline" else LOW_BITS
+        return WIDE_RIGHT if role == "baseline" or wide[2] < 11 else LOW_BITS
 
+    monkeypatch.setattr(gate.secrets, "randbelow", lambda n: 0)  # the secret width: 5
     calls = scripted_runs(monkeypatch, behave, guessed_manifest)
     asked: list = []
     monkeypatch.setattr(gate, "_baseline_reads_past_buffers",
                         lambda *a, **k: asked.append(a[3]) or a[3][2] == 12)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
-    assert "'words' all in [0, 2^11)" in v.gate("correctness").detail
+    assert "'words' all in one band below 2^11" in v.gate("correctness").detail
     assert asked == [(3, 1 << 1, 12), (3, 1 << 1, 11)]
     probes = [c["wide_ints"][2] for c in calls if c.get("wide_ints") and c["wide_ints"][0] == 3 and c["role"] == "baseline"]
     assert 12 in probes and 13 in probes  # halving found the edge
@@ -121,8 +122,35 @@ def test_a_candidate_right_on_wide_values_passes_and_stated_ranges_are_not_widen
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert "with guessed-range integer inputs drawn wide" in v.gate("correctness").detail
-    # the stretched bands, then one band of a secret width: two experiments
-    assert [c["wide_ints"][0] for c in calls if c.get("wide_ints")] == [1, 1, 3, 3]
+    # the stretched bands, then one band of several widths (the ladder, a secret one, the widest)
+    modes = [c["wide_ints"] for c in calls if c.get("wide_ints") and c["role"] == "baseline"]
+    assert modes[0] == (1, 1 << 1, 0) and all(m[0] == 3 for m in modes[1:])
+    assert {5, 8, 24, 32} <= {m[2] for m in modes[1:]} and all(m[2] > 0 for m in modes[1:])  # uint32: no negatives
     stated = scripted_runs(monkeypatch, behave, None)  # the plain manifest: no guessed range
     verify(settings)
     assert not any(c.get("wide_ints") for c in stated)
+
+
+def signed_manifest(calls: int) -> dict:
+    m = manifest(calls)
+    m["buffers"].insert(1, {"name": "ids", "role": "input", "dtype": "int32", "count": 4, "guessed_range": True})
+    return m
+
+
+@pytest.mark.nvcc
+def test_negative_ids_are_drawn_on_their_own_where_the_baseline_faults_on_large_positive_ones(settings, monkeypatch):  # noqa: F811
+    # round 221: padding ids (negative: a zero row); the baseline faults past its table on large positive
+    # ids, so only a negative band shows a candidate that reads a negative id as row 0
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        if role == "baseline" and (wide[0] in (1, 2) or wide[2] > 12):
+            return "an illegal memory access was encountered\n"
+        return LOW_BITS if role == "candidate" and wide[2] < 0 else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, signed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'ids' all in one negative band above -2^5" in v.gate("correctness").detail

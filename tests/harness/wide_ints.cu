@@ -52,6 +52,28 @@ template <class T> int check(const char* name) {
       ++bad;
     }
   }
+  if (std::is_signed<T>::value) {  // the negative band: [-top, 0)
+    kl::UniformInt<T> g{0, 16, true, 3, -(longest / 2)};
+    for (uint64_t i = 0; i < 100000; ++i) {
+      const T v = g.value(kl::mix64(i + 5), (size_t)i, kl::mix64(i / 1000));
+      if (v >= 0 || bit_length((T)(-(v + 1))) > longest / 2) { ++bad; break; }
+    }
+  }
+  {  // the largest value of a band marks no power of two: its top varies within the octave
+    kl::UniformInt<T> g{0, 16, true, 3, longest / 2};
+    int below_top = 0;
+    for (uint64_t call = 0; call < 64; ++call) {
+      const uint64_t key = kl::mix64(call + 991);
+      uint64_t largest = 0;
+      for (size_t i = 0; i < 4096; ++i) {
+        const uint64_t v = (uint64_t)g.value(kl::mix64(key ^ kl::mix64(i)), i, key);
+        if (v > largest) largest = v;
+      }
+      const int k = longest / 2;
+      if (k >= 6 && (largest >> (k - 4)) != 15) ++below_top;  // not in the top sixteenth of the octave
+    }
+    if (longest / 2 >= 6 && below_top < 16) { printf("%s: the band's largest value sits at its octave's top\n", name); ++bad; }
+  }
   return bad;
 }
 

@@ -736,14 +736,17 @@ template <class T> struct Uniform {  // floating point, in [lo, hi)
 // baseline takes them (red team round 219: a kernel that kept only the low four bits of each word
 // matched on every value in [0, 16)). `widen`, set by the harness for that experiment only:
 //   1, 2: the buffer in stretches of 2^10 to 2^14 elements (the length drawn per buffer and call), each
-//         stretch in a band of its own, [0, 2^k) for a k drawn per stretch from 1 to the type's width
-//         (every bit, the sign's too, at the full width; 2: never negative). A neighbourhood (a warp, a
-//         block) looks like a narrow real input in some stretches and a wide one in others, so a kernel
-//         that takes a cheap path only where its neighbours are small is wrong in some (round 220: a
-//         warp vote on `w < 2^24` took `w & 15` and met no small warp among per-element wide draws);
-//   3: the whole buffer in one band [0, 2^wide_bits), as a real input of narrow values is (the
-//      verifier steps the band down until the baseline takes it: a table index; and draws it where
-//      every element looks alike to a check of the whole buffer).
+//         stretch in a band of its own, [0, top) with top in (2^(k-1), 2^k] for a k drawn per stretch from
+//         1 to the type's width (every bit, the sign's too, at the full width; 2: never negative). A
+//         neighbourhood (a warp, a block) looks like a narrow real input in some stretches and a wide one
+//         in others, so a kernel that takes a cheap path only where its neighbours are small is wrong in
+//         some (round 220: a warp vote on `w < 2^24` took `w & 15` and met no small warp among
+//         per-element wide draws);
+//   3: the whole buffer in one band, [0, top) with top in (2^(k-1), 2^k] for k = wide_bits, or, for a
+//      negative wide_bits, [-top, 0) (padding ids, `ignore_index`): as a real input of narrow values is.
+// Each band's top is drawn per call (and stretch) anywhere in its octave, so the largest value drawn
+// marks no power of two (round 221: a candidate took a cheap path wherever its input's maximum was not
+// at the top of its octave, which every [0, 2^k) draw of thousands of elements has).
 template <class T> struct UniformInt {  // integers in [lo, hi); hi <= lo gives lo
   int64_t lo = 0, hi = 2;
   bool guessed = false;
@@ -753,14 +756,21 @@ template <class T> struct UniformInt {  // integers in [lo, hi); hi <= lo gives 
     if (widen >= 1 && widen <= 3) {
       constexpr unsigned span = 8 * sizeof(T);
       unsigned k;
+      uint64_t band = key;
       if (widen == 3) {
-        k = wide_bits < 1 ? 1u : (unsigned)wide_bits > span ? span : (unsigned)wide_bits;
+        const unsigned want = (unsigned)(wide_bits < 0 ? -wide_bits : wide_bits);
+        k = want < 1 ? 1u : want > span ? span : want;
       } else {
         const unsigned stretch = 10 + (unsigned)(mix64(key ^ 0x5354524554ull) % 5);
-        k = 1 + (unsigned)(mix64(key ^ 0x42414E44ull ^ mix64((uint64_t)(i >> stretch))) % span);
+        band = mix64(key ^ 0x42414E44ull ^ mix64((uint64_t)(i >> stretch)));
+        k = 1 + (unsigned)(band % span);
       }
       uint64_t v = mix64(r ^ 0x57494445ull);
-      if (k < 64) v &= (1ull << k) - 1;
+      if (k < 64) {
+        const uint64_t half = 1ull << (k - 1);
+        v %= half + 1 + mix64(band ^ 0x544F50ull) % half;  // top in (2^(k-1), 2^k]
+      }
+      if (widen == 3 && wide_bits < 0 && std::is_signed<T>::value) return static_cast<T>(-(int64_t)(v & (~0ull >> 1)) - 1);
       if (widen != 1 && std::is_signed<T>::value) v &= ~0ull >> (65 - span);  // never negative
       return static_cast<T>(v);
     }
