@@ -1387,13 +1387,14 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
     come: a kernel that kept each word's low four bits passed on [0, 16) (red team round 219).
     Two kinds of draw, so that no experiment looks unlike a real input (round 220: a warp vote on
     `w < 2^24` took the cheap path only where every neighbour was small, which per-element wide draws
-    never give): (1) the buffer in stretches, each in a band [0, 2^k) of its own width, up to every
-    value of the type (else every non-negative one); (2) the whole buffer in one band: where the
-    stretches were taken, at a width drawn in secret; where the baseline took neither (a table index),
-    at the widest band it runs clean at (found by halving), stepping down where it read past a buffer
-    there (round 220: an embedding's token ids, of which the baseline takes [0, 4096)). An input the
-    baseline takes no wider band of is named in a note. Returns (a candidate failure, whether every
-    comparison matched)."""
+    never give): (1) the buffer in stretches, each in a band of its own width, up to every value of
+    the type (else every non-negative one); (2) the whole buffer in one band, at a ladder of widths
+    and a secret one up to the widest the baseline takes (every width where it took the stretches; else
+    found by halving, stepping down where it reads past a buffer under compute-sanitizer: a table index,
+    round 220), and negative bands for signed inputs (padding ids); every band's top lies anywhere in
+    its octave (round 221: a maximum at the octave's top, or below the widths compared, told the draws
+    apart). An input the baseline takes no wider band of is named in a note. Returns (a candidate
+    failure, whether every comparison matched)."""
     vs = v.settings
     guessed = [(i, b.name, b.dtype) for i, b in enumerate(manifest.buffers)
                if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_BITS]
