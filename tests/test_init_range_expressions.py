@@ -27,7 +27,7 @@ def _spec(**changes) -> InitSpec:
 
 def test_a_bound_that_follows_a_size_is_written_as_the_size_variable():
     result = generate(GATHER, _spec(), "gather.cu")
-    assert "kl::UniformInt<int32_t>{0, (int64_t)(V)}" in result.program
+    assert "kl::UniformInt<int32_t>{0, ((int64_t)(V))}" in result.program
     assert "const int32_t V = h.size<int32_t>({50257, 777});" in result.program
     assert "guessed" not in result.program.split("int main")[1]  # stated: no wide experiment
     assert "// GIVEN: targets holds integers in [0, V)" in result.program
@@ -38,6 +38,7 @@ def test_a_bound_that_follows_a_size_is_written_as_the_size_variable():
     (("0", "rows * Q"), "expressions of the integer arguments"),  # no such argument
     (("0", "V ** 2"), "expressions of the integer arguments"),  # not an operator we take
     (("0", "V / 0"), "expressions of the integer arguments"),
+    (("0", "V * V * V * V * V"), "expressions of the integer arguments"),  # past what int64_t holds
 ])
 def test_a_bound_that_is_empty_at_some_size_or_not_an_expression_of_the_sizes_is_refused(bounds, message):
     with pytest.raises(InputError, match=message):
@@ -47,3 +48,12 @@ def test_a_bound_that_is_empty_at_some_size_or_not_an_expression_of_the_sizes_is
 def test_a_float_input_keeps_numeric_bounds():
     with pytest.raises(InputError, match="give two numbers"):
         generate(GATHER, _spec(ranges={"targets": ("0", "V"), "logits": ("0", "V")}), "gather.cu")
+
+
+def test_the_bound_is_computed_in_int64_in_c_from_the_expressions_tree():
+    # red team round 222: `V*V*V*V/1024` in int32 wrapped in C while init checked it in Python; `//`
+    # would have started a C comment
+    from kernelloop.program.init import bound_in_c
+    assert bound_in_c("V*V*V*V/1024") == \
+        "((((((int64_t)(V)) * ((int64_t)(V))) * ((int64_t)(V))) * ((int64_t)(V))) / (int64_t)1024)"
+    assert "//" not in bound_in_c("V // 2") and bound_in_c("-n + 3") == "((-((int64_t)(n))) + (int64_t)3)"

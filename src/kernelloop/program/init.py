@@ -427,9 +427,34 @@ def _bound_at_each_size(bound: str, name: str, lo: str, hi: str, scalars: list, 
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     sizes = max((len(values[n]) for n in names), default=1)
     try:
-        return [value(tree, {n: int(values[n][min(k, len(values[n]) - 1)], 0) for n in names}) for k in range(sizes)]
+        found = [value(tree, {n: int(values[n][min(k, len(values[n]) - 1)], 0) for n in names}) for k in range(sizes)]
     except ValueError:
         raise problem from None
+    if any(not -(2 ** 62) < x < 2 ** 62 for x in found):
+        raise problem  # the harness computes it in int64_t: a value that large could wrap there
+    return found
+
+
+def bound_in_c(bound: str) -> str:
+    """An integer range bound as the harness computes it: every name and number as int64_t, every step
+    spelled from the expression's tree (so `//` is no comment and the C value is the one init checked
+    at each size; red team round 222: `V*V*V*V/1024` in int32 wrapped to a negative bound in C)."""
+    import ast
+
+    def c(node: ast.AST) -> str:
+        if isinstance(node, ast.Expression):
+            return c(node.body)
+        if isinstance(node, ast.Constant):
+            return f"(int64_t){int(node.value)}"
+        if isinstance(node, ast.Name):
+            return f"((int64_t)({node.id}))"
+        if isinstance(node, ast.UnaryOp):
+            return f"(-{c(node.operand)})" if isinstance(node.op, ast.USub) else c(node.operand)
+        assert isinstance(node, ast.BinOp)
+        op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "/"}[type(node.op)]
+        return f"({c(node.left)} {op} {c(node.right)})"
+
+    return c(ast.parse(bound.strip(), mode="eval"))
 
 
 def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, str]:
@@ -443,7 +468,7 @@ def _generator(element: str, value_range: tuple[str, str] | None) -> tuple[str, 
                 + ("" if value_range else ": GUESS unless --range gave it"))
     if value_range:
         # a bound that follows a size is the C expression of the harness's size variables
-        lo, hi = (b if re.fullmatch(r"-?\d+", b.strip()) else f"(int64_t)({b})" for b in value_range)
+        lo, hi = (b if re.fullmatch(r"-?\d+", b.strip()) else bound_in_c(b) for b in value_range)
         return (f"kl::UniformInt<{element}>{{{lo}, {hi}}}", f"integers in [{value_range[0]}, {value_range[1]})")
     # a range nobody stated: marked guessed, so the verifier also draws it wide and compares wherever the
     # baseline takes those values (red team round 219)
