@@ -29,6 +29,17 @@ OWN_THRESHOLD = {
     "tests/test_cli.py::test_static_check_passes_an_honest_candidate": float("inf"),
     # our own attack fixtures (the honest exemplars among them cost minutes and go deep)
     "tests/test_candidates_static.py::test_static_gates[": 30.0,
+    # the red team rounds' refusals, and the host-code scan's channels and its false refusals
+    "tests/test_redteam_round": 30.0,
+    "tests/test_frame_writes.py::": float("inf"),
+    # the verifier's newest experiments and the harness pieces they rest on (2026-12-04)
+    "tests/test_wide_integers.py::": float("inf"),
+    "tests/test_harness_groups.py::": float("inf"),
+    "tests/test_nested_check_macro.py::": float("inf"),
+    # the gate's own decisions on scripted runs (caller layouts, memcheck's exact buffers, special values)
+    "tests/test_nonfinite.py::": float("inf"),
+    # retrieval quality must fail, not skip, where the corpus lacks its notes (issue 12)
+    "tests/test_retrieval_quality.py::": float("inf"),
 }
 _DURATION = re.compile(r"^([0-9.]+)s (setup|call|teardown) +(.+)$")
 
