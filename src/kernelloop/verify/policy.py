@@ -812,7 +812,6 @@ def _flattened_body(name: str, params: str, rest: str, program_macros: dict[str,
     `__VA_OPT__`, a name defined more than once, ...) or where a parameter of NAME reaches an inner
     macro's `#` (its spelling there is the use site's): the body is then qualified as written."""
     defined: dict[str, Macro] = {}
-    uncertain: set[str] = set()
     words = [w.strip() for w in params.strip()[1:-1].split(",") if w.strip()] if params else []
     # the parameters as stand-ins no macro names, put back after the expansion
     stand_ins = {w.removesuffix("...").strip() or "__VA_ARGS__": f"kl_param_{k}_" for k, w in enumerate(words)}
@@ -834,7 +833,7 @@ def _flattened_body(name: str, params: str, rest: str, program_macros: dict[str,
                   lambda m: stand_ins[m.group(1)], rest) if stand_ins else rest
     if "#" in _without_strings(text):
         return None  # NAME's own `#x` or `##` works on its use site's spelling: left to the body as written
-    flat = expand(text, Macros(defined, frozenset(uncertain)))
+    flat = expand(text, Macros(defined, frozenset()))
     if flat is None:
         return None
     for literal in re.findall(r'"(?:\\.|[^"\\\n])*"', flat):
