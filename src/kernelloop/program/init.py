@@ -404,6 +404,14 @@ def _bound_at_each_size(bound: str, name: str, lo: str, hi: str, scalars: list, 
         raise problem
 
     def value(node: ast.AST, at: dict[str, int]) -> int:
+        # every step, not only the result, as the harness computes it in int64_t (a product that wraps
+        # there and is divided back down would be another value than the one checked here)
+        found = step(node, at)
+        if not -(2 ** 62) < found < 2 ** 62:
+            raise problem
+        return found
+
+    def step(node: ast.AST, at: dict[str, int]) -> int:
         if isinstance(node, ast.Expression):
             return value(node.body, at)
         if isinstance(node, ast.Constant):
@@ -430,8 +438,6 @@ def _bound_at_each_size(bound: str, name: str, lo: str, hi: str, scalars: list, 
         found = [value(tree, {n: int(values[n][min(k, len(values[n]) - 1)], 0) for n in names}) for k in range(sizes)]
     except ValueError:
         raise problem from None
-    if any(not -(2 ** 62) < x < 2 ** 62 for x in found):
-        raise problem  # the harness computes it in int64_t: a value that large could wrap there
     return found
 
 
