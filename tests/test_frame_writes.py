@@ -159,6 +159,18 @@ def test_a_partial_write_sets_only_the_bytes_it_writes():
                                       "uses %rax, which no path of this call is sure to have set"]
 
 
+def test_an_or_with_all_ones_or_an_and_with_zero_sets_the_register_whatever_it_held():
+    def launcher(code: list[str]) -> FrameTrace:
+        trace = _trace(code)
+        trace.harness_arguments["f"] = (0, 0)
+        return trace
+    # or $-1,%rax; ret -- and $0,%eax; ret: compilers' short `mov $-1` and `mov $0` (a false refusal before)
+    assert unwritten_reads(launcher(["4883c8ff", "c3"])) == []
+    assert unwritten_reads(launcher(["83e000", "c3"])) == []
+    # or $1,%rax; ret -- keeps the rest of what the register held: still a use of it
+    assert unwritten_reads(launcher(["4883c801", "c3"])) != []
+
+
 def test_a_slot_written_on_every_path_before_it_is_read_passes_and_one_read_first_does_not():
     # push %rax; mov (%rsp),%rcx; pop %rax; ret  -- the pushed slot is written
     assert unwritten_reads(_trace(["50", "488b0c24", "58", "c3"])) == []

@@ -65,6 +65,7 @@ class VerifySettings(BaseModel):
     candidate_timeout_factor: float = Field(10.0, gt=1, description="candidate run cap = factor x baseline wall (>=10 s)")
     compile_timeout_s: float = Field(300.0, gt=0, description="wall-clock cap on one nvcc step")
     compile_memory_bytes: int = Field(8 << 30, gt=0, description="RLIMIT_DATA for nvcc and its children")
+    build_jobs: int = Field(0, ge=0, le=256, description="nvcc builds the shipped-build checks run at once (the part built in other units, dialects and debug builds: dozens of them); 0: one per CPU core. Each takes up to compile_memory_bytes")
     memcheck: Literal["auto", "on", "off"] = Field("auto", description="compute-sanitizer memcheck on the candidate")
     memcheck_timeout_s: float = Field(300.0, gt=0)
     baseline_bounds: Literal["auto", "on", "off"] = Field("auto", description="compute-sanitizer memcheck on the baseline once, every buffer allocated to its exact size: a baseline reading or writing past a buffer its harness declares (a --count too small) is refused; auto: where compute-sanitizer is found")

@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Sequence
 from functools import lru_cache
@@ -616,8 +617,31 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
                                     + ([list(map(list, include_first))] if include_first else [])).encode()).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
     outputs = [output, "program.ptx"] if object_only else [output]
-    if all((out_dir / name).exists() for name in outputs):
-        return BuildResult(ok=True, stage="done", log="", binary=out_dir / output, flags=flags, cached=True, key=key)
+    # Several threads may want one build at once (the shipped-build checks run in parallel and share
+    # the baseline's builds): the first builds it, the others wait and find it in the cache.
+    with _build_lock(str(out_dir)):
+        if all((out_dir / name).exists() for name in outputs):
+            return BuildResult(ok=True, stage="done", log="", binary=out_dir / output, flags=flags, cached=True,
+                               key=key)
+        return _compile_whole(source, toolchain=toolchain, limits=limits, flags=flags, filename=filename,
+                              output=output, outputs=outputs, out_dir=out_dir, key=key, object_only=object_only,
+                              harness_visible=harness_visible, include_first=include_first, first=first,
+                              includes=includes)
+
+
+_BUILD_LOCKS: dict[str, threading.Lock] = {}
+_BUILD_LOCKS_GUARD = threading.Lock()
+
+
+def _build_lock(key: str) -> threading.Lock:
+    with _BUILD_LOCKS_GUARD:
+        return _BUILD_LOCKS.setdefault(key, threading.Lock())
+
+
+def _compile_whole(source: str, *, toolchain: Toolchain, limits: Limits | None, flags: list[str], filename: str,
+                   output: str, outputs: list[str], out_dir: Path, key: str, object_only: bool,
+                   harness_visible: bool, include_first: tuple[tuple[str, str], ...], first: list[str],
+                   includes: list[str]) -> BuildResult:
     limits = limits or Limits(wall_timeout_s=300, memory_bytes=8 << 30, max_processes=512)
     started = time.monotonic()
     with private_workdir() as work:
@@ -651,7 +675,7 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
                                key=key, seconds=time.monotonic() - started)
         out_dir.mkdir(parents=True, exist_ok=True)
         for name in outputs:
-            tmp = out_dir / f"{name}.tmp"
+            tmp = out_dir / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"  # other processes share the cache
             shutil.copy2(work / name, tmp)
             os.replace(tmp, out_dir / name)
     return BuildResult(ok=True, stage="done", log=log, binary=out_dir / output, flags=flags, key=key,

@@ -148,6 +148,7 @@ _CALLER_SAVED = frozenset({"rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10",
 _SAME_REGISTER_IDIOMS = ("xor", "sub", "pxor", "xorps", "xorpd", "vpxor", "vxorps", "vxorpd")
 # whole registers: `xor %ax,%ax` sets 16 bits and keeps the rest (red team round 212)
 _WHOLE_OPERAND = re.compile(r"^%(?:e[a-z]{2}|r[a-z]{2}|r\d+d?|[xyz]mm\d+)$")
+_ALL_ONES = re.compile(r"^\$(?:-1|0x(?:F{8}|F{16}))$", re.IGNORECASE)  # of a 32- or 64-bit operand
 
 
 @dataclass(frozen=True)
@@ -197,10 +198,15 @@ def _overlaps(have: Intervals, lo: int, hi: int) -> bool:
 
 
 def _same_register(insn: Instruction) -> bool:
-    """`xor %eax,%eax` and kin: a constant, whatever the register held."""
+    """`xor %eax,%eax` and kin, and `or $-1,%rax` / `and $0,%eax` (compilers' short forms of `mov $-1` and
+    `mov $0`): a constant, whatever the register held."""
     operands = insn.text.split(None, 1)[1].replace(" ", "").split(",") if " " in insn.text else []
-    return insn.mnemonic in _SAME_REGISTER_IDIOMS and len(operands) == 2 and operands[0] == operands[1] \
-        and bool(_WHOLE_OPERAND.match(operands[0]))
+    if len(operands) != 2 or not _WHOLE_OPERAND.match(operands[1]) or operands[1].startswith(("%xmm", "%ymm", "%zmm")):
+        return False
+    if insn.mnemonic in _SAME_REGISTER_IDIOMS:
+        return operands[0] == operands[1]
+    return (insn.mnemonic == "or" and bool(_ALL_ONES.match(operands[0]))) or \
+        (insn.mnemonic == "and" and operands[0] in ("$0", "$0x0"))
 
 
 def _register_reads(insn: Instruction) -> frozenset[str]:

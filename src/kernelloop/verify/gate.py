@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import os
 import secrets
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from pathlib import Path
 
@@ -1007,20 +1009,35 @@ def _shipped_build(split: ProgramSplit, editable: str, arch: str, settings: Sett
     with the frozen build-value macros' names qualified (a part that binds one of them), or in a debug
     build whose headers evaluate their assertions (where the compiler says the part's code has one:
     shipped.header_assertions_reached)."""
+    cache_dir = settings.cache_dir
+    # Dozens of independent nvcc builds (the part in other units, dialects and debug builds): they run
+    # at once, on `build_jobs` cores, and are judged in the order below, as if one after another (a
+    # later check counts only where the earlier ones found nothing; shipped.first_found).
+    jobs = settings.verify.build_jobs or os.cpu_count() or 1
     try:
-        differing = shipped_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
-                                              toolchain=toolchain, qualified_macros=qualified_macros,
-                                              include_end=include_end, one_file=one_file)
-        asserting = assert_release_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
-                                               toolchain=toolchain, include_end=include_end,
-                                               program_macros=program_macros)
-        elsewhere = [] if differing or asserting else \
-            other_build_differences(split, editable, arch=arch, cache_dir=settings.cache_dir, toolchain=toolchain,
-                                    half_types=half_types, one_file=one_file,
-                                    config_switches=switches_set_together(toolchain))
-        debug_switches, in_debug = ((), []) if differing or asserting or elsewhere else \
-            header_assertion_differences(split, editable, arch=arch, cache_dir=settings.cache_dir,
-                                         toolchain=toolchain, one_file=one_file, cccl=cccl)
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="kl-build") as pool, \
+                ThreadPoolExecutor(max_workers=2, thread_name_prefix="kl-compare") as comparing:
+            checks = [
+                pool.submit(shipped_build_differences, split, editable, arch=arch, cache_dir=cache_dir,
+                            toolchain=toolchain, qualified_macros=qualified_macros, include_end=include_end,
+                            one_file=one_file),
+                pool.submit(assert_release_differences, split, editable, arch=arch, cache_dir=cache_dir,
+                            toolchain=toolchain, include_end=include_end, program_macros=program_macros),
+                # these two wait on builds of their own in `pool`, so they wait outside it
+                comparing.submit(other_build_differences, split, editable, arch=arch, cache_dir=cache_dir,
+                                 toolchain=toolchain, half_types=half_types, one_file=one_file,
+                                 config_switches=switches_set_together(toolchain), pool=pool),
+                comparing.submit(header_assertion_differences, split, editable, arch=arch, cache_dir=cache_dir,
+                                 toolchain=toolchain, one_file=one_file, cccl=cccl, pool=pool)]
+            try:
+                differing = checks[0].result()
+                asserting = checks[1].result()
+                elsewhere = [] if differing or asserting else checks[2].result()
+                debug_switches, in_debug = ((), []) if differing or asserting or elsewhere else checks[3].result()
+            finally:
+                for check in checks:
+                    check.cancel()
+                pool.shutdown(wait=True, cancel_futures=True)
     except ShippedBuildUnreadable as exc:
         return [policy.Violation(rule="build-identity", where="program",
                                  detail=f"the candidate does not build {exc}")]

@@ -19,8 +19,11 @@ import hashlib
 import os
 import re
 import secrets
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from functools import partial
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from ..program.scanner import strip_comments
 from ..program.split import ProgramSplit
@@ -31,6 +34,8 @@ from ..tools.symbols import demangle
 
 # PTX names of functions with internal linkage in an anonymous namespace carry a digest of their
 # translation unit: the same function has another name in another unit.
+T = TypeVar("T")
+
 _UNIT_NAMES = re.compile(r"_INTERNAL_[0-9a-f]{8}_\d+_\w+?_[0-9a-f]{8}")
 
 
@@ -284,7 +289,8 @@ def half_switches_reach(header_macros: dict[str, str]) -> bool:
 
 def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
                             toolchain: Toolchain, half_types: bool = True,
-                            one_file: bool = True, config_switches: tuple[str, ...] = ()) -> list[tuple[str, list[str]]]:
+                            one_file: bool = True, config_switches: tuple[str, ...] = (),
+                            pool: Executor | None = None) -> list[tuple[str, list[str]]]:
     """For each of other_builds in which the baseline's part compiles to the same code as in the
     verifier's build: the candidate part's functions and kernels that compile to other code there
     (["the part does not build there"] where it does not build); a build marked `whole` is compared
@@ -296,11 +302,28 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
     (the harness header includes cuda_fp16.h), but a build `whole_for_half` is made as one file only
     where `half_types`. `one_file`: whether the rest of the file can reach the
     part's code (one_file_reaches); where it cannot, a `whole` build is compared for the part alone.
-    `config_switches`: other_builds'."""
-    found: list[tuple[str, list[str]]] = []
+    `config_switches`: other_builds'. `pool`: the builds' comparisons run in it at once (first_found)."""
     if editable == split.editable:
-        return found  # the baseline's own text compiles as the baseline's does in every build (init's check)
+        return []  # the baseline's own text compiles as the baseline's does in every build (init's check)
     comparison_name = _comparison_file_name(cache_dir)
+
+    def compare(build: OtherBuild, baseline_unit: str, candidate_unit: str, filename: str, iso: bool,
+                where: str) -> list[tuple[str, list[str]]]:
+        # in one file, the part's functions alone: the harness's own may follow a build (C++20's library)
+        def baseline_alike(flags: tuple[str, ...]) -> bool:
+            return _part_differences(baseline_unit, flags, arch, cache_dir, toolchain, filename, iso,
+                                     among=split.editable_unit() if where else None) == []
+        for flags in _groups_alike(build.flags, baseline_alike) if build.divisible else \
+                [build.flags] if baseline_alike(build.flags) else []:
+            differing = _part_differences(candidate_unit, flags, arch, cache_dir, toolchain, filename, iso,
+                                          among=split.editable_unit(editable, "candidate.cu") if where else None)
+            if differing is None:
+                return [(build.what + where, ["the part does not build there"])]
+            if differing:
+                return [(build.what + where, differing)]  # one is enough to refuse
+        return []
+
+    comparisons = []
     for build in other_builds(toolchain.build_flags, config_switches):
         half_only = all(f.startswith("-D__CUDA_NO_") for f in build.flags)
         alone = build.alone and (half_types or not half_only)
@@ -310,22 +333,25 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
         if whole and one_file:
             units.append((_whole_unit(split, split.editable_unit()), _whole_unit(split, split.editable_unit(editable, "candidate.cu")),
                           comparison_name, False, " as one file with the harness"))
-        for baseline_unit, candidate_unit, filename, iso, where in units:
-            # in one file, the part's functions alone: the harness's own may follow a build (C++20's library)
-            def baseline_alike(flags: tuple[str, ...]) -> bool:
-                return _part_differences(baseline_unit, flags, arch, cache_dir, toolchain, filename, iso,
-                                         among=split.editable_unit() if where else None) == []
-            for flags in _groups_alike(build.flags, baseline_alike) if build.divisible else \
-                    [build.flags] if baseline_alike(build.flags) else []:
-                differing = _part_differences(candidate_unit, flags, arch, cache_dir, toolchain, filename, iso,
-                                              among=split.editable_unit(editable, "candidate.cu") if where else None)
-                if differing is None:
-                    found.append((build.what + where, ["the part does not build there"]))
-                elif differing:
-                    found.append((build.what + where, differing))
-                if found:
-                    return found  # one is enough to refuse; the rest would only cost builds
-    return found
+        comparisons += [partial(compare, build, *unit) for unit in units]
+    return first_found(comparisons, pool) or []
+
+
+def first_found(tasks: list[Callable[[], T]], pool: Executor | None) -> T | None:
+    """The first task's result, in the tasks' order, that is not empty (None where none is): the
+    comparisons of other builds are independent, so with a `pool` they all start at once (nvcc on
+    every core; a build two of them need is made once: tools/nvcc.py) and the ones left are
+    cancelled once a result decides; without one they run one after another, as far as needed.
+    An exception is raised in the same order: one task's failure counts only where no task before it
+    found something."""
+    if pool is None:
+        return next((result for result in (task() for task in tasks) if result), None)
+    futures: list[Future] = [pool.submit(task) for task in tasks]
+    try:
+        return next((result for result in (future.result() for future in futures) if result), None)
+    finally:
+        for future in futures:
+            future.cancel()
 
 
 def _groups_alike(flags: tuple[str, ...], baseline_alike) -> list[tuple[str, ...]]:
@@ -563,8 +589,8 @@ def cccl_included(header_macros: dict[str, str]) -> bool:
 
 
 def header_assertion_differences(split: ProgramSplit, editable: str, *, arch: str, cache_dir: Path,
-                                 toolchain: Toolchain, one_file: bool = False,
-                                 cccl: bool = True) -> tuple[tuple[str, ...], list[str]]:
+                                 toolchain: Toolchain, one_file: bool = False, cccl: bool = True,
+                                 pool: Executor | None = None) -> tuple[tuple[str, ...], list[str]]:
     """The first of the debug builds (_ASSERTION_BUILDS, switch names) in which the part's functions and
     kernels compile to other code with the headers' assertion conditions evaluated than with them
     dropped, and those functions (readable names); ((), []) where none. Both builds keep the conditions'
@@ -576,7 +602,7 @@ def header_assertion_differences(split: ProgramSplit, editable: str, *, arch: st
     it too, as the one-file build declares names for its template's end-of-unit lookup. Only where the
     part reaches a header's assertion (header_assertions_reached) or its unit includes CCCL (`cccl`:
     cccl_included, whose debug mode changes more than assertions; then CCCL's own debug switches are
-    compared too, _CCCL_DEBUG_BUILDS)."""
+    compared too, _CCCL_DEBUG_BUILDS). `pool`: the builds' comparisons run in it at once (first_found)."""
     if editable == split.editable:
         return (), []  # the baseline's own text compiles as the baseline's does in every build
     if not cccl and not header_assertions_reached(split, editable, arch=arch, cache_dir=cache_dir,
@@ -586,14 +612,16 @@ def header_assertion_differences(split: ProgramSplit, editable: str, *, arch: st
     units = [(split.editable_unit(), split.editable_unit(editable, "candidate.cu"))]
     if one_file:
         units.append(tuple(_with_harness_headers(split, unit) for unit in units[0]))
-    for switches in (*_ASSERTION_BUILDS, *(_CCCL_DEBUG_BUILDS if cccl else ())):
+
+    def compare(switches: tuple[str, ...], baseline_unit: str, candidate_unit: str) -> tuple[tuple[str, ...], list[str]] | None:
         flags = tuple(f"-D{name}" for name in switches)
-        for baseline_unit, candidate_unit in units:
-            if _part_differences(baseline_unit, flags, arch, cache_dir, toolchain, include_first=shims) != []:
-                continue
-            differing = _part_differences(candidate_unit, flags, arch, cache_dir, toolchain, include_first=shims)
-            if differing is None:
-                return switches, ["the part does not build there"]
-            if differing:
-                return switches, differing
-    return (), []
+        if _part_differences(baseline_unit, flags, arch, cache_dir, toolchain, include_first=shims) != []:
+            return None
+        differing = _part_differences(candidate_unit, flags, arch, cache_dir, toolchain, include_first=shims)
+        if differing is None:
+            return switches, ["the part does not build there"]
+        return (switches, differing) if differing else None
+
+    comparisons = [partial(compare, switches, *pair) for switches in (*_ASSERTION_BUILDS, *(_CCCL_DEBUG_BUILDS if cccl else ()))
+                   for pair in units]
+    return first_found(comparisons, pool) or ((), [])
