@@ -9,6 +9,7 @@ import pytest
 
 from kernelloop.program.init import InitSpec, generate
 from kernelloop.verify import gate
+from kernelloop.verify.runs import WideDraw
 from kernelloop.verify.verdict import Reason
 
 from .outside_specs import OUTSIDE
@@ -48,7 +49,7 @@ def test_a_candidate_right_only_on_the_guessed_range_is_rejected(settings, monke
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' in bands of every width up to every value of its type" in v.gate("correctness").detail
     wide = [c for c in calls if c.get("wide_ints") is not None]
-    assert [c["role"] for c in wide] == ["candidate", "baseline"] and wide[0]["wide_ints"] == (1, 1 << 1, 0)
+    assert [c["role"] for c in wide] == ["candidate", "baseline"] and wide[0]["wide_ints"] == WideDraw(1, 1 << 1, 0)
     assert wide[0]["secret"] == wide[1]["secret"] and any(c.phase == "wide_ints" for c in v.checks)
 
 
@@ -70,7 +71,7 @@ def test_a_candidate_that_tells_a_wide_draw_from_a_narrow_one_meets_a_narrow_ban
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' all in one band below 2^5" in v.gate("correctness").detail  # the ladder's narrowest
     assert [c["wide_ints"] for c in calls if c.get("wide_ints") and c["role"] == "baseline"] == \
-        [(1, 1 << 1, 0), (3, 1 << 1, 5)]
+        [WideDraw(1, 1 << 1, 0), WideDraw(3, 1 << 1, 5)]
 
 
 @pytest.mark.nvcc
@@ -94,7 +95,7 @@ def test_an_index_is_checked_at_the_widest_band_the_baseline_takes(settings, mon
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' all in one band below 2^11" in v.gate("correctness").detail
-    assert asked == [(3, 1 << 1, 12), (3, 1 << 1, 11)]
+    assert asked == [WideDraw(3, 1 << 1, 12), WideDraw(3, 1 << 1, 11)]
     probes = [c["wide_ints"][2] for c in calls if c.get("wide_ints") and c["wide_ints"][0] == 3 and c["role"] == "baseline"]
     assert 12 in probes and 13 in probes  # halving found the edge
 
@@ -124,8 +125,8 @@ def test_a_candidate_right_on_wide_values_passes_and_stated_ranges_are_not_widen
     assert "with guessed-range integer inputs drawn wide" in v.gate("correctness").detail
     # the stretched bands, then one band of several widths (the ladder, a secret one, the widest)
     modes = [c["wide_ints"] for c in calls if c.get("wide_ints") and c["role"] == "baseline"]
-    assert modes[0] == (1, 1 << 1, 0) and all(m[0] == 3 for m in modes[1:])
-    assert {5, 8, 24, 32} <= {m[2] for m in modes[1:]} and all(m[2] > 0 for m in modes[1:])  # uint32: no negatives
+    assert modes[0] == WideDraw(1, 1 << 1, 0) and all(m[0] == 3 for m in modes[1:])
+    assert {5, 8, 24, 32} <= {m[2] for m in modes[1:]} and all(m[2] >= 0 for m in modes[1:])  # uint32: no negatives
     stated = scripted_runs(monkeypatch, behave, None)  # the plain manifest: no guessed range
     verify(settings)
     assert not any(c.get("wide_ints") for c in stated)
@@ -154,3 +155,72 @@ def test_negative_ids_are_drawn_on_their_own_where_the_baseline_faults_on_large_
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'ids' all in one negative band above -2^5" in v.gate("correctness").detail
+
+
+def largest(wide: WideDraw) -> int:
+    """The largest value a draw can hold (a band given as a bound: lo + top - 1; else below 2^bits)."""
+    if wide.top:
+        return wide.lo + wide.top - 1
+    return (1 << wide.bits) - 1 if wide.bits > 0 else -1
+
+
+def table_baseline(rows: int, candidate_wrong, sizes_wrong=lambda kw: False):
+    """A baseline that reads a table of ROWS rows (faults on stretched draws and on any id >= ROWS), and a
+    candidate wrong where `candidate_wrong(wide)` says (or at the sizes `sizes_wrong(kwargs)` names)."""
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        if role == "baseline" and (wide.mode in (1, 2) or largest(wide) >= rows):
+            return "an illegal memory access was encountered\n"
+        if role == "candidate" and (candidate_wrong(wide) or sizes_wrong(kw)):
+            return LOW_BITS
+        return WIDE_RIGHT
+    return behave
+
+
+@pytest.mark.nvcc
+def test_ids_between_a_power_of_two_and_the_tables_size_are_compared(settings, monkeypatch):  # noqa: F811
+    # round 223: a 5000-row table; a candidate wrong only where an id of 4096 or more comes. Tops at powers
+    # of two never compared one: the bound itself is found, and a band up to it is compared
+    calls = scripted_runs(monkeypatch, table_baseline(5000, lambda w: largest(w) >= 4096), guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'words' all in one band below 5000 (the largest bound the baseline takes)" in v.gate("correctness").detail
+    probes = [WideDraw(*c["wide_ints"]) for c in calls if c.get("wide_ints") and c["role"] == "baseline"]
+    assert any(w.exact and w.top == 5000 for w in probes) and any(w.exact and w.top == 5001 for w in probes)
+
+
+@pytest.mark.parametrize("shape, detail", [
+    (lambda w: w.lo >= 16 and w.top <= w.lo // 2, "in a narrow band from"),  # values far from zero
+    (lambda w: w.shift > 0, "all multiples of"),  # byte offsets, strided ids
+    (lambda w: w.sorted, "in non-decreasing runs"),  # segment ids
+])
+@pytest.mark.nvcc
+def test_a_candidate_keyed_on_inputs_not_drawn_from_zero_meets_one(settings, monkeypatch, shape, detail):  # noqa: F811
+    # round 223: every draw was uniform from zero; a candidate exact there and wrong on [1000, 2000), on
+    # multiples of 16 or on sorted ids passed
+    scripted_runs(monkeypatch, table_baseline(5000, shape), guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert detail in v.gate("correctness").detail
+
+
+def sized_manifest(calls: int) -> dict:
+    return {**guessed_manifest(calls), "size_options": 2, "size_values": [[4, 8]]}
+
+
+@pytest.mark.nvcc
+def test_wide_draws_are_compared_at_every_size_checked(settings, monkeypatch):  # noqa: F811
+    # round 223: a candidate exact at the default size and wrong on wide values at every other one
+    calls = scripted_runs(monkeypatch, table_baseline(5000, lambda w: False, lambda kw: kw.get("size_index", 0) != 0),
+                          sized_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "(size 1)" in v.gate("correctness").detail
+    sizes = {c.get("size_index", 0) for c in calls if c.get("wide_ints")}
+    assert sizes >= {0, 1}

@@ -74,6 +74,38 @@ template <class T> int check(const char* name) {
     }
     if (longest / 2 >= 6 && below_top < 16) { printf("%s: the band's largest value sits at its octave's top\n", name); ++bad; }
   }
+  {  // a band given as a bound (red team round 223): within [lo, lo + top), tops drawn in (top/2, top] per
+     // call (exact: top itself, so the largest value is near it), multiples of 2^shift, rising runs
+    const unsigned long long bound = sizeof(T) == 1 ? 100 : 5000;
+    for (int shape = 0; shape < 5; ++shape) {
+      kl::UniformInt<T> g{0, 16, true, 3, 0};
+      g.wide_top = shape == 1 ? bound / 8 : bound;
+      g.wide_lo = shape == 1 ? bound / 2 : 0;
+      g.wide_shift = shape == 2 ? 3 : 0;
+      g.wide_sorted = shape == 3;
+      g.wide_exact = shape == 4;
+      unsigned long long overall_max = 0;
+      int calls_below_half = 0, runs_down = 0;
+      for (uint64_t call = 0; call < 32; ++call) {
+        const uint64_t key = kl::mix64(call + 4242);
+        unsigned long long largest = 0, previous = 0;
+        for (size_t i = 0; i < 8192; ++i) {
+          const unsigned long long v = (unsigned long long)g.value(kl::mix64(key ^ kl::mix64(i)), i, key);
+          if (v < g.wide_lo || v >= g.wide_lo + g.wide_top) { printf("%s shape %d: %llu outside\n", name, shape, v); ++bad; break; }
+          if (shape == 2 && v % 8) { printf("%s shape 2: %llu not a multiple of 8\n", name, v); ++bad; break; }
+          if (shape == 3 && i && v < previous) ++runs_down;
+          previous = v;
+          if (v > largest) largest = v;
+        }
+        if (largest - g.wide_lo + (1ull << g.wide_shift) <= g.wide_top / 2) ++calls_below_half;
+        if (largest > overall_max) overall_max = largest;
+        if (shape == 4 && largest + 1 + g.wide_top / 64 < g.wide_top) { printf("%s exact: largest %llu\n", name, largest); ++bad; }
+      }
+      if (shape != 3 && calls_below_half) { printf("%s shape %d: a call's values all below half its band\n", name, shape); ++bad; }
+      if (shape == 3 && (runs_down == 0 || runs_down > 32 * 64)) { printf("%s sorted: %d falls\n", name, runs_down); ++bad; }
+      if (shape == 0 && overall_max + 1 + bound / 16 < bound) { printf("%s bound: nothing near it\n", name); ++bad; }
+    }
+  }
   return bad;
 }
 

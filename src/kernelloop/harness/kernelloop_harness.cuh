@@ -747,12 +747,34 @@ template <class T> struct Uniform {  // floating point, in [lo, hi)
 // Each band's top is drawn per call (and stretch) anywhere in its octave, so the largest value drawn
 // marks no power of two (round 221: a candidate took a cheap path wherever its input's maximum was not
 // at the top of its octave, which every [0, 2^k) draw of thousands of elements has).
+// A band given as a bound (`wide_top`: the verifier found the baseline takes [0, top), red team round
+// 223: tops only at powers of two never compared a table's ids between 2^k and its size) is drawn
+// in (top/2, top] per call (`wide_exact`: at top itself, a probe), moved up by `wide_lo` (values far
+// from zero: [1000, 2000)), with every value a multiple of 2^wide_shift (byte offsets, strided ids) or
+// non-decreasing in runs whose length is drawn per call (`wide_sorted`: segment ids): not every input
+// is drawn uniformly from zero, and a candidate keyed on one that is not must meet one.
 template <class T> struct UniformInt {  // integers in [lo, hi); hi <= lo gives lo
   int64_t lo = 0, hi = 2;
   bool guessed = false;
   int widen = 0;
   int wide_bits = 0;
+  unsigned long long wide_top = 0, wide_lo = 0;
+  int wide_shift = 0;
+  bool wide_sorted = false, wide_exact = false;
   __host__ __device__ T value(uint64_t r, size_t i, uint64_t key) const {
+    if (widen == 3 && wide_top > 0) {
+      const uint64_t half = wide_top / 2;
+      const uint64_t top = wide_exact || half == 0 ? wide_top : wide_top - mix64(key ^ 0x544F50ull) % half;
+      uint64_t v;
+      if (wide_sorted) {  // runs of 2^0 .. 2^11 equal values, rising, wrapping at the top
+        const unsigned run = (unsigned)(mix64(key ^ 0x52554Eull) % 12);
+        v = ((uint64_t)(i >> run) + mix64(key ^ 0x535441ull)) % top;
+      } else {
+        v = mix64(r ^ 0x57494445ull) % top;
+      }
+      if (wide_shift > 0) v &= ~((1ull << wide_shift) - 1);
+      return static_cast<T>(wide_lo + v);
+    }
     if (widen >= 1 && widen <= 3) {
       constexpr unsigned span = 8 * sizeof(T);
       unsigned k;
@@ -1235,6 +1257,11 @@ struct State {
   int wide_bits;                       // ... mode 3's band: [0, 2^wide_bits) (KERNELLOOP_WIDE_INTS_BITS)
   uint64_t wide_buffers;               // ... in the guessed-range inputs this mask names (KERNELLOOP_WIDE_INTS_BUFFERS)
   bool wide_now;                       // the buffer being filled is drawn wide
+  unsigned long long wide_top;         // ... mode 3's band as a bound the baseline takes ([0, top), 0: by wide_bits),
+  unsigned long long wide_lo;          // ... moved up by lo, its values multiples of 2^wide_shift,
+  int wide_shift;                      // ... or non-decreasing in runs (wide_sorted); wide_exact: every call's
+  bool wide_sorted, wide_exact;        // ... top is `top` itself (a probe), else drawn in (top/2, top]
+                                       // (KERNELLOOP_WIDE_INTS_SHAPE=top:lo:shift:sorted:exact)
   int timed_calls;                     // RunOptions::calls
   int plain_calls;                     // timed calls without stress
   int flat_now[kMaxBuffers];           // per input: all its elements equal as the call began
@@ -1328,6 +1355,17 @@ class Harness {
     s.wide_bits = wide_bits_text && *wide_bits_text ? atoi(wide_bits_text) : 0;
     const char* wide_buffers_text = getenv("KERNELLOOP_WIDE_INTS_BUFFERS");
     s.wide_buffers = wide_buffers_text && *wide_buffers_text ? strtoull(wide_buffers_text, nullptr, 10) : ~0ull;
+    const char* wide_shape_text = getenv("KERNELLOOP_WIDE_INTS_SHAPE");
+    s.wide_top = s.wide_lo = 0;
+    s.wide_shift = 0;
+    s.wide_sorted = s.wide_exact = false;
+    if (wide_shape_text && *wide_shape_text) {
+      unsigned long long top = 0, lo = 0;
+      int shift = 0, sorted = 0, exact = 0;
+      if (sscanf(wide_shape_text, "%llu:%llu:%d:%d:%d", &top, &lo, &shift, &sorted, &exact) != 5 || shift < 0 || shift > 62)
+        fail("KERNELLOOP_WIDE_INTS_SHAPE is not top:lo:shift:sorted:exact");
+      s.wide_top = top, s.wide_lo = lo, s.wide_shift = shift, s.wide_sorted = sorted != 0, s.wide_exact = exact != 0;
+    }
     s.size_options = 1;
     const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
     if (out && *out) {
@@ -1492,6 +1530,11 @@ class Harness {
       if (st().wide_now) {
         g.widen = st().wide_ints;
         g.wide_bits = st().wide_bits;
+        g.wide_top = st().wide_top;
+        g.wide_lo = st().wide_lo;
+        g.wide_shift = st().wide_shift;
+        g.wide_sorted = st().wide_sorted;
+        g.wide_exact = st().wide_exact;
       }
     }
     kl_fill_kernel<T, Gen><<<1024, 256>>>(reinterpret_cast<T*>(b.data), b.count, key, g);

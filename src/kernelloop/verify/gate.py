@@ -76,7 +76,7 @@ from .outputs import (
 from .precision import PrecisionScan, scan_precision
 from .records import Manifest, PartStateRecord
 from .regression import RegressionDecision, compare_times
-from .runs import ProgramRun, heavy_calls, kept_output_calls, output_digest, run_program, stressed_calls
+from .runs import ProgramRun, WideDraw, heavy_calls, kept_output_calls, output_digest, run_program, stressed_calls
 from .shipped import (
     ShippedBuildUnreadable,
     assert_release_differences,
@@ -693,7 +693,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             any(b.guessed_range for b in manifest.buffers):
         failure, matched = _wide_integer_experiments(
             v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
-            noise_by_size.get((0, None)), durations, toolchain.nvcc, say)
+            noise_by_size, durations, toolchain.nvcc, say,
+            [(k, None) for k in range(1, sizes)] + [(-1, d) for d in taken_draws])
         correct &= matched
     durations.correctness_s = time.monotonic() - t
     if refused_draws:
@@ -1390,20 +1391,24 @@ WIDE_INT_BAND_TRIES = 3  # one-band experiments at a width the baseline ran at b
 # a statistic of its whole input meets narrow bands of several sizes (round 221: a maximum below 2^9).
 WIDE_INT_LADDER = (5, 8, 12, 16, 24, 32, 48, 64)
 WIDE_INT_NEGATIVE = (5, 12, 24)  # negative bands (padding ids), for signed inputs, where the baseline takes them
+# Bisections of the largest bound the baseline takes (a table's size), between 2^(k-1) and 2^(k+1) around the
+# widest band it took: what is left between the bound found and the real one is 2^(k+1) / 2^steps wide.
+WIDE_INT_BOUND_STEPS = 14
 _INTEGER_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 _GUESSED_BITS = 4  # init's guess, [0, 16)
 
 
 def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                               cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
-                              noise: BaselineNoise | None, durations: Durations, nvcc: Path,
-                              say) -> tuple[tuple[Reason, str] | None, bool]:
+                              noise_by_size: dict[tuple[int, int | None], BaselineNoise], durations: Durations,
+                              nvcc: Path, say, other_sizes: list[tuple[int, int | None]]
+                              ) -> tuple[tuple[Reason, str] | None, bool]:
     """Integer inputs whose range nobody stated (`kernelloop init`'s guess, [0, 16)) drawn wider, the
     other inputs as usual; wherever the baseline takes the values (it runs clean, computes no NaN of
     them and, where the candidate differs or fails, reads no byte past a buffer under compute-sanitizer)
     the candidate must give its results. A guessed range is no statement that other values never
     come: a kernel that kept each word's low four bits passed on [0, 16) (red team round 219).
-    Two kinds of draw, so that no experiment looks unlike a real input (round 220: a warp vote on
+    Several kinds of draw, so that no experiment looks unlike a real input (round 220: a warp vote on
     `w < 2^24` took the cheap path only where every neighbour was small, which per-element wide draws
     never give): (1) the buffer in stretches, each in a band of its own width, up to every value of
     the type (else every non-negative one); (2) the whole buffer in one band, at a ladder of widths
@@ -1411,32 +1416,42 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
     found by halving, stepping down where it reads past a buffer under compute-sanitizer: a table index,
     round 220), and negative bands for signed inputs (padding ids); every band's top lies anywhere in
     its octave (round 221: a maximum at the octave's top, or below the widths compared, told the draws
-    apart). An input the baseline takes no wider band of is named in a note. Returns (a candidate
-    failure, whether every comparison matched)."""
+    apart); (3) where the baseline takes no band as wide as the type, the largest bound it takes, found
+    to WIDE_INT_BOUND_STEPS bisections (a table's size: round 223 compared no id between 2^k and it),
+    and bands of that bound: whole, moved up from zero (values far from it), of multiples of a power of
+    two, and non-decreasing in runs (round 223: every draw was uniform from zero); (4) at every other
+    size checked (the declared alternatives and the drawn ones), the stretches, or a band of the bound
+    and one moved up from zero, halving the bound where the baseline does not take it there (round 223:
+    only the default size was drawn wide). An input the baseline takes no wider band of is named in a
+    note. Returns (a candidate failure, whether every comparison matched)."""
     vs = v.settings
     guessed = [(i, b.name, b.dtype) for i, b in enumerate(manifest.buffers)
                if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_BITS]
     unchecked: list[str] = []
+    Size = tuple[int, int | None]
 
     def taken(run: ProgramRun) -> bool:
         return not _run_failure(run) and run.records is not None and \
             not outputs_computing_nan(run.records, poison_byte=None, kept_calls=_kept_calls(run))
 
-    def experiment(wide: tuple[int, int, int], what: str) -> str | tuple[Reason, str] | None:
+    def experiment(wide: WideDraw, what: str, size: Size = (0, None)) -> str | tuple[Reason, str] | None:
         """"refused" where the baseline does not take these values, a candidate failure, "mismatch"
         (recorded in v.checks), or None where the candidate matched."""
         seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+        where = "" if size == (0, None) else f" (size {size[0]})" if size[0] > 0 else " (a size drawn at verify time)"
+        what += where
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                           wide_ints=wide)
-        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide)
+                           wide_ints=wide, size_index=size[0], size_draw=size[1])
+        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide,
+                           size_index=size[0], size_draw=size[1])
         durations.program_runs_s += cand.result.wall_s + base.result.wall_s
         if not taken(base):
             return "refused"
         failure = _run_failure(cand)
-        cmp = _compare_experiment(base, cand, vs, noise) if not failure else None
+        cmp = _compare_experiment(base, cand, vs, noise_by_size.get(size)) if not failure else None
         if (failure or (cmp is not None and not cmp.match)) and \
-                _baseline_reads_past_buffers(base_bin, seed, secret, wide, vs, nvcc, durations):
+                _baseline_reads_past_buffers(base_bin, seed, secret, wide, vs, nvcc, durations, size):
             return "refused"  # the baseline reads memory no buffer holds at these values: not its to take
         if failure:
             v.failure_excerpt = _log_tail(cand.result.stderr, 12)
@@ -1450,34 +1465,55 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
         return None if cmp.match else "mismatch"
 
-    def band_taken(index: int, bits: int) -> bool:
-        """Whether the baseline alone runs clean with input INDEX in [0, 2^bits) (a probe: nothing compared)."""
+    def probe(wide: WideDraw) -> bool:
+        """Whether the baseline alone runs clean on this draw (nothing compared)."""
         seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=(3, 1 << index, bits))
+        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide)
         durations.program_runs_s += base.result.wall_s
         return taken(base)
 
+    def decided(outcome) -> tuple[tuple[Reason, str] | None, bool] | None:
+        """A failure or mismatch ends the experiment (None: go on)."""
+        if outcome in ("refused", None):
+            return None
+        return (outcome, False) if isinstance(outcome, tuple) else (None, False)
+
     for index, name, dtype in guessed:
+        mask = 1 << index
         top = _INTEGER_BITS[dtype] - (0 if dtype.startswith("u") else 1)  # the widest non-negative band
-        stretched = False
+        stretched_mode = 0
         for mode, words in WIDE_INT_MODES.items():
-            outcome = experiment((mode, 1 << index, 0), f"'{name}' in {words}")
+            outcome = experiment(WideDraw(mode, mask), f"'{name}' in {words}")
             if outcome == "refused":
                 continue
-            if outcome is not None:
-                return (outcome, False) if isinstance(outcome, tuple) else (None, False)
-            stretched = True
+            if (done := decided(outcome)) is not None:
+                return done
+            stretched_mode = mode
             break
-        if stretched:  # the widest band the baseline takes: every width
+        # the largest bound the baseline takes (its shapes' draws stay below it); every non-negative value
+        # where it takes a band as wide as the type
+        bound = 1 << min(top, 62)
+        if stretched_mode:  # the widest band the baseline takes: every width
             low = top
         else:  # the widest band the baseline runs clean at, by halving
             low, high = _GUESSED_BITS, top  # low: taken (the guess itself); high: the widest to try
             while low < high:
                 middle = (low + high + 1) // 2
-                if band_taken(index, middle):
+                if probe(WideDraw(3, mask, middle)):
                     low = middle
                 else:
                     high = middle - 1
+            if low < min(top, 62):  # then the bound itself, between 2^(low-1) and 2^(low+1), every call at it
+                taken_bound, refused_bound = 1 << max(low - 1, _GUESSED_BITS), 1 << min(low + 1, top)
+                for _ in range(WIDE_INT_BOUND_STEPS):
+                    if refused_bound - taken_bound <= 1:
+                        break
+                    middle = (taken_bound + refused_bound) // 2
+                    if probe(WideDraw(3, mask, top=middle, exact=True)):
+                        taken_bound = middle
+                    else:
+                        refused_bound = middle
+                bound = taken_bound
         # one band over the whole buffer (a check of the whole input sees a narrow one): narrow bands of
         # several widths up to the widest taken, a width drawn in secret, and the widest itself, stepping
         # down where the baseline reads past a buffer there
@@ -1485,24 +1521,50 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                         ({secrets.randbelow(low - _GUESSED_BITS) + _GUESSED_BITS + 1} if low > _GUESSED_BITS else set()))
         banded = False
         for bits in ladder:
-            outcome = experiment((3, 1 << index, bits), f"'{name}' all in one band below 2^{bits}")
-            if outcome not in ("refused", None):
-                return (outcome, False) if isinstance(outcome, tuple) else (None, False)
+            outcome = experiment(WideDraw(3, mask, bits), f"'{name}' all in one band below 2^{bits}")
+            if (done := decided(outcome)) is not None:
+                return done
             banded |= outcome is None
         for bits in range(low, max(low - WIDE_INT_BAND_TRIES, _GUESSED_BITS), -1):
-            outcome = experiment((3, 1 << index, bits), f"'{name}' all in one band below 2^{bits}")
+            outcome = experiment(WideDraw(3, mask, bits), f"'{name}' all in one band below 2^{bits}")
             if outcome == "refused":
                 continue
-            if outcome is not None:
-                return (outcome, False) if isinstance(outcome, tuple) else (None, False)
+            if (done := decided(outcome)) is not None:
+                return done
             banded = True
             break
+        for wide, what in _bound_shapes(mask, bound):
+            outcome = experiment(wide, f"'{name}' {what}")
+            if (done := decided(outcome)) is not None:
+                return done
+            banded |= outcome is None
         if not dtype.startswith("u"):  # negative values (padding ids, ignore_index) on their own
             for bits in (w for w in WIDE_INT_NEGATIVE if w <= top):
-                outcome = experiment((3, 1 << index, -bits), f"'{name}' all in one negative band above -2^{bits}")
-                if outcome not in ("refused", None):
-                    return (outcome, False) if isinstance(outcome, tuple) else (None, False)
-        if not stretched and not banded:
+                outcome = experiment(WideDraw(3, mask, -bits), f"'{name}' all in one negative band above -2^{bits}")
+                if (done := decided(outcome)) is not None:
+                    return done
+        for size in other_sizes:  # the other sizes: their bound may differ (a table of V rows)
+            if stretched_mode:
+                draws = [(WideDraw(stretched_mode, mask), f"'{name}' in {WIDE_INT_MODES[stretched_mode]}")]
+            else:
+                draws = [(WideDraw(3, mask, top=bound >> scale), f"'{name}' all in one band below {bound >> scale}")
+                         for scale in range(WIDE_INT_BAND_TRIES) if bound >> scale > 1 << _GUESSED_BITS]
+            compared = False
+            for wide, what in draws:
+                outcome = experiment(wide, what, size)
+                if outcome == "refused":
+                    continue
+                if (done := decided(outcome)) is not None:
+                    return done
+                compared = True
+                if wide.top:  # and one moved up from zero, within the bound taken there
+                    for shaped, how in _bound_shapes(mask, wide.top)[1:2]:
+                        if (done := decided(experiment(shaped, f"'{name}' {how}", size))) is not None:
+                            return done
+                break
+            if not compared and (stretched_mode or banded):
+                unchecked.append(f"{name} (size {size[0]})" if size[0] > 0 else f"{name} (a drawn size)")
+        if not stretched_mode and not banded:
             unchecked.append(name)
     if unchecked:
         v.notes.append(f"integer input(s) {', '.join(repr(n) for n in unchecked)} checked only in the range init "
@@ -1510,14 +1572,36 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                        "on them)")
     if guessed:
         v.notes.append(f"integer input(s) {', '.join(repr(n) for _, n, _ in guessed)} have a range nobody stated: "
-                       "also checked on wider draws, which leave a narrow gap (a candidate keyed between the band "
-                       "widths compared: docs/verifier.md, Known limits); state the range your inputs hold (--range "
+                       "also checked on wider draws (bands from zero up to the bound the baseline takes, moved up from "
+                       "zero, of multiples of a power of two, non-decreasing runs; at every size checked), which leave "
+                       "narrow gaps (docs/verifier.md, Known limits); state the range your inputs hold (--range "
                        "NAME=LO,HI) to check it")
     return None, True
 
 
-def _baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide: tuple[int, int, int], vs,
-                                 nvcc: Path, durations: Durations) -> bool:
+def _bound_shapes(mask: int, bound: int) -> list[tuple[WideDraw, str]]:
+    """Draws within a bound the baseline takes (`bound`: it takes [0, bound)), each call's top in
+    (bound/2, bound]: the whole band; a narrow band moved up from zero (lo from a quarter to a half of
+    the bound, a width below half of lo) and one moved up anywhere (lo and width in octaves drawn
+    apart); multiples of 2^s (s from 1 to 8); non-decreasing runs. None below 2^6."""
+    if bound < 64:
+        return []
+    lo_narrow = bound // 4 + secrets.randbelow(bound // 4)
+    narrow = 1 << (_GUESSED_BITS + secrets.randbelow(max(1, lo_narrow.bit_length() - 1 - _GUESSED_BITS)))
+    lo_any = (1 << _GUESSED_BITS) + secrets.randbelow(bound - 2 * (1 << _GUESSED_BITS))
+    room = bound - lo_any
+    width_any = max(2, min(room, 1 << (1 + secrets.randbelow(max(1, room.bit_length())))))
+    shift = 1 + secrets.randbelow(min(8, bound.bit_length() - _GUESSED_BITS - 1))
+    return [(WideDraw(3, mask, top=bound), f"all in one band below {bound} (the largest bound the baseline takes)"),
+            (WideDraw(3, mask, top=min(narrow, lo_narrow // 2), lo=lo_narrow),
+             f"in a narrow band from {lo_narrow} (values far from zero)"),
+            (WideDraw(3, mask, top=width_any, lo=lo_any), f"in a band from {lo_any} up to {lo_any + width_any}"),
+            (WideDraw(3, mask, top=bound, shift=shift), f"all multiples of {1 << shift} below {bound}"),
+            (WideDraw(3, mask, top=bound, sorted=True), f"in non-decreasing runs below {bound}")]
+
+
+def _baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide: WideDraw, vs,
+                                 nvcc: Path, durations: Durations, size: tuple[int, int | None] = (0, None)) -> bool:
     """Whether the baseline, on this wide experiment, touches memory no buffer holds (compute-sanitizer
     memcheck, every buffer its own exact allocation): values it reads as indices past its tables are
     not values it takes, and a candidate that differs there is not wrong. A run that does not finish
@@ -1529,6 +1613,7 @@ def _baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide:
     limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
                     file_size_bytes=vs.output_dump_max_bytes)
     run = run_program(base_bin, seed=seed, limits=limits, secret=secret, wide_ints=wide, exact_buffers=True,
+                      size_index=size[0], size_draw=size[1],
                       wrapper=memcheck_argv(sanitizer, Path("program"), padding=BOUNDS_PADDING_BYTES)[:-1])
     durations.program_runs_s += run.result.wall_s
     if run.result.timed_out:

@@ -7,6 +7,7 @@ import fcntl
 import hashlib
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -29,6 +30,7 @@ NONFINITE_BUFFERS_ENV = "KERNELLOOP_NONFINITE_BUFFERS"  # which inputs get the s
 WIDE_INTS_ENV = "KERNELLOOP_WIDE_INTS"  # guessed-range integer inputs drawn wide: 1, 2 bands per stretch (2: never negative), 3 one band
 WIDE_INTS_BUFFERS_ENV = "KERNELLOOP_WIDE_INTS_BUFFERS"  # ... in these inputs (a mask of buffer indices)
 WIDE_INTS_BITS_ENV = "KERNELLOOP_WIDE_INTS_BITS"  # ... mode 3's one band, [0, 2^bits)
+WIDE_INTS_SHAPE_ENV = "KERNELLOOP_WIDE_INTS_SHAPE"  # ... mode 3's band as a bound: top:lo:shift:sorted:exact
 GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones (the guard contrast runs)
 # "KEY:UNIT:FLIP": exact buffers at drawn offsets, in declaration order or (FLIP) the reverse (the caller-layout runs)
 BUFFER_SHIFT_ENV = "KERNELLOOP_BUFFER_SHIFT"
@@ -113,13 +115,28 @@ class ProgramRun(BaseModel):
         return self.result.returncode == INPUT_WRITTEN_EXIT_CODE
 
 
+class WideDraw(NamedTuple):
+    """The wider-integer experiment's draw (kernelloop_harness.cuh, UniformInt): `mode` 1, 2 (bands per
+    stretch), 3 (one band, [0, 2^bits), or [-2^bits, 0) for negative bits); with `top`, mode 3's band is
+    [lo, lo + t) with t drawn per call in (top/2, top] (`exact`: t = top), its values multiples of
+    2^shift, or non-decreasing in runs (`sorted`). `buffers`: a mask of the manifest's buffer indices."""
+    mode: int
+    buffers: int
+    bits: int = 0
+    top: int = 0
+    lo: int = 0
+    shift: int = 0
+    sorted: bool = False
+    exact: bool = False
+
+
 def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
                 wrapper: list[str] | None = None, want_dump: bool = True, secret: bytes | None = None,
                 size_index: int = 0, size_draw: int | None = None, heavy: bool = True,
                 fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
                 nonfinite_buffers: int | None = None, exact_buffers: bool = False,
                 guard_byte: int | None = None, buffer_shift: tuple[int, int, int] | None = None,
-                wide_ints: tuple[int, int, int] | None = None) -> ProgramRun:
+                wide_ints: WideDraw | tuple[int, int, int] | None = None) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one; `nonfinite_calls` (its
@@ -134,7 +151,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
     the other way. `wide_ints` (mode, mask, bits): the inputs of the mask whose integer range nobody
     stated drawn wider (kernelloop_harness.cuh, UniformInt): in a band of its own per stretch of the
     buffer, up to every value of the type (mode 1) or every non-negative one (2), or all in one band
-    [0, 2^bits) (3)."""
+    [0, 2^bits) (3), or in the shape a WideDraw gives."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
@@ -146,8 +163,11 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
         if guard_byte is not None:
             env[GUARD_BYTE_ENV] = str(guard_byte)
         if wide_ints is not None:
-            env[WIDE_INTS_ENV], env[WIDE_INTS_BUFFERS_ENV] = str(wide_ints[0]), str(wide_ints[1])
-            env[WIDE_INTS_BITS_ENV] = str(wide_ints[2])
+            wide = WideDraw(*wide_ints)
+            env[WIDE_INTS_ENV], env[WIDE_INTS_BUFFERS_ENV] = str(wide.mode), str(wide.buffers)
+            env[WIDE_INTS_BITS_ENV] = str(wide.bits)
+            if wide.top:
+                env[WIDE_INTS_SHAPE_ENV] = f"{wide.top}:{wide.lo}:{wide.shift}:{int(wide.sorted)}:{int(wide.exact)}"
         if exact_buffers:
             env[EXACT_BUFFERS_ENV] = "1"
             if buffer_shift is not None:
