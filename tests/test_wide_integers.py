@@ -224,3 +224,46 @@ def test_wide_draws_are_compared_at_every_size_checked(settings, monkeypatch):  
     assert "(size 1)" in v.gate("correctness").detail
     sizes = {c.get("size_index", 0) for c in calls if c.get("wide_ints")}
     assert sizes >= {0, 1}
+
+
+@pytest.mark.nvcc
+def test_the_bound_is_found_again_at_every_other_size(settings, monkeypatch):  # noqa: F811
+    # round 224: a table of 5000 rows at the default size and 20000 at the other; a candidate wrong on ids of
+    # 8192 and more was never compared there (the default's bound was only halved)
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide, rows = WideDraw(*wide), 20000 if kw.get("size_index", 0) else 5000
+        if role == "baseline" and (wide.mode in (1, 2) or largest(wide) >= rows):
+            return "an illegal memory access was encountered\n"
+        return LOW_BITS if role == "candidate" and largest(wide) >= 8192 else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, sized_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "the largest bound the baseline takes there) (size 1)" in v.gate("correctness").detail
+
+
+@pytest.mark.nvcc
+def test_a_bound_whose_reads_past_the_table_give_no_nan_is_not_taken(settings, monkeypatch):  # noqa: F811
+    # round 224: an integer table read past its end gives integers, not NaN: the probes took bounds far past
+    # it, and every compared run there was excused. Outputs that follow the bytes past the buffers refuse it
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        if role == "baseline" and wide.mode in (1, 2):
+            return "an illegal memory access was encountered\n"
+        if role == "baseline" and largest(wide) >= 5000 and kw.get("guard_byte") is not None:
+            return LOW_BITS  # what it read past the table moved with the guard bytes
+        return LOW_BITS if role == "candidate" and largest(wide) >= 4096 else WIDE_RIGHT
+
+    calls = scripted_runs(monkeypatch, behave, guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers",
+                        lambda base_bin, seed, secret, wide, *a, **k: largest(WideDraw(*wide)) >= 5000)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "all in one band below 5000" in v.gate("correctness").detail

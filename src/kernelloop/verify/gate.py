@@ -1394,6 +1394,7 @@ WIDE_INT_NEGATIVE = (5, 12, 24)  # negative bands (padding ids), for signed inpu
 # Bisections of the largest bound the baseline takes (a table's size), between 2^(k-1) and 2^(k+1) around the
 # widest band it took: what is left between the bound found and the real one is 2^(k+1) / 2^steps wide.
 WIDE_INT_BOUND_STEPS = 14
+WIDE_INT_BOUND_STEPS_ELSEWHERE = 8  # ... at the other sizes checked, after doubling or halving from the default's
 _INTEGER_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 _GUESSED_BITS = 4  # init's guess, [0, 16)
 
@@ -1465,12 +1466,54 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
         return None if cmp.match else "mismatch"
 
-    def probe(wide: WideDraw) -> bool:
-        """Whether the baseline alone runs clean on this draw (nothing compared)."""
+    def probe(wide: WideDraw, size: Size = (0, None)) -> bool:
+        """Whether the baseline alone takes this draw (nothing compared): it runs clean, computes no NaN,
+        and its outputs do not follow the bytes past its inputs (run again with large finite values
+        there: an integer table read past its end gives no NaN; round 224)."""
         seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide)
-        durations.program_runs_s += base.result.wall_s
-        return taken(base)
+        runs = []
+        for guard in (None, *GUARD_CONTRAST_BYTES[1:2]):
+            runs.append(run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide,
+                                    size_index=size[0], size_draw=size[1], fixed_poison=True, guard_byte=guard))
+            durations.program_runs_s += runs[-1].result.wall_s
+            if not taken(runs[-1]):
+                return False
+        return not outputs_following_guards(runs[0].records, runs[1].records, _tolerance(vs))
+
+    def find_bound(size: Size, start: int, cap: int, steps: int) -> int:
+        """The largest bound the baseline takes at SIZE (0: none above the guess), from START up by
+        doubling or down by halving, then STEPS bisections; never above CAP."""
+        def takes(bound: int) -> bool:
+            return probe(WideDraw(3, mask, top=bound, exact=True), size)
+        if takes(start):
+            low_bound, high_bound = start, 0
+            while not high_bound and low_bound < cap:
+                upper = min(2 * low_bound, cap)
+                if takes(upper):
+                    low_bound = upper
+                else:
+                    high_bound = upper
+            if not high_bound:
+                return low_bound
+        else:
+            low_bound, high_bound = 0, start
+            while not low_bound:
+                lower = high_bound // 2
+                if lower <= 1 << _GUESSED_BITS:
+                    return 0
+                if takes(lower):
+                    low_bound = lower
+                else:
+                    high_bound = lower
+        for _ in range(steps):
+            if high_bound - low_bound <= 1:
+                break
+            middle = (low_bound + high_bound) // 2
+            if takes(middle):
+                low_bound = middle
+            else:
+                high_bound = middle
+        return low_bound
 
     def decided(outcome) -> tuple[tuple[Reason, str] | None, bool] | None:
         """A failure or mismatch ends the experiment (None: go on)."""
@@ -1503,17 +1546,8 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                     low = middle
                 else:
                     high = middle - 1
-            if low < min(top, 62):  # then the bound itself, between 2^(low-1) and 2^(low+1), every call at it
-                taken_bound, refused_bound = 1 << max(low - 1, _GUESSED_BITS), 1 << min(low + 1, top)
-                for _ in range(WIDE_INT_BOUND_STEPS):
-                    if refused_bound - taken_bound <= 1:
-                        break
-                    middle = (taken_bound + refused_bound) // 2
-                    if probe(WideDraw(3, mask, top=middle, exact=True)):
-                        taken_bound = middle
-                    else:
-                        refused_bound = middle
-                bound = taken_bound
+            if low < min(top, 62):  # then the bound itself, from 2^low, every call at it
+                bound = find_bound((0, None), 1 << low, 1 << min(top, 62), WIDE_INT_BOUND_STEPS) or 1 << low
         # one band over the whole buffer (a check of the whole input sees a narrow one): narrow bands of
         # several widths up to the widest taken, a width drawn in secret, and the widest itself, stepping
         # down where the baseline reads past a buffer there
@@ -1546,9 +1580,10 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         for size in other_sizes:  # the other sizes: their bound may differ (a table of V rows)
             if stretched_mode:
                 draws = [(WideDraw(stretched_mode, mask), f"'{name}' in {WIDE_INT_MODES[stretched_mode]}")]
-            else:
-                draws = [(WideDraw(3, mask, top=bound >> scale), f"'{name}' all in one band below {bound >> scale}")
-                         for scale in range(WIDE_INT_BAND_TRIES) if bound >> scale > 1 << _GUESSED_BITS]
+            else:  # the bound there, from the default size's, up or down (round 224: a table of V rows)
+                there = find_bound(size, bound, 1 << min(top, 62), WIDE_INT_BOUND_STEPS_ELSEWHERE)
+                draws = [(WideDraw(3, mask, top=there), f"'{name}' all in one band below {there} (the largest bound "
+                                                        "the baseline takes there)")] if there else []
             compared = False
             for wide, what in draws:
                 outcome = experiment(wide, what, size)
