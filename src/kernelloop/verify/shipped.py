@@ -334,6 +334,11 @@ def other_build_differences(split: ProgramSplit, editable: str, *, arch: str, ca
             units.append((_whole_unit(split, split.editable_unit()), _whole_unit(split, split.editable_unit(editable, "candidate.cu")),
                           comparison_name, False, " as one file with the harness"))
         comparisons += [partial(compare, build, *unit) for unit in units]
+        for baseline_unit, candidate_unit, filename, iso, where in units:  # the first group's builds, both parts
+            _prefetch(pool, _part_builds(baseline_unit, build.flags, toolchain, filename, iso,
+                                         split.editable_unit() if where else None), arch, cache_dir)
+            _prefetch(pool, _part_builds(candidate_unit, build.flags, toolchain, filename, iso,
+                                         split.editable_unit(editable, "candidate.cu") if where else None), arch, cache_dir)
     return first_found(comparisons, pool) or []
 
 
@@ -374,26 +379,45 @@ def _whole_unit(split: ProgramSplit, alone: str) -> str:
     return f"{alone}#line {split.harness_line} \"harness.cu\"\n{split.harness}\n"
 
 
+def _part_builds(unit: str, flags: tuple[str, ...], toolchain: Toolchain, filename: str, iso_dialect: bool,
+                 among: str | None) -> list[tuple[str, Toolchain, str, bool]]:
+    """The builds _part_differences compares: (text, toolchain, file name, ISO dialect) of UNIT as the
+    verifier builds it, of UNIT with FLAGS after the user's (a -std among them is the one in force:
+    tools/nvcc.language_flags), and of AMONG alone where given."""
+    builds = [(unit, toolchain, filename, iso_dialect),
+              (unit, toolchain.model_copy(update={"build_flags": (*toolchain.build_flags, *flags)}), filename, iso_dialect)]
+    return builds + ([(among, toolchain, "editable.cu", True)] if among is not None else [])
+
+
+def _prefetch(pool: Executor | None, builds: list[tuple[str, Toolchain, str, bool]], arch: str, cache_dir: Path,
+              include_first: tuple[tuple[str, str], ...] = ()) -> None:
+    """Start BUILDS in POOL now (their results land in the cache: tools/nvcc.py makes each key once), so
+    that a comparison that needs three builds one after another finds them made or being made."""
+    for text, tc, name, iso in builds if pool is not None else ():
+        pool.submit(build_whole_object, text, arch=arch, cache_dir=cache_dir, toolchain=tc, optimised=True,
+                    filename=name, iso_dialect=iso, include_first=include_first)
+
+
 def _part_differences(unit: str, flags: tuple[str, ...], arch: str, cache_dir: Path, toolchain: Toolchain,
                       filename: str = "editable.cu", iso_dialect: bool = True,
                       among: str | None = None, include_first: tuple[tuple[str, str], ...] = ()) -> list[str] | None:
     """The functions of UNIT that compile to other code with FLAGS added to the build than without
     (of those the unit AMONG defines, where given: the part's, in a unit with the harness); None
     where UNIT does not build with them. `include_first`: both builds' (build_whole_object)."""
-    def build(text: str, tc: Toolchain, name: str, iso: bool):
+    def build(spec: tuple[str, Toolchain, str, bool]):
+        text, tc, name, iso = spec
         return build_whole_object(text, arch=arch, cache_dir=cache_dir, toolchain=tc, optimised=True,
                                   filename=name, iso_dialect=iso, include_first=include_first)
-    verified = build(unit, toolchain, filename, iso_dialect)
+    specs = _part_builds(unit, flags, toolchain, filename, iso_dialect, among)
+    verified = build(specs[0])
     if not verified.ok or verified.binary is None:
         raise ShippedBuildUnreadable(f"as the verifier builds it: {verified.stage}")
-    # the flags after the user's (a -std among them is the one in force: tools/nvcc.language_flags)
-    other = build(unit, toolchain.model_copy(update={"build_flags": (*toolchain.build_flags, *flags)}),
-                  filename, iso_dialect)
+    other = build(specs[1])
     if not other.ok or other.binary is None:
         return None
     reference = None
     if among is not None:
-        part = build(among, toolchain, "editable.cu", True)
+        part = build(specs[2])
         if not part.ok or part.binary is None:
             raise ShippedBuildUnreadable(f"as the verifier builds it: {part.stage}")
         reference = part.binary
@@ -624,4 +648,9 @@ def header_assertion_differences(split: ProgramSplit, editable: str, *, arch: st
 
     comparisons = [partial(compare, switches, *pair) for switches in (*_ASSERTION_BUILDS, *(_CCCL_DEBUG_BUILDS if cccl else ()))
                    for pair in units]
+    for switches in (*_ASSERTION_BUILDS, *(_CCCL_DEBUG_BUILDS if cccl else ())):  # every build, both parts
+        for pair in units:
+            for unit in pair:
+                _prefetch(pool, _part_builds(unit, tuple(f"-D{name}" for name in switches), toolchain, "editable.cu",
+                                             True, None), arch, cache_dir, shims)
     return first_found(comparisons, pool) or ((), [])
