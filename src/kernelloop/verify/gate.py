@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import os
+import re
 import secrets
 import statistics
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
