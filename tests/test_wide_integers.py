@@ -83,7 +83,7 @@ def test_an_index_is_checked_at_the_widest_band_the_baseline_takes(settings, mon
         wide = kw.get("wide_ints")
         if wide is None:
             return GOOD
-        if role == "baseline" and (wide[0] in (1, 2) or wide[2] > 12):
+        if role == "baseline" and (wide[0] in (1, 2) or largest(WideDraw(*wide)) >= 1 << 12):
             return "an illegal memory access was encountered\n"
         return WIDE_RIGHT if role == "baseline" or wide[2] < 11 else LOW_BITS
 
@@ -95,7 +95,7 @@ def test_an_index_is_checked_at_the_widest_band_the_baseline_takes(settings, mon
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' all in one band below 2^11" in v.gate("correctness").detail
-    assert asked == [WideDraw(3, 1 << 1, 12), WideDraw(3, 1 << 1, 11)]
+    assert [w for w in asked if not w.top] == [WideDraw(3, 1 << 1, 12), WideDraw(3, 1 << 1, 11)]  # besides the bound's check
     probes = [c["wide_ints"][2] for c in calls if c.get("wide_ints") and c["wide_ints"][0] == 3 and c["role"] == "baseline"]
     assert 12 in probes and 13 in probes  # halving found the edge
 
@@ -267,3 +267,27 @@ def test_a_bound_whose_reads_past_the_table_give_no_nan_is_not_taken(settings, m
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "all in one band below 5000" in v.gate("correctness").detail
+
+
+@pytest.mark.nvcc
+def test_a_table_read_only_for_its_truth_is_bounded_by_the_sanitizer(settings, monkeypatch):  # noqa: F811
+    # round 225: `allowed[id] ? x : 0` over a 320-entry mask gives the same outputs whatever the guard bytes
+    # hold (all non-zero), so the probes took bounds past the table; compute-sanitizer, the excusal's judge,
+    # finds the bound, and the candidate wrong on ids in [256, 320) is compared there
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        if role == "baseline" and wide.mode in (1, 2):
+            return "an illegal memory access was encountered\n"
+        return LOW_BITS if role == "candidate" and largest(wide) >= 256 else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, guessed_manifest)
+    asked: list = []
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers",
+                        lambda base_bin, seed, secret, wide, *a, **k: asked.append(wide) or largest(WideDraw(*wide)) >= 320)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "all in one band below 320" in v.gate("correctness").detail
+    assert any(WideDraw(*w).exact for w in asked)  # the bound confirmed under the sanitizer

@@ -1480,11 +1480,28 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                 return False
         return not outputs_following_guards(runs[0].records, runs[1].records, _tolerance(vs))
 
-    def find_bound(size: Size, start: int, cap: int, steps: int) -> int:
+    def reads_past(wide: WideDraw, size: Size) -> bool:
+        """Whether the baseline reads past a buffer on this draw under compute-sanitizer (the judge the
+        excusal uses: a table read only for its truth, `allowed[id] ? x : 0`, gives the same outputs on
+        every guard byte; round 225)."""
+        seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+        return _baseline_reads_past_buffers(base_bin, seed, secret, wide, vs, nvcc, durations, size)
+
+    def confirmed_bound(size: Size, start: int, cap: int, steps: int) -> int:
+        """find_bound with the probes, then, where the baseline reads past a buffer at the bound found,
+        found again below it with compute-sanitizer as the judge."""
+        bound = find_bound(size, start, cap, steps)
+        if bound and reads_past(WideDraw(3, mask, top=bound, exact=True), size):
+            bound = find_bound(size, bound, bound, steps, sanitized=True)
+        return bound
+
+    def find_bound(size: Size, start: int, cap: int, steps: int, sanitized: bool = False) -> int:
         """The largest bound the baseline takes at SIZE (0: none above the guess), from START up by
-        doubling or down by halving, then STEPS bisections; never above CAP."""
+        doubling or down by halving, then STEPS bisections; never above CAP. `sanitized`: a bound is
+        taken where the baseline reads past no buffer under compute-sanitizer."""
         def takes(bound: int) -> bool:
-            return probe(WideDraw(3, mask, top=bound, exact=True), size)
+            wide = WideDraw(3, mask, top=bound, exact=True)
+            return not reads_past(wide, size) if sanitized else probe(wide, size)
         if takes(start):
             low_bound, high_bound = start, 0
             while not high_bound and low_bound < cap:
@@ -1546,8 +1563,10 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                     low = middle
                 else:
                     high = middle - 1
-            if low < min(top, 62):  # then the bound itself, from 2^low, every call at it
-                bound = find_bound((0, None), 1 << low, 1 << min(top, 62), WIDE_INT_BOUND_STEPS) or 1 << low
+            # then the bound itself, from 2^low, every call at it
+            bound = confirmed_bound((0, None), 1 << min(low, 62), 1 << min(top, 62), WIDE_INT_BOUND_STEPS) \
+                or 1 << _GUESSED_BITS
+            low = min(low, max(bound.bit_length() - 1, _GUESSED_BITS))  # the bands below: none past the bound
         # one band over the whole buffer (a check of the whole input sees a narrow one): narrow bands of
         # several widths up to the widest taken, a width drawn in secret, and the widest itself, stepping
         # down where the baseline reads past a buffer there
@@ -1581,7 +1600,7 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             if stretched_mode:
                 draws = [(WideDraw(stretched_mode, mask), f"'{name}' in {WIDE_INT_MODES[stretched_mode]}")]
             else:  # the bound there, from the default size's, up or down (round 224: a table of V rows)
-                there = find_bound(size, bound, 1 << min(top, 62), WIDE_INT_BOUND_STEPS_ELSEWHERE)
+                there = confirmed_bound(size, bound, 1 << min(top, 62), WIDE_INT_BOUND_STEPS_ELSEWHERE)
                 draws = [(WideDraw(3, mask, top=there), f"'{name}' all in one band below {there} (the largest bound "
                                                         "the baseline takes there)")] if there else []
             compared = False
