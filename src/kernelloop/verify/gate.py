@@ -1471,14 +1471,27 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         and its outputs do not follow the bytes past its inputs (run again with large finite values
         there: an integer table read past its end gives no NaN; round 224)."""
         seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-        runs = []
-        for guard in (None, *GUARD_CONTRAST_BYTES[1:2]):
-            runs.append(run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide,
-                                    size_index=size[0], size_draw=size[1], fixed_poison=True, guard_byte=guard))
-            durations.program_runs_s += runs[-1].result.wall_s
-            if not taken(runs[-1]):
-                return False
-        return not outputs_following_guards(runs[0].records, runs[1].records, _tolerance(vs))
+
+        def run(guard: int | None) -> ProgramRun:
+            done = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide,
+                               size_index=size[0], size_draw=size[1], fixed_poison=True, guard_byte=guard)
+            durations.program_runs_s += done.result.wall_s
+            return done
+        first = run(None)
+        if not taken(first):
+            return False
+        second = run(GUARD_CONTRAST_BYTES[1])
+        if not taken(second):
+            return False
+        moved = set(outputs_following_guards(first.records, second.records, _tolerance(vs)))
+        if not moved:
+            return True
+        # Outputs that also differ between two runs with the same bytes past the inputs vary on their own
+        # (atomics racing on wide values): not a read past a buffer (round 226: a bound set where a hash
+        # table's collisions began, below the table, left the ids past it uncompared). The comparisons
+        # then meet that variation (fail closed); a read past is still found by the sanitizer's check.
+        again = run(GUARD_CONTRAST_BYTES[1])
+        return taken(again) and not moved - set(outputs_following_guards(second.records, again.records, _tolerance(vs)))
 
     def reads_past(wide: WideDraw, size: Size) -> bool:
         """Whether the baseline reads past a buffer on this draw under compute-sanitizer (the judge the
