@@ -319,3 +319,31 @@ def test_an_output_that_varies_on_its_own_on_wide_values_does_not_set_the_bound(
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     probes = [WideDraw(*c["wide_ints"]) for c in calls if c.get("wide_ints") and c["role"] == "baseline"]
     assert any(w.exact and w.top > 1 << 16 for w in probes)  # the bound went past where the variation began
+
+
+@pytest.mark.nvcc
+def test_values_the_baseline_takes_too_long_on_are_named_in_a_note(settings, monkeypatch):  # noqa: F811
+    # round 226's note: a baseline whose work grows with its values runs past the time cap on wide draws;
+    # the values past the bound found there were not compared, and the verdict says so
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        if role == "baseline" and (wide.mode in (1, 2) or largest(wide) >= 1 << 20):
+            return "over the cap\n"
+        return WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, guessed_manifest)
+    scripted = gate.run_program
+
+    def timing_out(binary, **kw):
+        done = scripted(binary, **kw)
+        if done.result.stderr == "over the cap\n":
+            done.result.timed_out = True
+        return done
+    monkeypatch.setattr(gate, "run_program", timing_out)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert any("ran past its time cap on wide values of 'words'" in n for n in v.notes), v.notes

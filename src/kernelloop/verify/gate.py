@@ -1429,6 +1429,8 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
     guessed = [(i, b.name, b.dtype) for i, b in enumerate(manifest.buffers)
                if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_BITS]
     unchecked: list[str] = []
+    slow: dict[str, int] = {}  # input -> the smallest bound at which the baseline ran past its time cap
+    names = {1 << i: name for i, name, _ in guessed}
     Size = tuple[int, int | None]
 
     def taken(run: ProgramRun) -> bool:
@@ -1478,6 +1480,8 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             durations.program_runs_s += done.result.wall_s
             return done
         first = run(None)
+        if first.result.timed_out:  # values it takes too long on: not checked past them, and said so
+            slow[names[wide.buffers]] = min(slow.get(names[wide.buffers], 1 << 64), wide.top or 1 << wide.bits)
         if not taken(first):
             return False
         second = run(GUARD_CONTRAST_BYTES[1])
@@ -1637,6 +1641,10 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         v.notes.append(f"integer input(s) {', '.join(repr(n) for n in unchecked)} checked only in the range init "
                        "guessed: the baseline takes no wider values (it fails, computes NaN or reads past a buffer "
                        "on them)")
+    if slow:
+        v.notes.append("the baseline ran past its time cap on wide values of " + ", ".join(
+            f"{name!r} (values up to {top})" for name, top in slow.items()) + ": values past the bound found "
+            "there were not compared; state the range (--range NAME=LO,HI) or raise verify.run_timeout_s")
     if guessed:
         v.notes.append(f"integer input(s) {', '.join(repr(n) for _, n, _ in guessed)} have a range nobody stated: "
                        "also checked on wider draws (bands from zero up to the bound the baseline takes, moved up from "
