@@ -5,6 +5,8 @@ GPU: the generated program's generator, and the gate with scripted runs over rea
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kernelloop.program.init import InitSpec, generate
@@ -347,3 +349,50 @@ def test_values_the_baseline_takes_too_long_on_are_named_in_a_note(settings, mon
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("ran past its time cap on wide values of 'words'" in n for n in v.notes), v.notes
+
+
+MEMCHECK_API_ERROR = """========= COMPUTE-SANITIZER
+========= Program hit cudaErrorInvalidValue (error 1) due to "invalid argument" on CUDA API call to cudaFuncSetAttribute.
+=========     Saved host backtrace up to driver entry point at error
+========= ERROR SUMMARY: 1 error
+"""
+MEMCHECK_READ_PAST = """========= COMPUTE-SANITIZER
+========= Invalid __global__ read of size 4 bytes
+=========     at gather(const int *, const float *, float *, int)+0x90
+=========     by thread (3,0,0) in block (7,0,0)
+=========     Address 0x7f0000a01000 is out of bounds
+========= ERROR SUMMARY: 1 error
+"""
+
+
+def test_only_an_access_past_global_memory_counts_as_a_read_past_a_buffer():
+    # round 227: a baseline that asks for an attribute it cannot have on wide values and handles the
+    # error is no baseline that reads past its buffers: the excusal and the bound's check read only
+    # invalid global accesses, and run memcheck with --report-api-errors no
+    from kernelloop.tools.sanitizer import global_access_errors, memcheck_argv
+    assert global_access_errors(MEMCHECK_API_ERROR, "") == 0
+    assert global_access_errors("", MEMCHECK_READ_PAST) == 1
+    assert global_access_errors("========= Invalid __shared__ write of size 4 bytes\n", "") == 0
+    argv = memcheck_argv(Path("/bin/true"), Path("program"), api_errors=False)
+    assert "--report-api-errors" not in argv  # /bin/true takes no such option: only where the sanitizer does
+
+
+def test_the_excusal_counts_no_api_error_and_no_bare_failure(monkeypatch, tmp_path):
+    from kernelloop.config import VerifySettings
+    from kernelloop.tools.sandbox import IsolationReport, RunResult
+    from kernelloop.verify.runs import ProgramRun
+    from kernelloop.verify.outputs import KernelMs
+
+    answers = iter([(MEMCHECK_API_ERROR, 86), ("", 3), (MEMCHECK_READ_PAST, 86)])
+
+    def run(binary, **kw):
+        stderr, code = next(answers)
+        return ProgramRun(seed=kw["seed"], result=RunResult(argv=["p"], returncode=code, stdout="", stderr=stderr,
+                                                             isolation=IsolationReport(), wall_s=0.1),
+                          kernel_ms=KernelMs(value=None, count=0))
+    monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(gate, "find_compute_sanitizer", lambda nvcc: Path("/bin/true"))
+    durations = gate.Durations()
+    reads_past = [gate._baseline_reads_past_buffers(Path("b"), 1, b"s", WideDraw(3, 2, 8), VerifySettings(),
+                                                    Path("nvcc"), durations) for _ in range(3)]
+    assert reads_past == [False, False, True]
