@@ -263,7 +263,7 @@ def test_a_bound_whose_reads_past_the_table_give_no_nan_is_not_taken(settings, m
             return LOW_BITS  # what it read past the table moved with the guard bytes
         return LOW_BITS if role == "candidate" and largest(wide) >= 4096 else WIDE_RIGHT
 
-    calls = scripted_runs(monkeypatch, behave, guessed_manifest)
+    scripted_runs(monkeypatch, behave, guessed_manifest)
     monkeypatch.setattr(gate, "_baseline_reads_past_buffers",
                         lambda base_bin, seed, secret, wide, *a, **k: largest(WideDraw(*wide)) >= 5000)
     v = verify(settings)
@@ -396,3 +396,83 @@ def test_the_excusal_counts_no_api_error_and_no_bare_failure(monkeypatch, tmp_pa
     reads_past = [gate._baseline_reads_past_buffers(Path("b"), 1, b"s", WideDraw(3, 2, 8), VerifySettings(),
                                                     Path("nvcc"), durations) for _ in range(3)]
     assert reads_past == [False, False, True]
+
+
+def two_guessed_manifest(calls: int) -> dict:
+    m = guessed_manifest(calls)
+    m["buffers"].insert(2, {"name": "strides", "role": "input", "dtype": "uint32", "count": 4, "guessed_range": True})
+    return m
+
+
+def drawn_wide(wide: WideDraw, index: int) -> bool:
+    """Whether buffer INDEX holds values past init's guess in this draw (beyond a few bits)."""
+    if not wide.buffers >> index & 1:
+        return False
+    tops = dict(getattr(wide, "tops", ()))
+    return wide.mode in (1, 2) or (tops.get(index) or wide.top or 1 << max(wide.bits, 0)) > 1 << 16
+
+
+@pytest.mark.nvcc
+def test_a_candidate_wrong_only_where_two_inputs_are_both_wide_is_compared_there(settings, monkeypatch):  # noqa: F811
+    # round 228: `(uint64)(uint16)min(a, b) * max(a, b)` is exact wherever one factor stays below 2^16; one input
+    # at a time drawn wide, the other kept [0, 16), never met both wide
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        both = drawn_wide(wide, 1) and drawn_wide(wide, 2)
+        return LOW_BITS if role == "candidate" and both else WIDE_RIGHT
+
+    calls = scripted_runs(monkeypatch, behave, two_guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'words' and 'strides' together" in v.gate("correctness").detail
+    assert any(WideDraw(*c["wide_ints"]).buffers == 0b110 for c in calls if c.get("wide_ints"))
+
+
+@pytest.mark.nvcc
+def test_inputs_each_bounded_are_drawn_together_each_below_its_own_bound(settings, monkeypatch):  # noqa: F811
+    # two tables' ids (5000 and 70000 rows): the joint draw gives each its own bound, and a candidate wrong
+    # only where both ids pass 4096 is compared; a pair the baseline never takes together is named in a note
+    rows = {1: 5000, 2: 70000}
+
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        tops = dict(wide.tops)
+        for index, limit in rows.items():
+            if wide.buffers >> index & 1 and (wide.mode in (1, 2) or (tops.get(index) or largest(wide) + 1) > limit):
+                return "an illegal memory access was encountered\n" if role == "baseline" else WIDE_RIGHT
+        both = all(wide.buffers >> i & 1 and (tops.get(i) or 0) > 4096 for i in rows)
+        return LOW_BITS if role == "candidate" and both else WIDE_RIGHT
+
+    calls = scripted_runs(monkeypatch, behave, two_guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'words' and 'strides' together, each all in one band below its bound (5000, 70000)" in \
+        v.gate("correctness").detail
+    joint = [WideDraw(*c["wide_ints"]) for c in calls if c.get("wide_ints") and WideDraw(*c["wide_ints"]).tops]
+    assert joint and joint[0].tops == ((1, 5000), (2, 70000))
+
+
+@pytest.mark.nvcc
+def test_inputs_the_baseline_never_takes_wide_together_are_named(settings, monkeypatch):  # noqa: F811
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        if role == "baseline" and wide.buffers == 0b110:
+            return "an illegal memory access was encountered\n"
+        return LOW_BITS if role == "candidate" and wide.buffers == 0b110 else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, two_guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert any("'words' and 'strides' were not drawn wide together" in n for n in v.notes), v.notes

@@ -1262,6 +1262,9 @@ struct State {
   int wide_shift;                      // ... or non-decreasing in runs (wide_sorted); wide_exact: every call's
   bool wide_sorted, wide_exact;        // ... top is `top` itself (a probe), else drawn in (top/2, top]
                                        // (KERNELLOOP_WIDE_INTS_SHAPE=top:lo:shift:sorted:exact)
+  unsigned long long wide_tops[kMaxBuffers];  // ... a top per buffer (0: the shape's), for inputs drawn wide
+                                       // together, each below its own bound (KERNELLOOP_WIDE_INTS_TOPS=i=top,...)
+  unsigned long long wide_top_now;     // the top of the buffer being filled
   int timed_calls;                     // RunOptions::calls
   int plain_calls;                     // timed calls without stress
   int flat_now[kMaxBuffers];           // per input: all its elements equal as the call began
@@ -1366,6 +1369,19 @@ class Harness {
         fail("KERNELLOOP_WIDE_INTS_SHAPE is not top:lo:shift:sorted:exact");
       s.wide_top = top, s.wide_lo = lo, s.wide_shift = shift, s.wide_sorted = sorted != 0, s.wide_exact = exact != 0;
     }
+    for (int i = 0; i < kMaxBuffers; ++i) s.wide_tops[i] = 0;
+    const char* wide_tops_text = getenv("KERNELLOOP_WIDE_INTS_TOPS");
+    for (const char* at = wide_tops_text; at && *at;) {
+      int index = -1, used = 0;
+      unsigned long long top = 0;
+      if (sscanf(at, "%d=%llu%n", &index, &top, &used) != 2 || index < 0 || index >= kMaxBuffers)
+        fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top,i=top,...");
+      s.wide_tops[index] = top;
+      at += used;
+      if (*at == ',') ++at;
+      else if (*at) fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top,i=top,...");
+    }
+    s.wide_top_now = s.wide_top;
     s.size_options = 1;
     const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
     if (out && *out) {
@@ -1530,7 +1546,7 @@ class Harness {
       if (st().wide_now) {
         g.widen = st().wide_ints;
         g.wide_bits = st().wide_bits;
-        g.wide_top = st().wide_top;
+        g.wide_top = st().wide_top_now;
         g.wide_lo = st().wide_lo;
         g.wide_shift = st().wide_shift;
         g.wide_sorted = st().wide_sorted;
@@ -2076,6 +2092,7 @@ class Harness {
       const Buffer& b = t.buffers[i];
       if (b.role == Role::input || b.role == Role::inout) {
         s.wide_now = s.wide_ints && b.guessed_range && ((s.wide_buffers >> i) & 1);
+        s.wide_top_now = s.wide_tops[i] ? s.wide_tops[i] : s.wide_top;
         b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
         s.wide_now = false;
         s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);

@@ -11,6 +11,7 @@ per pair, and every timing run's output is checked too.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import re
@@ -1402,6 +1403,7 @@ WIDE_INT_NEGATIVE = (5, 12, 24)  # negative bands (padding ids), for signed inpu
 # widest band it took: what is left between the bound found and the real one is 2^(k+1) / 2^steps wide.
 WIDE_INT_BOUND_STEPS = 14
 WIDE_INT_BOUND_STEPS_ELSEWHERE = 8  # ... at the other sizes checked, after doubling or halving from the default's
+WIDE_INT_JOINT_PAIRS = 6  # pairs of guessed inputs drawn wide together (besides all of them), drawn where more
 _INTEGER_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 _GUESSED_BITS = 4  # init's guess, [0, 16)
 
@@ -1562,6 +1564,8 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             return None
         return (outcome, False) if isinstance(outcome, tuple) else (None, False)
 
+    wide_taken: dict[int, tuple[str, int, int]] = {}  # index -> (name, stretched mode, bound) of each input taken wide
+    elsewhere: dict[Size, dict[int, int]] = {}  # size -> index -> the bound compared there
     for index, name, dtype in guessed:
         mask = 1 << index
         top = _INTEGER_BITS[dtype] - (0 if dtype.startswith("u") else 1)  # the widest non-negative band
@@ -1635,6 +1639,7 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                 if (done := decided(outcome)) is not None:
                     return done
                 compared = True
+                elsewhere.setdefault(size, {})[index] = wide.top or bound
                 if wide.top:  # and one moved up from zero, within the bound taken there
                     for shaped, how in _bound_shapes(mask, wide.top)[1:2]:
                         if (done := decided(experiment(shaped, f"'{name}' {how}", size))) is not None:
@@ -1644,6 +1649,65 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                 unchecked.append(f"{name} (size {size[0]})" if size[0] > 0 else f"{name} (a drawn size)")
         if not stretched_mode and not banded:
             unchecked.append(name)
+        else:
+            wide_taken[index] = (name, stretched_mode, bound)
+
+    # Inputs drawn wide together: one at a time, every other input kept init's [0, 16), and a candidate wrong
+    # only where two are wide at once (a product of two factors each of 16 bits and more, an offset plus a
+    # length past 2^32) met none (round 228): all of them at once, then every pair (up to WIDE_INT_JOINT_PAIRS),
+    # each in the stretches where all took them, and each in one band below its own bound
+    def together(indices: list[int], size: Size, bounds: dict[int, int]) -> str | tuple[Reason, str] | None:
+        """The inputs INDICES drawn wide at once (a failure or "mismatch"; "refused" where the baseline took
+        none of these draws; None where every draw it took matched)."""
+        joint_mask = sum(1 << i for i in indices)
+        who = " and ".join(repr(wide_taken[i][0]) for i in indices)
+        compared = False
+        modes = {wide_taken[i][1] for i in indices}
+        if size == (0, None) and 0 not in modes:  # every one of them took the stretches
+            outcome = experiment(WideDraw(max(modes), joint_mask), f"{who} together in {WIDE_INT_MODES[max(modes)]}")
+            if outcome != "refused":
+                if outcome is not None:
+                    return outcome
+                compared = True
+        for step in range(WIDE_INT_BAND_TRIES):  # each below its own bound, all halved where the baseline refuses
+            tops = tuple((i, max(bounds[i] >> step, 1 << _GUESSED_BITS)) for i in indices)
+            outcome = experiment(WideDraw(3, joint_mask, tops=tops), f"{who} together, each all in one band below "
+                                 f"its bound ({', '.join(str(t) for _, t in tops)})", size)
+            if outcome == "refused":
+                continue
+            if outcome is not None:
+                return outcome
+            compared = True
+            if size == (0, None):  # and all in narrower bands of one width drawn in secret (a check of the inputs)
+                widest = max(t for _, t in tops).bit_length()
+                narrow = 1 << (_GUESSED_BITS + 1 + secrets.randbelow(max(1, widest - _GUESSED_BITS - 1)))
+                outcome = experiment(WideDraw(3, joint_mask, tops=tuple((i, min(t, narrow)) for i, t in tops)),
+                                     f"{who} together, each all in one band below {narrow} (or its bound)", size)
+                if outcome not in ("refused", None):
+                    return outcome
+            break
+        return None if compared else "refused"
+
+    joint_unchecked: list[str] = []
+    groups = [sorted(wide_taken)] if len(wide_taken) >= 2 else []
+    if len(wide_taken) >= 3:
+        pairs = list(itertools.combinations(sorted(wide_taken), 2))
+        secrets.SystemRandom().shuffle(pairs)  # which pairs, where there are more than the cap: not known ahead
+        groups += [list(pair) for pair in pairs[:WIDE_INT_JOINT_PAIRS]]
+    for group in groups:
+        outcome = together(group, (0, None), {i: wide_taken[i][2] for i in group})
+        if (done := decided(outcome)) is not None:
+            return done
+        if outcome == "refused":
+            joint_unchecked.append(" and ".join(repr(wide_taken[i][0]) for i in group))
+    if len(wide_taken) >= 2:  # all together at every other size, each below the bound compared there
+        for size, bounds in elsewhere.items():
+            if len(there := sorted(i for i in bounds if i in wide_taken)) >= 2:
+                if (done := decided(together(there, size, bounds))) is not None:
+                    return done
+    if joint_unchecked:
+        v.notes.append(f"integer inputs {'; '.join(joint_unchecked)} were not drawn wide together: the baseline takes "
+                       "no such draw (it fails, computes NaN or reads past a buffer on them)")
     if unchecked:
         v.notes.append(f"integer input(s) {', '.join(repr(n) for n in unchecked)} checked only in the range init "
                        "guessed: the baseline takes no wider values (it fails, computes NaN or reads past a buffer "
@@ -1655,7 +1719,8 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
     if guessed:
         v.notes.append(f"integer input(s) {', '.join(repr(n) for _, n, _ in guessed)} have a range nobody stated: "
                        "also checked on wider draws (bands from zero up to the bound the baseline takes, moved up from "
-                       "zero, of multiples of a power of two, non-decreasing runs; at every size checked), which leave "
+                       "zero, of multiples of a power of two, non-decreasing runs; one input at a time and together; at every "
+                       "size checked), which leave "
                        "narrow gaps (docs/verifier.md, Known limits); state the range your inputs hold (--range "
                        "NAME=LO,HI) to check it")
     return None, True
