@@ -141,3 +141,27 @@ def test_honest_helpers_of_the_part_still_pass():
     lau = _launcher(text)
     assert lau.problem is None
     assert "_reduction_run(" in _first_proposal(text)
+
+
+@pytest.mark.parametrize("statements", [
+    ["const long long total = (long long)n * 1;", "if (total == 0) return;"],  # PyTorch's `numel == 0`
+    ["int blocks = (n + 255) / 256;", "if (blocks <= 0) { return; }"],
+])
+def test_an_early_return_on_locals_made_of_the_arguments_is_kept_where_it_is(statements):
+    # kept-aside set 21: a PyTorch extension's launcher returned early on `numel == 0`, a local computed
+    # from its arguments, and no template applied
+    text = BASELINE.replace(LAUNCHER_HEAD, LAUNCHER_HEAD + "".join(f"  {s}\n" for s in statements), 1)
+    assert _launcher(text).problem is None
+    source = _first_proposal(text)
+    body = source[source.index("void launch_reduce_sum"):]
+    at = [body.index(s) for s in statements]
+    assert at == sorted(at) and at[-1] < body.index("_reduction_run("), body[:500]
+
+
+@pytest.mark.parametrize("statements", [
+    ["int k = rand();", "if (k == 0) return;"],  # a local from a call: not the arguments' alone
+    ["static int calls_so_far = 0;", "if (calls_so_far > 3) return;"],  # a value kept between calls
+])
+def test_an_early_return_on_a_local_not_made_of_the_arguments_still_stops_the_templates(statements):
+    text = BASELINE.replace(LAUNCHER_HEAD, LAUNCHER_HEAD + "".join(f"  {s}\n" for s in statements), 1)
+    assert _launcher(text).problem is not None

@@ -601,7 +601,9 @@ def _classify(stmt: Stmt, lau: Launcher) -> str | None:
         # moved to the top only from before anything that acts (a zeroing, a launch, a call)
         acted = any(isinstance(e, (Call, Launch)) and call_name(e) != "assert"
                     for s in body[:body.index(stmt)] for x in statement_exprs(s) for e in walk_expr(x))
-        if isinstance(then, Return) and plain and not acted and _pure_on_parameters(stmt.cond, lau):
+        # its locals read through their values (`const int64_t numel = b * r * c; if (numel == 0) return;`):
+        # a local never changed, declared from the parameters alone, is as pure as they are
+        if isinstance(then, Return) and plain and not acted and _pure_on_parameters(lau.facts.resolve(stmt.cond), lau):
             return None
         return "returns early on a condition a template could not keep"
     if isinstance(stmt, ExprStmt) and _precondition(stmt, lau):
