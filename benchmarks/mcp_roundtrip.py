@@ -1,8 +1,8 @@
 """Benchmark of the MCP servers' round trip over stdio (a script that prints figures, not a test).
 
 For each server (profiler, sandbox, rag): start `python -m kernelloop mcp serve NAME` as an
-MCP client would, time the start (spawn to initialized), then call the cheap `server_info`
-tool N times (after a few warm-up calls) and print p50 / p95 / max. Goal: p50 <= 20 ms.
+MCP client would, time the start (spawn to initialized), then call its cheap ping
+(`profiler_info`, `sandbox_info`, `rag_info`) N times (after a few warm-up calls) and print p50 / p95 / max. Goal: p50 <= 20 ms.
 Needs no GPU and no nvcc.
 
     python benchmarks/mcp_roundtrip.py [--calls 200] [--server rag] [--json out.json]
@@ -70,13 +70,13 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--server", choices=["profiler", "sandbox", "rag"], action="append",
                     help="server to measure (repeatable; default: all three)")
-    ap.add_argument("--tool", default="server_info", help="a tool that takes no arguments")
+    ap.add_argument("--tool", default=None, help="a tool that takes no arguments (default: each server's ping, NAME_info)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     rows = []
-    print(f"{'server':9} {'start ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  {args.tool} x {args.calls} over stdio")
+    print(f"{'server':9} {'start ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  {args.tool or 'NAME_info'} x {args.calls} over stdio")
     for name in args.server or ["profiler", "sandbox", "rag"]:
-        row = anyio.run(measure, name, args.calls, args.tool)
+        row = anyio.run(measure, name, args.calls, args.tool or f"{name}_info")
         rows.append(row)
         flag = "" if row["p50_ms"] <= GOAL_MS else f"  (over the {GOAL_MS:g} ms goal)"
         extra = "".join([f"  {row['tool_errors']} tool errors" if row["tool_errors"] else "",

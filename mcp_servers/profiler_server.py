@@ -1,4 +1,4 @@
-"""kernelloop's profiler MCP server on stdio: compile_check, resource_usage, profile (GPU), diagnose_report, server_info.
+"""kernelloop's profiler MCP server on stdio: compile_check, resource_usage, profile (GPU), diagnose_report, profiler_info.
 
 The same as `kernelloop mcp serve profiler`; the server itself lives in the installed package
 (kernelloop.mcp.profiler). Run:  python mcp_servers/profiler_server.py

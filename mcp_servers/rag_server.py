@@ -1,4 +1,4 @@
-"""kernelloop's rag MCP server on stdio: search, search_for_diagnosis, corpus_stats, server_info.
+"""kernelloop's rag MCP server on stdio: search, search_for_diagnosis, corpus_stats, rag_info.
 
 The same as `kernelloop mcp serve rag`; the server itself lives in the installed package
 (kernelloop.mcp.rag). Run:  python mcp_servers/rag_server.py

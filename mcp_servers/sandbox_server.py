@@ -1,4 +1,4 @@
-"""kernelloop's sandbox MCP server on stdio: verify (GPU, with progress), static_check, server_info.
+"""kernelloop's sandbox MCP server on stdio: verify (GPU, with progress), static_check, sandbox_info.
 
 The same as `kernelloop mcp serve sandbox`; the server itself lives in the installed package
 (kernelloop.mcp.sandbox). Run:  python mcp_servers/sandbox_server.py

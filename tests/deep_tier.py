@@ -38,6 +38,9 @@ OWN_THRESHOLD = {
     "tests/test_nested_check_macro.py::": float("inf"),
     # the gate's own decisions on scripted runs (caller layouts, memcheck's exact buffers, special values)
     "tests/test_nonfinite.py::": float("inf"),
+    # the built wheel, installed alone, runs every command that reads its shipped files (issue 12: the
+    # wheel smoke check runs in CI)
+    "tests/test_packaging.py::test_the_built_wheel_works_outside_the_source_tree": float("inf"),
     # retrieval quality must fail, not skip, where the corpus lacks its notes (issue 12)
     "tests/test_retrieval_quality.py::": float("inf"),
 }

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from .conftest import ROOT
 
@@ -39,3 +40,31 @@ def test_corpus_errors_are_one_line(tmp_path):
                           (["remove", "nothing"], "no document you added")):
         r = kl(tmp_path, *args)
         assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_adding_to_a_data_folder_that_cannot_be_used_fails_in_one_line(tmp_path):
+    # issue 12: `corpus add` printed "added 1 document(s)" and exited 0 with the document kept nowhere (an
+    # in-memory index, lost on exit) where the data folder was a file or could not be made
+    doc = tmp_path / "tiles.md"
+    doc.write_text("# Tiles\nStage [a tile] in shared memory.\n")
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    for folder in (blocker, Path("/proc/kernelloop-none")):
+        env = {**os.environ, "KERNELLOOP_DATA_DIR": str(folder), "KERNELLOOP_CORPUS_DENSE": "off"}
+        run = subprocess.run([sys.executable, "-m", "kernelloop", "corpus", "add", str(doc)], capture_output=True,
+                             text=True, cwd=ROOT, env=env, timeout=300)
+        assert run.returncode == 2 and "added" not in run.stdout, (run.stdout, run.stderr)
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and "nothing added" in lines[0] and "KERNELLOOP_DATA_DIR" in lines[0], run.stderr
+    search = kl(tmp_path, "search", "shared memory tiles", "--json")  # searching still works on the bundled notes
+    assert search.returncode == 0, search.stderr
+
+
+def test_a_file_where_the_data_folder_goes_is_named_as_such(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    env = {**os.environ, "KERNELLOOP_DATA_DIR": str(blocker)}
+    run = subprocess.run([sys.executable, "-m", "kernelloop", "runs", "list"], capture_output=True, text=True,
+                         cwd=ROOT, env=env, timeout=300)
+    assert run.returncode == 2 and f"{blocker} is a file, not a folder" in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1

@@ -103,7 +103,10 @@ def test_the_built_wheel_works_outside_the_source_tree(tmp_path):
                "r = OptimizeRequest(kernel_name='naive_matmul', program=text, baseline_editable=s.editable,\n"
                "    current_editable=s.editable, preamble=s.preamble, harness=s.harness, exported=s.exported,\n"
                "    arch='sm_86', gpu_name='NVIDIA A10')\n"
-               "print(OfflineOptimizer().propose(r).approach)\n")
+               "print(OfflineOptimizer().propose(r).approach)\n"
+               # the LLM optimizer's prompts and exemplar, as it builds its first messages
+               "from kernelloop.optimizers.prompting import build_messages\n"
+               "assert len(build_messages(r)) >= 2 and 'naive_matmul' in str(build_messages(r)[-1])\n")
     proposal = subprocess.run([sys.executable, "-c", propose], cwd=tmp_path, env=home, capture_output=True, text=True,
                               timeout=300)
     assert proposal.returncode == 0 and proposal.stdout.strip(), proposal.stderr[-2000:]

@@ -988,9 +988,11 @@ app.add_typer(mcp_app, name="mcp")
 
 @mcp_app.command("serve")
 def mcp_serve(
-    name: str = typer.Argument(..., metavar="profiler|sandbox|rag", help="Which server."),
+    name: str = typer.Argument(..., metavar="SERVER", help="Which server: profiler|sandbox|rag."),
 ) -> None:
-    """Run one of kernelloop's MCP servers on stdio (stdout carries only the protocol)."""
+    """Run one of kernelloop's MCP servers on stdio (stdout carries only the protocol).
+
+    Example: kernelloop mcp serve profiler"""
     from ..mcp import serve
 
     serve(name)
@@ -1007,7 +1009,12 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except OSError as exc:  # a path the user gave (or a folder the settings name) cannot be used
         where = f": {exc.filename}" if exc.filename else ""
-        err.print(styled(("error:", "red"), f" {exc.strerror or exc}{where} (check the path; for kernelloop's own "
+        what = exc.strerror or str(exc)
+        if isinstance(exc, (FileExistsError, NotADirectoryError)) and exc.filename:  # a file where a folder goes
+            blocking = next((p for p in (Path(exc.filename), *Path(exc.filename).parents) if p.is_file()), None)
+            if blocking is not None:
+                what, where = f"{blocking} is a file, not a folder", ""
+        err.print(styled(("error:", "red"), f" {what}{where} (check the path; for kernelloop's own "
                          "folders, KERNELLOOP_DATA_DIR / KERNELLOOP_CACHE_DIR or data_dir / cache_dir in kernelloop.toml)"))
         sys.exit(2)
     except KeyboardInterrupt:

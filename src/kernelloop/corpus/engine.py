@@ -406,6 +406,10 @@ def add_path(path: Path, settings: Settings | None = None) -> AddReport:
     files = ingest.walk(root) if root.is_dir() else [root]
 
     def run(index: store.Index) -> AddReport:
+        if not index.persistent:  # a document added to the in-memory fallback would be lost on exit
+            reason = index.warnings[0] if index.warnings else f"corpus index {index.path} cannot be used"
+            raise EnvironmentProblem(f"{reason.split('; ')[0]}: nothing added; set KERNELLOOP_DATA_DIR "
+                                     "(or data_dir in kernelloop.toml) to a folder you can write")
         conn = index.conn
         known = dict(conn.execute("SELECT doc_id, content_hash FROM documents WHERE kind = 'user'").fetchall())
         docs: list[ingest.Document] = []
