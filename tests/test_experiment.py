@@ -14,7 +14,7 @@ from kernelloop.verify.experiment import compare_calls, speed_of_light
 from kernelloop.verify.gate import _baseline_noise
 from kernelloop.verify.outputs import DumpError, KernelMs, compare_dumps
 from kernelloop.verify.records import Manifest, parse_records
-from kernelloop.verify.runs import STREAM_BYTES, ProgramRun, stream_for
+from kernelloop.verify.program_run import STREAM_BYTES, ProgramRun, stream_for
 
 
 def manifest(**kw) -> dict:
@@ -123,7 +123,7 @@ def test_coverage_notes_say_when_no_float_input_is_stressed():
 
 
 def test_the_verifier_knows_which_calls_the_harness_stresses():
-    from kernelloop.verify.runs import stressed_calls
+    from kernelloop.verify.program_run import stressed_calls
     secret = b"s" * 32
     stream = stream_for(secret)
     draws = [int.from_bytes(stream[i:i + 8], "little") for i in range(0, 8 * 40, 8)]
@@ -131,7 +131,7 @@ def test_the_verifier_knows_which_calls_the_harness_stresses():
     assert stressed_calls(secret, 20) == expected
     # Timing runs never get the "one value" stress; every other bit, and so which calls are
     # stressed, stays the same.
-    from kernelloop.verify.runs import heavy_calls
+    from kernelloop.verify.program_run import heavy_calls
     light = stream_for(secret, heavy=False)
     assert len(light) == len(stream) and light != stream
     assert stressed_calls(secret, 20, heavy=False) == expected
@@ -243,7 +243,7 @@ def test_several_sizes_are_drawn_from_one_number():
 
 
 def test_only_the_calibration_stream_fixes_the_poison():
-    from kernelloop.verify.runs import FIXED_POISON_BIT, HEAVY_BIT, STRESSED_BIT, stream_for
+    from kernelloop.verify.program_run import FIXED_POISON_BIT, HEAVY_BIT, STRESSED_BIT, stream_for
     secret = b"\x01" * 32
     plain, fixed = stream_for(secret), stream_for(secret, fixed_poison=True)
     draws = range(0, 16 * 200, 16)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 
-from kernelloop.verify.runs import FIXED_POISON_BIT, KEEP_OUTPUTS_BIT, kept_output_calls, stream_for
+from kernelloop.verify.program_run import FIXED_POISON_BIT, KEEP_OUTPUTS_BIT, kept_output_calls, stream_for
 
 from .conftest import ROOT
 

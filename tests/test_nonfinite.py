@@ -18,7 +18,7 @@ from kernelloop.verify import gate
 from kernelloop.verify.experiment import outputs_computing_nan, outputs_following_guards
 from kernelloop.verify.outputs import KernelMs, Tolerance, compare_dumps
 from kernelloop.verify.records import parse_records
-from kernelloop.verify.runs import NONFINITE_ENV, STREAM_BYTES, ProgramRun, stream_for, stressed_calls
+from kernelloop.verify.program_run import NONFINITE_ENV, STREAM_BYTES, ProgramRun, stream_for, stressed_calls
 from kernelloop.verify.verdict import Reason
 
 from .conftest import ROOT, shared_cache_dir
@@ -234,7 +234,7 @@ def test_a_baseline_computing_nan_on_the_harness_inputs_is_refused_with_the_coun
 
 def test_the_harness_is_told_of_the_non_finite_experiment_by_its_environment(tmp_path):
     from kernelloop.tools.sandbox import Limits
-    from kernelloop.verify.runs import run_program
+    from kernelloop.verify.program_run import run_program
     script = tmp_path / "prog"
     script.write_text("#!/bin/sh\necho \"nonfinite=${KERNELLOOP_NONFINITE:-unset}\"\necho 'KERNEL_MS: 1.0' >&2\n")
     script.chmod(0o755)

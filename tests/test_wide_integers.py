@@ -11,7 +11,7 @@ import pytest
 
 from kernelloop.program.init import InitSpec, generate
 from kernelloop.verify import gate
-from kernelloop.verify.runs import WideDraw
+from kernelloop.verify.program_run import WideDraw
 from kernelloop.verify.verdict import Reason
 
 from .outside_specs import OUTSIDE
@@ -380,7 +380,7 @@ def test_only_an_access_past_global_memory_counts_as_a_read_past_a_buffer():
 def test_the_excusal_counts_no_api_error_and_no_bare_failure(monkeypatch, tmp_path):
     from kernelloop.config import VerifySettings
     from kernelloop.tools.sandbox import IsolationReport, RunResult
-    from kernelloop.verify.runs import ProgramRun
+    from kernelloop.verify.program_run import ProgramRun
     from kernelloop.verify.outputs import KernelMs
 
     answers = iter([(MEMCHECK_API_ERROR, 86), ("", 3), (MEMCHECK_READ_PAST, 86)])

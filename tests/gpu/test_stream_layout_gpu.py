@@ -14,7 +14,7 @@ from kernelloop.program.split import split_program
 from kernelloop.tools.gpu import detect_gpus
 from kernelloop.tools.nvcc import build_program
 from kernelloop.tools.sandbox import Limits
-from kernelloop.verify.runs import run_program, stressed_calls
+from kernelloop.verify.program_run import run_program, stressed_calls
 
 pytestmark = pytest.mark.gpu
 

@@ -36,7 +36,7 @@ from ..tools.nvcc import HARNESS_KERNEL_PREFIX, build_whole_program, compiler_er
 from ..tools.resources import KernelResources, Occupancy, gpu_limits, kernel_resources, occupancy
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.toolkit import require_ncu
-from ..verify.runs import run_program
+from ..verify.program_run import run_program
 from .diagnosis import HEADLINE_KEYS, Diagnosis, diagnose
 from .rules import rule_sections, sections_for
 

@@ -84,7 +84,7 @@ from .outputs import (
 from .precision import PrecisionScan, scan_precision
 from .records import Manifest, PartStateRecord
 from .regression import RegressionDecision, compare_times
-from .runs import ProgramRun, WideDraw, heavy_calls, kept_output_calls, output_digest, run_program, stressed_calls
+from .program_run import ProgramRun, WideDraw, heavy_calls, kept_output_calls, output_digest, run_program, stressed_calls
 from .shipped import (
     ShippedBuildUnreadable,
     assert_release_differences,

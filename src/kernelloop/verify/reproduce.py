@@ -13,7 +13,7 @@ from ..config import Settings
 from ..program.split import split_program
 from ..tools.nvcc import build_program, find_toolchain
 from ..tools.sandbox import Limits
-from .runs import output_digest, run_program
+from .program_run import output_digest, run_program
 
 
 class RecordedExperiment(BaseModel):
