@@ -404,12 +404,24 @@ def two_guessed_manifest(calls: int) -> dict:
     return m
 
 
-def drawn_wide(wide: WideDraw, index: int) -> bool:
-    """Whether buffer INDEX holds values past init's guess in this draw (beyond a few bits)."""
+def buffer_draw(wide: WideDraw, index: int) -> WideDraw | None:
+    """The draw buffer INDEX gets (None: it keeps init's guess)."""
     if not wide.buffers >> index & 1:
-        return False
-    tops = dict(getattr(wide, "tops", ()))
-    return wide.mode in (1, 2) or (tops.get(index) or wide.top or 1 << max(wide.bits, 0)) > 1 << 16
+        return None
+    own = {e[0]: (*e[1:], 0, 0)[:3] for e in getattr(wide, "tops", ())}  # (round 228's draws: index, top)
+    if index not in own:
+        return wide
+    top, mode, bits = own[index]
+    return wide._replace(mode=mode or wide.mode, bits=bits if mode else wide.bits, top=top, tops=())
+
+
+def reach(wide: WideDraw | None) -> int:
+    """How far from zero a buffer's draw reaches (its stretches: every value of a 32-bit type)."""
+    return 0 if wide is None else 1 << 32 if wide.mode in (1, 2) else max(largest(wide), 0)
+
+
+def negative(wide: WideDraw | None) -> bool:
+    return wide is not None and (wide.mode == 1 or (wide.mode == 3 and not wide.top and wide.bits < 0))
 
 
 @pytest.mark.nvcc
@@ -421,7 +433,7 @@ def test_a_candidate_wrong_only_where_two_inputs_are_both_wide_is_compared_there
         if wide is None:
             return GOOD
         wide = WideDraw(*wide)
-        both = drawn_wide(wide, 1) and drawn_wide(wide, 2)
+        both = all(reach(buffer_draw(wide, i)) > 1 << 16 for i in (1, 2))
         return LOW_BITS if role == "candidate" and both else WIDE_RIGHT
 
     calls = scripted_runs(monkeypatch, behave, two_guessed_manifest)
@@ -432,32 +444,79 @@ def test_a_candidate_wrong_only_where_two_inputs_are_both_wide_is_compared_there
     assert any(WideDraw(*c["wide_ints"]).buffers == 0b110 for c in calls if c.get("wide_ints"))
 
 
-@pytest.mark.nvcc
-def test_inputs_each_bounded_are_drawn_together_each_below_its_own_bound(settings, monkeypatch):  # noqa: F811
-    # two tables' ids (5000 and 70000 rows): the joint draw gives each its own bound, and a candidate wrong
-    # only where both ids pass 4096 is compared; a pair the baseline never takes together is named in a note
-    rows = {1: 5000, 2: 70000}
-
+def tables(rows: dict[int, int], candidate_wrong, joint_limit: int | None = None):
+    """A baseline reading a table of rows[i] rows through each input i (faults past it, and on the
+    stretches), or, with `joint_limit`, one pool through the inputs' sum (faults where the sum's reach
+    passes it); a candidate wrong where `candidate_wrong(draw of 1, draw of 2)` says."""
     def behave(role, kw):
         wide = kw.get("wide_ints")
         if wide is None:
             return GOOD
         wide = WideDraw(*wide)
-        tops = dict(wide.tops)
-        for index, limit in rows.items():
-            if wide.buffers >> index & 1 and (wide.mode in (1, 2) or (tops.get(index) or largest(wide) + 1) > limit):
-                return "an illegal memory access was encountered\n" if role == "baseline" else WIDE_RIGHT
-        both = all(wide.buffers >> i & 1 and (tops.get(i) or 0) > 4096 for i in rows)
-        return LOW_BITS if role == "candidate" and both else WIDE_RIGHT
+        draws = {i: buffer_draw(wide, i) for i in rows}
+        past = any(d is not None and (d.mode in (1, 2) or reach(d) >= rows[i]) for i, d in draws.items())
+        if joint_limit is not None:
+            past |= sum(reach(d) for d in draws.values()) >= joint_limit
+        if past:
+            return "an illegal memory access was encountered\n" if role == "baseline" else WIDE_RIGHT
+        return LOW_BITS if role == "candidate" and candidate_wrong(draws[1], draws[2]) else WIDE_RIGHT
+    return behave
 
-    calls = scripted_runs(monkeypatch, behave, two_guessed_manifest)
+
+@pytest.mark.nvcc
+def test_inputs_each_bounded_are_drawn_together_each_below_its_own_bound(settings, monkeypatch):  # noqa: F811
+    # two tables' ids (5000 and 70000 rows): the joint draw gives each its own bound, and a candidate wrong
+    # only where both ids pass 4096 is compared
+    calls = scripted_runs(monkeypatch, tables({1: 5000, 2: 70000}, lambda a, b: reach(a) > 4096 and reach(b) > 4096),
+                          two_guessed_manifest)
     monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
-    assert "'words' and 'strides' together, each all in one band below its bound (5000, 70000)" in \
-        v.gate("correctness").detail
+    assert "'words' and 'strides' together, each as the baseline takes it alone ('words' below 5000, 'strides' " \
+        "below 70000)" in v.gate("correctness").detail
     joint = [WideDraw(*c["wide_ints"]) for c in calls if c.get("wide_ints") and WideDraw(*c["wide_ints"]).tops]
-    assert joint and joint[0].tops == ((1, 5000), (2, 70000))
+    assert joint and joint[0].tops == ((1, 5000, 3, 0), (2, 70000, 3, 0))
+
+
+@pytest.mark.nvcc
+def test_inputs_bounded_only_together_are_each_drawn_at_its_bound_beside_the_others(settings, monkeypatch):  # noqa: F811
+    # round 229: `pool[first + pos]` of 65536 slots; a candidate wrong where first passes half the pool and pos
+    # passes 16. Both at their bounds the baseline reads past the pool; halved together, first never passed half
+    calls = scripted_runs(monkeypatch, tables({1: 1 << 16, 2: 1 << 16}, lambda a, b: reach(a) >= 1 << 15 and reach(b) >= 16,
+                                              joint_limit=1 << 16), two_guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'words' all in one band below 49152, the others below 16384" in v.gate("correctness").detail, \
+        v.gate("correctness").detail
+    assert any(c.get("wide_ints") and WideDraw(*c["wide_ints"]).tops for c in calls)
+
+
+def signed_pair_manifest(calls: int) -> dict:
+    m = guessed_manifest(calls)
+    m["buffers"].insert(2, {"name": "delta", "role": "input", "dtype": "int32", "count": 4, "guessed_range": True})
+    return m
+
+
+@pytest.mark.nvcc
+def test_a_signed_input_keeps_its_negative_values_when_drawn_beside_a_bounded_one(settings, monkeypatch):  # noqa: F811
+    # round 229: `table[row] * (float)delta`, row below 4096 rows, delta any int32; a candidate wrong where delta
+    # is negative and row passes 16. Together, bands from zero never drew a negative delta
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        row, delta = buffer_draw(wide, 1), buffer_draw(wide, 2)
+        if row is not None and (row.mode in (1, 2) or reach(row) >= 4096):
+            return "an illegal memory access was encountered\n" if role == "baseline" else WIDE_RIGHT
+        return LOW_BITS if role == "candidate" and reach(row) >= 16 and negative(delta) else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, signed_pair_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'words' and 'delta' together" in v.gate("correctness").detail, v.gate("correctness").detail
 
 
 @pytest.mark.nvcc

@@ -1262,9 +1262,12 @@ struct State {
   int wide_shift;                      // ... or non-decreasing in runs (wide_sorted); wide_exact: every call's
   bool wide_sorted, wide_exact;        // ... top is `top` itself (a probe), else drawn in (top/2, top]
                                        // (KERNELLOOP_WIDE_INTS_SHAPE=top:lo:shift:sorted:exact)
-  unsigned long long wide_tops[kMaxBuffers];  // ... a top per buffer (0: the shape's), for inputs drawn wide
-                                       // together, each below its own bound (KERNELLOOP_WIDE_INTS_TOPS=i=top,...)
-  unsigned long long wide_top_now;     // the top of the buffer being filled
+  unsigned long long wide_tops[kMaxBuffers];  // ... a draw per buffer, for inputs drawn wide together, each as
+  int wide_modes[kMaxBuffers];         // ... the baseline took it alone: its own top (0: the shape's), mode
+  int wide_bits_each[kMaxBuffers];     // ... (0: the draw's) and band bits (a negative band: below zero)
+                                       // (KERNELLOOP_WIDE_INTS_TOPS=i=top:mode:bits,...)
+  unsigned long long wide_top_now;     // the draw of the buffer being filled
+  int wide_mode_now, wide_bits_now;
   int timed_calls;                     // RunOptions::calls
   int plain_calls;                     // timed calls without stress
   int flat_now[kMaxBuffers];           // per input: all its elements equal as the call began
@@ -1369,19 +1372,21 @@ class Harness {
         fail("KERNELLOOP_WIDE_INTS_SHAPE is not top:lo:shift:sorted:exact");
       s.wide_top = top, s.wide_lo = lo, s.wide_shift = shift, s.wide_sorted = sorted != 0, s.wide_exact = exact != 0;
     }
-    for (int i = 0; i < kMaxBuffers; ++i) s.wide_tops[i] = 0;
+    for (int i = 0; i < kMaxBuffers; ++i) s.wide_tops[i] = 0, s.wide_modes[i] = 0, s.wide_bits_each[i] = 0;
     const char* wide_tops_text = getenv("KERNELLOOP_WIDE_INTS_TOPS");
     for (const char* at = wide_tops_text; at && *at;) {
-      int index = -1, used = 0;
+      int index = -1, mode = 0, bits = 0, used = 0;
       unsigned long long top = 0;
-      if (sscanf(at, "%d=%llu%n", &index, &top, &used) != 2 || index < 0 || index >= kMaxBuffers)
-        fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top,i=top,...");
-      s.wide_tops[index] = top;
+      if (sscanf(at, "%d=%llu:%d:%d%n", &index, &top, &mode, &bits, &used) != 4 || index < 0 ||
+          index >= kMaxBuffers || mode < 0 || mode > 3)
+        fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top:mode:bits,...");
+      s.wide_tops[index] = top, s.wide_modes[index] = mode, s.wide_bits_each[index] = bits;
       at += used;
       if (*at == ',') ++at;
-      else if (*at) fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top,i=top,...");
+      else if (*at) fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top:mode:bits,...");
     }
     s.wide_top_now = s.wide_top;
+    s.wide_mode_now = s.wide_ints, s.wide_bits_now = s.wide_bits;
     s.size_options = 1;
     const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
     if (out && *out) {
@@ -1544,8 +1549,8 @@ class Harness {
     memcpy(&g, gen, sizeof(Gen));
     if constexpr (IsUniformInt<Gen>::value) {
       if (st().wide_now) {
-        g.widen = st().wide_ints;
-        g.wide_bits = st().wide_bits;
+        g.widen = st().wide_mode_now;
+        g.wide_bits = st().wide_bits_now;
         g.wide_top = st().wide_top_now;
         g.wide_lo = st().wide_lo;
         g.wide_shift = st().wide_shift;
@@ -2092,7 +2097,10 @@ class Harness {
       const Buffer& b = t.buffers[i];
       if (b.role == Role::input || b.role == Role::inout) {
         s.wide_now = s.wide_ints && b.guessed_range && ((s.wide_buffers >> i) & 1);
-        s.wide_top_now = s.wide_tops[i] ? s.wide_tops[i] : s.wide_top;
+        const bool own = s.wide_modes[i] != 0;  // a draw of its own (inputs drawn wide together)
+        s.wide_top_now = own ? s.wide_tops[i] : s.wide_tops[i] ? s.wide_tops[i] : s.wide_top;
+        s.wide_mode_now = own ? s.wide_modes[i] : s.wide_ints;
+        s.wide_bits_now = own ? s.wide_bits_each[i] : s.wide_bits;
         b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
         s.wide_now = false;
         s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);

@@ -1404,6 +1404,8 @@ WIDE_INT_NEGATIVE = (5, 12, 24)  # negative bands (padding ids), for signed inpu
 WIDE_INT_BOUND_STEPS = 14
 WIDE_INT_BOUND_STEPS_ELSEWHERE = 8  # ... at the other sizes checked, after doubling or halving from the default's
 WIDE_INT_JOINT_PAIRS = 6  # pairs of guessed inputs drawn wide together (besides all of them), drawn where more
+# Where inputs are bounded only together: one drawn below (1 - 2^-k) of its bound, the others below 2^-k of theirs
+WIDE_INT_JOINT_EDGE = (1, 2, 4, 8, 16, 32)
 _INTEGER_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 _GUESSED_BITS = 4  # init's guess, [0, 16)
 
@@ -1490,7 +1492,8 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             return done
         first = run(None)
         if first.result.timed_out:  # values it takes too long on: not checked past them, and said so
-            slow[names[wide.buffers]] = min(slow.get(names[wide.buffers], 1 << 64), wide.top or 1 << wide.bits)
+            if (slow_name := names.get(wide.buffers)) is not None:  # one input's draw (a joint one: not named)
+                slow[slow_name] = min(slow.get(slow_name, 1 << 64), wide.top or 1 << wide.bits)
         if not taken(first):
             return False
         second = run(GUARD_CONTRAST_BYTES[1])
@@ -1564,8 +1567,9 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             return None
         return (outcome, False) if isinstance(outcome, tuple) else (None, False)
 
-    wide_taken: dict[int, tuple[str, int, int]] = {}  # index -> (name, stretched mode, bound) of each input taken wide
-    elsewhere: dict[Size, dict[int, int]] = {}  # size -> index -> the bound compared there
+    # index -> (name, stretched mode, bound, widest negative band) of each input the baseline took wide
+    wide_taken: dict[int, tuple[str, int, int, int]] = {}
+    elsewhere: dict[Size, dict[int, tuple[int, int]]] = {}  # size -> index -> its draw compared there (top, mode)
     for index, name, dtype in guessed:
         mask = 1 << index
         top = _INTEGER_BITS[dtype] - (0 if dtype.startswith("u") else 1)  # the widest non-negative band
@@ -1619,11 +1623,14 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             if (done := decided(outcome)) is not None:
                 return done
             banded |= outcome is None
+        negative = 0  # the widest negative band the baseline took
         if not dtype.startswith("u"):  # negative values (padding ids, ignore_index) on their own
             for bits in (w for w in WIDE_INT_NEGATIVE if w <= top):
                 outcome = experiment(WideDraw(3, mask, -bits), f"'{name}' all in one negative band above -2^{bits}")
                 if (done := decided(outcome)) is not None:
                     return done
+                if outcome is None:
+                    negative = bits
         for size in other_sizes:  # the other sizes: their bound may differ (a table of V rows)
             if stretched_mode:
                 draws = [(WideDraw(stretched_mode, mask), f"'{name}' in {WIDE_INT_MODES[stretched_mode]}")]
@@ -1639,7 +1646,7 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                 if (done := decided(outcome)) is not None:
                     return done
                 compared = True
-                elsewhere.setdefault(size, {})[index] = wide.top or bound
+                elsewhere.setdefault(size, {})[index] = (wide.top, 3) if wide.top else (0, stretched_mode)
                 if wide.top:  # and one moved up from zero, within the bound taken there
                     for shaped, how in _bound_shapes(mask, wide.top)[1:2]:
                         if (done := decided(experiment(shaped, f"'{name}' {how}", size))) is not None:
@@ -1650,42 +1657,83 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         if not stretched_mode and not banded:
             unchecked.append(name)
         else:
-            wide_taken[index] = (name, stretched_mode, bound)
+            wide_taken[index] = (name, stretched_mode, bound, negative)
 
     # Inputs drawn wide together: one at a time, every other input kept init's [0, 16), and a candidate wrong
     # only where two are wide at once (a product of two factors each of 16 bits and more, an offset plus a
     # length past 2^32) met none (round 228): all of them at once, then every pair (up to WIDE_INT_JOINT_PAIRS),
-    # each in the stretches where all took them, and each in one band below its own bound
-    def together(indices: list[int], size: Size, bounds: dict[int, int]) -> str | tuple[Reason, str] | None:
+    # at every size checked. Each input drawn as the baseline took it alone (its own stretches, with their
+    # negative values and top bits, or one band below its own bound; round 229: a joint draw of bands from
+    # zero left every negative value and every 64-bit value past 2^62 uncompared beside another wide input);
+    # where the baseline refuses that (inputs bounded only together: `first + pos < slots`), all halved
+    # together and points along the edge of what it takes, one input below (1 - 2^-k) of its bound beside
+    # the others below 2^-k of theirs (round 229: halving alone never drew one input past half its bound
+    # beside another wide one); negative bands together; and bands of the ladder's widths, all at once.
+    Spec = tuple[int, int]  # a draw of one input: (top, mode), mode 1 or 2 its stretches, 3 a band below top
+
+    def described(spec: Spec) -> str:
+        top, mode = spec
+        return WIDE_INT_MODES[mode] if mode in WIDE_INT_MODES else f"below {top}"
+
+    def together(indices: list[int], size: Size, specs: dict[int, Spec]) -> str | tuple[Reason, str] | None:
         """The inputs INDICES drawn wide at once (a failure or "mismatch"; "refused" where the baseline took
         none of these draws; None where every draw it took matched)."""
         joint_mask = sum(1 << i for i in indices)
         who = " and ".join(repr(wide_taken[i][0]) for i in indices)
         compared = False
-        modes = {wide_taken[i][1] for i in indices}
-        if size == (0, None) and 0 not in modes:  # every one of them took the stretches
-            outcome = experiment(WideDraw(max(modes), joint_mask), f"{who} together in {WIDE_INT_MODES[max(modes)]}")
-            if outcome != "refused":
-                if outcome is not None:
+
+        def draw(entries: dict[int, tuple[int, int, int]], what: str, probing: bool = False):
+            wide = WideDraw(3, joint_mask, exact=probing,
+                            tops=tuple((i, top, mode, bits) for i, (top, mode, bits) in sorted(entries.items())))
+            return probe(wide, size) if probing else experiment(wide, f"{who} together, {what}", size)
+
+        def go(outcome) -> bool:
+            """Whether OUTCOME ends the experiment (a failure or mismatch); notes a comparison."""
+            nonlocal compared
+            compared |= outcome is None
+            return outcome not in ("refused", None)
+
+        alone = {i: (top, mode, 0) for i, (top, mode) in specs.items()}
+        outcome = draw(alone, "each as the baseline takes it alone (" + ", ".join(
+            f"'{wide_taken[i][0]}' {described(specs[i])}" for i in indices) + ")")
+        if go(outcome):
+            return outcome
+        if outcome == "refused":
+            full = {i: specs[i][0] or wide_taken[i][2] for i in indices}  # a stretched input: every value as a bound
+            for step in range(1, WIDE_INT_BAND_TRIES):  # all halved together
+                tops = {i: (max(full[i] >> step, 1 << _GUESSED_BITS), 3, 0) for i in indices}
+                outcome = draw(tops, "each all in one band below " + ", ".join(str(t) for t, _, _ in tops.values()))
+                if go(outcome):
                     return outcome
-                compared = True
-        for step in range(WIDE_INT_BAND_TRIES):  # each below its own bound, all halved where the baseline refuses
-            tops = tuple((i, max(bounds[i] >> step, 1 << _GUESSED_BITS)) for i in indices)
-            outcome = experiment(WideDraw(3, joint_mask, tops=tops), f"{who} together, each all in one band below "
-                                 f"its bound ({', '.join(str(t) for _, t in tops)})", size)
-            if outcome == "refused":
-                continue
-            if outcome is not None:
-                return outcome
-            compared = True
-            if size == (0, None):  # and all in narrower bands of one width drawn in secret (a check of the inputs)
-                widest = max(t for _, t in tops).bit_length()
-                narrow = 1 << (_GUESSED_BITS + 1 + secrets.randbelow(max(1, widest - _GUESSED_BITS - 1)))
-                outcome = experiment(WideDraw(3, joint_mask, tops=tuple((i, min(t, narrow)) for i, t in tops)),
-                                     f"{who} together, each all in one band below {narrow} (or its bound)", size)
-                if outcome not in ("refused", None):
+                if outcome is None:
+                    break
+            for i in indices:  # points along the edge of what the baseline takes: one input near its bound,
+                # (1 - 2^-k) of it, the others at 2^-k of theirs (halved where refused): `first + pos < slots`
+                # takes first up to 3/4 of the pool beside pos up to a quarter
+                for k in (k for k in WIDE_INT_JOINT_EDGE if k < full[i].bit_length() - _GUESSED_BITS):
+                    for back in range(WIDE_INT_BAND_TRIES):
+                        entries = {j: (max(full[j] >> (k + back), 1 << _GUESSED_BITS), 3, 0) for j in indices}
+                        entries[i] = (full[i] - (full[i] >> k), 3, 0)
+                        outcome = draw(entries, f"'{wide_taken[i][0]}' all in one band below {entries[i][0]}, the "
+                                       "others below " + ", ".join(str(entries[j][0]) for j in indices if j != i))
+                        if go(outcome):
+                            return outcome
+                        if outcome is None:
+                            break
+        for i in indices:  # a signed input's negative band beside the others as they are taken alone
+            negative = wide_taken[i][3]
+            if negative and specs[i][1] != 1:  # (its stretches of mode 1 hold negative values already)
+                entries = {**alone, i: (0, 3, -negative)}
+                if go(outcome := draw(entries, f"'{wide_taken[i][0]}' in one negative band above -2^{negative}, "
+                                               "the others as the baseline takes them alone")):
                     return outcome
-            break
+        if size == (0, None) and len(indices) == len(wide_taken):  # narrow bands of one width, all at once
+            widest = max((specs[i][0] or wide_taken[i][2]).bit_length() - 1 for i in indices)
+            secret_width = _GUESSED_BITS + 1 + secrets.randbelow(max(1, widest - _GUESSED_BITS))
+            for bits in sorted({w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < widest} | {secret_width}):
+                entries = {i: (min(specs[i][0] or wide_taken[i][2], 1 << bits), 3, 0) for i in indices}
+                if go(outcome := draw(entries, f"each all in one band below 2^{bits} (or its bound)")):
+                    return outcome
         return None if compared else "refused"
 
     joint_unchecked: list[str] = []
@@ -1695,15 +1743,16 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         secrets.SystemRandom().shuffle(pairs)  # which pairs, where there are more than the cap: not known ahead
         groups += [list(pair) for pair in pairs[:WIDE_INT_JOINT_PAIRS]]
     for group in groups:
-        outcome = together(group, (0, None), {i: wide_taken[i][2] for i in group})
+        specs = {i: (0, wide_taken[i][1]) if wide_taken[i][1] else (wide_taken[i][2], 3) for i in group}
+        outcome = together(group, (0, None), specs)
         if (done := decided(outcome)) is not None:
             return done
         if outcome == "refused":
             joint_unchecked.append(" and ".join(repr(wide_taken[i][0]) for i in group))
-    if len(wide_taken) >= 2:  # all together at every other size, each below the bound compared there
-        for size, bounds in elsewhere.items():
-            if len(there := sorted(i for i in bounds if i in wide_taken)) >= 2:
-                if (done := decided(together(there, size, bounds))) is not None:
+    if len(wide_taken) >= 2:  # all together at every other size, each as compared there alone
+        for size, drawn in elsewhere.items():
+            if len(there := sorted(i for i in drawn if i in wide_taken)) >= 2:
+                if (done := decided(together(there, size, {i: drawn[i] for i in there}))) is not None:
                     return done
     if joint_unchecked:
         v.notes.append(f"integer inputs {'; '.join(joint_unchecked)} were not drawn wide together: the baseline takes "
