@@ -408,11 +408,12 @@ def buffer_draw(wide: WideDraw, index: int) -> WideDraw | None:
     """The draw buffer INDEX gets (None: it keeps init's guess)."""
     if not wide.buffers >> index & 1:
         return None
-    own = {e[0]: (*e[1:], 0, 0)[:3] for e in getattr(wide, "tops", ())}  # (round 228's draws: index, top)
+    own = {e[0]: (*e[1:], 0, 0, 0)[:4] for e in getattr(wide, "tops", ())}  # (round 228's draws: index, top)
     if index not in own:
         return wide
-    top, mode, bits = own[index]
-    return wide._replace(mode=mode or wide.mode, bits=bits if mode else wide.bits, top=top, tops=())
+    top, mode, bits, lo = own[index]
+    return wide._replace(mode=mode or wide.mode, bits=bits if mode else wide.bits, top=top, lo=lo if mode else wide.lo,
+                         tops=())
 
 
 def reach(wide: WideDraw | None) -> int:
@@ -475,7 +476,7 @@ def test_inputs_each_bounded_are_drawn_together_each_below_its_own_bound(setting
     assert "'words' and 'strides' together, each as the baseline takes it alone ('words' below 5000, 'strides' " \
         "below 70000)" in v.gate("correctness").detail
     joint = [WideDraw(*c["wide_ints"]) for c in calls if c.get("wide_ints") and WideDraw(*c["wide_ints"]).tops]
-    assert joint and joint[0].tops == ((1, 5000, 3, 0), (2, 70000, 3, 0))
+    assert joint and joint[0].tops == ((1, 5000, 3, 0, 0), (2, 70000, 3, 0, 0))
 
 
 @pytest.mark.nvcc
@@ -535,3 +536,77 @@ def test_inputs_the_baseline_never_takes_wide_together_are_named(settings, monke
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("'words' and 'strides' were not drawn wide together" in n for n in v.notes), v.notes
+
+
+def triple_manifest(calls: int) -> dict:
+    m = two_guessed_manifest(calls)  # 1: words (first), 2: strides (pos), both uint32
+    m["buffers"].insert(3, {"name": "delta", "role": "input", "dtype": "int32", "count": 4, "guessed_range": True})
+    return m
+
+
+@pytest.mark.nvcc
+def test_a_signed_input_keeps_its_own_draw_beside_inputs_bounded_only_together(settings, monkeypatch):  # noqa: F811
+    # round 230: `pool[first + pos] * (float)delta`, first + pos below 65536, delta any int32; a candidate wrong
+    # where first and pos pass 16 and delta is negative. The joint draw as each is taken alone is refused, and the
+    # fallbacks drew delta only as a band from zero
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        first, pos, delta = (buffer_draw(wide, i) for i in (1, 2, 3))
+        if any(d is not None and d.mode in (1, 2) for d in (first, pos)) or reach(first) + reach(pos) >= 1 << 16:
+            return "an illegal memory access was encountered\n" if role == "baseline" else WIDE_RIGHT
+        wrong = reach(first) >= 16 and reach(pos) >= 16 and negative(delta)
+        return LOW_BITS if role == "candidate" and wrong else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, triple_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'delta' in bands of every width up to every value of its type, the others below" in \
+        v.gate("correctness").detail, v.gate("correctness").detail
+
+
+def offsets(candidate_wrong):
+    """`pool[base + off]` of 65536 slots, `off` signed: the baseline reads before the pool wherever an offset
+    can pass below its base (refused), and past it where the two reach 65536."""
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        base, off = buffer_draw(wide, 1), buffer_draw(wide, 2)
+        below = negative(off) and (base is None or off.mode == 1 or base.lo < 1 << -off.bits)
+        past = (base is not None and base.mode in (1, 2)) or (off is not None and off.mode == 2) or \
+            reach(base) + (0 if negative(off) else reach(off)) >= 1 << 16
+        if below or past:
+            return "an illegal memory access was encountered\n" if role == "baseline" else WIDE_RIGHT
+        return LOW_BITS if role == "candidate" and candidate_wrong(base, off) else WIDE_RIGHT
+    return behave
+
+
+@pytest.mark.nvcc
+def test_negative_offsets_taken_only_beside_a_base_moved_up_are_compared_there(settings, monkeypatch):  # noqa: F811
+    # round 230: alone, a negative offset beside a base in [0, 16) reads before the pool; the baseline takes it
+    # wherever the base covers it, which no draw gave. A candidate that takes the offset's magnitude passed
+    scripted_runs(monkeypatch, offsets(lambda base, off: negative(off)), signed_pair_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'delta' in one negative band above -2^5, 'words' in a band from 2^5" in v.gate("correctness").detail
+
+
+@pytest.mark.nvcc
+def test_negative_values_compared_nowhere_are_named_in_a_note(settings, monkeypatch):  # noqa: F811
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is not None and negative(buffer_draw(WideDraw(*wide), 2)):
+            return "an illegal memory access was encountered\n" if role == "baseline" else WIDE_RIGHT
+        return offsets(lambda base, off: False)(role, kw)
+
+    scripted_runs(monkeypatch, behave, signed_pair_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert any("negative values of 'delta' were not compared" in n for n in v.notes), v.notes

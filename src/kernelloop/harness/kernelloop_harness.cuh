@@ -1264,9 +1264,9 @@ struct State {
                                        // (KERNELLOOP_WIDE_INTS_SHAPE=top:lo:shift:sorted:exact)
   unsigned long long wide_tops[kMaxBuffers];  // ... a draw per buffer, for inputs drawn wide together, each as
   int wide_modes[kMaxBuffers];         // ... the baseline took it alone: its own top (0: the shape's), mode
-  int wide_bits_each[kMaxBuffers];     // ... (0: the draw's) and band bits (a negative band: below zero)
-                                       // (KERNELLOOP_WIDE_INTS_TOPS=i=top:mode:bits,...)
-  unsigned long long wide_top_now;     // the draw of the buffer being filled
+  int wide_bits_each[kMaxBuffers];     // ... (0: the draw's), band bits (a negative band: below zero) and
+  unsigned long long wide_los[kMaxBuffers];  // ... lo (KERNELLOOP_WIDE_INTS_TOPS=i=top:mode:bits:lo,...)
+  unsigned long long wide_top_now, wide_lo_now;  // the draw of the buffer being filled
   int wide_mode_now, wide_bits_now;
   int timed_calls;                     // RunOptions::calls
   int plain_calls;                     // timed calls without stress
@@ -1372,20 +1372,20 @@ class Harness {
         fail("KERNELLOOP_WIDE_INTS_SHAPE is not top:lo:shift:sorted:exact");
       s.wide_top = top, s.wide_lo = lo, s.wide_shift = shift, s.wide_sorted = sorted != 0, s.wide_exact = exact != 0;
     }
-    for (int i = 0; i < kMaxBuffers; ++i) s.wide_tops[i] = 0, s.wide_modes[i] = 0, s.wide_bits_each[i] = 0;
+    for (int i = 0; i < kMaxBuffers; ++i) s.wide_tops[i] = 0, s.wide_modes[i] = 0, s.wide_bits_each[i] = 0, s.wide_los[i] = 0;
     const char* wide_tops_text = getenv("KERNELLOOP_WIDE_INTS_TOPS");
     for (const char* at = wide_tops_text; at && *at;) {
       int index = -1, mode = 0, bits = 0, used = 0;
-      unsigned long long top = 0;
-      if (sscanf(at, "%d=%llu:%d:%d%n", &index, &top, &mode, &bits, &used) != 4 || index < 0 ||
+      unsigned long long top = 0, lo = 0;
+      if (sscanf(at, "%d=%llu:%d:%d:%llu%n", &index, &top, &mode, &bits, &lo, &used) != 5 || index < 0 ||
           index >= kMaxBuffers || mode < 0 || mode > 3)
-        fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top:mode:bits,...");
-      s.wide_tops[index] = top, s.wide_modes[index] = mode, s.wide_bits_each[index] = bits;
+        fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top:mode:bits:lo,...");
+      s.wide_tops[index] = top, s.wide_modes[index] = mode, s.wide_bits_each[index] = bits, s.wide_los[index] = lo;
       at += used;
       if (*at == ',') ++at;
-      else if (*at) fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top:mode:bits,...");
+      else if (*at) fail("KERNELLOOP_WIDE_INTS_TOPS is not i=top:mode:bits:lo,...");
     }
-    s.wide_top_now = s.wide_top;
+    s.wide_top_now = s.wide_top, s.wide_lo_now = s.wide_lo;
     s.wide_mode_now = s.wide_ints, s.wide_bits_now = s.wide_bits;
     s.size_options = 1;
     const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
@@ -1552,7 +1552,7 @@ class Harness {
         g.widen = st().wide_mode_now;
         g.wide_bits = st().wide_bits_now;
         g.wide_top = st().wide_top_now;
-        g.wide_lo = st().wide_lo;
+        g.wide_lo = st().wide_lo_now;
         g.wide_shift = st().wide_shift;
         g.wide_sorted = st().wide_sorted;
         g.wide_exact = st().wide_exact;
@@ -2101,6 +2101,7 @@ class Harness {
         s.wide_top_now = own ? s.wide_tops[i] : s.wide_tops[i] ? s.wide_tops[i] : s.wide_top;
         s.wide_mode_now = own ? s.wide_modes[i] : s.wide_ints;
         s.wide_bits_now = own ? s.wide_bits_each[i] : s.wide_bits;
+        s.wide_lo_now = own ? s.wide_los[i] : s.wide_lo;
         b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
         s.wide_now = false;
         s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);

@@ -1406,6 +1406,7 @@ WIDE_INT_BOUND_STEPS_ELSEWHERE = 8  # ... at the other sizes checked, after doub
 WIDE_INT_JOINT_PAIRS = 6  # pairs of guessed inputs drawn wide together (besides all of them), drawn where more
 # Where inputs are bounded only together: one drawn below (1 - 2^-k) of its bound, the others below 2^-k of theirs
 WIDE_INT_JOINT_EDGE = (1, 2, 4, 8, 16, 32)
+WIDE_INT_JOINT_BASES = 4  # joint draws compared beside which each input's own draws (stretches, negatives) come again
 _INTEGER_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 _GUESSED_BITS = 4  # init's guess, [0, 16)
 
@@ -1567,8 +1568,8 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             return None
         return (outcome, False) if isinstance(outcome, tuple) else (None, False)
 
-    # index -> (name, stretched mode, bound, widest negative band) of each input the baseline took wide
-    wide_taken: dict[int, tuple[str, int, int, int]] = {}
+    # index -> (name, stretched mode, bound, widest negative band, signed, bits) of each input taken wide
+    wide_taken: dict[int, tuple[str, int, int, int, bool, int]] = {}
     elsewhere: dict[Size, dict[int, tuple[int, int]]] = {}  # size -> index -> its draw compared there (top, mode)
     for index, name, dtype in guessed:
         mask = 1 << index
@@ -1657,7 +1658,7 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         if not stretched_mode and not banded:
             unchecked.append(name)
         else:
-            wide_taken[index] = (name, stretched_mode, bound, negative)
+            wide_taken[index] = (name, stretched_mode, bound, negative, not dtype.startswith("u"), top)
 
     # Inputs drawn wide together: one at a time, every other input kept init's [0, 16), and a candidate wrong
     # only where two are wide at once (a product of two factors each of 16 bits and more, an offset plus a
@@ -1675,35 +1676,39 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         top, mode = spec
         return WIDE_INT_MODES[mode] if mode in WIDE_INT_MODES else f"below {top}"
 
+    negatives_compared: set[int] = set()  # signed inputs whose negative values were compared beside others
+
     def together(indices: list[int], size: Size, specs: dict[int, Spec]) -> str | tuple[Reason, str] | None:
         """The inputs INDICES drawn wide at once (a failure or "mismatch"; "refused" where the baseline took
         none of these draws; None where every draw it took matched)."""
         joint_mask = sum(1 << i for i in indices)
         who = " and ".join(repr(wide_taken[i][0]) for i in indices)
-        compared = False
+        Entry = tuple[int, int, int, int]  # one input's draw: (top, mode, bits, lo)
+        compared: list[dict[int, Entry]] = []  # the draws compared
 
-        def draw(entries: dict[int, tuple[int, int, int]], what: str, probing: bool = False):
-            wide = WideDraw(3, joint_mask, exact=probing,
-                            tops=tuple((i, top, mode, bits) for i, (top, mode, bits) in sorted(entries.items())))
-            return probe(wide, size) if probing else experiment(wide, f"{who} together, {what}", size)
+        def draw(entries: dict[int, Entry], what: str) -> str | tuple[Reason, str] | None:
+            wide = WideDraw(3, joint_mask, tops=tuple((i, *entries[i]) for i in sorted(entries)))
+            outcome = experiment(wide, f"{who} together, {what}", size)
+            if outcome is None:
+                compared.append(entries)
+            return outcome
 
-        def go(outcome) -> bool:
-            """Whether OUTCOME ends the experiment (a failure or mismatch); notes a comparison."""
-            nonlocal compared
-            compared |= outcome is None
+        def ends(outcome) -> bool:  # a failure or a mismatch
             return outcome not in ("refused", None)
 
-        alone = {i: (top, mode, 0) for i, (top, mode) in specs.items()}
-        outcome = draw(alone, "each as the baseline takes it alone (" + ", ".join(
-            f"'{wide_taken[i][0]}' {described(specs[i])}" for i in indices) + ")")
-        if go(outcome):
+        def name(i: int) -> str:
+            return repr(wide_taken[i][0])
+
+        alone: dict[int, Entry] = {i: (top, mode, 0, 0) for i, (top, mode) in specs.items()}
+        if ends(outcome := draw(alone, "each as the baseline takes it alone (" + ", ".join(
+                f"{name(i)} {described(specs[i])}" for i in indices) + ")")):
             return outcome
+        full = {i: specs[i][0] or wide_taken[i][2] for i in indices}  # a stretched input: every value as a bound
         if outcome == "refused":
-            full = {i: specs[i][0] or wide_taken[i][2] for i in indices}  # a stretched input: every value as a bound
             for step in range(1, WIDE_INT_BAND_TRIES):  # all halved together
-                tops = {i: (max(full[i] >> step, 1 << _GUESSED_BITS), 3, 0) for i in indices}
-                outcome = draw(tops, "each all in one band below " + ", ".join(str(t) for t, _, _ in tops.values()))
-                if go(outcome):
+                tops = {i: (max(full[i] >> step, 1 << _GUESSED_BITS), 3, 0, 0) for i in indices}
+                outcome = draw(tops, "each all in one band below " + ", ".join(str(t[0]) for t in tops.values()))
+                if ends(outcome):
                     return outcome
                 if outcome is None:
                     break
@@ -1712,27 +1717,54 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                 # takes first up to 3/4 of the pool beside pos up to a quarter
                 for k in (k for k in WIDE_INT_JOINT_EDGE if k < full[i].bit_length() - _GUESSED_BITS):
                     for back in range(WIDE_INT_BAND_TRIES):
-                        entries = {j: (max(full[j] >> (k + back), 1 << _GUESSED_BITS), 3, 0) for j in indices}
-                        entries[i] = (full[i] - (full[i] >> k), 3, 0)
-                        outcome = draw(entries, f"'{wide_taken[i][0]}' all in one band below {entries[i][0]}, the "
-                                       "others below " + ", ".join(str(entries[j][0]) for j in indices if j != i))
-                        if go(outcome):
+                        entries = {j: (max(full[j] >> (k + back), 1 << _GUESSED_BITS), 3, 0, 0) for j in indices}
+                        entries[i] = (full[i] - (full[i] >> k), 3, 0, 0)
+                        outcome = draw(entries, f"{name(i)} all in one band below {entries[i][0]}, the others below "
+                                       + ", ".join(str(entries[j][0]) for j in indices if j != i))
+                        if ends(outcome):
                             return outcome
                         if outcome is None:
                             break
-        for i in indices:  # a signed input's negative band beside the others as they are taken alone
-            negative = wide_taken[i][3]
-            if negative and specs[i][1] != 1:  # (its stretches of mode 1 hold negative values already)
-                entries = {**alone, i: (0, 3, -negative)}
-                if go(outcome := draw(entries, f"'{wide_taken[i][0]}' in one negative band above -2^{negative}, "
-                                               "the others as the baseline takes them alone")):
-                    return outcome
+        # Each input's own draws beside the others as compared (round 230: where the baseline refused the
+        # joint draw, the draws it took were bands from zero, and a mode-1 input's negative values never met
+        # two wide inputs): its stretches (negative values, top bits) and its negative band
+        bases = compared[:WIDE_INT_JOINT_BASES]
+        for i in indices:
+            mode, negative = wide_taken[i][1], wide_taken[i][3]
+            own = ([((0, mode, 0, 0), f"in {WIDE_INT_MODES[mode]}")] if mode else []) + \
+                ([((0, 3, -negative, 0), f"in one negative band above -2^{negative}")] if negative and mode != 1 else [])
+            for entry, how in own:
+                for base in bases:
+                    if base[i] == entry:
+                        continue
+                    outcome = draw({**base, i: entry}, f"{name(i)} {how}, the others " + ", ".join(
+                        f"below {base[j][0]}" if base[j][0] else "in its stretches" for j in indices if j != i))
+                    if ends(outcome):
+                        return outcome
+                    if outcome is None and (entry[1] == 1 or entry[2] < 0):
+                        negatives_compared.add(i)
+        # A signed input the baseline took no negative values of alone (beside the others at init's guess: an
+        # offset below a base, `pool[first + pos]`, reads before the pool) beside each other input moved up past
+        # them (round 230: no negative offset was ever compared, and no note said so)
+        for i in indices:
+            if not (wide_taken[i][4] and not wide_taken[i][3] and wide_taken[i][1] != 1):
+                continue
+            for bits in (b for b in WIDE_INT_NEGATIVE if b < wide_taken[i][5]):
+                for j in (j for j in indices if j != i and full[j] >= 1 << (bits + 1)):
+                    base = bases[0] if bases else alone
+                    entries = {**base, i: (0, 3, -bits, 0), j: (1 << bits, 3, 0, 1 << bits)}
+                    outcome = draw(entries, f"{name(i)} in one negative band above -2^{bits}, {name(j)} in a band from "
+                                            f"2^{bits} up to 2^{bits + 1}")
+                    if ends(outcome):
+                        return outcome
+                    if outcome is None:
+                        negatives_compared.add(i)
         if size == (0, None) and len(indices) == len(wide_taken):  # narrow bands of one width, all at once
-            widest = max((specs[i][0] or wide_taken[i][2]).bit_length() - 1 for i in indices)
+            widest = max(full[i].bit_length() - 1 for i in indices)
             secret_width = _GUESSED_BITS + 1 + secrets.randbelow(max(1, widest - _GUESSED_BITS))
             for bits in sorted({w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < widest} | {secret_width}):
-                entries = {i: (min(specs[i][0] or wide_taken[i][2], 1 << bits), 3, 0) for i in indices}
-                if go(outcome := draw(entries, f"each all in one band below 2^{bits} (or its bound)")):
+                entries = {i: (min(full[i], 1 << bits), 3, 0, 0) for i in indices}
+                if ends(outcome := draw(entries, f"each all in one band below 2^{bits} (or its bound)")):
                     return outcome
         return None if compared else "refused"
 
@@ -1754,6 +1786,11 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             if len(there := sorted(i for i in drawn if i in wide_taken)) >= 2:
                 if (done := decided(together(there, size, {i: drawn[i] for i in there}))) is not None:
                     return done
+    if negatives_left := [wide_taken[i][0] for i in sorted(wide_taken) if wide_taken[i][4] and not wide_taken[i][3]
+                          and wide_taken[i][1] != 1 and i not in negatives_compared]:
+        v.notes.append(f"negative values of {', '.join(repr(n) for n in negatives_left)} were not compared: the baseline "
+                       "takes them neither alone nor beside the other inputs moved up (state the range: --range "
+                       "NAME=LO,HI)")
     if joint_unchecked:
         v.notes.append(f"integer inputs {'; '.join(joint_unchecked)} were not drawn wide together: the baseline takes "
                        "no such draw (it fails, computes NaN or reads past a buffer on them)")

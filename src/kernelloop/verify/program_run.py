@@ -31,7 +31,7 @@ WIDE_INTS_ENV = "KERNELLOOP_WIDE_INTS"  # guessed-range integer inputs drawn wid
 WIDE_INTS_BUFFERS_ENV = "KERNELLOOP_WIDE_INTS_BUFFERS"  # ... in these inputs (a mask of buffer indices)
 WIDE_INTS_BITS_ENV = "KERNELLOOP_WIDE_INTS_BITS"  # ... mode 3's one band, [0, 2^bits)
 WIDE_INTS_SHAPE_ENV = "KERNELLOOP_WIDE_INTS_SHAPE"  # ... mode 3's band as a bound: top:lo:shift:sorted:exact
-WIDE_INTS_TOPS_ENV = "KERNELLOOP_WIDE_INTS_TOPS"  # ... a draw per buffer (inputs drawn wide together): i=top:mode:bits,...
+WIDE_INTS_TOPS_ENV = "KERNELLOOP_WIDE_INTS_TOPS"  # ... a draw per buffer (inputs drawn wide together): i=top:mode:bits:lo,...
 GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones (the guard contrast runs)
 # "KEY:UNIT:FLIP": exact buffers at drawn offsets, in declaration order or (FLIP) the reverse (the caller-layout runs)
 BUFFER_SHIFT_ENV = "KERNELLOOP_BUFFER_SHIFT"
@@ -121,9 +121,9 @@ class WideDraw(NamedTuple):
     stretch), 3 (one band, [0, 2^bits), or [-2^bits, 0) for negative bits); with `top`, mode 3's band is
     [lo, lo + t) with t drawn per call in (top/2, top] (`exact`: t = top), its values multiples of
     2^shift, or non-decreasing in runs (`sorted`). `buffers`: a mask of the manifest's buffer indices.
-    `tops`: (index, top, mode, bits) per buffer, a draw of its own in place of the draw's (inputs drawn
-    wide together, each as the baseline took it alone: in its stretches, below its bound, in a negative
-    band); mode 0 keeps the draw's mode and bits with `top` as the buffer's own."""
+    `tops`: (index, top, mode, bits, lo) per buffer, a draw of its own in place of the draw's (inputs
+    drawn wide together, each as the baseline took it alone: in its stretches, below its bound, in a
+    negative band, moved up by lo); mode 0 keeps the draw's mode, bits and lo with `top` as its own."""
     mode: int
     buffers: int
     bits: int = 0
@@ -132,7 +132,7 @@ class WideDraw(NamedTuple):
     shift: int = 0
     sorted: bool = False
     exact: bool = False
-    tops: tuple[tuple[int, int, int, int], ...] = ()
+    tops: tuple[tuple[int, int, int, int, int], ...] = ()
 
 
 def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path | None = None,
@@ -174,7 +174,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             if wide.top or wide.lo or wide.shift or wide.sorted or wide.exact:  # (exact: per-buffer tops too)
                 env[WIDE_INTS_SHAPE_ENV] = f"{wide.top}:{wide.lo}:{wide.shift}:{int(wide.sorted)}:{int(wide.exact)}"
             if wide.tops:
-                env[WIDE_INTS_TOPS_ENV] = ",".join(f"{index}={top}:{mode}:{bits}" for index, top, mode, bits in wide.tops)
+                env[WIDE_INTS_TOPS_ENV] = ",".join(f"{index}={top}:{mode}:{bits}:{lo}" for index, top, mode, bits, lo
+                                                   in wide.tops)
         if exact_buffers:
             env[EXACT_BUFFERS_ENV] = "1"
             if buffer_shift is not None:
