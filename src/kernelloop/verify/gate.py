@@ -1435,8 +1435,13 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
     two, and non-decreasing in runs (round 223: every draw was uniform from zero); (4) at every other
     size checked (the declared alternatives and the drawn ones), the stretches, or a band of the bound
     and one moved up from zero, halving the bound where the baseline does not take it there (round 223:
-    only the default size was drawn wide). An input the baseline takes no wider band of is named in a
-    note. Returns (a candidate failure, whether every comparison matched)."""
+    only the default size was drawn wide); (5) where several inputs were taken wide, all of them together
+    and each pair, each as the baseline took it alone, along the edge of what it takes where it takes them
+    only together, with each input's own stretches and negative bands beside the others, and negative
+    offsets beside a base moved up (rounds 228-230: a product or a sum wrong only where two inputs are wide
+    at once). An input the baseline takes no wider band of is named in a note, as are inputs never taken
+    wide together and negative values compared nowhere. Returns (a candidate failure, whether every
+    comparison matched)."""
     vs = v.settings
     guessed = [(i, b.name, b.dtype) for i, b in enumerate(manifest.buffers)
                if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_BITS]
