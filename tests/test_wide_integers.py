@@ -610,3 +610,58 @@ def test_negative_values_compared_nowhere_are_named_in_a_note(settings, monkeypa
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("negative values of 'delta' were not compared" in n for n in v.notes), v.notes
+
+
+@pytest.mark.nvcc
+def test_one_input_in_narrow_bands_beside_another_wide_one_is_compared(settings, monkeypatch):  # noqa: F811
+    # round 231: `((uint64)row << 32) | col` through a packed `(row << 8) | col` wherever max(col) lies in [16, 256):
+    # wrong for rows past 2^24. Together, every input had the same width, and the region never came
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        row, col = buffer_draw(wide, 1), buffer_draw(wide, 2)
+        wrong = reach(row) >= 1 << 24 and 16 <= reach(col) < 256
+        return LOW_BITS if role == "candidate" and wrong else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, two_guessed_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'strides' all in one band below 2^5, the others as drawn together first" in v.gate("correctness").detail
+
+
+def signed_ids_manifest(count: int):
+    def make(calls: int) -> dict:
+        m = manifest(calls)
+        for k in range(count):
+            m["buffers"].insert(1 + k, {"name": f"ids{k}", "role": "input", "dtype": "int32", "count": 4,
+                                        "guessed_range": True})
+        return m
+    return make
+
+
+@pytest.mark.nvcc
+def test_negative_bands_beside_inputs_moved_up_are_capped(settings, monkeypatch):  # noqa: F811
+    # round 231: four int32 ids into 5000-row tables, each faulting on a negative id: the negative bands beside
+    # every other input moved up grew with the square of the inputs (48 draws, every one refused)
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        draws = [buffer_draw(wide, i) for i in range(1, 5)]
+        if any(d is not None and (d.mode in (1, 2) or negative(d) or reach(d) >= 5000) for d in draws):
+            return "an illegal memory access was encountered\n" if role == "baseline" else WIDE_RIGHT
+        return WIDE_RIGHT
+
+    calls = scripted_runs(monkeypatch, behave, signed_ids_manifest(4))
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    moved_up = [c for c in calls if c.get("wide_ints") and c["role"] == "baseline" and
+                any(e[4] for e in WideDraw(*c["wide_ints"]).tops)]
+    groups = 1 + gate.WIDE_INT_JOINT_PAIRS  # all four at once, then six pairs
+    assert 0 < len(moved_up) <= groups * 4 * gate.WIDE_INT_JOINT_MOVED_UP, len(moved_up)
+    assert any("negative values of 'ids0'" in n for n in v.notes), v.notes

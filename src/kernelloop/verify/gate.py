@@ -1407,6 +1407,7 @@ WIDE_INT_JOINT_PAIRS = 6  # pairs of guessed inputs drawn wide together (besides
 # Where inputs are bounded only together: one drawn below (1 - 2^-k) of its bound, the others below 2^-k of theirs
 WIDE_INT_JOINT_EDGE = (1, 2, 4, 8, 16, 32)
 WIDE_INT_JOINT_BASES = 4  # joint draws compared beside which each input's own draws (stretches, negatives) come again
+WIDE_INT_JOINT_MOVED_UP = 2  # other inputs moved up beside a signed one's negative bands (drawn where more)
 _INTEGER_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
 _GUESSED_BITS = 4  # init's guess, [0, 16)
 
@@ -1751,26 +1752,46 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
         # A signed input the baseline took no negative values of alone (beside the others at init's guess: an
         # offset below a base, `pool[first + pos]`, reads before the pool) beside each other input moved up past
         # them (round 230: no negative offset was ever compared, and no note said so)
+        # (round 231: uncapped, this grew with the square of the inputs: up to WIDE_INT_JOINT_MOVED_UP others,
+        # drawn in secret, and a pair's bands stop at the first the baseline refuses)
         for i in indices:
             if not (wide_taken[i][4] and not wide_taken[i][3] and wide_taken[i][1] != 1):
                 continue
-            for bits in (b for b in WIDE_INT_NEGATIVE if b < wide_taken[i][5]):
-                for j in (j for j in indices if j != i and full[j] >= 1 << (bits + 1)):
+            movable = [j for j in indices if j != i]
+            secrets.SystemRandom().shuffle(movable)
+            for j in movable[:WIDE_INT_JOINT_MOVED_UP]:
+                for bits in (b for b in WIDE_INT_NEGATIVE if b < wide_taken[i][5] and full[j] >= 1 << (b + 1)):
                     base = bases[0] if bases else alone
                     entries = {**base, i: (0, 3, -bits, 0), j: (1 << bits, 3, 0, 1 << bits)}
                     outcome = draw(entries, f"{name(i)} in one negative band above -2^{bits}, {name(j)} in a band from "
                                             f"2^{bits} up to 2^{bits + 1}")
                     if ends(outcome):
                         return outcome
-                    if outcome is None:
-                        negatives_compared.add(i)
-        if size == (0, None) and len(indices) == len(wide_taken):  # narrow bands of one width, all at once
+                    if outcome == "refused":
+                        break
+                    negatives_compared.add(i)
+        if size == (0, None) and len(indices) == len(wide_taken):
+            def width_of(i: int) -> int:  # a secret width of an input's own, past the guess, within its bound
+                return _GUESSED_BITS + 1 + secrets.randbelow(max(1, full[i].bit_length() - 1 - _GUESSED_BITS))
             widest = max(full[i].bit_length() - 1 for i in indices)
-            secret_width = _GUESSED_BITS + 1 + secrets.randbelow(max(1, widest - _GUESSED_BITS))
-            for bits in sorted({w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < widest} | {secret_width}):
-                entries = {i: (min(full[i], 1 << bits), 3, 0, 0) for i in indices}
+            for bits in sorted({w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < widest} | {width_of(indices[0])}):
+                entries = {i: (min(full[i], 1 << bits), 3, 0, 0) for i in indices}  # narrow bands of one width
                 if ends(outcome := draw(entries, f"each all in one band below 2^{bits} (or its bound)")):
                     return outcome
+            # each input in narrow bands beside the others as the first joint draw took them, and every input a
+            # width of its own (round 231: a candidate keyed on a narrow maximum of one input beside a wide other,
+            # `max(col) < 256` beside rows past 2^24, met only bands of one width)
+            base = bases[0] if bases else None
+            for i in indices if base is not None else ():
+                for bits in (w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < full[i].bit_length() - 1):
+                    entries = {**base, i: (1 << bits, 3, 0, 0)}
+                    if ends(outcome := draw(entries, f"{name(i)} all in one band below 2^{bits}, the others as "
+                                                     "drawn together first")):
+                        return outcome
+            own_widths = {i: (min(full[i], 1 << width_of(i)), 3, 0, 0) for i in indices}
+            if ends(outcome := draw(own_widths, "each all in one band of a width of its own (" + ", ".join(
+                    f"{name(i)} below {own_widths[i][0]}" for i in indices) + ")")):
+                return outcome
         return None if compared else "refused"
 
     joint_unchecked: list[str] = []
