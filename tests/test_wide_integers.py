@@ -665,3 +665,45 @@ def test_negative_bands_beside_inputs_moved_up_are_capped(settings, monkeypatch)
     groups = 1 + gate.WIDE_INT_JOINT_PAIRS  # all four at once, then six pairs
     assert 0 < len(moved_up) <= groups * 4 * gate.WIDE_INT_JOINT_MOVED_UP, len(moved_up)
     assert any("negative values of 'ids0'" in n for n in v.notes), v.notes
+
+
+@pytest.mark.nvcc
+def test_narrow_bands_are_compared_at_every_size_checked(settings, monkeypatch):  # noqa: F811
+    # round 232: a candidate wrong where its input's maximum is narrow, [16, 2^12), at every size but the default:
+    # there, only bands up to the bound (and one moved up) were drawn
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        off_default = kw.get("size_index", 0) != 0
+        wrong = off_default and 16 <= reach(buffer_draw(WideDraw(*wide), 1)) < 1 << 12
+        return LOW_BITS if role == "candidate" and wrong else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, sized_manifest)
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(gate.secrets, "randbelow", lambda n: 0)  # the secret widths: the narrowest
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "all in one band below 2^5 (size 1)" in v.gate("correctness").detail, v.gate("correctness").detail
+
+
+@pytest.mark.nvcc
+def test_one_input_narrow_beside_a_wide_one_is_compared_at_every_size_checked(settings, monkeypatch):  # noqa: F811
+    # round 232: round 231's packed key, wrong only off the default size
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        wide = WideDraw(*wide)
+        row, col = buffer_draw(wide, 1), buffer_draw(wide, 2)
+        wrong = kw.get("size_index", 0) != 0 and reach(row) >= 1 << 24 and 16 <= reach(col) < 256
+        return LOW_BITS if role == "candidate" and wrong else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, lambda calls: {**two_guessed_manifest(calls), "size_options": 2,
+                                                      "size_values": [[4, 8]]})
+    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(gate.secrets, "randbelow", lambda n: 0)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "'words' and 'strides' together" in v.gate("correctness").detail and "(size 1)" in \
+        v.gate("correctness").detail, v.gate("correctness").detail

@@ -1398,6 +1398,7 @@ WIDE_INT_BAND_TRIES = 3  # one-band experiments at a width the baseline ran at b
 # One-band widths compared (up to the widest the baseline takes), besides a secret one: a candidate keyed on
 # a statistic of its whole input meets narrow bands of several sizes (round 221: a maximum below 2^9).
 WIDE_INT_LADDER = (5, 8, 12, 16, 24, 32, 48, 64)
+WIDE_INT_LADDER_ELSEWHERE = 3  # of those, compared at each other size checked (drawn in secret), besides a secret one
 WIDE_INT_NEGATIVE = (5, 12, 24)  # negative bands (padding ids), for signed inputs, where the baseline takes them
 # Bisections of the largest bound the baseline takes (a table's size), between 2^(k-1) and 2^(k+1) around the
 # widest band it took: what is left between the bound found and the real one is 2^(k+1) / 2^steps wide.
@@ -1658,6 +1659,16 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                     for shaped, how in _bound_shapes(mask, wide.top)[1:2]:
                         if (done := decided(experiment(shaped, f"'{name}' {how}", size))) is not None:
                             return done
+                # narrow bands there too, and its negative band (round 232: a candidate wrong on a narrow maximum
+                # only off the default size met none): a secret few of the ladder's widths and a secret one
+                for bits in _ladder_elsewhere((wide.top or bound).bit_length() - 1):
+                    if (done := decided(experiment(WideDraw(3, mask, bits), f"'{name}' all in one band below "
+                                                                           f"2^{bits}", size))) is not None:
+                        return done
+                if negative:
+                    if (done := decided(experiment(WideDraw(3, mask, -negative), f"'{name}' all in one negative "
+                                                   f"band above -2^{negative}", size))) is not None:
+                        return done
                 break
             if not compared and (stretched_mode or banded):
                 unchecked.append(f"{name} (size {size[0]})" if size[0] > 0 else f"{name} (a drawn size)")
@@ -1770,11 +1781,16 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                     if outcome == "refused":
                         break
                     negatives_compared.add(i)
-        if size == (0, None) and len(indices) == len(wide_taken):
+        if len(indices) == len(wide_taken):  # (at every size checked: round 232; elsewhere a secret few widths)
             def width_of(i: int) -> int:  # a secret width of an input's own, past the guess, within its bound
                 return _GUESSED_BITS + 1 + secrets.randbelow(max(1, full[i].bit_length() - 1 - _GUESSED_BITS))
+
+            def ladder(limit: int) -> list[int]:
+                if size != (0, None):
+                    return _ladder_elsewhere(limit)
+                return sorted({w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < limit})
             widest = max(full[i].bit_length() - 1 for i in indices)
-            for bits in sorted({w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < widest} | {width_of(indices[0])}):
+            for bits in sorted(set(ladder(widest)) | {width_of(indices[0])}):
                 entries = {i: (min(full[i], 1 << bits), 3, 0, 0) for i in indices}  # narrow bands of one width
                 if ends(outcome := draw(entries, f"each all in one band below 2^{bits} (or its bound)")):
                     return outcome
@@ -1783,7 +1799,7 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
             # `max(col) < 256` beside rows past 2^24, met only bands of one width)
             base = bases[0] if bases else None
             for i in indices if base is not None else ():
-                for bits in (w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < full[i].bit_length() - 1):
+                for bits in ladder(full[i].bit_length() - 1):
                     entries = {**base, i: (1 << bits, 3, 0, 0)}
                     if ends(outcome := draw(entries, f"{name(i)} all in one band below 2^{bits}, the others as "
                                                      "drawn together first")):
@@ -1836,6 +1852,15 @@ def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                        "narrow gaps (docs/verifier.md, Known limits); state the range your inputs hold (--range "
                        "NAME=LO,HI) to check it")
     return None, True
+
+
+def _ladder_elsewhere(limit: int) -> list[int]:
+    """One-band widths compared at a size other than the default: WIDE_INT_LADDER_ELSEWHERE of the ladder's
+    widths below 2^LIMIT, drawn in secret, and a secret width of its own."""
+    widths = [w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < limit]
+    secrets.SystemRandom().shuffle(widths)
+    own = {_GUESSED_BITS + 1 + secrets.randbelow(limit - _GUESSED_BITS - 1)} if limit > _GUESSED_BITS + 1 else set()
+    return sorted(set(widths[:WIDE_INT_LADDER_ELSEWHERE]) | own)
 
 
 def _bound_shapes(mask: int, bound: int) -> list[tuple[WideDraw, str]]:
