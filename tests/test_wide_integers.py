@@ -707,3 +707,49 @@ def test_one_input_narrow_beside_a_wide_one_is_compared_at_every_size_checked(se
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' and 'strides' together" in v.gate("correctness").detail and "(size 1)" in \
         v.gate("correctness").detail, v.gate("correctness").detail
+
+
+GENERATOR_PROBE = r'''
+#include <kernelloop_harness.cuh>
+#include <cstdio>
+// the stretched draw (mode 1) of a guessed signed input, on the host: how many 2^10-element windows hold
+// a small negative value (-2^16 .. -1) beside a non-negative one
+int main() {
+  kl::UniformInt<int32_t> g{0, 16, true};
+  g.widen = 1;
+  long mixed = 0, windows = 0;
+  for (uint64_t key = 1; key <= 4; ++key)
+    for (size_t w = 0; w < 1024; ++w, ++windows) {
+      bool small_negative = false, non_negative = false;
+      for (size_t i = w << 10; i < (w + 1) << 10; ++i) {
+        const int32_t x = g.value(kl::mix64(key * 1000003ull + i), i, kl::mix64(key));
+        small_negative |= x < 0 && x >= -(1 << 16);
+        non_negative |= x >= 0;
+      }
+      mixed += small_negative && non_negative;
+    }
+  printf("%ld %ld\n", mixed, windows);
+  return 0;
+}
+'''
+
+
+@pytest.mark.nvcc
+def test_a_signed_inputs_stretches_hold_small_negatives_beside_non_negative_values(tmp_path):
+    # round 233: the stretches drew a signed input from zero (negative only past 2^31 wrapped), so a -1 padding
+    # id beside real ids never came; half the stretches are now centred on zero
+    import shutil
+    import subprocess
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not on PATH")
+    source = tmp_path / "probe.cu"
+    source.write_text(GENERATOR_PROBE)
+    harness = Path(gate.__file__).resolve().parents[1] / "harness"
+    build = subprocess.run(["nvcc", "-O2", "-std=c++17", "-I", str(harness), str(source), "-o", str(tmp_path / "probe")],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-2000:]
+    run = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    mixed, windows = map(int, run.stdout.split())
+    assert mixed >= windows // 8, (mixed, windows)

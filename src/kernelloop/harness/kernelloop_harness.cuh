@@ -790,7 +790,12 @@ template <class T> struct UniformInt {  // integers in [lo, hi); hi <= lo gives 
       uint64_t v = mix64(r ^ 0x57494445ull);
       if (k < 64) {
         const uint64_t half = 1ull << (k - 1);
-        v %= half + 1 + mix64(band ^ 0x544F50ull) % half;  // top in (2^(k-1), 2^k]
+        const uint64_t top = half + 1 + mix64(band ^ 0x544F50ull) % half;  // top in (2^(k-1), 2^k]
+        v %= top;
+        // a signed input's stretch centred on zero in half the stretches: small negative values (a -1 padding
+        // id, a sentinel) beside non-negative ones, which a band from zero never gives (red team round 233)
+        if (widen == 1 && std::is_signed<T>::value && (mix64(band ^ 0x5349474Eull) & 1))
+          return static_cast<T>((int64_t)v - (int64_t)(top / 2));
       }
       if (widen == 3 && wide_bits < 0 && std::is_signed<T>::value) return static_cast<T>(-(int64_t)(v & (~0ull >> 1)) - 1);
       if (widen != 1 && std::is_signed<T>::value) v &= ~0ull >> (65 - span);  // never negative
