@@ -11,7 +11,7 @@ import pytest
 
 from kernelloop.tools.sandbox import IsolationReport, RunResult
 from kernelloop.verify.experiment import compare_calls, speed_of_light
-from kernelloop.verify.gate import _baseline_noise
+from kernelloop.verify.comparing import baseline_noise
 from kernelloop.verify.outputs import DumpError, KernelMs, compare_dumps
 from kernelloop.verify.records import Manifest, parse_records
 from kernelloop.verify.program_run import STREAM_BYTES, ProgramRun, stream_for
@@ -76,10 +76,10 @@ def run_with(stdout: str, dump: list[np.ndarray]) -> ProgramRun:
 
 
 def test_a_deterministic_baseline_adds_no_noise_and_a_varying_one_widens_by_its_own_variation():
-    same = _baseline_noise(run_with("dot 10.5\n", [np.array([10.5], "<f4")]),
+    same = baseline_noise(run_with("dot 10.5\n", [np.array([10.5], "<f4")]),
                            run_with("dot 10.5\n", [np.array([10.5], "<f4")]), 4.0)
     assert not same.any
-    varying = _baseline_noise(run_with("dot 10.5\n", [np.array([10.5], "<f4")]),
+    varying = baseline_noise(run_with("dot 10.5\n", [np.array([10.5], "<f4")]),
                               run_with("dot 10.25\n", [np.array([10.25], "<f4")]), 4.0)
     assert varying.buffers == [pytest.approx(1.0)] and varying.printed[0] >= 1.0
     # the widening lets the baseline's own spread pass, and no more than a few times it
@@ -277,14 +277,14 @@ def test_a_v2_programs_printed_checksum_does_not_decide_when_every_element_match
     # frozen harness prints from it is not the verdict. In v1 printed numbers still decide.
 
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import _compare_runs
+    from kernelloop.verify.comparing import compare_runs
     from kernelloop.verify.records import OutputRecords
     values = np.linspace(-20, 20, 64, dtype="<f4")
     base, cand = run_with("y sum 10.3845825\n", [values]), run_with("y sum 10.3861019\n", [values.copy()])
     vs = VerifySettings()
-    assert not _compare_runs(base, cand, vs).match  # v1: the printed number is the result
+    assert not compare_runs(base, cand, vs).match  # v1: the printed number is the result
     v2 = OutputRecords(manifest=_manifest([[4]]))
     base2, cand2 = base.model_copy(update={"records": v2}), cand.model_copy(update={"records": v2})
-    assert _compare_runs(base2, cand2, vs).match
+    assert compare_runs(base2, cand2, vs).match
     wrong = cand2.model_copy(update={"dump": [values + np.float32(1.0)]})
-    assert not _compare_runs(base2, wrong, vs).match  # the elements still decide
+    assert not compare_runs(base2, wrong, vs).match  # the elements still decide

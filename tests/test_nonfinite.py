@@ -14,7 +14,7 @@ from kernelloop.config import load_settings
 from kernelloop.errors import InputError
 from kernelloop.tools.gpu import GpuInfo
 from kernelloop.tools.sandbox import IsolationReport, RunResult
-from kernelloop.verify import gate
+from kernelloop.verify import gate, wide_ints
 from kernelloop.verify.experiment import outputs_computing_nan, outputs_following_guards
 from kernelloop.verify.outputs import KernelMs, Tolerance, compare_dumps
 from kernelloop.verify.records import parse_records
@@ -142,6 +142,7 @@ def scripted_runs(monkeypatch, behave, make_manifest=None) -> list[dict]:
         return run
 
     monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(wide_ints, "run_program", run)  # the wider-integer experiment runs its own
     return calls
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from kernelloop.config import VerifySettings
 from kernelloop.tools.sandbox import Limits
 from kernelloop.verify import gate
+from kernelloop.verify.comparing import baseline_noise
 from kernelloop.verify.records import Manifest
 from kernelloop.verify.verdict import Durations, Verdict
 
@@ -35,7 +36,7 @@ def _experiments(monkeypatch, candidate_role: str):
     monkeypatch.setattr(gate, "run_program", fake_run_program)
     vs = VerifySettings()
     secret = secrets.token_bytes(32)
-    noise = gate._baseline_noise(sim.program("baseline", 7, secret, None), sim.program("baseline", 7, secret, None),
+    noise = baseline_noise(sim.program("baseline", 7, secret, None), sim.program("baseline", 7, secret, None),
                                  vs.baseline_noise_factor)
     v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=vs)
     limits = Limits(wall_timeout_s=60)

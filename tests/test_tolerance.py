@@ -728,7 +728,7 @@ def test_a_per_output_tolerance_must_name_an_output_of_the_program():
 def test_the_gate_takes_output_names_from_the_manifest_and_refuses_unknown_ones():
     from kernelloop.config import VerifySettings
     from kernelloop.errors import InputError
-    from kernelloop.verify.gate import check_tolerance_names, output_names
+    from kernelloop.verify.comparing import check_tolerance_names, output_names
     from kernelloop.verify.records import Manifest
 
     manifest = Manifest(contract=2, warmup=1, calls=2, buffers=[
@@ -813,7 +813,7 @@ def test_bf16_and_fp16_outputs_of_a_v2_harness_are_read_compared_and_named(tmp_p
     # what kernelloop_harness.cuh writes for h.output<__nv_bfloat16>("db", n) and
     # h.output<__half>("dh", n): per-call samples and the final dump, typed by the manifest
     from kernelloop.verify.experiment import compare_calls
-    from kernelloop.verify.gate import output_names
+    from kernelloop.verify.comparing import output_names
     from kernelloop.verify.records import parse_records
 
     def records(db: np.ndarray, dh: np.ndarray) -> bytes:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from kernelloop.program.init import InitSpec, generate
-from kernelloop.verify import gate
+from kernelloop.verify import wide_ints
 from kernelloop.verify.program_run import WideDraw
-from kernelloop.verify.verdict import Reason
+from kernelloop.verify.verdict import Durations, Reason
 
 from .outside_specs import OUTSIDE
 from .test_nonfinite import GOOD, manifest, scripted_runs, settings, verify  # noqa: F401  (settings: a fixture)
@@ -46,7 +46,7 @@ def test_a_candidate_right_only_on_the_guessed_range_is_rejected(settings, monke
         return WIDE_RIGHT if role == "baseline" else LOW_BITS
 
     calls = scripted_runs(monkeypatch, behave, guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' in bands of every width up to every value of its type" in v.gate("correctness").detail
@@ -68,7 +68,7 @@ def test_a_candidate_that_tells_a_wide_draw_from_a_narrow_one_meets_a_narrow_ban
         return WIDE_RIGHT
 
     calls = scripted_runs(monkeypatch, behave, guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' all in one band below 2^5" in v.gate("correctness").detail  # the ladder's narrowest
@@ -89,10 +89,10 @@ def test_an_index_is_checked_at_the_widest_band_the_baseline_takes(settings, mon
             return "an illegal memory access was encountered\n"
         return WIDE_RIGHT if role == "baseline" or wide[2] < 11 else LOW_BITS
 
-    monkeypatch.setattr(gate.secrets, "randbelow", lambda n: 0)  # the secret width: 5
+    monkeypatch.setattr(wide_ints.secrets, "randbelow", lambda n: 0)  # the secret width: 5
     calls = scripted_runs(monkeypatch, behave, guessed_manifest)
     asked: list = []
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers",
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers",
                         lambda *a, **k: asked.append(a[3]) or a[3][2] == 12)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
@@ -153,7 +153,7 @@ def test_negative_ids_are_drawn_on_their_own_where_the_baseline_faults_on_large_
         return LOW_BITS if role == "candidate" and wide[2] < 0 else WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, signed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'ids' all in one negative band above -2^5" in v.gate("correctness").detail
@@ -187,7 +187,7 @@ def test_ids_between_a_power_of_two_and_the_tables_size_are_compared(settings, m
     # round 223: a 5000-row table; a candidate wrong only where an id of 4096 or more comes. Tops at powers
     # of two never compared one: the bound itself is found, and a band up to it is compared
     calls = scripted_runs(monkeypatch, table_baseline(5000, lambda w: largest(w) >= 4096), guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' all in one band below 5000 (the largest bound the baseline takes)" in v.gate("correctness").detail
@@ -205,7 +205,7 @@ def test_a_candidate_keyed_on_inputs_not_drawn_from_zero_meets_one(settings, mon
     # round 223: every draw was uniform from zero; a candidate exact there and wrong on [1000, 2000), on
     # multiples of 16 or on sorted ids passed
     scripted_runs(monkeypatch, table_baseline(5000, shape), guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert detail in v.gate("correctness").detail
@@ -220,7 +220,7 @@ def test_wide_draws_are_compared_at_every_size_checked(settings, monkeypatch):  
     # round 223: a candidate exact at the default size and wrong on wide values at every other one
     calls = scripted_runs(monkeypatch, table_baseline(5000, lambda w: False, lambda kw: kw.get("size_index", 0) != 0),
                           sized_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "(size 1)" in v.gate("correctness").detail
@@ -242,7 +242,7 @@ def test_the_bound_is_found_again_at_every_other_size(settings, monkeypatch):  #
         return LOW_BITS if role == "candidate" and largest(wide) >= 8192 else WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, sized_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "the largest bound the baseline takes there) (size 1)" in v.gate("correctness").detail
@@ -264,7 +264,7 @@ def test_a_bound_whose_reads_past_the_table_give_no_nan_is_not_taken(settings, m
         return LOW_BITS if role == "candidate" and largest(wide) >= 4096 else WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers",
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers",
                         lambda base_bin, seed, secret, wide, *a, **k: largest(WideDraw(*wide)) >= 5000)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
@@ -287,7 +287,7 @@ def test_a_table_read_only_for_its_truth_is_bounded_by_the_sanitizer(settings, m
 
     scripted_runs(monkeypatch, behave, guessed_manifest)
     asked: list = []
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers",
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers",
                         lambda base_bin, seed, secret, wide, *a, **k: asked.append(wide) or largest(WideDraw(*wide)) >= 320)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
@@ -315,7 +315,7 @@ def test_an_output_that_varies_on_its_own_on_wide_values_does_not_set_the_bound(
         return LOW_BITS if role == "candidate" and largest(wide) >= 1 << 16 else WIDE_RIGHT
 
     calls = scripted_runs(monkeypatch, behave, guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers",
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers",
                         lambda base_bin, seed, secret, wide, *a, **k: largest(WideDraw(*wide)) >= 1 << 17)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
@@ -337,15 +337,15 @@ def test_values_the_baseline_takes_too_long_on_are_named_in_a_note(settings, mon
         return WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, guessed_manifest)
-    scripted = gate.run_program
+    scripted = wide_ints.run_program
 
     def timing_out(binary, **kw):
         done = scripted(binary, **kw)
         if done.result.stderr == "over the cap\n":
             done.result.timed_out = True
         return done
-    monkeypatch.setattr(gate, "run_program", timing_out)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "run_program", timing_out)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("ran past its time cap on wide values of 'words'" in n for n in v.notes), v.notes
@@ -390,10 +390,10 @@ def test_the_excusal_counts_no_api_error_and_no_bare_failure(monkeypatch, tmp_pa
         return ProgramRun(seed=kw["seed"], result=RunResult(argv=["p"], returncode=code, stdout="", stderr=stderr,
                                                              isolation=IsolationReport(), wall_s=0.1),
                           kernel_ms=KernelMs(value=None, count=0))
-    monkeypatch.setattr(gate, "run_program", run)
-    monkeypatch.setattr(gate, "find_compute_sanitizer", lambda nvcc: Path("/bin/true"))
-    durations = gate.Durations()
-    reads_past = [gate._baseline_reads_past_buffers(Path("b"), 1, b"s", WideDraw(3, 2, 8), VerifySettings(),
+    monkeypatch.setattr(wide_ints, "run_program", run)
+    monkeypatch.setattr(wide_ints, "find_compute_sanitizer", lambda nvcc: Path("/bin/true"))
+    durations = Durations()
+    reads_past = [wide_ints.baseline_reads_past_buffers(Path("b"), 1, b"s", WideDraw(3, 2, 8), VerifySettings(),
                                                     Path("nvcc"), durations) for _ in range(3)]
     assert reads_past == [False, False, True]
 
@@ -438,7 +438,7 @@ def test_a_candidate_wrong_only_where_two_inputs_are_both_wide_is_compared_there
         return LOW_BITS if role == "candidate" and both else WIDE_RIGHT
 
     calls = scripted_runs(monkeypatch, behave, two_guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' and 'strides' together" in v.gate("correctness").detail
@@ -470,7 +470,7 @@ def test_inputs_each_bounded_are_drawn_together_each_below_its_own_bound(setting
     # only where both ids pass 4096 is compared
     calls = scripted_runs(monkeypatch, tables({1: 5000, 2: 70000}, lambda a, b: reach(a) > 4096 and reach(b) > 4096),
                           two_guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' and 'strides' together, each as the baseline takes it alone ('words' below 5000, 'strides' " \
@@ -485,7 +485,7 @@ def test_inputs_bounded_only_together_are_each_drawn_at_its_bound_beside_the_oth
     # passes 16. Both at their bounds the baseline reads past the pool; halved together, first never passed half
     calls = scripted_runs(monkeypatch, tables({1: 1 << 16, 2: 1 << 16}, lambda a, b: reach(a) >= 1 << 15 and reach(b) >= 16,
                                               joint_limit=1 << 16), two_guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' all in one band below 49152, the others below 16384" in v.gate("correctness").detail, \
@@ -514,7 +514,7 @@ def test_a_signed_input_keeps_its_negative_values_when_drawn_beside_a_bounded_on
         return LOW_BITS if role == "candidate" and reach(row) >= 16 and negative(delta) else WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, signed_pair_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' and 'delta' together" in v.gate("correctness").detail, v.gate("correctness").detail
@@ -532,7 +532,7 @@ def test_inputs_the_baseline_never_takes_wide_together_are_named(settings, monke
         return LOW_BITS if role == "candidate" and wide.buffers == 0b110 else WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, two_guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("'words' and 'strides' were not drawn wide together" in n for n in v.notes), v.notes
@@ -561,7 +561,7 @@ def test_a_signed_input_keeps_its_own_draw_beside_inputs_bounded_only_together(s
         return LOW_BITS if role == "candidate" and wrong else WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, triple_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'delta' in bands of every width up to every value of its type, the others below" in \
@@ -591,7 +591,7 @@ def test_negative_offsets_taken_only_beside_a_base_moved_up_are_compared_there(s
     # round 230: alone, a negative offset beside a base in [0, 16) reads before the pool; the baseline takes it
     # wherever the base covers it, which no draw gave. A candidate that takes the offset's magnitude passed
     scripted_runs(monkeypatch, offsets(lambda base, off: negative(off)), signed_pair_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'delta' in one negative band above -2^5, 'words' in a band from 2^5" in v.gate("correctness").detail
@@ -606,7 +606,7 @@ def test_negative_values_compared_nowhere_are_named_in_a_note(settings, monkeypa
         return offsets(lambda base, off: False)(role, kw)
 
     scripted_runs(monkeypatch, behave, signed_pair_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("negative values of 'delta' were not compared" in n for n in v.notes), v.notes
@@ -626,7 +626,7 @@ def test_one_input_in_narrow_bands_beside_another_wide_one_is_compared(settings,
         return LOW_BITS if role == "candidate" and wrong else WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, two_guessed_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'strides' all in one band below 2^5, the others as drawn together first" in v.gate("correctness").detail
@@ -657,13 +657,13 @@ def test_negative_bands_beside_inputs_moved_up_are_capped(settings, monkeypatch)
         return WIDE_RIGHT
 
     calls = scripted_runs(monkeypatch, behave, signed_ids_manifest(4))
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     moved_up = [c for c in calls if c.get("wide_ints") and c["role"] == "baseline" and
                 any(e[4] for e in WideDraw(*c["wide_ints"]).tops)]
-    groups = 1 + gate.WIDE_INT_JOINT_PAIRS  # all four at once, then six pairs
-    assert 0 < len(moved_up) <= groups * 4 * gate.WIDE_INT_JOINT_MOVED_UP, len(moved_up)
+    groups = 1 + wide_ints.WIDE_INT_JOINT_PAIRS  # all four at once, then six pairs
+    assert 0 < len(moved_up) <= groups * 4 * wide_ints.WIDE_INT_JOINT_MOVED_UP, len(moved_up)
     assert any("negative values of 'ids0'" in n for n in v.notes), v.notes
 
 
@@ -680,8 +680,8 @@ def test_narrow_bands_are_compared_at_every_size_checked(settings, monkeypatch):
         return LOW_BITS if role == "candidate" and wrong else WIDE_RIGHT
 
     scripted_runs(monkeypatch, behave, sized_manifest)
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
-    monkeypatch.setattr(gate.secrets, "randbelow", lambda n: 0)  # the secret widths: the narrowest
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints.secrets, "randbelow", lambda n: 0)  # the secret widths: the narrowest
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "all in one band below 2^5 (size 1)" in v.gate("correctness").detail, v.gate("correctness").detail
@@ -701,8 +701,8 @@ def test_one_input_narrow_beside_a_wide_one_is_compared_at_every_size_checked(se
 
     scripted_runs(monkeypatch, behave, lambda calls: {**two_guessed_manifest(calls), "size_options": 2,
                                                       "size_values": [[4, 8]]})
-    monkeypatch.setattr(gate, "_baseline_reads_past_buffers", lambda *a, **k: False)
-    monkeypatch.setattr(gate.secrets, "randbelow", lambda n: 0)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
+    monkeypatch.setattr(wide_ints.secrets, "randbelow", lambda n: 0)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "'words' and 'strides' together" in v.gate("correctness").detail and "(size 1)" in \
@@ -745,7 +745,7 @@ def test_a_signed_inputs_stretches_hold_small_negatives_beside_non_negative_valu
         pytest.skip("nvcc not on PATH")
     source = tmp_path / "probe.cu"
     source.write_text(GENERATOR_PROBE)
-    harness = Path(gate.__file__).resolve().parents[1] / "harness"
+    harness = Path(wide_ints.__file__).resolve().parents[1] / "harness"
     build = subprocess.run(["nvcc", "-O2", "-std=c++17", "-I", str(harness), str(source), "-o", str(tmp_path / "probe")],
                            capture_output=True, text=True, timeout=300)
     assert build.returncode == 0, build.stderr[-2000:]

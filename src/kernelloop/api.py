@@ -19,7 +19,7 @@ from .config import Settings, load_settings
 if TYPE_CHECKING:
     from .agents.events import LoopEvent
     from .profiler.run import ProfileResult
-    from .verify.gate import Progress
+    from .verify.verdict import Progress
     from .verify.verdict import Verdict
 
 

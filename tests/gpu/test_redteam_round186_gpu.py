@@ -23,5 +23,5 @@ def test_a_kernel_that_computes_only_on_the_poison_is_rejected(tmp_path, record_
     v = verify_files(CASE / "base.cu", CASE / "cand.cu",
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
-    print(f"\n{v.reasons} {v.summary}")
+    print(f"\n{v.reasons} {v.summary}\n{v.durations}")
     assert not v.accepted and Reason.correctness in v.reasons, v.summary

@@ -24,7 +24,7 @@ def _verify(candidate: str, tmp_path):
 def test_round219_slower_at_every_other_size_is_rejected(tmp_path, record_property):
     v = _verify("size_keyed_slow.cu", tmp_path)
     record_property("verdict", v.summary)
-    print(f"\n{v.reasons} {v.summary}\n{v.gate('other sizes').detail}")
+    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n{v.gate('other sizes').detail}")
     assert not v.accepted and Reason.not_faster in v.reasons, v.summary
     assert v.gate("other sizes").status == "fail"
 
@@ -32,7 +32,7 @@ def test_round219_slower_at_every_other_size_is_rejected(tmp_path, record_proper
 def test_round219_right_only_on_the_guessed_range_is_rejected(tmp_path, record_property):
     v = _verify("low_nibble.cu", tmp_path)
     record_property("verdict", v.summary)
-    print(f"\n{v.reasons} {v.summary}\n{v.gate('correctness').detail}")
+    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n{v.gate('correctness').detail}")
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
     assert "drawn from every" in v.gate("correctness").detail
 

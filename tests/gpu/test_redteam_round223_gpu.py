@@ -25,5 +25,5 @@ def test_round223_candidates_are_rejected_on_wider_integers(baseline, candidate,
     v = verify_files(CASE / baseline, CASE / candidate,
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
-    print(f"\n{v.reasons} {v.summary}\n{v.gate('correctness').detail}")
+    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n{v.gate('correctness').detail}")
     assert not v.accepted and Reason.correctness in v.reasons, v.summary

@@ -19,5 +19,5 @@ def test_round225_candidate_is_rejected_on_wider_integers(tmp_path, record_prope
     v = verify_files(CASE / "base.cu", CASE / "cand.cu",
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
-    print(f"\n{v.reasons} {v.summary}\n{v.gate('correctness').detail}")
+    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n{v.gate('correctness').detail}")
     assert not v.accepted and Reason.correctness in v.reasons, v.summary

@@ -22,5 +22,5 @@ def test_round229_candidates_are_rejected_on_wider_integers(case, tmp_path, reco
     v = verify_files(ROUND / case / "base.cu", ROUND / case / "cand.cu",
                      Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
-    print(f"\n{v.reasons} {v.summary}\n{v.gate('correctness').detail}")
+    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n{v.gate('correctness').detail}")
     assert not v.accepted and Reason.correctness in v.reasons, v.summary

@@ -59,7 +59,8 @@ def print_verdict(console: Console, v: Verdict) -> None:
     if v.failure_excerpt:
         console.print(styled(("candidate stderr:", "red"), f"\n{v.failure_excerpt}"))
     d = v.durations
-    console.print(f"time: {d.total_s:.1f} s (compile {d.compile_s:.1f}, correctness {d.correctness_s:.1f}, "
+    wide = f" (wider integers {d.wide_integers_s:.1f})" if d.wide_integers_s else ""
+    console.print(f"time: {d.total_s:.1f} s (compile {d.compile_s:.1f}, correctness {d.correctness_s:.1f}{wide}, "
                   f"memcheck {d.memcheck_s:.1f}, timing {d.timing_s:.1f}; verifier overhead {d.overhead_s:.2f})")
     style = "bold green" if v.accepted else "bold red"
     console.print(styled((v.summary, style)))

@@ -15,6 +15,11 @@ MEMCHECK_EXIT_CODE = 86  # chosen so a sanitizer finding is told apart from the 
 _SUMMARY = re.compile(r"ERROR SUMMARY:\s*(\d+)\s+error", re.I)
 
 
+# compute-sanitizer --padding after every allocation of the verifier's bounds runs: a read just past one
+# buffer then lands in no other
+BOUNDS_PADDING_BYTES = 1 << 20
+
+
 def memcheck_argv(sanitizer: Path, program: Path, *, padding: int = 0, api_errors: bool = True) -> list[str]:
     """compute-sanitizer memcheck on PROGRAM; `padding` bytes after every allocation (where this
     compute-sanitizer has --padding), so a read just past one allocation cannot land in the next.

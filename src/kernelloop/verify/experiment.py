@@ -59,7 +59,7 @@ def coverage_notes(manifest: Manifest) -> list[str]:
         notes.append(f"integer inputs ({', '.join(unstressed)}) are checked on their generator's values only (a "
                      "generator of its own is never stressed unless it says `stressable`): declare the range and "
                      "mix your kernel must handle")
-    # (a guessed range is also drawn wide: gate._wide_integer_experiments says where the baseline refused that)
+    # (a guessed range is also drawn wide: wide_ints.wide_integer_experiments says where the baseline refused that)
     stressed_ints = [b.name for b in inputs if not b.dtype.startswith(("float", "bfloat")) and b.one_value
                      and not b.guessed_range]
     if stressed_ints:

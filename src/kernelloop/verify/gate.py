@@ -11,18 +11,15 @@ per pair, and every timing run's output is checked too.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import math
 import os
 import re
 import secrets
 import statistics
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 from pydantic import BaseModel
 
 from ..config import Settings
@@ -46,19 +43,31 @@ from ..tools.nvcc import (
 )
 from ..tools.sandbox import Limits, describe_isolation
 from ..tools.sanitizer import (
+    BOUNDS_PADDING_BYTES,
     MEMCHECK_EXIT_CODE,
     MemcheckResult,
     find_compute_sanitizer,
-    global_access_errors,
     memcheck_argv,
     read_memcheck,
 )
 from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge
+from .comparing import (
+    GUARD_CONTRAST_BYTES,
+    BaselineNoise,
+    baseline_noise,
+    calls_kept_as_before,
+    check_tolerance_names,
+    compare_experiment,
+    experiment_secret,
+    fresh_seeds,
+    log_tail,
+    run_failure,
+    size_words,
+    tolerance_for,
+)
 from .experiment import (
     V1_MISSING_GUARANTEES,
-    compare_calls,
-    compare_nonfinite_maps,
     coverage_notes,
     inout_left_as_filled,
     inputs_reach_outputs,
@@ -74,17 +83,11 @@ from .experiment import (
 from .hostcode import scan_host_code
 from .outputs import (
     Comparison,
-    Tolerance,
-    check_output_names,
-    compare_dumps,
-    compare_outputs,
-    numbers_in,
-    printed_dtype,
 )
 from .precision import PrecisionScan, scan_precision
 from .records import Manifest, PartStateRecord
 from .regression import RegressionDecision, compare_times
-from .program_run import ProgramRun, WideDraw, heavy_calls, kept_output_calls, output_digest, run_program, stressed_calls
+from .program_run import ProgramRun, heavy_calls, output_digest, run_program
 from .shipped import (
     ShippedBuildUnreadable,
     assert_release_differences,
@@ -98,7 +101,19 @@ from .shipped import (
 )
 from .stats import decide
 from .toolkit_switches import switches_set_together, toolkit_config_switches
-from .verdict import BuildSummary, Durations, GateName, GateResult, Reason, SeedCheck, Verdict, WorkModel
+from .verdict import (
+    BuildSummary,
+    Durations,
+    GateName,
+    GateResult,
+    Progress,
+    ProgressCallback,
+    Reason,
+    SeedCheck,
+    Verdict,
+    WorkModel,
+)
+from .wide_ints import wide_integer_experiments
 
 # The memcheck run carries the tracer's environment like every other run (issue 9: a program
 # must not be able to tell the checked run from the others).
@@ -111,22 +126,10 @@ PAGEABLE_MEMORY_REFUSAL = (
     "reload nvidia_uvm) or, for candidates you trust, pass --allow-pageable-memory-access")
 
 
-class Progress(BaseModel):
-    stage: str
-    message: str
-
-
-ProgressCallback = Callable[[Progress], None]
-
-
 def verify_files(baseline: Path, candidate: Path, settings: Settings, *,
                  progress: ProgressCallback | None = None, gpu: GpuInfo | None = None) -> Verdict:
     return verify_sources(read_program(baseline), read_program(candidate), settings,
                           baseline_name=str(baseline), candidate_name=str(candidate), progress=progress, gpu=gpu)
-
-
-def _log_tail(text: str, lines: int = 25) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
 
 
 def _program_tail(stderr: str) -> str:
@@ -137,135 +140,7 @@ def _program_tail(stderr: str) -> str:
 
 def build_summary(build: BuildResult) -> BuildSummary:
     return BuildSummary(ok=build.ok, cached=build.cached, seconds=build.seconds, stage=build.stage,
-                        log_excerpt=_log_tail(build.log) if not build.ok else "", flags=build.flags)
-
-
-def _fresh_seeds(count: int, avoid: set[int]) -> list[int]:
-    seeds: list[int] = []
-    while len(seeds) < count:
-        s = secrets.randbits(63)  # too many to brute-force from the inputs
-        if s not in avoid and s not in seeds:
-            seeds.append(s)
-    avoid.update(seeds)
-    return seeds
-
-
-class BaselineNoise(BaseModel):
-    """How far the baseline's own results move between two runs of one experiment (same seed,
-    same secret): float atomics make sums order-dependent. The comparison allows the candidate
-    `baseline_noise_factor` times this on top of the dtype tolerance: no candidate can be held
-    closer to the baseline than the baseline holds to itself. Zero for a deterministic baseline."""
-
-    printed: list[float] = []
-    buffers: list[float] = []
-
-    @property
-    def any(self) -> bool:
-        return any(self.printed) or any(self.buffers)
-
-
-def _baseline_noise(first: ProgramRun, again: ProgramRun, factor: float) -> BaselineNoise:
-    a, b = numbers_in(first.result.stdout), numbers_in(again.result.stdout)
-    printed = [factor * abs(x - y) if math.isfinite(x) and math.isfinite(y) else 0.0 for x, y in zip(a, b)] \
-        if len(a) == len(b) else []
-    def spread(x: np.ndarray, y: np.ndarray) -> float:
-        if x.shape != y.shape or x.dtype != y.dtype or x.dtype.kind != "f" and str(x.dtype) != "bfloat16":
-            return 0.0
-        diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
-        finite = diff[np.isfinite(diff)]
-        return float(np.max(finite)) if finite.size else 0.0
-
-    # Every output buffer's largest difference, over the final dump and (v2) every timed call's
-    # samples: 20 draws of the noise rather than one, so one lucky pair cannot set it near zero.
-    buffers = [spread(x, y) for x, y in zip(first.dump or [], again.dump or [])]
-    if first.records and again.records:
-        for call in sorted({smp.call for smp in first.records.samples}):
-            for n, (x, y) in enumerate(zip(first.records.samples_of_call(call), again.records.samples_of_call(call))):
-                if n < len(buffers):
-                    buffers[n] = max(buffers[n], spread(x, y))
-    # Printed numbers are derived from the outputs: each also gets the outputs' largest relative
-    # variation at its own magnitude (one printed pair alone is a single draw).
-    scales = [float(np.max(np.abs(x.astype(np.float64)))) if x.size and x.dtype.kind == "f" else 0.0
-              for x in first.dump or []]
-    relative = max((b / m for b, m in zip(buffers, scales) if m > 0 and math.isfinite(m)), default=0.0)
-    printed = [max(p, factor * relative * abs(x)) for p, x in zip(printed, a)] if printed else []
-    return BaselineNoise(printed=printed, buffers=[factor * b for b in buffers])
-
-
-def _tolerance(vs, scale: float = 1.0) -> Tolerance:
-    """The user's rtol/atol (every output, and per output by name) where set, else by dtype."""
-    return Tolerance(rtol=vs.rtol, atol=vs.atol, outputs=vs.tolerances, scale=scale)
-
-
-def output_names(manifest: Manifest | None) -> list[str] | None:
-    """The names of the buffers the dump and the per-call samples hold, in order (the harness
-    writes its output and in-out buffers in the order it declared them); None for a v1 harness."""
-    return None if manifest is None else [b.name for b in manifest.buffers if b.role in ("output", "inout")]
-
-
-def check_tolerance_names(vs, manifest: Manifest | None) -> None:
-    """A per-output tolerance must name an output of the program: InputError (one line) otherwise."""
-    inputs = [b.name for b in manifest.buffers if b.role not in ("output", "inout")] if manifest else []
-    check_output_names(_tolerance(vs), output_names(manifest), inputs)
-
-
-def _compare_runs(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise | None = None,
-                  scale: float = 1.0) -> Comparison:
-    """Printed numbers, and every element of the output dump when the harness writes one.
-    The tolerance is the user's rtol/atol where set (per output by name, else for every output),
-    else by dtype (docs/verifier.md, "Tolerance model"); printed numbers take the dump's loosest
-    floating dtype (float32 without one), widened to the loosest per-output setting."""
-    tolerance = _tolerance(vs, scale)
-    printed = compare_outputs(base.result.stdout, cand.result.stdout, tolerance=tolerance,
-                              dtype=printed_dtype(base.dump), noise=noise.printed if noise else None)
-    # A contract-v2 program's printed numbers come from its frozen harness, after every element of
-    # every output was dumped and compared (with the buffer's RMS as floor): a checksum printed from
-    # them only adds honest rounding noise, amplified by cancellation in a zero-crossing output's
-    # sum (an honest reordered reduction was refused at 4.8x the allowance on `y sum` alone). They
-    # decide only where nothing else is compared (v1).
-    v2 = base.records is not None and base.records.manifest is not None
-    if base.dump is None or (not printed.match and not v2):
-        return printed
-    if cand.dump is None:
-        return printed.model_copy(update={"match": False, "problem": cand.dump_problem
-                                          or "the candidate run wrote no output dump"})
-    full = compare_dumps(base.dump, cand.dump, tolerance=tolerance, noise=noise.buffers if noise else None,
-                         names=output_names(base.records.manifest if base.records else None),
-                         nonfinite_inputs=base.nonfinite)
-    if not full.match or not printed.match:
-        return full
-    return printed.merged(full)
-
-
-def _secret() -> bytes:
-    """A v2 experiment's stream secret: independent of the seed, so the seed predicts nothing."""
-    return secrets.token_bytes(32)
-
-
-def _compare_experiment(base: ProgramRun, cand: ProgramRun, vs, noise: BaselineNoise | None = None) -> Comparison:
-    """The whole result (printed numbers, full dump), then every timed call's samples (v2)."""
-    manifest = base.records.manifest if base.records else None
-    stressed: set[int] = set()
-    if manifest is not None and base.secret and any(b.any_stress for b in manifest.buffers):
-        stressed = stressed_calls(bytes.fromhex(base.secret), manifest.calls, heavy=base.heavy,
-                                  nonfinite=base.nonfinite)
-
-    def scale(call: int) -> float:  # stressed inputs make honest sums worse conditioned
-        return vs.stress_tolerance_factor if call in stressed else 1.0
-
-    whole = _compare_runs(base, cand, vs, noise, scale(manifest.calls - 1) if manifest else 1.0)
-    if not whole.match or base.records is None:
-        return whole
-    calls = compare_calls(base.records, cand.records or base.records.model_copy(update={"manifest": None}),
-                          lambda b, c, call: compare_dumps(
-                              b, c, tolerance=_tolerance(vs, scale(call)),
-                              noise=noise.buffers if noise else None, names=output_names(manifest),
-                              nonfinite_inputs=base.nonfinite))
-    if calls is not None and not calls.match:
-        return calls
-    if cand.records is not None and (specials := compare_nonfinite_maps(base.records, cand.records)) is not None:
-        return specials
-    return whole if calls is None else whole.merged(calls)
+                        log_excerpt=log_tail(build.log) if not build.ok else "", flags=build.flags)
 
 
 # Bits 56-61 of a draw: which relations between sizes the declared options show it keeps
@@ -344,27 +219,6 @@ def size_draws(first: int, count: int) -> list[int]:
                       for k in range(1, count)]
 
 
-def _size_words(size_index: int) -> str:
-    return "" if size_index == 0 else " (a size drawn at verify time)" if size_index < 0 else f" (size {size_index})"
-
-
-def _run_failure(run: ProgramRun) -> tuple[Reason, str] | None:
-    r = run.result
-    if run.guard_tripped:
-        return Reason.memcheck, _log_tail(r.stderr, 1) or "out-of-bounds write into a guard zone"
-    if run.input_written:  # a result written where nothing compares it
-        return Reason.correctness, _log_tail(r.stderr, 1) or "a call changed an input buffer"
-    if r.timed_out:
-        return Reason.timeout, r.failure() or "timed out"
-    if r.flooded:
-        return Reason.output_flood, r.failure() or "output flood"
-    if not r.ok:
-        return Reason.run_failed, r.failure() or "failed"
-    if run.kernel_ms.value is None:
-        return Reason.run_failed, run.kernel_ms.problem or "no KERNEL_MS"
-    return None
-
-
 def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, *, baseline_name: str,
                    candidate_name: str, progress: ProgressCallback | None = None,
                    gpu: GpuInfo | None = None, regression: float | None = None,
@@ -439,7 +293,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         v.gates.append(GateResult(gate="compile", status="pass" if cand_build.ok else "fail", baseline="OK",
                                   candidate="OK" if cand_build.ok else "FAILED",
                                   detail=f"nvcc {flags}" if cand_build.ok else f"{cand_build.stage}: "
-                                  + _log_tail(cand_build.log, 4)))
+                                  + log_tail(cand_build.log, 4)))
         if not cand_build.ok:
             reasons.append(Reason.compile)
     if reasons:  # never run what failed policy or did not build
@@ -463,11 +317,11 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
 
     say(Progress(stage="correctness", message="baseline calibration run"))
     t = time.monotonic()
-    calibration = run_program(base_bin, seed=_fresh_seeds(1, used_seeds)[0], limits=run_limits,
-                              cupti_library=cupti_lib, secret=_secret(), fixed_poison=True)
+    calibration = run_program(base_bin, seed=fresh_seeds(1, used_seeds)[0], limits=run_limits,
+                              cupti_library=cupti_lib, secret=experiment_secret(), fixed_poison=True)
     durations.program_runs_s += calibration.result.wall_s
-    if _run_failure(calibration):
-        raise InputError(f"{baseline_name}: the baseline fails to run: {_run_failure(calibration)[1]}")
+    if run_failure(calibration):
+        raise InputError(f"{baseline_name}: the baseline fails to run: {run_failure(calibration)[1]}")
     manifest: Manifest | None = calibration.records.manifest if calibration.records else None
     check_tolerance_names(vs, manifest)  # a per-output tolerance naming no output: one line, exit 2
     if calibration.records is not None and not inputs_reach_outputs(calibration.records):
@@ -534,7 +388,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     baseline_audit = _audit(calibration, harness_kernels, timed_calls)
     v.baseline_audit = baseline_audit
 
-    v.seeds = _fresh_seeds(vs.seeds, used_seeds)
+    v.seeds = fresh_seeds(vs.seeds, used_seeds)
     candidate_audits: list[AuditReport] = []
     failure: tuple[Reason, str] | None = None
     correct = True
@@ -562,8 +416,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     relations_tried = 0
     size_indices = [*range(1, sizes), *([-1] if sizes > 1 else [])]
     experiments = [(seed, 0, None) for seed in v.seeds] + \
-        [(_fresh_seeds(1, used_seeds)[0], k, None) for k in range(1, sizes)] + \
-        [(_fresh_seeds(1, used_seeds)[0], -1, d) for d in draws]
+        [(fresh_seeds(1, used_seeds)[0], k, None) for k in range(1, sizes)] + \
+        [(fresh_seeds(1, used_seeds)[0], -1, d) for d in draws]
     if manifest is not None:
         v.notes += coverage_notes(manifest)
     # The part's state between calls: the baseline's (trusted) may change from call to call; a
@@ -578,12 +432,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     taken_draws: list[int] = []  # drawn sizes the baseline ran at, in order: memcheck checks the first
     # A list's own iterator also yields what is appended while it is walked (a size drawn again).
     for seed, size_index, draw in experiments:
-        say(Progress(stage="correctness", message=f"seed {seed}{_size_words(size_index)}: candidate, then baseline"))
-        secret = _secret()
+        say(Progress(stage="correctness", message=f"seed {seed}{size_words(size_index)}: candidate, then baseline"))
+        secret = experiment_secret()
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
                            size_index=size_index, size_draw=draw)
         durations.program_runs_s += cand.result.wall_s
-        failure = _run_failure(cand)
+        failure = run_failure(cand)
         # At another size the baseline is traced too: its audit is what the candidate's is judged against there.
         # Where the candidate failed, the baseline runs there all the same: a size the baseline fails at too is
         # one the program refuses (its own checks), and the candidate's failure there says nothing.
@@ -592,19 +446,19 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             if size_index or not failure else None
         if base is not None:
             durations.program_runs_s += base.result.wall_s
-        if base is not None and _run_failure(base):
+        if base is not None and run_failure(base):
             # Drawn again where the baseline stopped on its own (an exit, an abort) or wrote past a
             # buffer (a guard zone: a leading dimension drawn below its rows, kept-aside set 20's
             # DGEMM); the frozen baseline ran clean at every declared size, so the drawn size is what
             # it does not take. A timeout or a flood may come from the machine, not the size.
-            if size_index < 0 and redraws and _run_failure(base)[0] in (Reason.run_failed, Reason.memcheck):
-                refused_draws.append(_log_tail(base.result.stderr, 1) or _run_failure(base)[1])
+            if size_index < 0 and redraws and run_failure(base)[0] in (Reason.run_failed, Reason.memcheck):
+                refused_draws.append(log_tail(base.result.stderr, 1) or run_failure(base)[1])
                 failure = None
                 following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-                experiments.append((_fresh_seeds(1, used_seeds)[0], -1, with_relation(redraws.pop(0), following)))
+                experiments.append((fresh_seeds(1, used_seeds)[0], -1, with_relation(redraws.pop(0), following)))
                 continue
-            raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{_size_words(size_index)}: "
-                             f"{_run_failure(base)[1]}" + (
+            raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{size_words(size_index)}: "
+                             f"{run_failure(base)[1]}" + (
                                  f" (and at {len(refused_draws)} sizes drawn before it; its own checks need sizes "
                                  "that keep relations the declared alternative sizes do not show: declare "
                                  "alternatives that show them, e.g. a count that divides another in every option, a leading "
@@ -616,7 +470,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         # its own check refuses; the candidate's run there says nothing either.
         if size_index < 0 and base is not None and base.records is not None and \
                 (computing := outputs_computing_nan(base.records, poison_byte=None,
-                                                    kept_calls=_kept_calls(base))):
+                                                    kept_calls=calls_kept_as_before(base))):
             if not redraws:
                 raise InputError(f"{baseline_name}: the baseline computes NaN in output {computing[0]!r} at sizes "
                                  f"drawn at verify time ({len(refused_draws) + 1} of them): it assumes relations "
@@ -625,12 +479,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             refused_draws.append(f"output {computing[0]!r} computed NaN")
             failure = None
             following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-            experiments.append((_fresh_seeds(1, used_seeds)[0], -1, with_relation(redraws.pop(0), following)))
+            experiments.append((fresh_seeds(1, used_seeds)[0], -1, with_relation(redraws.pop(0), following)))
             continue
         if size_index < 0 and relation_of(draw):
             kept_relation = relation_of(draw)
         if failure:
-            v.failure_excerpt = _log_tail(cand.result.stderr, 12)
+            v.failure_excerpt = log_tail(cand.result.stderr, 12)
             break
         if size_index < 0:
             taken_draws.append(draw)
@@ -651,9 +505,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             again = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
                                 size_draw=draw)
             durations.program_runs_s += again.result.wall_s
-            noise_by_size[size_key] = _baseline_noise(base, again, vs.baseline_noise_factor) \
-                if not _run_failure(again) else BaselineNoise()
-            if timed_here and not _run_failure(again) and again.kernel_ms.value:
+            noise_by_size[size_key] = baseline_noise(base, again, vs.baseline_noise_factor) \
+                if not run_failure(again) else BaselineNoise()
+            if timed_here and not run_failure(again) and again.kernel_ms.value:
                 # the baseline's own timing variation here: what a slowdown at this size is measured against
                 first, second = base.kernel_ms.value, again.kernel_ms.value
                 other_sizes[-1].baseline_spread = max(first, second) / min(first, second) - 1
@@ -663,7 +517,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         if base.dump is None and "element-wise" not in " ".join(v.notes):
             v.notes.append("element-wise check unavailable: the harness writes no KERNELLOOP_OUTPUT_FILE dump "
                            "(docs/contract.md); only the printed numbers were compared")
-        cmp = _compare_experiment(base, cand, vs, noise_by_size[size_key])
+        cmp = compare_experiment(base, cand, vs, noise_by_size[size_key])
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="size" if size_index else "correctness",
                                   secret=secret.hex(), size_index=size_index, size_draw=draw,
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
@@ -699,10 +553,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # Integer inputs whose range was guessed, drawn wide (red team round 219)
     if not failure and correct and manifest is not None and timed_calls and \
             any(b.guessed_range for b in manifest.buffers):
-        failure, matched = _wide_integer_experiments(
+        wide_started = time.monotonic()
+        failure, matched = wide_integer_experiments(
             v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
             noise_by_size, durations, toolchain.nvcc, say,
             [(k, None) for k in range(1, sizes)] + [(-1, d) for d in taken_draws])
+        durations.wide_integers_s = time.monotonic() - wide_started
         correct &= matched
     durations.correctness_s = time.monotonic() - t
     if refused_draws:
@@ -730,7 +586,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         candidate="match" if correct else "MISMATCH",
         detail=(f"{checked}; worst seed: {max((c.comparison for c in v.checks), key=lambda k: k.worst_ratio).describe()}"
                 if correct
-                else f"seed {bad.seed}{_size_words(bad.size_index)}: "
+                else f"seed {bad.seed}{size_words(bad.size_index)}: "
                      f"{bad.comparison.describe()}")))
     if not correct:
         reasons.append(Reason.correctness)
@@ -838,14 +694,6 @@ def _c_block_declarations(editable: str) -> list[str]:
         found += [" ".join(item.head.split()) + ";" for item in scan_items(text[m.end():end])
                   if item.is_function_definition and not re.match(r"^\s*static\b", item.head)]
     return found
-
-
-def _kept_calls(run: ProgramRun) -> frozenset[int]:
-    """The calls of RUN whose outputs the harness left as the call before left them."""
-    records = run.records
-    if run.secret is None or records is None or records.manifest is None:
-        return frozenset()
-    return frozenset(kept_output_calls(bytes.fromhex(run.secret), records.manifest.calls, heavy=run.heavy))
 
 
 def default_stream_declared(build_flags: tuple[str, ...]) -> bool:
@@ -1126,13 +974,6 @@ def _judge_audits(v: Verdict, audits: list[AuditReport], baseline: AuditReport, 
     return "done"
 
 
-# The inputs' guard bytes of the contrast runs: the usual 0xFF (NaN), then 0x4B4B4B4B, 1.3e7 as a
-# float32 (14.6 as float16, 1.3e7 as bfloat16, 1.26e9 as an int32), and 0xCBCBCBCB, -2.7e7 (and
-# negative alike): finite, large, of both signs, so neither a max nor a min, a ReLU nor a conversion
-# hides them, and a test for NaN past the buffer (isnan on padding) shows against the NaN run.
-GUARD_CONTRAST_BYTES = (0xFF, 0x4B, 0xCB)
-
-
 # Timing pairs run at the default size. At every other size the correctness runs still say whether
 # a candidate is much slower there: one that does its work eight times at every size but the timed
 # one was SAME in bench check and accepted by verify (red team round 49). Both programs' runs there
@@ -1228,33 +1069,30 @@ def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, base
     46-48: a read past a buffer init sized too small, hidden by a max or a ReLU from the NaN that
     the guard zones hold otherwise). Cached per baseline build and size."""
     vs = v.settings
-    tolerance = _tolerance(vs)
+    tolerance = tolerance_for(vs)
     tolerance_key = hashlib.sha256(tolerance.model_dump_json().encode()).hexdigest()[:12]  # the decision's terms
     for size_index in range(manifest.size_options):
         record = cache / "guard-contrast" / f"{base_build.key}-{size_index}-{tolerance_key}.ok"
         if record.is_file():
             continue
-        say(Progress(stage="correctness", message=f"the baseline with other bytes past its buffers{_size_words(size_index)}"))
-        seed, secret = secrets.randbits(63) | 1, _secret()
+        say(Progress(stage="correctness", message=f"the baseline with other bytes past its buffers{size_words(size_index)}"))
+        seed, secret = secrets.randbits(63) | 1, experiment_secret()
         runs = [run_program(base_bin, seed=seed, limits=limits, secret=secret, size_index=size_index, fixed_poison=True,
                             guard_byte=byte) for byte in GUARD_CONTRAST_BYTES]
         durations.program_runs_s += sum(r.result.wall_s for r in runs)
-        failed = [r for r in runs if _run_failure(r)]
+        failed = [r for r in runs if run_failure(r)]
         moved = [] if failed or any(r.records is None for r in runs) else sorted(
             {name for first, second in zip(runs, runs[1:])
              for name in outputs_following_guards(first.records, second.records, tolerance)})
         if failed or moved:
-            what = (f"it fails when they hold other values ({_run_failure(failed[0])[1]})" if failed else
+            what = (f"it fails when they hold other values ({run_failure(failed[0])[1]})" if failed else
                     f"its output {', '.join(repr(m) for m in moved)} changes with them")
-            raise InputError(f"{baseline_name}: the baseline reads past a buffer its harness declares{_size_words(size_index)}: "
+            raise InputError(f"{baseline_name}: the baseline reads past a buffer its harness declares{size_words(size_index)}: "
                              f"run on the same inputs with different bytes beyond the buffers, {what}. The verifier "
                              "cannot check what it computes from memory no buffer holds. Declare how many elements each "
                              "buffer really holds (`kernelloop init --count NAME=EXPR`), or fix the kernel's bounds")
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text("no output follows the bytes past the inputs\n")
-
-
-BOUNDS_PADDING_BYTES = 1 << 20  # compute-sanitizer --padding after every allocation of the bounds runs
 
 
 def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, nvcc: Path,
@@ -1285,16 +1123,16 @@ def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, 
             except ValueError:
                 known = None
         if known is None:
-            say(Progress(stage="correctness", message=f"the baseline under memcheck{_size_words(size_index)}, every "
+            say(Progress(stage="correctness", message=f"the baseline under memcheck{size_words(size_index)}, every "
                                                       "buffer to its exact size"))
             run = run_program(base_bin, seed=secrets.randbits(63) | 1, limits=limits, size_index=size_index,
                               wrapper=memcheck_argv(sanitizer, Path("program"), padding=BOUNDS_PADDING_BYTES)[:-1],
-                              secret=_secret(), exact_buffers=True)
+                              secret=experiment_secret(), exact_buffers=True)
             durations.program_runs_s += run.result.wall_s
             found = read_memcheck(run.result.stdout, run.result.stderr)
             if run.result.timed_out:
                 raise InputError(f"{baseline_name}: the baseline did not finish under compute-sanitizer within "
-                                 f"{vs.memcheck_timeout_s:g} s{_size_words(size_index)}, so its accesses were not checked "
+                                 f"{vs.memcheck_timeout_s:g} s{size_words(size_index)}, so its accesses were not checked "
                                  "against its declared buffers: raise memcheck_timeout_s, or set baseline_bounds = \"off\" "
                                  "to verify without this check")
             why = run.result.failure() or f"exit code {run.result.returncode}"
@@ -1302,7 +1140,7 @@ def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, 
                 raise EnvironmentProblem(f"compute-sanitizer could not run the baseline here ({why}, no summary); set "
                                          "baseline_bounds = \"off\" (and memcheck = \"off\") to verify without it")
             if found.errors == 0 and run.result.returncode != 0:
-                raise InputError(f"{baseline_name}: the baseline fails under compute-sanitizer{_size_words(size_index)} "
+                raise InputError(f"{baseline_name}: the baseline fails under compute-sanitizer{size_words(size_index)} "
                                  f"({why}), so its accesses were not checked against its declared buffers")
             known = found
             record.parent.mkdir(parents=True, exist_ok=True)
@@ -1311,7 +1149,7 @@ def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, 
             first = next((ln.strip("= ").strip() for ln in known.excerpt.splitlines() if "Invalid" in ln),
                          known.excerpt.splitlines()[0].strip("= ").strip() if known.excerpt else "memcheck errors")
             raise InputError(f"{baseline_name}: the baseline reads or writes past a buffer its harness declares"
-                             f"{_size_words(size_index)} (compute-sanitizer memcheck, every buffer allocated to its "
+                             f"{size_words(size_index)} (compute-sanitizer memcheck, every buffer allocated to its "
                              f"exact size: {first}): the verifier cannot check what it computes from memory no buffer "
                              "holds. Declare how many elements each buffer really holds (`kernelloop init --count "
                              "NAME=EXPR`), or fix the kernel's bounds")
@@ -1343,19 +1181,19 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
         output the baseline left a finite element in is compared, whatever another output did (round
         51: a norm of the raw input, NaN, voided the check of the sanitised output beside it)."""
         what = f"{NONFINITE_KINDS[kinds]} {where}"
-        seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+        seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
         special = {"nonfinite_calls": manifest.calls, "nonfinite_kinds": kinds, "nonfinite_buffers": buffers}
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret, **special)
         base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, **special)
         durations.program_runs_s += cand.result.wall_s + base.result.wall_s
-        if _run_failure(base):
+        if run_failure(base):
             return "fails", None, True
-        failure = _run_failure(cand)
+        failure = run_failure(cand)
         if failure:  # the baseline runs on these inputs; the candidate does not
-            v.failure_excerpt = _log_tail(cand.result.stderr, 12)
+            v.failure_excerpt = log_tail(cand.result.stderr, 12)
             return None, (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
-        cmp = _compare_experiment(base, cand, vs, noise)
+        cmp = compare_experiment(base, cand, vs, noise)
         if not cmp.match:
             cmp = cmp.model_copy(update={"problem": f"with {what}: {cmp.describe()} (where the baseline's output "
                                                     "stays finite; --allow-nonfinite-differences if your inputs never "
@@ -1388,524 +1226,6 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
         v.notes.append("special input values not checked everywhere, because the baseline itself fails on them or "
                        f"leaves an output wholly NaN or inf: {'; '.join(unchecked)}")
     return None, True
-
-
-# The wider-integer experiment's stretched bands (kernelloop_harness.cuh, KERNELLOOP_WIDE_INTS), tried
-# in order until the baseline takes one; then one band for the whole buffer (mode 3).
-WIDE_INT_MODES = {1: "bands of every width up to every value of its type",
-                  2: "bands of every width up to every non-negative value of its type"}
-WIDE_INT_BAND_TRIES = 3  # one-band experiments at a width the baseline ran at but read past a buffer: step down
-# One-band widths compared (up to the widest the baseline takes), besides a secret one: a candidate keyed on
-# a statistic of its whole input meets narrow bands of several sizes (round 221: a maximum below 2^9).
-WIDE_INT_LADDER = (5, 8, 12, 16, 24, 32, 48, 64)
-WIDE_INT_LADDER_ELSEWHERE = 3  # of those, compared at each other size checked (drawn in secret), besides a secret one
-WIDE_INT_NEGATIVE = (5, 12, 24)  # negative bands (padding ids), for signed inputs, where the baseline takes them
-# Bisections of the largest bound the baseline takes (a table's size), between 2^(k-1) and 2^(k+1) around the
-# widest band it took: what is left between the bound found and the real one is 2^(k+1) / 2^steps wide.
-WIDE_INT_BOUND_STEPS = 14
-WIDE_INT_BOUND_STEPS_ELSEWHERE = 8  # ... at the other sizes checked, after doubling or halving from the default's
-WIDE_INT_JOINT_PAIRS = 6  # pairs of guessed inputs drawn wide together (besides all of them), drawn where more
-# Where inputs are bounded only together: one drawn below (1 - 2^-k) of its bound, the others below 2^-k of theirs
-WIDE_INT_JOINT_EDGE = (1, 2, 4, 8, 16, 32)
-WIDE_INT_JOINT_BASES = 4  # joint draws compared beside which each input's own draws (stretches, negatives) come again
-WIDE_INT_JOINT_MOVED_UP = 2  # other inputs moved up beside a signed one's negative bands (drawn where more)
-_INTEGER_BITS = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64}
-_GUESSED_BITS = 4  # init's guess, [0, 16)
-
-
-def _wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
-                              cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
-                              noise_by_size: dict[tuple[int, int | None], BaselineNoise], durations: Durations,
-                              nvcc: Path, say, other_sizes: list[tuple[int, int | None]]
-                              ) -> tuple[tuple[Reason, str] | None, bool]:
-    """Integer inputs whose range nobody stated (`kernelloop init`'s guess, [0, 16)) drawn wider, the
-    other inputs as usual; wherever the baseline takes the values (it runs clean, computes no NaN of
-    them and, where the candidate differs or fails, reads no byte past a buffer under compute-sanitizer)
-    the candidate must give its results. A guessed range is no statement that other values never
-    come: a kernel that kept each word's low four bits passed on [0, 16) (red team round 219).
-    Several kinds of draw, so that no experiment looks unlike a real input (round 220: a warp vote on
-    `w < 2^24` took the cheap path only where every neighbour was small, which per-element wide draws
-    never give): (1) the buffer in stretches, each in a band of its own width, up to every value of
-    the type (else every non-negative one); (2) the whole buffer in one band, at a ladder of widths
-    and a secret one up to the widest the baseline takes (every width where it took the stretches; else
-    found by halving, stepping down where it reads past a buffer under compute-sanitizer: a table index,
-    round 220), and negative bands for signed inputs (padding ids); every band's top lies anywhere in
-    its octave (round 221: a maximum at the octave's top, or below the widths compared, told the draws
-    apart); (3) where the baseline takes no band as wide as the type, the largest bound it takes, found
-    to WIDE_INT_BOUND_STEPS bisections (a table's size: round 223 compared no id between 2^k and it),
-    and bands of that bound: whole, moved up from zero (values far from it), of multiples of a power of
-    two, and non-decreasing in runs (round 223: every draw was uniform from zero); (4) at every other
-    size checked (the declared alternatives and the drawn ones), the stretches, or a band of the bound
-    and one moved up from zero, halving the bound where the baseline does not take it there (round 223:
-    only the default size was drawn wide); (5) where several inputs were taken wide, all of them together
-    and each pair, each as the baseline took it alone, along the edge of what it takes where it takes them
-    only together, with each input's own stretches and negative bands beside the others, and negative
-    offsets beside a base moved up (rounds 228-230: a product or a sum wrong only where two inputs are wide
-    at once). An input the baseline takes no wider band of is named in a note, as are inputs never taken
-    wide together and negative values compared nowhere. Returns (a candidate failure, whether every
-    comparison matched)."""
-    vs = v.settings
-    guessed = [(i, b.name, b.dtype) for i, b in enumerate(manifest.buffers)
-               if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_BITS]
-    unchecked: list[str] = []
-    slow: dict[str, int] = {}  # input -> the smallest bound at which the baseline ran past its time cap
-    names = {1 << i: name for i, name, _ in guessed}
-    Size = tuple[int, int | None]
-
-    def taken(run: ProgramRun) -> bool:
-        return not _run_failure(run) and run.records is not None and \
-            not outputs_computing_nan(run.records, poison_byte=None, kept_calls=_kept_calls(run))
-
-    def experiment(wide: WideDraw, what: str, size: Size = (0, None)) -> str | tuple[Reason, str] | None:
-        """"refused" where the baseline does not take these values, a candidate failure, "mismatch"
-        (recorded in v.checks), or None where the candidate matched."""
-        seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-        where = "" if size == (0, None) else f" (size {size[0]})" if size[0] > 0 else " (a size drawn at verify time)"
-        what += where
-        say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
-        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                           wide_ints=wide, size_index=size[0], size_draw=size[1])
-        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide,
-                           size_index=size[0], size_draw=size[1])
-        durations.program_runs_s += cand.result.wall_s + base.result.wall_s
-        if not taken(base):
-            return "refused"
-        failure = _run_failure(cand)
-        cmp = _compare_experiment(base, cand, vs, noise_by_size.get(size)) if not failure else None
-        if (failure or (cmp is not None and not cmp.match)) and \
-                _baseline_reads_past_buffers(base_bin, seed, secret, wide, vs, nvcc, durations, size):
-            return "refused"  # the baseline reads memory no buffer holds at these values: not its to take
-        if failure:
-            v.failure_excerpt = _log_tail(cand.result.stderr, 12)
-            return failure[0], f"with {what} (the baseline runs on them): {failure[1]}"
-        assert cmp is not None
-        if not cmp.match:
-            cmp = cmp.model_copy(update={"problem": f"with {what}: {cmp.describe()} (the baseline takes these "
-                                                    "values; --range NAME=LO,HI states the range your inputs "
-                                                    "really hold)"})
-        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="wide_ints", secret=secret.hex(),
-                                  baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
-        return None if cmp.match else "mismatch"
-
-    def probe(wide: WideDraw, size: Size = (0, None)) -> bool:
-        """Whether the baseline alone takes this draw (nothing compared): it runs clean, computes no NaN,
-        and its outputs do not follow the bytes past its inputs (run again with large finite values
-        there: an integer table read past its end gives no NaN; round 224)."""
-        seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-
-        def run(guard: int | None) -> ProgramRun:
-            done = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide,
-                               size_index=size[0], size_draw=size[1], fixed_poison=True, guard_byte=guard)
-            durations.program_runs_s += done.result.wall_s
-            return done
-        first = run(None)
-        if first.result.timed_out:  # values it takes too long on: not checked past them, and said so
-            if (slow_name := names.get(wide.buffers)) is not None:  # one input's draw (a joint one: not named)
-                slow[slow_name] = min(slow.get(slow_name, 1 << 64), wide.top or 1 << wide.bits)
-        if not taken(first):
-            return False
-        second = run(GUARD_CONTRAST_BYTES[1])
-        if not taken(second):
-            return False
-        moved = set(outputs_following_guards(first.records, second.records, _tolerance(vs)))
-        if not moved:
-            return True
-        # Outputs that also differ between two runs with the same bytes past the inputs vary on their own
-        # (atomics racing on wide values): not a read past a buffer (round 226: a bound set where a hash
-        # table's collisions began, below the table, left the ids past it uncompared). The comparisons
-        # then meet that variation (fail closed); a read past is still found by the sanitizer's check.
-        again = run(GUARD_CONTRAST_BYTES[1])
-        return taken(again) and not moved - set(outputs_following_guards(second.records, again.records, _tolerance(vs)))
-
-    def reads_past(wide: WideDraw, size: Size) -> bool:
-        """Whether the baseline reads past a buffer on this draw under compute-sanitizer (the judge the
-        excusal uses: a table read only for its truth, `allowed[id] ? x : 0`, gives the same outputs on
-        every guard byte; round 225)."""
-        seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
-        return _baseline_reads_past_buffers(base_bin, seed, secret, wide, vs, nvcc, durations, size)
-
-    def confirmed_bound(size: Size, start: int, cap: int, steps: int) -> int:
-        """find_bound with the probes, then, where the baseline reads past a buffer at the bound found,
-        found again below it with compute-sanitizer as the judge."""
-        bound = find_bound(size, start, cap, steps)
-        if bound and reads_past(WideDraw(3, mask, top=bound, exact=True), size):
-            bound = find_bound(size, bound, bound, steps, sanitized=True)
-        return bound
-
-    def find_bound(size: Size, start: int, cap: int, steps: int, sanitized: bool = False) -> int:
-        """The largest bound the baseline takes at SIZE (0: none above the guess), from START up by
-        doubling or down by halving, then STEPS bisections; never above CAP. `sanitized`: a bound is
-        taken where the baseline reads past no buffer under compute-sanitizer."""
-        def takes(bound: int) -> bool:
-            wide = WideDraw(3, mask, top=bound, exact=True)
-            return not reads_past(wide, size) if sanitized else probe(wide, size)
-        if takes(start):
-            low_bound, high_bound = start, 0
-            while not high_bound and low_bound < cap:
-                upper = min(2 * low_bound, cap)
-                if takes(upper):
-                    low_bound = upper
-                else:
-                    high_bound = upper
-            if not high_bound:
-                return low_bound
-        else:
-            low_bound, high_bound = 0, start
-            while not low_bound:
-                lower = high_bound // 2
-                if lower <= 1 << _GUESSED_BITS:
-                    return 0
-                if takes(lower):
-                    low_bound = lower
-                else:
-                    high_bound = lower
-        for _ in range(steps):
-            if high_bound - low_bound <= 1:
-                break
-            middle = (low_bound + high_bound) // 2
-            if takes(middle):
-                low_bound = middle
-            else:
-                high_bound = middle
-        return low_bound
-
-    def decided(outcome) -> tuple[tuple[Reason, str] | None, bool] | None:
-        """A failure or mismatch ends the experiment (None: go on)."""
-        if outcome in ("refused", None):
-            return None
-        return (outcome, False) if isinstance(outcome, tuple) else (None, False)
-
-    # index -> (name, stretched mode, bound, widest negative band, signed, bits) of each input taken wide
-    wide_taken: dict[int, tuple[str, int, int, int, bool, int]] = {}
-    elsewhere: dict[Size, dict[int, tuple[int, int]]] = {}  # size -> index -> its draw compared there (top, mode)
-    for index, name, dtype in guessed:
-        mask = 1 << index
-        top = _INTEGER_BITS[dtype] - (0 if dtype.startswith("u") else 1)  # the widest non-negative band
-        stretched_mode = 0
-        for mode, words in WIDE_INT_MODES.items():
-            outcome = experiment(WideDraw(mode, mask), f"'{name}' in {words}")
-            if outcome == "refused":
-                continue
-            if (done := decided(outcome)) is not None:
-                return done
-            stretched_mode = mode
-            break
-        # the largest bound the baseline takes (its shapes' draws stay below it); every non-negative value
-        # where it takes a band as wide as the type
-        bound = 1 << min(top, 62)
-        if stretched_mode:  # the widest band the baseline takes: every width
-            low = top
-        else:  # the widest band the baseline runs clean at, by halving
-            low, high = _GUESSED_BITS, top  # low: taken (the guess itself); high: the widest to try
-            while low < high:
-                middle = (low + high + 1) // 2
-                if probe(WideDraw(3, mask, middle)):
-                    low = middle
-                else:
-                    high = middle - 1
-            # then the bound itself, from 2^low, every call at it
-            bound = confirmed_bound((0, None), 1 << min(low, 62), 1 << min(top, 62), WIDE_INT_BOUND_STEPS) \
-                or 1 << _GUESSED_BITS
-            low = min(low, max(bound.bit_length() - 1, _GUESSED_BITS))  # the bands below: none past the bound
-        # one band over the whole buffer (a check of the whole input sees a narrow one): narrow bands of
-        # several widths up to the widest taken, a width drawn in secret, and the widest itself, stepping
-        # down where the baseline reads past a buffer there
-        ladder = sorted({w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < low} |
-                        ({secrets.randbelow(low - _GUESSED_BITS) + _GUESSED_BITS + 1} if low > _GUESSED_BITS else set()))
-        banded = False
-        for bits in ladder:
-            outcome = experiment(WideDraw(3, mask, bits), f"'{name}' all in one band below 2^{bits}")
-            if (done := decided(outcome)) is not None:
-                return done
-            banded |= outcome is None
-        for bits in range(low, max(low - WIDE_INT_BAND_TRIES, _GUESSED_BITS), -1):
-            outcome = experiment(WideDraw(3, mask, bits), f"'{name}' all in one band below 2^{bits}")
-            if outcome == "refused":
-                continue
-            if (done := decided(outcome)) is not None:
-                return done
-            banded = True
-            break
-        for wide, what in _bound_shapes(mask, bound):
-            outcome = experiment(wide, f"'{name}' {what}")
-            if (done := decided(outcome)) is not None:
-                return done
-            banded |= outcome is None
-        negative = 0  # the widest negative band the baseline took
-        if not dtype.startswith("u"):  # negative values (padding ids, ignore_index) on their own
-            for bits in (w for w in WIDE_INT_NEGATIVE if w <= top):
-                outcome = experiment(WideDraw(3, mask, -bits), f"'{name}' all in one negative band above -2^{bits}")
-                if (done := decided(outcome)) is not None:
-                    return done
-                if outcome is None:
-                    negative = bits
-        for size in other_sizes:  # the other sizes: their bound may differ (a table of V rows)
-            if stretched_mode:
-                draws = [(WideDraw(stretched_mode, mask), f"'{name}' in {WIDE_INT_MODES[stretched_mode]}")]
-            else:  # the bound there, from the default size's, up or down (round 224: a table of V rows)
-                there = confirmed_bound(size, bound, 1 << min(top, 62), WIDE_INT_BOUND_STEPS_ELSEWHERE)
-                draws = [(WideDraw(3, mask, top=there), f"'{name}' all in one band below {there} (the largest bound "
-                                                        "the baseline takes there)")] if there else []
-            compared = False
-            for wide, what in draws:
-                outcome = experiment(wide, what, size)
-                if outcome == "refused":
-                    continue
-                if (done := decided(outcome)) is not None:
-                    return done
-                compared = True
-                elsewhere.setdefault(size, {})[index] = (wide.top, 3) if wide.top else (0, stretched_mode)
-                if wide.top:  # and one moved up from zero, within the bound taken there
-                    for shaped, how in _bound_shapes(mask, wide.top)[1:2]:
-                        if (done := decided(experiment(shaped, f"'{name}' {how}", size))) is not None:
-                            return done
-                # narrow bands there too, and its negative band (round 232: a candidate wrong on a narrow maximum
-                # only off the default size met none): a secret few of the ladder's widths and a secret one
-                for bits in _ladder_elsewhere((wide.top or bound).bit_length() - 1):
-                    if (done := decided(experiment(WideDraw(3, mask, bits), f"'{name}' all in one band below "
-                                                                           f"2^{bits}", size))) is not None:
-                        return done
-                if negative:
-                    if (done := decided(experiment(WideDraw(3, mask, -negative), f"'{name}' all in one negative "
-                                                   f"band above -2^{negative}", size))) is not None:
-                        return done
-                break
-            if not compared and (stretched_mode or banded):
-                unchecked.append(f"{name} (size {size[0]})" if size[0] > 0 else f"{name} (a drawn size)")
-        if not stretched_mode and not banded:
-            unchecked.append(name)
-        else:
-            wide_taken[index] = (name, stretched_mode, bound, negative, not dtype.startswith("u"), top)
-
-    # Inputs drawn wide together: one at a time, every other input kept init's [0, 16), and a candidate wrong
-    # only where two are wide at once (a product of two factors each of 16 bits and more, an offset plus a
-    # length past 2^32) met none (round 228): all of them at once, then every pair (up to WIDE_INT_JOINT_PAIRS),
-    # at every size checked. Each input drawn as the baseline took it alone (its own stretches, with their
-    # negative values and top bits, or one band below its own bound; round 229: a joint draw of bands from
-    # zero left every negative value and every 64-bit value past 2^62 uncompared beside another wide input);
-    # where the baseline refuses that (inputs bounded only together: `first + pos < slots`), all halved
-    # together and points along the edge of what it takes, one input below (1 - 2^-k) of its bound beside
-    # the others below 2^-k of theirs (round 229: halving alone never drew one input past half its bound
-    # beside another wide one); negative bands together; and bands of the ladder's widths, all at once.
-    Spec = tuple[int, int]  # a draw of one input: (top, mode), mode 1 or 2 its stretches, 3 a band below top
-
-    def described(spec: Spec) -> str:
-        top, mode = spec
-        return WIDE_INT_MODES[mode] if mode in WIDE_INT_MODES else f"below {top}"
-
-    negatives_compared: set[int] = set()  # signed inputs whose negative values were compared beside others
-
-    def together(indices: list[int], size: Size, specs: dict[int, Spec]) -> str | tuple[Reason, str] | None:
-        """The inputs INDICES drawn wide at once (a failure or "mismatch"; "refused" where the baseline took
-        none of these draws; None where every draw it took matched)."""
-        joint_mask = sum(1 << i for i in indices)
-        who = " and ".join(repr(wide_taken[i][0]) for i in indices)
-        Entry = tuple[int, int, int, int]  # one input's draw: (top, mode, bits, lo)
-        compared: list[dict[int, Entry]] = []  # the draws compared
-
-        def draw(entries: dict[int, Entry], what: str) -> str | tuple[Reason, str] | None:
-            wide = WideDraw(3, joint_mask, tops=tuple((i, *entries[i]) for i in sorted(entries)))
-            outcome = experiment(wide, f"{who} together, {what}", size)
-            if outcome is None:
-                compared.append(entries)
-            return outcome
-
-        def ends(outcome) -> bool:  # a failure or a mismatch
-            return outcome not in ("refused", None)
-
-        def name(i: int) -> str:
-            return repr(wide_taken[i][0])
-
-        alone: dict[int, Entry] = {i: (top, mode, 0, 0) for i, (top, mode) in specs.items()}
-        if ends(outcome := draw(alone, "each as the baseline takes it alone (" + ", ".join(
-                f"{name(i)} {described(specs[i])}" for i in indices) + ")")):
-            return outcome
-        full = {i: specs[i][0] or wide_taken[i][2] for i in indices}  # a stretched input: every value as a bound
-        if outcome == "refused":
-            for step in range(1, WIDE_INT_BAND_TRIES):  # all halved together
-                tops = {i: (max(full[i] >> step, 1 << _GUESSED_BITS), 3, 0, 0) for i in indices}
-                outcome = draw(tops, "each all in one band below " + ", ".join(str(t[0]) for t in tops.values()))
-                if ends(outcome):
-                    return outcome
-                if outcome is None:
-                    break
-            for i in indices:  # points along the edge of what the baseline takes: one input near its bound,
-                # (1 - 2^-k) of it, the others at 2^-k of theirs (halved where refused): `first + pos < slots`
-                # takes first up to 3/4 of the pool beside pos up to a quarter
-                for k in (k for k in WIDE_INT_JOINT_EDGE if k < full[i].bit_length() - _GUESSED_BITS):
-                    for back in range(WIDE_INT_BAND_TRIES):
-                        entries = {j: (max(full[j] >> (k + back), 1 << _GUESSED_BITS), 3, 0, 0) for j in indices}
-                        entries[i] = (full[i] - (full[i] >> k), 3, 0, 0)
-                        outcome = draw(entries, f"{name(i)} all in one band below {entries[i][0]}, the others below "
-                                       + ", ".join(str(entries[j][0]) for j in indices if j != i))
-                        if ends(outcome):
-                            return outcome
-                        if outcome is None:
-                            break
-        # Each input's own draws beside the others as compared (round 230: where the baseline refused the
-        # joint draw, the draws it took were bands from zero, and a mode-1 input's negative values never met
-        # two wide inputs): its stretches (negative values, top bits) and its negative band
-        bases = compared[:WIDE_INT_JOINT_BASES]
-        for i in indices:
-            mode, negative = wide_taken[i][1], wide_taken[i][3]
-            own = ([((0, mode, 0, 0), f"in {WIDE_INT_MODES[mode]}")] if mode else []) + \
-                ([((0, 3, -negative, 0), f"in one negative band above -2^{negative}")] if negative and mode != 1 else [])
-            for entry, how in own:
-                for base in bases:
-                    if base[i] == entry:
-                        continue
-                    outcome = draw({**base, i: entry}, f"{name(i)} {how}, the others " + ", ".join(
-                        f"below {base[j][0]}" if base[j][0] else "in its stretches" for j in indices if j != i))
-                    if ends(outcome):
-                        return outcome
-                    if outcome is None and (entry[1] == 1 or entry[2] < 0):
-                        negatives_compared.add(i)
-        # A signed input the baseline took no negative values of alone (beside the others at init's guess: an
-        # offset below a base, `pool[first + pos]`, reads before the pool) beside each other input moved up past
-        # them (round 230: no negative offset was ever compared, and no note said so)
-        # (round 231: uncapped, this grew with the square of the inputs: up to WIDE_INT_JOINT_MOVED_UP others,
-        # drawn in secret, and a pair's bands stop at the first the baseline refuses)
-        for i in indices:
-            if not (wide_taken[i][4] and not wide_taken[i][3] and wide_taken[i][1] != 1):
-                continue
-            movable = [j for j in indices if j != i]
-            secrets.SystemRandom().shuffle(movable)
-            for j in movable[:WIDE_INT_JOINT_MOVED_UP]:
-                for bits in (b for b in WIDE_INT_NEGATIVE if b < wide_taken[i][5] and full[j] >= 1 << (b + 1)):
-                    base = bases[0] if bases else alone
-                    entries = {**base, i: (0, 3, -bits, 0), j: (1 << bits, 3, 0, 1 << bits)}
-                    outcome = draw(entries, f"{name(i)} in one negative band above -2^{bits}, {name(j)} in a band from "
-                                            f"2^{bits} up to 2^{bits + 1}")
-                    if ends(outcome):
-                        return outcome
-                    if outcome == "refused":
-                        break
-                    negatives_compared.add(i)
-        if len(indices) == len(wide_taken):  # (at every size checked: round 232; elsewhere a secret few widths)
-            def width_of(i: int) -> int:  # a secret width of an input's own, past the guess, within its bound
-                return _GUESSED_BITS + 1 + secrets.randbelow(max(1, full[i].bit_length() - 1 - _GUESSED_BITS))
-
-            def ladder(limit: int) -> list[int]:
-                if size != (0, None):
-                    return _ladder_elsewhere(limit)
-                return sorted({w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < limit})
-            widest = max(full[i].bit_length() - 1 for i in indices)
-            for bits in sorted(set(ladder(widest)) | {width_of(indices[0])}):
-                entries = {i: (min(full[i], 1 << bits), 3, 0, 0) for i in indices}  # narrow bands of one width
-                if ends(outcome := draw(entries, f"each all in one band below 2^{bits} (or its bound)")):
-                    return outcome
-            # each input in narrow bands beside the others as the first joint draw took them, and every input a
-            # width of its own (round 231: a candidate keyed on a narrow maximum of one input beside a wide other,
-            # `max(col) < 256` beside rows past 2^24, met only bands of one width)
-            base = bases[0] if bases else None
-            for i in indices if base is not None else ():
-                for bits in ladder(full[i].bit_length() - 1):
-                    entries = {**base, i: (1 << bits, 3, 0, 0)}
-                    if ends(outcome := draw(entries, f"{name(i)} all in one band below 2^{bits}, the others as "
-                                                     "drawn together first")):
-                        return outcome
-            own_widths = {i: (min(full[i], 1 << width_of(i)), 3, 0, 0) for i in indices}
-            if ends(outcome := draw(own_widths, "each all in one band of a width of its own (" + ", ".join(
-                    f"{name(i)} below {own_widths[i][0]}" for i in indices) + ")")):
-                return outcome
-        return None if compared else "refused"
-
-    joint_unchecked: list[str] = []
-    groups = [sorted(wide_taken)] if len(wide_taken) >= 2 else []
-    if len(wide_taken) >= 3:
-        pairs = list(itertools.combinations(sorted(wide_taken), 2))
-        secrets.SystemRandom().shuffle(pairs)  # which pairs, where there are more than the cap: not known ahead
-        groups += [list(pair) for pair in pairs[:WIDE_INT_JOINT_PAIRS]]
-    for group in groups:
-        specs = {i: (0, wide_taken[i][1]) if wide_taken[i][1] else (wide_taken[i][2], 3) for i in group}
-        outcome = together(group, (0, None), specs)
-        if (done := decided(outcome)) is not None:
-            return done
-        if outcome == "refused":
-            joint_unchecked.append(" and ".join(repr(wide_taken[i][0]) for i in group))
-    if len(wide_taken) >= 2:  # all together at every other size, each as compared there alone
-        for size, drawn in elsewhere.items():
-            if len(there := sorted(i for i in drawn if i in wide_taken)) >= 2:
-                if (done := decided(together(there, size, {i: drawn[i] for i in there}))) is not None:
-                    return done
-    if negatives_left := [wide_taken[i][0] for i in sorted(wide_taken) if wide_taken[i][4] and not wide_taken[i][3]
-                          and wide_taken[i][1] != 1 and i not in negatives_compared]:
-        v.notes.append(f"negative values of {', '.join(repr(n) for n in negatives_left)} were not compared: the baseline "
-                       "takes them neither alone nor beside the other inputs moved up (state the range: --range "
-                       "NAME=LO,HI)")
-    if joint_unchecked:
-        v.notes.append(f"integer inputs {'; '.join(joint_unchecked)} were not drawn wide together: the baseline takes "
-                       "no such draw (it fails, computes NaN or reads past a buffer on them)")
-    if unchecked:
-        v.notes.append(f"integer input(s) {', '.join(repr(n) for n in unchecked)} checked only in the range init "
-                       "guessed: the baseline takes no wider values (it fails, computes NaN or reads past a buffer "
-                       "on them)")
-    if slow:
-        v.notes.append("the baseline ran past its time cap on wide values of " + ", ".join(
-            f"{name!r} (values up to {top})" for name, top in slow.items()) + ": values past the bound found "
-            "there were not compared; state the range (--range NAME=LO,HI) or raise verify.run_timeout_s")
-    if guessed:
-        v.notes.append(f"integer input(s) {', '.join(repr(n) for _, n, _ in guessed)} have a range nobody stated: "
-                       "also checked on wider draws (bands from zero up to the bound the baseline takes, moved up from "
-                       "zero, of multiples of a power of two, non-decreasing runs; one input at a time and together; at every "
-                       "size checked), which leave "
-                       "narrow gaps (docs/verifier.md, Known limits); state the range your inputs hold (--range "
-                       "NAME=LO,HI) to check it")
-    return None, True
-
-
-def _ladder_elsewhere(limit: int) -> list[int]:
-    """One-band widths compared at a size other than the default: WIDE_INT_LADDER_ELSEWHERE of the ladder's
-    widths below 2^LIMIT, drawn in secret, and a secret width of its own."""
-    widths = [w for w in WIDE_INT_LADDER if _GUESSED_BITS < w < limit]
-    secrets.SystemRandom().shuffle(widths)
-    own = {_GUESSED_BITS + 1 + secrets.randbelow(limit - _GUESSED_BITS - 1)} if limit > _GUESSED_BITS + 1 else set()
-    return sorted(set(widths[:WIDE_INT_LADDER_ELSEWHERE]) | own)
-
-
-def _bound_shapes(mask: int, bound: int) -> list[tuple[WideDraw, str]]:
-    """Draws within a bound the baseline takes (`bound`: it takes [0, bound)), each call's top in
-    (bound/2, bound]: the whole band; a narrow band moved up from zero (lo from a quarter to a half of
-    the bound, a width below half of lo) and one moved up anywhere (lo and width in octaves drawn
-    apart); multiples of 2^s (s from 1 to 8); non-decreasing runs. None below 2^6."""
-    if bound < 64:
-        return []
-    lo_narrow = bound // 4 + secrets.randbelow(bound // 4)
-    narrow = 1 << (_GUESSED_BITS + secrets.randbelow(max(1, lo_narrow.bit_length() - 1 - _GUESSED_BITS)))
-    lo_any = (1 << _GUESSED_BITS) + secrets.randbelow(bound - 2 * (1 << _GUESSED_BITS))
-    room = bound - lo_any
-    width_any = max(2, min(room, 1 << (1 + secrets.randbelow(max(1, room.bit_length())))))
-    shift = 1 + secrets.randbelow(min(8, bound.bit_length() - _GUESSED_BITS - 1))
-    return [(WideDraw(3, mask, top=bound), f"all in one band below {bound} (the largest bound the baseline takes)"),
-            (WideDraw(3, mask, top=min(narrow, lo_narrow // 2), lo=lo_narrow),
-             f"in a narrow band from {lo_narrow} (values far from zero)"),
-            (WideDraw(3, mask, top=width_any, lo=lo_any), f"in a band from {lo_any} up to {lo_any + width_any}"),
-            (WideDraw(3, mask, top=bound, shift=shift), f"all multiples of {1 << shift} below {bound}"),
-            (WideDraw(3, mask, top=bound, sorted=True), f"in non-decreasing runs below {bound}")]
-
-
-def _baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide: WideDraw, vs,
-                                 nvcc: Path, durations: Durations, size: tuple[int, int | None] = (0, None)) -> bool:
-    """Whether the baseline, on this wide experiment, touches memory no buffer holds (compute-sanitizer
-    memcheck, every buffer its own exact allocation): values it reads as indices past its tables are
-    not values it takes, and a candidate that differs there is not wrong. A run that does not finish
-    excuses nothing (round 220: a baseline whose work grows with its values could run past the cap on
-    purpose-chosen inputs); without a sanitizer nothing can be excused either."""
-    sanitizer = find_compute_sanitizer(nvcc)
-    if sanitizer is None:
-        return False
-    limits = Limits(wall_timeout_s=vs.memcheck_timeout_s, memory_bytes=None, stdout_cap_bytes=vs.stdout_cap_bytes,
-                    file_size_bytes=vs.output_dump_max_bytes)
-    run = run_program(base_bin, seed=seed, limits=limits, secret=secret, wide_ints=wide, exact_buffers=True,
-                      size_index=size[0], size_draw=size[1],
-                      wrapper=memcheck_argv(sanitizer, Path("program"), padding=BOUNDS_PADDING_BYTES,
-                                            api_errors=False)[:-1])
-    durations.program_runs_s += run.result.wall_s
-    if run.result.timed_out:
-        return False
-    # only an access past global memory: a CUDA call the baseline sees fail and handles (an attribute
-    # it cannot have on wide values), or a failure of another kind, is no read past (round 227)
-    return global_access_errors(run.result.stdout, run.result.stderr) > 0
 
 
 # What the harness prints when the shifted runs' address range cannot be mapped (layout_allocation)
@@ -2065,8 +1385,8 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
                        audit_terms: tuple[set[str], int | None] = (set(), None)) -> bool:
     """One caller-layout experiment (see _caller_layout_check) at a size: MAPPED (key, offsets,
     reversed), or where cudaMalloc puts the buffers; False where the candidate failed it."""
-    seed = _fresh_seeds(1, used_seeds)[0]
-    secret = _secret()
+    seed = fresh_seeds(1, used_seeds)[0]
+    secret = experiment_secret()
     at_size = "" if size_index == 0 else " (the drawn size)" if size_index < 0 else f" (size {size_index})"
     say(Progress(stage="correctness", message=f"seed {seed}: every buffer its own exact-size allocation"
                                               + _layout_words(mapped) + at_size))
@@ -2080,7 +1400,7 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
         base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret,
                            exact_buffers=True, buffer_shift=shift, size_index=size_index, size_draw=size_draw)
         durations.program_runs_s += base.result.wall_s
-        if not _run_failure(base):
+        if not run_failure(base):
             break
     else:
         if mapped is not None and LAYOUT_MAPPING_FAILURE in base.result.stderr:
@@ -2107,8 +1427,8 @@ def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: 
     cand = run_program(cand_bin, seed=seed, limits=layout_limits, cupti_library=cupti_lib, secret=secret,
                        exact_buffers=True, buffer_shift=shift, size_index=size_index, size_draw=size_draw)
     durations.program_runs_s += cand.result.wall_s
-    failure = _run_failure(cand)
-    compared = None if failure else _compare_experiment(base, cand, v.settings, noise)
+    failure = run_failure(cand)
+    compared = None if failure else compare_experiment(base, cand, v.settings, noise)
     if compared is not None and compared.match:
         if times is not None and base.kernel_ms.value and cand.kernel_ms.value:
             harness_kernels, timed_calls = audit_terms
@@ -2159,7 +1479,7 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
         # an invalid access here. A part that reads the guard zones to tell the verifier's runs from a
         # caller's (red team round 189) is then either caught reading or takes its caller's path here,
         # whose results are compared with the baseline's on the same experiment.
-        secret = _secret()
+        secret = experiment_secret()
         run = run_program(binary, seed=v.seeds[0], limits=limits, wrapper=memcheck_argv(sanitizer, Path("program"))[:-1],
                           cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=secret,
                           size_index=size_index, size_draw=size_draw, exact_buffers=True)
@@ -2176,7 +1496,7 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
             # compute-sanitizer's own lines (`========= ERROR SUMMARY: 0 errors`) are no printed result
             printed = "\n".join(line for line in run.result.stdout.splitlines() if not line.startswith("========="))
             program = run.model_copy(update={"result": run.result.model_copy(update={"stdout": printed})})
-            compared = _compare_experiment(base, program, vs, noise)
+            compared = compare_experiment(base, program, vs, noise)
             if not compared.match:
                 differing = compared
                 break
@@ -2191,12 +1511,12 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
     if run.guard_tripped:
         reasons.append(Reason.memcheck)
         v.gates.append(GateResult(gate="memcheck", status="fail", candidate="guard zone",
-                                  detail=_log_tail(run.result.stderr, 1)))
+                                  detail=log_tail(run.result.stderr, 1)))
         return
     if run.input_written:
         reasons.append(Reason.correctness)
         v.gates.append(GateResult(gate="memcheck", status="fail", candidate="input changed",
-                                  detail=_log_tail(run.result.stderr, 1)))
+                                  detail=log_tail(run.result.stderr, 1)))
         return
     v.memcheck_excerpt = result.excerpt
     if result.errors == 0 and run.result.returncode not in (0, MEMCHECK_EXIT_CODE):
@@ -2205,7 +1525,7 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
         # that fails under it: the baseline gets the same run.
         base = run_program(baseline, seed=v.seeds[0], limits=limits,
                            wrapper=memcheck_argv(sanitizer, Path("program"))[:-1],
-                           cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=_secret())
+                           cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=experiment_secret())
         durations.program_runs_s += base.result.wall_s
         durations.memcheck_s = time.monotonic() - t
         if base.result.returncode != 0:
@@ -2252,7 +1572,7 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
     while True:
         target = vs.runs if decision is None else min(vs.max_runs, len(v.candidate_kernel_ms) + 2)
         while len(v.candidate_kernel_ms) < target:
-            seed, secret = _fresh_seeds(1, used_seeds)[0], _secret()
+            seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
 
             def timed(binary: Path, limits: Limits) -> ProgramRun:
                 return run_program(binary, seed=seed, limits=limits, cupti_library=cupti_lib, secret=secret,
@@ -2266,16 +1586,16 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
                 base = timed(base_bin, base_limits)
                 cand = timed(cand_bin, cand_limits)
             durations.program_runs_s += cand.result.wall_s + base.result.wall_s
-            failure = _run_failure(cand)
+            failure = run_failure(cand)
             if failure:
                 reasons.append(failure[0])
                 v.gates.append(GateResult(gate="speedup", status="fail", candidate=failure[0].value,
                                           detail=f"timing run: {failure[1]}"))
                 return manifests
-            if _run_failure(base):
-                raise InputError(f"{v.baseline_file}: the baseline failed during timing: {_run_failure(base)[1]}")
+            if run_failure(base):
+                raise InputError(f"{v.baseline_file}: the baseline failed during timing: {run_failure(base)[1]}")
             manifests += [r.records.manifest for r in (cand, base) if r.records and r.records.manifest]
-            cmp = _compare_experiment(base, cand, vs, noise)
+            cmp = compare_experiment(base, cand, vs, noise)
             v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="timing", secret=secret.hex()))
             if not cmp.match:
                 reasons.append(Reason.correctness)

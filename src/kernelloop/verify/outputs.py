@@ -175,7 +175,7 @@ class Tolerance(BaseModel):
 
     rtol: float | None = Field(None, ge=0)
     atol: float | None = Field(None, ge=0)
-    scale: float = Field(1.0, ge=1.0)  # widens everything allowed: calls on stressed inputs (see gate.py)
+    scale: float = Field(1.0, ge=1.0)  # widens everything allowed: calls on stressed inputs (see comparing.compare_experiment)
     outputs: dict[str, OutputTolerance] = {}
 
     def for_dtype(self, dtype: str, output: str | None = None) -> tuple[float, float]:

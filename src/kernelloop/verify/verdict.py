@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Literal
 
@@ -77,9 +78,20 @@ class SeedCheck(BaseModel):
     candidate_sha256: str = ""
 
 
+class Progress(BaseModel):
+    """One step of a verification, as it happens (the CLI and the MCP servers render it)."""
+
+    stage: str
+    message: str
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
 class Durations(BaseModel):
     compile_s: float = 0.0
     correctness_s: float = 0.0
+    wide_integers_s: float = 0.0  # of correctness_s: the wider-integer experiment (guessed integer ranges)
     memcheck_s: float = 0.0
     timing_s: float = 0.0
     total_s: float = 0.0
