@@ -402,6 +402,29 @@ def build_program(
     return result
 
 
+def publish_build(work: Path, names: Sequence[str], out_dir: Path) -> None:
+    """Put one build's outputs into the cache entry OUT_DIR all at once, and never change an entry
+    another build (another process sharing the cache, or a thread) published first. Two compiles
+    of one source are not byte-identical (nvcc names its temporary files after the process), and a
+    reader that opens an object twice (the disassembly, then the relocations) must see one build,
+    not half of each (a host-code scan once read a relocation at an offset the other build had)."""
+    staging = out_dir.parent / f".{out_dir.name}.{os.getpid()}.{threading.get_ident()}.staging"
+    staging.mkdir(parents=True, exist_ok=True)
+    try:
+        for name in names:
+            shutil.copy2(work / name, staging / name)
+        try:
+            os.rename(staging, out_dir)  # atomic; fails where another build's entry already holds files
+            return
+        except OSError:
+            pass
+        for name in names:  # an entry left without some output (an older layout): fill in what is missing
+            if not (out_dir / name).exists():
+                os.replace(staging / name, out_dir / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
 def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchain, limits: Limits,
            out_dir: Path, exports: list[str] | None, harness_dir: Path) -> BuildResult:
     logs: list[str] = []
@@ -508,9 +531,7 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
             if cause:
                 failed.log += f"\n[link] {cause}"
             return failed
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for name in ("program", "editable.o"):
-            shutil.copy2(work / name, out_dir / name)
+        publish_build(work, ("program", "editable.o"), out_dir)
     return BuildResult(
         ok=True, stage="done", log="\n".join(logs), binary=out_dir / "program",
         editable_object=out_dir / "editable.o", editable_symbols=editable_syms,
@@ -673,11 +694,7 @@ def _compile_whole(source: str, *, toolchain: Toolchain, limits: Limits | None, 
         if not run.ok:
             return BuildResult(ok=False, stage="compile", log=log + f"\n[compile] nvcc {run.failure()}", flags=flags,
                                key=key, seconds=time.monotonic() - started)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for name in outputs:
-            tmp = out_dir / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"  # other processes share the cache
-            shutil.copy2(work / name, tmp)
-            os.replace(tmp, out_dir / name)
+        publish_build(work, outputs, out_dir)
     return BuildResult(ok=True, stage="done", log=log, binary=out_dir / output, flags=flags, key=key,
                        seconds=time.monotonic() - started)
 
