@@ -80,3 +80,27 @@ def test_no_ncu_anywhere_is_one_line_for_profile_and_a_failed_check_for_doctor(t
     assert "\n" not in str(info.value)
     check, found = doctor.check_ncu(None, lambda argv, timeout: RunOutput(0, ""))
     assert check.status == "fail" and found is None
+
+
+def test_the_disassembler_is_found_by_the_toolkit_search_beside_the_nvcc_in_use(fake_toolkit, tmp_path, monkeypatch):
+    # issue 12: the precision scan searched for cuobjdump its own way; now one search serves every tool
+    from pathlib import Path
+
+    from kernelloop.tools.nvcc import Toolchain
+    from kernelloop.verify.precision import find_disassembler
+
+    wrapper, _ = fake_toolkit
+    root = tmp_path / "cuda-13.0"
+    own = _executable(root / "bin" / "cuobjdump"), _executable(root / "bin" / "nvdisasm")
+    _executable(tmp_path / "wrappers" / "cuobjdump")  # another toolkit's on PATH: not the nvcc's own
+    tool = find_disassembler(Toolchain(nvcc=wrapper, version="13.0", banner=""))
+    assert tool is not None and (tool.cuobjdump, tool.nvdisasm_dir) == (own[0], own[1].parent)
+    # without them beside nvcc: PATH, then NVIDIA's wheels on sys.path
+    for path in own:
+        path.unlink()
+    wheel = tmp_path / "site" / "nvidia" / "cuda_nvdisasm" / "bin"
+    _executable(wheel / "nvdisasm")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "site")])
+    tool = find_disassembler(Toolchain(nvcc=wrapper, version="13.0", banner=""))
+    assert tool is not None and tool.cuobjdump == tmp_path / "wrappers" / "cuobjdump" and tool.nvdisasm_dir == wheel
+    assert toolkit.find_toolkit_program("cuobjdump", Path(wrapper)) == tmp_path / "wrappers" / "cuobjdump"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from ..errors import EnvironmentProblem
@@ -150,4 +151,27 @@ def find_compute_sanitizer(nvcc: Path | None = None) -> Path | None:
         for candidate in (root / "bin" / "compute-sanitizer", root / "compute-sanitizer" / "compute-sanitizer"):
             if candidate.is_file():
                 return candidate
+    return None
+
+
+def wheel_bin_folders() -> list[Path]:
+    """bin/ folders of NVIDIA's pip wheels on sys.path (nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm, ...)."""
+    found: list[Path] = []
+    for entry in sys.path:
+        root = Path(entry or ".") / "nvidia"
+        if root.is_dir():
+            found += [p for p in (*root.glob("cu*/bin"), *root.glob("cuda_*/bin")) if p.is_dir()]
+    return found
+
+
+def find_toolkit_program(name: str, nvcc: Path | None = None) -> Path | None:
+    """A toolkit program that must match the nvcc in use (cuobjdump, nvdisasm read what it built):
+    beside that nvcc first, then on PATH, then in the other toolkit roots, then in NVIDIA's wheels."""
+    own = nvcc_root(nvcc)
+    folders = [own / "bin"] if own is not None else []
+    folders += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+    folders += [root / "bin" for _, root in toolkit_roots(nvcc)] + wheel_bin_folders()
+    for folder in folders:
+        if _executable(folder / name):
+            return folder / name
     return None

@@ -38,15 +38,15 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from ..tools.nvcc import Toolchain, language_flags, system_include_roots
+from ..tools.nvcc import Toolchain, language_flags
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.symbols import demangle
+from ..tools.toolkit import find_toolkit_program
 from .policy import Violation
 
 PRECISION_SCAN_VERSION = "9"
@@ -354,33 +354,9 @@ class Disassembler(BaseModel):
     nvdisasm_dir: Path
 
 
-def _wheel_bins() -> list[Path]:
-    """bin/ folders of the nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm wheels."""
-    found = []
-    for entry in sys.path:
-        root = Path(entry or ".") / "nvidia"
-        if root.is_dir():
-            found += [p for p in (*root.glob("cu*/bin"), *root.glob("cuda_*/bin")) if p.is_dir()]
-    return found
-
-
 def find_disassembler(toolchain: Toolchain) -> Disassembler | None:
-    """cuobjdump (and the nvdisasm it runs for -sass): the toolkit's, PATH's, or a wheel's."""
-    try:
-        folders = [system_include_roots(toolchain)[0] / "bin"]
-    except OSError:
-        folders = []
-    folders += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if p] + _wheel_bins()
-
-    def first(name: str) -> Path | None:
-        for folder in folders:
-            candidate = folder / name
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
-        found = shutil.which(name)
-        return Path(found) if found else None
-
-    cuobjdump, nvdisasm = first("cuobjdump"), first("nvdisasm")
+    """cuobjdump (and the nvdisasm it runs for -sass), as the toolkit search finds them for this nvcc."""
+    cuobjdump, nvdisasm = find_toolkit_program("cuobjdump", toolchain.nvcc), find_toolkit_program("nvdisasm", toolchain.nvcc)
     if cuobjdump is None or nvdisasm is None:
         return None
     return Disassembler(cuobjdump=cuobjdump, nvdisasm_dir=nvdisasm.parent)
