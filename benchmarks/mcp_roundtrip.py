@@ -1,11 +1,11 @@
 """Benchmark of the MCP servers' round trip over stdio (a script that prints figures, not a test).
 
-For each server (profiler, sandbox, rag): start `python -m kernelloop mcp serve NAME` as an
+For each server (profiler, verifier, researcher): start `python -m kernelloop mcp serve NAME` as an
 MCP client would, time the start (spawn to initialized), then call its cheap ping
-(`profiler_info`, `sandbox_info`, `rag_info`) N times (after a few warm-up calls) and print p50 / p95 / max. Goal: p50 <= 20 ms.
+(`profiler_info`, `verifier_info`, `researcher_info`) N times (after a few warm-up calls) and print p50 / p95 / max. Goal: p50 <= 20 ms.
 Needs no GPU and no nvcc.
 
-    python benchmarks/mcp_roundtrip.py [--calls 200] [--server rag] [--json out.json]
+    python benchmarks/mcp_roundtrip.py [--calls 200] [--server researcher] [--json out.json]
 """
 
 from __future__ import annotations
@@ -68,14 +68,14 @@ async def measure(name: str, calls: int, tool: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=200)
-    ap.add_argument("--server", choices=["profiler", "sandbox", "rag"], action="append",
+    ap.add_argument("--server", choices=["profiler", "verifier", "researcher"], action="append",
                     help="server to measure (repeatable; default: all three)")
     ap.add_argument("--tool", default=None, help="a tool that takes no arguments (default: each server's ping, NAME_info)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     rows = []
     print(f"{'server':9} {'start ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  {args.tool or 'NAME_info'} x {args.calls} over stdio")
-    for name in args.server or ["profiler", "sandbox", "rag"]:
+    for name in args.server or ["profiler", "verifier", "researcher"]:
         row = anyio.run(measure, name, args.calls, args.tool or f"{name}_info")
         rows.append(row)
         flag = "" if row["p50_ms"] <= GOAL_MS else f"  (over the {GOAL_MS:g} ms goal)"

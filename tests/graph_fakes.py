@@ -34,7 +34,7 @@ def fixture_diagnosis(kernel: str = "naive_matmul") -> Diagnosis:
 
 def make_verdict(*, accepted: bool, speedup: float = 1.0, reason: Reason | None = None, detail: str = "",
                  baseline_ms: float = 0.416) -> Verdict:
-    """A verdict as the sandbox server returns it, for a scripted verify."""
+    """A verdict as the verifier server returns it, for a scripted verify."""
     cand_ms = baseline_ms / speedup
     speed = SpeedupDecision(
         speedup=speedup, lower=speedup * 0.99, upper=speedup * 1.01, confidence=0.98, pairs=7,
@@ -106,7 +106,7 @@ class FakeToolbox:
         self.calls["static_check"].append(source)
         if self._static is not None:
             return self._static(baseline_path, source)
-        from kernelloop.mcp.sandbox import _static_check
+        from kernelloop.mcp.verifier import _static_check
 
         return _static_check(str(baseline_path), source, arch or "sm_90")
 

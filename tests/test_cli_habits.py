@@ -43,12 +43,12 @@ def test_the_main_commands_show_examples(command):
     (["profile"], "--set full|fast"),
     (["profile"], "--clock-control none|base"),
     (["corpus", "search"], "--mode auto|bm25|dense|hybrid"),
-    (["mcp", "serve"], "profiler|sandbox|rag"),
+    (["mcp", "serve"], "profiler|verifier|researcher"),
 ])
 def test_a_fixed_set_of_values_is_shown_as_the_choices(command, shown):
     text = help_text(*command)
     assert shown in text
-    # a choice is never shown as its type (`profiler|sandbox|rag <str>`: issue 12)
+    # a choice is never shown as its type (`profiler|verifier|researcher <str>`: issue 12)
     assert not any(line.strip().startswith(shown.split()[-1]) and "<str>" in line for line in text.splitlines())
     assert f"{shown} <str>" not in text
 

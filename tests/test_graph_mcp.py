@@ -1,6 +1,6 @@
 """The loop over real MCP stdio sessions: one session per server for the whole run.
 
-The rag server's search and the sandbox's static check run for real over stdio; the two
+The researcher server's search and the verifier's static check run for real over stdio; the two
 GPU tools (profile, verify) are replaced in the client, since this machine has no GPU
 (tests/gpu runs them for real)."""
 
@@ -39,7 +39,7 @@ class GpuToolsScripted(McpToolbox):
         return await self.fake.verify(baseline_path, source, **kwargs)
 
 
-def test_a_run_uses_one_session_per_server_and_the_real_rag_and_sandbox_tools(tmp_path, monkeypatch):
+def test_a_run_uses_one_session_per_server_and_the_real_researcher_and_verifier_tools(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(shared_cache_dir()))
     monkeypatch.setenv("KERNELLOOP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(tmp_path)
@@ -57,7 +57,7 @@ def test_a_run_uses_one_session_per_server_and_the_real_rag_and_sandbox_tools(tm
             events.append(event)
 
     asyncio.run(drive())
-    assert toolbox.sessions_opened == {"profiler": 1, "sandbox": 1, "rag": 1}
+    assert toolbox.sessions_opened == {"profiler": 1, "verifier": 1, "researcher": 1}
     # the warm-up (index, baseline build) ran while the baseline was profiled
     assert toolbox.calls == {"corpus_stats": 1, "search_for_diagnosis": 1, "static_check": 4}
     run_dir = Path(next(e for e in events if e.node == "start").data["run_dir"])
@@ -67,6 +67,6 @@ def test_a_run_uses_one_session_per_server_and_the_real_rag_and_sandbox_tools(tm
     research = json.loads((run_dir / "research.json").read_text())
     assert any("tiling" in (r["source"] + r["title"]).lower() for r in research)
     assert optimizer.requests[0].research and optimizer.requests[0].research[0].text
-    # the broken candidate's nvcc errors came back from the sandbox server
+    # the broken candidate's nvcc errors came back from the verifier server
     assert "error" in (optimizer.requests[2].compile_errors or "")
     assert not toolbox.sessions  # closed at the end of the run

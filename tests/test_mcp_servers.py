@@ -38,14 +38,14 @@ HAS_GPU = bool(detect_gpus())
 
 EXPECTED_TOOLS = {
     "profiler": {"profiler_info", "compile_check", "resource_usage", "profile", "diagnose_report"},
-    "sandbox": {"sandbox_info", "verify", "static_check"},
-    "rag": {"rag_info", "search", "search_for_diagnosis", "corpus_stats"},
+    "verifier": {"verifier_info", "verify", "static_check"},
+    "researcher": {"researcher_info", "search", "search_for_diagnosis", "corpus_stats"},
 }
 REQUIRED = {
     "compile_check": {"source"}, "resource_usage": {"source"}, "profile": {"path"},
     "diagnose_report": {"report_path"}, "verify": {"baseline_path"},
     "static_check": {"baseline_path", "candidate_source"}, "search": {"query"},
-    "search_for_diagnosis": {"diagnosis_json"}, "corpus_stats": set(), "profiler_info": set(), "sandbox_info": set(), "rag_info": set(),
+    "search_for_diagnosis": {"diagnosis_json"}, "corpus_stats": set(), "profiler_info": set(), "verifier_info": set(), "researcher_info": set(),
 }
 
 
@@ -188,13 +188,13 @@ def test_arguments_that_do_not_fit_the_schema_are_one_line_errors():
     assert error_text(r).startswith("invalid arguments for profile: section_set:")
 
 
-# -- sandbox -----------------------------------------------------------------------------------------
+# -- verifier ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.nvcc
 def test_static_check_finds_the_policy_violation_and_passes_the_clean_candidate():
     async def go():
-        async with session("sandbox") as s:
+        async with session("verifier") as s:
             bad = await s.call_tool("static_check", {"baseline_path": str(NAIVE_PATH), "arch": "sm_90",
                                                      "candidate_source": (MATMUL / "fake_kernel_ms.cu").read_text()})
             good = await s.call_tool("static_check", {"baseline_path": str(NAIVE_PATH), "arch": "sm_90",
@@ -216,21 +216,21 @@ def test_static_check_finds_the_policy_violation_and_passes_the_clean_candidate(
 @pytest.mark.nvcc
 @pytest.mark.skipif(HAS_GPU, reason="checks the message a machine without a GPU gets")
 def test_verify_without_a_gpu_is_a_one_line_tool_error():
-    r = run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH),
+    r = run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH),
                                         "candidate_path": str(EXEMPLARS / "matmul_smem_tiling.cu")})
     assert error_text(r).startswith("verify needs a CUDA GPU")
 
 
 def test_verify_wants_exactly_one_candidate():
-    r = run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH)})
+    r = run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH)})
     assert "exactly one" in error_text(r)
-    r = run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
+    r = run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
                                         "candidate_path": "y.cu"})
     assert "exactly one" in error_text(r)
 
 
 def test_verify_rejects_a_bad_setting_as_one_line():
-    r = run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "threshold": 0.9})
+    r = run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "threshold": 0.9})
     assert error_text(r).startswith("argument threshold: ")
 
 
@@ -266,14 +266,14 @@ def test_verify_uses_the_run_settings_it_was_started_with_and_a_call_may_only_ti
     (tmp_path / "kernelloop.toml").write_text("[verify]\nrtol = 0.5\nseeds = 5\n")  # what the server's folder says
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(RUN_VERIFY_SETTINGS_ENV, VerifySettings(rtol=1e-6, seeds=3).model_dump_json())
-    run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "threshold": 1.5})
+    run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "threshold": 1.5})
     chosen = seen["settings"].verify
     assert chosen.rtol == 1e-6 and chosen.seeds == 3 and chosen.threshold == 1.5
-    r = run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
+    r = run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
                                         "threshold": 1.05, "seeds": 2})
     assert error_text(r).startswith("argument threshold 1.05 (the server's is 1.2), seeds 2 (the server's is 3): "
                                     "a call may only tighten the gate")
-    run(call, "sandbox", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
+    run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
                                     "settings": {"rtol": 1.0}})
     assert seen["settings"].verify.rtol == 1e-6  # no such argument: the server ignores it
 
@@ -287,7 +287,7 @@ def test_verify_forwards_the_gates_progress_as_mcp_progress_notifications(monkey
         events.append((progress, total, message))
 
     async def go():
-        return await call("sandbox", "verify", {"baseline_path": str(NAIVE_PATH),
+        return await call("verifier", "verify", {"baseline_path": str(NAIVE_PATH),
                                                 "candidate_path": str(EXEMPLARS / "matmul_smem_tiling.cu"),
                                                 "threshold": 1.5, "runs": 9}, progress_callback=on_progress)
 
@@ -308,7 +308,7 @@ def test_verify_progress_goes_to_the_log_when_the_client_asks_for_no_progress(mo
         logged.append(params.data)
 
     async def go():
-        async with session("sandbox", logging_callback=on_log) as s:
+        async with session("verifier", logging_callback=on_log) as s:
             return await s.call_tool("verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": NAIVE})
 
     r = run(go)
@@ -316,7 +316,7 @@ def test_verify_progress_goes_to_the_log_when_the_client_asks_for_no_progress(mo
     assert logged == ["compile: step 1", "correctness: step 2", "timing: step 3"]
 
 
-# -- rag ---------------------------------------------------------------------------------------------
+# -- researcher----------------------------------------------------------------------------------------
 
 
 class _FakeHit(BaseModel):
@@ -357,7 +357,7 @@ def test_rag_tools_pass_through_to_the_corpus_engine(monkeypatch):
     diagnosis = _diagnosis_json()
 
     async def go():
-        async with session("rag") as s:
+        async with session("researcher") as s:
             return (await s.call_tool("search", {"query": "shared memory tiling", "k": 3}),
                     await s.call_tool("search", {"query": "  "}),
                     await s.call_tool("search_for_diagnosis", {"diagnosis_json": diagnosis, "k": 2}),
@@ -377,7 +377,7 @@ def test_rag_tools_pass_through_to_the_corpus_engine(monkeypatch):
 
 def test_rag_without_the_corpus_engine_says_so(monkeypatch):
     monkeypatch.setitem(sys.modules, "kernelloop.corpus", None)  # import fails as if it were absent
-    r = run(call, "rag", "search", {"query": "coalescing"})
+    r = run(call, "researcher", "search", {"query": "coalescing"})
     assert error_text(r).startswith("the corpus engine (kernelloop.corpus) is not installed")
 
 
@@ -389,7 +389,7 @@ def test_rag_with_the_real_corpus_engine():
     diagnosis = _diagnosis_json()
 
     async def go():
-        async with session("rag") as s:
+        async with session("researcher") as s:
             return (await s.call_tool("search", {"query": "shared memory tiling for matrix multiply", "k": 3},
                                       read_timeout_seconds=timedelta(seconds=300)),
                     await s.call_tool("search", {"query": ""}),
@@ -449,8 +449,8 @@ def test_an_unexpected_exception_is_an_internal_error_without_traceback(monkeypa
 
 STDIO_CALLS = {
     "profiler": ("diagnose_report", {"report_path": str(REPORT)}),
-    "sandbox": ("verify", {"baseline_path": str(NAIVE_PATH)}),  # a tool error, over the wire
-    "rag": ("corpus_stats", {}),
+    "verifier": ("verify", {"baseline_path": str(NAIVE_PATH)}),  # a tool error, over the wire
+    "researcher": ("corpus_stats", {}),
 }
 
 
@@ -489,7 +489,7 @@ def test_over_stdio_as_a_client_starts_it(name, tmp_path):
     assert not info.isError and info.structuredContent["pid"] != os.getpid()
     if name == "profiler":
         assert not result.isError and result.structuredContent["findings"][0]["rule"] == "l1-lsu-limited"
-    elif name == "sandbox":
+    elif name == "verifier":
         assert "exactly one" in error_text(result)
     else:
         assert not result.isError or not error_text(result).startswith("internal error")
@@ -561,7 +561,19 @@ def test_serve_with_an_unknown_name_exits_2_with_one_line():
     r = subprocess.run([sys.executable, "-m", "kernelloop", "mcp", "serve", "gpu"], capture_output=True, text=True,
                        env=_env(), cwd=ROOT, timeout=60)
     assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip() == "error: unknown MCP server 'gpu'; use one of: profiler, sandbox, rag"
+    assert r.stderr.strip() == "error: unknown MCP server 'gpu'; use one of: profiler, verifier, researcher"
+
+
+def test_the_older_server_names_still_start_the_renamed_servers():
+    # issue 12: one name per concept (the servers are named for the agents they serve); what users
+    # typed before keeps working
+    from kernelloop.mcp import build_server, server_name
+
+    assert server_name("sandbox") == "verifier" and server_name("rag") == "researcher"
+    assert build_server("sandbox").name == "kernelloop-verifier"
+    r = subprocess.run([sys.executable, "-m", "kernelloop", "mcp", "serve", "rag"], input="", capture_output=True,
+                       text=True, env=_env(), cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and r.stdout == "" and "Traceback" not in r.stderr
 
 
 def test_entry_scripts_serve_the_same_servers():
@@ -570,6 +582,6 @@ def test_entry_scripts_serve_the_same_servers():
         text = script.read_text()
         assert f'"{name}"' in text and "kernelloop.mcp" in text
     with tempfile.TemporaryDirectory() as tmp:
-        r = subprocess.run([sys.executable, str(ROOT / "mcp_servers" / "rag_server.py")], input="",
+        r = subprocess.run([sys.executable, str(ROOT / "mcp_servers" / "researcher_server.py")], input="",
                            capture_output=True, text=True, env=_env(), cwd=tmp, timeout=60)
     assert r.returncode == 0 and r.stdout == "" and "Traceback" not in r.stderr

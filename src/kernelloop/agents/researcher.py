@@ -1,5 +1,5 @@
 """The researcher agent: passages on the diagnosed bottleneck from the knowledge corpus (the
-`search_for_diagnosis` tool of the rag MCP server), for the optimizer's prompt."""
+`search_for_diagnosis` tool of the researcher MCP server), for the optimizer's prompt."""
 
 from __future__ import annotations
 

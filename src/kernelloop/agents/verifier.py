@@ -1,7 +1,7 @@
 """The verifier agent, in three nodes: `check` (the policy scan and nvcc, no GPU: a build error
 goes back to the optimizer), `verifier` (the whole verify gate) and `accept` (the proof
 certificate and `best.cu`, and the winner profiled again for the before/after report); the
-sandbox MCP server's `static_check` and `verify` tools, the profiler's `profile`."""
+verifier MCP server's `static_check` and `verify` tools, the profiler's `profile`."""
 
 from __future__ import annotations
 

@@ -988,7 +988,7 @@ app.add_typer(mcp_app, name="mcp")
 
 @mcp_app.command("serve")
 def mcp_serve(
-    name: str = typer.Argument(..., metavar="SERVER", help="Which server: profiler|sandbox|rag."),
+    name: str = typer.Argument(..., metavar="SERVER", help="Which server: profiler|verifier|researcher (sandbox and rag: the older names)."),
 ) -> None:
     """Run one of kernelloop's MCP servers on stdio (stdout carries only the protocol).
 

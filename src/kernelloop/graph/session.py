@@ -23,7 +23,7 @@ ToolboxFactory = Callable[[Settings], Any]  # -> an async context manager yieldi
 
 
 def mcp_toolbox(settings: Settings) -> McpToolbox:
-    # The sandbox server verifies with the run's own [verify] settings, handed over when it starts
+    # The verifier server verifies with the run's own [verify] settings, handed over when it starts
     # (KERNELLOOP_RUN_VERIFY_SETTINGS): a resumed run verifies as it began, whatever the server's folder
     # says; a tool call can only tighten them (red team round 50: a per-call settings argument let the
     # caller, the party being judged, loosen every gate).

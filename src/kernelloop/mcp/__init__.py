@@ -1,6 +1,9 @@
-"""kernelloop's MCP tool servers: profiler, sandbox and rag, each a thin shell over the library.
+"""kernelloop's MCP tool servers: profiler, verifier and researcher, each a thin shell over the library,
+named for the agent whose tools it serves.
 
-    kernelloop mcp serve profiler|sandbox|rag      (stdio)
+    kernelloop mcp serve profiler|verifier|researcher      (stdio)
+
+The names before 2026-12 (`sandbox` for the verifier, `rag` for the researcher) still start them.
 
 `build_server(name)` returns the FastMCP server (for in-process use and tests);
 `serve(name)` runs it on stdio until the client closes stdin.
@@ -24,18 +27,26 @@ from ..errors import InputError
 if TYPE_CHECKING:
     from .common import KernelloopMCP
 
-SERVER_NAMES = ("profiler", "sandbox", "rag")
+SERVER_NAMES = ("profiler", "verifier", "researcher")
+SERVER_ALIASES = {"sandbox": "verifier", "rag": "researcher"}  # the names before 2026-12
+
+
+def server_name(name: str) -> str:
+    """NAME as the servers are called now (an older name mapped), or one line saying which exist."""
+    name = SERVER_ALIASES.get(name, name)
+    if name not in SERVER_NAMES:
+        raise InputError(f"unknown MCP server {name!r}; use one of: {', '.join(SERVER_NAMES)}")
+    return name
 
 
 def build_server(name: str) -> KernelloopMCP:
+    name = server_name(name)
     if name == "profiler":
         from .profiler import build_server as build
-    elif name == "sandbox":
-        from .sandbox import build_server as build
-    elif name == "rag":
-        from .rag import build_server as build
+    elif name == "verifier":
+        from .verifier import build_server as build
     else:
-        raise InputError(f"unknown MCP server {name!r}; use one of: {', '.join(SERVER_NAMES)}")
+        from .researcher import build_server as build
     return build()
 
 
@@ -57,8 +68,6 @@ def configure_logging() -> None:
 
 def serve(name: str) -> None:
     """Run the named server on stdio until the client closes the connection."""
-    if name not in SERVER_NAMES:
-        raise InputError(f"unknown MCP server {name!r}; use one of: {', '.join(SERVER_NAMES)}")
     run_stdio(build_server(name))
 
 

@@ -1,14 +1,14 @@
 """The agent loop's side of the three MCP servers: one stdio session per server per run.
 
-:class:`McpToolbox` starts `python -m kernelloop mcp serve profiler|sandbox|rag` as child
+:class:`McpToolbox` starts `python -m kernelloop mcp serve profiler|verifier|researcher` as child
 processes (concurrently), keeps one client session to each open for the whole run, and
 turns each tool's structured result back into kernelloop's pydantic models. A tool error
 becomes the exception it stood for (one line, exit code 2 in the CLI), a deadline a
 :class:`ToolTimeout`.
 
-The servers inherit this process's environment, except that only the rag server (which
-may use NVIDIA's hosted embeddings) sees ``NVIDIA_API_KEY``: the profiler and the sandbox
-never need a key, and the sandbox runs candidate programs.
+The servers inherit this process's environment, except that only the researcher server (which
+may use NVIDIA's hosted embeddings) sees ``NVIDIA_API_KEY``: the profiler and the verifier
+never need a key, and the verifier runs candidate programs.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .common import timeout_for
 from ..verify.verdict import StaticCheck
 
 ProgressHandler = Callable[[str], None]
-SECRET_FREE_SERVERS = ("profiler", "sandbox")
+SECRET_FREE_SERVERS = ("profiler", "verifier")
 
 
 class ToolFailed(KernelloopError):
@@ -74,7 +74,7 @@ class McpToolbox:
         try:
             # Spawn all three, then do the three handshakes at once: the servers' start-up
             # (Python, imports) overlaps instead of adding up.
-            sessions = {name: await self._spawn(name) for name in ("profiler", "sandbox", "rag")}
+            sessions = {name: await self._spawn(name) for name in ("profiler", "verifier", "researcher")}
             await asyncio.gather(*(self._handshake(name, session) for name, session in sessions.items()))
         except TimeoutError:
             await self._stack.aclose()
@@ -147,10 +147,10 @@ class McpToolbox:
     # -- typed tools ----------------------------------------------------------------------------------
 
     async def warm_up(self, baseline_path: Path, baseline_editable: str) -> None:
-        """Work the loop needs anyway, started while the baseline is being profiled: the rag
-        server's index (built on its first search) and the sandbox's build of the baseline
+        """Work the loop needs anyway, started while the baseline is being profiled: the researcher
+        server's index (built on its first search) and the verifier's build of the baseline
         (the static check and the verify gate then find it in the build cache)."""
-        await asyncio.gather(self.call("rag", "corpus_stats", {}),
+        await asyncio.gather(self.call("researcher", "corpus_stats", {}),
                              self.static_check(baseline_path, baseline_editable))
 
     async def profile(self, path: Path, *, section_set: str = "fast", kernel: str | None = None,
@@ -162,7 +162,7 @@ class McpToolbox:
 
     async def search_for_diagnosis(self, diagnosis: Diagnosis, k: int) -> list[dict[str, Any]]:
         """The best k passages, each as {title, source, text, score}."""
-        data = await self.call("rag", "search_for_diagnosis",
+        data = await self.call("researcher", "search_for_diagnosis",
                                {"diagnosis_json": diagnosis.model_dump_json(), "k": k})
         return [_hit(h) for h in data.get("hits", [])]
 
@@ -170,14 +170,14 @@ class McpToolbox:
         args: dict[str, Any] = {"baseline_path": str(baseline_path), "candidate_source": source}
         if arch:
             args["arch"] = arch
-        return StaticCheck.model_validate(await self.call("sandbox", "static_check", args))
+        return StaticCheck.model_validate(await self.call("verifier", "static_check", args))
 
     async def verify(self, baseline_path: Path, source: str, *, threshold: float | None = None,
                      progress: ProgressHandler | None = None) -> Verdict:
         args: dict[str, Any] = {"baseline_path": str(baseline_path), "candidate_source": source}
         if threshold is not None:
             args["threshold"] = threshold
-        return Verdict.model_validate(await self.call("sandbox", "verify", args, progress))
+        return Verdict.model_validate(await self.call("verifier", "verify", args, progress))
 
 
 def _hit(raw: dict[str, Any]) -> dict[str, Any]:

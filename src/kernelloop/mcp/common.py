@@ -39,17 +39,17 @@ DEFAULT_TIMEOUTS_S: dict[str, float] = {
     # each server's ping, named for its server: clients that gather every server's tools into
     # one list (langchain-mcp-adapters) keep tools by name, so three `server_info` became one
     "profiler_info": 10.0,
-    "sandbox_info": 10.0,
-    "rag_info": 10.0,
+    "verifier_info": 10.0,
+    "researcher_info": 10.0,
     # profiler
     "compile_check": 600.0,
     "resource_usage": 600.0,
     "profile": 1800.0,
     "diagnose_report": 300.0,
-    # sandbox
+    # verifier
     "verify": 3600.0,
     "static_check": 1200.0,
-    # rag (the first call of a process may build the index and load the embedding model)
+    # researcher (the first call of a process may build the index and load the embedding model)
     "search": 300.0,
     "search_for_diagnosis": 300.0,
     "corpus_stats": 300.0,

@@ -1,6 +1,6 @@
-"""The sandbox MCP server: the verify gate, and its static part on its own.
+"""The verifier MCP server: the verify gate, and its static part on its own.
 
-Tools: sandbox_info, verify (needs a GPU), static_check (policy scan and builds; no GPU).
+Tools: verifier_info, verify (needs a GPU), static_check (policy scan and builds; no GPU).
 """
 
 from pathlib import Path
@@ -12,7 +12,7 @@ from pydantic import Field
 from ..verify.verdict import StaticCheck, Verdict
 from .common import KernelloopMCP, ProgressBridge, add_server_info, new_server, run_tool
 
-NAME = "kernelloop-sandbox"
+NAME = "kernelloop-verifier"
 TOOLS = ["verify", "static_check"]
 INSTRUCTIONS = (
     "Judge a candidate rewrite of a CUDA program's editable part against its baseline. static_check "

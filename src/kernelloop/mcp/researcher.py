@@ -1,6 +1,6 @@
-"""The RAG MCP server: search the corpus of CUDA optimization knowledge.
+"""The researcher MCP server: search the corpus of CUDA optimization knowledge.
 
-Tools: rag_info, search, search_for_diagnosis, corpus_stats. The corpus engine
+Tools: researcher_info, search, search_for_diagnosis, corpus_stats. The corpus engine
 (kernelloop.corpus) is imported inside the tools, so the server starts, and says what
 is wrong, even where the engine or its dependencies are missing.
 """
@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from .common import KernelloopMCP, add_server_info, new_server, run_tool
 
-NAME = "kernelloop-rag"
+NAME = "kernelloop-researcher"
 TOOLS = ["search", "search_for_diagnosis", "corpus_stats"]
 INSTRUCTIONS = (
     "Search kernelloop's corpus of CUDA optimization knowledge (guides, worked examples, exemplar kernels). "
