@@ -272,7 +272,7 @@ def test_the_context_reaches_the_nodes_and_never_the_checkpoint(tmp_path, monkey
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from kernelloop.config import load_settings
-    from kernelloop.graph.session import optimize
+    from kernelloop.graph.optimize import optimize
 
     monkeypatch.setenv("KERNELLOOP_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("KERNELLOOP_OPTIMIZE_RUNS_DIR", str(tmp_path / "runs"))

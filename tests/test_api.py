@@ -100,8 +100,8 @@ def test_optimize_runs_the_loop_and_ends_with_done(project, monkeypatch):
     async def factory(settings):
         yield toolbox
 
-    monkeypatch.setattr("kernelloop.graph.session.mcp_toolbox", factory)
-    monkeypatch.setattr("kernelloop.graph.session.make_optimizer", lambda *a, **k: Scripted([TILED]))
+    monkeypatch.setattr("kernelloop.graph.optimize.mcp_toolbox", factory)
+    monkeypatch.setattr("kernelloop.graph.optimize.make_optimizer", lambda *a, **k: Scripted([TILED]))
     monkeypatch.setattr("kernelloop.graph.inputs.detect_gpus", lambda: [H200])
     given = kernelloop.Settings(optimize={"max_iterations": 1, "runs_dir": "given-runs"}, data_dir=project / "data")
     events = collect(kernelloop.optimize(str(NAIVE), given))

@@ -155,7 +155,7 @@ def test_optimize_hands_its_verify_settings_to_the_sandbox_server(tmp_path, monk
     # `kernelloop optimize --rtol ...`: the verifier runs in the sandbox MCP server; the run's [verify]
     # settings reach it whole when it starts, and it verifies with them, not its folder's.
     from kernelloop.config import RUN_VERIFY_SETTINGS_ENV, run_verify_settings
-    from kernelloop.graph.session import mcp_toolbox
+    from kernelloop.graph.optimize import mcp_toolbox
 
     s = load_settings({"rtol": ["1e-5", "out=1e-4"], "atol": ["dbias=1e-6"], "seeds": 3}, project_dir=tmp_path)
     toolbox = mcp_toolbox(s)

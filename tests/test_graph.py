@@ -13,7 +13,7 @@ import pytest
 
 from kernelloop.config import load_settings
 from kernelloop.graph.loop import recursion_limit, route, run_store
-from kernelloop.graph.session import optimize
+from kernelloop.graph.optimize import optimize
 from kernelloop.llm_config import LLMConfig
 from kernelloop.optimizers.base import Proposal
 from kernelloop.optimizers.llm import LLMOptimizer

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernelloop.config import load_settings
-from kernelloop.graph.session import optimize
+from kernelloop.graph.optimize import optimize
 from kernelloop.llm_config import LLMConfig
 from kernelloop.mcp.client import McpToolbox
 from kernelloop.verify.verdict import Reason

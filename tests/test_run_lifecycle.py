@@ -12,7 +12,7 @@ import pytest
 
 from kernelloop.config import load_settings
 from kernelloop.errors import EnvironmentProblem
-from kernelloop.graph.session import optimize
+from kernelloop.graph.optimize import optimize
 from kernelloop.llm_config import LLMConfig
 from kernelloop.optimizers.base import NoMoreCandidates, Proposal
 from kernelloop.runs.store import RunStore, run_store

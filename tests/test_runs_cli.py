@@ -122,7 +122,7 @@ def cli(args, monkeypatch, toolbox):
     async def factory(settings):
         yield toolbox
 
-    monkeypatch.setattr("kernelloop.graph.session.mcp_toolbox", factory)
+    monkeypatch.setattr("kernelloop.graph.optimize.mcp_toolbox", factory)
     monkeypatch.setattr("kernelloop.graph.inputs.detect_gpus",
                         lambda: [GpuInfo(index=0, name="NVIDIA H200", compute_capability="9.0", driver_version="580")])
     monkeypatch.setattr("sys.argv", ["kernelloop", *args])
@@ -147,14 +147,14 @@ class OneShot:
 @pytest.mark.nvcc
 def test_optimize_cli_exit_codes_json_and_runs_commands(env, monkeypatch, capsys):
     monkeypatch.setattr("kernelloop.optimizers.factory.make_optimizer", lambda *a, **k: OneShot([TILED]))
-    monkeypatch.setattr("kernelloop.graph.session.make_optimizer", lambda *a, **k: OneShot([TILED]))
+    monkeypatch.setattr("kernelloop.graph.optimize.make_optimizer", lambda *a, **k: OneShot([TILED]))
     code = cli(["optimize", str(NAIVE), "--json"], monkeypatch, FakeToolbox([make_verdict(accepted=True, speedup=1.74)]))
     out = capsys.readouterr().out
     assert code == 0
     summary = json.loads(out)
     assert summary["status"] == "accepted" and Path(summary["run_dir"]).parent.parent == env / "runs"
 
-    monkeypatch.setattr("kernelloop.graph.session.make_optimizer", lambda *a, **k: OneShot([]))
+    monkeypatch.setattr("kernelloop.graph.optimize.make_optimizer", lambda *a, **k: OneShot([]))
     code = cli(["optimize", str(NAIVE)], monkeypatch, FakeToolbox([]))
     out = capsys.readouterr().out
     assert code == 3 and "EXHAUSTED" in out

@@ -52,7 +52,7 @@ async def optimize(kernel: str | Path | None = None, settings: Settings | None =
     ended (`data["status"]`: accepted or exhausted); `summary.json` in the run folder has the rest.
     Give a kernel, or `resume` a run by its id. `optimizer`: auto, offline, nim or openai; `model`,
     `base_url` and `api_key` as the CLI's options (the key: else $NVIDIA_API_KEY, then ./.env)."""
-    from .graph.session import optimize as events
+    from .graph.optimize import optimize as events
     from .llm_config import resolve_llm_config
 
     stream = events(Path(kernel) if kernel is not None else None, settings or load_settings(),

@@ -604,7 +604,7 @@ def optimize(
         require_gpu()
     for note in checked.split.notes if checked else []:  # what a split without markers made editable
         err.print(f"note: {note}")
-    from ..graph.session import optimize as optimize_events
+    from ..graph.optimize import optimize as optimize_events
     from ..llm_config import resolve_llm_config
     from .loop_view import LoopView
 

@@ -78,7 +78,7 @@ class OptimizeMany(BaseModel):
 
 def _drive(kernel: Path, settings: Settings, job: OptimizeJob, progress: Callable[[Any], None] | None) -> str:
     """One optimize run to its end; its run id."""
-    from .session import optimize
+    from .optimize import optimize
 
     run_id = ""
 
