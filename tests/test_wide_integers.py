@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from kernelloop.program.init import InitSpec, generate
-from kernelloop.verify import wide_ints
+from kernelloop.verify import gate, wide_ints
+from kernelloop.verify.outputs import KernelMs
 from kernelloop.verify.program_run import WideDraw
 from kernelloop.verify.verdict import Durations, Reason
 
@@ -684,7 +685,8 @@ def test_narrow_bands_are_compared_at_every_size_checked(settings, monkeypatch):
     monkeypatch.setattr(wide_ints.secrets, "randbelow", lambda n: 0)  # the secret widths: the narrowest
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
-    assert "all in one band below 2^5 (size 1)" in v.gate("correctness").detail, v.gate("correctness").detail
+    detail = v.gate("correctness").detail  # a narrow band there, or (round 234) a shape at a small scale there
+    assert "all in one band below 2^5 (size 1)" in detail or "(values far from zero) (size 1)" in detail, detail
 
 
 @pytest.mark.nvcc
@@ -753,3 +755,123 @@ def test_a_signed_inputs_stretches_hold_small_negatives_beside_non_negative_valu
     assert run.returncode == 0, run.stderr
     mixed, windows = map(int, run.stdout.split())
     assert mixed >= windows // 8, (mixed, windows)
+
+
+# -- round 234: the shapes below the bound's scale; speed on wide values -------------------------------
+
+def _aligned_below(wide: WideDraw, limit: int) -> bool:
+    """A draw that could hold words all multiples of 16 with the largest below LIMIT (generously: its band
+    reaching no further than twice that)."""
+    return wide.mode == 3 and wide.shift >= 4 and wide.lo % 16 == 0 and 0 < wide.lo + wide.top <= 2 * limit
+
+
+def _within(wide: WideDraw, low: int, high: int) -> bool:
+    """A band moved up from zero that holds only values in [LOW, HIGH), or non-decreasing runs below HIGH."""
+    return wide.mode == 3 and ((wide.lo >= low and wide.lo + wide.top <= high) or (wide.sorted and wide.top <= high))
+
+
+def test_the_shapes_are_drawn_at_scales_far_below_the_bound():
+    # round 234: moved up, multiples of 2^s and runs came only at the bound's scale (2^32 for an input taken
+    # whole), so words all multiples of 16 below 2^24, or ids in [256, 65536), were never drawn
+    calls = [[d for d, _ in wide_ints.shapes_at_scales(1 << 1, 1 << 32)] for _ in range(1000)]
+    assert all(any(_within(d, 256, 1 << 16) for d in draws) for draws in calls)
+    assert sum(any(_aligned_below(d, 1 << 24) for d in draws) for draws in calls) >= 900
+    # before the change nothing below the bound's scale was drawn at all
+    shapes = [d for d, _ in wide_ints.bound_shapes(1 << 1, 1 << 32)]
+    assert not any(_within(d, 256, 1 << 16) or _aligned_below(d, 1 << 24) for d in shapes if not d.lo or d.lo >= 1 << 16)
+    # a table's bound (round 223's 5000 rows): multiples of 16 below 1024 come too
+    small = [[d for d, _ in wide_ints.shapes_at_scales(1 << 1, 5000)] for _ in range(1000)]
+    assert sum(any(_aligned_below(d, 1024) for d in draws) for draws in small) >= 250
+    # and at another size, one scale drawn in secret
+    assert len(wide_ints.shapes_at_scales(1 << 1, 1 << 32, scales=1)) == 3
+
+
+def test_the_band_moved_up_anywhere_draws_its_start_by_octave():
+    # round 234: lo uniform on [16, bound) lay within a thousandth of the bound's scale almost always
+    for bound in (1 << 32, 1 << 20, 5000):
+        starts = [wide_ints.bound_shapes(1 << 1, bound)[2][0] for _ in range(4000)]
+        assert all(16 <= d.lo and d.lo + d.top <= bound for d in starts)
+        assert sum(d.lo < bound >> 6 for d in starts) >= 1000, bound
+
+
+@pytest.mark.nvcc
+def test_a_candidate_wrong_on_a_shape_far_below_the_bound_is_rejected(settings, monkeypatch):  # noqa: F811
+    # round 234's `cand_offset.cu`: exact everywhere but where every word lies in [256, 65536), beside a
+    # baseline that takes every 32-bit value
+    def behave(role, kw):
+        wide = kw.get("wide_ints")
+        if wide is None:
+            return GOOD
+        own = buffer_draw(WideDraw(*wide), 1)
+        return LOW_BITS if role == "candidate" and own is not None and _within(own, 256, 1 << 16) else WIDE_RIGHT
+
+    scripted_runs(monkeypatch, behave, guessed_manifest)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    detail = v.gate("correctness").detail
+    assert "'words' in a narrow band from" in detail or "'words' in a band from" in detail or \
+        "'words' in non-decreasing runs below" in detail, detail
+
+
+def _timed_runs(monkeypatch, calls, wide_ms: float, narrow_ms: float = 0.5):
+    """The candidate's KERNEL_MS: NARROW_MS on init's guess (faster than the baseline's 1.0), WIDE_MS on wide draws."""
+    scripted = wide_ints.run_program
+
+    def timed(binary, **kw):
+        done = scripted(binary, **kw)
+        if calls[-1]["role"] == "candidate":
+            done.kernel_ms = KernelMs(value=wide_ms if kw.get("wide_ints") is not None else narrow_ms, count=1)
+        return done
+    monkeypatch.setattr(wide_ints, "run_program", timed)
+    monkeypatch.setattr(gate, "run_program", timed)
+
+
+@pytest.mark.nvcc
+def test_a_candidate_fast_only_on_the_guessed_range_is_rejected_on_wider_values(settings, monkeypatch):  # noqa: F811
+    # round 234's `timed_only_on_guess`: exact everywhere, fast on [0, 16), slow on every wider word; the
+    # timing pairs draw guessed inputs from [0, 16), so it was accepted as 2x faster
+    def behave(role, kw):
+        return GOOD if kw.get("wide_ints") is None else WIDE_RIGHT
+
+    calls = scripted_runs(monkeypatch, behave, guessed_manifest)
+    _timed_runs(monkeypatch, calls, wide_ms=3.0)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert not v.accepted and v.reasons == [Reason.not_faster], v.summary
+    assert v.gate("speedup").status == "pass" and v.gate("wider values").status == "fail"
+    assert "slower than the baseline on guessed integer inputs drawn wide (3.00x" in v.gate("wider values").detail
+    # the baseline's wide runs are traced as the candidate's are, so their times compare
+    wide = [c for c in calls if c.get("wide_ints") is not None]
+    assert {c.get("cupti_library") for c in wide if c["role"] == "baseline"} == \
+        {c.get("cupti_library") for c in wide if c["role"] == "candidate"}
+
+
+@pytest.mark.nvcc
+def test_a_candidate_as_fast_on_wider_values_passes_that_gate(settings, monkeypatch):  # noqa: F811
+    def behave(role, kw):
+        return GOOD if kw.get("wide_ints") is None else WIDE_RIGHT
+
+    calls = scripted_runs(monkeypatch, behave, guessed_manifest)
+    _timed_runs(monkeypatch, calls, wide_ms=1.0)
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(settings)
+    assert v.gate("wider values").status == "pass", v.summary
+    assert "1.00x the baseline's time over" in v.gate("wider values").detail
+
+
+def test_one_wide_draw_a_little_slower_is_noise_and_one_much_slower_is_not():
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import _speed_on_wider_values
+    from kernelloop.verify.verdict import Verdict
+
+    def judged(ratios: list[float]) -> str:
+        v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
+        reasons: list[Reason] = []
+        _speed_on_wider_values(v, [wide_ints.WideTime(label=f"draw {k}", baseline_ms=1.0, candidate_ms=r)
+                                   for k, r in enumerate(ratios)], reasons, None)
+        return v.gate("wider values").status
+    assert judged([1.0] * 20 + [1.4]) == "pass"
+    assert judged([1.0] * 20 + [1.6]) == "fail"
+    assert judged([1.15] * 20) == "fail"
+    assert judged([0.5] * 20) == "pass"

@@ -40,6 +40,9 @@ def test_round219_right_only_on_the_guessed_range_is_rejected(tmp_path, record_p
 def test_round219_honest_full_grid_is_accepted(tmp_path, record_property):
     v = _verify("honest_full_grid.cu", tmp_path)
     record_property("verdict", v.summary)
-    print(f"\n{v.summary}\n{v.gate('correctness').detail}\n{v.gate('other sizes').detail}")
+    wider = v.gate("wider values")
+    print(f"\n{v.summary}\n{v.durations}\n{v.gate('correctness').detail}\n{v.gate('other sizes').detail}\n"
+          f"{wider.detail if wider else 'no wider values gate'}")
     assert v.accepted, v.summary
+    assert wider is not None and wider.status == "pass"  # round 234: its speed on wide words is judged too
     assert "guessed-range integer inputs drawn wide" in v.gate("correctness").detail

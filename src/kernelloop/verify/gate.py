@@ -113,7 +113,7 @@ from .verdict import (
     Verdict,
     WorkModel,
 )
-from .wide_ints import wide_integer_experiments
+from .wide_ints import WideTime, wide_integer_experiments
 
 # The memcheck run carries the tracer's environment like every other run (issue 9: a program
 # must not be able to tell the checked run from the others).
@@ -428,6 +428,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     noise_by_size: dict[tuple[int, int | None], BaselineNoise] = {}
     drawn_sizes: list[list[int]] = []
     other_sizes: list[OtherSize] = []  # every other size's runs: their times and (traced) audits
+    wide_times: list[WideTime] = []  # the wider-integer experiment's draws compared: both programs' times
     refused_draws: list[str] = []  # drawn sizes the baseline itself fails at: not the candidate's to pass
     taken_draws: list[int] = []  # drawn sizes the baseline ran at, in order: memcheck checks the first
     # A list's own iterator also yields what is appended while it is walked (a size drawn again).
@@ -557,7 +558,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         failure, matched = wide_integer_experiments(
             v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
             noise_by_size, durations, toolchain.nvcc, say,
-            [(k, None) for k in range(1, sizes)] + [(-1, d) for d in taken_draws])
+            [(k, None) for k in range(1, sizes)] + [(-1, d) for d in taken_draws], wide_times)
         durations.wide_integers_s = time.monotonic() - wide_started
         correct &= matched
     durations.correctness_s = time.monotonic() - t
@@ -629,6 +630,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         v.work = WorkModel.of([manifest, *manifests])
     if other_sizes and not reasons:
         _speed_at_other_sizes(v, other_sizes, reasons, regression)
+    if wide_times and not reasons:
+        _speed_on_wider_values(v, wide_times, reasons, regression)
     if not reasons and regression is None and v.speed is not None and v.speed.outcome == "faster":
         _speed_in_caller_layouts(v, layout_times, reasons)
     if not reasons and manifest is not None:
@@ -1059,6 +1062,33 @@ def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reas
             f"{said} (one run each, from the correctness checks" +
             (f"; {mean:.2f}x together, at most {mean_limit:.2f}x)" if regression is None
              and len(ratios) > 1 else ")"))))
+
+
+# The timing pairs draw a guessed integer input from init's [0, 16), as every timed run does: a candidate
+# fast there and slower on every wider value the baseline takes was accepted as faster (red team round
+# 234). So the wider-integer experiment's runs (both traced alike) are held to "not slower": each draw to
+# WIDER_VALUES_SLOWDOWN (one run each, so looser than a timed size's), all together to
+# WIDER_VALUES_MEAN_SLOWDOWN by the geometric mean of the ratios.
+WIDER_VALUES_SLOWDOWN = 1.5
+WIDER_VALUES_MEAN_SLOWDOWN = 1.1
+
+
+def _speed_on_wider_values(v: Verdict, times: list[WideTime], reasons: list[Reason], regression: float | None) -> None:
+    ratios = [(t.label, t.candidate_ms / t.baseline_ms) for t in times if t.baseline_ms > 0 and t.candidate_ms > 0]
+    if not ratios:
+        return
+    worst_label, worst = max(ratios, key=lambda r: r[1])
+    mean = math.exp(sum(math.log(r) for _, r in ratios) / len(ratios))
+    said = (f"{mean:.2f}x the baseline's time over {len(ratios)} wide draws (geometric mean; at most "
+            f"{WIDER_VALUES_MEAN_SLOWDOWN:.2f}x), the slowest {worst:.2f}x with {worst_label} (at most "
+            f"{WIDER_VALUES_SLOWDOWN:.2f}x); KERNEL_MS, one run each")
+    if worst > WIDER_VALUES_SLOWDOWN or (len(ratios) > 1 and mean > WIDER_VALUES_MEAN_SLOWDOWN):
+        reasons.append(Reason.slower if regression is not None else Reason.not_faster)
+        v.gates.append(GateResult(gate="wider values", status="fail", detail=(
+            f"slower than the baseline on guessed integer inputs drawn wide ({said}): the timing pairs draw them "
+            "from the range init guessed, and a rewrite must not be slower on the values a caller passes")))
+    else:
+        v.gates.append(GateResult(gate="wider values", status="pass", detail=said))
 
 
 def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, manifest: Manifest,

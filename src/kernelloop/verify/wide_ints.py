@@ -9,6 +9,8 @@ import itertools
 import secrets
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from ..tools.sandbox import Limits
 from ..tools.sanitizer import BOUNDS_PADDING_BYTES, find_compute_sanitizer, global_access_errors, memcheck_argv
 from .comparing import (
@@ -53,8 +55,8 @@ _GUESSED_BITS = 4  # init's guess, [0, 16)
 def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                               cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
                               noise_by_size: dict[tuple[int, int | None], BaselineNoise], durations: Durations,
-                              nvcc: Path, say, other_sizes: list[tuple[int, int | None]]
-                              ) -> tuple[tuple[Reason, str] | None, bool]:
+                              nvcc: Path, say, other_sizes: list[tuple[int, int | None]],
+                              times: list[WideTime] | None = None) -> tuple[tuple[Reason, str] | None, bool]:
     """Integer inputs whose range nobody stated (`kernelloop init`'s guess, [0, 16)) drawn wider, the
     other inputs as usual; wherever the baseline takes the values (it runs clean, computes no NaN of
     them and, where the candidate differs or fails, reads no byte past a buffer under compute-sanitizer)
@@ -71,7 +73,8 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     apart); (3) where the baseline takes no band as wide as the type, the largest bound it takes, found
     to WIDE_INT_BOUND_STEPS bisections (a table's size: round 223 compared no id between 2^k and it),
     and bands of that bound: whole, moved up from zero (values far from it), of multiples of a power of
-    two, and non-decreasing in runs (round 223: every draw was uniform from zero); (4) at every other
+    two, and non-decreasing in runs (round 223: every draw was uniform from zero), these also at scales far
+    below the bound (round 234: only the bound's scale was drawn); (4) at every other
     size checked (the declared alternatives and the drawn ones), the stretches, or a band of the bound
     and one moved up from zero, halving the bound where the baseline does not take it there (round 223:
     only the default size was drawn wide); (5) where several inputs were taken wide, all of them together
@@ -79,8 +82,9 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     only together, with each input's own stretches and negative bands beside the others, and negative
     offsets beside a base moved up (rounds 228-230: a product or a sum wrong only where two inputs are wide
     at once). An input the baseline takes no wider band of is named in a note, as are inputs never taken
-    wide together and negative values compared nowhere. Returns (a candidate failure, whether every
-    comparison matched)."""
+    wide together and negative values compared nowhere. Each draw compared adds both programs' times to
+    TIMES (the gate's `wider values`: round 234). Returns (a candidate failure, whether every comparison
+    matched)."""
     vs = v.settings
     guessed = [(i, b.name, b.dtype) for i, b in enumerate(manifest.buffers)
                if b.guessed_range and b.role in ("input", "inout") and b.dtype in _INTEGER_BITS]
@@ -102,8 +106,9 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
         cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
                            wide_ints=wide, size_index=size[0], size_draw=size[1])
-        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, wide_ints=wide,
-                           size_index=size[0], size_draw=size[1])
+        # traced alike, so their KERNEL_MS compare (round 234: speed on wide values is judged too)
+        base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret,
+                           wide_ints=wide, size_index=size[0], size_draw=size[1])
         durations.program_runs_s += cand.result.wall_s + base.result.wall_s
         if not taken(base):
             return "refused"
@@ -122,6 +127,8 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                                                     "really hold)"})
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="wide_ints", secret=secret.hex(),
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
+        if cmp.match and times is not None and base.kernel_ms.value and cand.kernel_ms.value:
+            times.append(WideTime(label=what, baseline_ms=base.kernel_ms.value, candidate_ms=cand.kernel_ms.value))
         return None if cmp.match else "mismatch"
 
     def probe(wide: WideDraw, size: Size = (0, None)) -> bool:
@@ -263,7 +270,7 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                 return done
             banded = True
             break
-        for wide, what in bound_shapes(mask, bound):
+        for wide, what in bound_shapes(mask, bound) + shapes_at_scales(mask, bound):
             outcome = experiment(wide, f"'{name}' {what}")
             if (done := decided(outcome)) is not None:
                 return done
@@ -296,6 +303,10 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                     for shaped, how in bound_shapes(mask, wide.top)[1:2]:
                         if (done := decided(experiment(shaped, f"'{name}' {how}", size))) is not None:
                             return done
+                # the shapes (moved up, multiples, runs) at one scale drawn in secret below the bound there
+                for shaped, how in shapes_at_scales(mask, wide.top or bound, scales=1):
+                    if (done := decided(experiment(shaped, f"'{name}' {how}", size))) is not None:
+                        return done
                 # narrow bands there too, and its negative band (round 232: a candidate wrong on a narrow maximum
                 # only off the default size met none): a secret few of the ladder's widths and a secret one
                 for bits in ladder_elsewhere((wide.top or bound).bit_length() - 1):
@@ -484,8 +495,8 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     if guessed:
         v.notes.append(f"integer input(s) {', '.join(repr(n) for _, n, _ in guessed)} have a range nobody stated: "
                        "also checked on wider draws (bands from zero up to the bound the baseline takes, moved up from "
-                       "zero, of multiples of a power of two, non-decreasing runs; one input at a time and together; at every "
-                       "size checked), which leave "
+                       "zero, of multiples of a power of two, non-decreasing runs, at several scales; one input at a time "
+                       "and together; at every size checked; their speed too), which leave "
                        "narrow gaps (docs/verifier.md, Known limits); state the range your inputs hold (--range "
                        "NAME=LO,HI) to check it")
     return None, True
@@ -509,7 +520,10 @@ def bound_shapes(mask: int, bound: int) -> list[tuple[WideDraw, str]]:
         return []
     lo_narrow = bound // 4 + secrets.randbelow(bound // 4)
     narrow = 1 << (_GUESSED_BITS + secrets.randbelow(max(1, lo_narrow.bit_length() - 1 - _GUESSED_BITS)))
-    lo_any = (1 << _GUESSED_BITS) + secrets.randbelow(bound - 2 * (1 << _GUESSED_BITS))
+    # lo's octave drawn first, then lo within it (round 234: lo uniform on [16, bound) was almost always
+    # within a factor of a thousand of the bound, so a band far below it never came)
+    octave = _GUESSED_BITS + secrets.randbelow(max(1, (bound - 1).bit_length() - 1 - _GUESSED_BITS))
+    lo_any = min((1 << octave) + secrets.randbelow(1 << octave), bound - (1 << _GUESSED_BITS))
     room = bound - lo_any
     width_any = max(2, min(room, 1 << (1 + secrets.randbelow(max(1, room.bit_length())))))
     shift = 1 + secrets.randbelow(min(8, bound.bit_length() - _GUESSED_BITS - 1))
@@ -519,6 +533,31 @@ def bound_shapes(mask: int, bound: int) -> list[tuple[WideDraw, str]]:
             (WideDraw(3, mask, top=width_any, lo=lo_any), f"in a band from {lo_any} up to {lo_any + width_any}"),
             (WideDraw(3, mask, top=bound, shift=shift), f"all multiples of {1 << shift} below {bound}"),
             (WideDraw(3, mask, top=bound, sorted=True), f"in non-decreasing runs below {bound}")]
+
+
+def shapes_at_scales(mask: int, bound: int, scales: int | None = None) -> list[tuple[WideDraw, str]]:
+    """bound_shapes' narrow band moved up, multiples of a power of two and non-decreasing runs at scales
+    below BOUND: every ladder width from 2^6 and a secret width (SCALES: that many of them, drawn in
+    secret). Shapes drawn only at the bound's scale left a candidate wrong where its input has the shape
+    and a maximum far below the bound (round 234: words all multiples of 16 below 2^24, ids in
+    [256, 65536), beside a baseline that takes every 32-bit value)."""
+    limit = bound.bit_length() - 1  # 2^limit <= bound
+    widths = {w for w in WIDE_INT_LADDER if 6 <= w < limit}
+    if limit > 6:
+        widths.add(6 + secrets.randbelow(limit - 6))
+    chosen = sorted(widths)
+    if scales is not None:
+        secrets.SystemRandom().shuffle(chosen)
+        chosen = sorted(chosen[:scales])
+    return [shape for w in chosen for k, shape in enumerate(bound_shapes(mask, 1 << w)) if k in (1, 3, 4)]
+
+
+class WideTime(BaseModel):
+    """One wide draw compared, with both programs' KERNEL_MS (both traced alike)."""
+
+    label: str
+    baseline_ms: float
+    candidate_ms: float
 
 
 def baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide: WideDraw, vs,
