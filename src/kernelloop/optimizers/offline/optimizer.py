@@ -14,7 +14,11 @@ of 2-D or 3-D blocks whose x axis walks the slow index, its x and fast axes swap
 tier (gridstride.py: a grid-stride kernel launched on fewer threads than elements, on a grid
 that covers them) and the atomics tier (privatize.py: integer atomics into small tables, kept in
 private per-block copies in shared memory and added once per block) and the block tier
-(packing.py: a kernel launched on blocks of a few threads, its threads packed into full blocks).
+(packing.py: a kernel launched on blocks of a few threads, its threads packed into full blocks)
+and the transpose tier (transposes.py: a thread-per-element kernel whose 1-D index is split by / and
+% into (batch, row, col), storing an elementwise function of its one loaded element, uniform
+values and constants at the transposed place, rewritten as a 32 x 32 shared-memory tiled transpose
+per batch slice in the kernel's own element type).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from .gridstride import grid_rewrites
 from .packing import packing_rewrites
 from .privatize import privatization_rewrites
 from .remap import remap_rewrites
+from .transposes import transpose_rewrites
 from .rowwarp import Rewrite, row_warp_rewrites
 from .templates import Template, load_templates
 
@@ -125,9 +130,11 @@ class OfflineOptimizer:
             grids, grids_refused = grid_rewrites(as_written, harness, preamble)
             privates, privates_refused = privatization_rewrites(as_written, harness, preamble)
             packs, packs_refused = packing_rewrites(as_written, harness, preamble)
+            transposes, transposes_refused = transpose_rewrites(as_written, harness, preamble)
             kept, refused = [], list(dict.fromkeys(rows_refused + columns_refused + remaps_refused + swaps_refused
-                                                   + grids_refused + privates_refused + packs_refused))  # one line per kernel, not per launch
-            for rewrite in rows + columns + remaps + swaps + grids + privates + packs:
+                                                   + grids_refused + privates_refused + packs_refused
+                                                   + transposes_refused))  # one line per kernel, not per launch
+            for rewrite in transposes + rows + columns + remaps + swaps + grids + privates + packs:
                 clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
                 if clash:
                     refused.append(f"{rewrite.label}: its code calls {clash[0]}, which the program declares itself")

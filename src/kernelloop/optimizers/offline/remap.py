@@ -29,6 +29,7 @@ from ...program.scanner import strip_comments
 from .facts import KernelFacts, collect_facts
 from .launcher import EditablePart, Function, grid_reaches
 from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, apply_edits, launch_count, tier_rewrites
+from .symbolic import Poly, is_uniform
 from .syntax import Binary, Block, Cast, Decl, Expr, If, Launch, Name, Return, to_c
 
 
@@ -117,6 +118,31 @@ class RemapPlanner:
         self.fail(f"bounds its index by {to_c(bound)}, which is not {to_c(divisor)} times an extent")
         raise AssertionError
 
+    def digit(self, e: Expr, index: Poly) -> tuple[Poly, Poly | None] | None:
+        """(D, K) where E computes a digit of the thread index (the polynomial INDEX) in a mixed radix,
+        floor((idx mod K) / D) (K None: no remainder), with D and K uniform: `idx % K`, `idx / D`,
+        `(idx / D) % M` (K = D * M), `(idx % K) / D` and `(idx % K) % M` (M dividing K), through locals and value-keeping casts; None
+        for anything else. The transpose tier reads its (batch, row, col) split with it."""
+        e = self.f.without_kept_casts(self.f.resolve(e))
+        if not isinstance(e, Binary) or e.op not in ("/", "%"):
+            return None
+        right = self.f.poly(e.right)
+        if right is None or not is_uniform(right) or right.is_zero:
+            return None
+        if self.f.poly(e.left) == index:
+            return (Poly.const(1), right) if e.op == "%" else (right, None)
+        inner = self.digit(e.left, index)
+        if inner is None:
+            return None
+        d, k = inner
+        if e.op == "%" and k is None:
+            return d, d * right
+        if e.op == "/" and d == Poly.const(1):
+            return right, k
+        if e.op == "%" and d == Poly.const(1) and k is not None and _divides(right, k):
+            return d, right  # (idx % (R * C)) % C
+        return None
+
     def column_first(self, q: Decl, r: Decl) -> bool:
         """Some access moves one element with the quotient and a row (or any stride but one) with
         the remainder: the split puts neighbouring threads a row apart."""
@@ -151,6 +177,14 @@ class RemapPlanner:
         if not self.column_first(q, r):
             self.fail("already gives neighbouring threads neighbouring elements (its split is row-first)")
         return RemapPlan(q, r, name, divisor, other, bound)
+
+
+def _divides(d: Poly, p: Poly) -> bool:
+    """Whether the one monomial D divides every term of P (C divides R * C)."""
+    if len(d.terms) != 1:
+        return False
+    (dm, dc), = d.terms
+    return dc != 0 and all(c % dc == 0 and all(m.count(a) >= dm.count(a) for a in dm) for m, c in p.terms)
 
 
 def _index_uses(fn: Function, name: str) -> list[int]:

@@ -9,11 +9,12 @@ rank them (`configs`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..facts import Access, Binding, KernelFacts
 from ..launcher import Binder, Launcher
 from ..symbolic import Poly, split_thread
-from ..syntax import Call, Cast, Expr, Index, Num, Unary, call_name, strip_casts  # noqa: F401 - re-exported
+from ..syntax import Call, Cast, Expr, Index, Name, Num, Unary, call_name, strip_casts, to_c  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -158,3 +159,88 @@ def role_texts(binder: Binder, pointers: dict[str, Binding],
             return f"cannot express {role} = {p} with the launcher's arguments"
         roles[role], described[role] = text, text
     return roles, described
+
+
+@dataclass
+class ElementValue:
+    """A stored value read as an elementwise function of one loaded element and uniform values."""
+
+    text: str  # C text with the load replaced by `load_text` (types and arithmetic as written)
+    scalars: list[Binding]  # the kernel's non-array parameters it names, in order of first use
+    plain: bool  # the value is the load itself (through value-keeping casts at most)
+
+
+def elementwise_value(f: KernelFacts, value: Expr, array: Binding, offset: Poly, load_text: str,
+                      scalar_name: Callable[[int, Binding], str] | None = None) -> ElementValue | str:
+    """The stored VALUE as an expression of the one element ARRAY[OFFSET] and of values every
+    thread shares (non-array kernel parameters, the program's constants, literals, locals computed
+    from those alone, side-effect-free math), as C text over LOAD_TEXT; or one line saying why not
+    (it reads another element or array, depends on the thread's coordinates, ...). A local is
+    written out as `((type)(its value))`: its own conversion is kept, so the arithmetic and types
+    are the kernel's own; SCALAR_NAME(i, parameter) names the i-th scalar parameter in the text (its own
+    name by default). Shared by the transpose family and the transpose tier."""
+    from ..facts import SIDE_EFFECT_FREE
+    from ..syntax import Binary, Member, Ternary
+
+    scalars: list[Binding] = []
+    loads = 0
+
+    def text(e: Expr, depth: int = 0) -> str:
+        nonlocal loads
+        if depth > 32:
+            raise _Refused("the stored value is too deep to read")
+        target = read_target(f, e) if isinstance(e, (Index, Unary, Call)) else None
+        if target is not None:
+            if target[0] is not array or target[1] != offset:
+                raise _Refused(f"the stored value reads {target[0].name} at another element (not one loaded value)"
+                               if target[0] is array else f"the stored value reads a second array, {target[0].name}")
+            loads += 1
+            return load_text
+        if isinstance(e, Num):
+            return to_c(e)
+        if isinstance(e, Member):
+            raise _Refused("the stored value depends on the thread's coordinates")
+        if isinstance(e, Name):
+            b = f.binding(e)
+            if b is None:
+                if e.id in f.constants:
+                    return e.id
+                raise _Refused(f"the stored value names {e.id}, which is neither a parameter nor a constant")
+            if b.pointer or b.array or b.shared:
+                raise _Refused(f"the stored value reads array {b.name} other than through the one load")
+            if b.param is not None:
+                if b not in scalars:
+                    scalars.append(b)
+                return scalar_name(scalars.index(b), b) if scalar_name is not None else e.id
+            if b.init is None or b.assignments or b.loop_var or b.persistent:
+                raise _Refused(f"the stored value names {b.name}, which is not one value fixed at its declaration")
+            inner = text(b.init, depth + 1)
+            return f"({inner})" if b.type in ("auto", "const auto") else f"(({b.type})({inner}))"
+        if isinstance(e, Cast):
+            return f"(({e.type})({text(e.operand, depth + 1)}))"
+        if isinstance(e, Unary) and e.op in ("-", "+", "!", "~"):
+            return f"({e.op}{text(e.operand, depth + 1)})"
+        if isinstance(e, Binary) and e.op in ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "<", ">", "<=",
+                                              ">=", "==", "!=", "&&", "||"):
+            return f"({text(e.left, depth + 1)} {e.op} {text(e.right, depth + 1)})"
+        if isinstance(e, Ternary):
+            return f"({text(e.cond, depth + 1)} ? {text(e.then, depth + 1)} : {text(e.other, depth + 1)})"
+        if isinstance(e, Call) and isinstance(e.func, Name) and len(e.args) == 1 and not e.targs and \
+                e.func.id in {t.name for t in f.sig.template if t.kind == "type"}:
+            return f"(({e.func.id})({text(e.args[0], depth + 1)}))"  # `T(x * scale)`: a cast to the element type
+        if isinstance(e, Call) and call_name(e) in SIDE_EFFECT_FREE and isinstance(e.func, Name):
+            targs = f"<{e.targs}>" if e.targs else ""
+            return f"{e.func.id}{targs}({', '.join(text(a, depth + 1) for a in e.args)})"
+        raise _Refused(f"the stored value is not arithmetic of the load and uniform values ({to_c(e)})")
+
+    try:
+        out = text(value)
+    except _Refused as exc:
+        return str(exc)
+    if loads == 0:
+        return "the stored value does not read the loaded element"
+    return ElementValue(out, scalars, read_target(f, f.without_kept_casts(value)) is not None)
+
+
+class _Refused(Exception):
+    pass

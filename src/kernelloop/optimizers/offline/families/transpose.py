@@ -1,4 +1,11 @@
-"""Transpose: one store Y[c*R + r] = X[r*C + c], r and c thread coordinates guarded by R and C.
+"""Transpose: one store Y[c*R + r] = g(X[r*C + c]), r and c thread coordinates guarded by R and C,
+g the identity or any elementwise function of the one loaded element and of values every thread
+shares (`alpha * x + bias`, `(float)(x * scale)`: non-array parameters of built-in number types,
+the program's constants, literals, locals computed from those; families/base.elementwise_value),
+which the template applies as written to the element it stages. A value that reads another
+element or array, or depends on the thread's coordinates, is refused. (The same class written
+with a one-dimensional thread index split by / and %, batched or not, of any element type, is the
+transpose tier's: transposes.py.)
 
 Roles from the indexing: the loaded array is the input (rows x cols), the stored one the
 output; cols is the load's row stride and the column guard, rows the store's row stride and
@@ -16,6 +23,7 @@ from __future__ import annotations
 from ..conditions import loop_bound, loop_start, loop_var_atom, upper_bound
 from ..facts import KernelFacts
 from ..launcher import Binder
+from ..rowwarp import NUMBER_TYPES
 from ..symbolic import Poly, is_uniform
 from .coverage import covers_range, index_width
 from .base import (
@@ -24,10 +32,10 @@ from .base import (
     Mismatch,
     ceil_div,
     coordinate_form,
+    elementwise_value,
     is_coordinate,
     is_float_pointer,
     param_arrays,
-    read_target,
     role_texts,
     unreadable_access,
 )
@@ -62,12 +70,9 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if len(stores) != 1 or len(reads) != 1 or stores[0].op != "=" or stores[0].value is None:
         return no("expects one load and one plain store")
     store = stores[0]
-    src = read_target(f, store.value)
-    if src is None:
-        return no("the stored value is not a plain load")
-    X, load_off = src
-    if X is not reads[0].array:
-        return no("the stored value is not the kernel's one load")
+    X, load_off = reads[0].array, reads[0].offset
+    if X is None or load_off is None:
+        return no("the one load cannot be read")
     load = coordinate_form(_counter_as_coordinate(load_off, counter))
     out = coordinate_form(_counter_as_coordinate(store.offset, counter)) if store.offset is not None else None
     if load is None or out is None:
@@ -79,6 +84,14 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if counter is not None and (f.loops[0] not in store.ctx.loops or not any(_COUNTER in m for m, _ in r.terms)
                                 or any(_COUNTER in m for m, _ in c.terms)):
         return no("its loop does not step the row of the one load and store")
+    # the stored value: the loaded element itself, or an elementwise function of it and of uniform
+    # values (`alpha * x[i] + bias`), applied by the template as written
+    value = elementwise_value(f, store.value, X, load_off, "kl_v", lambda i, _b: f"kl_e{i}")
+    if isinstance(value, str):
+        return no(value)
+    odd = next((b for b in value.scalars if b.type not in NUMBER_TYPES), None)
+    if odd is not None:
+        return no(f"the stored value uses {odd.name}, of type {odd.type}, not a built-in number")
     rows_p, cols_p = Poly(((rows_key, 1),)), Poly(((cols_key, 1),))
     unguarded = not store.ctx.conds
     # the guards name the counter as the loop does (`y + j < rows`)
@@ -97,11 +110,23 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if isinstance(mapped, str):
         return no(mapped)
     roles, described = mapped
+    scalars = [binder.pointer_text(b.name) for b in value.scalars]
+    if any(t is None for t in scalars):
+        return no("cannot map the stored value's scalars to launcher arguments")
+    stored = f"{X.name}[r*cols + c]" if value.plain else \
+        f"{value.text.replace('kl_v', f'{X.name}[r*cols + c]')}" + (
+            f" ({', '.join(f'kl_e{i}={b.name}' for i, b in enumerate(value.scalars))})" if value.scalars else "")
     return Match(NAME, f.sig.name, binder.launcher, roles, described, {},
-                 detail=f"{Y.name}[c*rows + r] = {X.name}[r*cols + c] (rows={rows_p}, cols={cols_p})"
+                 detail=f"{Y.name}[c*rows + r] = {stored} (rows={rows_p}, cols={cols_p})"
                         + (", several rows per thread through a fixed loop" if counter else "")
                         + (", no guards: the grid covers the matrix" if unguarded else ""),
-                 polys={"rows": rows_p, "cols": cols_p}, conditions=reach.divides + exact)
+                 polys={"rows": rows_p, "cols": cols_p}, conditions=reach.divides + exact,
+                 placeholders={"VALUE": value.text,
+                               "VAL_FIELDS": " ".join(f"{b.type} kl_e{i};" for i, b in enumerate(value.scalars)),
+                               "VAL_PARAMS": "".join(f", {b.type} kl_e{i}" for i, b in enumerate(value.scalars)),
+                               "VAL_ARGS": "".join(f", kl_e{i}" for i in range(len(value.scalars))),
+                               "VAL_INIT": ", ".join(f"kl_e{i}" for i in range(len(value.scalars))),
+                               "_EXTRA_ARGS": "\n".join(t for t in scalars if t is not None)})
 
 
 _COUNTER = "t:loop"  # the loop counter, read as part of a thread coordinate
