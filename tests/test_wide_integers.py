@@ -862,16 +862,76 @@ def test_a_candidate_as_fast_on_wider_values_passes_that_gate(settings, monkeypa
 
 def test_one_wide_draw_a_little_slower_is_noise_and_one_much_slower_is_not():
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import _speed_on_wider_values
+    from kernelloop.verify.gate import OtherSize, _speed_on_wider_values
     from kernelloop.verify.verdict import Verdict
 
-    def judged(ratios: list[float]) -> str:
+    def judged(ratios: list[float], regression: float | None = None) -> str:
         v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
         reasons: list[Reason] = []
-        _speed_on_wider_values(v, [wide_ints.WideTime(label=f"draw {k}", baseline_ms=1.0, candidate_ms=r)
-                                   for k, r in enumerate(ratios)], reasons, None)
+        _speed_on_wider_values(v, [OtherSize(label=f"draw {k}", baseline_ms=1.0, candidate_ms=r)
+                                   for k, r in enumerate(ratios)], reasons, regression)
         return v.gate("wider values").status
     assert judged([1.0] * 20 + [1.4]) == "pass"
     assert judged([1.0] * 20 + [1.6]) == "fail"
     assert judged([1.15] * 20) == "fail"
     assert judged([0.5] * 20) == "pass"
+    # round 235: draws faster on narrow values no longer pay for a slowdown on every value past 2^16
+    assert judged([0.5] * 13 + [1.45] * 12) == "fail"
+    # bench check: its threshold tightens the mean (a 10 % regression on every wide draw at a 3 % threshold)
+    assert judged([1.1] * 20, regression=0.03) == "fail" and judged([1.01] * 20, regression=0.03) == "pass"
+
+
+def _baseline_call(p, i):  # one 400 us kernel per call, on every draw
+    p.launch(name="_Z9mix_wordsPKjPjij", dur_us=400)
+
+
+def _candidate_narrow(p, i):  # init's guess: the side kernel finds nothing (2 us), the main one 200 us
+    p.launch(name="_Z13mix_wide_sidePKjPjijj", dur_us=2, grid=(264, 1, 1), side_stream=True)
+    p.launch(name="_Z9mix_wordsPKjPjijj", dur_us=200)
+
+
+def _candidate_wide(p, i):  # wide words: the main kernel skips them (20 us), a side stream does them after the stop
+    p.launch(name="_Z9mix_wordsPKjPjijj", dur_us=20)
+    p.launch(name="_Z13mix_wide_sidePKjPjijj", dur_us=4000, grid=(264, 1, 1), side_stream=True)
+
+
+@pytest.mark.nvcc
+def test_work_left_on_a_side_stream_only_on_wide_values_is_caught_by_the_audit(tmp_path, monkeypatch):
+    # round 235: the wide runs were traced but never audited, and `wider values` read KERNEL_MS alone; a
+    # candidate whose wide-value work ran on a side stream past the stop event looked 50x faster there
+    from kernelloop.config import load_settings
+
+    from .conftest import shared_cache_dir
+    from .test_audit import HARNESS_V2, harness_v2
+
+    monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(shared_cache_dir()))
+    monkeypatch.setenv("KERNELLOOP_VERIFY_MEMCHECK", "off")
+    monkeypatch.setenv("KERNELLOOP_VERIFY_INDEPENDENT_TIMING", "on")
+    monkeypatch.setenv("KERNELLOOP_VERIFY_BASELINE_BOUNDS", "off")
+    audited = load_settings(project_dir=tmp_path)
+
+    def behave(role, kw):
+        return GOOD if kw.get("wide_ints") is None else WIDE_RIGHT
+
+    calls = scripted_runs(monkeypatch, behave, guessed_manifest)
+    scripted = wide_ints.run_program
+
+    def traced(binary, **kw):
+        done = scripted(binary, **kw)
+        role, wide = calls[-1]["role"], kw.get("wide_ints") is not None
+        shape = _baseline_call if role == "baseline" else _candidate_wide if wide else _candidate_narrow
+        done.trace, ms = harness_v2(shape, calls=2)
+        done.kernel_ms = KernelMs(value=ms, count=1)
+        return done
+
+    monkeypatch.setattr(wide_ints, "run_program", traced)
+    monkeypatch.setattr(gate, "run_program", traced)
+    monkeypatch.setattr(gate, "build_injection_library", lambda cache: Path("/nonexistent/libkl_cupti.so"))
+    real_audit = gate.audit_trace
+    monkeypatch.setattr(gate, "audit_trace", lambda trace, **kw: real_audit(
+        trace, **{**kw, "harness_kernels": set(kw["harness_kernels"]) | HARNESS_V2}))
+    monkeypatch.setattr(wide_ints, "baseline_reads_past_buffers", lambda *a, **k: False)
+    v = verify(audited)
+    assert not v.accepted and Reason.timer_escape in v.reasons, v.summary
+    assert v.gate("independent timing").status == "pass" and v.gate("speedup").status == "pass"
+    assert v.gate("wider values").status == "fail" and v.gate("wider values").detail.startswith("with 'words'")

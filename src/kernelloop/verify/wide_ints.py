@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import itertools
 import secrets
+from collections.abc import Callable
 from pathlib import Path
-
-from pydantic import BaseModel
 
 from ..tools.sandbox import Limits
 from ..tools.sanitizer import BOUNDS_PADDING_BYTES, find_compute_sanitizer, global_access_errors, memcheck_argv
@@ -56,7 +55,8 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                               cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
                               noise_by_size: dict[tuple[int, int | None], BaselineNoise], durations: Durations,
                               nvcc: Path, say, other_sizes: list[tuple[int, int | None]],
-                              times: list[WideTime] | None = None) -> tuple[tuple[Reason, str] | None, bool]:
+                              timed: Callable[[str, ProgramRun, ProgramRun], None] | None = None
+                              ) -> tuple[tuple[Reason, str] | None, bool]:
     """Integer inputs whose range nobody stated (`kernelloop init`'s guess, [0, 16)) drawn wider, the
     other inputs as usual; wherever the baseline takes the values (it runs clean, computes no NaN of
     them and, where the candidate differs or fails, reads no byte past a buffer under compute-sanitizer)
@@ -82,8 +82,8 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     only together, with each input's own stretches and negative bands beside the others, and negative
     offsets beside a base moved up (rounds 228-230: a product or a sum wrong only where two inputs are wide
     at once). An input the baseline takes no wider band of is named in a note, as are inputs never taken
-    wide together and negative values compared nowhere. Each draw compared adds both programs' times to
-    TIMES (the gate's `wider values`: round 234). Returns (a candidate failure, whether every comparison
+    wide together and negative values compared nowhere. Each draw compared is handed to TIMED with both
+    programs' runs (the gate's `wider values`: rounds 234-235). Returns (a candidate failure, whether every comparison
     matched)."""
     vs = v.settings
     guessed = [(i, b.name, b.dtype) for i, b in enumerate(manifest.buffers)
@@ -127,8 +127,8 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                                                     "really hold)"})
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="wide_ints", secret=secret.hex(),
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
-        if cmp.match and times is not None and base.kernel_ms.value and cand.kernel_ms.value:
-            times.append(WideTime(label=what, baseline_ms=base.kernel_ms.value, candidate_ms=cand.kernel_ms.value))
+        if cmp.match and timed is not None and base.kernel_ms.value and cand.kernel_ms.value:
+            timed(what, base, cand)  # its speed is judged too, its traces audited (rounds 234-235)
         return None if cmp.match else "mismatch"
 
     def probe(wide: WideDraw, size: Size = (0, None)) -> bool:
@@ -550,14 +550,6 @@ def shapes_at_scales(mask: int, bound: int, scales: int | None = None) -> list[t
         secrets.SystemRandom().shuffle(chosen)
         chosen = sorted(chosen[:scales])
     return [shape for w in chosen for k, shape in enumerate(bound_shapes(mask, 1 << w)) if k in (1, 3, 4)]
-
-
-class WideTime(BaseModel):
-    """One wide draw compared, with both programs' KERNEL_MS (both traced alike)."""
-
-    label: str
-    baseline_ms: float
-    candidate_ms: float
 
 
 def baseline_reads_past_buffers(base_bin: Path, seed: int, secret: bytes, wide: WideDraw, vs,
