@@ -5,6 +5,7 @@ GPU: the generated program's generator, and the gate with scripted runs over rea
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -879,6 +880,63 @@ def test_one_wide_draw_a_little_slower_is_noise_and_one_much_slower_is_not():
     assert judged([0.5] * 13 + [1.45] * 12) == "fail"
     # bench check: its threshold tightens the mean (a 10 % regression on every wide draw at a 3 % threshold)
     assert judged([1.1] * 20, regression=0.03) == "fail" and judged([1.01] * 20, regression=0.03) == "pass"
+
+
+def _judged(draws, *, baseline_spread: float = 0.0, regression: float | None = None):
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import _speed_on_wider_values
+    from kernelloop.verify.stats import SpeedupDecision, Spread
+    from kernelloop.verify.verdict import Verdict
+
+    v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
+    spread = Spread(median=1.0, minimum=1.0 - baseline_spread, maximum=1.0 + baseline_spread, iqr=baseline_spread,
+                    relative_iqr=baseline_spread)
+    v.speed = SpeedupDecision(speedup=2.0, lower=1.9, upper=2.1, confidence=0.98, pairs=7, pair_ratios=[2.0] * 7,
+                              baseline=spread, candidate=spread, outcome="faster", threshold=1.2)
+    reasons: list[Reason] = []
+    _speed_on_wider_values(v, draws, reasons, regression)
+    return v.gate("wider values")
+
+
+def test_noise_the_baseline_shows_widens_the_wider_values_limits():
+    # round 236: the floored mean turns run-to-run noise into a slowdown (about 0.4 sigma); where the
+    # baseline's own timing runs vary, the limits widen with it
+    import random
+
+    from kernelloop.verify.gate import OtherSize
+
+    rng = random.Random(236)
+    noisy = [OtherSize(label=f"draw {k}", baseline_ms=1.0, candidate_ms=math.exp(rng.gauss(0.0, 0.15)))
+             for k in range(160)]
+    assert _judged(noisy, baseline_spread=0.0).status == "fail"  # no allowance: noise alone fails
+    assert _judged(noisy, baseline_spread=0.15 * 1.35).status == "pass", _judged(noisy, baseline_spread=0.2).detail
+    slow = [OtherSize(label=f"draw {k}", baseline_ms=1.0, candidate_ms=1.4 * math.exp(rng.gauss(0.0, 0.05)))
+            for k in range(160)]
+    assert _judged(slow, baseline_spread=0.05 * 1.35).status == "fail"  # a real slowdown still shows
+
+
+def test_host_idle_time_inside_the_call_counts_on_wider_values_and_other_sizes():
+    # round 236: a launcher spinning on the host only where the values are wide left CUPTI's busy time
+    # at 1.00x and KERNEL_MS at 7.9x; the ratio is now the worse of the two
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.audit import AuditReport
+    from kernelloop.verify.gate import OtherSize, _speed_at_other_sizes
+    from kernelloop.verify.verdict import Verdict
+
+    def traced(busy_ms: float) -> AuditReport:
+        return AuditReport(source="cupti", independent_ms=busy_ms)
+
+    spun = OtherSize(label="with 'words' wide", baseline_ms=1.0, candidate_ms=7.9, baseline_audit=traced(0.9),
+                     candidate_audit=traced(0.9))
+    assert spun.ratio() == (7.9, "KERNEL_MS")
+    assert _judged([spun] * 20).status == "fail"
+    hidden = OtherSize(label="side stream", baseline_ms=1.0, candidate_ms=0.2, baseline_audit=traced(0.9),
+                       candidate_audit=traced(3.6))
+    assert hidden.ratio() == (4.0, "CUPTI")
+    v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
+    reasons: list[Reason] = []
+    _speed_at_other_sizes(v, [spun.model_copy(update={"label": "size 1"})], reasons, 0.03)  # bench check too
+    assert v.gate("other sizes").status == "fail" and reasons == [Reason.slower]
 
 
 def _baseline_call(p, i):  # one 400 us kernel per call, on every draw
