@@ -1,6 +1,6 @@
 """The wider-integer experiment: integer inputs whose range nobody stated (`kernelloop init`'s guess,
 [0, 16)) drawn wider, one at a time and together, at every size checked; wherever the baseline takes
-the values the candidate must give its results (red team rounds 219-233; docs/verifier.md, "Known
+the values the candidate must give its results, no slower than the baseline (red team rounds 219-236; docs/verifier.md, "Known
 limits", "Guessed integer ranges")."""
 
 from __future__ import annotations
