@@ -35,6 +35,7 @@ from .rowwarp import (
     _exact,
     _plus,
     ItemPlanner,
+    LaunchBlock,
     LaunchSite,
     number_asserts,
     NotARowKernel,
@@ -43,6 +44,7 @@ from .rowwarp import (
     apply_edits,
     bit_identity,
     extreme_of,
+    launch_block,
     loop_name,
     loop_start,
     rounded_launch,
@@ -57,11 +59,15 @@ MIN_FIXED_TRIP = 64  # a loop bounded by a literal below this is too short to sp
 
 
 def plan_column_split(fn: Function, helpers: frozenset[str] = frozenset(),
-                      constants: dict[str, int] | None = None) -> RowPlan:
+                      constants: dict[str, int] | None = None, launch: LaunchBlock = None) -> RowPlan:
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
-    planner = ItemPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers)
+    planner = ItemPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers, launch)
     plan = planner.recognise()
+    if plan.index_block is not None and plan.index_with_block_dim is None:
+        # the rewrite launches blocks of 32 x split: the index must read the new block, not K
+        planner.fail(f"writes its block size {plan.index_block} in its thread index in a form the column tier cannot "
+                     "replace by blockDim.x (the rewrite launches other blocks)")
     if planner.uncoalesced():
         planner.fail("reads its loop with a stride across threads (the row tier's case, not a column's)")
     if len(plan.loops) != 1 or plan.loops[0].kind != "reduce":
@@ -143,9 +149,14 @@ def rewrite_kernel(fn: Function, plan: RowPlan, split: int) -> str:
         st_start, st_end = store.span
         edits.append((st_start, st_end, f"{{ if (kl_owner) {{ {body[st_start:st_end]} }} }}"))
     index_name = plan.index.declarators[0].name
-    _, index_end = plan.index.span
-    edits.append((index_end, index_end, f"\n  if ((long long){index_name}{_plus(-plan.index_offset)} >= {ITEM_COUNT}) return;  "
-                                        "// items the baseline never had"))
+    index_start, index_end = plan.index.span
+    guard = (f"\n  if ((long long){index_name}{_plus(-plan.index_offset)} >= {ITEM_COUNT}) return;  "
+             "// items the baseline never had")
+    if plan.index_block is not None:  # blocks of 32 x split now: the index reads them, not the baseline's K
+        assert plan.index_with_block_dim is not None
+        edits.append((index_start, index_end, plan.index_with_block_dim + guard))
+    else:
+        edits.append((index_end, index_end, guard))
     return with_item_count(fn.head) + apply_edits(body, edits)
 
 
@@ -161,7 +172,7 @@ def column_split_rewrites(part: EditablePart, harness: str, preamble: str = "") 
     tier may rewrite (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        plan = plan_column_split(site.kernel, site.helpers, site.constants)
+        plan = plan_column_split(site.kernel, site.helpers, site.constants, launch_block(site))
         limit = split_limit(site.kernel)
         splits = [s for s in SPLITS if s <= limit]
         if not splits:

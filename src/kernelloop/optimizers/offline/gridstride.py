@@ -50,8 +50,12 @@ from .rowwarp import (
     LaunchSite,
     NotARowKernel,
     Rewrite,
+    LaunchBlock,
     _global_x,
     apply_edits,
+    block_proof,
+    index_form,
+    launch_block,
     buffers_apart,
     effect_free_calls,
     in_place_parameters,
@@ -88,9 +92,12 @@ def _stride() -> Poly:
 
 
 class GridStridePlanner:
-    def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> None:
+    def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str], block: LaunchBlock = None) -> None:
         self.fn, self.f, self.helpers = fn, facts, helpers
         self.inside: set[str] = set()  # keys of what the loop's body declares
+        self.block = block  # the launch's block (rowwarp.launch_block); the rewrite keeps it
+        # the loop's start and step as read: with blockDim.x, or with the launch's constant block K
+        self.start, self.strides = _global_x(), (_stride(),)
 
     @staticmethod
     def fail(why: str):
@@ -112,7 +119,7 @@ class GridStridePlanner:
         facts_loop = next((x for x in self.f.loops if x.cond is loop.cond and x.step is loop.step), None)
         if facts_loop is None or facts_loop.written_in_body or facts_loop.may_end_early or counter_b.assignments != 1:
             self.fail("has a grid-stride loop whose counter is assigned in its body, or that may end early")
-        if loop_step(self.f, facts_loop) != _stride():
+        if loop_step(self.f, facts_loop) not in self.strides:
             self.fail("has a loop that does not step by the grid's width (blockDim.x * gridDim.x)")
         bound = self.bound(loop, counter_b)
         counter_kind = integer_of(counter_type)
@@ -130,8 +137,14 @@ class GridStridePlanner:
                 or init.declarators[0].pointer or init.declarators[0].array:
             self.fail("has a loop whose counter is not declared in its header")
         d = init.declarators[0]  # type: ignore[union-attr]
-        if self.f.poly(d.init) != _global_x():  # type: ignore[arg-type]
+        p = self.f.poly(d.init)  # type: ignore[arg-type]
+        start, k = index_form(p) if p is not None else (_global_x(), None)
+        if p != start:
             self.fail("has a loop that does not start at the global index (blockIdx.x * blockDim.x + threadIdx.x)")
+        if k is not None:  # blockIdx.x * K + threadIdx.x: the global index where the launch's block is K
+            if (why := block_proof(d.name, k, self.block)) is not None:
+                self.fail(why)
+            self.start, self.strides = start, (_stride(), Poly.atom("gridDim.x").scale(k))
         words = init.type.split()  # type: ignore[union-attr]
         return d.name, " ".join(w for w in words if w not in ("const", "volatile", "register"))
 
@@ -169,7 +182,7 @@ class GridStridePlanner:
                 if d.array or d.pointer:
                     named |= {x.id for size in d.array if size is not None for x in walk_expr(size) if isinstance(x, Name)}
                 if named & ({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"} | header_names):
-                    if d.array or d.pointer or self.f.poly(d.init) not in (_global_x(), _stride()) or \
+                    if d.array or d.pointer or self.f.poly(d.init) not in (self.start, *self.strides) or \
                             len(s.declarators) != 1:  # type: ignore[attr-defined]
                         self.fail(f"computes {d.name} from the thread's coordinates, besides the loop's start and step")
                     allowed.append(s.span)  # type: ignore[attr-defined]
@@ -278,12 +291,12 @@ def _declarators(s: Stmt | None):
 
 
 def plan_grid_stride(fn: Function, helpers: frozenset[str] = frozenset(),
-                     constants: dict[str, int] | None = None) -> GridStridePlan:
+                     constants: dict[str, int] | None = None, launch: LaunchBlock = None) -> GridStridePlan:
     """FN read with the program's macros expanded (launcher.expanded_function, as LaunchSite has it)."""
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
     # a pure helper returns to its caller (it may not leave the loop another way)
-    return GridStridePlanner(fn, collect_facts(fn.sig, fn.body, constants, helpers), helpers).plan()
+    return GridStridePlanner(fn, collect_facts(fn.sig, fn.body, constants, helpers), helpers, launch).plan()
 
 
 _KEYWORDS = {(8, True): "signed char", (8, False): "unsigned char", (16, True): "short", (16, False): "unsigned short",
@@ -351,7 +364,7 @@ def grid_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
     bound (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        plan = plan_grid_stride(site.kernel, site.helpers, site.constants)
+        plan = plan_grid_stride(site.kernel, site.helpers, site.constants, launch_block(site))
         lau = next((x for x in part.launchers if x.fn is site.launcher), None)
         launch = site.stmt.expr
         assert isinstance(launch, Launch)

@@ -30,7 +30,7 @@ from .axes import _BUILTIN, meaning_may_change
 from .facts import collect_facts
 from .launch_guard import BaselineLaunch
 from .launcher import EditablePart, launch_extent
-from .rowwarp import LaunchSite, NotARowKernel, Rewrite, tier_rewrites
+from .rowwarp import LaunchSite, NotARowKernel, Rewrite, launch_block, tier_rewrites
 from .syntax import to_c
 
 PACKED_BLOCK = 256  # threads of a packed block: 8 warps, a whole number of them on every SM
@@ -48,14 +48,12 @@ def packable_block(site: LaunchSite) -> int:
     along y and z; raises NotARowKernel otherwise."""
     lau = next((x for x in site.part.launchers if x.fn is site.launcher), None)
     launch = site.stmt.expr
-    if lau is None:
-        raise NotARowKernel("is launched where its launcher's values cannot be read")
     # each extent a number, the program's integer macros and constants read as theirs (`#define THREADS 32`)
+    extents = launch_block(site)
+    if lau is None or extents is None or isinstance(extents, str):
+        raise NotARowKernel(extents if isinstance(extents, str) else "is launched where its launcher's values cannot "
+                            "be read")
     facts = replace(lau.facts, constants={**site.constants, **lau.facts.constants})
-    polys = [facts.poly(launch_extent(facts, launch.config[1], axis)) for axis in "xyz"]  # type: ignore[attr-defined]
-    extents = [p.const_value if p is not None and p.is_const else None for p in polys]
-    if any(e is None for e in extents):
-        raise NotARowKernel(f"is launched with a block ({to_c(launch.config[1])}) that is not a constant")  # type: ignore[attr-defined]
     x, y, z = extents
     if (y, z) != (1, 1):
         raise NotARowKernel(f"is launched with blocks of {x} x {y} x {z} threads (the block tier packs x only)")

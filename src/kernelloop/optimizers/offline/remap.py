@@ -28,7 +28,17 @@ from dataclasses import dataclass
 from ...program.scanner import strip_comments
 from .facts import KernelFacts, collect_facts
 from .launcher import EditablePart, Function, grid_reaches
-from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, apply_edits, launch_count, tier_rewrites
+from .rowwarp import (
+    ItemPlanner,
+    LaunchBlock,
+    LaunchSite,
+    NotARowKernel,
+    Rewrite,
+    apply_edits,
+    launch_block,
+    launch_count,
+    tier_rewrites,
+)
 from .symbolic import Poly, is_uniform
 from .syntax import Binary, Block, Cast, Decl, Expr, If, Launch, Name, Return, to_c
 
@@ -48,8 +58,9 @@ def _early_return(s) -> bool:
 
 
 class RemapPlanner:
-    def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> None:
+    def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str], block: LaunchBlock = None) -> None:
         self.fn, self.f, self.helpers = fn, facts, helpers
+        self.block = block  # the launch's block (rowwarp.launch_block): the tier keeps the launch as written
 
     @staticmethod
     def fail(why: str):
@@ -163,7 +174,7 @@ class RemapPlanner:
         return p.terms[0][0][0]  # type: ignore[union-attr]
 
     def plan(self) -> RemapPlan:
-        items = ItemPlanner(self.fn, self.f, self.helpers)
+        items = ItemPlanner(self.fn, self.f, self.helpers, self.block)
         index, name = items.find_index()
         items.independent_threads(index, local_arrays=True)
         statements, wrapping_bound = self.guarded_body(name)
@@ -204,10 +215,11 @@ def launch_covers(site: LaunchSite, plan: RemapPlan, bound: Expr) -> bool:
     return grid_reaches(lau.facts, launch, site.kernel.sig.params, bound)
 
 
-def plan_remap(fn: Function, helpers: frozenset[str] = frozenset(), constants: dict[str, int] | None = None) -> RemapPlan:
+def plan_remap(fn: Function, helpers: frozenset[str] = frozenset(), constants: dict[str, int] | None = None,
+               launch: LaunchBlock = None) -> RemapPlan:
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
-    return RemapPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers).plan()
+    return RemapPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers, launch).plan()
 
 
 def rewrite_kernel(fn: Function, plan: RemapPlan) -> str:
@@ -232,7 +244,7 @@ def remap_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tupl
         name = site.kernel.name
         if launch_count(site.launcher, name) != 1:  # the kernel changes in place: every launch would take it
             raise NotARowKernel("is launched more than once (the remap tier changes the kernel in place)")
-        plan = plan_remap(site.kernel, site.helpers, site.constants)
+        plan = plan_remap(site.kernel, site.helpers, site.constants, launch_block(site))
         if not launch_covers(site, plan, plan.bound):
             raise NotARowKernel(f"is launched with a grid not shown to cover its guard's {to_c(plan.bound)} threads "
                                 "(grid * block, or its ceiling division by the block)")

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...program.macros import program_macros
 from ...program.scanner import Item, function_name, in_scope, preprocessed, split_top_level, strip_comments, without_literals
@@ -47,6 +47,7 @@ from .launcher import (
     Function,
     Launcher,
     expanded_function,
+    launch_extent,
     read_editable,
     spliced,
     statement_exprs,
@@ -131,6 +132,11 @@ class RowPlan:
     bindings: dict[str, Binding]
     block: int
     index_offset: int = 0  # the index counts from this (1: a Fortran-style first item)
+    # K where the index writes the launch's block as a number (blockIdx.x * K + threadIdx.x), and the
+    # index's declaration with blockDim.x in K's place (None where no one factor of blockIdx.x is K):
+    # a tier that keeps the index but launches other blocks writes that instead
+    index_block: int | None = None
+    index_with_block_dim: str | None = None
 
 
 @dataclass(frozen=True)
@@ -151,11 +157,45 @@ def _global_x() -> Poly:
     return Poly.atom("blockIdx.x") * Poly.atom("blockDim.x") + Poly.atom("threadIdx.x")
 
 
+# The launch's block extents (x, y, z), each a number, or why they are not known (launch_block);
+# None where no launch was read (a planner called on a kernel alone)
+LaunchBlock = tuple[int, int, int] | str | None
+
+
+def index_form(p: Poly) -> tuple[Poly, int | None]:
+    """The global x index P may be written as: `blockIdx.x * blockDim.x + threadIdx.x`, or, where P
+    multiplies blockIdx.x by a number K and not by blockDim.x (`blockIdx.x * BLOCK + threadIdx.x`, a
+    macro, a literal or a `constexpr int`, casts and order as written), `blockIdx.x * K +
+    threadIdx.x`; with K (None for the first). The caller compares P with the form (an offset
+    allowed or not); a form with K is the global index only where block_proof says so."""
+    terms = p.as_dict()
+    k = terms.get(("blockIdx.x",))
+    if ("blockIdx.x", "blockDim.x") in terms or k is None or k < 1 or terms.get(("threadIdx.x",)) != 1:
+        return _global_x(), None
+    return Poly.atom("blockIdx.x").scale(k) + Poly.atom("threadIdx.x"), k
+
+
+def block_proof(name: str, k: int, block: LaunchBlock) -> str | None:
+    """Why NAME = blockIdx.x * K + threadIdx.x is not shown to be the global x index, or None where
+    it is: the launch's block is (K, 1, 1) (BLOCK: launch_block of the launch)."""
+    head = f"numbers its threads {name} = blockIdx.x * {k} + threadIdx.x"
+    if block is None:
+        return f"{head}, and no launch shows its block to be ({k}, 1, 1)"
+    if isinstance(block, str):
+        return f"{head}, and {block}"
+    if block != (k, 1, 1):
+        return f"{head}, and is launched with blocks of {block[0]} x {block[1]} x {block[2]}, not {k} x 1 x 1"
+    return None
+
+
 class ItemPlanner:
-    def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str]) -> None:
+    def __init__(self, fn: Function, facts: KernelFacts, helpers: frozenset[str], block: LaunchBlock = None) -> None:
         self.fn = fn
         self.f = facts
         self.helpers = helpers
+        self.block = block  # the launch's block (launch_block): proves an index written with a constant block
+        self.index_poly = _global_x()  # the thread index as found (index_form), its offset aside
+        self.index_block: int | None = None  # K where the index reads blockIdx.x * K (a constant block)
         self.loops: list[_Loop] = []
         self.lane0: list[ExprStmt] = []
         self.index_key = ""
@@ -171,11 +211,14 @@ class ItemPlanner:
     def binding(self, e: Expr) -> Binding | None:
         return self.f.binding(e)
 
-    # the thread index: a declaration `T row = blockIdx.x * blockDim.x + threadIdx.x;`
+    # the thread index: a declaration `T row = blockIdx.x * blockDim.x + threadIdx.x;` (or with the
+    # block's size a constant, `blockIdx.x * BLOCK + threadIdx.x`, where the launch's block is BLOCK)
     def find_index(self, offset_allowed: bool = False) -> tuple[Decl, str]:
         """The thread index's declaration and name; with OFFSET_ALLOWED, also one numbered from a
         constant (`j = blockIdx.x * blockDim.x + threadIdx.x + 1`, Fortran's first column), whose
-        offset is kept in `self.index_offset`."""
+        offset is kept in `self.index_offset`. An index that writes a number K for blockDim.x
+        (index_form) is taken only where the launch's block is (K, 1, 1) (block_proof); its
+        polynomial is kept in `self.index_poly`, K in `self.index_block`."""
         for s in self.fn.body.body:
             if not isinstance(s, Decl) or len(s.declarators) != 1:
                 continue
@@ -183,19 +226,25 @@ class ItemPlanner:
             if d.init is None or d.pointer or d.array:
                 continue
             p = self.f.poly(d.init)
-            offset = None if p is None else p - _global_x()
+            if p is None:
+                continue
+            index, k = index_form(p)
+            offset = p - index
             # counted up only: `G - 1` wraps in the 32 bits CUDA computes G in (thread 0's index is
             # 4294967295, past every bound), which the rewrite's wider arithmetic would not (round 136)
-            if offset is not None and offset_allowed and offset.is_const and \
-                    0 < offset.const_value <= _INDEX_OFFSET_LIMIT:
+            if offset_allowed and offset.is_const and 0 < offset.const_value <= _INDEX_OFFSET_LIMIT:
                 self.index_offset = offset.const_value
-                p = _global_x()
-            if p == _global_x():
+                p = index
+            if p == index:
+                if k is not None and (why := block_proof(d.name, k, self.block)) is not None:
+                    self.fail(why)
                 b = self.f.declared.get(id(d))
                 if b is None or b.assignments:
                     self.fail("its thread index is assigned after its declaration")
+                self.index_poly, self.index_block = index, k
                 return s, d.name
-        self.fail("declares no one-dimensional thread index (blockIdx.x * blockDim.x + threadIdx.x) at the top")
+        self.fail("declares no one-dimensional thread index (blockIdx.x * blockDim.x + threadIdx.x, or blockIdx.x * K + "
+                  "threadIdx.x launched with blocks of K) at the top")
         raise AssertionError
 
     def plan(self) -> RowPlan:
@@ -218,7 +267,36 @@ class ItemPlanner:
         if unasserted := sorted(name for key, name in self.counted.items() if key not in accumulated):
             self.fail(f"counts {unasserted[0]} with ++ or --, and its type is not known to be a built-in number")
         return RowPlan(index, self.index_key, self.loops, self.lane0, {b.key: b for b in self.f.bindings}, ROW_WARP_BLOCK,
-                       self.index_offset)
+                       self.index_offset, self.index_block,
+                       None if self.index_block is None else self.with_block_dim(index, self.index_block))
+
+    def with_block_dim(self, index: Decl, k: int) -> str | None:
+        """INDEX's declaration with its factor K of blockIdx.x written `(decltype(K))blockDim.x`: the
+        same value and type under a launch of (K, 1, 1), the launch's own block under any other;
+        None where no single factor beside blockIdx.x is K (`blockIdx.x * 2 * 128`)."""
+        found = [0]
+
+        def block_x(e: Expr) -> bool:
+            return self.f.poly(e) == Poly.atom("blockIdx.x")
+
+        def sub(e: Expr) -> Expr:
+            if isinstance(e, Binary) and e.op == "*":
+                for mine, other, left in ((e.left, e.right, True), (e.right, e.left, False)):
+                    if block_x(other) and self.f.poly(mine) == Poly.const(k):
+                        found[0] += 1
+                        dim = Cast(f"decltype({to_c(mine)})", Member(Name("blockDim"), "x"))
+                        return Binary("*", dim, other) if left else Binary("*", other, dim)
+                return Binary("*", sub(e.left), sub(e.right))
+            if isinstance(e, Binary):
+                return Binary(e.op, sub(e.left), sub(e.right))
+            if isinstance(e, Cast):
+                return Cast(e.type, sub(e.operand))
+            return e
+        d = index.declarators[0]
+        init = sub(d.init)  # type: ignore[arg-type]
+        if found[0] != 1:
+            return None
+        return f"{index.type} {d.name} = {to_c(init)};"
 
     def independent_threads(self, index: Decl, *, local_arrays: bool) -> None:
         """Threads that neither see nor touch each other: the CUDA built-ins only in the thread
@@ -861,7 +939,8 @@ def walk_expr_in(s: Stmt | None):
         yield from walk_expr(top)
 
 
-def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset(), constants: dict[str, int] | None = None) -> RowPlan:
+def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset(), constants: dict[str, int] | None = None,
+                  launch: LaunchBlock = None) -> RowPlan:
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
     block = ROW_WARP_BLOCK
@@ -873,7 +952,7 @@ def plan_row_warp(fn: Function, helpers: frozenset[str] = frozenset(), constants
         if block < WARP or block % WARP:
             raise NotARowKernel(f"declares __launch_bounds__({block}), not whole warps")
         block = min(block, ROW_WARP_BLOCK)
-    plan = ItemPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers).plan()
+    plan = ItemPlanner(fn, collect_facts(fn.sig, fn.body, constants), helpers, launch).plan()
     plan.block = block
     return plan
 
@@ -1107,6 +1186,22 @@ def in_place_parameters(params: Iterable[Param], stores: Iterable[Access], acces
             for p in params if p.name in owned}) > 1:
         return set()
     return owned
+
+
+def launch_block(site: LaunchSite) -> LaunchBlock:
+    """The site's block extents (x, y, z) where each is a number (an int or a dim3; the program's
+    integer macros and constants read as theirs: `#define THREADS 256`, `constexpr int kThreads =
+    256;`), else why not, in words."""
+    lau = next((x for x in site.part.launchers if x.fn is site.launcher), None)
+    launch = site.stmt.expr
+    if lau is None or not isinstance(launch, Launch) or len(launch.config) < 2:
+        return "is launched where its launcher's values cannot be read"
+    facts = replace(lau.facts, constants={**site.constants, **lau.facts.constants})
+    polys = [facts.poly(launch_extent(facts, launch.config[1], axis)) for axis in "xyz"]
+    extents = [p.const_value if p is not None and p.is_const else None for p in polys]
+    if any(e is None for e in extents):
+        return f"is launched with a block ({to_c(launch.config[1])}) that is not a constant"
+    return extents[0], extents[1], extents[2]  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -1395,7 +1490,7 @@ def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> t
     """A rewrite for every launch of a kernel the row tier may rewrite (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        plan = plan_row_warp(site.kernel, site.helpers, site.constants)
+        plan = plan_row_warp(site.kernel, site.helpers, site.constants, launch_block(site))
         stored, in_place = map_buffers(site.kernel, plan)
         apart = buffers_apart(site, stored, in_place)
         kernel_text = rewrite_kernel(site.kernel, plan)

@@ -35,7 +35,7 @@ from .families.base import elementwise_value, param_arrays
 from .launch_guard import BaselineLaunch
 from .launcher import EditablePart
 from .remap import RemapPlanner, launch_covers
-from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, _global_x, tier_rewrites
+from .rowwarp import ItemPlanner, LaunchSite, NotARowKernel, Rewrite, launch_block, tier_rewrites
 from .symbolic import Poly
 from .syntax import Assign, Binary, Block, Decl, Empty, Expr, ExprStmt, If, Name, Return, to_c
 
@@ -136,7 +136,7 @@ def plan_transpose(site: LaunchSite) -> TransposePlan:
     if not fn.is_kernel:
         _fail("is not a kernel")
     f: KernelFacts = collect_facts(fn.sig, fn.body, site.constants)
-    items = ItemPlanner(fn, f, site.helpers)
+    items = ItemPlanner(fn, f, site.helpers, launch_block(site))
     index_decl, name = items.find_index()
     items.independent_threads(index_decl, local_arrays=False)
     if f.loops:
@@ -163,7 +163,7 @@ def plan_transpose(site: LaunchSite) -> TransposePlan:
     assert store_stmt is not None
     bound_expr = wrap_bound if wrap_bound is not None else remap.guard_bound(name, store_stmt.span[0])  # type: ignore[attr-defined]
     bound = f.poly(bound_expr)
-    index = _global_x()
+    index = items.index_poly  # the rewrite writes its own body and launch: a constant block K is not kept
     # the digits of the split: (D, K) per local, floor((idx mod K) / D)
     digits: dict[str, tuple[Poly, Poly | None]] = {}
     for s in every:
