@@ -1026,12 +1026,17 @@ class OtherSize(BaseModel):
         return (cand / base if base > 0 else 0.0), ("KERNEL_MS, at least CUPTI's busy time" if floored else "KERNEL_MS")
 
     def floored(self) -> tuple[float, float]:
-        """(baseline, candidate) KERNEL_MS, each at least its run's busy time per call where both were traced."""
-        base, cand = self.baseline_ms, self.candidate_ms
-        b, c = self.baseline_audit, self.candidate_audit
-        if b is not None and c is not None and b.independent_ms and c.independent_ms:
-            return max(base, b.independent_ms), max(cand, c.independent_ms)
-        return base, cand
+        return floored_times(self.baseline_ms, self.candidate_ms, self.baseline_audit, self.candidate_audit)
+
+
+def floored_times(base_ms: float, cand_ms: float, base_audit: AuditReport | None,
+                  cand_audit: AuditReport | None) -> tuple[float, float]:
+    """(baseline, candidate) KERNEL_MS, each at least its run's busy time per call where both were traced
+    (round 238: a starved window marker leaves work past the stop event unflagged)."""
+    b, c = base_audit, cand_audit
+    if b is not None and c is not None and b.independent_ms and c.independent_ms:
+        return max(base_ms, b.independent_ms), max(cand_ms, c.independent_ms)
+    return base_ms, cand_ms
 
 
 def _audit_each(v: Verdict, runs: list[OtherSize], reasons: list[Reason], gate: GateName, where: str) -> bool:
@@ -1694,8 +1699,7 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
             # each side's time: its KERNEL_MS, never less than the GPU work its calls launched (round 238: a part
             # that kept the harness's marker kernel from starting left a few microseconds a call past the stop
             # event unflagged, and an identical 4-20 us kernel looked 1.2-2x faster)
-            base_ms, cand_ms = OtherSize(label="", baseline_ms=base.kernel_ms.value, candidate_ms=cand.kernel_ms.value,
-                                         baseline_audit=base_audit, candidate_audit=cand_audit).floored()
+            base_ms, cand_ms = floored_times(base.kernel_ms.value, cand.kernel_ms.value, base_audit, cand_audit)
             v.candidate_kernel_ms.append(cand_ms)
             v.baseline_kernel_ms.append(base_ms)
             v.candidate_wall_ms.append(cand.result.wall_s * 1000)
