@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kernelloop.tools.cupti import ApiRecord, CopyRecord, CuptiTrace, ElapsedCall, EventRecordCall, KernelRecord
 from kernelloop.verify.audit import AuditReport, audit_trace, judge
 
@@ -201,12 +203,13 @@ def test_per_call_event_pairs_are_supported():
 
 
 MARKER = "_ZN2kl23kl_window_marker_kernelEv"
+START_MARKER = "_ZN2kl29kl_window_start_marker_kernelEv"
 REPLAY_MARKER = "_ZN2kl23kl_replay_marker_kernelEv"
-HARNESS_V2 = {"_ZN2kl25kl_bandwidth_probe_kernel", MARKER, REPLAY_MARKER}
+HARNESS_V2 = {"_ZN2kl25kl_bandwidth_probe_kernel", MARKER, START_MARKER, REPLAY_MARKER}
 
 
 def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=False, markers=True, replay=False,
-               replay_marker=REPLAY_MARKER):
+               replay_marker=REPLAY_MARKER, start_markers=True):
     """A v2 harness's trace: bandwidth probes (their own windows), warm-up, then one window
     per timed call on events of its own."""
     p = Program()
@@ -220,6 +223,8 @@ def harness_v2(call, warmup=2, calls=20, probes=3, extra_window=False, rerecord=
     total = 0.0
     for c in range(calls):
         p.t = p.gpu + 50 * US
+        if start_markers:  # the harness's start marker, right before the start event on the same stream
+            p.launch(name=START_MARKER, dur_us=2, grid=(1, 1, 1), block=(1, 1, 1))
         p.record(f"0xs{c}")
         call(p, warmup + c)
         if rerecord and c == 5:
@@ -380,6 +385,31 @@ def test_v2_a_trace_without_markers_fails_closed():
     base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=HARNESS_V2, timed_calls=20)
     judged = judge(report, base, escape_tolerance=0.03, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
     assert [f.reason for f in judged.findings] == ["timing_unverified"]
+
+
+def test_v2_a_trace_without_start_markers_fails_closed():
+    """The start marker dates each window's start for the span floor (round 238); a trace without it cannot."""
+    trace, ms = harness_v2(honest, start_markers=False)
+    report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    assert report.dated_ms is None and not report.window_markers
+    base_trace, base_ms = harness_v2(honest)
+    base = audit_trace(base_trace, reported_ms=base_ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    judged = judge(report, base, escape_tolerance=0.03, agreement_tolerance=0.25, warmup_slowdown_limit=1.5)
+    assert [f.reason for f in judged.findings] == ["timing_unverified"]
+
+
+def test_v2_the_dated_span_of_an_honest_call_is_its_event_time_and_counts_work_past_the_stop_event():
+    trace, ms = harness_v2(honest)
+    report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    assert report.dated_ms == pytest.approx(ms, rel=0.02)
+
+    def tail_past_stop(p, i):
+        p.launch()
+        p.launch(name="_Z4tailPf", dur_us=600, side_stream=True)  # ends long after the stop event
+
+    trace, ms = harness_v2(tail_past_stop)
+    report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
+    assert report.dated_ms > 1.4 * ms  # the span runs to the tail's end, whatever the events said
 
 
 def test_v2_the_repeat_calls_launches_are_not_work_between_calls():

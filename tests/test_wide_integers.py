@@ -934,7 +934,7 @@ def test_host_idle_time_inside_the_call_counts_on_wider_values_and_other_sizes()
     # marker hides a few microseconds a call from it (round 238), the time is never less than the busy time
     hidden = OtherSize(label="side stream", baseline_ms=1.0, candidate_ms=1.0, baseline_audit=traced(0.9),
                        candidate_audit=traced(1.6))
-    assert hidden.ratio() == (1.6, "KERNEL_MS, at least CUPTI's busy time")
+    assert hidden.ratio() == (1.6, "KERNEL_MS, at least the traced time a call took")
     v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
     reasons: list[Reason] = []
     _speed_at_other_sizes(v, [spun.model_copy(update={"label": "size 1"})], reasons, 0.03)  # bench check too

@@ -1032,6 +1032,12 @@ template <class T> void one_value_stress(T* data, size_t n, uint64_t key, bool r
 // is a timestamp the candidate cannot move, no earlier than the stop event itself. Work the call
 // launched that is still running then escaped its timer (the CUPTI audit compares the two).
 __global__ void kl_window_marker_kernel() {}
+// Launched right before each timed call's start event, on the same stream, with the GPU idle (the
+// call's inputs are ready, nothing of the part's is running): its end on the GPU dates the window's
+// start before any code of the part's runs this call, so the audit knows each call's span, from there
+// to the end of its last work, even where the part keeps the end marker above from starting (red team
+// round 238: a greatest-priority grid took every freed slot first).
+__global__ void kl_window_start_marker_kernel() {}
 
 // Bytes drawn from two keys over a mapped allocation (the harness's layout_allocation), as the shared
 // memory scrub draws them: a single keyed mix64 per word can be unmixed, and two neighbouring words
@@ -1478,6 +1484,7 @@ class Harness {
       scrub_before_launch();
       // Read-only until every kernel the launcher started has finished.
       lock();
+      kl_window_start_marker_kernel<<<1, 1>>>();
       KL_CHECK(cudaEventRecord(s.start[c]));
       launch();
       KL_CHECK(cudaEventRecord(s.stop[c]));

@@ -58,10 +58,15 @@ class AuditReport(BaseModel):
     window_event_records: list[int] = []
     worst_window_escape: float | None = None  # max over timed windows of GPU busy / event time
     worst_window_overrun_us: float | None = None  # max over timed calls of work still running after the stop event
+    # v2: per timed call, the GPU time from the end of the harness's start marker (on the legacy stream right
+    # before the start event, with the GPU idle: nothing the part does can move it) to the end of the call's
+    # last work, at least the call's event time; the mean over the calls. Work run past the stop event counts
+    # here whatever kept the end marker from dating it (round 238).
+    dated_ms: float | None = None
     # CUDA runtime calls that returned an error, by "name: error N", with how many times (statuses
     # that are answers, not failures, left out: NOT_READY from a query, CUDART_UNLOADING at exit)
     failed_calls: dict[str, int] = {}
-    window_markers: bool = True  # v2: every timed window is followed by the harness's marker kernel
+    window_markers: bool = True  # v2: every timed window is between the harness's start and end marker kernels
     # Per timed call: the editable part's launches (v2: every call must launch the same work),
     # and its kernels launched after the first timed call outside any window (work between calls).
     uneven_window: int | None = None  # the first window whose launches differ from the first one's
@@ -109,9 +114,11 @@ class _Timeline:
     window_signatures: list[Counter]
     between_calls: int
     window_overrun_ns: list[int] | None  # per window: work past the marker after its stop event
+    window_dated_ns: list[int] | None  # per window: start marker's end to the last work's end, at least its events
 
 
 MARKER_KERNEL = "kl_window_marker_kernel"  # kernelloop_harness.cuh
+START_MARKER_KERNEL = "kl_window_start_marker_kernel"
 # Before and after the harness's untimed repeat of an earlier timed call's inputs (the part's state check).
 REPLAY_MARKER_KERNEL = "kl_replay_marker_kernel"
 SPREAD_FLOOR_NS = 3000  # a launch's time over its kernel's median that is never read as uneven work
@@ -194,22 +201,30 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
             per_window[i].append((item.start, item.end))
     # The harness launches a marker kernel right after each timed call's stop event (v2): work
     # the call launched must have ended when the marker starts on the GPU, or it escaped.
+    # And one right before each start event, on the same stream, the GPU idle: its end dates the window's
+    # start whatever the part does next, so the call's span (to the end of its last work) is known even
+    # where the part kept the end marker from starting (round 238: a greatest-priority grid took every
+    # freed slot first, and work ran past the stop event undated).
     overrun: list[int] | None = None
+    dated: list[int] | None = None
     if timed_calls is not None:
-        overrun = []
+        overrun, dated = [], []
         by_launch = sorted(trace.kernels, key=lambda k: launch_time.get(k.corr, k.start))
         for i, (s, e) in enumerate(windows):
             marker = next((k for k in by_launch if launch_time.get(k.corr, k.start) > e), None)
-            if marker is None or MARKER_KERNEL not in (marker.name or ""):
-                overrun = None  # every v2 harness launches one: the trace cannot be read as it ran
+            opener = next((k for k in reversed(by_launch) if launch_time.get(k.corr, k.start) < s), None)
+            if (marker is None or MARKER_KERNEL not in (marker.name or "") or opener is None
+                    or START_MARKER_KERNEL not in (opener.name or "")):
+                overrun = dated = None  # every v2 harness launches both: the trace cannot be read as it ran
                 break
             ends = [end for start, end in per_window[i]]
             overrun.append(max(ends, default=marker.start) - marker.start)
+            dated.append(max(round(window_ms[i] * NS_PER_MS), max(ends, default=opener.end) - opener.end))
     return _Timeline(windows=windows, window_ms=window_ms, events_ms=events_ms, window_kernels=window_kernels,
                      warmup_kernels=warmup_kernels, window_host_copies=in_window, run_host_copies=len(host_copies),
                      elapsed_calls=elapsed_calls, window_event_records=window_event_records,
                      window_busy_ns=[_union_ns(w) for w in per_window], window_signatures=signatures,
-                     between_calls=between, window_overrun_ns=overrun)
+                     between_calls=between, window_overrun_ns=overrun, window_dated_ns=dated)
 
 
 # cudaErrorCudartUnloading (calls at process exit), cudaErrorNotReady (a stream or event query's answer)
@@ -259,6 +274,8 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
     report.window_markers = timed_calls is None or tl.window_overrun_ns is not None
     if tl.window_overrun_ns is not None:
         report.worst_window_overrun_us = max(tl.window_overrun_ns, default=0) / 1000
+    if tl.window_dated_ns:
+        report.dated_ms = statistics.fmean(tl.window_dated_ns) / NS_PER_MS
     if len(tl.windows) > 1:
         # One pair of events per call: each window's own work against its own time (2 us of
         # timestamp granularity per window).
@@ -338,7 +355,8 @@ def judge(candidate: AuditReport, baseline: AuditReport, *, escape_tolerance: fl
     if not c.window_markers:
         # Every v2 harness launches one after each stop event: without it the end of a window
         # cannot be dated, so work past it cannot be ruled out.
-        flag("timing_unverified", "a timed call has no harness marker kernel right after its stop event")
+        flag("timing_unverified", "a timed call has no harness marker kernel right before its start event or right "
+                                  "after its stop event")
     if c.worst_window_overrun_us is not None and c.worst_window_overrun_us * 1000 > OVERRUN_GRANULARITY_NS:
         flag("timer_escape", f"work launched in a timed call was still running {c.worst_window_overrun_us:.1f} us after "
                              "its stop event (the harness's marker kernel had started): work escaped its timer")
