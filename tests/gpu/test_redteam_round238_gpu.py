@@ -29,7 +29,15 @@ NOT_TIMING = {Reason.policy, Reason.compile, Reason.reduced_precision, Reason.ru
 
 
 def _verify(candidate, tmp_path):
-    return verify_files(BASE, candidate, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    # each timing pair's raw KERNEL_MS (the progress messages), beside the floored times the verdict keeps
+    def show_pairs(p):
+        if p.stage == "timing":
+            print(f"  {p.message}")
+    v = verify_files(BASE, candidate, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")),
+                     progress=show_pairs)
+    print("  floored: baseline " + " ".join(f"{t:.4f}" for t in v.baseline_kernel_ms) + " / candidate "
+          + " ".join(f"{t:.4f}" for t in v.candidate_kernel_ms))
+    return v
 
 
 def _show(v) -> str:
