@@ -503,8 +503,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 candidate_audit=_audit(cand, harness_kernels, timed_calls) if cupti_lib else None))
         size_key = (size_index, draw)
         if size_key not in noise_by_size:  # each size's first experiment, run again: the baseline's own variation
+            # traced where its time is read, as the first run was (a tracer's host time read as noise loosened
+            # this size's limit)
             again = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
-                                size_draw=draw)
+                                size_draw=draw, cupti_library=cupti_lib if timed_here else None)
             durations.program_runs_s += again.result.wall_s
             noise_by_size[size_key] = baseline_noise(base, again, vs.baseline_noise_factor) \
                 if not run_failure(again) else BaselineNoise()
@@ -512,6 +514,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 # the baseline's own timing variation here: what a slowdown at this size is measured against
                 first, second = base.kernel_ms.value, again.kernel_ms.value
                 other_sizes[-1].baseline_spread = max(first, second) / min(first, second) - 1
+                v.baseline_repeats.append(other_sizes[-1].baseline_spread)
             if noise_by_size[size_key].any and not any("vary between runs" in n for n in v.notes):
                 v.notes.append(f"the baseline's results vary between runs of one experiment (e.g. float atomics); "
                                f"{vs.baseline_noise_factor:g}x that variation is allowed on top of the tolerance")
@@ -1110,13 +1113,24 @@ WIDER_VALUES_MEAN_SLOWDOWN = 1.1
 WIDER_VALUES_NOISE_CAP = 2.0  # however noisy the baseline's runs, no wider allowance than this
 
 
+REPEATS_FOR_SIGMA = 2  # same-experiment repeats needed before they bound the noise allowance (_run_sigma)
+
+
 def _run_sigma(v: Verdict) -> float:
-    """The baseline's relative run-to-run spread in the timing pairs (or bench check's reference runs),
-    as a standard deviation (interquartile range / 1.35)."""
+    """The baseline's relative run-to-run noise, as a standard deviation: the spread of its timing pairs (or
+    bench check's reference runs: interquartile range / 1.35), but no more than two traced runs of one
+    experiment differ where at least REPEATS_FOR_SIGMA of those were made (each pair's runs draw fresh inputs,
+    and a baseline whose time varies with its inputs showed a spread no run of one experiment has, which
+    loosened every limit read against it: round 237). Two runs differing by d (relative) estimate it as
+    sqrt(mean(ln(1 + d)^2) / 2)."""
     spread = v.speed.baseline if v.speed is not None else v.regression.reference if v.regression is not None else None
     if spread is None or not math.isfinite(spread.relative_iqr):
         return 0.0
-    return spread.relative_iqr / 1.35
+    sigma = spread.relative_iqr / 1.35
+    if len(v.baseline_repeats) >= REPEATS_FOR_SIGMA:
+        repeated = math.sqrt(sum(math.log1p(d) ** 2 for d in v.baseline_repeats) / len(v.baseline_repeats) / 2)
+        sigma = min(sigma, repeated)
+    return sigma
 
 
 def _speed_on_wider_values(v: Verdict, draws: list[OtherSize], reasons: list[Reason], regression: float | None) -> None:
@@ -1740,6 +1754,7 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
         durations.program_runs_s += again.result.wall_s
         if again.kernel_ms.value:
             drift = abs(again.kernel_ms.value / first_ms - 1)
+            v.baseline_repeats.append(max(first_ms, again.kernel_ms.value) / min(first_ms, again.kernel_ms.value) - 1)
             v.checks.append(SeedCheck(seed=seed, phase="drift", secret=secret.hex(), comparison=Comparison(
                 match=True, baseline_count=0, candidate_count=0, compared=0)))
             v.notes.append(f"baseline drift: the first experiment ran {first_ms:.4f} ms, "

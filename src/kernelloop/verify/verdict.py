@@ -143,6 +143,9 @@ class Verdict(BaseModel):
     candidate_kernel_ms: list[float] = []
     baseline_wall_ms: list[float] = []
     candidate_wall_ms: list[float] = []
+    # The baseline's own run-to-run noise on one experiment: max/min - 1 of two traced runs of it (each other
+    # size's first experiment, the first timing pair's after the pairs)
+    baseline_repeats: list[float] = []
     audit: AuditReport | None = None
     baseline_audit: AuditReport | None = None
     memcheck_excerpt: str = ""
