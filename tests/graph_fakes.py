@@ -98,9 +98,9 @@ class FakeToolbox:
         return ProfileResult(diagnosis=d, report_path=kept, kernel=d.kernel, section_set=section_set,
                              clock_control="none", timings=ProfileTimings(total_s=0.1))
 
-    async def search_for_diagnosis(self, diagnosis: Diagnosis, k: int) -> list[dict[str, Any]]:
+    async def search_for_diagnosis(self, diagnosis: Diagnosis, limit: int) -> list[dict[str, Any]]:
         self.calls["search_for_diagnosis"].append(diagnosis.summary)
-        return self.hits[:k]
+        return self.hits[:limit]
 
     async def static_check(self, baseline_path: Path, source: str, arch: str | None = None) -> StaticCheck:
         self.calls["static_check"].append(source)

@@ -358,7 +358,7 @@ def test_rag_tools_pass_through_to_the_corpus_engine(monkeypatch):
 
     async def go():
         async with session("researcher") as s:
-            return (await s.call_tool("search", {"query": "shared memory tiling", "k": 3}),
+            return (await s.call_tool("search", {"query": "shared memory tiling", "limit": 3}),
                     await s.call_tool("search", {"query": "  "}),
                     await s.call_tool("search_for_diagnosis", {"diagnosis_json": diagnosis, "k": 2}),
                     await s.call_tool("search_for_diagnosis", {"diagnosis_json": '{"kernel": "k"}'}),
@@ -370,6 +370,7 @@ def test_rag_tools_pass_through_to_the_corpus_engine(monkeypatch):
     assert error_text(empty) == "search: the query is empty"
     assert not for_diag.isError and calls["diagnosis"].findings[0].rule == "l1-lsu-limited"
     assert for_diag.structuredContent["hits"][0]["source"] == "tiling.md"
+    assert hits.structuredContent["limit"] == 3 and for_diag.structuredContent["limit"] == 2  # `k`, the older name
     assert for_diag.structuredContent["query"] == calls["diagnosis"].summary
     assert error_text(bad_diag).startswith("diagnosis_json is not a Diagnosis")
     assert stats.structuredContent == {"documents": 3, "chunks": 12, "built": "2026-01-01T00:00:00"}

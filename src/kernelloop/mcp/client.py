@@ -160,10 +160,10 @@ class McpToolbox:
             args["kernel"] = kernel
         return ProfileResult.model_validate(await self.call("profiler", "profile", args, progress))
 
-    async def search_for_diagnosis(self, diagnosis: Diagnosis, k: int) -> list[dict[str, Any]]:
-        """The best k passages, each as {title, source, text, score}."""
+    async def search_for_diagnosis(self, diagnosis: Diagnosis, limit: int) -> list[dict[str, Any]]:
+        """The best `limit` passages, each as {title, source, text, score}."""
         data = await self.call("researcher", "search_for_diagnosis",
-                               {"diagnosis_json": diagnosis.model_dump_json(), "k": k})
+                               {"diagnosis_json": diagnosis.model_dump_json(), "limit": limit})
         return [_hit(h) for h in data.get("hits", [])]
 
     async def static_check(self, baseline_path: Path, source: str, arch: str | None = None) -> StaticCheck:

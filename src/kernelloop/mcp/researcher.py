@@ -21,12 +21,14 @@ INSTRUCTIONS = (
     "about its bottleneck; corpus_stats says what the corpus holds."
 )
 
-K = Annotated[int, Field(ge=1, le=50, description="How many hits to return.")]
+LIMIT = Annotated[int, Field(ge=1, le=50, description="How many hits to return (the CLI's --limit).")]
+# `k`, the name these tools took before they matched the CLI's --limit, still accepted (it wins where both are given)
+OLDER_K = Annotated[int | None, Field(ge=1, le=50, description="Older name of limit.")]
 
 
 class SearchResult(BaseModel):
     query: str  # the query as given, or the diagnosis's summary
-    k: int
+    limit: int
     hits: list[dict[str, Any]]  # best first; the fields are the corpus engine's Hit
 
 
@@ -65,12 +67,12 @@ def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
     return TypeAdapter(dict[str, Any]).dump_python(data, mode="json")
 
 
-def _search(query: str, k: int) -> SearchResult:
-    hits = _corpus("search")(query, k=k)
-    return SearchResult(query=query, k=k, hits=[_plain(h) for h in hits])
+def _search(query: str, limit: int) -> SearchResult:
+    hits = _corpus("search")(query, k=limit)
+    return SearchResult(query=query, limit=limit, hits=[_plain(h) for h in hits])
 
 
-def _search_for_diagnosis(diagnosis_json: str, k: int) -> SearchResult:
+def _search_for_diagnosis(diagnosis_json: str, limit: int) -> SearchResult:
     from pydantic import ValidationError
 
     from ..errors import InputError
@@ -83,8 +85,8 @@ def _search_for_diagnosis(diagnosis_json: str, k: int) -> SearchResult:
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise InputError(f"diagnosis_json is not a Diagnosis (the output of diagnose_report or profile): "
                          f"{where}: {first['msg']}") from None
-    hits = _corpus("search_for_diagnosis")(diagnosis, k=k)
-    return SearchResult(query=diagnosis.summary, k=k, hits=[_plain(h) for h in hits])
+    hits = _corpus("search_for_diagnosis")(diagnosis, k=limit)
+    return SearchResult(query=diagnosis.summary, limit=limit, hits=[_plain(h) for h in hits])
 
 
 def build_server() -> KernelloopMCP:
@@ -93,19 +95,21 @@ def build_server() -> KernelloopMCP:
     @server.tool()
     async def search(
         query: Annotated[str, Field(description="What to look for, in words (e.g. 'shared memory bank conflicts').")],
-        k: K = 5,
+        limit: LIMIT = 5,
+        k: OLDER_K = None,
     ) -> SearchResult:
-        """Search the corpus of CUDA optimization knowledge; the best k passages, each with its source."""
-        return await run_tool("search", lambda: _search(query, k))
+        """Search the corpus of CUDA optimization knowledge; the best `limit` passages, each with its source."""
+        return await run_tool("search", lambda: _search(query, k or limit))
 
     @server.tool()
     async def search_for_diagnosis(
         diagnosis_json: Annotated[str, Field(description=(
             "A Diagnosis as JSON: the structured output of the profiler's diagnose_report or profile.diagnosis."))],
-        k: K = 5,
+        limit: LIMIT = 5,
+        k: OLDER_K = None,
     ) -> SearchResult:
         """Passages on how to fix the bottleneck a profiler diagnosis found (its class, subtype and findings)."""
-        return await run_tool("search_for_diagnosis", lambda: _search_for_diagnosis(diagnosis_json, k))
+        return await run_tool("search_for_diagnosis", lambda: _search_for_diagnosis(diagnosis_json, k or limit))
 
     @server.tool()
     async def corpus_stats() -> dict[str, Any]:
