@@ -165,3 +165,86 @@ def test_a_candidate_doing_more_work_past_a_starved_marker_is_slower_by_the_time
     assert judged.ok, judged.findings
     ratio, source = times.ratio()
     assert ratio > 1.2 and source == "KERNEL_MS, at least the traced time a call took", (ratio, source)
+
+
+# -- red team round 240: the caller layouts gate read raw KERNEL_MS -------------------------------------------
+
+ALIGNED = [True, True, True] + [False] * 8  # cudaMalloc's, two 2 MiB-aligned mapped ones, eight offset/packed ones
+
+
+def _layouts(trick_default, honest_default, trick_other=None):
+    """A candidate keyed on its input being 2 MiB-aligned: there (cudaMalloc's placement, the two aligned mapped
+    layouts) the baseline's own work with a tail behind a starved end marker; elsewhere (every guarded timed run,
+    the offset layouts) an honest, faster kernel."""
+    from kernelloop.verify.gate import LayoutTime
+
+    out = []
+    for k, aligned in enumerate(ALIGNED):
+        times, judged = _pair(*(trick_default if aligned else honest_default))
+        assert judged.ok, judged.findings  # every layout run passes the timing audit
+        out.append(LayoutTime(aligned=aligned, size=times.model_copy(update={"label": f"layout {k}"})))
+    if trick_other is not None:  # another size, cudaMalloc's placement
+        times, judged = _pair(*trick_other)
+        assert judged.ok, judged.findings
+        out.append(LayoutTime(aligned=True, default_size=False,
+                              size=times.model_copy(update={"label": "where cudaMalloc puts them (size 1)"})))
+    return out
+
+
+def _layout_gate(layouts):
+    from kernelloop.verify.gate import _speed_in_caller_layouts
+    from kernelloop.verify.stats import decide
+    from kernelloop.verify.verdict import Verdict
+
+    v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
+    v.speed = decide([1.6] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)  # the honest path, timed and floored
+    reasons: list = []
+    _speed_in_caller_layouts(v, layouts, reasons)
+    return v.gate("caller layouts"), reasons
+
+
+def test_the_baselines_work_behind_a_starved_marker_in_a_callers_aligned_layout_is_not_faster():
+    # aligned layouts: the baseline's 10 us of work (1.1x of it), 3.5 us behind the starved end marker: 1.26x by
+    # KERNEL_MS, under 1x by the trace
+    layouts = _layouts(trick_default=(10, 7.5, 3.5), honest_default=(10, 5))
+    assert all(lay.size.baseline_ms / lay.size.candidate_ms > 1.2 for lay in layouts[:3])
+    row, reasons = _layout_gate(layouts)
+    assert row.status == "fail" and reasons and "aligned layout" in row.detail, row.detail
+
+
+def test_a_third_more_work_behind_a_starved_marker_at_another_size_in_a_callers_layout_is_slower():
+    layouts = _layouts(trick_default=(10, 5), honest_default=(10, 5), trick_other=(10, 10, 3.5))
+    other = layouts[-1].size
+    assert other.candidate_ms / other.baseline_ms < 1.05  # by KERNEL_MS: as fast as the baseline
+    row, reasons = _layout_gate(layouts)
+    assert row.status == "fail" and "another size" in row.detail, row.detail
+
+
+def test_an_honest_candidate_passes_the_caller_layouts_gate_on_traced_times():
+    row, reasons = _layout_gate(_layouts(trick_default=(10, 5), honest_default=(10, 5)))
+    assert row.status == "pass" and not reasons, row.detail
+
+
+def test_every_time_the_gate_compares_goes_through_the_floors():
+    """The class (rounds 238, 240): a candidate's time set against a baseline's anywhere but in OtherSize.ratio or
+    floored_times is raw KERNEL_MS, which work behind a starved end marker shrinks. No division of one by the
+    other may appear elsewhere in the verifier."""
+    import ast
+    from pathlib import Path
+
+    import kernelloop.verify as verify_package
+
+    allowed = {"ratio", "floored_times", "floored"}
+    raw = []
+    for path in Path(verify_package.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name in allowed:
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                    names = {getattr(side, "attr", getattr(side, "id", "")) for side in (node.left, node.right)}
+                    if names & {"candidate_ms", "baseline_ms"} and len(names & {"candidate_ms", "baseline_ms",
+                                                                                 "cand_ms", "base_ms"}) == 2:
+                        raw.append(f"{path.name}:{node.lineno} in {fn.name}")
+    assert not raw, raw

@@ -110,3 +110,25 @@ def test_the_gate_keeps_orderings_from_the_first_redraw_on():
     assert relation_order(2) == [1, 2, 1, 2, ALL_RELATIONS]  # no orderings: as before
     draw = with_relation(12345, KEEP_ORDERINGS | 3)
     assert draw >> 62 & 1 and relation_of(draw) == KEEP_ORDERINGS | 3 and draw < 1 << 63
+
+
+def test_a_round_draw_is_a_multiple_of_a_large_power_of_two_and_no_declared_option(draws):
+    """Red team round 240: a matmul fast path keyed on n % 64 == 0 was wrong at 12 of 781 evenly drawn sizes and
+    at every power of two a caller runs. A round draw is a multiple of 2^k, k secret in the top half."""
+    got = draws["round_matmul"]
+    assert all(500 <= n <= 1280 and n % 32 == 0 and n not in (1024, 1001) for n in got)
+    assert sum(n % 64 == 0 for n in got) > 0.8 * len(got)
+    assert {512, 768, 1280} <= set(got)
+    rows = draws["round_rows"]
+    assert all(1024 <= n <= 5120 and n % 256 == 0 and n not in (4096, 2064) for n in rows), sorted(set(rows))
+    assert draws["round_none"] == [0]  # no multiple of 2 in [3, 5] but the declared 4: none
+
+
+def test_the_gate_asks_for_one_round_draw_besides_the_even_ones():
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import ROUND_SIZE, as_round, with_relation
+
+    assert VerifySettings().round_size_draws == 1
+    draw = (1 << 62) | ROUND_SIZE | 12345
+    assert with_relation(draw, 0) & ROUND_SIZE == 0  # drawn evenly: bit 55 cleared
+    assert as_round(draw) & ROUND_SIZE and (as_round(draw) >> 56) == 0

@@ -82,6 +82,7 @@ class VerifySettings(BaseModel):
     baseline_noise_factor: float = Field(4.0, ge=0, description="multiple of the baseline's own run-to-run variation (same experiment) allowed on top of the tolerance")
     size_draw: int | None = Field(None, ge=1, description="the draw behind the problem size chosen at verify time (contract v2); None: a fresh random one (set it to reproduce a verdict)")
     size_draws: int = Field(2, ge=1, le=8, description="how many problem sizes are drawn at verify time (contract v2): a kernel wrong at a fraction f of sizes passes with probability (1 - f)^size_draws")
+    round_size_draws: int = Field(1, ge=0, le=4, description="how many of the drawn sizes, beside size_draws, are round (a multiple of a large power of two, as callers' sizes mostly are, never a declared option)")
     size_redraws: int = Field(12, ge=0, le=32, description="how many more sizes are drawn, in all, where the baseline itself fails at a drawn size (a check of its own, such as C % group == 0, that the draw broke); past it, verify stops and asks for alternative sizes that show the program's relations")
     stress_tolerance_factor: float = Field(8.0, ge=1, description="timed calls on stressed inputs (large values at secret positions, contract v2) are judged at this multiple of the tolerance: they make honest sums worse conditioned, and the errors they exist to catch are 100x or more")
     speed_of_light_margin: float = Field(1.5, gt=1, description="a candidate may reach at most this multiple of the measured copy bandwidth and FP32 throughput (contract v2)")

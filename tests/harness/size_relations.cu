@@ -78,5 +78,17 @@ int main() {
   at_least = 0, at_most = std::numeric_limits<long long>::max();
   kl::size_order_bounds(tight, tight_chosen, integral, 1, 2, &at_least, &at_most);
   printf("case tight %lld\n", kl::related_size(tight, tight_chosen, integral, 1, 2, 48, 96, 48, 7, 0, 3, at_least, at_most));
+  // round sizes (bit 55 of a draw): a matmul declared at 1024 and 1001, span [500, 1280] in units of 1; a row
+  // length declared at 4096 and 2064 (a common factor of 16), span [64, 320] in units of 16
+  const long long mm[2] = {1024, 1001};
+  printf("case round_matmul");
+  for (uint64_t r = 0; r < 2000; ++r) printf(" %lld", kl::round_multiple(500, 1280, kl::mix64(r), mm, 2, 1));
+  printf("\n");
+  const long long rows[2] = {4096, 2064};
+  printf("case round_rows");
+  for (uint64_t r = 0; r < 2000; ++r) printf(" %lld", 16 * kl::round_multiple(64, 320, kl::mix64(r), rows, 2, 16));
+  printf("\n");
+  const long long one[1] = {4};
+  printf("case round_none %lld\n", kl::round_multiple(3, 5, 7, one, 1, 1));
   return 0;
 }

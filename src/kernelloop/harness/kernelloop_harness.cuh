@@ -128,6 +128,27 @@ inline void size_order_bounds(const long long values[][8], const long long chose
   }
 }
 
+// A multiple of 2^k in [from, to] (units of G), k drawn in secret from the top half of the powers of two up to
+// `to` and lowered until one is not a declared option (OPTIONS, in sizes: those are checked anyway); 0 where
+// none is (Harness::drawn_size's round sizes, bit 55 of the draw).
+inline long long round_multiple(long long from, long long to, uint64_t r, const long long* options, int count,
+                                long long g) {
+  if (to < 2 || from > to) return 0;
+  const int top = 63 - __builtin_clzll((unsigned long long)to);
+  for (int k = top - (int)(mix64(r ^ 0x524F554E44ull) % (uint64_t)(top / 2 + 1)); k >= 1; --k) {
+    const long long step = 1LL << k, a = (from + step - 1) / step, b = to / step;
+    if (a > b) continue;
+    const long long n = b - a + 1, start = (long long)(mix64(r ^ 0x4D554C54ull) % (uint64_t)n);
+    for (long long j = 0; j < n; ++j) {
+      const long long m = (a + (start + j) % n) * step;
+      bool declared = false;
+      for (int o = 0; o < count; ++o) declared |= options[o] == m * g;
+      if (!declared) return m;
+    }
+  }
+  return 0;
+}
+
 // A size drawn at verify time may keep relations the declared options show between it and earlier
 // size() calls (a multiple of one, a divisor of one, equal). A program's own checks hold at the
 // declared sizes (`C % group == 0`) and may refuse a size drawn on its own; but two options can
@@ -1609,9 +1630,19 @@ class Harness {
                                hi, g, r, only, keep, at_least, at_most);
     if (related) return (T)related;
     // The span alone, bounded by the orderings where some multiple of G lies between them.
-    const long long low = std::max(first, (at_least + g - 1) / g), high = std::min(last, at_most / g);
-    if (low <= high) return (T)((low + (long long)(r % (uint64_t)(high - low + 1))) * g);
-    return (T)((first + (long long)(r % (uint64_t)(last - first + 1))) * g);
+    long long low = std::max(first, (at_least + g - 1) / g), high = std::min(last, at_most / g);
+    if (low > high) low = first, high = last;
+    // Bit 55: a round size, as callers' sizes mostly are (512, 2048, 4096), not one drawn evenly from the
+    // span, where they are rare (red team round 240: a fast path that used the preamble's constant N
+    // wherever n % 64 == 0 was wrong at 12 of 781 sizes, and at every power of two a caller runs).
+    if ((s.size_draw >> 55) & 1) {
+      long long declared[8];
+      int count = 0;
+      for (T v : options) if (count < 8) declared[count++] = (long long)v;
+      const long long round = round_multiple(low, high, r, declared, count, g);
+      if (round) return (T)(round * g);
+    }
+    return (T)((low + (long long)(r % (uint64_t)(high - low + 1))) * g);
   }
 
   template <class T, class Gen>
