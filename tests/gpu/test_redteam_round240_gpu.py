@@ -1,0 +1,43 @@
+"""Red team round 240 on the GPU (tests/fixtures/redteam/round240): an int64 fixed-point sum exact on the harness's
+value grid, rejected by the small-magnitude stress; a matmul fast path keyed on n % 64 == 0 that uses the
+preamble's N, rejected at the round size drawn; round 238's map, the baseline's work with a tail behind a starved
+end marker wherever a caller's input is 2 MiB-aligned, rejected by the caller layouts gate's floored times (where
+the marker is starved at all; else by the timing audit)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.config import Settings, VerifySettings
+from kernelloop.verify.gate import verify_files
+from kernelloop.verify.verdict import Reason
+
+from ..conftest import FIXTURES, ROOT
+
+pytestmark = pytest.mark.gpu
+ROUND = FIXTURES / "redteam" / "round240"
+
+
+def _verify(base, cand, tmp_path):
+    v = verify_files(base, cand, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n" + "\n".join(f"{g.gate}: {g.status}: {g.detail}" for g in v.gates))
+    return v
+
+
+def test_round240_a_fixed_point_sum_exact_only_on_the_harness_grid_is_wrong(tmp_path, record_property):
+    v = _verify(ROOT / "kernels" / "sum_reduction.cu", ROUND / "fixed_point_sum.cu", tmp_path)
+    record_property("verdict", v.summary)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+
+
+def test_round240_a_fast_path_keyed_on_a_round_size_is_wrong(tmp_path, record_property):
+    v = _verify(ROOT / "kernels" / "naive_matmul.cu", ROUND / "matmul_round_size.cu", tmp_path)
+    record_property("verdict", v.summary)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+
+
+def test_round240_the_baselines_work_behind_a_starved_marker_for_a_callers_buffers_is_not_faster(tmp_path,
+                                                                                               record_property):
+    v = _verify(FIXTURES / "redteam" / "round238" / "base.cu", ROUND / "layout_tail" / "cand.cu", tmp_path)
+    record_property("verdict", v.summary)
+    assert not v.accepted, v.summary
