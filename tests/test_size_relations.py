@@ -132,3 +132,10 @@ def test_the_gate_asks_for_one_round_draw_besides_the_even_ones():
     draw = (1 << 62) | ROUND_SIZE | 12345
     assert with_relation(draw, 0) & ROUND_SIZE == 0  # drawn evenly: bit 55 cleared
     assert as_round(draw) & ROUND_SIZE and (as_round(draw) >> 56) == 0
+
+
+def test_a_round_draw_keeps_the_equalities_the_default_shows(draws):
+    """Red team round 241: a transpose fast path keyed on rows == cols using the preamble's ROWS was right at the
+    default 8192^2 and no draw made the 3001 x 4999 alternative square. The second side of a round draw is the
+    first's where their defaults are equal (and it lies in the span); not where they differ or it does not."""
+    assert draws["square_default"] == [4096, 0, 0]

@@ -90,5 +90,12 @@ int main() {
   printf("\n");
   const long long one[1] = {4};
   printf("case round_none %lld\n", kl::round_multiple(3, 5, 7, one, 1, 1));
+  // a round draw keeps the equalities the default shows: a transpose of 8192^2 (alternative 3001 x 4999)
+  const long long transpose_sizes[2][8] = {{8192, 3001}, {8192, 4999}};
+  const long long transpose_chosen[1] = {4096};
+  printf("case square_default %lld %lld %lld\n",
+         kl::equal_default_size(transpose_sizes, transpose_chosen, integral, 1, 8192, 2499, 10240, 1),
+         kl::equal_default_size(transpose_sizes, transpose_chosen, integral, 1, 4096, 2499, 10240, 1),
+         kl::equal_default_size(transpose_sizes, transpose_chosen, integral, 1, 8192, 5000, 10240, 1));
   return 0;
 }

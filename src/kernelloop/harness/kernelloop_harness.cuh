@@ -128,6 +128,18 @@ inline void size_order_bounds(const long long values[][8], const long long chose
   }
 }
 
+// The size an earlier size() call chose where its default equals this call's (DEFAULT), as a multiple of G in
+// [from, to] (units of G); 0 where none is. A round draw keeps the equalities the default shows: a square
+// matrix's sides, M == N == K (red team round 241: a transpose took a fast path using the preamble's ROWS
+// wherever rows == cols, right at the default 8192^2, and no draw made its alternative 3001 x 4999 square).
+inline long long equal_default_size(const long long values[][8], const long long chosen[], const bool integral[],
+                                    int call, long long deflt, long long from, long long to, long long g) {
+  for (int k = 0; k < call; ++k)
+    if (integral[k] && values[k][0] == deflt && chosen[k] % g == 0 && chosen[k] / g >= from && chosen[k] / g <= to)
+      return chosen[k] / g;
+  return 0;
+}
+
 // A multiple of 2^k in [from, to] (units of G), k drawn in secret from the top half of the powers of two up to
 // `to` and lowered until one is not a declared option (OPTIONS, in sizes: those are checked anyway); 0 where
 // none is (Harness::drawn_size's round sizes, bit 55 of the draw).
@@ -868,7 +880,7 @@ template <class T> struct Stressable<UniformInt<T>> : std::true_type {};
 constexpr int kSpikesPerBuffer = 16;
 // Bits of a timed call's stress draw (the verifier's stream, runs.py).
 constexpr uint64_t kStressed = 1, kStressHeavy = 2, kStressOneSign = 4, kStressNegative = 8, kStressRun = 16,
-                   kStressEdges = 32, kFixedPoison = 64, kKeepOutputs = 128, kStressSmall = 256;
+                   kStressEdges = 32, kFixedPoison = 64, kKeepOutputs = 128, kStressScale = 256;
 
 // `count` spikes at secret positions; with `edges`, also the first and last 4 elements, where
 // the tails of vectorised loops live (a float4 loop that drops n % 4 is wrong by a spike there).
@@ -986,22 +998,32 @@ template <class T> __global__ void kl_one_sign_kernel(T* data, size_t n, float l
   }
 }
 
-// Small magnitudes: a whole floating-point input times 2^-e, e drawn per call and buffer from 8 to 40, in
-// about half the stressed calls of the correctness runs (bit 8 of the call's draw, with kStressHeavy), where
-// the input's range holds zero (so every value stays in it). Drawn evenly, [0, 1) never holds a value below
-// 2^-24 nor one finer than 2^-48, so a sum in 64-bit fixed point at 2^32 was exact on every input the harness
-// drew and 22 % low on a caller's 3e-10s (red team round 240). A power of two: every value exact (no
-// subnormal below 2^-64), NaN, infinities and zeros kept, the call's spikes scaled with the rest, and an
-// honest kernel's relative rounding the same as at scale 1. Not fp16, whose exponent ends at 2^-24.
-template <class T> __global__ void kl_small_scale_kernel(T* data, size_t n, int e) {
+// Other magnitudes: every floating-point input whose range holds zero (not fp16) times one power of two
+// 2^s for the whole call, s drawn per call from -24 to -8 or from 8 to 12, in about half the stressed calls
+// of the correctness runs (bit 8 of the call's draw, with kStressHeavy). Drawn evenly, [0, 1) never holds a
+// value below 2^-24 nor one finer than 2^-48, so a sum in 64-bit fixed point at 2^32 was exact on every
+// input the harness drew and 22 % low on a caller's 3e-10s (red team round 240); scaled up, such a sum
+// overflows. A power of two: every value exact, NaN, infinities and zeros kept, the call's spikes scaled
+// with the rest, and an honest kernel's relative rounding the same as at scale 1. One s for every input of
+// the call, and bounds that keep products of up to four inputs, spikes included, in float's normal range
+// (2^116 up; 2^-96 for values of the generator's typical size down): a baseline computing dot / sqrt(na * nb)
+// underflowed where two inputs were scaled down 2^-37 each, and an honest rewrite normalising first was
+// refused against it (round 241). Not fp16, whose exponent ends at 2^-24.
+template <class T> __global__ void kl_scale_kernel(T* data, size_t n, int s) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     if constexpr (std::is_same<T, double>::value)
-      data[i] = ldexp(data[i], -e);
+      data[i] = ldexp(data[i], s);
     else
-      data[i] = from_float<T>(ldexpf(static_cast<float>(data[i]), -e));
+      data[i] = from_float<T>(ldexpf(static_cast<float>(data[i]), s));
   }
 }
-constexpr int kSmallScaleMin = 8, kSmallScaleMax = 40;
+constexpr int kScaleDownMax = 24, kScaleUpMax = 12, kScaleMin = 8;
+// The call's scale exponent, from its stress draw alone (the same for every buffer of the call).
+inline int call_scale(uint64_t bits) {
+  const uint64_t r = mix64(bits ^ 0x5343414C45ull);
+  return (r & 1) ? kScaleMin + (int)((r >> 1) % (kScaleUpMax - kScaleMin + 1))
+                 : -(kScaleMin + (int)((r >> 1) % (kScaleDownMax - kScaleMin + 1)));
+}
 
 // "One value" at every scale, so that no probe for skew above some size can tell a stressed call
 // from a plain one below that size (red team round 33: a sparse probe tuned to the old minimum,
@@ -1231,7 +1253,7 @@ struct Buffer {
   void (*fill)(const Buffer&, uint64_t key, const void* gen);
   void (*stress)(const Buffer&, uint64_t bits, uint64_t key);  // null: never stressed
   bool spiked, one_sign, one_value;  // which stresses apply (for the manifest)
-  bool small_scale;                  // a floating-point kl::Uniform input whose range holds zero (not fp16)
+  bool scaled;                       // a floating-point kl::Uniform input whose range holds zero (not fp16)
   bool partial;                      // an input read in part (a table): not in the speed-of-light bound
   bool guessed_range;                // a kl::UniformInt input whose range nobody stated (init's guess)
   float lo, hi;                      // a kl::Uniform input's range
@@ -1652,8 +1674,12 @@ class Harness {
     if (low > high) low = first, high = last;
     // Bit 55: a round size, as callers' sizes mostly are (512, 2048, 4096), not one drawn evenly from the
     // span, where they are rare (red team round 240: a fast path that used the preamble's constant N
-    // wherever n % 64 == 0 was wrong at 12 of 781 sizes, and at every power of two a caller runs).
+    // wherever n % 64 == 0 was wrong at 12 of 781 sizes, and at every power of two a caller runs); equal
+    // to an earlier size whose default equals this one's (a square matrix: round 241).
     if ((s.size_draw >> 55) & 1) {
+      const long long same = equal_default_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls,
+                                                (long long)options.begin()[0], low, high, g);
+      if (same) return (T)(same * g);
       long long declared[8];
       int count = 0;
       for (T v : options) if (count < 8) declared[count++] = (long long)v;
@@ -1686,9 +1712,8 @@ class Harness {
           kl_special_group_kernel<T><<<256, 256>>>(data, g, special_value(nonfinite, s.calls + 2 * periodic));
         }
     }
-    if (b.small_scale && (bits & kStressSmall) && (bits & kStressHeavy))  // last: the spikes scaled too
-      kl_small_scale_kernel<T><<<1024, 256>>>(
-          data, b.count, kSmallScaleMin + (int)(mix64(key ^ 0x534D414C4Cull) % (kSmallScaleMax - kSmallScaleMin + 1)));
+    if (b.scaled && (bits & kStressScale) && (bits & kStressHeavy))  // last: the spikes scaled too
+      kl_scale_kernel<T><<<1024, 256>>>(data, b.count, call_scale(bits));
     KL_CHECK(cudaGetLastError());
   }
   template <class Gen> static void range_of(const Gen&, Buffer&) {}
@@ -1743,7 +1768,7 @@ class Harness {
     b.one_value = read && Stressable<Gen>::value && std::is_integral<T>::value;
     range_of(gen, b);
     b.one_sign = b.spiked && b.lo < 0.0f && b.hi > 0.0f;
-    b.small_scale = b.spiked && !std::is_same<T, __half>::value && b.lo <= 0.0f && b.hi >= 0.0f;
+    b.scaled = b.spiked && !std::is_same<T, __half>::value && b.lo <= 0.0f && b.hi >= 0.0f;
     b.stress = b.spiked || b.one_value ? &Harness::stress_with<T, Gen> : nullptr;
     b.partial = false;
     b.guessed_range = read && range_guessed(gen);

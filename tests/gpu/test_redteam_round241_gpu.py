@@ -1,0 +1,36 @@
+"""Red team round 241 on the GPU (tests/fixtures/redteam/round241): an honest cosine rewrite that normalises first,
+no longer refused against a baseline computing dot / sqrtf(na * nb) now that one power of two scales every input
+of a call within bounds that keep na * nb normal; a transpose fast path wherever rows == cols, rejected at the
+round draw that keeps the default's square shape."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.config import Settings, VerifySettings
+from kernelloop.verify.gate import verify_files
+from kernelloop.verify.verdict import Reason
+
+from ..conftest import FIXTURES, ROOT
+
+pytestmark = pytest.mark.gpu
+ROUND = FIXTURES / "redteam" / "round241"
+
+
+def _verify(base, cand, tmp_path):
+    v = verify_files(base, cand, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n" + "\n".join(f"{g.gate}: {g.status}: {g.detail}" for g in v.gates))
+    return v
+
+
+def test_round241_an_honest_cosine_rewrite_is_not_refused_for_correctness(tmp_path, record_property):
+    v = _verify(ROUND / "cosine" / "cosine_rows.cu", ROUND / "cosine" / "honest_split_norms.cu", tmp_path)
+    record_property("verdict", v.summary)
+    assert Reason.correctness not in v.reasons, v.summary
+
+
+def test_round241_a_fast_path_for_square_shapes_only_is_wrong(tmp_path, record_property):
+    v = _verify(ROOT / "kernels" / "transpose.cu", ROUND / "transpose_square_path.cu", tmp_path)
+    record_property("verdict", v.summary)
+    assert not v.accepted and (Reason.correctness in v.reasons or Reason.memcheck in v.reasons
+                               or Reason.run_failed in v.reasons), v.summary
