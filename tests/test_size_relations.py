@@ -124,14 +124,33 @@ def test_a_round_draw_is_a_multiple_of_a_large_power_of_two_and_no_declared_opti
     assert draws["round_none"] == [0]  # no multiple of 2 in [3, 5] but the declared 4: none
 
 
-def test_the_gate_asks_for_one_round_draw_besides_the_even_ones():
+def test_the_gate_asks_for_round_draws_besides_the_even_ones():
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import ROUND_SIZE, as_round, with_relation
+    from kernelloop.verify.gate import KEEP_SHIFT, ROUND_SIZE, as_round, with_relation
 
-    assert VerifySettings().round_size_draws == 1
-    draw = (1 << 62) | ROUND_SIZE | 12345
-    assert with_relation(draw, 0) & ROUND_SIZE == 0  # drawn evenly: bit 55 cleared
-    assert as_round(draw) & ROUND_SIZE and (as_round(draw) >> 56) == 0
+    assert VerifySettings().round_size_draws == 3
+    draw = (1 << 62) | ROUND_SIZE | (0b101 << KEEP_SHIFT) | 12345
+    assert with_relation(draw, 0) & ROUND_SIZE == 0  # drawn evenly: bits 39-55 cleared
+    assert (with_relation(draw, 0) >> KEEP_SHIFT) & 0xFFFF == 0
+    assert as_round(draw) & ROUND_SIZE and (as_round(draw) >> 56) == 0 and (as_round(draw) >> KEEP_SHIFT) & 0xFFFF == 0
+    assert (as_round(draw, 0b10) >> KEEP_SHIFT) & 0xFFFF == 0b10
+
+
+def test_round_draws_keep_each_size_at_its_default_in_one_draw_while_the_others_move(draws):
+    """Red team round 242: a softmax launched the preamble's ROWS blocks wherever cols == 2048 (its default), and no
+    draw kept cols there while rows moved. The second round draw keeps a subset of the sizes at their defaults, the
+    third its complement; the harness keeps a size where asked and moves it where not."""
+    from kernelloop.verify.gate import round_keeps
+
+    for count in (2, 3, 5):
+        every = (1 << count) - 1
+        for pick in range(40):
+            first, second, third = round_keeps(count, 3, pick)
+            assert first == 0 and 0 < second < every and third == every & ~second
+    assert round_keeps(1, 3, 7) == [0, 0, 0]  # one size: keeping it would repeat the default experiment
+    assert round_keeps(4, 1, 7) == [0]
+    kept, moved = draws["keep_default"]
+    assert kept == 2048 and moved != 2048 and moved % 32 == 0
 
 
 def test_a_round_draw_keeps_the_equalities_the_default_shows(draws):

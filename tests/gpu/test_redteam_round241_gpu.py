@@ -1,7 +1,8 @@
-"""Red team round 241 on the GPU (tests/fixtures/redteam/round241): an honest cosine rewrite that normalises first,
-no longer refused against a baseline computing dot / sqrtf(na * nb) now that one power of two scales every input
-of a call within bounds that keep na * nb normal; a transpose fast path wherever rows == cols, rejected at the
-round draw that keeps the default's square shape."""
+"""Red team rounds 241-242 on the GPU (tests/fixtures/redteam/round241, round242): an honest cosine rewrite that
+normalises first, not refused for correctness (round 240's magnitude stress, which made the baseline underflow, was
+withdrawn); a transpose fast path wherever rows == cols, rejected at the round draw that keeps the default's square
+shape; a softmax fast path wherever cols is its default 2048, rejected at the round draw that keeps cols there
+while rows move."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ def test_round241_an_honest_cosine_rewrite_is_not_refused_for_correctness(tmp_pa
 
 def test_round241_a_fast_path_for_square_shapes_only_is_wrong(tmp_path, record_property):
     v = _verify(ROOT / "kernels" / "transpose.cu", ROUND / "transpose_square_path.cu", tmp_path)
+    record_property("verdict", v.summary)
+    assert not v.accepted and (Reason.correctness in v.reasons or Reason.memcheck in v.reasons
+                               or Reason.run_failed in v.reasons), v.summary
+
+
+def test_round242_a_fast_path_at_the_default_column_count_only_is_wrong(tmp_path, record_property):
+    v = _verify(ROOT / "kernels" / "row_softmax.cu", FIXTURES / "redteam" / "round242" / "softmax_hidden_path.cu",
+                tmp_path)
     record_property("verdict", v.summary)
     assert not v.accepted and (Reason.correctness in v.reasons or Reason.memcheck in v.reasons
                                or Reason.run_failed in v.reasons), v.summary

@@ -97,5 +97,12 @@ int main() {
          kl::equal_default_size(transpose_sizes, transpose_chosen, integral, 1, 8192, 2499, 10240, 1),
          kl::equal_default_size(transpose_sizes, transpose_chosen, integral, 1, 4096, 2499, 10240, 1),
          kl::equal_default_size(transpose_sizes, transpose_chosen, integral, 1, 8192, 5000, 10240, 1));
+  // a round draw keeping some sizes at their defaults: rows round, cols kept at its default 2048
+  const long long softmax_sizes[2][8] = {{16384, 1001}, {2048, 333}};
+  const long long softmax_chosen[1] = {4096};
+  const long long softmax_cols[2] = {2048, 333};
+  printf("case keep_default %lld %lld\n",
+         kl::round_size(softmax_sizes, softmax_chosen, integral, 1, softmax_cols, 2, 166, 2560, 1, 99, true),
+         kl::round_size(softmax_sizes, softmax_chosen, integral, 1, softmax_cols, 2, 166, 2560, 1, 99, false));
   return 0;
 }

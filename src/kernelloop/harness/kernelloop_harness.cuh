@@ -161,6 +161,21 @@ inline long long round_multiple(long long from, long long to, uint64_t r, const 
   return 0;
 }
 
+// A round draw's size for size() call CALL, in units of G in [from, to] (0: none; the caller draws evenly):
+// where KEEP (the verifier's choice, bits 39-54 of the draw: a subset of the calls, its complement in the next
+// round draw), the default itself, so some sizes stay where the default has them while the others move (red
+// team round 242: a softmax launched the preamble's ROWS blocks wherever cols == 2048, its default, and no draw
+// kept cols there while rows moved); else an earlier size whose default equals this one's
+// (equal_default_size); else a round multiple no option is (round_multiple).
+inline long long round_size(const long long values[][8], const long long chosen[], const bool integral[], int call,
+                            const long long* options, int count, long long from, long long to, long long g,
+                            uint64_t r, bool keep) {
+  if (keep && options[0] % g == 0 && options[0] / g >= from && options[0] / g <= to) return options[0] / g;
+  const long long same = equal_default_size(values, chosen, integral, call, options[0], from, to, g);
+  if (same) return same;
+  return round_multiple(from, to, r, options, count, g);
+}
+
 // A size drawn at verify time may keep relations the declared options show between it and earlier
 // size() calls (a multiple of one, a divisor of one, equal). A program's own checks hold at the
 // declared sizes (`C % group == 0`) and may refuse a size drawn on its own; but two options can
@@ -880,7 +895,7 @@ template <class T> struct Stressable<UniformInt<T>> : std::true_type {};
 constexpr int kSpikesPerBuffer = 16;
 // Bits of a timed call's stress draw (the verifier's stream, runs.py).
 constexpr uint64_t kStressed = 1, kStressHeavy = 2, kStressOneSign = 4, kStressNegative = 8, kStressRun = 16,
-                   kStressEdges = 32, kFixedPoison = 64, kKeepOutputs = 128, kStressScale = 256;
+                   kStressEdges = 32, kFixedPoison = 64, kKeepOutputs = 128;
 
 // `count` spikes at secret positions; with `edges`, also the first and last 4 elements, where
 // the tails of vectorised loops live (a float4 loop that drops n % 4 is wrong by a spike there).
@@ -996,33 +1011,6 @@ template <class T> __global__ void kl_one_sign_kernel(T* data, size_t n, float l
     const float v = base + (static_cast<float>(data[i]) - lo) * scale;
     data[i] = from_float<T>(negative ? fminf(v, -0.0f) : fmaxf(v, 0.0f));
   }
-}
-
-// Other magnitudes: every floating-point input whose range holds zero (not fp16) times one power of two
-// 2^s for the whole call, s drawn per call from -24 to -8 or from 8 to 12, in about half the stressed calls
-// of the correctness runs (bit 8 of the call's draw, with kStressHeavy). Drawn evenly, [0, 1) never holds a
-// value below 2^-24 nor one finer than 2^-48, so a sum in 64-bit fixed point at 2^32 was exact on every
-// input the harness drew and 22 % low on a caller's 3e-10s (red team round 240); scaled up, such a sum
-// overflows. A power of two: every value exact, NaN, infinities and zeros kept, the call's spikes scaled
-// with the rest, and an honest kernel's relative rounding the same as at scale 1. One s for every input of
-// the call, and bounds that keep products of up to four inputs, spikes included, in float's normal range
-// (2^116 up; 2^-96 for values of the generator's typical size down): a baseline computing dot / sqrt(na * nb)
-// underflowed where two inputs were scaled down 2^-37 each, and an honest rewrite normalising first was
-// refused against it (round 241). Not fp16, whose exponent ends at 2^-24.
-template <class T> __global__ void kl_scale_kernel(T* data, size_t n, int s) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    if constexpr (std::is_same<T, double>::value)
-      data[i] = ldexp(data[i], s);
-    else
-      data[i] = from_float<T>(ldexpf(static_cast<float>(data[i]), s));
-  }
-}
-constexpr int kScaleDownMax = 24, kScaleUpMax = 12, kScaleMin = 8;
-// The call's scale exponent, from its stress draw alone (the same for every buffer of the call).
-inline int call_scale(uint64_t bits) {
-  const uint64_t r = mix64(bits ^ 0x5343414C45ull);
-  return (r & 1) ? kScaleMin + (int)((r >> 1) % (kScaleUpMax - kScaleMin + 1))
-                 : -(kScaleMin + (int)((r >> 1) % (kScaleDownMax - kScaleMin + 1)));
 }
 
 // "One value" at every scale, so that no probe for skew above some size can tell a stressed call
@@ -1253,7 +1241,6 @@ struct Buffer {
   void (*fill)(const Buffer&, uint64_t key, const void* gen);
   void (*stress)(const Buffer&, uint64_t bits, uint64_t key);  // null: never stressed
   bool spiked, one_sign, one_value;  // which stresses apply (for the manifest)
-  bool scaled;                       // a floating-point kl::Uniform input whose range holds zero (not fp16)
   bool partial;                      // an input read in part (a table): not in the speed-of-light bound
   bool guessed_range;                // a kl::UniformInt input whose range nobody stated (init's guess)
   float lo, hi;                      // a kl::Uniform input's range
@@ -1677,13 +1664,12 @@ class Harness {
     // wherever n % 64 == 0 was wrong at 12 of 781 sizes, and at every power of two a caller runs); equal
     // to an earlier size whose default equals this one's (a square matrix: round 241).
     if ((s.size_draw >> 55) & 1) {
-      const long long same = equal_default_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls,
-                                                (long long)options.begin()[0], low, high, g);
-      if (same) return (T)(same * g);
       long long declared[8];
       int count = 0;
       for (T v : options) if (count < 8) declared[count++] = (long long)v;
-      const long long round = round_multiple(low, high, r, declared, count, g);
+      const bool keep = s.size_calls < 16 && ((s.size_draw >> (39 + s.size_calls)) & 1);
+      const long long round = round_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls, declared,
+                                         count, low, high, g, r, keep);
       if (round) return (T)(round * g);
     }
     return (T)((low + (long long)(r % (uint64_t)(high - low + 1))) * g);
@@ -1712,8 +1698,6 @@ class Harness {
           kl_special_group_kernel<T><<<256, 256>>>(data, g, special_value(nonfinite, s.calls + 2 * periodic));
         }
     }
-    if (b.scaled && (bits & kStressScale) && (bits & kStressHeavy))  // last: the spikes scaled too
-      kl_scale_kernel<T><<<1024, 256>>>(data, b.count, call_scale(bits));
     KL_CHECK(cudaGetLastError());
   }
   template <class Gen> static void range_of(const Gen&, Buffer&) {}
@@ -1768,7 +1752,6 @@ class Harness {
     b.one_value = read && Stressable<Gen>::value && std::is_integral<T>::value;
     range_of(gen, b);
     b.one_sign = b.spiked && b.lo < 0.0f && b.hi > 0.0f;
-    b.scaled = b.spiked && !std::is_same<T, __half>::value && b.lo <= 0.0f && b.hi >= 0.0f;
     b.stress = b.spiked || b.one_value ? &Harness::stress_with<T, Gen> : nullptr;
     b.partial = false;
     b.guessed_range = read && range_guessed(gen);

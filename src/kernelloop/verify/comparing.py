@@ -11,8 +11,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from .experiment import compare_calls, compare_nonfinite_maps
-from .outputs import (Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in,
-                      printed_dtype, rms)
+from .outputs import Comparison, Tolerance, check_output_names, compare_dumps, compare_outputs, numbers_in, printed_dtype
 from .program_run import ProgramRun, kept_output_calls, stressed_calls
 from .records import Manifest
 from .verdict import Reason
@@ -42,11 +41,7 @@ class BaselineNoise(BaseModel):
     """How far the baseline's own results move between two runs of one experiment (same seed,
     same secret): float atomics make sums order-dependent. The comparison allows the candidate
     `baseline_noise_factor` times this on top of the dtype tolerance: no candidate can be held
-    closer to the baseline than the baseline holds to itself. Zero for a deterministic baseline.
-    `buffers` is relative: each output's largest difference over its magnitude (the RMS of the
-    baseline's values compared there), so a call of small values gets an allowance of its own size,
-    not one measured where the values were large (red team round 240: an absolute allowance from a
-    call with spikes let a sum wrong on small values through in every call)."""
+    closer to the baseline than the baseline holds to itself. Zero for a deterministic baseline."""
 
     printed: list[float] = []
     buffers: list[float] = []
@@ -60,35 +55,28 @@ def baseline_noise(first: ProgramRun, again: ProgramRun, factor: float) -> Basel
     a, b = numbers_in(first.result.stdout), numbers_in(again.result.stdout)
     printed = [factor * abs(x - y) if math.isfinite(x) and math.isfinite(y) else 0.0 for x, y in zip(a, b)] \
         if len(a) == len(b) else []
-
-    def spread(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-        """(largest difference, that over the RMS of x) of one pair of draws."""
+    def spread(x: np.ndarray, y: np.ndarray) -> float:
         if x.shape != y.shape or x.dtype != y.dtype or x.dtype.kind != "f" and str(x.dtype) != "bfloat16":
-            return 0.0, 0.0
+            return 0.0
         diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
         finite = diff[np.isfinite(diff)]
-        largest = float(np.max(finite)) if finite.size else 0.0
-        values = x.astype(np.float64)
-        magnitude = rms(values[np.isfinite(values)])
-        return largest, (largest / magnitude if magnitude > 0 else 0.0)
+        return float(np.max(finite)) if finite.size else 0.0
 
     # Every output buffer's largest difference, over the final dump and (v2) every timed call's
     # samples: 20 draws of the noise rather than one, so one lucky pair cannot set it near zero.
-    pairs = [spread(x, y) for x, y in zip(first.dump or [], again.dump or [])]
-    absolute, relative_each = [d for d, _ in pairs], [r for _, r in pairs]
+    buffers = [spread(x, y) for x, y in zip(first.dump or [], again.dump or [])]
     if first.records and again.records:
         for call in sorted({smp.call for smp in first.records.samples}):
             for n, (x, y) in enumerate(zip(first.records.samples_of_call(call), again.records.samples_of_call(call))):
-                if n < len(absolute):
-                    d, r = spread(x, y)
-                    absolute[n], relative_each[n] = max(absolute[n], d), max(relative_each[n], r)
+                if n < len(buffers):
+                    buffers[n] = max(buffers[n], spread(x, y))
     # Printed numbers are derived from the outputs: each also gets the outputs' largest relative
     # variation at its own magnitude (one printed pair alone is a single draw).
     scales = [float(np.max(np.abs(x.astype(np.float64)))) if x.size and x.dtype.kind == "f" else 0.0
               for x in first.dump or []]
-    relative = max((d / m for d, m in zip(absolute, scales) if m > 0 and math.isfinite(m)), default=0.0)
+    relative = max((b / m for b, m in zip(buffers, scales) if m > 0 and math.isfinite(m)), default=0.0)
     printed = [max(p, factor * relative * abs(x)) for p, x in zip(printed, a)] if printed else []
-    return BaselineNoise(printed=printed, buffers=[factor * r for r in relative_each])
+    return BaselineNoise(printed=printed, buffers=[factor * b for b in buffers])
 
 
 def tolerance_for(vs, scale: float = 1.0) -> Tolerance:

@@ -151,19 +151,40 @@ RELATION_SHIFT = 56
 ALL_BUT = 31
 ALL_RELATIONS = 63
 KEEP_ORDERINGS = 64
-# Bit 55: a round size (kl::round_multiple: a multiple of 2^k for a k drawn in secret from the top half of
-# the span's powers of two, no declared option), as callers' sizes mostly are (red team round 240).
+# Bit 55: a round size (kl::round_size: a multiple of 2^k for a k drawn in secret from the top half of
+# the span's powers of two, no declared option, equal where the defaults are), as callers' sizes mostly are
+# (red team rounds 240-241). Bits 39-54: the size() calls such a draw keeps at their defaults (round 242).
 ROUND_SIZE = 1 << 55
+KEEP_SHIFT, KEEP_CALLS = 39, 16
 
 
 def with_relation(draw: int, relation: int) -> int:
-    """DRAW asking the harness to keep RELATION (bits 56-62 replaced), drawn evenly (bit 55 cleared)."""
-    return (draw & ~(255 << (RELATION_SHIFT - 1))) | (relation << RELATION_SHIFT)
+    """DRAW asking the harness to keep RELATION (bits 56-62 replaced), drawn evenly (bits 39-55 cleared)."""
+    cleared = draw & ~(255 << (RELATION_SHIFT - 1)) & ~(((1 << KEEP_CALLS) - 1) << KEEP_SHIFT)
+    return cleared | (relation << RELATION_SHIFT)
 
 
-def as_round(draw: int) -> int:
-    """DRAW asking the harness for a round size, on its own (no relation kept)."""
-    return with_relation(draw, 0) | ROUND_SIZE
+def as_round(draw: int, keep: int = 0) -> int:
+    """DRAW asking the harness for a round size, on its own (no relation kept), with the size() calls in the
+    mask KEEP at their defaults."""
+    return with_relation(draw, 0) | ROUND_SIZE | ((keep & ((1 << KEEP_CALLS) - 1)) << KEEP_SHIFT)
+
+
+def round_keeps(count: int, draws: int, pick: int) -> list[int]:
+    """The defaults each of DRAWS round draws keeps, over COUNT size() calls: none in the first; then a
+    subset drawn from PICK (neither empty nor every call) and its complement, in turn, so each size stays at
+    its default while the others move in one draw or the other (red team round 242)."""
+    calls = min(count, KEEP_CALLS)
+    every = (1 << calls) - 1
+    keeps = [0]
+    for j in range(1, draws):
+        if calls < 2:
+            keeps.append(0)
+        elif j % 2:
+            keeps.append(1 + (pick + j) % (every - 1))  # 1 .. every - 1: a proper, non-empty subset
+        else:
+            keeps.append(every & ~keeps[-1])
+    return keeps[:draws]
 
 
 def relation_of(draw: int) -> int:
@@ -420,8 +441,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # a multiple of a large one), where a fast path keyed on it goes wrong (red team round 240).
     draws = size_draws(size_draw, vs.size_draws + vs.round_size_draws + vs.size_redraws) if sizes > 1 else []
     evenly, rounds = vs.size_draws, vs.size_draws + vs.round_size_draws
-    draws, redraws = ([with_relation(d, 0) for d in draws[:evenly]] + [as_round(d) for d in draws[evenly:rounds]],
-                      draws[rounds:])
+    keeps = round_keeps(len(manifest.size_values) if manifest is not None else 0, vs.round_size_draws,
+                        size_draw >> 8)  # from the verdict's one draw, as every size drawn follows from it
+    draws, redraws = ([with_relation(d, 0) for d in draws[:evenly]]
+                      + [as_round(d, keep) for d, keep in zip(draws[evenly:rounds], keeps)], draws[rounds:])
     relations = relation_order(size_relations(manifest.size_values) if manifest is not None else 0,
                                size_orderings(manifest.size_values) if manifest is not None else 0)
     kept_relation = 0  # the relation the baseline last ran at, once one did

@@ -459,7 +459,7 @@ def read_dump(path: Path, *, max_bytes: int = 4 << 30) -> list[np.ndarray]:
     return buffers
 
 
-def rms(values: np.ndarray) -> float:
+def _rms(values: np.ndarray) -> float:
     """Root mean square, scaled by the largest magnitude first so float64 squares cannot overflow."""
     if values.size == 0:
         return 0.0
@@ -477,8 +477,7 @@ def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: in
                     mismatches: list[Mismatch], noise: float = 0.0,
                     floor_from: np.ndarray | None = None) -> tuple[float, bool]:
     """Fills `check` and appends up to `keep` mismatches; returns (max rel error, candidate finite).
-    The near-zero floor is the RMS of `floor_from` (default: the baseline's values); `noise`, the baseline's
-    own variation relative to that magnitude (BaselineNoise.buffers), is allowed at this buffer's."""
+    The near-zero floor is the RMS of `floor_from` (default: the baseline's values)."""
     name, rtol, atol = check.dtype, check.rtol, check.atol
     is_float = name in _FLOAT_FORMATS
     exact = rtol == 0 and atol == 0
@@ -493,24 +492,23 @@ def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: in
         if np.array_equal(bc.view(bits), cc.view(bits)):
             continue  # bit-identical (the baseline's finiteness was checked before)
         if floor is None:
-            floor = rms(b if floor_from is None else floor_from)
+            floor = _rms(b if floor_from is None else floor_from)
             if is_float:
                 floor = max(floor, 2.0 ** _FLOAT_FORMATS[name][1])
             check.floor = floor
-            spread = noise * floor  # the baseline's own variation, at these values' magnitude
         x, y = bc.astype(work), cc.astype(work)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             finite = np.isfinite(y)
             diff = np.abs(x - y)
             mag = np.maximum(np.abs(x), np.abs(y))
             judged = np.maximum(mag, work(floor))  # the magnitude the value is judged at
-            allowed = rtol * judged + atol + work(spread)
+            allowed = rtol * judged + atol + work(noise)
             bad = ~finite | ~(diff <= allowed)
             # grossly wrong at their own magnitude (see GROSS), beyond the smallest normal number
             # (a flushed subnormal is no loss)
             tiny = work(2.0 ** _FLOAT_FORMATS[name][1]) if is_float else work(0)
-            floored = finite & ~bad & ~(diff <= GROSS.error(rtol) * mag + atol + work(spread) + tiny)
-            drifted = finite & ~bad & ~(diff <= DRIFT.error(rtol) * mag + atol + work(spread) + tiny)
+            floored = finite & ~bad & ~(diff <= GROSS.error(rtol) * mag + atol + work(noise) + tiny)
+            drifted = finite & ~bad & ~(diff <= DRIFT.error(rtol) * mag + atol + work(noise) + tiny)
             if exact and not is_float:
                 bad = bc != cc  # exact in the integers themselves (64-bit beyond 2^53 included)
                 diff = np.where(bad & (diff == 0), 1.0, diff)  # at least one unit where they differ
@@ -551,8 +549,8 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
                   noise: list[float] | None = None, names: list[str] | None = None,
                   nonfinite_inputs: bool = False) -> Comparison:
     """Every element of every output buffer, within the tolerance of its dtype (rtol/atol
-    here override `tolerance`'s), plus `noise[n]` times buffer n's RMS for buffer n (the baseline's own
-    variation between two runs of one experiment, relative to its magnitude); NaN never passes, and an infinity only where the baseline
+    here override `tolerance`'s), plus `noise[n]` for buffer n (the baseline's own variation
+    between two runs of one experiment); NaN never passes, and an infinity only where the baseline
     holds the same one (a causal mask's -inf, on finite inputs). `names[n]` is buffer n's name
     in the harness (contract v2: the manifest's output buffers, in order): a per-output
     tolerance of `tolerance` applies to the buffer of that name. With `nonfinite_inputs` (the
