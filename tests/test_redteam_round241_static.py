@@ -1,4 +1,4 @@
-"""Red team rounds 241-242's fixtures (tests/fixtures/redteam/round241, round242) pass every gate decided before anything runs:
+"""Red team rounds 241-243's fixtures (tests/fixtures/redteam/round241 to round243) pass every gate decided before anything runs:
 the policy's source scan here, every static gate with nvcc in the deep tier. What only a GPU decides is
 tests/gpu/test_redteam_round241_gpu.py."""
 
@@ -18,8 +18,11 @@ ROUND = FIXTURES / "redteam" / "round241"
 PAIRS = [(ROUND / "cosine" / "cosine_rows.cu", ROUND / "cosine" / "honest_split_norms.cu"),
          (ROOT / "kernels" / "sum_reduction.cu", ROUND / "q64_sum.cu"),
          (ROOT / "kernels" / "transpose.cu", ROUND / "transpose_square_path.cu"),
-         (ROOT / "kernels" / "row_softmax.cu", FIXTURES / "redteam" / "round242" / "softmax_hidden_path.cu")]
-IDS = ["honest_split_norms", "q64_sum", "transpose_square_path", "softmax_hidden_path"]
+         (ROOT / "kernels" / "row_softmax.cu", FIXTURES / "redteam" / "round242" / "softmax_hidden_path.cu"),
+         (ROOT / "kernels" / "transpose.cu", FIXTURES / "redteam" / "round243" / "transpose_rows_path.cu"),
+         (ROOT / "kernels" / "row_softmax.cu", FIXTURES / "redteam" / "round243" / "softmax_ratio_path.cu")]
+IDS = ["honest_split_norms", "q64_sum", "transpose_square_path", "softmax_hidden_path", "transpose_rows_path",
+       "softmax_ratio_path"]
 
 
 @pytest.mark.parametrize(("base", "cand"), PAIRS, ids=IDS)

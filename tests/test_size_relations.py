@@ -150,7 +150,16 @@ def test_round_draws_keep_each_size_at_its_default_in_one_draw_while_the_others_
     assert round_keeps(1, 3, 7) == [0, 0, 0]  # one size: keeping it would repeat the default experiment
     assert round_keeps(4, 1, 7) == [0]
     kept, moved = draws["keep_default"]
-    assert kept == 2048 and moved != 2048 and moved % 32 == 0
+    assert kept == 2048 and moved == 512  # not kept: rows' 4096 / 8, the defaults' ratio (below)
+
+
+def test_a_round_draw_carries_the_defaults_ratios_over_but_not_from_a_size_kept_at_its_default(draws):
+    """Red team round 243: a softmax fast path wherever rows == 8 x cols (its defaults 16384 x 2048) met few
+    draws, and a transpose path wherever rows == 8192 never did: a keep draw holding rows at 8192 copied it into
+    cols (equal defaults), so no draw had rows at its default while cols moved."""
+    assert draws["ratio_default"] == [512]
+    moved = draws["kept_not_copied"][0]
+    assert moved != 8192 and 2499 <= moved <= 10240
 
 
 def test_a_round_draw_keeps_the_equalities_the_default_shows(draws):
@@ -158,3 +167,15 @@ def test_a_round_draw_keeps_the_equalities_the_default_shows(draws):
     default 8192^2 and no draw made the 3001 x 4999 alternative square. The second side of a round draw is the
     first's where their defaults are equal (and it lies in the span); not where they differ or it does not."""
     assert draws["square_default"] == [4096, 0, 0]
+
+
+def test_a_refused_round_draw_is_drawn_again_round_with_the_same_sizes_kept():
+    """Red team round 243: where the baseline refused a round draw (a check of its own the draw broke), the
+    redraw came back even, and keep draws lost about a tenth of their checks on such baselines."""
+    from kernelloop.verify.gate import KEEP_SHIFT, ROUND_SIZE, as_round, redrawn, relation_of, with_relation
+
+    refused = as_round(0x1234567, 0b10)
+    again = redrawn(refused, 0x7654321, 5)
+    assert again & ROUND_SIZE and (again >> KEEP_SHIFT) & 0xFFFF == 0b10 and relation_of(again) == 5
+    even = redrawn(with_relation(0x1234567, 0), 0x7654321, 5)
+    assert not even & ROUND_SIZE and (even >> KEEP_SHIFT) & 0xFFFF == 0

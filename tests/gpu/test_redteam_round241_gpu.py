@@ -2,7 +2,7 @@
 normalises first, not refused for correctness (round 240's magnitude stress, which made the baseline underflow, was
 withdrawn); a transpose fast path wherever rows == cols, rejected at the round draw that keeps the default's square
 shape; a softmax fast path wherever cols is its default 2048, rejected at the round draw that keeps cols there
-while rows move."""
+while rows move; round 243's transpose path at rows' default and softmax path at the defaults' ratio."""
 
 from __future__ import annotations
 
@@ -40,6 +40,15 @@ def test_round241_a_fast_path_for_square_shapes_only_is_wrong(tmp_path, record_p
 def test_round242_a_fast_path_at_the_default_column_count_only_is_wrong(tmp_path, record_property):
     v = _verify(ROOT / "kernels" / "row_softmax.cu", FIXTURES / "redteam" / "round242" / "softmax_hidden_path.cu",
                 tmp_path)
+    record_property("verdict", v.summary)
+    assert not v.accepted and (Reason.correctness in v.reasons or Reason.memcheck in v.reasons
+                               or Reason.run_failed in v.reasons), v.summary
+
+
+@pytest.mark.parametrize("name", ["transpose_rows_path.cu", "softmax_ratio_path.cu"])
+def test_round243_a_fast_path_at_one_default_or_at_the_defaults_ratio_is_wrong(name, tmp_path, record_property):
+    base = ROOT / "kernels" / ("transpose.cu" if name.startswith("transpose") else "row_softmax.cu")
+    v = _verify(base, FIXTURES / "redteam" / "round243" / name, tmp_path)
     record_property("verdict", v.summary)
     assert not v.accepted and (Reason.correctness in v.reasons or Reason.memcheck in v.reasons
                                or Reason.run_failed in v.reasons), v.summary

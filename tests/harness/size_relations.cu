@@ -102,7 +102,15 @@ int main() {
   const long long softmax_chosen[1] = {4096};
   const long long softmax_cols[2] = {2048, 333};
   printf("case keep_default %lld %lld\n",
-         kl::round_size(softmax_sizes, softmax_chosen, integral, 1, softmax_cols, 2, 166, 2560, 1, 99, true),
-         kl::round_size(softmax_sizes, softmax_chosen, integral, 1, softmax_cols, 2, 166, 2560, 1, 99, false));
+         kl::round_size(softmax_sizes, softmax_chosen, integral, 1, softmax_cols, 2, 166, 2560, 1, 99, 2),
+         kl::round_size(softmax_sizes, softmax_chosen, integral, 1, softmax_cols, 2, 166, 2560, 1, 99, 0));
+  // ratios between defaults carried over (rows 16384 = 8 x cols 2048: rows drawn 4096 gives cols 512); a size
+  // kept at its default carries nothing over (transpose rows kept at 8192: cols moves, not stuck at 8192)
+  printf("case ratio_default %lld\n",
+         kl::round_size(softmax_sizes, softmax_chosen, integral, 1, softmax_cols, 2, 166, 2560, 1, 99, 0));
+  const long long square_cols[2] = {8192, 4999};
+  const long long rows_kept[1] = {8192};
+  printf("case kept_not_copied %lld\n",
+         kl::round_size(transpose_sizes, rows_kept, integral, 1, square_cols, 2, 2499, 10240, 1, 99, 1));
   return 0;
 }

@@ -128,15 +128,26 @@ inline void size_order_bounds(const long long values[][8], const long long chose
   }
 }
 
-// The size an earlier size() call chose where its default equals this call's (DEFAULT), as a multiple of G in
-// [from, to] (units of G); 0 where none is. A round draw keeps the equalities the default shows: a square
-// matrix's sides, M == N == K (red team round 241: a transpose took a fast path using the preamble's ROWS
-// wherever rows == cols, right at the default 8192^2, and no draw made its alternative 3001 x 4999 square).
+// The size an earlier size() call chose, carried over by the ratio of their defaults where it is whole (equal,
+// a multiple, a divisor: DEFAULT == 8 x its default keeps rows == 8 x cols), as a multiple of G in [from, to]
+// (units of G); 0 where none is. Earlier calls in the mask KEPT (kept at their defaults) carry nothing over, so
+// a draw keeping one of two equal sizes at its default moves the other. A round draw keeps the relations the
+// default shows: a square matrix's sides, M == N == K (red team round 241: a transpose took a fast path using
+// the preamble's ROWS wherever rows == cols, right at the default 8192^2, and no draw made its alternative 3001
+// x 4999 square), rows == 8 x cols (round 243).
 inline long long equal_default_size(const long long values[][8], const long long chosen[], const bool integral[],
-                                    int call, long long deflt, long long from, long long to, long long g) {
-  for (int k = 0; k < call; ++k)
-    if (integral[k] && values[k][0] == deflt && chosen[k] % g == 0 && chosen[k] / g >= from && chosen[k] / g <= to)
-      return chosen[k] / g;
+                                    int call, long long deflt, long long from, long long to, long long g,
+                                    uint64_t kept = 0) {
+  for (int k = 0; k < call; ++k) {
+    const long long theirs = values[k][0];
+    if (!integral[k] || theirs <= 0 || deflt <= 0 || (k < 64 && ((kept >> k) & 1))) continue;
+    long long v = 0;
+    if (deflt % theirs == 0 && chosen[k] <= std::numeric_limits<long long>::max() / (deflt / theirs))
+      v = chosen[k] * (deflt / theirs);
+    else if (theirs % deflt == 0 && chosen[k] % (theirs / deflt) == 0)
+      v = chosen[k] / (theirs / deflt);
+    if (v > 0 && v % g == 0 && v / g >= from && v / g <= to) return v / g;
+  }
   return 0;
 }
 
@@ -165,13 +176,14 @@ inline long long round_multiple(long long from, long long to, uint64_t r, const 
 // where KEEP (the verifier's choice, bits 39-54 of the draw: a subset of the calls, its complement in the next
 // round draw), the default itself, so some sizes stay where the default has them while the others move (red
 // team round 242: a softmax launched the preamble's ROWS blocks wherever cols == 2048, its default, and no draw
-// kept cols there while rows moved); else an earlier size whose default equals this one's
+// kept cols there while rows moved); else an earlier size not kept, by the ratio of their defaults
 // (equal_default_size); else a round multiple no option is (round_multiple).
 inline long long round_size(const long long values[][8], const long long chosen[], const bool integral[], int call,
                             const long long* options, int count, long long from, long long to, long long g,
-                            uint64_t r, bool keep) {
-  if (keep && options[0] % g == 0 && options[0] / g >= from && options[0] / g <= to) return options[0] / g;
-  const long long same = equal_default_size(values, chosen, integral, call, options[0], from, to, g);
+                            uint64_t r, uint64_t kept) {
+  if (call < 64 && ((kept >> call) & 1) && options[0] % g == 0 && options[0] / g >= from && options[0] / g <= to)
+    return options[0] / g;
+  const long long same = equal_default_size(values, chosen, integral, call, options[0], from, to, g, kept);
   if (same) return same;
   return round_multiple(from, to, r, options, count, g);
 }
@@ -1667,9 +1679,9 @@ class Harness {
       long long declared[8];
       int count = 0;
       for (T v : options) if (count < 8) declared[count++] = (long long)v;
-      const bool keep = s.size_calls < 16 && ((s.size_draw >> (39 + s.size_calls)) & 1);
+      const uint64_t kept = (s.size_draw >> 39) & 0xFFFF;  // the calls kept at their defaults (bits 39-54)
       const long long round = round_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls, declared,
-                                         count, low, high, g, r, keep);
+                                         count, low, high, g, r, kept);
       if (round) return (T)(round * g);
     }
     return (T)((low + (long long)(r % (uint64_t)(high - low + 1))) * g);

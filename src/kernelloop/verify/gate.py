@@ -170,6 +170,12 @@ def as_round(draw: int, keep: int = 0) -> int:
     return with_relation(draw, 0) | ROUND_SIZE | ((keep & ((1 << KEEP_CALLS) - 1)) << KEEP_SHIFT)
 
 
+def redrawn(refused: int, fresh: int, relation: int) -> int:
+    """The draw after the baseline refused REFUSED: FRESH, keeping RELATION, and round with the same sizes kept at
+    their defaults where REFUSED was (a refused round draw came back as an even one: red team round 243)."""
+    return with_relation(fresh, relation) | (refused & (ROUND_SIZE | (((1 << KEEP_CALLS) - 1) << KEEP_SHIFT)))
+
+
 def round_keeps(count: int, draws: int, pick: int) -> list[int]:
     """The defaults each of DRAWS round draws keeps, over COUNT size() calls: none in the first; then a
     subset drawn from PICK (neither empty nor every call) and its complement, in turn, so each size stays at
@@ -491,7 +497,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 refused_draws.append(log_tail(base.result.stderr, 1) or run_failure(base)[1])
                 failure = None
                 following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-                experiments.append((fresh_seeds(1, used_seeds)[0], -1, with_relation(redraws.pop(0), following)))
+                experiments.append((fresh_seeds(1, used_seeds)[0], -1, redrawn(draw, redraws.pop(0), following)))
                 continue
             raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{size_words(size_index)}: "
                              f"{run_failure(base)[1]}" + (
@@ -515,7 +521,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             refused_draws.append(f"output {computing[0]!r} computed NaN")
             failure = None
             following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-            experiments.append((fresh_seeds(1, used_seeds)[0], -1, with_relation(redraws.pop(0), following)))
+            experiments.append((fresh_seeds(1, used_seeds)[0], -1, redrawn(draw, redraws.pop(0), following)))
             continue
         if size_index < 0 and relation_of(draw):
             kept_relation = relation_of(draw)
