@@ -152,8 +152,8 @@ ALL_BUT = 31
 ALL_RELATIONS = 63
 KEEP_ORDERINGS = 64
 # Bit 55: a round size (kl::round_size: a multiple of 2^k for a k drawn in secret from the top half of
-# the span's powers of two, no declared option, equal where the defaults are), as callers' sizes mostly are
-# (red team rounds 240-241). Bits 39-54: the size() calls such a draw keeps at their defaults (round 242).
+# the span's powers of two, no declared option, in the whole ratios the defaults show), as callers' sizes mostly are
+# (red team rounds 240-243). Bits 39-54: the size() calls such a draw keeps at their defaults (rounds 242-243).
 ROUND_SIZE = 1 << 55
 KEEP_SHIFT, KEEP_CALLS = 39, 16
 
