@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from kernelloop.config import Settings
-from kernelloop.program.split import candidate_editable_part, split_program
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify import policy
-from kernelloop.verify.gate import static_gates
+from kernelloop.program.split import split_program
 
-from .conftest import FIXTURES, shared_cache_dir
+from .conftest import FIXTURES
+from .redteam_static import assert_passes_source_scan, assert_passes_static_gates
 
 ROUND = FIXTURES / "redteam" / "round238"
 CANDIDATES = ["side_whole.cu", "side_tail.cu", "side_gated.cu", "honest_faster.cu"]
@@ -32,19 +29,10 @@ def test_every_candidate_keeps_the_baselines_frozen_code():
 
 @pytest.mark.parametrize("name", CANDIDATES)
 def test_the_round238_candidates_pass_the_source_scan(name):
-    split = split_program((ROUND / "base.cu").read_text(), "base.cu")
-    editable, _ = candidate_editable_part((ROUND / name).read_text(), split, name)
-    found = policy.scan_source(editable, policy.defined_macros(split.preamble))
-    assert not found, [v.describe() for v in found]
+    assert_passes_source_scan(ROUND / "base.cu", ROUND / name)
 
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize("name", CANDIDATES)
 def test_the_round238_candidates_pass_the_static_gates(name):
-    split = split_program((ROUND / "base.cu").read_text(), "base.cu")
-    editable, _ = candidate_editable_part((ROUND / name).read_text(), split, name)
-    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
-                          toolchain=find_toolchain())
-    assert result.baseline.ok, result.baseline.log[-2000:]
-    assert not result.violations, [v.describe() for v in result.violations]
-    assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+    assert_passes_static_gates(ROUND / "base.cu", ROUND / name)

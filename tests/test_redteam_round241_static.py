@@ -6,13 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernelloop.config import Settings
-from kernelloop.program.split import candidate_editable_part, split_program
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify import policy
-from kernelloop.verify.gate import static_gates
-
-from .conftest import FIXTURES, ROOT, shared_cache_dir
+from .conftest import FIXTURES, ROOT
+from .redteam_static import assert_passes_source_scan, assert_passes_static_gates
 
 ROUND = FIXTURES / "redteam" / "round241"
 PAIRS = [(ROUND / "cosine" / "cosine_rows.cu", ROUND / "cosine" / "honest_split_norms.cu"),
@@ -27,19 +22,10 @@ IDS = ["honest_split_norms", "q64_sum", "transpose_square_path", "softmax_hidden
 
 @pytest.mark.parametrize(("base", "cand"), PAIRS, ids=IDS)
 def test_the_round241_candidates_pass_the_source_scan(base, cand):
-    split = split_program(base.read_text(), base.name)
-    editable, _ = candidate_editable_part(cand.read_text(), split, cand.name)
-    found = policy.scan_source(editable, policy.defined_macros(split.preamble))
-    assert not found, [v.describe() for v in found]
+    assert_passes_source_scan(base, cand)
 
 
 @pytest.mark.nvcc
 @pytest.mark.parametrize(("base", "cand"), PAIRS, ids=IDS)
 def test_the_round241_candidates_pass_the_static_gates(base, cand):
-    split = split_program(base.read_text(), base.name)
-    editable, _ = candidate_editable_part(cand.read_text(), split, cand.name)
-    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
-                          toolchain=find_toolchain())
-    assert result.baseline.ok, result.baseline.log[-2000:]
-    assert not result.violations, [v.describe() for v in result.violations]
-    assert result.candidate is not None and result.candidate.ok, result.candidate.log[-2000:]
+    assert_passes_static_gates(base, cand)

@@ -7,20 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from kernelloop.config import Settings, VerifySettings
-from kernelloop.verify.gate import verify_files
 from kernelloop.verify.verdict import Reason
 
 from ..conftest import FIXTURES, ROOT
+from .redteam import verify_shown as _verify
 
 pytestmark = pytest.mark.gpu
 ROUND = FIXTURES / "redteam" / "round240"
-
-
-def _verify(base, cand, tmp_path):
-    v = verify_files(base, cand, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
-    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n" + "\n".join(f"{g.gate}: {g.status}: {g.detail}" for g in v.gates))
-    return v
 
 
 def test_round240_a_fast_path_keyed_on_a_round_size_is_wrong(tmp_path, record_property):

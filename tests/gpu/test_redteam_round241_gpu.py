@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from kernelloop.config import Settings, VerifySettings
-from kernelloop.verify.gate import verify_files
 from kernelloop.verify.verdict import Reason
 
 from ..conftest import FIXTURES, ROOT
+from .redteam import verify_shown as _verify
 
 pytestmark = pytest.mark.gpu
 ROUND = FIXTURES / "redteam" / "round241"
-
-
-def _verify(base, cand, tmp_path):
-    v = verify_files(base, cand, Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
-    print(f"\n{v.reasons} {v.summary}\n{v.durations}\n" + "\n".join(f"{g.gate}: {g.status}: {g.detail}" for g in v.gates))
-    return v
 
 
 def test_round241_an_honest_cosine_rewrite_is_not_refused_for_correctness(tmp_path, record_property):
