@@ -179,3 +179,44 @@ def test_a_refused_round_draw_is_drawn_again_round_with_the_same_sizes_kept():
     assert again & ROUND_SIZE and (again >> KEEP_SHIFT) & 0xFFFF == 0b10 and relation_of(again) == 5
     even = redrawn(with_relation(0x1234567, 0), 0x7654321, 5)
     assert not even & ROUND_SIZE and (even >> KEEP_SHIFT) & 0xFFFF == 0
+
+
+def test_a_draw_moves_each_size_alone_with_every_other_at_its_default(draws):
+    """Red team round 243: a batched GEMM fast path keyed on M and N at their defaults (using the preamble's
+    constants) while the batch moved met a kept subset in about a third of verifications. A draw per size moves
+    that size alone, round, every other kept at its default: any set of sizes keyed on at their defaults meets
+    the draw that moves one outside it. The harness keeps the others and moves the one (not copied from an equal
+    default kept)."""
+    from kernelloop.verify.gate import single_size_keeps
+
+    n_moved, m_kept = draws["single_mover"]
+    assert n_moved != 1024 and 166 <= n_moved <= 1280 and m_kept == 1024
+    bmn = [[8, 3], [1024, 333], [1024, 333]]
+    for pick in range(20):
+        assert sorted(single_size_keeps(bmn, 8, pick, [0])) == [0b011, 0b101, 0b110]
+    # masks the subset draws already hold are not drawn twice; two sizes: the subset and its complement are both
+    assert sorted(single_size_keeps(bmn, 8, 3, [0, 0b101])) == [0b011, 0b110]
+    assert single_size_keeps([[8, 3], [64, 33]], 8, 3, [0, 0b01, 0b10]) == []
+    assert single_size_keeps([[4096, 333]], 8, 3, [0]) == []  # one size: the round draw keeping nothing moves it
+    # more sizes than the cap: a secret choice of them, different picks moving different ones
+    many = [[64 * (c + 1), 33] for c in range(10)]
+    chosen = {tuple(single_size_keeps(many, 3, pick, [0])) for pick in range(30)}
+    assert all(len(masks) == 3 for masks in chosen) and len(chosen) > 5
+    assert all(bin(m).count("1") == 9 for masks in chosen for m in masks)
+
+
+def test_the_planned_draws_move_each_size_alone_and_keep_them_from_the_wide_integers():
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import KEEP_SHIFT, ROUND_SIZE, planned_size_draws, size_draws
+
+    vs = VerifySettings()
+    bmn = [[8, 3], [1024, 333], [1024, 333]]
+    planned, spare, singles = planned_size_draws(12345, bmn, vs)
+    keeps = [(d >> KEEP_SHIFT) & 0xFFFF for d in planned]
+    assert [bool(d & ROUND_SIZE) for d in planned] == [False] * vs.size_draws + [True] * (len(planned) - vs.size_draws)
+    assert {0b011, 0b101, 0b110} <= set(keeps[vs.size_draws:])  # each size moved alone in one draw
+    assert singles == {d for d in planned[vs.size_draws + vs.round_size_draws:]} and singles
+    assert len(spare) == vs.size_redraws and len(planned) == vs.size_draws + vs.round_size_draws + len(singles)
+    assert planned[0] & ((1 << 39) - 1) == size_draws(12345, 1)[0]  # the verdict's one draw comes first
+    none = planned_size_draws(12345, bmn, vs.model_copy(update={"single_size_draws": 0}))
+    assert not none[2] and len(none[0]) == vs.size_draws + vs.round_size_draws

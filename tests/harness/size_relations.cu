@@ -112,5 +112,15 @@ int main() {
   const long long rows_kept[1] = {8192};
   printf("case kept_not_copied %lld\n",
          kl::round_size(transpose_sizes, rows_kept, integral, 1, square_cols, 2, 2499, 10240, 1, 99, 1));
+  // one size moving alone (the gate's single_size_keeps): batch, M and N (M == N at their defaults); moving N alone
+  // keeps M at 1024 and does not copy it into N; moving batch alone keeps M and N at 1024
+  const long long bmn_sizes[3][8] = {{8, 3}, {1024, 333}, {1024, 333}};
+  const long long bmn_chosen[2] = {8, 1024};
+  const long long bmn_n[2] = {1024, 333};
+  const long long bmn_m[2] = {1024, 333};
+  const long long batch_moved[1] = {4};
+  printf("case single_mover %lld %lld\n",
+         kl::round_size(bmn_sizes, bmn_chosen, integral, 2, bmn_n, 2, 166, 1280, 1, 99, 0b011),
+         kl::round_size(bmn_sizes, batch_moved, integral, 1, bmn_m, 2, 166, 1280, 1, 99, 0b110));
   return 0;
 }

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from ..config import Settings
+from ..config import Settings, VerifySettings
 from ..errors import EnvironmentProblem, InputError
 from ..program.cuda_tree import declared_signature
 from ..program.scanner import scan_items, strip_comments
@@ -191,6 +191,42 @@ def round_keeps(count: int, draws: int, pick: int) -> list[int]:
         else:
             keeps.append(every & ~keeps[-1])
     return keeps[:draws]
+
+
+def single_size_keeps(size_values: list[list[int]], cap: int, pick: int, taken: list[int]) -> list[int]:
+    """Keep masks that move one size() call alone, every other call at its default: one per call with options to
+    move among (up to CAP of them, a secret choice from PICK where there are more), none already in TAKEN. A fast
+    path keyed on any set of sizes at their defaults is wrong where some other size moves; the draw moving that
+    size alone keeps the set at its defaults, whatever it is (red team round 243: M and N at their defaults
+    while a batch dimension moved, met by a kept subset in about a third of verifications)."""
+    calls = min(len(size_values), KEEP_CALLS)
+    movable = [c for c in range(calls) if len(size_values[c]) > 1]
+    if len(movable) < 2:
+        return []  # one size that moves: the round draw keeping nothing moves it alone
+    every = (1 << calls) - 1
+    order = sorted(movable, key=lambda c: hashlib.sha256(f"{pick}:{c}".encode()).digest())
+    masks = [every & ~(1 << c) for c in sorted(order[:cap])]
+    return [m for m in masks if m not in taken]
+
+
+def planned_size_draws(size_draw: int, size_values: list[list[int]],
+                       vs: VerifySettings) -> tuple[list[int], list[int], set[int]]:
+    """The sizes drawn at verify time, as draws for the harness, all following from SIZE_DRAW (so one number in a
+    verdict reproduces them): `size_draws` drawn evenly; `round_size_draws` round ones (bit 55: a size drawn evenly
+    is rarely one a caller runs, a power of two or a multiple of a large one, where a fast path keyed on it goes
+    wrong: red team round 240), the second and third keeping a secret subset of the sizes at their defaults, then
+    the others; then `single_size_draws` round ones each moving one size alone, the others at their defaults (a
+    fast path keyed on any set of sizes at their defaults meets the draw that moves a size outside it: round 243).
+    Returns those draws, the `size_redraws` spare ones for sizes the baseline refuses, and the draws that move
+    one size alone (the wider-integer experiment leaves them out: they look for size-keyed paths, and values are
+    drawn wide at every other size)."""
+    keeps = round_keeps(len(size_values), vs.round_size_draws, size_draw >> 8)
+    singles = single_size_keeps(size_values, vs.single_size_draws, size_draw >> 16, keeps)
+    evenly, rounds = vs.size_draws, vs.size_draws + len(keeps) + len(singles)
+    drawn = size_draws(size_draw, rounds + vs.size_redraws)
+    planned = [with_relation(d, 0) for d in drawn[:evenly]] + [
+        as_round(d, keep) for d, keep in zip(drawn[evenly:rounds], keeps + singles)]
+    return planned, drawn[rounds:], set(planned[rounds - len(singles):])
 
 
 def relation_of(draw: int) -> int:
@@ -443,14 +479,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # last; the one the baseline last ran at is what a later refusal of a size drawn on its own tries
     # first (red team round 131: keeping every relation after one refusal kept chance ones, at whose
     # breaking a candidate was wrong, in every size judged).
-    # Then `round_size_draws` round ones (bit 55): a size drawn evenly is rarely one a caller runs (a power of two,
-    # a multiple of a large one), where a fast path keyed on it goes wrong (red team round 240).
-    draws = size_draws(size_draw, vs.size_draws + vs.round_size_draws + vs.size_redraws) if sizes > 1 else []
-    evenly, rounds = vs.size_draws, vs.size_draws + vs.round_size_draws
-    keeps = round_keeps(len(manifest.size_values) if manifest is not None else 0, vs.round_size_draws,
-                        size_draw >> 8)  # from the verdict's one draw, as every size drawn follows from it
-    draws, redraws = ([with_relation(d, 0) for d in draws[:evenly]]
-                      + [as_round(d, keep) for d, keep in zip(draws[evenly:rounds], keeps)], draws[rounds:])
+    # Then `round_size_draws` round ones (bit 55), and `single_size_draws` round ones moving one size alone
+    # (planned_size_draws).
+    draws, redraws, single_draws = planned_size_draws(size_draw, manifest.size_values if manifest else [], vs) \
+        if sizes > 1 else ([], [], set())
     relations = relation_order(size_relations(manifest.size_values) if manifest is not None else 0,
                                size_orderings(manifest.size_values) if manifest is not None else 0)
     kept_relation = 0  # the relation the baseline last ran at, once one did
@@ -497,7 +529,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 refused_draws.append(log_tail(base.result.stderr, 1) or run_failure(base)[1])
                 failure = None
                 following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-                experiments.append((fresh_seeds(1, used_seeds)[0], -1, redrawn(draw, redraws.pop(0), following)))
+                again = redrawn(draw, redraws.pop(0), following)
+                experiments.append((fresh_seeds(1, used_seeds)[0], -1, again))
+                if draw in single_draws:
+                    single_draws.add(again)
                 continue
             raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{size_words(size_index)}: "
                              f"{run_failure(base)[1]}" + (
@@ -521,7 +556,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             refused_draws.append(f"output {computing[0]!r} computed NaN")
             failure = None
             following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-            experiments.append((fresh_seeds(1, used_seeds)[0], -1, redrawn(draw, redraws.pop(0), following)))
+            again = redrawn(draw, redraws.pop(0), following)
+            experiments.append((fresh_seeds(1, used_seeds)[0], -1, again))
+            if draw in single_draws:
+                single_draws.add(again)
             continue
         if size_index < 0 and relation_of(draw):
             kept_relation = relation_of(draw)
@@ -602,7 +640,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         failure, matched = wide_integer_experiments(
             v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
             noise_by_size, durations, toolchain.nvcc, say,
-            [(k, None) for k in range(1, sizes)] + [(-1, d) for d in taken_draws],
+            [(k, None) for k in range(1, sizes)] + [(-1, d) for d in taken_draws if d not in single_draws],
             lambda what, base, cand: wide_times.append(OtherSize(
                 label=f"with {what}", baseline_ms=base.kernel_ms.value, candidate_ms=cand.kernel_ms.value,
                 baseline_audit=_audit(base, harness_kernels, timed_calls) if cupti_lib else None,

@@ -1,0 +1,25 @@
+"""Red team round 244's fixtures (tests/fixtures/redteam/round244) pass every gate decided before anything runs:
+the policy's source scan here, every static gate with nvcc in the deep tier. What only a GPU decides is
+tests/gpu/test_redteam_round244_gpu.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import FIXTURES
+from .redteam_static import assert_passes_source_scan, assert_passes_static_gates
+
+ROUND = FIXTURES / "redteam" / "round244"
+PAIRS = [(ROUND / "batched_affine.cu", ROUND / "defaults_pair_path.cu")]
+IDS = ["defaults_pair_path"]
+
+
+@pytest.mark.parametrize(("base", "cand"), PAIRS, ids=IDS)
+def test_the_round244_candidates_pass_the_source_scan(base, cand):
+    assert_passes_source_scan(base, cand)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize(("base", "cand"), PAIRS, ids=IDS)
+def test_the_round244_candidates_pass_the_static_gates(base, cand):
+    assert_passes_static_gates(base, cand)
