@@ -14,7 +14,7 @@ from kernelloop.config import load_settings
 from kernelloop.errors import InputError
 from kernelloop.tools.gpu import GpuInfo
 from kernelloop.tools.sandbox import IsolationReport, RunResult
-from kernelloop.verify import gate, wide_ints
+from kernelloop.verify import gate, magnitudes, wide_ints
 from kernelloop.verify.experiment import outputs_computing_nan, outputs_following_guards
 from kernelloop.verify.outputs import KernelMs, Tolerance, compare_dumps
 from kernelloop.verify.records import parse_records
@@ -143,6 +143,7 @@ def scripted_runs(monkeypatch, behave, make_manifest=None) -> list[dict]:
 
     monkeypatch.setattr(gate, "run_program", run)
     monkeypatch.setattr(wide_ints, "run_program", run)  # the wider-integer experiment runs its own
+    monkeypatch.setattr(magnitudes, "run_program", run)  # and the scaled-input experiment
     return calls
 
 
@@ -856,3 +857,42 @@ def test_a_candidates_cap_in_a_caller_layout_scales_with_the_baselines_run_in_th
     monkeypatch.setattr(gate, "run_program", run)
     verify(load_settings(project_dir=tmp_path))
     assert caps and min(caps) == 40.0  # ten times the baseline's 4 s there, not the calibration's 10 s floor
+
+
+def _other_size_layouts(cand_ms: float, spread: float = 0.0, only_one: bool = False):
+    """Layouts at the default size well faster; at two other sizes a guarded run at parity (with the baseline's
+    SPREAD there) and three caller layouts at CAND_MS against the baseline's 1.0 each (ONLY_ONE: the first
+    layout at the first size; the others at parity)."""
+    from kernelloop.verify.stats import decide
+    v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
+    v.speed = decide([5.0] * 9, [1.0] * 9, threshold=1.2, confidence=0.95)
+    layouts = [gate.LayoutTime(aligned=aligned, size=gate.OtherSize(label=f"layout {k}", baseline_ms=5.0, candidate_ms=1.0))
+               for k, aligned in enumerate(ALIGNED)]
+    guarded = []
+    for size in (1, -1):
+        key = (size, None if size > 0 else 12345)
+        guarded.append(gate.OtherSize(label=f"size {size}", baseline_ms=1.0, candidate_ms=1.0, baseline_spread=spread,
+                                      size_key=key))
+        layouts += [gate.LayoutTime(aligned=k == 0, default_size=False, size_key=key, size=gate.OtherSize(
+            label=f"layout {k} at size {size}", baseline_ms=1.0,
+            candidate_ms=cand_ms if not only_one or (k, size) == (0, 1) else 1.0)) for k in range(3)]
+    reasons: list = []
+    gate._speed_in_caller_layouts(v, layouts, reasons, guarded)
+    return next(g for g in v.gates if g.gate == "caller layouts"), reasons
+
+
+def test_caller_layouts_slower_at_every_other_size_together_are_rejected():
+    # Round 244: 1.18x at every other size for a caller's buffers, under the 1.2x of each run, passed
+    row, reasons = _other_size_layouts(1.18)
+    assert row.status == "fail" and "together" in row.detail and reasons, row.detail
+    row, reasons = _other_size_layouts(1.05)
+    assert row.status == "pass", row.detail
+
+
+def test_caller_layouts_at_another_size_are_allowed_the_baselines_spread_there():
+    # Round 244: an honest part at parity, one noisy run 1.3x, was refused against a flat 1.2x while the guarded
+    # run at that size was allowed 1 + 3 x the baseline's spread there
+    row, _ = _other_size_layouts(1.3, spread=0.0, only_one=True)
+    assert row.status == "fail" and "another size" in row.detail, row.detail
+    row, _ = _other_size_layouts(1.3, spread=0.12, only_one=True)
+    assert row.status == "pass", row.detail

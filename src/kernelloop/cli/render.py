@@ -59,7 +59,9 @@ def print_verdict(console: Console, v: Verdict) -> None:
     if v.failure_excerpt:
         console.print(styled(("candidate stderr:", "red"), f"\n{v.failure_excerpt}"))
     d = v.durations
-    wide = f" (wider integers {d.wide_integers_s:.1f})" if d.wide_integers_s else ""
+    parts = [f"wider integers {d.wide_integers_s:.1f}" if d.wide_integers_s else "",
+             f"scaled inputs {d.scaled_inputs_s:.1f}" if d.scaled_inputs_s else ""]
+    wide = f" ({', '.join(p for p in parts if p)})" if any(parts) else ""
     console.print(f"time: {d.total_s:.1f} s (compile {d.compile_s:.1f}, correctness {d.correctness_s:.1f}{wide}, "
                   f"memcheck {d.memcheck_s:.1f}, timing {d.timing_s:.1f}; verifier overhead {d.overhead_s:.2f})")
     style = "bold green" if v.accepted else "bold red"

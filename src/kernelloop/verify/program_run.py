@@ -26,6 +26,7 @@ GUARD_EXIT_CODE = 86  # kernelloop_harness.cuh: a guard zone around a buffer was
 INPUT_WRITTEN_EXIT_CODE = 87  # kernelloop_harness.cuh: a call changed an input buffer
 NONFINITE_ENV = "KERNELLOOP_NONFINITE"  # the non-finite experiment: which special values among stressed calls' spikes
 EXACT_BUFFERS_ENV = "KERNELLOOP_EXACT_BUFFERS"  # every buffer its own exact-size allocation (a baseline memcheck run)
+INPUT_SCALE_ENV = "KERNELLOOP_INPUT_SCALE"  # every floating-point input times 2^s (the scaled-input experiment)
 NONFINITE_BUFFERS_ENV = "KERNELLOOP_NONFINITE_BUFFERS"  # which inputs get the special values (a mask of buffer indices)
 WIDE_INTS_ENV = "KERNELLOOP_WIDE_INTS"  # guessed-range integer inputs drawn wide: 1, 2 bands per stretch (2: never negative), 3 one band
 WIDE_INTS_BUFFERS_ENV = "KERNELLOOP_WIDE_INTS_BUFFERS"  # ... in these inputs (a mask of buffer indices)
@@ -141,7 +142,7 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
                 nonfinite_buffers: int | None = None, exact_buffers: bool = False,
                 guard_byte: int | None = None, buffer_shift: tuple[int, int, int] | None = None,
-                wide_ints: WideDraw | tuple[int, int, int] | None = None) -> ProgramRun:
+                wide_ints: WideDraw | tuple[int, int, int] | None = None, input_scale: int = 0) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one; `nonfinite_calls` (its
@@ -156,7 +157,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
     the other way. `wide_ints` (mode, mask, bits): the inputs of the mask whose integer range nobody
     stated drawn wider (kernelloop_harness.cuh, UniformInt): in a band of its own per stretch of the
     buffer, up to every value of the type (mode 1) or every non-negative one (2), or all in one band
-    [0, 2^bits) (3), or in the shape a WideDraw gives."""
+    [0, 2^bits) (3), or in the shape a WideDraw gives. `input_scale` s: every floating-point input (but fp16)
+    times 2^s in every call (verify/magnitudes.py)."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
@@ -167,6 +169,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 env[NONFINITE_BUFFERS_ENV] = str(nonfinite_buffers)
         if guard_byte is not None:
             env[GUARD_BYTE_ENV] = str(guard_byte)
+        if input_scale:
+            env[INPUT_SCALE_ENV] = str(input_scale)
         if wide_ints is not None:
             wide = WideDraw(*wide_ints)
             env[WIDE_INTS_ENV], env[WIDE_INTS_BUFFERS_ENV] = str(wide.mode), str(wide.buffers)

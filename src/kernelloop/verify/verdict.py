@@ -68,7 +68,7 @@ class BuildSummary(BaseModel):
 class SeedCheck(BaseModel):
     seed: int
     comparison: Comparison
-    phase: Literal["correctness", "size", "nonfinite", "wide_ints", "timing", "drift"]
+    phase: Literal["correctness", "size", "nonfinite", "wide_ints", "scaled", "timing", "drift"]
     secret: str = ""  # hex: a v2 harness's stream secret for this experiment (revealed after the run)
     size_index: int = 0  # a v2 harness's problem size (0: the default)
     size_draw: int | None = None  # size_index -1: the draw behind the size (KERNELLOOP_SIZE_DRAW)
@@ -92,6 +92,7 @@ class Durations(BaseModel):
     compile_s: float = 0.0
     correctness_s: float = 0.0
     wide_integers_s: float = 0.0  # of correctness_s: the wider-integer experiment (guessed integer ranges)
+    scaled_inputs_s: float = 0.0  # of correctness_s: the scaled-input experiment (verify/magnitudes.py)
     memcheck_s: float = 0.0
     timing_s: float = 0.0
     total_s: float = 0.0

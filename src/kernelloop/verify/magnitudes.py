@@ -1,0 +1,172 @@
+"""The scaled-input experiment: every floating-point input times one power of two, at scales where the
+baseline's own outputs scale exactly, compared through the same power of two (red team rounds 240-242;
+docs/verifier.md, "Values only on the generator's grid").
+
+`kl::Uniform<float>{0, 1}` draws multiples of 2^-24 and nothing below 2^-24: a sum in 64-bit fixed point
+at 2^32 is exact on every value the harness draws and 22 % low on a caller's 3e-10s. Scaling the inputs
+catches it, but a scale the baseline itself does not take (a cosine's `sqrtf(na * nb)` underflowing, a
+skewness's `m2 * m2 * m2` overflowing) refused honest rewrites (rounds 241-242), and an absolute noise
+allowance measured at one scale lets anything through at a much smaller one. So the baseline is probed
+first: at each scale 2^s tried, its outputs must be its outputs of the same experiment unscaled times
+2^(k s') for one power of two per output buffer (a sum's 2^s, a product's 2^2s, a cosine's 1), within the
+tolerance and its own noise; a scale it does not take ends the probe in that direction. The candidate is
+then compared only at scales the baseline took, both programs' outputs divided by the buffer's power of
+two (exact), so the tolerance and the noise allowance measured unscaled hold as they are."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import numpy as np
+
+from ..tools.sandbox import Limits
+from .comparing import (
+    BaselineNoise,
+    calls_kept_as_before,
+    compare_experiment,
+    experiment_secret,
+    fresh_seeds,
+    log_tail,
+    run_failure,
+)
+from .experiment import outputs_computing_nan
+from .program_run import ProgramRun, output_digest, run_program
+from .records import Manifest, Sample
+from .verdict import Durations, Progress, Reason, SeedCheck, Verdict
+
+# The probe's scales, each drawn in secret from its band, tried in order away from 1 until the baseline does
+# not take one: down to values a caller's tiny terms hold (2^-100 of [0, 1) is still a normal float), up
+# to where a square of the inputs overflows float.
+SCALE_BANDS_DOWN = ((-15, -8), (-31, -16), (-55, -32), (-79, -56), (-100, -80))
+SCALE_BANDS_UP = ((6, 11), (12, 23), (24, 40), (41, 63))
+SCALABLE_DTYPES = ("float32", "float64", "bfloat16")  # fp16's exponent ends at 2^-24: not scaled
+
+
+def scalable_inputs(manifest: Manifest) -> list[str]:
+    """The inputs the harness scales (KERNELLOOP_INPUT_SCALE): floating point but fp16, read by the part."""
+    return [b.name for b in manifest.buffers if b.role in ("input", "inout") and b.dtype in SCALABLE_DTYPES]
+
+
+def output_exponents(unscaled: ProgramRun, scaled: ProgramRun) -> list[int] | None:
+    """Per output buffer, the power of two k with SCALED's values about 2^k times UNSCALED's (the median over
+    the elements finite and non-zero in both; 0 for integers and for a buffer with no such element); None
+    where either run wrote no dump or the dumps differ in shape."""
+    if unscaled.dump is None or scaled.dump is None or len(unscaled.dump) != len(scaled.dump):
+        return None
+    exponents: list[int] = []
+    for before, after in zip(unscaled.dump, scaled.dump):
+        if before.shape != after.shape:
+            return None
+        if before.dtype.kind != "f" and str(before.dtype) != "bfloat16":
+            exponents.append(0)
+            continue
+        x, y = before.astype(np.float64), after.astype(np.float64)
+        both = np.isfinite(x) & np.isfinite(y) & (x != 0) & (y != 0)
+        ratio = np.log2(np.abs(y[both]) / np.abs(x[both])) if both.any() else np.zeros(1)
+        exponents.append(int(np.rint(np.median(ratio))))
+    return exponents
+
+
+def _divided(values: np.ndarray, k: int) -> np.ndarray:
+    """VALUES / 2^k, exact where the result stays normal; integers as they are."""
+    if k == 0 or (values.dtype.kind != "f" and str(values.dtype) != "bfloat16"):
+        return values
+    if values.dtype.kind == "f":
+        return np.ldexp(values, -k).astype(values.dtype)
+    return np.ldexp(values.astype(np.float32), -k).astype(values.dtype)
+
+
+def rescaled(run: ProgramRun, exponents: list[int]) -> ProgramRun:
+    """RUN with every output buffer's values (the dump and every timed call's samples) divided by 2^k, its
+    buffer's power of two: what it would have computed unscaled, where it scales exactly."""
+    if run.records is None or run.dump is None:
+        return run
+    outputs = [_divided(values, k) for values, k in zip(run.dump, exponents)]
+    seen: dict[int, int] = {}  # per call, the samples so far: the n-th sample of a call is the n-th output's
+    samples = []
+    for sample in run.records.samples:
+        n = seen.get(sample.call, 0)
+        seen[sample.call] = n + 1
+        k = exponents[n] if n < len(exponents) else 0
+        samples.append(Sample(call=sample.call, buffer=sample.buffer, values=_divided(sample.values, k)))
+    records = run.records.model_copy(update={"outputs": outputs, "samples": samples})
+    return run.model_copy(update={"records": records, "dump": outputs})
+
+
+def _scale_in(band: tuple[int, int]) -> int:
+    low, high = band
+    return low + secrets.randbelow(high - low + 1)
+
+
+def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
+                             used_seeds: set[int], manifest: Manifest, noise: BaselineNoise | None,
+                             durations: Durations, say) -> tuple[tuple[Reason, str] | None, bool]:
+    """Every floating-point input times 2^s, one s per experiment: the baseline probed at scales drawn in
+    secret from SCALE_BANDS_DOWN, then SCALE_BANDS_UP, in order until it does not take one (it fails,
+    computes NaN of finite inputs, or its outputs are not its unscaled outputs times one power of two per
+    buffer, within the tolerance and its noise); then the candidate, on the same experiment, at the smallest
+    and the largest scale taken and at `input_scale_draws` - 2 more drawn in secret among those taken, both
+    programs' outputs divided by their buffer's power of two. Where the baseline takes no scale (a softmax:
+    exp(2^s x) is no power of two of exp(x); a GEMM adding beta C: two degrees in one output), nothing is
+    compared and a note says so. Returns (a candidate failure, whether every comparison matched)."""
+    vs = v.settings
+    seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
+
+    def run(binary: Path, limits: Limits, scale: int) -> ProgramRun:
+        done = run_program(binary, seed=seed, limits=limits, secret=secret, input_scale=scale)
+        durations.program_runs_s += done.result.wall_s
+        return done
+
+    def takes(done: ProgramRun) -> bool:
+        return not run_failure(done) and done.records is not None and done.dump is not None and \
+            not outputs_computing_nan(done.records, poison_byte=None, kept_calls=calls_kept_as_before(done))
+
+    say(Progress(stage="correctness", message=f"seed {seed} with the inputs scaled: the baseline's scales"))
+    unscaled = run(base_bin, base_limits, 0)
+    if not takes(unscaled):
+        v.notes.append("the scaled-input experiment did not run: the baseline's unscaled run of it failed")
+        return None, True
+    taken: list[tuple[int, ProgramRun, list[int]]] = []
+    for bands in (SCALE_BANDS_DOWN, SCALE_BANDS_UP):
+        for band in bands:
+            scale = _scale_in(band)
+            scaled = run(base_bin, base_limits, scale)
+            exponents = output_exponents(unscaled, scaled) if takes(scaled) else None
+            if exponents is None or not compare_experiment(unscaled, rescaled(scaled, exponents), vs, noise).match:
+                break
+            taken.append((scale, scaled, exponents))
+    names = ", ".join(scalable_inputs(manifest))
+    if not taken:
+        v.notes.append(f"inputs scaled by powers of two ({names}) were compared at no scale: the baseline's outputs "
+                       "do not scale by a power of two with them (exp, a sum of two degrees, a constant added); "
+                       "values off the harness's grid ([0, 1) in multiples of 2^-24) are checked only as drawn")
+        return None, True
+    by_scale = sorted(taken, key=lambda t: t[0])
+    chosen = [by_scale[0], by_scale[-1]] if len(by_scale) > 1 else by_scale[:1]
+    rest = by_scale[1:-1]
+    while rest and len(chosen) < vs.input_scale_draws:
+        chosen.append(rest.pop(secrets.randbelow(len(rest))))
+    matched = True
+    for scale, scaled, exponents in chosen[:max(1, vs.input_scale_draws)]:
+        what = f"every floating-point input ({names}) times 2^{scale}"
+        say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
+        cand = run(cand_bin, cand_limits, scale)
+        if (failure := run_failure(cand)) is not None:
+            v.failure_excerpt = log_tail(cand.result.stderr, 12)
+            return (failure[0], f"with {what} (the baseline runs on them and its outputs scale exactly): "
+                                f"{failure[1]}"), False
+        cmp = compare_experiment(rescaled(scaled, exponents), rescaled(cand, exponents), vs, noise)
+        if not cmp.match:
+            cmp = cmp.model_copy(update={"problem": f"with {what}, each output divided by its power of two "
+                                                    f"({', '.join(f'2^{k}' for k in exponents)}): {cmp.describe()} "
+                                                    "(the baseline's outputs scale exactly there)"})
+        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="scaled", secret=secret.hex(),
+                                  baseline_sha256=output_digest(scaled), candidate_sha256=output_digest(cand)))
+        matched &= cmp.match
+        if not cmp.match:
+            break
+    low, high = by_scale[0][0], by_scale[-1][0]
+    v.notes.append(f"inputs scaled by powers of two ({names}): the baseline's outputs scale exactly from 2^{low} to "
+                   f"2^{high} of the scales probed; the candidate compared at {len(chosen)} of them")
+    return None, matched

@@ -1,0 +1,248 @@
+"""The scaled-input experiment (verify/magnitudes.py; red team rounds 240-242): every floating-point input
+times 2^s, compared only at scales where the baseline's own outputs scale by one power of two per output, both
+programs' outputs divided by it. Without a GPU: programs simulated in numpy, answering run_program as the
+harness would (the inputs of a seed and call, times 2^s in float32), and the experiment run over them."""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+import pytest
+
+from kernelloop.config import VerifySettings
+from kernelloop.tools.sandbox import IsolationReport, Limits, RunResult
+from kernelloop.verify import magnitudes
+from kernelloop.verify.comparing import baseline_noise
+from kernelloop.verify.magnitudes import output_exponents, rescaled, scalable_inputs, scaled_input_experiments
+from kernelloop.verify.outputs import KernelMs
+from kernelloop.verify.program_run import INPUT_SCALE_ENV, ProgramRun
+from kernelloop.verify.records import Manifest, parse_records
+from kernelloop.verify.verdict import Durations, Reason, Verdict
+
+from .test_nonfinite import GOOD, records, scripted_runs, settings, verify  # noqa: F401  (settings: a fixture)
+
+CALLS, ROWS, COLS = 3, 8, 4096
+
+
+def manifest() -> dict:
+    return {"contract": 2, "warmup": 1, "calls": CALLS, "flops": 0.0, "size_options": 1, "copy_gbps": 3000.0,
+            "fma_gflops": 50000.0,
+            "buffers": [{"name": "x", "role": "input", "dtype": "float32", "count": ROWS * COLS},
+                        {"name": "w", "role": "input", "dtype": "float32", "count": ROWS * COLS},
+                        {"name": "y", "role": "output", "dtype": "float32", "count": ROWS}]}
+
+
+def inputs(seed: int, call: int, scale: int) -> tuple[np.ndarray, np.ndarray]:
+    """What the harness hands a call: [0, 1) in multiples of 2^-24 (kl::Uniform), then times 2^s in float32."""
+    rng = np.random.default_rng([seed, call])
+    x, w = (rng.integers(0, 1 << 24, (ROWS, COLS)).astype(np.float32) * np.float32(2.0**-24) for _ in range(2))
+    return np.ldexp(x, scale).astype(np.float32), np.ldexp(w, scale).astype(np.float32)
+
+
+def row_sum(x, w):  # degree 1 in the inputs: the baseline, float32 in order
+    return np.cumsum(x, axis=1, dtype=np.float32)[:, -1]
+
+
+def pairwise_sum(x, w):  # an honest rewrite: another order
+    return x.astype(np.float32).reshape(ROWS, 64, 64).sum(axis=2, dtype=np.float32).sum(axis=1, dtype=np.float32)
+
+
+def fixed_point_sum(x, w):  # round 240 (b): int64 at 2^32, exact on the harness's grid, wraps past 2^31
+    with np.errstate(invalid="ignore"):  # past 2^63: int64 wraps (numpy: undefined, any value)
+        fixed = np.floor(x.astype(np.float64) * 2.0**32).astype(np.int64)
+    return (fixed.sum(axis=1) / 2.0**32).astype(np.float32)
+
+
+def cosine(x, w):  # degree 0; sqrtf(na * nb) underflows (and overflows) long before x does (round 241)
+    dot = (x * w).sum(axis=1, dtype=np.float32)
+    na, nb = (x * x).sum(axis=1, dtype=np.float32), (w * w).sum(axis=1, dtype=np.float32)
+    with np.errstate(all="ignore"):
+        return (dot / np.sqrt(na * nb)).astype(np.float32)
+
+
+def cosine_normalised(x, w):  # the honest rewrite that normalises first: finite where the baseline is not
+    with np.errstate(all="ignore"):
+        dot = (x * w).sum(axis=1, dtype=np.float32)
+        return (dot / np.sqrt((x * x).sum(axis=1, dtype=np.float32)) / np.sqrt((w * w).sum(axis=1, dtype=np.float32))
+                ).astype(np.float32)
+
+
+def softmax_max(x, w):  # exp: no power of two relates exp(2^s x) to exp(x)
+    with np.errstate(all="ignore"):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return (e[:, 0] / e.sum(axis=1)).astype(np.float32)
+
+
+def scripted(monkeypatch, baseline, candidate) -> list[dict]:
+    asked: list[dict] = []
+
+    def run(binary, *, seed, limits, secret=None, input_scale=0, **kw):
+        asked.append({"binary": str(binary), "scale": input_scale})
+        compute = baseline if str(binary) == "baseline" else candidate
+        outs = [compute(*inputs(seed, call, input_scale)) for call in range(CALLS)]
+        crashed = any(o is None for o in outs)  # None: the program traps (exit 1)
+        result = RunResult(argv=["p"], returncode=int(crashed), stdout="", stderr="trap\n" if crashed else "",
+                           isolation=IsolationReport(), wall_s=0.1)
+        done = ProgramRun(seed=seed, result=result, kernel_ms=KernelMs(value=1.0, count=1),
+                          secret=secret.hex() if secret else None)
+        if crashed:
+            return done
+        done.records = parse_records(records([list(o) for o in outs], list(outs[-1]), m=manifest()))
+        done.dump = done.records.outputs
+        return done
+
+    monkeypatch.setattr(magnitudes, "run_program", run)
+    return asked
+
+
+def experiment(monkeypatch, baseline, candidate, draws: int = 3):
+    asked = scripted(monkeypatch, baseline, candidate)
+    vs = VerifySettings(input_scale_draws=draws)
+    secret = secrets.token_bytes(32)
+    first, again = (magnitudes.run_program("baseline", seed=7, limits=None, secret=secret) for _ in range(2))
+    asked.clear()
+    v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=vs)
+    limits = Limits(wall_timeout_s=60)
+    failure, matched = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
+                                                Manifest.model_validate(manifest()),
+                                                baseline_noise(first, again, vs.baseline_noise_factor),
+                                                Durations(), lambda p: None)
+    return v, failure, matched, asked
+
+
+def test_a_fixed_point_sum_exact_only_on_the_harness_grid_is_rejected(monkeypatch):
+    v, failure, matched, asked = experiment(monkeypatch, row_sum, fixed_point_sum)
+    assert failure is None and not matched
+    bad = next(c for c in v.checks if c.phase == "scaled" and not c.comparison.match)
+    assert "times 2^" in bad.comparison.describe() and "divided by its power of two" in bad.comparison.describe()
+
+
+def test_an_honest_reordered_sum_matches_at_every_scale_the_baseline_takes(monkeypatch):
+    v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum)
+    assert failure is None and matched, [c.comparison.describe() for c in v.checks]
+    compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
+    probed = [a["scale"] for a in asked if a["binary"] == "baseline" and a["scale"]]
+    # a sum scales exactly from the deepest band down (2^-100 x [0, 1) is normal) to the top band up
+    assert min(probed) <= -80 and max(probed) >= 41 and len(compared) == 3
+    assert min(compared) == min(probed) and max(compared) == max(probed)
+    assert any("scale exactly from 2^" in n for n in v.notes)
+
+
+def test_an_honest_cosine_is_not_refused_where_the_baseline_underflows(monkeypatch):
+    """Round 241: the baseline's sqrtf(na * nb) underflows at scales its inputs do not; there the scales stop,
+    and the rewrite that normalises first is compared only where the baseline scales exactly."""
+    v, failure, matched, asked = experiment(monkeypatch, cosine, cosine_normalised)
+    assert failure is None and matched, [c.comparison.describe() for c in v.checks]
+    probed = [a["scale"] for a in asked if a["binary"] == "baseline" and a["scale"]]
+    compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
+    assert compared and all(-40 < s < 40 for s in compared) and min(probed) < -31  # the probe went past, stopped
+
+
+def test_a_baseline_that_does_not_scale_is_compared_nowhere_and_said(monkeypatch):
+    v, failure, matched, asked = experiment(monkeypatch, softmax_max, fixed_point_sum)
+    assert failure is None and matched
+    assert not [a for a in asked if a["binary"] == "candidate"]
+    assert any("compared at no scale" in n for n in v.notes), v.notes
+    assert len([a for a in asked if a["binary"] == "baseline"]) == 3  # unscaled, one down, one up
+
+
+def test_a_candidate_that_fails_on_scaled_inputs_fails(monkeypatch):
+    def traps_on_large_values(x, w):
+        return None if x.max() > 2.0 else row_sum(x, w)
+
+    v, failure, matched, asked = experiment(monkeypatch, row_sum, traps_on_large_values)
+    assert failure is not None and failure[0] == Reason.run_failed and "times 2^" in failure[1], failure
+
+
+def test_exponents_per_output_and_rescaling_exactly():
+    def run(values):
+        result = RunResult(argv=["p"], returncode=0, stdout="", stderr="", isolation=IsolationReport(), wall_s=0.1)
+        done = ProgramRun(seed=1, result=result, kernel_ms=KernelMs(value=1.0, count=1))
+        done.records = parse_records(records([values, values], values, m=manifest() | {"calls": 2}))
+        done.dump = done.records.outputs
+        return done
+
+    base = run([1.5, -3.0, 0.0, 7.25, 1, 1, 1, 1])
+    scaled = run([1.5 * 2**-40, -3.0 * 2**-40, 0.0, 7.25 * 2**-40, 2**-40, 2**-40, 2**-40, 2**-40])
+    assert output_exponents(base, scaled) == [-40]
+    back = rescaled(scaled, [-40])
+    assert np.array_equal(back.dump[0], base.dump[0])
+    assert all(np.array_equal(s.values, b.values) for s, b in zip(back.records.samples, base.records.samples))
+    assert scaled.dump[0][0] == np.float32(1.5 * 2**-40)  # the run itself is untouched
+
+
+def test_the_inputs_scaled_are_floating_point_but_fp16_and_the_harness_is_told_by_its_environment(tmp_path):
+    m = Manifest.model_validate(manifest() | {"buffers": manifest()["buffers"] + [
+        {"name": "h", "role": "input", "dtype": "float16", "count": 4},
+        {"name": "ids", "role": "input", "dtype": "int32", "count": 4},
+        {"name": "b", "role": "input", "dtype": "bfloat16", "count": 4}]})
+    assert scalable_inputs(m) == ["x", "w", "b"]
+    assert INPUT_SCALE_ENV == "KERNELLOOP_INPUT_SCALE"
+
+
+@pytest.mark.parametrize("draws", [1, 2, 5])
+def test_the_candidate_is_compared_at_input_scale_draws_scales(monkeypatch, draws):
+    v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum, draws)
+    compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
+    assert len(compared) == draws and len(set(compared)) == draws
+
+
+def atomic_signed_sum(x, w):
+    """A float-atomic sum of x - w (crossing zero): each run adds in an order of its own (round 242: a noise
+    allowance relative to the output refused an honest rewrite of it)."""
+    terms = (x - w).astype(np.float32)
+    order = np.random.default_rng().permutation(COLS)
+    return np.cumsum(terms[:, order], axis=1, dtype=np.float32)[:, -1]
+
+
+def block_signed_sum(x, w):  # the honest rewrite: one partial per block of 256, then the partials
+    terms = (x - w).astype(np.float32).reshape(ROWS, COLS // 256, 256)
+    return terms.sum(axis=2, dtype=np.float32).sum(axis=1, dtype=np.float32)
+
+
+def test_an_honest_rewrite_of_an_atomic_sum_crossing_zero_is_not_refused(monkeypatch):
+    for _ in range(5):  # each verification draws its own orders and scales
+        v, failure, matched, asked = experiment(monkeypatch, atomic_signed_sum, block_signed_sum)
+        assert failure is None and matched, [c.comparison.describe() for c in v.checks]
+        assert [a for a in asked if a["binary"] == "candidate"]  # compared, not skipped
+
+
+def test_where_the_fixed_point_sum_fails():
+    """The scales that catch round 240 (b)'s sum: its 2^-32 grid loses most of every value below about 2^-20,
+    and its total wraps past 2^31: the smallest and the largest scale a sum takes are both compared."""
+    x, w = inputs(7, 0, -40)
+    assert fixed_point_sum(x, w).max() == 0 and row_sum(x, w).min() > 0
+    x, w = inputs(7, 0, 30)
+    assert np.all(np.abs(fixed_point_sum(x, w) - row_sum(x, w)) > 0.5 * row_sum(x, w))
+
+
+@pytest.mark.nvcc
+def test_the_gate_rejects_a_candidate_wrong_only_on_scaled_inputs(monkeypatch, settings):  # noqa: F811
+    samples, final = GOOD
+
+    def behave(role, kw):
+        s = kw.get("input_scale", 0)
+        if not s:
+            return GOOD
+        if role == "baseline" or s > 0:  # the baseline scales by 2^s; the candidate is wrong scaled down only
+            return [[v * 2.0**s for v in call] for call in samples], [v * 2.0**s for v in final]
+        return [[0.0] * len(call) for call in samples], [0.0] * len(final)
+
+    calls = scripted_runs(monkeypatch, behave)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "times 2^-" in v.gate("correctness").detail
+    scaled = [c for c in calls if c.get("input_scale")]
+    assert scaled and all(c["secret"] == scaled[0]["secret"] for c in scaled)
+
+
+@pytest.mark.nvcc
+def test_the_gate_accepts_the_same_candidate_with_the_experiment_off(monkeypatch, settings):  # noqa: F811
+    def behave(role, kw):
+        return GOOD if not kw.get("input_scale") else ([[0.0] * 4] * 2, [0.0] * 4)
+
+    calls = scripted_runs(monkeypatch, behave)
+    v = verify(settings.model_copy(update={"verify": settings.verify.model_copy(update={"input_scale_draws": 0})}))
+    assert Reason.correctness not in v.reasons, v.summary
+    assert not [c for c in calls if c.get("input_scale")]
