@@ -114,13 +114,16 @@ def test_the_gate_keeps_orderings_from_the_first_redraw_on():
 
 def test_a_round_draw_is_a_multiple_of_a_large_power_of_two_and_no_declared_option(draws):
     """Red team round 240: a matmul fast path keyed on n % 64 == 0 was wrong at 12 of 781 evenly drawn sizes and
-    at every power of two a caller runs. A round draw is a multiple of 2^k, k secret in the top half."""
+    at every power of two a caller runs. A round draw is a multiple of 2^k, k secret from 3 to the largest (round
+    244: a transpose writing 128-column strips wherever cols % 32 == 0 met no round draw but multiples of 128)."""
     got = draws["round_matmul"]
-    assert all(500 <= n <= 1280 and n % 32 == 0 and n not in (1024, 1001) for n in got)
-    assert sum(n % 64 == 0 for n in got) > 0.8 * len(got)
+    assert all(500 <= n <= 1280 and n % 8 == 0 and n not in (1024, 1001) for n in got)
+    assert sum(n % 64 == 0 for n in got) > 0.4 * len(got)
+    assert sum(n % 32 == 0 and n % 128 != 0 for n in got) > 0.1 * len(got)
     assert {512, 768, 1280} <= set(got)
     rows = draws["round_rows"]
-    assert all(1024 <= n <= 5120 and n % 256 == 0 and n not in (4096, 2064) for n in rows), sorted(set(rows))
+    assert all(1024 <= n <= 5120 and n % 128 == 0 and n not in (4096, 2064) for n in rows), sorted(set(rows))
+    assert any(n % 1024 for n in rows)
     assert draws["round_none"] == [0]  # no multiple of 2 in [3, 5] but the declared 4: none
 
 
@@ -205,18 +208,152 @@ def test_a_draw_moves_each_size_alone_with_every_other_at_its_default(draws):
     assert all(bin(m).count("1") == 9 for masks in chosen for m in masks)
 
 
-def test_the_planned_draws_move_each_size_alone_and_keep_them_from_the_wide_integers():
+def test_the_planned_draws_move_each_size_alone_and_to_its_smallest():
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import KEEP_SHIFT, ROUND_SIZE, planned_size_draws, size_draws
+    from kernelloop.verify.gate import EXPLICIT, EXPLICIT_VALUE, KEEP_SHIFT, ROUND_SIZE, planned_size_draws, size_draws
 
     vs = VerifySettings()
     bmn = [[8, 3], [1024, 333], [1024, 333]]
-    planned, spare, singles = planned_size_draws(12345, bmn, vs)
-    keeps = [(d >> KEEP_SHIFT) & 0xFFFF for d in planned]
-    assert [bool(d & ROUND_SIZE) for d in planned] == [False] * vs.size_draws + [True] * (len(planned) - vs.size_draws)
+    plan = planned_size_draws(12345, bmn, vs)
+    keeps = [(d >> KEEP_SHIFT) & 0xFFFF for d in plan.draws]
+    assert [bool(d & ROUND_SIZE) for d in plan.draws] == [False] * vs.size_draws + [True] * (len(plan.draws) - vs.size_draws)
     assert {0b011, 0b101, 0b110} <= set(keeps[vs.size_draws:])  # each size moved alone in one draw
-    assert singles == {d for d in planned[vs.size_draws + vs.round_size_draws:]} and singles
-    assert len(spare) == vs.size_redraws and len(planned) == vs.size_draws + vs.round_size_draws + len(singles)
-    assert planned[0] & ((1 << 39) - 1) == size_draws(12345, 1)[0]  # the verdict's one draw comes first
-    none = planned_size_draws(12345, bmn, vs.model_copy(update={"single_size_draws": 0}))
-    assert not none[2] and len(none[0]) == vs.size_draws + vs.round_size_draws
+    least = sorted(((d >> KEEP_SHIFT) & 0xFFFF, d & EXPLICIT_VALUE) for d in plan.untimed)
+    assert least == [(0b011, 1), (0b101, 1), (0b110, 1)]  # each to its smallest, the options' common factor
+    assert all(d & EXPLICIT for d in plan.single)
+    moved = {(d >> KEEP_SHIFT) & 0xFFFF: d & EXPLICIT_VALUE for d in plan.single - plan.untimed}
+    assert moved, moved
+    for keep, value in moved.items():  # round (the batch's span [1, 10] holds 4 below its option 8), no option
+        assert value % (4 if keep == 0b110 else 8) == 0 and value not in (8, 3, 1024, 333), moved
+    assert plan.untimed <= plan.single and len(plan.spare) == vs.size_redraws
+    assert len(plan.draws) == vs.size_draws + vs.round_size_draws + len(plan.single)
+    assert not any(d & EXPLICIT for d in plan.draws[:vs.size_draws + vs.round_size_draws])
+    assert plan.draws[0] & ((1 << 37) - 1) == size_draws(12345, 1)[0] & ((1 << 37) - 1)  # the verdict's one draw first
+    none = planned_size_draws(12345, bmn, vs.model_copy(update={"single_size_draws": 0, "smallest_size_draws": 0}))
+    assert not none.single and len(none.draws) == vs.size_draws + vs.round_size_draws
+
+
+def test_a_size_moved_alone_keeps_the_relations_with_the_kept_defaults_once_refused():
+    from kernelloop.verify.gate import (
+        ALL_RELATIONS, EXPLICIT, EXPLICIT_VALUE, KEEP_ORDERINGS, KEEP_SHIFT, ROUND_SIZE, as_explicit, explicit_size,
+        redraw, relation_of, smallest_size_calls, with_relation)
+
+    head_split = [[4096, 3001], [768, 320], [12, 5]]
+    alone = [explicit_size(head_split, 1, pick) for pick in range(300)]
+    assert all(v is not None and 160 <= v <= 960 and v % 64 == 0 and v not in (768, 320) for v in alone)
+    related = [explicit_size(head_split, 1, pick, related=True) for pick in range(300)]
+    assert all(v % 192 == 0 and v != 768 for v in related), set(related)  # a multiple of 12 too
+    # equal in every option: the only size keeping the relation is the default; none
+    assert explicit_size([[1024, 333], [1024, 333]], 1, 5, related=True) is None
+    # at least the rows (a leading dimension), where kept
+    assert all(v >= 1024 for v in (explicit_size([[1024, 333], [1024, 337]], 1, p, related=True) for p in range(50)))
+    refused = as_explicit(0x1234567, 0b101, 512)
+    assert refused & EXPLICIT and refused & ROUND_SIZE and refused & EXPLICIT_VALUE == 512
+    again = redraw(refused, 0x7654321, 1, head_split)
+    assert again & EXPLICIT and (again >> KEEP_SHIFT) & 0xFFFF == 0b101 and (again & EXPLICIT_VALUE) % 192 == 0
+    assert relation_of(again) == ALL_RELATIONS | KEEP_ORDERINGS
+    third = redraw(again, 0x1111111, 1, head_split)  # refused again: drawn by the harness, round, heads kept
+    assert not third & EXPLICIT and third & ROUND_SIZE and (third >> KEEP_SHIFT) & 0xFFFF == 0b101
+    assert not with_relation(refused, 0) & EXPLICIT
+    assert smallest_size_calls([[1, 5], [4096, 3001], [64, 32], [0, 1]], 8, 3) == [1, 2]
+    assert len(smallest_size_calls([[64 * (c + 1), 33] for c in range(10)], 4, 3)) == 4
+
+
+DRAWN_SIZES = Path(__file__).parent / "harness" / "drawn_sizes.cu"
+
+
+@pytest.fixture(scope="module")
+def harness_size(tmp_path_factory):
+    """The harness's own size() on the host, answering one draw at a time (tests/harness/drawn_sizes.cu)."""
+    binary = tmp_path_factory.mktemp("drawn") / "drawn_sizes"
+    built = subprocess.run(["nvcc", "-std=c++17", "-I", str(harness_include_dir()), str(DRAWN_SIZES), "-o", str(binary)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    running: dict[tuple, subprocess.Popen] = {}
+
+    def size(options: list[list[int]], draw: int) -> list[int]:
+        key = tuple(map(tuple, options))
+        if key not in running:
+            running[key] = subprocess.Popen([str(binary), *(",".join(map(str, o)) for o in options)],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proc = running[key]
+        proc.stdin.write(f"{draw}\n")
+        proc.stdin.flush()
+        return [int(w) for w in proc.stdout.readline().split()]
+
+    yield size
+    for proc in running.values():
+        proc.stdin.close()
+        proc.wait(timeout=10)
+
+
+def simulate_verifications(harness_size, options, takes, count: int, seed: int = 1):
+    """COUNT verifications' drawn sizes as the gate makes them (planned_size_draws, then a refused draw drawn
+    again with redrawn and next_relation while spares last), the baseline taking the sizes TAKES accepts; per
+    verification the sizes taken, how many draws went unchecked, and whether verify would stop (spares spent
+    with no drawn size taken)."""
+    import random
+
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import (
+        next_relation, planned_size_draws, redraw, relation_of, relation_order, size_orderings, size_relations)
+
+    vs, rng, outcomes = VerifySettings(), random.Random(seed), []
+    order = relation_order(size_relations(options), size_orderings(options))
+    for _ in range(count):
+        plan = planned_size_draws(rng.getrandbits(63) | 1, options, vs)
+        queue, spare, kept, tried, taken, unchecked, stopped = list(plan.draws), list(plan.spare), 0, 0, [], 0, False
+        for draw in queue:  # grows while walked, as the gate's experiments do
+            sizes = harness_size(options, draw)
+            if takes(*sizes):
+                taken.append(sizes)
+                kept = relation_of(draw) or kept
+            elif spare:
+                following, tried = next_relation(relation_of(draw), kept, order, tried)
+                queue.append(redraw(draw, spare.pop(0), following, options))
+            elif taken:
+                unchecked += 1
+            else:
+                stopped = True
+                break
+        outcomes.append((taken, unchecked, stopped))
+    return outcomes
+
+
+HEAD_SPLIT = [[4096, 3001], [768, 320], [12, 5]]  # tokens, hidden, heads: the baseline checks hidden % heads
+
+
+def test_a_refused_keep_draw_is_drawn_again_with_the_kept_size_at_its_default(harness_size):
+    """Red team round 244: a head split with a fast path wherever heads == 12 (the default) that used the
+    preamble's HIDDEN: the baseline's own hidden % heads check refused the draws holding heads at 12 while hidden
+    moved (round draws are multiples of 2^k, 768 is 3 x 256), and their redraws kept a relation that drew every size
+    anew, heads too. Now a kept size stays at its default in every redraw, and the moving one is drawn round again
+    until the baseline takes it."""
+    outcomes = simulate_verifications(harness_size, HEAD_SPLIT, lambda t, h, n: h % n == 0, 200)
+    caught = sum(any(n == 12 and h != 768 for _, h, n in taken) for taken, _, _ in outcomes)
+    assert caught >= 0.97 * len(outcomes), caught
+    assert not any(stopped for _, _, stopped in outcomes)
+
+
+def test_chained_relations_do_not_stop_verify(harness_size):
+    """Red team round 244: kv_heads divides heads divides hidden (grouped-query attention), every link shown by the
+    declared options; the relation-keeping redraws could corner themselves and spend every spare, and verify
+    stopped asking for alternatives it already had. Draws left over once spares are spent are named in a note."""
+    options = HEAD_SPLIT + [[4, 5]]
+    outcomes = simulate_verifications(harness_size, options, lambda t, h, n, kv: h % n == 0 and n % kv == 0, 200)
+    assert not any(stopped for _, _, stopped in outcomes)
+    assert sum(len(taken) for taken, _, _ in outcomes) > 5 * len(outcomes)
+
+
+def test_a_smallest_draw_moves_one_size_to_its_common_factor(harness_size):
+    """Red team round 244: one token, one row, batch 1 came only where declared (a linear layer whose m == 1 path
+    dropped the bias passed every draw); each size goes to its smallest alone, the others at their defaults."""
+    from kernelloop.config import VerifySettings
+    from kernelloop.verify.gate import planned_size_draws
+
+    linear = [[4096, 3001], [1024, 1000], [1024, 999]]
+    plan = planned_size_draws(987654321, linear, VerifySettings())
+    got = sorted(harness_size(linear, d) for d in plan.untimed)
+    assert got == [[1, 1024, 1024], [4096, 8, 1024], [4096, 1024, 1]]  # N's options share 8
+    outcomes = simulate_verifications(harness_size, linear, lambda m, n, k: True, 50)
+    assert all([1, 1024, 1024] in taken for taken, _, _ in outcomes)

@@ -151,14 +151,22 @@ inline long long equal_default_size(const long long values[][8], const long long
   return 0;
 }
 
-// A multiple of 2^k in [from, to] (units of G), k drawn in secret from the top half of the powers of two up to
-// `to` and lowered until one is not a declared option (OPTIONS, in sizes: those are checked anyway); 0 where
-// none is (Harness::drawn_size's round sizes, bit 55 of the draw).
+// The exponent of a round size's power of two up to TO (TO >= 2): drawn in secret from 3 (8, 16, 32 times the
+// common factor are callers' sizes too: red team round 244, a transpose writing 128-column strips where
+// cols % 32 == 0 met no round draw but a multiple of 128) to the largest, each alike.
+inline int round_exponent(long long to, uint64_t r) {
+  if (to < 2) return 0;
+  const int top = 63 - __builtin_clzll((unsigned long long)to), least = std::min(3, top);
+  return top - (int)(mix64(r ^ 0x524F554E44ull) % (uint64_t)(top - least + 1));
+}
+
+// A multiple of 2^k in [from, to] (units of G), k drawn in secret (round_exponent) and lowered until one is
+// not a declared option (OPTIONS, in sizes: those are checked anyway); 0 where none is (Harness::drawn_size's
+// round sizes, bit 55 of the draw).
 inline long long round_multiple(long long from, long long to, uint64_t r, const long long* options, int count,
                                 long long g) {
   if (to < 2 || from > to) return 0;
-  const int top = 63 - __builtin_clzll((unsigned long long)to);
-  for (int k = top - (int)(mix64(r ^ 0x524F554E44ull) % (uint64_t)(top / 2 + 1)); k >= 1; --k) {
+  for (int k = round_exponent(to, r); k >= 1; --k) {
     const long long step = 1LL << k, a = (from + step - 1) / step, b = to / step;
     if (a > b) continue;
     const long long n = b - a + 1, start = (long long)(mix64(r ^ 0x4D554C54ull) % (uint64_t)n);
@@ -203,7 +211,8 @@ inline long long round_size(const long long values[][8], const long long chosen[
 inline long long related_size(const long long values[][8], const long long chosen[], const bool integral[],
                               int call, int options, long long lo, long long hi, long long step, uint64_t r,
                               int only, int keep = 3, long long at_least = 0,
-                              long long at_most = std::numeric_limits<long long>::max()) {
+                              long long at_most = std::numeric_limits<long long>::max(),
+                              bool* constrained = nullptr) {
   auto gcd = [](long long a, long long b) { while (b) { long long t = a % b; a = b; b = t; } return a; };
   const long long top = hi + hi / 4;
   int number = 0;  // the relations of the calls before this one
@@ -217,6 +226,7 @@ inline long long related_size(const long long values[][8], const long long chose
     const bool kept = only == 63 || (only < 32 ? only == number : only - 31 != number);
     if (!kept || chosen[j] <= 0) continue;
     const bool multiple = relation & 1, divisor = relation & 2;
+    if (constrained && ((multiple && (keep & 1)) || (divisor && (keep & 2)))) *constrained = true;
     if (multiple && (keep & 1)) {
       const long long g = gcd(step, chosen[j]);
       if (step / g > top / chosen[j] + 1) return 0;  // the least common multiple is past the span
@@ -1678,16 +1688,34 @@ class Harness {
     // Bit 62: it keeps every ordering the options show too (size_order_bounds: a leading dimension
     // at least its rows), where a baseline refused sizes drawn without (its own reads past a buffer).
     const int only = (int)((s.size_draw >> 56) & 63);
+    // Bits 39-54: the calls a round draw keeps at their defaults. A kept call stays at its default whatever
+    // relation a redraw keeps (red team round 244: a redraw's relation drew every size anew, so a refused keep
+    // draw lost its kept sizes). Bit 37: the one call a draw moves takes the size in bits 0-36, which the
+    // verifier chose knowing every call's options and the kept defaults (a size moved alone, round, keeping
+    // the relations the options show with sizes kept that are declared after it; or its smallest: round 244).
+    const bool round_draw = (s.size_draw >> 55) & 1;
+    const uint64_t kept = (s.size_draw >> 39) & 0xFFFF;  // the calls kept at their defaults (bits 39-54)
+    if (round_draw && s.size_calls < 16 && ((kept >> s.size_calls) & 1)) return options.begin()[0];
+    if (round_draw && ((s.size_draw >> 37) & 1)) return (T)(long long)(s.size_draw & ((1ull << 37) - 1));
     long long at_least = 0, at_most = std::numeric_limits<long long>::max();
     if ((s.size_draw >> 62) & 1)
       size_order_bounds(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(),
                         &at_least, &at_most);
     long long related = 0;
+    bool constrained = false;
     for (int keep : {3, 2, 1})
       if (!related && only)
         related = related_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(), lo,
-                               hi, g, r, only, keep, at_least, at_most);
-    if (related) return (T)related;
+                               hi, g, r, only, keep, at_least, at_most, &constrained);
+    // A round draw's redraw keeping a relation: round where the relation leaves room (a multiple of g 2^j,
+    // j as large as it goes), and round as any other where this call has no relation kept
+    if (related && round_draw && constrained)
+      for (int j = round_exponent((hi + hi / 4) / g, r); j >= 1; --j) {
+        const long long round_related = related_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls,
+                                                     (int)options.size(), lo, hi, g << j, r, only, 3, at_least, at_most);
+        if (round_related) return (T)round_related;
+      }
+    if (related && (!round_draw || constrained)) return (T)related;
     // The span alone, bounded by the orderings where some multiple of G lies between them.
     long long low = std::max(first, (at_least + g - 1) / g), high = std::min(last, at_most / g);
     if (low > high) low = first, high = last;
@@ -1699,7 +1727,6 @@ class Harness {
       long long declared[8];
       int count = 0;
       for (T v : options) if (count < 8) declared[count++] = (long long)v;
-      const uint64_t kept = (s.size_draw >> 39) & 0xFFFF;  // the calls kept at their defaults (bits 39-54)
       const long long round = round_size(s.size_values, s.size_chosen, s.size_integral, s.size_calls, declared,
                                          count, low, high, g, r, kept);
       if (round) return (T)(round * g);

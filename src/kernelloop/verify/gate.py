@@ -19,6 +19,7 @@ import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel
 
@@ -157,11 +158,17 @@ KEEP_ORDERINGS = 64
 # (red team rounds 240-243). Bits 39-54: the size() calls such a draw keeps at their defaults (rounds 242-243).
 ROUND_SIZE = 1 << 55
 KEEP_SHIFT, KEEP_CALLS = 39, 16
+# Bit 37, with bit 55: the one call a draw moves takes the size in bits 0-36, chosen here (explicit_size), where
+# every call's options and the kept defaults are known (the harness draws each size before it meets the later
+# calls): a size moved alone, round, or its smallest (red team round 244).
+EXPLICIT = 1 << 37
+EXPLICIT_VALUE = EXPLICIT - 1
+_DRAW_SHAPE_BITS = (((1 << KEEP_CALLS) - 1) << KEEP_SHIFT) | EXPLICIT
 
 
 def with_relation(draw: int, relation: int) -> int:
-    """DRAW asking the harness to keep RELATION (bits 56-62 replaced), drawn evenly (bits 39-55 cleared)."""
-    cleared = draw & ~(255 << (RELATION_SHIFT - 1)) & ~(((1 << KEEP_CALLS) - 1) << KEEP_SHIFT)
+    """DRAW asking the harness to keep RELATION (bits 56-62 replaced), drawn evenly (bits 37-55 cleared)."""
+    cleared = draw & ~(255 << (RELATION_SHIFT - 1)) & ~_DRAW_SHAPE_BITS
     return cleared | (relation << RELATION_SHIFT)
 
 
@@ -171,9 +178,72 @@ def as_round(draw: int, keep: int = 0) -> int:
     return with_relation(draw, 0) | ROUND_SIZE | ((keep & ((1 << KEEP_CALLS) - 1)) << KEEP_SHIFT)
 
 
+def as_explicit(draw: int, keep: int, value: int, relation: int = 0) -> int:
+    """A draw keeping the calls in KEEP at their defaults and moving the other one to VALUE (bits 0-36), marked
+    with RELATION (a redraw that kept the relations: explicit_size's RELATED)."""
+    return (with_relation(draw, relation) & ~EXPLICIT_VALUE) | ROUND_SIZE | EXPLICIT | (
+        (keep & ((1 << KEEP_CALLS) - 1)) << KEEP_SHIFT) | (value & EXPLICIT_VALUE)
+
+
+def size_span(options: list[int]) -> tuple[int, int, int]:
+    """(g, first, last): a size() call's drawn sizes are multiples of g, the options' common factor, from
+    first * g to last * g (half the smallest option to 1.25x the largest, as Harness::drawn_size draws)."""
+    g = math.gcd(*(abs(v) for v in options))
+    lo, hi = min(options), max(options)
+    return g, max(1, (lo // 2 + g - 1) // g), (hi + hi // 4) // g
+
+
+def explicit_size(size_values: list[list[int]], call: int, pick: int, related: bool = False) -> int | None:
+    """A size for CALL moved alone, every other call at its default: a multiple of g 2^k in its span, k drawn from
+    PICK from 3 to the largest (lowered until one fits), no declared option; with RELATED, keeping every relation
+    the options show with the other calls' defaults (a multiple of each whose options divide its own, a divisor of
+    each whose options are multiples, at least or at most each it is at least or at most in every option), for a
+    baseline that refused it on its own (its check `hidden % heads == 0` with heads kept at 12: red team round
+    244). None where no such size is."""
+    options = size_values[call]
+    if len(options) < 2 or min(options) <= 0:
+        return None
+    g, first, last = size_span(options)
+    multiple_of, divisor_of, at_least, at_most = 1, 0, 0, last * g
+    for other, theirs in enumerate(size_values if related else []):
+        if other == call or len(theirs) != len(options) or min(theirs) <= 0:
+            continue
+        if all(m % t == 0 for m, t in zip(options, theirs)):
+            multiple_of = math.lcm(multiple_of, theirs[0])
+        if all(t % m == 0 for m, t in zip(options, theirs)):
+            divisor_of = math.gcd(divisor_of, theirs[0])
+        if theirs != options and all(m >= t for m, t in zip(options, theirs)):
+            at_least = max(at_least, theirs[0])
+        if theirs != options and all(m <= t for m, t in zip(options, theirs)):
+            at_most = min(at_most, theirs[0])
+    top = last.bit_length() - 1
+    least = min(3, top)
+    for k in range(top - pick % (top - least + 1) if top >= 0 else 0, -1, -1):
+        step = math.lcm(g << k, multiple_of)
+        fits = [m * step for m in range(max(1, -(-max(first * g, at_least) // step)), min(last * g, at_most) // step + 1)
+                if m * step not in options and (not divisor_of or divisor_of % (m * step) == 0)]
+        if fits:
+            value = fits[(pick >> 8) % len(fits)]
+            return value if value <= EXPLICIT_VALUE else None
+    return None
+
+
+def redraw(refused: int, fresh: int, relation: int, size_values: list[list[int]]) -> int:
+    """The draw after the baseline refused REFUSED (FRESH: a spare draw; RELATION: the next to keep). A size
+    moved alone (explicit) the first time is moved again keeping every relation the options show with the kept
+    defaults (explicit_size's RELATED); otherwise, or where none such is, `redrawn`."""
+    if refused & EXPLICIT and refused & ROUND_SIZE and not relation_of(refused):
+        keep = (refused >> KEEP_SHIFT) & ((1 << KEEP_CALLS) - 1)
+        moving = [c for c in range(min(len(size_values), KEEP_CALLS)) if not (keep >> c) & 1]
+        if len(moving) == 1 and (value := explicit_size(size_values, moving[0], fresh >> 8, related=True)):
+            return as_explicit(fresh, keep, value, ALL_RELATIONS | KEEP_ORDERINGS)
+    return redrawn(refused, fresh, relation)
+
+
 def redrawn(refused: int, fresh: int, relation: int) -> int:
     """The draw after the baseline refused REFUSED: FRESH, keeping RELATION, and round with the same sizes kept at
-    their defaults where REFUSED was (a refused round draw came back as an even one: red team round 243)."""
+    their defaults where REFUSED was (a refused round draw came back as an even one: red team round 243); a
+    size moved alone to a value chosen here (bit 37) comes back drawn by the harness, round."""
     return with_relation(fresh, relation) | (refused & (ROUND_SIZE | (((1 << KEEP_CALLS) - 1) << KEEP_SHIFT)))
 
 
@@ -210,24 +280,58 @@ def single_size_keeps(size_values: list[list[int]], cap: int, pick: int, taken: 
     return [m for m in masks if m not in taken]
 
 
-def planned_size_draws(size_draw: int, size_values: list[list[int]],
-                       vs: VerifySettings) -> tuple[list[int], list[int], set[int]]:
+def smallest_size_calls(size_values: list[list[int]], cap: int, pick: int) -> list[int]:
+    """The size() calls a draw of their own moves to their smallest size (the options' common factor), every
+    other call at its default: each with options to move among whose default is not that size already (up to
+    CAP, a secret choice from PICK where there are more). Evenly drawn and round sizes lie in [half the smallest
+    option, 1.25x the largest]: one token, one row, batch 1, where rewrites keep special paths, came only where
+    declared (red team round 244: a linear layer whose m == 1 path dropped the bias passed every draw)."""
+    calls = min(len(size_values), KEEP_CALLS)
+    movable = [c for c in range(calls) if len(size_values[c]) > 1 and min(size_values[c]) > 0
+               and size_span(size_values[c])[0] < size_values[c][0]]
+    order = sorted(movable, key=lambda c: hashlib.sha256(f"{pick}:least:{c}".encode()).digest())
+    return sorted(order[:cap])
+
+
+class SizePlan(NamedTuple):
+    """The sizes drawn at verify time (planned_size_draws): DRAWS in order, SPARE ones for sizes the baseline
+    refuses; SINGLE, the draws that move one size alone (not among the wider-integer experiment's sizes);
+    UNTIMED, those at a size's smallest (correctness only: a rewrite's fixed costs are not the baseline's there)."""
+    draws: list[int]
+    spare: list[int]
+    single: set[int]
+    untimed: set[int]
+
+
+def planned_size_draws(size_draw: int, size_values: list[list[int]], vs: VerifySettings) -> SizePlan:
     """The sizes drawn at verify time, as draws for the harness, all following from SIZE_DRAW (so one number in a
     verdict reproduces them): `size_draws` drawn evenly; `round_size_draws` round ones (bit 55: a size drawn evenly
     is rarely one a caller runs, a power of two or a multiple of a large one, where a fast path keyed on it goes
     wrong: red team round 240), the second and third keeping a secret subset of the sizes at their defaults, then
-    the others; then `single_size_draws` round ones each moving one size alone, the others at their defaults (a
-    fast path keyed on any set of sizes at their defaults meets the draw that moves a size outside it: round 243).
-    Returns those draws, the `size_redraws` spare ones for sizes the baseline refuses, and the draws that move
-    one size alone (the wider-integer experiment leaves them out: they look for size-keyed paths, and values are
-    drawn wide at every other size)."""
+    the others; then `single_size_draws` each moving one size alone, round (explicit_size), the others at their
+    defaults (a fast path keyed on any set of sizes at their defaults meets the draw that moves a size outside
+    it: round 243); then `smallest_size_draws` moving one size alone to its smallest (round 244). The draws that
+    move one size alone are left out of the wider-integer experiment (they look for size-keyed paths, and values
+    are drawn wide at every other size)."""
     keeps = round_keeps(len(size_values), vs.round_size_draws, size_draw >> 8)
     singles = single_size_keeps(size_values, vs.single_size_draws, size_draw >> 16, keeps)
-    evenly, rounds = vs.size_draws, vs.size_draws + len(keeps) + len(singles)
+    every = (1 << min(len(size_values), KEEP_CALLS)) - 1
+    least = smallest_size_calls(size_values, vs.smallest_size_draws, size_draw >> 24)
+    evenly = vs.size_draws
+    rounds = evenly + len(keeps) + len(singles) + len(least)
     drawn = size_draws(size_draw, rounds + vs.size_redraws)
+
+    def alone(draw: int, keep: int) -> int:  # the one call KEEP leaves out, moved round (harness-drawn if none fits)
+        call = next(c for c in range(KEEP_CALLS) if not (keep >> c) & 1)
+        value = explicit_size(size_values, call, draw >> 8)
+        return as_explicit(draw, keep, value) if value else as_round(draw, keep)
     planned = [with_relation(d, 0) for d in drawn[:evenly]] + [
-        as_round(d, keep) for d, keep in zip(drawn[evenly:rounds], keeps + singles)]
-    return planned, drawn[rounds:], set(planned[rounds - len(singles):])
+        as_round(d, keep) for d, keep in zip(drawn[evenly:evenly + len(keeps)], keeps)] + [
+        alone(d, keep) for d, keep in zip(drawn[evenly + len(keeps):rounds - len(least)], singles)] + [
+        as_explicit(d, every & ~(1 << c), size_span(size_values[c])[0])
+        for d, c in zip(drawn[rounds - len(least):rounds], least)]
+    return SizePlan(planned, drawn[rounds:], set(planned[rounds - len(singles) - len(least):]),
+                    set(planned[rounds - len(least):]))
 
 
 def relation_of(draw: int) -> int:
@@ -482,8 +586,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # breaking a candidate was wrong, in every size judged).
     # Then `round_size_draws` round ones (bit 55), and `single_size_draws` round ones moving one size alone
     # (planned_size_draws).
-    draws, redraws, single_draws = planned_size_draws(size_draw, manifest.size_values if manifest else [], vs) \
-        if sizes > 1 else ([], [], set())
+    draws, redraws, single_draws, untimed_draws = planned_size_draws(
+        size_draw, manifest.size_values if manifest else [], vs) if sizes > 1 else SizePlan([], [], set(), set())
     relations = relation_order(size_relations(manifest.size_values) if manifest is not None else 0,
                                size_orderings(manifest.size_values) if manifest is not None else 0)
     kept_relation = 0  # the relation the baseline last ran at, once one did
@@ -504,6 +608,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     other_sizes: list[OtherSize] = []  # every other size's runs: their times and (traced) audits
     wide_times: list[OtherSize] = []  # the wider-integer experiment's draws compared: times and (traced) audits
     refused_draws: list[str] = []  # drawn sizes the baseline itself fails at: not the candidate's to pass
+    # draws left unchecked once the spares ran out (some drawn sizes taken): sizes related in a chain (kv_heads
+    # divides heads divides hidden) can corner the relation-keeping redraws (red team round 244: an honest
+    # rewrite stopped with "declare alternatives" in about 8 % of verifications although they showed every link)
+    unfinished_draws = 0
     taken_draws: list[int] = []  # drawn sizes the baseline ran at, in order: memcheck checks the first
     # A list's own iterator also yields what is appended while it is walked (a size drawn again).
     for seed, size_index, draw in experiments:
@@ -530,10 +638,16 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 refused_draws.append(log_tail(base.result.stderr, 1) or run_failure(base)[1])
                 failure = None
                 following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-                again = redrawn(draw, redraws.pop(0), following)
+                again = redraw(draw, redraws.pop(0), following, manifest.size_values)
                 experiments.append((fresh_seeds(1, used_seeds)[0], -1, again))
                 if draw in single_draws:
                     single_draws.add(again)
+                if draw in untimed_draws:
+                    untimed_draws.add(again)
+                continue
+            if size_index < 0 and taken_draws and run_failure(base)[0] in (Reason.run_failed, Reason.memcheck):
+                unfinished_draws += 1  # spares spent, some sizes drawn taken: the rest named in a note
+                failure = None
                 continue
             raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{size_words(size_index)}: "
                              f"{run_failure(base)[1]}" + (
@@ -549,6 +663,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         if size_index < 0 and base is not None and base.records is not None and \
                 (computing := outputs_computing_nan(base.records, poison_byte=None,
                                                     kept_calls=calls_kept_as_before(base))):
+            if not redraws and taken_draws:
+                unfinished_draws += 1
+                failure = None
+                continue
             if not redraws:
                 raise InputError(f"{baseline_name}: the baseline computes NaN in output {computing[0]!r} at sizes "
                                  f"drawn at verify time ({len(refused_draws) + 1} of them): it assumes relations "
@@ -557,10 +675,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             refused_draws.append(f"output {computing[0]!r} computed NaN")
             failure = None
             following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-            again = redrawn(draw, redraws.pop(0), following)
+            again = redraw(draw, redraws.pop(0), following, manifest.size_values)
             experiments.append((fresh_seeds(1, used_seeds)[0], -1, again))
             if draw in single_draws:
                 single_draws.add(again)
+            if draw in untimed_draws:
+                untimed_draws.add(again)
             continue
         if size_index < 0 and relation_of(draw):
             kept_relation = relation_of(draw)
@@ -573,7 +693,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             drawn_sizes.append(base.records.manifest.sizes)
         baseline_state_changes |= bool(base.records and base.records.state and not base.records.state.same)
         candidate_states.append((seed, size_index, cand.records.state if cand.records else None))
-        timed_here = bool(size_index and base.kernel_ms.value and cand.kernel_ms.value)
+        timed_here = bool(size_index and base.kernel_ms.value and cand.kernel_ms.value and draw not in untimed_draws)
         if timed_here:
             shape = " x ".join(map(str, base.records.manifest.sizes)) if base.records and base.records.manifest else ""
             other_sizes.append(OtherSize(
@@ -658,6 +778,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         durations.scaled_inputs_s = time.monotonic() - scaled_started
         correct &= matched
     durations.correctness_s = time.monotonic() - t
+    if unfinished_draws:
+        v.notes.append(f"{unfinished_draws} size draw(s) went unchecked: the baseline refused them and every spare draw "
+                       f"(size_redraws, {vs.size_redraws}) was spent; more spares, or alternatives whose relations are the "
+                       "program's own checks and no others, check them")
     if refused_draws:
         v.notes.append(f"the baseline itself failed (or computed NaN) at {len(refused_draws)} size(s) drawn at verify time "
                        f"({'; '.join(list(dict.fromkeys(refused_draws))[:3])}), which were drawn again keeping the orderings the declared alternatives show "
