@@ -528,7 +528,9 @@ def test_a_drawn_size_where_the_baseline_computes_nan_is_drawn_again(settings, m
     monkeypatch.setattr(gate, "_memcheck", lambda *args, **kw: checked.append(args[-2:]))
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
-    assert len(set(drawn)) == settings.verify.size_draws + 1
+    # every planned draw (one size() call: no size moved alone, and its options' common factor is its default)
+    # and the one drawn again
+    assert len(set(drawn)) == settings.verify.size_draws + settings.verify.round_size_draws + 1
     assert checked and checked[0][0] == [1, -1] and checked[0][1] == drawn[1] != drawn[0]
     assert any("or computed NaN" in n and "output 'y' computed NaN" in n for n in v.notes), v.notes
 
@@ -896,3 +898,23 @@ def test_caller_layouts_at_another_size_are_allowed_the_baselines_spread_there()
     assert row.status == "fail" and "another size" in row.detail, row.detail
     row, _ = _other_size_layouts(1.3, spread=0.12, only_one=True)
     assert row.status == "pass", row.detail
+
+
+@pytest.mark.nvcc
+def test_draws_left_once_the_spares_are_spent_are_noted_where_some_drawn_size_was_taken(settings, monkeypatch):
+    """Red team round 244: sizes related in a chain cornered the relation-keeping redraws of an honest rewrite,
+    every spare was spent, and verify stopped asking for alternatives that were already declared."""
+    seen: list[int] = []
+
+    def behave(role, kw):
+        if kw.get("size_index") == -1 and role == "baseline":
+            if kw["size_draw"] not in seen:
+                seen.append(kw["size_draw"])
+            if kw["size_draw"] != seen[0]:  # the first drawn size taken, every other refused
+                return "kernelloop: hidden % heads != 0\n"
+        return GOOD
+
+    scripted_runs(monkeypatch, behave, make_manifest=two_size_manifest)
+    v = verify(settings)
+    assert Reason.correctness not in v.reasons, v.summary
+    assert any("size draw(s) went unchecked" in n for n in v.notes), v.notes

@@ -612,6 +612,22 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # divides heads divides hidden) can corner the relation-keeping redraws (red team round 244: an honest
     # rewrite stopped with "declare alternatives" in about 8 % of verifications although they showed every link)
     unfinished_draws = 0
+
+    def refused(draw: int, why: str) -> bool:
+        """The baseline refused the size DRAW gave (WHY): drawn again while spares last, or (spares spent, some
+        drawn size taken) left for a note: True; False where verify must stop."""
+        nonlocal relations_tried, unfinished_draws
+        if not redraws:
+            unfinished_draws += bool(taken_draws)
+            return bool(taken_draws)
+        refused_draws.append(why)
+        following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
+        again = redraw(draw, redraws.pop(0), following, manifest.size_values)
+        experiments.append((fresh_seeds(1, used_seeds)[0], -1, again))
+        for kind in (single_draws, untimed_draws):  # a redraw is of the kind the refused draw was
+            if draw in kind:
+                kind.add(again)
+        return True
     taken_draws: list[int] = []  # drawn sizes the baseline ran at, in order: memcheck checks the first
     # A list's own iterator also yields what is appended while it is walked (a size drawn again).
     for seed, size_index, draw in experiments:
@@ -634,19 +650,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             # buffer (a guard zone: a leading dimension drawn below its rows, kept-aside set 20's
             # DGEMM); the frozen baseline ran clean at every declared size, so the drawn size is what
             # it does not take. A timeout or a flood may come from the machine, not the size.
-            if size_index < 0 and redraws and run_failure(base)[0] in (Reason.run_failed, Reason.memcheck):
-                refused_draws.append(log_tail(base.result.stderr, 1) or run_failure(base)[1])
-                failure = None
-                following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-                again = redraw(draw, redraws.pop(0), following, manifest.size_values)
-                experiments.append((fresh_seeds(1, used_seeds)[0], -1, again))
-                if draw in single_draws:
-                    single_draws.add(again)
-                if draw in untimed_draws:
-                    untimed_draws.add(again)
-                continue
-            if size_index < 0 and taken_draws and run_failure(base)[0] in (Reason.run_failed, Reason.memcheck):
-                unfinished_draws += 1  # spares spent, some sizes drawn taken: the rest named in a note
+            if size_index < 0 and run_failure(base)[0] in (Reason.run_failed, Reason.memcheck) and \
+                    refused(draw, log_tail(base.result.stderr, 1) or run_failure(base)[1]):
                 failure = None
                 continue
             raise InputError(f"{baseline_name}: the baseline fails on seed {seed}{size_words(size_index)}: "
@@ -663,24 +668,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         if size_index < 0 and base is not None and base.records is not None and \
                 (computing := outputs_computing_nan(base.records, poison_byte=None,
                                                     kept_calls=calls_kept_as_before(base))):
-            if not redraws and taken_draws:
-                unfinished_draws += 1
-                failure = None
-                continue
-            if not redraws:
+            if not refused(draw, f"output {computing[0]!r} computed NaN"):
                 raise InputError(f"{baseline_name}: the baseline computes NaN in output {computing[0]!r} at sizes "
                                  f"drawn at verify time ({len(refused_draws) + 1} of them): it assumes relations "
                                  "between its sizes that the declared alternative sizes do not show; declare "
                                  "alternatives that show them (e.g. a leading dimension at least the rows in every option)")
-            refused_draws.append(f"output {computing[0]!r} computed NaN")
             failure = None
-            following, relations_tried = next_relation(relation_of(draw), kept_relation, relations, relations_tried)
-            again = redraw(draw, redraws.pop(0), following, manifest.size_values)
-            experiments.append((fresh_seeds(1, used_seeds)[0], -1, again))
-            if draw in single_draws:
-                single_draws.add(again)
-            if draw in untimed_draws:
-                untimed_draws.add(again)
             continue
         if size_index < 0 and relation_of(draw):
             kept_relation = relation_of(draw)
