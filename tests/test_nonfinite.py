@@ -918,3 +918,25 @@ def test_draws_left_once_the_spares_are_spent_are_noted_where_some_drawn_size_wa
     v = verify(settings)
     assert Reason.correctness not in v.reasons, v.summary
     assert any("size draw(s) went unchecked" in n for n in v.notes), v.notes
+
+
+def test_a_sizes_smallest_is_timed_leniently_and_out_of_the_mean():
+    """Red team round 245: the smallest-size draws were correctness only; the baseline's kernel 64 times over at
+    m == 1 passed. They are timed, held to 2x the baseline's time or 20 us more, and left out of the mean."""
+    v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
+
+    def judged(least_ms: float, base_ms: float = 0.01):
+        v.gates, reasons = [], []
+        sizes = [gate.OtherSize(label="size 1", baseline_ms=1.0, candidate_ms=1.05),
+                 gate.OtherSize(label="drawn (1 x 1024)", baseline_ms=base_ms, candidate_ms=least_ms, smallest=True)]
+        gate._speed_at_other_sizes(v, sizes, reasons, None)
+        return next(g for g in v.gates if g.gate == "other sizes"), reasons
+
+    row, reasons = judged(0.64)  # 64x a 10 us baseline
+    assert row.status == "fail" and reasons and "1 x 1024" in row.detail, row.detail
+    row, _ = judged(0.025)  # 2.5x, but within 20 us of a 10 us baseline: a rewrite's extra launch
+    assert row.status == "pass", row.detail
+    row, _ = judged(3.0, base_ms=1.0)  # 3x a 1 ms baseline
+    assert row.status == "fail", row.detail
+    row, _ = judged(1.9, base_ms=1.0)  # 1.9x: within 2x; and not in the mean with the other size's 1.05x
+    assert row.status == "pass", row.detail

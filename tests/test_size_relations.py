@@ -218,14 +218,14 @@ def test_the_planned_draws_move_each_size_alone_and_to_its_smallest():
     keeps = [(d >> KEEP_SHIFT) & 0xFFFF for d in plan.draws]
     assert [bool(d & ROUND_SIZE) for d in plan.draws] == [False] * vs.size_draws + [True] * (len(plan.draws) - vs.size_draws)
     assert {0b011, 0b101, 0b110} <= set(keeps[vs.size_draws:])  # each size moved alone in one draw
-    least = sorted(((d >> KEEP_SHIFT) & 0xFFFF, d & EXPLICIT_VALUE) for d in plan.untimed)
+    least = sorted(((d >> KEEP_SHIFT) & 0xFFFF, d & EXPLICIT_VALUE) for d in plan.smallest)
     assert least == [(0b011, 1), (0b101, 1), (0b110, 1)]  # each to its smallest, the options' common factor
     assert all(d & EXPLICIT for d in plan.single)
-    moved = {(d >> KEEP_SHIFT) & 0xFFFF: d & EXPLICIT_VALUE for d in plan.single - plan.untimed}
+    moved = {(d >> KEEP_SHIFT) & 0xFFFF: d & EXPLICIT_VALUE for d in plan.single - plan.smallest}
     assert moved, moved
     for keep, value in moved.items():  # round (the batch's span [1, 10] holds 4 below its option 8), no option
         assert value % (4 if keep == 0b110 else 8) == 0 and value not in (8, 3, 1024, 333), moved
-    assert plan.untimed <= plan.single and len(plan.spare) == vs.size_redraws
+    assert plan.smallest <= plan.single and len(plan.spare) == vs.size_redraws
     assert len(plan.draws) == vs.size_draws + vs.round_size_draws + len(plan.single)
     assert not any(d & EXPLICIT for d in plan.draws[:vs.size_draws + vs.round_size_draws])
     assert plan.draws[0] & ((1 << 37) - 1) == size_draws(12345, 1)[0] & ((1 << 37) - 1)  # the verdict's one draw first
@@ -353,7 +353,7 @@ def test_a_smallest_draw_moves_one_size_to_its_common_factor(harness_size):
 
     linear = [[4096, 3001], [1024, 1000], [1024, 999]]
     plan = planned_size_draws(987654321, linear, VerifySettings())
-    got = sorted(harness_size(linear, d) for d in plan.untimed)
+    got = sorted(harness_size(linear, d) for d in plan.smallest)
     assert got == [[1, 1024, 1024], [4096, 8, 1024], [4096, 1024, 1]]  # N's options share 8
     outcomes = simulate_verifications(harness_size, linear, lambda m, n, k: True, 50)
     assert all([1, 1024, 1024] in taken for taken, _, _ in outcomes)
