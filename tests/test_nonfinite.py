@@ -14,7 +14,7 @@ from kernelloop.config import load_settings
 from kernelloop.errors import InputError
 from kernelloop.tools.gpu import GpuInfo
 from kernelloop.tools.sandbox import IsolationReport, RunResult
-from kernelloop.verify import gate, magnitudes, wide_ints
+from kernelloop.verify import gate, magnitudes, placement, wide_ints
 from kernelloop.verify.experiment import outputs_computing_nan, outputs_following_guards
 from kernelloop.verify.outputs import KernelMs, Tolerance, compare_dumps
 from kernelloop.verify.records import parse_records
@@ -144,6 +144,9 @@ def scripted_runs(monkeypatch, behave, make_manifest=None) -> list[dict]:
     monkeypatch.setattr(gate, "run_program", run)
     monkeypatch.setattr(wide_ints, "run_program", run)  # the wider-integer experiment runs its own
     monkeypatch.setattr(magnitudes, "run_program", run)  # and the scaled-input experiment
+    # every experiment guarded, as these scripts answer by the runs' arguments (tests/test_placement.py draws)
+    for module in (gate, magnitudes, placement):
+        monkeypatch.setattr(module, "drawn_placement", lambda: placement.GUARDED)
     return calls
 
 

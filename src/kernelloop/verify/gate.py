@@ -83,6 +83,17 @@ from .experiment import (
 )
 from .hostcode import scan_host_code
 from .magnitudes import scalable_inputs, scaled_input_experiments
+from .placement import (
+    GUARDED,
+    OFFSETS_DRAWN,
+    OFFSETS_FLIPPED,
+    OFFSETS_NONE,
+    OFFSETS_PACKED,
+    OFFSETS_PACKED_DRAWN,
+    Placement,
+    drawn_placement,
+    placed_pair,
+)
 from .outputs import (
     Comparison,
 )
@@ -301,6 +312,14 @@ class SizePlan(NamedTuple):
     spare: list[int]
     single: set[int]
     smallest: set[int]
+
+
+def _takes_size(run: ProgramRun, durations: Durations | None = None) -> bool:
+    """Whether the baseline's RUN at a size went through: it ran clean and computed no NaN of finite inputs."""
+    if durations is not None:
+        durations.program_runs_s += run.result.wall_s
+    return not run_failure(run) and (run.records is None or not outputs_computing_nan(
+        run.records, poison_byte=None, kept_calls=calls_kept_as_before(run)))
 
 
 def planned_size_draws(size_draw: int, size_values: list[list[int]], vs: VerifySettings) -> SizePlan:
@@ -633,18 +652,31 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     for seed, size_index, draw in experiments:
         say(Progress(stage="correctness", message=f"seed {seed}{size_words(size_index)}: candidate, then baseline"))
         secret = experiment_secret()
-        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                           size_index=size_index, size_draw=draw)
-        durations.program_runs_s += cand.result.wall_s
-        failure = run_failure(cand)
-        # At another size the baseline is traced too: its audit is what the candidate's is judged against there.
-        # Where the candidate failed, the baseline runs there all the same: a size the baseline fails at too is
-        # one the program refuses (its own checks), and the candidate's failure there says nothing.
-        base = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
-                           size_draw=draw, cupti_library=cupti_lib if size_index and not failure else None) \
-            if size_index or not failure else None
-        if base is not None:
-            durations.program_runs_s += base.result.wall_s
+        # At another size, where the buffers lie is drawn (placement.py: round 245). A drawn size is first run
+        # guarded by the baseline alone: a size it does not take shows there (its guard zones' NaN read past a
+        # buffer), and is then judged guarded, as every refusal is.
+        placement = drawn_placement() if size_index else GUARDED
+        if placement.exact and size_index < 0 and not _takes_size(run_program(
+                base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index, size_draw=draw), durations):
+            placement = GUARDED
+        while True:
+            cand = run_program(cand_bin, seed=seed, limits=run_limits if placement.exact else cand_limits,
+                               cupti_library=cupti_lib, secret=secret, size_index=size_index, size_draw=draw,
+                               **placement.kwargs())
+            durations.program_runs_s += cand.result.wall_s
+            failure = run_failure(cand)
+            # At another size the baseline is traced too: its audit is what the candidate's is judged against
+            # there. Where the candidate failed, the baseline runs there all the same: a size the baseline fails
+            # at too is one the program refuses (its own checks), and the candidate's failure there says nothing.
+            base = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
+                               size_draw=draw, cupti_library=cupti_lib if size_index and not failure else None,
+                               **placement.kwargs()) if size_index or not failure else None
+            if base is not None:
+                durations.program_runs_s += base.result.wall_s
+            if placement.exact and base is not None and not _takes_size(base):
+                placement = GUARDED  # a placement the baseline does not take (the driver's mapping): guarded
+                continue
+            break
         if base is not None and run_failure(base):
             # Drawn again where the baseline stopped on its own (an exit, an abort) or wrote past a
             # buffer (a guard zone: a leading dimension drawn below its rows, kept-aside set 20's
@@ -679,6 +711,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             kept_relation = relation_of(draw)
         if failure:
             v.failure_excerpt = log_tail(cand.result.stderr, 12)
+            failure = (failure[0], f"{failure[1]}{size_words(size_index)}{placement.words()}") \
+                if placement.exact else failure
             break
         if size_index < 0:
             taken_draws.append(draw)
@@ -690,7 +724,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         if timed_here:
             shape = " x ".join(map(str, base.records.manifest.sizes)) if base.records and base.records.manifest else ""
             other_sizes.append(OtherSize(
-                label=f"{'drawn' if size_index < 0 else f'size {size_index}'} ({shape})",
+                label=f"{'drawn' if size_index < 0 else f'size {size_index}'} ({shape}{placement.words()})",
                 baseline_ms=base.kernel_ms.value, candidate_ms=cand.kernel_ms.value, size_key=(size_index, draw),
                 smallest=draw in smallest_draws,
                 baseline_audit=_audit(base, harness_kernels, timed_calls) if cupti_lib else None,
@@ -700,7 +734,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             # traced where its time is read, as the first run was (a tracer's host time read as noise loosened
             # this size's limit)
             again = run_program(base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index,
-                                size_draw=draw, cupti_library=cupti_lib if timed_here else None)
+                                size_draw=draw, cupti_library=cupti_lib if timed_here else None, **placement.kwargs())
             durations.program_runs_s += again.result.wall_s
             noise_by_size[size_key] = baseline_noise(base, again, vs.baseline_noise_factor) \
                 if not run_failure(again) else BaselineNoise()
@@ -716,6 +750,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             v.notes.append("element-wise check unavailable: the harness writes no KERNELLOOP_OUTPUT_FILE dump "
                            "(docs/contract.md); only the printed numbers were compared")
         cmp = compare_experiment(base, cand, vs, noise_by_size[size_key])
+        if not cmp.match and placement.exact:
+            cmp = cmp.model_copy(update={"problem": f"{placement.words().lstrip(', ')}: {cmp.describe()}"})
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="size" if size_index else "correctness",
                                   secret=secret.hex(), size_index=size_index, size_draw=draw,
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
@@ -1511,9 +1547,17 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
         seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
         special = {"nonfinite_calls": manifest.calls, "nonfinite_kinds": kinds, "nonfinite_buffers": buffers}
-        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret, **special)
-        base = run_program(base_bin, seed=seed, limits=base_limits, secret=secret, **special)
-        durations.program_runs_s += cand.result.wall_s + base.result.wall_s
+
+        def run(binary: Path, limits: Limits, placement: Placement, **traced) -> ProgramRun:
+            done = run_program(binary, seed=seed, limits=limits if not placement.exact else base_limits,
+                               secret=secret, **traced, **special, **placement.kwargs())
+            durations.program_runs_s += done.result.wall_s
+            return done
+        # where its buffers lie, drawn (placement.py: round 245)
+        cand, base, placement = placed_pair(lambda at: run(cand_bin, cand_limits, at, cupti_library=cupti_lib),
+                                            lambda at: run(base_bin, base_limits, at),
+                                            lambda done: not run_failure(done))
+        what += placement.words()
         if run_failure(base):
             return "fails", None, True
         failure = run_failure(cand)
@@ -1706,7 +1750,6 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
 # (every drawn bit the other way), OFFSETS_NONE (2 MiB-aligned) or packed one right after another
 # (OFFSETS_PACKED, from an aligned start; OFFSETS_PACKED_DRAWN, from a drawn offset), in declaration
 # order or its reverse.
-OFFSETS_DRAWN, OFFSETS_FLIPPED, OFFSETS_NONE, OFFSETS_PACKED, OFFSETS_PACKED_DRAWN = 0, 1, 2, 3, 4
 CALLER_LAYOUTS: tuple[tuple[int, int] | None, ...] = (
     None, (OFFSETS_NONE, 0), (OFFSETS_NONE, 1), (OFFSETS_DRAWN, 0), (OFFSETS_DRAWN, 1), (OFFSETS_FLIPPED, 0),
     (OFFSETS_FLIPPED, 1), (OFFSETS_PACKED, 0), (OFFSETS_PACKED, 1), (OFFSETS_PACKED_DRAWN, 0),

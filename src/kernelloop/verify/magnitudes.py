@@ -32,6 +32,7 @@ from .comparing import (
 )
 from .experiment import outputs_computing_nan
 from .program_run import ProgramRun, output_digest, run_program
+from .placement import GUARDED, drawn_placement
 from .records import Manifest, Sample
 from .verdict import Durations, Progress, Reason, SeedCheck, Verdict
 
@@ -112,9 +113,11 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     compared and a note says so. Returns (a candidate failure, whether every comparison matched)."""
     vs = v.settings
     seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
+    placement = drawn_placement()  # where the buffers lie, drawn (placement.py: round 245)
 
     def run(binary: Path, limits: Limits, scale: int) -> ProgramRun:
-        done = run_program(binary, seed=seed, limits=limits, secret=secret, input_scale=scale)
+        done = run_program(binary, seed=seed, limits=base_limits if placement.exact else limits, secret=secret,
+                           input_scale=scale, **placement.kwargs())
         durations.program_runs_s += done.result.wall_s
         return done
 
@@ -124,6 +127,9 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
 
     say(Progress(stage="correctness", message=f"seed {seed} with the inputs scaled: the baseline's scales"))
     unscaled = run(base_bin, base_limits, 0)
+    if placement.exact and not takes(unscaled):  # a placement the baseline does not take: guarded
+        placement = GUARDED
+        unscaled = run(base_bin, base_limits, 0)
     if not takes(unscaled):
         v.notes.append("the scaled-input experiment did not run: the baseline's unscaled run of it failed")
         return None, True
@@ -149,7 +155,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         chosen.append(rest.pop(secrets.randbelow(len(rest))))
     matched = True
     for scale, scaled, exponents in chosen[:max(1, vs.input_scale_draws)]:
-        what = f"every floating-point input ({names}) times 2^{scale}"
+        what = f"every floating-point input ({names}) times 2^{scale}{placement.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale)
         if (failure := run_failure(cand)) is not None:

@@ -24,6 +24,7 @@ from .comparing import (
     tolerance_for,
 )
 from .experiment import outputs_computing_nan, outputs_following_guards
+from .placement import Placement, placed_pair
 from .program_run import ProgramRun, WideDraw, output_digest, run_program
 from .records import Manifest
 from .verdict import Durations, Progress, Reason, SeedCheck, Verdict
@@ -104,12 +105,18 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         where = "" if size == (0, None) else f" (size {size[0]})" if size[0] > 0 else " (a size drawn at verify time)"
         what += where
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
-        cand = run_program(cand_bin, seed=seed, limits=cand_limits, cupti_library=cupti_lib, secret=secret,
-                           wide_ints=wide, size_index=size[0], size_draw=size[1])
-        # traced alike, so their KERNEL_MS compare (round 234: speed on wide values is judged too)
-        base = run_program(base_bin, seed=seed, limits=base_limits, cupti_library=cupti_lib, secret=secret,
-                           wide_ints=wide, size_index=size[0], size_draw=size[1])
-        durations.program_runs_s += cand.result.wall_s + base.result.wall_s
+
+        def run(binary: Path, limits: Limits, placement: Placement) -> ProgramRun:
+            # traced alike, so their KERNEL_MS compare (round 234: speed on wide values is judged too)
+            done = run_program(binary, seed=seed, limits=base_limits if placement.exact else limits,
+                               cupti_library=cupti_lib, secret=secret, wide_ints=wide, size_index=size[0],
+                               size_draw=size[1], **placement.kwargs())
+            durations.program_runs_s += done.result.wall_s
+            return done
+        # where the buffers lie, drawn (placement.py: round 245); the refusals below are read guarded
+        cand, base, placement = placed_pair(lambda at: run(cand_bin, cand_limits, at),
+                                            lambda at: run(base_bin, base_limits, at), taken)
+        what += placement.words()
         if not taken(base):
             return "refused"
         failure = run_failure(cand)
