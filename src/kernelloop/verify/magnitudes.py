@@ -36,11 +36,16 @@ from .placement import GUARDED, drawn_placement
 from .records import Manifest, Sample
 from .verdict import Durations, Progress, Reason, SeedCheck, Verdict
 
-# The probe's scales, each drawn in secret from its band, tried in order away from 1 until the baseline does
-# not take one: down to values a caller's tiny terms hold (2^-100 of [0, 1) is still a normal float), up
-# to where a square of the inputs overflows float.
-SCALE_BANDS_DOWN = ((-15, -8), (-31, -16), (-55, -32), (-79, -56), (-100, -80))
-SCALE_BANDS_UP = ((6, 11), (12, 23), (24, 40), (41, 63))
+# The probe's scales, each drawn in secret from its band, tried in order away from 1 until the baseline does not
+# take one: near 1 (a caller's values sit there: red team round 245 keyed a path on the largest value lying in the
+# octave below a power of two the bands skipped) and down to 2^-20, where a sum in 64-bit fixed point at 2^32
+# loses 2^-12 of every value (the last band is narrow so every verification reaches it); up to 2^20. Not past
+# 2^+-20: there an honest rewrite whose intermediates have a higher degree than the baseline's (a fused
+# rsqrtf(na * nb) for sqrtf(na) * sqrtf(nb), a cube of a variance) over- or underflows where the baseline does not,
+# at scales no caller's values reach (round 245: such a cosine was refused in 99.5 % of verifications with bands to
+# 2^-100 and 2^63). Fixed points finer than about 2^-44 are not reached (docs/verifier.md, Known limits).
+SCALE_BANDS_DOWN = ((-7, -1), (-12, -8), (-17, -13), (-20, -18))
+SCALE_BANDS_UP = ((1, 5), (6, 12), (13, 20))
 SCALABLE_DTYPES = ("float32", "float64", "bfloat16")  # fp16's exponent ends at 2^-24: not scaled
 
 
@@ -149,12 +154,11 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                        "values off the harness's grid ([0, 1) in multiples of 2^-24) are checked only as drawn")
         return None, True
     by_scale = sorted(taken, key=lambda t: t[0])
-    chosen = [by_scale[0], by_scale[-1]] if len(by_scale) > 1 else by_scale[:1]
-    rest = by_scale[1:-1]
-    while rest and len(chosen) < vs.input_scale_draws:
-        chosen.append(rest.pop(secrets.randbelow(len(rest))))
+    # every scale taken (a candidate exact only in a window of magnitudes meets it: round 245), the extremes first
+    chosen = ([by_scale[0], by_scale[-1]] if len(by_scale) > 1 else by_scale[:1]) + by_scale[1:-1]
+    chosen = chosen[:max(1, vs.input_scale_draws)]
     matched = True
-    for scale, scaled, exponents in chosen[:max(1, vs.input_scale_draws)]:
+    for scale, scaled, exponents in chosen:
         what = f"every floating-point input ({names}) times 2^{scale}{placement.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale)
