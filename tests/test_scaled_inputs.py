@@ -33,11 +33,13 @@ def manifest() -> dict:
                         {"name": "y", "role": "output", "dtype": "float32", "count": ROWS}]}
 
 
-def inputs(seed: int, call: int, scale: int) -> tuple[np.ndarray, np.ndarray]:
-    """What the harness hands a call: [0, 1) in multiples of 2^-24 (kl::Uniform), then times 2^s in float32."""
+def inputs(seed: int, call: int, scale: int, factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """What the harness hands a call: [0, 1) in multiples of 2^-24 (kl::Uniform), then times the factor (rounded
+    to float32 once) and 2^s."""
     rng = np.random.default_rng([seed, call])
     x, w = (rng.integers(0, 1 << 24, (ROWS, COLS)).astype(np.float32) * np.float32(2.0**-24) for _ in range(2))
-    return np.ldexp(x, scale).astype(np.float32), np.ldexp(w, scale).astype(np.float32)
+    f = np.float32(factor)
+    return np.ldexp(x * f, scale).astype(np.float32), np.ldexp(w * f, scale).astype(np.float32)
 
 
 def row_sum(x, w):  # degree 1 in the inputs: the baseline, float32 in order
@@ -77,10 +79,10 @@ def softmax_max(x, w):  # exp: no power of two relates exp(2^s x) to exp(x)
 def scripted(monkeypatch, baseline, candidate) -> list[dict]:
     asked: list[dict] = []
 
-    def run(binary, *, seed, limits, secret=None, input_scale=0, **kw):
-        asked.append({"binary": str(binary), "scale": input_scale})
+    def run(binary, *, seed, limits, secret=None, input_scale=0, input_factor=1.0, **kw):
+        asked.append({"binary": str(binary), "scale": input_scale, "factor": input_factor})
         compute = baseline if str(binary) == "baseline" else candidate
-        outs = [compute(*inputs(seed, call, input_scale)) for call in range(CALLS)]
+        outs = [compute(*inputs(seed, call, input_scale, input_factor)) for call in range(CALLS)]
         crashed = any(o is None for o in outs)  # None: the program traps (exit 1)
         result = RunResult(argv=["p"], returncode=int(crashed), stdout="", stderr="trap\n" if crashed else "",
                            isolation=IsolationReport(), wall_s=0.1)
@@ -115,7 +117,7 @@ def test_a_fixed_point_sum_exact_only_on_the_harness_grid_is_rejected(monkeypatc
     v, failure, matched, asked = experiment(monkeypatch, row_sum, fixed_point_sum)
     assert failure is None and not matched
     bad = next(c for c in v.checks if c.phase == "scaled" and not c.comparison.match)
-    assert "times 2^" in bad.comparison.describe() and "divided by its power of two" in bad.comparison.describe()
+    assert " x 2^" in bad.comparison.describe() and "divided by its power of two" in bad.comparison.describe()
 
 
 def test_an_honest_reordered_sum_matches_at_every_scale_the_baseline_takes(monkeypatch):
@@ -144,7 +146,7 @@ def test_a_baseline_that_does_not_scale_is_compared_nowhere_and_said(monkeypatch
     assert failure is None and matched
     assert not [a for a in asked if a["binary"] == "candidate"]
     assert any("compared at no scale" in n for n in v.notes), v.notes
-    assert len([a for a in asked if a["binary"] == "baseline"]) == 3  # unscaled, one down, one up
+    assert len([a for a in asked if a["binary"] == "baseline"]) == 4  # unscaled (twice: its noise), one down, one up
 
 
 def test_a_candidate_that_fails_on_scaled_inputs_fails(monkeypatch):
@@ -152,7 +154,7 @@ def test_a_candidate_that_fails_on_scaled_inputs_fails(monkeypatch):
         return None if x.max() > 2.0 else row_sum(x, w)
 
     v, failure, matched, asked = experiment(monkeypatch, row_sum, traps_on_large_values)
-    assert failure is not None and failure[0] == Reason.run_failed and "times 2^" in failure[1], failure
+    assert failure is not None and failure[0] == Reason.run_failed and " x 2^" in failure[1], failure
 
 
 def test_exponents_per_output_and_rescaling_exactly():
@@ -232,7 +234,7 @@ def test_the_gate_rejects_a_candidate_wrong_only_on_scaled_inputs(monkeypatch, s
     calls = scripted_runs(monkeypatch, behave)
     v = verify(settings)
     assert not v.accepted and Reason.correctness in v.reasons, v.summary
-    assert "times 2^-" in v.gate("correctness").detail
+    assert " x 2^-" in v.gate("correctness").detail
     scaled = [c for c in calls if c.get("input_scale")]
     assert scaled and all(c["secret"] == scaled[0]["secret"] for c in scaled)
 
@@ -274,13 +276,29 @@ def test_an_honest_rewrite_with_intermediates_of_a_higher_degree_is_not_refused(
 
 
 def window_fixed_point_sum(x, w):
-    """Round 245: round 240's fixed point behind a probe of magnitude (exact where the data is about 2^-18 or
-    more, or below 2^-32 where it falls back to floats): wrong only in a window of magnitudes."""
+    """Round 245: round 240's fixed point behind a probe of magnitude (floats where the data is about 2^-17 or
+    more, or below 2^-32): wrong only in a window of magnitudes, here one the deepest band (2^-20 to 2^-18,
+    times a factor in [1, 2)) always reaches; a window narrower than a band is met by chance."""
     top = float(np.abs(x[:, :32]).max())
-    return fixed_point_sum(x, w) if 2.0**-32 <= top < 2.0**-18 else row_sum(x, w)
+    return fixed_point_sum(x, w) if 2.0**-32 <= top < 2.0**-17 else row_sum(x, w)
 
 
 def test_a_candidate_wrong_only_in_a_window_of_magnitudes_meets_it(monkeypatch):
     for _ in range(6):  # every scale the baseline takes is compared: a band of it lies in the window
         v, failure, matched, asked = experiment(monkeypatch, row_sum, window_fixed_point_sum, draws=7)
         assert failure is None and not matched, sorted(a["scale"] for a in asked if a["binary"] == "candidate")
+
+
+def test_every_run_of_the_experiment_has_one_secret_factor_so_the_largest_value_lies_anywhere_in_its_octave(
+        monkeypatch):
+    """Red team round 245: scaled by powers of two alone, the largest input always lay just below a power of two;
+    a path keyed on its octave position told the experiment from a caller's data."""
+    factors = set()
+    for _ in range(3):
+        v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum, draws=7)
+        seen = {a["factor"] for a in asked}
+        assert len(seen) == 1 and 1.0 < next(iter(seen)) < 2.0
+        factors |= seen
+    assert len(factors) == 3
+    x, _ = inputs(7, 0, -9, 1.37)
+    assert abs(float(x.max()) * 2**9 - 1.37) < 1e-3  # the largest value 1.37 x 2^-9, mid-octave

@@ -1041,12 +1041,15 @@ template <class T> __global__ void kl_one_sign_kernel(T* data, size_t n, float l
 // 22 % low on a caller's 3e-10s). A power of two: NaN, infinities and zeros kept, and every value exact
 // where it stays normal. The verifier compares only at scales where the baseline's own outputs scale
 // exactly (verify/magnitudes.py).
-template <class T> __global__ void kl_scale_kernel(T* data, size_t n, int s) {
+// With a factor F in [1, 2) (KERNELLOOP_INPUT_SCALE=s:F), every value is first multiplied by F (rounded once),
+// then by 2^s: the largest value then lies anywhere in its octave, not just below a power of two (red team
+// round 245 keyed a path on that); runs at one F and several s still scale exactly with each other.
+template <class T> __global__ void kl_scale_kernel(T* data, size_t n, int s, double factor) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     if constexpr (std::is_same<T, double>::value)
-      data[i] = ldexp(data[i], s);
+      data[i] = ldexp(data[i] * factor, s);
     else
-      data[i] = from_float<T>(ldexpf(static_cast<float>(data[i]), s));
+      data[i] = from_float<T>(ldexpf(static_cast<float>(from_float<T>(static_cast<float>(data[i]) * (float)factor)), s));
   }
 }
 
@@ -1277,7 +1280,7 @@ struct Buffer {
   unsigned char* data;
   void (*fill)(const Buffer&, uint64_t key, const void* gen);
   void (*stress)(const Buffer&, uint64_t bits, uint64_t key);  // null: never stressed
-  void (*scale)(const Buffer&, int s);  // null: never scaled (not floating point, or fp16)
+  void (*scale)(const Buffer&, int s, double factor);  // null: never scaled (not floating point, or fp16)
   bool spiked, one_sign, one_value;  // which stresses apply (for the manifest)
   bool partial;                      // an input read in part (a table): not in the speed-of-light bound
   bool guessed_range;                // a kl::UniformInt input whose range nobody stated (init's guess)
@@ -1309,7 +1312,8 @@ struct State {
   GroupShape groups_now[2 * kMaxBuffers];  // the special-value groups of this call (spiked inputs)
   int ngroups_now;
   uint64_t seed, local_draws, size_draw;
-  int input_scale;  // KERNELLOOP_INPUT_SCALE: every floating-point input times 2^input_scale (0: none)
+  int input_scale;  // KERNELLOOP_INPUT_SCALE: every floating-point input times input_factor 2^input_scale
+  double input_factor;  // in [1, 2); 1 with input_scale 0: none
   int secret_fd, size_index, size_options, size_calls, device, calls, pageable_memory_access;
   int scrub_blocks;                    // kl_shared_scrub_kernel's grid: twice the SMs
   unsigned int scrub_bytes;            // the most shared memory one block may have
@@ -1422,8 +1426,12 @@ class Harness {
     const char* nonfinite_text = getenv("KERNELLOOP_NONFINITE");
     s.nonfinite = nonfinite_text && *nonfinite_text ? atoi(nonfinite_text) & 15 : 0;
     const char* scale_text = getenv("KERNELLOOP_INPUT_SCALE");
-    s.input_scale = scale_text && *scale_text ? atoi(scale_text) : 0;
-    if (s.input_scale < -149 || s.input_scale > 127) fail("KERNELLOOP_INPUT_SCALE is -149 to 127");
+    s.input_scale = 0;
+    s.input_factor = 1.0;
+    if (scale_text && *scale_text &&
+        (sscanf(scale_text, "%d:%lf", &s.input_scale, &s.input_factor) < 1 || s.input_scale < -149 ||
+         s.input_scale > 127 || !(s.input_factor >= 1.0 && s.input_factor < 2.0)))
+      fail("KERNELLOOP_INPUT_SCALE is S or S:F, S from -149 to 127, F in [1, 2)");
     // The verifier's memcheck run of the baseline: every buffer its own allocation of exactly its
     // size and no guard zones, so compute-sanitizer sees any access past a declared buffer.
     const char* exact_text = getenv("KERNELLOOP_EXACT_BUFFERS");
@@ -1734,8 +1742,8 @@ class Harness {
     return (T)((low + (long long)(r % (uint64_t)(high - low + 1))) * g);
   }
 
-  template <class T> static void scale_by(const Buffer& b, int s) {
-    kl_scale_kernel<T><<<1024, 256>>>(reinterpret_cast<T*>(b.data), b.count, s);
+  template <class T> static void scale_by(const Buffer& b, int s, double factor) {
+    kl_scale_kernel<T><<<1024, 256>>>(reinterpret_cast<T*>(b.data), b.count, s, factor);
     KL_CHECK(cudaGetLastError());
   }
 
@@ -2257,7 +2265,8 @@ class Harness {
         s.wide_now = false;
         s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);
         if (stressed && b.stress != nullptr) b.stress(b, stress, mix64(stress ^ (0x2000 + (uint64_t)i)));
-        if (s.input_scale && b.scale != nullptr) b.scale(b, s.input_scale);  // last: the spikes scaled too
+        if ((s.input_scale || s.input_factor != 1.0) && b.scale != nullptr)  // last: the spikes scaled too
+          b.scale(b, s.input_scale, s.input_factor);
       } else if (!keep)
         KL_CHECK(cudaMemset(b.data, poison, b.count * b.elem));
     }

@@ -23,6 +23,7 @@ import numpy as np
 from ..tools.sandbox import Limits
 from .comparing import (
     BaselineNoise,
+    baseline_noise,
     calls_kept_as_before,
     compare_experiment,
     experiment_secret,
@@ -119,10 +120,11 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     vs = v.settings
     seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
     placement = drawn_placement()  # where the buffers lie, drawn (placement.py: round 245)
+    factor = 1.0 + (1 + secrets.randbelow((1 << 20) - 1)) / (1 << 20)  # (1, 2): the largest value anywhere in its octave
 
     def run(binary: Path, limits: Limits, scale: int) -> ProgramRun:
         done = run_program(binary, seed=seed, limits=base_limits if placement.exact else limits, secret=secret,
-                           input_scale=scale, **placement.kwargs())
+                           input_scale=scale, input_factor=factor, **placement.kwargs())
         durations.program_runs_s += done.result.wall_s
         return done
 
@@ -138,6 +140,10 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     if not takes(unscaled):
         v.notes.append("the scaled-input experiment did not run: the baseline's unscaled run of it failed")
         return None, True
+    # the baseline's own variation on these inputs (times the factor, whose outputs are up to 2^degree larger
+    # than the unscaled experiment's): the noise allowance every comparison below takes
+    again = run(base_bin, base_limits, 0)
+    noise = baseline_noise(unscaled, again, vs.baseline_noise_factor) if takes(again) else noise
     taken: list[tuple[int, ProgramRun, list[int]]] = []
     for bands in (SCALE_BANDS_DOWN, SCALE_BANDS_UP):
         for band in bands:
@@ -159,7 +165,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     chosen = chosen[:max(1, vs.input_scale_draws)]
     matched = True
     for scale, scaled, exponents in chosen:
-        what = f"every floating-point input ({names}) times 2^{scale}{placement.words()}"
+        what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{placement.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale)
         if (failure := run_failure(cand)) is not None:

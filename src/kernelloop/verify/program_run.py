@@ -142,7 +142,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
                 nonfinite_buffers: int | None = None, exact_buffers: bool = False,
                 guard_byte: int | None = None, buffer_shift: tuple[int, int, int] | None = None,
-                wide_ints: WideDraw | tuple[int, int, int] | None = None, input_scale: int = 0) -> ProgramRun:
+                wide_ints: WideDraw | tuple[int, int, int] | None = None, input_scale: int = 0,
+                input_factor: float = 1.0) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
     v2 harness's stream pipe (a v1 harness ignores it); `size_index` picks a v2 harness's
     alternative problem size, or (-1, with `size_draw`) has it draw one; `nonfinite_calls` (its
@@ -157,8 +158,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
     the other way. `wide_ints` (mode, mask, bits): the inputs of the mask whose integer range nobody
     stated drawn wider (kernelloop_harness.cuh, UniformInt): in a band of its own per stretch of the
     buffer, up to every value of the type (mode 1) or every non-negative one (2), or all in one band
-    [0, 2^bits) (3), or in the shape a WideDraw gives. `input_scale` s: every floating-point input (but fp16)
-    times 2^s in every call (verify/magnitudes.py)."""
+    [0, 2^bits) (3), or in the shape a WideDraw gives. `input_scale` s, `input_factor` F in [1, 2): every
+    floating-point input (but fp16) times F (rounded once) and 2^s in every call (verify/magnitudes.py)."""
     with private_workdir() as work:
         program = stage_file(binary, work, "program")
         os.chmod(program, 0o755)
@@ -169,8 +170,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 env[NONFINITE_BUFFERS_ENV] = str(nonfinite_buffers)
         if guard_byte is not None:
             env[GUARD_BYTE_ENV] = str(guard_byte)
-        if input_scale:
-            env[INPUT_SCALE_ENV] = str(input_scale)
+        if input_scale or input_factor != 1.0:
+            env[INPUT_SCALE_ENV] = f"{input_scale}:{input_factor!r}"
         if wide_ints is not None:
             wide = WideDraw(*wide_ints)
             env[WIDE_INTS_ENV], env[WIDE_INTS_BUFFERS_ENV] = str(wide.mode), str(wide.buffers)
