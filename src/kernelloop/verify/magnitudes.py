@@ -10,8 +10,10 @@ allowance measured at one scale lets anything through at a much smaller one. So 
 first: at each scale 2^s tried, its outputs must be its outputs of the same experiment unscaled times
 2^(k s') for one power of two per output buffer (a sum's 2^s, a product's 2^2s, a cosine's 1), within the
 tolerance and its own noise; a scale it does not take ends the probe in that direction. The candidate is
-then compared only at scales the baseline took, both programs' outputs divided by the buffer's power of
-two (exact), so the tolerance and the noise allowance measured unscaled hold as they are."""
+then compared at every scale the baseline took, both programs' outputs divided by the buffer's power of two
+(exact), so the tolerance holds as it is. Every run of one experiment also multiplies its inputs by one factor
+F in (1, 2), drawn in secret (round 245: powers of two alone left the largest value just below a power of two,
+a key a path can read); the reference run is at F x 2^0, run twice for the noise allowance."""
 
 from __future__ import annotations
 
