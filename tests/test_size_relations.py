@@ -210,7 +210,8 @@ def test_a_draw_moves_each_size_alone_with_every_other_at_its_default(draws):
 
 def test_the_planned_draws_move_each_size_alone_and_to_its_smallest():
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import EXPLICIT, EXPLICIT_VALUE, KEEP_SHIFT, ROUND_SIZE, planned_size_draws, size_draws
+    from kernelloop.verify.gate import (
+        EXPLICIT, EXPLICIT_VALUE, KEEP_SHIFT, ODD, ROUND_SIZE, planned_size_draws, size_draws)
 
     vs = VerifySettings()
     bmn = [[8, 3], [1024, 333], [1024, 333]]
@@ -221,10 +222,12 @@ def test_the_planned_draws_move_each_size_alone_and_to_its_smallest():
     least = sorted(((d >> KEEP_SHIFT) & 0xFFFF, d & EXPLICIT_VALUE) for d in plan.smallest)
     assert least == [(0b011, 1), (0b101, 1), (0b110, 1)]  # each to its smallest, the options' common factor
     assert all(d & EXPLICIT for d in plan.single)
-    moved = {(d >> KEEP_SHIFT) & 0xFFFF: d & EXPLICIT_VALUE for d in plan.single - plan.smallest}
-    assert moved, moved
-    for keep, value in moved.items():  # round (the batch's span [1, 10] holds 4 below its option 8), no option
-        assert value % (4 if keep == 0b110 else 8) == 0 and value not in (8, 3, 1024, 333), moved
+    moved = [((d >> KEEP_SHIFT) & 0xFFFF, d & EXPLICIT_VALUE, bool(d & ODD)) for d in plan.single - plan.smallest]
+    assert sorted(keep for keep, _, odd in moved if odd) == [0b011, 0b101, 0b110]  # every size, off round too
+    assert {keep for keep, _, odd in moved if not odd} <= {0b011, 0b101, 0b110}  # (one a round keep draw holds)
+    for keep, value, odd in moved:  # round (the batch's span [1, 10] holds 4 below its option 8), or odd; no option
+        assert value % 2 == 1 if odd else value % (4 if keep == 0b110 else 8) == 0, moved
+        assert value not in (8, 3, 1024, 333), moved
     assert plan.smallest <= plan.single and len(plan.spare) == vs.size_redraws
     assert len(plan.draws) == vs.size_draws + vs.round_size_draws + len(plan.single)
     assert not any(d & EXPLICIT for d in plan.draws[:vs.size_draws + vs.round_size_draws])
@@ -235,8 +238,8 @@ def test_the_planned_draws_move_each_size_alone_and_to_its_smallest():
 
 def test_a_size_moved_alone_keeps_the_relations_with_the_kept_defaults_once_refused():
     from kernelloop.verify.gate import (
-        ALL_RELATIONS, EXPLICIT, EXPLICIT_VALUE, KEEP_ORDERINGS, KEEP_SHIFT, ROUND_SIZE, as_explicit, explicit_size,
-        redraw, relation_of, smallest_size_calls, with_relation)
+        ALL_RELATIONS, EXPLICIT, EXPLICIT_VALUE, KEEP_ORDERINGS, KEEP_SHIFT, ODD, ROUND_SIZE, as_explicit,
+        explicit_size, redraw, relation_of, smallest_size_calls, with_relation)
 
     head_split = [[4096, 3001], [768, 320], [12, 5]]
     alone = [explicit_size(head_split, 1, pick) for pick in range(300)]
@@ -255,6 +258,8 @@ def test_a_size_moved_alone_keeps_the_relations_with_the_kept_defaults_once_refu
     third = redraw(again, 0x1111111, 1, head_split)  # refused again: drawn by the harness, round, heads kept
     assert not third & EXPLICIT and third & ROUND_SIZE and (third >> KEEP_SHIFT) & 0xFFFF == 0b101
     assert not with_relation(refused, 0) & EXPLICIT
+    odd = redraw(as_explicit(0x1234567, 0b101, 448, odd=True), 0x7654321, 1, head_split)  # 448 = 7 x 64
+    assert odd & ODD and (odd & EXPLICIT_VALUE) == 960  # an odd multiple of 64 that 12 divides, past the default
     assert smallest_size_calls([[1, 5], [4096, 3001], [64, 32], [0, 1]], 8, 3) == [1, 2]
     assert len(smallest_size_calls([[64 * (c + 1), 33] for c in range(10)], 4, 3)) == 4
 
@@ -357,3 +362,13 @@ def test_a_smallest_draw_moves_one_size_to_its_common_factor(harness_size):
     assert got == [[1, 1024, 1024], [4096, 8, 1024], [4096, 1024, 1]]  # N's options share 8
     outcomes = simulate_verifications(harness_size, linear, lambda m, n, k: True, 50)
     assert all([1, 1024, 1024] in taken for taken, _, _ in outcomes)
+
+
+def test_a_size_moved_alone_also_meets_sizes_off_every_round_multiple(harness_size):
+    """Red team round 245: at the default M x N a batch processed in tiles of 8 dropped the last batch % 8 matrices;
+    every draw moving the batch alone was round (or its smallest, 1), so it passed every verification. Each size
+    moved alone is also moved to an odd multiple of its common factor."""
+    bmn = [[8, 3], [1024, 333], [1024, 333]]
+    outcomes = simulate_verifications(harness_size, bmn, lambda b, m, n: True, 200)
+    caught = sum(any(b > 8 and b % 8 and (m, n) == (1024, 1024) for b, m, n in taken) for taken, _, _ in outcomes)
+    assert caught == len(outcomes), caught

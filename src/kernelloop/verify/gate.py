@@ -174,7 +174,10 @@ KEEP_SHIFT, KEEP_CALLS = 39, 16
 # calls): a size moved alone, round, or its smallest (red team round 244).
 EXPLICIT = 1 << 37
 EXPLICIT_VALUE = EXPLICIT - 1
-_DRAW_SHAPE_BITS = (((1 << KEEP_CALLS) - 1) << KEEP_SHIFT) | EXPLICIT
+# Bit 38, with bit 37: the value is an odd multiple of the options' common factor (a size moved alone off every
+# round multiple: red team round 245, a batch tiled by 8 at the default M x N), drawn again odd where refused.
+ODD = 1 << 38
+_DRAW_SHAPE_BITS = (((1 << KEEP_CALLS) - 1) << KEEP_SHIFT) | EXPLICIT | ODD
 
 
 def with_relation(draw: int, relation: int) -> int:
@@ -189,10 +192,10 @@ def as_round(draw: int, keep: int = 0) -> int:
     return with_relation(draw, 0) | ROUND_SIZE | ((keep & ((1 << KEEP_CALLS) - 1)) << KEEP_SHIFT)
 
 
-def as_explicit(draw: int, keep: int, value: int, relation: int = 0) -> int:
+def as_explicit(draw: int, keep: int, value: int, relation: int = 0, odd: bool = False) -> int:
     """A draw keeping the calls in KEEP at their defaults and moving the other one to VALUE (bits 0-36), marked
-    with RELATION (a redraw that kept the relations: explicit_size's RELATED)."""
-    return (with_relation(draw, relation) & ~EXPLICIT_VALUE) | ROUND_SIZE | EXPLICIT | (
+    with RELATION (a redraw that kept the relations: explicit_size's RELATED) and ODD (an odd multiple)."""
+    return (with_relation(draw, relation) & ~EXPLICIT_VALUE) | ROUND_SIZE | EXPLICIT | (ODD if odd else 0) | (
         (keep & ((1 << KEEP_CALLS) - 1)) << KEEP_SHIFT) | (value & EXPLICIT_VALUE)
 
 
@@ -204,9 +207,11 @@ def size_span(options: list[int]) -> tuple[int, int, int]:
     return g, max(1, (lo // 2 + g - 1) // g), (hi + hi // 4) // g
 
 
-def explicit_size(size_values: list[list[int]], call: int, pick: int, related: bool = False) -> int | None:
+def explicit_size(size_values: list[list[int]], call: int, pick: int, related: bool = False,
+                  odd: bool = False) -> int | None:
     """A size for CALL moved alone, every other call at its default: a multiple of g 2^k in its span, k drawn from
-    PICK from 3 to the largest (lowered until one fits), no declared option; with RELATED, keeping every relation
+    PICK from 3 to the largest (lowered until one fits), or with ODD an odd multiple of g (round 245: sizes off
+    every multiple of 8 came only from draws moving every size), no declared option; with RELATED, keeping every relation
     the options show with the other calls' defaults (a multiple of each whose options divide its own, a divisor of
     each whose options are multiples, at least or at most each it is at least or at most in every option), for a
     baseline that refused it on its own (its check `hidden % heads == 0` with heads kept at 12: red team round
@@ -229,11 +234,14 @@ def explicit_size(size_values: list[list[int]], call: int, pick: int, related: b
             at_most = min(at_most, theirs[0])
     top = last.bit_length() - 1
     least = min(3, top)
-    for k in range(top - pick % (top - least + 1) if top >= 0 else 0, -1, -1):
+    for k in ([0] if odd else range(top - pick % (top - least + 1) if top >= 0 else 0, -1, -1)):
         step = math.lcm(g << k, multiple_of)
         fits = [m * step for m in range(max(1, -(-max(first * g, at_least) // step)), min(last * g, at_most) // step + 1)
-                if m * step not in options and (not divisor_of or divisor_of % (m * step) == 0)]
+                if m * step not in options and (not divisor_of or divisor_of % (m * step) == 0)
+                and (not odd or (m * step // g) % 2)]
         if fits:
+            if odd:  # past the default where there are such: where a tail beyond whole tiles is largest
+                fits = [f for f in fits if f > options[0]] or fits
             value = fits[(pick >> 8) % len(fits)]
             return value if value <= EXPLICIT_VALUE else None
     return None
@@ -246,8 +254,9 @@ def redraw(refused: int, fresh: int, relation: int, size_values: list[list[int]]
     if refused & EXPLICIT and refused & ROUND_SIZE and not relation_of(refused):
         keep = (refused >> KEEP_SHIFT) & ((1 << KEEP_CALLS) - 1)
         moving = [c for c in range(min(len(size_values), KEEP_CALLS)) if not (keep >> c) & 1]
-        if len(moving) == 1 and (value := explicit_size(size_values, moving[0], fresh >> 8, related=True)):
-            return as_explicit(fresh, keep, value, ALL_RELATIONS | KEEP_ORDERINGS)
+        odd = bool(refused & ODD)
+        if len(moving) == 1 and (value := explicit_size(size_values, moving[0], fresh >> 8, related=True, odd=odd)):
+            return as_explicit(fresh, keep, value, ALL_RELATIONS | KEEP_ORDERINGS, odd=odd)
     return redrawn(refused, fresh, relation)
 
 
@@ -329,27 +338,31 @@ def planned_size_draws(size_draw: int, size_values: list[list[int]], vs: VerifyS
     wrong: red team round 240), the second and third keeping a secret subset of the sizes at their defaults, then
     the others; then `single_size_draws` each moving one size alone, round (explicit_size), the others at their
     defaults (a fast path keyed on any set of sizes at their defaults meets the draw that moves a size outside
-    it: round 243); then `smallest_size_draws` moving one size alone to its smallest (round 244). The draws that
+    it: round 243), and the same sizes moved alone once more to an odd multiple of their common factor (round
+    245); then `smallest_size_draws` moving one size alone to its smallest (round 244). The draws that
     move one size alone are left out of the wider-integer experiment (they look for size-keyed paths, and values
     are drawn wide at every other size)."""
     keeps = round_keeps(len(size_values), vs.round_size_draws, size_draw >> 8)
     singles = single_size_keeps(size_values, vs.single_size_draws, size_draw >> 16, keeps)
     every = (1 << min(len(size_values), KEEP_CALLS)) - 1
     least = smallest_size_calls(size_values, vs.smallest_size_draws, size_draw >> 24)
+    alone_calls = [next(c for c in range(KEEP_CALLS) if not (keep >> c) & 1) for keep in singles]
+    odd = [(keep, next(c for c in range(KEEP_CALLS) if not (keep >> c) & 1))  # every size moved alone, off round
+           for keep in single_size_keeps(size_values, vs.single_size_draws, size_draw >> 16, [])]
     evenly = vs.size_draws
-    rounds = evenly + len(keeps) + len(singles) + len(least)
+    rounds = evenly + len(keeps) + len(singles) + len(odd) + len(least)
     drawn = size_draws(size_draw, rounds + vs.size_redraws)
 
-    def alone(draw: int, keep: int) -> int:  # the one call KEEP leaves out, moved round (harness-drawn if none fits)
-        call = next(c for c in range(KEEP_CALLS) if not (keep >> c) & 1)
-        value = explicit_size(size_values, call, draw >> 8)
-        return as_explicit(draw, keep, value) if value else as_round(draw, keep)
+    def alone(draw: int, keep: int, call: int, odd: bool = False) -> int:  # moved alone (harness-drawn if none fits)
+        value = explicit_size(size_values, call, draw >> 8, odd=odd)
+        return as_explicit(draw, keep, value, odd=odd) if value else as_round(draw, keep)
     planned = [with_relation(d, 0) for d in drawn[:evenly]] + [
         as_round(d, keep) for d, keep in zip(drawn[evenly:evenly + len(keeps)], keeps)] + [
-        alone(d, keep) for d, keep in zip(drawn[evenly + len(keeps):rounds - len(least)], singles)] + [
+        alone(d, keep, c) for d, keep, c in zip(drawn[evenly + len(keeps):], singles, alone_calls)] + [
+        alone(d, keep, c, odd=True) for d, (keep, c) in zip(drawn[evenly + len(keeps) + len(singles):], odd)] + [
         as_explicit(d, every & ~(1 << c), size_span(size_values[c])[0])
         for d, c in zip(drawn[rounds - len(least):rounds], least)]
-    return SizePlan(planned, drawn[rounds:], set(planned[rounds - len(singles) - len(least):]),
+    return SizePlan(planned, drawn[rounds:], set(planned[rounds - len(singles) - len(odd) - len(least):]),
                     set(planned[rounds - len(least):]))
 
 
