@@ -923,23 +923,52 @@ def test_draws_left_once_the_spares_are_spent_are_noted_where_some_drawn_size_wa
     assert any("size draw(s) went unchecked" in n for n in v.notes), v.notes
 
 
-def test_a_sizes_smallest_is_timed_leniently_and_out_of_the_mean():
-    """Red team round 245: the smallest-size draws were correctness only; the baseline's kernel 64 times over at
-    m == 1 passed. They are timed, held to 2x the baseline's time or 20 us more, and left out of the mean."""
+def test_a_sizes_smallest_is_timed_with_a_fixed_cost_allowed_and_out_of_the_mean():
+    """Red team rounds 245-246: the smallest-size draws were correctness only (the baseline's kernel 64 times over
+    at m == 1 passed); then a flat 2x let 1.9x through for a 40 us kernel, and their noise widened the mean limit.
+    They are held to another size's limit or 10 us more, and left out of the mean in both gates."""
     v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
 
-    def judged(least_ms: float, base_ms: float = 0.01):
+    def judged(least_ms: float, base_ms: float = 0.01, least_spread: float = 0.0, others: float = 1.05):
         v.gates, reasons = [], []
-        sizes = [gate.OtherSize(label="size 1", baseline_ms=1.0, candidate_ms=1.05),
-                 gate.OtherSize(label="drawn (1 x 1024)", baseline_ms=base_ms, candidate_ms=least_ms, smallest=True)]
+        sizes = [gate.OtherSize(label="size 1", baseline_ms=1.0, candidate_ms=others, size_key=(1, None)),
+                 gate.OtherSize(label="drawn (one more)", baseline_ms=1.0, candidate_ms=others, size_key=(-1, 1)),
+                 gate.OtherSize(label="drawn (1 x 1024)", baseline_ms=base_ms, candidate_ms=least_ms, smallest=True,
+                                baseline_spread=least_spread, size_key=(-1, 2))]
         gate._speed_at_other_sizes(v, sizes, reasons, None)
-        return next(g for g in v.gates if g.gate == "other sizes"), reasons
+        return next(g for g in v.gates if g.gate == "other sizes"), reasons, sizes
 
-    row, reasons = judged(0.64)  # 64x a 10 us baseline
+    row, reasons, _ = judged(0.64)  # 64x a 10 us baseline
     assert row.status == "fail" and reasons and "1 x 1024" in row.detail, row.detail
-    row, _ = judged(0.025)  # 2.5x, but within 20 us of a 10 us baseline: a rewrite's extra launch
+    row, _, _ = judged(0.019)  # 1.9x, within 10 us of a 10 us baseline: a rewrite's extra launch
     assert row.status == "pass", row.detail
-    row, _ = judged(3.0, base_ms=1.0)  # 3x a 1 ms baseline
+    row, _, _ = judged(0.076, base_ms=0.04)  # 1.9x a 40 us baseline: 36 us more per decode step
     assert row.status == "fail", row.detail
-    row, _ = judged(1.9, base_ms=1.0)  # 1.9x: within 2x; and not in the mean with the other size's 1.05x
-    assert row.status == "pass", row.detail
+    # 1.15x at both other sizes is over the 1.1x mean; the smallest's noisy runs (25 %) do not widen it
+    row, _, sizes = judged(0.011, least_spread=0.25, others=1.15)
+    assert row.status == "fail" and "together" in row.detail, row.detail
+    # nor does the smallest count in the caller layouts' mean: a rewrite at parity elsewhere, 2.5x of 10 us there
+    v.speed = __import__("kernelloop.verify.stats", fromlist=["decide"]).decide([5.0] * 9, [1.0] * 9, threshold=1.2,
+                                                                                confidence=0.95)
+    guarded = [gate.OtherSize(label="size 1", baseline_ms=1.0, candidate_ms=1.0, size_key=(1, None)),
+               gate.OtherSize(label="drawn (1 x 1024)", baseline_ms=0.01, candidate_ms=0.025, smallest=True,
+                              size_key=(-1, 2))]
+    layouts = [gate.LayoutTime(aligned=aligned, size=gate.OtherSize(label=f"layout {k}", baseline_ms=5.0, candidate_ms=1.0))
+               for k, aligned in enumerate(ALIGNED)]
+    v.gates, reasons = [], []
+    gate._speed_in_caller_layouts(v, layouts, reasons, guarded)
+    assert next(g for g in v.gates if g.gate == "caller layouts").status == "pass", v.gates
+
+
+def test_packed_buffers_16_byte_aligned_are_held_to_the_aligned_bar():
+    """Red team round 246: packed one right after another (a pooled allocator's layout) only had to be no more than
+    1.15x slower than the baseline; where every buffer starts 16-byte aligned it is a caller's usual layout."""
+    from kernelloop.verify.records import Manifest
+    m = Manifest.model_validate(manifest(2))  # two float32 buffers of 4 elements: 16 bytes each
+    odd = Manifest.model_validate({**manifest(2), "buffers": [{**b, "count": 3} for b in manifest(2)["buffers"]]})
+    assert gate.layout_aligned(None, None, m) and gate.layout_aligned((1, gate.OFFSETS_NONE, 0), None, m)
+    assert gate.layout_aligned((1, gate.OFFSETS_PACKED, 1), (1, 0, gate.OFFSETS_PACKED, 1), m)
+    assert not gate.layout_aligned((1, gate.OFFSETS_PACKED, 1), (1, 0, gate.OFFSETS_PACKED, 1), odd)
+    assert gate.layout_aligned((1, gate.OFFSETS_PACKED, 0), (1, 16, gate.OFFSETS_PACKED, 0), odd)
+    assert not gate.layout_aligned((1, gate.OFFSETS_DRAWN, 0), (1, 0, gate.OFFSETS_DRAWN, 0), m)
+    assert not gate.layout_aligned((1, gate.OFFSETS_PACKED_DRAWN, 0), (1, 0, gate.OFFSETS_PACKED_DRAWN, 0), m)

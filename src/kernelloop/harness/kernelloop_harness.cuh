@@ -1696,15 +1696,17 @@ class Harness {
     // Bit 62: it keeps every ordering the options show too (size_order_bounds: a leading dimension
     // at least its rows), where a baseline refused sizes drawn without (its own reads past a buffer).
     const int only = (int)((s.size_draw >> 56) & 63);
-    // Bits 39-54: the calls a round draw keeps at their defaults. A kept call stays at its default whatever
-    // relation a redraw keeps (red team round 244: a redraw's relation drew every size anew, so a refused keep
-    // draw lost its kept sizes). Bit 37: the one call a draw moves takes the size in bits 0-36, which the
-    // verifier chose knowing every call's options and the kept defaults (a size moved alone, round, keeping
-    // the relations the options show with sizes kept that are declared after it; or its smallest: round 244).
-    const bool round_draw = (s.size_draw >> 55) & 1;
+    // Bits 39-54: the calls a round or explicit draw keeps at their defaults. A kept call stays at its default
+    // whatever relation a redraw keeps (red team round 244: a redraw's relation drew every size anew, so a refused
+    // keep draw lost its kept sizes). Bit 37: the call numbered in bits 32-35 takes the size in bits 0-31, which
+    // the verifier chose knowing every call's options and the kept defaults (a size moved alone, round or odd,
+    // keeping the relations the options show with sizes kept that are declared after it; or its smallest:
+    // rounds 244-246); the others not kept are drawn here, round with bit 55, evenly without.
+    const bool round_draw = (s.size_draw >> 55) & 1, explicit_draw = (s.size_draw >> 37) & 1;
     const uint64_t kept = (s.size_draw >> 39) & 0xFFFF;  // the calls kept at their defaults (bits 39-54)
-    if (round_draw && s.size_calls < 16 && ((kept >> s.size_calls) & 1)) return options.begin()[0];
-    if (round_draw && ((s.size_draw >> 37) & 1)) return (T)(long long)(s.size_draw & ((1ull << 37) - 1));
+    if ((round_draw || explicit_draw) && s.size_calls < 16 && ((kept >> s.size_calls) & 1)) return options.begin()[0];
+    if (explicit_draw && (int)((s.size_draw >> 32) & 15) == s.size_calls)
+      return (T)(long long)(s.size_draw & 0xFFFFFFFFull);
     long long at_least = 0, at_most = std::numeric_limits<long long>::max();
     if ((s.size_draw >> 62) & 1)
       size_order_bounds(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(),
