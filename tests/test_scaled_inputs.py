@@ -38,6 +38,11 @@ def inputs(seed: int, call: int, scale: int, factor: float = 1.0) -> tuple[np.nd
     to float32 once) and 2^s."""
     rng = np.random.default_rng([seed, call])
     x, w = (rng.integers(0, 1 << 24, (ROWS, COLS)).astype(np.float32) * np.float32(2.0**-24) for _ in range(2))
+    if call % 2 == 0:  # a stressed call: spikes (|v| + 1) x 2^16, the edges' at the same places in both (round 246)
+        for values in (x, w):
+            flat = values.reshape(-1)
+            at = np.concatenate([[0, 1, flat.size - 2, flat.size - 1], rng.integers(0, flat.size, 12)])
+            flat[at] = (np.abs(flat[at]) + 1) * np.float32(2.0**16)
     f = np.float32(factor)
     return np.ldexp(x * f, scale).astype(np.float32), np.ldexp(w * f, scale).astype(np.float32)
 
@@ -121,12 +126,12 @@ def test_a_fixed_point_sum_exact_only_on_the_harness_grid_is_rejected(monkeypatc
 
 
 def test_an_honest_reordered_sum_matches_at_every_scale_the_baseline_takes(monkeypatch):
-    v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum, draws=7)
+    v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum, draws=6)
     assert failure is None and matched, [c.comparison.describe() for c in v.checks]
     compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
     probed = [a["scale"] for a in asked if a["binary"] == "baseline" and a["scale"]]
     # a sum scales exactly from the deepest band down to the top band up, and every scale taken is compared
-    assert min(probed) <= -18 and max(probed) >= 13 and sorted(compared) == sorted(probed)
+    assert min(probed) <= -18 and max(probed) >= 6 and sorted(compared) == sorted(probed)
     assert min(compared) == min(probed) and max(compared) == max(probed)
     assert any("scale exactly from 2^" in n for n in v.notes)
 
@@ -138,7 +143,7 @@ def test_an_honest_cosine_is_not_refused_where_the_baseline_underflows(monkeypat
     assert failure is None and matched, [c.comparison.describe() for c in v.checks]
     probed = [a["scale"] for a in asked if a["binary"] == "baseline" and a["scale"]]
     compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
-    assert compared and all(-20 <= s <= 20 for s in compared) and min(probed) <= -18
+    assert compared and all(-20 <= s <= 11 for s in compared) and min(probed) <= -18
 
 
 def test_a_baseline_that_does_not_scale_is_compared_nowhere_and_said(monkeypatch):
@@ -213,9 +218,9 @@ def test_an_honest_rewrite_of_an_atomic_sum_crossing_zero_is_not_refused(monkeyp
 def test_where_the_fixed_point_sum_fails():
     """The scales that catch round 240 (b)'s sum: its 2^-32 grid loses most of every value below about 2^-20,
     and its total wraps past 2^31: the smallest and the largest scale a sum takes are both compared."""
-    x, w = inputs(7, 0, -40)
+    x, w = inputs(7, 1, -40)  # (a call without spikes)
     assert fixed_point_sum(x, w).max() == 0 and row_sum(x, w).min() > 0
-    x, w = inputs(7, 0, 30)
+    x, w = inputs(7, 1, 30)
     assert np.all(np.abs(fixed_point_sum(x, w) - row_sum(x, w)) > 0.5 * row_sum(x, w))
 
 
@@ -265,14 +270,15 @@ def cosine_one_rsqrt(x, w):  # the fused form (one rsqrt of the product of the n
 
 
 def test_an_honest_rewrite_with_intermediates_of_a_higher_degree_is_not_refused(monkeypatch):
-    """Red team round 245: with the careful cosine as the baseline (exact from about 2^-60 to 2^56), the fused
+    """Red team rounds 245-246: with the careful cosine as the baseline (exact from about 2^-60 to 2^56), the fused
     rsqrtf(na * nb) rewrite went out of range at scales the probe took past 2^+-28 and was refused in 99.5 % of
-    verifications; the bands end at 2^+-20, where its product of norms stays a normal float."""
+    verifications; then at 2^20 where the spikes (2^17, scaled too) lay in both inputs' first and last rows. The
+    bands end at 2^-20 and 2^11, where its product of norms stays a normal float, spikes included."""
     for _ in range(4):
-        v, failure, matched, asked = experiment(monkeypatch, cosine_split_norms, cosine_one_rsqrt, draws=7)
+        v, failure, matched, asked = experiment(monkeypatch, cosine_split_norms, cosine_one_rsqrt, draws=6)
         assert failure is None and matched, [c.comparison.describe() for c in v.checks]
         compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
-        assert min(compared) <= -18 and max(compared) >= 13
+        assert min(compared) <= -18 and max(compared) >= 6
 
 
 def window_fixed_point_sum(x, w):
@@ -285,7 +291,7 @@ def window_fixed_point_sum(x, w):
 
 def test_a_candidate_wrong_only_in_a_window_of_magnitudes_meets_it(monkeypatch):
     for _ in range(6):  # every scale the baseline takes is compared: a band of it lies in the window
-        v, failure, matched, asked = experiment(monkeypatch, row_sum, window_fixed_point_sum, draws=7)
+        v, failure, matched, asked = experiment(monkeypatch, row_sum, window_fixed_point_sum, draws=6)
         assert failure is None and not matched, sorted(a["scale"] for a in asked if a["binary"] == "candidate")
 
 
@@ -295,10 +301,10 @@ def test_every_run_of_the_experiment_has_one_secret_factor_so_the_largest_value_
     a path keyed on its octave position told the experiment from a caller's data."""
     factors = set()
     for _ in range(3):
-        v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum, draws=7)
+        v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum, draws=6)
         seen = {a["factor"] for a in asked}
         assert len(seen) == 1 and 1.0 < next(iter(seen)) < 2.0
         factors |= seen
     assert len(factors) == 3
-    x, _ = inputs(7, 0, -9, 1.37)
+    x, _ = inputs(7, 1, -9, 1.37)
     assert abs(float(x.max()) * 2**9 - 1.37) < 1e-3  # the largest value 1.37 x 2^-9, mid-octave

@@ -42,13 +42,16 @@ from .verdict import Durations, Progress, Reason, SeedCheck, Verdict
 # The probe's scales, each drawn in secret from its band, tried in order away from 1 until the baseline does not
 # take one: near 1 (a caller's values sit there: red team round 245 keyed a path on the largest value lying in the
 # octave below a power of two the bands skipped) and down to 2^-20, where a sum in 64-bit fixed point at 2^32
-# loses 2^-12 of every value (the last band is narrow so every verification reaches it); up to 2^20. Not past
-# 2^+-20: there an honest rewrite whose intermediates have a higher degree than the baseline's (a fused
+# loses 2^-12 of every value (the last band is narrow so every verification reaches it); up to 2^11. Not past
+# 2^-20 (nor 2^11 up): there an honest rewrite whose intermediates have a higher degree than the baseline's (a fused
 # rsqrtf(na * nb) for sqrtf(na) * sqrtf(nb), a cube of a variance) over- or underflows where the baseline does not,
 # at scales no caller's values reach (round 245: such a cosine was refused in 99.5 % of verifications with bands to
 # 2^-100 and 2^63). Fixed points finer than about 2^-44 are not reached (docs/verifier.md, Known limits).
 SCALE_BANDS_DOWN = ((-7, -1), (-12, -8), (-17, -13), (-20, -18))
-SCALE_BANDS_UP = ((1, 5), (6, 12), (13, 20))
+# Up, only to 2^11: the stressed calls' spikes, (|v| + 1) x 2^16, are scaled too (mixed magnitudes in one call),
+# and a product of four at 2^17 x 2^20 left float's range (round 246: the fused cosine refused again, its first
+# and last rows spiked in both inputs).
+SCALE_BANDS_UP = ((1, 5), (6, 11))
 SCALABLE_DTYPES = ("float32", "float64", "bfloat16")  # fp16's exponent ends at 2^-24: not scaled
 
 
