@@ -356,7 +356,8 @@ def planned_size_draws(size_draw: int, size_values: list[list[int]], vs: VerifyS
     keeps = round_keeps(len(size_values), vs.round_size_draws, size_draw >> 8)
     singles = single_size_keeps(size_values, vs.single_size_draws, size_draw >> 16, keeps)
     every = (1 << min(len(size_values), KEEP_CALLS)) - 1
-    least = [c for c in smallest_size_calls(size_values, vs.smallest_size_draws, size_draw >> 24) for _ in range(2)]
+    beside = 2 if sum(len(o) > 1 for o in size_values) > 1 else 1  # beside others drawn evenly only where there are
+    least = [c for c in smallest_size_calls(size_values, vs.smallest_size_draws, size_draw >> 24) for _ in range(beside)]
     alone_calls = [next(c for c in range(KEEP_CALLS) if not (keep >> c) & 1) for keep in singles]
     odd = [(keep, next(c for c in range(KEEP_CALLS) if not (keep >> c) & 1))  # every size moved alone, off round
            for keep in single_size_keeps(size_values, vs.single_size_draws, size_draw >> 16, [])]
@@ -373,7 +374,8 @@ def planned_size_draws(size_draw: int, size_values: list[list[int]], vs: VerifyS
         alone(d, keep, c, odd=True) for d, (keep, c) in zip(drawn[evenly + len(keeps) + len(singles):], odd)] + [
         # each size at its smallest with the others at their defaults, then with the others drawn evenly (round
         # 246: m == 1 came only beside n and k at their defaults, never beside an n off every multiple of 8)
-        as_explicit(d, every & ~(1 << c) if k % 2 == 0 else 0, size_span(size_values[c])[0], c, round_size=k % 2 == 0)
+        as_explicit(d, every & ~(1 << c) if k % beside == 0 else 0, size_span(size_values[c])[0], c,
+                    round_size=k % beside == 0)
         for k, (d, c) in enumerate(zip(drawn[rounds - len(least):rounds], least))]
     return SizePlan(planned, drawn[rounds:], set(planned[rounds - len(singles) - len(odd) - len(least):]),
                     set(planned[rounds - len(least):]))
