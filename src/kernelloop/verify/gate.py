@@ -327,7 +327,7 @@ def smallest_size_calls(size_values: list[list[int]], cap: int, pick: int) -> li
 class SizePlan(NamedTuple):
     """The sizes drawn at verify time (planned_size_draws): DRAWS in order, SPARE ones for sizes the baseline
     refuses; SINGLE, the draws that move one size alone (not among the wider-integer experiment's sizes);
-    SMALLEST, those at a size's smallest (a fixed cost allowed on top: SMALLEST_SIZE_ALLOWANCE_MS)."""
+    SMALLEST, those at a size's smallest (extra launches allowed on top: SMALLEST_SIZE_LAUNCH_MS)."""
     draws: list[int]
     spare: list[int]
     single: set[int]
@@ -1275,12 +1275,13 @@ OTHER_SIZE_NOISE_CAP = 1.5  # ... however much the baseline's own runs there var
 OTHER_SIZES_MEAN_SLOWDOWN = 1.1  # ... and by this much over every checked size together (geometric mean)
 OTHER_SIZE_REGRESSION_FLOOR = 0.15  # bench check: slower by more than max(3 x threshold, this) is SLOWER
 # A size's smallest (one token, batch 1: SizePlan.smallest) is timed too (red team round 245: the baseline's kernel
-# 64 times over only at m == 1 passed, about 60x slower for a decode step), with a fixed cost allowed on top of
-# another size's limit: there a rewrite's fixed costs (another launch or two) weigh against a baseline doing
-# almost nothing, so at most that limit or SMALLEST_SIZE_ALLOWANCE_MS more per call, whichever is more, and out
-# of the mean over the other sizes (round 246: a flat 2x let 1.9x the baseline's work through at every decode
-# step of a 40 us kernel, and the smallest draws' noise widened the other sizes' mean limit).
-SMALLEST_SIZE_ALLOWANCE_MS = 0.01
+# 64 times over only at m == 1 passed, about 60x slower for a decode step), held to another size's limit with one
+# cost allowed on top: a rewrite's extra launches (a split into two passes) weigh against a baseline doing almost
+# nothing, so SMALLEST_SIZE_LAUNCH_MS more per call for each launch per call more than the baseline makes, where
+# both runs were traced and the candidate's GPU busy time per call stays within that limit (rounds 246-247: a flat
+# 2x, then a flat 10 us, let the baseline's work run 1.9x, then 4x, at every decode step of a short kernel). Out
+# of the mean over the other sizes (round 246: the smallest draws' noise widened that mean's limit).
+SMALLEST_SIZE_LAUNCH_MS = 0.005
 
 
 class OtherSize(BaseModel):
@@ -1291,15 +1292,19 @@ class OtherSize(BaseModel):
     candidate_audit: AuditReport | None = None
     baseline_spread: float = 0.0  # how much the baseline's two runs at this size differ (KERNEL_MS: 0.05 is 5 %)
     size_key: tuple[int, int | None] | None = None  # (size index, draw) of a size's guarded run: its layouts' too
-    smallest: bool = False  # a size at its smallest (SMALLEST_SIZE_ALLOWANCE_MS): not in the mean over other sizes
+    smallest: bool = False  # a size at its smallest (SMALLEST_SIZE_LAUNCH_MS): not in the mean over other sizes
 
     def limit(self) -> float:
         """The most slowdown allowed here: OTHER_SIZE_SLOWDOWN, or the baseline's own variation there; at a size's
-        smallest, that or SMALLEST_SIZE_ALLOWANCE_MS more than the baseline's time, whichever is more."""
+        smallest, SMALLEST_SIZE_LAUNCH_MS more per extra launch per call on top, where the candidate's busy time
+        per call keeps within that limit."""
         usual = min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZE_SLOWDOWN, 1 + 3 * self.baseline_spread))
-        if self.smallest and (base := self.floored()[0]) > 0:
-            return max(usual, 1 + SMALLEST_SIZE_ALLOWANCE_MS / base)
-        return usual
+        b, c = self.baseline_audit, self.candidate_audit
+        if not self.smallest or b is None or c is None or not b.independent_ms or not c.independent_ms or \
+                c.independent_ms > usual * b.independent_ms or (base := self.floored()[0]) <= 0:
+            return usual
+        extra = c.window_launches / max(1, c.iterations or c.windows) - b.window_launches / max(1, b.iterations or b.windows)
+        return max(usual, 1 + SMALLEST_SIZE_LAUNCH_MS * extra / base) if extra > 0 else usual
 
     def ratio(self) -> tuple[float, str]:
         """(the candidate's time over the baseline's, where from): each program's KERNEL_MS, the measure the
@@ -1803,17 +1808,34 @@ def _layout_words(mapped: tuple[int, int, int] | None, unit: int = 0) -> str:
     return f", {where}, {'in the reverse of' if reversed_order else 'in'} the order the program declares them"
 
 
+def packed_offsets(manifest: Manifest, unit: int, reversed_order: bool) -> list[int]:
+    """Where each buffer starts in a packed layout, from an aligned start (the harness's packed_allocation): in
+    declaration order, each at the next multiple of its alignment (UNIT, at least its element size) after the one
+    before; reversed, the same from the top of the range down (an offset below it, negative)."""
+    offsets, end = [], 0
+    for b in manifest.buffers:
+        align = max(unit, b.bytes // b.count if b.count else 1)
+        start = -(-end // align) * align
+        end = start + b.bytes
+        if reversed_order:
+            end = -(-end // align) * align
+        offsets.append(-end if reversed_order else start)
+    return offsets
+
+
 def layout_aligned(mapped: tuple[int, int, int] | None, shift: tuple[int, int, int, int] | None,
                    manifest: Manifest | None) -> bool:
     """Whether a caller layout starts every buffer where a caller's usual buffers start, held to the aligned bar in
-    `caller layouts`: where cudaMalloc puts them, 2 MiB-aligned, or packed from an aligned start with every buffer
-    16-byte aligned (each a multiple of 16 bytes long, or packed at 16-byte multiples), a pooled allocator's or a
-    workspace's layout (red team round 246: a part at the baseline's speed only for buffers side by side passed at
-    1.14x slower)."""
+    `caller layouts`: where cudaMalloc puts them, 2 MiB-aligned, or packed from an aligned start with every buffer of
+    16 bytes or more starting 16-byte aligned (a pooled allocator's or a workspace's layout: red team round 246, a
+    part at the baseline's speed only for buffers side by side passed at 1.14x slower; round 247: read from where
+    each buffer starts, not from their lengths, which a 4-byte result declared last made unaligned)."""
     if mapped is None or mapped[1] == OFFSETS_NONE:
         return True
-    return mapped[1] == OFFSETS_PACKED and (bool(shift and shift[1]) or (
-        manifest is not None and all(b.bytes % 16 == 0 for b in manifest.buffers)))
+    if mapped[1] != OFFSETS_PACKED or manifest is None or shift is None:
+        return False
+    return all(at % 16 == 0 for at, b in zip(packed_offsets(manifest, shift[1], bool(shift[3])), manifest.buffers)
+               if b.bytes >= 16)
 
 
 def _caller_layout_run(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
