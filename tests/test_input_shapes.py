@@ -30,10 +30,12 @@ def shapes(tmp_path_factory) -> dict[float, np.ndarray]:
 
 
 def test_every_shape_keeps_the_order_and_the_half_open_range(shapes):
-    assert len(shapes) == 7 and {0.125, 16.0} <= set(shapes)
+    assert set(shapes) == {0.125, 0.25, 0.5, 2.0, 4.0, 8.0, 16.0}
     for power, values in shapes.items():
         assert np.all(np.diff(values) >= 0), power
         assert values.min() >= -1.0 and values.max() < 3.0, power
+        # round 247: nothing closer to lo than the generator's own step (2^-24 of the range): no subnormal, no zero
+        assert np.all(values - (-1.0) >= 4.0 * 2.0**-24 * 0.99), power
 
 
 def test_the_shapes_change_the_bulk_a_probe_of_the_median_sees(shapes):

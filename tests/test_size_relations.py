@@ -220,10 +220,14 @@ def test_the_planned_draws_move_each_size_alone_and_to_its_smallest():
     assert not any(d & (ROUND_SIZE | EXPLICIT) for d in plan.draws[:vs.size_draws])
     assert all(d & ROUND_SIZE for d in plan.draws[vs.size_draws:] if d not in plan.smallest)
     assert {0b011, 0b101, 0b110} <= set(keeps[vs.size_draws:])  # each size moved alone in one draw
-    least = sorted(((d >> KEEP_SHIFT) & 0xFFFF, d & EXPLICIT_VALUE, explicit_call(d)) for d in plan.smallest)
+    least = sorted(((d >> KEEP_SHIFT) & 0b111, d & EXPLICIT_VALUE, explicit_call(d)) for d in plan.smallest)
     # each to its smallest, the options' common factor: the others at their defaults, then drawn evenly
     assert least == [(0, 1, 0), (0, 1, 1), (0, 1, 2), (0b011, 1, 2), (0b101, 1, 1), (0b110, 1, 0)], least
-    assert all(bool(d & ROUND_SIZE) == bool(d >> KEEP_SHIFT & 0xFFFF) for d in plan.smallest)
+    assert all(bool(d & ROUND_SIZE) == bool(d >> KEEP_SHIFT & 0b111) for d in plan.smallest)
+    # beside the others drawn evenly, from a secret in the keep bits of calls the program does not make (round 247)
+    salts = {d >> KEEP_SHIFT & 0xFFF8 for seed in range(20) for d in planned_size_draws(seed * 7919 + 1, bmn, vs).smallest
+             if not d & ROUND_SIZE}
+    assert len(salts) > 10
     assert all(d & EXPLICIT for d in plan.single)
     moved = [((d >> KEEP_SHIFT) & 0xFFFF, d & EXPLICIT_VALUE, bool(d & ODD)) for d in plan.single - plan.smallest]
     assert sorted(keep for keep, _, odd in moved if odd) == [0b011, 0b101, 0b110]  # every size, off round too
@@ -363,7 +367,7 @@ def test_a_smallest_draw_moves_one_size_to_its_common_factor(harness_size):
 
     linear = [[4096, 3001], [1024, 1000], [1024, 999]]
     plan = planned_size_draws(987654321, linear, VerifySettings())
-    got = sorted(harness_size(linear, d) for d in plan.smallest if d >> KEEP_SHIFT & 0xFFFF)
+    got = sorted(harness_size(linear, d) for d in plan.smallest if d >> KEEP_SHIFT & 0b111)
     assert got == [[1, 1024, 1024], [4096, 8, 1024], [4096, 1024, 1]]  # N's options share 8
     outcomes = simulate_verifications(harness_size, linear, lambda m, n, k: True, 100)
     assert all([1, 1024, 1024] in taken for taken, _, _ in outcomes)
@@ -371,7 +375,12 @@ def test_a_smallest_draw_moves_one_size_to_its_common_factor(harness_size):
     # multiple of 8 (a tail past whole vectors) met no draw. Each size at its smallest is also drawn beside the
     # others drawn evenly.
     caught = sum(any(m == 1 and k % 8 for m, n, k in taken) for taken, _, _ in outcomes)
-    assert caught >= 0.95 * len(outcomes), caught
+    assert caught >= 0.8 * len(outcomes), caught  # k drawn evenly: off every multiple of 8 in about 7 of 8
+    # round 247: the sizes beside m == 1 differ from one verification to the next (a one-token path capping k at
+    # 1024 is met where a drawn k lies above it, about a third of verifications, not never)
+    beside = {(n, k) for taken, _, _ in outcomes for m, n, k in taken if m == 1 and (n, k) != (1024, 1024)}
+    assert len(beside) > 50
+    assert sum(any(m == 1 and k > 1024 for m, n, k in taken) for taken, _, _ in outcomes) > 0.2 * len(outcomes)
 
 
 def test_a_size_moved_alone_also_meets_sizes_off_every_round_multiple(harness_size):

@@ -1023,18 +1023,33 @@ inline float special_value(int nonfinite, int turn) {  // the kinds asked for, i
 // Another shape on the same range: v in [lo, hi) mapped to lo + (hi - lo) u^P, u = (v - lo) / (hi - lo), which keeps
 // the order and the range but not the uniform bulk every other call has (red team round 246: a sum that halved
 // its work wherever more than 16 of 256 probed values lay above 2.5x their median, or any was negative, was wrong
-// on probabilities, exponential and normal data, and never met it). P from kShapePowers, drawn per call and
+// on probabilities, exponential and normal data, and never met it). P (shape_power) drawn per call and
 // buffer: most values near lo with a few large ones (P > 1, a mixture of magnitudes), or bunched near hi.
+// A value above lo stays at least 2^-24 of the range above it, the generator's own step (red team round 247: at
+// P = 16 values went subnormal and to zero, where an honest reciprocal rewrite overflowed and a baseline's
+// p log p computed NaN).
 __host__ __device__ inline float shaped_value(float v, float lo, float hi, float power) {
   if (!(hi > lo)) return v;
   const float u = fminf(fmaxf((v - lo) / (hi - lo), 0.0f), 1.0f);
-  const float mapped = lo + (hi - lo) * powf(u, power);
+  const float shaped = u > 0.0f ? fmaxf(powf(u, power), 5.9604645e-8f) : 0.0f;
+  const float mapped = lo + (hi - lo) * shaped;
   return mapped < hi ? mapped : v;  // [lo, hi) stays half-open
 }
-constexpr float kShapePowers[] = {0.125f, 0.25f, 0.5f, 2.0f, 4.0f, 8.0f, 16.0f};
-template <class T> __global__ void kl_shape_kernel(T* data, size_t n, float lo, float hi, float power) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    data[i] = from_float<T>(shaped_value(static_cast<float>(data[i]), lo, hi, power));
+// The powers drawn: 1/8, 1/4, 1/2, 2, 4, 8, 16 (bunched near hi, or most near lo with a few large ones).
+constexpr int kShapeKinds = 7;
+__host__ __device__ inline float shape_power(uint64_t r) {
+  const int k = (int)(r % (uint64_t)kShapeKinds);
+  return k < 3 ? 0.125f * (float)(1 << k) : 2.0f * (float)(1 << (k - 3));
+}
+// With MIXED, each stretch of 64 elements takes its own power (drawn from KEY): a mixture of shapes, whose
+// quantiles no one power law fits (round 247: one power per buffer put every call's log-quantiles on a line,
+// and a part tested its input against that family).
+template <class T> __global__ void kl_shape_kernel(T* data, size_t n, float lo, float hi, float power, bool mixed,
+                                                   uint64_t key) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const float p = mixed ? shape_power(mix64(key ^ (i / 64))) : power;
+    data[i] = from_float<T>(shaped_value(static_cast<float>(data[i]), lo, hi, p));
+  }
 }
 
 // Maps [lo, hi) onto [lo, 0) or [0, hi) (the same order, one sign) over a stretch of n/16
@@ -1773,8 +1788,8 @@ class Harness {
     // shape on the same range for half the spiked inputs, drawn per call and buffer
     const uint64_t shape = mix64(key ^ 0x5348415045ull);
     if (b.spiked && (bits & kStressHeavy) && (shape & 1))
-      kl_shape_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi,
-                                        kShapePowers[(shape >> 1) % (sizeof kShapePowers / sizeof kShapePowers[0])]);
+      kl_shape_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, shape_power(shape >> 2), (shape >> 1) & 1,
+                                        mix64(shape));
     if (b.one_sign && (bits & kStressOneSign))
       kl_one_sign_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, (bits & kStressNegative) != 0,
                                            mix64(key ^ 0x5349474Eull));

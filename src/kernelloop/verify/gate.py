@@ -85,6 +85,7 @@ from .hostcode import scan_host_code
 from .magnitudes import scalable_inputs, scaled_input_experiments
 from .placement import (
     GUARDED,
+    LAYOUT_MAPPING_FAILURE,
     OFFSETS_DRAWN,
     OFFSETS_FLIPPED,
     OFFSETS_NONE,
@@ -373,8 +374,10 @@ def planned_size_draws(size_draw: int, size_values: list[list[int]], vs: VerifyS
         alone(d, keep, c) for d, keep, c in zip(drawn[evenly + len(keeps):], singles, alone_calls)] + [
         alone(d, keep, c, odd=True) for d, (keep, c) in zip(drawn[evenly + len(keeps) + len(singles):], odd)] + [
         # each size at its smallest with the others at their defaults, then with the others drawn evenly (round
-        # 246: m == 1 came only beside n and k at their defaults, never beside an n off every multiple of 8)
-        as_explicit(d, every & ~(1 << c) if k % beside == 0 else 0, size_span(size_values[c])[0], c,
+        # 246: m == 1 came only beside n and k at their defaults, never beside an n off every multiple of 8), from
+        # a secret the draw carries in the keep bits of calls the program does not make (round 247: without it the
+        # harness drew the others from the explicit value alone, the same in every verification)
+        as_explicit(d, every & ~(1 << c) if k % beside == 0 else (d >> 8) & ~every, size_span(size_values[c])[0], c,
                     round_size=k % beside == 0)
         for k, (d, c) in enumerate(zip(drawn[rounds - len(least):rounds], least))]
     return SizePlan(planned, drawn[rounds:], set(planned[rounds - len(singles) - len(odd) - len(least):]),
@@ -1633,7 +1636,6 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
 
 
 # What the harness prints when the shifted runs' address range cannot be mapped (layout_allocation)
-LAYOUT_MAPPING_FAILURE = "kernelloop harness: the shifted buffers' address range:"
 
 
 def _caller_layout_check(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,

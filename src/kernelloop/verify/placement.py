@@ -44,6 +44,8 @@ class Placement(NamedTuple):
 
 
 GUARDED = Placement()
+# How the harness says the driver could not map a packed or shifted layout (the machine's, not the program's)
+LAYOUT_MAPPING_FAILURE = "kernelloop harness: the shifted buffers' address range:"
 
 
 def drawn_placement() -> Placement:
@@ -68,3 +70,20 @@ def placed_pair(run_candidate: Callable[[Placement], ProgramRun], run_baseline: 
         placement = GUARDED
         cand, base = run_candidate(placement), run_baseline(placement)
     return cand, base, placement
+
+
+def other_caller_placements(used: Placement) -> list[Placement]:
+    """Every caller placement but USED: each buffer where cudaMalloc puts it, and packed one right after another
+    in declaration order and in reverse. An experiment made once (the scaled inputs, the special values) draws one
+    placement; a part keyed on buffers side by side met packing in declaration order in 1 of 6 (red team round
+    247): the candidate is run again in each of the others, against the same baseline run (its results do not
+    depend on where its buffers lie: it reads nothing past them, as the baseline-bounds check has seen)."""
+    key = secrets.randbits(62) | 1
+    every = [Placement(True), Placement(True, (key, 0, OFFSETS_PACKED, 0)), Placement(True, (key, 0, OFFSETS_PACKED, 1))]
+    return [p for p in every if (p.exact, p.shift is None, p.shift[3] if p.shift else None)
+            != (used.exact, used.shift is None, used.shift[3] if used.shift else None)]
+
+
+def unmappable(run: ProgramRun) -> bool:
+    """Whether RUN failed because the driver could not map its layout (not the program's failure)."""
+    return LAYOUT_MAPPING_FAILURE in run.result.stderr
