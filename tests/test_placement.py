@@ -58,3 +58,25 @@ def test_a_candidate_wrong_only_with_its_buffers_side_by_side_at_another_size_is
     # the drawn size's baseline ran guarded first (a size it does not take shows there), then packed
     drawn = [c for c in calls if c.get("size_index") == -1 and c["role"] == "baseline"]
     assert not drawn[0].get("exact_buffers") and drawn[1].get("buffer_shift") == packed.shift
+
+
+@pytest.mark.nvcc
+def test_a_candidate_wrong_on_special_values_only_with_its_buffers_packed_in_order_is_rejected(
+        settings, monkeypatch):  # noqa: F811
+    """Round 247: the special-value experiment is made once and drew one placement (guarded here); the candidate
+    runs it again in every other caller placement against the same baseline run."""
+    nan = float("nan")
+
+    def behave(role, kw):
+        if kw.get("nonfinite_calls") is None:
+            return GOOD
+        packed_in_order = kw.get("buffer_shift") and kw["buffer_shift"][2] == OFFSETS_PACKED and not kw["buffer_shift"][3]
+        if role == "candidate" and packed_in_order:  # lets NaN through where the baseline sanitises it
+            return ([[1, nan, 3, 4], [5, 6, nan, 8]], [5, nan, 7, 8])
+        return ([[1, 0, 3, 4], [5, 6, 0, 8]], [5, 0, 7, 8])
+
+    calls = scripted_runs(monkeypatch, behave)
+    v = verify(settings)
+    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    assert "packed right after the one before" in v.gate("correctness").detail
+    assert any(c.get("nonfinite_calls") and c.get("exact_buffers") and c["role"] == "candidate" for c in calls)

@@ -85,8 +85,11 @@ def scripted(monkeypatch, baseline, candidate) -> list[dict]:
     asked: list[dict] = []
 
     def run(binary, *, seed, limits, secret=None, input_scale=0, input_factor=1.0, **kw):
-        asked.append({"binary": str(binary), "scale": input_scale, "factor": input_factor})
+        asked.append({"binary": str(binary), "scale": input_scale, "factor": input_factor,
+                      "packed_forward": bool(kw.get("buffer_shift") and not kw["buffer_shift"][3])})
         compute = baseline if str(binary) == "baseline" else candidate
+        if getattr(compute, "packed_only", False) and not asked[-1]["packed_forward"]:
+            compute = baseline  # right (the baseline's own results) except with its buffers packed in order
         outs = [compute(*inputs(seed, call, input_scale, input_factor)) for call in range(CALLS)]
         crashed = any(o is None for o in outs)  # None: the program traps (exit 1)
         result = RunResult(argv=["p"], returncode=int(crashed), stdout="", stderr="trap\n" if crashed else "",
@@ -131,7 +134,7 @@ def test_an_honest_reordered_sum_matches_at_every_scale_the_baseline_takes(monke
     compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
     probed = [a["scale"] for a in asked if a["binary"] == "baseline" and a["scale"]]
     # a sum scales exactly from the deepest band down to the top band up, and every scale taken is compared
-    assert min(probed) <= -18 and max(probed) >= 6 and sorted(compared) == sorted(probed)
+    assert min(probed) <= -18 and max(probed) >= 6 and sorted(set(compared)) == sorted(probed)
     assert min(compared) == min(probed) and max(compared) == max(probed)
     assert any("scale exactly from 2^" in n for n in v.notes)
 
@@ -192,7 +195,9 @@ def test_the_inputs_scaled_are_floating_point_but_fp16_and_the_harness_is_told_b
 def test_the_candidate_is_compared_at_input_scale_draws_scales(monkeypatch, draws):
     v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum, draws)
     compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
-    assert len(compared) == draws and len(set(compared)) == draws
+    assert len(set(compared)) == draws  # (the smallest and the largest again in the other caller placements)
+    extremes = [s for s in set(compared) if s in (min(compared), max(compared))]
+    assert all(compared.count(s) == 3 for s in extremes) and len(compared) == draws + 2 * len(extremes)
 
 
 def atomic_signed_sum(x, w):
@@ -308,3 +313,16 @@ def test_every_run_of_the_experiment_has_one_secret_factor_so_the_largest_value_
     assert len(factors) == 3
     x, _ = inputs(7, 1, -9, 1.37)
     assert abs(float(x.max()) * 2**9 - 1.37) < 1e-3  # the largest value 1.37 x 2^-9, mid-octave
+
+
+def test_a_candidate_wrong_only_with_its_result_right_after_its_input_meets_that_placement(monkeypatch):
+    """Red team round 247: the scaled-input experiment is made once and drew one placement; a fixed-point sum taken
+    only where the result lies right after the input (packed in declaration order) passed in about 5 of 6. The
+    smallest and the largest scale are run by the candidate in every caller placement."""
+    def packed_fixed_point(x, w):
+        return fixed_point_sum(x, w)
+    packed_fixed_point.packed_only = True
+    for _ in range(5):
+        v, failure, matched, asked = experiment(monkeypatch, row_sum, packed_fixed_point, draws=6)
+        assert failure is None and not matched, [(a["scale"], a["packed_forward"]) for a in asked]
+        assert any(a["packed_forward"] and a["binary"] == "candidate" for a in asked)
