@@ -235,7 +235,7 @@ def test_several_sizes_are_drawn_from_one_number():
     """Red-team round 9: with one drawn size, a kernel wrong at a fraction f of sizes passes with
     probability 1 - f; the verifier draws `size_draws` (default 2) from the verdict's one draw."""
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import size_draws
+    from kernelloop.verify.size_draws import size_draws
     draws = size_draws(2, VerifySettings().size_draws)
     assert draws[0] == 2 and len(draws) == 2 == len(set(draws))
     assert size_draws(2, 4) == size_draws(2, 4) and size_draws(2, 4)[:2] == draws

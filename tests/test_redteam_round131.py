@@ -17,7 +17,8 @@ import pytest
 
 from kernelloop.optimizers.base import NoMoreCandidates
 from kernelloop.program.phases import spliced_raw_string
-from kernelloop.verify.gate import next_relation, relation_of, relation_order, size_draws, size_relations, with_relation
+from kernelloop.verify.size_draws import (
+    next_relation, relation_of, relation_order, size_draws, size_relations, with_relation)
 from kernelloop.verify.policy import scan_source
 
 from .conftest import FIXTURES, ROOT

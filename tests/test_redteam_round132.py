@@ -12,7 +12,7 @@ import pytest
 
 from kernelloop.optimizers.base import NoMoreCandidates
 from kernelloop.optimizers.offline.analysis import names_the_rewrite_adds
-from kernelloop.verify.gate import ALL_BUT, ALL_RELATIONS, relation_order
+from kernelloop.verify.size_draws import ALL_BUT, ALL_RELATIONS, relation_order
 
 from .conftest import FIXTURES
 from .test_redteam_round109 import _first_proposal

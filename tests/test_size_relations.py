@@ -69,7 +69,7 @@ def test_a_floating_size_is_no_relation(draws):
 
 
 def test_the_gate_numbers_relations_as_the_harness_does():
-    from kernelloop.verify.gate import ALL_RELATIONS, relation_of, size_relations, with_relation
+    from kernelloop.verify.size_draws import ALL_RELATIONS, relation_of, size_relations, with_relation
 
     # group norm: C of N, HxW of N, the group count of N and of C (tests/harness/size_relations.cu)
     assert size_relations([[16, 3], [128, 60], [4096, 1155], [32, 6]]) == 4
@@ -98,7 +98,8 @@ def test_equal_sizes_and_impossible_bounds(draws):
 
 
 def test_the_gate_keeps_orderings_from_the_first_redraw_on():
-    from kernelloop.verify.gate import ALL_RELATIONS, KEEP_ORDERINGS, relation_of, relation_order, size_orderings, with_relation
+    from kernelloop.verify.size_draws import (
+        ALL_RELATIONS, KEEP_ORDERINGS, relation_of, relation_order, size_orderings, with_relation)
 
     gemm = [[1024, 333], [1024, 257], [1024, 129], [1024, 337], [1024, 131], [1024, 335]]
     assert size_orderings(gemm) > 0
@@ -129,7 +130,7 @@ def test_a_round_draw_is_a_multiple_of_a_large_power_of_two_and_no_declared_opti
 
 def test_the_gate_asks_for_round_draws_besides_the_even_ones():
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import KEEP_SHIFT, ROUND_SIZE, as_round, with_relation
+    from kernelloop.verify.size_draws import KEEP_SHIFT, ROUND_SIZE, as_round, with_relation
 
     assert VerifySettings().round_size_draws == 3
     draw = (1 << 62) | ROUND_SIZE | (0b101 << KEEP_SHIFT) | 12345
@@ -143,7 +144,7 @@ def test_round_draws_keep_each_size_at_its_default_in_one_draw_while_the_others_
     """Red team round 242: a softmax launched the preamble's ROWS blocks wherever cols == 2048 (its default), and no
     draw kept cols there while rows moved. The second round draw keeps a subset of the sizes at their defaults, the
     third its complement; the harness keeps a size where asked and moves it where not."""
-    from kernelloop.verify.gate import round_keeps
+    from kernelloop.verify.size_draws import round_keeps
 
     for count in (2, 3, 5):
         every = (1 << count) - 1
@@ -175,7 +176,7 @@ def test_a_round_draw_keeps_the_equalities_the_default_shows(draws):
 def test_a_refused_round_draw_is_drawn_again_round_with_the_same_sizes_kept():
     """Red team round 243: where the baseline refused a round draw (a check of its own the draw broke), the
     redraw came back even, and keep draws lost about a tenth of their checks on such baselines."""
-    from kernelloop.verify.gate import KEEP_SHIFT, ROUND_SIZE, as_round, redrawn, relation_of, with_relation
+    from kernelloop.verify.size_draws import KEEP_SHIFT, ROUND_SIZE, as_round, redrawn, relation_of, with_relation
 
     refused = as_round(0x1234567, 0b10)
     again = redrawn(refused, 0x7654321, 5)
@@ -190,7 +191,7 @@ def test_a_draw_moves_each_size_alone_with_every_other_at_its_default(draws):
     that size alone, round, every other kept at its default: any set of sizes keyed on at their defaults meets
     the draw that moves one outside it. The harness keeps the others and moves the one (not copied from an equal
     default kept)."""
-    from kernelloop.verify.gate import single_size_keeps
+    from kernelloop.verify.size_draws import single_size_keeps
 
     n_moved, m_kept = draws["single_mover"]
     assert n_moved != 1024 and 166 <= n_moved <= 1280 and m_kept == 1024
@@ -210,7 +211,7 @@ def test_a_draw_moves_each_size_alone_with_every_other_at_its_default(draws):
 
 def test_the_planned_draws_move_each_size_alone_and_to_its_smallest():
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import (
+    from kernelloop.verify.size_draws import (
         EXPLICIT, EXPLICIT_VALUE, KEEP_SHIFT, ODD, ROUND_SIZE, explicit_call, planned_size_draws, size_draws)
 
     vs = VerifySettings()
@@ -244,9 +245,8 @@ def test_the_planned_draws_move_each_size_alone_and_to_its_smallest():
 
 
 def test_a_size_moved_alone_keeps_the_relations_with_the_kept_defaults_once_refused():
-    from kernelloop.verify.gate import (
-        ALL_RELATIONS, EXPLICIT, EXPLICIT_VALUE, KEEP_ORDERINGS, KEEP_SHIFT, ODD, ROUND_SIZE, as_explicit,
-        explicit_size, redraw, relation_of, smallest_size_calls, with_relation)
+    from kernelloop.verify.size_draws import (
+        ALL_RELATIONS, EXPLICIT, EXPLICIT_VALUE, KEEP_ORDERINGS, KEEP_SHIFT, ODD, ROUND_SIZE, as_explicit, explicit_size, redraw, relation_of, smallest_size_calls, with_relation)
 
     head_split = [[4096, 3001], [768, 320], [12, 5]]
     alone = [explicit_size(head_split, 1, pick) for pick in range(300)]
@@ -307,7 +307,7 @@ def simulate_verifications(harness_size, options, takes, count: int, seed: int =
     import random
 
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import (
+    from kernelloop.verify.size_draws import (
         next_relation, planned_size_draws, redraw, relation_of, relation_order, size_orderings, size_relations)
 
     vs, rng, outcomes = VerifySettings(), random.Random(seed), []
@@ -361,9 +361,9 @@ def test_a_smallest_draw_moves_one_size_to_its_common_factor(harness_size):
     """Red team round 244: one token, one row, batch 1 came only where declared (a linear layer whose m == 1 path
     dropped the bias passed every draw); each size goes to its smallest alone, the others at their defaults."""
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import planned_size_draws
+    from kernelloop.verify.size_draws import planned_size_draws
 
-    from kernelloop.verify.gate import KEEP_SHIFT
+    from kernelloop.verify.size_draws import KEEP_SHIFT
 
     linear = [[4096, 3001], [1024, 1000], [1024, 999]]
     plan = planned_size_draws(987654321, linear, VerifySettings())
