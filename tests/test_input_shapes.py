@@ -1,7 +1,8 @@
-"""Inputs of other shapes on their own range (kl::shaped_value, red team round 246): in half the heavy stressed calls
-of correctness runs a spiked input's values are mapped onto [lo, hi) by u^P, keeping order and range but not the
-uniform bulk, so a path keyed on the bulk's shape (how many probed values lie far above their median) meets the
-shapes a caller's data has. Built with nvcc and run on the host: no GPU needed."""
+"""Inputs of other shapes on their own range (kl::shaped_element, red team rounds 246-248): in half the heavy stressed
+calls of correctness runs a spiked input's values are mapped onto [lo, hi) by an order-keeping map drawn in secret
+(a power, a Pareto tail, a truncated exponential, a bell; continuous parameters), one per buffer, blended along it
+between knots, or one per element, so a path keyed on the bulk's shape meets the shapes a caller's data has, and
+no one parametric family per stretch describes what the verifier's runs hold. Built with nvcc, run on the host."""
 
 from __future__ import annotations
 
@@ -16,36 +17,89 @@ from kernelloop.tools.nvcc import harness_include_dir
 
 PROGRAM = Path(__file__).parent / "harness" / "shapes.cu"
 pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")]
+LO, HI = -1.0, 3.0
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory) -> dict[float, np.ndarray]:
+def shaped(tmp_path_factory):
     binary = tmp_path_factory.mktemp("shapes") / "shapes"
     built = subprocess.run(["nvcc", "-std=c++17", "-I", str(harness_include_dir()), str(PROGRAM), "-o", str(binary)],
                            capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
-    ran = subprocess.run([str(binary)], capture_output=True, text=True, timeout=60)
-    assert ran.returncode == 0, ran.stderr
-    return {float(w[0]): np.array([float(x) for x in w[1:]]) for w in (line.split() for line in ran.stdout.splitlines())}
+
+    def run(mode: int, key: int, n: int = 1000, knot: int = 64, grid: bool = True, lo: float = LO,
+            hi: float = HI) -> np.ndarray:
+        ran = subprocess.run([str(binary), str(mode), str(knot), str(key), str(n), str(int(grid)), str(lo), str(hi)],
+                             capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, ran.stderr
+        return np.array([float(x) for x in ran.stdout.split()])
+    return run
 
 
-def test_every_shape_keeps_the_order_and_the_half_open_range(shapes):
-    assert set(shapes) == {0.125, 0.25, 0.5, 2.0, 4.0, 8.0, 16.0}
-    for power, values in shapes.items():
-        assert np.all(np.diff(values) >= 0), power
-        assert values.min() >= -1.0 and values.max() < 3.0, power
+def family(key: int) -> int:
+    return key % 4  # kl::shape_unit: the key's residue picks the family
+
+
+def test_one_map_per_buffer_keeps_the_order_the_half_open_range_and_a_step_above_lo(shaped):
+    for key in range(40):
+        values = shaped(0, key * 2654435761 + key)
+        assert np.all(np.diff(values) >= 0), key
+        assert values.min() >= LO and values.max() < HI, key
         # round 247: nothing closer to lo than the generator's own step (2^-24 of the range): no subnormal, no zero
-        assert np.all(values - (-1.0) >= 4.0 * 2.0**-24 * 0.99), power
+        assert np.all(values - LO >= (HI - LO) * 2.0**-24 * 0.99), key
 
 
-def test_the_shapes_change_the_bulk_a_probe_of_the_median_sees(shapes):
-    """The round 246 key: more than 16 of 256 probed values above 2.5x their median (values shifted to be
-    positive). Uniform data never trips it; most powers do."""
+def test_values_a_power_drives_to_lo_stay_distinct_above_it(shaped):
+    """Round 248: at P = 16 every value near lo became the same floor, one value repeated: a signature. On [0, 1)
+    (where floats resolve that step) they stay distinct, in order, and at least 2^-24 above 0."""
+    keys = [k for k in range(400) if family(k) == 0][:40]
+    for key in keys:
+        values = shaped(0, key, 4096, grid=True, lo=0.0, hi=1.0)
+        low = values[values < 2.0**-22]
+        assert np.all(np.diff(low) > 0) and (not len(low) or low.min() >= 2.0**-24), key
+    lows = [v[v < 2.0**-22] for v in (shaped(2, k, 4096, grid=False, lo=0.0, hi=1.0) for k in keys[:10])]
+    assert sum(map(len, lows)) > 100
+    assert all(len(np.unique(low)) > 0.95 * len(low) and (not len(low) or low.min() >= 2.0**-24) for low in lows)
+
+
+def test_the_families_have_the_bulks_and_tails_callers_data_has(shaped):
+    """The round 246 key (more than 16 of 256 probed values above 2.5x their median, values shifted positive)
+    trips on most shapes; a Pareto tail puts a few values far above a bulk near lo; a bell bunches them mid-range."""
     def trips(values: np.ndarray) -> bool:
         probe = np.random.default_rng(1).choice(values - values.min() + 1e-6, 256)
         return int((probe > 2.5 * np.median(probe)).sum()) > 16
-    uniform = np.linspace(-1.0, 3.0, 1000, endpoint=False)
-    assert not trips(uniform)
-    assert sum(trips(values) for values in shapes.values()) >= 3
-    heavy = shapes[16.0]
-    assert np.median(heavy) < -0.99 and heavy.max() > 2.5  # most values near lo, a few large: a mix of magnitudes
+    assert not trips(np.linspace(LO, HI, 1000, endpoint=False))
+    runs = {key: shaped(0, key, 4096, grid=False) for key in range(64)}
+    assert sum(trips(v) for v in runs.values()) >= 16
+    tails = [v - LO for k, v in runs.items() if family(k) == 1]
+    assert any(np.median(t) < 0.01 * (HI - LO) and t.max() > 0.5 * (HI - LO) for t in tails)
+    bells = [v - LO for k, v in runs.items() if family(k) == 3]
+    assert any(np.quantile(t, 0.75) - np.quantile(t, 0.25) < 0.2 * (HI - LO) for t in bells)
+
+
+def _power_law_stretches(values: np.ndarray, stretch: int = 64) -> float:
+    """The share of STRETCH-element stretches whose sorted values fit one power of a uniform's order statistics
+    (log t against log rank on a line, R^2 > 0.995): round 248's test of the verifier's shaped inputs."""
+    t = np.maximum(values - LO, 1e-30) / (HI - LO)
+    x = np.log(np.arange(1, stretch + 1) / (stretch + 1))
+    fits = 0
+    n = len(t) // stretch
+    for s in range(n):
+        y = np.log(np.sort(t[s * stretch:(s + 1) * stretch]))
+        r = np.corrcoef(x, y)[0, 1]
+        fits += r * r > 0.995
+    return fits / n
+
+
+def test_no_one_power_per_stretch_describes_the_shaped_inputs(shaped):
+    """Round 248: one of seven powers per 64-element stretch put every stretch's sorted log-values on a line; a part
+    that tested for it told the verifier's inputs apart. Across the modes, most shaped buffers have few such
+    stretches, as a caller's data has; a buffer of one power (mode 0, the power family) is one shape among many."""
+    uniform = (np.array([(i * 2654435761) % 2**24 for i in range(8192)]) / 2**24) * (HI - LO) + LO
+    assert _power_law_stretches(uniform) > 0.5  # the test does see a uniform's (P = 1) stretches
+    shares = [_power_law_stretches(shaped(mode, key, 8192, knot=16 << (key % 9), grid=False))
+              for mode in (0, 1, 2) for key in range(1, 25)]
+    mostly_fitting = sum(share > 0.5 for share in shares)
+    assert mostly_fitting <= len(shares) // 3, sorted(shares)
+    per_element = [_power_law_stretches(shaped(2, key, 8192, grid=False)) for key in range(1, 9)]
+    assert max(per_element) < 0.2, per_element

@@ -924,24 +924,29 @@ def test_draws_left_once_the_spares_are_spent_are_noted_where_some_drawn_size_wa
 
 
 def test_a_sizes_smallest_is_timed_with_extra_launches_allowed_and_out_of_the_mean():
-    """Red team rounds 245-247: the smallest-size draws were correctness only (the baseline's kernel 64 times over
-    at m == 1 passed); then a flat 2x, then a flat 10 us, let 1.9x and 4x the baseline's work through. They are held
-    to another size's limit, with 5 us per extra launch per call on top where the candidate's busy time keeps within
-    that limit, and left out of the mean in both gates."""
+    """Red team rounds 245-248: the smallest-size draws were correctness only (the baseline's kernel 64 times over
+    at m == 1 passed); then a flat 2x, a flat 10 us, then 5 us per raw launch let 1.9x, 4x and 6.6x the baseline's
+    work through. They are held to another size's limit, with what each extra serial stretch of work costs per call
+    on top (as a launch costs, audit.serial_cost) where the candidate's busy time less that keeps within that limit,
+    and left out of the mean in both gates."""
     from kernelloop.verify.audit import AuditReport
     v = gate.Verdict.model_construct(gates=[], notes=[], settings=load_settings().verify)
+    us = 1000
 
-    def audit(busy_ms: float, launches: int) -> AuditReport:
-        return AuditReport.model_construct(source="cupti", independent_ms=busy_ms, window_launches=20 * launches,
-                                           iterations=20, windows=20, dated_ms=None, findings=[], notes=[])
+    def audit(busy_ms: float, stretches: list[tuple[int, int]]) -> AuditReport:
+        return AuditReport.model_construct(source="cupti", independent_ms=busy_ms, window_launches=20 * len(stretches),
+                                           iterations=20, windows=20, dated_ms=None, findings=[], notes=[],
+                                           window_stretches=[stretches] * 20, start_marker_ns=2 * us)
 
-    def judged(least_ms: float, base_ms: float = 0.01, launches: int = 1, busy: float | None = None,
+    one = [(3 * us, 8 * us)]
+
+    def judged(least_ms: float, base_ms: float = 0.01, stretches=None, busy: float | None = None,
                least_spread: float = 0.0, others: float = 1.05):
         v.gates, reasons = [], []
         least = gate.OtherSize(label="drawn (1 x 1024)", baseline_ms=base_ms, candidate_ms=least_ms, smallest=True,
                                baseline_spread=least_spread, size_key=(-1, 2),
-                               baseline_audit=audit(base_ms * 0.8, 1), candidate_audit=audit(
-                                   base_ms * 0.8 if busy is None else busy, launches))
+                               baseline_audit=audit(base_ms * 0.8, one), candidate_audit=audit(
+                                   base_ms * 0.8 if busy is None else busy, stretches or one))
         sizes = [gate.OtherSize(label="size 1", baseline_ms=1.0, candidate_ms=others, size_key=(1, None)),
                  gate.OtherSize(label="drawn (one more)", baseline_ms=1.0, candidate_ms=others, size_key=(-1, 1)), least]
         gate._speed_at_other_sizes(v, sizes, reasons, None)
@@ -949,11 +954,22 @@ def test_a_sizes_smallest_is_timed_with_extra_launches_allowed_and_out_of_the_me
 
     row, reasons = judged(0.64)  # 64x a 10 us baseline
     assert row.status == "fail" and reasons and "1 x 1024" in row.detail, row.detail
-    row, _ = judged(0.015, launches=2)  # one more launch: 5 us more, the same busy time
+    # an honest second pass queued behind the first (1 us idle, 3 us busy): 1.2x + 3 us over 10 us
+    two_pass = [(3 * us, 6 * us), (us, 3 * us)]
+    row, _ = judged(0.0145, stretches=two_pass, busy=0.009)
     assert row.status == "pass", row.detail
-    row, _ = judged(0.015, launches=1)  # 1.5x with no extra launch
+    row, _ = judged(0.016, stretches=two_pass, busy=0.009)  # 1.6x: more than the second launch cost
     assert row.status == "fail", row.detail
-    row, _ = judged(0.04, launches=4, busy=0.032)  # the kernel four times over: busy time 4x too
+    row, _ = judged(0.015)  # 1.5x with no extra stretch
+    assert row.status == "fail", row.detail
+    # the kernel four times over, each a stretch of its own: busy time 4x too
+    row, _ = judged(0.04, stretches=[(3 * us, 8 * us)] * 4, busy=0.032)
+    assert row.status == "fail", row.detail
+    # parallel branches merge into one stretch: no allowance, whatever the launches (round 248)
+    row, _ = judged(0.03, stretches=one, busy=0.008)
+    assert row.status == "fail", row.detail
+    # host idle before many empty kernels: each counted at 3 us idle + 1 us, so no room for 6x the work
+    row, _ = judged(0.06, stretches=one + [(40 * us, us)] * 4, busy=0.012)
     assert row.status == "fail", row.detail
     # 1.15x at both other sizes is over the 1.1x mean; the smallest's noisy runs (25 %) do not widen it
     row, _ = judged(0.011, least_spread=0.25, others=1.15)

@@ -1020,36 +1020,69 @@ inline float special_value(int nonfinite, int turn) {  // the kinds asked for, i
   return values[kind];
 }
 
-// Another shape on the same range: v in [lo, hi) mapped to lo + (hi - lo) u^P, u = (v - lo) / (hi - lo), which keeps
-// the order and the range but not the uniform bulk every other call has (red team round 246: a sum that halved
-// its work wherever more than 16 of 256 probed values lay above 2.5x their median, or any was negative, was wrong
-// on probabilities, exponential and normal data, and never met it). P (shape_power) drawn per call and
-// buffer: most values near lo with a few large ones (P > 1, a mixture of magnitudes), or bunched near hi.
-// A value above lo stays at least 2^-24 of the range above it, the generator's own step (red team round 247: at
-// P = 16 values went subnormal and to zero, where an honest reciprocal rewrite overflowed and a baseline's
-// p log p computed NaN).
-__host__ __device__ inline float shaped_value(float v, float lo, float hi, float power) {
+// Other shapes on the same range: v in [lo, hi), u = (v - lo) / (hi - lo), mapped to lo + (hi - lo) t(u) by a map t
+// of [0, 1) onto itself that keeps the order, but not the uniform bulk every other call has (red team round 246: a
+// sum that halved its work wherever more than 16 of 256 probed values lay above 2.5x their median, or any was
+// negative, was wrong on probabilities, exponential and normal data, and never met it). The maps are four families
+// a caller's data takes, each with continuous parameters drawn in secret: a power u^P (P log-uniform in [1/8, 16]:
+// bunched near hi, or most near lo with a few large ones), a Pareto upper tail ((1 - u)^(-1/a) - 1 normalised, a in
+// [1/2, 4]: a bulk near lo and a tail of large values to hi), a truncated exponential (rate 1 to 24) and a bell
+// (logistic: a centre and a width, clamped into the range: saturated ends).
+// Round 248: one power per buffer (round 247: its log-quantiles on a line), then one of seven powers per 64-element
+// stretch, both fit a test of the quantile spacings per stretch; and the floor at P = 16 made one value repeat.
+// So a call takes one map for the whole buffer, or maps whose family and parameters change along the buffer
+// (blended between knots a drawn 16 to 4096 elements apart, so neighbours are alike), or one per element; and a
+// value above lo stays at least 2^-24 of the range above it, the generator's own step (round 247: subnormals and
+// zeros made an honest reciprocal overflow and a baseline's p log p NaN), and more by u's share of that step, so
+// the values a power drives to zero stay distinct and in order.
+constexpr int kShapeFamilies = 4;
+constexpr int kShapeModes = 3;  // one map per buffer, maps blended between knots, one map per element
+__host__ __device__ inline float unit_of(uint64_t r) { return (float)(r >> 40) * 5.9604645e-8f; }  // [0, 1)
+__host__ __device__ inline float shape_unit(float u, uint64_t r) {
+  const float x = unit_of(mix64(r ^ 0x5041524131ull)), y = unit_of(mix64(r ^ 0x5041524132ull));
+  switch ((int)(r % (uint64_t)kShapeFamilies)) {
+    case 0:  // a power, P = 2^(x * 7 - 3) in [1/8, 16)
+      return powf(u, exp2f(x * 7.0f - 3.0f));
+    case 1: {  // a Pareto tail of index a = 2^(x * 3 - 1) in [1/2, 4), reaching hi where (1 - u) is 2^-12 (the
+               // few past it, one in 4096, keep their value: shaped_element)
+      const float a = exp2f(x * 3.0f - 1.0f);
+      return expm1f(-log1pf(-u) / a) / expm1f(12.0f * 0.6931472f / a);
+    }
+    case 2: {  // an exponential of rate c in [1, 24] truncated to [0, 1)
+      const float c = 1.0f + 23.0f * x;
+      return -log1pf(-u * (-expm1f(-c))) / c;
+    }
+    default: {  // a bell (logistic: a normal's shape, its inverse in closed form): centre in [0.05, 0.95), scale
+                // in [0.005, 0.17), clamped into [0, 1)
+      const float t = (0.05f + 0.9f * x) + (0.005f + 0.165f * y) * (logf(u) - log1pf(-u));
+      return fminf(fmaxf(t, 0.0f), 0.99999994f);
+    }
+  }
+}
+// Element I's value V under the shape drawn from KEY in MODE (knots KNOT elements apart in the blended one).
+__host__ __device__ inline float shaped_element(float v, float lo, float hi, size_t i, int mode, size_t knot,
+                                                uint64_t key) {
   if (!(hi > lo)) return v;
-  const float u = fminf(fmaxf((v - lo) / (hi - lo), 0.0f), 1.0f);
-  const float shaped = u > 0.0f ? fmaxf(powf(u, power), 5.9604645e-8f) : 0.0f;
-  const float mapped = lo + (hi - lo) * shaped;
+  const float u = fminf(fmaxf((v - lo) / (hi - lo), 0.0f), 0.99999994f);
+  if (u <= 0.0f) return v;
+  float t;
+  if (mode == 0) {
+    t = shape_unit(u, key);
+  } else if (mode == 1) {
+    const size_t k = i / knot;
+    const float w = (float)(i % knot) / (float)knot;
+    t = (1.0f - w) * shape_unit(u, mix64(key ^ k)) + w * shape_unit(u, mix64(key ^ (k + 1)));
+  } else {
+    t = shape_unit(u, mix64(key ^ (0x454C454Dull + i)));
+  }
+  // at least 2^-24 of the range above lo, more by u's own share of that step: the order kept, no value repeated
+  const float mapped = lo + (hi - lo) * (t + 5.9604645e-8f * (1.0f + u));
   return mapped < hi ? mapped : v;  // [lo, hi) stays half-open
 }
-// The powers drawn: 1/8, 1/4, 1/2, 2, 4, 8, 16 (bunched near hi, or most near lo with a few large ones).
-constexpr int kShapeKinds = 7;
-__host__ __device__ inline float shape_power(uint64_t r) {
-  const int k = (int)(r % (uint64_t)kShapeKinds);
-  return k < 3 ? 0.125f * (float)(1 << k) : 2.0f * (float)(1 << (k - 3));
-}
-// With MIXED, each stretch of 64 elements takes its own power (drawn from KEY): a mixture of shapes, whose
-// quantiles no one power law fits (round 247: one power per buffer put every call's log-quantiles on a line,
-// and a part tested its input against that family).
-template <class T> __global__ void kl_shape_kernel(T* data, size_t n, float lo, float hi, float power, bool mixed,
+template <class T> __global__ void kl_shape_kernel(T* data, size_t n, float lo, float hi, int mode, size_t knot,
                                                    uint64_t key) {
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    const float p = mixed ? shape_power(mix64(key ^ (i / 64))) : power;
-    data[i] = from_float<T>(shaped_value(static_cast<float>(data[i]), lo, hi, p));
-  }
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    data[i] = from_float<T>(shaped_element(static_cast<float>(data[i]), lo, hi, i, mode, knot, key));
 }
 
 // Maps [lo, hi) onto [lo, 0) or [0, hi) (the same order, one sign) over a stretch of n/16
@@ -1788,8 +1821,8 @@ class Harness {
     // shape on the same range for half the spiked inputs, drawn per call and buffer
     const uint64_t shape = mix64(key ^ 0x5348415045ull);
     if (b.spiked && (bits & kStressHeavy) && (shape & 1))
-      kl_shape_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, shape_power(shape >> 2), (shape >> 1) & 1,
-                                        mix64(shape));
+      kl_shape_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, (int)((shape >> 1) % kShapeModes),
+                                        (size_t)16 << ((shape >> 8) % 9), mix64(shape));
     if (b.one_sign && (bits & kStressOneSign))
       kl_one_sign_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, (bits & kStressNegative) != 0,
                                            mix64(key ^ 0x5349474Eull));

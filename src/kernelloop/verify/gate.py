@@ -51,7 +51,7 @@ from ..tools.sanitizer import (
     read_memcheck,
 )
 from . import policy
-from .audit import AuditFinding, AuditReport, audit_trace, judge
+from .audit import AuditFinding, AuditReport, audit_trace, judge, serial_cost
 from .comparing import (
     GUARD_CONTRAST_BYTES,
     BaselineNoise,
@@ -1010,11 +1010,14 @@ OTHER_SIZES_MEAN_SLOWDOWN = 1.1  # ... and by this much over every checked size 
 OTHER_SIZE_REGRESSION_FLOOR = 0.15  # bench check: slower by more than max(3 x threshold, this) is SLOWER
 # A size's smallest (one token, batch 1: SizePlan.smallest) is timed too (red team round 245: the baseline's kernel
 # 64 times over only at m == 1 passed, about 60x slower for a decode step), held to another size's limit with one
-# cost allowed on top: a rewrite's extra launches (a split into two passes) weigh against a baseline doing almost
-# nothing, so SMALLEST_SIZE_LAUNCH_MS more per call for each launch per call more than the baseline makes, where
-# both runs were traced and the candidate's GPU busy time per call stays within that limit (rounds 246-247: a flat
-# 2x, then a flat 10 us, let the baseline's work run 1.9x, then 4x, at every decode step of a short kernel). Out
-# of the mean over the other sizes (round 246: the smallest draws' noise widened that mean's limit).
+# cost allowed on top: a rewrite's extra serial launches (a split into two passes) weigh against a baseline doing
+# almost nothing, so what each extra serial stretch of GPU work costs per call, counted as a launch costs
+# (audit.serial_cost: the idle before it up to the baseline's own launch wait, its busy time up to an empty
+# kernel's, SMALLEST_SIZE_LAUNCH_MS in all), where both runs were traced and the candidate's busy time per call,
+# less the allowance's busy part, keeps within that limit. Rounds 246-248: a flat 2x, a flat 10 us, then 5 us per
+# raw launch let the baseline's work run 1.9x, 4x, then 6.6x (parallel graph branches counted as launches, the
+# allowance spent on host idle); and the raw-launch rule's busy condition refused an honest two-pass rewrite.
+# Out of the mean over the other sizes (round 246: the smallest draws' noise widened that mean's limit).
 SMALLEST_SIZE_LAUNCH_MS = 0.005
 
 
@@ -1030,15 +1033,17 @@ class OtherSize(BaseModel):
 
     def limit(self) -> float:
         """The most slowdown allowed here: OTHER_SIZE_SLOWDOWN, or the baseline's own variation there; at a size's
-        smallest, SMALLEST_SIZE_LAUNCH_MS more per extra launch per call on top, where the candidate's busy time
-        per call keeps within that limit."""
+        smallest, what the candidate's extra serial launches cost per call on top (audit.serial_cost), where its
+        busy time per call less that cost's busy part keeps within that limit."""
         usual = min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZE_SLOWDOWN, 1 + 3 * self.baseline_spread))
         b, c = self.baseline_audit, self.candidate_audit
         if not self.smallest or b is None or c is None or not b.independent_ms or not c.independent_ms or \
-                c.independent_ms > usual * b.independent_ms or (base := self.floored()[0]) <= 0:
+                (base := self.floored()[0]) <= 0:
             return usual
-        extra = c.window_launches / max(1, c.iterations or c.windows) - b.window_launches / max(1, b.iterations or b.windows)
-        return max(usual, 1 + SMALLEST_SIZE_LAUNCH_MS * extra / base) if extra > 0 else usual
+        extra_ms, extra_busy_ms = serial_cost(b, c, cap_ns=round(SMALLEST_SIZE_LAUNCH_MS * 1e6))
+        if extra_ms <= 0 or c.independent_ms - extra_busy_ms > usual * b.independent_ms:
+            return usual
+        return usual + extra_ms / base
 
     def ratio(self) -> tuple[float, str]:
         """(the candidate's time over the baseline's, where from): each program's KERNEL_MS, the measure the
