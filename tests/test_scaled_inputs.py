@@ -16,6 +16,7 @@ from kernelloop.verify import magnitudes
 from kernelloop.verify.comparing import baseline_noise
 from kernelloop.verify.magnitudes import output_exponents, rescaled, scalable_inputs, scaled_input_experiments
 from kernelloop.verify.outputs import KernelMs
+from kernelloop.verify.placement import LAYOUT_MAPPING_FAILURE
 from kernelloop.verify.program_run import INPUT_SCALE_ENV, ProgramRun
 from kernelloop.verify.records import Manifest, parse_records
 from kernelloop.verify.verdict import Durations, Reason, Verdict
@@ -90,6 +91,12 @@ def scripted(monkeypatch, baseline, candidate) -> list[dict]:
         compute = baseline if str(binary) == "baseline" else candidate
         if getattr(compute, "packed_only", False) and not asked[-1]["packed_forward"]:
             compute = baseline  # right (the baseline's own results) except with its buffers packed in order
+        if getattr(compute, "says_unmappable", False) and asked[-1]["packed_forward"]:
+            # the part prints the harness's mapping-failure line and exits where its buffers are packed in order
+            return ProgramRun(seed=seed, result=RunResult(
+                argv=["p"], returncode=1, stdout="", stderr=LAYOUT_MAPPING_FAILURE + " cannot map\n",
+                isolation=IsolationReport(), wall_s=0.1), kernel_ms=KernelMs(value=None, count=0),
+                secret=secret.hex() if secret else None)
         outs = [compute(*inputs(seed, call, input_scale, input_factor)) for call in range(CALLS)]
         crashed = any(o is None for o in outs)  # None: the program traps (exit 1)
         result = RunResult(argv=["p"], returncode=int(crashed), stdout="", stderr="trap\n" if crashed else "",
@@ -338,3 +345,24 @@ def test_a_candidate_wrong_only_packed_in_order_and_in_a_middle_window_of_magnit
     for _ in range(6):
         v, failure, matched, asked = experiment(monkeypatch, row_sum, middle_packed, draws=6)
         assert failure is None and not matched, [(a["scale"], a["packed_forward"]) for a in asked]
+
+
+def test_a_candidate_that_says_its_layout_cannot_be_mapped_where_the_baseline_maps_it_fails(monkeypatch):
+    """Round 248: a run that printed the harness's mapping-failure line did not count, whoever printed it; a part
+    keyed on its buffers packed in declaration order could print it there. It counts unless the baseline's run in
+    the same placement says so too."""
+    def refuses_packed(x, w):
+        return row_sum(x, w)
+    refuses_packed.says_unmappable = True
+    v, failure, matched, asked = experiment(monkeypatch, row_sum, refuses_packed, draws=2)
+    assert failure is not None and not matched, failure
+    assert any(a["packed_forward"] and a["binary"] == "baseline" for a in asked)  # asked whether it maps there
+
+
+def test_a_placement_neither_program_can_map_does_not_count(monkeypatch):
+    def neither(x, w):
+        return row_sum(x, w)
+    neither.says_unmappable = True
+    v, failure, matched, asked = experiment(monkeypatch, neither, neither, draws=2)
+    # the drawn placement, where the baseline does not map, is made guarded; the others the candidate skips
+    assert failure is None and matched, failure

@@ -1360,7 +1360,9 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
                                secret=first["secret"], **first["special"], **at.kwargs())
             durations.program_runs_s += cand.result.wall_s
             what = f"{NONFINITE_KINDS[15]} among the inputs{at.words()}"
-            if unmappable(cand):
+            if unmappable(cand, lambda: run_program(base_bin, seed=first["seed"], limits=base_limits,
+                                                    cupti_library=cupti_lib, secret=first["secret"],
+                                                    **first["special"], **at.kwargs())):
                 continue
             if (failure := run_failure(cand)) is not None:
                 v.failure_excerpt = log_tail(cand.result.stderr, 12)

@@ -179,7 +179,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{at.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale, at)
-        if at is not placement and unmappable(cand):
+        if at is not placement and unmappable(cand, lambda: run(base_bin, base_limits, scale, at)):
             continue  # the driver's, not the candidate's
         if (failure := run_failure(cand)) is not None:
             v.failure_excerpt = log_tail(cand.result.stderr, 12)

@@ -84,6 +84,9 @@ def other_caller_placements(used: Placement) -> list[Placement]:
             != (used.exact, used.shift is None, used.shift[3] if used.shift else None)]
 
 
-def unmappable(run: ProgramRun) -> bool:
-    """Whether RUN failed because the driver could not map its layout (not the program's failure)."""
-    return LAYOUT_MAPPING_FAILURE in run.result.stderr
+def unmappable(run: ProgramRun, baseline_there: Callable[[], ProgramRun]) -> bool:
+    """Whether the candidate's RUN failed because the driver could not map its layout (the machine's failure, not
+    the program's): its run says so AND the baseline's run in the same placement (BASELINE_THERE, run only then)
+    says so too. The line alone is text a program can print: a part keyed on a placement that printed it there
+    would have made its own run not count (red team round 248)."""
+    return LAYOUT_MAPPING_FAILURE in run.result.stderr and LAYOUT_MAPPING_FAILURE in baseline_there().result.stderr
