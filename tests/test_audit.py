@@ -469,55 +469,20 @@ def test_a_failed_call_is_refused_even_where_the_timing_cannot_be_read():
     assert "runtime_error" in reasons(judged)
 
 
-def test_v2_each_calls_serial_stretches_and_the_start_markers_time_are_on_record():
-    """What an extra serial launch costs at a size's smallest is read from these (gate.OtherSize.limit)."""
+def test_v2_what_a_launch_costs_is_read_from_the_harness_launches():
+    """A size's smallest forgives one launch's cost per call (gate.OtherSize.forgiven_ms): the baseline's wait from
+    the start marker's end to its first work, and the start marker's own time (an empty kernel)."""
+    from kernelloop.verify.audit import launch_cost_ms
+
     def two_pass(p, i):
         p.launch(dur_us=5)
         p.launch(name="_Z5finalPf", dur_us=5)
 
     trace, ms = harness_v2(two_pass)
     report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
-    assert report.start_marker_ns == 2 * US and len(report.window_stretches) == 20
-    # the first pass waited 3 us after the start marker; the second was queued behind it: one stretch of both
-    assert all(w == [(3 * US, 10 * US)] for w in report.window_stretches), report.window_stretches[0]
-
-    def host_waits(p, i):
-        p.launch(dur_us=5)
-        p.t = p.gpu + 40 * US  # the host waits, then launches the second pass
-        p.launch(name="_Z5finalPf", dur_us=5)
-
-    trace, ms = harness_v2(host_waits)
+    assert report.start_marker_ns == 2 * US and report.launch_wait_ns == 3 * US
+    assert launch_cost_ms(report, cap_ms=0.005) == pytest.approx(0.005)
+    assert launch_cost_ms(report, cap_ms=0.004) == pytest.approx(0.004)
+    trace, ms = harness_v2(two_pass, start_markers=False)  # no marker: nothing on record, nothing forgiven
     report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
-    assert all(w == [(3 * US, 5 * US), (45 * US, 5 * US)] for w in report.window_stretches)
-
-
-def test_an_extra_serial_stretch_costs_at_most_a_launch_and_parallel_branches_cost_nothing():
-    """Red team round 248: 5 us per raw launch counted parallel graph branches and paid for host idle (the
-    baseline's work 6.6x at its smallest size, accepted), and its busy-time condition refused an honest two-pass
-    rewrite. An extra stretch costs what it took, up to the baseline's own launch wait and an empty kernel's time."""
-    from kernelloop.verify.audit import _serial_stretches, serial_cost
-
-    def report(windows, marker_ns=2 * US):
-        return AuditReport.model_construct(source="cupti", window_stretches=windows, start_marker_ns=marker_ns)
-
-    base = report([[(3 * US, 4 * US)]] * 10)
-    # four branches overlapping on the GPU: one stretch
-    branches = _serial_stretches([(10 * US, 14 * US), (10 * US, 15 * US), (11 * US, 14 * US), (12 * US, 16 * US)],
-                                 since=7 * US)
-    assert branches == [(3 * US, 6 * US)]
-    assert serial_cost(base, report([branches] * 10), cap_ns=5 * US) == (0.0, 0.0)
-    # a second pass queued behind the first: 0.5 us idle, 3 us busy -> 0.5 + 2 (an empty kernel's time)
-    two_pass = [(3 * US, 4 * US), (US // 2, 3 * US)]
-    total, busy = serial_cost(base, report([two_pass] * 10), cap_ns=5 * US)
-    assert total == pytest.approx(0.0025) and busy == pytest.approx(0.002)
-    # the host idles 40 us before each of three more launches of an empty kernel: 3 us idle + 1 us each
-    idle = [(3 * US, 4 * US)] + [(40 * US, US)] * 3
-    total, busy = serial_cost(base, report([idle] * 10), cap_ns=5 * US)
-    assert total == pytest.approx(0.012) and busy == pytest.approx(0.003)
-    # never more than the cap per stretch, and nothing where the baseline has no stretches on record
-    assert serial_cost(report([[(30 * US, 4 * US)]], marker_ns=20 * US), report([idle]), cap_ns=5 * US)[0] == \
-        pytest.approx(0.015)
-    assert serial_cost(report([]), report([idle]), cap_ns=5 * US) == (0.0, 0.0)
-    # the cheapest stretches are the extra ones: a long first pass is not what the extra launch cost
-    total, _ = serial_cost(base, report([[(3 * US, 40 * US), (0, US)]]), cap_ns=5 * US)
-    assert total == pytest.approx(0.001)
+    assert report.launch_wait_ns is None and launch_cost_ms(report, cap_ms=0.005) == 0.0

@@ -16,14 +16,14 @@ ROUND = FIXTURES / "redteam" / "round248"
 
 
 def test_round248_branches_and_a_host_wait_at_one_row_are_slower(tmp_path, record_property):
-    v = _verify(ROUND / "rmsnorm.cu", ROUND / "rmsnorm_decode_branches.cu", tmp_path)
+    v = _verify(ROUND / "rmsnorm_warp_rows.cu", ROUND / "rmsnorm_decode_branches.cu", tmp_path)
     record_property("verdict", v.summary)
     assert not v.accepted and any(r in v.reasons for r in (Reason.not_faster, Reason.slower)), v.summary
     assert any(g.gate == "other sizes" and g.status == "fail" for g in v.gates), [(g.gate, g.detail) for g in v.gates]
 
 
 def test_round248_an_honest_two_pass_rewrite_is_not_refused_at_a_sizes_smallest(tmp_path, record_property):
-    v = _verify(ROUND / "rmsnorm.cu", ROUND / "rmsnorm_two_pass.cu", tmp_path)
+    v = _verify(ROUND / "rmsnorm_warp_rows.cu", ROUND / "rmsnorm_two_pass.cu", tmp_path)
     record_property("verdict", v.summary)
     other = next((g for g in v.gates if g.gate == "other sizes"), None)
     assert other is not None and other.status == "pass", (other.detail if other else v.summary)

@@ -18,7 +18,6 @@ between the recording of the events that cudaEventElapsedTime compared) and chec
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
 from dataclasses import dataclass
@@ -68,11 +67,10 @@ class AuditReport(BaseModel):
     # that are answers, not failures, left out: NOT_READY from a query, CUDART_UNLOADING at exit)
     failed_calls: dict[str, int] = {}
     window_markers: bool = True  # v2: every timed window is between the harness's start and end marker kernels
-    # v2: per timed call, its serial stretches of GPU work (kernels, copies, memsets launched in the call, merged
-    # where they overlap: parallel branches are one), each as (idle ns before it, since the start marker's end or
-    # the previous stretch's; its busy ns), and the start marker's duration (an empty kernel: what a launch costs
-    # the GPU at least), median over the calls. What an extra serial launch costs: serial_cost.
-    window_stretches: list[list[tuple[int, int]]] = []
+    # v2: how long a launch takes the GPU at least, from the harness's own launches (the baseline's run is read):
+    # the median wait from the start marker's end to the call's first work starting, and the start marker's
+    # duration (an empty kernel). What a size's smallest forgives on top: launch_cost_ms.
+    launch_wait_ns: int | None = None
     start_marker_ns: int | None = None
     # Per timed call: the editable part's launches (v2: every call must launch the same work),
     # and its kernels launched after the first timed call outside any window (work between calls).
@@ -122,7 +120,7 @@ class _Timeline:
     between_calls: int
     window_overrun_ns: list[int] | None  # per window: work past the marker after its stop event
     window_dated_ns: list[int] | None  # per window: start marker's end to the last work's end, at least its events
-    window_stretches: list[list[tuple[int, int]]] | None  # per window: (idle before, busy) per serial stretch
+    launch_wait_ns: int | None  # median over windows: the start marker's end to the first work's start
     start_marker_ns: int | None  # the start markers' median duration
 
 
@@ -216,73 +214,39 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
     # freed slot first, and work ran past the stop event undated).
     overrun: list[int] | None = None
     dated: list[int] | None = None
-    stretches: list[list[tuple[int, int]]] | None = None
+    waits: list[int] | None = None
     openers: list[int] = []
     if timed_calls is not None:
-        overrun, dated, stretches = [], [], []
+        overrun, dated, waits = [], [], []
         by_launch = sorted(trace.kernels, key=lambda k: launch_time.get(k.corr, k.start))
         for i, (s, e) in enumerate(windows):
             marker = next((k for k in by_launch if launch_time.get(k.corr, k.start) > e), None)
             opener = next((k for k in reversed(by_launch) if launch_time.get(k.corr, k.start) < s), None)
             if (marker is None or MARKER_KERNEL not in (marker.name or "") or opener is None
                     or START_MARKER_KERNEL not in (opener.name or "")):
-                overrun = dated = stretches = None  # every v2 harness launches both: the trace cannot be read as it ran
+                overrun = dated = waits = None  # every v2 harness launches both: the trace cannot be read as it ran
                 break
             ends = [end for start, end in per_window[i]]
             overrun.append(max(ends, default=marker.start) - marker.start)
             dated.append(max(round(window_ms[i] * NS_PER_MS), max(ends, default=opener.end) - opener.end))
-            stretches.append(_serial_stretches(per_window[i], opener.end))
+            if per_window[i]:
+                waits.append(max(0, min(start for start, end in per_window[i]) - opener.end))
             openers.append(opener.end - opener.start)
     return _Timeline(windows=windows, window_ms=window_ms, events_ms=events_ms, window_kernels=window_kernels,
                      warmup_kernels=warmup_kernels, window_host_copies=in_window, run_host_copies=len(host_copies),
                      elapsed_calls=elapsed_calls, window_event_records=window_event_records,
                      window_busy_ns=[_union_ns(w) for w in per_window], window_signatures=signatures,
                      between_calls=between, window_overrun_ns=overrun, window_dated_ns=dated,
-                     window_stretches=stretches,
-                     start_marker_ns=round(statistics.median(openers)) if stretches and openers else None)
+                     launch_wait_ns=round(statistics.median(waits)) if waits else None,
+                     start_marker_ns=round(statistics.median(openers)) if waits is not None and openers else None)
 
 
-def _serial_stretches(intervals: list[tuple[int, int]], since: int) -> list[tuple[int, int]]:
-    """The stretches of busy GPU time in INTERVALS (overlapping ones merged), each as (idle ns before it, from
-    SINCE or the previous stretch's end; its busy ns)."""
-    out: list[tuple[int, int]] = []
-    start = end = None
-    for s, e in sorted(intervals):
-        if end is not None and s <= end:
-            end = max(end, e)
-            continue
-        if end is not None:
-            out.append((max(0, start - since), end - start))
-            since = end
-        start, end = s, e
-    if end is not None:
-        out.append((max(0, start - since), end - start))
-    return out
-
-
-def serial_cost(baseline: AuditReport, candidate: AuditReport, *, cap_ns: int) -> tuple[float, float]:
-    """(ms, of which busy ms) per timed call that the candidate's serial stretches beyond the baseline's cost at
-    most, as a launch costs: each stretch counted at no more idle before it than the baseline's own first launch
-    waited after the start marker, and no more busy time than the start marker (an empty kernel) took, CAP_NS at
-    most in all; the cheapest of the candidate's stretches are the extra ones. (0, 0) where either run has no
-    stretches on record. Parallel branches are one stretch: launches that overlap cost no extra launch's time
-    (red team round 248: graph branches were counted as launches, and the allowance spent on host idle)."""
-    b, c = baseline.window_stretches, candidate.window_stretches
-    if not b or not c or not baseline.start_marker_ns or not all(b):
-        return 0.0, 0.0
-    base_count = statistics.median(len(w) for w in b)
-    gap_ns = statistics.median(w[0][0] for w in b)
-    kernel_ns = baseline.start_marker_ns
-    total = busy = 0.0
-    for window in c:
-        extra = math.ceil(len(window) - base_count)
-        if extra <= 0:
-            continue
-        costs = sorted((min(min(idle, gap_ns) + min(work, kernel_ns), cap_ns), min(work, kernel_ns, cap_ns))
-                       for idle, work in window)[:extra]
-        total += sum(cost for cost, _ in costs)
-        busy += sum(work for _, work in costs)
-    return total / len(c) / NS_PER_MS, busy / len(c) / NS_PER_MS
+def launch_cost_ms(baseline: AuditReport, *, cap_ms: float) -> float:
+    """What one more launch costs a call at least, read from the baseline's run: its wait from the start marker
+    to its first work, and the start marker's own time (an empty kernel), CAP_MS at most; 0 where not on record."""
+    if baseline.launch_wait_ns is None or not baseline.start_marker_ns:
+        return 0.0
+    return min((baseline.launch_wait_ns + baseline.start_marker_ns) / NS_PER_MS, cap_ms)
 
 
 # cudaErrorCudartUnloading (calls at process exit), cudaErrorNotReady (a stream or event query's answer)
@@ -334,9 +298,7 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
         report.worst_window_overrun_us = max(tl.window_overrun_ns, default=0) / 1000
     if tl.window_dated_ns:
         report.dated_ms = statistics.fmean(tl.window_dated_ns) / NS_PER_MS
-    if tl.window_stretches is not None:
-        report.window_stretches = tl.window_stretches
-        report.start_marker_ns = tl.start_marker_ns
+    report.launch_wait_ns, report.start_marker_ns = tl.launch_wait_ns, tl.start_marker_ns
     if len(tl.windows) > 1:
         # One pair of events per call: each window's own work against its own time (2 us of
         # timestamp granularity per window).
