@@ -1024,3 +1024,28 @@ def test_packed_buffers_16_byte_aligned_are_held_to_the_aligned_bar():
         assert not gate.layout_aligned(*packed(rev), odd_first) and gate.layout_aligned(*packed(rev, 16), odd_first)
     assert not gate.layout_aligned((1, gate.OFFSETS_DRAWN, 0), (1, 0, gate.OFFSETS_DRAWN, 0), aligned)
     assert not gate.layout_aligned((1, gate.OFFSETS_PACKED_DRAWN, 0), (1, 0, gate.OFFSETS_PACKED_DRAWN, 0), aligned)
+
+
+@pytest.mark.nvcc
+def test_special_values_are_also_met_at_one_other_size_drawn_in_secret(settings, monkeypatch):
+    """Red team round 249: the special-value experiment ran at the default size only; a candidate right there and
+    wrong on NaN at every other size passed. It is made again at one other size the baseline ran at, drawn in
+    secret each verification."""
+    nan = float("nan")
+    at_sizes: list[tuple] = []
+
+    def behave(role, kw):
+        if kw.get("nonfinite_calls") is None:
+            return GOOD
+        at_sizes.append((role, kw.get("size_index", 0), kw.get("size_draw")))
+        if role == "candidate" and kw.get("size_index", 0) != 0:  # NaN let through away from the default size
+            return ([[1, nan, 3, 4], [5, 6, nan, 8]], [5, nan, 7, 8])
+        return ([[1, 0, 3, 4], [5, 6, 0, 8]], [5, 0, 7, 8])
+
+    scripted_runs(monkeypatch, behave, make_manifest=two_size_manifest)
+    v = verify(settings)
+    assert Reason.correctness in v.reasons, v.summary
+    elsewhere = {(i, d) for role, i, d in at_sizes if i != 0}
+    assert len(elsewhere) == 1 and all(role in ("baseline", "candidate") for role, *_ in at_sizes)
+    bad = next(c for c in v.checks if c.phase == "nonfinite" and not c.comparison.match)
+    assert " at " in bad.comparison.describe(), bad.comparison.describe()

@@ -366,3 +366,34 @@ def test_a_placement_neither_program_can_map_does_not_count(monkeypatch):
     v, failure, matched, asked = experiment(monkeypatch, neither, neither, draws=2)
     # the drawn placement, where the baseline does not map, is made guarded; the others the candidate skips
     assert failure is None and matched, failure
+
+
+def test_at_another_size_the_extremes_and_one_secret_scale_are_compared_in_the_drawn_placement(monkeypatch):
+    """Red team round 249: the scaled-input experiment ran at the default size only; a fixed-point sum taken only
+    where n is not a power of two was exact on the harness's values at every size and wrong on a caller's. The gate
+    makes it again at one other size drawn in secret: the baseline probed there, the candidate at the smallest, the
+    largest and one more scale taken."""
+    asked = scripted(monkeypatch, row_sum, fixed_point_sum)
+    vs = VerifySettings(input_scale_draws=6)
+    secret = secrets.token_bytes(32)
+    first, again = (magnitudes.run_program("baseline", seed=7, limits=None, secret=secret) for _ in range(2))
+    asked.clear()
+    sizes: list[tuple] = []
+    original = magnitudes.run_program
+
+    def sized(binary, **kw):
+        sizes.append((kw.get("size_index"), kw.get("size_draw")))
+        return original(binary, **kw)
+    monkeypatch.setattr(magnitudes, "run_program", sized)
+    v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=vs)
+    limits = Limits(wall_timeout_s=60)
+    failure, matched = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
+                                                Manifest.model_validate(manifest()),
+                                                baseline_noise(first, again, vs.baseline_noise_factor),
+                                                Durations(), lambda p: None, size=((-1, 12345), "3001 x 1500"))
+    assert set(sizes) == {(-1, 12345)}
+    assert failure is None and not matched
+    bad = next(c for c in v.checks if c.phase == "scaled" and not c.comparison.match)
+    assert "at 3001 x 1500" in bad.comparison.describe()
+    compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
+    assert len(compared) == len(set(compared)) <= 3  # one placement, at most three scales

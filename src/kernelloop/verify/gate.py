@@ -410,6 +410,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 kind.add(again)
         return True
     taken_draws: list[int] = []  # drawn sizes the baseline ran at, in order: memcheck checks the first
+    shape_of: dict[tuple[int, int | None], str] = {}  # every other size the baseline ran at: its sizes
     # A list's own iterator also yields what is appended while it is walked (a size drawn again).
     for seed, size_index, draw in experiments:
         say(Progress(stage="correctness", message=f"seed {seed}{size_words(size_index)}: candidate, then baseline"))
@@ -480,6 +481,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             taken_draws.append(draw)
         if size_index < 0 and base.records and base.records.manifest:
             drawn_sizes.append(base.records.manifest.sizes)
+        if size_index and base.records and base.records.manifest:
+            shape_of[(size_index, draw)] = " x ".join(map(str, base.records.manifest.sizes))
         baseline_state_changes |= bool(base.records and base.records.state and not base.records.state.same)
         candidate_states.append((seed, size_index, cand.records.state if cand.records else None))
         timed_here = bool(size_index and base.kernel_ms.value and cand.kernel_ms.value)
@@ -546,6 +549,11 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                 v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
                 noise_by_size.get((0, None)), durations, say)
             correct &= matched
+            if not failure and matched and (elsewhere := _secret_other_size(shape_of)):
+                failure, matched = _nonfinite_experiments(
+                    v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
+                    noise_by_size.get(elsewhere[0]), durations, say, size=elsewhere)
+                correct &= matched
     # Integer inputs whose range was guessed, drawn wide (red team round 219)
     if not failure and correct and manifest is not None and timed_calls and \
             any(b.guessed_range for b in manifest.buffers):
@@ -567,6 +575,10 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         scaled_started = time.monotonic()
         failure, matched = scaled_input_experiments(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds,
                                                     manifest, noise_by_size.get((0, None)), durations, say)
+        if not failure and matched and (elsewhere := _secret_other_size(shape_of)):
+            failure, matched = scaled_input_experiments(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds,
+                                                        manifest, noise_by_size.get(elsewhere[0]), durations, say,
+                                                        size=elsewhere)
         durations.scaled_inputs_s = time.monotonic() - scaled_started
         correct &= matched
     durations.correctness_s = time.monotonic() - t
@@ -1322,10 +1334,26 @@ def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, 
 NONFINITE_KINDS = {15: "NaN, +-inf and zero", 1: "NaN", 2: "+inf", 4: "-inf", 8: "zero"}
 
 
+# The experiments made once (special values, scaled inputs) are made again at one other size the baseline ran at,
+# drawn in secret among them: a candidate right on every special or scaled input at the default size and wrong on
+# them elsewhere (a fixed-point sum where n is not a power of two, exact on the harness's values at every size)
+# met no such input at any other size (red team round 249). Drawn anew for each experiment.
+OtherSizeDrawn = tuple[tuple[int, int | None], str]
+
+
+def _secret_other_size(shape_of: dict[tuple[int, int | None], str]) -> OtherSizeDrawn | None:
+    """One of the other sizes the baseline ran at ((size index, draw), its sizes as words), drawn in secret; None
+    where there is none."""
+    if not shape_of:
+        return None
+    key = list(shape_of)[secrets.randbelow(len(shape_of))]
+    return key, shape_of[key]
+
+
 def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                            cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
                            noise: BaselineNoise | None, durations: Durations,
-                           say) -> tuple[tuple[Reason, str] | None, bool]:
+                           say, size: OtherSizeDrawn | None = None) -> tuple[tuple[Reason, str] | None, bool]:
     """The special-value experiments: (a candidate failure, whether every comparison matched).
     Every spiked input at once first; then, with several inputs (or where the baseline fails on
     that, or leaves an output wholly NaN or inf, so nothing of it is compared), each input alone,
@@ -1333,8 +1361,10 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
     cannot take (-inf as a table index, a trap on a NaN parameter) or one that reaches every element
     another input's would (a NaN weight in a normalising sum) does not take the other inputs' and
     values' checks with it (red team rounds 47-50). Where the baseline's output is finite the
-    candidate's must match; what the baseline leaves NaN or inf is not compared."""
+    candidate's must match; what the baseline leaves NaN or inf is not compared. At another SIZE (one drawn in
+    secret, _secret_other_size), the first experiment alone, every spiked input at once in a drawn placement."""
     vs = v.settings
+    at_size = {"size_index": size[0][0], "size_draw": size[0][1]} if size else {}
     spiked = [(i, b.name) for i, b in enumerate(manifest.buffers) if b.stressed and b.role in ("input", "inout")]
     unchecked: list[str] = []
 
@@ -1343,10 +1373,11 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
         or inf; None when it did), a candidate failure, and whether what was compared matched. Every
         output the baseline left a finite element in is compared, whatever another output did (round
         51: a norm of the raw input, NaN, voided the check of the sanitised output beside it)."""
-        what = f"{NONFINITE_KINDS[kinds]} {where}"
+        what = f"{NONFINITE_KINDS[kinds]} {where}" + (f" at {size[1]}" if size else "")
         seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
-        special = {"nonfinite_calls": manifest.calls, "nonfinite_kinds": kinds, "nonfinite_buffers": buffers}
+        special = {"nonfinite_calls": manifest.calls, "nonfinite_kinds": kinds, "nonfinite_buffers": buffers,
+                   **at_size}
 
         def run(binary: Path, limits: Limits, placement: Placement, **traced) -> ProgramRun:
             done = run_program(binary, seed=seed, limits=limits if not placement.exact else base_limits,
@@ -1404,7 +1435,7 @@ def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limi
         return None
 
     short, failure, matched = experiment(None, 15, "among the inputs")
-    if failure or not matched:
+    if failure or not matched or size is not None:
         return failure, matched
     if (failure := _nonfinite_elsewhere()) is not None:
         return failure if isinstance(failure, tuple) else None, False

@@ -113,7 +113,8 @@ def _scale_in(band: tuple[int, int]) -> int:
 
 def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                              used_seeds: set[int], manifest: Manifest, noise: BaselineNoise | None,
-                             durations: Durations, say) -> tuple[tuple[Reason, str] | None, bool]:
+                             durations: Durations, say,
+                             size: tuple[tuple[int, int | None], str] | None = None) -> tuple[tuple[Reason, str] | None, bool]:
     """Every floating-point input times 2^s, one s per experiment: the baseline probed at scales drawn in
     secret from SCALE_BANDS_DOWN, then SCALE_BANDS_UP, in order until it does not take one (it fails,
     computes NaN of finite inputs, or its outputs are not its unscaled outputs times one power of two per
@@ -121,7 +122,12 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     and the largest scale taken and at `input_scale_draws` - 2 more drawn in secret among those taken, both
     programs' outputs divided by their buffer's power of two. Where the baseline takes no scale (a softmax:
     exp(2^s x) is no power of two of exp(x); a GEMM adding beta C: two degrees in one output), nothing is
-    compared and a note says so. Returns (a candidate failure, whether every comparison matched)."""
+    compared and a note says so. At another SIZE ((size index, draw), its sizes: one drawn in secret by the gate, red
+    team round 249), the same probe of the baseline there, and the candidate at the smallest, the largest and one
+    more scale drawn in secret among those taken, in the drawn placement. Returns (a candidate failure, whether
+    every comparison matched)."""
+    at_size = {"size_index": size[0][0], "size_draw": size[0][1]} if size else {}
+    where_size = f" at {size[1]}" if size else ""
     vs = v.settings
     seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
     placement = drawn_placement()  # where the buffers lie, drawn (placement.py: round 245)
@@ -130,7 +136,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     def run(binary: Path, limits: Limits, scale: int, at: Placement | None = None) -> ProgramRun:
         at = placement if at is None else at
         done = run_program(binary, seed=seed, limits=base_limits if at.exact else limits, secret=secret,
-                           input_scale=scale, input_factor=factor, **at.kwargs())
+                           input_scale=scale, input_factor=factor, **at_size, **at.kwargs())
         durations.program_runs_s += done.result.wall_s
         return done
 
@@ -138,13 +144,13 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         return not run_failure(done) and done.records is not None and done.dump is not None and \
             not outputs_computing_nan(done.records, poison_byte=None, kept_calls=calls_kept_as_before(done))
 
-    say(Progress(stage="correctness", message=f"seed {seed} with the inputs scaled: the baseline's scales"))
+    say(Progress(stage="correctness", message=f"seed {seed} with the inputs scaled{where_size}: the baseline's scales"))
     unscaled = run(base_bin, base_limits, 0)
     if placement.exact and not takes(unscaled):  # a placement the baseline does not take: guarded
         placement = GUARDED
         unscaled = run(base_bin, base_limits, 0)
     if not takes(unscaled):
-        v.notes.append("the scaled-input experiment did not run: the baseline's unscaled run of it failed")
+        v.notes.append(f"the scaled-input experiment{where_size} did not run: the baseline's unscaled run of it failed")
         return None, True
     # the baseline's own variation on these inputs (times the factor, whose outputs are up to 2^degree larger
     # than the unscaled experiment's): the noise allowance every comparison below takes
@@ -161,7 +167,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
             taken.append((scale, scaled, exponents))
     names = ", ".join(scalable_inputs(manifest))
     if not taken:
-        v.notes.append(f"inputs scaled by powers of two ({names}) were compared at no scale: the baseline's outputs "
+        v.notes.append(f"inputs scaled by powers of two ({names}){where_size} were compared at no scale: the baseline's outputs "
                        "do not scale by a power of two with them (exp, a sum of two degrees, a constant added); "
                        "values off the harness's grid ([0, 1) in multiples of 2^-24) are checked only as drawn")
         return None, True
@@ -169,14 +175,17 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     # every scale taken (a candidate exact only in a window of magnitudes meets it: round 245), the extremes first
     chosen = ([by_scale[0], by_scale[-1]] if len(by_scale) > 1 else by_scale[:1]) + by_scale[1:-1]
     chosen = chosen[:max(1, vs.input_scale_draws)]
+    if size is not None:  # at another size: the extremes and one more drawn in secret, in the drawn placement
+        middle = chosen[2:]
+        chosen = chosen[:2] + ([middle[secrets.randbelow(len(middle))]] if middle else [])
     # the candidate at every scale taken, each in every caller placement, against the same baseline run: a part
     # keyed on buffers side by side AND on a window of magnitudes meets both only where every scale meets every
     # placement (rounds 247-248: the extremes alone in the other placements passed a cheat in the middle scales,
     # packed in declaration order, in 82 % of verifications)
     runs = [(scale, scaled, exponents, at) for scale, scaled, exponents in chosen
-            for at in [placement] + other_caller_placements(placement)]
+            for at in [placement] + (other_caller_placements(placement) if size is None else [])]
     for scale, scaled, exponents, at in runs:
-        what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{at.words()}"
+        what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{where_size}{at.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale, at)
         if at is not placement and unmappable(cand, lambda: run(base_bin, base_limits, scale, at)):
@@ -196,6 +205,6 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
             return None, False
     matched = True
     low, high = by_scale[0][0], by_scale[-1][0]
-    v.notes.append(f"inputs scaled by powers of two ({names}): the baseline's outputs scale exactly from 2^{low} to "
+    v.notes.append(f"inputs scaled by powers of two ({names}){where_size}: the baseline's outputs scale exactly from 2^{low} to "
                    f"2^{high} of the scales probed; the candidate compared at {len(chosen)} of them")
     return None, matched

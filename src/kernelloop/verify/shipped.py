@@ -31,6 +31,7 @@ from ..tools.code_identity import device_fingerprints, host_fingerprints, unit_n
 from ..tools.nvcc import Toolchain, build_whole_object
 from ..tools.state_refs import generated, state_references
 from ..tools.symbols import demangle
+from ..tools.toolkit import nvcc_root
 
 # PTX names of functions with internal linkage in an anonymous namespace carry a digest of their
 # translation unit: the same function has another name in another unit.
@@ -530,6 +531,56 @@ _ASSERTION_SHIMS = {
 }
 
 
+# Cooperative groups' debug mode (_CG_DEBUG: CG_DEBUG with __CUDACC_DEBUG__, which `nvcc -G` sets, and no NDEBUG;
+# cooperative_groups/details/info.h) turns on its assertion macro _CG_ASSERT (a plain assert: compared, as every
+# assertion is) and, besides it, checks of the toolkit's own that run no code of the part's: this_grid() and
+# this_cluster() synchronise the grid and the cluster, this_thread_block(scratch) checks the block's size, and
+# _CG_ABORT() (the failure path of grid_group::sync on a grid not launched cooperatively, and of those checks) is
+# `assert(0);` instead of `__trap();`. Those changed every honest part that names this_cluster() or this_grid()
+# (a cluster barrier more: red team round 249b's two-CTA RMSNorm), so both builds compared are without them:
+# info.h's shim ends _CG_DEBUG's checks (and their failure path) right after the real header, keeping its
+# _CG_ASSERT and the <assert.h> it includes, so the debug build differs from the release one by the conditions of
+# cooperative groups' assertions alone. What is left out calls nothing of the part's (no parameter of a type the
+# part gives: tests/test_redteam_round249b.py pins every _CG_DEBUG block of the toolkit's headers), changes no value
+# a header computes, and exists only where __CUDACC_DEBUG__ does, a build whose device code is not optimised and
+# whose schedule is no build's verified; an extra barrier is visible only through a data race, and an abort is loud.
+# The headers include info.h by quoted paths, which the include folder searched first cannot catch: each of them
+# (every header of the toolkit under cooperative_groups/, found by listing it, and cooperative_groups.h) has a shim
+# that includes info.h by its angled path first, as each real one does first, then itself. A header the listing
+# misses is only parsed with the real debug mode, a difference the comparison refuses: never a route around it.
+_CG_INFO = "cooperative_groups/details/info.h"
+_CG_INFO_SHIM = (
+    f"#include_next <{_CG_INFO}>\n"
+    "#ifdef _CG_DEBUG\n"
+    "#undef _CG_DEBUG\n"
+    "#undef _CG_ABORT\n"
+    "#define _CG_ABORT() __trap();\n"
+    "#endif\n")
+
+
+def _cooperative_groups_headers(toolchain: Toolchain | None) -> tuple[str, ...]:
+    """The toolkit's cooperative-groups headers (relative to its include folder), info.h aside; () where
+    the toolkit's include folder is not found (then no shim: the debug mode is compared whole)."""
+    root = nvcc_root(toolchain.nvcc if toolchain is not None else None)
+    found: set[str] = set()
+    for include in ([root / "include", *root.glob("targets/*/include")] if root is not None else []):
+        if (include / "cooperative_groups.h").is_file():
+            found.add("cooperative_groups.h")
+        folder = include / "cooperative_groups"
+        found.update(str(p.relative_to(include)) for p in folder.rglob("*") if p.is_file() and p.suffix in (".h", ".hpp"))
+    found.discard(_CG_INFO)
+    return tuple(sorted(found))
+
+
+def _cooperative_groups_shims(toolchain: Toolchain | None) -> tuple[tuple[str, str], ...]:
+    """_CG_INFO_SHIM and a shim of every other cooperative-groups header that reads it first (above)."""
+    headers = _cooperative_groups_headers(toolchain)
+    if not headers:
+        return ()
+    first = f"#if defined(__cplusplus) && defined(__CUDACC__)\n#include <{_CG_INFO}>\n#endif\n"
+    return ((_CG_INFO, _CG_INFO_SHIM), *((name, f"{first}#include_next <{name}>\n") for name in headers))
+
+
 def _assertion_reach_shims(marker: str) -> tuple[tuple[str, str], ...]:
     """Headers under which every assertion the headers define makes the code that holds it ill-formed
     where that code is instantiated: its macro calls MARKER, a function template whose body fails a
@@ -579,14 +630,16 @@ def header_assertions_reached(split: ProgramSplit, editable: str, *, arch: str, 
     return False
 
 
-def _assertions_evaluated_in_headers() -> tuple[tuple[str, str], ...]:
+def _assertions_evaluated_in_headers(toolchain: Toolchain | None = None) -> tuple[tuple[str, str], ...]:
     """Headers under which CCCL's, libstdc++'s and plain assertions evaluate their condition and have no failure
     path at run time, for build_whole_object's `include_first`: an assertion whose
     condition has no side effect then leaves no code once optimised, in any build, and one whose condition
     changes state leaves that change. Only the assertion macros change (red team round 167 read the value
     of a header's `__builtin_expect`, which an earlier form of this rewrote, through libstdc++'s string
-    code); the part cannot name them (reserved names)."""
-    return tuple(_ASSERTION_SHIMS.items())
+    code), and cooperative groups' debug-mode checks, which run no code of the part's, are left out of both
+    builds (_cooperative_groups_shims: round 249b); the part cannot name them (reserved names). TOOLCHAIN's
+    toolkit (the nvcc on PATH where None) is the one whose cooperative-groups headers are listed."""
+    return (*_ASSERTION_SHIMS.items(), *_cooperative_groups_shims(toolchain))
 
 
 def _with_harness_headers(split: ProgramSplit, alone: str) -> str:
@@ -632,7 +685,7 @@ def header_assertion_differences(split: ProgramSplit, editable: str, *, arch: st
     if not cccl and not header_assertions_reached(split, editable, arch=arch, cache_dir=cache_dir,
                                                   toolchain=toolchain, one_file=one_file):
         return (), []  # no header's assertion in its code, no CCCL: no debug or release build can change it
-    shims = _assertions_evaluated_in_headers()
+    shims = _assertions_evaluated_in_headers(toolchain)
     units = [(split.editable_unit(), split.editable_unit(editable, "candidate.cu"))]
     if one_file:
         units.append(tuple(_with_harness_headers(split, unit) for unit in units[0]))
