@@ -103,3 +103,49 @@ def test_no_one_power_per_stretch_describes_the_shaped_inputs(shaped):
     assert mostly_fitting <= len(shares) // 3, sorted(shares)
     per_element = [_power_law_stretches(shaped(2, key, 8192, grid=False)) for key in range(1, 9)]
     assert max(per_element) < 0.2, per_element
+
+
+VALUE_SETS = Path(__file__).parent / "harness" / "value_sets.cu"
+
+
+@pytest.fixture(scope="module")
+def value_set(tmp_path_factory):
+    binary = tmp_path_factory.mktemp("value_sets") / "value_sets"
+    built = subprocess.run(["nvcc", "-std=c++17", "-I", str(harness_include_dir()), str(VALUE_SETS), "-o", str(binary)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+
+    def run(kind: int, key: int, n: int = 4096, lo: float = -3.0, hi: float = 5.0) -> np.ndarray:
+        ran = subprocess.run([str(binary), str(kind), str(key), str(n), str(lo), str(hi)],
+                             capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, ran.stderr
+        return np.array([float(x) for x in ran.stdout.split()], dtype=np.float32)
+    return run
+
+
+def test_other_value_sets_are_what_callers_data_holds_and_stay_in_range(value_set):
+    """Red team round 249: a probe of 128 values that found integers, bf16 values or a sorted run (0 of 90,000
+    modelled verifier buffers, every caller's count, mask, upcast tensor and position array) told the verifier's
+    inputs apart. In half the heavy stressed calls a spiked input takes one of these value sets instead."""
+    for key in range(1, 6):
+        sets = {kind: value_set(kind, key * 7919) for kind in range(7)}
+        for kind, values in sets.items():
+            assert values.min() >= -3.0 and values.max() < 5.0, kind
+        assert len(np.unique(sets[0])) <= 4096 and np.all(np.unique(sets[0]) * 0 == 0)  # a coarse grid
+        assert np.all(sets[1] == np.round(sets[1])) and len(np.unique(sets[1])) > 2  # integers
+        as_bits = sets[2].view(np.uint32)
+        assert np.all((as_bits & 0xFFFF) == 0)  # exactly bf16
+        assert np.all(sets[3].astype(np.float16).astype(np.float32) == sets[3])  # exactly fp16
+        assert 2 <= len(np.unique(sets[4])) <= 64  # a pool
+        zeros = float(np.mean(sets[6] == 0))
+        assert 0.15 < zeros < 0.35  # a quarter of the positions
+    # sorted runs, rising or falling, in every run
+    runs = value_set(5, 12345, 8192)
+    diffs = np.sign(np.diff(runs))
+    assert np.mean(diffs == diffs[0]) > 0.9
+
+
+def test_a_range_without_two_integers_or_zero_keeps_its_values_in_range(value_set):
+    for kind in range(7):
+        values = value_set(kind, 99, 2048, lo=0.25, hi=0.75)
+        assert values.min() >= 0.25 and values.max() < 0.75, kind

@@ -1085,6 +1085,75 @@ template <class T> __global__ void kl_shape_kernel(T* data, size_t n, float lo, 
     data[i] = from_float<T>(shaped_element(static_cast<float>(data[i]), lo, hi, i, mode, knot, key));
 }
 
+// Other value sets on the same range (red team round 249: every float the verifier handed over was a continuous
+// map of independent uniform draws, never integer-valued, never exactly bf16, never sorted, never from a few values;
+// a sum that read half its input and doubled it wherever a probe of 128 values found integers, bf16 values or a
+// sorted run was wrong on counts, masks, upcast bf16 tensors and positions, and never met them). In half of the
+// heavy stressed calls a spiked input's values take one of these, drawn in secret per call and buffer, each value
+// kept in [lo, hi): a coarse grid (2 to 4096 levels), integers (where the range holds two or more), values rounded
+// to bf16 or to fp16, a pool of 2 to 64 values, sorted runs (16 to 4096 elements, rising or falling), or zeros at
+// a quarter of the positions (where the range holds zero).
+constexpr int kValueSets = 7;
+// V as a bf16 (BF16) or fp16 value: to nearest, or toward zero (NEAREST false: where the nearest lies past the range)
+__host__ __device__ inline float rounded_to_half_bits(float v, bool bf16, bool nearest) {
+  if (bf16) {  // the upper 16 bits
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    bits = (nearest ? bits + 0x7FFFu + ((bits >> 16) & 1u) : bits) & 0xFFFF0000u;
+    float out;
+    memcpy(&out, &bits, 4);
+    return out;
+  }
+  // fp16: 11 significant bits where the value is a normal half, a multiple of 2^-24 below that
+  const float a = fabsf(v);
+  if (!(a < 65504.0f)) return v;
+  const int e = a >= 6.1035156e-5f ? ilogbf(a) : -14;
+  const float step = ldexpf(1.0f, e - 10);
+  return (nearest ? rintf(v / step) : truncf(v / step)) * step;
+}
+__host__ __device__ inline float value_set_element(float v, float lo, float hi, size_t i, int set, uint64_t key) {
+  if (!(hi > lo)) return v;
+  const float u = fminf(fmaxf((v - lo) / (hi - lo), 0.0f), 0.99999994f);
+  const uint64_t p = mix64(key ^ 0x5041524Dull);
+  float out = v;
+  switch (set) {
+    case 0: {  // a grid of 2^(1..12) levels
+      const float levels = (float)(2u << (p % 12));
+      out = lo + (hi - lo) * floorf(u * levels) / levels;
+      break;
+    }
+    case 1: {  // integers, where [lo, hi) holds two or more
+      const float first = ceilf(lo), last = ceilf(hi) - 1.0f;
+      out = last > first ? fminf(fmaxf(rintf(v), first), last) : lo + (hi - lo) * floorf(u * 16.0f) / 16.0f;
+      break;
+    }
+    case 2:
+    case 3:  // rounded to bf16, or to fp16 (toward zero where the nearest lies past the range)
+      out = rounded_to_half_bits(v, set == 2, true);
+      if (!(out >= lo && out < hi)) out = rounded_to_half_bits(v, set == 2, false);
+      break;
+    case 4: {  // a pool of 2 to 64 values
+      const uint64_t pool = 2 + p % 63;
+      out = lo + (hi - lo) * unit_of(mix64(key ^ (mix64(key ^ i) % pool)));
+      break;
+    }
+    case 5: {  // sorted runs, rising or falling, each over a drawn half of the range
+      const size_t len = (size_t)16 << (p % 9), run = i / len, j = i % len;
+      const uint64_t r = mix64(key ^ run);
+      const float at = ((float)j + 0.5f) / (float)len;
+      out = lo + (hi - lo) * (unit_of(r) * 0.5f + 0.5f * ((p >> 8) & 1 ? 1.0f - at : at));
+      break;
+    }
+    default:  // zeros at a quarter of the positions
+      if (lo <= 0.0f && 0.0f < hi && (mix64(key ^ 0x5A45524Full ^ i) & 3) == 0) out = 0.0f;
+  }
+  return out >= lo && out < hi ? out : v;
+}
+template <class T> __global__ void kl_value_set_kernel(T* data, size_t n, float lo, float hi, int set, uint64_t key) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+    data[i] = from_float<T>(value_set_element(static_cast<float>(data[i]), lo, hi, i, set, key));
+}
+
 // Maps [lo, hi) onto [lo, 0) or [0, hi) (the same order, one sign) over a stretch of n/16
 // elements at a secret offset: long enough to hold whole rows of one sign, short enough that a
 // naive float sum over the buffer stays well conditioned (a whole buffer of one sign made a
@@ -1818,11 +1887,16 @@ class Harness {
   static void stress_with(const Buffer& b, uint64_t bits, uint64_t key) {
     T* data = reinterpret_cast<T*>(b.data);
     // first, in the heavy stressed calls of correctness runs (timing runs keep the workload they time): another
-    // shape on the same range for half the spiked inputs, drawn per call and buffer
+    // shape on the same range for half the spiked inputs, drawn per call and buffer, then another value set for
+    // half of them (drawn apart from the shape)
     const uint64_t shape = mix64(key ^ 0x5348415045ull);
     if (b.spiked && (bits & kStressHeavy) && (shape & 1))
       kl_shape_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, (int)((shape >> 1) % kShapeModes),
                                         (size_t)16 << ((shape >> 8) % 9), mix64(shape));
+    const uint64_t values = mix64(key ^ 0x56414C534554ull);
+    if (b.spiked && (bits & kStressHeavy) && (values & 1))
+      kl_value_set_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, (int)((values >> 1) % kValueSets),
+                                            mix64(values));
     if (b.one_sign && (bits & kStressOneSign))
       kl_one_sign_kernel<T><<<1024, 256>>>(data, b.count, b.lo, b.hi, (bits & kStressNegative) != 0,
                                            mix64(key ^ 0x5349474Eull));
