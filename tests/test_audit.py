@@ -486,3 +486,18 @@ def test_v2_what_a_launch_costs_is_read_from_the_harness_launches():
     trace, ms = harness_v2(two_pass, start_markers=False)  # no marker: nothing on record, nothing forgiven
     report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
     assert report.launch_wait_ns is None and launch_cost_ms(report, cap_ms=0.005) == 0.0
+
+
+def test_a_short_kernel_a_few_microseconds_colder_at_its_first_launch_skipped_nothing():
+    """Red team round 250: a 1.5 us pass 2 us colder at its first warm-up launch (the baseline's kernel equally cold)
+    read as "work skipped after the first call"; a few microseconds are launch jitter, as in the spread check."""
+    def cold_first(p, i):
+        p.launch(dur_us=3.5 if i == 0 else 1.5)
+
+    r = audited(cold_first)
+    assert "inconsistent_work" not in reasons(r), r.findings
+
+    def skips_after_first(p, i):
+        p.launch(dur_us=400 if i == 0 else 40)
+
+    assert "inconsistent_work" in reasons(audited(skips_after_first))

@@ -391,3 +391,14 @@ def test_a_size_moved_alone_also_meets_sizes_off_every_round_multiple(harness_si
     outcomes = simulate_verifications(harness_size, bmn, lambda b, m, n: True, 200)
     caught = sum(any(b > 8 and b % 8 and (m, n) == (1024, 1024) for b, m, n in taken) for taken, _, _ in outcomes)
     assert caught == len(outcomes), caught
+
+
+def test_a_run_is_at_a_smallest_wherever_a_size_is_its_options_common_factor():
+    """Red team round 250: a declared m == 1 (`h.size({4096, 1})`) was held to another size's limit where the same
+    size drawn was timed as a size's smallest; it is decided from the run's sizes, however they came."""
+    from kernelloop.verify.size_draws import at_a_smallest
+    assert at_a_smallest([[4096, 1]], [1])  # declared
+    assert at_a_smallest([[64, 32], [4096, 3001]], [64, 1])  # drawn: the second call at its common factor
+    assert not at_a_smallest([[4096, 1]], [4096])
+    assert not at_a_smallest([[64, 33]], [33])  # an alternative, not the common factor (1)
+    assert not at_a_smallest([[8]], [8]) and not at_a_smallest([], [])

@@ -83,6 +83,7 @@ from .experiment import (
 from .hostcode import scan_host_code
 from .magnitudes import scalable_inputs, scaled_input_experiments
 from .size_draws import (
+    at_a_smallest,
     SizePlan,
     next_relation,
     planned_size_draws,
@@ -491,7 +492,8 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             other_sizes.append(OtherSize(
                 label=f"{'drawn' if size_index < 0 else f'size {size_index}'} ({shape}{placement.words()})",
                 baseline_ms=base.kernel_ms.value, candidate_ms=cand.kernel_ms.value, size_key=(size_index, draw),
-                smallest=draw in smallest_draws,
+                smallest=draw in smallest_draws or bool(base.records and base.records.manifest and at_a_smallest(
+                    base.records.manifest.size_values, base.records.manifest.sizes)),
                 baseline_audit=_audit(base, harness_kernels, timed_calls) if cupti_lib else None,
                 candidate_audit=_audit(cand, harness_kernels, timed_calls) if cupti_lib else None))
         size_key = (size_index, draw)
@@ -1020,19 +1022,20 @@ OTHER_SIZE_SLOWDOWN = 1.2  # verify/optimize: slower than the baseline by this m
 OTHER_SIZE_NOISE_CAP = 1.5  # ... however much the baseline's own runs there vary
 OTHER_SIZES_MEAN_SLOWDOWN = 1.1  # ... and by this much over every checked size together (geometric mean)
 OTHER_SIZE_REGRESSION_FLOOR = 0.15  # bench check: slower by more than max(3 x threshold, this) is SLOWER
-# A size's smallest (one token, batch 1: SizePlan.smallest) is timed too (red team round 245: the baseline's kernel
-# 64 times over only at m == 1 passed, about 60x slower for a decode step), held to another size's limit with one
-# fixed cost forgiven on top: a rewrite's restructuring (a split into two passes, a grid barrier, a cluster's
-# exchange) weighs against a baseline doing almost nothing, so one launch's worth per call, as the baseline's run
-# shows a launch costs (audit.launch_cost_ms: its wait from the harness's start marker to its first work, and that
-# marker's time, an empty kernel; SMALLEST_SIZE_LAUNCH_MS at most), whatever form the cost takes, where both runs
-# were traced and the candidate's busy time per call keeps within that limit of the baseline's plus one empty
-# kernel. Rounds 246-249: a flat 2x, a flat 10 us, 5 us per raw launch, then the cost of every extra serial stretch
-# let the baseline's work run 1.9x, 4x, 6.6x, then 10-43x (short launches, each paid for); a count of extra
-# stretches chose which to forgive (a memset first bought the main kernel 1.7x); and a fused rewrite faster than
-# the forgiven two-launch one was refused. Out of the mean over the other sizes (round 246: their noise widened
-# it), the smallest draws have a mean of their own, each ratio less what was forgiven but never below parity
-# (round 249: 1.19x at every smallest draw passed).
+# A size's smallest (one token, batch 1: a drawn or a declared size at its options' common factor) is timed too
+# (red team round 245: the baseline's kernel 64 times over only at m == 1 passed, about 60x slower for a decode
+# step), held to another size's limit with one fixed cost forgiven on top: a rewrite's restructuring (a split into
+# two passes, a grid barrier, a cluster's exchange) weighs against a baseline doing almost nothing, so what the
+# candidate's call takes from its first work to its end beyond that limit of the baseline's, whatever form it
+# takes, up to one launch's cost as the baseline's run shows it (audit.launch_cost_ms: its wait from the harness's
+# start marker to its first work, and that marker's time, an empty kernel; SMALLEST_SIZE_LAUNCH_MS at most).
+# Rounds 246-250: a flat 2x, a flat 10 us, 5 us per raw launch, then the cost of every extra serial stretch let
+# the baseline's work run 1.9x, 4x, 6.6x, then 10-43x; a choice of stretches to forgive let a memset buy the main
+# kernel 1.7x; a flat launch's cost, all or nothing by a busy-time test, refused honest fused rewrites and forgave
+# host calls before an unchanged kernel (1.6x). What stays: a part may be slower there by one launch's cost per
+# call if its trace shows that cost after its first work (docs/verifier.md, Known limits). Out of the mean over
+# the other sizes (round 246: their noise widened it), the smallest draws have a mean of their own, each ratio
+# less what was forgiven but never below parity (round 249: 1.19x at every smallest draw passed).
 SMALLEST_SIZE_LAUNCH_MS = 0.005
 
 
@@ -1051,15 +1054,19 @@ class OtherSize(BaseModel):
         return min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZE_SLOWDOWN, 1 + 3 * self.baseline_spread))
 
     def forgiven_ms(self) -> float:
-        """At a size's smallest, the fixed cost per call forgiven on top of the usual limit: one launch's worth as the
-        baseline's run shows it (audit.launch_cost_ms), where the candidate's busy time per call keeps within the
-        usual limit of the baseline's plus one empty kernel; elsewhere 0."""
+        """At a size's smallest, the fixed cost per call forgiven on top of the usual limit: what the candidate's call
+        takes from its first work's start to its end beyond the usual limit of the baseline's (cost shown in the
+        trace: a second pass, a gap between launches, a barrier), up to one launch's cost as the baseline's run
+        shows it (audit.launch_cost_ms); elsewhere 0. No step (round 250: all of it forgiven or none, by a busy-time
+        test, refused honest rewrites faster than ones it took; the kernel run four times over still fails, its
+        slowdown far past one launch), and nothing for a wait before the first work (round 250: host calls before an
+        unchanged kernel were forgiven as a launch, 1.6x at every smallest draw)."""
         b, c = self.baseline_audit, self.candidate_audit
-        if not self.smallest or b is None or c is None or not b.independent_ms or not c.independent_ms:
+        if not self.smallest or b is None or c is None or not b.dated_ms or not c.dated_ms or \
+                b.launch_wait_ns is None or c.launch_wait_ns is None:
             return 0.0
-        if c.independent_ms > self.usual_limit() * b.independent_ms + (b.start_marker_ns or 0) / 1e6:
-            return 0.0
-        return launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS)
+        shown = (c.dated_ms - c.launch_wait_ns / 1e6) - self.usual_limit() * (b.dated_ms - b.launch_wait_ns / 1e6)
+        return min(max(shown, 0.0), launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS))
 
     def limit(self) -> float:
         """The most slowdown allowed here: the usual limit, and at a size's smallest what is forgiven on top."""

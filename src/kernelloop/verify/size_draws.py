@@ -180,6 +180,14 @@ def smallest_size_calls(size_values: list[list[int]], cap: int, pick: int) -> li
     return sorted(order[:cap])
 
 
+def at_a_smallest(size_values: list[list[int]], sizes: list[int]) -> bool:
+    """Whether a run's SIZES put some size() call at its smallest (its options' common factor, below its default),
+    however it got there: drawn, or a declared alternative (red team round 250: `h.size({4096, 1})`'s declared
+    m == 1 was held to another size's limit, the same size drawn was not)."""
+    return any(len(options) > 1 and min(options) > 0 and size == size_span(options)[0] < options[0]
+               for options, size in zip(size_values, sizes))
+
+
 class SizePlan(NamedTuple):
     """The sizes drawn at verify time (planned_size_draws): DRAWS in order, SPARE ones for sizes the baseline
     refuses; SINGLE, the draws that move one size alone (not among the wider-integer experiment's sizes);
