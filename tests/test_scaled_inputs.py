@@ -97,7 +97,13 @@ def scripted(monkeypatch, baseline, candidate) -> list[dict]:
                 argv=["p"], returncode=1, stdout="", stderr=LAYOUT_MAPPING_FAILURE + " cannot map\n",
                 isolation=IsolationReport(), wall_s=0.1), kernel_ms=KernelMs(value=None, count=0),
                 secret=secret.hex() if secret else None)
-        outs = [compute(*inputs(seed, call, input_scale, input_factor)) for call in range(CALLS)]
+        def fed(call):
+            x, w = inputs(seed, call, input_scale, input_factor)
+            if kw.get("nonfinite_calls") is not None:  # the special-value experiment: a NaN among the inputs
+                x = x.copy()
+                x[call % ROWS, 0] = np.nan
+            return x, w
+        outs = [compute(*fed(call)) for call in range(CALLS)]
         crashed = any(o is None for o in outs)  # None: the program traps (exit 1)
         result = RunResult(argv=["p"], returncode=int(crashed), stdout="", stderr="trap\n" if crashed else "",
                            isolation=IsolationReport(), wall_s=0.1)
@@ -113,7 +119,7 @@ def scripted(monkeypatch, baseline, candidate) -> list[dict]:
     return asked
 
 
-def experiment(monkeypatch, baseline, candidate, draws: int = 3):
+def experiment(monkeypatch, baseline, candidate, draws: int = 3, stressed: bool = False):
     asked = scripted(monkeypatch, baseline, candidate)
     vs = VerifySettings(input_scale_draws=draws)
     secret = secrets.token_bytes(32)
@@ -121,8 +127,11 @@ def experiment(monkeypatch, baseline, candidate, draws: int = 3):
     asked.clear()
     v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=vs)
     limits = Limits(wall_timeout_s=60)
+    m = manifest()
+    if stressed:
+        m["buffers"][0]["stressed"] = True
     failure, matched = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
-                                                Manifest.model_validate(manifest()),
+                                                Manifest.model_validate(m),
                                                 baseline_noise(first, again, vs.baseline_noise_factor),
                                                 Durations(), lambda p: None)
     return v, failure, matched, asked
@@ -368,11 +377,11 @@ def test_a_placement_neither_program_can_map_does_not_count(monkeypatch):
     assert failure is None and matched, failure
 
 
-def test_at_another_size_the_extremes_and_one_secret_scale_are_compared_in_the_drawn_placement(monkeypatch):
+def test_at_another_size_drawn_in_secret_the_same_experiment_is_made(monkeypatch):
     """Red team round 249: the scaled-input experiment ran at the default size only; a fixed-point sum taken only
     where n is not a power of two was exact on the harness's values at every size and wrong on a caller's. The gate
-    makes it again at one other size drawn in secret: the baseline probed there, the candidate at the smallest, the
-    largest and one more scale taken."""
+    makes it again at one other size drawn in secret, whole (round 250: three scales in one placement there passed a
+    window of magnitudes in 76 %)."""
     asked = scripted(monkeypatch, row_sum, fixed_point_sum)
     vs = VerifySettings(input_scale_draws=6)
     secret = secrets.token_bytes(32)
@@ -395,5 +404,37 @@ def test_at_another_size_the_extremes_and_one_secret_scale_are_compared_in_the_d
     assert failure is None and not matched
     bad = next(c for c in v.checks if c.phase == "scaled" and not c.comparison.match)
     assert "at 3001 x 1500" in bad.comparison.describe()
-    compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
-    assert len(compared) == len(set(compared)) <= 3  # one placement, at most three scales
+    asked.clear()
+    v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=vs)
+    monkeypatch.setattr(magnitudes, "run_program", original)
+    scripted(monkeypatch, row_sum, pairwise_sum)
+    failure, matched = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
+                                                Manifest.model_validate(manifest()),
+                                                baseline_noise(first, again, vs.baseline_noise_factor),
+                                                Durations(), lambda p: None, size=((-1, 12345), "3001 x 1500"))
+    assert failure is None and matched
+    compared = [c for c in v.checks if c.phase == "scaled"]
+    assert len(compared) >= 3 * 6  # every scale taken, each in every caller placement
+
+
+def sanitised_sum(x, w):  # NaN counts as 0
+    return np.nansum(x, axis=1, dtype=np.float32).astype(np.float32)
+
+
+def sanitised_unless_small(x, w):  # the sanitising pass skipped where the row's largest value is under 2^-8
+    with np.errstate(all="ignore"):
+        small = np.nanmax(np.abs(x), axis=1) < 2.0**-8
+    return np.where(small, x.sum(axis=1, dtype=np.float32), np.nansum(x, axis=1, dtype=np.float32)).astype(np.float32)
+
+
+def test_special_values_meet_inputs_at_the_smallest_scale_taken(monkeypatch):
+    """Red team round 250: the special values were never scaled, so a sanitising pass skipped where a block's
+    largest value was under 2^-8 met NaN only among values of the generator's own magnitude. They are also put
+    among inputs at the smallest scale the baseline takes."""
+    v, failure, matched, asked = experiment(monkeypatch, sanitised_sum, sanitised_unless_small, draws=6,
+                                            stressed=True)
+    assert failure is None and not matched
+    bad = next(c for c in v.checks if not c.comparison.match)
+    assert bad.phase == "nonfinite" and "NaN, ±inf and zeros" in bad.comparison.describe()
+    v, failure, matched, asked = experiment(monkeypatch, sanitised_sum, sanitised_sum, draws=6, stressed=True)
+    assert failure is None and matched and any(c.phase == "nonfinite" for c in v.checks)
