@@ -481,6 +481,7 @@ def test_v2_what_a_launch_costs_is_read_from_the_harness_launches():
     trace, ms = harness_v2(two_pass)
     report = audit_trace(trace, reported_ms=ms, harness_kernels=HARNESS_V2, timed_calls=20)
     assert report.start_marker_ns == 2 * US and report.launch_wait_ns == 3 * US
+    assert report.work_ms == pytest.approx(0.010)  # the first pass's start to the second's end
     assert launch_cost_ms(report, cap_ms=0.005) == pytest.approx(0.005)
     assert launch_cost_ms(report, cap_ms=0.004) == pytest.approx(0.004)
     trace, ms = harness_v2(two_pass, start_markers=False)  # no marker: nothing on record, nothing forgiven

@@ -72,6 +72,7 @@ class AuditReport(BaseModel):
     # duration (an empty kernel). What a size's smallest forgives on top: launch_cost_ms.
     launch_wait_ns: int | None = None
     start_marker_ns: int | None = None
+    work_ms: float | None = None  # v2: per timed call, its first work's start to its last work's end; the mean
     # Per timed call: the editable part's launches (v2: every call must launch the same work),
     # and its kernels launched after the first timed call outside any window (work between calls).
     uneven_window: int | None = None  # the first window whose launches differ from the first one's
@@ -122,6 +123,7 @@ class _Timeline:
     window_dated_ns: list[int] | None  # per window: start marker's end to the last work's end, at least its events
     launch_wait_ns: int | None  # median over windows: the start marker's end to the first work's start
     start_marker_ns: int | None  # the start markers' median duration
+    work_ns: list[int] | None  # per window: the first work's start to the last work's end
 
 
 MARKER_KERNEL = "kl_window_marker_kernel"  # kernelloop_harness.cuh
@@ -216,6 +218,7 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
     dated: list[int] | None = None
     waits: list[int] | None = None
     openers: list[int] = []
+    spans: list[int] = []
     if timed_calls is not None:
         overrun, dated, waits = [], [], []
         by_launch = sorted(trace.kernels, key=lambda k: launch_time.get(k.corr, k.start))
@@ -230,7 +233,9 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
             overrun.append(max(ends, default=marker.start) - marker.start)
             dated.append(max(round(window_ms[i] * NS_PER_MS), max(ends, default=opener.end) - opener.end))
             if per_window[i]:
-                waits.append(max(0, min(start for start, end in per_window[i]) - opener.end))
+                first_start = min(start for start, end in per_window[i])
+                waits.append(max(0, first_start - opener.end))
+                spans.append(max(ends) - first_start)
             openers.append(opener.end - opener.start)
     return _Timeline(windows=windows, window_ms=window_ms, events_ms=events_ms, window_kernels=window_kernels,
                      warmup_kernels=warmup_kernels, window_host_copies=in_window, run_host_copies=len(host_copies),
@@ -238,7 +243,8 @@ def _timeline(trace: CuptiTrace, harness_kernels: set[str], timed_calls: int | N
                      window_busy_ns=[_union_ns(w) for w in per_window], window_signatures=signatures,
                      between_calls=between, window_overrun_ns=overrun, window_dated_ns=dated,
                      launch_wait_ns=round(statistics.median(waits)) if waits else None,
-                     start_marker_ns=round(statistics.median(openers)) if waits is not None and openers else None)
+                     start_marker_ns=round(statistics.median(openers)) if waits is not None and openers else None,
+                     work_ns=spans if waits is not None else None)
 
 
 def launch_cost_ms(baseline: AuditReport, *, cap_ms: float) -> float:
@@ -299,6 +305,8 @@ def audit_trace(trace: CuptiTrace, *, reported_ms: float, harness_kernels: set[s
     if tl.window_dated_ns:
         report.dated_ms = statistics.fmean(tl.window_dated_ns) / NS_PER_MS
     report.launch_wait_ns, report.start_marker_ns = tl.launch_wait_ns, tl.start_marker_ns
+    if tl.work_ns:
+        report.work_ms = statistics.fmean(tl.work_ns) / NS_PER_MS
     if len(tl.windows) > 1:
         # One pair of events per call: each window's own work against its own time (2 us of
         # timestamp granularity per window).

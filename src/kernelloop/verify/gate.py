@@ -1024,19 +1024,23 @@ OTHER_SIZES_MEAN_SLOWDOWN = 1.1  # ... and by this much over every checked size 
 OTHER_SIZE_REGRESSION_FLOOR = 0.15  # bench check: slower by more than max(3 x threshold, this) is SLOWER
 # A size's smallest (one token, batch 1: a drawn or a declared size at its options' common factor) is timed too
 # (red team round 245: the baseline's kernel 64 times over only at m == 1 passed, about 60x slower for a decode
-# step), held to another size's limit with one fixed cost forgiven on top: a rewrite's restructuring (a split into
-# two passes, a grid barrier, a cluster's exchange) weighs against a baseline doing almost nothing, so what the
-# candidate's call takes from its first work to its end beyond that limit of the baseline's, whatever form it
+# step). Where the baseline's call there does about a launch's work (OtherSize.launch_bound: its work spans at
+# most SMALLEST_SIZE_WORK_LAUNCHES launches' cost), one fixed cost is forgiven: a rewrite's restructuring (a split
+# into two passes, a grid barrier, a cluster's exchange) weighs against a baseline doing almost nothing, so what
+# the candidate's call takes from its first work to its last work's end beyond the baseline's, whatever form it
 # takes, up to one launch's cost as the baseline's run shows it (audit.launch_cost_ms: its wait from the harness's
-# start marker to its first work, and that marker's time, an empty kernel; SMALLEST_SIZE_LAUNCH_MS at most).
-# Rounds 246-250: a flat 2x, a flat 10 us, 5 us per raw launch, then the cost of every extra serial stretch let
-# the baseline's work run 1.9x, 4x, 6.6x, then 10-43x; a choice of stretches to forgive let a memset buy the main
-# kernel 1.7x; a flat launch's cost, all or nothing by a busy-time test, refused honest fused rewrites and forgave
-# host calls before an unchanged kernel (1.6x). What stays: a part may be slower there by one launch's cost per
-# call if its trace shows that cost after its first work (docs/verifier.md, Known limits). Out of the mean over
-# the other sizes (round 246: their noise widened it), the smallest draws have a mean of their own, each ratio
-# less what was forgiven but never below parity (round 249: 1.19x at every smallest draw passed).
+# start marker to its first work, and that marker's time, an empty kernel; SMALLEST_SIZE_LAUNCH_MS at most), the
+# same amount in the size's limit and in a mean of their own, each ratio less what was forgiven but never below
+# parity. Rounds 246-251: a flat 2x, a flat 10 us, 5 us per raw launch, then the cost of every extra serial
+# stretch let the baseline's work run 1.9x, 4x, 6.6x, then 10-43x; a choice of stretches to forgive let a memset
+# buy the main kernel 1.7x; a flat launch's cost, all or nothing by a busy-time test, refused honest fused
+# rewrites and forgave host calls before an unchanged kernel (1.6x); forgiveness counted past 1.2x and then held
+# to the 1.1x mean refused honest rewrites wherever two such sizes were drawn; and a common factor of 1024 is no
+# decode step. What stays: a part may be slower there by one launch's cost per call if its trace shows that cost
+# after its first work (docs/verifier.md, Known limits). Out of the mean over the other sizes (round 246: their
+# noise widened it; round 249: 1.19x at every smallest draw passed without a mean of their own).
 SMALLEST_SIZE_LAUNCH_MS = 0.005
+SMALLEST_SIZE_WORK_LAUNCHES = 2  # a size's smallest is launch-bound where the baseline's work spans this many launches
 
 
 class OtherSize(BaseModel):
@@ -1047,35 +1051,43 @@ class OtherSize(BaseModel):
     candidate_audit: AuditReport | None = None
     baseline_spread: float = 0.0  # how much the baseline's two runs at this size differ (KERNEL_MS: 0.05 is 5 %)
     size_key: tuple[int, int | None] | None = None  # (size index, draw) of a size's guarded run: its layouts' too
-    smallest: bool = False  # a size at its smallest (SMALLEST_SIZE_LAUNCH_MS): not in the mean over other sizes
+    smallest: bool = False  # some size at its options' common factor (launch_bound: a mean of its own, a launch forgiven)
 
     def usual_limit(self) -> float:
         """OTHER_SIZE_SLOWDOWN, or the baseline's own variation there (three times its spread)."""
         return min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZE_SLOWDOWN, 1 + 3 * self.baseline_spread))
 
-    def forgiven_ms(self) -> float:
-        """At a size's smallest, the fixed cost per call forgiven on top of the usual limit: what the candidate's call
-        takes from its first work's start to its end beyond the usual limit of the baseline's (cost shown in the
-        trace: a second pass, a gap between launches, a barrier), up to one launch's cost as the baseline's run
-        shows it (audit.launch_cost_ms); elsewhere 0. No step (round 250: all of it forgiven or none, by a busy-time
-        test, refused honest rewrites faster than ones it took; the kernel run four times over still fails, its
-        slowdown far past one launch), and nothing for a wait before the first work (round 250: host calls before an
-        unchanged kernel were forgiven as a launch, 1.6x at every smallest draw)."""
+    def launch_bound(self) -> bool:
+        """A size's smallest where the baseline's call does about a launch's work: its first work's start to its last
+        work's end at most SMALLEST_SIZE_WORK_LAUNCHES launches' cost (audit.launch_cost_ms). Only there is a launch's
+        cost forgiven, and only those runs have a mean of their own (round 251: a declared 1024 of {4096, 1024} is
+        its options' common factor, and a softmax 1.35x slower there, about 10 us, passed)."""
         b, c = self.baseline_audit, self.candidate_audit
-        if not self.smallest or b is None or c is None or not b.dated_ms or not c.dated_ms or \
-                b.launch_wait_ns is None or c.launch_wait_ns is None:
+        if not self.smallest or b is None or c is None or b.work_ms is None or c.work_ms is None:
+            return False
+        return b.work_ms <= SMALLEST_SIZE_WORK_LAUNCHES * launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS)
+
+    def forgiven_ms(self) -> float:
+        """Where the size is launch-bound, the fixed cost per call forgiven: what the candidate's call takes from its
+        first work's start to its last work's end beyond the baseline's (cost shown in the trace: a second pass, a
+        gap between launches, a barrier), up to one launch's cost as the baseline's run shows it
+        (audit.launch_cost_ms); elsewhere 0. Counted from parity and the same in the limit and the mean (round 251:
+        counted past 1.2x, then held to the 1.1x mean, it refused honest one-launch rewrites wherever two such
+        sizes were drawn); no step (round 250: all or nothing by a busy-time test refused honest fused rewrites);
+        nothing for a wait before the first work (round 250: host calls before an unchanged kernel, 1.6x)."""
+        if not self.launch_bound():
             return 0.0
-        shown = (c.dated_ms - c.launch_wait_ns / 1e6) - self.usual_limit() * (b.dated_ms - b.launch_wait_ns / 1e6)
-        return min(max(shown, 0.0), launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS))
+        b, c = self.baseline_audit, self.candidate_audit
+        return min(max(c.work_ms - b.work_ms, 0.0), launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS))
 
     def limit(self) -> float:
-        """The most slowdown allowed here: the usual limit, and at a size's smallest what is forgiven on top."""
+        """The most slowdown allowed here: the usual limit, with what is forgiven on top."""
         base = self.floored()[0]
         return self.usual_limit() + (self.forgiven_ms() / base if base > 0 else 0.0)
 
     def forgiven_ratio(self) -> float:
-        """The ratio less what is forgiven at a size's smallest, never below parity by it (a cost forgiven at one
-        draw is not a speed-up to offset another's slowdown)."""
+        """The ratio less what is forgiven, never below parity by it (a cost forgiven at one draw is not a speed-up
+        to offset another's slowdown)."""
         ratio, base = self.ratio()[0], self.floored()[0]
         forgiven = self.forgiven_ms() / base if base > 0 else 0.0
         return max(min(ratio, 1.0), ratio - forgiven)
@@ -1135,7 +1147,7 @@ def _other_sizes_mean_limit(sizes: list[OtherSize], smallest: bool = False) -> f
     or the baseline's own variation there; over the sizes at their smallest (SMALLEST) or over the others, each
     widened by its own kind's variation only (round 246: the smallest draws' noise widened the others' limit)."""
     return min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZES_MEAN_SLOWDOWN, 1 + 2 * max(
-        (s.baseline_spread for s in sizes if s.smallest == smallest), default=0.0)))
+        (s.baseline_spread for s in sizes if s.launch_bound() == smallest), default=0.0)))
 
 
 def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reason],
@@ -1154,14 +1166,14 @@ def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reas
     slow = [label for label, ratio, _, limit in ratios if ratio > limit]
     # together: a slowdown under each size's allowance but at every size is still one (verify only: bench
     # check's allowance is its own threshold's)
-    together = [ratio for (_, ratio, _, _), size in zip(ratios, sizes) if not size.smallest]
+    together = [ratio for (_, ratio, _, _), size in zip(ratios, sizes) if not size.launch_bound()]
     mean = math.exp(sum(math.log(ratio) for ratio in together) / len(together)) if together else 1.0
     mean_limit = _other_sizes_mean_limit(sizes)
     slow_together = regression is None and len(together) > 1 and mean > mean_limit
     # the smallest draws together, each less what was forgiven there (round 249: 1.19x at every one passed)
-    least = [size.forgiven_ratio() for size in sizes if size.smallest and size.ratio()[0] > 0]
+    least = [size.forgiven_ratio() for size in sizes if size.launch_bound() and size.ratio()[0] > 0]
     least_mean = math.exp(sum(math.log(r) for r in least) / len(least)) if least else 1.0
-    least_limit = _other_sizes_mean_limit([s for s in sizes if s.smallest], smallest=True)
+    least_limit = _other_sizes_mean_limit([s for s in sizes if s.launch_bound()], smallest=True)
     slow_least = regression is None and not slow_together and len(least) > 1 and least_mean > least_limit
     if slow or slow_together or slow_least:
         reasons.append(Reason.slower if regression is not None else Reason.not_faster)
@@ -1581,10 +1593,10 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
             f"{worst.size.ratio()[1]})")))
         return
     slowest: dict[tuple[int, int | None], float] = {key: s.ratio()[0] for key, s in at_size.items()
-                                                    if not s.smallest}  # out of the mean, as in other sizes
+                                                    if not s.launch_bound()}  # out of the mean, as in other sizes
     for layout, r, _ in timed:
         if not layout.default_size and layout.size_key is not None and not (
-                layout.size_key in at_size and at_size[layout.size_key].smallest):
+                layout.size_key in at_size and at_size[layout.size_key].launch_bound()):
             slowest[layout.size_key] = max(slowest.get(layout.size_key, 0.0), r)
     ratios = [r for r in slowest.values() if r > 0]
     mean_limit = _other_sizes_mean_limit(list(at_size.values()))
