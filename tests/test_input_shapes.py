@@ -149,3 +149,19 @@ def test_a_range_without_two_integers_or_zero_keeps_its_values_in_range(value_se
     for kind in range(7):
         values = value_set(kind, 99, 2048, lo=0.25, hi=0.75)
         assert values.min() >= 0.25 and values.max() < 0.75, kind
+
+
+def test_each_call_gets_a_secret_non_empty_subset_of_the_special_kinds(tmp_path):
+    """Red team round 251: the kinds went round in every call, so a NaN always came beside an infinity, and a
+    finiteness flag taken from a max by fmaxf (which drops NaN) was right wherever the verifier looked."""
+    binary = tmp_path / "kinds"
+    source = Path(__file__).parent / "harness" / "kinds.cu"
+    built = subprocess.run(["nvcc", "-std=c++17", "-I", str(harness_include_dir()), str(source), "-o", str(binary)],
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr[-2000:]
+    ran = subprocess.run([str(binary), "15", "6", "8"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    drawn = {int(line.split()[0]): [int(x) for x in line.split()[1:]] for line in ran.stdout.splitlines()}
+    assert set(drawn[15]) == set(range(1, 16))  # every non-empty subset, NaN alone (1) among them
+    assert drawn[15].count(1) > 30
+    assert set(drawn[6]) == {2, 4, 6} and set(drawn[8]) == {8}  # within what was asked for, never empty

@@ -928,8 +928,11 @@ constexpr uint64_t kStressed = 1, kStressHeavy = 2, kStressOneSign = 4, kStressN
 // two elements (a scale, a per-channel parameter) gets every kind over the calls, not NaN alone
 // (red team round 51). One thread writes them in order: where positions coincide (short
 // buffers) the last write wins in every run, not whichever lane the hardware picks.
+// With `big` false (half the non-finite experiment's calls and buffers, drawn in secret), the special values come
+// alone, without the large spikes beside them (red team round 251: every NaN came with 2^16 spikes, so a check for
+// isolated outliers told the experiment's calls from a caller's).
 template <class T>
-__global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count, bool edges, int nonfinite) {
+__global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count, bool edges, int nonfinite, bool big) {
   int kinds[4], enabled = 0;  // the special values asked for, in order: NaN, +inf, -inf, zero
   for (int k = 0; k < 4; ++k)
     if (nonfinite & (1 << k)) kinds[enabled++] = k;
@@ -948,6 +951,7 @@ __global__ void kl_spike_kernel(T* data, size_t n, uint64_t key, int count, bool
                               : kind == 2 ? __int_as_float(0xff800000) : 0.0f);
       continue;
     }
+    if (!big) continue;
     const float v = static_cast<float>(data[i]);
     const float magnitude = (fabsf(v) + 1.0f) * SpikeScale<T>::value;
     data[i] = from_float<T>(v < 0.0f ? -magnitude : magnitude);
@@ -1010,6 +1014,20 @@ __global__ void kl_special_group_kernel(T* data, GroupShape g, float value) {
   for (size_t i = g.first + blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < g.first + g.len;
        i += (size_t)gridDim.x * blockDim.x)
     if (i % g.period == g.residue) data[i] = from_float<T>(value);
+}
+// A secret non-empty subset of the kinds ASKED for (bits: NaN, +inf, -inf, zero), drawn from R per call and buffer:
+// cycling through every kind asked put a NaN beside an infinity in every call (red team round 251: a finiteness
+// flag from a max of |g| by fmaxf, which drops NaN, was right wherever a NaN came with an inf).
+inline int kinds_subset(int asked, uint64_t r) {
+  int bits[4], k = 0;
+  for (int b = 0; b < 4; ++b)
+    if (asked & (1 << b)) bits[k++] = b;
+  if (k == 0) return 0;
+  const uint64_t pick = 1 + r % ((1u << k) - 1);
+  int out = 0;
+  for (int j = 0; j < k; ++j)
+    if (pick & (1u << j)) out |= 1 << bits[j];
+  return out;
 }
 inline float special_value(int nonfinite, int turn) {  // the kinds asked for, in order: NaN, +inf, -inf, zero
   int kinds[4], enabled = 0;
@@ -1903,9 +1921,11 @@ class Harness {
     if (b.one_value && (bits & kStressHeavy))
       one_value_stress<T>(data, b.count, mix64(key ^ 0x4F4E4556414Cull), (bits & kStressRun) != 0);
     if (b.spiked) {
-      const int nonfinite = st().nonfinite_now ? st().nonfinite : 0;
+      const int asked = st().nonfinite_now ? st().nonfinite : 0;
+      const int nonfinite = asked ? kinds_subset(asked, mix64(key ^ 0x4B494E445355ull)) : 0;
+      const bool big = !asked || (mix64(key ^ 0x4E4F5350494Bull) & 1);
       kl_spike_kernel<T><<<1, 1>>>(data, b.count, key, (int)std::min<size_t>(kSpikesPerBuffer, b.count),
-                                   (bits & kStressEdges) != 0, nonfinite);
+                                   (bits & kStressEdges) != 0, nonfinite, big);
       // Not in the last call, dumped whole: there a group's NaN would leave whole outputs NaN and
       // nothing compared; the sampled calls before it check the groups.
       const uint64_t groups = st().calls == st().timed_calls - 1 ? 0 : mix64(key ^ 0x52554E53ull);
