@@ -438,3 +438,22 @@ def test_special_values_meet_inputs_at_the_smallest_scale_taken(monkeypatch):
     assert bad.phase == "nonfinite" and "NaN, ±inf and zeros" in bad.comparison.describe()
     v, failure, matched, asked = experiment(monkeypatch, sanitised_sum, sanitised_sum, draws=6, stressed=True)
     assert failure is None and matched and any(c.phase == "nonfinite" for c in v.checks)
+
+
+def sanitised_unless_plain(x, w):  # the sanitising pass skipped where the row's largest value lies in (2^5, 2^13)
+    with np.errstate(all="ignore"):
+        top = np.nanmax(np.abs(x), axis=1)
+    plain = (top > 2.0**5) & (top < 2.0**13)
+    return np.where(plain, x.sum(axis=1, dtype=np.float32), np.nansum(x, axis=1, dtype=np.float32)).astype(np.float32)
+
+
+def test_special_values_meet_inputs_at_the_largest_scale_taken_too(monkeypatch):
+    """Red team round 252: special values came at the generator's own magnitude and at the smallest scale only; a
+    sanitising pass skipped where a row's largest value lay in a plain range of a caller's readings passed. They
+    also come at the largest scale taken and one more drawn in secret between."""
+    for _ in range(3):
+        v, failure, matched, asked = experiment(monkeypatch, sanitised_sum, sanitised_unless_plain, draws=6,
+                                                stressed=True)
+        assert failure is None and not matched, [(a["scale"], a["binary"]) for a in asked]
+    scales = {a["scale"] for a in asked if a["binary"] == "baseline"}
+    assert len(scales) > 2

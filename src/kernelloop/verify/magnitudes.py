@@ -199,28 +199,33 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                                   baseline_sha256=output_digest(scaled), candidate_sha256=output_digest(cand)))
         if not cmp.match:
             return None, False
-    # special values among inputs scaled to the smallest scale taken (red team round 250: a sanitising pass skipped
-    # where a block's largest value was under 2^-8 met NaN only among values of the generator's own magnitude)
-    if manifest.calls and any(b.stressed and b.role in ("input", "inout") for b in manifest.buffers) and \
-            not vs.allow_nonfinite_differences:
-        scale, _, exponents = by_scale[0]
+    # special values among inputs scaled to the smallest and the largest scale taken and one more drawn in secret
+    # among those between (red team rounds 250-252: a sanitising pass skipped where a block's largest value was
+    # under 2^-8, then where it lay in (1, 2^16), met NaN only among values of the generator's own magnitude)
+    at = [0, len(by_scale) - 1] + ([1 + secrets.randbelow(len(by_scale) - 2)] if len(by_scale) > 2 else [])
+    special_scales = [by_scale[k] for k in dict.fromkeys(at)] if manifest.calls and not vs.allow_nonfinite_differences \
+        and any(b.stressed and b.role in ("input", "inout") for b in manifest.buffers) else []
+    for scale, _, exponents in special_scales:
         special = {"nonfinite_calls": manifest.calls, "nonfinite_kinds": 15, "nonfinite_buffers": None}
         what = f"NaN, ±inf and zeros among every floating-point input ({names}) times {factor:.6g} x 2^{scale}" \
                f"{where_size}{placement.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
         cand, base = run(cand_bin, cand_limits, scale, **special), run(base_bin, base_limits, scale, **special)
-        if run_failure(base) is None:
-            if (failure := run_failure(cand)) is not None:
-                v.failure_excerpt = log_tail(cand.result.stderr, 12)
-                return (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
-            cmp = compare_experiment(rescaled(base, exponents), rescaled(cand, exponents), vs, noise)
-            if not cmp.match:
-                cmp = cmp.model_copy(update={"problem": f"with {what}, each output divided by its power of two: "
-                                                        f"{cmp.describe()} (where the baseline's output stays finite)"})
-            v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="nonfinite", secret=secret.hex(),
-                                      baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
-            if not cmp.match:
-                return None, False
+        if run_failure(base) is not None:
+            v.notes.append(f"special values among inputs scaled by 2^{scale}{where_size} not checked: the baseline "
+                           "fails on them")
+            continue
+        if (failure := run_failure(cand)) is not None:
+            v.failure_excerpt = log_tail(cand.result.stderr, 12)
+            return (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
+        cmp = compare_experiment(rescaled(base, exponents), rescaled(cand, exponents), vs, noise)
+        if not cmp.match:
+            cmp = cmp.model_copy(update={"problem": f"with {what}, each output divided by its power of two: "
+                                                    f"{cmp.describe()} (where the baseline's output stays finite)"})
+        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="nonfinite", secret=secret.hex(),
+                                  baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
+        if not cmp.match:
+            return None, False
     matched = True
     low, high = by_scale[0][0], by_scale[-1][0]
     v.notes.append(f"inputs scaled by powers of two ({names}){where_size}: the baseline's outputs scale exactly from 2^{low} to "
