@@ -981,6 +981,15 @@ def test_a_sizes_smallest_is_timed_with_one_launch_forgiven_and_a_mean_of_its_ow
     assert not wide.launch_bound() and wide.forgiven_ms() == 0.0
     row, _ = judged(wide)
     assert row.status == "fail" and "1024 x 4096" in row.detail, row.detail
+    # a taper, not a step, past two launches' work (7 us): half at 8.75 us, none from 10.5 us (round 252)
+    assert least("a", 0.0105).launch_share() == 1.0
+    assert least("b", 0.01075, base_ms=0.01075).launch_share() == pytest.approx(0.5)
+    assert least("c", 0.0125, base_ms=0.0125).launch_share() == 0.0
+    # a mean's allowance is its members' median spread, and a smallest's spread widens no other size's mean: one
+    # noisy small size no longer opens 1.20x for every size (round 252)
+    sizes = [gate.OtherSize(label=f"size {k}", baseline_ms=1.0, candidate_ms=1.0, size_key=(k, None),
+                            baseline_spread=0.1 if k == 1 else 0.0) for k in range(1, 4)]
+    assert gate._other_sizes_mean_limit(sizes + [wide.model_copy(update={"baseline_spread": 0.2})]) == 1.1
     # 1.15x at both other sizes is over the 1.1x mean; the smallest's noisy runs (25 %) do not widen it
     row, _ = judged(least("drawn (1 x 1024)", 0.0088, spread=0.25), others=1.15)
     assert row.status == "fail" and "other sizes together" in row.detail, row.detail

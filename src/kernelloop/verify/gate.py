@@ -1057,28 +1057,39 @@ class OtherSize(BaseModel):
         """OTHER_SIZE_SLOWDOWN, or the baseline's own variation there (three times its spread)."""
         return min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZE_SLOWDOWN, 1 + 3 * self.baseline_spread))
 
-    def launch_bound(self) -> bool:
-        """A size's smallest where the baseline's call does about a launch's work: its first work's start to its last
-        work's end at most SMALLEST_SIZE_WORK_LAUNCHES launches' cost (audit.launch_cost_ms). Only there is a launch's
-        cost forgiven, and only those runs have a mean of their own (round 251: a declared 1024 of {4096, 1024} is
-        its options' common factor, and a softmax 1.35x slower there, about 10 us, passed)."""
+    def launch_share(self) -> float:
+        """At a size's smallest, how far the baseline's call there does about a launch's work, from 1 (its work spans
+        at most SMALLEST_SIZE_WORK_LAUNCHES launches' cost, audit.launch_cost_ms) down to 0 (one launch's cost more);
+        0 elsewhere. A taper, not a step (round 252: near the threshold one noisy run decided between a whole
+        launch forgiven and none, and refused an honest split-K decode GEMV in a third of verifications); round 251:
+        a declared 1024 of {4096, 1024} is its options' common factor, and a softmax 1.35x slower there passed."""
         b, c = self.baseline_audit, self.candidate_audit
         if not self.smallest or b is None or c is None or b.work_ms is None or c.work_ms is None:
-            return False
-        return b.work_ms <= SMALLEST_SIZE_WORK_LAUNCHES * launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS)
+            return 0.0
+        cost = launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS)
+        if cost <= 0:
+            return 0.0
+        return min(max((SMALLEST_SIZE_WORK_LAUNCHES + 1) - b.work_ms / cost, 0.0), 1.0)
+
+    def launch_bound(self) -> bool:
+        """A size's smallest where the baseline does about a launch's work (launch_share above 0): something is
+        forgiven there, and those runs have a mean of their own."""
+        return self.launch_share() > 0
 
     def forgiven_ms(self) -> float:
         """Where the size is launch-bound, the fixed cost per call forgiven: what the candidate's call takes from its
         first work's start to its last work's end beyond the baseline's (cost shown in the trace: a second pass, a
         gap between launches, a barrier), up to one launch's cost as the baseline's run shows it
-        (audit.launch_cost_ms); elsewhere 0. Counted from parity and the same in the limit and the mean (round 251:
-        counted past 1.2x, then held to the 1.1x mean, it refused honest one-launch rewrites wherever two such
-        sizes were drawn); no step (round 250: all or nothing by a busy-time test refused honest fused rewrites);
-        nothing for a wait before the first work (round 250: host calls before an unchanged kernel, 1.6x)."""
-        if not self.launch_bound():
+        (audit.launch_cost_ms), times launch_share; elsewhere 0. Counted from parity and the same in the limit and
+        the mean (round 251: counted past 1.2x, then held to the 1.1x mean, it refused honest one-launch rewrites
+        wherever two such sizes were drawn); no step (round 250: all or nothing by a busy-time test refused honest
+        fused rewrites); nothing for a wait before the first work (round 250: host calls before an unchanged
+        kernel, 1.6x)."""
+        share = self.launch_share()
+        if share <= 0:
             return 0.0
         b, c = self.baseline_audit, self.candidate_audit
-        return min(max(c.work_ms - b.work_ms, 0.0), launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS))
+        return share * min(max(c.work_ms - b.work_ms, 0.0), launch_cost_ms(b, cap_ms=SMALLEST_SIZE_LAUNCH_MS))
 
     def limit(self) -> float:
         """The most slowdown allowed here: the usual limit, with what is forgiven on top."""
@@ -1143,11 +1154,15 @@ def _audit_each(v: Verdict, runs: list[OtherSize], reasons: list[Reason], gate: 
 
 
 def _other_sizes_mean_limit(sizes: list[OtherSize], smallest: bool = False) -> float:
-    """The most slowdown allowed over every other size together (geometric mean): OTHER_SIZES_MEAN_SLOWDOWN,
-    or the baseline's own variation there; over the sizes at their smallest (SMALLEST) or over the others, each
-    widened by its own kind's variation only (round 246: the smallest draws' noise widened the others' limit)."""
-    return min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZES_MEAN_SLOWDOWN, 1 + 2 * max(
-        (s.baseline_spread for s in sizes if s.launch_bound() == smallest), default=0.0)))
+    """The most slowdown allowed over every other size together (geometric mean): OTHER_SIZES_MEAN_SLOWDOWN, or
+    the baseline's own variation there, the median of its members' spreads: over the launch-bound sizes at their
+    smallest (SMALLEST) by theirs, over the others by those of sizes not at a smallest at all. Round 246: the
+    smallest draws' noise widened the others' limit; round 252: one noisy small size, back among the others,
+    widened it to 1.20x for every size (a median, not the largest)."""
+    spreads = [s.baseline_spread for s in sizes if s.launch_bound()] if smallest else \
+        [s.baseline_spread for s in sizes if not s.smallest]
+    return min(OTHER_SIZE_NOISE_CAP, max(OTHER_SIZES_MEAN_SLOWDOWN, 1 + 2 * (statistics.median(spreads)
+                                                                             if spreads else 0.0)))
 
 
 def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reason],
