@@ -14,7 +14,7 @@ from kernelloop.config import load_settings
 from kernelloop.errors import InputError
 from kernelloop.tools.gpu import GpuInfo
 from kernelloop.tools.sandbox import IsolationReport, RunResult
-from kernelloop.verify import gate, magnitudes, placement, wide_ints
+from kernelloop.verify import gate, magnitudes, placement, special_values, wide_ints
 from kernelloop.verify.experiment import outputs_computing_nan, outputs_following_guards
 from kernelloop.verify.outputs import KernelMs, Tolerance, compare_dumps
 from kernelloop.verify.records import parse_records
@@ -142,6 +142,7 @@ def scripted_runs(monkeypatch, behave, make_manifest=None) -> list[dict]:
         return run
 
     monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(special_values, "run_program", run)
     monkeypatch.setattr(wide_ints, "run_program", run)  # the wider-integer experiment runs its own
     monkeypatch.setattr(magnitudes, "run_program", run)  # and the scaled-input experiment
     # every experiment guarded, as these scripts answer by the runs' arguments (tests/test_placement.py draws)
@@ -283,6 +284,7 @@ def test_a_baseline_reading_past_a_declared_buffer_is_refused_from_its_exact_siz
         return answer
 
     monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(special_values, "run_program", run)
     monkeypatch.setattr(gate, "find_compute_sanitizer", lambda nvcc: Path("/opt/fake/compute-sanitizer"))
     monkeypatch.setenv("KERNELLOOP_VERIFY_BASELINE_BOUNDS", "auto")
     bounded = load_settings(project_dir=tmp_path)
@@ -312,6 +314,7 @@ def test_a_clean_baseline_memcheck_run_is_remembered_and_an_unfinished_one_only_
         return answer
 
     monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(special_values, "run_program", run)
     monkeypatch.setattr(gate, "find_compute_sanitizer", lambda nvcc: Path("/opt/fake/compute-sanitizer"))
     monkeypatch.setenv("KERNELLOOP_VERIFY_BASELINE_BOUNDS", "auto")
     monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "own-cache"))  # cold: this test counts the runs
@@ -602,6 +605,7 @@ def test_the_candidates_memcheck_run_has_exact_buffers_and_its_results_are_compa
         return answer
 
     monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(special_values, "run_program", run)
     monkeypatch.setattr(gate, "find_compute_sanitizer", lambda nvcc: Path("/opt/fake/compute-sanitizer"))
     monkeypatch.setenv("KERNELLOOP_VERIFY_MEMCHECK", "on")
     v = verify(load_settings(project_dir=tmp_path))
@@ -860,6 +864,7 @@ def test_a_candidates_cap_in_a_caller_layout_scales_with_the_baselines_run_in_th
         return answer
 
     monkeypatch.setattr(gate, "run_program", run)
+    monkeypatch.setattr(special_values, "run_program", run)
     verify(load_settings(project_dir=tmp_path))
     assert caps and min(caps) == 40.0  # ten times the baseline's 4 s there, not the calibration's 10 s floor
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kernelloop.config import VerifySettings
 from kernelloop.tools.sandbox import Limits
-from kernelloop.verify import gate
+from kernelloop.verify import gate, special_values
 from kernelloop.verify.comparing import baseline_noise
 from kernelloop.verify.records import Manifest
 from kernelloop.verify.verdict import Durations, Verdict
@@ -34,15 +34,16 @@ def _experiments(monkeypatch, candidate_role: str):
         return sim.program(role, seed, secret, kinds, nonfinite_buffers)
 
     monkeypatch.setattr(gate, "run_program", fake_run_program)
+    monkeypatch.setattr(special_values, "run_program", fake_run_program)
     vs = VerifySettings()
     secret = secrets.token_bytes(32)
     noise = baseline_noise(sim.program("baseline", 7, secret, None), sim.program("baseline", 7, secret, None),
                                  vs.baseline_noise_factor)
     v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=vs)
     limits = Limits(wall_timeout_s=60)
-    failure, matched = gate._nonfinite_experiments(v, "baseline", "candidate", limits, limits, None, set(),
-                                                   Manifest.model_validate(sim.manifest_dict()), noise,
-                                                   Durations(), lambda p: None)
+    failure, matched = special_values.special_value_experiments(v, "baseline", "candidate", limits, limits, None, set(),
+        Manifest.model_validate(sim.manifest_dict()), noise,
+        Durations(), lambda p: None)
     return v, failure, matched
 
 

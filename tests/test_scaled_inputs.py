@@ -12,13 +12,14 @@ import pytest
 
 from kernelloop.config import VerifySettings
 from kernelloop.tools.sandbox import IsolationReport, Limits, RunResult
-from kernelloop.verify import magnitudes
+from kernelloop.verify import magnitudes, special_values
 from kernelloop.verify.comparing import baseline_noise
 from kernelloop.verify.magnitudes import output_exponents, rescaled, scalable_inputs, scaled_input_experiments
 from kernelloop.verify.outputs import KernelMs
 from kernelloop.verify.placement import LAYOUT_MAPPING_FAILURE
 from kernelloop.verify.program_run import INPUT_SCALE_ENV, ProgramRun
 from kernelloop.verify.records import Manifest, parse_records
+from kernelloop.verify.special_values import special_value_experiments
 from kernelloop.verify.verdict import Durations, Reason, Verdict
 
 from .test_nonfinite import GOOD, records, scripted_runs, settings, verify  # noqa: F401  (settings: a fixture)
@@ -87,7 +88,9 @@ def scripted(monkeypatch, baseline, candidate) -> list[dict]:
 
     def run(binary, *, seed, limits, secret=None, input_scale=0, input_factor=1.0, **kw):
         asked.append({"binary": str(binary), "scale": input_scale, "factor": input_factor,
-                      "packed_forward": bool(kw.get("buffer_shift") and not kw["buffer_shift"][3])})
+                      "packed_forward": bool(kw.get("buffer_shift") and not kw["buffer_shift"][3]),
+                      "special": kw.get("nonfinite_calls") is not None, "buffers": kw.get("nonfinite_buffers"),
+                      "placement": (kw.get("exact_buffers", False), kw.get("buffer_shift") and kw["buffer_shift"][3])})
         compute = baseline if str(binary) == "baseline" else candidate
         if getattr(compute, "packed_only", False) and not asked[-1]["packed_forward"]:
             compute = baseline  # right (the baseline's own results) except with its buffers packed in order
@@ -100,8 +103,13 @@ def scripted(monkeypatch, baseline, candidate) -> list[dict]:
         def fed(call):
             x, w = inputs(seed, call, input_scale, input_factor)
             if kw.get("nonfinite_calls") is not None:  # the special-value experiment: a NaN among the inputs
-                x = x.copy()
-                x[call % ROWS, 0] = np.nan
+                mask = kw.get("nonfinite_buffers")
+                if mask is None or mask & 1:
+                    x = x.copy()
+                    x[call % ROWS, 0] = np.nan
+                if (mask is None or mask & 2) and getattr(compute, "w_spiked", False):
+                    w = w.copy()
+                    w[call % ROWS, 1] = np.nan
             return x, w
         outs = [compute(*fed(call)) for call in range(CALLS)]
         crashed = any(o is None for o in outs)  # None: the program traps (exit 1)
@@ -116,10 +124,11 @@ def scripted(monkeypatch, baseline, candidate) -> list[dict]:
         return done
 
     monkeypatch.setattr(magnitudes, "run_program", run)
+    monkeypatch.setattr(special_values, "run_program", run)
     return asked
 
 
-def experiment(monkeypatch, baseline, candidate, draws: int = 3, stressed: bool = False):
+def experiment(monkeypatch, baseline, candidate, draws: int = 3, stressed: bool = False, both: bool = False):
     asked = scripted(monkeypatch, baseline, candidate)
     vs = VerifySettings(input_scale_draws=draws)
     secret = secrets.token_bytes(32)
@@ -130,10 +139,19 @@ def experiment(monkeypatch, baseline, candidate, draws: int = 3, stressed: bool 
     m = manifest()
     if stressed:
         m["buffers"][0]["stressed"] = True
-    failure, matched = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
-                                                Manifest.model_validate(m),
-                                                baseline_noise(first, again, vs.baseline_noise_factor),
-                                                Durations(), lambda p: None)
+    if both:  # both inputs spiked with special values (the baseline and the candidate are told: w_spiked)
+        m["buffers"][1]["stressed"] = True
+        baseline.w_spiked = candidate.w_spiked = True
+    noise = baseline_noise(first, again, vs.baseline_noise_factor)
+    failure, matched, scalings = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
+                                                          Manifest.model_validate(m), noise, Durations(), lambda p: None)
+    # as the gate goes on: the whole special-value sequence at every scale taken, where inputs are spiked
+    for scaling in scalings if stressed else []:
+        if failure or not matched:
+            break
+        failure, matched = special_value_experiments(v, "baseline", "candidate", limits, limits, None, set(),
+                                                     Manifest.model_validate(m), noise, Durations(), lambda p: None,
+                                                     scaling=scaling)
     return v, failure, matched, asked
 
 
@@ -394,9 +412,10 @@ def test_at_another_size_drawn_in_secret_the_same_experiment_is_made(monkeypatch
         sizes.append((kw.get("size_index"), kw.get("size_draw")))
         return original(binary, **kw)
     monkeypatch.setattr(magnitudes, "run_program", sized)
+    monkeypatch.setattr(special_values, "run_program", sized)
     v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=vs)
     limits = Limits(wall_timeout_s=60)
-    failure, matched = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
+    failure, matched, _ = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
                                                 Manifest.model_validate(manifest()),
                                                 baseline_noise(first, again, vs.baseline_noise_factor),
                                                 Durations(), lambda p: None, size=((-1, 12345), "3001 x 1500"))
@@ -407,8 +426,9 @@ def test_at_another_size_drawn_in_secret_the_same_experiment_is_made(monkeypatch
     asked.clear()
     v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=vs)
     monkeypatch.setattr(magnitudes, "run_program", original)
+    monkeypatch.setattr(special_values, "run_program", original)
     scripted(monkeypatch, row_sum, pairwise_sum)
-    failure, matched = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
+    failure, matched, _ = scaled_input_experiments(v, "baseline", "candidate", limits, limits, set(),
                                                 Manifest.model_validate(manifest()),
                                                 baseline_noise(first, again, vs.baseline_noise_factor),
                                                 Durations(), lambda p: None, size=((-1, 12345), "3001 x 1500"))
@@ -435,12 +455,17 @@ def test_special_values_meet_inputs_at_the_smallest_scale_taken(monkeypatch):
                                             stressed=True)
     assert failure is None and not matched
     bad = next(c for c in v.checks if not c.comparison.match)
-    assert bad.phase == "nonfinite" and "NaN, ±inf and zeros" in bad.comparison.describe()
+    assert bad.phase == "nonfinite" and "NaN, +-inf and zero" in bad.comparison.describe() and \
+        "times" in bad.comparison.describe()
     v, failure, matched, asked = experiment(monkeypatch, sanitised_sum, sanitised_sum, draws=6, stressed=True)
     assert failure is None and matched
-    # at every scale the baseline takes (round 253: one drawn between the extremes passed a middle band in 56 %)
-    special = [c for c in v.checks if c.phase == "nonfinite"]
-    assert len(special) == len({a["scale"] for a in asked if a["binary"] == "candidate"}) >= 3
+    # at every scale the baseline takes (round 253: one drawn between the extremes passed a middle band in 56 %),
+    # each in every caller placement (round 254)
+    scales = {a["scale"] for a in asked if a["binary"] == "candidate" and not a["special"]}
+    assert len(scales) >= 3
+    for scale in scales:
+        placements = {a["placement"] for a in asked if a["binary"] == "candidate" and a["special"] and a["scale"] == scale}
+        assert len(placements) >= 3, (scale, placements)
 
 
 def sanitised_unless_plain(x, w):  # the sanitising pass skipped where the row's largest value lies in (2^5, 2^13)
@@ -460,3 +485,62 @@ def test_special_values_meet_inputs_at_the_largest_scale_taken_too(monkeypatch):
         assert failure is None and not matched, [(a["scale"], a["binary"]) for a in asked]
     scales = {a["scale"] for a in asked if a["binary"] == "baseline"}
     assert len(scales) > 2
+
+
+def asserting_finite_weights(x, w):  # the baseline traps on a NaN weight (an assert(isfinite(w))), sanitises x
+    return None if np.isnan(w).any() else sanitised_sum(x, w)
+
+
+def asserting_unless_small(x, w):  # the same, its sanitising pass skipped where the row's largest value is under 2^-8
+    return None if np.isnan(w).any() else sanitised_unless_small(x, w)
+
+
+def test_special_values_at_a_scale_go_into_each_input_alone_where_the_baseline_fails_on_them_all(monkeypatch):
+    """Red team round 254: at a scale the special values went into every input at once; where the baseline traps
+    on one input's (a NaN weight), nothing was checked at that scale, and a sanitiser of the other input dropped
+    below 2^-8 passed 10 of 10 (modelled). The whole sequence runs at every scale: each input alone, then each kind."""
+    for _ in range(3):
+        v, failure, matched, asked = experiment(monkeypatch, asserting_finite_weights, asserting_unless_small,
+                                                draws=6, stressed=True, both=True)
+        assert failure is None and not matched
+        bad = next(c for c in v.checks if not c.comparison.match)
+        assert bad.phase == "nonfinite" and "in 'x' only" in bad.comparison.describe()
+    v, failure, matched, asked = experiment(monkeypatch, asserting_finite_weights, asserting_finite_weights,
+                                            draws=6, stressed=True, both=True)
+    assert failure is None and matched
+    assert any("not checked everywhere" in n and "'w'" in n and "times" in n for n in v.notes), v.notes
+
+
+def test_special_values_at_every_scale_meet_buffers_packed_in_order(monkeypatch):
+    """Red team round 254: special values at a scale came in the drawn placement only; a sanitiser dropped only
+    where the buffers lay packed in declaration order AND the data was under 2^-8 passed 12 of 20. At every scale
+    the candidate meets them in every caller placement."""
+    def packed_unless_small(x, w):
+        return sanitised_unless_small(x, w)
+    packed_unless_small.packed_only = True
+    for _ in range(5):
+        v, failure, matched, asked = experiment(monkeypatch, sanitised_sum, packed_unless_small, draws=6,
+                                                stressed=True)
+        assert failure is None and not matched
+        bad = next(c for c in v.checks if not c.comparison.match)
+        assert bad.phase == "nonfinite" and "packed" in bad.comparison.describe()
+
+
+def test_each_input_alone_meets_every_caller_placement_at_the_generators_own_magnitude(monkeypatch):
+    """Round 254, the same class without a scale: only the first experiment of the sequence met every caller
+    placement; where the baseline traps on a NaN weight, the dropped sanitiser of x packed in declaration order met
+    x's special values in the drawn placement alone (about 1 in 3). Every experiment meets every placement."""
+    def unsanitised(x, w):
+        return None if np.isnan(w).any() else row_sum(x, w)
+    unsanitised.packed_only = True
+    m = manifest()
+    m["buffers"][0]["stressed"] = m["buffers"][1]["stressed"] = True
+    asserting_finite_weights.w_spiked = unsanitised.w_spiked = True
+    for _ in range(5):
+        asked = scripted(monkeypatch, asserting_finite_weights, unsanitised)
+        v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=VerifySettings())
+        limits = Limits(wall_timeout_s=60)
+        failure, matched = special_value_experiments(v, "baseline", "candidate", limits, limits, None, set(),
+                                                     Manifest.model_validate(m), None, Durations(), lambda p: None)
+        assert failure is None and not matched, [(a["binary"], a["buffers"], a["placement"]) for a in asked]
+        assert "in 'x' only" in next(c for c in v.checks if not c.comparison.match).comparison.describe()

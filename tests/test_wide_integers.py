@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelloop.program.init import InitSpec, generate
-from kernelloop.verify import gate, wide_ints
+from kernelloop.verify import gate, special_values, wide_ints
 from kernelloop.verify.outputs import KernelMs
 from kernelloop.verify.program_run import WideDraw
 from kernelloop.verify.verdict import Durations, Reason
@@ -826,6 +826,7 @@ def _timed_runs(monkeypatch, calls, wide_ms: float, narrow_ms: float = 0.5):
         return done
     monkeypatch.setattr(wide_ints, "run_program", timed)
     monkeypatch.setattr(gate, "run_program", timed)
+    monkeypatch.setattr(special_values, "run_program", timed)
 
 
 @pytest.mark.nvcc
@@ -1009,6 +1010,7 @@ def test_work_left_on_a_side_stream_only_on_wide_values_is_caught_by_the_audit(t
 
     monkeypatch.setattr(wide_ints, "run_program", traced)
     monkeypatch.setattr(gate, "run_program", traced)
+    monkeypatch.setattr(special_values, "run_program", traced)
     monkeypatch.setattr(gate, "build_injection_library", lambda cache: Path("/nonexistent/libkl_cupti.so"))
     real_audit = gate.audit_trace
     monkeypatch.setattr(gate, "audit_trace", lambda trace, **kw: real_audit(
@@ -1043,6 +1045,7 @@ def _traced_runs(monkeypatch, calls, base_shape, cand_shape):
 
     monkeypatch.setattr(wide_ints, "run_program", traced)
     monkeypatch.setattr(gate, "run_program", traced)
+    monkeypatch.setattr(special_values, "run_program", traced)
     monkeypatch.setattr(gate, "build_injection_library", lambda cache: Path("/nonexistent/libkl_cupti.so"))
     real_audit = gate.audit_trace
     monkeypatch.setattr(gate, "audit_trace", lambda trace, **kw: real_audit(

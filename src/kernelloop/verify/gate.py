@@ -72,7 +72,6 @@ from .experiment import (
     inout_left_as_filled,
     inputs_reach_outputs,
     inputs_without_variety,
-    outputs_all_nonfinite,
     outputs_computing_nan,
     outputs_following_guards,
     outputs_never_varying,
@@ -82,6 +81,7 @@ from .experiment import (
 )
 from .hostcode import scan_host_code
 from .magnitudes import scalable_inputs, scaled_input_experiments
+from .special_values import OtherSizeDrawn, special_value_experiments
 from .size_draws import (
     at_a_smallest,
     SizePlan,
@@ -101,11 +101,7 @@ from .placement import (
     OFFSETS_NONE,
     OFFSETS_PACKED,
     OFFSETS_PACKED_DRAWN,
-    Placement,
     drawn_placement,
-    other_caller_placements,
-    placed_pair,
-    unmappable,
 )
 from .outputs import (
     Comparison,
@@ -541,18 +537,20 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     # The non-finite experiments (v2, floating-point inputs the harness spikes): NaN, +-inf and zero
     # among the inputs make a baseline's handling of them run (a sanitising pass, an overflow flag),
     # which on finite inputs never runs and so is never checked (red team rounds 45-47).
-    if not failure and manifest is not None and timed_calls and \
-            any(b.stressed and b.role in ("input", "inout") for b in manifest.buffers):
+    spiked_inputs = manifest is not None and timed_calls and \
+        any(b.stressed and b.role in ("input", "inout") for b in manifest.buffers)
+    special_values_checked = spiked_inputs and not vs.allow_nonfinite_differences
+    if not failure and spiked_inputs:
         if vs.allow_nonfinite_differences:
             v.notes.append("non-finite inputs not checked (--allow-nonfinite-differences): a candidate that "
                            "handles NaN or inf differently from the baseline, or not at all, is accepted")
         else:
-            failure, matched = _nonfinite_experiments(
+            failure, matched = special_value_experiments(
                 v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
                 noise_by_size.get((0, None)), durations, say)
             correct &= matched
             if not failure and matched and (elsewhere := _secret_other_size(shape_of)):
-                failure, matched = _nonfinite_experiments(
+                failure, matched = special_value_experiments(
                     v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest,
                     noise_by_size.get(elsewhere[0]), durations, say, size=elsewhere)
                 correct &= matched
@@ -575,12 +573,21 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     if not failure and correct and manifest is not None and timed_calls and vs.input_scale_draws and \
             scalable_inputs(manifest):
         scaled_started = time.monotonic()
-        failure, matched = scaled_input_experiments(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds,
-                                                    manifest, noise_by_size.get((0, None)), durations, say)
-        if not failure and matched and (elsewhere := _secret_other_size(shape_of)):
-            failure, matched = scaled_input_experiments(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds,
-                                                        manifest, noise_by_size.get(elsewhere[0]), durations, say,
-                                                        size=elsewhere)
+        for size in [None] + ([elsewhere] if (elsewhere := _secret_other_size(shape_of)) else []):
+            noise = noise_by_size.get(size[0] if size else (0, None))
+            failure, matched, scalings = scaled_input_experiments(
+                v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, manifest, noise, durations, say, size=size)
+            # the whole special-value sequence at every scale the baseline took (red team rounds 250-254: made only
+            # as drawn, or at a scale in one placement, it left cheats keyed on a window of magnitudes, on one input
+            # the baseline cannot take special values in beside another's, and on buffers packed in order)
+            for scaling in scalings if special_values_checked else []:
+                if failure or not matched:
+                    break
+                failure, matched = special_value_experiments(
+                    v, base_bin, cand_bin, run_limits, cand_limits, cupti_lib, used_seeds, manifest, noise,
+                    durations, say, size=size, scaling=scaling)
+            if failure or not matched:
+                break
         durations.scaled_inputs_s = time.monotonic() - scaled_started
         correct &= matched
     durations.correctness_s = time.monotonic() - t
@@ -1364,17 +1371,8 @@ def _check_baseline_bounds(v: Verdict, base_build: BuildResult, base_bin: Path, 
                              "NAME=EXPR`), or fix the kernel's bounds")
 
 
-# KERNELLOOP_NONFINITE's kinds (kernelloop_harness.cuh), all at once and one at a time.
-NONFINITE_KINDS = {15: "NaN, +-inf and zero", 1: "NaN", 2: "+inf", 4: "-inf", 8: "zero"}
-
-
 # The experiments made once (special values, scaled inputs) are made again at one other size the baseline ran at,
-# drawn in secret among them: a candidate right on every special or scaled input at the default size and wrong on
-# them elsewhere (a fixed-point sum where n is not a power of two, exact on the harness's values at every size)
-# met no such input at any other size (red team round 249). Drawn anew for each experiment.
-OtherSizeDrawn = tuple[tuple[int, int | None], str]
-
-
+# drawn in secret among them, anew for each experiment (red team round 249).
 def _secret_other_size(shape_of: dict[tuple[int, int | None], str]) -> OtherSizeDrawn | None:
     """One of the other sizes the baseline ran at ((size index, draw), its sizes as words), drawn in secret; None
     where there is none."""
@@ -1382,118 +1380,6 @@ def _secret_other_size(shape_of: dict[tuple[int, int | None], str]) -> OtherSize
         return None
     key = list(shape_of)[secrets.randbelow(len(shape_of))]
     return key, shape_of[key]
-
-
-def _nonfinite_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
-                           cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
-                           noise: BaselineNoise | None, durations: Durations,
-                           say, size: OtherSizeDrawn | None = None) -> tuple[tuple[Reason, str] | None, bool]:
-    """The special-value experiments: (a candidate failure, whether every comparison matched).
-    Every spiked input at once first; then, with several inputs (or where the baseline fails on
-    that, or leaves an output wholly NaN or inf, so nothing of it is compared), each input alone,
-    the others finite; where that too fails, each kind of value alone in it: a value the baseline
-    cannot take (-inf as a table index, a trap on a NaN parameter) or one that reaches every element
-    another input's would (a NaN weight in a normalising sum) does not take the other inputs' and
-    values' checks with it (red team rounds 47-50). Where the baseline's output is finite the
-    candidate's must match; what the baseline leaves NaN or inf is not compared. At another SIZE (one drawn in
-    secret, _secret_other_size), the same sequence (round 250: every input at once alone there passed a mask
-    forgotten in a tail loop that only one input's NaN reached)."""
-    vs = v.settings
-    at_size = {"size_index": size[0][0], "size_draw": size[0][1]} if size else {}
-    spiked = [(i, b.name) for i, b in enumerate(manifest.buffers) if b.stressed and b.role in ("input", "inout")]
-    unchecked: list[str] = []
-
-    def experiment(buffers: int | None, kinds: int, where: str) -> tuple[str | None, tuple[Reason, str] | None, bool]:
-        """(why the experiment did not cover everything: the baseline failed, or left outputs wholly NaN
-        or inf; None when it did), a candidate failure, and whether what was compared matched. Every
-        output the baseline left a finite element in is compared, whatever another output did (round
-        51: a norm of the raw input, NaN, voided the check of the sanitised output beside it)."""
-        what = f"{NONFINITE_KINDS[kinds]} {where}" + (f" at {size[1]}" if size else "")
-        seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
-        say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
-        special = {"nonfinite_calls": manifest.calls, "nonfinite_kinds": kinds, "nonfinite_buffers": buffers,
-                   **at_size}
-
-        def run(binary: Path, limits: Limits, placement: Placement, **traced) -> ProgramRun:
-            done = run_program(binary, seed=seed, limits=limits if not placement.exact else base_limits,
-                               secret=secret, **traced, **special, **placement.kwargs())
-            durations.program_runs_s += done.result.wall_s
-            return done
-        # where its buffers lie, drawn (placement.py: round 245)
-        cand, base, placement = placed_pair(lambda at: run(cand_bin, cand_limits, at, cupti_library=cupti_lib),
-                                            lambda at: run(base_bin, base_limits, at),
-                                            lambda done: not run_failure(done))
-        what += placement.words()
-        if run_failure(base):
-            return "fails", None, True
-        failure = run_failure(cand)
-        if failure:  # the baseline runs on these inputs; the candidate does not
-            v.failure_excerpt = log_tail(cand.result.stderr, 12)
-            return None, (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
-        cmp = compare_experiment(base, cand, vs, noise)
-        if not cmp.match:
-            cmp = cmp.model_copy(update={"problem": f"with {what}: {cmp.describe()} (where the baseline's output "
-                                                    "stays finite; --allow-nonfinite-differences if your inputs never "
-                                                    "hold NaN or inf)"})
-        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="nonfinite", secret=secret.hex(),
-                                  baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
-        masked = outputs_all_nonfinite(base.records) if base.records is not None else []
-        first.update(seed=seed, secret=secret, special=special, base=base, placement=placement, what=what)
-        return (f"leaves {', '.join(repr(m) for m in masked)} wholly NaN or inf" if masked else None), None, cmp.match
-
-    first: dict = {}  # the first experiment's draw and baseline run, which the candidate meets in every placement
-
-    def _nonfinite_elsewhere() -> tuple[Reason, str] | str | None:
-        """The first experiment once more for the candidate in every other caller placement, against its baseline
-        run (an experiment made once met packing in declaration order in 1 of 6: red team round 247): a failure,
-        "mismatch" (recorded in v.checks), or None."""
-        if not first:
-            return None
-        for at in other_caller_placements(first["placement"]):
-            cand = run_program(cand_bin, seed=first["seed"], limits=base_limits, cupti_library=cupti_lib,
-                               secret=first["secret"], **first["special"], **at.kwargs())
-            durations.program_runs_s += cand.result.wall_s
-            what = f"{NONFINITE_KINDS[15]} among the inputs{at.words()}"
-            if unmappable(cand, lambda: run_program(base_bin, seed=first["seed"], limits=base_limits,
-                                                    cupti_library=cupti_lib, secret=first["secret"],
-                                                    **first["special"], **at.kwargs())):
-                continue
-            if (failure := run_failure(cand)) is not None:
-                v.failure_excerpt = log_tail(cand.result.stderr, 12)
-                return failure[0], f"with {what} (the baseline runs on them): {failure[1]}"
-            cmp = compare_experiment(first["base"], cand, vs, noise)
-            if not cmp.match:
-                v.checks.append(SeedCheck(seed=first["seed"], comparison=cmp.model_copy(update={
-                    "problem": f"with {what}: {cmp.describe()}"}), phase="nonfinite", secret=first["secret"].hex(),
-                    baseline_sha256=output_digest(first["base"]), candidate_sha256=output_digest(cand)))
-                return "mismatch"
-        return None
-
-    short, failure, matched = experiment(None, 15, "among the inputs")
-    if failure or not matched:
-        return failure, matched
-    if (failure := _nonfinite_elsewhere()) is not None:
-        return failure if isinstance(failure, tuple) else None, False
-    # With several inputs each also goes alone: one input's special values can reach, and so hide, every
-    # element another's would (round 50: a NaN weight made each touched row NaN, the untouched rows were
-    # all that was compared, and the dropped sanitiser of the gradient input passed).
-    if short is not None or len(spiked) > 1:
-        for index, name in spiked:
-            short, failure, matched = experiment(1 << index, 15, f"in '{name}' only")
-            if failure or not matched:
-                return failure, matched
-            if short is None:
-                continue
-            for kinds in (1, 2, 4, 8):
-                short, failure, matched = experiment(1 << index, kinds, f"in '{name}' only")
-                if failure or not matched:
-                    return failure, matched
-                if short is not None:
-                    unchecked.append(f"{NONFINITE_KINDS[kinds]} in '{name}' (the baseline {short})")
-    if unchecked:
-        v.notes.append("special input values not checked everywhere, because the baseline itself fails on them or "
-                       f"leaves an output wholly NaN or inf: {'; '.join(unchecked)}")
-    return None, True
 
 
 # What the harness prints when the shifted runs' address range cannot be mapped (layout_allocation)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,7 +36,7 @@ from .comparing import (
 )
 from .experiment import outputs_computing_nan
 from .program_run import ProgramRun, output_digest, run_program
-from .placement import GUARDED, Placement, drawn_placement, other_caller_placements, unmappable
+from .placement import GUARDED, Placement, drawn_placement, other_caller_placements, fails_with_the_baseline
 from .records import Manifest, Sample
 from .verdict import Durations, Progress, Reason, SeedCheck, Verdict
 
@@ -53,6 +54,21 @@ SCALE_BANDS_DOWN = ((-7, -1), (-12, -8), (-17, -13), (-20, -18))
 # and last rows spiked in both inputs).
 SCALE_BANDS_UP = ((1, 5), (6, 11))
 SCALABLE_DTYPES = ("float32", "float64", "bfloat16")  # fp16's exponent ends at 2^-24: not scaled
+
+
+class Scaling(NamedTuple):
+    """Every floating-point input times FACTOR x 2^SCALE ; each output buffer divided by its power
+    of two, 2^EXPONENTS[i] (the baseline's outputs scale exactly so), before it is compared."""
+    scale: int
+    factor: float
+    exponents: list[int]
+
+    def kwargs(self) -> dict:
+        return {"input_scale": self.scale, "input_factor": self.factor}
+
+    def words(self) -> str:
+        return f", every floating-point input times {self.factor:.6g} x 2^{self.scale}"
+
 
 
 def scalable_inputs(manifest: Manifest) -> list[str]:
@@ -114,7 +130,8 @@ def _scale_in(band: tuple[int, int]) -> int:
 def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                              used_seeds: set[int], manifest: Manifest, noise: BaselineNoise | None,
                              durations: Durations, say,
-                             size: tuple[tuple[int, int | None], str] | None = None) -> tuple[tuple[Reason, str] | None, bool]:
+                             size: tuple[tuple[int, int | None], str] | None = None
+                             ) -> tuple[tuple[Reason, str] | None, bool, list[Scaling]]:
     """Every floating-point input times 2^s, one s per experiment: the baseline probed at scales drawn in
     secret from SCALE_BANDS_DOWN, then SCALE_BANDS_UP, in order until it does not take one (it fails,
     computes NaN of finite inputs, or its outputs are not its unscaled outputs times one power of two per
@@ -124,7 +141,8 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     exp(2^s x) is no power of two of exp(x); a GEMM adding beta C: two degrees in one output), nothing is
     compared and a note says so. At another SIZE ((size index, draw), its sizes: one drawn in secret by the gate, red
     team round 249), the same experiment there (round 250: three scales in one placement there passed a cheat in
-    a middle window of magnitudes in 76 %). Returns (a candidate failure, whether every comparison matched)."""
+    a middle window of magnitudes in 76 %). Returns (a candidate failure, whether every comparison matched, every
+    scale the baseline took: special_values.py makes its experiments at each, red team rounds 250-254)."""
     at_size = {"size_index": size[0][0], "size_draw": size[0][1]} if size else {}
     where_size = f" at {size[1]}" if size else ""
     vs = v.settings
@@ -150,7 +168,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         unscaled = run(base_bin, base_limits, 0)
     if not takes(unscaled):
         v.notes.append(f"the scaled-input experiment{where_size} did not run: the baseline's unscaled run of it failed")
-        return None, True
+        return None, True, []
     # the baseline's own variation on these inputs (times the factor, whose outputs are up to 2^degree larger
     # than the unscaled experiment's): the noise allowance every comparison below takes
     again = run(base_bin, base_limits, 0)
@@ -169,7 +187,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         v.notes.append(f"inputs scaled by powers of two ({names}){where_size} were compared at no scale: the baseline's outputs "
                        "do not scale by a power of two with them (exp, a sum of two degrees, a constant added); "
                        "values off the harness's grid ([0, 1) in multiples of 2^-24) are checked only as drawn")
-        return None, True
+        return None, True, []
     by_scale = sorted(taken, key=lambda t: t[0])
     # every scale taken (a candidate exact only in a window of magnitudes meets it: round 245), the extremes first
     chosen = ([by_scale[0], by_scale[-1]] if len(by_scale) > 1 else by_scale[:1]) + by_scale[1:-1]
@@ -184,12 +202,12 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{where_size}{at.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale, at)
-        if at is not placement and unmappable(cand, lambda: run(base_bin, base_limits, scale, at)):
-            continue  # the driver's, not the candidate's
+        if at is not placement and fails_with_the_baseline(cand, lambda: run(base_bin, base_limits, scale, at)):
+            continue  # the placement's, not the candidate's
         if (failure := run_failure(cand)) is not None:
             v.failure_excerpt = log_tail(cand.result.stderr, 12)
             return (failure[0], f"with {what} (the baseline runs on them and its outputs scale exactly): "
-                                f"{failure[1]}"), False
+                                f"{failure[1]}"), False, []
         cmp = compare_experiment(rescaled(scaled, exponents), rescaled(cand, exponents), vs, noise)
         if not cmp.match:
             cmp = cmp.model_copy(update={"problem": f"with {what}, each output divided by its power of two "
@@ -198,35 +216,9 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="scaled", secret=secret.hex(),
                                   baseline_sha256=output_digest(scaled), candidate_sha256=output_digest(cand)))
         if not cmp.match:
-            return None, False
-    # special values among inputs at every scale taken (red team rounds 250-253: a sanitising pass skipped where a
-    # block's largest value was under 2^-8, then where it lay in (1, 2^16), then in one middle band, met NaN only
-    # among values of the generator's own magnitude, then at the scales drawn: 56 % passed with one drawn between)
-    special_scales = by_scale if manifest.calls and not vs.allow_nonfinite_differences \
-        and any(b.stressed and b.role in ("input", "inout") for b in manifest.buffers) else []
-    for scale, _, exponents in special_scales:
-        special = {"nonfinite_calls": manifest.calls, "nonfinite_kinds": 15, "nonfinite_buffers": None}
-        what = f"NaN, ±inf and zeros among every floating-point input ({names}) times {factor:.6g} x 2^{scale}" \
-               f"{where_size}{placement.words()}"
-        say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
-        cand, base = run(cand_bin, cand_limits, scale, **special), run(base_bin, base_limits, scale, **special)
-        if run_failure(base) is not None:
-            v.notes.append(f"special values among inputs scaled by 2^{scale}{where_size} not checked: the baseline "
-                           "fails on them")
-            continue
-        if (failure := run_failure(cand)) is not None:
-            v.failure_excerpt = log_tail(cand.result.stderr, 12)
-            return (failure[0], f"with {what} (the baseline runs on them): {failure[1]}"), False
-        cmp = compare_experiment(rescaled(base, exponents), rescaled(cand, exponents), vs, noise)
-        if not cmp.match:
-            cmp = cmp.model_copy(update={"problem": f"with {what}, each output divided by its power of two: "
-                                                    f"{cmp.describe()} (where the baseline's output stays finite)"})
-        v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="nonfinite", secret=secret.hex(),
-                                  baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
-        if not cmp.match:
-            return None, False
+            return None, False, []
     matched = True
     low, high = by_scale[0][0], by_scale[-1][0]
     v.notes.append(f"inputs scaled by powers of two ({names}){where_size}: the baseline's outputs scale exactly from 2^{low} to "
                    f"2^{high} of the scales probed; the candidate compared at {len(chosen)} of them")
-    return None, matched
+    return None, matched, [Scaling(scale, factor, exponents) for scale, _, exponents in by_scale]

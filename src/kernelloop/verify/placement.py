@@ -18,6 +18,7 @@ import secrets
 from collections.abc import Callable
 from typing import NamedTuple
 
+from .comparing import run_failure
 from .program_run import ProgramRun
 
 # The caller layouts' offsets (KERNELLOOP_BUFFER_SHIFT's MODE): drawn below 2 MiB, the same with every bit the other
@@ -84,9 +85,9 @@ def other_caller_placements(used: Placement) -> list[Placement]:
             != (used.exact, used.shift is None, used.shift[3] if used.shift else None)]
 
 
-def unmappable(run: ProgramRun, baseline_there: Callable[[], ProgramRun]) -> bool:
-    """Whether the candidate's RUN failed because the driver could not map its layout (the machine's failure, not
-    the program's): its run says so AND the baseline's run in the same placement (BASELINE_THERE, run only then)
-    says so too. The line alone is text a program can print: a part keyed on a placement that printed it there
-    would have made its own run not count (red team round 248)."""
-    return LAYOUT_MAPPING_FAILURE in run.result.stderr and LAYOUT_MAPPING_FAILURE in baseline_there().result.stderr
+def fails_with_the_baseline(run: ProgramRun, baseline_there: Callable[[], ProgramRun]) -> bool:
+    """Whether the candidate's RUN in a placement other than its experiment's failed where the baseline fails too:
+    the baseline's run in the same placement (BASELINE_THERE, run only then) fails as well (the driver cannot map
+    the range, the baseline itself does not take it), so the placement checks nothing. Only the baseline's own run
+    says so: the line a failed mapping prints is text a program can print (red team round 248)."""
+    return run_failure(run) is not None and run_failure(baseline_there()) is not None
