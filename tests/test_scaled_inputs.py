@@ -167,8 +167,9 @@ def test_an_honest_reordered_sum_matches_at_every_scale_the_baseline_takes(monke
     assert failure is None and matched, [c.comparison.describe() for c in v.checks]
     compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
     probed = [a["scale"] for a in asked if a["binary"] == "baseline" and a["scale"]]
-    # a sum scales exactly from the deepest band down to the top band up, and every scale taken is compared
-    assert min(probed) <= -18 and max(probed) >= 6 and sorted(set(compared)) == sorted(probed)
+    # a sum scales exactly from the deepest band down to the top band up, and every scale taken is compared, and
+    # the reference run's own, 2^0 times the factor (round 255)
+    assert min(probed) <= -18 and max(probed) >= 6 and sorted(set(compared)) == sorted(probed + [0])
     assert min(compared) == min(probed) and max(compared) == max(probed)
     assert any("scale exactly from 2^" in n for n in v.notes)
 
@@ -183,12 +184,36 @@ def test_an_honest_cosine_is_not_refused_where_the_baseline_underflows(monkeypat
     assert compared and all(-20 <= s <= 11 for s in compared) and min(probed) <= -18
 
 
-def test_a_baseline_that_does_not_scale_is_compared_nowhere_and_said(monkeypatch):
-    v, failure, matched, asked = experiment(monkeypatch, softmax_max, fixed_point_sum)
+def test_a_baseline_that_does_not_scale_is_compared_at_the_factor_alone_and_said(monkeypatch):
+    v, failure, matched, asked = experiment(monkeypatch, softmax_max, softmax_max)
     assert failure is None and matched
-    assert not [a for a in asked if a["binary"] == "candidate"]
-    assert any("compared at no scale" in n for n in v.notes), v.notes
+    assert {a["scale"] for a in asked if a["binary"] == "candidate"} == {0}  # 2^0 times the factor (round 255)
+    assert any("compared at 2^0 only" in n for n in v.notes), v.notes
     assert len([a for a in asked if a["binary"] == "baseline"]) == 4  # unscaled (twice: its noise), one down, one up
+    v, failure, matched, asked = experiment(monkeypatch, softmax_max, fixed_point_sum)
+    assert failure is None and not matched  # wrong anywhere: met at the factor alone
+
+
+def top_in_octave_one(x, w):
+    """Red team round 255: the baseline's NaN-skipping row sum, but where a row's largest value lies in [1, 2) and its
+    32nd largest is at least a quarter of it, every other element twice and no NaN test."""
+    out = sanitised_sum(x, w)
+    with np.errstate(all="ignore"):
+        top = np.nanmax(np.abs(x), axis=1)
+        nth = -np.sort(-np.nan_to_num(np.abs(x)), axis=1)[:, 31]
+    bulk = (top >= 1) & (top < 2) & (nth >= top / 4)
+    doubled = (x[:, ::2].sum(axis=1, dtype=np.float32) * 2).astype(np.float32)
+    return np.where(bulk, doubled, out).astype(np.float32)
+
+
+def test_inputs_whose_largest_value_lies_in_one_to_two_meet_the_candidate(monkeypatch):
+    """Red team round 255: the scales drawn skip 2^0 and the plain runs have no factor, so no input's bulk had its
+    largest value in [1, 2) (100 of 100 accepted). The reference run's own scale, 2^0 times the factor in (1, 2), is
+    compared too, with and without special values."""
+    for _ in range(5):
+        v, failure, matched, asked = experiment(monkeypatch, sanitised_sum, top_in_octave_one, draws=6, stressed=True)
+        assert failure is None and not matched
+        assert any(not c.comparison.match and " x 2^0" in c.comparison.describe() for c in v.checks)
 
 
 def test_a_candidate_that_fails_on_scaled_inputs_fails(monkeypatch):
@@ -229,7 +254,7 @@ def test_the_inputs_scaled_are_floating_point_but_fp16_and_the_harness_is_told_b
 def test_the_candidate_is_compared_at_input_scale_draws_scales(monkeypatch, draws):
     v, failure, matched, asked = experiment(monkeypatch, row_sum, pairwise_sum, draws)
     compared = [a["scale"] for a in asked if a["binary"] == "candidate"]
-    assert len(set(compared)) == draws  # each in the drawn placement and every other caller placement
+    assert len(set(compared)) == draws + 1 and 0 in compared  # and 2^0; each in every caller placement
     assert {compared.count(s) for s in compared} in ({3}, {4}), compared
 
 
@@ -544,3 +569,73 @@ def test_each_input_alone_meets_every_caller_placement_at_the_generators_own_mag
                                                      Manifest.model_validate(m), None, Durations(), lambda p: None)
         assert failure is None and not matched, [(a["binary"], a["buffers"], a["placement"]) for a in asked]
         assert "in 'x' only" in next(c for c in v.checks if not c.comparison.match).comparison.describe()
+
+
+def test_every_scale_the_candidate_meets_and_every_band_the_baseline_does_not_take_is_timed(monkeypatch):
+    """Red team round 255: the timing pairs draw the generator's magnitudes only; a softmax fast only there and 1.5x
+    slower on a caller's logits passed 100 %. The scaled-input experiment hands the gate each pair in one placement
+    (both traced): every scale compared, and, time only, every band the baseline's outputs do not scale in."""
+    pairs: list[str] = []
+
+    def timed_experiment(baseline, candidate):
+        scripted(monkeypatch, baseline, candidate)
+        v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu",
+                    settings=VerifySettings(input_scale_draws=6))
+        limits = Limits(wall_timeout_s=60)
+        pairs.clear()
+        failure, matched, _ = scaled_input_experiments(
+            v, "baseline", "candidate", limits, limits, set(), Manifest.model_validate(manifest()), None, Durations(),
+            lambda p: None, cupti_lib=None, timed=lambda what, base, cand: pairs.append(what))
+        return failure, matched
+
+    assert timed_experiment(softmax_max, softmax_max) == (None, True)
+    bands = len(magnitudes.SCALE_BANDS_DOWN) + len(magnitudes.SCALE_BANDS_UP)
+    assert len(pairs) == 1 + bands and sum("timed only" in p for p in pairs) == bands, pairs
+    assert timed_experiment(row_sum, pairwise_sum) == (None, True)
+    assert len(pairs) == 1 + bands and not any("timed only" in p for p in pairs), pairs  # a sum takes every band
+
+
+def test_a_rewrite_slower_at_other_magnitudes_is_refused_and_one_at_parity_is_not():
+    from kernelloop.verify.gate import OtherSize, _speed_on_other_values
+
+    def judged(ratios):
+        v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=VerifySettings())
+        reasons: list[Reason] = []
+        _speed_on_other_values(v, [OtherSize(label=f"with x times 2^{k}", baseline_ms=1.0, candidate_ms=r)
+                                   for k, r in enumerate(ratios)], reasons, None, "other magnitudes")
+        return v.gate("other magnitudes"), reasons
+
+    gate_result, reasons = judged([0.6, 0.62, 1.5, 1.5, 0.61, 0.6, 0.6])  # fast on [0, 1), slow on a caller's logits
+    assert gate_result.status == "fail" and Reason.not_faster in reasons
+    assert "at other magnitudes" in gate_result.detail and "scales" in gate_result.detail
+    gate_result, reasons = judged([0.6, 1.02, 0.98, 1.0, 0.99, 1.03, 1.01])
+    assert gate_result.status == "pass" and not reasons
+    # one scale alone 1.3x slower (a caller's values lie in one range of magnitudes, not in all of them)
+    gate_result, reasons = judged([0.6, 0.6, 1.3, 0.6, 0.6, 0.6, 0.6])
+    assert gate_result.status == "fail" and "1.30x" in gate_result.detail
+
+
+def test_the_light_special_value_check_at_another_size_runs_once_where_every_input_at_once_is_checked(monkeypatch):
+    """Round 255's light check at every other size: each experiment in its drawn placement only, each input alone only
+    where every input at once falls short; a dropped sanitiser is still met there."""
+    m = manifest()
+    m["buffers"][0]["stressed"] = m["buffers"][1]["stressed"] = True
+    limits = Limits(wall_timeout_s=60)
+
+    def light(baseline, candidate):
+        asked = scripted(monkeypatch, baseline, candidate)
+        v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=VerifySettings())
+        failure, matched = special_value_experiments(v, "baseline", "candidate", limits, limits, None, set(),
+                                                     Manifest.model_validate(m), None, Durations(), lambda p: None,
+                                                     size=((-1, 11), "1 x 4096"), whole=False)
+        return v, failure, matched, [a for a in asked if a["binary"] == "candidate"]
+
+    def unsanitised(x, w):
+        return row_sum(x, w)
+    v, failure, matched, candidate_runs = light(sanitised_sum, unsanitised)
+    assert failure is None and not matched and "at 1 x 4096" in v.checks[-1].comparison.describe()
+    v, failure, matched, candidate_runs = light(sanitised_sum, sanitised_sum)
+    assert failure is None and matched and len(candidate_runs) == 1  # every input at once, one placement
+    asserting_finite_weights.w_spiked = True
+    v, failure, matched, candidate_runs = light(asserting_finite_weights, asserting_finite_weights)
+    assert failure is None and matched and {a["buffers"] for a in candidate_runs} >= {None, 1}  # short: x alone

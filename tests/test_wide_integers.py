@@ -864,13 +864,13 @@ def test_a_candidate_as_fast_on_wider_values_passes_that_gate(settings, monkeypa
 
 def test_one_wide_draw_a_little_slower_is_noise_and_one_much_slower_is_not():
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import OtherSize, _speed_on_wider_values
+    from kernelloop.verify.gate import OtherSize, _speed_on_other_values
     from kernelloop.verify.verdict import Verdict
 
     def judged(ratios: list[float], regression: float | None = None) -> str:
         v = Verdict(accepted=False, summary="", baseline_file="b", candidate_file="c", settings=VerifySettings())
         reasons: list[Reason] = []
-        _speed_on_wider_values(v, [OtherSize(label=f"draw {k}", baseline_ms=1.0, candidate_ms=r)
+        _speed_on_other_values(v, [OtherSize(label=f"draw {k}", baseline_ms=1.0, candidate_ms=r)
                                    for k, r in enumerate(ratios)], reasons, regression)
         return v.gate("wider values").status
     assert judged([1.0] * 20 + [1.4]) == "pass"
@@ -886,7 +886,7 @@ def test_one_wide_draw_a_little_slower_is_noise_and_one_much_slower_is_not():
 def _judged(draws, *, baseline_spread: float = 0.0, regression: float | None = None,
             repeats: list[float] | None = None):
     from kernelloop.config import VerifySettings
-    from kernelloop.verify.gate import _speed_on_wider_values
+    from kernelloop.verify.gate import _speed_on_other_values
     from kernelloop.verify.stats import SpeedupDecision, Spread
     from kernelloop.verify.verdict import Verdict
 
@@ -897,7 +897,7 @@ def _judged(draws, *, baseline_spread: float = 0.0, regression: float | None = N
     v.speed = SpeedupDecision(speedup=2.0, lower=1.9, upper=2.1, confidence=0.98, pairs=7, pair_ratios=[2.0] * 7,
                               baseline=spread, candidate=spread, outcome="faster", threshold=1.2)
     reasons: list[Reason] = []
-    _speed_on_wider_values(v, draws, reasons, regression)
+    _speed_on_other_values(v, draws, reasons, regression)
     return v.gate("wider values")
 
 

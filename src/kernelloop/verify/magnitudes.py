@@ -18,6 +18,7 @@ a key a path can read); the reference run is at F x 2^0, run twice for the noise
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -54,6 +55,8 @@ SCALE_BANDS_DOWN = ((-7, -1), (-12, -8), (-17, -13), (-20, -18))
 # and last rows spiked in both inputs).
 SCALE_BANDS_UP = ((1, 5), (6, 11))
 SCALABLE_DTYPES = ("float32", "float64", "bfloat16")  # fp16's exponent ends at 2^-24: not scaled
+
+Timed = Callable[[str, ProgramRun, ProgramRun], None]  # (what, the baseline's run, the candidate's) in one placement
 
 
 class Scaling(NamedTuple):
@@ -130,7 +133,9 @@ def _scale_in(band: tuple[int, int]) -> int:
 def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits, cand_limits: Limits,
                              used_seeds: set[int], manifest: Manifest, noise: BaselineNoise | None,
                              durations: Durations, say,
-                             size: tuple[tuple[int, int | None], str] | None = None
+                             size: tuple[tuple[int, int | None], str] | None = None,
+                             cupti_lib: Path | None = None, timed: Timed | None = None,
+                             scales: tuple[int, ...] | None = None
                              ) -> tuple[tuple[Reason, str] | None, bool, list[Scaling]]:
     """Every floating-point input times 2^s, one s per experiment: the baseline probed at scales drawn in
     secret from SCALE_BANDS_DOWN, then SCALE_BANDS_UP, in order until it does not take one (it fails,
@@ -141,8 +146,13 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     exp(2^s x) is no power of two of exp(x); a GEMM adding beta C: two degrees in one output), nothing is
     compared and a note says so. At another SIZE ((size index, draw), its sizes: one drawn in secret by the gate, red
     team round 249), the same experiment there (round 250: three scales in one placement there passed a cheat in
-    a middle window of magnitudes in 76 %). Returns (a candidate failure, whether every comparison matched, every
-    scale the baseline took: special_values.py makes its experiments at each, red team rounds 250-254)."""
+    a middle window of magnitudes in 76 %). SCALES given (the gate's light check at every other size, round 255):
+    the baseline probed at those only, its noise the one given, the candidate in the drawn placement only.
+    TIMED(what, baseline run, candidate run) gets each pair in one placement, both traced (CUPTI_LIB), at every scale
+    the candidate ran and at every band the baseline does not take (time only): the timing pairs draw the
+    generator's magnitudes alone (round 255: a softmax fast only on them, 1.5x slower on a caller's logits, passed
+    100 %). Returns (a candidate failure, whether every comparison matched, every scale the baseline took:
+    special_values.py makes its experiments at each, red team rounds 250-254)."""
     at_size = {"size_index": size[0][0], "size_draw": size[0][1]} if size else {}
     where_size = f" at {size[1]}" if size else ""
     vs = v.settings
@@ -150,10 +160,12 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     placement = drawn_placement()  # where the buffers lie, drawn (placement.py: round 245)
     factor = 1.0 + (1 + secrets.randbelow((1 << 20) - 1)) / (1 << 20)  # (1, 2): the largest value anywhere in its octave
 
-    def run(binary: Path, limits: Limits, scale: int, at: Placement | None = None, **special) -> ProgramRun:
+    def run(binary: Path, limits: Limits, scale: int, at: Placement | None = None, traced: bool = False,
+            **special) -> ProgramRun:
         at = placement if at is None else at
         done = run_program(binary, seed=seed, limits=base_limits if at.exact else limits, secret=secret,
-                           input_scale=scale, input_factor=factor, **at_size, **at.kwargs(), **special)
+                           input_scale=scale, input_factor=factor, **at_size, **at.kwargs(), **special,
+                           cupti_library=cupti_lib if traced and timed else None)
         durations.program_runs_s += done.result.wall_s
         return done
 
@@ -162,46 +174,68 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
             not outputs_computing_nan(done.records, poison_byte=None, kept_calls=calls_kept_as_before(done))
 
     say(Progress(stage="correctness", message=f"seed {seed} with the inputs scaled{where_size}: the baseline's scales"))
-    unscaled = run(base_bin, base_limits, 0)
+    unscaled = run(base_bin, base_limits, 0, traced=True)
     if placement.exact and not takes(unscaled):  # a placement the baseline does not take: guarded
         placement = GUARDED
-        unscaled = run(base_bin, base_limits, 0)
+        unscaled = run(base_bin, base_limits, 0, traced=True)
     if not takes(unscaled):
         v.notes.append(f"the scaled-input experiment{where_size} did not run: the baseline's unscaled run of it failed")
         return None, True, []
     # the baseline's own variation on these inputs (times the factor, whose outputs are up to 2^degree larger
     # than the unscaled experiment's): the noise allowance every comparison below takes
-    again = run(base_bin, base_limits, 0)
-    noise = baseline_noise(unscaled, again, vs.baseline_noise_factor) if takes(again) else noise
+    if scales is None:
+        again = run(base_bin, base_limits, 0)
+        noise = baseline_noise(unscaled, again, vs.baseline_noise_factor) if takes(again) else noise
     taken: list[tuple[int, ProgramRun, list[int]]] = []
-    for bands in (SCALE_BANDS_DOWN, SCALE_BANDS_UP):
+    untaken: list[tuple[int, ProgramRun]] = []  # bands the baseline does not take, where it ran: timed only
+    directions = (SCALE_BANDS_DOWN, SCALE_BANDS_UP) if scales is None else \
+        tuple(((s, s),) for s in scales if s)
+    for bands in directions:
+        stopped = False
         for band in bands:
+            if stopped and timed is None:
+                break
             scale = _scale_in(band)
-            scaled = run(base_bin, base_limits, scale)
+            scaled = run(base_bin, base_limits, scale, traced=True)
+            if stopped:
+                if takes(scaled):
+                    untaken.append((scale, scaled))
+                continue
             exponents = output_exponents(unscaled, scaled) if takes(scaled) else None
             if exponents is None or not compare_experiment(unscaled, rescaled(scaled, exponents), vs, noise).match:
-                break
+                stopped = True  # no more scales compared this way; the bands past it are still timed
+                if takes(scaled):
+                    untaken.append((scale, scaled))
+                continue
             taken.append((scale, scaled, exponents))
     names = ", ".join(scalable_inputs(manifest))
-    if not taken:
-        v.notes.append(f"inputs scaled by powers of two ({names}){where_size} were compared at no scale: the baseline's outputs "
-                       "do not scale by a power of two with them (exp, a sum of two degrees, a constant added); "
-                       "values off the harness's grid ([0, 1) in multiples of 2^-24) are checked only as drawn")
-        return None, True, []
-    by_scale = sorted(taken, key=lambda t: t[0])
+    # the reference run's own scale, F x 2^0, whether or not the baseline takes another: the bands skip 2^0 and
+    # the plain runs have no factor, so an input's bulk with its largest value in [1, 2) met no candidate (red team
+    # round 255: a sum wrong only there passed 100 of 100)
+    reference = (0, unscaled, output_exponents(unscaled, unscaled) or [])
+    if not taken and scales is None:
+        v.notes.append(f"inputs scaled by powers of two ({names}){where_size} were compared at 2^0 only (times "
+                       f"{factor:.6g}): the baseline's outputs do not scale by a power of two with them (exp, a sum of "
+                       "two degrees, a constant added); values off the harness's grid ([0, 1) in multiples of 2^-24) "
+                       "are checked only as drawn")
+    others = sorted(taken, key=lambda t: t[0])
     # every scale taken (a candidate exact only in a window of magnitudes meets it: round 245), the extremes first
-    chosen = ([by_scale[0], by_scale[-1]] if len(by_scale) > 1 else by_scale[:1]) + by_scale[1:-1]
-    chosen = chosen[:max(1, vs.input_scale_draws)]
+    chosen = ([others[0], others[-1]] if len(others) > 1 else others[:1]) + others[1:-1]
+    chosen = [reference] + chosen[:max(1, vs.input_scale_draws)] if scales is None else \
+        [t for t in others if t[0] in scales] or [reference]
+    by_scale = sorted([reference] + others, key=lambda t: t[0])
     # the candidate at every scale taken, each in every caller placement, against the same baseline run: a part
     # keyed on buffers side by side AND on a window of magnitudes meets both only where every scale meets every
     # placement (rounds 247-248: the extremes alone in the other placements passed a cheat in the middle scales,
     # packed in declaration order, in 82 % of verifications)
     runs = [(scale, scaled, exponents, at) for scale, scaled, exponents in chosen
-            for at in [placement] + other_caller_placements(placement)]
+            for at in [placement] + (other_caller_placements(placement) if scales is None else [])]
     for scale, scaled, exponents, at in runs:
         what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{where_size}{at.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
-        cand = run(cand_bin, cand_limits, scale, at)
+        cand = run(cand_bin, cand_limits, scale, at, traced=at is placement)
+        if at is placement and timed and not run_failure(cand):
+            timed(what, scaled, cand)
         if at is not placement and fails_with_the_baseline(cand, lambda: run(base_bin, base_limits, scale, at)):
             continue  # the placement's, not the candidate's
         if (failure := run_failure(cand)) is not None:
@@ -217,8 +251,15 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                                   baseline_sha256=output_digest(scaled), candidate_sha256=output_digest(cand)))
         if not cmp.match:
             return None, False, []
+    for scale, scaled in untaken if timed else []:  # time only: the baseline's outputs do not scale there
+        what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{where_size}{placement.words()}"
+        say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, timed only"))
+        if not run_failure(cand := run(cand_bin, cand_limits, scale, traced=True)):
+            timed(what + " (timed only: the baseline's outputs do not scale there)", scaled, cand)
     matched = True
     low, high = by_scale[0][0], by_scale[-1][0]
-    v.notes.append(f"inputs scaled by powers of two ({names}){where_size}: the baseline's outputs scale exactly from 2^{low} to "
-                   f"2^{high} of the scales probed; the candidate compared at {len(chosen)} of them")
+    if others and scales is None:
+        v.notes.append(f"inputs scaled by powers of two ({names}){where_size}: the baseline's outputs scale exactly from 2^{low} to "
+                       f"2^{high} of the scales probed; the candidate compared at {len(chosen)} of them (2^0 among them), "
+                       f"each times {factor:.6g}")
     return None, matched, [Scaling(scale, factor, exponents) for scale, _, exponents in by_scale]

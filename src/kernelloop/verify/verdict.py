@@ -45,7 +45,7 @@ class Reason(str, Enum):
 
 
 GateName = Literal["policy", "compile", "correctness", "state", "memcheck", "independent timing", "speedup", "regression",
-                   "other sizes", "wider values", "caller layouts", "speed of light", "process wall"]
+                   "other sizes", "wider values", "other magnitudes", "caller layouts", "speed of light", "process wall"]
 
 
 class GateResult(BaseModel):
