@@ -585,7 +585,7 @@ def test_every_scale_the_candidate_meets_and_every_band_the_baseline_does_not_ta
         pairs.clear()
         failure, matched, _ = scaled_input_experiments(
             v, "baseline", "candidate", limits, limits, set(), Manifest.model_validate(manifest()), None, Durations(),
-            lambda p: None, cupti_lib=None, timed=lambda what, base, cand: pairs.append(what))
+            lambda p: None, cupti_lib=None, timed=lambda what, base, cand, scale: pairs.append(what))
         return failure, matched
 
     assert timed_experiment(softmax_max, softmax_max) == (None, True)
@@ -639,3 +639,21 @@ def test_the_light_special_value_check_at_another_size_runs_once_where_every_inp
     asserting_finite_weights.w_spiked = True
     v, failure, matched, candidate_runs = light(asserting_finite_weights, asserting_finite_weights)
     assert failure is None and matched and {a["buffers"] for a in candidate_runs} >= {None, 1}  # short: x alone
+
+
+def test_many_pairs_at_two_to_the_zero_do_not_thin_the_few_at_a_callers_larger_values():
+    """Red team round 256: one 2^0 pair per size (the light checks) held the mean near parity, so a softmax 1.2x slower
+    on values past 2 passed 43-91 %. Each group of magnitudes (below, at, above 2^0) takes its own mean."""
+    from kernelloop.verify.gate import OtherSize, _speed_on_other_values
+    pairs = [OtherSize(label=f"size {k} times 2^0", baseline_ms=1.0, candidate_ms=1.0, magnitude=0) for k in range(16)]
+    pairs += [OtherSize(label=f"times 2^{k}", baseline_ms=1.0, candidate_ms=1.2, magnitude=k) for k in (3, 9)]
+    pairs += [OtherSize(label=f"times 2^-{k}", baseline_ms=1.0, candidate_ms=1.0, magnitude=-k) for k in (4, 10)]
+    v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=VerifySettings())
+    reasons: list[Reason] = []
+    _speed_on_other_values(v, pairs, reasons, None, "other magnitudes")
+    assert v.gate("other magnitudes").status == "fail" and "above 2^0" in v.gate("other magnitudes").detail
+    for p in pairs:
+        p.candidate_ms = 1.0
+    v = Verdict(accepted=False, summary="", baseline_file="b.cu", candidate_file="c.cu", settings=VerifySettings())
+    _speed_on_other_values(v, pairs, [], None, "other magnitudes")
+    assert v.gate("other magnitudes").status == "pass"

@@ -56,7 +56,8 @@ SCALE_BANDS_DOWN = ((-7, -1), (-12, -8), (-17, -13), (-20, -18))
 SCALE_BANDS_UP = ((1, 5), (6, 11))
 SCALABLE_DTYPES = ("float32", "float64", "bfloat16")  # fp16's exponent ends at 2^-24: not scaled
 
-Timed = Callable[[str, ProgramRun, ProgramRun], None]  # (what, the baseline's run, the candidate's) in one placement
+# (what, the baseline's run, the candidate's, the scale s) in one placement
+Timed = Callable[[str, ProgramRun, ProgramRun, int], None]
 
 
 class Scaling(NamedTuple):
@@ -235,7 +236,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale, at, traced=at is placement)
         if at is placement and timed and not run_failure(cand):
-            timed(what, scaled, cand)
+            timed(what, scaled, cand, scale)
         if at is not placement and fails_with_the_baseline(cand, lambda: run(base_bin, base_limits, scale, at)):
             continue  # the placement's, not the candidate's
         if (failure := run_failure(cand)) is not None:
@@ -255,7 +256,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{where_size}{placement.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, timed only"))
         if not run_failure(cand := run(cand_bin, cand_limits, scale, traced=True)):
-            timed(what + " (timed only: the baseline's outputs do not scale there)", scaled, cand)
+            timed(what + " (timed only: the baseline's outputs do not scale there)", scaled, cand, scale)
     matched = True
     low, high = by_scale[0][0], by_scale[-1][0]
     if others and scales is None:
