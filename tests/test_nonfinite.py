@@ -715,7 +715,7 @@ def test_every_other_size_checked_has_its_caller_layouts(monkeypatch):
     planned: list[tuple[int, int | None, tuple | None]] = []
 
     def run(*args):
-        mapped, size_index, size_draw, times, _ = args[-5:]
+        mapped, size_index, size_draw, times, _, _ = args[-6:]
         planned.append((size_index, size_draw, mapped[1:] if mapped else None))
         assert times is not None  # every size's times are judged (round 205)
         return True

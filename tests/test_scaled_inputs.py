@@ -585,8 +585,13 @@ def test_every_scale_the_candidate_meets_and_every_band_the_baseline_does_not_ta
         pairs.clear()
         failure, matched, _ = scaled_input_experiments(
             v, "baseline", "candidate", limits, limits, set(), Manifest.model_validate(manifest()), None, Durations(),
-            lambda p: None, cupti_lib=None, timed=lambda what, base, cand, scale: pairs.append(what))
+            lambda p: None, cupti_lib=None, timed=timed)
         return failure, matched
+
+    def timed(what, base, cand, scale, again):
+        pairs.append(what)
+        base_again, cand_again = (run(seed=7, secret=bytes(16)) for run in again)  # a fresh experiment (_confirm)
+        assert base_again.dump is not None and cand_again.dump is not None
 
     assert timed_experiment(softmax_max, softmax_max) == (None, True)
     bands = len(magnitudes.SCALE_BANDS_DOWN) + len(magnitudes.SCALE_BANDS_UP)

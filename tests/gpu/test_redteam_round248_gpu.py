@@ -1,6 +1,6 @@
 """Red team round 248 on the GPU (tests/fixtures/redteam/round248): a decode step that forks the kernel onto six
 streams and repeats it after a host wait, rejected as slower at a size's smallest; an honest two-pass RMSNorm not
-refused there (its second launch costs a launch's wait and a short kernel)."""
+refused there (its second launch costs a launch's wait and a short kernel), nor anywhere else."""
 
 from __future__ import annotations
 
@@ -27,3 +27,6 @@ def test_round248_an_honest_two_pass_rewrite_is_not_refused_at_a_sizes_smallest(
     record_property("verdict", v.summary)
     other = next((g for g in v.gates if g.gate == "other sizes"), None)
     assert other is not None and other.status == "pass", (other.detail if other else v.summary)
+    # and by no other gate: on an H100 (2026-12-05) it was refused on one 1.35x pair of a few-microsecond call among
+    # the scaled-input experiment's forty (the gate "other magnitudes"), until one-run slowdowns were confirmed
+    assert v.accepted, [(g.gate, g.detail) for g in v.gates if g.status == "fail"]

@@ -56,8 +56,8 @@ SCALE_BANDS_DOWN = ((-7, -1), (-12, -8), (-17, -13), (-20, -18))
 SCALE_BANDS_UP = ((1, 5), (6, 11))
 SCALABLE_DTYPES = ("float32", "float64", "bfloat16")  # fp16's exponent ends at 2^-24: not scaled
 
-# (what, the baseline's run, the candidate's, the scale s) in one placement
-Timed = Callable[[str, ProgramRun, ProgramRun, int], None]
+# (what, the baseline's run, the candidate's, the scale s, both runs again: the gate's _confirm) in one placement
+Timed = Callable[[str, ProgramRun, ProgramRun, int, tuple[Callable[..., ProgramRun], Callable[..., ProgramRun]]], None]
 
 
 class Scaling(NamedTuple):
@@ -162,13 +162,20 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     factor = 1.0 + (1 + secrets.randbelow((1 << 20) - 1)) / (1 << 20)  # (1, 2): the largest value anywhere in its octave
 
     def run(binary: Path, limits: Limits, scale: int, at: Placement | None = None, traced: bool = False,
-            **special) -> ProgramRun:
+            fresh: tuple[int, bytes] | None = None, **special) -> ProgramRun:
         at = placement if at is None else at
-        done = run_program(binary, seed=seed, limits=base_limits if at.exact else limits, secret=secret,
+        run_seed, run_secret = fresh or (seed, secret)  # FRESH: another experiment of the same kind (run_again)
+        done = run_program(binary, seed=run_seed, limits=base_limits if at.exact else limits, secret=run_secret,
                            input_scale=scale, input_factor=factor, **at_size, **at.kwargs(), **special,
                            cupti_library=cupti_lib if traced and timed else None)
         durations.program_runs_s += done.result.wall_s
         return done
+
+    def run_again(scale: int) -> tuple[Callable[..., ProgramRun], Callable[..., ProgramRun]]:
+        """Both programs' traced runs at SCALE, in the drawn placement, to run again with a fresh seed and secret."""
+        return tuple(lambda seed, secret, binary=binary, limits=limits: run(
+            binary, limits, scale, traced=True, fresh=(seed, secret))
+            for binary, limits in ((base_bin, base_limits), (cand_bin, cand_limits)))
 
     def takes(done: ProgramRun) -> bool:
         return not run_failure(done) and done.records is not None and done.dump is not None and \
@@ -236,7 +243,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale, at, traced=at is placement)
         if at is placement and timed and not run_failure(cand):
-            timed(what, scaled, cand, scale)
+            timed(what, scaled, cand, scale, run_again(scale))
         if at is not placement and fails_with_the_baseline(cand, lambda: run(base_bin, base_limits, scale, at)):
             continue  # the placement's, not the candidate's
         if (failure := run_failure(cand)) is not None:
@@ -256,7 +263,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{where_size}{placement.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, timed only"))
         if not run_failure(cand := run(cand_bin, cand_limits, scale, traced=True)):
-            timed(what + " (timed only: the baseline's outputs do not scale there)", scaled, cand, scale)
+            timed(what + " (timed only: the baseline's outputs do not scale there)", scaled, cand, scale, run_again(scale))
     matched = True
     low, high = by_scale[0][0], by_scale[-1][0]
     if others and scales is None:

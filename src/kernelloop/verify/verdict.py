@@ -95,6 +95,7 @@ class Durations(BaseModel):
     scaled_inputs_s: float = 0.0  # of correctness_s: the scaled-input experiment (verify/magnitudes.py)
     memcheck_s: float = 0.0
     timing_s: float = 0.0
+    confirm_s: float = 0.0  # of total_s: one-run slowdowns run again before they refuse (gate._confirm)
     total_s: float = 0.0
     program_runs_s: float = 0.0  # wall time spent inside program runs
 

@@ -56,7 +56,7 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
                               cupti_lib: Path | None, used_seeds: set[int], manifest: Manifest,
                               noise_by_size: dict[tuple[int, int | None], BaselineNoise], durations: Durations,
                               nvcc: Path, say, other_sizes: list[tuple[int, int | None]],
-                              timed: Callable[[str, ProgramRun, ProgramRun], None] | None = None
+                              timed: Callable[..., None] | None = None
                               ) -> tuple[tuple[Reason, str] | None, bool]:
     """Integer inputs whose range nobody stated (`kernelloop init`'s guess, [0, 16)) drawn wider, the
     other inputs as usual; wherever the baseline takes the values (it runs clean, computes no NaN of
@@ -106,10 +106,12 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         what += where
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate, then baseline"))
 
-        def run(binary: Path, limits: Limits, placement: Placement) -> ProgramRun:
-            # traced alike, so their KERNEL_MS compare (round 234: speed on wide values is judged too)
-            done = run_program(binary, seed=seed, limits=base_limits if placement.exact else limits,
-                               cupti_library=cupti_lib, secret=secret, wide_ints=wide, size_index=size[0],
+        def run(binary: Path, limits: Limits, placement: Placement, fresh: tuple[int, bytes] | None = None) -> ProgramRun:
+            # traced alike, so their KERNEL_MS compare (round 234: speed on wide values is judged too); FRESH: another
+            # experiment of the same draw (the gate's _confirm)
+            run_seed, run_secret = fresh or (seed, secret)
+            done = run_program(binary, seed=run_seed, limits=base_limits if placement.exact else limits,
+                               cupti_library=cupti_lib, secret=run_secret, wide_ints=wide, size_index=size[0],
                                size_draw=size[1], **placement.kwargs())
             durations.program_runs_s += done.result.wall_s
             return done
@@ -135,7 +137,10 @@ def wide_integer_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="wide_ints", secret=secret.hex(),
                                   baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
         if cmp.match and timed is not None and base.kernel_ms.value and cand.kernel_ms.value:
-            timed(what, base, cand)  # its speed is judged too, its traces audited (rounds 234-235)
+            # its speed is judged too, its traces audited (rounds 234-235), both run again where it looks slow
+            timed(what, base, cand, again=(
+                lambda seed, secret: run(base_bin, base_limits, placement, (seed, secret)),
+                lambda seed, secret: run(cand_bin, cand_limits, placement, (seed, secret))))
         return None if cmp.match else "mismatch"
 
     def probe(wide: WideDraw, size: Size = (0, None)) -> bool:
