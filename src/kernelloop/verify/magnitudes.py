@@ -93,20 +93,30 @@ def output_exponents(unscaled: ProgramRun, scaled: ProgramRun) -> list[int] | No
         if before.dtype.kind != "f" and str(before.dtype) != "bfloat16":
             exponents.append(0)
             continue
-        x, y = before.astype(np.float64), after.astype(np.float64)
+        x, y = _numpy_float(before), _numpy_float(after)
         both = np.isfinite(x) & np.isfinite(y) & (x != 0) & (y != 0)
-        ratio = np.log2(np.abs(y[both]) / np.abs(x[both])) if both.any() else np.zeros(1)
+        if both.any():
+            ratio = np.abs(y[both]).astype(np.float64)  # float64 quotients, as of float64 copies of the whole
+            ratio /= np.abs(x[both])
+            np.log2(ratio, out=ratio)
+        else:
+            ratio = np.zeros(1)
         exponents.append(int(np.rint(np.median(ratio))))
     return exponents
+
+
+def _numpy_float(values: np.ndarray) -> np.ndarray:
+    """VALUES in a numpy float type, exactly: bfloat16 as float32, the others as they are."""
+    return values if values.dtype.kind == "f" else values.astype(np.float32)
 
 
 def _divided(values: np.ndarray, k: int) -> np.ndarray:
     """VALUES / 2^k, exact where the result stays normal; integers as they are."""
     if k == 0 or (values.dtype.kind != "f" and str(values.dtype) != "bfloat16"):
         return values
-    if values.dtype.kind == "f":
-        return np.ldexp(values, -k).astype(values.dtype)
-    return np.ldexp(values.astype(np.float32), -k).astype(values.dtype)
+    divided = np.ldexp(_numpy_float(values), -k).astype(values.dtype)
+    divided.flags.writeable = False  # frozen, as the dump it stands for (outputs.py keeps its floor's RMS)
+    return divided
 
 
 def rescaled(run: ProgramRun, exponents: list[int]) -> ProgramRun:
@@ -220,7 +230,7 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     # the reference run's own scale, F x 2^0, whether or not the baseline takes another: the bands skip 2^0 and
     # the plain runs have no factor, so an input's bulk with its largest value in [1, 2) met no candidate (red team
     # round 255: a sum wrong only there passed 100 of 100)
-    reference = (0, unscaled, output_exponents(unscaled, unscaled) or [])
+    reference = (0, unscaled, [0] * len(unscaled.dump or []))  # output_exponents(unscaled, unscaled): every buffer 2^0
     if not taken and scales is None:
         v.notes.append(f"inputs scaled by powers of two ({names}){where_size} were compared at 2^0 only (times "
                        f"{factor:.6g}): the baseline's outputs do not scale by a power of two with them (exp, a sum of "
@@ -238,6 +248,8 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     # packed in declaration order, in 82 % of verifications)
     runs = [(scale, scaled, exponents, at) for scale, scaled, exponents in chosen
             for at in [placement] + (other_caller_placements(placement) if scales is None else [])]
+    # each scale's baseline run divided by its powers of two, and its digest: the same in every placement
+    expected = {scale: (rescaled(scaled, exponents), output_digest(scaled)) for scale, scaled, exponents in chosen}
     for scale, scaled, exponents, at in runs:
         what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{where_size}{at.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
@@ -250,13 +262,14 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
             v.failure_excerpt = log_tail(cand.result.stderr, 12)
             return (failure[0], f"with {what} (the baseline runs on them and its outputs scale exactly): "
                                 f"{failure[1]}"), False, []
-        cmp = compare_experiment(rescaled(scaled, exponents), rescaled(cand, exponents), vs, noise)
+        baseline, baseline_sha256 = expected[scale]
+        cmp = compare_experiment(baseline, rescaled(cand, exponents), vs, noise)
         if not cmp.match:
             cmp = cmp.model_copy(update={"problem": f"with {what}, each output divided by its power of two "
                                                     f"({', '.join(f'2^{k}' for k in exponents)}): {cmp.describe()} "
                                                     "(the baseline's outputs scale exactly there)"})
         v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="scaled", secret=secret.hex(),
-                                  baseline_sha256=output_digest(scaled), candidate_sha256=output_digest(cand)))
+                                  baseline_sha256=baseline_sha256, candidate_sha256=output_digest(cand)))
         if not cmp.match:
             return None, False, []
     for scale, scaled in untaken if timed else []:  # time only: the baseline's outputs do not scale there

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import ml_dtypes
 import numpy as np
@@ -463,78 +466,257 @@ def _rms(values: np.ndarray) -> float:
     """Root mean square, scaled by the largest magnitude first so float64 squares cannot overflow."""
     if values.size == 0:
         return 0.0
-    top = max(float(np.max(np.abs(values[s:s + _CHUNK].astype(np.float64)))) for s in range(0, values.size, _CHUNK))
+    top = _largest_magnitude(values)
     if top == 0.0:
         return 0.0
     squares = 0.0
-    for s in range(0, values.size, _CHUNK):
-        z = values[s:s + _CHUNK].astype(np.float64) / top
+    scaled = np.empty(min(values.size, _CHUNK))
+    for s in range(0, values.size, _CHUNK):  # a float64 sum per chunk: the sum depends on where the chunks end
+        z = np.divide(values[s:s + _CHUNK], top, out=scaled[:min(_CHUNK, values.size - s)], dtype=np.float64)
         squares += float(np.dot(z, z))
     return top * math.sqrt(squares / values.size)
 
 
+def _largest_magnitude(values: np.ndarray) -> float:
+    """max |v| of finite values, exactly: max(v) or -min(v) for float32/float64 (no temporary); the others chunk by
+    chunk, 16-bit floats in float32 (their own max is slow), integers in float64 (|-128| is no int8)."""
+    if values.dtype in (np.float32, np.float64):
+        return float(max(np.max(values), -np.min(values)))
+    wide = np.float64 if values.dtype.kind in "iu" else np.float32
+    return max(float(np.max(np.abs(values[s:s + _CHUNK].astype(wide)))) for s in range(0, values.size, _CHUNK))
+
+
+def _frozen(array: np.ndarray) -> bool:
+    """Whether nothing writes ARRAY's values: it and every array it views are read-only, down to memory of their
+    own (the verifier never makes a read-only array writable again) or an immutable bytes object (a dump as read)."""
+    base = array
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return base is None or isinstance(base, bytes)
+
+
+class _RmsCache:
+    """The near-zero floor's RMS (two passes over a whole buffer) per baseline buffer and experiment kind: one
+    baseline run is compared with many candidate runs (every caller placement, every scale). An RMS is kept only
+    for a frozen buffer, and only while the buffer lives."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, bool], tuple[weakref.ref, float]] = {}
+
+    def get(self, buffer: np.ndarray, nonfinite_inputs: bool, compute: Callable[[], float]) -> float:
+        key = (id(buffer), nonfinite_inputs)
+        known = self._known.get(key)
+        if known is not None and known[0]() is buffer:
+            return known[1]
+        rms = compute()
+        if _frozen(buffer):
+            self._known[key] = (weakref.ref(buffer, lambda _, key=key: self._known.pop(key, None)), rms)
+        return rms
+
+
+_FLOOR_RMS = _RmsCache()
+
+# Within each _CHUNK (the unit of the bit-identical skip and of max_ulps' tie rule) the elements are evaluated
+# _BLOCK at a time, so a dozen temporaries stay in the CPU's cache; a chunk reports what it reported evaluated whole.
+_BLOCK = 1 << 16
+
+# The exponent field of a float's bits: the power of two of a normal number, as a number of that type.
+_EXPONENT_BITS = {np.dtype(np.float32): np.uint32(0x7F800000), np.dtype(np.float64): np.uint64(0x7FF0000000000000)}
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What every element of one buffer is held to, as numbers of the work type: float64 for float64 and integers;
+    float32 for float32/float16/bfloat16 (every value exact in it, and the differences that matter are far above
+    its rounding). Each operation rounds as the tolerance model's `rtol * judged + atol + noise` does."""
+
+    name: str  # the dump's dtype
+    work: type
+    exact: bool  # rtol and atol 0
+    floor: np.floating
+    rtol: np.floating
+    atol: np.floating
+    noise: np.floating
+    tiny: np.floating  # the dtype's smallest normal number (0 for integers): a flushed subnormal is no loss
+    drift: np.floating  # DRIFT.error(rtol)
+    gross: np.floating  # GROSS.error(rtol), never below `drift`
+
+    @classmethod
+    def of(cls, check: BufferCheck, floor: float, noise: float) -> _Rule:
+        name, rtol, atol = check.dtype, check.rtol, check.atol
+        work = np.float32 if name in ("float32", "float16", "bfloat16") else np.float64
+        tiny = 2.0 ** _FLOAT_FORMATS[name][1] if name in _FLOAT_FORMATS else 0.0
+        with np.errstate(over="ignore"):  # a tolerance beyond float32's range is inf in it, as before
+            return cls(name=name, work=work, exact=rtol == 0 and atol == 0, floor=work(floor), rtol=work(rtol),
+                       atol=work(atol), noise=work(noise), tiny=work(tiny), drift=work(DRIFT.error(rtol)),
+                       gross=work(GROSS.error(rtol)))
+
+
+class _Block(NamedTuple):
+    """One block of elements compared, in the work type."""
+
+    x: np.ndarray  # the baseline's values
+    y: np.ndarray  # the candidate's
+    finite: np.ndarray  # where y is finite
+    all_finite: bool
+    diff: np.ndarray  # |x - y|; integers compared exactly: at least 1 where they differ
+    mag: np.ndarray  # max(|x|, |y|)
+    judged: np.ndarray  # the magnitude the element is judged at: max(mag, floor)
+    allowed: np.ndarray  # rtol * judged + atol + noise
+    bad: np.ndarray  # y not finite, or off by more than allowed
+
+
+def _evaluate(b: np.ndarray, c: np.ndarray, rule: _Rule) -> _Block:
+    """The baseline's values B and the candidate's C compared element by element (the module docstring)."""
+    x, y = b.astype(rule.work, copy=False), c.astype(rule.work, copy=False)
+    finite = np.isfinite(y)
+    all_finite = bool(finite.all())
+    diff = np.subtract(x, y)
+    np.abs(diff, out=diff)
+    mag = np.abs(x)
+    np.maximum(mag, np.abs(y), out=mag)
+    judged = np.maximum(mag, rule.floor)
+    allowed = judged * rule.rtol
+    allowed += rule.atol
+    allowed += rule.noise
+    bad = np.less_equal(diff, allowed)
+    np.logical_not(bad, out=bad)  # NaN is never within
+    if not all_finite:
+        bad |= ~finite
+    if rule.exact and rule.name not in _FLOAT_FORMATS:
+        bad = b != c  # exact in the integers themselves (64-bit beyond 2^53 included)
+        diff = np.where(bad & (diff == 0), 1.0, diff)  # at least one unit where they differ
+    return _Block(x, y, finite, all_finite, diff, mag, judged, allowed, bad)
+
+
+def _worst_ratio(block: _Block) -> float:
+    """The block's largest error / allowance: inf where the candidate is not finite or errs where nothing is
+    allowed; NaN where an error and its allowance are both infinite, as np.max has it."""
+    if block.all_finite and np.min(block.allowed) > 0:
+        return float(np.max(block.diff / block.allowed))
+    allowed, diff = block.allowed, block.diff
+    ratio = np.where(allowed > 0, diff / np.where(allowed > 0, allowed, 1), np.where(diff > 0, np.inf, 0.0))
+    ratio[~block.finite] = np.inf
+    return float(np.max(ratio))
+
+
+def _judged_ulp(judged: np.ndarray, name: str) -> np.ndarray:
+    """_ulp(judged, name), read off the exponent bits: a judged magnitude is at least the floor, so never below the
+    dtype's smallest normal number, and its ulp is 2^(its exponent - the dtype's mantissa bits), exactly."""
+    if name not in _FLOAT_FORMATS:
+        return _ulp(judged, name)
+    mask = _EXPONENT_BITS[judged.dtype]
+    ulp = (judged.view(mask.dtype) & mask).view(judged.dtype)
+    ulp *= 2.0 ** -_FLOAT_FORMATS[name][0]
+    return ulp
+
+
+def _finite_extremes(block: _Block, rule: _Rule) -> tuple[float, float, tuple[float, float]] | None:
+    """Over the elements the candidate holds finite: (the largest relative error, the largest absolute error, and
+    (ulps, allowed ulps) at the first largest error in ulps); None where it holds none."""
+    diff, mag, judged, allowed = block.diff, block.mag, block.judged, block.allowed
+    if not block.all_finite:
+        finite = np.flatnonzero(block.finite)
+        if not finite.size:
+            return None
+        diff, mag, judged, allowed = diff[finite], mag[finite], judged[finite], allowed[finite]
+    # 0 / 0 (both values zero, no error) is NaN, which fmax passes over; every other quotient is a number
+    worst_rel = float(np.fmax.reduce(diff / mag))
+    ulp = _judged_ulp(judged, rule.name)
+    ulps = diff / ulp
+    j = int(np.argmax(ulps))
+    return (0.0 if math.isnan(worst_rel) else worst_rel), float(np.max(diff)), \
+        (float(ulps[j]), float(allowed[j] / ulp[j]))
+
+
+def _leaning(block: _Block, rule: _Rule) -> tuple[int, int]:
+    """(floored, drifted): elements within the allowance only thanks to the floor, off at their own magnitude by
+    over GROSS.error(rtol) and DRIFT.error(rtol) of it (plus the smallest normal number). The gross bound is never
+    below the drift bound, so the floored are found among the few drifted."""
+    bound = block.mag * rule.drift
+    bound += rule.atol
+    bound += rule.noise
+    bound += rule.tiny
+    within = np.less_equal(block.diff, bound)
+    within |= block.bad  # a bad element is counted as bad only
+    drifted = np.flatnonzero(~within)
+    if not drifted.size:
+        return 0, 0
+    gross = block.mag[drifted] * rule.gross + rule.atol + rule.noise + rule.tiny
+    return int(np.count_nonzero(~(block.diff[drifted] <= gross))), int(drifted.size)
+
+
+def _mismatch(block: _Block, i: int, index: int, rule: _Rule) -> Mismatch:
+    """Element I of the block, element INDEX of the dump."""
+    rel = ulps = math.inf
+    if block.finite[i]:
+        diff, mag = block.diff[i], block.mag[i]
+        rel = float(diff / mag) if mag > 0 else 0.0
+        ulps = float(diff / _judged_ulp(block.judged[i:i + 1], rule.name)[0])
+    return Mismatch(index=index, baseline=float(block.x[i]), candidate=float(block.y[i]), rel_error=rel,
+                    allowed=float(block.allowed[i]), ulps=ulps)
+
+
+def _note_mismatches(block: _Block, rule: _Rule, start: int, keep: int, mismatches: list[Mismatch]) -> int:
+    """How many of the block's elements are bad; the first of them appended to MISMATCHES while it holds fewer
+    than KEEP (START: the block's first element in the dump)."""
+    count = int(np.count_nonzero(block.bad))
+    room = keep - len(mismatches)
+    if count and room > 0:
+        for i in np.flatnonzero(block.bad)[:room]:
+            mismatches.append(_mismatch(block, int(i), start + int(i), rule))
+    return count
+
+
+def _bit_identical(b: np.ndarray, c: np.ndarray) -> bool:
+    """Whether B and C (unsigned integer views) hold the same values. Where they differ they mostly differ in their
+    first block already: it is looked at first, alone."""
+    return np.array_equal(b[:_BLOCK], c[:_BLOCK]) and np.array_equal(b[_BLOCK:], c[_BLOCK:])
+
+
 def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: int, keep: int,
                     mismatches: list[Mismatch], noise: float = 0.0,
-                    floor_from: np.ndarray | None = None) -> tuple[float, bool]:
+                    floor_rms: Callable[[], float] | None = None) -> tuple[float, bool]:
     """Fills `check` and appends up to `keep` mismatches; returns (max rel error, candidate finite).
-    The near-zero floor is the RMS of `floor_from` (default: the baseline's values)."""
-    name, rtol, atol = check.dtype, check.rtol, check.atol
-    is_float = name in _FLOAT_FORMATS
-    exact = rtol == 0 and atol == 0
-    # float64 work for float64 and integers; float32 for float32/float16/bfloat16 (every value
-    # exact in it, and the differences that matter are far above its rounding)
-    work = np.float32 if name in ("float32", "float16", "bfloat16") else np.float64
+    The near-zero floor is the RMS `floor_rms` gives (default: the baseline's values'), asked for once a chunk
+    differs."""
+    name = check.dtype
     bits = np.dtype(f"u{b.dtype.itemsize}")
-    floor: float | None = None
+    rule: _Rule | None = None
     worst_rel, all_finite = 0.0, True
     for s in range(0, b.size, _CHUNK):
         bc, cc = b[s:s + _CHUNK], c[s:s + _CHUNK]
-        if np.array_equal(bc.view(bits), cc.view(bits)):
+        if _bit_identical(bc.view(bits), cc.view(bits)):
             continue  # bit-identical (the baseline's finiteness was checked before)
-        if floor is None:
-            floor = _rms(b if floor_from is None else floor_from)
-            if is_float:
+        if rule is None:
+            floor = floor_rms() if floor_rms is not None else _rms(b)
+            if name in _FLOAT_FORMATS:
                 floor = max(floor, 2.0 ** _FLOAT_FORMATS[name][1])
             check.floor = floor
-        x, y = bc.astype(work), cc.astype(work)
+            rule = _Rule.of(check, floor, noise)
+        ratios: list[float] = []
+        top: tuple[float, float] | None = None  # (ulps, allowed ulps) at the chunk's first largest error in ulps
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            finite = np.isfinite(y)
-            diff = np.abs(x - y)
-            mag = np.maximum(np.abs(x), np.abs(y))
-            judged = np.maximum(mag, work(floor))  # the magnitude the value is judged at
-            allowed = rtol * judged + atol + work(noise)
-            bad = ~finite | ~(diff <= allowed)
-            # grossly wrong at their own magnitude (see GROSS), beyond the smallest normal number
-            # (a flushed subnormal is no loss)
-            tiny = work(2.0 ** _FLOAT_FORMATS[name][1]) if is_float else work(0)
-            floored = finite & ~bad & ~(diff <= GROSS.error(rtol) * mag + atol + work(noise) + tiny)
-            drifted = finite & ~bad & ~(diff <= DRIFT.error(rtol) * mag + atol + work(noise) + tiny)
-            if exact and not is_float:
-                bad = bc != cc  # exact in the integers themselves (64-bit beyond 2^53 included)
-                diff = np.where(bad & (diff == 0), 1.0, diff)  # at least one unit where they differ
-            ratio = np.where(allowed > 0, diff / np.where(allowed > 0, allowed, 1), np.where(diff > 0, np.inf, 0.0))
-            ratio[~finite] = np.inf
-            rel = np.where(mag > 0, diff / np.where(mag > 0, mag, 1), 0.0)
-            ulp = _ulp(judged, name)
-            ulps = diff / ulp
-        all_finite &= bool(finite.all())
-        check.worst_ratio = max(check.worst_ratio, float(np.max(ratio)))
-        if finite.any():
-            fin = np.flatnonzero(finite)
-            worst_rel = max(worst_rel, float(np.max(rel[fin])))
-            check.max_abs_error = max(check.max_abs_error, float(np.max(diff[fin])))
-            j = fin[int(np.argmax(ulps[fin]))]
-            if float(ulps[j]) >= check.max_ulps:
-                check.max_ulps, check.allowed_ulps = float(ulps[j]), float(allowed[j] / ulp[j])
-        if not exact:
-            check.floored += int(np.count_nonzero(floored))
-            check.drifted += int(np.count_nonzero(drifted))
-        bad_at = np.flatnonzero(bad)
-        check.mismatches += int(bad_at.size)
-        for i in bad_at[: max(0, keep - len(mismatches))]:
-            mismatches.append(Mismatch(index=offset + s + int(i), baseline=float(x[i]), candidate=float(y[i]),
-                                       rel_error=float(rel[i]) if finite[i] else math.inf,
-                                       allowed=float(allowed[i]), ulps=float(ulps[i]) if finite[i] else math.inf))
+            for t in range(0, bc.size, _BLOCK):
+                block = _evaluate(bc[t:t + _BLOCK], cc[t:t + _BLOCK], rule)
+                all_finite &= block.all_finite
+                ratios.append(_worst_ratio(block))
+                if (extremes := _finite_extremes(block, rule)) is not None:
+                    rel, abs_error, ulps = extremes
+                    worst_rel = max(worst_rel, rel)
+                    check.max_abs_error = max(check.max_abs_error, abs_error)
+                    if top is None or ulps[0] > top[0]:
+                        top = ulps
+                if not rule.exact:
+                    floored, drifted = _leaning(block, rule)
+                    check.floored += floored
+                    check.drifted += drifted
+                check.mismatches += _note_mismatches(block, rule, offset + s + t, keep, mismatches)
+        check.worst_ratio = max(check.worst_ratio, float(np.max(ratios)))  # NaN-propagating, as over the chunk whole
+        if top is not None and top[0] >= check.max_ulps:  # an equal in a later chunk takes over
+            check.max_ulps, check.allowed_ulps = top
     return worst_rel, all_finite
 
 
@@ -542,6 +724,24 @@ def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: in
 # out of a buffer's near-zero floor; the stresses' own large values (spikes of |v| x 2^16, their
 # squares) stay far below it.
 NONFINITE_FLOOR_LIMIT = 2.0 ** 64
+
+
+def _floor_source(compared: np.ndarray, name: str, nonfinite_inputs: bool) -> np.ndarray:
+    """The values the near-zero floor is the RMS of: the baseline's compared (finite) values."""
+    if not (nonfinite_inputs and name in _FLOAT_FORMATS):
+        return compared
+    # A value the baseline made of an infinity (+-FLT_MAX from a nan_to_num) is no scale for
+    # the rest: in the RMS it would lift the floor to ~FLT_MAX / sqrt(n) (red team round 47).
+    exact = compared if compared.dtype in (np.float32, np.float64) else compared.astype(np.float32)
+    big = np.abs(exact) > NONFINITE_FLOOR_LIMIT  # 2^64: exact in float32 as in float64
+    return compared[~big] if big.any() else compared
+
+
+def _floor_rms(original: np.ndarray, compared: np.ndarray, name: str, nonfinite_inputs: bool) -> Callable[[], float]:
+    """The near-zero floor's RMS for the baseline buffer ORIGINAL (its finite values: COMPARED), for _compare_buffer
+    to ask for where the candidate differs: computed once per frozen buffer (_RmsCache)."""
+    return lambda: _FLOOR_RMS.get(original, nonfinite_inputs,
+                                  lambda: _rms(_floor_source(compared, name, nonfinite_inputs)))
 
 
 def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, tolerance: Tolerance | None = None,
@@ -572,10 +772,10 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
     mismatches: list[Mismatch] = []
     offset = 0
     skipped = 0
-    for n, (b, c, name) in enumerate(zip(baseline, candidate, dtypes)):
-        b, c = np.ascontiguousarray(b).reshape(-1), np.ascontiguousarray(c).reshape(-1)
+    for n, (original, c, name) in enumerate(zip(baseline, candidate, dtypes)):
+        b, c = np.ascontiguousarray(original).reshape(-1), np.ascontiguousarray(c).reshape(-1)
         whole_size = b.size
-        where: np.ndarray | None = None  # the compared elements' indices, when not all are
+        compared: np.ndarray | None = None  # a mask of the compared elements, when not all are
         infinities: list[Mismatch] = []
         if name in _FLOAT_FORMATS and not all(np.isfinite(b[s:s + _CHUNK]).all() for s in range(0, b.size, _CHUNK)):
             special = ~np.isfinite(b)
@@ -591,23 +791,19 @@ def compare_dumps(baseline: list[np.ndarray], candidate: list[np.ndarray], *, to
                                        rel_error=math.inf, allowed=0.0, ulps=math.inf) for i in wrong]
             else:
                 skipped += int(np.count_nonzero(special))
-            where = np.flatnonzero(~special)
-            b, c = b[where], c[where]
-        floor_from = None
-        if nonfinite_inputs and name in _FLOAT_FORMATS:
-            # A value the baseline made of an infinity (+-FLT_MAX from a nan_to_num) is no scale for
-            # the rest: in the RMS it would lift the floor to ~FLT_MAX / sqrt(n) (red team round 47).
-            with np.errstate(over="ignore", invalid="ignore"):
-                floor_from = b[np.abs(b.astype(np.float64)) <= NONFINITE_FLOOR_LIMIT]
+            compared = ~special
+            b, c = b[compared], c[compared]
         output = names[n] if names is not None and n < len(names) else None
         r, a = tol.for_dtype(name, output)
         check = BufferCheck(what=f"buffer {n}", dtype=name, count=b.size, rtol=r, atol=a, output=output,
                             override=tol.overrides(output))
         found: list[Mismatch] = []
         rel, finite = _compare_buffer(b, c, check, 0, keep, found,
-                                      tol.scale * (noise[n] if noise and n < len(noise) else 0.0), floor_from)
+                                      tol.scale * (noise[n] if noise and n < len(noise) else 0.0),
+                                      _floor_rms(original, b, name, nonfinite_inputs))
+        positions = np.flatnonzero(compared) if compared is not None and found else None
         for m in found[:max(0, keep - len(mismatches))]:  # indices into the whole buffer, and the whole dump
-            m.index = offset + (int(where[m.index]) if where is not None else m.index)
+            m.index = offset + (int(positions[m.index]) if positions is not None else m.index)
             mismatches.append(m)
         if infinities:
             check.mismatches += len(infinities)

@@ -235,5 +235,5 @@ def output_digest(run: ProgramRun) -> str:
     digest = hashlib.sha256(run.result.stdout.encode("utf-8", "surrogateescape"))
     for array in run.dump or []:
         digest.update(f"\n{array.dtype.str} {array.shape}\n".encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8))  # its bytes where they lie, no copy
     return digest.hexdigest()

@@ -82,7 +82,7 @@ def special_value_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                                             lambda done: not run_failure(done))
         if run_failure(base):
             return "fails", None, True
-        expected = divided(base)
+        expected, base_sha256 = divided(base), output_digest(base)  # the same in every placement
         # the candidate where the draw put its buffers, then in every other caller placement against the same
         # baseline run (its results do not depend on where its buffers lie: it reads nothing past them)
         for at in [placement] + (other_caller_placements(placement) if whole else []):
@@ -101,7 +101,7 @@ def special_value_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_l
                     "the baseline's output stays finite; --allow-nonfinite-differences if your inputs never hold "
                     "NaN or inf)"})
             v.checks.append(SeedCheck(seed=seed, comparison=cmp, phase="nonfinite", secret=secret.hex(),
-                                      baseline_sha256=output_digest(base), candidate_sha256=output_digest(cand)))
+                                      baseline_sha256=base_sha256, candidate_sha256=output_digest(cand)))
             if not cmp.match:
                 return None, None, False
         masked = outputs_all_nonfinite(base.records) if base.records is not None else []
