@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from kernelloop.tools.sandbox import IsolationReport, RunResult, _status_field
+from kernelloop.tools.sandbox import IsolationReport, RunResult, _alive, _status_field
 from kernelloop.verify import outputs
 from kernelloop.verify.outputs import _BLOCK, _CHUNK, _judged_ulp, _ulp, compare_dumps, parse_kernel_ms
 from kernelloop.verify.program_run import ProgramRun, output_digest
@@ -78,3 +78,28 @@ def test_a_status_line_is_read_whatever_the_process_name():
     assert _status_field(status, b"Uid").split()[0] == b"61001"  # the name's escaped newline forges nothing
     assert _status_field(status, b"State").strip().startswith(b"Z")
     assert _status_field(status, b"Groups") == b""
+
+
+def test_a_read_only_array_with_a_writable_alias_gets_no_kept_floor():
+    # red team round 259: a read-only array owning its memory was taken as frozen, and a writable alias made before
+    # its flag was cleared changed it under a kept floor (10 values flushed to zero matched)
+    values = np.random.default_rng(5).standard_normal(_BLOCK).astype(np.float32)
+    owner = values.copy()
+    alias = owner.view()
+    owner.flags.writeable = False
+    assert not outputs._frozen(owner)
+    assert outputs._frozen(outputs.frozen(values.copy())) and outputs._frozen(frozen(values))
+    cand = owner * np.float32(1 + 1e-7)
+    compare_dumps([owner], [cand])
+    alias[:] *= 1e-6  # the baseline's values moved: the floor must move with them
+    cand = np.array(owner)
+    cand[:10] = 0
+    assert compare_dumps([owner], [cand]).match == compare_dumps([np.array(owner)], [cand]).match
+
+
+def test_a_zombie_leader_with_live_threads_is_alive():
+    # red team round 259: a main thread's exit(2) beside a running thread shows State Z; the process still runs
+    status = b"Name:\tghost\nState:\tZ (zombie)\nTgid:\t7\nUid:\t61001\t61001\t61001\t61001\nThreads:\t2\n"
+    assert _alive(status)
+    assert not _alive(status.replace(b"Threads:\t2", b"Threads:\t1"))
+    assert _alive(status.replace(b"Z (zombie)", b"S (sleeping)"))

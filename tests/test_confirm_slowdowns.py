@@ -233,3 +233,34 @@ def test_the_means_noise_narrows_with_the_runs_each_member_averages():
     four_runs = gate._mean_noise_limit(1.0, 0.1, [1] * 25, [4] * 25)
     assert math.isclose(math.log(four_runs), math.log(one_run) / 2, rel_tol=1e-9)
     assert gate._mean_noise_limit(1.0, 0.1, [1] * 25, [1] * 25) == one_run
+
+
+def test_the_pooled_noise_narrows_a_limit_and_never_widens_it():
+    # red team round 259: re-runs draw fresh inputs, and a baseline whose time follows its inputs showed a spread
+    # that a pair's ratio cancels: 1.15x slower everywhere passed 69 % at five members
+    sizes = [gate.OtherSize(label=f"size {k}", baseline_ms=1.0, candidate_ms=1.0, baseline_spread=0.03,
+                            run_ratios=[1.0] * 4, baseline_runs=[1.0, 1.3, 0.8, 1.2]) for k in range(5)]
+    first_look = 0.03 / gate.MEDIAN_SPREAD_SIGMAS
+    assert gate._other_sizes_sigma(sizes) == first_look
+    for size in sizes:
+        size.baseline_runs = [1.0, 1.001, 0.999, 1.0]
+    assert gate._other_sizes_sigma(sizes) < first_look / 10
+
+
+def test_caller_layouts_confirm_the_members_of_their_mean():
+    # red team round 259: an unclear mean re-ran the default-size layouts (in no mean) and none of the guarded sizes
+    guarded = [gate.OtherSize(label=f"size {k}", baseline_ms=1.0, candidate_ms=1.09, baseline_spread=0.05,
+                              size_key=(-1, k)).retimed_by(Experiment(1.0)) for k in range(3)]
+    at_default = Experiment(0.2)
+    layouts = [gate.LayoutTime(aligned=True, size=gate.OtherSize(
+        label=f"layout {k}", baseline_ms=1.0, candidate_ms=0.2).retimed_by(at_default)) for k in range(4)]
+    elsewhere = Experiment(1.0)
+    layouts += [gate.LayoutTime(aligned=True, default_size=False, size_key=(-1, k), size=gate.OtherSize(
+        label=f"layout at size {k}", baseline_ms=1.0, candidate_ms=1.09).retimed_by(elsewhere)) for k in range(3)]
+    v, reasons = verdict(), []
+    gate._judged_with_confirmation(v, reasons, "caller layouts", lambda: gate._speed_in_caller_layouts(
+        v, layouts, reasons, guarded), [layout.size for layout in layouts], Durations(), lambda p: None)
+    assert not at_default.orders and len(elsewhere.orders) == 9
+    assert all(size.confirmed_runs == 3 for size in guarded)
+    row = next(g for g in v.gates if g.gate == "caller layouts")
+    assert row.status == "pass" and not reasons, row.detail

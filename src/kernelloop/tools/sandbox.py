@@ -228,10 +228,22 @@ def _processes_of(uid: int) -> list[int]:
             real_uid = int(_status_field(status, b"Uid").split()[0])
         except (OSError, ValueError, IndexError):
             continue
-        # Zombies are already dead (an init that does not reap leaves them); skip them.
-        if real_uid == uid and not _status_field(status, b"State").strip().startswith(b"Z"):
+        if real_uid == uid and _alive(status):
             pids.append(int(name))
     return pids
+
+
+def _alive(status: bytes) -> bool:
+    """Whether a /proc/PID/status is of a process that still runs: not a zombie, or a zombie thread-group leader whose
+    other threads still run (red team round 259: a main thread that called exit(2) beside a live thread shows state
+    Z, and the process it leads outlived every sweep; SIGKILL to the leader's pid kills the whole group). A plain
+    zombie is already dead (an init that does not reap leaves them)."""
+    if not _status_field(status, b"State").strip().startswith(b"Z"):
+        return True
+    try:
+        return int(_status_field(status, b"Threads").strip() or b"1") > 1
+    except ValueError:
+        return True  # unreadable: counted as alive, so it is killed
 
 
 def _read_status(pid: str) -> bytes:

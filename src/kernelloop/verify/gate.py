@@ -1279,7 +1279,12 @@ def _audit_each(v: Verdict, runs: list[OtherSize], reasons: list[Reason], gate: 
 class SpeedJudgement(NamedTuple):
     """A speed gate's result for _judged_with_confirmation."""
     over: list[OtherSize]  # the pairs over their own limit
-    by_noise: bool = False  # passed, but a mean over its policy's limit passed only on its noise allowance
+    unclear: list[OtherSize] = []  # the members of each mean not clear of its policy's limit (_clear_of_policy)
+
+    @property
+    def by_noise(self) -> bool:
+        """Whether a mean was not clear of its policy's limit: its members are confirmed before the gate passes."""
+        return bool(self.unclear)
 
 
 def _confirm(v: Verdict, draws: list[OtherSize], reasons: list[Reason], gate: GateName) -> bool:
@@ -1330,7 +1335,10 @@ def _judged_with_confirmation(v: Verdict, reasons: list[Reason], gate: GateName,
     if not failed and not judged.by_noise:
         return
     cap = v.settings.confirm_draws
-    candidates = [d for d in draws if d.can_retime()]
+    # where it failed, its pairs; where it passed on a mean's noise allowance, that mean's members only (red team
+    # round 259: a lone smallest draw's unclear mean re-ran up to 24 members three times; the caller layouts re-ran
+    # their default-size runs, which are in no mean, and none of the guarded sizes that are)
+    candidates = [d for d in (draws if failed else judged.unclear) if d.can_retime()]
     slowest = sorted((d for d in judged.over if d.can_retime()), key=lambda d: -d.ratio()[0])[:cap]
     sampled = [candidates[i] for i in _secret_sample(len(candidates), cap)]
     chosen = list({id(d): d for d in slowest + sampled}.values())
@@ -1389,11 +1397,10 @@ def _other_sizes_sigma(sizes: list[OtherSize], smallest: bool = False) -> float:
     the baseline's spreads there, in sigmas (_other_sizes_mean_limit), or once members are confirmed, their
     baseline's runs pooled (_pooled_sigma)."""
     members = [s for s in sizes if s.launch_bound()] if smallest else [s for s in sizes if not s.smallest]
-    pooled = _pooled_sigma(members)
-    if pooled is not None:
-        return pooled
     spreads = _member_spreads(sizes, smallest)
-    return (statistics.median(spreads) if spreads else 0.0) / MEDIAN_SPREAD_SIGMAS
+    first_look = (statistics.median(spreads) if spreads else 0.0) / MEDIAN_SPREAD_SIGMAS
+    pooled = _pooled_sigma(members)
+    return first_look if pooled is None else min(first_look, pooled)
 
 
 POOLED_SIGMA_MEMBERS = 3  # confirmed members needed before their baseline runs replace the first runs' noise estimate
@@ -1403,7 +1410,9 @@ def _pooled_sigma(members: list[OtherSize]) -> float | None:
     """A ratio's log noise per run from the baseline's own runs of confirmed MEMBERS (each one experiment made
     1 + confirm_runs times: their variance pooled, times two for a ratio of two runs); None where fewer than
     POOLED_SIGMA_MEMBERS were confirmed. Round 258: the median of five one-pair spreads, never measured again, kept
-    a small gate's limit as wide as its first draw of noise made it."""
+    a small gate's limit as wide as its first draw of noise made it. It only narrows the first look's estimate, never
+    widens it (round 259): its runs draw fresh inputs, so a baseline whose time follows its inputs shows a spread
+    that a pair's ratio, both programs on one seed, cancels (1.15x slower everywhere passed 69 % at five members)."""
     variances = [statistics.variance([math.log(b) for b in m.baseline_runs]) for m in members
                  if len(m.baseline_runs) >= 3 and min(m.baseline_runs) > 0]
     if len(variances) < POOLED_SIGMA_MEMBERS:
@@ -1491,12 +1500,14 @@ def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reas
              else "") +
             (f"; {least_mean:.2f}x at the smallest together, at most {least_limit:.2f}x" if regression is None
              and least else "") + ")")))
-    by_noise = regression is None and (
-        len(together) > 1 and not _clear_of_policy(mean, OTHER_SIZES_MEAN_SLOWDOWN, _other_sizes_sigma(sizes),
-                                                   [size.averaged_runs() for size in members]) or
-        bool(least) and not _clear_of_policy(least_mean, OTHER_SIZES_MEAN_SLOWDOWN, _other_sizes_sigma(sizes, True),
-                                             [size.averaged_runs() for size in least_members]))
-    return SpeedJudgement([size for size, (_, ratio, _, limit) in zip(sizes, ratios) if ratio > limit], by_noise)
+    unclear = [] if regression is not None else (
+        (members if len(together) > 1 and not _clear_of_policy(
+            mean, OTHER_SIZES_MEAN_SLOWDOWN, _other_sizes_sigma(sizes), [size.averaged_runs() for size in members])
+         else []) +
+        (least_members if least and not _clear_of_policy(
+            least_mean, OTHER_SIZES_MEAN_SLOWDOWN, _other_sizes_sigma(sizes, True),
+            [size.averaged_runs() for size in least_members]) else []))
+    return SpeedJudgement([size for size, (_, ratio, _, limit) in zip(sizes, ratios) if ratio > limit], unclear)
 
 
 # The timing pairs draw a guessed integer input from init's [0, 16), as every timed run does: a candidate
@@ -1583,7 +1594,7 @@ def _speed_on_other_values(v: Verdict, draws: list[OtherSize], reasons: list[Rea
         min(WIDER_VALUES_MEAN_SLOWDOWN, 1 + max(2 * regression, 0.05))
     members = groups.get(group, timed)
     pooled = _pooled_sigma(members)  # once its members are confirmed, their baseline runs' noise (round 258)
-    mean_sigma = pooled if pooled is not None else math.sqrt(2) * sigma
+    mean_sigma = math.sqrt(2) * sigma if pooled is None else min(math.sqrt(2) * sigma, pooled)
     mean_limit = min(WIDER_VALUES_NOISE_CAP, _mean_noise_limit(
         policy, mean_sigma, [1] * len(members), [d.averaged_runs() for d in members]))
     sources = sorted({s for _, _, s in ratios})
@@ -1596,7 +1607,8 @@ def _speed_on_other_values(v: Verdict, draws: list[OtherSize], reasons: list[Rea
     else:
         v.gates.append(GateResult(gate=gate, status="pass", detail=said))
     return SpeedJudgement([draw for draw, (_, ratio, _) in zip(timed, ratios) if ratio > draw_limit],
-                          not _clear_of_policy(mean, policy, mean_sigma, [d.averaged_runs() for d in members]))
+                          [] if _clear_of_policy(mean, policy, mean_sigma, [d.averaged_runs() for d in members])
+                          else members)
 
 
 def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, baseline_name: str, manifest: Manifest,
@@ -1844,9 +1856,11 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
     mean_limit = _other_sizes_mean_limit(list(at_size.values()), runs=[runs[k] for k, r in slowest.items() if r > 0],
                                          averaged=[averaged[k] for k, r in slowest.items() if r > 0])
     mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else 1.0
-    by_noise = len(ratios) > 1 and not _clear_of_policy(
-        mean, OTHER_SIZES_MEAN_SLOWDOWN, _other_sizes_sigma(list(at_size.values())),
-        [averaged[k] for k, r in slowest.items() if r > 0])
+    # the mean's members: the guarded run at each other size and the layouts there (not those at the default size)
+    unclear = [*at_size.values(), *(layout.size for layout, _, _ in timed if not layout.default_size)] \
+        if len(ratios) > 1 and not _clear_of_policy(
+            mean, OTHER_SIZES_MEAN_SLOWDOWN, _other_sizes_sigma(list(at_size.values())),
+            [averaged[k] for k, r in slowest.items() if r > 0]) else []
     if len(ratios) > 1 and mean > mean_limit:
         reasons.append(Reason.not_faster)
         v.gates.append(GateResult(gate="caller layouts", status="fail", detail=(
@@ -1857,7 +1871,7 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
     speedups = [(layout, 1 / r, source) for layout, r, source in timed if layout.default_size and r > 0]
     if not speedups:
         v.gates.append(GateResult(gate="caller layouts", status="skipped", detail="no layout run reported a time"))
-        return SpeedJudgement([], by_noise)
+        return SpeedJudgement([], unclear)
     aligned_bar = max(1 + (v.speed.threshold - 1) / 4, v.speed.speedup / CALLER_LAYOUT_SHORTFALL / CALLER_LAYOUT_NOISE)
     aligned = [(layout, r) for layout, r, _ in speedups if layout.aligned]
     usual = min(aligned, key=lambda x: x[1]) if aligned else None
@@ -1881,7 +1895,7 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
             f"{said}; at least {aligned_bar:.2f}x needed in every aligned layout, "
             f"{1 / CALLER_LAYOUT_NOISE:.2f}x in every other")))
     return SpeedJudgement([layout.size for layout, r, _ in speedups if r < 1 / CALLER_LAYOUT_NOISE or
-                           (layout.aligned and r < aligned_bar)], by_noise)
+                           (layout.aligned and r < aligned_bar)], unclear)
 
 
 # The caller-layout experiments: None, the buffers where cudaMalloc puts them; else (offsets, reversed),

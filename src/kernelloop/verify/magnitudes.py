@@ -36,6 +36,7 @@ from .comparing import (
     run_failure,
 )
 from .experiment import outputs_computing_nan
+from .outputs import frozen
 from .program_run import ProgramRun, output_digest, run_program
 from .placement import GUARDED, Placement, drawn_placement, other_caller_placements, fails_with_the_baseline
 from .records import Manifest, Sample
@@ -114,9 +115,7 @@ def _divided(values: np.ndarray, k: int) -> np.ndarray:
     """VALUES / 2^k, exact where the result stays normal; integers as they are."""
     if k == 0 or (values.dtype.kind != "f" and str(values.dtype) != "bfloat16"):
         return values
-    divided = np.ldexp(_numpy_float(values), -k).astype(values.dtype)
-    divided.flags.writeable = False  # frozen, as the dump it stands for (outputs.py keeps its floor's RMS)
-    return divided
+    return frozen(np.ldexp(_numpy_float(values), -k).astype(values.dtype))  # as the dump it stands for
 
 
 def rescaled(run: ProgramRun, exponents: list[int]) -> ProgramRun:
@@ -248,9 +247,12 @@ def scaled_input_experiments(v: Verdict, base_bin: Path, cand_bin: Path, base_li
     # packed in declaration order, in 82 % of verifications)
     runs = [(scale, scaled, exponents, at) for scale, scaled, exponents in chosen
             for at in [placement] + (other_caller_placements(placement) if scales is None else [])]
-    # each scale's baseline run divided by its powers of two, and its digest: the same in every placement
-    expected = {scale: (rescaled(scaled, exponents), output_digest(scaled)) for scale, scaled, exponents in chosen}
+    # each scale's baseline run divided by its powers of two, and its digest: the same in every placement, made once
+    # per scale (the runs go scale by scale) and only the latest kept, so that no more than one rescaled dump lives
+    expected: dict[int, tuple[ProgramRun, str]] = {}
     for scale, scaled, exponents, at in runs:
+        if scale not in expected:
+            expected = {scale: (rescaled(scaled, exponents), output_digest(scaled))}
         what = f"every floating-point input ({names}) times {factor:.6g} x 2^{scale}{where_size}{at.words()}"
         say(Progress(stage="correctness", message=f"seed {seed} with {what}: candidate"))
         cand = run(cand_bin, cand_limits, scale, at, traced=at is placement)

@@ -486,15 +486,31 @@ def _largest_magnitude(values: np.ndarray) -> float:
     return max(float(np.max(np.abs(values[s:s + _CHUNK].astype(wide)))) for s in range(0, values.size, _CHUNK))
 
 
+_FROZEN_HERE: dict[int, weakref.ref] = {}  # arrays frozen() made, by id, while they live (arrays are not hashable)
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """ARRAY, fresh and not shared, made read-only and known to nothing else as writable: the floor's RMS may be kept
+    for it as for a dump as read."""
+    array.flags.writeable = False
+    key = id(array)
+    _FROZEN_HERE[key] = weakref.ref(array, lambda _, key=key: _FROZEN_HERE.pop(key, None))
+    return array
+
+
 def _frozen(array: np.ndarray) -> bool:
-    """Whether nothing writes ARRAY's values: it and every array it views are read-only, down to memory of their
-    own (the verifier never makes a read-only array writable again) or an immutable bytes object (a dump as read)."""
+    """Whether nothing writes ARRAY's values: it and every array it views are read-only, down to an immutable bytes
+    object (a dump as read) or an array frozen() made. Not any read-only array owning its memory: a writable alias
+    made before its flag was cleared could still change it (red team round 259)."""
     base = array
     while isinstance(base, np.ndarray):
         if base.flags.writeable:
             return False
+        known = _FROZEN_HERE.get(id(base))
+        if known is not None and known() is base:
+            return True
         base = base.base
-    return base is None or isinstance(base, bytes)
+    return isinstance(base, bytes)
 
 
 class _RmsCache:
