@@ -284,3 +284,30 @@ def test_a_gate_still_failing_after_confirmation_confirms_the_rest_in_another_ro
     row, reasons = magnitudes(verdict(confirm_draws=2), draws)
     assert all(d.confirmed_runs for d in draws[:3])
     assert row.status == "pass" and not reasons, row.detail
+
+
+def test_a_confirmation_that_breaks_off_leaves_the_judgement_standing():
+    # red team round 261: the gate's rows and reasons were deleted before confirming, and an exception there left
+    # a verdict with neither
+    class Broken(Experiment):
+        def __call__(self):
+            raise OSError("the sandbox's work directory vanished")
+    draws = [pair(0, 1.5, Broken(0.9))] + [pair(k, 0.9, Experiment(0.9)) for k in range(1, 4)]
+    v, reasons = verdict(), []
+    try:
+        gate._judged_with_confirmation(v, reasons, "other magnitudes", lambda: gate._speed_on_other_values(
+            v, draws, reasons, None, "other magnitudes"), draws, Durations(), lambda p: None)
+    except OSError:
+        pass
+    assert reasons == [Reason.not_faster] and [g.status for g in v.gates] == ["fail"]
+
+
+def test_an_unclear_mean_confirms_all_its_members_whatever_confirm_draws():
+    # red team round 261: past twice confirm_draws, the last look passed an unclear mean on unconfirmed members
+    experiments = [Experiment(1.13, seed=k) for k in range(30)]
+    draws = [pair(k, 1.09, e, magnitude=1) for k, e in enumerate(experiments)]
+    v = verdict(confirm_draws=4)
+    v.speed.baseline.relative_iqr = 0.08
+    row, reasons = magnitudes(v, draws)
+    assert all(d.confirmed_runs for d in draws)
+    assert row.status == "fail" and reasons == [Reason.not_faster], row.detail

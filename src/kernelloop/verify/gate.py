@@ -1343,7 +1343,9 @@ def _judged_with_confirmation(v: Verdict, reasons: list[Reason], gate: GateName,
         # their default-size runs, which are in no mean, and none of the guarded sizes that are)
         candidates = [d for d in (draws if failed else judged.unclear) if d.can_retime()]
         slowest = sorted((d for d in judged.over if d.can_retime()), key=lambda d: -d.ratio()[0])[:cap]
-        sampled = [candidates[i] for i in _secret_sample(len(candidates), cap)]
+        # an unclear mean's members all at once (a gate's members are bounded by its draws; round 261: past twice
+        # confirm_draws a last look passed unclear means on members never confirmed)
+        sampled = [candidates[i] for i in _secret_sample(len(candidates), cap if failed else len(candidates))]
         chosen = list({id(d): d for d in slowest + sampled}.values())
         if not chosen:
             return
@@ -1351,8 +1353,14 @@ def _judged_with_confirmation(v: Verdict, reasons: list[Reason], gate: GateName,
         say(Progress(stage="timing", message=f"{gate}: {len(chosen)} one-run pair(s) run again, "
                                               f"{v.settings.confirm_runs} times each{why}"))
         started = time.monotonic()
+        judged_rows, judged_reasons = v.gates[gates_before:], reasons[reasons_before:]
         del v.gates[gates_before:], reasons[reasons_before:]
-        confirmed = _confirm(v, chosen, reasons, gate)
+        try:
+            confirmed = _confirm(v, chosen, reasons, gate)
+        except BaseException:
+            # the judgement stands where confirming it broke off (round 261: it left neither row nor reason)
+            v.gates[gates_before:], reasons[reasons_before:] = judged_rows, judged_reasons
+            raise
         durations.confirm_s += time.monotonic() - started
         if not confirmed:
             return
