@@ -1204,13 +1204,17 @@ class OtherSize(BaseModel):
         own limit reads (red team round 258: a slow path a part takes in one process of ten, 3x there, 1.2x on
         average for a caller, hid behind the median of three and passed the means in 50-68 %; a geometric mean
         still passed it in a third)."""
-        ratio = sum(self.run_ratios) / len(self.run_ratios) \
-            if self.run_ratios and min(self.run_ratios) > 0 else self.ratio()[0]
+        runs = self._timed_runs()
+        ratio = sum(runs) / len(runs) if runs else self.ratio()[0]
         return self.forgiven_ratio(ratio) if self.launch_bound() else ratio
 
     def averaged_runs(self) -> int:
         """How many runs mean_ratio averages (its noise is one run's over the square root of that)."""
-        return len(self.run_ratios) if self.run_ratios and min(self.run_ratios) > 0 else 1
+        return len(self._timed_runs()) or 1
+
+    def _timed_runs(self) -> list[float]:
+        """Every run's ratio once confirmed, where each run gave a time; else none (the one run's ratio stands)."""
+        return self.run_ratios if self.run_ratios and min(self.run_ratios) > 0 else []
 
     def ratio(self) -> tuple[float, str]:
         """(the candidate's time over the baseline's, where from): each program's KERNEL_MS, the measure the
@@ -1270,9 +1274,9 @@ def _audit_each(v: Verdict, runs: list[OtherSize], reasons: list[Reason], gate: 
 # them is a noise spike). A gate that fails on them gets its over-limit pairs (slowest first) and a secret random
 # subset of its pairs (what its means read: a random subset, so confirming does not pull a mean down by picking
 # its slowest members) run again, confirm_runs times each as fresh experiments, the candidate first, both traced;
-# each pair's median replaces its one run for its own limit, the geometric mean of all its runs is what the means
-# read, and the gate is judged again, once. A gate that passes only on a mean's noise allowance (above its policy's
-# limit, under the noise-widened one) is measured again the same way before it passes (red team round 258: a gate
+# each pair's median replaces its one run for its own limit, the mean of all its runs is what the means read, and
+# the gate is judged again (up to confirm_rounds times). A gate whose mean is not under its policy's limit by one
+# standard error is measured again the same way before it passes (red team round 258: a gate
 # of five members at 5 % noise passed 1.15x slower everywhere in 40 %, that allowance being one run's noise per
 # member). A pair whose baseline fails in a re-run keeps its one run; a candidate failing where its baseline ran
 # clean is refused, as in any correctness run; every re-run is audited as the first run was.
