@@ -3,6 +3,8 @@ nvcc 13.0 output (sm_80, sm_86, sm_90, sm_90a), and the scan inside the static g
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from kernelloop.config import Settings
@@ -225,3 +227,66 @@ def test_an_fp64_baseline_rewritten_in_fp32_is_a_downgrade(settings, backend):
     # the baseline compared with itself: no downgrade
     same = static_gates(split, split.editable, arch="sm_86", settings=settings, toolchain=find_toolchain())
     assert not reduced(same) and same.precision.baseline.classes.get("fp64")
+
+
+# -- formats within a class (red team round 262: int8 and fp8 tensor cores for a bf16 tensor-core baseline passed, both
+# using the class `tensor`) -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("opcode, bits, accumulates", [
+    ("HMMA.16816.F32.BF16", 8, 24), ("HMMA.16816.F32", 11, 24), ("HMMA.16816.F16", 11, 11),
+    ("HMMA.1684.F32.TF32", 11, 24), ("IMMA.16816.S8.S8", 7, 24), ("QGMMA.64x8x32.F32.E4M3.E4M3", 4, 24),
+    ("IGMMA.64x8x32.S8.S8", 7, 24), ("IDP.4A.S8.S8", 7, 24), ("F2FP.PACK_AB", 11, 24),
+    ("F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C", 4, 24), ("HFMA2.BF16_V2", 8, 24),
+    ("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32", 11, 24),
+    ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 11, 11), ("dp4a.s32.s32", 7, 31),
+    ("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", 4, 24), ("cvt.rni.sat.s8.f32", 7, 24),
+    ("tcgen05.mma.cta_group::1.kind::f16", 8, 24), ("UTCQMMA", 4, 24),
+])
+def test_each_instruction_names_its_narrowest_format(opcode, bits, accumulates):
+    assert precision.significand_bits(opcode) == bits
+    assert precision.accumulator_bits(opcode) == accumulates
+
+
+@pytest.mark.parametrize("baseline, candidate, narrower", [
+    ({"tensor": ["HMMA.16816.F32.BF16"]}, {"tensor": ["IMMA.16816.S8.S8"]}, True),
+    ({"tensor": ["HGMMA.64x8x16.F32.BF16"]}, {"tensor": ["QGMMA.64x8x32.F32.E4M3.E4M3"]}, True),
+    ({"tensor": ["HMMA.16816.F32.BF16"]}, {"tensor": ["HMMA.16816.F32.BF16", "IDP.4A.S8.S8"]}, True),
+    ({"tensor": ["HMMA.16816.F32"]}, {"tensor": ["HMMA.16816.F32.BF16"]}, True),  # fp16 -> bf16 inputs
+    ({"tensor": ["HMMA.16816.F32.BF16"]}, {"tensor": ["HMMA.16816.F16"]}, True),  # fp32 -> fp16 accumulation
+    ({"narrowing": ["F2FP.BF16.F32.PACK_AB"]}, {"narrowing": ["F2FP.SATFINITE.E4M3.F32.PACK_AB_MERGE_C"]}, True),
+    ({"half": ["HFMA2"]}, {"half": ["HFMA2.BF16_V2"]}, True),
+    ({"tensor": ["HMMA.16816.F32.BF16"]}, {"tensor": ["HMMA.1684.F32.TF32"]}, False),  # wider is fine
+    ({"tensor": ["HMMA.16816.F32.BF16"]}, {"tensor": ["HGMMA.64x8x16.F32.BF16"]}, False),  # same format, other unit
+    ({"tensor": ["IMMA.16816.S8.S8"]}, {"tensor": ["IGMMA.64x8x32.S8.S8"]}, False),
+    ({"half": ["HFMA2.BF16_V2"]}, {"half": ["HFMA2", "HADD2.F32"]}, False),
+])
+def test_a_narrower_format_in_a_class_the_baseline_uses_is_a_violation(baseline, candidate, narrower):
+    found = compare_profiles(profile(**baseline), profile(**candidate))
+    assert [v.rule for v in found] == (["reduced_precision"] if narrower else []), [v.detail for v in found]
+    if narrower:
+        assert "narrower than the baseline's" in found[0].detail
+
+
+def test_a_float_quantised_to_eight_bits_is_narrowing():
+    assert classify_ptx("\tcvt.rni.sat.s8.f32 \t%rs1, %f1;\n").classes == {"narrowing": ["cvt.rni.sat.s8.f32"]}
+    assert classify_ptx("\tcvt.rzi.s32.f32 \t%r1, %f1;\n").classes == {}  # an index from a float: no
+    assert classify_sass("        /*0100*/                   F2I.S8.TRUNC R3, R2 ;\n").classes == \
+        {"narrowing": ["F2I.S8.TRUNC"]}
+    assert classify_sass("        /*0100*/                   F2I.TRUNC.NTZ R3, R2 ;\n").classes == {}
+
+
+@pytest.mark.nvcc
+def test_an_int8_tensor_core_rewrite_of_a_bf16_one_is_caught_in_real_ptx(tmp_path):
+    toolchain = find_toolchain()
+    fixtures = FIXTURES / "precision_formats"
+    profiles = {}
+    for name in ("bf16_wmma", "int8_wmma"):
+        out = tmp_path / f"{name}.ptx"
+        subprocess.run([str(toolchain.nvcc), "-ptx", "-arch=sm_90", "-o", str(out), str(fixtures / f"{name}.cu")],
+                       check=True, capture_output=True, timeout=300)
+        profiles[name] = classify_ptx(out.read_text())
+    base, cand = profiles["bf16_wmma"], profiles["int8_wmma"]
+    assert set(base.classes) == set(cand.classes) == {"tensor", "narrowing"}  # one class each: what passed before
+    found = compare_profiles(base, cand)
+    assert [v.rule for v in found] == ["reduced_precision"] and "7 significand bits" in found[0].detail
+    assert not compare_profiles(base, base)

@@ -140,9 +140,13 @@ def test_user_override_wins_over_every_default():
     nudged = (b.view("u4") + 1).view(F32)
     assert compare_dumps([b], [nudged]).match and not compare_dumps([b], [nudged], rtol=0).match  # bit-exact
     ints = [np.array([100, 200], np.int32)]
-    assert compare_dumps(ints, [np.array([101, 200], np.int32)], atol=1).match  # integers follow the user too
+    # integers stay exact under an every-output value (red team round 262: an rtol meant for a float output let a
+    # histogram drop counts); only a value given by the output's name loosens one
+    assert not compare_dumps(ints, [np.array([101, 200], np.int32)], atol=1).match
+    assert compare_dumps(ints, [np.array([101, 200], np.int32)], names=["counts"],
+                         tolerance=Tolerance(outputs=_named(counts={"atol": 1}))).match
     only_atol = Tolerance(atol=1e-3)
-    assert only_atol.for_dtype("float32") == (2.0**-15, 1e-3) and only_atol.for_dtype("int32") == (0.0, 1e-3)
+    assert only_atol.for_dtype("float32") == (2.0**-15, 1e-3) and only_atol.for_dtype("int32") == (0.0, 0.0)
     assert compare_outputs("v 1.0", "v 1.002").match is False
     assert compare_outputs("v 1.0", "v 1.002", tolerance=Tolerance(rtol=1e-2)).match
 
@@ -682,7 +686,8 @@ def test_a_per_output_value_wins_over_the_every_output_value_and_keeps_the_other
     tol = Tolerance(rtol=1e-5, atol=1e-9, outputs=_named(out={"atol": 1e-6}, idx={"rtol": 0.0}), scale=2.0)
     assert tol.for_dtype("float32", "out") == (2e-5, 2e-6)  # atol its own, rtol everyone's; both scaled
     assert tol.for_dtype("float32", "other") == (2e-5, 2e-9)
-    assert tol.for_dtype("int32", "idx") == (0.0, 2e-9)
+    assert tol.for_dtype("int32", "idx") == (0.0, 0.0)  # an integer takes no every-output value, atol included
+    assert tol.for_dtype("int32", "other") == (0.0, 0.0)
     assert tol.overrides("out") and not tol.overrides("other") and not tol.overrides(None)
     assert tol.describe() == "rtol 1e-05, atol 1e-09; out: atol 1e-06; idx: rtol 0"
     assert Tolerance(outputs=_named(out={"rtol": 1e-3})).describe() == "out: rtol 0.001 (the rest by dtype)"
@@ -891,3 +896,16 @@ def test_honest_cancellation_noise_stays_under_the_drift_budget():
     assert 0.02 * base.size < third.buffers[0].drifted < DRIFT.limit(base.size) == DRIFT_FRACTION * base.size
     whole = compare_dumps([base], [(base + F32(0.9 * 2.0**-15)).astype(F32)])
     assert not whole.match and "lower precision" in (whole.problem or "")
+
+
+def test_integer_outputs_have_no_near_zero_floor():
+    # red team round 262: under a named rtol the baseline's RMS (large counts) let empty bins take counts
+    bins = np.array([0, 0, 1_000_000, 2_000_000] * 64, np.uint32)
+    wrong = bins.copy()
+    wrong[0] = 3  # an empty bin given three counts
+    named = Tolerance(outputs=_named(bins={"rtol": 1e-3}))
+    result = compare_dumps([bins], [wrong], tolerance=named, names=["bins"])
+    assert not result.match and result.buffers[0].floor == 0.0, result.problem
+    close = bins.copy()
+    close[2] += 500  # within 1e-3 of its own count: the named rtol still works
+    assert compare_dumps([bins], [close], tolerance=named, names=["bins"]).match

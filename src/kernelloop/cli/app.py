@@ -33,10 +33,12 @@ def _root(version: bool = typer.Option(False, "--version", is_eager=True, callba
     """Make CUDA kernels faster and prove it."""
 
 
-RTOL_HELP = ("Relative tolerance: RTOL for every output, all dtypes; NAME=RTOL for the output buffer of that name "
+RTOL_HELP = ("Relative tolerance: RTOL for every floating-point output; NAME=RTOL for the output buffer of that name, "
+             "integer outputs too "
              "(repeatable) [default: by output dtype: float32 2^-15 (3.1e-5), float64 2^-44, float16 2^-9, "
              "bfloat16 2^-6, integers exact; docs/verifier.md].")
-ATOL_HELP = "Absolute tolerance: ATOL for every output, NAME=ATOL for one output (repeatable) [default: 0]."
+ATOL_HELP = ("Absolute tolerance: ATOL for every floating-point output, NAME=ATOL for one output, integer outputs "
+             "too (repeatable) [default: 0].")
 PASS_THROUGH_HELP = ("Verify a baseline whose output equals one of its inputs in every timed call, for a kernel whose "
                      "job is a copy [default: refused: on such inputs the kernel's work does not show].")
 FIXED_BUFFERS_HELP = ("Verify a baseline with an input that holds the same contents in every timed call (or one value "

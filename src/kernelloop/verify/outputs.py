@@ -172,9 +172,11 @@ def dtype_name(dtype: np.dtype | type | str) -> str:
 
 class Tolerance(BaseModel):
     """rtol/atol for every compared value; None: the value's dtype's default (DEFAULT_TOLERANCES).
-    A value set here (the user's --rtol/--atol) applies to every dtype, integers included.
-    `outputs` overrides either one for the output buffer of that name (the name the harness
-    gives it: `h.output<float>("out", n)`); a value an override leaves unset is the one above."""
+    A value set here (the user's --rtol/--atol) applies to every floating dtype; integer outputs stay
+    exact unless named (red team round 262: an rtol meant for a float output let a histogram drop
+    counts and argmax indices round down). `outputs` overrides either one for the output buffer of
+    that name (the name the harness gives it: `h.output<float>("out", n)`); a value an override
+    leaves unset is the one above (for an integer output: exact)."""
 
     rtol: float | None = Field(None, ge=0)
     atol: float | None = Field(None, ge=0)
@@ -184,8 +186,9 @@ class Tolerance(BaseModel):
     def for_dtype(self, dtype: str, output: str | None = None) -> tuple[float, float]:
         rtol, atol = DEFAULT_TOLERANCES[dtype]
         own = self.outputs.get(output) if output is not None else None
-        r = own.rtol if own is not None and own.rtol is not None else self.rtol
-        a = own.atol if own is not None and own.atol is not None else self.atol
+        every = dtype in _FLOAT_FORMATS  # the every-output values reach floating outputs only
+        r = own.rtol if own is not None and own.rtol is not None else self.rtol if every else None
+        a = own.atol if own is not None and own.atol is not None else self.atol if every else None
         return ((rtol if r is None else r) * self.scale, (atol if a is None else a) * self.scale)
 
     def overrides(self, output: str | None) -> bool:
@@ -707,9 +710,11 @@ def _compare_buffer(b: np.ndarray, c: np.ndarray, check: BufferCheck, offset: in
         if _bit_identical(bc.view(bits), cc.view(bits)):
             continue  # bit-identical (the baseline's finiteness was checked before)
         if rule is None:
-            floor = floor_rms() if floor_rms is not None else _rms(b)
+            # integers have no near-zero floor: no rounding makes a count or an index of a large buffer near zero
+            # (red team round 262: under a named rtol a histogram's empty bins took the RMS's allowance)
+            floor = 0.0
             if name in _FLOAT_FORMATS:
-                floor = max(floor, 2.0 ** _FLOAT_FORMATS[name][1])
+                floor = max(floor_rms() if floor_rms is not None else _rms(b), 2.0 ** _FLOAT_FORMATS[name][1])
             check.floor = floor
             rule = _Rule.of(check, floor, noise)
         ratios: list[float] = []

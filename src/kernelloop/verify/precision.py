@@ -15,10 +15,14 @@ contains and sorts its instructions into classes:
   on narrow types, dp4a/dp2a);
 - `fp64`: fp64 arithmetic (DADD, DFMA, DMUL, DMMA).
 
-A `half`, `narrowing` or `tensor` class the candidate uses and the baseline does not, or fp64
+A `half`, `narrowing` or `tensor` class the candidate uses and the baseline does not, a class
+both use where the candidate's narrowest format is narrower than the baseline's (significand
+bits: bf16 8, fp16 and tf32 11, int8 7, e4m3 4, ...; red team round 262: an int8 or fp8
+tensor-core GEMM for a bf16 tensor-core baseline passed, both having `tensor`), or fp64
 arithmetic the baseline does and the candidate does not, is a `reduced_precision` violation
 (unless `allow_reduced_precision`). The comparison is relative to the baseline's own editable
-object, so a half-precision baseline may have half-precision rewrites.
+object, so a half-precision baseline may have half-precision rewrites, and a bf16 one fp16 or
+tf32 ones. A float converted to an 8-bit integer is `narrowing` too (int8 quantisation).
 
 Not covered (documented in docs/verifier.md): precision cut by integer bit masking
 (`__float_as_uint(x) & 0xffff0000`) uses no float instruction at all; the output tolerance is
@@ -49,7 +53,7 @@ from ..tools.symbols import demangle
 from ..tools.toolkit import find_toolkit_program
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "9"
+PRECISION_SCAN_VERSION = "10"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -80,6 +84,9 @@ _WIDTH = {"F64": 64, "F32": 32, "TF32": 19, "F16": 16, "BF16": 16, "E4M3": 8, "E
           "E2M1": 4, "UE8M0": 8}
 
 
+_SASS_BYTE_INTEGERS = {"S8", "U8", "S4", "U4"}
+
+
 def _sass_class(opcode: str, operands: str) -> ClassName | None:
     parts = opcode.split(".")
     mnemonic = parts[0]
@@ -96,6 +103,8 @@ def _sass_class(opcode: str, operands: str) -> ClassName | None:
         return "half"
     if mnemonic == "F2FP":  # float to packed narrower float (f16x2, bf16x2, fp8x2, ...)
         return "narrowing"
+    if mnemonic in ("F2I", "F2IP") and any(p in _SASS_BYTE_INTEGERS for p in parts[1:]):
+        return "narrowing"  # a float quantised to 8 bits
     if mnemonic in ("F2F", "I2F", "I2FP"):
         types = [p for p in parts[1:] if p in _WIDTH]
         if mnemonic != "F2F":
@@ -171,6 +180,7 @@ _PTX_WIDTH = {"f64": 64, "f32": 32, "tf32": 19, "f16": 16, "f16x2": 16, "bf16": 
 _PTX_NARROW_OPERAND = {"f16", "f16x2", "bf16", "bf16x2", "tf32", "e4m3", "e5m2", "e2m1", "e3m2", "e2m3", "s8", "u8",
                        "s4", "u4", "b1", "kind::f16", "kind::tf32", "kind::f8f6f4", "kind::i8", "kind::mxf8f6f4",
                        "kind::mxf4", "kind::mxf4nvf4"}  # tcgen05.mma names its kind instead of types
+_PTX_INTEGERS = {"s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64"}
 _PTX_MOVES = {"ld", "ldu", "st", "mov", "cvta", "shfl", "prmt", "cp", "ldmatrix", "stmatrix", "movmatrix",
               "tex", "tld4", "suld", "sust", "isspacep", "selp"}
 _PTX_FP64_ARITH = {"add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "min", "max", "neg", "abs"}
@@ -187,6 +197,9 @@ def _ptx_class(opcode: str) -> ClassName | None:
     if base in ("dp4a", "dp2a"):
         return "tensor"
     if base == "cvt":
+        named = [p for p in parts[1:] if p in _PTX_WIDTH or p in _PTX_INTEGERS]
+        if len(named) >= 2 and named[0] in ("s8", "u8") and named[1] in _PTX_WIDTH:
+            return "narrowing"  # a float quantised to 8 bits
         types = [p for p in parts[1:] if p in _PTX_WIDTH]
         if len(types) >= 2:
             dst, src = _PTX_WIDTH[types[0]], _PTX_WIDTH[types[1]]
@@ -297,6 +310,52 @@ def classify_ptx(text: str) -> PrecisionProfile:
 
 # ---------------------------------------------------------------------------- comparison
 
+# Significand bits of each number format an instruction names (PTX or SASS, lower-cased), the implicit bit counted;
+# an 8-bit integer scaled per row or block keeps 7. kind::f16 (tcgen05) may be bf16: the narrower.
+_SIGNIFICAND_BITS = {
+    "f64": 53, "f32": 24, "tf32": 11, "f16": 11, "f16x2": 11, "bf16": 8, "bf16x2": 8, "bf16_v2": 8,
+    "e4m3": 4, "e4m3x2": 4, "e4m3x4": 4, "e5m2": 3, "e5m2x2": 3, "e5m2x4": 3, "e2m3": 4, "e2m3x2": 4, "e3m2": 3,
+    "e3m2x2": 3, "e2m1": 2, "e2m1x2": 2, "ue8m0": 1, "ue8m0x2": 1, "s8": 7, "u8": 7, "s4": 3, "u4": 3, "b1": 1,
+    "kind::f16": 8, "kind::tf32": 11, "kind::i8": 7, "kind::f8f6f4": 2, "kind::mxf8f6f4": 2, "kind::mxf4": 2,
+    "kind::mxf4nvf4": 2}
+# where an instruction names no narrow format: by its unit (SASS: HMMA f16, IMMA int8, QGMMA fp8, OMMA fp4, BMMA
+# 1 bit; PTX: wmma.mma names no f16 input type; dp4a/dp2a take bytes)
+_UNIT_BITS = {"h": 11, "i": 7, "q": 4, "o": 2, "b": 1}
+
+
+def significand_bits(opcode: str) -> int:
+    """The narrowest number format OPCODE (one classified instruction, PTX or SASS) computes on or converts to, in
+    significand bits."""
+    parts = opcode.lower().split(".")
+    named = [_SIGNIFICAND_BITS[p] for p in parts[1:] if p in _SIGNIFICAND_BITS and _SIGNIFICAND_BITS[p] < 24]
+    if named:
+        return min(named)
+    unit = re.match(r"(?:utc)?([hiqob])g?mma$", parts[0])
+    if unit:
+        return _UNIT_BITS[unit.group(1)]
+    if parts[0] in ("dp4a", "dp2a", "idp"):
+        return 7
+    return 11  # fp16 arithmetic, the widest narrow format
+
+
+_ACCUMULATOR_BITS = {"f64": 53, "s32": 31, "f32": 24, "f16": 11}
+
+
+def accumulator_bits(opcode: str) -> int:
+    """A tensor-core instruction's accumulator, in significand bits (the first type it names, PTX's d and SASS's
+    HMMA.16816.F16 alike; f32 where it names none): fp16 accumulation under a bf16 output's loose tolerance is a
+    downgrade its inputs' format does not show."""
+    for part in opcode.lower().split(".")[1:]:
+        if part in _ACCUMULATOR_BITS:
+            return _ACCUMULATOR_BITS[part]
+        if part in _SIGNIFICAND_BITS:
+            break
+    return 24
+
+
+def _narrowest(opcodes: list[str], bits=significand_bits) -> tuple[int, str]:
+    return min((bits(op), op) for op in opcodes)
+
 def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) -> list[Violation]:
     """A reduced-precision class the candidate uses and the baseline does not, or fp64
     arithmetic the baseline does and the candidate does not."""
@@ -308,6 +367,19 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
         found.append(Violation(rule="reduced_precision", where=where,
                                detail=f"uses {what}, which the baseline does not: the candidate computes in a "
                                       "narrower float type (pass --allow-reduced-precision if the task allows it)"))
+    for kind in REDUCED:
+        if kind in new or not candidate.classes.get(kind) or not baseline.classes.get(kind):
+            continue
+        for what, bits in (("", significand_bits), (" accumulating", accumulator_bits))[:2 if kind == "tensor" else 1]:
+            (cand_bits, cand_op), (base_bits, base_op) = (_narrowest(candidate.classes[kind], bits),
+                                                          _narrowest(baseline.classes[kind], bits))
+            if cand_bits < base_bits:
+                found.append(Violation(rule="reduced_precision", where=where, detail=(
+                    f"uses {DESCRIPTION[kind]}{what} in {cand_bits} significand bits ({cand_op}), narrower than the "
+                    f"baseline's {base_bits} ({base_op}): the candidate computes in a narrower number format (pass "
+                    "--allow-reduced-precision if the task allows it)")))
+                break
+
     def only_candidate(kind: str) -> list[str]:
         return sorted(set(candidate.classes.get(kind, [])) - set(baseline.classes.get(kind, [])))
 
