@@ -70,7 +70,9 @@ SASS = {
 }
 SASS_EXPECTED = {
     "fp32_constant_idiom": {},
-    "half_sm80": {"narrowing": ["F2FP.PACK_AB"], "half": ["HADD2", "HADD2.F32", "HFMA2", "HMNMX2", "HMUL2"]},
+    # HADD2.F32 with -RZ: a half value widened, exact, in no class (red team round 263: widening the inputs licensed
+    # half arithmetic)
+    "half_sm80": {"narrowing": ["F2FP.PACK_AB"], "half": ["HADD2", "HFMA2", "HMNMX2", "HMUL2"]},
     "half2_sm90_on_the_mma_pipe": {"narrowing": ["F2FP.F16.F32.PACK_AB"], "half": ["HFMA2.MMA", "HMNMX2"]},
     "bf16_sm90": {"narrowing": ["F2FP.BF16.F32.PACK_AB"], "half": ["HADD2.BF16_V2", "HFMA2.BF16_V2"]},
     "round_bf16_sm90": {"narrowing": ["F2F.BF16.F32"]},
@@ -113,7 +115,7 @@ PTX = {
     "dp4a": "\tdp4a.s32.s32 \t%r5, %r3, %r4, 0;\n",
 }
 PTX_EXPECTED = {
-    "half_inline_asm": {"narrowing": ["cvt.rn.f16.f32"], "half": ["add.f16", "cvt.f32.f16", "fma.rn.f16x2"]},
+    "half_inline_asm": {"narrowing": ["cvt.rn.f16.f32"], "half": ["add.f16", "fma.rn.f16x2"]},  # cvt.f32.f16 widens
     "bf16": {"narrowing": ["cvt.rn.bf16.f32"], "half": ["add.bf16"]},
     "wmma_f16_names_no_input_type": {"tensor": ["wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"]},
     "wmma_tf32": {"narrowing": ["cvt.rna.tf32.f32"], "tensor": ["wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32"]},
@@ -240,7 +242,8 @@ def test_an_fp64_baseline_rewritten_in_fp32_is_a_downgrade(settings, backend):
     ("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32", 11, 24),
     ("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", 11, 11), ("dp4a.s32.s32", 7, 31),
     ("wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3", 4, 24), ("cvt.rni.sat.s8.f32", 7, 24),
-    ("tcgen05.mma.cta_group::1.kind::f16", 8, 24), ("UTCQMMA", 4, 24),
+    ("tcgen05.mma.cta_group::1.kind::f16", 8, 24), ("UTCQMMA", 3, 24),
+    ("mma.sync.aligned.kind::f8f6f4.m16n8k32.row.col.f16.e4m3.e4m3.f16", 4, 11),  # the types win over the kind
 ])
 def test_each_instruction_names_its_narrowest_format(opcode, bits, accumulates):
     assert precision.significand_bits(opcode) == bits
@@ -258,7 +261,9 @@ def test_each_instruction_names_its_narrowest_format(opcode, bits, accumulates):
     ({"tensor": ["HMMA.16816.F32.BF16"]}, {"tensor": ["HMMA.1684.F32.TF32"]}, False),  # wider is fine
     ({"tensor": ["HMMA.16816.F32.BF16"]}, {"tensor": ["HGMMA.64x8x16.F32.BF16"]}, False),  # same format, other unit
     ({"tensor": ["IMMA.16816.S8.S8"]}, {"tensor": ["IGMMA.64x8x32.S8.S8"]}, False),
-    ({"half": ["HFMA2.BF16_V2"]}, {"half": ["HFMA2", "HADD2.F32"]}, False),
+    ({"half": ["HFMA2.BF16_V2"]}, {"half": ["HFMA2"]}, True),  # fp16's 5 exponent bits against bf16's 8
+    ({"tensor": ["HMMA.1684.F32.TF32"]}, {"tensor": ["HMMA.16816.F32"]}, True),  # tf32 -> fp16: round 263
+    ({"half": ["HFMA2"]}, {"half": ["HFMA2", "HADD2"]}, False),
 ])
 def test_a_narrower_format_in_a_class_the_baseline_uses_is_a_violation(baseline, candidate, narrower):
     found = compare_profiles(profile(**baseline), profile(**candidate))
@@ -288,5 +293,25 @@ def test_an_int8_tensor_core_rewrite_of_a_bf16_one_is_caught_in_real_ptx(tmp_pat
     base, cand = profiles["bf16_wmma"], profiles["int8_wmma"]
     assert set(base.classes) == set(cand.classes) == {"tensor", "narrowing"}  # one class each: what passed before
     found = compare_profiles(base, cand)
-    assert [v.rule for v in found] == ["reduced_precision"] and "7 significand bits" in found[0].detail
+    assert [v.rule for v in found] == ["reduced_precision"] and "7 significand and 0 exponent bits" in found[0].detail
     assert not compare_profiles(base, base)
+
+
+def test_an_instruction_behind_a_predicate_of_any_spelling_is_read():
+    # red team round 263: `@p` (a predicate inline asm declares without %) hid an int8 mma and a clock read
+    ptx = ("\t{ .reg .pred p; setp.eq.u32 p,1,1; @p mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r1,%r2,%r3,%r4}, "
+           "{%r5,%r6,%r7,%r8}, {%r9,%r10}, {%r1,%r2,%r3,%r4}; }\n\t{ .reg .pred q; @!q cvt.rn.f16x2.f32 %r1, %f1, %f2; }\n"
+           "\t@P mov.u64 %rd1, %globaltimer;\n")
+    classes = classify_ptx(ptx).classes
+    assert classes["tensor"] == ["mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"]
+    assert classes["narrowing"] == ["cvt.rn.f16x2.f32"] and classes["clock"] == ["%globaltimer"]
+
+
+def test_a_statement_the_scan_cannot_read_fails_closed():
+    unreadable = classify_ptx("\tMMA.SYNC %r1, %r2;\n\tld.global.f32 %f1, [%rd1];\n")
+    assert unreadable.classes == {"unread": ["MMA.SYNC %r1, %r2"]}
+    found = compare_profiles(PrecisionProfile(source="ptx"), unreadable)
+    assert [v.rule for v in found] == ["device-unread"]
+    # what splitting at braces leaves of operand lists and data initialisers is no statement
+    assert classify_ptx("\tld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];\n"
+                        ".global .align 1 .b8 $str[3] = {118, 111, 0};\n").classes == {}

@@ -16,13 +16,15 @@ contains and sorts its instructions into classes:
 - `fp64`: fp64 arithmetic (DADD, DFMA, DMUL, DMMA).
 
 A `half`, `narrowing` or `tensor` class the candidate uses and the baseline does not, a class
-both use where the candidate's narrowest format is narrower than the baseline's (significand
-bits: bf16 8, fp16 and tf32 11, int8 7, e4m3 4, ...; red team round 262: an int8 or fp8
-tensor-core GEMM for a bf16 tensor-core baseline passed, both having `tensor`), or fp64
-arithmetic the baseline does and the candidate does not, is a `reduced_precision` violation
-(unless `allow_reduced_precision`). The comparison is relative to the baseline's own editable
-object, so a half-precision baseline may have half-precision rewrites, and a bf16 one fp16 or
-tf32 ones. A float converted to an 8-bit integer is `narrowing` too (int8 quantisation).
+both use where the candidate's narrowest format has fewer significand or exponent bits than the
+baseline's (fp16 11/5, tf32 11/8, bf16 8/8, int8 7/0, e4m3 4/4, ...; red team rounds 262-263: int8
+or fp8 tensor cores for bf16 ones, fp16 for tf32 ones, passed, the classes being the same), a
+tensor accumulator narrower than the baseline's, or fp64 arithmetic the baseline does and the
+candidate does not, is a `reduced_precision` violation (unless `allow_reduced_precision`). The
+comparison is relative to the baseline's own editable object, so a half-precision baseline may
+have half-precision rewrites in its formats. A float converted to an 8-bit integer is `narrowing`
+too (int8 quantisation); a half value widened to fp32 is exact and in no class. A PTX statement
+that starts like an instruction the reader cannot parse is `unread`, refused (fail closed).
 
 Not covered (documented in docs/verifier.md): precision cut by integer bit masking
 (`__float_as_uint(x) & 0xffff0000`) uses no float instruction at all; the output tolerance is
@@ -100,6 +102,9 @@ def _sass_class(opcode: str, operands: str) -> ClassName | None:
         # constant into a register, in plain fp32 code too.
         if mnemonic == "HFMA2" and len(ops) >= 3 and ops[1].lstrip("-|") == "RZ" and ops[2].lstrip("-|") == "RZ":
             return None
+        # `HADD2.F32 R9, -RZ, R3.H0_H0`: -0 + h into fp32, a half value widened (exact; licenses nothing)
+        if mnemonic == "HADD2" and "F32" in parts[1:] and len(ops) >= 2 and ops[1].lstrip("-|") == "RZ":
+            return None
         return "half"
     if mnemonic == "F2FP":  # float to packed narrower float (f16x2, bf16x2, fp8x2, ...)
         return "narrowing"
@@ -113,9 +118,7 @@ def _sass_class(opcode: str, operands: str) -> ClassName | None:
             dst, src = _WIDTH[types[0]], _WIDTH[types[1]]
             if dst < src and dst < 32:
                 return "narrowing"  # F2F.F32.F64 is the fp64 check's business
-            if dst >= 32 and src < 32:
-                return "half"  # a half value widened
-    return None
+    return None  # a half value widened is exact, and licenses nothing (round 263: it licensed HFMA2 accumulation)
 
 
 # The GPU's clocks read in device code: the date (%globaltimer, which cuda::std::chrono's clocks read)
@@ -173,7 +176,12 @@ def classify_sass(text: str) -> PrecisionProfile:
 
 # ----------------------------------------------------------------------------------- PTX
 
-_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)*)\b", re.M)
+# a guard of any spelling: `@%p1`, and `@p` or `@!q` for a predicate inline asm declares (red team round 263: the
+# scan took `@p mma...` for no instruction, and an int8 GEMM showed an empty profile)
+_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?[^\s;{}]+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)*)\b", re.M)
+# what starts like an instruction (a letter or a guard), as opposed to the rest of a braced operand list or of a
+# data initialiser (`, [%rd1]`, `118, 111, ...`, `]`), which splitting at braces leaves behind
+_PTX_STATEMENT_START = re.compile(r"^\s*[A-Za-z_@!]")
 _PTX_WIDTH = {"f64": 64, "f32": 32, "tf32": 19, "f16": 16, "f16x2": 16, "bf16": 16, "bf16x2": 16, "e4m3": 8,
               "e5m2": 8, "e4m3x2": 8, "e5m2x2": 8, "e4m3x4": 8, "e5m2x4": 8, "e2m1": 4, "e2m1x2": 4, "e3m2": 6,
               "e2m3": 6, "e3m2x2": 6, "e2m3x2": 6, "ue8m0": 8, "ue8m0x2": 8}
@@ -205,9 +213,7 @@ def _ptx_class(opcode: str) -> ClassName | None:
             dst, src = _PTX_WIDTH[types[0]], _PTX_WIDTH[types[1]]
             if dst < src and dst < 32:
                 return "narrowing"
-            if dst >= 32 and src < 32:
-                return "half"
-        return None
+        return None  # a widening is exact (round 263: cvt.f32.f16 of the inputs licensed f16x2 accumulation)
     if base in _PTX_MOVES or (base == "wmma" and not mods & {"mma"}):
         return None
     if mods & {"f16", "f16x2", "bf16", "bf16x2"}:
@@ -294,15 +300,17 @@ def classify_ptx(text: str) -> PrecisionProfile:
         statement = re.sub(r"^\s*(?:[$\w]+:\s*)*", "", statement)  # labels
         if not statement or statement.startswith((".", "%", "$")):
             continue
+        for register in _PTX_CLOCK.findall(statement):  # whatever the statement is read as
+            classes.setdefault("clock", set()).add(register)
         m = _PTX_INSTRUCTION.match(statement)
         if not m:
+            if _PTX_STATEMENT_START.match(statement):  # fail closed: an instruction the scan cannot read
+                classes.setdefault("unread", set()).add(" ".join(statement.split())[:80])
             continue
         count += 1
         kind = _ptx_class(m.group(1))
         if kind:
             classes.setdefault(kind, set()).add(m.group(1))
-        for register in _PTX_CLOCK.findall(statement):
-            classes.setdefault("clock", set()).add(register)
         if _PTX_CALL.match(statement) and (heap := _DEVICE_HEAP.search(statement)):
             classes.setdefault("device_heap", set()).add(heap.group(0))
     return PrecisionProfile(source="ptx", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
@@ -310,32 +318,45 @@ def classify_ptx(text: str) -> PrecisionProfile:
 
 # ---------------------------------------------------------------------------- comparison
 
-# Significand bits of each number format an instruction names (PTX or SASS, lower-cased), the implicit bit counted;
-# an 8-bit integer scaled per row or block keeps 7. kind::f16 (tcgen05) may be bf16: the narrower.
-_SIGNIFICAND_BITS = {
-    "f64": 53, "f32": 24, "tf32": 11, "f16": 11, "f16x2": 11, "bf16": 8, "bf16x2": 8, "bf16_v2": 8,
-    "e4m3": 4, "e4m3x2": 4, "e4m3x4": 4, "e5m2": 3, "e5m2x2": 3, "e5m2x4": 3, "e2m3": 4, "e2m3x2": 4, "e3m2": 3,
-    "e3m2x2": 3, "e2m1": 2, "e2m1x2": 2, "ue8m0": 1, "ue8m0x2": 1, "s8": 7, "u8": 7, "s4": 3, "u4": 3, "b1": 1,
-    "kind::f16": 8, "kind::tf32": 11, "kind::i8": 7, "kind::f8f6f4": 2, "kind::mxf8f6f4": 2, "kind::mxf4": 2,
-    "kind::mxf4nvf4": 2}
+# Each number format an instruction names (PTX or SASS, lower-cased): (significand bits, the implicit one counted;
+# exponent bits). An 8-bit integer scaled per row or block keeps 7 significand bits and no exponent. Both must be no
+# narrower than the baseline's (red team round 263: tf32 and fp16 have 11 significand bits each, and an fp16
+# tensor-core rewrite of a tf32 one, its inputs scaled by a power of two, passed). kind::f16 (tcgen05) may be bf16.
+_FORMATS: dict[str, tuple[int, int]] = {
+    "f64": (53, 11), "f32": (24, 8), "tf32": (11, 8), "f16": (11, 5), "f16x2": (11, 5), "bf16": (8, 8),
+    "bf16x2": (8, 8), "bf16_v2": (8, 8), "e4m3": (4, 4), "e4m3x2": (4, 4), "e4m3x4": (4, 4), "e5m2": (3, 5),
+    "e5m2x2": (3, 5), "e5m2x4": (3, 5), "e2m3": (4, 2), "e2m3x2": (4, 2), "e3m2": (3, 3), "e3m2x2": (3, 3),
+    "e2m1": (2, 2), "e2m1x2": (2, 2), "ue8m0": (1, 8), "ue8m0x2": (1, 8), "s8": (7, 0), "u8": (7, 0), "s4": (3, 0),
+    "u4": (3, 0), "b1": (1, 0)}
+# tcgen05 names a kind, not the types (its descriptor holds them): the narrowest the kind admits
+_KINDS: dict[str, tuple[int, int]] = {
+    "kind::f16": (8, 5), "kind::tf32": (11, 8), "kind::i8": (7, 0), "kind::f8f6f4": (2, 2), "kind::mxf8f6f4": (2, 2),
+    "kind::mxf4": (2, 2), "kind::mxf4nvf4": (2, 2)}
 # where an instruction names no narrow format: by its unit (SASS: HMMA f16, IMMA int8, QGMMA fp8, OMMA fp4, BMMA
 # 1 bit; PTX: wmma.mma names no f16 input type; dp4a/dp2a take bytes)
-_UNIT_BITS = {"h": 11, "i": 7, "q": 4, "o": 2, "b": 1}
+_UNIT_FORMATS = {"h": (11, 5), "i": (7, 0), "q": (3, 4), "o": (2, 2), "b": (1, 0)}
+_FP16 = (11, 5)
+
+
+def number_format(opcode: str) -> tuple[int, int]:
+    """The narrowest number format OPCODE (one classified instruction, PTX or SASS) computes on or converts to:
+    (significand bits, exponent bits), each the least among the narrow formats it names (fp32 and wider are an
+    accumulator's or a source's); the types an instruction spells out win over its kind:: (round 263)."""
+    parts = opcode.lower().split(".")
+    named = [_FORMATS[p] for p in parts[1:] if p in _FORMATS and _FORMATS[p][0] < 24] or \
+        [_KINDS[p] for p in parts[1:] if p in _KINDS]
+    if named:
+        return min(n[0] for n in named), min(n[1] for n in named)
+    unit = re.match(r"(?:utc)?([hiqob])g?mma$", parts[0])
+    if unit:
+        return _UNIT_FORMATS[unit.group(1)]
+    if parts[0] in ("dp4a", "dp2a", "idp"):
+        return _FORMATS["s8"]
+    return _FP16  # fp16 arithmetic, the widest narrow format
 
 
 def significand_bits(opcode: str) -> int:
-    """The narrowest number format OPCODE (one classified instruction, PTX or SASS) computes on or converts to, in
-    significand bits."""
-    parts = opcode.lower().split(".")
-    named = [_SIGNIFICAND_BITS[p] for p in parts[1:] if p in _SIGNIFICAND_BITS and _SIGNIFICAND_BITS[p] < 24]
-    if named:
-        return min(named)
-    unit = re.match(r"(?:utc)?([hiqob])g?mma$", parts[0])
-    if unit:
-        return _UNIT_BITS[unit.group(1)]
-    if parts[0] in ("dp4a", "dp2a", "idp"):
-        return 7
-    return 11  # fp16 arithmetic, the widest narrow format
+    return number_format(opcode)[0]
 
 
 _ACCUMULATOR_BITS = {"f64": 53, "s32": 31, "f32": 24, "f16": 11}
@@ -343,18 +364,22 @@ _ACCUMULATOR_BITS = {"f64": 53, "s32": 31, "f32": 24, "f16": 11}
 
 def accumulator_bits(opcode: str) -> int:
     """A tensor-core instruction's accumulator, in significand bits (the first type it names, PTX's d and SASS's
-    HMMA.16816.F16 alike; f32 where it names none): fp16 accumulation under a bf16 output's loose tolerance is a
-    downgrade its inputs' format does not show."""
+    HMMA.16816.F16 alike, past any kind::; f32 where it names none): fp16 accumulation under a bf16 output's loose
+    tolerance is a downgrade its inputs' format does not show."""
     for part in opcode.lower().split(".")[1:]:
         if part in _ACCUMULATOR_BITS:
             return _ACCUMULATOR_BITS[part]
-        if part in _SIGNIFICAND_BITS:
+        if part in _FORMATS:
             break
     return 24
 
 
-def _narrowest(opcodes: list[str], bits=significand_bits) -> tuple[int, str]:
-    return min((bits(op), op) for op in opcodes)
+def _narrowest(opcodes: list[str]) -> tuple[tuple[int, int], str]:
+    """The least significand and the least exponent over OPCODES, and the opcode that is narrowest in either."""
+    formats = [(number_format(op), op) for op in opcodes]
+    least = (min(f[0] for f, _ in formats), min(f[1] for f, _ in formats))
+    return least, min(formats, key=lambda f: (f[0][0] > least[0] and f[0][1] > least[1], f[0]))[1]
+
 
 def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) -> list[Violation]:
     """A reduced-precision class the candidate uses and the baseline does not, or fp64
@@ -370,19 +395,30 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
     for kind in REDUCED:
         if kind in new or not candidate.classes.get(kind) or not baseline.classes.get(kind):
             continue
-        for what, bits in (("", significand_bits), (" accumulating", accumulator_bits))[:2 if kind == "tensor" else 1]:
-            (cand_bits, cand_op), (base_bits, base_op) = (_narrowest(candidate.classes[kind], bits),
-                                                          _narrowest(baseline.classes[kind], bits))
-            if cand_bits < base_bits:
-                found.append(Violation(rule="reduced_precision", where=where, detail=(
-                    f"uses {DESCRIPTION[kind]}{what} in {cand_bits} significand bits ({cand_op}), narrower than the "
-                    f"baseline's {base_bits} ({base_op}): the candidate computes in a narrower number format (pass "
-                    "--allow-reduced-precision if the task allows it)")))
-                break
+        (cand_format, cand_op), (base_format, base_op) = (_narrowest(candidate.classes[kind]),
+                                                          _narrowest(baseline.classes[kind]))
+        cand_acc, base_acc = (min((accumulator_bits(op), op) for op in profile.classes[kind])
+                              for profile in (candidate, baseline))
+        if cand_format[0] < base_format[0] or cand_format[1] < base_format[1]:
+            found.append(Violation(rule="reduced_precision", where=where, detail=(
+                f"uses {DESCRIPTION[kind]} in {cand_format[0]} significand and {cand_format[1]} exponent bits "
+                f"({cand_op}), narrower than the baseline's {base_format[0]} and {base_format[1]} ({base_op}): the "
+                "candidate computes in a narrower number format (pass --allow-reduced-precision if the task allows "
+                "it)")))
+        elif kind == "tensor" and cand_acc[0] < base_acc[0]:
+            found.append(Violation(rule="reduced_precision", where=where, detail=(
+                f"uses {DESCRIPTION[kind]} accumulating in {cand_acc[0]} significand bits ({cand_acc[1]}), narrower "
+                f"than the baseline's {base_acc[0]} ({base_acc[1]}): the candidate computes in a narrower number "
+                "format (pass --allow-reduced-precision if the task allows it)")))
 
     def only_candidate(kind: str) -> list[str]:
         return sorted(set(candidate.classes.get(kind, [])) - set(baseline.classes.get(kind, [])))
 
+    unread = only_candidate("unread")
+    if unread:
+        found.append(Violation(rule="device-unread", where=where, detail=(
+            f"device code has statements the precision scan cannot read as instructions ({'; '.join(_few(unread, 3))}), "
+            "which the baseline does not: what they compute in is unknown (fail closed)")))
     clocks = only_candidate("clock")
     if clocks:
         found.append(Violation(rule="device-clock", where=where, detail=(
