@@ -70,7 +70,8 @@ def test_a_real_slowdown_stays_one_when_run_again():
     draws = [pair(0, 1.5, Experiment(1.5, noise=0.03))] + [pair(k, 0.9, Experiment(0.9)) for k in range(1, 8)]
     row, reasons = magnitudes(verdict(), draws)
     assert row.status == "fail" and reasons == [Reason.not_faster], row.detail
-    assert draws[0].confirmed_runs == 3 and draws[0].ratio()[0] > 1.4
+    # its median over the policy: measured up to confirm_runs_most before it refuses (round 263)
+    assert draws[0].confirmed_runs == 9 and draws[0].ratio()[0] > 1.4
 
 
 def test_slower_everywhere_stays_slower_in_the_mean_when_a_secret_subset_is_run_again():
@@ -214,8 +215,9 @@ def test_a_mean_passing_on_its_noise_allowance_is_measured_again():
     v = verdict()
     v.speed.baseline.relative_iqr = 0.08  # a noisy baseline: the one-run limit is wide
     row, reasons = magnitudes(v, draws)
-    assert all(len(e.orders) == 3 for e in experiments), [e.orders for e in experiments]
-    assert all(d.averaged_runs() == 4 for d in draws)
+    # measured again while the mean stays unclear: three runs, then up to confirm_runs_most (round 263)
+    assert all(len(e.orders) == 9 for e in experiments), [len(e.orders) for e in experiments]
+    assert all(d.averaged_runs() == 10 for d in draws)
     assert row.status == "fail" and reasons == [Reason.not_faster], row.detail
 
 
@@ -339,7 +341,7 @@ def test_a_size_under_its_limit_only_by_one_noisy_spread_is_confirmed():
     v, reasons = verdict(), []
     gate._judged_with_confirmation(v, reasons, "other sizes", lambda: gate._speed_at_other_sizes(
         v, sizes, reasons, None), sizes, Durations(), lambda p: None)
-    assert len(slow.orders) == 3 and sizes[0].confirmed_runs == 3
+    assert len(slow.orders) == 9 and sizes[0].confirmed_runs == 9
     row = next(g for g in v.gates if g.gate == "other sizes")
     assert row.status == "fail" and reasons == [Reason.not_faster], row.detail
     assert "size 0" in row.detail
@@ -353,7 +355,7 @@ def test_a_draw_under_its_limit_only_by_the_noise_allowance_is_confirmed():
     v = verdict()
     v.speed.baseline.relative_iqr = 0.08 * 1.35  # one run's sigma 8 %
     row, reasons = magnitudes(v, draws)
-    assert len(slow.orders) == 3
+    assert len(slow.orders) == 9
     assert row.status == "fail" and reasons == [Reason.not_faster], row.detail
 
 
@@ -362,3 +364,44 @@ def test_honest_parity_at_ten_percent_noise_is_not_refused_by_a_confirmed_median
     # at 10 % noise per run with 19-30 sizes; it is held to the noise a median of three has at the gate's noise
     assert slowed_everywhere(1.0, 0.10, members=30, trials=80) > 0.93
     assert slowed_everywhere(1.0, 0.10, members=19, trials=80) > 0.93
+
+
+def test_a_median_of_three_over_the_policy_is_measured_up_to_confirm_runs_most():
+    # red team round 263: held at three runs to the noise a median of three has (1.33x at 10 % noise), 1.25x at one
+    # of 19 sizes passed 86 %; a median over 1.2x is measured more before it passes or refuses
+    assert slowed_one_size(1.3, 0.10, trials=100) < 0.5  # 69 % before (modelled: 37 %)
+    assert slowed_one_size(1.5, 0.10, trials=100) < 0.1  # 22 % before (4 %)
+    assert slowed_one_size(1.0, 0.10) > 0.95
+
+
+def slowed_one_size(slowdown: float, noise: float, trials: int = 60, members: int = 19) -> float:
+    passed = 0
+    for trial in range(trials):
+        rng = random.Random(1000 + trial)
+
+        def one(k: int) -> gate.OtherSize:
+            base, again = (math.exp(rng.gauss(0, noise)) for _ in range(2))
+            return gate.OtherSize(label=f"size {k}", baseline_ms=base,
+                                  candidate_ms=(slowdown if k == 0 else 1.0) * math.exp(rng.gauss(0, noise)),
+                                  baseline_spread=max(base, again) / min(base, again) - 1, size_key=(-1, k))
+        sizes = [one(k) for k in range(members)]
+        for k, s in enumerate(sizes):
+            s.retimed_by(lambda k=k: one(k))
+        v, reasons = verdict(), []
+        gate._judged_with_confirmation(v, reasons, "other sizes", lambda: gate._speed_at_other_sizes(
+            v, sizes, reasons, None), sizes, Durations(), lambda p: None)
+        passed += not reasons
+    return passed / trials
+
+
+def test_a_pass_resting_on_pairs_not_measured_enough_fails_closed_at_the_last_round():
+    # red team round 263: at confirm_rounds 1 a failing gate's pairs past confirm_draws passed on one run each
+    # one pair over its limit (parity when run again), six at 1.28x on one run (over the policy's 1.25x, under the
+    # 1.32x a noisy baseline allows one run; parity when run again), forty at 0.9x; two confirmed per round
+    draws = [pair(0, 1.6, Experiment(0.9))] + [pair(k, 1.28, Experiment(1.0)) for k in range(1, 7)] + \
+        [pair(k, 0.9, Experiment(0.9)) for k in range(7, 47)]
+    v = verdict(confirm_rounds=1, confirm_draws=2)
+    v.speed.baseline.relative_iqr = 0.08 * 1.35
+    row, reasons = magnitudes(v, draws)
+    assert row.status == "fail" and reasons == [Reason.not_faster], row.detail
+    assert "not measured again within confirm_rounds" in row.detail, row.detail

@@ -1139,6 +1139,8 @@ class OtherSize(BaseModel):
     run_ratios: list[float] = []  # once confirmed, every run's ratio, the first one's included (mean_ratio)
     baseline_runs: list[float] = []  # ... and every run's baseline time (_pooled_sigma)
     _retime: Retime | None = PrivateAttr(default=None)
+    _pairs: list[OtherSize] = PrivateAttr(default_factory=list)  # the fresh pairs confirming it (_confirm)
+    _most_runs: int = PrivateAttr(default=0)  # how many fresh pairs it may be given in all (confirm_runs_most)
 
     def retimed_by(self, retime: Retime | None) -> OtherSize:
         """This pair, which RETIME runs again (a fresh pair of the same experiment, or None where a run failed)."""
@@ -1146,7 +1148,8 @@ class OtherSize(BaseModel):
         return self
 
     def can_retime(self) -> bool:
-        return self._retime is not None and not self.confirmed_runs
+        """Whether it may be measured again: never yet, or fewer times than confirm_runs_most (round 263)."""
+        return self._retime is not None and (not self.confirmed_runs or self.confirmed_runs < self._most_runs)
 
     def usual_limit(self) -> float:
         """OTHER_SIZE_SLOWDOWN, or the baseline's own variation there (three times its spread)."""
@@ -1305,15 +1308,17 @@ class SpeedJudgement(NamedTuple):
 
 def _confirm(v: Verdict, draws: list[OtherSize], reasons: list[Reason], gate: GateName) -> bool:
     """Each of DRAWS' one run replaced by the median of confirm_runs fresh pairs (by ratio: the slower middle one
-    where their number is even), every run's ratio kept for the means; False (and the gate's failure) where a
+    where their number is even), or, where already confirmed, its fresh pairs made up to confirm_runs_most and the
+    median read again over them all; every run's ratio kept for the means; False (and the gate's failure) where a
     re-run's audit finds something or the candidate failed where its baseline ran clean."""
-    runs = v.settings.confirm_runs
+    vs = v.settings
     for draw in draws:
         retime = draw._retime
         if retime is None:
             continue
+        wanted = vs.confirm_runs if not draw.confirmed_runs else max(vs.confirm_runs_most - draw.confirmed_runs, 0)
         pairs = []
-        for _ in range(runs):
+        for _ in range(wanted):
             pair = retime()
             if isinstance(pair, tuple):
                 reasons.append(pair[0])
@@ -1323,25 +1328,32 @@ def _confirm(v: Verdict, draws: list[OtherSize], reasons: list[Reason], gate: Ga
             if pair is None:
                 break
             pairs.append(pair.model_copy(update={"label": draw.label}))
-        if len(pairs) < runs:
-            continue  # the baseline failed in a re-run: the one run stands
+        if len(pairs) < wanted or not pairs:
+            draw._most_runs = draw.confirmed_runs  # the baseline failed in a re-run: what it has stands
+            continue
         if not _audit_each(v, pairs, reasons, gate, "run again, "):
             return False
-        first, first_baseline = draw.ratio()[0], draw.floored()[0]
-        median = sorted(pairs, key=lambda pair: pair.ratio()[0])[runs // 2]
+        if not draw.confirmed_runs:
+            draw.run_ratios, draw.baseline_runs = [draw.ratio()[0]], [draw.floored()[0]]
+        draw._pairs += pairs
+        runs = len(draw._pairs)
+        median = sorted(draw._pairs, key=lambda pair: pair.ratio()[0])[runs // 2]
         draw.baseline_ms, draw.candidate_ms = median.baseline_ms, median.candidate_ms
         draw.baseline_audit, draw.candidate_audit = median.baseline_audit, median.candidate_audit
-        draw.confirmed_runs = runs
-        draw.baseline_runs = [first_baseline] + [pair.floored()[0] for pair in pairs]
-        draw.run_ratios = [first] + [pair.ratio()[0] for pair in pairs]
+        draw.confirmed_runs, draw._most_runs = runs, vs.confirm_runs_most
+        draw.baseline_runs = draw.baseline_runs + [pair.floored()[0] for pair in pairs]
+        draw.run_ratios = draw.run_ratios + [pair.ratio()[0] for pair in pairs]
     return True
 
 
 # A confirmed pair's own limit allows for the noise of the median pair it reads (red team round 261: held to the
 # first look's limit, from one spread of two baseline runs, a median of three fresh pairs at parity went over 1.2x in
 # 16-22 % of verifications at 10 % noise per run with 19-30 other sizes): the median's own mean and
-# CONFIRMED_LIMIT_SIGMAS standard deviations, at the gate's noise per run (the baseline's, never the candidate's:
-# _confirmed_pair_sigma), no wider than OTHER_SIZE_NOISE_CAP. Below about 6 % noise per run 1.2x is the wider one.
+# CONFIRMED_LIMIT_SIGMAS standard deviations, at the gate's noise per run (the baseline's timing noise, never the
+# candidate's: _first_look_sigma; round 263: the confirmed runs' baseline times, on fresh inputs, widened it for a
+# baseline whose time follows its inputs), no wider than OTHER_SIZE_NOISE_CAP. A pair whose median is over the policy
+# is first measured up to confirm_runs_most times (_on_noise_allowance, the failing path), where that noise is small
+# (round 263: held at three runs, 1.25x at one of 19 sizes passed 86 % at 10 % noise).
 CONFIRMED_LIMIT_SIGMAS = 3.0
 
 
@@ -1376,9 +1388,20 @@ def _judged_with_confirmation(v: Verdict, reasons: list[Reason], gate: GateName,
     for round_ in range(v.settings.confirm_rounds + 1):
         gates_before, reasons_before = len(v.gates), len(reasons)
         judged = judge()
-        if judged is None or round_ == v.settings.confirm_rounds:
+        if judged is None:
             return
         failed = any(g.status == "fail" for g in v.gates[gates_before:])
+        if round_ == v.settings.confirm_rounds:
+            unsettled = [d for d in judged.unclear if d.can_retime()]
+            if not failed and unsettled:
+                # fail closed: a pass that rests on pairs not yet measured enough is no pass (round 263: at
+                # confirm_rounds 1 a failing gate's unconfirmed pairs over 1.2x passed on one run)
+                reasons.append(Reason.not_faster)
+                v.gates[gates_before:] = [GateResult(gate=gate, status="fail", detail=(
+                    f"{len(unsettled)} pair(s) ({', '.join(d.label for d in unsettled[:3])}) passed on a noise "
+                    f"allowance only and were not measured again within confirm_rounds ({v.settings.confirm_rounds}): "
+                    f"{v.gates[gates_before].detail if len(v.gates) > gates_before else ''}"))]
+            return
         if not failed and not judged.by_noise:
             return
         cap = v.settings.confirm_draws
@@ -1386,8 +1409,10 @@ def _judged_with_confirmation(v: Verdict, reasons: list[Reason], gate: GateName,
         # is unclear, else its pairs (round 259: a lone smallest draw's unclear mean re-ran up to 24 members three
         # times; the caller layouts re-ran their default-size runs, which are in no mean, and none of the guarded
         # sizes that are: round 261, where that mean failed)
-        candidates = list({id(d): d for d in (draws if failed and not judged.unclear else judged.unclear)
-                           if d.can_retime()}.values())
+        # (a failing gate's other pairs sampled once: the ones already confirmed are measured more only where over
+        # their limit or on its noise allowance, as its over and unclear lists name them)
+        pool = [d for d in draws if not d.confirmed_runs] if failed and not judged.unclear else judged.unclear
+        candidates = list({id(d): d for d in pool if d.can_retime()}.values())
         slowest = sorted((d for d in judged.over if d.can_retime()), key=lambda d: -d.ratio()[0])[:cap]
         # an unclear mean's members all at once (a gate's members are bounded by its draws; round 261: past twice
         # confirm_draws a last look passed unclear means on members never confirmed)
@@ -1396,8 +1421,8 @@ def _judged_with_confirmation(v: Verdict, reasons: list[Reason], gate: GateName,
         if not chosen:
             return
         why = "" if failed else " (it passed on a noise allowance only)"
-        say(Progress(stage="timing", message=f"{gate}: {len(chosen)} one-run pair(s) run again, "
-                                              f"{v.settings.confirm_runs} times each{why}"))
+        say(Progress(stage="timing", message=f"{gate}: {len(chosen)} pair(s) run again, {v.settings.confirm_runs} "
+                                              f"times each (up to {v.settings.confirm_runs_most} in all){why}"))
         started = time.monotonic()
         judged_rows, judged_reasons = v.gates[gates_before:], reasons[reasons_before:]
         del v.gates[gates_before:], reasons[reasons_before:]
@@ -1468,20 +1493,6 @@ def _first_look_sigma(sizes: list[OtherSize], smallest: bool = False) -> float:
     return (statistics.median(spreads) if spreads else 0.0) / MEDIAN_SPREAD_SIGMAS
 
 
-CONFIRMED_POOLED_WIDENING = 1.5  # the confirmed runs' pooled noise widens a confirmed pair's limit to this x the first look's
-
-
-def _confirmed_pair_sigma(sizes: list[OtherSize], smallest: bool = False) -> float:
-    """The noise per run a confirmed pair's own limit allows for (OtherSize.limit): the first look's, or the confirmed
-    members' baseline runs pooled where those show more, up to CONFIRMED_POOLED_WIDENING times the first look's (those
-    runs draw fresh inputs, and a baseline whose time follows its inputs would widen it without end). Not the lesser
-    of the two, as a mean's limit reads (_other_sizes_sigma): biased low, it refused honest parity in 10 % at 10 %
-    noise per run with 30 sizes (modelled), the first look's alone in 4 %."""
-    members = [s for s in sizes if s.launch_bound()] if smallest else [s for s in sizes if not s.smallest]
-    first_look, pooled = _first_look_sigma(sizes, smallest), _pooled_sigma(members)
-    return first_look if pooled is None else max(first_look, min(pooled, CONFIRMED_POOLED_WIDENING * first_look))
-
-
 POOLED_SIGMA_MEMBERS = 3  # confirmed members needed before their baseline runs replace the first runs' noise estimate
 
 
@@ -1538,7 +1549,7 @@ def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reas
     for size in sizes:
         ratio, source = size.ratio()
         limit = 1 + max(3 * regression, OTHER_SIZE_REGRESSION_FLOOR) if regression is not None else \
-            size.limit(_confirmed_pair_sigma(sizes, size.launch_bound()))
+            size.limit(_first_look_sigma(sizes, size.launch_bound()))
         if regression is None and (forgiven := size.forgiven_ms()) > 0:
             source += f"; {forgiven * 1000:.1f} us forgiven, one launch's cost"
         ratios.append((size.label, ratio, source, limit))
@@ -1594,11 +1605,11 @@ def _speed_at_other_sizes(v: Verdict, sizes: list[OtherSize], reasons: list[Reas
 
 
 def _on_noise_allowance(judged) -> list[OtherSize]:
-    """Of JUDGED (pair, ratio, its policy's limit, its limit), the one-run pairs under their limit only by the noise
-    allowance in it: confirmed before their gate passes (round 262: an allowance from one spread of two runs, three
-    times over, let a size 1.5x slower pass on one run in 16 % at 8 % noise; a median of fresh pairs is then held to
-    the noise that median has, OtherSize.limit)."""
-    return [pair for pair, ratio, policy, limit in judged if not pair.confirmed_runs and policy < ratio <= limit]
+    """Of JUDGED (pair, ratio, its policy's limit, its limit), those under their limit only by the noise allowance in
+    it that may still be measured again: confirmed, or measured up to confirm_runs_most times, before their gate
+    passes (round 262: an allowance from one spread of two runs, three times over, let a size 1.5x slower pass on one
+    run in 16 % at 8 % noise; round 263: a median of three at 10 % noise passed 1.25x in 86 %)."""
+    return [pair for pair, ratio, policy, limit in judged if pair.can_retime() and policy < ratio <= limit]
 
 
 # The timing pairs draw a guessed integer input from init's [0, 16), as every timed run does: a candidate
@@ -1939,7 +1950,7 @@ def _speed_in_caller_layouts(v: Verdict, layouts: list[LayoutTime], reasons: lis
 
     def limit(layout: LayoutTime) -> float:
         there = at_its_size(layout)
-        return there.limit(_confirmed_pair_sigma(list(guarded), there.launch_bound()))
+        return there.limit(_first_look_sigma(list(guarded), there.launch_bound()))
     elsewhere = [(layout, r) for layout, r, _ in timed if not layout.default_size and r > limit(layout)]
     if elsewhere:
         worst, worst_ratio = max(elsewhere, key=lambda x: x[1])
