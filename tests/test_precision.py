@@ -315,3 +315,13 @@ def test_a_statement_the_scan_cannot_read_fails_closed():
     # what splitting at braces leaves of operand lists and data initialisers is no statement
     assert classify_ptx("\tld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];\n"
                         ".global .align 1 .b8 $str[3] = {118, 111, 0};\n").classes == {}
+
+
+def test_a_percent_label_or_a_line_directive_hides_no_instruction():
+    # red team round 265: `%Lq: mma...` and an instruction after `.loc 1 3 0` (a directive with no `;`; -lineinfo
+    # builds have one before many instructions) were read as no statement at all
+    mma = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r1}, {%r2}, {%r3}, {%r4};\n"
+    assert classify_ptx(f"\t%Lq: {mma}").classes == {"tensor": [mma.split()[0]]}
+    assert classify_ptx(f"\t$x$: %y: {mma}").classes == {"tensor": [mma.split()[0]]}
+    assert classify_ptx(f"\t.loc 1 3 0\n\t{mma}").classes == {"tensor": [mma.split()[0]]}
+    assert classify_ptx("\t.reg .b32 %r<5>;\n\t.loc 1 3 0\n\tld.global.f32 %f1, [%rd1];\n").instructions == 1

@@ -284,6 +284,25 @@ def scoped_globals(code: str) -> set[str]:
     return found
 
 
+_PTX_LABELS = re.compile(r"^\s*(?:[$%\w]+:\s*)*")  # `_L:`, `$L:`, and `%L:` (round 265 hid an mma behind one)
+
+
+def _ptx_statements(code: str):
+    """The statements of comment-free PTX that may be instructions, labels stripped: pieces between `;` and braces,
+    and in a piece that opens with a directive, each later line that starts like an instruction (a directive with no
+    `;`, `.loc 1 3 0`, ends at its line: round 265 hid the instruction after one, and -lineinfo builds have many)."""
+    for piece in re.split(r"[;{}]", code):
+        statement = _PTX_LABELS.sub("", piece)
+        if statement.startswith("."):
+            for line in statement.split("\n")[1:]:
+                line = _PTX_LABELS.sub("", line)
+                if _PTX_STATEMENT_START.match(line):
+                    yield line
+            continue
+        if statement and not statement.startswith(("%", "$")):
+            yield statement
+
+
 def classify_ptx(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
     count = 0
@@ -296,10 +315,7 @@ def classify_ptx(text: str) -> PrecisionProfile:
         classes.setdefault("special_register", set()).add(f"%{name}")
     # Statements end at `;`; inline asm wraps them in braces (`{  cvt.rn.f16.f32 %rs1, %f1;}`),
     # and vector operands are braced too: splitting at braces only cuts operand lists short.
-    for statement in re.split(r"[;{}]", code):
-        statement = re.sub(r"^\s*(?:[$\w]+:\s*)*", "", statement)  # labels
-        if not statement or statement.startswith((".", "%", "$")):
-            continue
+    for statement in _ptx_statements(code):
         for register in _PTX_CLOCK.findall(statement):  # whatever the statement is read as
             classes.setdefault("clock", set()).add(register)
         m = _PTX_INSTRUCTION.match(statement)
