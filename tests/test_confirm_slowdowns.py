@@ -161,10 +161,10 @@ def test_a_means_limit_narrows_with_its_members():
 
 
 def slowed_everywhere(slowdown: float, noise: float, trials: int = 60, members: int = 19,
-                      slow_process: tuple[float, float] = (0.0, 1.0)) -> float:
+                      slow_process: tuple[float, float] = (0.0, 1.0), only_first: bool = False) -> float:
     """How often the gate "other sizes" passes a part SLOWDOWN x the baseline at each of MEMBERS other sizes, each
     run with NOISE (lognormal, per run), one-run pairs confirmed; SLOW_PROCESS (p, x): in a share p of its processes
-    the candidate takes a path x times slower."""
+    the candidate takes a path x times slower; ONLY_FIRST: slower at the first size only, at parity elsewhere."""
     passed = 0
     for trial in range(trials):
         rng = random.Random(trial)
@@ -173,7 +173,8 @@ def slowed_everywhere(slowdown: float, noise: float, trials: int = 60, members: 
             base, again = (math.exp(rng.gauss(0, noise)) for _ in range(2))
             path = slow_process[1] if rng.random() < slow_process[0] else 1.0
             return gate.OtherSize(label=f"size {k}", baseline_ms=base,
-                                  candidate_ms=slowdown * path * math.exp(rng.gauss(0, noise)),
+                                  candidate_ms=(1.0 if only_first and k else slowdown) * path *
+                                  math.exp(rng.gauss(0, noise)),
                                   baseline_spread=max(base, again) / min(base, again) - 1, size_key=(-1, k))
         sizes = [one(k) for k in range(members)]
         for k, s in enumerate(sizes):
@@ -369,29 +370,9 @@ def test_honest_parity_at_ten_percent_noise_is_not_refused_by_a_confirmed_median
 def test_a_median_of_three_over_the_policy_is_measured_up_to_confirm_runs_most():
     # red team round 263: held at three runs to the noise a median of three has (1.33x at 10 % noise), 1.25x at one
     # of 19 sizes passed 86 %; a median over 1.2x is measured more before it passes or refuses
-    assert slowed_one_size(1.3, 0.10, trials=100) < 0.5  # 69 % before (modelled: 37 %)
-    assert slowed_one_size(1.5, 0.10, trials=100) < 0.1  # 22 % before (4 %)
-    assert slowed_one_size(1.0, 0.10) > 0.95
-
-
-def slowed_one_size(slowdown: float, noise: float, trials: int = 60, members: int = 19) -> float:
-    passed = 0
-    for trial in range(trials):
-        rng = random.Random(1000 + trial)
-
-        def one(k: int) -> gate.OtherSize:
-            base, again = (math.exp(rng.gauss(0, noise)) for _ in range(2))
-            return gate.OtherSize(label=f"size {k}", baseline_ms=base,
-                                  candidate_ms=(slowdown if k == 0 else 1.0) * math.exp(rng.gauss(0, noise)),
-                                  baseline_spread=max(base, again) / min(base, again) - 1, size_key=(-1, k))
-        sizes = [one(k) for k in range(members)]
-        for k, s in enumerate(sizes):
-            s.retimed_by(lambda k=k: one(k))
-        v, reasons = verdict(), []
-        gate._judged_with_confirmation(v, reasons, "other sizes", lambda: gate._speed_at_other_sizes(
-            v, sizes, reasons, None), sizes, Durations(), lambda p: None)
-        passed += not reasons
-    return passed / trials
+    assert slowed_everywhere(1.3, 0.10, trials=100, only_first=True) < 0.5  # 69 % before (modelled: 37 %)
+    assert slowed_everywhere(1.5, 0.10, trials=100, only_first=True) < 0.1  # 22 % before (4 %)
+    assert slowed_everywhere(1.0, 0.10, only_first=True) > 0.95
 
 
 def test_a_pass_resting_on_pairs_not_measured_enough_fails_closed_at_the_last_round():

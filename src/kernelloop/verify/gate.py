@@ -1405,12 +1405,10 @@ def _judged_with_confirmation(v: Verdict, reasons: list[Reason], gate: GateName,
         if not failed and not judged.by_noise:
             return
         cap = v.settings.confirm_draws
-        # where it passed on a mean's noise allowance, that mean's members only; where it failed, those too if a mean
-        # is unclear, else its pairs (round 259: a lone smallest draw's unclear mean re-ran up to 24 members three
-        # times; the caller layouts re-ran their default-size runs, which are in no mean, and none of the guarded
-        # sizes that are: round 261, where that mean failed)
-        # (a failing gate's other pairs sampled once: the ones already confirmed are measured more only where over
-        # their limit or on its noise allowance, as its over and unclear lists name them)
+        # what is sampled: the unclear members where there are any, failing or not; else, where it failed, its pairs
+        # not yet confirmed (a confirmed pair is measured more only where the over or unclear list names it). Round
+        # 259: a lone smallest draw's unclear mean re-ran up to 24 members three times, and the caller layouts their
+        # default-size runs, in no mean; round 261: a failing caller-layout mean never re-ran its guarded sizes.
         pool = [d for d in draws if not d.confirmed_runs] if failed and not judged.unclear else judged.unclear
         candidates = list({id(d): d for d in pool if d.can_retime()}.values())
         slowest = sorted((d for d in judged.over if d.can_retime()), key=lambda d: -d.ratio()[0])[:cap]
