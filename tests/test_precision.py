@@ -3,6 +3,7 @@ nvcc 13.0 output (sm_80, sm_86, sm_90, sm_90a), and the scan inside the static g
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -185,7 +186,7 @@ def backend(request, monkeypatch):
 @pytest.mark.nvcc
 @pytest.mark.parametrize("name, expect_classes", [
     ("bf16_mma.cu", {"tensor", "narrowing"}),
-    ("half_round.cu", {"narrowing", "half"}),
+    ("half_round.cu", {"narrowing"}),  # its half->float widenings are exact: no class (round 263)
 ])
 def test_reduced_precision_fixtures_are_caught(name, expect_classes, settings, backend):
     result = gates(name, settings)
@@ -325,3 +326,131 @@ def test_a_percent_label_or_a_line_directive_hides_no_instruction():
     assert classify_ptx(f"\t$x$: %y: {mma}").classes == {"tensor": [mma.split()[0]]}
     assert classify_ptx(f"\t.loc 1 3 0\n\t{mma}").classes == {"tensor": [mma.split()[0]]}
     assert classify_ptx("\t.reg .b32 %r<5>;\n\t.loc 1 3 0\n\tld.global.f32 %f1, [%rd1];\n").instructions == 1
+
+
+# -- PTX read as ptxas reads it (red team round 266: an instruction after `.loc 1 1 0` on its own line, a label
+# written `lab :`, a space inside an opcode's modifiers each hid an instruction, a clock read, a device malloc or an
+# asm statement's `.global` from the reader) --------------------------------------------------------------------------
+
+_PTX_HEAD = """.version 8.8
+.target sm_90
+.address_size 64
+.extern .func (.param .b64 func_retval0) malloc (.param .b64 malloc_param_0);
+.visible .entry k(.param .u64 p)
+{{
+.reg .b32 %r<20>;
+.reg .f32 %f<20>;
+.reg .b16 %rs<8>;
+.reg .b64 %rd<8>;
+ld.param.u64 %rd1, [p];
+ld.global.v4.u32 {{%r1,%r2,%r3,%r4}}, [%rd1];
+ld.global.f32 %f1, [%rd1+16];
+mov.b32 %r10, 0; mov.b32 %r11, 0; mov.b32 %r12, 0; mov.b32 %r13, 0; mov.b16 %rs2, 0x3c00;
+{body}
+st.global.v4.u32 [%rd1], {{%r10,%r11,%r12,%r13}};
+st.global.b16 [%rd1+32], %rs1;
+st.global.b64 [%rd1+40], %rd3;
+ret;
+}}
+"""
+_INT8_MMA = ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r10,%r11,%r12,%r13}, {%r1,%r2,%r3,%r4}, {%r1,%r2}, "
+             "{%r10,%r11,%r12,%r13};")
+# (what the statement is, its spellings as ptxas takes them, the class and name the scan must find)
+_SPELLINGS = {
+    "int8 mma": ([_INT8_MMA, ".loc 1 1 0 " + _INT8_MMA, "lab : " + _INT8_MMA, "lab\n:\n" + _INT8_MMA,
+                  _INT8_MMA.replace("mma.sync.aligned", "mma.sync .aligned"),
+                  _INT8_MMA.replace("mma.sync.aligned", "mma/* x */.sync\n.aligned")],
+                 "tensor", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+    "cvt to f16": (["cvt.rn.f16.f32 %rs1, %f1;", ".loc 1 1 0 cvt.rn.f16.f32 %rs1, %f1;", "lab : cvt.rn.f16.f32 %rs1, %f1;",
+                    "cvt.rn .f16.f32 %rs1, %f1;", "cvt/**/.rn.f16.f32 %rs1, %f1;"], "narrowing", "cvt.rn.f16.f32"),
+    "add.f16": (["add.rn.f16 %rs1, %rs2, %rs2;", ".loc 1 1 0 add.rn.f16 %rs1, %rs2, %rs2;",
+                 "lab : add.rn.f16 %rs1, %rs2, %rs2;", "add.rn .f16 %rs1, %rs2, %rs2;"], "half", "add.rn.f16"),
+    "clock read": (["mov.u32 %r10, %clock;", ".loc 1 1 0 mov.u32 %r10, %clock;", "lab : mov.u32 %r10, %clock;"],
+                   "clock", "%clock"),
+    "device malloc": (["{ .param .b64 a; .param .b64 r; st.param.b64 [a], 64; CALL (r), malloc, (a); "
+                       "ld.param.b64 %rd3, [r]; }".replace("CALL", call)
+                       for call in ("call.uni", ".loc 1 1 0 call.uni", "lab : call.uni", "call .uni")],
+                      "device_heap", "malloc"),
+    "asm .global": (["{ .global .u32 ctr; ld.global.u32 %r10, [ctr]; }",
+                     "{ .loc 1 1 0 .global .u32 ctr; ld.global.u32 %r10, [ctr]; }",
+                     "{ lab : .global .u32 ctr; ld .global.u32 %r10, [ctr]; }"], "device_static", "ctr"),
+}
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("what", sorted(_SPELLINGS))
+def test_every_spelling_ptxas_assembles_is_read(what, tmp_path):
+    spellings, kind, name = _SPELLINGS[what]
+    for body in spellings:
+        ptx = _PTX_HEAD.format(body=body)
+        (tmp_path / "k.ptx").write_text(ptx)
+        assembled = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                                   capture_output=True, text=True, timeout=120)
+        assert assembled.returncode == 0, (body, assembled.stderr)  # a spelling ptxas takes, so one a candidate has
+        profile = classify_ptx(ptx)
+        assert profile.classes.get(kind) == [name], (body, profile.classes)
+        assert not profile.classes.get("unread"), body
+        # and the same without the statement: nothing of the kind
+        assert not classify_ptx(_PTX_HEAD.format(body="")).classes.get(kind)
+
+
+def test_ptx_opcodes_are_read_whatever_stands_before_them():
+    # a label, `.loc` and a guard before an opcode on one line; `ld .global` (an opcode) is no declaration
+    classes = classify_ptx("\t$L1 : .loc 1 2 0 @ !%p1 cvt.rn.bf16x2.f32 %r1, %f1, %f2;\n"
+                           "\tld .global .f32 %f3, [%rd1];\n").classes
+    assert classes == {"narrowing": ["cvt.rn.bf16x2.f32"]}
+    # nvcc's own declarations: module scope (registered by the host stub), not a device static
+    honest = classify_ptx(".global .align 4 .u32 g_plain;\n.visible .global .align 4 .f32 s_scaled[16];\n")
+    assert honest.classes == {} and honest.module_globals == ["g_plain", "s_scaled"]
+
+
+@pytest.mark.nvcc
+def test_the_cubin_names_every_global_an_asm_statement_declares(tmp_path):
+    # what lasts from launch to launch is read from the object, however the PTX spelled it (round 266)
+    from kernelloop.verify.precision import global_objects
+    tool = precision.find_disassembler(find_toolchain())
+    if tool is None:
+        pytest.skip("cuobjdump/nvdisasm not found (toolkit, PATH, or the nvidia-cuda-cuobjdump wheels)")
+    source = tmp_path / "globals.cu"
+    source.write_text(
+        "__device__ int g_plain;\nstatic __device__ float s_scaled[16];\n"
+        "namespace ns { __device__ unsigned long long counter_ns = 3; }\n"
+        "__global__ void k(float *p) {\n"
+        "  unsigned v; asm volatile(\"{ .loc 1 1 0 .global .u32 hidden; ld.global.u32 %0, [hidden]; }\" : \"=r\"(v));\n"
+        "  p[threadIdx.x] = g_plain + s_scaled[threadIdx.x & 15] + ns::counter_ns + v; }\n")
+    subprocess.run([str(find_toolchain().nvcc), "-c", "-arch=sm_90", "-o", str(tmp_path / "g.o"), str(source)],
+                   check=True, capture_output=True, timeout=300)
+    elf = subprocess.run([str(tool.cuobjdump), "-elf", str(tmp_path / "g.o")], capture_output=True, text=True,
+                         check=True, timeout=120, env={**os.environ, "PATH": f"{tool.nvdisasm_dir}:{os.environ['PATH']}"})
+    objects = global_objects(elf.stdout)
+    assert {"g_plain", "s_scaled", "_ZN2ns10counter_nsE"} <= set(objects)
+    assert any("hidden" in o and o != "hidden" for o in objects)  # ptxas's own name for it, `$__hidden__N$M`
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name, rule", [("hidden_call_counter.cu", "device-static"),
+                                        ("hidden_bf16_mma.cu", "reduced_precision")])
+def test_round266_candidates_are_refused_on_both_readers(name, rule, settings, backend):
+    result = gates(f"tests/fixtures/redteam/round266/{name}", settings, arch="sm_90")
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert rule in [v.rule for v in result.violations], [v.describe() for v in result.violations]
+
+
+@pytest.mark.nvcc
+def test_the_object_alone_refuses_an_asm_global_the_ptx_reader_misses(settings, monkeypatch):
+    # the SASS path decides device statics from the cubin too: with the PTX reader blind to them, still refused
+    if precision.find_disassembler(find_toolchain()) is None:
+        pytest.skip("cuobjdump/nvdisasm not found (toolkit, PATH, or the nvidia-cuda-cuobjdump wheels)")
+    reader = precision.classify_ptx
+
+    def blind(text):
+        profile = reader(text)
+        profile.classes.pop("device_static", None)
+        return profile
+
+    monkeypatch.setattr(precision, "classify_ptx", blind)
+    monkeypatch.setattr(precision, "PRECISION_SCAN_VERSION", "blind-ptx-test")  # no cached profile of the real one
+    result = gates("tests/fixtures/redteam/round266/hidden_call_counter.cu", settings, arch="sm_90")
+    assert "device-static" in [v.rule for v in result.violations], [v.describe() for v in result.violations]
+    plain = gates("src/kernelloop/exemplars/matmul_smem_tiling.cu", settings, arch="sm_90")
+    assert "device-static" not in [v.rule for v in plain.violations]

@@ -32,8 +32,10 @@ the only check on it.
 
 The device code is read from SASS (`cuobjdump -sass` on the editable object: what will run)
 when cuobjdump and nvdisasm are available (the CUDA toolkit's, on PATH, or the
-nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm wheels), else from PTX (`nvcc -ptx` of the
-same translation unit, in the sandbox). Baseline and candidate are always read the same way.
+nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm wheels kernelloop depends on), else from PTX
+(`nvcc -ptx` of the same translation unit, in the sandbox), read token by token as ptxas reads
+it. Baseline and candidate are always read the same way. Device statics come from the PTX and,
+on the SASS path, from the cubin's global objects too.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ from ..tools.symbols import demangle
 from ..tools.toolkit import find_toolkit_program
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "10"
+PRECISION_SCAN_VERSION = "11"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -72,6 +74,8 @@ class PrecisionProfile(BaseModel):
     source: Literal["sass", "ptx"]
     classes: dict[str, list[str]] = {}  # class -> sorted distinct opcodes
     instructions: int = 0  # how many instructions were read (0: no device code)
+    module_globals: list[str] = []  # PTX: the variables nvcc declares at module scope (the host stub registers them)
+    global_objects: list[str] = []  # SASS: the objects the cubin keeps in global memory, from launch to launch
 
 
 # ---------------------------------------------------------------------------------- SASS
@@ -131,7 +135,6 @@ _PTX_CLOCK = re.compile(r"%(?:globaltimer\w*|clock\w*)\b")
 # the harness's state check cannot see what is kept there from call to call (red team round 70: a
 # call counter behind a __device__ pointer). A candidate may use it only where its baseline does.
 _DEVICE_HEAP = re.compile(r"\b(?:malloc|free|__nv_aligned_device_malloc)\b")
-_PTX_CALL = re.compile(r"^call(?:\.\w+)*\s")
 # A function-scope static in device code (`static T x;` inside a __device__ function): a global the
 # host stub registers with no __cudaRegisterVar, so the state check never reads it (red team round
 # 72: a call counter kept there). A candidate may have one only where its baseline does.
@@ -176,12 +179,7 @@ def classify_sass(text: str) -> PrecisionProfile:
 
 # ----------------------------------------------------------------------------------- PTX
 
-# a guard of any spelling: `@%p1`, and `@p` or `@!q` for a predicate inline asm declares (red team round 263: the
-# scan took `@p mma...` for no instruction, and an int8 GEMM showed an empty profile)
-_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?[^\s;{}]+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_:]+)*)\b", re.M)
-# what starts like an instruction (a letter or a guard), as opposed to the rest of a braced operand list or of a
-# data initialiser (`, [%rd1]`, `118, 111, ...`, `]`), which splitting at braces leaves behind
-_PTX_STATEMENT_START = re.compile(r"^\s*[A-Za-z_@!]")
+_PTX_OPCODE_NAME = re.compile(r"[a-z][a-z0-9_]*(?:\.|$)")
 _PTX_WIDTH = {"f64": 64, "f32": 32, "tf32": 19, "f16": 16, "f16x2": 16, "bf16": 16, "bf16x2": 16, "e4m3": 8,
               "e5m2": 8, "e4m3x2": 8, "e5m2x2": 8, "e4m3x4": 8, "e5m2x4": 8, "e2m1": 4, "e2m1x2": 4, "e3m2": 6,
               "e2m3": 6, "e3m2x2": 6, "e2m3x2": 6, "ue8m0": 8, "ue8m0x2": 8}
@@ -262,74 +260,108 @@ def special_registers(code: str) -> set[str]:
     return found
 
 
-_PTX_GLOBAL_DECLARATION = re.compile(r"^(?:\.(?:visible|extern|weak|common)\s+)*\.global\b[^;]*?([$%\w]+)\s*(?:\[[^\]]*\]\s*)*(?:=|$)")
+# PTX read as ptxas reads it (red team round 266: a `.loc 1 1 0` on the instruction's own line, a label written
+# `lab :`, a space or a comment inside an opcode's modifiers, `cvt.rn .f16.f32`, each hid an instruction, a call
+# counter's `.global` or a clock read from a reader that split statements at lines and read opcodes up to a space):
+# whitespace and comments only separate tokens, an opcode is an identifier with its `.modifier`s however spaced, and
+# what an instruction is comes from every opcode in the text, wherever a statement or a directive puts it.
+_PTX_TOKEN = re.compile(r"""
+    (?P<string>"(?:[^"\\\n]|\\.)*"?)
+  | (?P<opcode>[A-Za-z_][\w$]*(?:\s*\.\s*[A-Za-z0-9_$]+(?:::[A-Za-z0-9_$]+)*)*)
+  | (?P<register>[%$][\w$]*(?:\.[A-Za-z0-9_]+)*)
+  | (?P<directive>\.[A-Za-z_][\w$]*)
+  | (?P<number>[0-9][\w.]*)
+  | (?P<punct>\S)""", re.X)
 
 
-def scoped_globals(code: str) -> set[str]:
-    """The `.global` variables PTX declares inside a function body (comment-free CODE). nvcc declares
-    its variables at module scope, where the host stub registers them; a declaration inside a body
-    comes from inline assembly, and ptxas makes it a module object nothing registers (red team
-    round 78: a call counter declared in a braced scope of an `asm`)."""
-    found: set[str] = set()
-    depth, start = 0, 0
-    for m in re.finditer(r'"(?:[^"\\\n]|\\.)*"|[{};]', code):
-        token = m.group(0)
-        if token.startswith('"'):
-            continue
-        statement = re.sub(r"^\s*(?:[$\w]+:\s*)*", "", code[start:m.start()]).strip()
-        start = m.end()
-        if token != "}" and depth > 0 and (declared := _PTX_GLOBAL_DECLARATION.match(statement)):
-            found.add(declared.group(1))
-        depth = depth + 1 if token == "{" else max(0, depth - 1) if token == "}" else depth
-    return found
+class PtxToken(BaseModel):
+    kind: Literal["string", "opcode", "register", "directive", "number", "punct"]
+    text: str  # an opcode's with the whitespace between its modifiers taken out
 
 
-_PTX_LABELS = re.compile(r"^\s*(?:[$%\w]+:\s*)*")  # `_L:`, `$L:`, and `%L:` (round 265 hid an mma behind one)
+def ptx_tokens(code: str) -> list[PtxToken]:
+    """The tokens of comment-free PTX CODE."""
+    return [PtxToken(kind=m.lastgroup, text=re.sub(r"\s+", "", m.group(0)) if m.lastgroup == "opcode" else m.group(0))
+            for m in _PTX_TOKEN.finditer(code)]
 
 
-def _ptx_statements(code: str):
-    """The statements of comment-free PTX that may be instructions, labels stripped: pieces between `;` and braces,
-    and in a piece that opens with a directive, each later line that starts like an instruction (a directive with no
-    `;`, `.loc 1 3 0`, ends at its line: round 265 hid the instruction after one, and -lineinfo builds have many)."""
-    for piece in re.split(r"[;{}]", code):
-        statement = _PTX_LABELS.sub("", piece)
-        if statement.startswith("."):
-            for line in statement.split("\n")[1:]:
-                line = _PTX_LABELS.sub("", line)
-                if _PTX_STATEMENT_START.match(line):
-                    yield line
-            continue
-        if statement and not statement.startswith(("%", "$")):
-            yield statement
+def _ptx_pieces(tokens: list[PtxToken]):
+    """(brace depth, tokens) of each piece between `;` and braces: a statement, labels and a guard still on it."""
+    depth, piece = 0, []
+    for token in tokens:
+        if token.kind == "punct" and token.text in ";{}":
+            yield depth, piece
+            piece = []
+            depth = depth + 1 if token.text == "{" else max(0, depth - 1) if token.text == "}" else depth
+        else:
+            piece.append(token)
+    yield depth, piece
+
+
+def _without_labels(piece: list[PtxToken]) -> list[PtxToken]:
+    """PIECE past its labels (`_L:`, `$L :`, `%L:`), however spaced."""
+    i = 0
+    while i + 1 < len(piece) and piece[i].kind in ("opcode", "register") and "." not in piece[i].text \
+            and piece[i + 1].text == ":":
+        i += 2
+    return piece[i:]
+
+
+def _declared_global(piece: list[PtxToken]) -> str | None:
+    """The name a `.global` declaration in PIECE declares (after a `.loc` or a label too), else None. `ld.global`
+    is one opcode token, so only a declaration has `.global` as a directive of its own."""
+    for i, token in enumerate(piece):
+        if token.kind == "directive" and token.text == ".global":
+            names = [t.text for t in piece[i + 1:] if t.kind in ("opcode", "register")]
+            return names[0] if names else "(unnamed)"
+    return None
 
 
 def classify_ptx(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
     count = 0
     code = strip_ptx_comments(text)
+    tokens = ptx_tokens(code)
+    module: set[str] = set()
     for static in _PTX_DEVICE_STATIC.finditer(code):  # declarations sit between directives, one per line
         classes.setdefault("device_static", set()).add(static.group(1))
-    for name in scoped_globals(code):
-        classes.setdefault("device_static", set()).add(name)
+    for depth, piece in _ptx_pieces(tokens):
+        name = _declared_global(piece)
+        if name is not None and (depth > 0 or name.startswith("_ZZ")):
+            classes.setdefault("device_static", set()).add(name)
+        elif name is not None:
+            module.add(name)
     for name in special_registers(code):
         classes.setdefault("special_register", set()).add(f"%{name}")
-    # Statements end at `;`; inline asm wraps them in braces (`{  cvt.rn.f16.f32 %rs1, %f1;}`),
-    # and vector operands are braced too: splitting at braces only cuts operand lists short.
-    for statement in _ptx_statements(code):
-        for register in _PTX_CLOCK.findall(statement):  # whatever the statement is read as
-            classes.setdefault("clock", set()).add(register)
-        m = _PTX_INSTRUCTION.match(statement)
-        if not m:
-            if _PTX_STATEMENT_START.match(statement):  # fail closed: an instruction the scan cannot read
-                classes.setdefault("unread", set()).add(" ".join(statement.split())[:80])
+    for token in tokens:
+        if token.kind == "register" and _PTX_CLOCK.fullmatch(token.text.split(".")[0]):
+            classes.setdefault("clock", set()).add(token.text.split(".")[0])
+        elif token.kind == "opcode" and (kind := _ptx_class(token.text)):
+            # every opcode, wherever it stands (an operand named like an instruction is read as one: fail closed)
+            classes.setdefault(kind, set()).add(token.text)
+    for _, piece in _ptx_pieces(tokens):
+        statement = _without_labels(piece)
+        if statement and statement[0].text == "@":  # a guard: `@%p1`, `@p`, `@!q`, however spaced
+            rest = statement[1:]
+            rest = rest[1:] if rest and rest[0].text == "!" else rest
+            statement = rest[1:] if rest and rest[0].kind in ("opcode", "register") else [statement[0]]
+        if statement and (statement[0].text in ("@", "!") or (
+                statement[0].kind == "opcode" and not _PTX_OPCODE_NAME.match(statement[0].text))):
+            # fail closed: a guard or an opcode the scan cannot read (PTX's instructions are lower case)
+            classes.setdefault("unread", set()).add(re.sub(r" ([,;\])])", r"\1", " ".join(t.text for t in statement))[:80])
             continue
-        count += 1
-        kind = _ptx_class(m.group(1))
-        if kind:
-            classes.setdefault(kind, set()).add(m.group(1))
-        if _PTX_CALL.match(statement) and (heap := _DEVICE_HEAP.search(statement)):
-            classes.setdefault("device_heap", set()).add(heap.group(0))
-    return PrecisionProfile(source="ptx", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
+        while statement and statement[0].kind in ("directive", "number", "string") or statement[:1] and \
+                statement[0].text == "," and statement[1:2] and statement[1].kind == "number":
+            statement = statement[1:]  # a directive with no `;` and its numbers (`.loc 1 3 0`)
+        count += bool(statement) and statement[0].kind == "opcode"
+    for _, piece in _ptx_pieces(tokens):  # a call behind a directive on its line (`.loc 1 1 0 call.uni ...malloc`)
+        opcodes = [t.text for t in piece if t.kind == "opcode"]
+        calls = [i for i, op in enumerate(opcodes) if op.split(".")[0] == "call"]
+        for op in (opcodes[calls[0] + 1:] if calls else []):
+            if _DEVICE_HEAP.fullmatch(op):
+                classes.setdefault("device_heap", set()).add(op)
+    return PrecisionProfile(source="ptx", classes={k: sorted(v) for k, v in classes.items()}, instructions=count,
+                            module_globals=sorted(module))
 
 
 # ---------------------------------------------------------------------------- comparison
@@ -514,7 +546,27 @@ def sass_profile(obj: Path, tool: Disassembler) -> PrecisionProfile:
     heap = device_heap_externs(elf.stdout)
     if heap:
         profile.classes["device_heap"] = heap
+    profile.global_objects = global_objects(elf.stdout)
     return profile
+
+
+_ELF_SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+[0-9a-f]+\s+.*\s(\.\S+)$")
+_ELF_OBJECT = re.compile(r"^\s*(?:0x)?[0-9a-f]+\s+\S+\s+\S+\s+OBJECT\s+\S+\s+\S+\s+\S+\s+(?:0x)?([0-9a-f]+)\s+(\S+)$")
+
+
+def global_objects(elf_text: str) -> list[str]:
+    """The objects in the global memory sections (`.nv.global`, `.nv.global.init`) of each cubin `cuobjdump -elf`
+    prints: every device variable the module keeps from launch to launch, however its PTX was spelled."""
+    found: set[str] = set()
+    sections: dict[int, str] = {}
+    for line in elf_text.splitlines():
+        if line.startswith(("64-bit ELF", "32-bit ELF")):
+            sections = {}  # a fat binary holds one cubin per architecture
+        elif (section := _ELF_SECTION.match(line)) and not line.lstrip().startswith("0x"):
+            sections[int(section.group(1), 16)] = section.group(2)
+        elif (obj := _ELF_OBJECT.match(line)) and sections.get(int(obj.group(1), 16), "").startswith(".nv.global"):
+            found.add(obj.group(2))
+    return sorted(found)
 
 
 def device_heap_externs(elf_text: str) -> list[str]:
@@ -604,6 +656,12 @@ def scan_precision(*, baseline_object: Path, candidate_object: Path, baseline_un
                 for kind in ("device_static", "special_register"):  # PTX names them; SASS does not always
                     if ptx.classes.get(kind):
                         profile.classes[kind] = ptx.classes[kind]
+                # and the object decides what lasts from launch to launch: a global the cubin holds that nvcc did
+                # not declare at module scope (where the host stub registers it) came from an asm statement, however
+                # spelled (red team round 266: a `.global` behind a `.loc` the PTX reader missed)
+                unregistered = set(profile.global_objects) - set(ptx.module_globals)
+                if unregistered:
+                    profile.classes["device_static"] = sorted(set(profile.classes.get("device_static", [])) | unregistered)
         except ScanFailed as exc:
             return PrecisionScan(source="sass", baseline=base, candidate=cand,
                                  violations=[Violation(rule="reduced_precision", where="object (PTX)",
