@@ -550,22 +550,30 @@ def sass_profile(obj: Path, tool: Disassembler) -> PrecisionProfile:
     return profile
 
 
-_ELF_SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+[0-9a-f]+\s+.*\s(\.\S+)$")
-_ELF_OBJECT = re.compile(r"^\s*(?:0x)?[0-9a-f]+\s+\S+\s+\S+\s+OBJECT\s+\S+\s+\S+\s+\S+\s+(?:0x)?([0-9a-f]+)\s+(\S+)$")
+_ELF_SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+[0-9a-f]+\s.*\s(\.\S+)$")
+_ELF_SYMBOL = re.compile(r"^\s*(?:0x)?[0-9a-f]+\s+\S+\s+\S+\s+(\w+)\s+\S+\s+\S+\s+\S+\s+(?:0x)?([0-9a-f]+)\s+(\S+)$")
 
 
 def global_objects(elf_text: str) -> list[str]:
-    """The objects in the global memory sections (`.nv.global`, `.nv.global.init`) of each cubin `cuobjdump -elf`
+    """The symbols in the global memory sections (`.nv.global`, `.nv.global.init`) of each cubin `cuobjdump -elf`
     prints: every device variable the module keeps from launch to launch, however its PTX was spelled."""
     found: set[str] = set()
     sections: dict[int, str] = {}
+    block = ""
     for line in elf_text.splitlines():
         if line.startswith(("64-bit ELF", "32-bit ELF")):
-            sections = {}  # a fat binary holds one cubin per architecture
-        elif (section := _ELF_SECTION.match(line)) and not line.lstrip().startswith("0x"):
+            sections, block = {}, ""  # a fat binary holds one cubin per architecture
+        elif line.startswith("Sections:"):
+            block = "sections"
+        elif line.startswith(".section .symtab"):
+            block = "symbols"
+        elif not line.strip() or line.startswith(".section"):
+            block = "" if block == "sections" or line.startswith(".section") else block
+        elif block == "sections" and (section := _ELF_SECTION.match(line)):
             sections[int(section.group(1), 16)] = section.group(2)
-        elif (obj := _ELF_OBJECT.match(line)) and sections.get(int(obj.group(1), 16), "").startswith(".nv.global"):
-            found.add(obj.group(2))
+        elif block == "symbols" and (symbol := _ELF_SYMBOL.match(line)) and symbol.group(1) != "SECTION" \
+                and sections.get(int(symbol.group(2), 16), "").startswith(".nv.global"):
+            found.add(symbol.group(3))
     return sorted(found)
 
 
