@@ -317,6 +317,15 @@ def _declared_global(piece: list[PtxToken]) -> str | None:
     return None
 
 
+def scoped_globals(code: str) -> set[str]:
+    """The `.global` variables comment-free PTX CODE declares inside a function body. nvcc declares its
+    variables at module scope, where the host stub registers them; a declaration inside a body comes from
+    inline assembly, and ptxas makes it a module object nothing registers (red team round 78: a call
+    counter declared in a braced scope of an `asm`; round 266: behind a `.loc` or a spaced label)."""
+    return {name for depth, piece in _ptx_pieces(ptx_tokens(code)) if depth > 0
+            and (name := _declared_global(piece)) is not None}
+
+
 def classify_ptx(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
     count = 0
@@ -327,7 +336,7 @@ def classify_ptx(text: str) -> PrecisionProfile:
         classes.setdefault("device_static", set()).add(static.group(1))
     for depth, piece in _ptx_pieces(tokens):
         name = _declared_global(piece)
-        if name is not None and (depth > 0 or name.startswith("_ZZ")):
+        if name is not None and (depth > 0 or name.startswith("_ZZ")):  # an asm's, or a C++ static's
             classes.setdefault("device_static", set()).add(name)
         elif name is not None:
             module.add(name)
