@@ -159,6 +159,26 @@ def test_a_partial_write_sets_only_the_bytes_it_writes():
                                       "uses %rax, which no path of this call is sure to have set"]
 
 
+def test_a_conditional_move_carries_what_it_keeps_and_uses_nothing_of_it():
+    def launcher(code: list[str]) -> FrameTrace:
+        trace = _trace(code)
+        trace.harness_arguments["f"] = (0, 0)
+        return trace
+    # xor %ecx,%ecx; setnp %al; cmovne %ecx,%eax; or %al,%dl... as `or %al,%cl`; ret -- gcc's `alpha == 0.0`:
+    # bits 8-31 of %eax may be what the register held, but only %al is read (a false refusal before)
+    assert unwritten_reads(launcher(["31c9", "0f9bc0", "0f45c1", "08c1", "c3"])) == []
+    # the same, then `mov %eax,%ecx; or %ecx,%ecx`: the kept bits are used after all
+    found = unwritten_reads(launcher(["31c9", "0f9bc0", "0f45c1", "89c1", "09c9", "c3"]))
+    assert [(r.instruction, r.how) for r in found] == [
+        ("(its entry)", "reads %rax on entry, which the harness does not pass it"),
+        ("or %ecx,%ecx", "uses %rcx, which no path of this call is sure to have set")]
+    # a cmov whose source was never set uses it
+    found = unwritten_reads(launcher(["31c0", "0f45c1", "c3"]))
+    assert [(r.instruction, r.how) for r in found] == [
+        ("(its entry)", "reads %rcx on entry, which the harness does not pass it"),
+        ("cmovne %ecx,%eax", "uses %rcx, which no path of this call is sure to have set")]
+
+
 def test_an_or_with_all_ones_or_an_and_with_zero_sets_the_register_whatever_it_held():
     def launcher(code: list[str]) -> FrameTrace:
         trace = _trace(code)
@@ -281,6 +301,24 @@ def test_a_c_linkage_launcher_reads_its_own_stack_arguments():
     path = FIXTURES / "c_linkage" / "blas_style_launcher.cu"
     split = split_program(path.read_text(), path.name)
     assert c_linkage_signatures(split, [])["daxpby_gpu"].startswith("daxpby_gpu(int, int, int, double,")
+    result = static_gates(split, split.editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert not result.violations, [v.describe() for v in result.violations]
+
+
+@pytest.mark.nvcc
+def test_a_launcher_returning_early_on_a_zero_double_passes_the_static_gates():
+    # kept-aside set 22: `if (m <= 0 || n <= 0 || alpha == 0.0) return;` (BLAS's early exit) compiles to
+    # `setnp %al; cmovne %ecx,%eax; or %al,%dl`, and init refused the launcher as reading %rax on entry
+    # (the fixture: `kernelloop init` of a launcher written for this test, its output kept)
+    from kernelloop.config import Settings
+    from kernelloop.program.split import split_program
+    from kernelloop.tools.nvcc import find_toolchain
+    from kernelloop.verify.gate import static_gates
+
+    from .conftest import FIXTURES, shared_cache_dir
+    path = FIXTURES / "c_linkage" / "zero_alpha_early_exit.cu"
+    split = split_program(path.read_text(), path.name)
     result = static_gates(split, split.editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
                           toolchain=find_toolchain())
     assert not result.violations, [v.describe() for v in result.violations]

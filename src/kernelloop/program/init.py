@@ -43,12 +43,16 @@ Role = Literal["input", "output", "inout", "scratch", "table"]
 ROLES: tuple[Role, ...] = ("input", "output", "inout", "scratch", "table")
 _READ_ROLES = ("input", "inout", "table")
 
-# CUDA's vector types, as buffers of their lanes (a float2* of n elements: a float buffer of 2n).
+# CUDA's vector types, as buffers of their lanes (a float2* of n elements: a float buffer of 2n): every
+# vector_types.h spelling, one to four lanes of each scalar (a uchar3 pixel, a float3 point, a double4 of
+# CUDA 13's _16a/_32a alignments), and the half and complex pairs.
+_VECTOR_LANES = {"char": "int8_t", "uchar": "uint8_t", "short": "int16_t", "ushort": "uint16_t", "int": "int32_t",
+                 "uint": "uint32_t", "long": "int64_t", "ulong": "uint64_t", "longlong": "int64_t",
+                 "ulonglong": "uint64_t", "float": "float", "double": "double"}
 _VECTOR_TYPES = {
-    "float2": ("float", 2), "float3": ("float", 3), "float4": ("float", 4), "double2": ("double", 2),
-    "int2": ("int32_t", 2), "int3": ("int32_t", 3), "int4": ("int32_t", 4), "uint2": ("uint32_t", 2),
-    "uint3": ("uint32_t", 3), "uint4": ("uint32_t", 4), "short2": ("int16_t", 2), "ushort2": ("uint16_t", 2),
-    "char2": ("int8_t", 2), "char4": ("int8_t", 4), "uchar2": ("uint8_t", 2), "uchar4": ("uint8_t", 4),
+    **{f"{scalar}{lanes}": (element, lanes) for scalar, element in _VECTOR_LANES.items() for lanes in (1, 2, 3, 4)},
+    **{f"{scalar}4_{align}a": (element, 4) for scalar, element in _VECTOR_LANES.items() if element.endswith("64_t")
+       or element == "double" for align in (16, 32)},
     "__half2": ("__half", 2), "half2": ("__half", 2), "__nv_bfloat162": ("__nv_bfloat16", 2),
     "nv_bfloat162": ("__nv_bfloat16", 2), "longlong2": ("int64_t", 2), "ulonglong2": ("uint64_t", 2),
     # cuComplex.h's complex numbers are typedefs of these (real, imaginary lanes)

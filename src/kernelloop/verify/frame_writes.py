@@ -179,8 +179,20 @@ def _undefined_reads(insn: Instruction, state: _State) -> frozenset[str]:
     if _same_register(insn):
         return frozenset()
     parts = dict(state.low)
-    general = {r for r, width in insn.general_reads if r in state.undefined and parts.get(r, 0) < width}
+    carried = _selected_into(insn)
+    general = {r for r, width in insn.general_reads if r in state.undefined and parts.get(r, 0) < width
+               and r not in carried}
     return frozenset(general - {"rsp"}) | (insn.read_registers & _VECTOR & state.undefined)
+
+
+def _selected_into(insn: Instruction) -> frozenset[str]:
+    """A conditional move's destination: read only to be kept where the condition fails, a select of bits and no
+    computation with them, so what of it is undefined stays undefined in it (`setnp %al; cmovne %ecx,%eax;
+    or %al,%dl`: gcc's `x == 0.0` on a double, whose bits 8-31 no one reads; kept-aside set 22 refused a BLAS
+    launcher's `alpha == 0.0` early exit). A cmov that reads another undefined register still uses it."""
+    if not insn.mnemonic.startswith("cmov"):
+        return frozenset()
+    return insn.written_registers & frozenset(r for r, _ in insn.general_reads)
 
 
 _LOW_VECTOR = frozenset(f"zmm{i}" for i in range(16))  # what vzeroupper and vzeroall clear
@@ -273,8 +285,10 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
             else:
                 written, foreign = _add(written, offset, offset + size), _add(foreign, offset, offset + size)
         return _State(written, undefined, stale, foreign, upper, frozenset(x for x in low if x[0] not in targets))
-    # a whole write sets a register; an 8- or 16-bit one sets its bottom bytes only (round 212)
-    whole = (insn.replaced_registers | insn.low_writes | (targets - _GENERAL)) - insn.conditional_registers
+    # a whole write sets a register; an 8- or 16-bit one sets its bottom bytes only (round 212); a cmov keeps
+    # what it selects from, undefined bits included
+    whole = (insn.replaced_registers | insn.low_writes | (targets - _GENERAL)) - insn.conditional_registers \
+        - (_selected_into(insn) & undefined)
     undefined, stale = undefined - whole, stale - whole
     parts = {r: w for r, w in low if r not in whole}
     for register, width in insn.partial_writes:
@@ -396,7 +410,9 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
                             merge(out, live.get(n, {}))
                     uses: dict[str, int] = {}
                     if insn.mnemonic not in ("ud0", "ud1", "ud2", "vzeroupper") and not _same_register(insn):
-                        merge(uses, {r: w for r, w in insn.general_reads if r != "rsp"})
+                        carried = _selected_into(insn)  # what a cmov keeps: as much as is read of it later
+                        merge(uses, {r: w for r, w in insn.general_reads if r != "rsp" and r not in carried})
+                        merge(uses, {r: min(w, out[r]) for r, w in insn.general_reads if r in carried and r in out})
                         merge(uses, {r: 64 for r in insn.read_registers & _VECTOR})
                     copy = _register_copy(insn)
                     if copy is not None and copy[1] not in out:
