@@ -51,7 +51,7 @@ def proposals(program: str, kernel: str, most: int, cache: Path) -> tuple[list[s
         except NoMoreCandidates as exc:
             return labels, str(exc)
         labels.append(proposal.approach)
-        failed.append(FailedAttempt(iteration=iteration, approach=proposal.approach, kind="slower",
+        failed.append(FailedAttempt(iteration=iteration, approach=proposal.approach, kind="not_faster",
                                     reason="reported as failed to see the next proposal", source=proposal.source))
     return labels, f"stopped after {most} proposals"
 
