@@ -330,7 +330,7 @@ def test_a_percent_label_or_a_line_directive_hides_no_instruction():
 
 # -- PTX read as ptxas reads it (red team round 266: an instruction after `.loc 1 1 0` on its own line, a label
 # written `lab :`, a space inside an opcode's modifiers each hid an instruction, a clock read, a device malloc or an
-# asm statement's `.global` from the reader) --------------------------------------------------------------------------
+# asm statement's `.global` from the reader; round 267: an opcode glued to the number before it, `0mma.sync`) --------------------------------------------------------------------------
 
 _PTX_HEAD = """.version 8.8
 .target sm_90
@@ -357,19 +357,21 @@ _INT8_MMA = ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r10,%r11,%r12,%r
              "{%r10,%r11,%r12,%r13};")
 # (what the statement is, its spellings as ptxas takes them, the class and name the scan must find)
 _SPELLINGS = {
-    "int8 mma": ([_INT8_MMA, ".loc 1 1 0 " + _INT8_MMA, "lab : " + _INT8_MMA, "lab\n:\n" + _INT8_MMA,
+    "int8 mma": ([_INT8_MMA, ".loc 1 1 0 " + _INT8_MMA, ".loc 1 1 0" + _INT8_MMA, "lab : " + _INT8_MMA, "lab\n:\n" + _INT8_MMA,
                   _INT8_MMA.replace("mma.sync.aligned", "mma.sync .aligned"),
                   _INT8_MMA.replace("mma.sync.aligned", "mma/* x */.sync\n.aligned")],
                  "tensor", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
     "cvt to f16": (["cvt.rn.f16.f32 %rs1, %f1;", ".loc 1 1 0 cvt.rn.f16.f32 %rs1, %f1;", "lab : cvt.rn.f16.f32 %rs1, %f1;",
                     "cvt.rn .f16.f32 %rs1, %f1;", "cvt/**/.rn.f16.f32 %rs1, %f1;"], "narrowing", "cvt.rn.f16.f32"),
     "add.f16": (["add.rn.f16 %rs1, %rs2, %rs2;", ".loc 1 1 0 add.rn.f16 %rs1, %rs2, %rs2;",
+                 ".loc 1 1 0add.rn.f16 %rs1, %rs2, %rs2;",
                  "lab : add.rn.f16 %rs1, %rs2, %rs2;", "add.rn .f16 %rs1, %rs2, %rs2;"], "half", "add.rn.f16"),
     "clock read": (["mov.u32 %r10, %clock;", ".loc 1 1 0 mov.u32 %r10, %clock;", "lab : mov.u32 %r10, %clock;"],
                    "clock", "%clock"),
     "device malloc": (["{ .param .b64 a; .param .b64 r; st.param.b64 [a], 64; CALL (r), malloc, (a); "
                        "ld.param.b64 %rd3, [r]; }".replace("CALL", call)
-                       for call in ("call.uni", ".loc 1 1 0 call.uni", "lab : call.uni", "call .uni")],
+                       for call in ("call.uni", ".loc 1 1 0 call.uni", ".loc 1 1 0call.uni", "lab : call.uni",
+                                    "call .uni")],
                       "device_heap", "malloc"),
     "asm .global": (["{ .global .u32 ctr; ld.global.u32 %r10, [ctr]; }",
                      "{ .loc 1 1 0 .global .u32 ctr; ld.global.u32 %r10, [ctr]; }",
@@ -401,7 +403,7 @@ def test_ptx_opcodes_are_read_whatever_stands_before_them():
     assert classes == {"narrowing": ["cvt.rn.bf16x2.f32"]}
     # nvcc's own declarations: module scope (registered by the host stub), not a device static
     honest = classify_ptx(".global .align 4 .u32 g_plain;\n.visible .global .align 4 .f32 s_scaled[16];\n")
-    assert honest.classes == {} and honest.module_globals == ["g_plain", "s_scaled"]
+    assert honest.classes == {}
 
 
 @pytest.mark.nvcc
@@ -454,3 +456,63 @@ def test_the_object_alone_refuses_an_asm_global_the_ptx_reader_misses(settings, 
     assert "device-static" in [v.rule for v in result.violations], [v.describe() for v in result.violations]
     plain = gates("src/kernelloop/exemplars/matmul_smem_tiling.cu", settings, arch="sm_90")
     assert "device-static" not in [v.rule for v in plain.violations]
+
+
+# -- module memory the host stub does not register (red team round 267: a call counter in a string literal's storage,
+# `$str`, which nvcc declares at module scope and no __cudaRegisterVar names; internal-linkage names differ between two
+# compiles of one unit, so what is registered is read from the shipped object's own registration code) ---------------
+
+@pytest.mark.nvcc
+def test_the_registered_names_are_read_from_the_objects_own_registration(tmp_path):
+    from kernelloop.tools.registered import registered_device_names
+    source = tmp_path / "reg.cu"
+    source.write_text(
+        "#include <cstdio>\nnamespace { __device__ float kl_one = 1.0f; }\nstatic __device__ float kl_two = 2.0f;\n"
+        "__device__ int g_plain;\n__global__ void k(float *p) { p[threadIdx.x] *= kl_one + kl_two + g_plain;\n"
+        "  if (threadIdx.x == 0) printf(\"%f\\n\", p[0]); }\n")
+    for host_opt in ("-O0", "-O3"):  # at -O3 the callback is inlined into the unit's static initialiser
+        obj = tmp_path / f"reg{host_opt}.o"
+        subprocess.run([str(find_toolchain().nvcc), "-c", "-arch=sm_90", "-Xcompiler", host_opt, "-o", str(obj),
+                        str(source)], check=True, capture_output=True, timeout=300)
+        names = registered_device_names(obj)
+        assert {"kl_two", "g_plain", "_Z1kPf"} <= names, (host_opt, names)
+        assert any("kl_one" in n for n in names) and not any(n.startswith("$str") for n in names)
+
+
+def test_an_unregistered_objects_identity_leaves_out_what_a_compile_names_it():
+    from kernelloop.verify.precision import object_identity
+    assert object_identity("$str$3") == object_identity("$str") == "$str"
+    assert object_identity("__unnamed_2") == "__unnamed"
+    assert object_identity("$__kl_calls__44$1") == "$__kl_calls"
+    one = "_ZN42_INTERNAL_4cbc6a20_11_editable_cu_758ecd5f4cuda3std3__45__cpo3endE"
+    other = "_ZN37_INTERNAL_548d289e_7_unit_cu_0a1b2c3d4cuda3std3__45__cpo3endE"
+    assert object_identity(one) == object_identity(other)
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("baseline, candidate, refused", [
+    ("kernels/naive_matmul.cu", "strlit_counter.cu", True),  # a counter in a string literal's storage
+    ("kernels/naive_matmul.cu", "honest_cg_assert.cu", True),  # assert's strings: module memory the baseline lacks
+    ("honest_baseline_with_cuda_std.cu", "honest_cuda_std_include.cu", False),  # the same header's objects
+])
+def test_unregistered_module_memory_is_refused_where_the_baseline_has_none(baseline, candidate, refused, settings):
+    if precision.find_disassembler(find_toolchain()) is None:
+        pytest.skip("cuobjdump/nvdisasm not found (toolkit, PATH, or the nvidia-cuda-cuobjdump wheels)")
+    here = FIXTURES / "redteam" / "round267"
+    base_path = ROOT / baseline if baseline.startswith("kernels/") else here / baseline
+    split = split_program(base_path.read_text())
+    path = here / candidate
+    editable, _ = candidate_editable_part(path.read_text(), split, path.name)
+    result = static_gates(split, editable, arch="sm_90", settings=settings, toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert ("device-static" in [v.rule for v in result.violations]) == refused, \
+        [v.describe() for v in result.violations]
+
+
+@pytest.mark.nvcc
+def test_a_number_glued_to_an_opcode_hides_nothing_on_the_ptx_path(settings, monkeypatch):
+    # round 267: `.loc 1 1 0mma.sync...` (ptxas takes it) hid a bf16 GEMM's tensor-core instructions from the PTX path
+    monkeypatch.setattr(precision, "find_disassembler", lambda toolchain: None)
+    result = gates("tests/fixtures/redteam/round267/glued_bf16_mma.cu", settings, arch="sm_90")
+    assert result.precision is not None and result.precision.source == "ptx"
+    assert "reduced_precision" in [v.rule for v in result.violations], [v.describe() for v in result.violations]

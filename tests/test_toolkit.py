@@ -100,7 +100,8 @@ def test_the_disassembler_is_found_by_the_toolkit_search_beside_the_nvcc_in_use(
         path.unlink()
     wheel = tmp_path / "site" / "nvidia" / "cuda_nvdisasm" / "bin"
     _executable(wheel / "nvdisasm")
-    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "site")])
+    # first on sys.path: kernelloop's own dependency, the real wheels, is on it too (round 266)
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site"), *sys.path])
     tool = find_disassembler(Toolchain(nvcc=wrapper, version="13.0", banner=""))
     assert tool is not None and tool.cuobjdump == tmp_path / "wrappers" / "cuobjdump" and tool.nvdisasm_dir == wheel
     assert toolkit.find_toolkit_program("cuobjdump", Path(wrapper)) == tmp_path / "wrappers" / "cuobjdump"
