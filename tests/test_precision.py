@@ -516,3 +516,29 @@ def test_a_number_glued_to_an_opcode_hides_nothing_on_the_ptx_path(settings, mon
     result = gates("tests/fixtures/redteam/round267/glued_bf16_mma.cu", settings, arch="sm_90")
     assert result.precision is not None and result.precision.source == "ptx"
     assert "reduced_precision" in [v.rule for v in result.violations], [v.describe() for v in result.violations]
+
+
+# -- PTX strings as ptxas reads them (red team round 268: a string run across a newline hid `%gridid` on the next
+# line as a comment, and one ended by what looked like an escaped quote swallowed a bf16 mma) ------------------------
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("body, kind, name", [
+    ('.pragma "nounroll\n// kl"; mov.u64 %rd3, %gridid;', "special_register", "%gridid"),
+    ('.pragma "nounroll\\"; add.rn.f16 %rs1, %rs2, %rs2; .pragma "nounroll";', "half", "add.rn.f16"),
+])
+def test_a_ptx_string_ends_where_ptxas_ends_it(body, kind, name, tmp_path):
+    ptx = _PTX_HEAD.format(body=body)
+    (tmp_path / "k.ptx").write_text(ptx)
+    assembled = subprocess.run(["ptxas", "-arch=sm_90", str(tmp_path / "k.ptx"), "-o", str(tmp_path / "k.cubin")],
+                               capture_output=True, text=True, timeout=120)
+    assert assembled.returncode == 0, assembled.stderr
+    assert classify_ptx(ptx).classes.get(kind) == [name]
+
+
+@pytest.mark.nvcc
+def test_a_function_named_like_the_registrar_registers_nothing(settings):
+    # round 268: `kl_names__sti____cudaRegisterAll` returning "$str" made round 267's string-literal counter registered
+    if precision.find_disassembler(find_toolchain()) is None:
+        pytest.skip("cuobjdump/nvdisasm not found (toolkit, PATH, or the nvidia-cuda-cuobjdump wheels)")
+    result = gates("tests/fixtures/redteam/round268/strlit_counter_named_registrar.cu", settings, arch="sm_90")
+    assert "device-static" in [v.rule for v in result.violations], [v.describe() for v in result.violations]

@@ -54,7 +54,7 @@ _VECTOR_TYPES = {
     **{f"{scalar}4_{align}a": (element, 4) for scalar, element in _VECTOR_LANES.items() if element.endswith("64_t")
        or element == "double" for align in (16, 32)},
     "__half2": ("__half", 2), "half2": ("__half", 2), "__nv_bfloat162": ("__nv_bfloat16", 2),
-    "nv_bfloat162": ("__nv_bfloat16", 2), "longlong2": ("int64_t", 2), "ulonglong2": ("uint64_t", 2),
+    "nv_bfloat162": ("__nv_bfloat16", 2),
     # cuComplex.h's complex numbers are typedefs of these (real, imaginary lanes)
     "cuFloatComplex": ("float", 2), "cuComplex": ("float", 2), "cuDoubleComplex": ("double", 2),
 }

@@ -20,7 +20,8 @@ from elftools.elf.enums import ENUM_RELOC_TYPE_x64
 
 # nvcc's registration functions (static, one per translation unit: a definition of the same name in the unit
 # does not compile); at -O3 the host compiler inlines the callback into the static initialiser
-_REGISTRARS = ("__nv_cudaEntityRegisterCallback", "__sti____cudaRegisterAll")
+# (their exact symbols: a name of the part's own that merely contains one is no registrar, round 268)
+_REGISTRARS = frozenset({"_ZL31__nv_cudaEntityRegisterCallbackPPv", "_ZL24__sti____cudaRegisterAllv"})
 _PC_RELATIVE = frozenset(ENUM_RELOC_TYPE_x64[name] for name in (
     "R_X86_64_PC32", "R_X86_64_PLT32", "R_X86_64_GOTPCREL", "R_X86_64_GOTPCRELX", "R_X86_64_REX_GOTPCRELX")
     if name in ENUM_RELOC_TYPE_x64)
@@ -36,8 +37,8 @@ def registered_device_names(obj: Path) -> set[str]:
             symtab = elf.get_section_by_name(".symtab")
             if symtab is None:
                 return names
-            callbacks = [s for s in symtab.iter_symbols() if any(r in s.name for r in _REGISTRARS)
-                         and s["st_info"]["type"] == "STT_FUNC" and isinstance(s["st_shndx"], int)]
+            callbacks = [s for s in symtab.iter_symbols() if s.name in _REGISTRARS and s["st_info"]["type"] == "STT_FUNC"
+                         and s["st_info"]["bind"] == "STB_LOCAL" and isinstance(s["st_shndx"], int)]
             for callback in callbacks:
                 section = elf.get_section(callback["st_shndx"])
                 relocations = elf.get_section_by_name(f".rela{section.name}")

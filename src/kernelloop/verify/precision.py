@@ -59,7 +59,7 @@ from ..tools.symbols import demangle
 from ..tools.toolkit import find_toolkit_program
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "13"
+PRECISION_SCAN_VERSION = "14"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -226,15 +226,16 @@ def _ptx_class(opcode: str) -> ClassName | None:
 
 def strip_ptx_comments(text: str) -> str:
     """PTX without its comments, string literals kept whole: a `/*` inside a `.pragma "..."` opens
-    no comment (red team round 74 hid `%gridid` between two such pragmas)."""
+    no comment (red team round 74 hid `%gridid` between two such pragmas). A string ends at the next
+    `"` as ptxas reads it, across lines and with no escapes (round 268: a string run over a newline, or
+    ended by what looked like an escaped quote, took code ptxas assembles for a comment or a string)."""
     out: list[str] = []
     i, n = 0, len(text)
     while i < n:
         c = text[i]
         if c == '"':
-            j = i + 1
-            while j < n and text[j] != '"' and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
+            j = text.find('"', i + 1)
+            j = n if j < 0 else j
             out.append(text[i:j + 1])
             i = j + 1
         elif text.startswith("//", i):
@@ -271,7 +272,7 @@ def special_registers(code: str) -> set[str]:
 # is lexed as PTX writes one and ends where it ends (round 267: `.loc 1 1 0mma.sync...` glued an opcode to a number
 # that took every word character).
 _PTX_TOKEN = re.compile(r"""
-    (?P<string>"(?:[^"\\\n]|\\.)*"?)
+    (?P<string>"[^"]*"?)
   | (?P<opcode>[A-Za-z_][\w$]*(?:\s*\.\s*[A-Za-z0-9_$]+(?:::[A-Za-z0-9_$]+)*)*)
   | (?P<register>[%$][\w$]*(?:\.[A-Za-z0-9_]+)*)
   | (?P<directive>\.[A-Za-z_][\w$]*)
