@@ -542,3 +542,28 @@ def test_a_function_named_like_the_registrar_registers_nothing(settings):
         pytest.skip("cuobjdump/nvdisasm not found (toolkit, PATH, or the nvidia-cuda-cuobjdump wheels)")
     result = gates("tests/fixtures/redteam/round268/strlit_counter_named_registrar.cu", settings, arch="sm_90")
     assert "device-static" in [v.rule for v in result.violations], [v.describe() for v in result.violations]
+
+
+# -- the driver's words in constant bank 0 (red team round 269: `ld.param [k_param_0+-480]` read `%gridid`'s word,
+# a launch count, with no register named: judged by offset in SASS, by the parameter read's address in PTX) ----------
+
+def test_a_parameter_read_past_its_parameters_is_a_driver_word():
+    entry = ".visible .entry _Z1kPf(.param .u64 _Z1kPf_param_0, .param .align 4 .b8 _Z1kPf_param_1[32]) {{ {body} }}"
+    for body in ("ld.param.u64 %rd1, [_Z1kPf_param_0+-480];",
+                 ".reg .u64 t; mov.u64 t, _Z1kPf_param_0; add.s64 t, t, %rd2; ld.param.u64 %rd1, [t];",
+                 "cvta.param.u64 %rd2, %rd3;"):
+        assert classify_ptx(entry.format(body=body)).classes.get("driver_word"), body
+    honest = ("ld.param.u64 %rd1, [_Z1kPf_param_0]; ld.param.f32 %f1, [_Z1kPf_param_1+12]; "
+              "ld.param.v2.u32 {%r1, %r2}, [_Z1kPf_param_1+16]; { .param .b32 param0; st.param.f32 [param0+0], %f1; "
+              ".param .b32 retval0; call.uni (retval0), _Z1hf, (param0); ld.param.f32 %f2, [retval0+0]; }")
+    assert classify_ptx(entry.format(body=honest)).classes == {}
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name, refused", [("tests/fixtures/redteam/round269/param_offset_gridid.cu", True),
+                                           ("src/kernelloop/exemplars/matmul_smem_tiling.cu", False)])
+def test_the_launch_count_read_through_a_parameter_is_refused(name, refused, settings, backend):
+    result = gates(name, settings, arch="sm_90")
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert ("device-register" in [v.rule for v in result.violations]) == refused, \
+        [v.describe() for v in result.violations]

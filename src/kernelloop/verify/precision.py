@@ -59,7 +59,7 @@ from ..tools.symbols import demangle
 from ..tools.toolkit import find_toolkit_program
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "14"
+PRECISION_SCAN_VERSION = "15"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -79,6 +79,10 @@ class PrecisionProfile(BaseModel):
     # SASS: the objects the cubin keeps in global memory from launch to launch that the object's host stub does not
     # register (so the state check never reads them), each named by what it is (object_identity)
     unregistered: list[str] = []
+    # SASS: the constant bank 0 words the code reads (-1: a read at a register's offset), and the lowest kernel
+    # parameter's offset there (EIATTR_PARAM_CBANK): below it lie the driver's words for the launch
+    bank0: list[int] = []
+    parameter_base: int | None = None
 
 
 # ---------------------------------------------------------------------------------- SASS
@@ -134,6 +138,12 @@ def _sass_class(opcode: str, operands: str) -> ClassName | None:
 # read one only where its baseline does.
 _SASS_CLOCK = re.compile(r"\bSR_(?:GLOBALTIMER\w*|CLOCK\w*)")
 _PTX_CLOCK = re.compile(r"%(?:globaltimer\w*|clock\w*)\b")
+# Constant bank 0 holds a kernel's parameters and, below them, the driver's words for the launch: the block and grid
+# sizes a kernel may read, and `%gridid`, `%current_graph_exec`, the `%envreg`s it may not (device-register).
+# A parameter read at a negative offset (`ld.param [p+-480]`) or at a register's reaches those words with no
+# register named (red team round 269), so SASS's bank-0 reads are judged by offset.
+_SASS_BANK0 = re.compile(r"\bc\[0x0\]\[([^\]]+)\]")
+_PARAM_CBANK = re.compile(r"EIATTR_PARAM_CBANK\s*\n\s*Format:[^\n]*\n\s*Value:\s*0x[0-9a-f]+\s+0x([0-9a-f]+)")
 # The device heap (in-kernel malloc/new): memory no variable or allocation of the part's names, so
 # the harness's state check cannot see what is kept there from call to call (red team round 70: a
 # call counter behind a __device__ pointer). A candidate may use it only where its baseline does.
@@ -164,6 +174,7 @@ _PTX_DEVICE_STATIC = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.global\b[^
 
 def classify_sass(text: str) -> PrecisionProfile:
     classes: dict[str, set[str]] = {}
+    words: set[int] = set()
     count = 0
     for line in text.splitlines():
         m = _SASS_LINE.match(line)
@@ -177,7 +188,10 @@ def classify_sass(text: str) -> PrecisionProfile:
             classes.setdefault("clock", set()).add(register)
         if m.group(1).startswith("CALL") and (heap := _DEVICE_HEAP.search(m.group(2))):
             classes.setdefault("device_heap", set()).add(heap.group(0))
-    return PrecisionProfile(source="sass", classes={k: sorted(v) for k, v in classes.items()}, instructions=count)
+        for word in _SASS_BANK0.findall(m.group(2)):
+            words.add(int(word, 16) if re.fullmatch(r"0x[0-9a-f]+", word) else -1)  # -1: an indexed read
+    return PrecisionProfile(source="sass", classes={k: sorted(v) for k, v in classes.items()}, instructions=count,
+                            bank0=sorted(words))
 
 
 # ----------------------------------------------------------------------------------- PTX
@@ -367,6 +381,28 @@ def classify_ptx(text: str) -> PrecisionProfile:
                 statement[0].text == "," and statement[1:2] and statement[1].kind == "number":
             statement = statement[1:]  # a directive with no `;` and its numbers (`.loc 1 3 0`)
         count += bool(statement) and statement[0].kind == "opcode"
+    declared = set()  # every `.param` name: a kernel's and a function's parameters, a call's arguments and results
+    for i, token in enumerate(tokens):
+        if token.kind == "directive" and token.text == ".param":
+            name = next((t for t in tokens[i + 1:i + 8] if t.kind != "directive" and t.kind != "number"), None)
+            if name is not None and name.kind == "opcode":
+                declared.add(name.text)
+    for i, token in enumerate(tokens):  # the parameter space read past its parameters (round 269)
+        parts = token.text.split(".") if token.kind == "opcode" else []
+        if parts[:1] in (["ld"], ["ldu"]) and "param" in parts:
+            # the address: the first [...] before the statement's `;` (a vector's braces come first)
+            rest = tokens[i + 1:]
+            stop = next((j for j, t in enumerate(rest) if t.text == ";"), len(rest))
+            opened = next((j for j, t in enumerate(rest[:stop]) if t.text == "["), None)
+            closed = next((j for j, t in enumerate(rest[:stop]) if t.text == "]"), None)
+            address = rest[opened + 1:closed] if opened is not None and closed is not None and closed > opened else []
+            # nvcc reads a parameter as `[k_param_0]` or `[k_param_0+8]`; anything else is an address computed
+            named = bool(address) and address[0].kind == "opcode" and address[0].text in declared
+            if not (named and (len(address) == 1 or (len(address) == 3 and address[1].text == "+"
+                                                     and address[2].kind == "number"))):
+                classes.setdefault("driver_word", set()).add(f"{token.text} at a computed offset")
+        elif parts[:1] == ["cvta"] and "param" in parts:
+            classes.setdefault("driver_word", set()).add(token.text)
     for _, piece in _ptx_pieces(tokens):  # a call behind a directive on its line (`.loc 1 1 0 call.uni ...malloc`)
         opcodes = [t.text for t in piece if t.kind == "opcode"]
         calls = [i for i, op in enumerate(opcodes) if op.split(".")[0] == "call"]
@@ -490,6 +526,13 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
             f"device code reads {', '.join(registers)}, which the baseline does not: a special register other than "
             "where the kernel runs and how it was launched (a launch count, a graph's handle, performance "
             "counters) can tell the verifier's process from a program that makes more calls or launches otherwise")))
+    driver = only_candidate("driver_word")
+    if driver:
+        found.append(Violation(rule="device-register", where=where, detail=(
+            f"device code reads the driver's words for the launch in constant bank 0 ({', '.join(_few(driver))}), "
+            "below the kernel's parameters, which the baseline does not: past the block and grid sizes they hold "
+            "the launch count and the graph a kernel runs in, which tell the verifier's process from another "
+            "(a parameter read at a negative or a register's offset reaches them)")))
     statics = only_candidate("device_static")
     if statics:
         found.append(Violation(rule="device-static", where=where, detail=(
@@ -558,6 +601,8 @@ def sass_profile(obj: Path, tool: Disassembler) -> PrecisionProfile:
     heap = device_heap_externs(elf.stdout)
     if heap:
         profile.classes["device_heap"] = heap
+    bases = [int(v, 16) & 0xFFFF for v in _PARAM_CBANK.findall(elf.stdout)]
+    profile.parameter_base = min(bases) if bases else None
     registered = registered_device_names(obj)
     profile.unregistered = sorted({object_identity(o) for o in global_objects(elf.stdout) if o not in registered})
     return profile
@@ -622,6 +667,71 @@ def ptx_profile(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits) -
         return classify_ptx((work / "unit.ptx").read_text(errors="replace"))
 
 
+# What an honest kernel reads of the driver's words in constant bank 0, on one architecture: each geometry register
+# the scan allows (block and grid sizes, shared memory sizes, cluster shape), a stack frame, global and shared memory,
+# an atomic. Compiled and read once per toolkit and architecture (the offsets are the compiler's to choose).
+_GEOMETRY_PROBE = r"""
+__global__ void kl_geometry_probe(unsigned* out, int n) {
+  unsigned v = blockDim.x + 3u * blockDim.y + 5u * blockDim.z + 7u * gridDim.x + 11u * gridDim.y + 13u * gridDim.z;
+  unsigned s;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%total_smem_size;" : "=r"(s)); v ^= s;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("mov.u32 %0, %%aggr_smem_size;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%cluster_nctaid.z;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%nclusterid.y;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%nclusterid.z;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(s)); v ^= s;
+#endif
+  volatile unsigned frame[64];
+  for (int i = 0; i < 64; ++i) frame[i] = v + i;
+  v += frame[n & 63];
+  extern __shared__ unsigned dyn[];
+  dyn[threadIdx.x] = v;
+  __syncthreads();
+  out[blockIdx.x * blockDim.x + threadIdx.x] = dyn[(threadIdx.x + 1) % blockDim.x] + atomicAdd(out + n, 1u);
+}
+"""
+
+
+def geometry_words(*, arch: str, toolchain: Toolchain, tool: Disassembler, limits: Limits, cache_dir: Path) -> set[int]:
+    """The bank-0 words below the parameters that honest code reads on ARCH (_GEOMETRY_PROBE)."""
+    key = hashlib.sha256(json.dumps([PRECISION_SCAN_VERSION, "geometry", toolchain.banner, arch, _GEOMETRY_PROBE])
+                         .encode()).hexdigest()[:32]
+    path = cache_dir / "precision" / f"{key}.json"
+    if path.is_file():
+        try:
+            return set(json.loads(path.read_text()))
+        except ValueError:
+            pass
+    with private_workdir() as work:
+        (work / "probe.cu").write_text(_GEOMETRY_PROBE)
+        shutil.chown(work / "probe.cu", user=work.stat().st_uid, group=work.stat().st_gid)
+        run = run_sandboxed([str(toolchain.nvcc), "-O3", *language_flags(toolchain, arch), "-c", "probe.cu", "-o",
+                             "probe.o"], workdir=work, limits=limits)
+        if not run.ok:
+            raise ScanFailed(f"the geometry probe did not build for {arch} ({run.failure() or 'no output'})")
+        probe = sass_profile(work / "probe.o", tool)
+    words = {w for w in probe.bank0 if w >= 0 and (probe.parameter_base is None or w < probe.parameter_base)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(sorted(words)))
+    os.replace(tmp, path)
+    return words
+
+
+def judge_driver_words(profile: PrecisionProfile, allowed: set[int]) -> None:
+    """Record in PROFILE the driver's words its code reads past what honest code reads: a bank-0 word below the
+    parameters other than ALLOWED, and any bank-0 read at a register's offset (which may reach any of them)."""
+    words = sorted({"at a register's offset" if w < 0 else f"c[0x0][{w:#x}]" for w in profile.bank0
+                    if w < 0 or (profile.parameter_base is not None and w < profile.parameter_base and w not in allowed)})
+    if words:
+        profile.classes["driver_word"] = words
+
+
 class PrecisionScan(BaseModel):
     source: Literal["sass", "ptx"]
     baseline: PrecisionProfile
@@ -682,6 +792,9 @@ def scan_precision(*, baseline_object: Path, candidate_object: Path, baseline_un
         # SASS names no variable's scope: the device statics come from the units' PTX (what ptxas reads).
         banner = [toolchain.banner, arch]
         try:
+            allowed = geometry_words(arch=arch, toolchain=toolchain, tool=tool, limits=limits, cache_dir=cache_dir)
+            for profile in (base, cand):
+                judge_driver_words(profile, allowed)
             for profile, unit in ((base, baseline_unit), (cand, candidate_unit)):
                 ptx = cached("ptx", [*banner, unit], lambda unit=unit: ptx_profile(unit, arch=arch, toolchain=toolchain,
                                                                                    limits=limits))
