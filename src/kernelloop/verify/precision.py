@@ -59,7 +59,7 @@ from ..tools.symbols import demangle
 from ..tools.toolkit import find_toolkit_program
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "15"
+PRECISION_SCAN_VERSION = "16"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -189,7 +189,8 @@ def classify_sass(text: str) -> PrecisionProfile:
         if m.group(1).startswith("CALL") and (heap := _DEVICE_HEAP.search(m.group(2))):
             classes.setdefault("device_heap", set()).add(heap.group(0))
         for word in _SASS_BANK0.findall(m.group(2)):
-            words.add(int(word, 16) if re.fullmatch(r"0x[0-9a-f]+", word) else -1)  # -1: an indexed read
+            fixed = re.fullmatch(r"(?:U?RZ)?\+?(0x[0-9a-f]+)?", word.replace(" ", ""))  # RZ: the zero register
+            words.add(int(fixed.group(1) or "0", 16) if fixed else -1)  # -1: a read at a register's offset
     return PrecisionProfile(source="sass", classes={k: sorted(v) for k, v in classes.items()}, instructions=count,
                             bank0=sorted(words))
 
