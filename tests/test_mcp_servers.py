@@ -256,6 +256,31 @@ def _fake_gate(monkeypatch, seen: dict):
     monkeypatch.setattr(gate, "verify_sources", fake_verify_sources)
 
 
+def test_a_verdict_with_non_finite_numbers_crosses_the_boundary(monkeypatch):
+    # kept-aside set 22 on an H100: a candidate wrong where no error is allowed has a worst ratio of inf; sent as a
+    # number it reached the client as null, failed the output schema, and the run ended in an error
+    import math
+
+    from kernelloop.verify import gate
+    from kernelloop.verify.outputs import Comparison
+    from kernelloop.verify.verdict import GateResult, Reason, SeedCheck, Verdict
+
+    def wrong_everywhere(baseline_text, candidate_text, settings, *, baseline_name, candidate_name, progress=None,
+                         gpu=None):
+        comparison = Comparison(match=False, baseline_count=8, candidate_count=8, compared=8, nonfinite=True,
+                                max_rel_error=math.nan, worst_ratio=math.inf)
+        return Verdict(accepted=False, summary="rejected: correctness", reasons=[Reason.correctness],
+                       gates=[GateResult(gate="correctness", status="fail", detail="wrong")],
+                       checks=[SeedCheck(seed=1, comparison=comparison, phase="correctness")],
+                       baseline_file=baseline_name, candidate_file=candidate_name, settings=settings.verify)
+
+    monkeypatch.setattr(gate, "verify_sources", wrong_everywhere)
+    r = run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x"})
+    assert not r.isError, r.content
+    back = Verdict.model_validate(r.structuredContent).checks[0].comparison
+    assert math.isinf(back.worst_ratio) and math.isnan(back.max_rel_error) and back.nonfinite
+
+
 def test_verify_uses_the_run_settings_it_was_started_with_and_a_call_may_only_tighten_them(monkeypatch, tmp_path):
     # One settings channel: kernelloop optimize starts the server with its run's [verify] settings, so a
     # resumed run verifies exactly as it began; a call may raise the bar, never lower it (red team round

@@ -13,6 +13,7 @@ content). What a client can see of a failure is one line:
 
 import importlib.metadata
 import logging
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -95,15 +96,25 @@ class KernelloopToolError(ToolError):
 
 
 class KernelloopMCP(FastMCP):
-    """FastMCP, with our tool errors sent as they are.
+    """FastMCP, with our tool errors sent as they are, and non-finite numbers in results sent as strings.
 
     FastMCP wraps every exception a tool raises as "Error executing tool NAME: ..."; a
     KernelloopToolError is already the line to show, so it goes out unchanged as a
     CallToolResult with isError set."""
 
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        for tool in tools:  # what the client validates a result against, and the server too
+            if tool.outputSchema is not None:
+                tool.outputSchema = admit_nonfinite(tool.outputSchema)
+        return tools
+
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         try:
-            return await super().call_tool(name, arguments)
+            result = await super().call_tool(name, arguments)
+            if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+                return result[0], finite_json(result[1])
+            return result
         except ToolError as exc:
             ours = exc if isinstance(exc, KernelloopToolError) else exc.__cause__
             if isinstance(ours, KernelloopToolError):
@@ -112,6 +123,41 @@ class KernelloopMCP(FastMCP):
             if isinstance(cause, ValidationError) and cause.title.endswith("Arguments"):  # FastMCP's argument model
                 return _error_result(f"invalid arguments for {name}: {_first_error(cause)}")
             raise
+
+
+# JSON has no infinity and no NaN, and a verdict holds both where a candidate's output is non-finite or wrong where no
+# error is allowed (an allowance's worst ratio is inf): sent as numbers they reached the client as null and failed the
+# tool's output schema, and the run ended in an error instead of a rejection (kept-aside set 22 on an H100). They go
+# as the strings pydantic reads back as floats, and every number in a tool's output schema admits them.
+_NONFINITE = ("Infinity", "-Infinity", "NaN")
+
+
+def finite_json(value: Any) -> Any:
+    """VALUE (a tool's structured result) with each non-finite float as the string pydantic reads back."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def admit_nonfinite(schema: Any) -> Any:
+    """SCHEMA with every number type also admitting the strings of finite_json."""
+    if isinstance(schema, list):
+        return [admit_nonfinite(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: admit_nonfinite(v) for k, v in schema.items()}
+    kind = out.get("type")
+    if kind == "number" or (isinstance(kind, list) and "number" in kind):
+        types = kind if isinstance(kind, list) else [kind]
+        rest = {k: v for k, v in out.items() if k != "type"}
+        return {**{k: v for k, v in rest.items() if k in ("title", "description", "default")},
+                "anyOf": [{"type": types, **{k: v for k, v in rest.items() if k not in ("title", "description", "default")}},
+                          {"type": "string", "enum": list(_NONFINITE)}]}
+    return out
 
 
 def _error_result(text: str) -> CallToolResult:
