@@ -148,9 +148,6 @@ _PARAM_CBANK = re.compile(r"EIATTR_PARAM_CBANK\s*\n\s*Format:[^\n]*\n\s*Value:\s
 # the harness's state check cannot see what is kept there from call to call (red team round 70: a
 # call counter behind a __device__ pointer). A candidate may use it only where its baseline does.
 _DEVICE_HEAP = re.compile(r"\b(?:malloc|free|__nv_aligned_device_malloc)\b")
-# A function-scope static in device code (`static T x;` inside a __device__ function): a global the
-# host stub registers with no __cudaRegisterVar, so the state check never reads it (red team round
-# 72: a call counter kept there). A candidate may have one only where its baseline does.
 # PTX special registers a kernel may read freely: where it runs and how it was launched. Any other
 # (`%gridid`, the context's launch count; `%current_graph_exec`, a graph launch told from a direct
 # one; `%pm*` performance counters; `%envreg*`) only where the baseline reads it: it tells a process
@@ -169,7 +166,6 @@ _SPECIAL_REGISTER = re.compile(
     r"|clock64|pm\d+(?:_64)?|envreg\d+|globaltimer(?:_lo|_hi)?|reserved_smem_offset_\w+|total_smem_size"
     r"|aggr_smem_size|dynamic_smem_size|current_graph_exec)$")
 _PTX_REGISTER_USE = re.compile(r"%([A-Za-z_][\w$]*)")
-_PTX_DEVICE_STATIC = re.compile(r"^[ \t]*(?:\.visible\s+|\.weak\s+)?\.global\b[^;]*?\b(_ZZ[\w$]+)", re.M)
 
 
 def classify_sass(text: str) -> PrecisionProfile:
@@ -353,11 +349,12 @@ def classify_ptx(text: str) -> PrecisionProfile:
     count = 0
     code = strip_ptx_comments(text)
     tokens = ptx_tokens(code)
-    for static in _PTX_DEVICE_STATIC.finditer(code):  # declarations sit between directives, one per line
-        classes.setdefault("device_static", set()).add(static.group(1))
     for depth, piece in _ptx_pieces(tokens):
+        # a .global declared in a body (an asm statement's) or a C++ function-scope static (`_ZZ...`, which nvcc
+        # declares at module scope): globals the host stub never registers, so the state check never reads them
+        # (red team rounds 72 and 78: call counters kept there). A candidate may have one only where its baseline does.
         name = _declared_global(piece)
-        if name is not None and (depth > 0 or name.startswith("_ZZ")):  # an asm's, or a C++ static's
+        if name is not None and (depth > 0 or name.startswith("_ZZ")):
             classes.setdefault("device_static", set()).add(name)
     for name in special_registers(code):
         classes.setdefault("special_register", set()).add(f"%{name}")
