@@ -31,6 +31,18 @@ SPECS: dict[str, InitSpec] = {
     # a read-only pointer written without const (guessed inout), counts only written, a wide integer range
     "popcount_words.cu": InitSpec(values={"n": ["16777216", "16777215"]}, roles={"counts": "output"},
                                   ranges={"words": ("0", "2147483647")}),
+    # GEMMs as real code writes them: llm.c's linear layer whose sum starts at an optional bias, a fused
+    # bias + ReLU where the sum is stored, a template kernel reading through __ldg
+    "linear_bias_llmc.cu": InitSpec(
+        values={"BT": ["2048", "777"], "C": ["768", "129"], "OC": ["1024", "333"], "sqrt_block_size": ["16"]},
+        counts={"out": "BT * OC", "inp": "BT * C", "weight": "OC * C", "bias": "OC"}, roles={"out": "output"}),
+    "gemm_bias_relu.cu": InitSpec(
+        values={"M": ["1024", "333"], "N": ["1024", "257"], "K": ["1024", "129"]},
+        counts={"A": "M * K", "B": "K * N", "bias": "N", "C": "M * N"}, roles={"C": "output"},
+        ranges={"A": ("-1", "1"), "B": ("-1", "1"), "bias": ("-1", "1")}),
+    "gemm_template_ldg.cu": InitSpec(
+        values={"M": ["1024", "333"], "N": ["1024", "257"], "K": ["1024", "129"]},
+        counts={"A": "M * K", "B": "K * N", "C": "M * N"}, roles={"C": "output"}),
     # a GEMM that reads its output (C = alpha AB + beta C): inout, 2-D launch, explicit counts
     "gemm_accumulate.cu": InitSpec(
         values={"M": ["512", "333"], "N": ["512", "257"], "K": ["256", "129"], "alpha": ["1.5"], "beta": ["0.5"]},

@@ -264,13 +264,17 @@ def test_a_launcher_that_checks_errors_through_a_function_fits(statement, fits):
 NEAR_MISSES = [
     # (A * B^T, `B[col * n + k]`, is a GEMM with B stored transposed: tests/test_matmul_layouts.py)
     ("naive_matmul.cu", "B[k * n + col]", "B[col * k + n]"),  # a product of coordinates: no layout at all
-    # an epilogue of the sum may read only the old element it writes, and use only float scalars
+    # an epilogue of the sum may read only the old element it writes and float vectors at its row or
+    # column, and use only float scalars; the sum may start only where the template can start it
     ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc + A[row * n + col];"),
     ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc * C[row * n + col + 1];"),
+    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc + A[col + 1];"),
     ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc + (float)row;"),
-    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = expf(acc);"),
     ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = acc * (float)n;"),
-    ("naive_matmul.cu", "float acc = 0.0f;", "float acc = 1.0f;"),
+    ("naive_matmul.cu", "C[row * n + col] = acc;", "C[row * n + col] = (float)(int)acc;"),
+    ("naive_matmul.cu", "float acc = 0.0f;", "float acc = C[row * n + col];"),
+    ("naive_matmul.cu", "float acc = 0.0f;", "float acc = A[row * n + col];"),
+    ("naive_matmul.cu", "float acc = 0.0f;", "double acc = 0.0;"),
     ("naive_matmul.cu", "acc += A[row * n + k] * B[k * n + col];", "acc += A[row * n + k] + B[k * n + col];"),
     ("naive_matmul.cu", "acc += A[row * n + k]", "if (k % 2 == 0) acc += A[row * n + k]"),
     ("row_softmax.cu", "y[c] = expf(x[c] - m) / s;", "y[c] = x[c] - m - logf(s);"),
@@ -297,6 +301,10 @@ NEAR_MISSES = [
     ("C[row * n + col] = 2.0f * acc;", "2.0f * acc"),
     ("C[row * n + col] = acc + C[row * n + col];", "acc + c_old"),
     ("C[row * n + col] = fmaf(acc, 0.5f, -C[row * n + col]);", "fmaf(acc, 0.5f, -c_old)"),
+    ("C[row * n + col] = expf(acc);", "expf(acc)"),
+    ("C[row * n + col] = acc > 0.0f ? acc : 0.01f * acc;", "acc > 0.0f ? acc : 0.01f * acc"),
+    ("C[row * n + col] = fmaxf(acc + B[col], 0.0f);", "fmaxf(acc + kl_v0[c], 0.0f)"),  # B also a bias vector
+    ("C[row * n + col] = acc * A[row] + A[col];", "acc * kl_v0[r] + kl_v0[c]"),
 ])
 def test_an_epilogue_of_the_sum_is_recognized_and_carried_into_every_template(store, epilogue, optimizer):
     text = (ROOT / "kernels" / "naive_matmul.cu").read_text().replace("C[row * n + col] = acc;", store)

@@ -559,8 +559,33 @@ def test_a_parameter_read_past_its_parameters_is_a_driver_word():
     assert classify_ptx(entry.format(body=honest)).classes == {}
 
 
+def test_a_parameter_read_is_judged_by_its_state_space_and_its_offset_as_ptxas_reads_them():
+    # red team round 270: `ld.param::entry` (a sub-qualified state space) and `+4294966816` (ptxas wraps it to
+    # -480) read %gridid's word past round 269's check; a read at the end of a parameter is past it too
+    entry = ".visible .entry _Z1kPf(.param .u64 _Z1kPf_param_0, .param .align 4 .b8 _Z1kPf_param_1[32]) {{ {body} }}"
+    for body in ("ld.param::entry.u64 %rd1, [_Z1kPf_param_0+-480];", "ld.param.u64 %rd1, [_Z1kPf_param_0+4294966816];",
+                 "ld.param.u32 %r1, [_Z1kPf_param_1+32];", "ld.param.u32 %r1, [_Z1kPf_param_0+0x10];",
+                 "cvta.param::entry.u64 %rd2, %rd3;"):
+        assert classify_ptx(entry.format(body=body)).classes.get("driver_word"), body
+    assert classify_ptx(entry.format(body="ld.param::entry.u32 %r1, [_Z1kPf_param_1+28];")).classes == {}
+    assert [precision._ptx_int(t) for t in ("4294966816", "0x10", "010", "0b11", "7U")] == [-480, 16, 8, 3, 7]
+
+
+def test_driver_words_are_judged_below_the_targets_parameter_base_not_the_candidates():
+    # red team round 270: a part whose kernels take no parameters has no EIATTR_PARAM_CBANK of its own
+    paramless = precision.PrecisionProfile(source="sass", bank0=[0x0, 0x198])
+    precision.judge_driver_words(paramless, {0x0}, 0x210)
+    assert paramless.classes["driver_word"] == ["c[0x0][0x198]"]
+    moved = precision.PrecisionProfile(source="sass", bank0=[0x0], parameter_base=0x160)
+    precision.judge_driver_words(moved, {0x0}, 0x210)
+    assert moved.classes["driver_word"] == ["parameters at c[0x0][0x160], where the target's start at 0x210"]
+
+
 @pytest.mark.nvcc
 @pytest.mark.parametrize("name, refused", [("tests/fixtures/redteam/round269/param_offset_gridid.cu", True),
+                                           ("tests/fixtures/redteam/round270/paramless_cvta_gridid.cu", True),
+                                           ("tests/fixtures/redteam/round270/param_entry_gridid.cu", True),
+                                           ("tests/fixtures/redteam/round270/param_wrap_gridid.cu", True),
                                            ("src/kernelloop/exemplars/matmul_smem_tiling.cu", False)])
 def test_the_launch_count_read_through_a_parameter_is_refused(name, refused, settings, backend):
     result = gates(name, settings, arch="sm_90")

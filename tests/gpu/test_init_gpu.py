@@ -184,13 +184,15 @@ def test_init_then_optimize_accepts_a_scripted_faster_rewrite(name, tmp_path):
 
 
 # Outside-style programs with a real opportunity the offline optimizer must take: a GEMM that reads
-# its output (a template with the baseline's epilogue), three one-thread-per-row kernels (the generic
+# its output (a template with the baseline's epilogue), three GEMMs as real code writes them (a sum
+# that starts at a bias, a fused bias + ReLU, a template kernel), three one-thread-per-row kernels (the generic
 # row tier; one a PyTorch-style template launcher), two one-thread-per-column reductions (the column tier) and cuda-samples' transpose
 # spelling (the transpose template), a grid-stride GELU on a fixed 40-block grid (the grid tier), a
 # thread-per-row window with an inner loop (the row tier's inner loops) and two kernels of integer
 # atomics into small tables (the atomics tier). vector_add has no
 # headroom; row_running_sum is the row tier's negative control.
-_OFFLINE_ACCEPTED = {"gemm_accumulate.cu", "layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "bias_backward.cu",
+_OFFLINE_ACCEPTED = {"gemm_accumulate.cu", "linear_bias_llmc.cu", "gemm_bias_relu.cu", "gemm_template_ldg.cu",
+                     "layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "bias_backward.cu",
                      "matvec_transposed.cu", "transpose_tiles_sample.cu", "gelu_gridstride_fixed.cu", "window_sum_rows.cu",
                      "class_tally_llmc.cu", "bucket_counts_ext.cu"}
 

@@ -1306,6 +1306,16 @@ __global__ void kl_shared_scrub_kernel(unsigned int bytes, uint64_t outer, uint6
   extern __shared__ uint64_t kl_scrub[];
   const unsigned int words = bytes / 8;
   for (unsigned int i = threadIdx.x; i < words; i += blockDim.x) kl_scrub[i] = kl_scrub_word(outer, inner, i);
+#if __CUDA_ARCH__ >= 800
+  // The block's system-reserved shared memory (the KiB below the dynamic window on sm_90) is no
+  // variable's, yet an address computed from any shared variable reaches it (red team round 270: a
+  // launch counter at sdata[-1]): it gets the stream too, word by word at its shared addresses.
+  unsigned int lo = 0, hi = 0;
+  asm volatile("mov.u32 %0, %%reserved_smem_offset_begin;" : "=r"(lo));
+  asm volatile("mov.u32 %0, %%reserved_smem_offset_end;" : "=r"(hi));
+  for (unsigned int a = (lo + 7u) / 8u * 8u + 8u * threadIdx.x; a + 8u <= hi; a += 8u * blockDim.x)
+    asm volatile("st.shared.u64 [%0], %1;" ::"r"(a), "l"(kl_scrub_word(outer, inner ^ 0x5253564Dull, a)) : "memory");
+#endif
   __syncthreads();
   if (threadIdx.x == 0 && words && kl_scrub[words - 1] != kl_scrub_word(outer, inner, words - 1)) __trap();
 }

@@ -59,7 +59,7 @@ from ..tools.symbols import demangle
 from ..tools.toolkit import find_toolkit_program
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "16"
+PRECISION_SCAN_VERSION = "17"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -316,6 +316,50 @@ def _ptx_pieces(tokens: list[PtxToken]):
     yield depth, piece
 
 
+def _state_spaces(opcode: str) -> set[str]:
+    """The modifiers of a PTX opcode, each without its `::` sub-qualifier (`ld.param::entry.u64`: param)."""
+    return {part.split("::")[0] for part in opcode.split(".")[1:]}
+
+
+def _ptx_int(text: str) -> int | None:
+    """An integer literal as ptxas reads it into a 32-bit address offset (wrapping), or None."""
+    t = text.rstrip("Uu")
+    try:
+        value = int(t, 16) if t[:2] in ("0x", "0X") else int(t, 2) if t[:2] in ("0b", "0B") else \
+            int(t, 8) if len(t) > 1 and t.startswith("0") else int(t)
+    except ValueError:
+        return None
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+_PTX_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+
+
+def _param_sizes(tokens: list[PtxToken]) -> dict[str, int | None]:
+    """Every `.param` name with its size in bytes (`.param .u64 p`, `.param .align 8 .b8 p[24]`; None where
+    it cannot be read)."""
+    sizes: dict[str, int | None] = {}
+    for i, token in enumerate(tokens):
+        if token.kind != "directive" or token.text != ".param":
+            continue
+        j, width = i + 1, None
+        while j < len(tokens) and j < i + 8 and tokens[j].kind in ("directive", "number"):
+            m = re.fullmatch(r"\.[bsuf](8|16|32|64|128)", tokens[j].text)
+            width = _PTX_TYPE_BYTES[m.group(1)] if m else width
+            j += 1
+        if j >= len(tokens) or tokens[j].kind != "opcode":
+            continue
+        name, count = tokens[j].text, 1
+        if j + 3 < len(tokens) and tokens[j + 1].text == "[" and tokens[j + 2].kind == "number" \
+                and tokens[j + 3].text == "]":
+            count = _ptx_int(tokens[j + 2].text) or 0
+        size = None if width is None or count <= 0 else width * count
+        # call sites reuse names (`param0` in each call's braces): the largest; an unreadable one is None
+        sizes[name] = None if size is None or (name in sizes and sizes[name] is None) else max(size, sizes.get(name) or 0)
+    return sizes
+
+
 def _without_labels(piece: list[PtxToken]) -> list[PtxToken]:
     """PIECE past its labels (`_L:`, `$L :`, `%L:`), however spaced."""
     i = 0
@@ -379,27 +423,26 @@ def classify_ptx(text: str) -> PrecisionProfile:
                 statement[0].text == "," and statement[1:2] and statement[1].kind == "number":
             statement = statement[1:]  # a directive with no `;` and its numbers (`.loc 1 3 0`)
         count += bool(statement) and statement[0].kind == "opcode"
-    declared = set()  # every `.param` name: a kernel's and a function's parameters, a call's arguments and results
-    for i, token in enumerate(tokens):
-        if token.kind == "directive" and token.text == ".param":
-            name = next((t for t in tokens[i + 1:i + 8] if t.kind != "directive" and t.kind != "number"), None)
-            if name is not None and name.kind == "opcode":
-                declared.add(name.text)
-    for i, token in enumerate(tokens):  # the parameter space read past its parameters (round 269)
-        parts = token.text.split(".") if token.kind == "opcode" else []
-        if parts[:1] in (["ld"], ["ldu"]) and "param" in parts:
+    declared = _param_sizes(tokens)  # every `.param` name: a kernel's and a function's parameters, a call's
+    for i, token in enumerate(tokens):  # the parameter space read past its parameters (rounds 269, 270)
+        spaces = _state_spaces(token.text) if token.kind == "opcode" else set()
+        opcode = token.text.split(".")[0] if token.kind == "opcode" else ""
+        if opcode in ("ld", "ldu") and "param" in spaces:
             # the address: the first [...] before the statement's `;` (a vector's braces come first)
             rest = tokens[i + 1:]
             stop = next((j for j, t in enumerate(rest) if t.text == ";"), len(rest))
             opened = next((j for j, t in enumerate(rest[:stop]) if t.text == "["), None)
             closed = next((j for j, t in enumerate(rest[:stop]) if t.text == "]"), None)
             address = rest[opened + 1:closed] if opened is not None and closed is not None and closed > opened else []
-            # nvcc reads a parameter as `[k_param_0]` or `[k_param_0+8]`; anything else is an address computed
-            named = bool(address) and address[0].kind == "opcode" and address[0].text in declared
-            if not (named and (len(address) == 1 or (len(address) == 3 and address[1].text == "+"
-                                                     and address[2].kind == "number"))):
+            # nvcc reads a parameter as `[k_param_0]` or `[k_param_0+8]`, inside the parameter; anything else is
+            # an address computed (a number as ptxas reads it: `+4294966816` is -480)
+            size = declared.get(address[0].text) if address and address[0].kind == "opcode" else None
+            offset = 0 if len(address) == 1 else (
+                _ptx_int(address[2].text) if len(address) == 3 and address[1].text == "+"
+                and address[2].kind == "number" else None)
+            if size is None or offset is None or not 0 <= offset < max(size, 1):
                 classes.setdefault("driver_word", set()).add(f"{token.text} at a computed offset")
-        elif parts[:1] == ["cvta"] and "param" in parts:
+        elif opcode == "cvta" and "param" in spaces:
             classes.setdefault("driver_word", set()).add(token.text)
     for _, piece in _ptx_pieces(tokens):  # a call behind a directive on its line (`.loc 1 1 0 call.uni ...malloc`)
         opcodes = [t.text for t in piece if t.kind == "opcode"]
@@ -683,7 +726,17 @@ __global__ void kl_geometry_probe(unsigned* out, int n) {
   asm volatile("mov.u32 %0, %%nclusterid.y;" : "=r"(s)); v ^= s;
   asm volatile("mov.u32 %0, %%nclusterid.z;" : "=r"(s)); v ^= s;
   asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%cluster_ctaid.y;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%cluster_ctaid.z;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%clusterid.y;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%clusterid.z;" : "=r"(s)); v ^= s;
+  asm volatile("{ .reg .pred p; mov.pred p, %%is_explicit_cluster; selp.u32 %0, 1, 0, p; }" : "=r"(s)); v ^= s;
 #endif
+  asm volatile("mov.u32 %0, %%nsmid;" : "=r"(s)); v ^= s;
+  asm volatile("mov.u32 %0, %%nwarpid;" : "=r"(s)); v ^= s;
   volatile unsigned frame[64];
   for (int i = 0; i < 64; ++i) frame[i] = v + i;
   v += frame[n & 63];
@@ -695,15 +748,18 @@ __global__ void kl_geometry_probe(unsigned* out, int n) {
 """
 
 
-def geometry_words(*, arch: str, toolchain: Toolchain, tool: Disassembler, limits: Limits, cache_dir: Path) -> set[int]:
-    """The bank-0 words below the parameters that honest code reads on ARCH (_GEOMETRY_PROBE)."""
+def geometry_words(*, arch: str, toolchain: Toolchain, tool: Disassembler, limits: Limits,
+                   cache_dir: Path) -> tuple[set[int], int]:
+    """The bank-0 words below the parameters that honest code reads on ARCH (_GEOMETRY_PROBE), and where
+    the parameters start there (the probe's own EIATTR_PARAM_CBANK: the target's, not a candidate's)."""
     key = hashlib.sha256(json.dumps([PRECISION_SCAN_VERSION, "geometry", toolchain.banner, arch, _GEOMETRY_PROBE])
                          .encode()).hexdigest()[:32]
     path = cache_dir / "precision" / f"{key}.json"
     if path.is_file():
         try:
-            return set(json.loads(path.read_text()))
-        except ValueError:
+            words, base = json.loads(path.read_text())
+            return set(words), int(base)
+        except (ValueError, TypeError):
             pass
     with private_workdir() as work:
         (work / "probe.cu").write_text(_GEOMETRY_PROBE)
@@ -713,19 +769,26 @@ def geometry_words(*, arch: str, toolchain: Toolchain, tool: Disassembler, limit
         if not run.ok:
             raise ScanFailed(f"the geometry probe did not build for {arch} ({run.failure() or 'no output'})")
         probe = sass_profile(work / "probe.o", tool)
-    words = {w for w in probe.bank0 if w >= 0 and (probe.parameter_base is None or w < probe.parameter_base)}
+    if probe.parameter_base is None:
+        raise ScanFailed(f"the geometry probe's object for {arch} names no parameter bank")
+    words = {w for w in probe.bank0 if 0 <= w < probe.parameter_base}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(sorted(words)))
+    tmp.write_text(json.dumps([sorted(words), probe.parameter_base]))
     os.replace(tmp, path)
-    return words
+    return words, probe.parameter_base
 
 
-def judge_driver_words(profile: PrecisionProfile, allowed: set[int]) -> None:
-    """Record in PROFILE the driver's words its code reads past what honest code reads: a bank-0 word below the
-    parameters other than ALLOWED, and any bank-0 read at a register's offset (which may reach any of them)."""
+def judge_driver_words(profile: PrecisionProfile, allowed: set[int], parameter_base: int) -> None:
+    """Record in PROFILE the driver's words its code reads past what honest code reads: a bank-0 word below
+    PARAMETER_BASE (the target's, read from the geometry probe: a part whose kernels take no parameters names
+    none, red team round 270) other than ALLOWED, and any bank-0 read at a register's offset (which may reach
+    any of them)."""
     words = sorted({"at a register's offset" if w < 0 else f"c[0x0][{w:#x}]" for w in profile.bank0
-                    if w < 0 or (profile.parameter_base is not None and w < profile.parameter_base and w not in allowed)})
+                    if w < 0 or (w < parameter_base and w not in allowed)})
+    if profile.parameter_base is not None and profile.parameter_base != parameter_base:  # not the target's layout
+        words.append(f"parameters at c[0x0][{profile.parameter_base:#x}], where the target's start at "
+                     f"{parameter_base:#x}")
     if words:
         profile.classes["driver_word"] = words
 
@@ -790,9 +853,10 @@ def scan_precision(*, baseline_object: Path, candidate_object: Path, baseline_un
         # SASS names no variable's scope: the device statics come from the units' PTX (what ptxas reads).
         banner = [toolchain.banner, arch]
         try:
-            allowed = geometry_words(arch=arch, toolchain=toolchain, tool=tool, limits=limits, cache_dir=cache_dir)
+            allowed, parameter_base = geometry_words(arch=arch, toolchain=toolchain, tool=tool, limits=limits,
+                                                     cache_dir=cache_dir)
             for profile in (base, cand):
-                judge_driver_words(profile, allowed)
+                judge_driver_words(profile, allowed, parameter_base)
             for profile, unit in ((base, baseline_unit), (cand, candidate_unit)):
                 ptx = cached("ptx", [*banner, unit], lambda unit=unit: ptx_profile(unit, arch=arch, toolchain=toolchain,
                                                                                    limits=limits))

@@ -8,7 +8,7 @@ the launchers launch, families by the shape of the kernel body.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...errors import KernelloopError
 from ...program.init import type_aliases, without_alias_definitions
@@ -17,6 +17,7 @@ from ...program.phases import unread_spelling
 from ...program.scanner import function_name, preprocessed, scoped_items, strip_comments, without_literals
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
+from .instantiate import instantiate
 from .facts import ATOMICS, SIDE_EFFECT_FREE, KernelFacts, collect_facts, returning_helpers
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
@@ -501,6 +502,7 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
     program_constants = known_constants(preamble, editable)
     verdicts: list[KernelVerdict] = []
     names = program_names(part, editable, preamble)
+    instantiated = verified_type_arguments(part, declared_names(f"{preamble}\n{editable}"))
     returning = returning_helpers({n: (fn.body, fn.is_kernel, [p.type for p in fn.sig.params])
                                    for n, fn in part.functions.items()})
     # a launcher of several launches: each launch on its own, in place (launcher.Launcher.per_launch)
@@ -524,6 +526,10 @@ def analyze(editable: str, harness: str, exported: list[str], preamble: str) -> 
         if len(lau.args) != len(kernel.sig.params):
             verdict.problem = f"passes {len(lau.args)} arguments to {kernel.name}, which takes {len(kernel.sig.params)}"
             continue
+        if kernel.sig.template:  # a template kernel: read as the one instantiation the program launches
+            read_as = instantiate(kernel.sig, kernel.body, instantiated.get(kernel.name) or {})
+            if read_as is not None:
+                kernel = replace(kernel, sig=read_as[0], body=read_as[1])
         facts = collect_facts(kernel.sig, kernel.body, program_constants, returning)
         binder = Binder(lau, kernel)
         for family in FAMILIES:

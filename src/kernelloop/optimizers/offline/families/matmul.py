@@ -16,7 +16,7 @@ from ..conditions import loop_bound, loop_start, upper_bound
 from ..facts import KernelFacts, ScalarAssign
 from ..launcher import Binder
 from ..symbolic import Poly, split_thread
-from ..syntax import Binary, Call, Expr, Name, Num, Unary, call_name, to_c
+from ..syntax import Binary, Call, Expr, Name, Num, Ternary, Unary, call_name, to_c
 from .coverage import covers_range, index_width
 from .base import (
     Config,
@@ -73,67 +73,122 @@ def _accumulation(f: KernelFacts, a: ScalarAssign) -> tuple[Expr, Expr] | None:
     return None
 
 
-_EPILOGUE_CALLS = ("fmaf", "fma", "__fmaf_rn", "fminf", "fmaxf")
+# Float functions an epilogue may apply as written (the template's functor calls the same ones,
+# so a fused bias, clamp or activation is computed exactly as the baseline computes it).
+_EPILOGUE_CALLS = ("fmaf", "fma", "__fmaf_rn", "fminf", "fmaxf", "fabsf", "expf", "__expf", "tanhf", "erff",
+                   "sqrtf", "rsqrtf", "logf", "log1pf")
+_COMPARISONS = ("<", ">", "<=", ">=", "==", "!=")
+_NULL_NAMES = ("NULL", "nullptr")
 
 
-def _epilogue(f: KernelFacts, value: Expr, store) -> tuple[object, str, list[str]] | str:
-    """(accumulator binding, the stored expression as C text over acc, c_old and kl_e<i>, the
-    float scalar parameters named kl_e0, kl_e1, ... in order) or why the stored value is no
-    epilogue of one accumulator."""
-    accumulators: list = []
-    params: list[str] = []
+class _Terms:
+    """Arithmetic around the sum, translated for the templates' functor: the accumulator (acc), the
+    old C element (c_old), the kernel's float scalars (kl_e<i>) and float vectors read at the
+    output's row or column (kl_v<j>[r], kl_v<j>[c]: a bias, a per-row scale), literals, the float
+    functions above, comparisons and null tests of a vector (`bias != NULL ? bias[oc] : 0.0f`).
+    One instance reads both the accumulator's start and the stored value, so their scalars and
+    vectors share one numbering."""
 
-    def check(e: Expr) -> str | None:
+    def __init__(self, f: KernelFacts, store, row: Poly, col: Poly) -> None:
+        self.f, self.store, self.row, self.col = f, store, row, col
+        self.scalars: list[str] = []  # float scalar parameters, in order of kl_e<i>
+        self.vectors: list = []  # float pointer parameters, in order of kl_v<j>
+        self.vector_reads: list[tuple[object, Poly]] = []  # (array, offset) of every vector load
+
+    def _vector(self, b) -> str:
+        if b not in self.vectors:
+            self.vectors.append(b)
+        return f"kl_v{self.vectors.index(b)}"
+
+    def _check(self, e: Expr, accs: list, allow_old: bool) -> str | None:
+        f = self.f
         e = strip_casts(e)
         target = read_target(f, e)
         if target is not None:
             array, offset = target
-            if array is not store.array or offset != store.offset:
+            if array is self.store.array:
+                if allow_old and offset == self.store.offset:
+                    return None
                 return "the stored value reads memory other than the old value of the element it writes"
+            if not is_float_pointer(array) or offset not in (self.row, self.col):
+                return "reads memory other than the operands, the old result and float vectors at its row or column"
+            self._vector(array)
+            self.vector_reads.append((array, offset))
             return None
         if isinstance(e, Num):
             return None
         if isinstance(e, Name):
+            if e.id in _NULL_NAMES and f.binding(e) is None:
+                return None
             b = f.binding(e)
             if b is None:
                 return f"the stored value names {e.id}, which the kernel does not declare"
             if b.param is not None:
+                if b.pointer == 1 and is_float_pointer(b):  # a vector's null test
+                    self._vector(b)
+                    return None
                 if b.pointer or b.type != "float":
                     return "the stored value uses a parameter that is not a float scalar"
-                if b.name not in params:
-                    params.append(b.name)
+                if b.name not in self.scalars:
+                    self.scalars.append(b.name)
             elif b.pointer or b.array:
                 return "the stored value names an array"
-            elif b not in accumulators:
-                accumulators.append(b)
+            elif b not in accs:
+                accs.append(b)
             return None
-        if isinstance(e, Unary) and e.op in ("-", "+"):
-            return check(e.operand)
-        if isinstance(e, Binary) and e.op in ("+", "-", "*", "/"):
-            return check(e.left) or check(e.right)
+        if isinstance(e, Unary) and e.op in ("-", "+", "!"):
+            return self._check(e.operand, accs, allow_old)
+        if isinstance(e, Binary) and e.op in ("+", "-", "*", "/", "&&", "||", *_COMPARISONS):
+            return self._check(e.left, accs, allow_old) or self._check(e.right, accs, allow_old)
+        if isinstance(e, Ternary):
+            return next((why for why in (self._check(x, accs, allow_old) for x in (e.cond, e.then, e.other)) if why),
+                        None)
         if isinstance(e, Call) and call_name(e) in _EPILOGUE_CALLS:
-            return next((why for why in map(check, e.args) if why), None)
+            return next((why for why in (self._check(a, accs, allow_old) for a in e.args) if why), None)
         return "the stored value is not plain arithmetic of the accumulator"
 
-    why = check(value)
-    if why:
-        return why
-    if len(accumulators) != 1:
-        return "the stored value is not an expression of one scalar accumulator"
-    acc = accumulators[0]
+    def _text(self, e: Expr, acc) -> str:
+        f = self.f
 
-    def sub(e: Expr) -> str | None:
-        if read_target(f, e) is not None:
-            return "c_old"
-        if isinstance(e, Name):
-            b = f.binding(e)
-            if b is acc:
-                return "acc"
-            if b is not None and b.param is not None:
-                return f"kl_e{params.index(b.name)}"
-        return None
+        def sub(x: Expr) -> str | None:
+            target = read_target(f, x)
+            if target is not None:
+                array, offset = target
+                if array is self.store.array:
+                    return "c_old"
+                return f"{self._vector(array)}[{'r' if offset == self.row else 'c'}]"
+            if isinstance(x, Name):
+                if x.id in _NULL_NAMES and f.binding(x) is None:
+                    return "nullptr"
+                b = f.binding(x)
+                if b is not None and acc is not None and b is acc:
+                    return "acc"
+                if b is not None and b.param is not None:
+                    return self._vector(b) if b.pointer else f"kl_e{self.scalars.index(b.name)}"
+            return None
 
-    return acc, to_c(value, sub), params
+        return to_c(e, sub)
+
+    def stored(self, value: Expr) -> tuple[object, str] | str:
+        """(the accumulator's binding, the stored value as functor text) or why it is no
+        arithmetic of one accumulator."""
+        accs: list = []
+        why = self._check(value, accs, allow_old=True)
+        if why:
+            return why
+        if len(accs) != 1:
+            return "the stored value is not an expression of one scalar accumulator"
+        return accs[0], self._text(value, accs[0])
+
+    def start(self, value: Expr) -> str:
+        """The accumulator's starting value as functor text ("" where it names a local or the old
+        result: not a start the template can compute before the sum)."""
+        if is_zero_literal(value):
+            return "0.0f"
+        accs: list = []
+        if self._check(value, accs, allow_old=False) or accs:
+            return ""
+        return self._text(value, None)
 
 
 def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
@@ -149,20 +204,33 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("expects exactly one plain store of the result, outside any loop")
     store = stores[0]
     value = f.resolve(store.value) if store.value is not None else None
+    if store.offset is None:
+        return no("the store's index is not a polynomial")
+    form = coordinate_form(store.offset)
+    if form is None:
+        return no("the store is not at row*N + col")
+    s_key, row, col = form
+    terms = _Terms(f, store, row, col)
     acc = f.binding(strip_casts(value)) if value is not None else None
-    epilogue, epilogue_params = "acc", []
+    epilogue = "acc"
     if value is not None and (acc is None or acc.param is not None or acc.pointer or acc.array):
-        found = _epilogue(f, value, store)
+        found = terms.stored(value)
         if isinstance(found, str):
             return no(found)
-        acc, epilogue, epilogue_params = found
+        acc, epilogue = found
     if acc is None or acc.param is not None or acc.pointer or acc.array:
         return no("the stored value is not a scalar accumulator")
+    if acc.type.replace("const ", "").strip() != "float":
+        return no(f"the accumulator is a {acc.type}, not a float (the templates sum in float)")
     assigns = [a for a in f.assigns if a.binding is acc]
     inits = [a for a in assigns if a.op == "decl"]
     updates = [a for a in assigns if a.op != "decl"]
-    if len(inits) != 1 or inits[0].value is None or not is_zero_literal(inits[0].value) or len(updates) != 1:
-        return no("the accumulator is not zeroed once and updated once")
+    if len(inits) != 1 or inits[0].value is None or len(updates) != 1:
+        return no("the accumulator is not set once and updated once")
+    acc_start = terms.start(inits[0].value)
+    if not acc_start:
+        return no("the accumulator starts at neither zero nor arithmetic of float scalars and vectors at the "
+                  "output's row or column")
     update = updates[0]
     factors = _accumulation(f, update)
     if factors is None or not update.ctx.loops:
@@ -182,12 +250,6 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if any(r is None for r in reads):
         return no("the product's factors are not plain loads")
     kvar = Poly.atom(f"L:{loop.var}")
-    if store.offset is None:
-        return no("the store's index is not a polynomial")
-    form = coordinate_form(store.offset)
-    if form is None:
-        return no("the store is not at row*N + col")
-    s_key, row, col = form
     n_stride = Poly(((s_key, 1),))
     if not (is_coordinate(row) and is_coordinate(col)) or row == col:
         return no("row and column are not distinct thread coordinates")
@@ -234,11 +296,14 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
         return no("operands are not fp32 arrays")
     if C is A or C is B:
         return no("the result overwrites an operand")
-    operand_reads = [a for a in param_arrays(f, "read") if not (a.array is C and a.offset == store.offset)]
+    operand_reads = [a for a in param_arrays(f, "read") if not (a.array is C and a.offset == store.offset)
+                     and not any(a.array is v and a.offset == off for v, off in terms.vector_reads)]
     if len(operand_reads) != 2:
-        return no("reads more than the two operands")
+        return no("reads more than the two operands, the old result and float vectors at its row or column")
     # the template writes every element below M x N: so must the baseline, at every size
-    reach = covers_range(f, binder, param_arrays(f), [(row, M), (col, n_stride)])
+    # (a vector's read is part of the arithmetic the functor copies, its null test included)
+    computed = [a for a in param_arrays(f) if not any(a.array is v and a.offset == off for v, off in terms.vector_reads)]
+    reach = covers_range(f, binder, computed, [(row, M), (col, n_stride)])
     exact = index_width(f, binder, param_arrays(f), [M * K, K * n_stride, M * n_stride])
     if isinstance(reach, str) or isinstance(exact, str):
         return no(reach if isinstance(reach, str) else str(exact))
@@ -246,12 +311,16 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if isinstance(mapped, str):
         return no(mapped)
     roles, described = mapped
-    scalars = [binder.pointer_text(name) for name in epilogue_params]
-    if any(t is None for t in scalars):
-        return no("cannot map the epilogue's scalars to launcher arguments")
-    fields = " ".join(f"float kl_e{i};" for i in range(len(scalars)))
-    stored = "the sum" if epilogue == "acc" else f"{epilogue} of the sum acc and the old value c_old" + (
-        f" ({', '.join(f'kl_e{i}={n}' for i, n in enumerate(epilogue_params))})" if epilogue_params else "")
+    # the functor's fields, in order: kl_e<i> (float scalars), then kl_v<j> (float vectors)
+    passed = [(f"float kl_e{i}", f"kl_e{i}", binder.pointer_text(name)) for i, name in enumerate(terms.scalars)]
+    passed += [(f"const float* kl_v{j}", f"kl_v{j}", binder.pointer_text(b.name)) for j, b in enumerate(terms.vectors)]
+    if any(text is None for _, _, text in passed):
+        return no("cannot map the epilogue's scalars and vectors to launcher arguments")
+    names = [f"kl_e{i}={n}" for i, n in enumerate(terms.scalars)] + [f"kl_v{j}={b.name}"
+                                                                      for j, b in enumerate(terms.vectors)]
+    stored = "the sum" if epilogue == "acc" else f"{epilogue} of the sum acc and the old value c_old"
+    stored += "" if acc_start == "0.0f" else f", the sum starting at {acc_start}"
+    stored += f" ({', '.join(names)})" if names else ""
     a_read = "A[k*M + r] (A stored transposed)" if a_transposed else "A[r*K + k]"
     b_read = "B[c*K + k] (B stored transposed)" if b_transposed else "B[k*N + c]"
     layout = {**({"_HELPERS": _ROW_MAJOR_COPIES} if a_transposed or b_transposed else {}),
@@ -261,11 +330,13 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
                  detail=f"C[r*N + c] = {stored}, the sum over k < K of {a_read} * {b_read} "
                         f"(A={A.name}, B={B.name}, C={C.name}, M={M}, N={n_stride}, K={K})",
                  polys={"M": M, "N": n_stride, "K": K}, conditions=reach.divides + exact,
-                 placeholders={"EPI_FIELDS": fields, "EPILOGUE": epilogue,
-                               "EPI_PARAMS": "".join(f", float kl_e{i}" for i in range(len(scalars))),
-                               "EPI_ARGS": "".join(f", kl_e{i}" for i in range(len(scalars))),
-                               "EPI_INIT": ", ".join(f"kl_e{i}" for i in range(len(scalars))),
-                               "_EXTRA_ARGS": "\n".join(t for t in scalars if t is not None), **layout})
+                 placeholders={"EPI_FIELDS": " ".join(f"{decl};" for decl, _, _ in passed),
+                               "EPILOGUE": epilogue, "EPI_START": acc_start,
+                               "EPI_PARAMS": "".join(f", {decl}" for decl, _, _ in passed),
+                               "EPI_ARGS": "".join(f", {name}" for _, name, _ in passed),
+                               "EPI_INIT": ", ".join(name for _, name, _ in passed),
+                               "_EXTRA_ARGS": "\n".join(text for _, _, text in passed if text is not None),
+                               **layout})
 
 
 # An operand stored transposed is copied, every call, into a row-major workspace the launcher keeps
