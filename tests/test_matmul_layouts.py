@@ -5,6 +5,8 @@ same GEMM templates. Fixtures: tests/fixtures/outside/matmul_atb_naive.cu, matmu
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kernelloop.config import Settings
@@ -66,3 +68,11 @@ def test_the_proposal_passes_the_static_gates(name):
                           toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok, result.candidate.log[-1500:]
     assert not result.violations, [v.describe() for v in result.violations]
+
+
+def test_the_transposed_copy_runs_once_per_call_and_not_where_the_baseline_runs():
+    # the launch guard's size check gets the operands as written: only the template's own call copies
+    proposal = OfflineOptimizer().propose(request_for(_program("matmul_abt_llmc.cu"), "mm"))
+    launcher = proposal.source[proposal.source.rindex("\nvoid "):]
+    assert launcher.count("row_major_b(") == 1, launcher
+    assert re.search(r"matmul_fits\(inp, weight, out,", launcher), launcher

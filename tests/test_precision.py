@@ -568,6 +568,9 @@ def test_a_parameter_read_is_judged_by_its_state_space_and_its_offset_as_ptxas_r
                  "cvta.param::entry.u64 %rd2, %rd3;"):
         assert classify_ptx(entry.format(body=body)).classes.get("driver_word"), body
     assert classify_ptx(entry.format(body="ld.param::entry.u32 %r1, [_Z1kPf_param_1+28];")).classes == {}
+    # round 271: a `.param` an asm's braces declare under the kernel parameter's name does not widen it
+    shadow = "{ .param .b8 _Z1kPf_param_0[65536]; } ld.param.u64 %rd1, [_Z1kPf_param_0+65056];"
+    assert classify_ptx(entry.format(body=shadow)).classes.get("driver_word")
     assert [precision._ptx_int(t) for t in ("4294966816", "0x10", "010", "0b11", "7U")] == [-480, 16, 8, 3, 7]
 
 
@@ -586,9 +589,21 @@ def test_driver_words_are_judged_below_the_targets_parameter_base_not_the_candid
                                            ("tests/fixtures/redteam/round270/paramless_cvta_gridid.cu", True),
                                            ("tests/fixtures/redteam/round270/param_entry_gridid.cu", True),
                                            ("tests/fixtures/redteam/round270/param_wrap_gridid.cu", True),
+                                           ("tests/fixtures/redteam/round271/param_shadow_gridid.cu", True),
                                            ("src/kernelloop/exemplars/matmul_smem_tiling.cu", False)])
 def test_the_launch_count_read_through_a_parameter_is_refused(name, refused, settings, backend):
     result = gates(name, settings, arch="sm_90")
     assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
     assert ("device-register" in [v.rule for v in result.violations]) == refused, \
         [v.describe() for v in result.violations]
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("name, rule", [("const_symaddr_counter.cu", "device-static"),
+                                        ("const_cvta_counter.cu", "device-register")])
+def test_a_counter_in_the_modules_constant_memory_is_refused(name, rule, settings, backend):
+    # red team round 271: an unregistered `.const` an asm declares, written through a generic pointer (from a
+    # registered table's address, or cvta.const): the module's constant bank is module memory like .nv.global
+    result = gates(f"tests/fixtures/redteam/round271/{name}", settings, arch="sm_90")
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
+    assert rule in [v.rule for v in result.violations], [v.describe() for v in result.violations]

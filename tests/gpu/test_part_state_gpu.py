@@ -117,7 +117,9 @@ def test_a_kernel_that_takes_the_shared_memory_fill_for_the_verifiers_sign_is_wr
     v = verify_files(_baseline(candidate), candidate, Settings(cache_dir=tmp_path / "cache",
                                                                 verify=VerifySettings(memcheck="off")))
     record_property("verdict", v.summary)
-    assert not v.accepted and Reason.correctness in v.reasons, v.summary
+    # wrong under verification either way: its dropped tail (correctness), or, where a drawn layout
+    # packs its input at an address its float4 loads cannot read, a misaligned load (seen on an H100, 2026-12-06)
+    assert not v.accepted and (Reason.correctness in v.reasons or Reason.run_failed in v.reasons), v.summary
 
 
 def test_a_counter_kept_in_the_harnesss_own_memory_is_an_out_of_bounds_write(tmp_path, record_property):

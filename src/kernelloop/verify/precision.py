@@ -59,7 +59,7 @@ from ..tools.symbols import demangle
 from ..tools.toolkit import find_toolkit_program
 from .policy import Violation
 
-PRECISION_SCAN_VERSION = "17"
+PRECISION_SCAN_VERSION = "18"
 ClassName = Literal["half", "narrowing", "tensor", "fp64"]
 REDUCED: tuple[ClassName, ...] = ("half", "narrowing", "tensor")
 DESCRIPTION: dict[str, str] = {
@@ -355,8 +355,10 @@ def _param_sizes(tokens: list[PtxToken]) -> dict[str, int | None]:
                 and tokens[j + 3].text == "]":
             count = _ptx_int(tokens[j + 2].text) or 0
         size = None if width is None or count <= 0 else width * count
-        # call sites reuse names (`param0` in each call's braces): the largest; an unreadable one is None
-        sizes[name] = None if size is None or (name in sizes and sizes[name] is None) else max(size, sizes.get(name) or 0)
+        # a name declared again (call sites reuse `param0`; an asm's braces may shadow a kernel parameter: red
+        # team round 271) is as large as its smallest declaration; an unreadable one is None
+        sizes[name] = None if size is None or (name in sizes and sizes[name] is None) else \
+            min(size, sizes[name]) if name in sizes else size
     return sizes
 
 
@@ -370,10 +372,10 @@ def _without_labels(piece: list[PtxToken]) -> list[PtxToken]:
 
 
 def _declared_global(piece: list[PtxToken]) -> str | None:
-    """The name a `.global` declaration in PIECE declares (after a `.loc` or a label too), else None. `ld.global`
-    is one opcode token, so only a declaration has `.global` as a directive of its own."""
+    """The name a `.global` or `.const` declaration in PIECE declares (after a `.loc` or a label too), else None.
+    `ld.global` is one opcode token, so only a declaration has `.global` as a directive of its own."""
     for i, token in enumerate(piece):
-        if token.kind == "directive" and token.text == ".global":
+        if token.kind == "directive" and token.text in (".global", ".const"):  # .const: round 271
             names = [t.text for t in piece[i + 1:] if t.kind in ("opcode", "register")]
             return names[0] if names else "(unnamed)"
     return None
@@ -442,7 +444,7 @@ def classify_ptx(text: str) -> PrecisionProfile:
                 and address[2].kind == "number" else None)
             if size is None or offset is None or not 0 <= offset < max(size, 1):
                 classes.setdefault("driver_word", set()).add(f"{token.text} at a computed offset")
-        elif opcode == "cvta" and "param" in spaces:
+        elif opcode == "cvta" and spaces & {"param", "const"}:  # a window's generic base: a driver word in SASS
             classes.setdefault("driver_word", set()).add(token.text)
     for _, piece in _ptx_pieces(tokens):  # a call behind a directive on its line (`.loc 1 1 0 call.uni ...malloc`)
         opcodes = [t.text for t in piece if t.kind == "opcode"]
@@ -663,9 +665,17 @@ _ELF_SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+[0-9a-f]+\s.*\s(\.\S+)
 _ELF_SYMBOL = re.compile(r"^\s*(?:0x)?[0-9a-f]+\s+\S+\s+\S+\s+(\w+)\s+\S+\s+\S+\s+\S+\s+(?:0x)?([0-9a-f]+)\s+(\S+)$")
 
 
+# Module memory a kernel can keep values in from launch to launch: global memory and the module's constant bank
+# (`.nv.constant3`: device memory like any other, writable through a generic pointer; red team round 271: an
+# unregistered `.const` counter reached from a registered table's address). A kernel's own bank-0 section
+# (`.nv.constant0.<kernel>`, its parameters) is the launch's, not the module's.
+_STATE_SECTION = re.compile(r"\.nv\.global|\.nv\.constant\d+$")
+
+
 def global_objects(elf_text: str) -> list[str]:
-    """The symbols in the global memory sections (`.nv.global`, `.nv.global.init`) of each cubin `cuobjdump -elf`
-    prints: every device variable the module keeps from launch to launch, however its PTX was spelled."""
+    """The symbols in the module memory sections (`.nv.global`, `.nv.global.init`, the module's `.nv.constantN`) of
+    each cubin `cuobjdump -elf` prints: every device variable the module keeps from launch to launch, however its
+    PTX was spelled."""
     found: set[str] = set()
     sections: dict[int, str] = {}
     block = ""
@@ -681,7 +691,7 @@ def global_objects(elf_text: str) -> list[str]:
         elif block == "sections" and (section := _ELF_SECTION.match(line)):
             sections[int(section.group(1), 16)] = section.group(2)
         elif block == "symbols" and (symbol := _ELF_SYMBOL.match(line)) and symbol.group(1) != "SECTION" \
-                and sections.get(int(symbol.group(2), 16), "").startswith(".nv.global"):
+                and _STATE_SECTION.match(sections.get(int(symbol.group(2), 16), "")):
             found.add(symbol.group(3))
     return sorted(found)
 

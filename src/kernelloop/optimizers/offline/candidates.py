@@ -89,10 +89,14 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     # the stream the baseline launched on (a parameter of the launcher), or the default stream
     stream = to_c(match.launcher.stream) if match.launcher.stream is not None else "0"
     stream = stream if re.fullmatch(r"[\w:]+", stream) else f"({stream})"  # as written: maybe an expression
+    extra = [a for a in match.placeholders.get("_EXTRA_ARGS", "").split("\n") if a]  # e.g. a GEMM's alpha, beta
+    # `_fits` reads sizes only: it gets the roles as written, so a helper's work (an operand's transposed
+    # copy) runs once per call, and not at all where the baseline's launch runs instead
+    fits_args = [*args, *extra, stream]
     for i, r in enumerate(family.ROLES):  # a role handed over through the family's helper ({ROLE}: its text)
         if fmt := match.placeholders.get(f"_ARG_{r}"):
             args[i] = re.sub(r"\bkl_", prefix, fmt).format(**match.roles, _STREAM=stream)
-    args += [a for a in match.placeholders.get("_EXTRA_ARGS", "").split("\n") if a]  # e.g. a GEMM's alpha, beta
+    args += extra
     args.append(stream)
     if lau.in_place is None:
         return "the launch is not a statement of its own at the top of the launcher's body"
@@ -114,7 +118,7 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     # baseline's own launch is not legal (round 116: it writes nothing; see launch_guard).
     clauses = [f"(long long)({v}) >= 1 && (long long)({v}) <= {TEMPLATE_SIZE_LIMIT}LL" for v in sizes]
     if re.search(rf"\b{prefix}{match.family}_fits\(", body):
-        clauses.append(f"{prefix}{match.family}_fits({', '.join(args)})")
+        clauses.append(f"{prefix}{match.family}_fits({', '.join(fits_args)})")
     clauses += list(match.conditions)
     call = guarded(baseline_launch(body_text[start:end].strip(), prefix), f"{own + ' ' if own else ''}{run}",
                    clauses, prefix)
