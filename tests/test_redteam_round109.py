@@ -101,7 +101,8 @@ def _fits_host_program(source: str, family: str, calls: list[str]) -> str:
     assert fits is not None, source[:2000]
     constants = "\n".join(re.findall(r"^static const int kl_\w+ = [^;]+;$", source, re.M))
     body = "\n".join(f'  std::printf("%d\\n", (int){c});' for c in calls)
-    return (f"#include <cstdio>\ntypedef void* cudaStream_t;\n{constants}\n{fits.group(0)}\n"
+    sm_count = "static int kl_sm_count() { return 132; }  // an H100's\n" if "kl_sm_count()" in fits.group(0) else ""
+    return (f"#include <cstdio>\ntypedef void* cudaStream_t;\n{constants}\n{sm_count}{fits.group(0)}\n"
             f"int main() {{\n{body}\n  return 0;\n}}\n")
 
 
@@ -110,8 +111,14 @@ def _fits_host_program(source: str, family: str, calls: list[str]) -> str:
                               "kl_stencil_fits(0, 0, 600000, 64, 0)"], [1, 1, 0]),
     ("transpose", "transpose", ["kl_transpose_fits(0, 0, 8192, 8192, 0)", "kl_transpose_fits(0, 0, 2097120, 16, 0)",
                                 "kl_transpose_fits(0, 0, 3000000, 16, 0)"], [1, 1, 0]),
+    # and where tiles have nothing to win (H100, 2026-12-06): a sum shorter than a K tile, a grid of 32 x 64 tiles
+    # that leaves more than half the SMs idle (55 blocks on 132), an output under 32 wide
     ("naive_matmul", "matmul", ["kl_matmul_fits(0, 0, 0, 4096, 4096, 4096, 0)",
-                                "kl_matmul_fits(0, 0, 0, 10000000, 4, 4, 0)"], [1, 0]),
+                                "kl_matmul_fits(0, 0, 0, 10000000, 4, 4, 0)",
+                                "kl_matmul_fits(0, 0, 0, 4096, 4096, 1, 0)",
+                                "kl_matmul_fits(0, 0, 0, 333, 257, 129, 0)",
+                                "kl_matmul_fits(0, 0, 0, 512, 512, 512, 0)",
+                                "kl_matmul_fits(0, 0, 0, 2446, 3, 908, 0)"], [1, 0, 0, 0, 1, 0]),
 ])
 def test_a_template_launch_beyond_cuda_s_grid_limits_runs_the_baselines_launch(kernel, family, calls, expected,
                                                                                 tmp_path):
