@@ -40,6 +40,10 @@ SPECS: dict[str, InitSpec] = {
         values={"M": ["1024", "333"], "N": ["1024", "257"], "K": ["1024", "129"]},
         counts={"A": "M * K", "B": "K * N", "bias": "N", "C": "M * N"}, roles={"C": "output"},
         ranges={"A": ("-1", "1"), "B": ("-1", "1"), "bias": ("-1", "1")}),
+    # a tutorial GEMM on a 1-D grid: its flat thread index split into row = idx / n and col = idx % n
+    "gemm_flat_index.cu": InitSpec(
+        values={"m": ["1024", "333"], "n": ["1024", "257"], "k": ["1024", "129"]},
+        counts={"a": "m * k", "b": "k * n", "c": "m * n"}, roles={"c": "output"}),
     "gemm_template_ldg.cu": InitSpec(
         values={"M": ["1024", "333"], "N": ["1024", "257"], "K": ["1024", "129"]},
         counts={"A": "M * K", "B": "K * N", "C": "M * N"}, roles={"C": "output"}),

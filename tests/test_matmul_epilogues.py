@@ -1,8 +1,10 @@
 """The matmul family on GEMMs as real code writes them: a sum that starts at a bias (llm.c's linear
 layer, `(bias != NULL) ? bias[oc] : 0.0f`), a bias and an activation applied where the sum is
-stored, a template kernel read as the one instantiation the program launches. The templates' functor
+stored, a template kernel read as the one instantiation the program launches, a flat thread index
+split into the row and the column (`row = idx / n; col = idx % n`). The templates' functor
 computes the baseline's own start and epilogue, so the sum's sequence of fmaf is unchanged.
-Fixtures: tests/fixtures/outside/linear_bias_llmc.cu, gemm_bias_relu.cu, gemm_template_ldg.cu."""
+Fixtures: tests/fixtures/outside/linear_bias_llmc.cu, gemm_bias_relu.cu, gemm_template_ldg.cu,
+gemm_flat_index.cu."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ EXPECTED = {
     "linear_bias_llmc.cu": ("the sum starting at (kl_v0 != nullptr) ? kl_v0[c] : 0.0f (kl_v0=bias)", "bias"),
     "gemm_bias_relu.cu": ("((acc + kl_v0[c]) > 0.0f) ? (acc + kl_v0[c]) : 0.0f of the sum acc", "bias"),
     "gemm_template_ldg.cu": ("C[r*N + c] = the sum, the sum over k < K of A[r*K + k] * B[k*N + c]", None),
+    "gemm_flat_index.cu": ("the sum over k < K of A[r*K + k] * B[k*N + c] (A=a, B=b, C=c, M=m, N=n, K=k)", None),
 }
 
 
@@ -72,3 +75,27 @@ def test_the_proposal_passes_the_static_gates_on_an_ampere_target(name):
                           toolchain=find_toolchain())
     assert result.candidate is not None and result.candidate.ok, result.candidate.log[-1500:]
     assert not result.violations, [v.describe() for v in result.violations]
+
+
+@pytest.mark.parametrize("change, why", [
+    # the split covers only part of the outputs: a second bound
+    (("if (idx >= m * n) return;", "if (idx >= m * n || idx < 5) return;"), "a condition selects"),
+    # the remainder by another extent than the quotient: not a bijection onto row < M, col < N
+    (("int col = idx % n;", "int col = idx % k;"), "flat index split"),
+    # the quotient by the column count, the store at row * m + col: the row stride is not the divisor
+    (("c[idx] = s;", "c[row * m + col] = s;"), "row stride is not the divisor"),
+    # the guard bounds the index by something other than M times the divisor
+    (("if (idx >= m * n) return;", "if (idx >= m * k) return;"), "no guard i < M * n"),
+])
+def test_a_flat_index_split_is_read_only_where_it_names_every_output_once(change, why):
+    text = _program("gemm_flat_index.cu")
+    assert change[0] in text
+    analysis = analysis_of(text.replace(*change), "mm")
+    assert not any(m.family == "matmul" for m in analysis.matches)
+    assert why in analysis.no_fit_message(), analysis.no_fit_message()
+
+
+def test_a_flat_index_split_stored_at_row_and_column_is_read_too():
+    text = _program("gemm_flat_index.cu").replace("c[idx] = s;", "c[row * n + col] = s;")
+    (match,) = [m for m in analysis_of(text, "mm").matches if m.family == "matmul"]
+    assert "M=m, N=n, K=k" in match.detail

@@ -192,6 +192,7 @@ def test_init_then_optimize_accepts_a_scripted_faster_rewrite(name, tmp_path):
 # atomics into small tables (the atomics tier). vector_add has no
 # headroom; row_running_sum is the row tier's negative control.
 _OFFLINE_ACCEPTED = {"gemm_accumulate.cu", "linear_bias_llmc.cu", "gemm_bias_relu.cu", "gemm_template_ldg.cu",
+                     "gemm_flat_index.cu",
                      "layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "bias_backward.cu",
                      "matvec_transposed.cu", "transpose_tiles_sample.cu", "gelu_gridstride_fixed.cu", "window_sum_rows.cu",
                      "class_tally_llmc.cu", "bucket_counts_ext.cu"}

@@ -1773,15 +1773,21 @@ class Harness {
     for (int c = 0; c < s.calls; ++c) total += s.ms[c];
     write_identical();
     dump_outputs();
+    retire_scratch();
     // on a line of its own whatever was printed before it: frozen code may print text a candidate
     // hands it, and a line left open (`... failed: ` with no newline) would otherwise hide this one
     // behind a forged one, which the parser counts as the only one (red team round 110)
     fprintf(stderr, "\nKERNEL_MS: %.6f\n", total / s.calls);
   }
 
-  // Copies an output (after run(): the last call's result) to the host, for printing.
+  // Copies an output (after run(): the last call's result) to the host, for printing. Not a scratch
+  // buffer: nothing compares what it holds, so a result printed from it would be checked by nothing
+  // (red team round 273).
   template <class T> std::vector<T> fetch(const T* device_ptr) {
     const Buffer& b = find(device_ptr);
+    if (b.role == Role::scratch)
+      fail("fetch() of a scratch buffer, whose contents the verifier never compares: declare a buffer that "
+           "holds a result h.output (or h.inout)");
     std::vector<T> host(b.count);
     KL_CHECK(cudaMemcpy(host.data(), b.data, b.count * b.elem, cudaMemcpyDeviceToHost));
     return host;
@@ -2697,6 +2703,15 @@ class Harness {
              (unsigned long long)kNonfiniteMapBits);
     append(header, strlen(header));
     append(map.data(), map.size());
+  }
+
+  // After the last call, scratch holds one fixed byte: frozen code that reads it anyway (a copy of its
+  // own after run()) sees the same in every program, not a value of the part's that nothing compares.
+  void retire_scratch() {
+    const Table& t = table();
+    for (int i = 0; i < t.nbuffers; ++i)
+      if (t.buffers[i].role == Role::scratch) KL_CHECK(cudaMemset(t.buffers[i].data, 0xA5, t.buffers[i].count * t.buffers[i].elem));
+    KL_CHECK(cudaDeviceSynchronize());
   }
 
   void dump_outputs() {

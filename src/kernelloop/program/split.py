@@ -171,6 +171,24 @@ def returned_results(split: ProgramSplit) -> list[tuple[str, str]]:
     return found
 
 
+_SCRATCH_DECLARATION = re.compile(r"\b(\w+)\s*=\s*\w+\s*\.\s*scratch\s*<")
+_HOST_READ = re.compile(r"\b(?:fetch|cudaMemcpy\w*)\s*(?:<[^<>;]*>\s*)?\(([^;]*)\)\s*;")
+
+
+def scratch_read_by_frozen_code(split: ProgramSplit) -> str | None:
+    """The name of a scratch buffer the frozen code reads back to the host (h.fetch, a cudaMemcpy): in
+    contract v2 nothing compares what scratch holds, so a result printed from it is checked by nothing
+    (red team round 273). The harness refuses the fetch at run time and retires scratch after the
+    last call; this says so before anything is built."""
+    frozen = strip_comments(split.preamble + split.harness)
+    scratch = set(_SCRATCH_DECLARATION.findall(frozen))
+    for call in _HOST_READ.finditer(frozen):
+        named = set(re.findall(r"\b\w+\b", call.group(1))) & scratch
+        if named:
+            return sorted(named)[0]
+    return None
+
+
 def split_program(text: str, name: str = "program", include_dirs: list[Path] | None = None) -> ProgramSplit:
     """Split a baseline program by its markers, or by the documented default.
 
@@ -199,6 +217,10 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
         raise InputError(f"{name}: {said}, a result the verifier never compares (contract v2 compares the "
                          "harness's buffers): have the launcher write it into an output buffer (h.output) and "
                          "return void")
+    if split.is_v2 and (buffer := scratch_read_by_frozen_code(split)):
+        raise InputError(f"{name}: the frozen code reads the scratch buffer {buffer} back to the host, whose "
+                         "contents the verifier never compares: declare a buffer that holds a result h.output "
+                         "(or h.inout)")
     problem = contract_problem(text)
     if problem:
         raise _not_a_program_yet(name, text, problem)

@@ -4,7 +4,9 @@ matmul_forward), which the candidate copies into row-major form each call.
 
 Roles come from the indexing alone: the operand indexed r*K + k is A, the one indexed
 k*N + c is B, the stored array is C; K is the loop bound (and A's row stride), N is B's row
-stride (and C's), M is the guard on r. The kernel must do nothing else: no other loads,
+stride (and C's), M is the guard on r. Row and column are thread coordinates, or the quotient
+and the remainder of one flat thread index i by N (`r = i / N; c = i % N`) under a guard
+i < M * N, stored at i or at r*N + c. The kernel must do nothing else: no other loads,
 stores or atomics, and an accumulator that starts at zero. What is stored is the accumulator
 or an epilogue of it: arithmetic of the accumulator, the old C[r*N + c], the kernel's float
 scalars and literals (C = alpha * A * B + beta * C), which the templates apply as written.
@@ -15,8 +17,8 @@ from __future__ import annotations
 from ..conditions import loop_bound, loop_start, upper_bound
 from ..facts import KernelFacts, ScalarAssign
 from ..launcher import Binder
-from ..symbolic import Poly, split_thread
-from ..syntax import Binary, Call, Expr, Name, Num, Ternary, Unary, call_name, to_c
+from ..symbolic import Poly, is_uniform, split_thread
+from ..syntax import Binary, Call, Expr, Name, Num, Ternary, Unary, call_name, to_c, walk_expr
 from .coverage import covers_range, index_width
 from .base import (
     Config,
@@ -207,9 +209,19 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if store.offset is None:
         return no("the store's index is not a polynomial")
     form = coordinate_form(store.offset)
-    if form is None:
-        return no("the store is not at row*N + col")
-    s_key, row, col = form
+    # a flat thread index split into the row and the column (`row = i / N; col = i % N`), stored at i
+    # or at row*N + col
+    flat = _flat_split(f, index=store.offset) if form is None else \
+        _flat_split(f, row=form[1], col=form[2]) if any(a.startswith("t:") for a in store.offset.atoms()) else None
+    if form is None and flat is None:
+        return no("the store is not at row*N + col (nor at a flat index split into row = i / N, col = i % N)")
+    if flat is not None:
+        flat_index, row, col, n_stride = flat
+        if form is not None and Poly(((form[0], 1),)) != n_stride:
+            return no("the store's row stride is not the divisor of its flat index")
+    else:
+        s_key, row, col = form  # type: ignore[misc]
+        n_stride = Poly(((s_key, 1),))
     terms = _Terms(f, store, row, col)
     acc = f.binding(strip_casts(value)) if value is not None else None
     epilogue = "acc"
@@ -250,15 +262,22 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     if any(r is None for r in reads):
         return no("the product's factors are not plain loads")
     kvar = Poly.atom(f"L:{loop.var}")
-    n_stride = Poly(((s_key, 1),))
     if not (is_coordinate(row) and is_coordinate(col)) or row == col:
         return no("row and column are not distinct thread coordinates")
-    M = upper_bound(f, store.ctx, row)
-    col_bound = upper_bound(f, store.ctx, col)
-    if M is None or col_bound is None:
-        return no("no guard row < M and col < N around the store")
-    if col_bound != n_stride:
-        return no(f"the column guard {col_bound} is not the row stride {n_stride}")
+    if flat is not None:
+        # i < M*N with row = i / N and col = i % N: every (row < M, col < N) once, stored at row*N + col
+        M = _quotient(upper_bound(f, store.ctx, flat_index), n_stride)
+        if M is None:
+            return no(f"no guard i < M * {n_stride} around the store at the flat index i")
+        bounds = [(flat_index, M * n_stride)]
+    else:
+        M = upper_bound(f, store.ctx, row)
+        col_bound = upper_bound(f, store.ctx, col)
+        if M is None or col_bound is None:
+            return no("no guard row < M and col < N around the store")
+        if col_bound != n_stride:
+            return no(f"the column guard {col_bound} is not the row stride {n_stride}")
+        bounds = [(row, M), (col, n_stride)]
     # Each factor by its index: the one on the store's row is A, on its column B. A is read along k
     # (row*K + k) or, stored transposed (K x M, an A^T * B kernel), across it (k*M + row); B is read
     # across k (k*N + col) or, stored transposed (N x K, A * B^T), along it (col*K + k).
@@ -303,7 +322,7 @@ def match(f: KernelFacts, binder: Binder) -> Match | Mismatch:
     # the template writes every element below M x N: so must the baseline, at every size
     # (a vector's read is part of the arithmetic the functor copies, its null test included)
     computed = [a for a in param_arrays(f) if not any(a.array is v and a.offset == off for v, off in terms.vector_reads)]
-    reach = covers_range(f, binder, computed, [(row, M), (col, n_stride)])
+    reach = covers_range(f, binder, computed, bounds)
     exact = index_width(f, binder, param_arrays(f), [M * K, K * n_stride, M * n_stride])
     if isinstance(reach, str) or isinstance(exact, str):
         return no(reach if isinstance(reach, str) else str(exact))
@@ -385,6 +404,41 @@ static const float* kl_row_major_b(const float* b_stored, int n, int k, cudaStre
   return kl_transposed_into(b_stored, n, k, kl_copy_b, kl_copy_b_bytes, kl_stream);
 }
 """
+
+
+def _flat_split(f: KernelFacts, row: Poly | None = None, col: Poly | None = None,
+                index: Poly | None = None) -> tuple[Poly, Poly, Poly, Poly] | None:
+    """(index, row, col, N) where the kernel splits a flat thread index into a quotient and a
+    remainder by one uniform N (`row = i / N; col = i % N`, locals or written in place): for i >= 0,
+    i = row * N + col with col < N. Matched against the store's own ROW and COL, or its INDEX (`c[i]`).
+    The index must be one thread coordinate (blockIdx * P + threadIdx)."""
+    pieces: dict[tuple[Poly, str, Poly], Poly] = {}  # (i, op, N) -> the piece's polynomial (an opaque atom)
+    roots = [a.node for a in f.accesses] + [a.value for a in f.assigns if a.value is not None]
+    for root in roots:
+        for e in walk_expr(f.resolve(root)):
+            if not (isinstance(e, Binary) and e.op in ("/", "%")):
+                continue
+            i, n, piece = f.poly(e.left), f.poly(e.right), f.poly(e)
+            if i is None or n is None or piece is None or not is_uniform(n) or n.is_const or not is_coordinate(i) \
+                    or any(not a.startswith(("blockIdx.", "blockDim.", "threadIdx.")) for a in i.atoms()):
+                continue
+            pieces.setdefault((i, e.op, n), piece)
+    for (i, op, n), quotient in pieces.items():
+        remainder = pieces.get((i, "%", n))
+        if op != "/" or remainder is None or (index is not None and i != index):
+            continue
+        if (row is None or row == quotient) and (col is None or col == remainder):
+            return i, quotient, remainder, n
+    return None
+
+
+def _quotient(bound: Poly | None, n: Poly) -> Poly | None:
+    """M where BOUND is M * N (N one monomial of atoms, M without them)."""
+    if bound is None or len(n.terms) != 1 or n.terms[0][1] != 1:
+        return None
+    (atoms, _), = n.terms
+    m = Poly._from({tuple(x for x in mono if x not in atoms): c for mono, c in bound.terms})
+    return m if not m.is_zero and m * n == bound and not (m.atoms() & set(atoms)) else None
 
 
 def split_k(off: Poly, kvar: Poly) -> tuple[Poly, Poly] | None:

@@ -1,0 +1,25 @@
+"""Red team round 273 on the GPU (tests/fixtures/redteam/round273): a scratch buffer read back by the frozen code
+through a name the text check does not follow (an alias) stops the run at fetch(): nothing compares scratch."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..conftest import FIXTURES
+from .redteam import verify_shown as _verify
+
+pytestmark = pytest.mark.gpu
+ROUND = FIXTURES / "redteam" / "round273"
+
+
+def test_round273_fetch_of_scratch_through_an_alias_stops_the_run(tmp_path, record_property):
+    text = (ROUND / "scratch_printed_baseline.cu").read_text()
+    aliased = text.replace("std::vector<float> parts = h.fetch(partial);",
+                           "float* seen = partial;\n  std::vector<float> parts = h.fetch(seen);")
+    assert aliased != text
+    base = tmp_path / "aliased.cu"
+    base.write_text(aliased)
+    v = _verify(base, base, tmp_path)
+    record_property("verdict", v.summary)
+    shown = v.summary + " ".join(g.detail for g in v.gates)
+    assert not v.accepted and "fetch() of a scratch buffer" in shown, shown[-2000:]
