@@ -16,6 +16,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..errors import InputError
+from .cuda_tree import declared_names
+from .run_lambda import run_lambda_problem
 from .scanner import SPLICE, Item, blank_comments, function_name, launched_kernels, normalized, scan_items, strip_comments
 
 BEGIN_MARKER = re.compile(r"^[ \t]*//[ \t]*kernelloop:[ \t]*editable[ \t]+begin\b.*$", re.I | re.M)
@@ -217,6 +219,11 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
         raise InputError(f"{name}: {said}, a result the verifier never compares (contract v2 compares the "
                          "harness's buffers): have the launcher write it into an output buffer (h.output) and "
                          "return void")
+    if split.is_v2 and (lambda_problem := run_lambda_problem(strip_comments(split.harness),
+                                                              declared_names(strip_comments(split.editable)))):
+        raise InputError(f"{name}: {lambda_problem}: in contract v2 a timed call runs the editable part's functions "
+                         "alone (and device-to-device copies between the harness's buffers), so that nothing the "
+                         "verifier does not compare happens between the part's work and the checks")
     if split.is_v2 and (buffer := scratch_read_by_frozen_code(split)):
         raise InputError(f"{name}: the frozen code reads the scratch buffer {buffer} back to the host, whose "
                          "contents the verifier never compares: declare a buffer that holds a result h.output "
