@@ -441,3 +441,33 @@ def test_a_launcher_whose_signature_names_aliased_types_is_wrapped_with_the_type
     # the wrapper sits outside the namespace that declares the aliases: it spells the types themselves
     assert "void launch_smooth(const float* in, float* out, int n, float gain) {" in program
     assert "dsp::smooth(in, out, n, gain);" in program
+
+
+_FLAG_KERNEL = """
+__global__ void scale_or_shift(const float* x, float* y, int n, bool shift, float a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = shift ? x[i] + a : x[i] * a;
+}
+void scale_or_shift_cuda(const float* x, float* y, int n, bool shift, float a) {
+  scale_or_shift<<<(n + 255) / 256, 256>>>(x, y, n, shift, a);
+}
+"""
+
+
+@pytest.mark.parametrize("flag, line", [
+    (["false", "true"], "const bool shift = h.size<bool>({false, true});"),
+    (["true"], "const bool shift = (bool)(true);"),
+])
+def test_a_bool_flag_takes_the_value_the_user_states(flag, line):
+    # a PyTorch-style launcher's `bool align_corners` (kept-aside set 23 met it): a flag, never the size
+    spec = InitSpec(values={"n": ["1048576", "1000"], "shift": flag, "a": ["1.5"]}, roles={"y": "output"})
+    result = generate(_FLAG_KERNEL, spec, "flag.cu")
+    assert line in result.program
+    assert "x holds n elements" in "\n".join(result.notes)
+    split_program(result.program, "flag_kl.cu")
+
+
+def test_a_bool_flag_given_anything_but_true_or_false_is_one_clear_error():
+    spec = InitSpec(values={"n": ["1048576", "1000"], "shift": ["yes"], "a": ["1.5"]}, roles={"y": "output"})
+    with pytest.raises(InputError, match="shift is a bool: give true or false"):
+        generate(_FLAG_KERNEL, spec, "flag.cu")

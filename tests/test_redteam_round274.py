@@ -45,7 +45,10 @@ PART = {"launch", "part_kernel"}
     ("part_kernel<<<grid_of(n), 256>>>(a, b, n);", "calls grid_of"),
     ("launch(a, b, helper(n));", "calls helper"),
     ("launch(a, b, n); seen = b[0];", "assignment"),
-    ("launch(a, b, n); float v = 1.0f;", "declares"),
+    ("launch(a, b, n); Copier c(b);", "declares Copier c(b)"),
+    ("dim3 block(32, 8); const dim3 grid((n + 31) / 32, 4); unsigned long long m = n; auto k = m * 2; "
+     "cudaMemsetAsync(b, 0, sizeof(float), 0); part_kernel<<<grid, block>>>(a, b, n);", None),
+    ("dim3 block = make_block(32);", "calls make_block"),
     ("launch(a, b, n); [&] { helper(b); }();", "lambda"),
     ("launch(a, b, n); cudaDeviceSynchronize();", "calls cudaDeviceSynchronize"),
     ("launch(a, b, n); printf(\"%p\", b);", "calls printf"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from kernelloop.errors import InputError
+
 from ..conftest import FIXTURES
 from .redteam import verify_shown as _verify
 
@@ -12,14 +14,14 @@ pytestmark = pytest.mark.gpu
 ROUND = FIXTURES / "redteam" / "round273"
 
 
-def test_round273_fetch_of_scratch_through_an_alias_stops_the_run(tmp_path, record_property):
+def test_round273_fetch_of_scratch_through_an_alias_stops_the_run(tmp_path):
     text = (ROUND / "scratch_printed_baseline.cu").read_text()
     aliased = text.replace("std::vector<float> parts = h.fetch(partial);",
                            "float* seen = partial;\n  std::vector<float> parts = h.fetch(seen);")
     assert aliased != text
     base = tmp_path / "aliased.cu"
     base.write_text(aliased)
-    v = _verify(base, base, tmp_path)
-    record_property("verdict", v.summary)
-    shown = v.summary + " ".join(g.detail for g in v.gates)
-    assert not v.accepted and "fetch() of a scratch buffer" in shown, shown[-2000:]
+    # the baseline itself fails to run, which verify says in one line (H100, 2026-12-06: "the baseline fails to
+    # run: exit code 1: kernelloop harness: fetch() of a scratch buffer, ...")
+    with pytest.raises(InputError, match=r"the baseline fails to run: .*fetch\(\) of a scratch buffer"):
+        _verify(base, base, tmp_path)

@@ -205,7 +205,9 @@ def parse_params(head: str, aliases: dict[str, str] | None = None) -> list[Param
             params.append(Param(name=m.group("name"), type=ctype, element="cudaStream_t", pointer=False, const=False,
                                 stream=True))
             continue
-        element, lanes = (_VECTOR_TYPES[base] if pointer and base in _VECTOR_TYPES else (element_type(ctype), 1))
+        # a flag (PyTorch's `bool align_corners`): a value the user states, true or false
+        element, lanes = (_VECTOR_TYPES[base] if pointer and base in _VECTOR_TYPES else
+                          ("bool", 1) if not pointer and base == "bool" else (element_type(ctype), 1))
         if element is None:
             raise InputError(f"parameter {m.group('name')} has type {ctype!r}, which init cannot generate "
                              "(numbers, pointers to numbers or CUDA vector types, streams); write the harness by hand "
@@ -522,6 +524,10 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     for p in scalars:
         if p.name not in spec.values:
             raise InputError(f"give the value of {callee}'s argument {p.name} ({p.type}): --set {p.name}=DEFAULT,ALTERNATIVE")
+    for p in scalars:
+        if p.element == "bool" and not all(v.strip() in ("true", "false", "0", "1") for v in spec.values[p.name]):
+            raise InputError(f"--set {p.name}={','.join(spec.values[p.name])}: {p.name} is a bool: give true or false "
+                             f"(or true,false to run the second size with the other)")
     alternatives = [len(spec.values[p.name]) for p in scalars]
     options = max(alternatives, default=1)
     if any(n not in (1, options) for n in alternatives):
@@ -547,7 +553,7 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     if fixed and len(fixed) < len([p for p in scalars if p.element not in _FLOATING]):
         notes.append(f"{', '.join(fixed)} keep{'s' if len(fixed) == 1 else ''} one value at every size: a kernel may "
                      "special-case it (--set NAME=DEFAULT,ALTERNATIVE to vary it)")
-    integer_scalars = [p for p in scalars if p.element not in _FLOATING]
+    integer_scalars = [p for p in scalars if p.element not in _FLOATING and p.element != "bool"]
     # The size the counts and the launch are guessed from: the only integer argument, or the only
     # one given alternatives (a block_size given one value is a setting, not a size).
     varied = [p for p in integer_scalars if len(spec.values[p.name]) > 1]

@@ -4,9 +4,11 @@ functions and nothing else.
 Every timed call runs the lambda, so whatever else frozen code does there runs between the part's
 work and the harness's checks, where the verifier cannot see it: a copy of a scratch buffer to the
 host or a frozen kernel that condenses it into a variable of its own kept a result that nothing
-compares (red team round 274, after round 273 closed `h.fetch` of scratch). The one other statement
-allowed is a device-to-device `cudaMemcpy` between the harness's buffers (an in-place kernel's input
-copied into its output before the launcher runs): it moves data on the device only. Control flow
+compares (red team round 274, after round 273 closed `h.fetch` of scratch). The other statements
+allowed touch device memory only: a device-to-device `cudaMemcpy` between the harness's buffers (an
+in-place kernel's input copied into its output before the launcher runs), a `cudaMemset` (an
+accumulated output zeroed), and declarations of plain values a launch is written with
+(`dim3 block(32, 8);`). Control flow
 (`if`, `for`) around those statements is allowed, and so is launching an editable kernel in place;
 conditions, arguments and launch configurations call nothing else.
 """
@@ -26,8 +28,14 @@ _ALLOWED = frozenset({
     "null", "nullptr", "binary_expression", "unary_expression", "parenthesized_expression", "cast_expression",
     "sizeof_expression", "subscript_expression", "subscript_argument_list", "field_expression",
     "field_identifier", "pointer_expression", "conditional_expression", "update_expression", "declaration",
-    "init_declarator", "kernel_call_syntax", "comment"})
+    "init_declarator", "kernel_call_syntax", "pointer_declarator", "initializer_list", "placeholder_type_specifier",
+    "auto", "comment"})
 _DEVICE_COPIES = frozenset({"cudaMemcpy", "cudaMemcpyAsync"})
+_DEVICE_FILLS = frozenset({"cudaMemset", "cudaMemsetAsync"})  # device memory only: zeroing an accumulated output
+# local values a launch is written with (`dim3 block(32, 8);`, `int grid = ...;`): types that run no code of
+# their own; a class of the frozen code could (a constructor copying scratch)
+_PLAIN_TYPES = frozenset({"dim3", "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
+                          "uint16_t", "uint32_t", "uint64_t", "cudaStream_t"})
 _CONSTRUCTORS = frozenset({"dim3"})  # a launch's configuration, built in place
 
 
@@ -70,8 +78,12 @@ def run_lambda_problem(harness: str, editable_names: set[str]) -> str | None:
             if node.type not in _ALLOWED:
                 return f"its h.run lambda holds {node.type.replace('_', ' ')} " \
                        f"`{' '.join(src.text_of(node).split())[:80]}`"
-            if node.type == "init_declarator" and node.parent.parent.type != "for_statement":
-                return f"its h.run lambda declares {' '.join(src.text_of(node).split())[:80]}"
+            if node.type == "declaration":
+                kind = node.child_by_field_name("type")
+                if kind is None or not (kind.type in ("primitive_type", "sized_type_specifier",
+                                                      "placeholder_type_specifier")
+                                        or kind.type == "type_identifier" and src.text_of(kind) in _PLAIN_TYPES):
+                    return f"its h.run lambda declares {' '.join(src.text_of(node).split())[:80]}"
             if node.type != "call_expression":
                 continue
             name = _called_name(node, src)
@@ -79,7 +91,7 @@ def run_lambda_problem(harness: str, editable_names: set[str]) -> str | None:
                 continue
             args = node.child_by_field_name("arguments")
             kinds = {src.text_of(a) for a in args.named_children} if args is not None else set()
-            if name in _DEVICE_COPIES and "cudaMemcpyDeviceToDevice" in kinds:
+            if name in _DEVICE_COPIES and "cudaMemcpyDeviceToDevice" in kinds or name in _DEVICE_FILLS:
                 continue
             return f"its h.run lambda calls {name or src.text_of(node)[:40]}, which the editable part does not define"
     return None
