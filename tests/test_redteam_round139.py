@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelloop.errors import InputError
 from kernelloop.optimizers.base import NoMoreCandidates
 
 from .conftest import FIXTURES
@@ -34,6 +35,9 @@ REFUSED = [("a_forwarder_integer_address/baseline.cu",
 def test_the_round_gets_no_tier_rewrite_and_says_why(baseline, why):
     try:
         proposal = _first_proposal((ROUND / baseline).read_text())
+    except InputError as caught:  # (c)'s frozen conversion operator: since round 275 no program at all
+        assert "frozen code overloads an operator" in str(caught), str(caught)
+        return
     except NoMoreCandidates as caught:
         assert why in str(caught), str(caught)
         return

@@ -46,7 +46,9 @@ PART = {"launch", "part_kernel"}
     ("launch(a, b, helper(n));", "calls helper"),
     ("launch(a, b, n); seen = b[0];", "assignment"),
     ("launch(a, b, n); Copier c(b);", "declares Copier c(b)"),
-    ("dim3 block(32, 8); const dim3 grid((n + 31) / 32, 4); unsigned long long m = n; auto k = m * 2; "
+    ("launch(a, b, n); auto t = tap;", "declares auto t = tap"),
+    ("dim3 block(32, 8); const dim3 grid((n + 31) / 32, 4); unsigned long long m = n; std::size_t k = m * 2; "
+     "launch(a, b, static_cast<int>(k)); "
      "cudaMemsetAsync(b, 0, sizeof(float), 0); part_kernel<<<grid, block>>>(a, b, n);", None),
     ("dim3 block = make_block(32);", "calls make_block"),
     ("launch(a, b, n); [&] { helper(b); }();", "lambda"),

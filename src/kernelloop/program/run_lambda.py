@@ -11,13 +11,26 @@ accumulated output zeroed), and declarations of plain values a launch is written
 (`dim3 block(32, 8);`). Control flow
 (`if`, `for`) around those statements is allowed, and so is launching an editable kernel in place;
 conditions, arguments and launch configurations call nothing else.
+
+Read as the compiler reads it (red team round 275 spelled the same frozen work eleven ways): the
+program's macros expanded first (a macro renaming the launcher, `cudaMemset` or
+`cudaMemcpyDeviceToDevice`), `.run` only ever called with its lambda written in place (a lambda kept
+in a variable or a macro, `(h.run)(...)`, is not read), a called name that the frozen code defines
+too is not the part's (`fz::launch`, an editable variable named like a frozen helper), the copy's
+kind read at its own position, and no object of a frozen type that runs code of its own (a
+constructor, destructor, conversion or operator) named in the lambda, nor arithmetic where the frozen
+code overloads an operator. What C++ runs implicitly beyond that (a type the reader cannot see)
+is a Known limit (docs/verifier.md).
 """
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
+import re
+
 from .cuda_tree import Source, first_error, walk
+from .macros import expand, program_macros
 
 # node types a lambda body may hold besides the calls it makes (each checked below)
 _ALLOWED = frozenset({
@@ -28,15 +41,14 @@ _ALLOWED = frozenset({
     "null", "nullptr", "binary_expression", "unary_expression", "parenthesized_expression", "cast_expression",
     "sizeof_expression", "subscript_expression", "subscript_argument_list", "field_expression",
     "field_identifier", "pointer_expression", "conditional_expression", "update_expression", "declaration",
-    "init_declarator", "kernel_call_syntax", "pointer_declarator", "initializer_list", "placeholder_type_specifier",
-    "auto", "comment"})
+    "init_declarator", "kernel_call_syntax", "pointer_declarator", "initializer_list", "comment"})
 _DEVICE_COPIES = frozenset({"cudaMemcpy", "cudaMemcpyAsync"})
 _DEVICE_FILLS = frozenset({"cudaMemset", "cudaMemsetAsync"})  # device memory only: zeroing an accumulated output
 # local values a launch is written with (`dim3 block(32, 8);`, `int grid = ...;`): types that run no code of
 # their own; a class of the frozen code could (a constructor copying scratch)
 _PLAIN_TYPES = frozenset({"dim3", "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
                           "uint16_t", "uint32_t", "uint64_t", "cudaStream_t"})
-_CONSTRUCTORS = frozenset({"dim3"})  # a launch's configuration, built in place
+_CONSTRUCTORS = frozenset({"dim3", "static_cast", "const_cast", "reinterpret_cast"})  # no code of the program
 
 
 def _called_name(call: Node, src: Source) -> str:
@@ -47,29 +59,100 @@ def _called_name(call: Node, src: Source) -> str:
     return src.text_of(fn) if fn is not None and fn.type == "identifier" else ""
 
 
-def _lambda_bodies(src: Source) -> list[Node]:
-    """The body of every lambda handed to a `.run(` call."""
+def _lambda_bodies(src: Source) -> list[Node] | str:
+    """The body of every lambda handed to a `.run(` call, or why some use of `run` is not one."""
     bodies = []
     for node in walk(src.root):
-        if node.type != "call_expression":
+        if node.type != "field_expression":
             continue
-        fn = node.child_by_field_name("function")
-        field = fn.child_by_field_name("field") if fn is not None and fn.type == "field_expression" else None
-        args = node.child_by_field_name("arguments")
-        if field is None or src.text_of(field) != "run" or args is None:
+        field = node.child_by_field_name("field")
+        if field is None or src.text_of(field) != "run":
             continue
-        for arg in args.named_children:
-            if arg.type == "lambda_expression" and (body := arg.child_by_field_name("body")) is not None:
-                bodies.append(body)
+        call = node.parent
+        args = call.child_by_field_name("arguments") if call is not None and call.type == "call_expression" \
+            and call.child_by_field_name("function") == node else None
+        first = args.named_children[0] if args is not None and args.named_children else None
+        if first is None or first.type != "lambda_expression" or first.child_by_field_name("body") is None:
+            return f"its run() is not called with its lambda written in place ({' '.join(src.text_of(call or node).split())[:80]})"
+        bodies.append(first.child_by_field_name("body"))
     return bodies
 
 
-def run_lambda_problem(harness: str, editable_names: set[str]) -> str | None:
+def _frozen_code_that_runs(src: Source) -> tuple[set[str], set[str], bool]:
+    """(functions the frozen code defines, its types with code of their own, whether it overloads an operator)."""
+    functions: set[str] = set()
+    active_types: set[str] = set()
+    operators = False
+    for node in walk(src.root):
+        if node.type == "function_definition":
+            declarator = node.child_by_field_name("declarator")
+            text = src.text_of(declarator) if declarator is not None else ""
+            if declarator is not None and (declarator.type == "operator_cast" or "operator" in text.split("(")[0]):
+                operators = True
+            elif names := re.findall(r"[A-Za-z_]\w*", text.split("(")[0]):
+                functions.add(names[-1])
+        if node.type in ("struct_specifier", "class_specifier", "union_specifier"):
+            body, name = node.child_by_field_name("body"), node.child_by_field_name("name")
+            if body is not None and name is not None and any(
+                    c.type in ("function_definition", "declaration", "field_declaration")
+                    and ("(" in src.text_of(c) or "operator" in src.text_of(c)) for c in body.named_children):
+                active_types.add(src.text_of(name).split("::")[-1])
+    return functions, active_types, operators
+
+
+def _objects_of(src: Source, types: set[str]) -> set[str]:
+    """Variables the frozen code declares of TYPES (or with `auto` from an expression naming one)."""
+    found: set[str] = set()
+    for node in walk(src.root):
+        if node.type != "declaration" or (kind := node.child_by_field_name("type")) is None:
+            continue
+        text = src.text_of(node)
+        if src.text_of(kind).split("::")[-1] in types or kind.type == "placeholder_type_specifier" and \
+                any(re.search(rf"\b{re.escape(t)}\b", text) for t in types):
+            for d in node.children_by_field_name("declarator"):
+                if names := re.findall(r"[A-Za-z_]\w*", src.text_of(d).split("=")[0].split("{")[0].split("(")[0]):
+                    found.add(names[-1])
+    return found
+
+
+def _body_as_compiled(text: str, macros) -> Node | str:
+    """A lambda body as the compiler reads it: its macros expanded where it names one; or why it cannot be read."""
+    named = set(macros.defined) | set(macros.uncertain)
+    if named and set(re.findall(r"[A-Za-z_]\w*", text)) & named:
+        expanded = expand(text, macros)
+        if expanded is None:
+            return f"its h.run lambda uses macros that cannot be read for sure ({' '.join(text.split())[:80]})"
+        text = expanded
+    body = Source(f"void kl_lambda_body() {text}")
+    node = body.root.named_children[0].child_by_field_name("body") if body.root.named_children else None
+    return (node, body) if node is not None else "its h.run lambda cannot be read"  # type: ignore[return-value]
+
+
+def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tuple[str, ...] = ()) -> str | None:
     """What the frozen code's `h.run` lambda does besides calling functions the editable part declares
-    (EDITABLE_NAMES: a macro's included) and device-to-device copies, in words; None when nothing.
-    HARNESS: the frozen code, comments stripped."""
+    (EDITABLE_NAMES: a macro's included) and device-memory copies and fills, in words; None when nothing.
+    HARNESS: the frozen code, comments stripped; MACRO_TEXTS: the program's code, whose macros a lambda may use."""
+    macros = program_macros(*macro_texts)
+    if any(re.search(r"(?:\.|->)\s*run\b", m.body) for m in macros.defined.values()):
+        return "its run() is reached through a macro, so its lambda cannot be read"
     src = Source(harness)
-    for body in _lambda_bodies(src):
+    found = _lambda_bodies(src)
+    if isinstance(found, str):
+        return found
+    bodies = []
+    for node in found:
+        read = _body_as_compiled(src.text_of(node), macros)
+        if isinstance(read, str):
+            return read
+        bodies.append(read)
+    # the frozen code: the harness, and the preamble before the editable part (MACRO_TEXTS[0])
+    frozen_functions, active_types, operators = _frozen_code_that_runs(src)
+    if macro_texts:
+        functions, types, overloads = _frozen_code_that_runs(Source(macro_texts[0]))
+        frozen_functions, active_types, operators = frozen_functions | functions, active_types | types, \
+            operators or overloads
+    frozen_objects = _objects_of(src, active_types)
+    for body, src in bodies:
         if first_error(body) is not None:
             return f"its h.run lambda cannot be read ({' '.join(src.text_of(body).split())[:80]})"
         for node in walk(body):
@@ -78,20 +161,32 @@ def run_lambda_problem(harness: str, editable_names: set[str]) -> str | None:
             if node.type not in _ALLOWED:
                 return f"its h.run lambda holds {node.type.replace('_', ' ')} " \
                        f"`{' '.join(src.text_of(node).split())[:80]}`"
+            if node.type == "identifier" and src.text_of(node) in frozen_objects:
+                return f"its h.run lambda names {src.text_of(node)}, an object of a frozen type that runs code of its own"
+            if operators and node.type in ("binary_expression", "unary_expression", "update_expression"):
+                return f"its h.run lambda computes `{' '.join(src.text_of(node).split())[:60]}` where the frozen code " \
+                       "overloads an operator"
             if node.type == "declaration":
                 kind = node.child_by_field_name("type")
-                if kind is None or not (kind.type in ("primitive_type", "sized_type_specifier",
-                                                      "placeholder_type_specifier")
-                                        or kind.type == "type_identifier" and src.text_of(kind) in _PLAIN_TYPES):
+                plain = kind is not None and (
+                    kind.type in ("primitive_type", "sized_type_specifier")
+                    or kind.type in ("type_identifier", "qualified_identifier")
+                    and src.text_of(kind).removeprefix("std::") in _PLAIN_TYPES)
+                if not plain:
                     return f"its h.run lambda declares {' '.join(src.text_of(node).split())[:80]}"
             if node.type != "call_expression":
                 continue
             name = _called_name(node, src)
-            if name in editable_names or name in _CONSTRUCTORS:  # an editable kernel launched in place too
+            if name in _CONSTRUCTORS:
+                continue
+            if name in editable_names and name not in frozen_functions:  # an editable kernel launched in place too
                 continue
             args = node.child_by_field_name("arguments")
-            kinds = {src.text_of(a) for a in args.named_children} if args is not None else set()
-            if name in _DEVICE_COPIES and "cudaMemcpyDeviceToDevice" in kinds or name in _DEVICE_FILLS:
+            listed = args.named_children if args is not None else []
+            if name in _DEVICE_COPIES and len(listed) >= 4 and listed[3].type == "identifier" \
+                    and src.text_of(listed[3]) == "cudaMemcpyDeviceToDevice" or name in _DEVICE_FILLS:
                 continue
-            return f"its h.run lambda calls {name or src.text_of(node)[:40]}, which the editable part does not define"
+            defined = " (the frozen code defines one too)" if name in frozen_functions else ""
+            return f"its h.run lambda calls {name or src.text_of(node)[:40]}, which the editable part does not " \
+                   f"define{defined}"
     return None

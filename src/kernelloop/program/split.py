@@ -219,8 +219,9 @@ def split_program(text: str, name: str = "program", include_dirs: list[Path] | N
         raise InputError(f"{name}: {said}, a result the verifier never compares (contract v2 compares the "
                          "harness's buffers): have the launcher write it into an output buffer (h.output) and "
                          "return void")
-    if split.is_v2 and (lambda_problem := run_lambda_problem(strip_comments(split.harness),
-                                                              declared_names(strip_comments(split.editable)))):
+    if split.is_v2 and (lambda_problem := run_lambda_problem(
+            strip_comments(split.harness), declared_names(strip_comments(split.editable)),
+            (split.preamble, split.editable, split.harness))):
         raise InputError(f"{name}: {lambda_problem}: in contract v2 a timed call runs the editable part's functions "
                          "alone (and device-to-device copies between the harness's buffers), so that nothing the "
                          "verifier does not compare happens between the part's work and the checks")

@@ -1,0 +1,43 @@
+"""Red team round 275 (tests/fixtures/redteam/round275/): round 274's lambda rule read the lambda's
+text as written and only where it was written in place, so frozen code still ran in every timed call
+through twelve spellings: a lambda kept in a variable, `(h.run)(...)`, `.run` inside a macro, a
+frozen `fz::launch` named like the part's launcher, macros renaming the launcher, `cudaMemset` or
+`cudaMemcpyDeviceToDevice`, the copy's kind anywhere among its arguments, an editable variable named
+like a frozen helper, and code C++ runs on its own (an `auto` copy's destructor, an overloaded
+operator, a conversion operator). The lambda is now read as compiled: macros expanded, `.run` only
+with its lambda in place, names the frozen code defines never the part's, the kind at its position,
+no frozen object that runs code of its own, no arithmetic where the frozen code overloads operators."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.errors import InputError
+from kernelloop.program.split import split_program
+
+from .conftest import FIXTURES
+
+ROUND = FIXTURES / "redteam" / "round275"
+
+WHY = {
+    "v_0.cu": "calls copy_back, which the editable part does not define (the frozen code defines one too)",
+    "v_A.cu": "its run() is not called with its lambda written in place",
+    "v_B.cu": "its run() is not called with its lambda written in place",
+    "v_C.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines one too)",
+    "v_D.cu": "holds comma expression",
+    "v_E.cu": "calls copy_back",
+    "v_F.cu": "uses macros that cannot be read for sure",
+    "v_G.cu": "calls cudaMemcpy",
+    "v_H.cu": "calls copy_back, which the editable part does not define (the frozen code defines one too)",
+    "v_I.cu": "declares auto t = tap",
+    "v_J.cu": "where the frozen code overloads an operator",
+    "v_K.cu": "its run() is reached through a macro",
+    "v_L.cu": "names tap, an object of a frozen type that runs code of its own",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHY))
+def test_every_spelling_of_frozen_work_in_the_timed_call_is_refused(name):
+    with pytest.raises(InputError) as caught:
+        split_program((ROUND / name).read_text(), name)
+    assert WHY[name] in str(caught.value), str(caught.value)
