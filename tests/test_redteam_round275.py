@@ -6,7 +6,9 @@ frozen `fz::launch` named like the part's launcher, macros renaming the launcher
 like a frozen helper, and code C++ runs on its own (an `auto` copy's destructor, an overloaded
 operator, a conversion operator). The lambda is now read as compiled: macros expanded, `.run` only
 with its lambda in place, names the frozen code defines never the part's, the kind at its position,
-no frozen object that runs code of its own, no arithmetic where the frozen code overloads operators."""
+no frozen object that runs code of its own, no arithmetic where the frozen code overloads operators;
+and the part is called inside the lambda only (a call before the run computed on inputs the verifier
+does not draw, and printed what nothing compares)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ WHY = {
     "v_J.cu": "where the frozen code overloads an operator",
     "v_K.cu": "its run() is reached through a macro",
     "v_L.cu": "names tap, an object of a frozen type that runs code of its own",
+    # found while closing the round: the part called before h.run, its result copied back and printed (a run on
+    # inputs the verifier does not draw, compared by nothing)
+    "part_called_outside_run.cu": "its frozen code calls launch_reduce_sum outside its h.run lambda",
 }
 
 

@@ -152,6 +152,14 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
         frozen_functions, active_types, operators = frozen_functions | functions, active_types | types, \
             operators or overloads
     frozen_objects = _objects_of(src, active_types)
+    # the part runs inside the experiment only: a call before or after it computes on inputs the verifier does not
+    # draw, and what it prints is compared by nothing
+    inside = [(body.start_byte, body.end_byte) for body in found]
+    for node in walk(src.root):
+        if node.type == "call_expression" and not any(a <= node.start_byte < b for a, b in inside):
+            name = _called_name(node, src)
+            if name and name in editable_names and name not in frozen_functions:
+                return f"its frozen code calls {name} outside its h.run lambda ({' '.join(src.text_of(node).split())[:60]})"
     for body, src in bodies:
         if first_error(body) is not None:
             return f"its h.run lambda cannot be read ({' '.join(src.text_of(body).split())[:80]})"
