@@ -8,11 +8,12 @@ compares (red team round 274, after round 273 closed `h.fetch` of scratch). The 
 allowed touch device memory only: a device-to-device `cudaMemcpy` between the harness's buffers (an
 in-place kernel's input copied into its output before the launcher runs), a `cudaMemset` (an
 accumulated output zeroed), and declarations of plain values a launch is written with
-(`dim3 block(32, 8);`). Control flow
-(`if`, `for`) around those statements is allowed, and so is launching an editable kernel in place;
-conditions, arguments and launch configurations call nothing else.
+(`dim3 block(32, 8);`). Control flow (`if`, `for`) around those statements is allowed, and so is
+launching an editable kernel in place; conditions, arguments and launch configurations call nothing
+else. Outside the lambda the frozen code calls the part nowhere: a call before the run computes on
+inputs the verifier does not draw, and what it prints is compared by nothing.
 
-Read as the compiler reads it (red team round 275 spelled the same frozen work eleven ways): the
+Read as the compiler reads it (red team round 275 spelled the same frozen work twelve ways): the
 program's macros expanded first (a macro renaming the launcher, `cudaMemset` or
 `cudaMemcpyDeviceToDevice`), `.run` only ever called with its lambda written in place (a lambda kept
 in a variable or a macro, `(h.run)(...)`, is not read), a called name that the frozen code defines
@@ -25,9 +26,9 @@ is a Known limit (docs/verifier.md).
 
 from __future__ import annotations
 
-from tree_sitter import Node
-
 import re
+
+from tree_sitter import Node
 
 from .cuda_tree import Source, first_error, walk
 from .macros import expand, program_macros
