@@ -19,8 +19,8 @@ ROUND = FIXTURES / "redteam" / "round274"
 
 
 @pytest.mark.parametrize("baseline, why", [
-    ("lambda_copy_baseline.cu", "calls copy_back, which the editable part does not define"),
-    ("device_symbol_baseline.cu", "calls largest_kernel, which the editable part does not define"),
+    ("lambda_copy_baseline.cu", "calls copy_back, which the frozen code declares itself"),
+    ("device_symbol_baseline.cu", "calls largest_kernel, which the frozen code declares itself"),
 ])
 def test_the_round_s_baselines_are_refused_before_anything_is_built(baseline, why):
     with pytest.raises(InputError, match="h.run lambda") as caught:

@@ -22,22 +22,22 @@ from .conftest import FIXTURES
 ROUND = FIXTURES / "redteam" / "round275"
 
 WHY = {
-    "v_0.cu": "calls copy_back, which the editable part does not define (the frozen code defines one too)",
+    "v_0.cu": "calls copy_back, which the frozen code declares itself",
     "v_A.cu": "its run() is not called with its lambda written in place",
     "v_B.cu": "its run() is not called with its lambda written in place",
     "v_C.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines one too)",
-    "v_D.cu": "holds comma expression",
-    "v_E.cu": "calls copy_back",
+    "v_D.cu": "names launch_reduce_sum outside its h.run lambda",  # the macro's own body
+    "v_E.cu": "calls copy_back, which the frozen code declares itself",
     "v_F.cu": "uses macros that cannot be read for sure",
     "v_G.cu": "calls cudaMemcpy",
-    "v_H.cu": "calls copy_back, which the editable part does not define (the frozen code defines one too)",
+    "v_H.cu": "calls copy_back, which the frozen code declares itself",
     "v_I.cu": "declares auto t = tap",
-    "v_J.cu": "where the frozen code overloads an operator",
+    "v_J.cu": "on an object of a frozen type where the frozen code overloads an operator",
     "v_K.cu": "its run() is reached through a macro",
     "v_L.cu": "names tap, an object of a frozen type that runs code of its own",
     # found while closing the round: the part called before h.run, its result copied back and printed (a run on
     # inputs the verifier does not draw, compared by nothing)
-    "part_called_outside_run.cu": "its frozen code calls launch_reduce_sum outside its h.run lambda",
+    "part_called_outside_run.cu": "its frozen code names launch_reduce_sum outside its h.run lambda",
 }
 
 
@@ -46,3 +46,32 @@ def test_every_spelling_of_frozen_work_in_the_timed_call_is_refused(name):
     with pytest.raises(InputError) as caught:
         split_program((ROUND / name).read_text(), name)
     assert WHY[name] in str(caught.value), str(caught.value)
+
+
+ROUND276 = FIXTURES / "redteam" / "round276"
+WHY276 = {
+    # a local lambda or function pointer in main named like the launcher hides the part's
+    "v_M.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines one too)",
+    "v_M2.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines one too)",
+    "v_Q.cu": "names launch_reduce_sum outside its h.run lambda",
+    "v_Q2.cu": "names launch_reduce_sum outside its h.run lambda",
+    # a frozen type whose constructor runs the copy, made by a cast
+    "v_N.cu": "makes a Tap, a frozen type that runs code of its own",
+    "v_O.cu": "makes a Tap, a frozen type that runs code of its own",
+    # cudaMemset declared again with a default argument that runs the copy
+    "v_P.cu": "calls cudaMemset, which the frozen code declares itself",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHY276))
+def test_round276_spellings_are_refused(name):
+    with pytest.raises(InputError) as caught:
+        split_program((ROUND276 / name).read_text(), name)
+    assert WHY276[name] in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("path", sorted((ROUND276 / "honest").glob("*.cu")), ids=lambda p: p.name)
+def test_round276_honest_programs_stay_programs(path):
+    # a shape struct with a member function passed by value; arithmetic in the lambda beside a header's float3
+    # operators; a helper whose name holds "operator"
+    assert split_program(path.read_text(), path.name).is_v2

@@ -408,10 +408,13 @@ def test_a_flag_is_drawn_from_its_declared_values_at_drawn_sizes(harness_size):
     """Red team round 275: init's `h.size<bool>({true, false})` (a PyTorch launcher's align_corners) ran `false` at
     the declared alternative size only: a drawn size spans [1, ...], so a candidate that ignored the flag wherever
     n % 4 == 0 passed. A size() whose options include a value below 1 (a flag, a mode; a bool) is drawn from its
-    options, evenly; the sizes beside it are drawn as before."""
+    options, evenly, and the verifier plans each value beside the defaults, round sizes and even ones."""
     outcomes = simulate_verifications(harness_size, [[1048576, 6000011], [1, 0]], lambda n, flag: True, 100)
     drawn = [sizes for taken, _, _ in outcomes for sizes in taken]
     flags = [flag for _, flag in drawn]
     assert set(flags) == {0, 1} and min(flags.count(0), flags.count(1)) >= 0.3 * len(flags), flags
-    # with the flag off at sizes the alternative is not: a multiple of 4 among them
-    assert any(flag == 0 and n % 4 == 0 and n != 1048576 for n, flag in drawn), drawn
+    # round 276: in every verification, not by chance: the flag off at the default size, beside a round size (a
+    # multiple of 4: where round 275's candidate ignored it)
+    for taken, _, _ in outcomes:
+        assert [1048576, 0] in taken, taken
+        assert any(flag == 0 and n % 4 == 0 and n != 1048576 for n, flag in taken), taken

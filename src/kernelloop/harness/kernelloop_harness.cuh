@@ -1873,12 +1873,13 @@ class Harness {
     const bool round_draw = (s.size_draw >> 55) & 1, explicit_draw = (s.size_draw >> 37) & 1;
     const uint64_t kept = (s.size_draw >> 39) & 0xFFFF;  // the calls kept at their defaults (bits 39-54)
     if ((round_draw || explicit_draw) && s.size_calls < 16 && ((kept >> s.size_calls) & 1)) return options.begin()[0];
-    // A flag or a mode, not a size (a bool, or options with a value below 1): one of its declared options, drawn
-    // evenly, so each value a caller passes is checked at drawn sizes too (red team round 275: the span starts at
-    // 1, so `h.size<bool>({true, false})` ran `false` at one size only, where a candidate could ignore it).
-    if (std::is_same<T, bool>::value || lo < 1) return options.begin()[(size_t)(r % (uint64_t)options.size())];
     if (explicit_draw && (int)((s.size_draw >> 32) & 15) == s.size_calls)
       return (T)(long long)(s.size_draw & 0xFFFFFFFFull);
+    // A flag or a mode, not a size (a bool, or options with a value below 1): one of its declared options, drawn
+    // evenly, so each value a caller passes is checked at drawn sizes too (red team round 275: the span starts at
+    // 1, so `h.size<bool>({true, false})` ran `false` at one size only, where a candidate could ignore it); the
+    // verifier also plans a draw per value (size_draws.flag_values: round 276).
+    if (std::is_same<T, bool>::value || lo < 1) return options.begin()[(size_t)(r % (uint64_t)options.size())];
     long long at_least = 0, at_most = std::numeric_limits<long long>::max();
     if ((s.size_draw >> 62) & 1)
       size_order_bounds(s.size_values, s.size_chosen, s.size_integral, s.size_calls, (int)options.size(),

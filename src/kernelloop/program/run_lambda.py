@@ -79,26 +79,66 @@ def _lambda_bodies(src: Source) -> list[Node] | str:
     return bodies
 
 
-def _frozen_code_that_runs(src: Source) -> tuple[set[str], set[str], bool]:
-    """(functions the frozen code defines, its types with code of their own, whether it overloads an operator)."""
-    functions: set[str] = set()
-    active_types: set[str] = set()
-    operators = False
-    for node in walk(src.root):
-        if node.type == "function_definition":
-            declarator = node.child_by_field_name("declarator")
-            text = src.text_of(declarator) if declarator is not None else ""
-            if declarator is not None and (declarator.type == "operator_cast" or "operator" in text.split("(")[0]):
-                operators = True
-            elif names := re.findall(r"[A-Za-z_]\w*", text.split("(")[0]):
-                functions.add(names[-1])
-        if node.type in ("struct_specifier", "class_specifier", "union_specifier"):
-            body, name = node.child_by_field_name("body"), node.child_by_field_name("name")
-            if body is not None and name is not None and any(
-                    c.type in ("function_definition", "declaration", "field_declaration")
-                    and ("(" in src.text_of(c) or "operator" in src.text_of(c)) for c in body.named_children):
-                active_types.add(src.text_of(name).split("::")[-1])
-    return functions, active_types, operators
+class _Frozen:
+    """What frozen code defines that a lambda could run without calling it by a name of the part's: its functions and
+    variables (a local lambda or function pointer named like the launcher: round 276), its types with code that runs
+    implicitly (a constructor, destructor, conversion or operator member) and every type of its own, whether it
+    overloads an operator, and the CUDA names it declares again (`cudaMemset(..., size_t count = tapped())`)."""
+
+    def __init__(self, *sources: Source) -> None:
+        self.functions: set[str] = set()
+        self.variables: set[str] = set()
+        self.active_types: set[str] = set()
+        self.types: set[str] = set()
+        self.operators = False
+        self.redeclared: set[str] = set()
+        for src in sources:
+            self._read(src)
+
+    @staticmethod
+    def _function_name(declarator: Node, src: Source) -> tuple[str, bool]:
+        """(the last name, whether it is an operator or a conversion) of a function's declarator."""
+        for node in walk(declarator):
+            if node.type in ("operator_name", "operator_cast"):
+                return "", True
+            if node.type == "destructor_name":
+                return "~" + src.text_of(node).lstrip("~").strip(), False
+            if node.type in ("identifier", "field_identifier"):
+                return src.text_of(node), False
+        return "", False
+
+    def _read(self, src: Source) -> None:
+        for node in walk(src.root):
+            if node.type in ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier"):
+                name = node.child_by_field_name("name")
+                if name is None:
+                    continue
+                type_name = src.text_of(name).split("::")[-1]
+                self.types.add(type_name)
+                body = node.child_by_field_name("body")
+                for member in (body.named_children if body is not None else []):
+                    declarator = member.child_by_field_name("declarator")
+                    if declarator is None or member.type not in ("function_definition", "declaration",
+                                                                 "field_declaration"):
+                        continue
+                    named, operator = self._function_name(declarator, src)
+                    if declarator.type == "operator_cast" or operator or named in (type_name, "~" + type_name):
+                        self.active_types.add(type_name)
+            elif node.type in ("function_definition", "declaration", "field_declaration") and \
+                    (declarator := node.child_by_field_name("declarator")) is not None:
+                is_function = declarator.type in ("function_declarator", "operator_cast") or any(
+                    n.type == "function_declarator" for n in walk(declarator) if n.parent is declarator)
+                named, operator = self._function_name(declarator, src)
+                in_class = node.parent is not None and node.parent.type == "field_declaration_list"
+                if operator or declarator.type == "operator_cast":
+                    self.operators = self.operators or not in_class
+                elif is_function and named:
+                    (self.functions if node.type == "function_definition" else self.redeclared).add(named)
+                elif node.type == "declaration" and not in_class:
+                    for d in node.children_by_field_name("declarator"):
+                        if d.type != "function_declarator" and (names := re.findall(
+                                r"[A-Za-z_]\w*", src.text_of(d).split("=")[0].split("{")[0].split("(")[0])):
+                            self.variables.add(names[-1])
 
 
 def _objects_of(src: Source, types: set[str]) -> set[str]:
@@ -114,6 +154,24 @@ def _objects_of(src: Source, types: set[str]) -> set[str]:
                 if names := re.findall(r"[A-Za-z_]\w*", src.text_of(d).split("=")[0].split("{")[0].split("(")[0]):
                     found.add(names[-1])
     return found
+
+
+def _editable_functions(editable: str) -> set[str]:
+    """The functions and kernels the editable part defines, by their last name."""
+    src = Source(editable)
+    names = set()
+    for node in walk(src.root):
+        if node.type == "function_definition" and (declarator := node.child_by_field_name("declarator")) is not None:
+            named, _ = _Frozen._function_name(declarator, src)
+            if named:
+                names.add(named)
+    return names
+
+
+def _ancestors(node: Node):
+    while node.parent is not None:
+        node = node.parent
+        yield node
 
 
 def _body_as_compiled(text: str, macros) -> Node | str:
@@ -147,20 +205,22 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
             return read
         bodies.append(read)
     # the frozen code: the harness, and the preamble before the editable part (MACRO_TEXTS[0])
-    frozen_functions, active_types, operators = _frozen_code_that_runs(src)
-    if macro_texts:
-        functions, types, overloads = _frozen_code_that_runs(Source(macro_texts[0]))
-        frozen_functions, active_types, operators = frozen_functions | functions, active_types | types, \
-            operators or overloads
-    frozen_objects = _objects_of(src, active_types)
-    # the part runs inside the experiment only: a call before or after it computes on inputs the verifier does not
-    # draw, and what it prints is compared by nothing
+    frozen = _Frozen(src, *([Source(macro_texts[0])] if macro_texts else []))
+    frozen_functions = frozen.functions | frozen.variables
+    frozen_objects = _objects_of(src, frozen.active_types)
+    typed_objects = _objects_of(src, frozen.types)
+    part_functions = _editable_functions(macro_texts[1]) if len(macro_texts) > 1 else set(editable_names)
+    # the part runs inside the experiment only: a call before or after it (or its address taken, to call it
+    # elsewhere) computes on inputs the verifier does not draw, and what it prints is compared by nothing
     inside = [(body.start_byte, body.end_byte) for body in found]
     for node in walk(src.root):
-        if node.type == "call_expression" and not any(a <= node.start_byte < b for a, b in inside):
-            name = _called_name(node, src)
-            if name and name in editable_names and name not in frozen_functions:
-                return f"its frozen code calls {name} outside its h.run lambda ({' '.join(src.text_of(node).split())[:60]})"
+        if node.type != "identifier" or any(a <= node.start_byte < b for a, b in inside):
+            continue
+        name = src.text_of(node)
+        if name in part_functions and name not in frozen_functions and not any(
+                up.type in ("function_declarator", "parameter_declaration") for up in _ancestors(node)):
+            return f"its frozen code names {name} outside its h.run lambda " \
+                   f"({' '.join(src.text_of(node.parent).split())[:60]})"
     for body, src in bodies:
         if first_error(body) is not None:
             return f"its h.run lambda cannot be read ({' '.join(src.text_of(body).split())[:80]})"
@@ -172,9 +232,12 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
                        f"`{' '.join(src.text_of(node).split())[:80]}`"
             if node.type == "identifier" and src.text_of(node) in frozen_objects:
                 return f"its h.run lambda names {src.text_of(node)}, an object of a frozen type that runs code of its own"
-            if operators and node.type in ("binary_expression", "unary_expression", "update_expression"):
-                return f"its h.run lambda computes `{' '.join(src.text_of(node).split())[:60]}` where the frozen code " \
-                       "overloads an operator"
+            if node.type == "type_identifier" and src.text_of(node) in frozen.active_types:
+                return f"its h.run lambda makes a {src.text_of(node)}, a frozen type that runs code of its own"
+            if frozen.operators and node.type in ("binary_expression", "unary_expression", "update_expression") and \
+                    any(n.type == "identifier" and src.text_of(n) in typed_objects for n in walk(node)):
+                return f"its h.run lambda computes `{' '.join(src.text_of(node).split())[:60]}` on an object of a " \
+                       "frozen type where the frozen code overloads an operator"
             if node.type == "declaration":
                 kind = node.child_by_field_name("type")
                 plain = kind is not None and (
@@ -186,6 +249,8 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
             if node.type != "call_expression":
                 continue
             name = _called_name(node, src)
+            if name in frozen.redeclared | frozen.functions and name not in part_functions:
+                return f"its h.run lambda calls {name}, which the frozen code declares itself"
             if name in _CONSTRUCTORS:
                 continue
             if name in editable_names and name not in frozen_functions:  # an editable kernel launched in place too

@@ -180,6 +180,26 @@ def smallest_size_calls(size_values: list[list[int]], cap: int, pick: int) -> li
     return sorted(order[:cap])
 
 
+FLAG_BESIDE = ("defaults", "round", "even")
+
+
+def flag_values(size_values: list[list[int]]) -> list[tuple[int, int, str]]:
+    """(call, value, beside) for each value of a flag or a mode: a size() call whose options include a value below 1
+    (any `h.size<bool>`), which the harness draws from its options. Each value is planned beside every other size at
+    its default, beside round sizes (multiples of large powers of two, where fast paths are keyed) and beside sizes
+    drawn evenly (the default value at the defaults is the timed run): by chance alone a flag's other value missed
+    the sizes a candidate keyed on in one verification in eight (red team round 276)."""
+    out = []
+    for call in range(min(len(size_values), KEEP_CALLS)):
+        options = size_values[call]
+        if len(options) < 2 or min(options) >= 1:
+            continue
+        for value in dict.fromkeys(options):
+            if 0 <= value < 2**31:  # an explicit value is 32 bits, read back unsigned
+                out += [(call, value, beside) for beside in FLAG_BESIDE if beside != "defaults" or value != options[0]]
+    return out
+
+
 def at_a_smallest(size_values: list[list[int]], sizes: list[int]) -> bool:
     """Whether a run's SIZES put some size() call at its smallest (its options' common factor, below its default),
     however it got there: drawn, or a declared alternative (red team round 250: `h.size({4096, 1})`'s declared
@@ -217,8 +237,9 @@ def planned_size_draws(size_draw: int, size_values: list[list[int]], vs: VerifyS
     alone_calls = [next(c for c in range(KEEP_CALLS) if not (keep >> c) & 1) for keep in singles]
     odd = [(keep, next(c for c in range(KEEP_CALLS) if not (keep >> c) & 1))  # every size moved alone, off round
            for keep in single_size_keeps(size_values, vs.single_size_draws, size_draw >> 16, [])]
+    flags = flag_values(size_values)
     evenly = vs.size_draws
-    rounds = evenly + len(keeps) + len(singles) + len(odd) + len(least)
+    rounds = evenly + len(keeps) + len(flags) + len(singles) + len(odd) + len(least)
     drawn = size_draws(size_draw, rounds + vs.size_redraws)
 
     def alone(draw: int, keep: int, call: int, odd: bool = False) -> int:  # moved alone (harness-drawn if none fits)
@@ -226,8 +247,13 @@ def planned_size_draws(size_draw: int, size_values: list[list[int]], vs: VerifyS
         return as_explicit(draw, keep, value, call, odd=odd) if value else as_round(draw, keep)
     planned = [with_relation(d, 0) for d in drawn[:evenly]] + [
         as_round(d, keep) for d, keep in zip(drawn[evenly:evenly + len(keeps)], keeps)] + [
-        alone(d, keep, c) for d, keep, c in zip(drawn[evenly + len(keeps):], singles, alone_calls)] + [
-        alone(d, keep, c, odd=True) for d, (keep, c) in zip(drawn[evenly + len(keeps) + len(singles):], odd)] + [
+        # each value of a flag at the others' defaults, and beside sizes drawn evenly (keep bits from the secret)
+        as_explicit(d, every & ~(1 << c) if beside == "defaults" else (d >> 8) & ~every, v, c,
+                    round_size=beside != "even")
+        for d, (c, v, beside) in zip(drawn[evenly + len(keeps):], flags)] + [
+        alone(d, keep, c) for d, keep, c in zip(drawn[evenly + len(keeps) + len(flags):], singles, alone_calls)] + [
+        alone(d, keep, c, odd=True) for d, (keep, c) in zip(drawn[evenly + len(keeps) + len(flags) + len(singles):],
+                                                           odd)] + [
         # each size at its smallest with the others at their defaults, then with the others drawn evenly (round
         # 246: m == 1 came only beside n and k at their defaults, never beside an n off every multiple of 8), from
         # a secret the draw carries in the keep bits of calls the program does not make (round 247: without it the
