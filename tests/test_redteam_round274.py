@@ -57,7 +57,8 @@ PART = {"launch", "part_kernel"}
     ("launch(a, b, n); launch(b, a, (n += 1));", "assignment"),
 ])
 def test_the_lambda_runs_the_part_and_device_copies_only(body, problem):
-    harness = f"int main() {{ kl::Harness h; h.run([&] {{ {body} }}, {{.warmup = 2, .calls = 20}}); return 0; }}"
+    harness = ("int main() { kl::Harness h; float *a = 0, *b = 0, *x = 0, *y = 0, *host = 0; int n = 4; float seen; "
+               f"h.run([&] {{ {body} }}, {{.warmup = 2, .calls = 20}}); return 0; }}")
     found = run_lambda_problem(harness, PART)
     if problem is None:
         assert found is None, found

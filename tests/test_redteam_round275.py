@@ -34,7 +34,7 @@ WHY = {
     "v_I.cu": "declares auto t = tap",
     "v_J.cu": "on an object of a frozen type where the frozen code overloads an operator",
     "v_K.cu": "its run() is reached through a macro",
-    "v_L.cu": "names tap, an object of a frozen type that runs code of its own",
+    "v_L.cu": "reads tap, which is not a plain value",
     # found while closing the round: the part called before h.run, its result copied back and printed (a run on
     # inputs the verifier does not draw, compared by nothing)
     "part_called_outside_run.cu": "its frozen code names launch_reduce_sum outside its h.run lambda",
@@ -56,8 +56,8 @@ WHY276 = {
     "v_Q.cu": "names launch_reduce_sum outside its h.run lambda",
     "v_Q2.cu": "names launch_reduce_sum outside its h.run lambda",
     # a frozen type whose constructor runs the copy, made by a cast
-    "v_N.cu": "makes a Tap, a frozen type that runs code of its own",
-    "v_O.cu": "makes a Tap, a frozen type that runs code of its own",
+    "v_N.cu": "names Tap, a type of the frozen code's",
+    "v_O.cu": "names Tap, a type of the frozen code's",
     # cudaMemset declared again with a default argument that runs the copy
     "v_P.cu": "calls cudaMemset, which the frozen code declares itself",
 }
@@ -74,4 +74,21 @@ def test_round276_spellings_are_refused(name):
 def test_round276_honest_programs_stay_programs(path):
     # a shape struct with a member function passed by value; arithmetic in the lambda beside a header's float3
     # operators; a helper whose name holds "operator"
+    assert split_program(path.read_text(), path.name).is_v2
+
+
+ROUND277 = FIXTURES / "redteam" / "round277"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in ROUND277.glob("v_*.cu")))
+def test_round277_frozen_types_reached_around_the_checks_are_refused(name):
+    # an operator or conversion of a frozen object reached through a field, an `auto` reference or pointer, a
+    # container, the preamble, a base class; a cast to a type inheriting a constructor: the lambda now reads plain
+    # values only (numbers, pointers to numbers, dim3) and names no type of the frozen code's
+    with pytest.raises(InputError, match="h.run lambda"):
+        split_program((ROUND277 / name).read_text(), name)
+
+
+@pytest.mark.parametrize("path", sorted((ROUND277 / "honest").glob("*.cu")), ids=lambda p: p.name)
+def test_round277_honest_lambdas_stay_programs(path):
     assert split_program(path.read_text(), path.name).is_v2

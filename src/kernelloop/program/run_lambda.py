@@ -40,8 +40,8 @@ _ALLOWED = frozenset({
     "template_function", "template_argument_list", "type_descriptor", "primitive_type", "type_identifier",
     "sized_type_specifier", "type_qualifier", "abstract_pointer_declarator", "number_literal", "true", "false",
     "null", "nullptr", "binary_expression", "unary_expression", "parenthesized_expression", "cast_expression",
-    "sizeof_expression", "subscript_expression", "subscript_argument_list", "field_expression",
-    "field_identifier", "pointer_expression", "conditional_expression", "update_expression", "declaration",
+    "sizeof_expression", "subscript_expression", "subscript_argument_list", "pointer_expression",
+    "field_expression", "field_identifier", "conditional_expression", "update_expression", "declaration",
     "init_declarator", "kernel_call_syntax", "pointer_declarator", "initializer_list", "comment"})
 _DEVICE_COPIES = frozenset({"cudaMemcpy", "cudaMemcpyAsync"})
 _DEVICE_FILLS = frozenset({"cudaMemset", "cudaMemsetAsync"})  # device memory only: zeroing an accumulated output
@@ -156,6 +156,97 @@ def _objects_of(src: Source, types: set[str]) -> set[str]:
     return found
 
 
+# CUDA's own numbers and vectors of them (`__nv_bfloat16* x`, `float2* a`): no code of the program
+_CUDA_NUMBERS = re.compile(r"(?:__half2?|half2?|__nv_bfloat162?|nv_bfloat162?|(?:u?char|u?short|u?int|u?long|"
+                           r"u?longlong|float|double)[1-4])")
+
+
+def _plain_type(kind: Node, src: Source, aliases: set[str]) -> bool:
+    name = src.text_of(kind).removeprefix("std::")
+    return kind.type in ("primitive_type", "sized_type_specifier") or kind.type in (
+        "type_identifier", "qualified_identifier") and (name in _PLAIN_TYPES or name in aliases
+                                                       or _CUDA_NUMBERS.fullmatch(name) is not None)
+
+
+def _plain_structs(sources: tuple[Source, ...], aliases: set[str]) -> set[str]:
+    """Structs of the frozen code with nothing that runs implicitly: no base class, no constructor, destructor,
+    conversion or operator member, every field a plain type (a shape or a parameter block passed by value)."""
+    found: set[str] = set()
+    for _ in range(3):  # a struct of plain structs
+        for src in sources:
+            for node in walk(src.root):
+                name, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+                if node.type not in ("struct_specifier", "class_specifier") or name is None or body is None or any(
+                        c.type == "base_class_clause" for c in node.children):
+                    continue
+                type_name = src.text_of(name)
+                plain = True
+                for member in body.named_children:
+                    declarator = member.child_by_field_name("declarator")
+                    kind = member.child_by_field_name("type")
+                    if member.type == "comment" or member.type == "access_specifier":
+                        continue
+                    if declarator is not None and (declarator.type == "function_declarator" or any(
+                            n.type == "function_declarator" for n in walk(declarator))):
+                        named, operator = _Frozen._function_name(declarator, src)
+                        plain = plain and not operator and named not in (type_name, "~" + type_name)
+                    elif member.type == "field_declaration" and kind is not None:
+                        plain = plain and (_plain_type(kind, src, aliases) or src.text_of(kind) in found)
+                    else:
+                        plain = False
+                if plain:
+                    found.add(type_name)
+    return found
+
+
+def _plain_declared(*sources: Source) -> tuple[set[str], set[str]]:
+    """(names declared with a plain type: a number, a pointer to numbers, a dim3, the program's alias of one; names
+    declared with any other type, `auto` included) across the frozen code's declarations and parameters."""
+    plain: set[str] = set()
+    other: set[str] = set()
+    aliases: set[str] = set()
+    for src in sources:  # `typedef float real;`, `using idx_t = int;`
+        for node in walk(src.root):
+            kind = node.child_by_field_name("type") if node.type in ("type_definition", "alias_declaration") else None
+            if kind is not None and kind.type == "type_descriptor":
+                kind = kind.child_by_field_name("type")
+            if kind is not None and _plain_type(kind, src, aliases):
+                for d in (node.children_by_field_name("declarator") or [node.child_by_field_name("name")]):
+                    if d is not None and (names := re.findall(r"[A-Za-z_]\w*", src.text_of(d))):
+                        aliases.add(names[-1])
+    aliases |= _plain_structs(sources, aliases)
+    for src in sources:
+        for node in walk(src.root):
+            if node.type not in ("declaration", "parameter_declaration") or \
+                    (kind := node.child_by_field_name("type")) is None:
+                continue
+            # `auto n = h.size<int>(...)`: the harness's size, an integer
+            is_plain = _plain_type(kind, src, aliases) or kind.type == "placeholder_type_specifier" and re.match(
+                r"[^=]*=\s*\w+\s*(?:\.|->)\s*size\s*(?:<[^<>]*>)?\s*\(", src.text_of(node)) is not None
+            for d in node.children_by_field_name("declarator"):
+                if d.type == "function_declarator":
+                    continue
+                if names := re.findall(r"[A-Za-z_]\w*", src.text_of(d).split("=")[0].split("{")[0].split("(")[0]):
+                    if is_plain:
+                        plain.add(names[-1])
+                    elif node.type == "declaration":  # another function's parameter is not in the lambda's scope
+                        other.add(names[-1])
+    return plain, other
+
+
+def _fields_of_plain_structs(*sources: Source) -> set[str]:
+    """The fields a lambda may read: dim3's x, y, z and the fields of the frozen code's plain structs."""
+    fields = {"x", "y", "z"}
+    structs = _plain_structs(sources, set())
+    for src in sources:
+        for node in walk(src.root):
+            name = node.child_by_field_name("name") if node.type in ("struct_specifier", "class_specifier") else None
+            body = node.child_by_field_name("body") if name is not None else None
+            if body is not None and src.text_of(name) in structs:
+                fields |= {src.text_of(f) for m in body.named_children for f in walk(m) if f.type == "field_identifier"}
+    return fields
+
+
 def _editable_functions(editable: str) -> set[str]:
     """The functions and kernels the editable part defines, by their last name."""
     src = Source(editable)
@@ -166,6 +257,20 @@ def _editable_functions(editable: str) -> set[str]:
             if named:
                 names.add(named)
     return names
+
+
+def _names_a_call_or_declaration(node: Node) -> bool:
+    """Whether an identifier is the called function's name (`f(...)`, `ns::f<T>(...)`, `k<<<...>>>(...)`) or the name
+    a declaration declares, rather than a value read."""
+    up = node.parent
+    while up is not None and up.type in ("qualified_identifier", "template_function", "parenthesized_expression"):
+        node, up = up, up.parent
+    if up is not None and up.type == "call_expression" and up.child_by_field_name("function") == node:
+        return True
+    while up is not None and up.type in ("pointer_declarator", "array_declarator", "reference_declarator"):
+        node, up = up, up.parent
+    return up is not None and (up.type == "declaration" or up.type == "init_declarator"
+                               and up.child_by_field_name("declarator") == node)
 
 
 def _ancestors(node: Node):
@@ -210,6 +315,7 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
     frozen_objects = _objects_of(src, frozen.active_types)
     typed_objects = _objects_of(src, frozen.types)
     part_functions = _editable_functions(macro_texts[1]) if len(macro_texts) > 1 else set(editable_names)
+    plain, other = _plain_declared(src, *([Source(macro_texts[0])] if macro_texts else []))
     # the part runs inside the experiment only: a call before or after it (or its address taken, to call it
     # elsewhere) computes on inputs the verifier does not draw, and what it prints is compared by nothing
     inside = [(body.start_byte, body.end_byte) for body in found]
@@ -224,7 +330,24 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
     for body, src in bodies:
         if first_error(body) is not None:
             return f"its h.run lambda cannot be read ({' '.join(src.text_of(body).split())[:80]})"
+        local_plain, local_other = _plain_declared(Source(src.text))
+        values = (plain | local_plain) - other - local_other - frozen.functions
+        plain_fields = _fields_of_plain_structs(src, *([Source(macro_texts[0]), Source(harness)] if macro_texts
+                                                       else [Source(harness)]))
         for node in walk(body):
+            if node.type == "identifier" and not _names_a_call_or_declaration(node) \
+                    and src.text_of(node) not in values | {"cudaMemcpyDeviceToDevice"}:
+                # round 277: operators, conversions and constructors of frozen types reached through a field, an
+                # `auto` reference, a container or a base class: only plain values (numbers, pointers to numbers)
+                # are read in the timed call
+                return f"its h.run lambda reads {src.text_of(node)}, which is not a plain value the frozen code " \
+                       "declares (a number, a pointer to numbers, a dim3)"
+            if node.type == "field_expression" and (node.named_children[0].type != "identifier" or src.text_of(
+                    node.named_children[0]) not in values or src.text_of(node.child_by_field_name("field")) not in
+                    plain_fields):
+                return f"its h.run lambda reads a field, `{' '.join(src.text_of(node).split())[:60]}`, of no plain value"
+            if node.type == "type_identifier" and src.text_of(node) in frozen.types:
+                return f"its h.run lambda names {src.text_of(node)}, a type of the frozen code's"
             if not node.is_named:  # punctuation and operators (an assignment, a launch are nodes of their own)
                 continue
             if node.type not in _ALLOWED:
