@@ -92,3 +92,16 @@ def test_round277_frozen_types_reached_around_the_checks_are_refused(name):
 @pytest.mark.parametrize("path", sorted((ROUND277 / "honest").glob("*.cu")), ids=lambda p: p.name)
 def test_round277_honest_lambdas_stay_programs(path):
     assert split_program(path.read_text(), path.name).is_v2
+
+
+ROUND278 = FIXTURES / "redteam" / "round278"
+
+
+@pytest.mark.xfail(strict=True, reason="open (docs/verifier.md, Known limits, round 278): a name is judged plain by "
+                                       "any declaration of it, not its nearest binding")
+@pytest.mark.parametrize("name", sorted(p.name for p in ROUND278.glob("v_*.cu")))
+def test_round278_a_frozen_object_bound_where_another_function_names_it_plain(name):
+    # a range-for, a catch, a structured binding or an outer lambda's parameter binds `tap` to a frozen object whose
+    # operator++ copies scratch, while an unrelated frozen helper's `int tap` parameter marks the name plain
+    with pytest.raises(InputError, match="h.run lambda"):
+        split_program((ROUND278 / name).read_text(), name)
