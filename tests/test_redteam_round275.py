@@ -97,11 +97,27 @@ def test_round277_honest_lambdas_stay_programs(path):
 ROUND278 = FIXTURES / "redteam" / "round278"
 
 
-@pytest.mark.xfail(strict=True, reason="open (docs/verifier.md, Known limits, round 278): a name is judged plain by "
-                                       "any declaration of it, not its nearest binding")
 @pytest.mark.parametrize("name", sorted(p.name for p in ROUND278.glob("v_*.cu")))
 def test_round278_a_frozen_object_bound_where_another_function_names_it_plain(name):
     # a range-for, a catch, a structured binding or an outer lambda's parameter binds `tap` to a frozen object whose
     # operator++ copies scratch, while an unrelated frozen helper's `int tap` parameter marks the name plain
     with pytest.raises(InputError, match="h.run lambda"):
         split_program((ROUND278 / name).read_text(), name)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROUND278 / "own").glob("*.cu")))
+def test_round278_every_binder_is_read_where_it_stands(name):
+    # written after the round, by class: a frozen object or function reached through a binder a by-name check does not
+    # see (an outer lambda's parameter or init-capture, the run lambda's own capture or parameter default, a local
+    # lambda named cudaMemset, a local alias shadowing dim3 or a plain global alias, a macro declaring the name, a
+    # using-declaration or directive, an if condition, a name read before a local of the same name, a struct whose
+    # default member initializer copies): each name is judged by its nearest binding, types included
+    with pytest.raises(InputError, match="h.run lambda"):
+        split_program((ROUND278 / "own" / name).read_text(), name)
+
+
+@pytest.mark.parametrize("path", sorted((ROUND278 / "honest").glob("*.cu")), ids=lambda p: p.name)
+def test_round278_honest_scopes_stay_programs(path):
+    # the run in a helper function (its parameters, a namespace's constant), a range-for over sizes, a plain local
+    # named like a frozen object elsewhere: the nearest binding is plain
+    assert split_program(path.read_text(), path.name).is_v2
