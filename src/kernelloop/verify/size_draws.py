@@ -102,15 +102,52 @@ def explicit_size(size_values: list[list[int]], call: int, pick: int, related: b
     least = min(3, top)
     for k in ([0] if odd else range(top - pick % (top - least + 1) if top >= 0 else 0, -1, -1)):
         step = math.lcm(g << k, multiple_of)
-        fits = [m * step for m in range(max(1, -(-max(first * g, at_least) // step)), min(last * g, at_most) // step + 1)
-                if m * step not in options and (not divisor_of or divisor_of % (m * step) == 0)
-                and (not odd or (m * step // g) % 2)]
-        if fits:
+        fits = _Fits.of(range(max(1, -(-max(first * g, at_least) // step)) * step, min(last * g, at_most) + 1, step),
+                     options, divisor_of, g if odd else 0)
+        if len(fits):
             if odd:  # past the default where there are such: where a tail beyond whole tiles is largest
-                fits = [f for f in fits if f > options[0]] or fits
+                fits = fits.above(options[0]) or fits
             value = fits[(pick >> 8) % len(fits)]
             return value if value <= EXPLICIT_VALUE else None
     return None
+
+
+class _Fits:
+    """Sizes in order, indexed without listing them: VALUES (a range or a list) less the places SKIPPED (sorted)."""
+
+    def __init__(self, values: range | list[int], skipped: list[int]) -> None:
+        self.values, self.skipped = values, skipped
+
+    @classmethod
+    def of(cls, span: range, options: list[int], divisor_of: int, odd_of: int) -> _Fits:
+        """The values of SPAN (multiples of a step) that are no declared option, divide DIVISOR_OF where it is set
+        and, with ODD_OF set, are odd multiples of it (a span of millions of sizes with a step of 1 is normal: an
+        odd-sized default)."""
+        if odd_of and span:
+            odd_start = (span.start // odd_of) % 2 == 1
+            span = range(0) if (span.step // odd_of) % 2 == 0 else span[::2] if odd_start else span[1::2]
+        if divisor_of:
+            root = math.isqrt(divisor_of)
+            divisors = {d for i in range(1, root + 1) if divisor_of % i == 0 for d in (i, divisor_of // i)}
+            return cls(sorted(d for d in divisors if d in span and d not in options), [])
+        return cls(span, sorted(span.index(o) for o in set(options) if o in span))
+
+    def __len__(self) -> int:
+        return len(self.values) - len(self.skipped)
+
+    def __getitem__(self, at: int) -> int:
+        for skipped in self.skipped:  # each declared option at or before the place moves it one on
+            at += skipped <= at
+        return self.values[at]
+
+    def above(self, value: int) -> _Fits | None:
+        """The fits greater than VALUE, or None where there are none."""
+        if isinstance(self.values, list):
+            above = _Fits([v for v in self.values if v > value], [])
+        else:
+            start = max(0, -(-(value + 1 - self.values.start) // self.values.step)) if self.values else 0
+            above = _Fits(self.values[start:], [i - start for i in self.skipped if i >= start])
+        return above if len(above) else None
 
 
 def redraw(refused: int, fresh: int, relation: int, size_values: list[list[int]]) -> int:
