@@ -32,7 +32,7 @@ WHY = {
     "v_G.cu": "calls cudaMemcpy",
     "v_H.cu": "calls copy_back, which the frozen code declares itself",
     "v_I.cu": "declares auto t = tap",
-    "v_J.cu": "on an object of a frozen type where the frozen code overloads an operator",
+    "v_J.cu": "computes `!tap` on tap, whose operators are functions of the program",
     "v_K.cu": "its run() is reached through a macro",
     "v_L.cu": "reads tap, which is not a plain value",
     # found while closing the round: the part called before h.run, its result copied back and printed (a run on

@@ -18,7 +18,8 @@ callers treat that as not plain and fail closed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Callable
 
 from tree_sitter import Node
 
@@ -45,6 +46,9 @@ class Binding:
     src: Source
     node: Node  # the declaration, parameter, class or statement that binds the name
     type: Node | None = None  # the type it is declared with, where one is written
+    # found where the compiler may not see it (a `#if` branch) or not at this scope (a using-directive's names sit
+    # at the enclosing namespace): the search goes on outward, and every binding found on the way counts
+    tentative: bool = False
 
 
 def declarator_names(declarator: Node, src: Source) -> list[tuple[str, Node]]:
@@ -81,32 +85,40 @@ def _is_function(declarator: Node) -> bool:
 
 class Scopes:
     """Name lookup over a program given as sources in order: PRIOR (whole texts before, e.g. the preamble and the
-    editable part) and the texts whose uses are looked up; MACROS: the program's, expanded in statements naming one;
-    MACRO_WORDS: every name any of its macro bodies writes (what a macro that cannot be expanded may bind)."""
+    editable part) and the texts whose uses are looked up; MACROS_AT: the program's macros in force at a node of a
+    source (None: none to expand), expanded in statements naming one; MACRO_WORDS: every name any of its macro bodies
+    writes (what a macro that cannot be expanded may bind)."""
 
-    def __init__(self, prior: tuple[Source, ...] = (), macros: Macros | None = None,
+    def __init__(self, prior: tuple[Source, ...] = (),
+                 macros_at: Callable[[Source, Node], Macros | None] = lambda src, node: None,
                  macro_words: frozenset[str] = frozenset()) -> None:
         self.prior = prior
-        self.macros = macros
+        self.macros_at = macros_at
         self.macro_words = macro_words
         self._expanded: dict[tuple[int, int], tuple[str, Source | None]] = {}
 
     # -- the public question ---------------------------------------------------------------------------------------
-    def lookup(self, name: str, at: Node, src: Source, *, start: Node | None = None,
-               ceiling: Node | None = None) -> list[Binding] | None:
+    def lookup(self, name: str, at: Node, src: Source, *, start: Node | None = None) -> list[Binding]:
         """The bindings of NAME nearest to AT (a node of SRC's tree): all those of the innermost scope that binds it
-        (an overload set, a declaration and its definition); [] when nothing of the program binds it; None when the
-        walk reached CEILING first. START: the node to climb from (AT's scope by default: AT itself)."""
+        for sure (an overload set, a declaration and its definition), with any tentative ones found on the way; []
+        when nothing of the program binds it. START: the node to climb from (AT itself by default)."""
+        return self.lookup_below(name, at, src, start=start)[0]
+
+    def lookup_below(self, name: str, at: Node, src: Source, *, start: Node | None = None,
+                     ceiling: Node | None = None) -> tuple[list[Binding], bool]:
+        """lookup, climbing no higher than CEILING: (the bindings found, whether they settle the name before it)."""
         child = start if start is not None else at
         up = child.parent
+        pending: list[Binding] = []
         while up is not None:
             if ceiling is not None and up == ceiling:
-                return None
+                return pending, False
             found = self._in_scope(name, up, child, at, src)
-            if found:
-                return found
+            if found and not all(b.tentative for b in found):
+                return pending + found, True
+            pending += found
             child, up = up, up.parent
-        return []
+        return pending, True
 
     def qualified(self, path: list[str], name: str, before: Node, src: Source) -> list[Binding]:
         """The bindings of NAME in namespace PATH (`a::b::name`) as seen before BEFORE."""
@@ -146,10 +158,14 @@ class Scopes:
             return found
         if kind == "catch_clause":
             return self._parameters(name, up.child_by_field_name("parameters"), src)
-        if kind == "lambda_expression" and child == up.child_by_field_name("body"):
+        if kind == "lambda_expression":
+            # a generic lambda's template parameters are in scope in its declarator and body alike
+            found = self._parameters(name, up.child_by_field_name("template_parameters"), src)
+            if child != up.child_by_field_name("body"):
+                return found
             declarator = up.child_by_field_name("declarator")
-            found = self._parameters(name, declarator.child_by_field_name("parameters")
-                                     if declarator is not None else None, src)
+            found += self._parameters(name, declarator.child_by_field_name("parameters")
+                                      if declarator is not None else None, src)
             captures = up.child_by_field_name("captures")
             for capture in (captures.named_children if captures is not None else []):
                 left = capture.child_by_field_name("left") if capture.type == "lambda_capture_initializer" else None
@@ -170,6 +186,8 @@ class Scopes:
                 return [Binding(name, "unknown", src, up)]
             return found
         if kind == "template_declaration":
+            return self._parameters(name, up.child_by_field_name("parameters"), src)
+        if kind == "requires_expression":
             return self._parameters(name, up.child_by_field_name("parameters"), src)
         return []
 
@@ -218,7 +236,9 @@ class Scopes:
     def _item(self, name: str, item: Node, before: Node | None, use_src: Source, src: Source) -> list[Binding]:
         kind = item.type
         if kind in _TRANSPARENT:
-            return self._items(name, item.named_children, before, use_src, src)
+            found = self._items(name, item.named_children, before, use_src, src)
+            # a `#if` branch the compiler may skip
+            return [replace(b, tentative=True) for b in found] if kind.startswith("preproc") else found
         if kind == "linkage_specification" or kind == "namespace_definition" and \
                 item.child_by_field_name("name") is None:
             body = item.child_by_field_name("body")
@@ -234,15 +254,18 @@ class Scopes:
             target = item.named_children[-1] if item.named_children else None
             if target is None:
                 return []
-            if words:  # `using namespace fz;`: fz's names as seen here
+            if words:  # `using namespace fz;`: fz's names, seen from the enclosing namespace (tentative here)
                 path = re.findall(r"[A-Za-z_]\w*", src.text_of(target))
-                return [b for body, body_src in self._namespace_bodies(path, before or item, src)
+                return [replace(b, tentative=True) for body, body_src in self._namespace_bodies(path, before or item, src)
                         for b in self._items(name, body.named_children, before, use_src, body_src)]
             last = re.findall(r"[A-Za-z_]\w*", src.text_of(target))
             return [Binding(name, "using", src, item)] if last and last[-1] == name else []
         found: list[Binding] = []
-        if self.macros is not None and self.macros.names_in(src.text_of(item)):
-            found += self._macro_item(name, item, src)
+        macros = self.macros_at(src, item)
+        if macros is not None and macros.names_in(src.text_of(item)):
+            found += self._macro_item(name, item, src, macros)
+        if kind == "expression_statement" and self._may_declare(name, item, src):
+            found.append(Binding(name, "unknown", src, item))
         if kind in ("declaration", "field_declaration"):
             found += self._declared(name, item, before, src)
         elif kind == "function_definition":
@@ -298,13 +321,24 @@ class Scopes:
                 found.append(Binding(name, "parameter", src, parameter, parameter.child_by_field_name("type")))
         return found
 
-    def _macro_item(self, name: str, item: Node, src: Source) -> list[Binding]:
-        """NAME's bindings in a statement that names a macro, read expanded; unknown where the expansion cannot be read
-        and could bind NAME (it writes NAME, or a macro body does)."""
+    def _may_declare(self, name: str, statement: Node, src: Source) -> bool:
+        """Whether C++ may read an expression statement as a declaration of NAME ([stmt.ambig]): `X(name) = v;`,
+        `X(name);`, `X(*name)(...)` declare `name` where X names a type, which tree-sitter reads as a call. Settled
+        only where X is a function of the program."""
+        match = _DECLARATION_LIKE.match(src.text_of(statement))
+        if match is None or match.group(2) != name:
+            return False
+        callee = re.findall(r"[A-Za-z_]\w*", match.group(1))[-1]
+        bindings = self.lookup(callee, statement, src) if match.group(1).strip() == callee else []
+        return not bindings or any(b.kind != "function" for b in bindings)
+
+    def _macro_item(self, name: str, item: Node, src: Source, macros: Macros) -> list[Binding]:
+        """NAME's bindings in a statement that names a macro, read expanded with MACROS (those in force there);
+        unknown where the expansion cannot be read and could bind NAME (it writes NAME, or a macro body does)."""
         key = (id(src), item.start_byte)
         in_block = item.parent is not None and item.parent.type == "compound_statement"
         if key not in self._expanded:
-            text = expand(src.text_of(item), self.macros) if self.macros is not None else None
+            text = expand(src.text_of(item), macros)
             wrapped = None if text is None else Source(f"void kl_scope() {{\n{text}\n}}" if in_block else text)
             self._expanded[key] = (text if text is not None else src.text_of(item),
                                    wrapped if wrapped is not None and first_error(wrapped.root) is None else None)
@@ -317,6 +351,12 @@ class Scopes:
             body = items[0].child_by_field_name("body") if items else None
             items = body.named_children if body is not None else []
         return Scopes(self.prior)._items(name, items, None, wrapped, wrapped)  # already expanded
+
+
+# a statement C++ may read as a declaration: a name (a type's, perhaps qualified or a template's) then `(`, any
+# declarator punctuation, the declared name alone (array bounds aside) and `)`
+_DECLARATION_LIKE = re.compile(r"\s*((?:::\s*)?[A-Za-z_]\w*(?:\s*::\s*[A-Za-z_]\w*)*(?:\s*<[^;{}()]*>)?)"
+                               r"\s*\(\s*(?:[*&(]\s*|const\b\s*|volatile\b\s*)*([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*\)")
 
 
 def bound_names(*sources: Source, prototypes: bool = True) -> set[str]:
