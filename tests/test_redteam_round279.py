@@ -53,3 +53,11 @@ def test_round279_a_name_bound_where_the_lookup_used_to_stop_early_is_not_plain(
 def test_round279_auto_from_the_harness_stays_a_program(path):
     # `auto* in = h.input<float>(...)`, `const auto count = n;`: refused by round 278, plain here
     assert split_program(path.read_text(), path.name).is_v2
+
+
+def test_round279_a_frozen_conversion_at_the_launchers_parameter_is_refused():
+    # written after the round, by class (F10's second half): the editable launcher takes a preamble type whose
+    # converting constructor copies scratch; the harness's unit declares it so, and the lambda's `n` converts there
+    name = "v_count_param.cu"
+    with pytest.raises(InputError, match=r"whose parameter \(Count n\) is of a frozen type that is not plain"):
+        split_program((ROUND / "own" / name).read_text(), name)

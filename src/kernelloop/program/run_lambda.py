@@ -25,8 +25,13 @@ frozen object while an unrelated helper's `int tap` looked like it): it must be 
 (numbers, pointers to numbers, CUDA vector and half types, dim3, the program's aliases of those,
 structs of such fields with nothing that runs implicitly), and every type the lambda names resolves
 to one, so no constructor, destructor, conversion or operator of the program's runs in the timed
-call (round 277), nor arithmetic where the frozen code overloads an operator. The lambda takes no
-parameters and makes no capture of its own.
+call (round 277). Round 279: `auto` is plain only from a plain value or one call of the harness's
+size/input/output/inout/scratch; the harness is read with the macros in force at each point of its
+own unit (preamble and harness: the editable part's are not there); a called name is resolved where
+it is called; operators apply to numbers and pointers only (any other operand's operator is a
+function of the frozen code); and a called part function is declared nowhere with a default argument
+that runs code or a parameter of a frozen type that is not plain. The lambda takes no parameters and
+makes no capture of its own.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from tree_sitter import Node
 
 from .cuda_tree import Source, first_error, walk
 from .macros import expand, macro_body_words, program_macros
-from .scopes import VALUE_KINDS, Binding, Scopes, bound_names, declarator_names
+from .plain_values import PLAIN_TYPES, Plainness, constant, number_field
+from .scopes import Binding, Scopes, bound_names, declarator_names
 
 # node types a lambda body may hold besides the calls it makes (each checked below)
 _ALLOWED = frozenset({
@@ -51,10 +57,6 @@ _ALLOWED = frozenset({
     "init_declarator", "kernel_call_syntax", "pointer_declarator", "initializer_list", "comment"})
 _DEVICE_COPIES = frozenset({"cudaMemcpy", "cudaMemcpyAsync"})
 _DEVICE_FILLS = frozenset({"cudaMemset", "cudaMemsetAsync"})  # device memory only: zeroing an accumulated output
-# local values a launch is written with (`dim3 block(32, 8);`, `int grid = ...;`): types that run no code of
-# their own; a class of the frozen code could (a constructor copying scratch)
-_PLAIN_TYPES = frozenset({"dim3", "size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t",
-                          "uint16_t", "uint32_t", "uint64_t", "cudaStream_t"})
 _CONSTRUCTORS = frozenset({"dim3", "static_cast", "const_cast", "reinterpret_cast"})  # no code of the program
 
 
@@ -83,171 +85,6 @@ def _lambda_bodies(src: Source) -> list[Node] | str:
             return f"its run() is not called with its lambda written in place ({' '.join(src.text_of(call or node).split())[:80]})"
         bodies.append(first.child_by_field_name("body"))
     return bodies
-
-
-# CUDA's own numbers and vectors of them (`__nv_bfloat16* x`, `float2* a`): no code of the program
-_CUDA_NUMBERS = re.compile(r"(?:__half2?|half2?|__nv_bfloat162?|nv_bfloat162?|(?:u?char|u?short|u?int|u?long|"
-                           r"u?longlong|float|double)[1-4])")
-# what `auto` may hold: the harness's sizes and buffers (kl::Harness's methods returning a number or a pointer)
-_HARNESS_METHODS = frozenset({"size", "input", "output", "inout", "scratch"})
-# numbers by name, from CUDA's and the standard headers: the language's own operators
-_PLAIN_NUMBERS = frozenset({"size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
-                            "uint32_t", "uint64_t"})
-_DEPTH = 8  # typedefs of typedefs, structs of structs
-
-
-class _Plainness:
-    """Whether a name read in the timed call, or a type, is plain: a number, a pointer to numbers, a CUDA vector or
-    half type, a dim3, the program's alias of one, or a struct of such fields with nothing that runs implicitly (no
-    base class, no constructor, destructor, conversion or operator member, no default member initializer). Each name
-    is judged by the binding C++ gives it where it is written (scopes.Scopes), types included."""
-
-    def __init__(self, resolve, qualified, editable: Source | None) -> None:
-        self.resolve = resolve  # (name, node, src) -> the nearest bindings
-        self.qualified = qualified  # (path, name, node, src) -> the bindings in a namespace
-        self.editable = editable
-        self._structs: dict[tuple[int, int], bool] = {}
-
-    def value(self, binding: Binding) -> bool:
-        if binding.src is self.editable or binding.kind not in VALUE_KINDS or binding.type is None:
-            return False
-        if binding.type.type == "placeholder_type_specifier":
-            return self._deduced(binding)
-        declarators = binding.node.children_by_field_name("declarator")
-        if any(n.type in ("function_declarator", "abstract_function_declarator") for d in declarators for n in walk(d)):
-            return False  # a pointer to a function
-        return self.type(binding.type, binding.src)
-
-    def _deduced(self, binding: Binding) -> bool:
-        """Whether an `auto` binding's type is plain, read from its initializer alone: a plain value or a number
-        (`const auto count = n;`), or one call of the harness's `size`, `input`, `output`, `inout` or `scratch` on a
-        `kl::Harness` with a plain type argument (`auto* in = h.input<float>(...)`: a pointer to it)."""
-        if binding.node.type != "declaration":
-            return False  # a structured binding's or a range-for's element: not read
-        value = next((d.child_by_field_name("value") for d in binding.node.children_by_field_name("declarator")
-                      if d.type == "init_declarator" and d.child_by_field_name("declarator").type
-                      != "structured_binding_declarator" and binding.name in
-                      {n for n, _ in declarator_names(d, binding.src)}), None)
-        while value is not None and value.type in ("initializer_list", "argument_list", "parenthesized_expression") \
-                and len(value.named_children) == 1:
-            value = value.named_children[0]
-        if value is None:
-            return False
-        if value.type == "number_literal":
-            return True
-        if value.type == "identifier":
-            found = self.resolve(binding.src.text_of(value), value, binding.src)
-            return bool(found) and all(self.value(b) for b in found)
-        function = value.child_by_field_name("function") if value.type == "call_expression" else None
-        if function is None or function.type != "field_expression" or \
-                (owner := function.child_by_field_name("argument")).type != "identifier":
-            return False
-        field = function.child_by_field_name("field")
-        method = field.child_by_field_name("name") if field.type == "template_method" else field
-        arguments = field.child_by_field_name("arguments") if field.type == "template_method" else None
-        member = binding.src.text_of(method)
-        if member not in _HARNESS_METHODS or arguments is None and member != "size":
-            return False
-        described = [a.child_by_field_name("type") for a in (arguments.named_children if arguments else [])]
-        if len(described) > 1 or any(k is None or not self.type(k, binding.src) for k in described):
-            return False
-        owners = self.resolve(binding.src.text_of(owner), owner, binding.src)
-        return bool(owners) and all(b.kind in VALUE_KINDS and b.type is not None and b.src is not self.editable and
-                                    self.is_harness(b.type, b.src) for b in owners)
-
-    def is_harness(self, kind: Node, src: Source) -> bool:
-        """Whether a type is the harness header's `kl::Harness` (no class of the program's named so)."""
-        return re.sub(r"\s+", "", src.text_of(kind)).removeprefix("::") == "kl::Harness" and \
-            not self.qualified(["kl"], "Harness", kind, src)
-
-    def arithmetic(self, binding: Binding) -> bool:
-        """Whether a value's operators are the language's own: a number or a pointer (any other operand's operator
-        is a function, and in the harness's unit only the frozen code can define one: round 279)."""
-        if not self.value(binding) or binding.type is None:
-            return False
-        declarators = binding.node.children_by_field_name("declarator") if binding.node.type != "for_range_loop" \
-            else [binding.node.child_by_field_name("declarator")]
-        pointer = any(n.type in ("pointer_declarator", "array_declarator") for d in declarators if d is not None
-                      for n in walk(d))
-        return pointer or self._number(binding.type, binding.src, 0)
-
-    def _number(self, kind: Node, src: Source, depth: int) -> bool:
-        if kind.type in ("primitive_type", "sized_type_specifier"):
-            return True
-        if kind.type == "placeholder_type_specifier" or depth > _DEPTH:
-            return kind.type == "placeholder_type_specifier"  # judged by _deduced: a number or a harness pointer
-        name = src.text_of(kind).removeprefix("std::")
-        bindings = self.resolve(name, kind, src) if kind.type == "type_identifier" else []
-        if not bindings:
-            return name in _PLAIN_NUMBERS
-        return all(b.kind == "type" and b.node.type in ("type_definition", "alias_declaration") and b.type is not None
-                   and (any(n.type == "pointer_declarator" for d in b.node.children_by_field_name("declarator")
-                            for n in walk(d)) or self._number(b.type, b.src, depth + 1)) for b in bindings)
-
-    def type(self, kind: Node, src: Source, depth: int = 0) -> bool:
-        if depth > _DEPTH:
-            return False
-        if kind.type in ("primitive_type", "sized_type_specifier"):
-            return True
-        if kind.type in ("struct_specifier", "class_specifier") and kind.child_by_field_name("body") is not None:
-            return self._struct(kind, src, depth)
-        name = src.text_of(kind)
-        if kind.type == "qualified_identifier":
-            path = re.findall(r"[A-Za-z_]\w*", name)
-            if len(path) == 2 and path[0] == "std" and not self.qualified(path[:1], path[1], kind, src):
-                return path[1] in _PLAIN_TYPES
-            bindings = self.qualified(path[:-1], path[-1], kind, src) if path and "<" not in name else []
-            return bool(bindings) and self._types(bindings, depth)
-        if kind.type != "type_identifier":
-            return False
-        bindings = self.resolve(name, kind, src)
-        if not bindings:  # CUDA's own
-            return name in _PLAIN_TYPES or _CUDA_NUMBERS.fullmatch(name) is not None
-        return self._types(bindings, depth)
-
-    def _types(self, bindings: list[Binding], depth: int) -> bool:
-        defined = [b for b in bindings if not (b.node.type in ("struct_specifier", "class_specifier", "union_specifier")
-                                               and b.node.child_by_field_name("body") is None)]  # forward declarations
-        if not defined or any(b.src is self.editable or b.kind != "type" for b in defined):
-            return False
-        for b in defined:
-            if b.node.type in ("type_definition", "alias_declaration"):
-                declarators = b.node.children_by_field_name("declarator")
-                if b.type is None or any(n.type == "function_declarator" for d in declarators for n in walk(d)) or \
-                        not self.type(b.type, b.src, depth + 1):
-                    return False
-            elif b.node.type not in ("struct_specifier", "class_specifier") or not self._struct(b.node, b.src, depth):
-                return False
-        return True
-
-    def _struct(self, spec: Node, src: Source, depth: int) -> bool:
-        key = (id(src), spec.start_byte)
-        if key not in self._structs:
-            self._structs[key] = False  # a struct holding itself is not plain
-            self._structs[key] = self._struct_fields(spec, src, depth)
-        return self._structs[key]
-
-    def _struct_fields(self, spec: Node, src: Source, depth: int) -> bool:
-        name, body = spec.child_by_field_name("name"), spec.child_by_field_name("body")
-        if body is None or any(c.type == "base_class_clause" for c in spec.children):
-            return False
-        own = src.text_of(name).split("::")[-1] if name is not None else ""
-        for member in body.named_children:
-            declarator = member.child_by_field_name("declarator")
-            kind = member.child_by_field_name("type")
-            if member.type in ("comment", "access_specifier"):
-                continue
-            if declarator is not None and any(n.type in ("function_declarator", "operator_cast")
-                                              for n in walk(declarator)):
-                if any(n.type in ("operator_name", "operator_cast", "destructor_name") for n in walk(declarator)) \
-                        or own in {n for n, _ in declarator_names(declarator, src)}:
-                    return False  # runs implicitly: an operator, a conversion, a constructor or destructor
-                continue
-            if member.type != "field_declaration" or kind is None or member.child_by_field_name("default_value") \
-                    is not None or any(c.type in ("initializer_list", "=") for c in member.children) or \
-                    not self.type(kind, src, depth + 1):
-                return False
-        return True
 
 
 def _editable_functions(editable: str) -> set[str]:
@@ -410,7 +247,7 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
     def qualified(path: list[str], name: str, node: Node, where: Source) -> list[Binding]:
         return lam.qualified(scopes, path, name, node, where)
 
-    plain = _Plainness(resolve, qualified, editable)
+    plain = Plainness(resolve, qualified, editable)
     for capture in (captures.named_children if captures is not None else []):
         if capture.type == "lambda_capture_initializer":
             return f"its h.run lambda captures {' '.join(src.text_of(capture).split())[:60]}, a value it makes"
@@ -458,7 +295,7 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
             # construction could run a default member initializer)
             if kind is None or not (kind.type in ("primitive_type", "sized_type_specifier") or kind.type in (
                     "type_identifier", "qualified_identifier") and body_src.text_of(kind).removeprefix("std::")
-                    in _PLAIN_TYPES and plain.type(kind, body_src)):
+                    in PLAIN_TYPES and plain.type(kind, body_src)):
                 return f"its h.run lambda declares {' '.join(text.split())[:80]}"
         if node.type != "call_expression":
             continue
@@ -487,7 +324,7 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
     return _call_boundary_problem(called, scopes, plain, editable, src)
 
 
-def _overloadable_operand(expression: Node, read, plain: _Plainness, src: Source) -> str | None:
+def _overloadable_operand(expression: Node, read, plain: Plainness, src: Source) -> str | None:
     """The first operand of an operator expression that is not a number or a pointer (a name or a field read
     directly), or None."""
     for operand in expression.named_children:
@@ -500,64 +337,13 @@ def _overloadable_operand(expression: Node, read, plain: _Plainness, src: Source
         elif operand.type == "field_expression":
             owner = operand.named_children[0]
             bindings = read(owner) if owner.type == "identifier" else []
-            if not bindings or not all(_number_field(b, src.text_of(operand.child_by_field_name("field")), plain)
+            if not bindings or not all(number_field(b, src.text_of(operand.child_by_field_name("field")), plain)
                                        for b in bindings):
                 return " ".join(src.text_of(operand).split())
     return None
 
 
-def _number_field(binding: Binding, field: str, plain: _Plainness) -> bool:
-    """Whether FIELD of a plain value is a number or a pointer: dim3's and CUDA vectors' x, y, z, w; a plain
-    struct's field declared so."""
-    kind = binding.type
-    if kind is None or not plain.value(binding):
-        return False
-    if kind.type == "type_identifier" and not plain.resolve(binding.src.text_of(kind), kind, binding.src):
-        return field in ("x", "y", "z", "w")  # dim3, float4 and the like: numbers
-    spec = _struct_of(kind, binding.src, plain)
-    if spec is None:
-        return False
-    struct, struct_src = spec
-    body = struct.child_by_field_name("body")
-    for member in (body.named_children if body is not None else []):
-        declarators = member.children_by_field_name("declarator") if member.type == "field_declaration" else []
-        for d in declarators:
-            if field in {n for n, _ in declarator_names(d, struct_src)}:
-                pointer = any(n.type in ("pointer_declarator", "array_declarator") for n in walk(d))
-                kind = member.child_by_field_name("type")
-                return pointer or kind is not None and plain._number(kind, struct_src, 0)
-    return False
-
-
-def _constant(value: Node, src: Source, plain: _Plainness) -> bool:
-    """Whether a default argument evaluates to a value without running code: literals, a sign, and names that are
-    plain values or none of the program's (a header's constant: `cudaStreamDefault`)."""
-    for node in walk(value):
-        if node.type == "identifier":
-            bindings = plain.resolve(src.text_of(node), node, src)
-            if bindings and not all(plain.value(b) for b in bindings):
-                return False
-        elif node.is_named and node.type not in ("number_literal", "true", "false", "null", "nullptr",
-                                                 "unary_expression", "parenthesized_expression", "qualified_identifier",
-                                                 "namespace_identifier", "char_literal", "character"):
-            return False
-    return True
-
-
-def _struct_of(kind: Node, src: Source, plain: _Plainness, depth: int = 0) -> tuple[Node, Source] | None:
-    """The struct definition a type names (through aliases), or None."""
-    if depth > _DEPTH or kind.type != "type_identifier":
-        return None
-    bindings = [b for b in plain.resolve(src.text_of(kind), kind, src) if b.kind == "type"]
-    for b in bindings:
-        if b.node.type in ("struct_specifier", "class_specifier") and b.node.child_by_field_name("body") is not None:
-            return b.node, b.src
-        if b.node.type in ("type_definition", "alias_declaration") and b.type is not None:
-            return _struct_of(b.type, b.src, plain, depth + 1)
-    return None
-
-
-def _call_boundary_problem(called: set[str], scopes: Scopes, plain: _Plainness, editable: Source | None,
+def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, editable: Source | None,
                            src: Source) -> str | None:
     """What runs at the boundary of a call of the part's function: a default argument of any declaration of it
     (evaluated by the caller at each call; the editable definition's is copied into the harness's unit), or a
@@ -573,17 +359,20 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: _Plainness, 
             for parameter in (parameters.named_children if parameters is not None else []):
                 name = " ".join(source.text_of(parameter).split())[:60]
                 default = parameter.child_by_field_name("default_value")
-                if default is not None and not _constant(default, source, plain):
+                if default is not None and not constant(default, source, plain):
                     return f"its h.run lambda calls {sorted(names & called)[0]}, declared with a default argument " \
                            f"({name}) that runs code in every call"
                 kind = parameter.child_by_field_name("type")
-                if source is editable or kind is None or kind.type not in ("type_identifier", "qualified_identifier"):
+                if kind is None or kind.type not in ("type_identifier", "qualified_identifier"):
                     continue
-                bindings = plain.resolve(source.text_of(kind), kind, source) if kind.type == "type_identifier" else []
+                bindings = plain.resolve(source.text_of(kind), kind, source) if kind.type == "type_identifier" else \
+                    plain.qualified(re.findall(r"[A-Za-z_]\w*", source.text_of(kind))[:-1],
+                                    re.findall(r"[A-Za-z_]\w*", source.text_of(kind))[-1], kind, source)
                 if any(b.kind == "type" and b.node.type in ("type_parameter_declaration",
                                                              "optional_type_parameter_declaration") for b in bindings):
                     continue  # a template's type: deduced from the plain value passed
-                if bindings and not plain.type(kind, source):
+                # the editable definition's types too: its declaration in the harness's unit names the preamble's
+                if bindings and all(b.src is not editable for b in bindings) and not plain.type(kind, source):
                     return f"its h.run lambda calls {sorted(names & called)[0]}, whose parameter ({name}) is of a " \
                            "frozen type that is not plain (a conversion would run in every call)"
     return None
