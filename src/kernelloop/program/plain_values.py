@@ -29,8 +29,7 @@ _CUDA_NUMBERS = re.compile(r"(?:__half2?|half2?|__nv_bfloat162?|nv_bfloat162?|(?
 # what `auto` may hold: the harness's sizes and buffers (kl::Harness's methods returning a number or a pointer)
 _HARNESS_METHODS = frozenset({"size", "input", "output", "inout", "scratch"})
 # numbers by name, from CUDA's and the standard headers: the language's own operators
-_PLAIN_NUMBERS = frozenset({"size_t", "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
-                            "uint32_t", "uint64_t"})
+_PLAIN_NUMBERS = PLAIN_TYPES - {"dim3", "cudaStream_t"}
 _DEPTH = 8  # typedefs of typedefs, structs of structs
 
 

@@ -142,9 +142,9 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
     part_macros = program_macros(macro_texts[1]) if len(macro_texts) > 1 else None
     preamble_macros = program_macros(preamble_text)
     if part_macros is not None and (named := sorted(
-            {n for n in part_macros.names_in(harness) if part_macros.defined.get(n) is None
-             or part_macros.defined.get(n) != preamble_macros.defined.get(n)} |
-            (_undefined(macro_texts[1]) & _words(harness)))):
+            # an `#undef` makes the name uncertain, so names_in holds it too
+            n for n in part_macros.names_in(harness) if part_macros.defined.get(n) is None
+            or part_macros.defined.get(n) != preamble_macros.defined.get(n))):
         # the harness's unit is built without the part, so such a name means one thing there and another in one file
         return f"its frozen code names {named[0]}, a macro the editable part defines (the harness is built without it)"
     found = _lambda_bodies(src)
@@ -196,14 +196,6 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
         if problem:
             return problem
     return None
-
-
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"[A-Za-z_]\w*", text))
-
-
-def _undefined(text: str) -> set[str]:
-    return set(re.findall(r"^[ \t]*#[ \t]*undef[ \t]+([A-Za-z_]\w*)", text, re.M))
 
 
 class _Lambda:
@@ -305,8 +297,8 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
                    "defines one too)" if name in part_functions else \
                 f"its h.run lambda calls {name}, which the frozen code declares itself"
         function = node.child_by_field_name("function")
-        callee = [b for b in (resolve(name, function, body_src) if function is not None and name and
-                              function.type in ("identifier", "template_function") else [])]
+        callee = resolve(name, function, body_src) if function is not None and name and \
+            function.type in ("identifier", "template_function") else []
         if any(b.src is not editable and not (b.kind == "function" and b.node.type == "declaration") for b in callee):
             # round 279: resolved where it is called (a local a macro declares, named like the launcher)
             return f"its h.run lambda calls {name}, which the frozen code binds where the lambda stands"
@@ -365,9 +357,9 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
                 kind = parameter.child_by_field_name("type")
                 if kind is None or kind.type not in ("type_identifier", "qualified_identifier"):
                     continue
+                words = re.findall(r"[A-Za-z_]\w*", source.text_of(kind))
                 bindings = plain.resolve(source.text_of(kind), kind, source) if kind.type == "type_identifier" else \
-                    plain.qualified(re.findall(r"[A-Za-z_]\w*", source.text_of(kind))[:-1],
-                                    re.findall(r"[A-Za-z_]\w*", source.text_of(kind))[-1], kind, source)
+                    plain.qualified(words[:-1], words[-1], kind, source)
                 if any(b.kind == "type" and b.node.type in ("type_parameter_declaration",
                                                              "optional_type_parameter_declaration") for b in bindings):
                     continue  # a template's type: deduced from the plain value passed
