@@ -61,16 +61,3 @@ def test_round279_a_frozen_conversion_at_the_launchers_parameter_is_refused():
     name = "v_count_param.cu"
     with pytest.raises(InputError, match=r"whose parameter \(Count n\) is of a frozen type that is not plain"):
         split_program((ROUND / "own" / name).read_text(), name)
-
-
-ROUND280 = FIXTURES / "redteam" / "round280"
-
-
-@pytest.mark.xfail(strict=True, reason="open (docs/verifier.md, Known limits, round 280): a frozen template "
-                                       "specialization named like the launcher, operators on dereferenced or "
-                                       "subscripted plain structs, template or elaborated parameter types, default "
-                                       "arguments through operators or qualified names, inline namespaces")
-@pytest.mark.parametrize("name", sorted(p.name for p in ROUND280.glob("v_*.cu")))
-def test_round280_frozen_work_in_the_timed_call_is_refused(name):
-    with pytest.raises(InputError, match="h.run lambda"):
-        split_program((ROUND280 / name).read_text(), name)

@@ -128,6 +128,10 @@ class Plainness:
             return True
         if kind.type in ("struct_specifier", "class_specifier") and kind.child_by_field_name("body") is not None:
             return self._struct(kind, src, depth)
+        if kind.type in ("struct_specifier", "class_specifier", "union_specifier") and \
+                (tag := kind.child_by_field_name("name")) is not None and tag.type == "type_identifier":
+            # an elaborated name (`struct Tapper t`): the class it names (round 280), never CUDA's own
+            return bool(self.resolve(src.text_of(tag), tag, src)) and self.type(tag, src, depth + 1)
         name = src.text_of(kind)
         if kind.type == "qualified_identifier":
             path = re.findall(r"[A-Za-z_]\w*", name)
@@ -211,18 +215,20 @@ def number_field(binding: Binding, field: str, plain: Plainness) -> bool:
 
 
 def constant(value: Node, src: Source, plain: Plainness) -> bool:
-    """Whether a default argument evaluates to a value without running code: literals, a sign, and names that are
-    plain values or none of the program's (a header's constant: `cudaStreamDefault`)."""
-    for node in walk(value):
-        if node.type == "identifier":
-            bindings = plain.resolve(src.text_of(node), node, src)
-            if bindings and not all(plain.value(b) for b in bindings):
-                return False
-        elif node.is_named and node.type not in ("number_literal", "true", "false", "null", "nullptr",
-                                                 "unary_expression", "parenthesized_expression", "qualified_identifier",
-                                                 "namespace_identifier", "char_literal", "character"):
-            return False
-    return True
+    """Whether a default argument evaluates to a value without running code: a literal, a signed number, or a name
+    of the program's that is a number or a pointer (copied, nothing runs). Round 280: a sign on anything else may
+    reach an operator by argument-dependent lookup (`= +tap`), a qualified name is not looked up here, and a name
+    that is none of the program's may be a macro: all refused."""
+    while value.type == "parenthesized_expression" and len(value.named_children) == 1:
+        value = value.named_children[0]
+    if value.type in ("number_literal", "true", "false", "null", "nullptr", "char_literal"):
+        return True
+    if value.type == "unary_expression" and src.text_of(value.child_by_field_name("operator")) in ("-", "+"):
+        return value.child_by_field_name("argument").type == "number_literal"
+    if value.type == "identifier":
+        bindings = plain.resolve(src.text_of(value), value, src)
+        return bool(bindings) and all(plain.arithmetic(b) for b in bindings)
+    return False
 
 
 def struct_of(kind: Node, src: Source, plain: Plainness, depth: int = 0) -> tuple[Node, Source] | None:

@@ -30,8 +30,11 @@ size/input/output/inout/scratch; the harness is read with the macros in force at
 own unit (preamble and harness: the editable part's are not there); a called name is resolved where
 it is called; operators apply to numbers and pointers only (any other operand's operator is a
 function of the frozen code); and a called part function is declared nowhere with a default argument
-that runs code or a parameter of a frozen type that is not plain. The lambda takes no parameters and
-makes no capture of its own.
+that runs code or a parameter of a frozen type that is not plain. Round 280: every operand expression
+is typed (`*p`, `p[0]`, a cast, a conditional), a called part function is declared by the frozen code
+only with the editable definition's parameters (no other overload, specialization or asm-labelled
+prototype), a parameter type the plain check cannot judge is refused, and a default argument is a
+literal or a program's number. The lambda takes no parameters and makes no capture of its own.
 """
 
 from __future__ import annotations
@@ -275,7 +278,7 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
             continue
         if node.type not in _ALLOWED:
             return f"its h.run lambda holds {node.type.replace('_', ' ')} `{' '.join(text.split())[:80]}`"
-        if node.type in ("binary_expression", "unary_expression", "update_expression") and \
+        if node.type in ("binary_expression", "unary_expression", "update_expression", "pointer_expression") and \
                 (operand := _overloadable_operand(node, read, plain, body_src)):
             # round 279: an operator on anything but numbers and pointers is a function; in the harness's unit only
             # the frozen code can define it (a free `operator++` of a plain struct, reached through an alias)
@@ -317,22 +320,98 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
 
 
 def _overloadable_operand(expression: Node, read, plain: Plainness, src: Source) -> str | None:
-    """The first operand of an operator expression that is not a number or a pointer (a name or a field read
-    directly), or None."""
+    """The first operand of an operator expression that is not provably a number or a pointer, or None."""
     for operand in expression.named_children:
-        while operand.type == "parenthesized_expression" and operand.named_children:
-            operand = operand.named_children[0]
-        if operand.type == "identifier":
-            bindings = read(operand)
-            if not bindings or not all(plain.arithmetic(b) for b in bindings):
-                return src.text_of(operand)
-        elif operand.type == "field_expression":
-            owner = operand.named_children[0]
-            bindings = read(owner) if owner.type == "identifier" else []
-            if not bindings or not all(number_field(b, src.text_of(operand.child_by_field_name("field")), plain)
-                                       for b in bindings):
-                return " ".join(src.text_of(operand).split())
+        if not _builtin(operand, read, plain, src):
+            return " ".join(src.text_of(operand).split())
     return None
+
+
+def _builtin(expression: Node, read, plain: Plainness, src: Source) -> bool:
+    """Whether an expression is provably of a number or pointer type, so that an operator on it is the language's own
+    (round 280: `++*cp` and `cp[0]++` on a plain struct reach a frozen free operator; every operand expression is
+    typed, not only names and fields)."""
+    kind = expression.type
+    if kind == "parenthesized_expression":
+        return len(expression.named_children) == 1 and _builtin(expression.named_children[0], read, plain, src)
+    if kind in ("number_literal", "char_literal", "true", "false", "nullptr", "sizeof_expression"):
+        return True
+    if kind in ("identifier", "qualified_identifier"):  # `n`, `cfg::kScale`
+        name = expression.child_by_field_name("name") if kind == "qualified_identifier" else expression
+        bindings = read(name) if name is not None and name.type == "identifier" else []
+        return bool(bindings) and all(plain.arithmetic(b) for b in bindings)
+    if kind == "field_expression":
+        owner = expression.named_children[0]
+        bindings = read(owner) if owner.type == "identifier" else []
+        return bool(bindings) and all(number_field(b, src.text_of(expression.child_by_field_name("field")), plain)
+                                      for b in bindings)
+    if kind == "pointer_expression":
+        argument = expression.child_by_field_name("argument")
+        if src.text_of(expression.child_by_field_name("operator")) == "&":  # the address of a number or a pointer
+            return _builtin(argument, read, plain, src)
+        return _points_to_builtin(argument, read, plain, src)
+    if kind == "subscript_expression":
+        return _points_to_builtin(expression.child_by_field_name("argument"), read, plain, src)
+    if kind in ("binary_expression", "unary_expression", "update_expression", "conditional_expression"):
+        return all(_builtin(operand, read, plain, src) for operand in expression.named_children)
+    if kind == "cast_expression":  # `(int)x`: x's own operators aside, the result is of the type named
+        described = expression.child_by_field_name("type")
+        declarator = described.child_by_field_name("declarator") if described is not None else None
+        base = described.child_by_field_name("type") if described is not None else None
+        return declarator is not None and declarator.type == "abstract_pointer_declarator" or \
+            declarator is None and base is not None and plain.number(base, src, 0)
+    return False
+
+
+def _points_to_builtin(pointer: Node | None, read, plain: Plainness, src: Source) -> bool:
+    """Whether an expression is a pointer (or array) whose items are numbers or pointers: `*p`, `p[i]` are then."""
+    if pointer is None:
+        return False
+    while pointer.type == "parenthesized_expression" and len(pointer.named_children) == 1:
+        pointer = pointer.named_children[0]
+    if pointer.type == "binary_expression":  # `*(p + i)`: the pointer side
+        return all(_builtin(o, read, plain, src) for o in pointer.named_children) and \
+            any(_points_to_builtin(o, read, plain, src) for o in pointer.named_children)
+    if pointer.type != "identifier":
+        return False
+    bindings = read(pointer)
+    return bool(bindings) and all(plain.arithmetic(b) and b.type is not None and plain.number(b.type, b.src, 0)
+                                  and _indirections(b) >= 1 for b in bindings)
+
+
+def _indirections(binding: Binding) -> int:
+    """How many pointer or array levels a value's declarator adds to its declared type."""
+    declarators = binding.node.children_by_field_name("declarator") if binding.node.type != "for_range_loop" \
+        else [binding.node.child_by_field_name("declarator")]
+    names = [d for d in declarators if d is not None and binding.name in {n for n, _ in declarator_names(d, binding.src)}]
+    return max((sum(n.type in ("pointer_declarator", "array_declarator") for n in walk(d)) for d in names), default=0)
+
+
+_RESTRICT = frozenset({"__restrict__", "__restrict", "restrict"})
+
+
+def _signature(function: Node, src: Source) -> tuple[str, ...]:
+    """A function declarator's parameter types as written, one string each: the names, default arguments and
+    restrict qualifiers left out."""
+    parameters = function.child_by_field_name("parameters")
+    kinds = []
+    for parameter in (parameters.named_children if parameters is not None else []):
+        if parameter.type == "comment":
+            continue
+        declarator = parameter.child_by_field_name("declarator")
+        skipped = [n for _, n in declarator_names(declarator, src)] if declarator is not None else []
+        default = parameter.child_by_field_name("default_value")
+        words = [src.text_of(leaf) for leaf in walk(parameter) if leaf.child_count == 0 and
+                 not any(_within(leaf, s) for s in skipped + ([default] if default is not None else []))
+                 and src.text_of(leaf) not in _RESTRICT]
+        if default is not None and words and words[-1] == "=":
+            words.pop()
+        kinds.append(" ".join(words))
+    return () if kinds == ["void"] else tuple(kinds)
+
+
+def _within(node: Node, outer: Node) -> bool:
+    return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
 
 
 def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, editable: Source | None,
@@ -340,6 +419,12 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
     """What runs at the boundary of a call of the part's function: a default argument of any declaration of it
     (evaluated by the caller at each call; the editable definition's is copied into the harness's unit), or a
     parameter of a frozen type that is not plain (its converting constructor runs there). Round 279."""
+    defined: dict[str, set[tuple[str, ...]]] = {}  # the editable part's signatures of each name it defines
+    for node in walk(editable.root) if editable is not None else []:
+        if node.type == "function_definition" and (declarator := node.child_by_field_name("declarator")) is not None \
+                and (function := next((n for n in walk(declarator) if n.type == "function_declarator"), None)):
+            for name, _ in declarator_names(function, editable):
+                defined.setdefault(name, set()).add(_signature(function, editable))
     for source in [s for s in (*scopes.prior, src) if s is not None]:
         for node in walk(source.root):
             if node.type != "function_declarator":
@@ -347,6 +432,13 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
             names = {n for n, _ in declarator_names(node, source)}
             if not names & called:
                 continue
+            if source is not editable and editable is not None and (
+                    any(up.type == "template_declaration" for up in _ancestors(node)) or
+                    any(_signature(node, source) not in defined.get(n, set()) for n in names & called)):
+                # round 280: another overload, a template's specialization or a prototype whose body is frozen code
+                # under another name (an asm label): overload resolution may pick it instead of the part's
+                return f"its h.run lambda calls {sorted(names & called)[0]}, which the frozen code declares with " \
+                       f"other parameters than the editable part defines ({' '.join(source.text_of(node).split())[:60]})"
             parameters = node.child_by_field_name("parameters")
             for parameter in (parameters.named_children if parameters is not None else []):
                 name = " ".join(source.text_of(parameter).split())[:60]
@@ -355,8 +447,15 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
                     return f"its h.run lambda calls {sorted(names & called)[0]}, declared with a default argument " \
                            f"({name}) that runs code in every call"
                 kind = parameter.child_by_field_name("type")
-                if kind is None or kind.type not in ("type_identifier", "qualified_identifier"):
-                    continue
+                if kind is None or kind.type in ("primitive_type", "sized_type_specifier", "placeholder_type_specifier"):
+                    continue  # a number; `auto`: a template's type, deduced from the plain value passed
+                if kind.type not in ("type_identifier", "qualified_identifier"):
+                    if plain.type(kind, source):
+                        continue
+                    # round 280: a template's type (`Span<float>`) or an elaborated one (`struct Tapper`) is a class
+                    # whose constructor and destructor run in every call like any other frozen type's
+                    return f"its h.run lambda calls {sorted(names & called)[0]}, whose parameter ({name}) is of a " \
+                           "type that is not plain (a conversion would run in every call)"
                 words = re.findall(r"[A-Za-z_]\w*", source.text_of(kind))
                 bindings = plain.resolve(source.text_of(kind), kind, source) if kind.type == "type_identifier" else \
                     plain.qualified(words[:-1], words[-1], kind, source)

@@ -64,6 +64,11 @@ def declarator_names(declarator: Node, src: Source) -> list[tuple[str, Node]]:
             if node.type == "qualified_identifier":
                 return []
             continue
+        if node.type == "template_function":  # an explicit specialization `f<const float>(...)` declares f
+            node = node.child_by_field_name("name")
+            if node is None:
+                return []
+            continue
         inner = node.child_by_field_name("declarator")
         if inner is None and node.type in ("reference_declarator", "parenthesized_declarator") and node.named_children:
             inner = node.named_children[-1]  # `Tap& tap`, `(x)`: no field names the declarator
@@ -134,10 +139,10 @@ class Scopes:
             prior = [b for p in self.prior for b in self._items(name, p.root.named_children, None, src, p)]
             return prior + self._items(name, up.named_children, at, src, src)
         if kind == "declaration_list" and up.parent is not None and up.parent.type == "namespace_definition":
-            path = self._namespace_path(up.parent, src)
-            if path is None:  # an anonymous namespace: its items belong to the scope around it (read there)
+            if _transparent_namespace(up.parent, src):
+                # an anonymous or inline namespace: its items belong to the scope around it too (read there)
                 return self._items(name, up.named_children, at, src, src)
-            return self.qualified(path, name, at, src)
+            return self.qualified([w for w, _ in self._namespace_path(up.parent, src)], name, at, src)
         if kind == "declaration_list":  # extern "C" { ... }: its items belong to the scope around it
             return []
         if kind == "field_declaration_list":
@@ -191,27 +196,28 @@ class Scopes:
             return self._parameters(name, up.child_by_field_name("parameters"), src)
         return []
 
-    def _namespace_path(self, namespace: Node, src: Source) -> list[str] | None:
-        path: list[str] = []
+    def _namespace_path(self, namespace: Node, src: Source) -> list[tuple[str, bool]]:
+        """A named namespace's path from the global scope: each name, and whether it is an inline namespace's (C++
+        finds its names in the enclosing namespace too, so a qualified name may leave it out)."""
+        path: list[tuple[str, bool]] = []
         node: Node | None = namespace
         while node is not None:
-            if node.type == "namespace_definition":
-                named = node.child_by_field_name("name")
-                if named is None:
-                    if node == namespace:
-                        return None
-                else:
-                    path[:0] = re.findall(r"[A-Za-z_]\w*", src.text_of(named))
+            if node.type == "namespace_definition" and (named := node.child_by_field_name("name")) is not None:
+                inline = any(c.type == "inline" for c in node.children)
+                words = re.findall(r"[A-Za-z_]\w*", src.text_of(named))  # `a::inline b` (C++20) too
+                path[:0] = [(w, inline or i > 0 and words[i - 1] == "inline") for i, w in enumerate(words)
+                            if w != "inline"]
             node = node.parent
         return path
 
     def _namespace_bodies(self, path: list[str], before: Node, src: Source):
-        """Every body of namespace PATH: in the prior sources, and in SRC before BEFORE."""
+        """Every body of namespace PATH (a path that may leave inline namespaces out): in the prior sources, and in
+        SRC before BEFORE."""
         for body_src, limit in [(p, None) for p in self.prior] + [(src, before)]:
             for node in walk(body_src.root):
                 if node.type == "namespace_definition" and node.child_by_field_name("name") is not None and \
                         (limit is None or node.start_byte < limit.start_byte) and \
-                        self._namespace_path(node, body_src) == path:
+                        _path_names(self._namespace_path(node, body_src), path):
                     body = node.child_by_field_name("body")
                     if body is not None:
                         yield body, body_src
@@ -239,8 +245,7 @@ class Scopes:
             found = self._items(name, item.named_children, before, use_src, src)
             # a `#if` branch the compiler may skip
             return [replace(b, tentative=True) for b in found] if kind.startswith("preproc") else found
-        if kind == "linkage_specification" or kind == "namespace_definition" and \
-                item.child_by_field_name("name") is None:
+        if kind == "linkage_specification" or kind == "namespace_definition" and _transparent_namespace(item, src):
             body = item.child_by_field_name("body")
             if body is None:
                 return []
@@ -351,6 +356,22 @@ class Scopes:
             body = items[0].child_by_field_name("body") if items else None
             items = body.named_children if body is not None else []
         return Scopes(self.prior)._items(name, items, None, wrapped, wrapped)  # already expanded
+
+
+def _transparent_namespace(namespace: Node, src: Source) -> bool:
+    """Whether a namespace's names are found in the scope around it: an anonymous one, an inline one (round 280:
+    `inline namespace v1 { Tap& tap; }` binds app::tap to C++, where a global `float* tap` was found instead)."""
+    named = namespace.child_by_field_name("name")
+    return named is None or any(c.type == "inline" for c in namespace.children) or \
+        re.search(r"\binline\s+\w+\s*$", src.text_of(named)) is not None
+
+
+def _path_names(path: list[tuple[str, bool]], names: list[str]) -> bool:
+    """Whether NAMES (`a::b`) name the namespace at PATH: its names in order, inline ones perhaps left out."""
+    if not path:
+        return not names
+    (first, inline), rest = path[0], path[1:]
+    return bool(names) and names[0] == first and _path_names(rest, names[1:]) or inline and _path_names(rest, names)
 
 
 # a statement C++ may read as a declaration: a name (a type's, perhaps qualified or a template's) then `(`, any
