@@ -25,7 +25,8 @@ WHY = {
     "v_0.cu": "calls copy_back, which the frozen code declares itself",
     "v_A.cu": "its run() is not called with its lambda written in place",
     "v_B.cu": "its run() is not called with its lambda written in place",
-    "v_C.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines one too)",
+    # round 281: its wrapper's own call of the part, outside the lambda, is found first
+    "v_C.cu": "names launch_reduce_sum outside its h.run lambda (::launch_reduce_sum)",
     "v_D.cu": "names launch_reduce_sum outside its h.run lambda",  # the macro's own body
     "v_E.cu": "calls copy_back, which the frozen code declares itself",
     "v_F.cu": "uses macros that cannot be read for sure",
@@ -52,7 +53,8 @@ ROUND276 = FIXTURES / "redteam" / "round276"
 WHY276 = {
     # a local lambda or function pointer in main named like the launcher hides the part's
     "v_M.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines one too)",
-    "v_M2.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines one too)",
+    # round 281: its wrapper's own call of the part, outside the lambda, is found first
+    "v_M2.cu": "names launch_reduce_sum outside its h.run lambda (::launch_reduce_sum)",
     "v_Q.cu": "names launch_reduce_sum outside its h.run lambda",
     "v_Q2.cu": "names launch_reduce_sum outside its h.run lambda",
     # a frozen type whose constructor runs the copy, made by a cast

@@ -29,7 +29,8 @@ WHY = {
     "v_editmacro.cu": "names copy_back, a macro the editable part defines",
     "v_lambdatpl.cu": "h.run lambda",
     "v_latemacro.cu": "uses macros that cannot be read for sure",
-    "v_macrolauncher.cu": "calls launch_reduce_sum, which the frozen code binds where the lambda stands",
+    # round 281: the macro-declared local's own call of the part, outside the lambda, is found first
+    "v_macrolauncher.cu": "names launch_reduce_sum outside its h.run lambda (::launch_reduce_sum)",
     "v_usingdir.cu": "h.run lambda",
 }
 

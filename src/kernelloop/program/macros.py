@@ -77,6 +77,25 @@ def macro_body_words(*texts: str) -> set[str]:
     return words
 
 
+def pasting_macros(*texts: str) -> set[str]:
+    """The macros of the texts, in any conditional group, whose expansion may paste tokens together: a `##` in
+    their body or in the body of a macro they name (a name made so appears nowhere in the text)."""
+    code = preprocessed("\n".join(texts)).replace("%:", "#")
+    bodies: dict[str, set[str]] = {}
+    pasting: set[str] = set()
+    for line in code.split("\n"):
+        if m := _DEFINE.match(line):
+            bodies.setdefault(m.group(1), set()).update(_tokens(m.group(3)))
+            if "##" in m.group(3) or "%:%:" in m.group(3):
+                pasting.add(m.group(1))
+    grown = True
+    while grown:
+        more = {name for name, words in bodies.items() if name not in pasting and words & pasting}
+        pasting |= more
+        grown = bool(more)
+    return pasting
+
+
 def program_macros(*texts: str, later: str = "") -> Macros:
     """Every `#define` of the texts (splices joined, `%:` read as `#`), object-like and function-like;
     a name LATER (the code after the point of use) defines is uncertain."""
@@ -145,7 +164,7 @@ def expand(text: str, macros: Macros, rounds: int = 16, limit: int = 200_000) ->
     """TEXT with the program's macros expanded as the preprocessor expands them (each argument
     expanded on its own before it is put in, every result read again with what follows, a name
     never expanded inside its own expansion), or None where that cannot be read for sure: a name
-    of UNCERTAIN meaning, token pasting, `__VA_OPT__`, a stringized literal, an unclosed call, more
+    of UNCERTAIN meaning, a paste that makes no single token, `__VA_OPT__`, a stringized literal, an unclosed call, more
     than ROUNDS x 1000 expansions or LIMIT characters."""
     tokens = [(t, _NONE) for t in _tokens(strip_comments(text))]
     try:
@@ -240,8 +259,27 @@ def _substituted(macro: Macro, args: list[list[_Token]], hidden: frozenset[str],
     i = 0
     while i < len(body):
         t = body[i]
-        if t == "##" or t == "__VA_OPT__":
-            return None  # a name pasted together could be any name
+        if t == "__VA_OPT__":
+            return None
+        if t == "##":
+            # token pasting (red team round 281: a name pasted together, `a##b`, declared a frozen function named
+            # like the launcher where nothing read it): the operands unexpanded, the last and first tokens joined
+            j = _solid(body, i + 1)
+            if j >= len(body) or not out or body[j] == "##":
+                return None
+            right = args[params.index(body[j])] if body[j] in params else [(body[j], _NONE)]
+            while out and out[-1][0].isspace():
+                out.pop()
+            pasted = _pasted(out.pop(), right)
+            if pasted is None:
+                return None
+            out += pasted
+            i = j + 1
+            continue
+        if t in params and _solid(body, i + 1) < len(body) and body[_solid(body, i + 1)] == "##":
+            out += args[params.index(t)] or [_PLACEMARKER]  # a `##` operand is not expanded first
+            i += 1
+            continue
         if t == "#" and params:
             j = i + 1
             while j < len(body) and body[j].isspace():
@@ -261,7 +299,30 @@ def _substituted(macro: Macro, args: list[list[_Token]], hidden: frozenset[str],
         else:
             out.append((t, _NONE))
         i += 1
-    return [(t, h | hidden) for t, h in out]
+    return [(t, h | hidden) for t, h in out if t]  # placemarkers gone
+
+
+_PLACEMARKER: _Token = ("", frozenset())  # an empty `##` operand
+
+
+def _solid(body: list[str], i: int) -> int:
+    """The index of the first token from I on that is not whitespace (len(body) if none)."""
+    while i < len(body) and body[i].isspace():
+        i += 1
+    return i
+
+
+def _pasted(left: _Token, right: list[_Token]) -> list[_Token] | None:
+    """LEFT pasted to RIGHT's first token (RIGHT: an operand's tokens, perhaps none), or None where the two do not
+    make one token (undefined behaviour to the compiler)."""
+    if not right:
+        return [left]
+    if not left[0]:
+        return list(right)
+    joined = left[0] + right[0][0]
+    if _tokens(joined) != [joined]:
+        return None
+    return [(joined, _NONE), *right[1:]]
 
 
 def _trimmed(arg: list[_Token]) -> list[_Token]:

@@ -34,7 +34,10 @@ that runs code or a parameter of a frozen type that is not plain. Round 280: eve
 is typed (`*p`, `p[0]`, a cast, a conditional), a called part function is declared by the frozen code
 only with the editable definition's parameters (no other overload, specialization or asm-labelled
 prototype), a parameter type the plain check cannot judge is refused, and a default argument is a
-literal or a program's number. The lambda takes no parameters and makes no capture of its own.
+literal or a program's number. Round 281: the frozen code's declarations are read with its macros
+expanded (token pasting included), every `run` it names is `h.run(...)` with its lambda in place, and
+a use of the part's name outside the lambda is judged by its binding there. The lambda takes no
+parameters and makes no capture of its own.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import re
 from tree_sitter import Node
 
 from .cuda_tree import Source, first_error, walk
-from .macros import expand, macro_body_words, program_macros
+from .macros import expand, macro_body_words, pasting_macros, program_macros
 from .plain_values import PLAIN_TYPES, Plainness, constant, number_field
 from .scopes import Binding, Scopes, bound_names, declarator_names
 
@@ -112,6 +115,15 @@ def _names_a_call_or_declaration(node: Node) -> bool:
                                and up.child_by_field_name("declarator") == node)
 
 
+def _declares(node: Node) -> bool:
+    """Whether an identifier is the name a declaration declares (`int x;`, `auto* x = ...`)."""
+    up = node.parent
+    while up is not None and up.type in ("pointer_declarator", "array_declarator", "reference_declarator"):
+        node, up = up, up.parent
+    return up is not None and (up.type == "declaration" or up.type == "init_declarator"
+                               and up.child_by_field_name("declarator") == node)
+
+
 def _ancestors(node: Node):
     while node.parent is not None:
         node = node.parent
@@ -139,7 +151,7 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
     each point (a `#define` after the lambda is not in force in it; the editable part's are not in that unit)."""
     preamble_text = macro_texts[0] if macro_texts else ""
     frozen_macros = program_macros(preamble_text, harness)
-    if any(re.search(r"(?:\.|->)\s*run\b", m.body) for m in frozen_macros.defined.values()):
+    if any(re.search(r"\brun\b", m.body) for m in frozen_macros.defined.values()):
         return "its run() is reached through a macro, so its lambda cannot be read"
     src = Source(harness)
     part_macros = program_macros(macro_texts[1]) if len(macro_texts) > 1 else None
@@ -174,9 +186,17 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
         if isinstance(read, str):
             return read
         bodies.append(read)
-    frozen_sources = (src, *([preamble] if preamble is not None else []))
-    # names the frozen code binds anywhere (a helper, a local lambda, a parameter, a capture): a call by such a name
-    # may reach frozen code whatever scope or overload picks it; prototypes aside (the launcher's own, in the preamble)
+    expansions = _expansions((src, *([preamble] if preamble is not None else [])), macros_at,
+                             pasting_macros(preamble_text, harness))
+    if isinstance(expansions, str):
+        return expansions
+    for where in (src, *([preamble] if preamble is not None else []), *expansions):
+        if problem := _other_run(where, where is src or where in expansions):
+            return problem
+    frozen_sources = (src, *([preamble] if preamble is not None else []), *expansions)
+    # names the frozen code binds anywhere (a helper, a local lambda, a parameter, a capture), macros expanded: a
+    # call by such a name may reach frozen code whatever scope or overload picks it; prototypes aside (the
+    # launcher's own, in the preamble)
     bound = bound_names(*frozen_sources, prototypes=False)
     prototypes = bound_names(*frozen_sources) - bound
     part_functions = _editable_functions(macro_texts[1]) if len(macro_texts) > 1 else set(editable_names)
@@ -184,20 +204,85 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
                     frozenset(macro_body_words(preamble_text, harness)))
     # the part runs inside the experiment only: a call before or after it (or its address taken, to call it
     # elsewhere) computes on inputs the verifier does not draw, and what it prints is compared by nothing
-    inside = [(body.start_byte, body.end_byte) for body in found]
-    for node in walk(src.root):
-        if node.type != "identifier" or any(a <= node.start_byte < b for a, b in inside):
-            continue
-        name = src.text_of(node)
-        if name in part_functions and name not in bound and not any(
-                up.type in ("function_declarator", "parameter_declaration") for up in _ancestors(node)):
-            return f"its frozen code names {name} outside its h.run lambda " \
-                   f"({' '.join(src.text_of(node.parent).split())[:60]})"
+    for where in (src, *expansions):
+        lambdas = found if where is src else _lambda_bodies(where)
+        inside = [(body.start_byte, body.end_byte) for body in lambdas] if isinstance(lambdas, list) else []
+        for node in walk(where.root):
+            if node.type != "identifier" or any(a <= node.start_byte < b for a, b in inside):
+                continue
+            name = where.text_of(node)
+            if name not in part_functions or any(up.type in ("function_declarator", "parameter_declaration")
+                                                 for up in _ancestors(node)) or _declares(node):
+                continue  # a frozen declaration named like the part: its uses are what is judged
+            # round 281: judged by what the name means where it stands (a frozen helper's parameter named like the
+            # launcher is not the part; an unrelated one elsewhere no longer hides a call of the part)
+            meant = scopes.lookup(name, node, where) if where is src else []
+            if not meant or any(b.src is editable or b.kind in ("function", "unknown", "using") for b in meant):
+                return f"its frozen code names {name} outside its h.run lambda " \
+                       f"({' '.join(where.text_of(node.parent).split())[:60]})"
     for lambda_body, (body, body_src) in zip(found, bodies):
         problem = _lambda_problem(_Lambda(lambda_body, src, body, body_src), scopes, editable, bound, prototypes,
-                                  part_functions, editable_names)
+                                  part_functions, editable_names, expansions)
         if problem:
             return problem
+    return None
+
+
+_DIRECTIVES = ("preproc_def", "preproc_function_def", "preproc_include", "preproc_call", "comment")
+
+
+def _expansions(sources, macros_at, pasting: set[str]) -> tuple[Source, ...] | str:
+    """Each top-level item of the frozen SOURCES that names one of the program's macros, as the compiler reads it:
+    expanded with the macros in force there. The walks over the frozen code's declarations read these too (round
+    281: a name pasted together, `KL_DECL(launch_reduce, _sum)`, declared a frozen function named like the launcher
+    that no walk of the written text saw). An item that cannot be expanded for sure is read as written (the scope
+    lookup takes it to bind any name its text or a macro body writes), unless one of its macros pastes tokens
+    (PASTING): then it could declare any name, and why is returned."""
+    found = []
+    for where in sources:
+        items = list(where.root.named_children)
+        while items:
+            item = items.pop(0)
+            if item.type in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"):
+                items[:0] = [c for c in item.named_children if c.is_named]  # both sides of a #if
+                continue
+            if item.type in _DIRECTIVES or not item.type.endswith(("definition", "declaration", "specifier",
+                                                                   "statement", "expression", "specification")):
+                continue
+            macros = macros_at(where, item)
+            text = where.text_of(item)
+            named = macros.names_in(text) if macros is not None else set()
+            if not named:
+                continue
+            expanded = expand(text, macros)
+            if expanded is not None:
+                found.append(Source(expanded))
+            elif named & pasting:
+                return f"its frozen code pastes names together in macros that cannot be read for sure " \
+                       f"({' '.join(text.split())[:60]}), so what its timed call runs cannot be told"
+    return tuple(found)
+
+
+def _other_run(where: Source, harness: bool) -> str | None:
+    """Why a `run` the frozen code names is not `h.run(...)` called with its lambda written in place (round 281:
+    `h.kl::Harness::run(...)`, `h.template run<>(...)`, `(&h)->kl::Harness::run(...)` ran a lambda nothing read; a
+    member pointer, a derived class's `run(...)` could too), or None. In the preamble (built before the harness
+    header) no run at all."""
+    for node in walk(where.root):
+        if node.type not in ("identifier", "field_identifier") or where.text_of(node) != "run":
+            continue
+        up = node.parent
+        if node.type == "identifier" and up is not None and not (
+                up.type == "call_expression" and up.child_by_field_name("function") == node or
+                up.type in ("qualified_identifier", "template_function", "template_method")):
+            continue  # a variable named run, read
+        call = up.parent if up is not None and up.type == "field_expression" and node.type == "field_identifier" \
+            else None
+        if harness and call is not None and call.type == "call_expression" and \
+                call.child_by_field_name("function") == up:
+            continue  # `h.run(...)`: _lambda_bodies reads its lambda (or says why not)
+        return f"its frozen code names run as `{' '.join(where.text_of(up or node).split())[:60]}`: the timed " \
+               "call is written h.run([&] { ... }, ...) in the harness, so that its lambda is read"
     return None
 
 
@@ -224,7 +309,7 @@ class _Lambda:
 
 
 def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound: set[str], prototypes: set[str],
-                    part_functions: set[str], editable_names: set[str]) -> str | None:
+                    part_functions: set[str], editable_names: set[str], expansions: tuple[Source, ...]) -> str | None:
     """What one `h.run` lambda runs that is not the part's."""
     body, body_src, src = lam.body, lam.body_src, lam.src
     if first_error(body) is not None:
@@ -316,7 +401,7 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
                            and body_src.text_of(listed[3]) == "cudaMemcpyDeviceToDevice" or name in _DEVICE_FILLS):
             continue
         return f"its h.run lambda calls {name or text[:40]}, which the editable part does not define"
-    return _call_boundary_problem(called, scopes, plain, editable, src)
+    return _call_boundary_problem(called, scopes, plain, editable, (src, *expansions))
 
 
 def _overloadable_operand(expression: Node, read, plain: Plainness, src: Source) -> str | None:
@@ -415,7 +500,7 @@ def _within(node: Node, outer: Node) -> bool:
 
 
 def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, editable: Source | None,
-                           src: Source) -> str | None:
+                           frozen: tuple[Source, ...]) -> str | None:
     """What runs at the boundary of a call of the part's function: a default argument of any declaration of it
     (evaluated by the caller at each call; the editable definition's is copied into the harness's unit), or a
     parameter of a frozen type that is not plain (its converting constructor runs there). Round 279."""
@@ -425,7 +510,7 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
                 and (function := next((n for n in walk(declarator) if n.type == "function_declarator"), None)):
             for name, _ in declarator_names(function, editable):
                 defined.setdefault(name, set()).add(_signature(function, editable))
-    for source in [s for s in (*scopes.prior, src) if s is not None]:
+    for source in [s for s in (*scopes.prior, *frozen) if s is not None]:
         for node in walk(source.root):
             if node.type != "function_declarator":
                 continue
