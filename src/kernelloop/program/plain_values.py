@@ -118,6 +118,7 @@ class Plainness:
         if not bindings:
             return name in _PLAIN_NUMBERS
         return all(b.kind == "type" and b.node.type in ("type_definition", "alias_declaration") and b.type is not None
+                   and not _names_a_function(b)
                    and (any(n.type == "pointer_declarator" for d in b.node.children_by_field_name("declarator")
                             for n in walk(d)) or self.number(b.type, b.src, depth + 1)) for b in bindings)
 
@@ -153,9 +154,7 @@ class Plainness:
             return False
         for b in defined:
             if b.node.type in ("type_definition", "alias_declaration"):
-                declarators = b.node.children_by_field_name("declarator")
-                if b.type is None or any(n.type == "function_declarator" for d in declarators for n in walk(d)) or \
-                        not self.type(b.type, b.src, depth + 1):
+                if b.type is None or _names_a_function(b) or not self.type(b.type, b.src, depth + 1):
                     return False
             elif b.node.type not in ("struct_specifier", "class_specifier") or not self._struct(b.node, b.src, depth):
                 return False
@@ -189,6 +188,15 @@ class Plainness:
                     not self.type(kind, src, depth + 1):
                 return False
         return True
+
+
+def _names_a_function(alias: Binding) -> bool:
+    """Whether a typedef or alias names a function or a pointer to one (`typedef int (*Fn)(int);`,
+    `using Fn = int (*)(int);`): calling it runs code, and it is no number."""
+    parts = alias.node.children_by_field_name("declarator") if alias.node.type == "type_definition" else \
+        [alias.node.child_by_field_name("type")]
+    return any(n.type in ("function_declarator", "abstract_function_declarator")
+               for d in parts if d is not None for n in walk(d))
 
 
 def number_field(binding: Binding, field: str, plain: Plainness) -> bool:

@@ -115,6 +115,14 @@ def _names_a_call_or_declaration(node: Node) -> bool:
                                and up.child_by_field_name("declarator") == node)
 
 
+def _whole_type(name: Node) -> Node:
+    """The type a type name is the last part of: `app::Probe` for its `Probe`, `Span<float>` for its `Span`."""
+    while name.parent is not None and name.parent.type in ("qualified_identifier", "template_type") and \
+            name.parent.child_by_field_name("name") == name:
+        name = name.parent
+    return name
+
+
 def _declares(node: Node) -> bool:
     """Whether an identifier is the name a declaration declares (`int x;`, `auto* x = ...`)."""
     up = node.parent
@@ -357,8 +365,12 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
                        "declares (a number, a pointer to numbers, a dim3)"
         if node.type == "field_expression" and node.named_children[0].type != "identifier":
             return f"its h.run lambda reads a field, `{' '.join(text.split())[:60]}`, of no plain value"
-        if node.type == "type_identifier" and resolve(text, node, body_src) and not plain.type(node, body_src):
-            return f"its h.run lambda names {text}, a type of the frozen code's"
+        if node.type == "type_identifier" and not plain.type(whole := _whole_type(node), body_src):
+            # round 282: the whole name (`app::Probe`, `Outer::Probe`), judged whether or not the lookup finds it
+            # (one it cannot find is plain only as CUDA's own): a cast to a frozen class, in a call's argument, a
+            # condition or an initializer, ran its constructor and conversion in every call
+            return f"its h.run lambda names {' '.join(body_src.text_of(whole).split())[:60]}, a type of the frozen " \
+                   "code's (or one it cannot tell is plain)"
         if not node.is_named:  # punctuation and operators (an assignment, a launch are nodes of their own)
             continue
         if node.type not in _ALLOWED:
