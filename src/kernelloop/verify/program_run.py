@@ -38,6 +38,7 @@ GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones 
 BUFFER_SHIFT_ENV = "KERNELLOOP_BUFFER_SHIFT"
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
 STRESSED_BIT, HEAVY_BIT, FIXED_POISON_BIT, KEEP_OUTPUTS_BIT = 1, 2, 64, 128
+WARM_INPUTS_BITS = 256 | 512  # kWarmInputs: both set, the call's inputs read into L2 after the flush
 
 
 def stream_for(secret: bytes, *, heavy: bool = True, fixed_poison: bool = False) -> bytes:
@@ -85,6 +86,12 @@ def kept_output_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[i
     an element the kernel does not write holds what an earlier call put there."""
     return {c for c, d in enumerate(_stress_draws(secret, calls, heavy))
             if d & KEEP_OUTPUTS_BIT and not d & FIXED_POISON_BIT and c != calls - 1}
+
+
+def warm_input_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
+    """The timed calls whose inputs a v2 harness reads into L2 after the flush (kWarmInputs: bits 8 and 9 of the
+    call's draw, one call in four), as the kernel that wrote them leaves them for a real caller."""
+    return {c for c, d in enumerate(_stress_draws(secret, calls, heavy)) if d & WARM_INPUTS_BITS == WARM_INPUTS_BITS}
 
 
 def heavy_calls(secret: bytes, calls: int, *, heavy: bool = True) -> set[int]:
