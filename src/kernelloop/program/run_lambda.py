@@ -49,7 +49,7 @@ from tree_sitter import Node
 from .cuda_tree import Source, first_error, walk
 from .macros import expand, macro_body_words, pasting_macros, program_macros
 from .plain_values import PLAIN_TYPES, Plainness, constant, number_field
-from .scopes import Binding, Scopes, bound_names, declarator_names
+from .scopes import DIRECTIVES, Binding, Scopes, bound_names, declarator_names
 
 # node types a lambda body may hold besides the calls it makes (each checked below)
 _ALLOWED = frozenset({
@@ -159,6 +159,9 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
     each point (a `#define` after the lambda is not in force in it; the editable part's are not in that unit)."""
     preamble_text = macro_texts[0] if macro_texts else ""
     frozen_macros = program_macros(preamble_text, harness)
+    # every name the program #defines anywhere (its preamble, its editable part, its harness)
+    macro_names = frozenset(n for m in (frozen_macros, program_macros(*macro_texts[:2]))
+                            for n in (*m.defined, *m.uncertain)) if macro_texts else frozenset(frozen_macros.defined)
     if any(re.search(r"\brun\b", m.body) for m in frozen_macros.defined.values()):
         return "its run() is reached through a macro, so its lambda cannot be read"
     src = Source(harness)
@@ -230,13 +233,12 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
                        f"({' '.join(where.text_of(node.parent).split())[:60]})"
     for lambda_body, (body, body_src) in zip(found, bodies):
         problem = _lambda_problem(_Lambda(lambda_body, src, body, body_src), scopes, editable, bound, prototypes,
-                                  part_functions, editable_names, expansions)
+                                  part_functions, editable_names, expansions, macro_names)
         if problem:
             return problem
     return None
 
 
-_DIRECTIVES = ("preproc_def", "preproc_function_def", "preproc_include", "preproc_call", "comment")
 
 
 def _expansions(sources, macros_at, pasting: set[str]) -> tuple[Source, ...] | str:
@@ -254,7 +256,7 @@ def _expansions(sources, macros_at, pasting: set[str]) -> tuple[Source, ...] | s
             if item.type in ("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"):
                 items[:0] = [c for c in item.named_children if c.is_named]  # both sides of a #if
                 continue
-            if item.type in _DIRECTIVES or not item.type.endswith(("definition", "declaration", "specifier",
+            if item.type in (*DIRECTIVES, "comment") or not item.type.endswith(("definition", "declaration", "specifier",
                                                                    "statement", "expression", "specification")):
                 continue
             macros = macros_at(where, item)
@@ -317,7 +319,8 @@ class _Lambda:
 
 
 def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound: set[str], prototypes: set[str],
-                    part_functions: set[str], editable_names: set[str], expansions: tuple[Source, ...]) -> str | None:
+                    part_functions: set[str], editable_names: set[str], expansions: tuple[Source, ...],
+                    macro_names: frozenset[str] = frozenset()) -> str | None:
     """What one `h.run` lambda runs that is not the part's."""
     body, body_src, src = lam.body, lam.body_src, lam.src
     if first_error(body) is not None:
@@ -413,7 +416,7 @@ def _lambda_problem(lam: _Lambda, scopes: Scopes, editable: Source | None, bound
                            and body_src.text_of(listed[3]) == "cudaMemcpyDeviceToDevice" or name in _DEVICE_FILLS):
             continue
         return f"its h.run lambda calls {name or text[:40]}, which the editable part does not define"
-    return _call_boundary_problem(called, scopes, plain, editable, (src, *expansions))
+    return _call_boundary_problem(called, scopes, plain, editable, (src, *expansions), macro_names)
 
 
 def _overloadable_operand(expression: Node, read, plain: Plainness, src: Source) -> str | None:
@@ -485,6 +488,34 @@ def _indirections(binding: Binding) -> int:
 
 
 _RESTRICT = frozenset({"__restrict__", "__restrict", "restrict"})
+_CUDA_STATUS = frozenset({"cudaError_t", "cudaError"})  # what a launcher may return besides void and plain values
+
+
+def _result_problem(function: Node, src: Source, plain: Plainness, macro_names: frozenset[str]) -> str | None:
+    """Why what a called part function returns (as one of its declarations writes it) may run code in the timed
+    call, or None. Round 283: `#define cudaError_t Status` in the preamble, undone in the harness, made the launcher
+    return a frozen class whose destructor ran at the end of the lambda's statement, while the return type read as
+    CUDA's status. Plain: void, a number, a pointer, a plain type, CUDA's own cudaError_t; and no word of it one the
+    program #defines."""
+    owner, pointer = function.parent, False
+    while owner is not None and owner.type in ("pointer_declarator", "reference_declarator",
+                                               "parenthesized_declarator"):
+        pointer = pointer or owner.type == "pointer_declarator"
+        owner = owner.parent
+    kind = owner.child_by_field_name("type") if owner is not None and owner.type in (
+        "declaration", "function_definition", "field_declaration") else None
+    if kind is None:
+        return None
+    text = " ".join(src.text_of(kind).split())
+    if named := sorted(set(re.findall(r"[A-Za-z_]\w*", text)) & macro_names):
+        return f"declared to return {text}, which names {named[0]}, a macro of the program's (read as written here, " \
+               "another type to the compiler)"
+    if pointer or kind.type in ("primitive_type", "sized_type_specifier") or plain.type(kind, src):
+        return None
+    words = re.findall(r"[A-Za-z_]\w*", text)
+    if words and words[-1] in _CUDA_STATUS and not any(plain.resolve(w, kind, src) for w in words[-1:]):
+        return None
+    return f"declared to return {text}, a type that is not plain (its destructor would run in every call)"
 
 
 def _signature(function: Node, src: Source) -> tuple[str, ...]:
@@ -512,7 +543,7 @@ def _within(node: Node, outer: Node) -> bool:
 
 
 def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, editable: Source | None,
-                           frozen: tuple[Source, ...]) -> str | None:
+                           frozen: tuple[Source, ...], macro_names: frozenset[str] = frozenset()) -> str | None:
     """What runs at the boundary of a call of the part's function: a default argument of any declaration of it
     (evaluated by the caller at each call; the editable definition's is copied into the harness's unit), or a
     parameter of a frozen type that is not plain (its converting constructor runs there). Round 279."""
@@ -536,6 +567,8 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
                 # under another name (an asm label): overload resolution may pick it instead of the part's
                 return f"its h.run lambda calls {sorted(names & called)[0]}, which the frozen code declares with " \
                        f"other parameters than the editable part defines ({' '.join(source.text_of(node).split())[:60]})"
+            if problem := _result_problem(node, source, plain, macro_names):
+                return f"its h.run lambda calls {sorted(names & called)[0]}, {problem}"
             parameters = node.child_by_field_name("parameters")
             for parameter in (parameters.named_children if parameters is not None else []):
                 name = " ".join(source.text_of(parameter).split())[:60]
@@ -559,8 +592,13 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
                 if any(b.kind == "type" and b.node.type in ("type_parameter_declaration",
                                                              "optional_type_parameter_declaration") for b in bindings):
                     continue  # a template's type: deduced from the plain value passed
-                # the editable definition's types too: its declaration in the harness's unit names the preamble's
-                if bindings and all(b.src is not editable for b in bindings) and not plain.type(kind, source):
+                if named := sorted(set(words) & macro_names):
+                    # round 283: a type name the preprocessor reads otherwise (`#define Count Probe`)
+                    return f"its h.run lambda calls {sorted(names & called)[0]}, whose parameter ({name}) names " \
+                           f"{named[0]}, a macro of the program's (read as written here, another type to the compiler)"
+                # the editable definition's types too: its declaration in the harness's unit names the preamble's; a
+                # type nothing of the program binds is plain only as CUDA's own
+                if all(b.src is not editable for b in bindings) and not plain.type(kind, source):
                     return f"its h.run lambda calls {sorted(names & called)[0]}, whose parameter ({name}) is of a " \
                            "frozen type that is not plain (a conversion would run in every call)"
     return None

@@ -34,6 +34,7 @@ _PARAMETERS = ("parameter_declaration", "optional_parameter_declaration", "varia
 _TYPE_PARAMETERS = ("type_parameter_declaration", "optional_type_parameter_declaration",
                     "variadic_type_parameter_declaration", "template_template_parameter_declaration")
 _CLASSES = ("struct_specifier", "class_specifier", "union_specifier")
+DIRECTIVES = ("preproc_def", "preproc_function_def", "preproc_include", "preproc_call")  # bind no C++ name
 # containers whose items stand in the scope around them
 _TRANSPARENT = ("case_statement", "labeled_statement", "preproc_if", "preproc_ifdef", "preproc_else",
                 "preproc_elif", "preproc_elifdef")
@@ -265,6 +266,8 @@ class Scopes:
                         for b in self._items(name, body.named_children, before, use_src, body_src)]
             last = re.findall(r"[A-Za-z_]\w*", src.text_of(target))
             return [Binding(name, "using", src, item)] if last and last[-1] == name else []
+        if kind in DIRECTIVES:
+            return []  # `#define X ...` binds no name of C++'s (a statement that uses X is read expanded)
         found: list[Binding] = []
         macros = self.macros_at(src, item)
         if macros is not None and macros.names_in(src.text_of(item)):
