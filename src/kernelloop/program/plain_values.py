@@ -31,6 +31,7 @@ _HARNESS_METHODS = frozenset({"size", "input", "output", "inout", "scratch"})
 # numbers by name, from CUDA's and the standard headers: the language's own operators
 _PLAIN_NUMBERS = PLAIN_TYPES - {"dim3", "cudaStream_t"}
 _DEPTH = 8  # typedefs of typedefs, structs of structs
+_THREAD_LOCAL = frozenset({"thread_local", "__thread", "_Thread_local"})
 
 
 class Plainness:
@@ -48,6 +49,9 @@ class Plainness:
     def value(self, binding: Binding) -> bool:
         if binding.src is self.editable or binding.kind not in VALUE_KINDS or binding.type is None:
             return False
+        if any(c.type == "storage_class_specifier" and binding.src.text_of(c) in _THREAD_LOCAL
+               for c in binding.node.children):
+            return False  # round 284: a read of a thread_local runs its initializer (frozen code) the first time
         if binding.type.type == "placeholder_type_specifier":
             return self._deduced(binding)
         declarators = binding.node.children_by_field_name("declarator")
