@@ -538,6 +538,19 @@ def _signature(function: Node, src: Source) -> tuple[str, ...]:
     return () if kinds == ["void"] else tuple(kinds)
 
 
+def _home(node: Node, src: Source) -> tuple[str, ...]:
+    """Where a declaration stands: the namespaces around it by name (an anonymous one as `-`), with `{}` for a class
+    or a block, so that two declarations of a name in the same place compare equal."""
+    where: list[str] = []
+    for up in _ancestors(node):
+        if up.type == "namespace_definition":
+            named = up.child_by_field_name("name")
+            where.insert(0, " ".join(src.text_of(named).split()) if named is not None else "-")
+        elif up.type in ("field_declaration_list", "compound_statement", "template_declaration"):
+            where.insert(0, "{}")
+    return tuple(where)
+
+
 def _within(node: Node, outer: Node) -> bool:
     return outer.start_byte <= node.start_byte and node.end_byte <= outer.end_byte
 
@@ -548,11 +561,13 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
     (evaluated by the caller at each call; the editable definition's is copied into the harness's unit), or a
     parameter of a frozen type that is not plain (its converting constructor runs there). Round 279."""
     defined: dict[str, set[tuple[str, ...]]] = {}  # the editable part's signatures of each name it defines
+    homes: dict[str, set[tuple[str, ...]]] = {}  # ... and the namespaces it defines them in
     for node in walk(editable.root) if editable is not None else []:
         if node.type == "function_definition" and (declarator := node.child_by_field_name("declarator")) is not None \
                 and (function := next((n for n in walk(declarator) if n.type == "function_declarator"), None)):
             for name, _ in declarator_names(function, editable):
                 defined.setdefault(name, set()).add(_signature(function, editable))
+                homes.setdefault(name, set()).add(_home(node, editable))
     for source in [s for s in (*scopes.prior, *frozen) if s is not None]:
         for node in walk(source.root):
             if node.type != "function_declarator":
@@ -560,6 +575,17 @@ def _call_boundary_problem(called: set[str], scopes: Scopes, plain: Plainness, e
             names = {n for n, _ in declarator_names(node, source)}
             if not names & called:
                 continue
+            declaration = next((up for up in _ancestors(node) if up.type in (
+                "declaration", "field_declaration", "function_definition", "friend_declaration")), None)
+            if source is not editable and editable is not None and declaration is not None and (
+                    re.search(r"\b(?:__asm__|__asm|asm)\b", source.text_of(declaration)) or
+                    any(_home(declaration, source) not in homes.get(n, set()) for n in names & called)):
+                # round 285: a prototype in another namespace (reached by argument-dependent lookup), a class or a
+                # block, whose parameter types read like the part's but name other types there, and an asm label
+                # giving it a frozen body: only a plain prototype beside the part's own definition is the part
+                return f"its h.run lambda calls {sorted(names & called)[0]}, which the frozen code declares " \
+                       f"elsewhere than the editable part defines it, or under another symbol " \
+                       f"({' '.join(source.text_of(node).split())[:60]})"
             if source is not editable and editable is not None and (
                     any(up.type == "template_declaration" for up in _ancestors(node)) or
                     any(_signature(node, source) not in defined.get(n, set()) for n in names & called)):
