@@ -213,6 +213,10 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
     part_functions = _editable_functions(macro_texts[1]) if len(macro_texts) > 1 else set(editable_names)
     scopes = Scopes(tuple(s for s in (preamble, editable) if s is not None), macros_at,
                     frozenset(macro_body_words(preamble_text, harness)))
+    harness_expansions = _expansions((src,), macros_at, set())  # the preamble's own functions are the part's to call
+    if editable is not None and (problem := _part_reaches_frozen(
+            editable, preamble, (src, *(harness_expansions if isinstance(harness_expansions, tuple) else ())))):
+        return problem
     # the part runs inside the experiment only: a call before or after it (or its address taken, to call it
     # elsewhere) computes on inputs the verifier does not draw, and what it prints is compared by nothing
     for where in (src, *expansions):
@@ -293,6 +297,41 @@ def _other_run(where: Source, harness: bool) -> str | None:
             continue  # `h.run(...)`: _lambda_bodies reads its lambda (or says why not)
         return f"its frozen code names run as `{' '.join(where.text_of(up or node).split())[:60]}`: the timed " \
                "call is written h.run([&] { ... }, ...) in the harness, so that its lambda is read"
+    return None
+
+
+def _part_reaches_frozen(editable: Source, preamble: Source | None, harness: tuple[Source, ...]) -> str | None:
+    """Why the editable part reaches frozen code the harness defines, or calls through a frozen function pointer, or
+    None. Round 286: a launcher that declared a harness function itself (or found its prototype in the preamble), or
+    called a preamble function pointer the harness had set, ran frozen code in every timed call through the part:
+    the harness's unit defines it, the part's links to it, and the lambda shows only the launcher."""
+    part_words = {editable.text_of(n) for n in walk(editable.root) if n.type == "identifier"}
+    own = bound_names(editable, prototypes=False) | (bound_names(preamble, prototypes=False) if preamble else set())
+    for src in harness:
+        # what the part's unit can link to: the harness's functions at global scope with external linkage
+        items = []
+        for item in src.root.named_children:
+            body = item.child_by_field_name("body") if item.type == "linkage_specification" else None
+            items += body.named_children if body is not None else [item]
+        for node in items:
+            if node.type != "function_definition" or (d := node.child_by_field_name("declarator")) is None or any(
+                    c.type == "storage_class_specifier" and src.text_of(c) == "static" for c in node.children):
+                continue
+            for name, _ in declarator_names(d, src):
+                if name in part_words and name not in own:
+                    return f"its editable part names {name}, which the harness defines (the part may call only " \
+                           "its own code, the preamble's and libraries')"
+    for node in walk(preamble.root) if preamble is not None else []:
+        if node.type == "declaration" and not any(up.type == "compound_statement" for up in _ancestors(node)):
+            for d in node.children_by_field_name("declarator"):
+                pointers = [n for n in walk(d) if n.type == "function_declarator"]
+                if pointers and d.type != "function_declarator" and any(
+                        n.type in ("pointer_declarator", "parenthesized_declarator", "reference_declarator")
+                        for n in walk(d)):
+                    for name, _ in declarator_names(d, preamble):
+                        if name in part_words and name not in bound_names(editable, prototypes=False):
+                            return f"its editable part reads {name}, a function pointer the frozen code declares " \
+                                   "(the frozen code may point it at its own code)"
     return None
 
 
