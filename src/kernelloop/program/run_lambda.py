@@ -201,8 +201,9 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
                              pasting_macros(preamble_text, harness))
     if isinstance(expansions, str):
         return expansions
+    part_functions = _editable_functions(macro_texts[1]) if len(macro_texts) > 1 else set(editable_names)
     for where in (src, *([preamble] if preamble is not None else []), *expansions):
-        if problem := _other_run(where, where is src or where in expansions):
+        if problem := _other_run(where, where is src or where in expansions, part_functions):
             return problem
     frozen_sources = (src, *([preamble] if preamble is not None else []), *expansions)
     # names the frozen code binds anywhere (a helper, a local lambda, a parameter, a capture), macros expanded: a
@@ -210,7 +211,6 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
     # launcher's own, in the preamble)
     bound = bound_names(*frozen_sources, prototypes=False)
     prototypes = bound_names(*frozen_sources) - bound
-    part_functions = _editable_functions(macro_texts[1]) if len(macro_texts) > 1 else set(editable_names)
     scopes = Scopes(tuple(s for s in (preamble, editable) if s is not None), macros_at,
                     frozenset(macro_body_words(preamble_text, harness)))
     harness_expansions = _expansions((src,), macros_at, set())  # the preamble's own functions are the part's to call
@@ -277,7 +277,7 @@ def _expansions(sources, macros_at, pasting: set[str]) -> tuple[Source, ...] | s
     return tuple(found)
 
 
-def _other_run(where: Source, harness: bool) -> str | None:
+def _other_run(where: Source, harness: bool, part_functions: set[str]) -> str | None:
     """Why a `run` the frozen code names is not `h.run(...)` called with its lambda written in place (round 281:
     `h.kl::Harness::run(...)`, `h.template run<>(...)`, `(&h)->kl::Harness::run(...)` ran a lambda nothing read; a
     member pointer, a derived class's `run(...)` could too), or None. In the preamble (built before the harness
@@ -287,9 +287,9 @@ def _other_run(where: Source, harness: bool) -> str | None:
             continue
         up = node.parent
         if node.type == "identifier" and up is not None and not (
-                up.type == "call_expression" and up.child_by_field_name("function") == node or
-                up.type in ("qualified_identifier", "template_function", "template_method")):
-            continue  # a variable named run, read
+                up.type == "call_expression" and up.child_by_field_name("function") == node and
+                "run" not in part_functions or up.type in ("qualified_identifier", "template_function", "template_method")):
+            continue  # a variable named run, read; a launcher of the part's named run (judged as the part's name)
         call = up.parent if up is not None and up.type == "field_expression" and node.type == "field_identifier" \
             else None
         if harness and call is not None and call.type == "call_expression" and \
