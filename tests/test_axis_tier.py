@@ -74,8 +74,8 @@ def test_the_x_axis_on_the_slow_index_is_swapped_with_the_fast_one(text, spec, n
     grid = f"dim3(kl_grid.{axis}, kl_grid.y, kl_grid.x)" if axis == "z" else "dim3(kl_grid.y, kl_grid.x, kl_grid.z)"
     assert f"{name}_kl_rewritten<<<{grid}, " in proposal.source
     # both launches checked against the device's limits and the kernels' own
-    assert f"cudaFuncGetAttributes(&kl_attributes, {name})" in proposal.source
-    assert f"cudaFuncGetAttributes(&kl_attributes_new, {name}_kl_rewritten)" in proposal.source
+    assert f"kl_kernel_takes((const void*){name}, " in proposal.source
+    assert f"kl_kernel_takes((const void*){name}_kl_rewritten, " in proposal.source
     assert f"({grid}).x <= 2147483647u && ({grid}).y <= 65535u" not in proposal.source  # per axis, below
     assert f"({grid}).{axis} >= 1u && ({grid}).{axis} <= 65535u" in proposal.source
     assert f"else {{ {name}<<<kl_grid, kl_block, kl_shmem>>>" in proposal.source

@@ -69,8 +69,8 @@ def template_call(middle: str) -> re.Match[str] | None:
     else { THE LAUNCH AS WRITTEN, ON THE EVALUATED CONFIGURATION } }` (words joined): the template's
     call where its sizes fit and the baseline's launch is legal, the baseline's own launch elsewhere
     (rounds 109-110, 116)."""
-    return re.fullmatch(r"\{ (?P<decl>const dim3 (?P<p>kl\d?_)grid = .*?) cudaFuncAttributes (?P=p)attributes; "
-                        r"if \((?P<fits>\(cudaFuncGetAttributes\(&(?P=p)attributes, .*?\(long long\).*?)\) "
+    return re.fullmatch(r"\{ (?P<decl>const dim3 (?P<p>kl\d?_)grid = .*?) "
+                        r"if \((?P<fits>\((?P=p)kernel_takes\(\(const void\*\).*?\(long long\).*?)\) "
                         r"\{ (?P<run>[^{}]*\bkl\d?_\w+_run\([^{}]*\);) \} "
                         r"else \{ (?P<launch>[^{}]*<<<[^{}]*;) \} \}", middle)
 

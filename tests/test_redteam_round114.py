@@ -36,7 +36,7 @@ def test_the_swapped_launch_runs_only_where_the_baselines_is_legal_too():
     source = _first_proposal((ROUND / "b_grid_y_limit" / "baseline.cu").read_text()).source
     # the baseline's launch legal (its grid along y within 65535: the case of the finding) ...
     assert "(kl_grid).y >= 1u && (kl_grid).y <= 65535u" in source
-    assert "cudaFuncGetAttributes(&kl_attributes, " in source
+    assert "kl_kernel_takes((const void*)" in source
     # ... and the swapped one too (its y is the baseline's x)
     assert "(dim3(kl_grid.y, kl_grid.x, kl_grid.z)).y >= 1u && (dim3(kl_grid.y, kl_grid.x, kl_grid.z)).y <= 65535u" in source
 

@@ -87,12 +87,16 @@ def test_a_helper_of_int_types_is_still_read_through():
                                             ("kernels/naive_matmul.cu", "launch_matmul")])
 def test_a_family_template_runs_only_where_the_baselines_launch_is_legal(path, launcher):
     source = _first_proposal((ROOT / path).read_text()).source
-    guard = re.search(r"if \(\(cudaFuncGetAttributes\(&kl_attributes, (\w+)\) == cudaSuccess && (.*?)\) \{ ", source)
+    guard = re.search(r"if \(\(kl_kernel_takes\(\(const void\*\)(\w+), (.*?)\) \{ ", source)
     assert guard is not None, source
     for axis, limit in (("x", "2147483647u"), ("y", "65535u"), ("z", "65535u")):
         assert f"(kl_grid).{axis} <= {limit}" in guard.group(2)
-    assert "<= (unsigned long long)kl_attributes.maxThreadsPerBlock" in guard.group(2)
-    assert "<= (unsigned long long)kl_attributes.maxDynamicSharedSizeBytes" in guard.group(2)
+    # the block's threads and the dynamic shared memory, against the kernel's attributes (launch_guard)
+    assert guard.group(2).startswith("(unsigned long long)(kl_block).x * (kl_block).y * (kl_block).z, "
+                                     "(unsigned long long)(kl_shmem)) && ")
+    assert source.count("static __noinline__ bool kl_kernel_takes(") == 1
+    assert "<= (unsigned long long)kl_attributes.maxThreadsPerBlock" in source
+    assert "<= (unsigned long long)kl_attributes.maxDynamicSharedSizeBytes" in source
     # the baseline's launch, with its configuration evaluated once, where it is not
     assert re.search(rf"else \{{ {guard.group(1)}<<<kl_grid, kl_block, kl_shmem>>>\(", source)
 
@@ -107,9 +111,9 @@ def test_the_guard_evaluates_the_configuration_once_and_keeps_the_stream():
     assert text.count("grid_of(n)") == 1
     assert text.index("const dim3 kl_grid") < text.index("if (")
     assert "&& (n > 0)) { run(); } else { k<float><<<kl_grid, kl_block, kl_shmem, stream>>>(a, n); } }" in text
-    assert "kl_attributes_new" not in text
-    new = legal_launch("k2", "dim3(4)", "dim3(64)", "kl_shmem", "kl_attributes_new")
-    assert "cudaFuncAttributes kl_attributes_new;" in guarded(base, "run();", [new])
+    assert text.count("kl_kernel_takes(") == 1
+    new = legal_launch("k2", "dim3(4)", "dim3(64)", "kl_shmem")
+    assert guarded(base, "run();", [new]).count("kl_kernel_takes(") == 2
 
 
 def test_the_row_tier_keeps_the_baselines_kernel_for_its_fallback():
@@ -118,6 +122,6 @@ def test_the_row_tier_keeps_the_baselines_kernel_for_its_fallback():
     proposal = _first_proposal(source).source
     assert "naive_softmax_kernel_kl_rewritten<<<" in proposal
     assert "__global__ void naive_softmax_kernel(" in proposal  # the baseline's, kept
-    assert "cudaFuncGetAttributes(&kl_attributes_new, naive_softmax_kernel_kl_rewritten)" in proposal
+    assert "kl_kernel_takes((const void*)naive_softmax_kernel_kl_rewritten, " in proposal
     assert "<= 2147483647LL" in proposal  # the rewrite's grid fits a launch
     assert re.search(r"else \{ naive_softmax_kernel<<<kl_grid, kl_block, kl_shmem>>>\(", proposal)

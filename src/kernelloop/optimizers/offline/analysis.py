@@ -326,7 +326,8 @@ def names_the_rewrite_adds(editable: str, preamble: str, harness: str, source: s
 # CUDA's built-in variables and the types and runtime names the rewrites write themselves
 _BUILTIN_VARIABLES = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
 _RELIED_NAMES = _BUILTIN_VARIABLES | frozenset({"dim3", "uint3", "size_t",
-                           "cudaFuncAttributes", "cudaFuncGetAttributes", "cudaSuccess", "static_assert",
+                           "cudaFuncAttributes", "cudaFuncGetAttributes", "cudaGetDevice", "cudaSuccess",
+                           "static_assert",
                            "decltype", "sizeof", "signed", "unsigned", "char", "short", "int", "long", "float",
                            "double", "bool", "const", "constexpr", "true", "false", "void", "auto", "struct",
                            "template", "class", "typename", "static", "if", "else", "for", "return"})
@@ -345,7 +346,8 @@ def _relied_on(name: str) -> bool:
 # The names the tiers' rewrites make up begin so (`kl_lane`, `kl_number`, `KlT`).
 _MADE_UP = re.compile(r"(?:kl|Kl|KL)_|Kl[A-Z]")
 # The helpers a rewrite defines before the program's own code: named by the program, they may be its own.
-_TIER_HELPERS = frozenset({"kl_number", "kl_integer", "kl_same_type", "kl_lib", "KlT", "KlA", "KlB"})
+_TIER_HELPERS = frozenset({"kl_number", "kl_integer", "kl_same_type", "kl_lib", "kl_kernel_takes", "KlT", "KlA",
+                           "KlB"})
 
 
 def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:

@@ -18,7 +18,7 @@ from ...program.scanner import in_scope, normalized, preprocessed, strip_comment
 from .cparse import identifiers
 from .families import BY_NAME
 from .families.base import Config, Match
-from .launch_guard import baseline_launch, guarded
+from .launch_guard import attributes_helper, baseline_launch, guarded
 from .launcher import EditablePart
 from .syntax import to_c
 from .templates import Template
@@ -73,6 +73,7 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     body = template.render(values)
     if match.placeholders.get("_HELPERS"):  # code the family adds beside the template (an operand's copy)
         body = f"{body.rstrip()}\n{match.placeholders['_HELPERS']}"
+    body = f"{body.rstrip()}\n\n{attributes_helper()}"  # what the launch guard calls (launch_guard), renamed below
     prefix = _prefix([editable, preamble, harness])  # the harness's kernels must not be shadowed either
     if prefix != "kl_":
         body = re.sub(r"\bkl_", prefix, body)

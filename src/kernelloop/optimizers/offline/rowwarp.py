@@ -41,7 +41,7 @@ from ...program.macros import program_macros
 from ...program.scanner import Item, function_name, in_scope, preprocessed, split_top_level, strip_comments, without_literals
 from .cparse import Param
 from .facts import ATOMICS, SIDE_EFFECT_FREE, Access, Binding, KernelFacts, collect_facts, integer_of, is_floating_type
-from .launch_guard import BaselineLaunch, baseline_launch, guarded, legal_launch
+from .launch_guard import BaselineLaunch, attributes_helper, baseline_launch, guarded, legal_launch
 from .launcher import (
     EditablePart,
     Function,
@@ -1274,10 +1274,9 @@ class LaunchSite:
         base = baseline_launch(body[l_start:l_end])
         launched = renamed + (f"<{launch.targs}>" if launch.targs else "")
         statement, grid, block, conditions, *declarations = new_launch(base, launched)
-        launch_text = guarded(base, statement, [*conditions, legal_launch(launched, grid, block, base.shmem,
-                                                                            "kl_attributes_new")],
+        launch_text = guarded(base, statement, [*conditions, legal_launch(launched, grid, block, base.shmem)],
                               declarations="".join(declarations))
-        prologue = []
+        prologue = [attributes_helper()]  # what the guard calls, defined once before the part's code
         if self.verified_instantiation is not None:
             launch_text = f"if constexpr ({self.verified_instantiation}) {{ {launch_text} }} else {{ {body[l_start:l_end]} }}"
             prologue.append(_SAME_TYPE)
