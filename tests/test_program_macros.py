@@ -167,3 +167,26 @@ def test_only_kernelloops_own_include_guards_are_read_as_entered():
     own = program_macros("#ifndef KL_PRAGMA_ONCE_0123456789abcdef\n#define KL_PRAGMA_ONCE_0123456789abcdef\n"
                          "#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))\n#endif\n")
     assert "CEIL_DIV" in own.defined
+
+
+def test_a_macro_set_aside_by_push_and_pop_macro_around_directives_is_given_back():
+    # kept-aside set 22's orientation histogram: init sets NUM_BINS aside around the harness's headers
+    # (push_macro, #undef, the includes, pop_macro) and main counts the histogram in NUM_BINS; read as
+    # uncertain, every statement of main naming it was unreadable and the lambda's launcher "bound by the
+    # frozen code": init's own program refused
+    aside = '#define NUM_BINS 8\n#pragma push_macro("NUM_BINS")\n#undef NUM_BINS\n#include <x.h>\n'
+    after = program_macros(aside + '#pragma pop_macro("NUM_BINS")\n')
+    assert after.defined["NUM_BINS"].body == "8" and "NUM_BINS" not in after.uncertain
+    between = program_macros(aside, later='#pragma pop_macro("NUM_BINS")\n')  # code in the headers' stretch
+    assert "NUM_BINS" not in between
+    # the preprocessor gives it back whatever happened in between: certain only where nothing but directives stood
+    # there (read as one text, code between would be judged with the definition it did not see)
+    for middle in ("int NUM_BINS = 3;\n", "#define NUM_BINS 9\nint k = NUM_BINS;\n"):
+        assert "NUM_BINS" in program_macros(aside + middle + '#pragma pop_macro("NUM_BINS")\n').uncertain
+    # pushed or popped under a condition, popped without a push, set aside while uncertain: uncertain
+    for text in ('#if X\n' + aside + '#endif\n#pragma pop_macro("NUM_BINS")\n',
+                 aside + '#if X\n#pragma pop_macro("NUM_BINS")\n#endif\n',
+                 '#define NUM_BINS 8\n#pragma pop_macro("NUM_BINS")\n',
+                 '#define NUM_BINS 8\n#if Y\n#define NUM_BINS 9\n#endif\n' + aside[len('#define NUM_BINS 8\n'):]
+                 + '#pragma pop_macro("NUM_BINS")\n'):
+        assert "NUM_BINS" in program_macros(text).uncertain, text

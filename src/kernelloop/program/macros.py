@@ -6,7 +6,8 @@ syntax reads its expansion instead. This expands only what it can expand as the 
 would, and says so (None) for anything else: callers fail closed on None. Which definition is
 in force where is read only in the plain case: a name defined once, outside any conditional
 group (kernelloop's own include guards aside), before the code that uses it. A name defined twice, undefined
-somewhere, defined inside `#if`/`#ifdef` (the compiler may skip it: red team round 103, a
+somewhere (but between `#pragma push_macro` and `pop_macro` around directives only, as init sets
+the program's macros aside around its headers), defined inside `#if`/`#ifdef` (the compiler may skip it: red team round 103, a
 `#define mark_pending(r) cudaSuccess` under `#if !REDUCE_MARKERS`) or defined after the code is
 uncertain; so are token pasting and a macro that never stops expanding.
 """
@@ -28,6 +29,9 @@ _BRANCH = re.compile(r"^[ \t]*#[ \t]*(?:else|elif|elifdef|elifndef)\b")
 # any other condition: a header or a build flag may define X (red team round 104: CUDART_VERSION).
 _OWN_GUARD = re.compile(r"KL_PRAGMA_ONCE_[0-9a-f]+")
 _DIRECTIVE = re.compile(r"^[ \t]*#")
+# `#pragma push_macro("X")` ... `#undef X` ... `#pragma pop_macro("X")`: how init sets the program's macros aside
+# around the harness's headers (a macro N would expand inside them); after the pop X is what it was before the push
+_PUSH_POP = re.compile(r'^[ \t]*#[ \t]*pragma[ \t]+(push|pop)_macro[ \t]*\([ \t]*"([A-Za-z_]\w*)"[ \t]*\)[ \t]*$')
 # Preprocessing tokens: a raw string whole (a macro's name inside one is text: red team round 152),
 # string and character literals with their encoding prefix and user-defined suffix (`L"ab"` and
 # `"ab"_n` are one token each, whatever macros L or _n name: round 153), names, pp-numbers (`1e+E`
@@ -110,7 +114,29 @@ def program_macros(*texts: str, later: str = "") -> Macros:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
     depth = 0  # conditional groups open, include guards aside
     guards: list[bool] = []
-    for k, (_, line) in enumerate(directives):
+    # name -> (line, definition, uncertain) of each open push_macro, outside any conditional group
+    pushed: dict[str, list[tuple[int, Macro | None, bool]]] = {}
+    for k, (i, line) in enumerate(directives):
+        if m := _PUSH_POP.match(line):
+            name = m.group(2)
+            if m.group(1) == "push" and depth == 0:
+                pushed.setdefault(name, []).append((i, defined.get(name), name in uncertain))
+            elif m.group(1) == "pop" and depth == 0 and pushed.get(name):
+                # the pushed definition back, whatever happened since: certain where it was, and where the pushed
+                # stretch holds only directives (init's headers); code there read X otherwise than code after
+                start, macro, was_uncertain = pushed[name].pop()
+                if macro is None:
+                    defined.pop(name, None)
+                else:
+                    defined[name] = macro
+                quiet = all(not text.strip() or _DIRECTIVE.match(text) for text in lines[start + 1:i])
+                if was_uncertain or not quiet:
+                    uncertain.add(name)
+                else:
+                    uncertain.discard(name)
+            else:  # a push or pop under a condition, or a pop with nothing pushed
+                uncertain.add(name)
+            continue
         if m := _OPEN.match(line):
             # kernelloop's own include guard (`#ifndef KL_PRAGMA_ONCE_... / #define` it): entered once
             following = _DEFINE.match(directives[k + 1][1]) if k + 1 < len(directives) else None
@@ -129,7 +155,10 @@ def program_macros(*texts: str, later: str = "") -> Macros:
                 depth -= 0 if guards.pop() else 1
             continue
         if m := _UNDEF.match(line):
-            uncertain.add(m.group(1))
+            if depth == 0 and pushed.get(m.group(1)):  # set aside until its pop_macro: undefined for sure till then
+                defined.pop(m.group(1), None)
+            else:
+                uncertain.add(m.group(1))
             continue
         m = _DEFINE.match(line)
         if m is None:
