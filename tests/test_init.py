@@ -471,3 +471,58 @@ def test_a_bool_flag_given_anything_but_true_or_false_is_one_clear_error():
     spec = InitSpec(values={"n": ["1048576", "1000"], "shift": ["yes"], "a": ["1.5"]}, roles={"y": "output"})
     with pytest.raises(InputError, match="shift is a bool: give true or false"):
         generate(_FLAG_KERNEL, spec, "flag.cu")
+
+
+# CUDA samples' order: the helpers declared first, the sizes defined after them, then the helpers'
+# bodies, the kernel (kept-aside set 23's spectrum product, written afresh).
+SAMPLES_ORDER = """#include <cstdio>
+#include <cuda_runtime.h>
+typedef float2 Cplx;
+static __device__ __host__ inline Cplx cmul(Cplx, Cplx);
+
+#define BLOCK_SIZE 128
+#define TILE (BLOCK_SIZE / 32)
+
+static __device__ __host__ inline Cplx cmul(Cplx a, Cplx b) {
+  Cplx c; c.x = a.x * b.x - a.y * b.y; c.y = a.x * b.y + a.y * b.x; return c;
+}
+
+static const char* kNames[] = {"product"};  // host data the kernels never read
+
+__global__ void product(const Cplx* a, const Cplx* b, Cplx* c, int n) {
+  __shared__ Cplx staged[BLOCK_SIZE];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  staged[threadIdx.x] = i < n ? cmul(a[i], b[i]) : Cplx{0.f, 0.f};
+  __syncthreads();
+  if (i < n) c[i] = staged[threadIdx.x];
+}
+
+int main() {
+  int n = 1 << 20;
+  Cplx *a, *b, *c;
+  cudaMalloc(&a, n * sizeof(Cplx)); cudaMalloc(&b, n * sizeof(Cplx)); cudaMalloc(&c, n * sizeof(Cplx));
+  product<<<(n + BLOCK_SIZE - 1) / BLOCK_SIZE, BLOCK_SIZE>>>(a, b, c, n);
+  printf("%s\\n", kNames[0]);
+  return 0;
+}
+"""
+
+
+@pytest.mark.nvcc
+def test_a_macro_defined_between_the_editable_code_reaches_the_generated_launcher():
+    # The generated launcher stands after the last kernel and uses the file's BLOCK_SIZE, which the file
+    # defines after a prototype init puts in the editable part: it went below the markers and the editable
+    # part did not compile ("identifier BLOCK_SIZE is undefined"). Frozen code before the last kernel goes
+    # above (but for what names the editable code, which the harness may not name either).
+    spec = InitSpec(kernel="product", values={"n": ["1048576", "100003"]}, counts={"a": "n", "b": "n", "c": "n"},
+                    roles={"c": "output"}, grid="(n + BLOCK_SIZE - 1) / BLOCK_SIZE", block="BLOCK_SIZE")
+    program = generate(SAMPLES_ORDER, spec, "samples_order.cu").program
+    begin, end = program.index("// kernelloop: editable begin"), program.index("// kernelloop: editable end")
+    assert program.index("#define BLOCK_SIZE 128") < begin and program.index("#define TILE") < begin
+    assert program.index("static const char* kNames[]") < begin
+    split = split_program(program, "samples_order_kl.cu")
+    from kernelloop.verify.gate import static_gates
+    result = static_gates(split, split.editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok and result.violations == [], \
+        [v.describe() for v in result.violations] or result.candidate.log[-2000:]

@@ -33,7 +33,7 @@ WHY = {
 # written after the round, one or more per class (own/gen.py writes them); eight of the eleven were accepted before
 OWN = {
     "addressof.cu": "computes `&cursor` on cursor",
-    "asm_label.cu": "which the frozen code declares elsewhere than the editable part defines it, or under another symbol",  # round 285: its asm label
+    "asm_label.cu": "its frozen code gives a symbol its own name",  # round 287: its asm label (285: its place)
     "cast.cu": "h.run lambda",
     "conditional.cu": "computes `++(n > 0 ? *cp : *cp)`",
     "default_macro.cu": "default argument (int tapped = KL_TAPPED)",

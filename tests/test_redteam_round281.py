@@ -33,7 +33,7 @@ OWN = {
     "paste_in_ifndef.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines",
     "paste_indirect.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines",
     "paste_overload.cu": "calls launch_reduce_sum, which the editable part does not define (the frozen code defines",
-    "paste_prototype.cu": "which the frozen code declares elsewhere than the editable part defines it, or under another symbol",  # round 285: its asm label
+    "paste_prototype.cu": "its frozen code gives a symbol its own name",  # round 287: its asm label (285: its place)
     "paste_uncertain.cu": "pastes names together in macros that cannot be read for sure",
     "run_derived.cu": "names run as `run(f, o)`",
     "run_member_pointer.cu": "names run as `run<decltype(timed)>`",

@@ -673,10 +673,13 @@ class _Call:
 
 def _needed_above(frozen: list[Item], cut: int, editable: list[Item]) -> list[Item]:
     """The frozen items that go above the markers (the preamble, compiled with the editable part):
-    those before `cut`, except host functions nothing editable needs (a CPU reference, a
+    those before `cut` that name no editable function, except host functions nothing editable needs (a CPU reference, a
     validation helper), which go below: in the preamble they would be compiled into the
     editable object, whose host code is scanned as the candidate's."""
-    before = [i for i in frozen if i.start < cut]
+    names = {n for i in editable if (n := function_name(i))}
+    # an item between editable ones that names their code stays below (above it, the name is not declared yet)
+    before = [i for i in frozen if i.start < cut and not any(
+        re.search(rf"\b{re.escape(n)}\b", without_literals(strip_comments(i.text))) for n in names)]
     functions = [i for i in before if i.is_function_definition]
     needed = "\n".join(i.text for i in [*editable, *before] if i not in functions)
     kept: list[Item] = []
@@ -754,9 +757,11 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
         lines.append(f"// {source_name}'s {', '.join(left)} {'was' if len(left) == 1 else 'were'} left out: "
                      "the harness below replaces it.")
     lines.append("")
-    # Frozen code the callee may use comes before the markers: everything above the first kernel,
-    # and with a launcher of the file's own, everything above the launcher too.
-    cut = device[0].start if call.item is None else call.item.start
+    # Frozen code the callee may use comes before the markers: everything above the last kernel (a
+    # generated launcher follows it), and with a launcher of the file's own, everything above the launcher
+    # too. Not only above the first: CUDA samples declare their helpers first and define the block size
+    # after (kept-aside set 23: `#define BLOCK_SIZE` between the prototypes and the kernel).
+    cut = max(i.start for i in [*device, *([call.item] if call.item else [])])
     above = _needed_above(frozen, cut, [*device, *([call.item] if call.item else [])])
     lines += [in_scope(i) for i in above]
     lines += ["", "// kernelloop: editable begin"]

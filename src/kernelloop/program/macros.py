@@ -84,13 +84,20 @@ def macro_body_words(*texts: str) -> set[str]:
 def pasting_macros(*texts: str) -> set[str]:
     """The macros of the texts, in any conditional group, whose expansion may paste tokens together: a `##` in
     their body or in the body of a macro they name (a name made so appears nowhere in the text)."""
+    return macros_writing({"##", "%:%:"}, *texts)
+
+
+def macros_writing(words: set[str], *texts: str) -> set[str]:
+    """The macros of the texts, in any conditional group, whose expansion may write one of WORDS (tokens): in
+    their body or in the body of a macro they name."""
     code = preprocessed("\n".join(texts)).replace("%:", "#")
     bodies: dict[str, set[str]] = {}
     pasting: set[str] = set()
     for line in code.split("\n"):
         if m := _DEFINE.match(line):
-            bodies.setdefault(m.group(1), set()).update(_tokens(m.group(3)))
-            if "##" in m.group(3) or "%:%:" in m.group(3):
+            body = _tokens(m.group(3))
+            bodies.setdefault(m.group(1), set()).update(body)
+            if words & set(body) or any(w in m.group(3) for w in words if not re.fullmatch(r"\w+", w)):
                 pasting.add(m.group(1))
     grown = True
     while grown:

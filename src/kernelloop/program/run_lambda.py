@@ -47,7 +47,7 @@ import re
 from tree_sitter import Node
 
 from .cuda_tree import Source, first_error, walk
-from .macros import expand, macro_body_words, pasting_macros, program_macros
+from .macros import expand, macro_body_words, macros_writing, pasting_macros, program_macros
 from .plain_values import PLAIN_TYPES, Plainness, constant, number_field
 from .scopes import DIRECTIVES, Binding, Scopes, bound_names, declarator_names
 
@@ -198,9 +198,12 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
             return read
         bodies.append(read)
     expansions = _expansions((src, *([preamble] if preamble is not None else [])), macros_at,
-                             pasting_macros(preamble_text, harness))
+                             pasting_macros(preamble_text, harness), macros_writing(_RENAMING, preamble_text, harness))
     if isinstance(expansions, str):
         return expansions
+    if problem := _renamed_symbol((src, *([preamble] if preamble is not None else []), *expansions),
+                                  preamble_text + harness):
+        return problem
     part_functions = _editable_functions(macro_texts[1]) if len(macro_texts) > 1 else set(editable_names)
     for where in (src, *([preamble] if preamble is not None else []), *expansions):
         if problem := _other_run(where, where is src or where in expansions, part_functions):
@@ -245,13 +248,47 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
 
 
 
-def _expansions(sources, macros_at, pasting: set[str]) -> tuple[Source, ...] | str:
+# What gives a symbol another name than its C++ one: an asm label, a file-scope `asm` (`.set`), an alias
+# attribute, `#pragma redefine_extname`. Frozen code written so can define the part's symbol (red team round
+# 287): the timed call's `launch(...)` is then frozen code, whatever the lambda reads like.
+_RENAMING = {"asm", "__asm", "__asm__", "alias", "__alias__", "weakref", "__weakref__", "ifunc", "__ifunc__",
+             "symver", "__symver__", "weak", "__weak__", "redefine_extname"}
+_RENAMING_ATTRIBUTES = _RENAMING - {"asm", "__asm", "__asm__", "redefine_extname"}
+
+
+def _renamed_symbol(frozen: tuple[Source, ...], raw: str) -> str | None:
+    """Why the frozen code (as written and macros expanded) names a symbol otherwise than C++ does, or None.
+    An `asm` statement inside a function body (inline PTX in a device helper) is code, not a name."""
+    if "redefine_extname" in raw:
+        return "its frozen code renames symbols (#pragma redefine_extname): what its calls link to cannot be read"
+    for where in frozen:
+        for node in walk(where.root):
+            if node.type == "gnu_asm_expression":
+                up = node.parent
+                statement = up is not None and up.type == "expression_statement" and any(
+                    a.type == "compound_statement" and a.parent is not None and a.parent.type in (
+                        "function_definition", "lambda_expression") for a in _ancestors(node))
+                if not statement:
+                    return f"its frozen code gives a symbol its own name or defines one in assembly " \
+                           f"(`{' '.join(where.text_of(up or node).split())[:60]}`): the part's functions could " \
+                           "be frozen code at the link"
+            elif node.type in ("attribute_specifier", "attribute", "attribute_declaration", "ms_declspec_modifier") \
+                    and (named := {where.text_of(n) for n in walk(node) if n.type == "identifier"}
+                         & _RENAMING_ATTRIBUTES):
+                return f"its frozen code declares a symbol with the attribute {sorted(named)[0]} " \
+                       f"(`{' '.join(where.text_of(node).split())[:60]}`): the part's functions could be frozen " \
+                       "code at the link"
+    return None
+
+
+def _expansions(sources, macros_at, pasting: set[str], renaming: set[str] = frozenset()) -> tuple[Source, ...] | str:
     """Each top-level item of the frozen SOURCES that names one of the program's macros, as the compiler reads it:
     expanded with the macros in force there. The walks over the frozen code's declarations read these too (round
     281: a name pasted together, `KL_DECL(launch_reduce, _sum)`, declared a frozen function named like the launcher
     that no walk of the written text saw). An item that cannot be expanded for sure is read as written (the scope
     lookup takes it to bind any name its text or a macro body writes), unless one of its macros pastes tokens
-    (PASTING): then it could declare any name, and why is returned."""
+    (PASTING): then it could declare any name, and why is returned; so where one writes an asm label or an alias
+    (RENAMING), which only the expanded text shows."""
     found = []
     for where in sources:
         items = list(where.root.named_children)
@@ -274,6 +311,9 @@ def _expansions(sources, macros_at, pasting: set[str]) -> tuple[Source, ...] | s
             elif named & pasting:
                 return f"its frozen code pastes names together in macros that cannot be read for sure " \
                        f"({' '.join(text.split())[:60]}), so what its timed call runs cannot be told"
+            elif named & renaming:  # an asm label or an alias in a macro: _renamed_symbol reads expansions only
+                return f"its frozen code names a symbol through macros that cannot be read for sure " \
+                       f"({' '.join(text.split())[:60]}), so what its calls link to cannot be told"
     return tuple(found)
 
 

@@ -46,6 +46,7 @@ from ..tools.nvcc import (
     preprocess_unit,
 )
 from ..tools.sandbox import Limits, describe_isolation
+from ..tools.symbols import bare_name, demangle
 from ..tools.sanitizer import (
     BOUNDS_PADDING_BYTES,
     MEMCHECK_EXIT_CODE,
@@ -808,6 +809,25 @@ def default_stream_declared(build_flags: tuple[str, ...]) -> bool:
     return any(re.match(r"--?default-stream\b", f) or "CUDA_API_PER_THREAD_DEFAULT_STREAM" in f for f in build_flags)
 
 
+def _refuse_frozen_part_symbols(base_build: BuildResult, baseline_name: str, part_functions: list[str]) -> None:
+    """The harness's object must import the part's functions, never define them: the build keeps global only
+    what the harness leaves undefined, so a symbol of the part's it defines itself (an asm label, an alias, a
+    `.set`, an `extern "C"` function named like the mangled symbol) makes the link call frozen code where the
+    lambda names the part, and quietly localizes the part's own (red team round 287). Read from the objects,
+    whatever spelling made the symbol."""
+    editable, harness = base_build.editable_symbols, base_build.harness_symbols
+    if editable is None or harness is None:
+        return
+    names = set(part_functions) - {""}
+    both = sorted(s for s in set(harness.defined_global) & set(editable.defined_global)
+                  if s not in editable.defined_weak and not s.startswith("DW.ref."))
+    for symbol, readable in zip(both, demangle(both)):
+        if bare_name(readable) in names:
+            raise InputError(f"{baseline_name}: the frozen code defines {readable}, a function of the editable part's "
+                             "(the same symbol): the timed call would run it instead of the part's; in contract v2 the "
+                             "harness only declares the part's functions")
+
+
 def _refuse_host_results(base_build: BuildResult, baseline_name: str, c_signatures: dict[str, str]) -> None:
     """In contract v2 a result is a harness buffer, compared element by element; a baseline whose
     launcher hands one back through host memory the harness can read (an out-pointer or reference
@@ -854,6 +874,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         raise InputError(f"{baseline_name}: the baseline does not build under the kernelloop contract "
                          f"({base_build.stage}): {compiler_error(base_build.log)}")
     if split.is_v2 and base_build.editable_object is not None:
+        _refuse_frozen_part_symbols(base_build, baseline_name, split.exported_names)
         _refuse_host_results(base_build, baseline_name, c_linkage_signatures(split, base_build.kept_global))
     violations = policy.scan_source(editable, policy.defined_macros(split.preamble))
     if violations:
