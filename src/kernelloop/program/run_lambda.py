@@ -49,6 +49,7 @@ from tree_sitter import Node
 from .cuda_tree import Source, first_error, walk
 from .macros import expand, macro_body_words, macros_writing, pasting_macros, program_macros
 from .plain_values import PLAIN_TYPES, Plainness, constant, number_field
+from .scanner import strip_comments, without_literals
 from .scopes import DIRECTIVES, Binding, Scopes, bound_names, declarator_names
 
 # node types a lambda body may hold besides the calls it makes (each checked below)
@@ -201,7 +202,7 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
                              pasting_macros(preamble_text, harness), macros_writing(_RENAMING, preamble_text, harness))
     if isinstance(expansions, str):
         return expansions
-    if problem := _renamed_symbol((src, *([preamble] if preamble is not None else []), *expansions),
+    if problem := _frozen_escape((src, *([preamble] if preamble is not None else []), *expansions),
                                   preamble_text + harness):
         return problem
     part_functions = _editable_functions(macro_texts[1]) if len(macro_texts) > 1 else set(editable_names)
@@ -256,14 +257,23 @@ _RENAMING = {"asm", "__asm", "__asm__", "alias", "__alias__", "weakref", "__weak
 _RENAMING_ATTRIBUTES = _RENAMING - {"asm", "__asm", "__asm__", "redefine_extname"}
 
 
-def _renamed_symbol(frozen: tuple[Source, ...], raw: str) -> str | None:
-    """Why the frozen code (as written and macros expanded) names a symbol otherwise than C++ does, or None.
-    An `asm` statement inside a function body (inline PTX in a device helper) is code, not a name."""
+def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
+    """Why the frozen code (as written and macros expanded) names a symbol otherwise than C++ does, or makes a
+    system call of its own, or None. An `asm` statement inside a function body (inline PTX in a device helper) is
+    code, not a name. A system call (`syscall(SYS_clone, ...)`, a `syscall` instruction) starts what the harness
+    object's imports do not show (round 288: threads, signal handlers and timers beside the timed calls, which
+    gate.frozen_link_problem refuses by import)."""
     if "redefine_extname" in raw:
         return "its frozen code renames symbols (#pragma redefine_extname): what its calls link to cannot be read"
+    if re.search(r"\b(?:__)?syscall\b", without_literals(strip_comments(raw))):
+        return "its frozen code makes system calls of its own (syscall): what they start beside the timed calls " \
+               "cannot be read"
     for where in frozen:
         for node in walk(where.root):
             if node.type == "gnu_asm_expression":
+                if re.search(r"\b(?:syscall|sysenter|svc)\b|\bint\s*\$?0x80\b", where.text_of(node)):
+                    return "its frozen code makes system calls of its own (an asm syscall): what they start " \
+                           "beside the timed calls cannot be read"
                 up = node.parent
                 statement = up is not None and up.type == "expression_statement" and any(
                     a.type == "compound_statement" and a.parent is not None and a.parent.type in (
@@ -352,7 +362,8 @@ def _part_reaches_frozen(editable: Source, preamble: Source | None, harness: tup
         items = []
         for item in src.root.named_children:
             body = item.child_by_field_name("body") if item.type == "linkage_specification" else None
-            items += body.named_children if body is not None else [item]
+            # `extern "C" { ... }` holds a list; `extern "C" float f(...) {...}` one definition (round 288)
+            items += [item] if body is None else body.named_children if body.type == "declaration_list" else [body]
         for node in items:
             if node.type != "function_definition" or (d := node.child_by_field_name("declarator")) is None or any(
                     c.type == "storage_class_specifier" and src.text_of(c) == "static" for c in node.children):

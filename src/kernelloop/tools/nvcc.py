@@ -316,6 +316,50 @@ def object_symbols(obj: Path) -> ObjectSymbols:
                          defined_weak=sorted(set(weak)), defined_data=sorted(set(data)))
 
 
+# The libraries a program links (nvcc's link line: the CUDA runtime, librt, libpthread, libdl; g++'s: the C and
+# C++ libraries, libm, libgcc).
+_LINKED_LIBRARIES = ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "librt.so.1", "libpthread.so.0",
+                     "libdl.so.2")
+
+
+@lru_cache(maxsize=4)
+def library_symbols(nvcc: Path) -> frozenset[str]:
+    """Every symbol the libraries a program built by NVCC links define (shared ones' dynamic tables, the static
+    CUDA runtime's archive): a program's own strong definition of one replaces the library's for every caller,
+    the runtime's internal calls included. Empty where none can be read (callers fail closed on what they can)."""
+    paths: list[str] = []
+    for name in _LINKED_LIBRARIES:
+        try:
+            found = subprocess.run(["g++", f"-print-file-name={name}"], capture_output=True, text=True,
+                                   timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if found and os.path.isabs(found) and os.path.exists(found):
+            paths.append(found)
+    try:  # nvcc's own link line names the folders of libcudart_static.a
+        dry = subprocess.run([str(nvcc), "--dryrun", "-o", "kl_probe", "kl_probe.o"], capture_output=True, text=True,
+                             timeout=60)
+        folders = re.findall(r'"-L([^"]+)"|-L(\S+)', dry.stdout + dry.stderr)
+    except (OSError, subprocess.SubprocessError):
+        folders = []
+    for folder in dict.fromkeys(a or b for a, b in folders):
+        archive = Path(folder) / "libcudart_static.a"
+        if archive.exists():
+            paths.append(str(archive))
+            break
+    symbols: set[str] = set()
+    for path in paths:
+        dynamic = ["--dynamic"] if ".so" in Path(path).name else []
+        try:
+            out = subprocess.run(["nm", "-P", "-g", "--defined-only", *dynamic, path], capture_output=True, text=True,
+                                 timeout=120).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        symbols.update(line.split()[0].split("@")[0] for line in out.splitlines() if line.strip()
+                       and not line.endswith(":"))
+    return frozenset(symbols)
+
+
 HARNESS_HEADER = Path(__file__).resolve().parent.parent / "harness" / "kernelloop_harness.cuh"
 # The trusted header's kernels (input fill, gather, guard check, probes) live in namespace kl.
 HARNESS_KERNEL_PREFIX = "_ZN2kl"

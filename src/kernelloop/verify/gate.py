@@ -43,6 +43,7 @@ from ..tools.nvcc import (
     compiler_error,
     find_toolchain,
     host_pass,
+    library_symbols,
     preprocess_unit,
 )
 from ..tools.sandbox import Limits, describe_isolation
@@ -809,23 +810,64 @@ def default_stream_declared(build_flags: tuple[str, ...]) -> bool:
     return any(re.match(r"--?default-stream\b", f) or "CUDA_API_PER_THREAD_DEFAULT_STREAM" in f for f in build_flags)
 
 
-def _refuse_frozen_part_symbols(base_build: BuildResult, baseline_name: str, part_functions: list[str]) -> None:
-    """The harness's object must import the part's functions, never define them: the build keeps global only
-    what the harness leaves undefined, so a symbol of the part's it defines itself (an asm label, an alias, a
-    `.set`, an `extern "C"` function named like the mangled symbol) makes the link call frozen code where the
-    lambda names the part, and quietly localizes the part's own (red team round 287). Read from the objects,
-    whatever spelling made the symbol."""
-    editable, harness = base_build.editable_symbols, base_build.harness_symbols
+# What frozen code may not start: code that runs beside or inside the timed calls without being called from the
+# lambda (red team round 288: a thread copying scratch to the host while the calls ran; a SIGALRM handler and an
+# interval timer running frozen code on the main thread inside them), or that reaches code no scan reads (a library
+# loaded by name, a raw system call). Read from the harness object's imports: what the trusted header imports
+# itself (`syscall`, for mseal) is refused in the frozen source instead (frozen_source_problem).
+_FROZEN_FORBIDDEN_IMPORT = re.compile(
+    r"(?:pthread_create|thrd_create|pthread_kill|tgkill|signal|__sysv_signal|bsd_signal|sigset|ssignal|sigaction|"
+    r"sigqueue|raise|kill|killpg|setitimer|alarm|ualarm|timer_create|timer_settime|timerfd_create|timerfd_settime|"
+    r"fork|vfork|_Fork|clone|clone3|posix_spawnp?|system|popen|exec[lv]p?e?|execvpe|fexecve|dlopen|dlmopen|dlsym|"
+    r"dlvsym|aio_read|aio_write|lio_listio|mq_notify|getaddrinfo_a|cudaLaunchHostFunc(?:_ptsz)?|"
+    r"cudaStreamAddCallback(?:_ptsz)?|cuLaunchHostFunc(?:_ptsz)?|cuStreamAddCallback(?:_ptsz)?|GOMP_\w+|"
+    r"__kmpc_\w+|omp_\w+)(?:@.*)?")
+_FROZEN_FORBIDDEN_DEMANGLED = re.compile(r"\bstd::(?:thread|jthread)::_M_start_thread\b|\bstd::async\b")
+
+
+def frozen_link_problem(build: BuildResult, part_functions: list[str], library: frozenset[str] = frozenset()) -> str | None:
+    """Why the linked program would run frozen code where the editable part's runs, or beside it, read from the
+    two objects whatever spelling made it; None when nothing. The build keeps global only what the harness leaves
+    undefined, so (round 287) a symbol of the part's that the harness's object defines itself (an asm label, an
+    alias, a `.set`, an `extern "C"` function named like the mangled symbol) makes the lambda's call run frozen
+    code and quietly localizes the part's own; (round 288) a symbol the part imports that the harness's object
+    defines (a frozen `log2f` before libm's) runs frozen code inside the part's own call, and so does a strong
+    definition of any LIBRARY symbol (the C, C++ and CUDA runtime libraries' own calls, from inside the part's
+    `cudaMemsetAsync`, reach it); and frozen code that starts a thread, a signal handler, a timer, a process or a
+    stream callback runs beside the calls."""
+    editable, harness = build.editable_symbols, build.harness_symbols
     if editable is None or harness is None:
-        return
+        return None
     names = set(part_functions) - {""}
     both = sorted(s for s in set(harness.defined_global) & set(editable.defined_global)
                   if s not in editable.defined_weak and not s.startswith("DW.ref."))
     for symbol, readable in zip(both, demangle(both)):
         if bare_name(readable) in names:
-            raise InputError(f"{baseline_name}: the frozen code defines {readable}, a function of the editable part's "
-                             "(the same symbol): the timed call would run it instead of the part's; in contract v2 the "
-                             "harness only declares the part's functions")
+            return f"the frozen code defines {readable}, a function of the editable part's (the same symbol): the " \
+                   "timed call would run it instead of the part's; in contract v2 the harness only declares the " \
+                   "part's functions"
+    taken = sorted(set(editable.undefined) & set(harness.defined_global))
+    for symbol, readable in zip(taken, demangle(taken)):
+        return f"the frozen code defines {readable}, which the editable part's code calls (from a library or " \
+               "elsewhere): the link would run the frozen one inside the part's calls; the part may call only its " \
+               "own code, the preamble's and libraries'"
+    replaced = sorted((set(harness.defined_global) - set(harness.defined_weak)) & library)
+    for symbol, readable in zip(replaced, demangle(replaced)):
+        return f"the frozen code defines {readable}, a function of the C, C++ or CUDA runtime libraries: every call " \
+               "of it, the part's and the libraries' own inside the part's calls, would run the frozen one"
+    imports = sorted(harness.undefined)
+    for symbol, readable in zip(imports, demangle(imports)):
+        if _FROZEN_FORBIDDEN_IMPORT.fullmatch(symbol) or _FROZEN_FORBIDDEN_DEMANGLED.search(readable):
+            return f"the frozen code uses {readable.split('(')[0]}: a thread, a signal handler, a timer, a process, " \
+                   "a loaded library or a stream callback runs code beside or inside the timed calls that no check " \
+                   "reads; in contract v2 the harness runs on one thread, calling the part from its h.run lambda"
+    return None
+
+
+def _refuse_frozen_link_routes(base_build: BuildResult, baseline_name: str, part_functions: list[str],
+                               library: frozenset[str]) -> None:
+    if problem := frozen_link_problem(base_build, part_functions, library):
+        raise InputError(f"{baseline_name}: {problem}")
 
 
 def _refuse_host_results(base_build: BuildResult, baseline_name: str, c_signatures: dict[str, str]) -> None:
@@ -874,7 +916,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
         raise InputError(f"{baseline_name}: the baseline does not build under the kernelloop contract "
                          f"({base_build.stage}): {compiler_error(base_build.log)}")
     if split.is_v2 and base_build.editable_object is not None:
-        _refuse_frozen_part_symbols(base_build, baseline_name, split.exported_names)
+        _refuse_frozen_link_routes(base_build, baseline_name, split.exported_names, library_symbols(toolchain.nvcc))
         _refuse_host_results(base_build, baseline_name, c_linkage_signatures(split, base_build.kept_global))
     violations = policy.scan_source(editable, policy.defined_macros(split.preamble))
     if violations:
@@ -919,6 +961,8 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             baseline_object=base_build.editable_object,
         )
         violations += policy.scan_program(cand_build.binary, base_build.binary)
+        if problem := frozen_link_problem(cand_build, split.exported_names):  # round 288: a frozen `log2f`
+            violations.append(policy.Violation(rule="frozen-link", where="object", detail=problem))
         violations += [v for v in scan_host_code(cand_build.editable_object, set(base_build.kept_global),
                                                  candidate_c_signatures(split, editable, base_build.kept_global))
                        if not (v.rule == "default-stream" and default_stream_declared(toolchain.build_flags))]
