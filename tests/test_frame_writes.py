@@ -372,3 +372,24 @@ def test_the_layout_reader_takes_named_fields_and_merges_neighbours(tmp_path):
     # a 0-4, b 4-5, (padding 5-8), c 8-16, reserved 16-28, reservedCount 28-32, pad0 32-36, d 36-48
     assert layout.size == 48
     assert layout.written == ((0, 5), (8, 8), (28, 4), (36, 12))
+
+
+def test_a_bitwise_or_additive_step_uses_only_the_bytes_its_result_shows():
+    def launcher(code: list[str]) -> FrameTrace:
+        trace = _trace(code)
+        trace.harness_arguments["f"] = (0, 0)
+        return trace
+    # setge %sil; sete %al; and %esi,%eax; test %sil,%al; ret -- gcc's `a && b` after a call: bits 8-31 of %esi
+    # reach only bits of %eax nothing reads, and the and's flags are overwritten unread (kept-aside set 22's
+    # guarded launch, refused before)
+    assert unwritten_reads(launcher(["400f9dc6", "0f94c0", "21f0", "4084f0", "c3"])) == []
+    # ... then `test %eax,%eax`: the bits from %rsi are read after all
+    found = unwritten_reads(launcher(["400f9dc6", "0f94c0", "21f0", "85c0", "c3"]))
+    assert ("test %eax,%eax", "uses %rax, which no path of this call is sure to have set") in \
+        [(r.instruction, r.how) for r in found]
+    # ... or its flags are: `and %esi,%eax; jne` (ZF over all 32 bits)
+    found = unwritten_reads(launcher(["400f9dc6", "0f94c0", "21f0", "7500", "4084f0", "c3"]))
+    assert any(r.how == "uses %rsi, which no path of this call is sure to have set" for r in found), found
+    # `add %esi,%eax; inc %ecx; jb`: inc keeps the carry the add set from all 32 bits
+    found = unwritten_reads(launcher(["400f9dc6", "0f94c0", "01f0", "ffc1", "7200", "4084f0", "c3"]))
+    assert any(r.how == "uses %rsi, which no path of this call is sure to have set" for r in found), found

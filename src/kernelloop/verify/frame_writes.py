@@ -76,6 +76,9 @@ class FrameTrace:
     clobbers: dict[str, frozenset[str]] = field(default_factory=dict)  # computed: what each function may write
     wide_needs: dict[str, frozenset[str]] = field(default_factory=dict)  # computed: vector needs read whole
     own_callees: set[str] = field(default_factory=set)  # functions the part's own code calls or jumps to
+    # computed: a bitwise or additive operation between registers whose flags nothing reads -> for each register
+    # it reads, the bytes of it the result's later readers can see (_bottom_closed)
+    narrowed: dict[Key, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -174,14 +177,16 @@ def _meet(a: _State, b: _State) -> _State:
                   _join_intervals(a.foreign, b.foreign), a.upper | b.upper, low)
 
 
-def _undefined_reads(insn: Instruction, state: _State) -> frozenset[str]:
-    """Registers the instruction reads past what is set of them (not the wide parts: see `upper`)."""
+def _undefined_reads(insn: Instruction, state: _State, narrowed: dict[str, int] | None = None) -> frozenset[str]:
+    """Registers the instruction reads past what is set of them (not the wide parts: see `upper`). NARROWED: the
+    bytes of each register a bottom-closed operation's result can show (_bottom_closed)."""
     if _same_register(insn):
         return frozenset()
     parts = dict(state.low)
     carried = _selected_into(insn)
-    general = {r for r, width in insn.general_reads if r in state.undefined and parts.get(r, 0) < width
-               and r not in carried}
+    narrowed = narrowed or {}
+    general = {r for r, width in insn.general_reads if r in state.undefined
+               and parts.get(r, 0) < min(width, narrowed.get(r, width)) and r not in carried}
     return frozenset(general - {"rsp"}) | (insn.read_registers & _VECTOR & state.undefined)
 
 
@@ -196,6 +201,39 @@ def _selected_into(insn: Instruction) -> frozenset[str]:
 
 
 _LOW_VECTOR = frozenset(f"zmm{i}" for i in range(16))  # what vzeroupper and vzeroall clear
+# Operations whose result's bottom bytes depend only on the operands' bottom bytes (carries run upward).
+_BOTTOM_CLOSED = frozenset({"and", "or", "xor", "add", "sub"})
+
+
+def _bottom_closed(key: Key, index: dict[Key, int], trace: FrameTrace) -> tuple[str, frozenset[str]] | None:
+    """(destination, registers read) of `and %esi,%eax` and kin between general registers, where no flag it sets
+    is read (an instruction setting all six status flags follows on its straight-line path before any reads one, or a call
+    or return comes first): its
+    result's bottom bytes are its operands' bottom bytes, so bytes of an operand that nothing reads of the result
+    are no use. gcc combines conditions so: `setge %sil; and %esi,%eax; ...; test %sil,%al` reads bits 8-31 of
+    %esi only into bits of %eax nothing reads (kept-aside set 22's histogram: the offline optimizer's own
+    guarded launch refused as reading what an earlier call left in %rsi)."""
+    insn = trace.steps[key].insn
+    if insn.mnemonic not in _BOTTOM_CLOSED or insn.reads or insn.writes or _same_register(insn):
+        return None
+    targets = insn.written_registers & _GENERAL
+    sources = frozenset(r for r, _ in insn.general_reads)
+    if len(targets) != 1 or not sources or not sources <= _GENERAL or insn.read_registers - sources & _TRACKED:
+        return None
+    position = index[key] + 1
+    while position < len(trace.order):
+        following = trace.order[position]
+        step = trace.steps[following]
+        if step.group != trace.steps[key].group:
+            return None
+        if step.insn.reads_flags:
+            return None
+        if step.insn.writes_all_flags or step.insn.flow in ("call", "return"):
+            return next(iter(targets)), sources
+        if step.insn.flow != "next":
+            return None
+        position += 1
+    return None
 
 
 def _join_intervals(a: Intervals, b: Intervals) -> Intervals:
@@ -257,7 +295,7 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
     loads = _stack_accesses(step, insn.reads)
     loaded_stale = any(not _covers(written, o, o + n) for o, n in loads)
     loaded_foreign = any(_overlaps(foreign, o, o + n) for o, n in loads)
-    source_undefined = bool(_undefined_reads(insn, state))
+    source_undefined = bool(_undefined_reads(insn, state, trace.narrowed.get(key)))
     source_stale = bool(_register_reads(insn) - {"rsp"} & stale)
     if insn.flow in ("call", "indirect-call"):
         written = _below(written, -step.frame)  # the return address, then the callee's frames
@@ -289,11 +327,21 @@ def _after(step: Step, key: Key, state: _State, trace: FrameTrace) -> _State:
     # what it selects from, undefined bits included
     whole = (insn.replaced_registers | insn.low_writes | (targets - _GENERAL)) - insn.conditional_registers \
         - (_selected_into(insn) & undefined)
+    closed_from = dict(state.low)
+    bottom = None
+    if key in trace.narrowed:  # a bottom-closed result is set as far as every operand is
+        bottom = min((8 if r not in state.undefined else closed_from.get(r, 0)) for r in trace.narrowed[key])
     undefined, stale = undefined - whole, stale - whole
     parts = {r: w for r, w in low if r not in whole}
     for register, width in insn.partial_writes:
         if register in undefined and width:
             parts[register] = max(parts.get(register, 0), width)
+    if bottom is not None and bottom < 8:
+        target = next(iter(insn.written_registers & _GENERAL))
+        undefined = undefined | {target}
+        parts = {r: w for r, w in parts.items() if r != target}
+        if bottom:
+            parts[target] = bottom
     for offset, size in stores:
         written, foreign = _add(written, offset, offset + size), _remove(foreign, offset, offset + size)
     return _State(written, undefined, stale, foreign, upper, frozenset(parts.items()))
@@ -387,6 +435,8 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
         groups.setdefault(trace.steps[key].group, []).append(key)
     needs = {group: frozenset() for group in groups}
     returned = {group: frozenset() for group in groups}
+    index = {key: i for i, key in enumerate(trace.order)}
+    bottom_closed = {key: closed for key in trace.order if (closed := _bottom_closed(key, index, trace)) is not None}
 
     def merge(into: dict[str, int], more: dict[str, int]) -> None:
         for register, width in more.items():
@@ -411,8 +461,18 @@ def _needs(trace: FrameTrace, successors: dict[Key, list[Key]]) -> tuple[dict[st
                     uses: dict[str, int] = {}
                     if insn.mnemonic not in ("ud0", "ud1", "ud2", "vzeroupper") and not _same_register(insn):
                         carried = _selected_into(insn)  # what a cmov keeps: as much as is read of it later
+                        closed = bottom_closed.get(key)  # an and/or/add whose flags nothing reads: likewise
+                        if closed is not None and out.get(closed[0], 0) > 0:  # (a dead result: read as before)
+                            trace.narrowed[key] = {r: out[closed[0]] for r in closed[1]}
+                            carried = carried | closed[1]
+                        else:
+                            closed = None
+                            trace.narrowed.pop(key, None)
                         merge(uses, {r: w for r, w in insn.general_reads if r != "rsp" and r not in carried})
-                        merge(uses, {r: min(w, out[r]) for r, w in insn.general_reads if r in carried and r in out})
+                        if closed is not None:
+                            merge(uses, {r: min(w, out[closed[0]]) for r, w in insn.general_reads if r in closed[1]})
+                        merge(uses, {r: min(w, out[r]) for r, w in insn.general_reads
+                                     if r in carried and r in out and (closed is None or r not in closed[1])})
                         merge(uses, {r: 64 for r in insn.read_registers & _VECTOR})
                     copy = _register_copy(insn)
                     if copy is not None and copy[1] not in out:
@@ -554,7 +614,8 @@ def unwritten_reads(trace: FrameTrace) -> list[UnwrittenRead]:
                                            how=how))
         quiet = _is_move(step) or _is_probe(insn) or insn.mnemonic in ("ud0", "ud1", "ud2", "vzeroupper")
         reads_now = _register_reads(insn) - {"rsp"}
-        used = frozenset() if quiet else _undefined_reads(insn, state) | (reads_now & insn.wide_reads & state.upper)
+        used = frozenset() if quiet else _undefined_reads(insn, state, trace.narrowed.get(key)) | \
+            (reads_now & insn.wide_reads & state.upper)
         callee = trace.own_callee_of.get(key)
         if callee is not None:
             used |= needs.get(callee, frozenset()) & state.undefined

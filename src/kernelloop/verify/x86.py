@@ -67,6 +67,10 @@ class Instruction:
     # conditional write leaves may be what was there before (red team round 213)
     certain_writes: tuple[MemoryAccess, ...] = ()
     conditional_registers: frozenset[str] = frozenset()
+    # whether it reads any of the status flags (a jcc, setcc, cmov, adc), and whether it sets or clears all six
+    # (what an earlier instruction left in them is gone)
+    reads_flags: bool = False
+    writes_all_flags: bool = False
 
 
 _FLOW = {ix.FlowControl.NEXT: "next", ix.FlowControl.UNCONDITIONAL_BRANCH: "branch",
@@ -142,9 +146,12 @@ def decode(code: bytes, address: int) -> Instruction | None:
                        privileged_or_system=mnemonic in _SYSTEM or insn.is_privileged, written_registers=written,
                        read_registers=read, replaced_registers=replaced, wide_reads=wide, low_writes=low,
                        general_reads=general_reads, partial_writes=partial, certain_writes=certain_writes,
-                       conditional_registers=conditional)
+                       conditional_registers=conditional, reads_flags=insn.rflags_read != 0,
+                       writes_all_flags=(insn.rflags_modified & _STATUS_FLAGS) == _STATUS_FLAGS)
 
 
+_STATUS_FLAGS = ix.RflagsBits.OF | ix.RflagsBits.SF | ix.RflagsBits.ZF | ix.RflagsBits.AF | ix.RflagsBits.CF | \
+    ix.RflagsBits.PF
 _HIGH_BYTES = {ix.Register.AH, ix.Register.BH, ix.Register.CH, ix.Register.DH}
 
 
