@@ -61,14 +61,21 @@ def _static(name: str):
                         toolchain=find_toolchain())
 
 
-@pytest.mark.nvcc
 def test_round287_a_harness_object_defining_the_parts_symbol_is_refused_at_the_link():
-    # an extern "C" function whose name is the launcher's mangled symbol: no asm, no attribute, read only in
-    # the objects (accepted before: the part's launcher was localized and the lambda's call ran frozen code)
-    with pytest.raises(InputError) as caught:
-        _static("own/o_extern_c_mangled.cu")
+    # an extern "C" function whose name is the launcher's mangled symbol: no asm, no attribute (accepted before:
+    # the part's launcher was localized and the lambda's call ran frozen code). Refused in the source since round
+    # 289 (a linker name in frozen code), and in the objects whatever spelling made the symbol:
+    with pytest.raises(InputError, match="its frozen code names _Z17launch_reduce_sumPKfPfS1_i, a symbol's linker"):
+        split_program((ROUND / "own/o_extern_c_mangled.cu").read_text(), "o_extern_c_mangled.cu")
+    from kernelloop.tools.nvcc import BuildResult, ObjectSymbols
+    from kernelloop.verify.gate import frozen_link_problem
+
+    symbol = "_Z17launch_reduce_sumPKfPfS1_i"
+    build = BuildResult(ok=True, stage="done", log="", flags=[],
+                        editable_symbols=ObjectSymbols(defined_global=[symbol], undefined=[]),
+                        harness_symbols=ObjectSymbols(defined_global=["main", symbol], undefined=[]))
     assert "the frozen code defines launch_reduce_sum(float const*, float*, float*, int), a function of the " \
-           "editable part's" in str(caught.value), str(caught.value)
+           "editable part's" in frozen_link_problem(build, ["launch_reduce_sum"])
 
 
 @pytest.mark.nvcc

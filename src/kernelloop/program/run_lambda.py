@@ -253,7 +253,7 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
 # attribute, `#pragma redefine_extname`. Frozen code written so can define the part's symbol (red team round
 # 287): the timed call's `launch(...)` is then frozen code, whatever the lambda reads like.
 _RENAMING = {"asm", "__asm", "__asm__", "alias", "__alias__", "weakref", "__weakref__", "ifunc", "__ifunc__",
-             "symver", "__symver__", "weak", "__weak__", "redefine_extname"}
+             "symver", "__symver__", "weak", "__weak__", "target_clones", "__target_clones__", "redefine_extname"}
 _RENAMING_ATTRIBUTES = _RENAMING - {"asm", "__asm", "__asm__", "redefine_extname"}
 
 
@@ -265,7 +265,13 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
     gate.frozen_link_problem refuses by import)."""
     if "redefine_extname" in raw:
         return "its frozen code renames symbols (#pragma redefine_extname): what its calls link to cannot be read"
-    if re.search(r"\b(?:__)?syscall\b", without_literals(strip_comments(raw))):
+    code = without_literals(strip_comments(raw))
+    if mangled := re.search(r"\b(?:_Z[A-Za-z0-9_]+|__kl_editable_\w*)", code):
+        # round 289: an `extern "C"` function named like a template launcher's mangled symbol, a call of the
+        # build's private name for the part's copy of an instantiation
+        return f"its frozen code names {mangled.group(0)[:60]}, a symbol's linker name: what it defines or calls " \
+               "is the part's at the link"
+    if re.search(r"\b(?:__)?syscall\b", code):
         return "its frozen code makes system calls of its own (syscall): what they start beside the timed calls " \
                "cannot be read"
     for where in frozen:

@@ -306,7 +306,7 @@ def object_symbols(obj: Path) -> ObjectSymbols:
         name, kind = parts[0], parts[1]
         if kind == "U" or kind in ("w", "v") and len(parts) == 2:
             undefined.append(name)
-        elif kind.isupper():
+        elif kind.isupper() or kind in ("i", "u"):  # an indirect function, a unique global: defined too (round 289)
             defined.append(name)
             if kind in ("W", "V"):
                 weak.append(name)

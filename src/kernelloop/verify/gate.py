@@ -825,6 +825,9 @@ _FROZEN_FORBIDDEN_IMPORT = re.compile(
 _FROZEN_FORBIDDEN_DEMANGLED = re.compile(r"\bstd::(?:thread|jthread)::_M_start_thread\b|\bstd::async\b")
 
 
+_LIBRARY_NAMESPACES = ("std::", "kl::", "__gnu_cxx::", "__cxxabiv1::", "cub::", "thrust::", "cuda::")
+
+
 def frozen_link_problem(build: BuildResult, part_functions: list[str], library: frozenset[str] = frozenset()) -> str | None:
     """Why the linked program would run frozen code where the editable part's runs, or beside it, read from the
     two objects whatever spelling made it; None when nothing. The build keeps global only what the harness leaves
@@ -839,13 +842,19 @@ def frozen_link_problem(build: BuildResult, part_functions: list[str], library: 
     if editable is None or harness is None:
         return None
     names = set(part_functions) - {""}
-    both = sorted(s for s in set(harness.defined_global) & set(editable.defined_global)
-                  if s not in editable.defined_weak and not s.startswith("DW.ref."))
-    for symbol, readable in zip(both, demangle(both)):
-        if bare_name(readable) in names:
+    # any definition of the harness's named like a part function, whether or not the part's object defines it
+    # strongly (round 289: a template launcher the part never instantiates, or only weakly)
+    defined = sorted(s for s in harness.defined_global if not s.startswith("DW.ref."))
+    for symbol, readable in zip(defined, demangle(defined)):
+        head = readable.split("(", 1)[0].split()[-1] if readable.split("(", 1)[0].split() else readable
+        if bare_name(readable) in names and not head.startswith(_LIBRARY_NAMESPACES):
             return f"the frozen code defines {readable}, a function of the editable part's (the same symbol): the " \
                    "timed call would run it instead of the part's; in contract v2 the harness only declares the " \
                    "part's functions"
+    renamed = sorted(s for s in harness.undefined if s.startswith("__kl_editable_"))
+    if renamed:  # the build's private names for the part's copies of shared instantiations
+        return f"the frozen code calls {renamed[0]}, the part's own copy of a shared definition: in contract v2 " \
+               "the frozen code calls the part only from its h.run lambda"
     taken = sorted(set(editable.undefined) & set(harness.defined_global))
     for symbol, readable in zip(taken, demangle(taken)):
         return f"the frozen code defines {readable}, which the editable part's code calls (from a library or " \
