@@ -207,10 +207,9 @@ _BOTTOM_CLOSED = frozenset({"and", "or", "xor", "add", "sub"})
 
 def _bottom_closed(key: Key, index: dict[Key, int], trace: FrameTrace) -> tuple[str, frozenset[str]] | None:
     """(destination, registers read) of `and %esi,%eax` and kin between general registers, where no flag it sets
-    is read (an instruction setting all six status flags follows on its straight-line path before any reads one, or a call
-    or return comes first): its
-    result's bottom bytes are its operands' bottom bytes, so bytes of an operand that nothing reads of the result
-    are no use. gcc combines conditions so: `setge %sil; and %esi,%eax; ...; test %sil,%al` reads bits 8-31 of
+    is read (on its straight-line path an instruction setting all six status flags, a call or a return comes before
+    any flag is read): its result's bottom bytes are its operands' bottom bytes, so bytes of an operand that
+    nothing reads of the result are no use. gcc combines conditions so: `setge %sil; and %esi,%eax; ...; test %sil,%al` reads bits 8-31 of
     %esi only into bits of %eax nothing reads (kept-aside set 22's histogram: the offline optimizer's own
     guarded launch refused as reading what an earlier call left in %rsi)."""
     insn = trace.steps[key].insn

@@ -814,7 +814,7 @@ def default_stream_declared(build_flags: tuple[str, ...]) -> bool:
 # lambda (red team round 288: a thread copying scratch to the host while the calls ran; a SIGALRM handler and an
 # interval timer running frozen code on the main thread inside them), or that reaches code no scan reads (a library
 # loaded by name, a raw system call). Read from the harness object's imports: what the trusted header imports
-# itself (`syscall`, for mseal) is refused in the frozen source instead (frozen_source_problem).
+# itself (`syscall`, for mseal) is refused in the frozen source instead (program.run_lambda._frozen_escape).
 _FROZEN_FORBIDDEN_IMPORT = re.compile(
     r"(?:pthread_create|thrd_create|pthread_kill|tgkill|signal|__sysv_signal|bsd_signal|sigset|ssignal|sigaction|"
     r"sigqueue|raise|kill|killpg|setitimer|alarm|ualarm|timer_create|timer_settime|timerfd_create|timerfd_settime|"
