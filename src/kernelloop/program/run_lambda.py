@@ -263,6 +263,8 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
     code, not a name. A system call (`syscall(SYS_clone, ...)`, a `syscall` instruction) starts what the harness
     object's imports do not show (round 288: threads, signal handlers and timers beside the timed calls, which
     gate.frozen_link_problem refuses by import)."""
+    if re.search(r"^[ \t]*#[ \t]*pragma[ \t]+weak\b|_Pragma\s*\(\s*\"\s*weak\b", raw, re.M):
+        return "its frozen code makes a symbol weak (#pragma weak): what its calls link to cannot be read"
     if "redefine_extname" in raw:
         return "its frozen code renames symbols (#pragma redefine_extname): what its calls link to cannot be read"
     code = without_literals(strip_comments(raw))

@@ -336,6 +336,14 @@ def library_symbols(nvcc: Path) -> frozenset[str]:
             continue
         if found and os.path.isabs(found) and os.path.exists(found):
             paths.append(found)
+    for archive in ("libgcc.a", "libc_nonshared.a"):  # static parts g++ links into every program
+        try:
+            found = subprocess.run(["g++", f"-print-file-name={archive}"], capture_output=True, text=True,
+                                   timeout=30).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if found and os.path.isabs(found) and os.path.exists(found):
+            paths.append(found)
     try:  # nvcc's own link line names the folders of libcudart_static.a
         dry = subprocess.run([str(nvcc), "--dryrun", "-o", "kl_probe", "kl_probe.o"], capture_output=True, text=True,
                              timeout=60)

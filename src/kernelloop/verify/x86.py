@@ -67,8 +67,8 @@ class Instruction:
     # conditional write leaves may be what was there before (red team round 213)
     certain_writes: tuple[MemoryAccess, ...] = ()
     conditional_registers: frozenset[str] = frozenset()
-    # whether it reads any of the status flags (a jcc, setcc, cmov, adc), and whether it sets or clears all six
-    # (what an earlier instruction left in them is gone)
+    # whether it reads any of the status flags (a jcc, setcc, cmov, adc), and whether it sets or clears every one a
+    # branch can read, whatever its operands (what an earlier instruction left in them is gone)
     reads_flags: bool = False
     writes_all_flags: bool = False
 
@@ -147,11 +147,16 @@ def decode(code: bytes, address: int) -> Instruction | None:
                        read_registers=read, replaced_registers=replaced, wide_reads=wide, low_writes=low,
                        general_reads=general_reads, partial_writes=partial, certain_writes=certain_writes,
                        conditional_registers=conditional, reads_flags=insn.rflags_read != 0,
-                       writes_all_flags=(insn.rflags_modified & _STATUS_FLAGS) == _STATUS_FLAGS)
+                       writes_all_flags=((insn.rflags_written | insn.rflags_cleared | insn.rflags_set) & _STATUS_FLAGS)
+                       == _STATUS_FLAGS and mnemonic not in _SHIFTS)
 
 
-_STATUS_FLAGS = ix.RflagsBits.OF | ix.RflagsBits.SF | ix.RflagsBits.ZF | ix.RflagsBits.AF | ix.RflagsBits.CF | \
-    ix.RflagsBits.PF
+# The status flags a program can branch on (AF only `lahf` and `pushf` read, which the scan refuses). An
+# instruction sets them all only if it writes each for sure: not left undefined, and not a shift or rotate, whose
+# count may be 0 and change no flag (red team round 290).
+_STATUS_FLAGS = ix.RflagsBits.OF | ix.RflagsBits.SF | ix.RflagsBits.ZF | ix.RflagsBits.CF | ix.RflagsBits.PF
+_SHIFTS = frozenset({"shl", "sal", "shr", "sar", "rol", "ror", "rcl", "rcr", "shld", "shrd", "shlx", "shrx", "sarx",
+                     "rorx"})
 _HIGH_BYTES = {ix.Register.AH, ix.Register.BH, ix.Register.CH, ix.Register.DH}
 
 
