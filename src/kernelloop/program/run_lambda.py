@@ -329,7 +329,7 @@ def _expansions(sources, macros_at, pasting: set[str], renaming: set[str] = froz
             elif named & pasting:
                 return f"its frozen code pastes names together in macros that cannot be read for sure " \
                        f"({' '.join(text.split())[:60]}), so what its timed call runs cannot be told"
-            elif named & renaming:  # an asm label or an alias in a macro: _renamed_symbol reads expansions only
+            elif named & renaming:  # an asm label or an alias in a macro: _frozen_escape reads expansions only
                 return f"its frozen code names a symbol through macros that cannot be read for sure " \
                        f"({' '.join(text.split())[:60]}), so what its calls link to cannot be told"
     return tuple(found)
