@@ -44,3 +44,16 @@ def test_a_clock_counts_only_where_the_part_names_one(code, named):
 @pytest.mark.nvcc
 def test_an_async_copy_tile_transpose_with_a_barrier_passes():
     assert _static("transpose.cu", ROUND67 / "fr2_cuda_barrier_memcpy_async" / "candidate.cu").violations == []
+
+
+@pytest.mark.parametrize("code, named", [
+    # red team round 292: libcu++'s timed waits read %globaltimer and hand back whether the time ran out; the
+    # part named no clock (`chrono_literals` did not match `\bchrono\b`)
+    ("using namespace cuda::std::literals; if (sem.try_acquire_for(2us)) out[0] = 1;", True),
+    ("using namespace cuda::std::chrono_literals;", True),
+    ("if (bar.try_wait_until(t)) ++n;", True),
+    ("auto d = cuda::std::chrono::duration<int, cuda::std::micro>(3);", True),
+    ("int tile_for = 3; float y = 2.0f * x; out[i] = y + tile_for;", False),
+])
+def test_a_timed_wait_or_a_duration_names_a_clock(code, named):
+    assert names_a_clock(code) == named

@@ -902,7 +902,12 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
                       *lines])
 
 
-_CLOCK_NAME = re.compile(r"\b(?:clock(?:64|_hi|_lo)?|__clock\w*|globaltimer\w*|get_sreg_\w+|chrono|\w+_clock)\b|%%?clock\w*"
+_CLOCK_NAME = re.compile(r"\b(?:clock(?:64|_hi|_lo)?|__clock\w*|globaltimer\w*|get_sreg_\w+|\w*chrono\w*|\w+_clock"
+                         # libcu++'s timed waits read the clock and hand back whether the time ran out (red team
+                         # round 292: `try_acquire_for(2us)` under `using namespace cuda::std::literals`), and a
+                         # duration is written with its literals or its type
+                         r"|\w*literals|duration|time_point|\w*(?:acquire|wait|lock|sleep|wait_parity)_(?:for|until)"
+                         r"|\d+(?:\.\d*)?(?:ns|us|ms|s|min|h))\b|%%?clock\w*"
                          r"|\basm\b|__asm")  # not `prop.clockRate`: a property, no reading
 
 
@@ -911,7 +916,9 @@ def names_a_clock(part: str) -> bool:
     (`clock64()`, `cuda::std::chrono`, `cuda::ptx::get_sreg_globaltimer()`) or has inline assembly,
     whose strings can spell any register in pieces (`"%%glob" "altimer"`: red team round 68). The
     toolkit's own waits read the GPU's clock too (`cuda::barrier`'s back-off, round 67), which the
-    part cannot turn into a value without one of these."""
+    part cannot turn into a value without one of these; a timed wait (`try_acquire_for`, `wait_until`)
+    hands one back as whether the time ran out, so it names a clock too, as do duration literals and
+    the `literals` namespaces that bring them (round 292)."""
     return bool(_CLOCK_NAME.search(strip_comments(part)))  # string literals too: inline PTX names it there
 
 
