@@ -319,26 +319,19 @@ def object_symbols(obj: Path) -> ObjectSymbols:
 # The libraries a program links (nvcc's link line: the CUDA runtime, librt, libpthread, libdl; g++'s: the C and
 # C++ libraries, libm, libgcc).
 _LINKED_LIBRARIES = ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "librt.so.1", "libpthread.so.0",
-                     "libdl.so.2")
+                     "libdl.so.2", "libgcc.a", "libc_nonshared.a")  # the last two: static parts of every program
 
 
 @lru_cache(maxsize=4)
 def library_symbols(nvcc: Path) -> frozenset[str]:
     """Every symbol the libraries a program built by NVCC links define (shared ones' dynamic tables, the static
     CUDA runtime's archive): a program's own strong definition of one replaces the library's for every caller,
-    the runtime's internal calls included. Empty where none can be read (callers fail closed on what they can)."""
+    the runtime's internal calls included. A library g++ cannot locate is left out (nvcc builds with g++, so
+    where a program builds its libraries are found)."""
     paths: list[str] = []
     for name in _LINKED_LIBRARIES:
         try:
             found = subprocess.run(["g++", f"-print-file-name={name}"], capture_output=True, text=True,
-                                   timeout=30).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            continue
-        if found and os.path.isabs(found) and os.path.exists(found):
-            paths.append(found)
-    for archive in ("libgcc.a", "libc_nonshared.a"):  # static parts g++ links into every program
-        try:
-            found = subprocess.run(["g++", f"-print-file-name={archive}"], capture_output=True, text=True,
                                    timeout=30).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             continue
