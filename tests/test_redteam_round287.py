@@ -83,3 +83,18 @@ def test_round287_inline_ptx_in_the_preambles_device_helpers_passes_every_static
     result = _static("honest/h_inline_ptx_helpers.cu")
     assert result.candidate is not None and result.candidate.ok and result.violations == [], \
         [v.describe() for v in result.violations]
+
+
+@pytest.mark.nvcc
+def test_round287_a_harness_testing_a_macro_of_the_parts_headers_is_refused():
+    # the open class round 287 named: `#ifndef _COOPERATIVE_GROUPS_H_` in the harness, which only the part's
+    # `#include <cooperative_groups.h>` defines, reads one way in the verified harness unit and another in one file
+    with pytest.raises(InputError, match="its harness tests _COOPERATIVE_GROUPS_H_, a macro a header the editable"):
+        _static("header_guard/v_part_header_guard.cu")
+
+
+@pytest.mark.nvcc
+def test_round287_a_harness_testing_the_cuda_version_is_read():
+    result = _static("header_guard/h_cuda_version_test.cu")
+    assert result.candidate is not None and result.candidate.ok and result.violations == [], \
+        [v.describe() for v in result.violations]

@@ -42,6 +42,7 @@ from ..tools.nvcc import (
     check_includes,
     compiler_error,
     find_toolchain,
+    harness_include_dir,
     host_pass,
     library_symbols,
     preprocess_unit,
@@ -876,6 +877,37 @@ def frozen_link_problem(build: BuildResult, part_functions: list[str], library: 
     return None
 
 
+# A conditional directive and the names it tests (`#ifdef X`, `#if defined(X) && Y > 2`, `#elif ...`).
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif|elifdef|elifndef)\b(.*)$", re.M)
+
+
+def _refuse_part_header_macros(split: ProgramSplit, baseline_name: str, arch: str, toolchain: Toolchain,
+                               limits: Limits) -> None:
+    """The harness's unit is built without the part (preamble, declarations, harness), the file a user compiles
+    with it: a frozen `#if` on a macro only a header the part includes defines (`#ifndef _COOPERATIVE_GROUPS_H_`)
+    reads one way in the verified build and another in the shipped one (red team round 287). Read only where the
+    harness has a conditional naming a macro the program does not define itself: three preprocessor runs."""
+    harness = strip_comments(split.harness)
+    tested = {w for m in _CONDITIONAL.finditer(harness) for w in re.findall(r"[A-Za-z_]\w*", m.group(1))}
+    own = set(re.findall(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)",
+                         strip_comments("\n".join((split.preamble, split.editable, split.harness))), re.M))
+    tested -= own | {"defined", "__has_include", "__has_builtin", "__has_attribute"}
+    if not tested:
+        return
+    runs = [preprocess_unit(unit, arch=arch, toolchain=toolchain, limits=limits, name=name, options=options)
+            for unit, name, options in ((split.editable_unit(), "editable.cu", ()), (split.editable_unit(""), "editable.cu", ()),
+                                        (split.harness_unit(), "harness.cu", (f"-I{harness_include_dir()}",)))]
+    if not all(r.ok for r in runs):
+        raise InputError(f"{baseline_name}: its harness tests macros in #if and its units could not be preprocessed "
+                         f"to tell whose they are ({next(r.problem for r in runs if not r.ok)})")
+    with_part, without, harness_unit = (r.header_macros for r in runs)
+    theirs = {n for n, body in with_part.items() if without.get(n) != body and harness_unit.get(n) != body}
+    if named := sorted(tested & theirs):
+        raise InputError(f"{baseline_name}: its harness tests {named[0]}, a macro a header the editable part includes "
+                         "defines: the harness is built without the part, so it reads otherwise in the verified "
+                         "build than in the file you compile; test your own macros only")
+
+
 def _refuse_frozen_link_routes(base_build: BuildResult, baseline_name: str, part_functions: list[str],
                                library: frozenset[str]) -> None:
     if problem := frozen_link_problem(base_build, part_functions, library):
@@ -929,6 +961,7 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
                          f"({base_build.stage}): {compiler_error(base_build.log)}")
     if split.is_v2 and base_build.editable_object is not None:
         _refuse_frozen_link_routes(base_build, baseline_name, split.exported_names, library_symbols(toolchain.nvcc))
+        _refuse_part_header_macros(split, baseline_name, arch, toolchain, limits)
         _refuse_host_results(base_build, baseline_name, c_linkage_signatures(split, base_build.kept_global))
     violations = policy.scan_source(editable, policy.defined_macros(split.preamble))
     if violations:
