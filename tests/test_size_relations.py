@@ -113,6 +113,19 @@ def test_the_gate_keeps_orderings_from_the_first_redraw_on():
     assert draw >> 62 & 1 and relation_of(draw) == KEEP_ORDERINGS | 3 and draw < 1 << 63
 
 
+def test_a_drawn_size_that_turns_an_ordering_the_options_show_is_seen():
+    """Kept-aside set 22's histogram: the pitch is at least the width in every option; a draw putting it below
+    has the baseline read past its image, so the gate asks whether its outputs follow the bytes there."""
+    from kernelloop.verify.size_draws import breaks_an_ordering
+
+    pitched = [[1024, 333], [1088, 352], [512, 97]]  # width, pitch, height
+    assert breaks_an_ordering(pitched, [700, 640, 300])
+    assert not breaks_an_ordering(pitched, [700, 704, 300]) and not breaks_an_ordering(pitched, [700, 700, 300])
+    assert breaks_an_ordering([[352, 1088], [333, 1024]], [600, 700])  # the later call the smaller
+    assert not breaks_an_ordering([[1000, 20], [64, 33]], [1, 5000])  # crossing options: no ordering to break
+    assert not breaks_an_ordering(pitched, [700])  # sizes the run did not reach
+
+
 def test_a_round_draw_is_a_multiple_of_a_large_power_of_two_and_no_declared_option(draws):
     """Red team round 240: a matmul fast path keyed on n % 64 == 0 was wrong at 12 of 781 evenly drawn sizes and
     at every power of two a caller runs. A round draw is a multiple of 2^k, k secret from 3 to the largest (round

@@ -26,7 +26,11 @@
 //     editable part's state (its static data, allocations, device variables and kernel settings)
 //     must be what it was after each, so nothing it does depends on how many calls came before.
 //
-// Everything goes to KERNELLOOP_OUTPUT_FILE (when set) as records the verifier reads:
+// Everything goes to the pipe KERNELLOOP_OUTPUT_FD names ("fd:dev:inode", when set; else, in a run by
+// hand, to the file KERNELLOOP_OUTPUT_FILE names) as records the verifier reads while the program runs, so nothing that runs later can change what was written (a
+// file could be rewritten by frozen code after run(): red team round 291); each write checks that
+// the descriptor is still the verifier's pipe (its inode), and run() ends with a record of how many
+// bytes the header wrote, which the verifier requires to be the last bytes and at that offset:
 //   kernelloop-manifest 2 <bytes>\n<json>
 //   kernelloop-sample 2 <call> <buffer> <dtype> <count>\n<count raw elements>
 //   kernelloop-nonfinite 2 <call> <buffer> <count> <bits>\n<bits / 8 bytes>  (a floating output holding NaN
@@ -40,6 +44,7 @@
 //   kernelloop-state 2 <same> <host bytes> <device bytes> <blocks>\n  (the editable part's state after an
 //     untimed repeat of earlier timed calls' inputs: 1 if it was its state after each; part_state)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
+//   kernelloop-end 2 <bytes written before this record>\n           (last)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
 //
 // Build a v2 program by hand with: nvcc -O3 -arch=sm_XX -I "$(kernelloop include-dir)" file.cu
@@ -50,10 +55,12 @@
 #include <cuda_bf16.h>
 #include <cudaTypedefs.h>  // the driver's memory API, by entry point (the mapped runs' address range)
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <limits>
 #include <cmath>
 #include <cstdint>
@@ -1494,7 +1501,10 @@ struct State {
   bool size_integral[16];     // whether each size() call is of an integer type
   bool prepared;
   long long size_values[16][8];  // every size() call's options, for the manifest
+  bool output_on;                      // KERNELLOOP_OUTPUT_FD or KERNELLOOP_OUTPUT_FILE was given
+  int output_fd;                       // -1: the file (a run by hand; the verifier reads only the pipe)
   char output_path[4096];
+  unsigned long long output_dev, output_ino, output_bytes;  // the verifier's pipe; bytes written to it
   cudaEvent_t start[kMaxCalls], stop[kMaxCalls];
   float ms[kMaxCalls];
   unsigned char* flush;
@@ -1670,10 +1680,20 @@ class Harness {
     s.wide_top_now = s.wide_top, s.wide_lo_now = s.wide_lo;
     s.wide_mode_now = s.wide_ints, s.wide_bits_now = s.wide_bits;
     s.size_options = 1;
-    const char* out = getenv("KERNELLOOP_OUTPUT_FILE");
+    const char* out = getenv("KERNELLOOP_OUTPUT_FD");
     if (out && *out) {
+      int used = 0;
+      if (sscanf(out, "%d:%llu:%llu%n", &s.output_fd, &s.output_dev, &s.output_ino, &used) != 3 ||
+          out[used] != '\0' || s.output_fd < 0)
+        fail("KERNELLOOP_OUTPUT_FD is not fd:dev:inode");
+      s.output_on = true;
+      s.output_bytes = 0;
+      check_output_pipe();
+    } else if ((out = getenv("KERNELLOOP_OUTPUT_FILE")) != nullptr && *out) {
       if (strlen(out) >= sizeof s.output_path) fail("KERNELLOOP_OUTPUT_FILE is too long");
       strcpy(s.output_path, out);
+      s.output_fd = -1;
+      s.output_on = true;
     }
     s.mxcsr_control = __builtin_ia32_stmxcsr() & ~kMxcsrFlags;
     s.x87_control = x87_control_word();
@@ -1784,6 +1804,7 @@ class Harness {
     for (int c = 0; c < s.calls; ++c) total += s.ms[c];
     write_identical();
     dump_outputs();
+    write_end();
     retire_scratch();
     // on a line of its own whatever was printed before it: frozen code may print text a candidate
     // hands it, and a line left open (`... failed: ` with no newline) would otherwise hide this one
@@ -2370,7 +2391,7 @@ class Harness {
   // One record: whether the part's state after the repeated inputs was its state after that call.
   void write_state() {
     const State& s = st();
-    if (!s.output_path[0] || s.replayed < 0) return;
+    if (!s.output_on || s.replayed < 0) return;
     char line[160];
     snprintf(line, sizeof line, "kernelloop-state 2 %d %llu %llu %d\n", (int)s.replay_same,
              s.state_replay.host_bytes, s.state_replay.device_bytes, s.state_replay.blocks);
@@ -2638,7 +2659,7 @@ class Harness {
   // it was filled), in how many of the calls.
   void write_identical() {
     const State& s = st();
-    if (!s.output_path[0]) return;
+    if (!s.output_on) return;
     const Table& t = table();
     for (int o = 0; o < t.nbuffers; ++o)
       for (int i = 0; i < t.nbuffers; ++i) {
@@ -2680,7 +2701,7 @@ class Harness {
 
   void sample_outputs(int call, uint64_t sample_seed) {
     const State& s = st();
-    if (!s.output_path[0]) return;
+    if (!s.output_on) return;
     std::vector<uint64_t> index(kSamplesPerBuffer);
     std::vector<unsigned char> values;
     const Table& t = table();
@@ -2751,7 +2772,7 @@ class Harness {
 
   void dump_outputs() {
     const State& s = st();
-    if (!s.output_path[0]) return;
+    if (!s.output_on) return;
     const Table& t = table();
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
@@ -2767,7 +2788,7 @@ class Harness {
 
   void write_manifest(const RunOptions& opt, double copy_gbps, double fma_gflops) {
     const State& s = st();
-    if (!s.output_path[0]) return;
+    if (!s.output_on) return;
     std::string json = "{\"contract\":2,\"warmup\":" + std::to_string(opt.warmup) +
                        ",\"calls\":" + std::to_string(opt.calls) + ",\"flops\":" + std::to_string(opt.flops) +
                        ",\"size_index\":" + std::to_string(s.size_index) +
@@ -2818,11 +2839,47 @@ class Harness {
     return out;
   }
 
+  // The records' descriptor must still be the verifier's pipe: code before the harness could have put
+  // a file or a pipe of its own at that number, to change what it holds before the verifier sees it.
+  static void check_output_pipe() {
+    const State& s = st();
+    if (s.output_fd < 0) return;
+    struct stat info;
+    if (fstat(s.output_fd, &info) != 0 || !S_ISFIFO(info.st_mode) ||
+        (unsigned long long)info.st_dev != s.output_dev || (unsigned long long)info.st_ino != s.output_ino)
+      fail("KERNELLOOP_OUTPUT_FD is not the verifier's pipe");
+  }
+
   void append(const void* data, size_t bytes) {
-    FILE* f = fopen(st().output_path, "ab");
-    if (f == nullptr) fail("cannot open KERNELLOOP_OUTPUT_FILE for appending");
-    bool ok = fwrite(data, 1, bytes, f) == bytes;
-    if (fclose(f) != 0 || !ok) fail("cannot write KERNELLOOP_OUTPUT_FILE");
+    State& s = st();
+    if (s.output_fd < 0) {  // by hand: a file
+      FILE* f = fopen(s.output_path, "ab");
+      if (f == nullptr) fail("cannot open KERNELLOOP_OUTPUT_FILE for appending");
+      bool ok = fwrite(data, 1, bytes, f) == bytes;
+      if (fclose(f) != 0 || !ok) fail("cannot write KERNELLOOP_OUTPUT_FILE");
+      s.output_bytes += bytes;
+      return;
+    }
+    check_output_pipe();
+    const char* at = static_cast<const char*>(data);
+    size_t left = bytes;
+    while (left > 0) {
+      const ssize_t wrote = write(s.output_fd, at, left);
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) fail("cannot write to KERNELLOOP_OUTPUT_FD");
+      at += wrote, left -= (size_t)wrote;
+    }
+    s.output_bytes += bytes;
+  }
+
+  // The last record: how many bytes came before it. The verifier reads the records as they arrive and
+  // refuses a stream with anything after this record or before it that the count does not cover.
+  void write_end() {
+    const State& s = st();
+    if (!s.output_on) return;
+    char line[64];
+    snprintf(line, sizeof line, "kernelloop-end 2 %llu\n", s.output_bytes);
+    append(line, strlen(line));
   }
 };
 

@@ -10,7 +10,9 @@ flood; `run_sandboxed` always returns a `RunResult`.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import functools
 import os
 import re
@@ -105,13 +107,16 @@ class RunResult(BaseModel):
     returncode: int | None
     signal: int | None = None
     timed_out: bool = False
-    flooded: bool = False  # stdout or stderr passed its cap: the run was killed
+    flooded: bool = False  # stdout, stderr or the records passed its cap: the run was killed
     stdout: str = ""
     stderr: str = ""
     stdout_bytes: int = 0
     stderr_bytes: int = 0
+    records_bytes: int = 0
     wall_s: float = 0.0
     isolation: IsolationReport
+    # what the program wrote to the records pipe (run_sandboxed's records_env), read while it ran
+    records: bytes = Field(default=b"", exclude=True, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -122,7 +127,8 @@ class RunResult(BaseModel):
         if self.timed_out:
             return f"timed out after {self.wall_s:.1f} s (killed)"
         if self.flooded:
-            return f"output flood: {self.stdout_bytes + self.stderr_bytes} bytes before the cap (killed)"
+            return (f"output flood: {self.stdout_bytes + self.stderr_bytes + self.records_bytes} bytes before the "
+                    "cap (killed)")
         if self.signal is not None:
             return f"killed by signal {signal.Signals(self.signal).name}"
         if self.returncode not in (0, None):
@@ -370,16 +376,29 @@ def run_sandboxed(
     env: Mapping[str, str] | None = None,
     drop_privileges: bool = True,
     pass_fds: Sequence[int] = (),
+    records_env: str | None = None,
 ) -> RunResult:
     """Run `argv` in `workdir` under the sandbox; never raises for the program's misbehaviour.
 
     `drop_privileges=False` keeps the caller's uid (Nsight Compute needs it for the
     performance counters); everything else still applies. `pass_fds` stay open in the
-    program (the verifier's stream pipe); every other descriptor is closed."""
+    program (the verifier's stream pipe); every other descriptor is closed. With `records_env`, the
+    program gets the write end of a pipe, named "fd:dev:inode" in that variable, and what it writes
+    there is read while it runs (`RunResult.records`, capped at `limits.file_size_bytes` like a file):
+    nothing it runs later can change bytes already written, as it could a file's."""
     limits = limits or Limits()
     flags, _ = available_isolation()
     uid = _run_uid(workdir) if drop_privileges else None
     isolation = describe_isolation(limits)
+    env = dict(env or {})
+    records_read = records_write = -1
+    if records_env is not None:
+        records_read, records_write = os.pipe()
+        with contextlib.suppress(OSError):  # a wider pipe: fewer wake-ups for a large dump
+            fcntl.fcntl(records_write, fcntl.F_SETPIPE_SZ, 1 << 20)
+        info = os.fstat(records_write)
+        env[records_env] = f"{records_write}:{info.st_dev}:{info.st_ino}"
+        pass_fds = (*pass_fds, records_write)
     full_env = scrubbed_env(env, home=workdir)
     start = time.monotonic()
     try:
@@ -396,19 +415,27 @@ def run_sandboxed(
             pass_fds=tuple(pass_fds),
         )
     except (OSError, subprocess.SubprocessError) as exc:
+        if records_read >= 0:
+            os.close(records_read)
         return RunResult(argv=list(argv), returncode=127, stderr=f"could not start: {exc}", isolation=isolation)
+    finally:
+        if records_write >= 0:
+            os.close(records_write)  # the program's copy is its only one: the pipe ends when it does
 
-    out, err = bytearray(), bytearray()
-    counts = {"out": 0, "err": 0}
-    caps = {"out": limits.stdout_cap_bytes, "err": limits.stderr_cap_bytes}
-    buffers = {"out": out, "err": err}
+    out, err, records = bytearray(), bytearray(), bytearray()
+    counts = {"out": 0, "err": 0, "records": 0}
+    caps = {"out": limits.stdout_cap_bytes, "err": limits.stderr_cap_bytes, "records": limits.file_size_bytes}
+    buffers = {"out": out, "err": err, "records": records}
     timed_out = flooded = False
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None
     sel.register(proc.stdout, selectors.EVENT_READ, "out")
     sel.register(proc.stderr, selectors.EVENT_READ, "err")
-    deadline = start + limits.wall_timeout_s
     open_streams = 2
+    if records_read >= 0:
+        sel.register(records_read, selectors.EVENT_READ, "records")
+        open_streams += 1
+    deadline = start + limits.wall_timeout_s
     drain_until: float | None = None  # once the program exits, its pipes get a short grace
     while open_streams:
         now = time.monotonic()
@@ -421,7 +448,7 @@ def run_sandboxed(
             break
         wait = min(deadline, drain_until or deadline) - now
         for key, _ in sel.select(timeout=min(wait, 0.1 if drain_until is None else wait)):
-            chunk = os.read(key.fd, 65536)
+            chunk = os.read(key.fd, 1 << 20)
             if not chunk:
                 sel.unregister(key.fileobj)
                 open_streams -= 1
@@ -449,6 +476,8 @@ def run_sandboxed(
     sel.close()
     proc.stdout.close()
     proc.stderr.close()
+    if records_read >= 0:
+        os.close(records_read)
     rc = proc.returncode
     return RunResult(
         argv=list(argv),
@@ -460,8 +489,10 @@ def run_sandboxed(
         stderr=err.decode("utf-8", "replace"),
         stdout_bytes=counts["out"],
         stderr_bytes=counts["err"],
+        records_bytes=counts["records"],
         wall_s=time.monotonic() - start,
         isolation=isolation,
+        records=bytes(records),
     )
 
 

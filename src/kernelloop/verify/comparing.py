@@ -173,6 +173,8 @@ def run_failure(run: ProgramRun) -> tuple[Reason, str] | None:
         return Reason.run_failed, r.failure() or "failed"
     if run.kernel_ms.value is None:
         return Reason.run_failed, run.kernel_ms.problem or "no KERNEL_MS"
+    if run.dump_problem:  # records nobody can read, or not the harness's alone, decide nothing
+        return Reason.run_failed, f"its records: {run.dump_problem}"
     return None
 
 

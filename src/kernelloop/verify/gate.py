@@ -92,6 +92,7 @@ from .special_values import OtherSizeDrawn, special_value_experiments
 from .size_draws import (
     at_a_smallest,
     SizePlan,
+    breaks_an_ordering,
     next_relation,
     planned_size_draws,
     redraw,
@@ -170,6 +171,19 @@ def _program_tail(stderr: str) -> str:
 def build_summary(build: BuildResult) -> BuildSummary:
     return BuildSummary(ok=build.ok, cached=build.cached, seconds=build.seconds, stage=build.stage,
                         log_excerpt=log_tail(build.log) if not build.ok else "", flags=build.flags)
+
+
+def _outputs_following_guards_at(base_bin: Path, seed: int, limits: Limits, size_index: int, draw: int | None,
+                                  durations: Durations, vs) -> list[str]:
+    """The baseline's outputs that change with the bytes past its buffers at one size: two guarded runs of one
+    experiment, their guard zones holding two kinds of bytes (_check_guard_reads at the declared sizes)."""
+    secret = experiment_secret()
+    runs = [run_program(base_bin, seed=seed, limits=limits, secret=secret, size_index=size_index, size_draw=draw,
+                        fixed_poison=True, guard_byte=byte) for byte in GUARD_CONTRAST_BYTES[:2]]
+    durations.program_runs_s += sum(r.result.wall_s for r in runs)
+    if any(run_failure(r) or r.records is None for r in runs):
+        return []  # a run that fails here is judged where the pair runs: this asks only what the outputs follow
+    return outputs_following_guards(runs[0].records, runs[1].records, tolerance_for(vs))
 
 
 def _takes_size(run: ProgramRun, durations: Durations | None = None) -> bool:
@@ -468,9 +482,6 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         # guarded by the baseline alone: a size it does not take shows there (its guard zones' NaN read past a
         # buffer), and is then judged guarded, as every refusal is.
         placement = drawn_placement() if size_index else GUARDED
-        if placement.exact and size_index < 0 and not _takes_size(run_program(
-                base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index, size_draw=draw), durations):
-            placement = GUARDED
         while True:
             cand = run_program(cand_bin, seed=seed, limits=run_limits if placement.exact else cand_limits,
                                cupti_library=cupti_lib, secret=secret, size_index=size_index, size_draw=draw,
@@ -517,6 +528,22 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                                  f"drawn at verify time ({len(refused_draws) + 1} of them): it assumes relations "
                                  "between its sizes that the declared alternative sizes do not show; declare "
                                  "alternatives that show them (e.g. a leading dimension at least the rows in every option)")
+            failure = None
+            continue
+        # A drawn size that puts two sizes the other way round from every declared option (a pitch below the width)
+        # may have the baseline read past a buffer, where what it finds depends on what lies there: the baseline alone,
+        # guarded, with two kinds of bytes past its buffers; where its outputs follow them it is no reference at this
+        # size, whatever the placement (kept-aside set 22's histogram read the next buffer in the packed layout,
+        # integers, so no NaN showed), and the size is drawn again, keeping the orders.
+        if size_index < 0 and base is not None and base.records is not None and base.records.manifest is not None \
+                and breaks_an_ordering(base.records.manifest.size_values, base.records.manifest.sizes) \
+                and (moved := _outputs_following_guards_at(base_bin, seed, run_limits, size_index, draw, durations, vs)):
+            if not refused(draw, f"output {moved[0]!r} follows the bytes past its buffers"):
+                raise InputError(f"{baseline_name}: the baseline reads past a buffer its harness declares at sizes "
+                                 f"drawn at verify time ({len(refused_draws) + 1} of them; output {moved[0]!r} follows "
+                                 "the bytes beyond): it assumes orders between its sizes that the declared alternative "
+                                 "sizes do not show; declare alternatives that show them (e.g. a pitch at least the "
+                                 "width in every option)")
             failure = None
             continue
         if size_index < 0 and relation_of(draw):
@@ -660,7 +687,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                        f"(size_redraws, {vs.size_redraws}) was spent; more spares, or alternatives whose relations are the "
                        "program's own checks and no others, check them")
     if refused_draws:
-        v.notes.append(f"the baseline itself failed (or computed NaN) at {len(refused_draws)} size(s) drawn at verify time "
+        v.notes.append(f"the baseline itself failed (or computed NaN, or read past a buffer) at {len(refused_draws)} size(s) drawn at verify time "
                        f"({'; '.join(list(dict.fromkeys(refused_draws))[:3])}), which were drawn again keeping the orderings the declared alternatives show "
                        "(at least, at most) and one other relation at a time (a divisor, a multiple, equal); alternatives whose relations are the program's "
                        "own checks, and no others, make every draw one it accepts")

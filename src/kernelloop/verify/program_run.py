@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 from pathlib import Path
@@ -15,9 +16,12 @@ from pydantic import BaseModel, ConfigDict
 from ..tools.cupti import CuptiTrace, CuptiUnavailable, injection_env, read_trace
 from ..tools.sandbox import Limits, RunResult, private_workdir, run_sandboxed, stage_file
 from .outputs import DumpError, KernelMs, parse_kernel_ms
-from .records import OutputRecords, read_records
+from .records import OutputRecords, parse_header_records, read_records
 
-OUTPUT_FILE_ENV = "KERNELLOOP_OUTPUT_FILE"
+OUTPUT_FILE_ENV = "KERNELLOOP_OUTPUT_FILE"  # a contract-v1 harness's output dump
+OUTPUT_FD_ENV = "KERNELLOOP_OUTPUT_FD"  # the v2 header's records: a pipe the verifier reads as the program runs
+# A literal only the v2 header holds: a binary carrying it writes its records to the pipe, never to a file
+V2_HEADER_MARK = b"kernelloop-end 2 %llu"
 STREAM_FD_ENV = "KERNELLOOP_STREAM_FD"  # the verifier's pipe: each timed call's key and stress bits, its sample positions
 SIZE_INDEX_ENV = "KERNELLOOP_SIZE_INDEX"
 SIZE_DRAW_ENV = "KERNELLOOP_SIZE_DRAW"  # the verifier's draw of a problem size nobody chose in advance
@@ -197,7 +201,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
         if size_index < 0 and size_draw:
             env[SIZE_DRAW_ENV] = str(size_draw)
         dump_file = work / "output.bin"
-        if want_dump:
+        v2 = carries_v2_header(binary)
+        if want_dump and not v2:
             env[OUTPUT_FILE_ENV] = str(dump_file)
         trace_file = work / "trace.jsonl"
         if cupti_library is not None:
@@ -216,7 +221,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             env[STREAM_FD_ENV] = str(read_fd)
         try:
             result = run_sandboxed(argv, workdir=work, limits=limits, env=env,
-                                   pass_fds=(read_fd,) if read_fd >= 0 else ())
+                                   pass_fds=(read_fd,) if read_fd >= 0 else (),
+                                   records_env=OUTPUT_FD_ENV if want_dump and v2 else None)
         finally:
             if read_fd >= 0:
                 os.close(read_fd)
@@ -228,13 +234,26 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 run.trace = read_trace(trace_file)
             except CuptiUnavailable as exc:
                 run.trace_problem = str(exc)
-        if want_dump and dump_file.exists() and result.ok:
+        if want_dump and result.ok and (v2 or dump_file.exists()):
             try:
-                run.records = read_records(dump_file)
+                run.records = parse_header_records(result.records) if v2 else read_records(dump_file)
                 run.dump = run.records.outputs or None
             except (DumpError, OSError) as exc:
                 run.dump_problem = str(exc)
         return run
+
+
+@functools.lru_cache(maxsize=64)
+def _carries_mark(path: str, size: int, mtime_ns: int) -> bool:
+    return V2_HEADER_MARK in Path(path).read_bytes()
+
+
+def carries_v2_header(binary: Path) -> bool:
+    """Whether BINARY holds kernelloop_harness.cuh (contract v2). Its records are then read from the pipe
+    only, and must be the header's whole stream: code of the program's own that silenced the header
+    (its variable unset, its descriptor closed) cannot hand the verifier a file in their place."""
+    info = binary.stat()
+    return _carries_mark(str(binary), info.st_size, info.st_mtime_ns)
 
 
 def output_digest(run: ProgramRun) -> str:

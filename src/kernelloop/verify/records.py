@@ -1,12 +1,14 @@
-"""Reading what a harness wrote to KERNELLOOP_OUTPUT_FILE.
+"""Reading the records a harness wrote.
 
-A contract-v1 harness writes only whole output buffers ("kernelloop-output 1" records). A v2
-harness (the bundled `kernelloop_harness.cuh`) writes a manifest first, a sample of every
-output after every timed call (and where a floating output held NaN or inf, over the whole
+A contract-v1 harness writes only whole output buffers ("kernelloop-output 1" records) to the file
+KERNELLOOP_OUTPUT_FILE names. A v2 harness (the bundled `kernelloop_harness.cuh`) writes to a pipe
+the verifier reads while the program runs (KERNELLOOP_OUTPUT_FD): a manifest first, a sample of
+every output after every timed call (and where a floating output held NaN or inf, over the whole
 buffer), which outputs some calls left equal to an input, how much each input varied from call
-to call, and the whole outputs after the last call
-(docs/contract.md). The file is written by the frozen harness, never by the candidate (the
-policy leaves the editable part no file API), so a malformed file is the harness's fault.
+to call, the whole outputs after the last call, and last a record of how many bytes came before it
+(docs/contract.md). The candidate cannot write either (the policy leaves the editable part no file
+API); frozen code can, so a v2 stream is read strictly: exactly the header's bytes, in its order
+(red team round 291: frozen code rewrote a records file after the run).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ _FIXED = re.compile(rb"kernelloop-fixed 2 (\d+) (\d+) (\d+) (\d+)\n")
 _CONSTANT = re.compile(rb"kernelloop-constant 2 (\d+) (\d+) (\d+)\n")
 _NONFINITE = re.compile(rb"kernelloop-nonfinite 2 (\d+) (\d+) (\d+) (\d+)\n")
 _STATE = re.compile(rb"kernelloop-state 2 ([01]) (\d+) (\d+) (\d+)\n")
+_END = re.compile(rb"kernelloop-end 2 (\d+)\n")
 NONFINITE_MAP_MAX_BITS = 1 << 24
 MANIFEST_MAX_BYTES = 1 << 20
 
@@ -176,10 +179,15 @@ def _array(data: bytes, dtype_name: bytes, count: int, start: int) -> tuple[np.n
     return np.frombuffer(data, dtype=dtype, count=count, offset=start), end
 
 
-def parse_records(data: bytes) -> OutputRecords:
+def parse_records(data: bytes, *, v1_only: bool = False) -> OutputRecords:
+    """Every record in DATA, in order. `v1_only`: a v1 harness's file, whole outputs and nothing else
+    (a manifest there would have the verifier trust what code without the header declares)."""
     records = OutputRecords()
     offset = 0
     while offset < len(data):
+        if v1_only and not _OUTPUT.match(data, offset):
+            raise DumpError(f"a record other than a whole output at byte {offset} of KERNELLOOP_OUTPUT_FILE: only "
+                            "kernelloop_harness.cuh writes the others, and it writes them to the verifier's pipe")
         if m := _OUTPUT.match(data, offset):
             array, offset = _array(data, m.group(1), int(m.group(2)), m.end())
             records.outputs.append(array)
@@ -226,8 +234,27 @@ def parse_records(data: bytes) -> OutputRecords:
     return records
 
 
+def parse_header_records(data: bytes) -> OutputRecords:
+    """The v2 header's stream, read strictly: its manifest first, its end record last, saying how many
+    bytes came before it. Anything else in the pipe was written by other code of the program (frozen
+    code before the harness, or after its run: red team round 291), and the run's records are void."""
+    end = data.rfind(b"kernelloop-end 2 ")
+    m = _END.fullmatch(data, end) if end >= 0 else None
+    if m is None:
+        raise DumpError("the harness's records end without its end record: the program stopped writing early, "
+                        "or other code wrote after it")
+    if int(m.group(1)) != end:
+        raise DumpError(f"the harness's records hold {end} bytes before its end record, which counts "
+                        f"{int(m.group(1))}: other code of the program wrote to the verifier's pipe")
+    if not _MANIFEST.match(data):
+        raise DumpError("the harness's records do not begin with its manifest: other code of the program wrote "
+                        "to the verifier's pipe first")
+    return parse_records(data[:end])
+
+
 def read_records(path: Path, *, max_bytes: int = 4 << 30) -> OutputRecords:
+    """A v1 harness's KERNELLOOP_OUTPUT_FILE: whole outputs only."""
     size = path.stat().st_size
     if size > max_bytes:
         raise DumpError(f"output file is {size} bytes, over the {max_bytes}-byte cap")
-    return parse_records(path.read_bytes())
+    return parse_records(path.read_bytes(), v1_only=True)

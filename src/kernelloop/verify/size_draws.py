@@ -319,16 +319,30 @@ def size_relations(size_values: list[list[int]]) -> int:
     return count
 
 
-def size_orderings(size_values: list[list[int]]) -> int:
-    """How many pairs of declared sizes show an ordering in every option (kl::size_order_bounds:
-    one at least, or at most, the other, not equal in all)."""
-    count = 0
+def _orderings(size_values: list[list[int]]) -> list[tuple[int, int, int]]:
+    """Every pair of declared sizes that shows an ordering in every option (kl::size_order_bounds: one at least,
+    or at most, the other, not equal in all), as (call, earlier call, sign): sign 1 where the call's size is the
+    larger, -1 the smaller."""
+    found = []
     for c, mine in enumerate(size_values):
-        for theirs in size_values[:c]:
-            if len(mine) == len(theirs) and mine != theirs and (
-                    all(a >= b for a, b in zip(mine, theirs)) or all(a <= b for a, b in zip(mine, theirs))):
-                count += 1
-    return count
+        for e, theirs in enumerate(size_values[:c]):
+            if len(mine) == len(theirs) and mine != theirs:
+                if all(a >= b for a, b in zip(mine, theirs)):
+                    found.append((c, e, 1))
+                elif all(a <= b for a, b in zip(mine, theirs)):
+                    found.append((c, e, -1))
+    return found
+
+
+def size_orderings(size_values: list[list[int]]) -> int:
+    """How many pairs of declared sizes show an ordering in every option."""
+    return len(_orderings(size_values))
+
+
+def breaks_an_ordering(size_values: list[list[int]], sizes: list[int]) -> bool:
+    """Whether SIZES (what a run's size() calls returned) put two sizes the other way round from how every
+    declared option orders them (a pitch drawn below the width)."""
+    return any(c < len(sizes) and (sizes[c] - sizes[e]) * sign < 0 for c, e, sign in _orderings(size_values))
 
 
 def relation_order(count: int, orderings: int = 0) -> list[int]:
