@@ -10,7 +10,9 @@ every template candidate was tried, the generic tiers propose their rewrites: th
 the column tier (colsplit.py: a thread-per-item reduction read coalesced, shared by several
 threads per item), the remap tier (remap.py: a thread-per-element kernel whose index split
 puts neighbouring threads a row apart, split the other way) and the axis tier (axes.py: a kernel
-of 2-D or 3-D blocks whose x axis walks the slow index, its x and fast axes swapped) and the grid
+of 2-D or 3-D blocks whose x axis walks the slow index, its x and fast axes swapped) and the loop
+tier (loops.py: a kernel whose threads each run a loop over the fast index of what they store, its
+independent iterations spread over the lanes of a block per thread) and the grid
 tier (gridstride.py: a grid-stride kernel launched on fewer threads than elements, on a grid
 that covers them) and the atomics tier (privatize.py: integer atomics into small tables, kept in
 private per-block copies in shared memory and added once per block) and the block tier
@@ -38,6 +40,7 @@ from .families import BY_NAME
 from .probe import ResourceProbe
 from .ranking import History, Ranked, rank, rescore, sm_count
 from .colsplit import column_split_rewrites
+from .loops import loop_rewrites
 from .axes import axis_rewrites
 from .gridstride import grid_rewrites
 from .packing import packing_rewrites
@@ -127,14 +130,15 @@ class OfflineOptimizer:
             as_written = analysis.part_as_written or analysis.part
             remaps, remaps_refused = remap_rewrites(as_written, harness, preamble)
             swaps, swaps_refused = axis_rewrites(as_written, harness, preamble)
+            loops, loops_refused = loop_rewrites(as_written, harness, preamble)
             grids, grids_refused = grid_rewrites(as_written, harness, preamble)
             privates, privates_refused = privatization_rewrites(as_written, harness, preamble)
             packs, packs_refused = packing_rewrites(as_written, harness, preamble)
             transposes, transposes_refused = transpose_rewrites(as_written, harness, preamble)
             kept, refused = [], list(dict.fromkeys(rows_refused + columns_refused + remaps_refused + swaps_refused
-                                                   + grids_refused + privates_refused + packs_refused
+                                                   + loops_refused + grids_refused + privates_refused + packs_refused
                                                    + transposes_refused))  # one line per kernel, not per launch
-            for rewrite in transposes + rows + columns + remaps + swaps + grids + privates + packs:
+            for rewrite in transposes + rows + columns + remaps + swaps + loops + grids + privates + packs:
                 clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
                 if clash:
                     refused.append(f"{rewrite.label}: its code calls {clash[0]}, which the program declares itself")
