@@ -902,26 +902,6 @@ def qualified_macro_definitions(editable: str, expanded_part: str, program_macro
                       *lines])
 
 
-_CLOCK_NAME = re.compile(r"\b(?:clock(?:64|_hi|_lo)?|__clock\w*|globaltimer\w*|get_sreg_\w+|\w*chrono\w*|\w+_clock"
-                         # libcu++'s timed waits read the clock and hand back whether the time ran out (red team
-                         # round 292: `try_acquire_for(2us)` under `using namespace cuda::std::literals`), and a
-                         # duration is written with its literals or its type
-                         r"|\w*literals|duration|time_point|\w*(?:acquire|wait|lock|sleep|wait_parity)_(?:for|until)"
-                         r"|\d+(?:\.\d*)?(?:ns|us|ms|s|min|h))\b|%%?clock\w*"
-                         r"|\basm\b|__asm")  # not `prop.clockRate`: a property, no reading
-
-
-def names_a_clock(part: str) -> bool:
-    """Whether the part's own code (expanded, comments out) could read a clock itself: it names one
-    (`clock64()`, `cuda::std::chrono`, `cuda::ptx::get_sreg_globaltimer()`) or has inline assembly,
-    whose strings can spell any register in pieces (`"%%glob" "altimer"`: red team round 68). The
-    toolkit's own waits read the GPU's clock too (`cuda::barrier`'s back-off, round 67), which the
-    part cannot turn into a value without one of these; a timed wait (`try_acquire_for`, `wait_until`)
-    hands one back as whether the time ran out, so it names a clock too, as do duration literals and
-    the `literals` namespaces that bring them (round 292)."""
-    return bool(_CLOCK_NAME.search(strip_comments(part)))  # string literals too: inline PTX names it there
-
-
 # The C library's routine an `assert` that fails calls with its message: the condition's text, the
 # file, the line and the function, as builtins in newer C libraries (glibc 2.40's `__ASSERT_FILE` is
 # `__builtin_FILE ()`: kept-aside set 8 on the lent GPU's toolchain). It prints them and aborts, so

@@ -562,7 +562,9 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
     if clocks:
         found.append(Violation(rule="device-clock", where=where, detail=(
             f"device code reads the GPU's clock ({', '.join(clocks)}), which the baseline does not: a kernel that "
-            "reads the date or the time since the GPU started can compute otherwise later than while verified")))
+            "reads the date or the time since the GPU started can compute otherwise later than while verified. The "
+            "toolkit's waits that back off or time out read it too (cuda::barrier's wait, timed waits): wait with "
+            "__syncthreads or cooperative_groups::wait instead")))
     registers = only_candidate("special_register")
     if registers:
         found.append(Violation(rule="device-register", where=where, detail=(
