@@ -88,6 +88,63 @@ inline void check(cudaError_t err, const char* what, const char* file, int line)
   exit(1);
 }
 
+// The settings the verifier passes (KERNELLOOP_* variables), read once before any code of the program runs
+// (a constructor of the highest priority a program may use) into a page made read-only at once: code of the
+// program run before the harness cannot change what the harness reads (red team round 293: frozen code unset the
+// records' pipe and named a file of its own before `kl::Harness h;`; the environment's strings are writable in
+// place, so a check of the variables later would not do). The verifier refuses frozen code that declares
+// constructors, protects or maps memory, or edits the environment.
+constexpr const char* kSettingNames[] = {"KERNELLOOP_SEED", "KERNELLOOP_STREAM_FD", "KERNELLOOP_SIZE_INDEX", "KERNELLOOP_SIZE_DRAW", "KERNELLOOP_NONFINITE", "KERNELLOOP_INPUT_SCALE", "KERNELLOOP_EXACT_BUFFERS", "KERNELLOOP_BUFFER_SHIFT", "KERNELLOOP_GUARD_BYTE", "KERNELLOOP_NONFINITE_BUFFERS", "KERNELLOOP_WIDE_INTS", "KERNELLOOP_WIDE_INTS_BITS", "KERNELLOOP_WIDE_INTS_BUFFERS", "KERNELLOOP_WIDE_INTS_SHAPE", "KERNELLOOP_WIDE_INTS_TOPS", "KERNELLOOP_OUTPUT_FD", "KERNELLOOP_OUTPUT_FILE"};
+constexpr int kSettingCount = (int)(sizeof kSettingNames / sizeof kSettingNames[0]);
+constexpr size_t kSettingMax = 8192;  // a setting's longest value (the wide-integer tops: one entry per buffer)
+struct Settings {
+  bool taken, present[kSettingCount], too_long[kSettingCount];
+  char value[kSettingCount][kSettingMax];
+};
+inline Settings*& settings_page() {
+  static Settings* page = nullptr;  // zero before any constructor runs (no dynamic initialization)
+  return page;
+}
+__attribute__((constructor(101), used)) static void take_settings() {
+  const size_t bytes = (sizeof(Settings) + 4095) / 4096 * 4096;
+  void* at = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (at == MAP_FAILED) return;  // settings() then fails the run
+  Settings* page = static_cast<Settings*>(at);
+  for (int i = 0; i < kSettingCount; ++i) {
+    const char* v = getenv(kSettingNames[i]);
+    if (v == nullptr) continue;
+    page->present[i] = true;
+    page->too_long[i] = strlen(v) >= kSettingMax;
+    if (!page->too_long[i]) strcpy(page->value[i], v);
+  }
+  page->taken = true;
+  if (mprotect(at, bytes, PROT_READ) != 0) return;
+  settings_page() = page;
+}
+// A setting as the program found it when it started (nullptr: not set).
+inline const char* setting(const char* name) {
+  const Settings* page = settings_page();
+  if (page == nullptr || !page->taken) fail("the harness could not read its settings before the program ran");
+  for (int i = 0; i < kSettingCount; ++i)
+    if (strcmp(kSettingNames[i], name) == 0) {
+      if (page->too_long[i]) fail("a KERNELLOOP_* setting is too long");
+      return page->present[i] ? page->value[i] : nullptr;
+    }
+  fail("the harness asked for a setting it does not take");
+}
+
+// A pipe the verifier names "fd:dev:inode" (the records', the secret stream's): read into the three numbers.
+inline bool read_pipe_spec(const char* text, int* fd, unsigned long long* dev, unsigned long long* ino) {
+  int used = 0;
+  return sscanf(text, "%d:%llu:%llu%n", fd, dev, ino, &used) == 3 && text[used] == '\0' && *fd >= 0;
+}
+// Whether FD is still that pipe: code before the harness could put a file or a pipe of its own at its number.
+inline bool same_pipe(int fd, unsigned long long dev, unsigned long long ino) {
+  struct stat info;
+  return fstat(fd, &info) == 0 && S_ISFIFO(info.st_mode) && (unsigned long long)info.st_dev == dev &&
+         (unsigned long long)info.st_ino == ino;
+}
+
 // An out-of-bounds write found by a guard zone: a distinct exit status the verifier reports.
 constexpr int kGuardExitCode = 86;
 // An input buffer whose contents a call changed: inputs are read-only, and nothing compares them,
@@ -1495,6 +1552,8 @@ struct State {
   int input_scale;  // KERNELLOOP_INPUT_SCALE: every floating-point input times input_factor 2^input_scale
   double input_factor;  // in [1, 2); 1 with input_scale 0: none
   int secret_fd, size_index, size_options, size_calls, device, calls, pageable_memory_access;
+  bool secret_checked;                 // KERNELLOOP_STREAM_FD named the pipe's dev:inode (the verifier's runs)
+  unsigned long long secret_dev, secret_ino;
   int scrub_blocks;                    // kl_shared_scrub_kernel's grid: twice the SMs
   unsigned int scrub_bytes;            // the most shared memory one block may have
   long long size_chosen[16];  // what every size() call returned
@@ -1597,18 +1656,24 @@ class Harness {
               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (at != reinterpret_cast<void*>(kTableAddress)) fail("cannot map the harness's buffer table");
     State& s = st();
-    const char* seed_text = getenv("KERNELLOOP_SEED");
+    const char* seed_text = setting("KERNELLOOP_SEED");
     s.seed = seed_text && *seed_text ? strtoull(seed_text, nullptr, 10) : 20260528ull;
-    const char* fd_text = getenv("KERNELLOOP_STREAM_FD");
+    const char* fd_text = setting("KERNELLOOP_STREAM_FD");
     s.secret_fd = fd_text && *fd_text ? atoi(fd_text) : -1;
-    const char* size_text = getenv("KERNELLOOP_SIZE_INDEX");
+    // "fd:dev:inode" from the verifier: the descriptor must stay its pipe (code before the harness could put a
+    // pipe of its own at that number, to choose every call's stress and sample positions); a bare number by hand
+    s.secret_checked = fd_text && strchr(fd_text, ':') != nullptr;
+    if (s.secret_checked && !read_pipe_spec(fd_text, &s.secret_fd, &s.secret_dev, &s.secret_ino))
+      fail("KERNELLOOP_STREAM_FD is not fd or fd:dev:inode");
+    if (s.secret_checked) check_secret_pipe();
+    const char* size_text = setting("KERNELLOOP_SIZE_INDEX");
     s.size_index = size_text && *size_text ? atoi(size_text) : 0;
-    const char* draw_text = getenv("KERNELLOOP_SIZE_DRAW");
+    const char* draw_text = setting("KERNELLOOP_SIZE_DRAW");
     s.size_draw = draw_text && *draw_text ? strtoull(draw_text, nullptr, 10) : 0;
     if (s.size_draw) s.size_index = -1;
-    const char* nonfinite_text = getenv("KERNELLOOP_NONFINITE");
+    const char* nonfinite_text = setting("KERNELLOOP_NONFINITE");
     s.nonfinite = nonfinite_text && *nonfinite_text ? atoi(nonfinite_text) & 15 : 0;
-    const char* scale_text = getenv("KERNELLOOP_INPUT_SCALE");
+    const char* scale_text = setting("KERNELLOOP_INPUT_SCALE");
     s.input_scale = 0;
     s.input_factor = 1.0;
     if (scale_text && *scale_text &&
@@ -1617,7 +1682,7 @@ class Harness {
       fail("KERNELLOOP_INPUT_SCALE is S or S:F, S from -149 to 127, F in [1, 2)");
     // The verifier's memcheck run of the baseline: every buffer its own allocation of exactly its
     // size and no guard zones, so compute-sanitizer sees any access past a declared buffer.
-    const char* exact_text = getenv("KERNELLOOP_EXACT_BUFFERS");
+    const char* exact_text = setting("KERNELLOOP_EXACT_BUFFERS");
     s.exact_buffers = exact_text && *exact_text == '1';
     // With exact buffers, the buffers mapped by the harness (layout_allocation) from this key
     // ("KEY:UNIT:MODE:REVERSED"): each at an offset below 2 MiB drawn from KEY, in multiples of UNIT
@@ -1627,7 +1692,7 @@ class Harness {
     // multiple of UNIT bytes, or of its element size), as a caller cuts one allocation into several
     // (round 198), MODE 4 packs them from a drawn offset (round 200: adjacent and misaligned); REVERSED
     // lays them out in the reverse of the declaration order (rounds 194-195).
-    const char* shift_text = getenv("KERNELLOOP_BUFFER_SHIFT");
+    const char* shift_text = setting("KERNELLOOP_BUFFER_SHIFT");
     s.shift_key = 0;
     s.shift_unit = 0;
     s.shift_mode = 0;
@@ -1640,20 +1705,20 @@ class Harness {
       if (rest && *rest == ':') s.layout_reversed = strtoull(rest + 1, &rest, 10) != 0;
       if (s.shift_mode < 0 || s.shift_mode > 4) fail("KERNELLOOP_BUFFER_SHIFT: MODE is 0 to 4");
     }
-    const char* guard_text = getenv("KERNELLOOP_GUARD_BYTE");
+    const char* guard_text = setting("KERNELLOOP_GUARD_BYTE");
     s.read_guard = guard_text && *guard_text ? (unsigned char)(atoi(guard_text) & 0xFF) : kReadGuardByte;
     // The special values go into the inputs this mask names (bit i: the i-th declared buffer), one at a
     // time when the baseline fails on them all: an input it traps on keeps the others checked (round 48).
-    const char* buffers_text = getenv("KERNELLOOP_NONFINITE_BUFFERS");
+    const char* buffers_text = setting("KERNELLOOP_NONFINITE_BUFFERS");
     s.nonfinite_buffers = buffers_text && *buffers_text ? strtoull(buffers_text, nullptr, 10) : ~0ull;
-    const char* wide_text = getenv("KERNELLOOP_WIDE_INTS");
+    const char* wide_text = setting("KERNELLOOP_WIDE_INTS");
     s.wide_ints = wide_text && *wide_text ? atoi(wide_text) : 0;
     if (s.wide_ints < 1 || s.wide_ints > 3) s.wide_ints = 0;
-    const char* wide_bits_text = getenv("KERNELLOOP_WIDE_INTS_BITS");
+    const char* wide_bits_text = setting("KERNELLOOP_WIDE_INTS_BITS");
     s.wide_bits = wide_bits_text && *wide_bits_text ? atoi(wide_bits_text) : 0;
-    const char* wide_buffers_text = getenv("KERNELLOOP_WIDE_INTS_BUFFERS");
+    const char* wide_buffers_text = setting("KERNELLOOP_WIDE_INTS_BUFFERS");
     s.wide_buffers = wide_buffers_text && *wide_buffers_text ? strtoull(wide_buffers_text, nullptr, 10) : ~0ull;
-    const char* wide_shape_text = getenv("KERNELLOOP_WIDE_INTS_SHAPE");
+    const char* wide_shape_text = setting("KERNELLOOP_WIDE_INTS_SHAPE");
     s.wide_top = s.wide_lo = 0;
     s.wide_shift = 0;
     s.wide_sorted = s.wide_exact = false;
@@ -1665,7 +1730,7 @@ class Harness {
       s.wide_top = top, s.wide_lo = lo, s.wide_shift = shift, s.wide_sorted = sorted != 0, s.wide_exact = exact != 0;
     }
     for (int i = 0; i < kMaxBuffers; ++i) s.wide_tops[i] = 0, s.wide_modes[i] = 0, s.wide_bits_each[i] = 0, s.wide_los[i] = 0;
-    const char* wide_tops_text = getenv("KERNELLOOP_WIDE_INTS_TOPS");
+    const char* wide_tops_text = setting("KERNELLOOP_WIDE_INTS_TOPS");
     for (const char* at = wide_tops_text; at && *at;) {
       int index = -1, mode = 0, bits = 0, used = 0;
       unsigned long long top = 0, lo = 0;
@@ -1680,16 +1745,14 @@ class Harness {
     s.wide_top_now = s.wide_top, s.wide_lo_now = s.wide_lo;
     s.wide_mode_now = s.wide_ints, s.wide_bits_now = s.wide_bits;
     s.size_options = 1;
-    const char* out = getenv("KERNELLOOP_OUTPUT_FD");
+    const char* out = setting("KERNELLOOP_OUTPUT_FD");
     if (out && *out) {
-      int used = 0;
-      if (sscanf(out, "%d:%llu:%llu%n", &s.output_fd, &s.output_dev, &s.output_ino, &used) != 3 ||
-          out[used] != '\0' || s.output_fd < 0)
+      if (!read_pipe_spec(out, &s.output_fd, &s.output_dev, &s.output_ino))
         fail("KERNELLOOP_OUTPUT_FD is not fd:dev:inode");
       s.output_on = true;
       s.output_bytes = 0;
       check_output_pipe();
-    } else if ((out = getenv("KERNELLOOP_OUTPUT_FILE")) != nullptr && *out) {
+    } else if ((out = setting("KERNELLOOP_OUTPUT_FILE")) != nullptr && *out) {
       if (strlen(out) >= sizeof s.output_path) fail("KERNELLOOP_OUTPUT_FILE is too long");
       strcpy(s.output_path, out);
       s.output_fd = -1;
@@ -2689,6 +2752,7 @@ class Harness {
   uint64_t read_secret() {
     State& s = st();
     if (s.secret_fd < 0) return mix64(s.seed ^ 0x53454352ull ^ ++s.local_draws);
+    if (s.secret_checked) check_secret_pipe();
     uint64_t v = 0;
     size_t got = 0;
     while (got < sizeof v) {
@@ -2841,14 +2905,17 @@ class Harness {
 
   // The records' descriptor must still be the verifier's pipe: code before the harness could have put
   // a file or a pipe of its own at that number, to change what it holds before the verifier sees it.
+  static void check_secret_pipe() {
+    const State& s = st();
+    if (!same_pipe(s.secret_fd, s.secret_dev, s.secret_ino)) fail("KERNELLOOP_STREAM_FD is not the verifier's pipe");
+  }
+
   static void check_output_pipe() {
     const State& s = st();
     if (s.output_fd < 0) return;
-    struct stat info;
-    if (fstat(s.output_fd, &info) != 0 || !S_ISFIFO(info.st_mode) ||
-        (unsigned long long)info.st_dev != s.output_dev || (unsigned long long)info.st_ino != s.output_ino)
-      fail("KERNELLOOP_OUTPUT_FD is not the verifier's pipe");
+    if (!same_pipe(s.output_fd, s.output_dev, s.output_ino)) fail("KERNELLOOP_OUTPUT_FD is not the verifier's pipe");
   }
+
 
   void append(const void* data, size_t bytes) {
     State& s = st();

@@ -255,6 +255,18 @@ def run_lambda_problem(harness: str, editable_names: set[str], macro_texts: tupl
 _RENAMING = {"asm", "__asm", "__asm__", "alias", "__alias__", "weakref", "__weakref__", "ifunc", "__ifunc__",
              "symver", "__symver__", "weak", "__weak__", "target_clones", "__target_clones__", "redefine_extname"}
 _RENAMING_ATTRIBUTES = _RENAMING - {"asm", "__asm", "__asm__", "redefine_extname"}
+# What runs frozen code before main, or puts it where the loader runs it: the header reads its settings in the
+# first constructor a program may declare (kernelloop_harness.cuh, take_settings), before any of the program's
+# code (red team round 293).
+_EARLY_ATTRIBUTES = {"constructor", "__constructor__", "init_priority", "__init_priority__", "section", "__section__"}
+# What reaches the process's own settings and memory protections, which the header relies on (red team round 293:
+# frozen code edited the environment before the harness read it, and wrote the harness's state, which lies at a
+# fixed address, after the run): the environment's editors, memory mapping and protection, another process's or
+# the process's own memory by the kernel's interfaces, and the header's private pages by name.
+_PROCESS_REACH = re.compile(
+    r"\b(?:setenv|unsetenv|putenv|clearenv|environ|__environ|_environ|mprotect|pkey_mprotect|pkey_alloc|mmap|mmap64|"
+    r"munmap|mremap|madvise|remap_file_pages|process_vm_writev|process_vm_readv|ptrace|memfd_create|"
+    r"kStateAddress|kStateBytes|kTableAddress|kTableBytes|settings_page|take_settings|kSettingNames)\b")
 
 
 def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
@@ -273,6 +285,12 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
         # build's private name for the part's copy of an instantiation
         return f"its frozen code names {mangled.group(0)[:60]}, a symbol's linker name: what it defines or calls " \
                "is the part's at the link"
+    for text in (code, *(without_literals(strip_comments(where.text)) for where in frozen)):
+        if reach := _PROCESS_REACH.search(text):
+            return f"its frozen code names {reach.group(0)}, which reaches the process's environment, memory " \
+                   "protections or the harness's own pages: the harness's settings and state are the verifier's"
+    if re.search(r"/proc/[^\"\n]*\bmem\b", raw):
+        return "its frozen code names a process's memory file (/proc/.../mem), which writes past every protection"
     if re.search(r"\b(?:__)?syscall\b", code):
         return "its frozen code makes system calls of its own (syscall): what they start beside the timed calls " \
                "cannot be read"
@@ -296,6 +314,12 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
                 return f"its frozen code declares a symbol with the attribute {sorted(named)[0]} " \
                        f"(`{' '.join(where.text_of(node).split())[:60]}`): the part's functions could be frozen " \
                        "code at the link"
+            elif node.type in ("attribute_specifier", "attribute", "attribute_declaration", "ms_declspec_modifier") \
+                    and (early := {where.text_of(n) for n in walk(node) if n.type == "identifier"}
+                         & _EARLY_ATTRIBUTES):
+                return f"its frozen code declares a function with the attribute {sorted(early)[0]} " \
+                       f"(`{' '.join(where.text_of(node).split())[:60]}`): it would run before the harness reads its " \
+                       "settings"
     return None
 
 

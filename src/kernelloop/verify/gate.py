@@ -117,7 +117,7 @@ from .outputs import (
 from .precision import PrecisionScan, scan_precision
 from .records import Manifest, PartStateRecord
 from .regression import RegressionDecision, compare_times
-from .program_run import ProgramRun, heavy_calls, output_digest, run_program, warm_input_calls
+from .program_run import ProgramRun, carries_v2_header, heavy_calls, output_digest, run_program, warm_input_calls
 from .shipped import (
     ShippedBuildUnreadable,
     assert_release_differences,
@@ -986,6 +986,15 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
     if not base_build.ok:
         raise InputError(f"{baseline_name}: the baseline does not build under the kernelloop contract "
                          f"({base_build.stage}): {compiler_error(base_build.log)}")
+    if base_build.binary is not None and carries_v2_header(base_build.binary) != split.is_v2:
+        # One fact decides which contract the program is under, the build's: a harness read as v1 while its
+        # build holds the header skipped every v2 check of frozen code (red team round 293: `using namespace kl;
+        # Harness h;`), and a program without the header that spells its records literal would be read as v2
+        raise InputError(f"{baseline_name}: " + (
+            "its build holds kernelloop_harness.cuh, but its harness does not read as contract v2: include the "
+            "header by name (#include <kernelloop_harness.cuh>) and declare the harness as kl::Harness"
+            if not split.is_v2 else "its harness reads as contract v2 but its build does not hold "
+            "kernelloop_harness.cuh: include the header by name"))
     if split.is_v2 and base_build.editable_object is not None:
         _refuse_frozen_link_routes(base_build, baseline_name, split.exported_names, library_symbols(toolchain.nvcc))
         _refuse_part_header_macros(split, baseline_name, arch, toolchain, limits)

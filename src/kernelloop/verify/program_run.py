@@ -218,7 +218,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, 2 * STREAM_BYTES)
             os.write(write_fd, stream_for(secret, heavy=heavy, fixed_poison=fixed_poison))
             os.close(write_fd)
-            env[STREAM_FD_ENV] = str(read_fd)
+            info = os.fstat(read_fd)  # the header checks the descriptor is still this pipe before every read
+            env[STREAM_FD_ENV] = f"{read_fd}:{info.st_dev}:{info.st_ino}"
         try:
             result = run_sandboxed(argv, workdir=work, limits=limits, env=env,
                                    pass_fds=(read_fd,) if read_fd >= 0 else (),
