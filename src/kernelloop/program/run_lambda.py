@@ -308,18 +308,15 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
                     return f"its frozen code gives a symbol its own name or defines one in assembly " \
                            f"(`{' '.join(where.text_of(up or node).split())[:60]}`): the part's functions could " \
                            "be frozen code at the link"
-            elif node.type in ("attribute_specifier", "attribute", "attribute_declaration", "ms_declspec_modifier") \
-                    and (named := {where.text_of(n) for n in walk(node) if n.type == "identifier"}
-                         & _RENAMING_ATTRIBUTES):
-                return f"its frozen code declares a symbol with the attribute {sorted(named)[0]} " \
-                       f"(`{' '.join(where.text_of(node).split())[:60]}`): the part's functions could be frozen " \
-                       "code at the link"
-            elif node.type in ("attribute_specifier", "attribute", "attribute_declaration", "ms_declspec_modifier") \
-                    and (early := {where.text_of(n) for n in walk(node) if n.type == "identifier"}
-                         & _EARLY_ATTRIBUTES):
-                return f"its frozen code declares a function with the attribute {sorted(early)[0]} " \
-                       f"(`{' '.join(where.text_of(node).split())[:60]}`): it would run before the harness reads its " \
-                       "settings"
+            elif node.type in ("attribute_specifier", "attribute", "attribute_declaration", "ms_declspec_modifier"):
+                named = {where.text_of(n) for n in walk(node) if n.type == "identifier"}
+                written = " ".join(where.text_of(node).split())[:60]
+                if renaming := named & _RENAMING_ATTRIBUTES:
+                    return f"its frozen code declares a symbol with the attribute {sorted(renaming)[0]} " \
+                           f"(`{written}`): the part's functions could be frozen code at the link"
+                if early := named & _EARLY_ATTRIBUTES:
+                    return f"its frozen code declares a function with the attribute {sorted(early)[0]} " \
+                           f"(`{written}`): it would run before the harness reads its settings"
     return None
 
 
