@@ -2566,7 +2566,8 @@ class Harness {
     if ((stress & kWarmInputs) == kWarmInputs) warm_inputs(key);
     KL_CHECK(cudaDeviceSynchronize());
   }
-  // After the flush, a secret quarter of the timed calls (and their repeats) read their inputs into L2
+  // After the flush, a secret quarter of the timed calls (and their repeats) read their inputs (and the part's own
+  // device memory) into L2
   // as a producer kernel leaves them for a real caller: with every call flushed, an input found in L2
   // told a kernel it was not being verified (red team round 282: a probe timing its own reads of an
   // input took the cached path, which returned the last call's result, only where the input was warm).
@@ -2580,6 +2581,20 @@ class Harness {
       const Buffer& b = t.buffers[i];
       if (b.role != Role::input && b.role != Role::inout) continue;
       kl_touch_kernel<<<4 * s.scrub_blocks, 256>>>(static_cast<const unsigned char*>(b.data), b.count * b.elem, never,
+                                                   reinterpret_cast<uint64_t*>(s.flush));
+      KL_CHECK(cudaGetLastError());
+    }
+    // and the part's own device memory (its allocations, its __device__ and __constant__ variables), as its last
+    // call left it for a caller's next: flushed in every call, a table only the part reads told it apart from a
+    // caller's back-to-back calls by how fast it came (red team round 296: a chase of its own lines, cold in
+    // every verified call, took a wrong path where they were warm)
+    const PartRegistry& r = part_registry();
+    for (int i = 0; i < r.nblocks; ++i) {
+      const PartBlock& b = r.blocks[i];
+      if (b.freed || b.bytes == 0 || (b.kind != 1 && b.kind != 2)) continue;
+      void* device = const_cast<void*>(b.at);
+      if (b.kind == 2) KL_CHECK(cudaGetSymbolAddress(&device, b.at));
+      kl_touch_kernel<<<4 * s.scrub_blocks, 256>>>(static_cast<const unsigned char*>(device), b.bytes, never,
                                                    reinterpret_cast<uint64_t*>(s.flush));
       KL_CHECK(cudaGetLastError());
     }

@@ -264,8 +264,8 @@ _EARLY_ATTRIBUTES = {"constructor", "__constructor__", "init_priority", "__init_
 # fixed address, after the run): the environment's editors, memory mapping and protection, another process's or
 # the process's own memory by the kernel's interfaces, and the header's private pages by name.
 _PROCESS_REACH = re.compile(
-    r"\b(?:setenv|unsetenv|putenv|clearenv|environ|__environ|_environ|mprotect|pkey_mprotect|pkey_alloc|mmap|mmap64|"
-    r"munmap|mremap|madvise|remap_file_pages|process_vm_writev|process_vm_readv|ptrace|memfd_create|"
+    r"\b(?:setenv|unsetenv|putenv|clearenv|\w*environ|\w*mprotect\w*|pkey_\w+|\w*mmap\w*|\w*munmap|\w*mremap|"
+    r"\w*madvise|remap_file_pages|process_vm_\w+|ptrace|memfd_create|shmat|shmget|shmctl|shm_open|"
     r"kStateAddress|kStateBytes|kTableAddress|kTableBytes|settings_page|take_settings|kSettingNames)\b")
 
 
@@ -289,13 +289,20 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
         if reach := _PROCESS_REACH.search(text):
             return f"its frozen code names {reach.group(0)}, which reaches the process's environment, memory " \
                    "protections or the harness's own pages: the harness's settings and state are the verifier's"
-    if re.search(r"/proc/[^\"\n]*\bmem\b", raw):
+    joined = re.sub(r"\"\s*\"", "", raw)  # adjacent literals are one string ("/proc/self/m" "em")
+    if re.search(r"/proc/[^\"\n]*\bmem\b", joined) or re.search(r"\"(?:[^\"\n]*/)?mem\"", joined):
         return "its frozen code names a process's memory file (/proc/.../mem), which writes past every protection"
     if re.search(r"\b(?:__)?syscall\b", code):
         return "its frozen code makes system calls of its own (syscall): what they start beside the timed calls " \
                "cannot be read"
     for where in frozen:
         for node in walk(where.root):
+            if node.type == "namespace_definition" and (name := node.child_by_field_name("name")) is not None \
+                    and re.match(r"(?:::)?\s*kl\b", where.text_of(name)):
+                # the header's namespace: a function of the frozen code there is what the header's own calls (and
+                # its templates' dependent ones) can bind to (red team round 295: kl::write, kl::getenv)
+                return f"its frozen code declares in namespace {where.text_of(name)}, the harness header's own: " \
+                       "the header's calls could reach it"
             if node.type == "gnu_asm_expression":
                 if re.search(r"\b(?:syscall|sysenter|svc)\b|\bint\s*\$?0x80\b", where.text_of(node)):
                     return "its frozen code makes system calls of its own (an asm syscall): what they start " \

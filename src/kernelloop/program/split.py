@@ -64,10 +64,14 @@ class ProgramSplit(BaseModel):
         return bool(_V2_HARNESS.search(strip_comments(self.harness)))
 
     def harness_unit(self, filename: str = "harness.cu") -> str:
-        """Translation unit 2: preamble + declarations + the frozen harness."""
+        """Translation unit 2: preamble + declarations + the frozen harness. A v2 unit reads the header first (its
+        own #pragma once makes the harness's include a no-op): the header's code then means what it says, whatever
+        the frozen code declares or defines before its include (red team round 295: a preamble `namespace kl`
+        function, or a macro, that the header's own `write` and `getenv` calls reached)."""
         decls = "\n".join(self.exported)
+        first = f"#include <{TRUSTED_HARNESS_HEADER}>\n#line 1\n" if self.is_v2 else ""
         return (
-            f"{self.preamble}\n// declarations of the editable part's functions\n{decls}\n"
+            f"{first}{self.preamble}\n// declarations of the editable part's functions\n{decls}\n"
             f"#line {self.harness_line} \"{filename}\"\n{self.harness}\n"
         )
 
