@@ -482,6 +482,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
         # guarded by the baseline alone: a size it does not take shows there (its guard zones' NaN read past a
         # buffer), and is then judged guarded, as every refusal is.
         placement = drawn_placement() if size_index else GUARDED
+        if placement.exact and size_index < 0 and not _takes_size(run_program(
+                base_bin, seed=seed, limits=run_limits, secret=secret, size_index=size_index, size_draw=draw), durations):
+            placement = GUARDED
         while True:
             cand = run_program(cand_bin, seed=seed, limits=run_limits if placement.exact else cand_limits,
                                cupti_library=cupti_lib, secret=secret, size_index=size_index, size_draw=draw,

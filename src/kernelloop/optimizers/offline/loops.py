@@ -27,7 +27,7 @@ from .axes import meaning_may_change
 from .facts import collect_facts
 from .launch_guard import BaselineLaunch
 from .launcher import EditablePart, statements_under
-from .rowwarp import LaunchSite, NotARowKernel, Rewrite, tier_rewrites, walk_expr_in
+from .rowwarp import LaunchSite, NotARowKernel, Rewrite, buffers_apart, tier_rewrites, walk_expr_in
 from .symbolic import Poly
 from .syntax import Assign, Block, Decl, Expr, For, If, Index, Jump, Name, Num, Postfix, Return, Unary, to_c, walk_expr
 
@@ -35,6 +35,7 @@ from .syntax import Assign, Block, Decl, Expr, For, If, Index, Jump, Name, Num, 
 LOOP_LANES = (128, 32)
 _BUILTIN = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)(\s*\.\s*)([xyz])\b")
 _RENAMED = {"threadIdx": "kl_tid", "blockIdx": "kl_bid", "blockDim": "kl_ob", "gridDim": "kl_og"}
+_THREAD_ATOMS = frozenset(f"{b}.{a}" for b in ("threadIdx", "blockIdx", "blockDim", "gridDim") for a in "xyz")
 _BLOCK_BOUND = re.compile(r"\b(?:__shared__|__syncthreads\w*|__cluster_dims__|__threadfence_block)\b")
 
 
@@ -74,8 +75,9 @@ def _assigned_names(e: Expr) -> list[str]:
     return out
 
 
-def check_independent(site: LaunchSite) -> tuple[For, str, str]:
-    """The kernel's loop whose iterations may run side by side, its variable and type; raises NotARowKernel."""
+def check_independent(site: LaunchSite) -> tuple[For, str, str, set[str]]:
+    """The kernel's loop whose iterations may run side by side, its variable and type, and the parameters it stores;
+    raises NotARowKernel."""
     body = site.kernel.body.body
     if not body or not isinstance(body[-1], For):
         raise NotARowKernel("does not end in a loop")
@@ -106,6 +108,12 @@ def check_independent(site: LaunchSite) -> tuple[For, str, str]:
     for a in stores:
         if a.array is None or a.array.param is None or a.offset is None:
             raise NotARowKernel("stores where its index cannot be read")
+        # where the thread and the counter alone say (red team round 136: an inner loop's index, a value loaded)
+        other = sorted({x for m, _ in a.offset.terms for x in m} - {atom} - _THREAD_ATOMS
+                       - {x for m, _ in a.offset.terms for x in m if x.startswith("p:")})
+        if other:
+            raise NotARowKernel(f"stores to {a.array.name} at an element that moves with more than its thread and "
+                                f"the counter ({other[0]})")
         step = Poly._from({tuple(x for x in m if x != atom): c for m, c in a.offset.terms if m.count(atom) == 1})
         if step != Poly.const(1) or any(m.count(atom) > 1 for m, _ in a.offset.terms):
             raise NotARowKernel(f"stores to {a.array.name} at a place its loop counter does not move one by one")
@@ -115,7 +123,7 @@ def check_independent(site: LaunchSite) -> tuple[For, str, str]:
             raise NotARowKernel("already stores neighbouring elements from neighbouring threads")
     if any(a.kind == "read" and a.array is not None and a.array.name in stored for a in facts.accesses):
         raise NotARowKernel("reads an array it stores: an iteration may read what another wrote")
-    return loop, name, vtype
+    return loop, name, vtype, stored
 
 
 def _matching(text: str, start: int, open_: str, close: str) -> int:
@@ -182,8 +190,9 @@ def spread_kernel(site: LaunchSite, name: str, vtype: str) -> str:
     return head + "{" + prologue + body[1:last_for.start()] + loop + "\n}\n"
 
 
-def spread_launch(site: LaunchSite, lanes: int):
-    """The launch: a block of LANES lanes for each thread of the baseline's launch, the grid its thread grid."""
+def spread_launch(site: LaunchSite, lanes: int, apart: list[str]):
+    """The launch: a block of LANES lanes for each thread of the baseline's launch, the grid its thread grid, where
+    the buffers it stores are none of the others (APART: rowwarp.buffers_apart's conditions)."""
     launch = site.stmt.expr
 
     def new_launch(base: BaselineLaunch, kernel: str) -> tuple[str, str, str, list[str]]:
@@ -194,7 +203,7 @@ def spread_launch(site: LaunchSite, lanes: int):
         fits = [f"(unsigned long long){g}.x * {b}.x <= 2147483647ull", f"(unsigned long long){g}.y * {b}.y <= 65535ull",
                 f"(unsigned long long){g}.z * {b}.z <= 65535ull"]
         call = f"{kernel}<<<{grid}, dim3({lanes}), 0{base.stream}>>>({args});"
-        return call, grid, f"dim3({lanes})", fits
+        return call, grid, f"dim3({lanes})", [*fits, *apart]
     return new_launch
 
 
@@ -206,11 +215,14 @@ def loop_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
             raise NotARowKernel(why)
         if (found := _BLOCK_BOUND.search(strip_comments(site.kernel.item.text))) is not None:
             raise NotARowKernel(f"uses {found.group(0)}, which depends on which threads share a block")
-        _, name, vtype = check_independent(site)
+        _, name, vtype, stored = check_independent(site)
+        # a stored buffer handed as another parameter too is read through that one (red team rounds 135-141): refused
+        # where one variable hands both, else the launch runs only where the addresses differ
+        apart = buffers_apart(site, stored, set())
         text = spread_kernel(site, name, vtype)
         return [Rewrite(
             label=f"loop tier: the {name} loop of {kernel} spread over {lanes} lanes",
-            **site.beside(text, spread_launch(site, lanes)), kernel=kernel, launcher=site.launcher.name,
+            **site.beside(text, spread_launch(site, lanes, apart)), kernel=kernel, launcher=site.launcher.name,
             detail=f"each thread of kernel {kernel} ran its loop over {name}, the fast index of what it stores, one "
                    f"iteration after another; a block of {lanes} lanes now shares each thread's iterations, so a warp "
                    "stores neighbouring elements") for lanes in LOOP_LANES]
