@@ -42,7 +42,9 @@ parameters and makes no capture of its own.
 
 from __future__ import annotations
 
+import functools
 import re
+from importlib import resources
 
 from tree_sitter import Node
 
@@ -269,6 +271,30 @@ _PROCESS_REACH = re.compile(
     r"kStateAddress|kStateBytes|kTableAddress|kTableBytes|settings_page|take_settings|kSettingNames)\b")
 
 
+@functools.lru_cache(maxsize=1)
+def _header_type_names() -> frozenset[str]:
+    """The classes, structs and enums kernelloop_harness.cuh declares (in namespace kl)."""
+    text = strip_comments((resources.files("kernelloop") / "harness" / "kernelloop_harness.cuh").read_text())
+    return frozenset(re.findall(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+([A-Za-z_]\w*)", text))
+
+
+def _declares_into_header(where: Source, node: Node, header_names: frozenset[str]) -> str | None:
+    """The qualified name NODE declares, where it is a declarator whose scope is the header's (`kl::`, or a class of
+    the header's that a using-directive or -declaration brought in: HEADER_NAMES), else None."""
+    up = node.parent
+    if node.type != "qualified_identifier" or up is None:
+        return None
+    field = "name" if up.type in ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier") else \
+        "declarator" if up.type in ("function_declarator", "init_declarator", "declaration", "pointer_declarator",
+                                    "reference_declarator", "array_declarator", "field_declaration") else None
+    named = up.child_by_field_name(field) if field else None
+    if named is None or (named.start_byte, named.end_byte) != (node.start_byte, node.end_byte):
+        return None
+    text = where.text_of(node)
+    first = re.match(r"\s*(?:::)?\s*([A-Za-z_]\w*)", text)
+    return text if first and (first.group(1) == "kl" or first.group(1) in header_names) else None
+
+
 def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
     """Why the frozen code (as written and macros expanded) names a symbol otherwise than C++ does, or makes a
     system call of its own, or None. An `asm` statement inside a function body (inline PTX in a device helper) is
@@ -295,8 +321,21 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
     if re.search(r"\b(?:__)?syscall\b", code):
         return "its frozen code makes system calls of its own (syscall): what they start beside the timed calls " \
                "cannot be read"
+    # a class of the header's named bare is the header's where a using-directive or -declaration brought it in
+    brought = set(_header_type_names()) if re.search(r"\busing\s+namespace\s+(?:::\s*)?kl\b", code) else \
+        set(re.findall(r"\busing\s+(?:::\s*)?kl\s*::\s*([A-Za-z_]\w*)", code)) & _header_type_names()
     for where in frozen:
         for node in walk(where.root):
+            if declared := _declares_into_header(where, node, frozenset(brought)):
+                # a definition of the header's own code, a specialization of its templates among them (red team
+                # round 297: `template <> int kl::Harness::size<int>(...)` ran every size at the default; explicit
+                # specializations skip access checks, so the header's private state was theirs too)
+                return f"its frozen code declares {' '.join(declared.split())[:60]}, a part of the harness header: " \
+                       "the header's own code is the verifier's"
+            if node.type == "namespace_alias_definition" and re.search(r"(?:^|::|\s)kl\s*;?\s*$",
+                                                                      where.text_of(node)):
+                return "its frozen code names the harness header's namespace by another name: what it declares " \
+                       "there cannot be told"
             if node.type == "namespace_definition" and (name := node.child_by_field_name("name")) is not None \
                     and re.match(r"(?:::)?\s*kl\b", where.text_of(name)):
                 # the header's namespace: a function of the frozen code there is what the header's own calls (and
