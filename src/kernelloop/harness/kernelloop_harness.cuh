@@ -1918,8 +1918,11 @@ class Harness {
   template <class T, class Gen>
   static void fill_with(const Buffer& b, uint64_t key, const void* gen) {
     static_assert(std::is_trivially_copyable<Gen>::value, "a generator is copied by value to the GPU");
-    Gen g;
-    memcpy(&g, gen, sizeof(Gen));
+    // copied as bytes, no constructor of the program's run: a generator's host code would otherwise run in every
+    // call, between the checks of one and the launch of the next (red team round 298)
+    alignas(Gen) unsigned char bytes[sizeof(Gen)];
+    memcpy(bytes, gen, sizeof(Gen));
+    Gen& g = *reinterpret_cast<Gen*>(bytes);
     if constexpr (IsUniformInt<Gen>::value) {
       if (st().wide_now) {
         g.widen = st().wide_mode_now;
@@ -2535,22 +2538,42 @@ class Harness {
     const Table& t = table();
     const bool stressed = (stress & kStressed) || nonfinite;
     s.ngroups_now = 0;
+    // Every input filled first, then every stress, then the outputs: a generator is the program's own device code,
+    // and one that wrote elsewhere (holding an output's address) had its writes stand where the poison came
+    // before them, or undo another input's stress (red team round 298: a generator that summed its input into the
+    // output, so a candidate that never wrote it matched). Kept outputs must come through the fills unchanged.
+    unsigned long long kept[kMaxBuffers];
+    if (keep) hash_unfilled(kept);
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
-      if (b.role == Role::input || b.role == Role::inout) {
-        s.wide_now = s.wide_ints && b.guessed_range && ((s.wide_buffers >> i) & 1);
-        const bool own = s.wide_modes[i] != 0;  // a draw of its own (inputs drawn wide together)
-        s.wide_top_now = own ? s.wide_tops[i] : s.wide_tops[i] ? s.wide_tops[i] : s.wide_top;
-        s.wide_mode_now = own ? s.wide_modes[i] : s.wide_ints;
-        s.wide_bits_now = own ? s.wide_bits_each[i] : s.wide_bits;
-        s.wide_lo_now = own ? s.wide_los[i] : s.wide_lo;
-        b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
-        s.wide_now = false;
-        s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);
-        if (stressed && b.stress != nullptr) b.stress(b, stress, mix64(stress ^ (0x2000 + (uint64_t)i)));
-        if ((s.input_scale || s.input_factor != 1.0) && b.scale != nullptr)  // last: the spikes scaled too
-          b.scale(b, s.input_scale, s.input_factor);
-      } else if (!keep)
+      if (b.role != Role::input && b.role != Role::inout) continue;
+      s.wide_now = s.wide_ints && b.guessed_range && ((s.wide_buffers >> i) & 1);
+      const bool own = s.wide_modes[i] != 0;  // a draw of its own (inputs drawn wide together)
+      s.wide_top_now = own ? s.wide_tops[i] : s.wide_tops[i] ? s.wide_tops[i] : s.wide_top;
+      s.wide_mode_now = own ? s.wide_modes[i] : s.wide_ints;
+      s.wide_bits_now = own ? s.wide_bits_each[i] : s.wide_bits;
+      s.wide_lo_now = own ? s.wide_los[i] : s.wide_lo;
+      b.fill(b, mix64(key ^ (0x1000 + (uint64_t)i)), b.gen);
+      s.wide_now = false;
+    }
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      if (b.role != Role::input && b.role != Role::inout) continue;
+      s.nonfinite_now = nonfinite && ((s.nonfinite_buffers >> i) & 1);
+      if (stressed && b.stress != nullptr) b.stress(b, stress, mix64(stress ^ (0x2000 + (uint64_t)i)));
+      if ((s.input_scale || s.input_factor != 1.0) && b.scale != nullptr)  // last: the spikes scaled too
+        b.scale(b, s.input_scale, s.input_factor);
+    }
+    if (keep) {
+      unsigned long long after[kMaxBuffers];
+      hash_unfilled(after);
+      for (int i = 0; i < t.nbuffers; ++i)
+        if (after[i] != kept[i])
+          fail("an input's generator wrote an output or scratch buffer: a generator makes its own element's value only");
+    }
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      if (b.role != Role::input && b.role != Role::inout && !keep)
         KL_CHECK(cudaMemset(b.data, poison, b.count * b.elem));
     }
     hash_buffers(true);
@@ -2660,6 +2683,20 @@ class Harness {
 
   // The hash of every buffer the harness fills (`read_only`: inputs and in-out buffers) or of
   // every buffer but scratch, into State::now.
+  // A hash of every output and scratch buffer (0 for inputs), into OUT (prepare_call's kept calls).
+  void hash_unfilled(unsigned long long* out) {
+    State& s = st();
+    const Table& t = table();
+    KL_CHECK(cudaMemset(s.hashes, 0, t.nbuffers * sizeof(unsigned long long)));
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      if (b.role != Role::input && b.role != Role::inout)
+        kl_hash_kernel<<<256, 256>>>(b.data, b.count * b.elem, s.hashes + i);
+    }
+    KL_CHECK(cudaGetLastError());
+    KL_CHECK(cudaMemcpy(out, s.hashes, t.nbuffers * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  }
+
   void hash_buffers(bool read_only) {
     State& s = st();
     const Table& t = table();
