@@ -173,17 +173,26 @@ def build_summary(build: BuildResult) -> BuildSummary:
                         log_excerpt=log_tail(build.log) if not build.ok else "", flags=build.flags)
 
 
-def _outputs_following_guards_at(base_bin: Path, seed: int, limits: Limits, size_index: int, draw: int | None,
-                                  durations: Durations, vs) -> list[str]:
-    """The baseline's outputs that change with the bytes past its buffers at one size: two guarded runs of one
-    experiment, their guard zones holding two kinds of bytes (_check_guard_reads at the declared sizes)."""
+def _guard_contrast(base_bin: Path, seed: int, limits: Limits, size_index: int, draw: int | None,
+                    durations: Durations, tolerance, guard_bytes: tuple[int, ...]) -> tuple[list[ProgramRun], list[str]]:
+    """The baseline on one experiment (seed, stream, poison) once per byte of GUARD_BYTES in its inputs' guard zones,
+    and the outputs that change with them (none where a run failed or wrote no records)."""
     secret = experiment_secret()
     runs = [run_program(base_bin, seed=seed, limits=limits, secret=secret, size_index=size_index, size_draw=draw,
-                        fixed_poison=True, guard_byte=byte) for byte in GUARD_CONTRAST_BYTES[:2]]
+                        fixed_poison=True, guard_byte=byte) for byte in guard_bytes]
     durations.program_runs_s += sum(r.result.wall_s for r in runs)
     if any(run_failure(r) or r.records is None for r in runs):
-        return []  # a run that fails here is judged where the pair runs: this asks only what the outputs follow
-    return outputs_following_guards(runs[0].records, runs[1].records, tolerance_for(vs))
+        return runs, []
+    return runs, sorted({name for first, second in zip(runs, runs[1:])
+                         for name in outputs_following_guards(first.records, second.records, tolerance)})
+
+
+def _outputs_following_guards_at(base_bin: Path, seed: int, limits: Limits, size_index: int, draw: int | None,
+                                  durations: Durations, vs) -> list[str]:
+    """The baseline's outputs that change with the bytes past its buffers at a drawn size (two kinds of bytes; a
+    run that fails here is judged where the pair runs)."""
+    return _guard_contrast(base_bin, seed, limits, size_index, draw, durations, tolerance_for(vs),
+                           GUARD_CONTRAST_BYTES[:2])[1]
 
 
 def _takes_size(run: ProgramRun, durations: Durations | None = None) -> bool:
@@ -1894,14 +1903,9 @@ def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, base
         if record.is_file():
             continue
         say(Progress(stage="correctness", message=f"the baseline with other bytes past its buffers{size_words(size_index)}"))
-        seed, secret = secrets.randbits(63) | 1, experiment_secret()
-        runs = [run_program(base_bin, seed=seed, limits=limits, secret=secret, size_index=size_index, fixed_poison=True,
-                            guard_byte=byte) for byte in GUARD_CONTRAST_BYTES]
-        durations.program_runs_s += sum(r.result.wall_s for r in runs)
+        runs, moved = _guard_contrast(base_bin, secrets.randbits(63) | 1, limits, size_index, None, durations,
+                                      tolerance, GUARD_CONTRAST_BYTES)
         failed = [r for r in runs if run_failure(r)]
-        moved = [] if failed or any(r.records is None for r in runs) else sorted(
-            {name for first, second in zip(runs, runs[1:])
-             for name in outputs_following_guards(first.records, second.records, tolerance)})
         if failed or moved:
             what = (f"it fails when they hold other values ({run_failure(failed[0])[1]})" if failed else
                     f"its output {', '.join(repr(m) for m in moved)} changes with them")

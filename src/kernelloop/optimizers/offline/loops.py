@@ -23,17 +23,16 @@ from __future__ import annotations
 import re
 
 from ...program.scanner import strip_comments
-from .axes import meaning_may_change
+from .axes import _BUILTIN, meaning_may_change
 from .facts import collect_facts
 from .launch_guard import BaselineLaunch
-from .launcher import EditablePart, statements_under
+from .launcher import EditablePart, _closing, statements_under
 from .rowwarp import LaunchSite, NotARowKernel, Rewrite, buffers_apart, tier_rewrites, walk_expr_in
 from .symbolic import Poly
 from .syntax import Assign, Block, Decl, Expr, For, If, Index, Jump, Name, Num, Postfix, Return, Unary, to_c, walk_expr
 
 # lanes per baseline thread: four warps first (a loop of a few hundred iterations fills them), then one
 LOOP_LANES = (128, 32)
-_BUILTIN = re.compile(r"\b(threadIdx|blockIdx|blockDim|gridDim)(\s*\.\s*)([xyz])\b")
 _RENAMED = {"threadIdx": "kl_tid", "blockIdx": "kl_bid", "blockDim": "kl_ob", "gridDim": "kl_og"}
 _THREAD_ATOMS = frozenset(f"{b}.{a}" for b in ("threadIdx", "blockIdx", "blockDim", "gridDim") for a in "xyz")
 _BLOCK_BOUND = re.compile(r"\b(?:__shared__|__syncthreads\w*|__cluster_dims__|__threadfence_block)\b")
@@ -126,17 +125,12 @@ def check_independent(site: LaunchSite) -> tuple[For, str, str, set[str]]:
     return loop, name, vtype, stored
 
 
-def _matching(text: str, start: int, open_: str, close: str) -> int:
-    """The index just past the bracket that closes the one at START."""
-    depth = 0
-    for k in range(start, len(text)):
-        if text[k] == open_:
-            depth += 1
-        elif text[k] == close:
-            depth -= 1
-            if depth == 0:
-                return k + 1
-    raise NotARowKernel("has brackets that do not match")
+def _matching(text: str, start: int) -> int:
+    """The index just past the bracket that closes the one at START (launcher._closing)."""
+    end = _closing(text, start)
+    if end is None:
+        raise NotARowKernel("has brackets that do not match")
+    return end + 1
 
 
 def _split_header(header: str) -> list[str]:
@@ -172,13 +166,13 @@ def spread_kernel(site: LaunchSite, name: str, vtype: str) -> str:
     if last_for is None:
         raise NotARowKernel("has no loop at its top level")
     paren = last_for.end() - 1
-    header_end = _matching(body, paren, "(", ")")
+    header_end = _matching(body, paren)
     init, cond, _ = _split_header(body[paren + 1:header_end - 1])
     lhs, _, first = init.partition("=")
     block_start = body.index("{", header_end)
     if body[header_end:block_start].strip():
         raise NotARowKernel("has a loop whose body is not a block")
-    block_end = _matching(body, block_start, "{", "}")
+    block_end = _matching(body, block_start)
     if body[block_end:].strip() != "}":
         raise NotARowKernel("has code after its last loop")
     loop = (f"for ({lhs.strip()} = ({first.strip()}) + ({vtype})kl_lane; {cond.strip()}; {name} += ({vtype})kl_lanes) "
