@@ -142,5 +142,5 @@ def test_a_records_flood_is_capped_like_a_file(tmp_path):
     with private_workdir() as work:
         staged = stage_file(exe, work)
         result = run_sandboxed([str(staged)], workdir=work, limits=Limits(wall_timeout_s=20, file_size_bytes=1 << 20),
-                               records_env="R")
-    assert result.flooded and not result.ok and len(result.records) <= 1 << 20
+                               pipes=("R",))
+    assert result.flooded and not result.ok and len(result.pipes["R"]) <= 1 << 20

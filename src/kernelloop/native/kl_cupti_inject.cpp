@@ -4,7 +4,10 @@
 // The CUDA driver dlopens it during cuInit and calls InitializeInjection().
 // It records what really ran on the GPU (kernels, copies, memsets), every CUDA
 // runtime API call, and every cudaEventRecord / cudaEventElapsedTime call, and
-// writes one JSON object per line to the file named by $KERNELLOOP_CUPTI_OUT.
+// writes one JSON object per line to the pipe named by $KERNELLOOP_CUPTI_FD
+// ("fd:dev:inode", the verifier's: read while the program runs, so nothing the
+// program runs after the end record can change what came before), else to the
+// file named by $KERNELLOOP_CUPTI_OUT (the profiler's).
 //
 // Line kinds (all timestamps are CUPTI nanoseconds, one clock domain):
 //   {"kind":"meta","cupti_version":N,"compiled_api":N,"pid":P,"kernel_struct":"..","memcpy_struct":".."}
@@ -17,7 +20,7 @@
 //   {"kind":"event_record","cbid":N,"event":"0x..","stream":"0x..","stream_id":S,"t":T,"corr":C}
 //   {"kind":"elapsed","cbid":N,"start_event":"0x..","end_event":"0x..","ms":F|null,"result":R,"t":T,"corr":C}
 //   {"kind":"dropped","count":N}  {"kind":"error","where":"..","code":N,"message":".."}
-//   {"kind":"truncated"}  {"kind":"end"}
+//   {"kind":"truncated"}  {"kind":"end","bytes":N}   (N: the bytes written before it)
 //
 // "name" of api lines has CUPTI's ABI suffix removed (cudaLaunchKernel_v7000 ->
 // cudaLaunchKernel; cudaLaunchKernel_ptsz stays). "stream_id" (CUPTI's id of the
@@ -31,7 +34,10 @@
 // that leaves through _exit or a signal has no "end" and loses the activity
 // records CUPTI had not yet handed over. A forked child writes nothing.
 // The file is opened for appending (an injected CUDA child process adds its own
-// meta line); give each run a fresh path.
+// meta line); give each run a fresh path. The pipe is checked before every write
+// to be the one named (its descriptor may have been closed or replaced: then
+// nothing more is written, and the trace has no end), and is not inherited by
+// programs the process executes (their tracer finds no such pipe and writes nothing).
 //
 // Build: g++ -std=c++17 -O2 -Wall -shared -fPIC kl_cupti_inject.cpp -I<cuda/include>
 //        -I<cupti/include> -L<cupti/lib> -lcupti -Wl,-rpath,<cupti/lib> -ldl -lpthread
@@ -41,7 +47,10 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -138,7 +147,12 @@ constexpr size_t kBufferAlign = 8;
 constexpr int kMaxErrorsPerSite = 20;
 
 pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
-FILE *g_out = nullptr;                 // opened once, never closed (exit flushes it)
+FILE *g_out = nullptr;                 // file mode: opened once, never closed (exit flushes it)
+int g_fd = -1;                         // pipe mode: the descriptor named by KERNELLOOP_CUPTI_FD
+dev_t g_fd_dev = 0;                    // ... and the pipe it must still be before every write
+ino_t g_fd_ino = 0;
+bool g_fd_lost = false;                // the descriptor stopped being that pipe: write nothing more
+uint64_t g_bytes = 0;                  // bytes written so far (the end record states them)
 uint64_t g_lines = 0;                  // data lines written; guarded by g_mutex
 bool g_truncated = false;              // guarded by g_mutex
 std::atomic<bool> g_capped{false};     // lock-free hint: the cap was reached
@@ -147,25 +161,53 @@ std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_finished{false};
 CUpti_SubscriberHandle g_subscriber = nullptr;
 
+// Write bytes to the trace; caller holds g_mutex.
+void emit(const char *data, size_t n) {
+  if (g_out != nullptr) {
+    g_bytes += fwrite(data, 1, n, g_out);
+    return;
+  }
+  if (g_fd < 0 || g_fd_lost) return;
+  struct stat st;
+  if (fstat(g_fd, &st) != 0 || !S_ISFIFO(st.st_mode) || st.st_dev != g_fd_dev || st.st_ino != g_fd_ino) {
+    g_fd_lost = true;
+    return;
+  }
+  while (n > 0) {
+    ssize_t w = write(g_fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      g_fd_lost = true;
+      return;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+    g_bytes += static_cast<uint64_t>(w);
+  }
+}
+
+bool have_sink() { return g_out != nullptr || g_fd >= 0; }
+
 // Write `nlines` complete data lines (each ending in '\n') as one chunk, as many
 // as the cap allows; the first time the cap cuts lines off, add "truncated".
 void write_data(const std::string &chunk, uint64_t nlines) {
   if (nlines == 0 || !g_enabled.load(std::memory_order_acquire)) return;
   pthread_mutex_lock(&g_mutex);
-  if (g_out != nullptr) {
+  if (have_sink()) {
     uint64_t avail = g_lines < kMaxLines ? kMaxLines - g_lines : 0;
     if (nlines <= avail) {
-      fwrite(chunk.data(), 1, chunk.size(), g_out);
+      emit(chunk.data(), chunk.size());
       g_lines += nlines;
     } else {
       size_t cut = 0;
       for (uint64_t i = 0; i < avail; ++i) cut = chunk.find('\n', cut) + 1;
-      if (cut > 0) fwrite(chunk.data(), 1, cut, g_out);
+      if (cut > 0) emit(chunk.data(), cut);
       g_lines += avail;
       g_capped.store(true, std::memory_order_relaxed);
       if (!g_truncated) {
         g_truncated = true;
-        fputs("{\"kind\":\"truncated\"}\n", g_out);
+        static const char kTruncated[] = "{\"kind\":\"truncated\"}\n";
+        emit(kTruncated, sizeof kTruncated - 1);
       }
     }
   }
@@ -177,7 +219,22 @@ void write_data(const std::string &chunk, uint64_t nlines) {
 void write_control(const std::string &line) {
   if (!g_enabled.load(std::memory_order_acquire)) return;
   pthread_mutex_lock(&g_mutex);
-  if (g_out != nullptr) fwrite(line.data(), 1, line.size(), g_out);
+  if (have_sink()) emit(line.data(), line.size());
+  pthread_mutex_unlock(&g_mutex);
+}
+
+// The end record states the bytes before it, so a reader can tell the tracer's
+// whole stream from one that anything else wrote to.
+void append_fmt(std::string &s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+void write_end() {
+  if (!g_enabled.load(std::memory_order_acquire)) return;
+  pthread_mutex_lock(&g_mutex);
+  if (have_sink()) {
+    std::string line;
+    append_fmt(line, "{\"kind\":\"end\",\"bytes\":%llu}\n", static_cast<unsigned long long>(g_bytes));
+    emit(line.data(), line.size());
+  }
   pthread_mutex_unlock(&g_mutex);
 }
 
@@ -536,7 +593,7 @@ void CUPTIAPI on_callback(void *, CUpti_CallbackDomain domain, CUpti_CallbackId 
 void at_exit_impl() {
   KL_CUPTI(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), "cuptiActivityFlushAll(atexit)");
   write_dropped();
-  write_control("{\"kind\":\"end\"}\n");
+  write_end();
   pthread_mutex_lock(&g_mutex);
   if (g_out != nullptr) fflush(g_out);
   pthread_mutex_unlock(&g_mutex);
@@ -560,18 +617,44 @@ bool enable_kind(CUpti_ActivityKind kind, const char *where) {
   return KL_CUPTI(cuptiActivityEnable(kind), where);
 }
 
-int initialize() {
-  const char *path = getenv("KERNELLOOP_CUPTI_OUT");
-  if (path == nullptr || path[0] == '\0') return 1;
-
-  // Append: a CUDA child process of the program, injected too, must not
-  // truncate what the parent wrote. The caller hands us a fresh path.
-  FILE *f = fopen(path, "ae");
-  if (f == nullptr) return 1;
-  setvbuf(f, nullptr, _IOLBF, 1 << 16);
+// "fd:dev:inode" naming an open pipe: true, with the pipe taken as the sink.
+bool open_pipe(const char *spec) {
+  long long fd = -1;
+  unsigned long long dev = 0, ino = 0;
+  char tail = 0;
+  if (sscanf(spec, "%lld:%llu:%llu%c", &fd, &dev, &ino, &tail) != 3 || fd < 0) return false;
+  struct stat st;
+  if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISFIFO(st.st_mode) ||
+      static_cast<unsigned long long>(st.st_dev) != dev || static_cast<unsigned long long>(st.st_ino) != ino) {
+    return false;
+  }
+  int flags = fcntl(static_cast<int>(fd), F_GETFD);
+  if (flags < 0 || fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC) != 0) return false;
   pthread_mutex_lock(&g_mutex);
-  g_out = f;
+  g_fd = static_cast<int>(fd);
+  g_fd_dev = st.st_dev;
+  g_fd_ino = st.st_ino;
   pthread_mutex_unlock(&g_mutex);
+  return true;
+}
+
+int initialize() {
+  const char *spec = getenv("KERNELLOOP_CUPTI_FD");
+  const char *path = getenv("KERNELLOOP_CUPTI_OUT");
+  if (spec != nullptr && spec[0] != '\0') {
+    // Named but not this process's pipe (a program it executed, or a forged name): write nothing.
+    if (!open_pipe(spec)) return 1;
+  } else {
+    if (path == nullptr || path[0] == '\0') return 1;
+    // Append: a CUDA child process of the program, injected too, must not
+    // truncate what the parent wrote. The caller hands us a fresh path.
+    FILE *f = fopen(path, "ae");
+    if (f == nullptr) return 1;
+    setvbuf(f, nullptr, _IOLBF, 1 << 16);
+    pthread_mutex_lock(&g_mutex);
+    g_out = f;
+    pthread_mutex_unlock(&g_mutex);
+  }
   g_enabled.store(true, std::memory_order_release);
 
   uint32_t version = 0;

@@ -4,7 +4,9 @@ A program under test reports its own kernel time (cudaEventRecord /
 cudaEventElapsedTime). To check that report, kernelloop injects
 ``libkl_cupti_inject.so`` (built from ``kernelloop/native/kl_cupti_inject.cpp``)
 through ``CUDA_INJECTION64_PATH``; the CUDA driver loads it at ``cuInit`` and it
-writes a JSON-lines trace of what really ran to ``$KERNELLOOP_CUPTI_OUT``.
+writes a JSON-lines trace of what really ran to the pipe named by ``$KERNELLOOP_CUPTI_FD``
+(``fd:dev:inode``; the verifier's, read while the program runs: `parse_trace(..., sealed=True)`)
+or to the file ``$KERNELLOOP_CUPTI_OUT`` (the profiler's).
 
 Typical use::
 
@@ -12,6 +14,11 @@ Typical use::
     env = {**os.environ, **injection_env(lib, trace_path)}
     subprocess.run([program], env=env)
     trace = read_trace(trace_path)
+
+or, with the sandbox draining the pipe (`run_sandboxed(..., pipes=(FD_ENV,))`)::
+
+    result = run_sandboxed(argv, env=injection_env(lib), pipes=(FD_ENV,), ...)
+    trace = parse_trace(result.pipes[FD_ENV], sealed=True)
 
 The trace's line kinds (timestamps are CUPTI nanoseconds, one clock domain):
 
@@ -28,6 +35,7 @@ The trace's line kinds (timestamps are CUPTI nanoseconds, one clock domain):
 * ``elapsed``: ``cbid``, ``start_event``, ``end_event``, ``ms`` (null unless the call
   succeeded), ``result``, ``t``, ``corr``
 * ``dropped`` (``count``), ``error`` (``where``, ``code``, ``message``), ``truncated``, ``end``
+  (``bytes``: how many the tracer wrote before it)
 """
 
 from __future__ import annotations
@@ -61,10 +69,12 @@ __all__ = [
     "MemsetRecord",
     "LIBRARY_NAME",
     "OUT_ENV",
+    "FD_ENV",
     "INJECTION_ENV",
     "build_injection_library",
     "find_cupti",
     "injection_env",
+    "parse_trace",
     "read_trace",
 ]
 
@@ -72,6 +82,7 @@ LIBRARY_NAME = "libkl_cupti_inject.so"
 SOURCE_NAME = "kl_cupti_inject.cpp"
 SOURCE_PACKAGE = "kernelloop.native"
 OUT_ENV = "KERNELLOOP_CUPTI_OUT"
+FD_ENV = "KERNELLOOP_CUPTI_FD"
 INJECTION_ENV = "CUDA_INJECTION64_PATH"
 
 _MIB = 1024 * 1024
@@ -296,16 +307,17 @@ def build_injection_library(
     return target
 
 
-def injection_env(lib: Path, out_file: Path) -> dict[str, str]:
-    """The environment variables that make a CUDA program load `lib` and trace to `out_file`.
+def injection_env(lib: Path, out_file: Path | None = None) -> dict[str, str]:
+    """The environment variables that make a CUDA program load `lib` and trace to `out_file`
+    (without one, to the pipe the sandbox names in `FD_ENV`).
 
     Paths are made absolute: the program may change its working directory. The trace
     file is opened for appending, so `out_file` should be a fresh path for each run.
     """
-    return {
-        INJECTION_ENV: str(Path(lib).absolute()),
-        OUT_ENV: str(Path(out_file).absolute()),
-    }
+    env = {INJECTION_ENV: str(Path(lib).absolute())}
+    if out_file is not None:
+        env[OUT_ENV] = str(Path(out_file).absolute())
+    return env
 
 
 # --------------------------------------------------------------------------- the trace
@@ -448,16 +460,15 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def read_trace(path: Path, *, max_bytes: int = 512 * _MIB) -> CuptiTrace:
-    """Parse a trace written by the injection library.
+    """Parse a trace file written by the injection library (`parse_trace`, unsealed).
 
-    Tolerates a cut-off last line, garbage lines and unknown kinds (counted in
-    `bad_lines` / `unknown_lines`). Reads at most `max_bytes`; past that the rest is
-    ignored and `truncated` is set. Raises CuptiUnavailable when the file is missing
-    or empty: the library never loaded (no CUDA call, or the injection failed).
+    Raises CuptiUnavailable when the file is missing or empty: the library never loaded (no CUDA
+    call, or the injection failed).
     """
     path = Path(path)
     try:
-        size = path.stat().st_size
+        with path.open("rb") as f:
+            data = f.read(max_bytes + 1)
     except FileNotFoundError as err:
         raise CuptiUnavailable(
             f"no CUPTI trace at {path}: the injection library never ran (the program made no CUDA "
@@ -465,71 +476,99 @@ def read_trace(path: Path, *, max_bytes: int = 512 * _MIB) -> CuptiTrace:
         ) from err
     except OSError as err:
         raise CuptiUnavailable(f"cannot read the CUPTI trace {path}: {err}") from err
-    if size == 0:
+    return parse_trace(data, max_bytes=max_bytes, where=f"the CUPTI trace {path}")
+
+
+def _check_sealed(data: bytes, ends: list[int]) -> None:
+    """Raise unless DATA is the tracer's whole stream: one end record (ENDS: the offset of each), the
+    last bytes, written as the tracer writes it, stating its offset (the tracer's count of what it wrote)."""
+    if not ends:
+        return  # no end: the trace is incomplete, which the audit reports as such
+    offset = ends[-1]
+    last_line = data.rstrip(b"\n").rfind(b"\n") + 1
+    problem = ("holds more than one end record" if len(ends) > 1 else
+               "holds bytes after its end record" if offset != last_line or not data.endswith(b"\n") else
+               "holds bytes the tracer did not write (its end record is not the tracer's count of them)"
+               if data[offset:] != b'{"kind":"end","bytes":%d}\n' % offset else None)
+    if problem:
+        raise CuptiUnavailable(f"the CUPTI trace's pipe {problem}: the program wrote to the tracer's pipe")
+
+
+def parse_trace(data: bytes, *, sealed: bool = False, max_bytes: int = 512 * _MIB,
+                where: str = "the CUPTI trace") -> CuptiTrace:
+    """Parse the bytes of a trace the injection library wrote.
+
+    Tolerates a cut-off last line, garbage lines and unknown kinds (counted in `bad_lines` /
+    `unknown_lines`). Reads at most `max_bytes`; past that the rest is ignored and `truncated` is
+    set. `sealed` (the pipe the verifier drains while the program runs): the bytes must be exactly
+    the tracer's, its end record last and stating the bytes before it, else CuptiUnavailable: the
+    program wrote to the pipe itself. Raises CuptiUnavailable when DATA is empty: the library never
+    loaded (no CUDA call, or the injection failed).
+    """
+    if not data:
         raise CuptiUnavailable(
-            f"the CUPTI trace {path} is empty: the injection library never ran (the program made no CUDA "
+            f"{where} is empty: the injection library never ran (the program made no CUDA "
             f"call, or the driver did not load {INJECTION_ENV})"
         )
+    truncated = len(data) > max_bytes
+    if truncated:
+        data = data[:max_bytes]
 
     lists: dict[str, list[Any]] = {attr: [] for _, attr in _RECORD_KINDS.values()}
     errors: list[str] = []
     pids: list[int] = []
-    complete = truncated = False
+    complete = False
     dropped = bad = unknown = 0
     cupti_version: int | None = None
 
-    consumed = 0
-    with path.open("rb") as f:
-        while True:
-            # Never hold more than max_bytes, even if the file is one endless line.
-            raw = f.readline(max_bytes - consumed + 1)
-            if not raw:
-                break
-            consumed += len(raw)
-            if consumed > max_bytes:
-                truncated = True
-                break
-            text = raw.decode("utf-8", errors="replace").strip()
-            if not text:
-                continue
+    ends: list[int] = []  # each end record's offset
+    offset = 0
+    for raw in data.split(b"\n"):
+        at, offset = offset, offset + len(raw) + 1
+        text = raw.decode("utf-8", errors="replace").strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            bad += 1
+            continue
+        if not isinstance(obj, dict):
+            bad += 1
+            continue
+        kind = obj.get("kind")
+        if kind in _RECORD_KINDS:
+            model, attr = _RECORD_KINDS[kind]
             try:
-                obj = json.loads(text)
-            except ValueError:
+                lists[attr].append(model.model_validate(obj))
+            except ValidationError:
                 bad += 1
-                continue
-            if not isinstance(obj, dict):
+        elif kind == "end":
+            complete = True
+            ends.append(at)
+        elif kind == "truncated":
+            truncated = True
+        elif kind == "dropped":
+            count = _int_or_none(obj.get("count"))
+            if count is None:
                 bad += 1
-                continue
-            kind = obj.get("kind")
-            if kind in _RECORD_KINDS:
-                model, attr = _RECORD_KINDS[kind]
-                try:
-                    lists[attr].append(model.model_validate(obj))
-                except ValidationError:
-                    bad += 1
-            elif kind == "end":
-                complete = True
-            elif kind == "truncated":
-                truncated = True
-            elif kind == "dropped":
-                count = _int_or_none(obj.get("count"))
-                if count is None:
-                    bad += 1
-                else:
-                    dropped += count
-            elif kind == "error":
-                where = obj.get("where", "?")
-                message = obj.get("message", "")
-                errors.append(f"{where}: {message} (code {obj.get('code')})")
-            elif kind == "meta":
-                version = _int_or_none(obj.get("cupti_version"))
-                if version is not None and cupti_version is None:
-                    cupti_version = version
-                pid = _int_or_none(obj.get("pid"))
-                if pid is not None:
-                    pids.append(pid)
             else:
-                unknown += 1
+                dropped += count
+        elif kind == "error":
+            where_ = obj.get("where", "?")
+            message = obj.get("message", "")
+            errors.append(f"{where_}: {message} (code {obj.get('code')})")
+        elif kind == "meta":
+            version = _int_or_none(obj.get("cupti_version"))
+            if version is not None and cupti_version is None:
+                cupti_version = version
+            pid = _int_or_none(obj.get("pid"))
+            if pid is not None:
+                pids.append(pid)
+        else:
+            unknown += 1
+    if sealed and not truncated:
+        _check_sealed(data, ends)
 
     return CuptiTrace(
         kernels=lists["kernels"],

@@ -107,16 +107,16 @@ class RunResult(BaseModel):
     returncode: int | None
     signal: int | None = None
     timed_out: bool = False
-    flooded: bool = False  # stdout, stderr or the records passed its cap: the run was killed
+    flooded: bool = False  # stdout, stderr or a pipe passed its cap: the run was killed
     stdout: str = ""
     stderr: str = ""
     stdout_bytes: int = 0
     stderr_bytes: int = 0
-    records_bytes: int = 0
+    pipe_bytes: dict[str, int] = {}  # per pipe named in run_sandboxed's `pipes`: bytes the program wrote
     wall_s: float = 0.0
     isolation: IsolationReport
-    # what the program wrote to the records pipe (run_sandboxed's records_env), read while it ran
-    records: bytes = Field(default=b"", exclude=True, repr=False)
+    # what the program wrote to each pipe named in run_sandboxed's `pipes`, read while it ran
+    pipes: dict[str, bytes] = Field(default_factory=dict, exclude=True, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -127,8 +127,8 @@ class RunResult(BaseModel):
         if self.timed_out:
             return f"timed out after {self.wall_s:.1f} s (killed)"
         if self.flooded:
-            return (f"output flood: {self.stdout_bytes + self.stderr_bytes + self.records_bytes} bytes before the "
-                    "cap (killed)")
+            written = self.stdout_bytes + self.stderr_bytes + sum(self.pipe_bytes.values())
+            return f"output flood: {written} bytes before the cap (killed)"
         if self.signal is not None:
             return f"killed by signal {signal.Signals(self.signal).name}"
         if self.returncode not in (0, None):
@@ -376,29 +376,31 @@ def run_sandboxed(
     env: Mapping[str, str] | None = None,
     drop_privileges: bool = True,
     pass_fds: Sequence[int] = (),
-    records_env: str | None = None,
+    pipes: Sequence[str] = (),
 ) -> RunResult:
     """Run `argv` in `workdir` under the sandbox; never raises for the program's misbehaviour.
 
     `drop_privileges=False` keeps the caller's uid (Nsight Compute needs it for the
     performance counters); everything else still applies. `pass_fds` stay open in the
-    program (the verifier's stream pipe); every other descriptor is closed. With `records_env`, the
-    program gets the write end of a pipe, named "fd:dev:inode" in that variable, and what it writes
-    there is read while it runs (`RunResult.records`, capped at `limits.file_size_bytes` like a file):
-    nothing it runs later can change bytes already written, as it could a file's."""
+    program (the verifier's stream pipe); every other descriptor is closed. For each variable in
+    `pipes`, the program gets the write end of a pipe, named "fd:dev:inode" in that variable, and what
+    it writes there is read while it runs (`RunResult.pipes[variable]`, capped at
+    `limits.file_size_bytes` like a file): nothing it runs later can change bytes already written, as
+    it could a file's."""
     limits = limits or Limits()
     flags, _ = available_isolation()
     uid = _run_uid(workdir) if drop_privileges else None
     isolation = describe_isolation(limits)
     env = dict(env or {})
-    records_read = records_write = -1
-    if records_env is not None:
-        records_read, records_write = os.pipe()
+    pipe_ends: dict[str, tuple[int, int]] = {}  # variable -> (read end, write end)
+    for name in dict.fromkeys(pipes):
+        read_end, write_end = os.pipe()
         with contextlib.suppress(OSError):  # a wider pipe: fewer wake-ups for a large dump
-            fcntl.fcntl(records_write, fcntl.F_SETPIPE_SZ, 1 << 20)
-        info = os.fstat(records_write)
-        env[records_env] = f"{records_write}:{info.st_dev}:{info.st_ino}"
-        pass_fds = (*pass_fds, records_write)
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 1 << 20)
+        info = os.fstat(write_end)
+        env[name] = f"{write_end}:{info.st_dev}:{info.st_ino}"
+        pass_fds = (*pass_fds, write_end)
+        pipe_ends[name] = (read_end, write_end)
     full_env = scrubbed_env(env, home=workdir)
     start = time.monotonic()
     try:
@@ -415,25 +417,26 @@ def run_sandboxed(
             pass_fds=tuple(pass_fds),
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        if records_read >= 0:
-            os.close(records_read)
+        for read_end, _ in pipe_ends.values():
+            os.close(read_end)
         return RunResult(argv=list(argv), returncode=127, stderr=f"could not start: {exc}", isolation=isolation)
     finally:
-        if records_write >= 0:
-            os.close(records_write)  # the program's copy is its only one: the pipe ends when it does
+        for _, write_end in pipe_ends.values():
+            os.close(write_end)  # the program's copy is its only one: the pipe ends when it does
 
-    out, err, records = bytearray(), bytearray(), bytearray()
-    counts = {"out": 0, "err": 0, "records": 0}
-    caps = {"out": limits.stdout_cap_bytes, "err": limits.stderr_cap_bytes, "records": limits.file_size_bytes}
-    buffers = {"out": out, "err": err, "records": records}
+    out, err = bytearray(), bytearray()
+    buffers = {"out": out, "err": err, **{name: bytearray() for name in pipe_ends}}
+    counts = dict.fromkeys(buffers, 0)
+    caps = {"out": limits.stdout_cap_bytes, "err": limits.stderr_cap_bytes,
+            **dict.fromkeys(pipe_ends, limits.file_size_bytes)}
     timed_out = flooded = False
     sel = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None
     sel.register(proc.stdout, selectors.EVENT_READ, "out")
     sel.register(proc.stderr, selectors.EVENT_READ, "err")
     open_streams = 2
-    if records_read >= 0:
-        sel.register(records_read, selectors.EVENT_READ, "records")
+    for name, (read_end, _) in pipe_ends.items():
+        sel.register(read_end, selectors.EVENT_READ, name)
         open_streams += 1
     deadline = start + limits.wall_timeout_s
     drain_until: float | None = None  # once the program exits, its pipes get a short grace
@@ -476,8 +479,8 @@ def run_sandboxed(
     sel.close()
     proc.stdout.close()
     proc.stderr.close()
-    if records_read >= 0:
-        os.close(records_read)
+    for read_end, _ in pipe_ends.values():
+        os.close(read_end)
     rc = proc.returncode
     return RunResult(
         argv=list(argv),
@@ -489,10 +492,10 @@ def run_sandboxed(
         stderr=err.decode("utf-8", "replace"),
         stdout_bytes=counts["out"],
         stderr_bytes=counts["err"],
-        records_bytes=counts["records"],
+        pipe_bytes={name: counts[name] for name in pipe_ends},
         wall_s=time.monotonic() - start,
         isolation=isolation,
-        records=bytes(records),
+        pipes={name: bytes(buffers[name]) for name in pipe_ends},
     )
 
 

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..tools.cupti import CuptiTrace, CuptiUnavailable, injection_env, read_trace
+from ..tools.cupti import FD_ENV, CuptiTrace, CuptiUnavailable, injection_env, parse_trace
 from ..tools.sandbox import Limits, RunResult, private_workdir, run_sandboxed, stage_file
 from .outputs import DumpError, KernelMs, parse_kernel_ms
 from .records import OutputRecords, parse_header_records, read_records
@@ -204,10 +204,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
         v2 = carries_v2_header(binary)
         if want_dump and not v2:
             env[OUTPUT_FILE_ENV] = str(dump_file)
-        trace_file = work / "trace.jsonl"
-        if cupti_library is not None:
-            lib = stage_file(cupti_library, work, cupti_library.name)
-            env.update(injection_env(lib, trace_file))
+        if cupti_library is not None:  # the trace comes through a pipe (FD_ENV), read while the program runs
+            env.update(injection_env(stage_file(cupti_library, work, cupti_library.name)))
         argv = [*(wrapper or []), str(program)]
         read_fd = write_fd = -1
         if secret is not None:
@@ -221,9 +219,9 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             info = os.fstat(read_fd)  # the header checks the descriptor is still this pipe before every read
             env[STREAM_FD_ENV] = f"{read_fd}:{info.st_dev}:{info.st_ino}"
         try:
+            pipes = ((OUTPUT_FD_ENV,) if want_dump and v2 else ()) + ((FD_ENV,) if cupti_library is not None else ())
             result = run_sandboxed(argv, workdir=work, limits=limits, env=env,
-                                   pass_fds=(read_fd,) if read_fd >= 0 else (),
-                                   records_env=OUTPUT_FD_ENV if want_dump and v2 else None)
+                                   pass_fds=(read_fd,) if read_fd >= 0 else (), pipes=pipes)
         finally:
             if read_fd >= 0:
                 os.close(read_fd)
@@ -232,12 +230,12 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                          nonfinite=nonfinite_calls is not None)
         if cupti_library is not None:
             try:
-                run.trace = read_trace(trace_file)
+                run.trace = parse_trace(result.pipes[FD_ENV], sealed=True)
             except CuptiUnavailable as exc:
                 run.trace_problem = str(exc)
         if want_dump and result.ok and (v2 or dump_file.exists()):
             try:
-                run.records = parse_header_records(result.records) if v2 else read_records(dump_file)
+                run.records = parse_header_records(result.pipes[OUTPUT_FD_ENV]) if v2 else read_records(dump_file)
                 run.dump = run.records.outputs or None
             except (DumpError, OSError) as exc:
                 run.dump_problem = str(exc)
