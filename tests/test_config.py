@@ -205,3 +205,13 @@ def test_a_bad_variable_outside_the_settings_file_is_one_line_not_an_import_cras
                           text=True, env=env, cwd=tmp_path)
     assert done.returncode == 2 and "KERNELLOOP_EMBEDDINGS=bogus: use one of auto, nvidia, local, off" in done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_internal_variables_are_read_through_config_and_only_declared_ones(monkeypatch):
+    from kernelloop.config import internal_value
+    monkeypatch.setenv("KERNELLOOP_NCU_INPROCESS", "1")
+    assert internal_value("KERNELLOOP_NCU_INPROCESS") == "1"
+    monkeypatch.delenv("KERNELLOOP_NCU_INPROCESS")
+    assert internal_value("KERNELLOOP_NCU_INPROCESS") is None
+    with pytest.raises(KeyError):
+        internal_value("KERNELLOOP_NOT_A_VARIABLE")

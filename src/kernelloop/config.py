@@ -237,6 +237,13 @@ INTERNAL_ENVIRONMENT = frozenset([
 _SECTION_PREFIXES = ("KERNELLOOP_VERIFY_", "KERNELLOOP_OPTIMIZE_", "KERNELLOOP_INIT_", "KERNELLOOP_BENCH_")
 
 
+def internal_value(name: str) -> str | None:
+    """A variable kernelloop sets for its own child processes (INTERNAL_ENVIRONMENT); None when unset."""
+    if name not in INTERNAL_ENVIRONMENT:
+        raise KeyError(f"{name} is not one of kernelloop's internal variables (config.INTERNAL_ENVIRONMENT)")
+    return os.environ.get(name)
+
+
 def environment_value(name: str) -> str | None:
     """A user's KERNELLOOP_* variable (declared in ENVIRONMENT or ENVIRONMENT_PREFIXES), stripped;
     None when unset or empty."""

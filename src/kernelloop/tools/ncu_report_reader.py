@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..config import internal_value
 from ..errors import EnvironmentProblem, InputError, KernelloopError
 
 __all__ = [
@@ -526,7 +527,7 @@ _CHILD_CODE = "import sys; from kernelloop.tools.ncu_report_reader import _child
 
 
 def _needs_isolation(mod: ModuleType) -> bool:
-    if os.environ.get(_INPROCESS_ENV) == "1" or "numpy" not in sys.modules:
+    if internal_value(_INPROCESS_ENV) == "1" or "numpy" not in sys.modules:
         return False
     match = re.match(r"(\d{4})\.", _module_version(mod))
     return match is None or int(match.group(1)) < 2026
