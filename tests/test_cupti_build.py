@@ -201,7 +201,8 @@ def test_injection_env(tmp_path: Path) -> None:
     assert set(env) == {"CUDA_INJECTION64_PATH", "KERNELLOOP_CUPTI_OUT"}
     assert all(Path(v).is_absolute() for v in env.values())
     assert env["CUDA_INJECTION64_PATH"].endswith("lib.so")
-    assert set(injection_env(Path("lib.so"))) == {"CUDA_INJECTION64_PATH"}  # the pipe: named by the sandbox
+    # the pipe, named by the sandbox: the library preloaded, so it reads the name before the program's code runs
+    assert set(injection_env(Path("lib.so"))) == {"CUDA_INJECTION64_PATH", "LD_PRELOAD"}
 
 
 # --------------------------------------------------------------------------- reading traces

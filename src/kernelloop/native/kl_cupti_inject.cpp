@@ -10,7 +10,8 @@
 // file named by $KERNELLOOP_CUPTI_OUT (the profiler's).
 //
 // Line kinds (all timestamps are CUPTI nanoseconds, one clock domain):
-//   {"kind":"meta","cupti_version":N,"compiled_api":N,"pid":P,"kernel_struct":"..","memcpy_struct":".."}
+//   {"kind":"meta","cupti_version":N,"compiled_api":N,"pid":P,"kernel_struct":"..","memcpy_struct":"..",
+//    "early":0|1}
 //   {"kind":"api","cbid":N,"name":"cudaLaunchKernel","start":T,"end":T,"corr":C,"thread":T,"ret":R}
 //   {"kind":"kernel","name":"<mangled>","start":T,"end":T,"corr":C,"stream":S,"device":D,
 //    "context":X,"grid":[x,y,z],"block":[x,y,z],"dyn_smem":B,"static_smem":B,"regs":R,"graph_node":G}
@@ -38,6 +39,11 @@
 // to be the one named (its descriptor may have been closed or replaced: then
 // nothing more is written, and the trace has no end), and is not inherited by
 // programs the process executes (their tracer finds no such pipe and writes nothing).
+// The pipe's name is read when the library is loaded: the verifier preloads it
+// (LD_PRELOAD), so that is before any code of the program's runs, and what the
+// program does to its environment later (rewriting the variable's text in place,
+// red team round 301) cannot point the trace elsewhere. The meta line says whether
+// it was read so ("early": 1, libcuda not loaded yet), which the verifier requires.
 //
 // Build: g++ -std=c++17 -O2 -Wall -shared -fPIC kl_cupti_inject.cpp -I<cuda/include>
 //        -I<cupti/include> -L<cupti/lib> -lcupti -Wl,-rpath,<cupti/lib> -ldl -lpthread
@@ -47,6 +53,7 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -152,6 +159,9 @@ int g_fd = -1;                         // pipe mode: the descriptor named by KER
 dev_t g_fd_dev = 0;                    // ... and the pipe it must still be before every write
 ino_t g_fd_ino = 0;
 bool g_fd_lost = false;                // the descriptor stopped being that pipe: write nothing more
+char g_fd_spec[128] = {0};             // KERNELLOOP_CUPTI_FD as it was when the library was loaded
+bool g_fd_spec_set = false;
+bool g_early = false;                  // loaded before libcuda: preloaded, before any code of the program's
 uint64_t g_bytes = 0;                  // bytes written so far (the end record states them)
 uint64_t g_lines = 0;                  // data lines written; guarded by g_mutex
 bool g_truncated = false;              // guarded by g_mutex
@@ -638,10 +648,22 @@ bool open_pipe(const char *spec) {
   return true;
 }
 
-int initialize() {
+// At load time (a preloaded library: before the program's own code and constructors).
+__attribute__((constructor)) void read_settings_at_load() {
+  void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  g_early = cuda == nullptr;
+  if (cuda != nullptr) dlclose(cuda);
   const char *spec = getenv("KERNELLOOP_CUPTI_FD");
-  const char *path = getenv("KERNELLOOP_CUPTI_OUT");
   if (spec != nullptr && spec[0] != '\0') {
+    snprintf(g_fd_spec, sizeof g_fd_spec, "%s", spec);
+    g_fd_spec_set = true;
+  }
+}
+
+int initialize() {
+  const char *spec = g_fd_spec_set ? g_fd_spec : nullptr;
+  const char *path = getenv("KERNELLOOP_CUPTI_OUT");
+  if (spec != nullptr) {
     // Named but not this process's pipe (a program it executed, or a forged name): write nothing.
     if (!open_pipe(spec)) return 1;
   } else {
@@ -663,9 +685,9 @@ int initialize() {
     std::string line;
     append_fmt(line,
                "{\"kind\":\"meta\",\"cupti_version\":%u,\"compiled_api\":%d,\"pid\":%ld,"
-               "\"kernel_struct\":\"%s\",\"memcpy_struct\":\"%s\"}\n",
+               "\"kernel_struct\":\"%s\",\"memcpy_struct\":\"%s\",\"early\":%d}\n",
                version, static_cast<int>(CUPTI_API_VERSION), static_cast<long>(getpid()), KL_KERNEL_STRUCT,
-               KL_MEMCPY_STRUCT);
+               KL_MEMCPY_STRUCT, g_early ? 1 : 0);
     write_control(line);
   }
 

@@ -278,9 +278,15 @@ def _header_type_names() -> frozenset[str]:
     return frozenset(re.findall(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+([A-Za-z_]\w*)", text))
 
 
+# Namespaces whose declarations the header's code reads: its own, and the standard library's (its traits, such as
+# std::is_integral, and functions it calls). Frozen code declares nothing there (rounds 295, 297, 301).
+_HEADER_READ_NAMESPACES = frozenset({"kl", "std", "cuda", "__gnu_cxx", "__cxxabiv1"})
+
+
 def _declares_into_header(where: Source, node: Node, header_names: frozenset[str]) -> str | None:
-    """The qualified name NODE declares, where it is a declarator whose scope is the header's (`kl::`, or a class of
-    the header's that a using-directive or -declaration brought in: HEADER_NAMES), else None."""
+    """The qualified name NODE declares, where it is a declarator whose scope is one the header reads (`kl::`, the
+    standard library's, or a class of the header's that a using-directive or -declaration brought in: HEADER_NAMES),
+    else None."""
     up = node.parent
     if node.type != "qualified_identifier" or up is None:
         return None
@@ -292,7 +298,7 @@ def _declares_into_header(where: Source, node: Node, header_names: frozenset[str
         return None
     text = where.text_of(node)
     first = re.match(r"\s*(?:::)?\s*([A-Za-z_]\w*)", text)
-    return text if first and (first.group(1) == "kl" or first.group(1) in header_names) else None
+    return text if first and (first.group(1) in _HEADER_READ_NAMESPACES or first.group(1) in header_names) else None
 
 
 def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
@@ -330,18 +336,23 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
                 # a definition of the header's own code, a specialization of its templates among them (red team
                 # round 297: `template <> int kl::Harness::size<int>(...)` ran every size at the default; explicit
                 # specializations skip access checks, so the header's private state was theirs too)
-                return f"its frozen code declares {' '.join(declared.split())[:60]}, a part of the harness header: " \
-                       "the header's own code is the verifier's"
+                what = "a part of the harness header" if re.match(r"\s*(?:::)?\s*kl\b", declared) or \
+                    declared.split("::")[0].strip() in brought else "in the standard library, which the harness header reads"
+                return f"its frozen code declares {' '.join(declared.split())[:60]}, {what}: the header's own code " \
+                       "is the verifier's"
             if node.type == "namespace_alias_definition" and re.search(r"(?:^|::|\s)kl\s*;?\s*$",
                                                                       where.text_of(node)):
                 return "its frozen code names the harness header's namespace by another name: what it declares " \
                        "there cannot be told"
             if node.type == "namespace_definition" and (name := node.child_by_field_name("name")) is not None \
-                    and re.match(r"(?:::)?\s*kl\b", where.text_of(name)):
+                    and (opened := re.match(r"(?:::)?\s*(\w+)", where.text_of(name))) \
+                    and opened.group(1) in _HEADER_READ_NAMESPACES:
                 # the header's namespace: a function of the frozen code there is what the header's own calls (and
-                # its templates' dependent ones) can bind to (red team round 295: kl::write, kl::getenv)
-                return f"its frozen code declares in namespace {where.text_of(name)}, the harness header's own: " \
-                       "the header's calls could reach it"
+                # its templates' dependent ones) can bind to (red team round 295: kl::write, kl::getenv); the
+                # standard library's, whose traits and functions the header reads (round 301: a specialization of
+                # std::is_integral<int> turned every drawn size off)
+                return f"its frozen code declares in namespace {where.text_of(name)}, which the harness header " \
+                       "reads: the header's calls and traits could reach it"
             if node.type == "gnu_asm_expression":
                 if re.search(r"\b(?:syscall|sysenter|svc)\b|\bint\s*\$?0x80\b", where.text_of(node)):
                     return "its frozen code makes system calls of its own (an asm syscall): what they start " \

@@ -83,6 +83,7 @@ SOURCE_NAME = "kl_cupti_inject.cpp"
 SOURCE_PACKAGE = "kernelloop.native"
 OUT_ENV = "KERNELLOOP_CUPTI_OUT"
 FD_ENV = "KERNELLOOP_CUPTI_FD"
+PRELOAD_ENV = "LD_PRELOAD"
 INJECTION_ENV = "CUDA_INJECTION64_PATH"
 
 _MIB = 1024 * 1024
@@ -309,7 +310,8 @@ def build_injection_library(
 
 def injection_env(lib: Path, out_file: Path | None = None) -> dict[str, str]:
     """The environment variables that make a CUDA program load `lib` and trace to `out_file`
-    (without one, to the pipe the sandbox names in `FD_ENV`).
+    (without one, to the pipe the sandbox names in `FD_ENV`, the library preloaded so that it reads the
+    pipe's name before any code of the program's runs).
 
     Paths are made absolute: the program may change its working directory. The trace
     file is opened for appending, so `out_file` should be a fresh path for each run.
@@ -317,6 +319,8 @@ def injection_env(lib: Path, out_file: Path | None = None) -> dict[str, str]:
     env = {INJECTION_ENV: str(Path(lib).absolute())}
     if out_file is not None:
         env[OUT_ENV] = str(Path(out_file).absolute())
+    else:
+        env[PRELOAD_ENV] = str(Path(lib).absolute())
     return env
 
 
@@ -441,6 +445,7 @@ class CuptiTrace(BaseModel):
     truncated: bool = False  # the library hit its line cap, or read_trace its byte cap
     cupti_version: int | None = None
     pids: list[int] = []  # one per process that loaded the library (children too)
+    early: bool | None = None  # the first meta line's: the library read its settings before libcuda was loaded
     bad_lines: int = 0  # lines that were not valid JSON records (e.g. a cut-off last line)
     unknown_lines: int = 0  # valid JSON of a kind this reader does not know
 
@@ -520,6 +525,7 @@ def parse_trace(data: bytes, *, sealed: bool = False, max_bytes: int = 512 * _MI
     complete = False
     dropped = bad = unknown = 0
     cupti_version: int | None = None
+    early: bool | None = None
 
     ends: list[int] = []  # each end record's offset
     offset = 0
@@ -565,10 +571,17 @@ def parse_trace(data: bytes, *, sealed: bool = False, max_bytes: int = 512 * _MI
             pid = _int_or_none(obj.get("pid"))
             if pid is not None:
                 pids.append(pid)
+            if early is None:
+                early = obj.get("early") == 1
         else:
             unknown += 1
     if sealed and not truncated:
         _check_sealed(data, ends)
+        if not early:
+            # loaded by the driver at the first CUDA call instead: the program's code ran before the tracer read
+            # which pipe is the verifier's, and could have named another (red team round 301)
+            raise CuptiUnavailable("the CUPTI tracer read its settings after the program's own code had started "
+                                   "(it was not preloaded): its trace cannot be told from one the program redirected")
 
     return CuptiTrace(
         kernels=lists["kernels"],
@@ -583,6 +596,7 @@ def parse_trace(data: bytes, *, sealed: bool = False, max_bytes: int = 512 * _MI
         truncated=truncated,
         cupti_version=cupti_version,
         pids=pids,
+        early=early,
         bad_lines=bad,
         unknown_lines=unknown,
     )
