@@ -16,14 +16,16 @@ import pytest
 from kernelloop.tools.cupti import FD_ENV, CuptiUnavailable, build_injection_library, find_cupti, parse_trace
 from kernelloop.tools.sandbox import Limits, private_workdir, run_sandboxed, stage_file
 
-META = b'{"kind":"meta","cupti_version":130001,"pid":7,"early":1}\n'
+NONCE = b"0123456789abcdef0123456789abcdef"
+START = b'{"kind":"start","pid":7,"early":1,"nonce":"%s"}\n' % NONCE
+META = START + b'{"kind":"meta","cupti_version":130001,"pid":7}\n'
 KERNEL = json.dumps({"kind": "kernel", "name": "_Z1kv", "start": 1, "end": 9, "corr": 1, "stream": 7, "device": 0,
                      "context": 1, "grid": [1, 1, 1], "block": [32, 1, 1], "dyn_smem": 0, "static_smem": 0,
                      "regs": 8, "graph_node": 0}, separators=(",", ":")).encode() + b"\n"
 
 
-def _sealed(body: bytes) -> bytes:
-    return body + b'{"kind":"end","bytes":%d}\n' % len(body)
+def _sealed(body: bytes, nonce: bytes = NONCE) -> bytes:
+    return body + b'{"kind":"end","bytes":%d,"nonce":"%s"}\n' % (len(body), nonce)
 
 
 def test_the_tracers_whole_stream_is_a_complete_trace():
@@ -34,15 +36,18 @@ def test_the_tracers_whole_stream_is_a_complete_trace():
 @pytest.mark.parametrize("forged", [
     _sealed(META + KERNEL) + KERNEL,  # appended after the end (a static destructor)
     KERNEL + _sealed(META + KERNEL),  # written before the tracer's first line
-    META + KERNEL + b'{"kind":"end","bytes":%d}\n' % len(META),  # an end stating fewer bytes
-    _sealed(META + KERNEL) + _sealed(META + KERNEL + b"x" * 0),  # a second end
-    META + b'{"kind": "end", "bytes": %d}\n' % len(META),  # not the tracer's spelling of its end
-    META + b'{"kind":"end","bytes":true}\n',
+    META + KERNEL + b'{"kind":"end","bytes":%d,"nonce":"%s"}\n' % (len(META), NONCE),  # an end stating fewer bytes
+    _sealed(META + KERNEL) + _sealed(KERNEL),  # a second end
+    META + b'{"kind": "end", "bytes": %d, "nonce": "%s"}\n' % (len(META), NONCE),  # not the tracer's spelling
+    META + b'{"kind":"end","bytes":true,"nonce":"%s"}\n' % NONCE,
     META + b'{"kind":"end"}\n',  # the file format's end, without the count
+    _sealed(META + KERNEL, nonce=b"f" * 32),  # an end written by something that does not know the start's nonce
+    _sealed(META[len(START):] + KERNEL),  # no start line: the tracer did not write first
     _sealed(META + KERNEL)[:-1],  # the end cut short
-], ids=["after", "before", "short-count", "two-ends", "respelled", "bool-count", "no-count", "cut"])
+], ids=["after", "before", "short-count", "two-ends", "respelled", "bool-count", "no-count", "other-nonce",
+        "no-start", "cut"])
 def test_bytes_the_tracer_did_not_write_void_the_trace(forged):
-    with pytest.raises(CuptiUnavailable, match="the program wrote to the tracer's pipe"):
+    with pytest.raises(CuptiUnavailable, match="the program wrote to the tracer's pipe|start line"):
         parse_trace(forged, sealed=True)
 
 
@@ -52,7 +57,7 @@ def test_a_tracer_that_read_its_pipe_after_the_program_started_is_refused():
     late = META.replace(b'"early":1', b'"early":0')
     with pytest.raises(CuptiUnavailable, match="not preloaded"):
         parse_trace(_sealed(late + KERNEL), sealed=True)
-    with pytest.raises(CuptiUnavailable, match="not preloaded"):
+    with pytest.raises(CuptiUnavailable, match="start line"):
         parse_trace(_sealed(META.replace(b',"early":1', b"") + KERNEL), sealed=True)
 
 
@@ -150,7 +155,8 @@ def test_the_library_writes_to_the_named_pipe_and_keeps_it_from_children(host_an
     assert result.returncode == 0, result.stderr
     assert "cloexec=1" in result.stdout
     lines = [json.loads(line) for line in result.pipes[FD_ENV].splitlines()]
-    assert lines[0]["kind"] == "meta" and lines[0]["pid"] > 0  # written through the pipe, as the verifier reads it
+    assert lines[0]["kind"] == "start" and lines[0]["early"] == 1 and len(lines[0]["nonce"]) == 32
+    assert lines[1]["kind"] == "meta" and lines[1]["pid"] > 0  # written through the pipe, as the verifier reads it
     # without a GPU the library goes passive: no end record, so the audit would call the trace incomplete
     assert not parse_trace(result.pipes[FD_ENV], sealed=True).complete
 
@@ -173,8 +179,8 @@ def test_a_variable_rewritten_by_the_program_does_not_move_the_trace(host_and_li
     CUDA call: the preloaded library read the name at load, and writes to the verifier's pipe."""
     result = _run(*host_and_library, mode="divert")
     assert result.returncode == 0, result.stderr
-    first = json.loads(result.pipes[FD_ENV].splitlines()[0])
-    assert first["kind"] == "meta" and first["early"] == 1
+    lines = [json.loads(line) for line in result.pipes[FD_ENV].splitlines()]
+    assert lines[0]["kind"] == "start" and lines[0]["early"] == 1 and lines[1]["kind"] == "meta"
 
 
 @pytest.mark.nvcc
@@ -190,4 +196,4 @@ def test_a_library_the_driver_loads_late_says_so(host_and_library):
 def test_the_same_pipe_named_exactly_is_written(host_and_library):  # the control for the test above
     result = _run(*host_and_library, mode="copy", pipes=("OTHER_PIPE",), preload=False)
     assert result.returncode == 0, result.stderr
-    assert result.pipes["OTHER_PIPE"].startswith(b'{"kind":"meta"')
+    assert result.pipes["OTHER_PIPE"].startswith(b'{"kind":"start","pid":')

@@ -10,8 +10,8 @@
 // file named by $KERNELLOOP_CUPTI_OUT (the profiler's).
 //
 // Line kinds (all timestamps are CUPTI nanoseconds, one clock domain):
-//   {"kind":"meta","cupti_version":N,"compiled_api":N,"pid":P,"kernel_struct":"..","memcpy_struct":"..",
-//    "early":0|1}
+//   {"kind":"start","pid":P,"early":0|1,"nonce":"<32 hex>"}   (pipe mode: first, written at load)
+//   {"kind":"meta","cupti_version":N,"compiled_api":N,"pid":P,"kernel_struct":"..","memcpy_struct":".."}
 //   {"kind":"api","cbid":N,"name":"cudaLaunchKernel","start":T,"end":T,"corr":C,"thread":T,"ret":R}
 //   {"kind":"kernel","name":"<mangled>","start":T,"end":T,"corr":C,"stream":S,"device":D,
 //    "context":X,"grid":[x,y,z],"block":[x,y,z],"dyn_smem":B,"static_smem":B,"regs":R,"graph_node":G}
@@ -21,7 +21,7 @@
 //   {"kind":"event_record","cbid":N,"event":"0x..","stream":"0x..","stream_id":S,"t":T,"corr":C}
 //   {"kind":"elapsed","cbid":N,"start_event":"0x..","end_event":"0x..","ms":F|null,"result":R,"t":T,"corr":C}
 //   {"kind":"dropped","count":N}  {"kind":"error","where":"..","code":N,"message":".."}
-//   {"kind":"truncated"}  {"kind":"end","bytes":N}   (N: the bytes written before it)
+//   {"kind":"truncated"}  {"kind":"end","bytes":N,"nonce":"<32 hex>"}   (N: the bytes written before it)
 //
 // "name" of api lines has CUPTI's ABI suffix removed (cudaLaunchKernel_v7000 ->
 // cudaLaunchKernel; cudaLaunchKernel_ptsz stays). "stream_id" (CUPTI's id of the
@@ -42,8 +42,12 @@
 // The pipe's name is read when the library is loaded: the verifier preloads it
 // (LD_PRELOAD), so that is before any code of the program's runs, and what the
 // program does to its environment later (rewriting the variable's text in place,
-// red team round 301) cannot point the trace elsewhere. The meta line says whether
-// it was read so ("early": 1, libcuda not loaded yet), which the verifier requires.
+// red team round 301) cannot point the trace elsewhere. There and then it writes
+// the stream's first line, {"kind":"start","pid":P,"early":0|1,"nonce":"<hex>"}
+// ("early": libcuda was not loaded yet, so the library was preloaded, not loaded by
+// the driver at the first CUDA call); the end record repeats the nonce, so an end
+// written by anything else (a library the driver was pointed at instead, round 302)
+// cannot close the stream.
 //
 // Build: g++ -std=c++17 -O2 -Wall -shared -fPIC kl_cupti_inject.cpp -I<cuda/include>
 //        -I<cupti/include> -L<cupti/lib> -lcupti -Wl,-rpath,<cupti/lib> -ldl -lpthread
@@ -57,6 +61,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -162,6 +167,7 @@ bool g_fd_lost = false;                // the descriptor stopped being that pipe
 char g_fd_spec[128] = {0};             // KERNELLOOP_CUPTI_FD as it was when the library was loaded
 bool g_fd_spec_set = false;
 bool g_early = false;                  // loaded before libcuda: preloaded, before any code of the program's
+char g_nonce[33] = {0};                // 128 random bits in hex: the start line's, repeated by the end record
 uint64_t g_bytes = 0;                  // bytes written so far (the end record states them)
 uint64_t g_lines = 0;                  // data lines written; guarded by g_mutex
 bool g_truncated = false;              // guarded by g_mutex
@@ -242,7 +248,8 @@ void write_end() {
   pthread_mutex_lock(&g_mutex);
   if (have_sink()) {
     std::string line;
-    append_fmt(line, "{\"kind\":\"end\",\"bytes\":%llu}\n", static_cast<unsigned long long>(g_bytes));
+    append_fmt(line, "{\"kind\":\"end\",\"bytes\":%llu,\"nonce\":\"%s\"}\n", static_cast<unsigned long long>(g_bytes),
+               g_nonce);
     emit(line.data(), line.size());
   }
   pthread_mutex_unlock(&g_mutex);
@@ -653,10 +660,29 @@ __attribute__((constructor)) void read_settings_at_load() {
   void *cuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
   g_early = cuda == nullptr;
   if (cuda != nullptr) dlclose(cuda);
+  unsigned char random[16] = {0};
+  size_t got = 0;
+  while (got < sizeof random) {
+    ssize_t n = getrandom(random + got, sizeof random - got, 0);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      return;  // no nonce, no pipe: the trace stays empty, which the verifier refuses
+    }
+    got += static_cast<size_t>(n);
+  }
+  for (size_t i = 0; i < sizeof random; ++i) snprintf(g_nonce + 2 * i, 3, "%02x", random[i]);
   const char *spec = getenv("KERNELLOOP_CUPTI_FD");
   if (spec != nullptr && spec[0] != '\0') {
     snprintf(g_fd_spec, sizeof g_fd_spec, "%s", spec);
     g_fd_spec_set = true;
+    if (open_pipe(g_fd_spec)) {
+      std::string line;
+      append_fmt(line, "{\"kind\":\"start\",\"pid\":%ld,\"early\":%d,\"nonce\":\"%s\"}\n",
+                 static_cast<long>(getpid()), g_early ? 1 : 0, g_nonce);
+      pthread_mutex_lock(&g_mutex);
+      emit(line.data(), line.size());
+      pthread_mutex_unlock(&g_mutex);
+    }
   }
 }
 
@@ -665,7 +691,7 @@ int initialize() {
   const char *path = getenv("KERNELLOOP_CUPTI_OUT");
   if (spec != nullptr) {
     // Named but not this process's pipe (a program it executed, or a forged name): write nothing.
-    if (!open_pipe(spec)) return 1;
+    if (g_fd < 0) return 1;  // the pipe named at load was not this process's: write nothing
   } else {
     if (path == nullptr || path[0] == '\0') return 1;
     // Append: a CUDA child process of the program, injected too, must not
@@ -685,9 +711,9 @@ int initialize() {
     std::string line;
     append_fmt(line,
                "{\"kind\":\"meta\",\"cupti_version\":%u,\"compiled_api\":%d,\"pid\":%ld,"
-               "\"kernel_struct\":\"%s\",\"memcpy_struct\":\"%s\",\"early\":%d}\n",
+               "\"kernel_struct\":\"%s\",\"memcpy_struct\":\"%s\"}\n",
                version, static_cast<int>(CUPTI_API_VERSION), static_cast<long>(getpid()), KL_KERNEL_STRUCT,
-               KL_MEMCPY_STRUCT, g_early ? 1 : 0);
+               KL_MEMCPY_STRUCT);
     write_control(line);
   }
 

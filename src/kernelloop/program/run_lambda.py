@@ -278,6 +278,15 @@ def _header_type_names() -> frozenset[str]:
     return frozenset(re.findall(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+([A-Za-z_]\w*)", text))
 
 
+# Assembler directives that place code where the loader runs it or change what a symbol is (init and fini arrays,
+# section switches, the .init/.fini sections, indirect functions, symbol versions, files read in): no kernel needs
+# them, and PTX has none of them. The candidate's text is held to the same list (verify.policy).
+LOADER_DIRECTIVES = re.compile(
+    r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors|"
+    r"(?<![\w)\]])\.(?:section|pushsection|popsection|previous|subsection|init|fini|symver|weakref|incbin|include)\b|"
+    r"gnu_indirect_function|gnu_unique_object|STT_GNU_IFUNC")
+
+
 # Namespaces whose declarations the header's code reads: its own, and the standard library's (its traits, such as
 # std::is_integral, and functions it calls). Frozen code declares nothing there (rounds 295, 297, 301).
 _HEADER_READ_NAMESPACES = frozenset({"kl", "std", "cuda", "__gnu_cxx", "__cxxabiv1"})
@@ -357,6 +366,11 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
                 if re.search(r"\b(?:syscall|sysenter|svc)\b|\bint\s*\$?0x80\b", where.text_of(node)):
                     return "its frozen code makes system calls of its own (an asm syscall): what they start " \
                            "beside the timed calls cannot be read"
+                if directive := LOADER_DIRECTIVES.search(where.text_of(node)):
+                    # round 302: `.pushsection .preinit_array` from inside a function body put a frozen function
+                    # where the loader runs it before the preloaded tracer and the header read their settings
+                    return f"its frozen code's assembly places code or symbols for the loader ({directive.group(0)}): " \
+                           "it would run before the verifier's tracer and the harness read their settings"
                 up = node.parent
                 statement = up is not None and up.type == "expression_statement" and any(
                     a.type == "compound_statement" and a.parent is not None and a.parent.type in (

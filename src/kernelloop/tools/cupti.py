@@ -22,6 +22,8 @@ or, with the sandbox draining the pipe (`run_sandboxed(..., pipes=(FD_ENV,))`)::
 
 The trace's line kinds (timestamps are CUPTI nanoseconds, one clock domain):
 
+* ``start`` (pipe mode, first, written when the library is loaded): ``pid``, ``early`` (1: before libcuda
+  was loaded, i.e. preloaded), ``nonce`` (repeated by ``end``)
 * ``meta``: ``cupti_version``, ``compiled_api``, ``pid``, ``kernel_struct``, ``memcpy_struct``
 * ``api``: ``cbid``, ``name`` (ABI suffix dropped, may be absent), ``start``, ``end``, ``corr``,
   ``thread``, ``ret``
@@ -35,7 +37,7 @@ The trace's line kinds (timestamps are CUPTI nanoseconds, one clock domain):
 * ``elapsed``: ``cbid``, ``start_event``, ``end_event``, ``ms`` (null unless the call
   succeeded), ``result``, ``t``, ``corr``
 * ``dropped`` (``count``), ``error`` (``where``, ``code``, ``message``), ``truncated``, ``end``
-  (``bytes``: how many the tracer wrote before it)
+  (``bytes``: how many the tracer wrote before it; ``nonce``: the start line's)
 """
 
 from __future__ import annotations
@@ -445,7 +447,7 @@ class CuptiTrace(BaseModel):
     truncated: bool = False  # the library hit its line cap, or read_trace its byte cap
     cupti_version: int | None = None
     pids: list[int] = []  # one per process that loaded the library (children too)
-    early: bool | None = None  # the first meta line's: the library read its settings before libcuda was loaded
+    early: bool | None = None  # the start line's: the library read its settings before libcuda was loaded
     bad_lines: int = 0  # lines that were not valid JSON records (e.g. a cut-off last line)
     unknown_lines: int = 0  # valid JSON of a kind this reader does not know
 
@@ -484,17 +486,32 @@ def read_trace(path: Path, *, max_bytes: int = 512 * _MIB) -> CuptiTrace:
     return parse_trace(data, max_bytes=max_bytes, where=f"the CUPTI trace {path}")
 
 
+_START_LINE = re.compile(rb'\{"kind":"start","pid":\d+,"early":([01]),"nonce":"([0-9a-f]{32})"\}\n')
+
+
 def _check_sealed(data: bytes, ends: list[int]) -> None:
-    """Raise unless DATA is the tracer's whole stream: one end record (ENDS: the offset of each), the
-    last bytes, written as the tracer writes it, stating its offset (the tracer's count of what it wrote)."""
+    """Raise unless DATA is the tracer's whole stream: its start line first (written when the library was loaded,
+    before any code of the program's: "early" 1), one end record (ENDS: the offset of each), the last bytes,
+    written as the tracer writes it, stating its offset (the tracer's count of what it wrote) and the start line's
+    nonce (an end written by anything else cannot know it)."""
+    start = _START_LINE.match(data)
+    if start is None:
+        raise CuptiUnavailable("the CUPTI trace's pipe does not begin with the tracer's start line: the program wrote "
+                               "to the tracer's pipe first, or the tracer was not loaded before the program's code")
+    if start.group(1) != b"1":
+        # loaded by the driver at the first CUDA call instead: the program's code ran before the tracer read which
+        # pipe is the verifier's, and could have named another (red team round 301)
+        raise CuptiUnavailable("the CUPTI tracer read its settings after the program's own code had started (it was "
+                               "not preloaded): its trace cannot be told from one the program redirected")
     if not ends:
         return  # no end: the trace is incomplete, which the audit reports as such
     offset = ends[-1]
     last_line = data.rstrip(b"\n").rfind(b"\n") + 1
+    expected = b'{"kind":"end","bytes":%d,"nonce":"%s"}\n' % (offset, start.group(2))
     problem = ("holds more than one end record" if len(ends) > 1 else
                "holds bytes after its end record" if offset != last_line or not data.endswith(b"\n") else
-               "holds bytes the tracer did not write (its end record is not the tracer's count of them)"
-               if data[offset:] != b'{"kind":"end","bytes":%d}\n' % offset else None)
+               "holds bytes the tracer did not write (its end record is not the tracer's count of them, or not "
+               "the tracer's own)" if data[offset:] != expected else None)
     if problem:
         raise CuptiUnavailable(f"the CUPTI trace's pipe {problem}: the program wrote to the tracer's pipe")
 
@@ -549,6 +566,9 @@ def parse_trace(data: bytes, *, sealed: bool = False, max_bytes: int = 512 * _MI
                 lists[attr].append(model.model_validate(obj))
             except ValidationError:
                 bad += 1
+        elif kind == "start":
+            if early is None:
+                early = obj.get("early") == 1
         elif kind == "end":
             complete = True
             ends.append(at)
@@ -571,17 +591,11 @@ def parse_trace(data: bytes, *, sealed: bool = False, max_bytes: int = 512 * _MI
             pid = _int_or_none(obj.get("pid"))
             if pid is not None:
                 pids.append(pid)
-            if early is None:
-                early = obj.get("early") == 1
+
         else:
             unknown += 1
     if sealed and not truncated:
         _check_sealed(data, ends)
-        if not early:
-            # loaded by the driver at the first CUDA call instead: the program's code ran before the tracer read
-            # which pipe is the verifier's, and could have named another (red team round 301)
-            raise CuptiUnavailable("the CUPTI tracer read its settings after the program's own code had started "
-                                   "(it was not preloaded): its trace cannot be told from one the program redirected")
 
     return CuptiTrace(
         kernels=lists["kernels"],

@@ -1475,6 +1475,22 @@ def _dynamic_size(readelf_d: str, tag: str) -> int:
     return int(m.group(1)) if m else 0
 
 
+def code_before_the_libraries(binary: Path) -> str | None:
+    """What of BINARY's own the dynamic loader runs before any library's constructor (a preinit array entry, an
+    indirect function's resolver), or None. The verifier's tracer (preloaded) and the harness header read their
+    settings first thing; code that runs before them could change what they read (red team round 302: a
+    `.preinit_array` entry written by frozen assembler rewrote the tracer's pipe name). A program built from the
+    header and ordinary C++ has neither; readelf's output missing fails closed."""
+    dynamic = _run(["readelf", "-dW", str(binary)])
+    if "NEEDED" not in dynamic:
+        return "its dynamic section could not be read"
+    if _dynamic_size(dynamic, "PREINIT_ARRAYSZ") or "(PREINIT_ARRAY)" in dynamic:
+        return "a preinit array (code the loader runs before every library's constructor)"
+    if (count := irelative_count(binary)):
+        return f"{count} indirect-function resolver(s) (IRELATIVE relocations the loader resolves by running them)"
+    return None
+
+
 def irelative_count(binary: Path) -> int:
     return len(re.findall(r"R_\w+_IRELATIV", _run(["readelf", "-rW", str(binary)])))
 
