@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..tools.cupti import FD_ENV, CuptiTrace, CuptiUnavailable, injection_env, parse_trace
+from ..tools.cupti import FD_ENV, PRELOAD_ENV, CuptiTrace, CuptiUnavailable, injection_env, parse_trace
 from ..tools.sandbox import Limits, RunResult, private_workdir, run_sandboxed, stage_file
 from .outputs import DumpError, KernelMs, parse_kernel_ms
 from .records import OutputRecords, parse_header_records, read_records
@@ -206,6 +206,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
             env[OUTPUT_FILE_ENV] = str(dump_file)
         if cupti_library is not None:  # the trace comes through a pipe (FD_ENV), read while the program runs
             env.update(injection_env(stage_file(cupti_library, work, cupti_library.name)))
+            if wrapper:  # compute-sanitizer: not preloaded into the tool itself; a memcheck run's trace is not read
+                env.pop(PRELOAD_ENV, None)
         argv = [*(wrapper or []), str(program)]
         read_fd = write_fd = -1
         if secret is not None:
