@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 
 from .errors import InputError
-from .program.init import InitResult
+from .program.init import KEEP_CALL_PREFIX, InitResult
 from .program.cuda_tree import declared_names
 from .program.scanner import preprocessed
 from .program.split import split_program
@@ -310,6 +310,11 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
     generated program's text, kept code that compiles differently there (a `#if` region the copy
     lost, a macro, an overload beside it)."""
     kept = {bare_name(n) for n in [result.launcher, result.kernel, *result.kernels] if n}
+    if result.keep_call is not None and result.launcher is not None:
+        # the launcher called as the generated program calls it: an inline (header-only) or template launcher the
+        # file never calls is compiled then, and read with what it reaches
+        source = f"{source}\n{result.keep_call}\n"
+        kept.add(f"{KEEP_CALL_PREFIX}{bare_name(result.launcher)}")
     plain = state_references(_object(source, arch=arch, cache_dir=cache_dir, optimised=False, what="the file"))
     optimised_object = _object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
                                what="the file")

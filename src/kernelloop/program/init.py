@@ -106,6 +106,12 @@ class InitResult(BaseModel):
     # The file as the program copies it, where init changed it (the launcher's printing moved into
     # helpers: launcher_prints.py); init's checks compare the program with this. None: unchanged.
     copied_from: str | None = None
+    # A function calling the file's launcher as the generated program does (KEEP_CALL_PREFIX + its name), for
+    # init's reading of the file's object: an inline launcher nothing in the file calls is compiled then.
+    keep_call: str | None = None
+
+
+KEEP_CALL_PREFIX = "kl_init_calls_"
 
 
 def _other_float(text: str, element: str) -> str | None:
@@ -654,9 +660,14 @@ def generate(source: str, spec: InitSpec, source_name: str = "kernel.cu") -> Ini
     call = _Call(name=callee, instance=instance, item=callee_item if found is not None else None,
                  kernels=launched, grid=grid, block=block)
     program = _render(source, items, call, params, spec, roles, counts, options, notes, source_name, stated)
+    # The launcher called as the generated program calls it: compiled after the file, it makes an inline or template
+    # launcher that nothing in the file calls (a header-only library's) part of the object init reads.
+    keep_call = None if call.item is None else (
+        f"void {KEEP_CALL_PREFIX}{callee}({', '.join(f'{p.type} {p.name}' for p in params)}) {{ "
+        f"{scope_qualifier(call.item.scope)}{instance}({', '.join(p.name for p in params)}); }}")
     return InitResult(program=program, copied_from=source if moved else None,
                       kernel=kernel, launcher=callee if found is not None else None,
-                      kernels=launched, params=params, roles=roles, notes=notes)
+                      kernels=launched, params=params, roles=roles, notes=notes, keep_call=keep_call)
 
 
 @dataclass(frozen=True)

@@ -366,7 +366,8 @@ def _frozen_escape(frozen: tuple[Source, ...], raw: str) -> str | None:
                 if re.search(r"\b(?:syscall|sysenter|svc)\b|\bint\s*\$?0x80\b", where.text_of(node)):
                     return "its frozen code makes system calls of its own (an asm syscall): what they start " \
                            "beside the timed calls cannot be read"
-                if directive := LOADER_DIRECTIVES.search(where.text_of(node)):
+                # adjacent literals are one string to the compiler (round 303: ".push" "section .ini" "t_array")
+                if directive := LOADER_DIRECTIVES.search(re.sub(r"\"\s*\"", "", where.text_of(node))):
                     # round 302: `.pushsection .preinit_array` from inside a function body put a frozen function
                     # where the loader runs it before the preloaded tracer and the header read their settings
                     return f"its frozen code's assembly places code or symbols for the loader ({directive.group(0)}): " \

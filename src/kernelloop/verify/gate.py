@@ -145,6 +145,9 @@ from .verdict import (
 )
 from .wide_ints import wide_integer_experiments
 
+# The header's settings snapshot (kl::take_settings, constructor priority 101): a v2 program's first constructor.
+HEADER_SETTINGS_SNAPSHOT = "_ZN2klL13take_settingsEv"
+
 # The memcheck run carries the tracer's environment like every other run (issue 9: a program
 # must not be able to tell the checked run from the others).
 MEMCHECK_WITH_TRACER_ENV = True
@@ -1010,6 +1013,11 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
     if base_build.binary is not None and (early := policy.code_before_the_libraries(base_build.binary)):
         raise InputError(f"{baseline_name}: its program holds {early}: the verifier's tracer and the harness read "
                          "their settings before any code of the program's runs; remove it")
+    if split.is_v2 and base_build.binary is not None and \
+            (first := policy.first_constructor(base_build.binary)) != HEADER_SETTINGS_SNAPSHOT:
+        raise InputError(f"{baseline_name}: its program runs {first or 'a function init cannot name'} before the "
+                         "harness header reads its settings (the first constructor must be the header's): remove "
+                         "the code that places it there")
     if split.is_v2 and base_build.editable_object is not None:
         _refuse_frozen_link_routes(base_build, baseline_name, split.exported_names, library_symbols(toolchain.nvcc))
         _refuse_part_header_macros(split, baseline_name, arch, toolchain, limits)

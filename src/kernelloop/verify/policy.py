@@ -1488,7 +1488,55 @@ def code_before_the_libraries(binary: Path) -> str | None:
         return "a preinit array (code the loader runs before every library's constructor)"
     if (count := irelative_count(binary)):
         return f"{count} indirect-function resolver(s) (IRELATIVE relocations the loader resolves by running them)"
+    if exported := _exported_definitions(binary):
+        # round 303: a frozen `__gmon_start__`, which every library built with crti.o calls from its DT_INIT before
+        # its own constructors, exported by the executable; any definition a library can bind to runs in its place
+        return f"definitions the libraries bind to ({', '.join(exported[:3])}): the loader runs them in the libraries' " \
+               "own code, before or instead of theirs"
     return None
+
+
+def _exported_definitions(binary: Path) -> list[str]:
+    """The symbols BINARY defines for the libraries (its dynamic symbol table's definitions) other than the libraries'
+    own data copied into it (R_*_COPY relocations: `stderr`, `std::nothrow`), which is data, not code."""
+    copied = set(re.findall(r"R_\w+_COPY\s+[0-9a-f]+\s+(\S+)", _run(["readelf", "-rW", str(binary)])))
+    defined = []
+    for line in _run(["readelf", "--dyn-syms", "-W", str(binary)]).splitlines():
+        fields = line.split()
+        # Num: Value Size Type Bind Vis Ndx Name
+        if len(fields) >= 8 and fields[0].endswith(":") and fields[6] != "UND" and \
+                fields[4] in ("GLOBAL", "WEAK", "GNU_UNIQUE"):
+            if fields[7] not in copied:
+                defined.append(fields[7])
+    return defined
+
+
+def first_constructor(binary: Path) -> str | None:
+    """The function BINARY's init array runs first (read from its symbol table; None when it cannot be read). The
+    harness header's settings snapshot runs at priority 101, before every constructor of the program's; a frozen
+    init-array entry of a lower priority (round 303: `.init_array.00050`, spelled in split string literals) would
+    run before it."""
+    try:
+        from elftools.elf.elffile import ELFFile
+        from elftools.elf.sections import SymbolTableSection
+        with binary.open("rb") as f:
+            elf = ELFFile(f)
+            array = elf.get_section_by_name(".init_array")
+            symtab = elf.get_section_by_name(".symtab")
+            if array is None or not isinstance(symtab, SymbolTableSection) or array["sh_size"] < 8:
+                return None
+            first = int.from_bytes(array.data()[:8], "little")
+            if first == 0:  # position-independent: the loader writes it from a relocation's addend
+                for section in elf.iter_sections():
+                    if section["sh_type"] == "SHT_RELA":
+                        for rel in section.iter_relocations():
+                            if rel["r_offset"] == array["sh_addr"]:
+                                first = rel["r_addend"]
+            names = [sym.name for sym in symtab.iter_symbols()
+                     if sym["st_info"]["type"] == "STT_FUNC" and sym["st_value"] == first and sym.name]
+            return names[0] if names else None
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def irelative_count(binary: Path) -> int:
