@@ -340,3 +340,29 @@ def test_round29_state_in_a_section_the_source_named_is_state(tmp_path):
     result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
     with pytest.raises(InputError, match=r"the kept code reads g_w, state that persists between calls"):
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
+
+
+HEADER_ONLY = FIXTURES / "outside_headers" / "softplus_inline.cuh"
+HEADER_SPEC = InitSpec(values={"n": ["16777216", "1000003"], "beta": ["1.0"]})
+
+
+def test_a_header_only_inline_launcher_is_read_as_the_generated_program_calls_it():
+    """A header-only library's launcher is inline and nothing in the header calls it, so the header's own object
+    holds none of it: init compiles the header with a call made as the generated program makes it, and reads what
+    the launcher reaches (before: "softplus is not in the compiled file")."""
+    source = HEADER_ONLY.read_text()
+    result = generate(source, HEADER_SPEC, HEADER_ONLY.name)
+    assert result.launcher == "softplus" and result.keep_call and "act::softplus(" in result.keep_call
+    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(),
+                                     generated=result.program)  # no refusal
+
+
+def test_a_header_only_launcher_reading_state_set_elsewhere_is_still_refused():
+    """The same call makes what the launcher reads visible: a file-scope setting another function sets is refused
+    as for any launcher (red team round 21's template launcher, which no call instantiated, was refused blind)."""
+    source = HEADER_ONLY.read_text().replace(
+        "inline void softplus(", "static float g_beta_scale = 1.0f;\ninline void set_beta_scale(float s) "
+        "{ g_beta_scale = s; }\ninline void softplus(").replace("(x, y, n, beta);", "(x, y, n, beta * g_beta_scale);")
+    result = generate(source, HEADER_SPEC, HEADER_ONLY.name)
+    with pytest.raises(InputError, match="g_beta_scale"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir())
