@@ -15,7 +15,7 @@ PACKAGE = ROOT / "src" / "kernelloop"
 # (the last layer) import one another.
 LAYERS: list[set[str]] = [
     {"errors", "__version__"},          # the root's version string (`from .. import __version__`)
-    {"llm_config", "config"},          # settings
+    {"llm_config", "config", "toolkit_roots"},  # settings; where CUDA toolkits are
     {"program"},                       # the contract: reading and splitting a program
     {"tools"},                         # nvcc, ncu, CUPTI, the sandbox, GPUs, symbols
     {"verify", "engine", "capture_init", "init_state"},

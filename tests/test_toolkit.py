@@ -37,7 +37,7 @@ def fake_toolkit(tmp_path, monkeypatch):
                                                 "/usr/bin"]))
     for var in ("CUDA_HOME", "CUDA_PATH"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(toolkit, "DEFAULT_ROOT", tmp_path / "no-default-toolkit")
+    monkeypatch.setattr("kernelloop.toolkit_roots.DEFAULT_ROOT", tmp_path / "no-default-toolkit")
     monkeypatch.setattr(toolkit, "NSIGHT_COMPUTE_ROOT", tmp_path / "no-opt-nvidia")
     return wrapper, ncu
 
@@ -72,7 +72,7 @@ def test_no_ncu_anywhere_is_one_line_for_profile_and_a_failed_check_for_doctor(t
     monkeypatch.setenv("PATH", os.path.dirname(sys.executable))
     for var in ("CUDA_HOME", "CUDA_PATH"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(toolkit, "DEFAULT_ROOT", tmp_path / "none")
+    monkeypatch.setattr("kernelloop.toolkit_roots.DEFAULT_ROOT", tmp_path / "none")
     monkeypatch.setattr(toolkit, "NSIGHT_COMPUTE_ROOT", tmp_path / "none")
     assert toolkit.find_ncu() is None
     with pytest.raises(EnvironmentProblem, match="ncu .*not found") as info:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
 from ..errors import InputError
+from ..toolkit_roots import toolkit_roots
 from .cuda_tree import declared_names
 from .run_lambda import run_lambda_problem
 from .scanner import SPLICE, Item, blank_comments, function_name, launched_kernels, normalized, scan_items, strip_comments
@@ -287,11 +287,9 @@ def inline_user_headers(text: str, name: str, include_dirs: list[Path] | None = 
 
 
 def _system_header(target: str) -> bool:
-    """Whether the CUDA toolkit or the system has a header of this name."""
+    """Whether a CUDA toolkit (found as every command finds it) or the system has a header of this name."""
     roots = [Path("/usr/include"), Path("/usr/local/include")]
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        toolkit = Path(nvcc).resolve().parent.parent
+    for _, toolkit in toolkit_roots():
         roots += [toolkit / "include", *toolkit.glob("targets/*/include")]
     return any((root / target).is_file() for root in roots)
 
