@@ -1010,16 +1010,18 @@ def static_gates(split: ProgramSplit, editable: str, *, arch: str, settings: Set
             "header by name (#include <kernelloop_harness.cuh>) and declare the harness as kl::Harness"
             if not split.is_v2 else "its harness reads as contract v2 but its build does not hold "
             "kernelloop_harness.cuh: include the header by name"))
-    if base_build.binary is not None and (early := policy.code_before_the_libraries(base_build.binary)):
-        raise InputError(f"{baseline_name}: its program holds {early}: the verifier's tracer and the harness read "
-                         "their settings before any code of the program's runs; remove it")
     if split.is_v2 and base_build.binary is not None and \
             (first := policy.first_constructor(base_build.binary)) != HEADER_SETTINGS_SNAPSHOT:
-        raise InputError(f"{baseline_name}: its program runs {first or 'a function init cannot name'} before the "
+        raise InputError(f"{baseline_name}: its program runs {first or 'a function whose name cannot be read'} before the "
                          "harness header reads its settings (the first constructor must be the header's): remove "
                          "the code that places it there")
     if split.is_v2 and base_build.editable_object is not None:
         _refuse_frozen_link_routes(base_build, baseline_name, split.exported_names, library_symbols(toolchain.nvcc))
+    # after the link routes, which name a frozen definition the part or a library reaches more precisely
+    if base_build.binary is not None and (early := policy.code_before_the_libraries(base_build.binary)):
+        raise InputError(f"{baseline_name}: its program holds {early}: the verifier's tracer and the harness read "
+                         "their settings before any code of the program's runs; remove it")
+    if split.is_v2 and base_build.editable_object is not None:
         _refuse_part_header_macros(split, baseline_name, arch, toolchain, limits)
         _refuse_host_results(base_build, baseline_name, c_linkage_signatures(split, base_build.kept_global))
     violations = policy.scan_source(editable, policy.defined_macros(split.preamble))
