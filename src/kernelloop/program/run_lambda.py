@@ -278,13 +278,19 @@ def _header_type_names() -> frozenset[str]:
     return frozenset(re.findall(r"\b(?:struct|class|union|enum(?:\s+class)?)\s+([A-Za-z_]\w*)", text))
 
 
-# Assembler directives that place code where the loader runs it or change what a symbol is (init and fini arrays,
-# section switches, the .init/.fini sections, indirect functions, symbol versions, files read in): no kernel needs
-# them, and PTX has none of them. The candidate's text is held to the same list (verify.policy).
-LOADER_DIRECTIVES = re.compile(
-    r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors|"
-    r"(?<![\w)\]])\.(?:section|pushsection|popsection|previous|subsection|init|fini|symver|weakref|incbin|include)\b|"
-    r"gnu_indirect_function|gnu_unique_object|STT_GNU_IFUNC")
+# Assembler directives that place code where the loader runs it or change what a symbol is (files read in, init and
+# fini arrays, section switches, the .init/.fini sections, symbol versions, indirect functions): no kernel needs them,
+# and PTX has none of them. One list, by kind: the candidate's text rules (verify.policy) and the frozen code's asm
+# check below both read it.
+LOADER_DIRECTIVE_PATTERNS: dict[str, str] = {
+    "include": r"\.(?:incbin|include)\b",
+    "sections": r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors|\.section\b",
+    # a directive token: a dot not following a name, `)` or `]`, so `cfg.init()` is not one
+    "section-switches": r"(?<![\w)\]])\.(?:pushsection|popsection|previous|subsection|init|fini)\b",
+    "symver": r"(?<![\w)\]])\.(?:symver|weakref)\b",
+    "ifunc": r"gnu_indirect_function|gnu_unique_object|STT_GNU_IFUNC",
+}
+LOADER_DIRECTIVES = re.compile("|".join(LOADER_DIRECTIVE_PATTERNS.values()))
 
 
 # Namespaces whose declarations the header's code reads: its own, and the standard library's (its traits, such as

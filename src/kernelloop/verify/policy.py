@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from ..program.macros import Macro, Macros, expand
 from ..program.phases import spliced_raw_string
 from ..program.scanner import SPLICE, blank_comments, body_start, literal_spans, scan_items, strip_comments
+from ..program.run_lambda import LOADER_DIRECTIVE_PATTERNS
 from ..tools.symbols import demangle
 
 
@@ -263,19 +264,18 @@ _RAW_RULES: list[tuple[str, re.Pattern[str], str]] = [
     # `#pragma` or `_Pragma("...")` form.
     ("macro", re.compile(r"\b(?:push_macro|pop_macro)\b"),
      "{m} saves or restores a macro, which would undo the verifier's own definitions of it"),
-    ("include", re.compile(r"\.(?:incbin|include)\b"), "assembler directive {m} reads a file into the program"),
+    ("include", re.compile(LOADER_DIRECTIVE_PATTERNS["include"]), "assembler directive {m} reads a file into the program"),
     ("static-init", re.compile(_ATTRIBUTE_OPEN + r"[^;{}]*?\b(?:__)?section(?:__)?\b|#\s*pragma\s+section"),
      "explicit section placement {m} (init/fini arrays run code outside the harness)"),
-    ("static-init", re.compile(r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors|\.section\b"),
+    ("static-init", re.compile(LOADER_DIRECTIVE_PATTERNS["sections"]),
      "assembler section {m} (code that runs outside the harness)"),
-    # A directive token (a dot not following a name, `)` or `]`, so `cfg.init()` is not one):
-    # section switches, the .init/.fini sections, symbol versions and kinds are assembler
-    # business no kernel needs, and PTX has none of them.
-    ("static-init", re.compile(r"(?<![\w)\]])\.(?:pushsection|popsection|previous|subsection|init|fini)\b"),
+    # section switches, the .init/.fini sections, symbol versions and kinds are assembler business no kernel needs,
+    # and PTX has none of them (program.run_lambda.LOADER_DIRECTIVE_PATTERNS, which the frozen code is held to too)
+    ("static-init", re.compile(LOADER_DIRECTIVE_PATTERNS["section-switches"]),
      "assembler directive {m} (code that runs outside the harness)"),
-    ("symver", re.compile(r"(?<![\w)\]])\.(?:symver|weakref)\b"),
+    ("symver", re.compile(LOADER_DIRECTIVE_PATTERNS["symver"]),
      "assembler directive {m} binds a name to another library symbol"),
-    ("ifunc", re.compile(r"gnu_indirect_function|gnu_unique_object|STT_GNU_IFUNC"),
+    ("ifunc", re.compile(LOADER_DIRECTIVE_PATTERNS["ifunc"]),
      "symbol kind {m}: an indirect function runs its resolver before main; a unique symbol escapes containment"),
     # The host-code scan checks its stack model against the unwind tables the compiler writes
     # under its default options (verify/unwind.py); options set from the source could change both.
