@@ -79,7 +79,7 @@ def main() -> int:
             attempts = ", ".join(row.get("proposals") or []) or "none"
             print(f"{name:44s} {row['expect']:9s} init {row['init'][:60]:10s} attempts: {attempts}", flush=True)
             if not row.get("proposals"):
-                print(f"    {row.get('stopped', '')[:400]}", flush=True)
+                print(f"    {row.get('stopped', '')[:4000]}", flush=True)
     headroom = [r for r in rows if r["expect"] == "headroom"]
     negative = [r for r in rows if r["expect"] == "negative"]
     print(f"attempted: {sum(bool(r.get('proposals')) for r in headroom)} of {len(headroom)} with headroom, "

@@ -17,6 +17,25 @@ SPECS: dict[str, InitSpec] = {
     "window_sum_rows.cu": InitSpec(values={"height": ["8192", "1001"], "width": ["2048", "777"]},
                                    counts={"img": "height * width", "taps": "7", "out": "height * width"},
                                    roles={"out": "output"}, ranges={"taps": ("0.5", "1.5")}),
+    # rows dealt out by a grid-stride loop, one row per iteration (the row tier over grid-stride
+    # loops): llm.c's RMS norm on 4 blocks an SM, a C-style row max with the stride in a local and
+    # size_t counters, an embedding gather on a grid clamped in its launcher; and its negative
+    # control, a running sum along each row
+    "rmsnorm_gridstride_llmc.cu": InitSpec(values={"N": ["32768", "1000"], "C": ["768", "100"],
+                                                   "block_size": ["256", "128"]},
+                                           counts={"out": "N * C", "inp": "N * C", "weight": "C"},
+                                           roles={"out": "output"}, launcher="rmsnorm_forward"),
+    "rowmax_gridstride_c.cu": InitSpec(values={"rows": ["65536", "1001"], "cols": ["512", "77"]},
+                                       counts={"a": "rows * cols", "m": "rows"}, roles={"m": "output"},
+                                       launcher="launch_row_max"),
+    "embed_gridstride_clamp.cu": InitSpec(values={"B": ["8", "3"], "T": ["1024", "100"], "C": ["768", "96"]},
+                                          counts={"out": "B * T * C", "tokens": "B * T", "wte": "4096 * C",
+                                                  "wpe": "T * C"},
+                                          roles={"out": "output"}, ranges={"tokens": ("0", "4096")},
+                                          launcher="embed_forward"),
+    "row_prefix_gridstride.cu": InitSpec(values={"rows": ["16384", "1001"], "cols": ["1024", "77"]},
+                                         counts={"out": "rows * cols", "in": "rows * cols"}, roles={"out": "output"},
+                                         launcher="row_prefix_forward"),
     "vector_add.cu": InitSpec(values={"numElements": ["16777216", "16777215"]}),
     # a course-exercise grid-stride loop on a fixed <<<NBLK, NTHR>>>, its mixer working on its own
     # copies of its arguments (the grid tier, with a helper that assigns its by-value parameters)

@@ -189,16 +189,19 @@ def test_init_then_optimize_accepts_a_scripted_faster_rewrite(name, tmp_path):
 # row tier; one a PyTorch-style template launcher), two one-thread-per-column reductions (the column tier) and cuda-samples' transpose
 # spelling (the transpose template), a grid-stride GELU on a fixed 40-block grid (the grid tier), a
 # thread-per-row window with an inner loop (the row tier's inner loops) and two kernels of integer
-# atomics into small tables (the atomics tier). vector_add has no
-# headroom; row_running_sum is the row tier's negative control.
+# atomics into small tables (the atomics tier), three grid-stride row kernels. vector_add has no
+# headroom; row_running_sum and row_prefix_gridstride are the row tiers' negative controls.
 _OFFLINE_ACCEPTED = {"gemm_accumulate.cu", "linear_bias_llmc.cu", "gemm_bias_relu.cu", "gemm_template_ldg.cu",
                      "gemm_flat_index.cu",
                      "layernorm_rows_llmc.cu", "rmsnorm_rows.cu", "row_sumsq_ext.cu", "bias_backward.cu",
                      "matvec_transposed.cu", "transpose_tiles_sample.cu", "gelu_gridstride_fixed.cu", "window_sum_rows.cu",
-                     "class_tally_llmc.cu", "bucket_counts_ext.cu"}
+                     "class_tally_llmc.cu", "bucket_counts_ext.cu",
+                     # rows dealt out by a grid-stride loop (the row tier over grid-stride loops)
+                     "rmsnorm_gridstride_llmc.cu", "rowmax_gridstride_c.cu", "embed_gridstride_clamp.cu"}
 
 
-@pytest.mark.parametrize("name", ["vector_add.cu", "row_running_sum.cu", *sorted(_OFFLINE_ACCEPTED)])
+@pytest.mark.parametrize("name", ["vector_add.cu", "row_running_sum.cu", "row_prefix_gridstride.cu",
+                                  *sorted(_OFFLINE_ACCEPTED)])
 def test_offline_optimize_on_an_init_program(name, tmp_path, record_property):
     program = tmp_path / f"{Path(name).stem}_kl.cu"
     program.write_text(generate((OUTSIDE / name).read_text(), SPECS[name], name).program)

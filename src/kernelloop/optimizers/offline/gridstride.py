@@ -87,6 +87,21 @@ class GridStridePlan:
     own_only: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class GridStrideLoop:
+    """A kernel's grid-stride loop as GridStridePlanner.read_loop reads it (GridStridePlan's fields)."""
+    loop: For
+    counter: str
+    counter_type: str
+    counter_kind: tuple[int, bool]
+    bound_param: str | None
+    bound_value: int | None
+    bound_kind: tuple[int, bool] | None
+    # the declarations before the loop of its start and stride (`int idx = ...; int stride = ...;`),
+    # read nowhere but in its header
+    header_declarations: tuple[Decl, ...] = ()
+
+
 def _stride() -> Poly:
     return Poly.atom("blockDim.x") * Poly.atom("gridDim.x")
 
@@ -104,6 +119,15 @@ class GridStridePlanner:
         raise NotARowKernel(why)
 
     def plan(self) -> GridStridePlan:
+        loop = self.read_loop()
+        counter_b = self.f.declared[id(loop.loop.init.declarators[0])]  # type: ignore[union-attr]
+        stored, own_only = self.own_elements(counter_b)
+        return GridStridePlan(loop.loop, loop.counter, loop.counter_type, loop.counter_kind, loop.bound_param,
+                              loop.bound_value, loop.bound_kind, stored, own_only)
+
+    def read_loop(self) -> GridStrideLoop:
+        """The kernel as one grid-stride loop whose iterations any grid runs alike: every check of
+        the module docstring but which elements an iteration touches (own_elements)."""
         top = [s for s in self.fn.body.body if not isinstance(s, Empty)]
         while top and isinstance(top[-1], Return) and top[-1].value is None:
             top.pop()
@@ -125,11 +149,10 @@ class GridStridePlanner:
         counter_kind = integer_of(counter_type)
         if counter_kind is None or counter_kind[0] < 32:
             self.fail(f"counts with {counter_type or '?'}, not an integer type of 32 bits or more")
-        self.thread_free(before, loop)
+        header_declarations = self.thread_free(before, loop)
         self.no_carried_values(loop)
-        stored, own_only = self.own_elements(counter_b)
         param, value, kind = bound
-        return GridStridePlan(loop, counter, counter_type, counter_kind, param, value, kind, stored, own_only)
+        return GridStrideLoop(loop, counter, counter_type, counter_kind, param, value, kind, header_declarations)
 
     def counter(self, loop: For) -> tuple[str, str]:
         init = loop.init
@@ -167,15 +190,17 @@ class GridStridePlanner:
                       "known here")
         return b.name, None, kind
 
-    def thread_free(self, before: list[Stmt], loop: For) -> None:
+    def thread_free(self, before: list[Stmt], loop: For) -> tuple[Decl, ...]:
         """The CUDA built-ins appear only in the loop's start and step and in declarations of the
         two (each equal to the global index or the grid's width, and read nowhere but the header);
-        nothing reads them through a macro, a helper, warp intrinsics or assembly."""
+        nothing reads them through a macro, a helper, warp intrinsics or assembly. Returns those
+        declarations."""
         body_text = strip_comments(self.fn.item.text[len(self.fn.head):])
         allowed: list[tuple[int, int]] = [(loop.span[0], loop.body.span[0])]  # type: ignore[attr-defined]
         # names computed from the thread's coordinates, directly or through another such name (red
         # team round 135: `const int threads = step;` read in the body)
         header_names: set[str] = set()
+        header_declarations: list[Decl] = []
         for s in before:
             for d in s.declarators:  # type: ignore[attr-defined]
                 named = {x.id for x in walk_expr(d.init) if isinstance(x, Name)} if d.init is not None else set()
@@ -187,6 +212,7 @@ class GridStridePlanner:
                         self.fail(f"computes {d.name} from the thread's coordinates, besides the loop's start and step")
                     allowed.append(s.span)  # type: ignore[attr-defined]
                     header_names.add(d.name)
+                    header_declarations.append(s)  # type: ignore[arg-type]
         masked = list(body_text)
         for start, end in allowed:
             masked[start:end] = " " * (end - start)
@@ -201,6 +227,7 @@ class GridStridePlanner:
             self.fail("uses shared memory")
         if (why := effect_free_calls(self.fn, self.f, self.helpers)) is not None:
             self.fail(why)
+        return tuple(header_declarations)
 
     def no_carried_values(self, loop: For) -> None:
         """No variable declared outside the loop's body is assigned (but the counter, by the step):

@@ -301,17 +301,25 @@ def expanded_function(fn: Function, macros: Macros) -> Function | str:
     # look like a second use of blockIdx)
     if macros.names_in(expanded):
         return f"uses a macro whose expansion names a macro again ({sorted(macros.names_in(expanded))[0]})"
-    item = Item(fn.item.kind, expanded, fn.item.start, fn.item.end, fn.item.line, fn.item.scope)
-    head = item.head
     try:
-        sig = parse_signature(strip_comments(head))
-        body = parse_body(expanded[len(head):])
+        read = function_from_text(fn, expanded)
     except ParseError as exc:
         return f"cannot be read with its macros expanded ({exc})"
+    return read if isinstance(read, Function) else f"{read} once its macros are expanded"
+
+
+def function_from_text(fn: Function, text: str) -> Function | str:
+    """FN read again from TEXT, a new text of the whole function (its macros expanded, a loop put
+    in another form), or why not (an alias it names cannot be read); ParseError where TEXT is no
+    function."""
+    item = Item(fn.item.kind, text, fn.item.start, fn.item.end, fn.item.line, fn.item.scope)
+    head = item.head
+    sig = parse_signature(strip_comments(head))
+    body = parse_body(text[len(head):])
     if next(naming_statements(body), None) is not None:
         read = with_aliases_expanded(item, head, body, set())  # no macro left to name an alias
         if isinstance(read, str):
-            return f"{read} once its macros are expanded"
+            return read
         item, body = read
     return Function(fn.name, sig, item, head, body, fn.is_kernel)
 

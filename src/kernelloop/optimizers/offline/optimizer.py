@@ -6,7 +6,8 @@ the ranking best-first: a candidate not yet checked is compiled by ptxas (cached
 again with its real registers; one that does not compile, spills or cannot launch is skipped;
 the first checked candidate still ahead of the rest is proposed. When no template fits, or
 every template candidate was tried, the generic tiers propose their rewrites: the row tier
-(rowwarp.py: a kernel that gives each thread one row, rewritten to give each warp one row) and
+(rowwarp.py: a kernel that gives each thread one row, rewritten to give each warp one row; rowstride.py:
+the same for rows dealt out by a grid-stride loop) and
 the column tier (colsplit.py: a thread-per-item reduction read coalesced, shared by several
 threads per item), the remap tier (remap.py: a thread-per-element kernel whose index split
 puts neighbouring threads a row apart, split the other way) and the axis tier (axes.py: a kernel
@@ -47,6 +48,7 @@ from .packing import packing_rewrites
 from .privatize import privatization_rewrites
 from .remap import remap_rewrites
 from .transposes import transpose_rewrites
+from .rowstride import row_stride_rewrites
 from .rowwarp import Rewrite, row_warp_rewrites
 from .templates import Template, load_templates
 
@@ -123,6 +125,7 @@ class OfflineOptimizer:
                   editable: str) -> tuple[list[Rewrite], list[str]]:
         if key not in self._generic_rewrites:
             rows, rows_refused = row_warp_rewrites(analysis.part, harness, preamble)
+            strided, strided_refused = row_stride_rewrites(analysis.part, harness, preamble)
             columns, columns_refused = column_split_rewrites(analysis.part, harness, preamble)
             # The remap, axis, grid and atomics tiers keep every expression of the kernel as written
             # (they move threads, not arithmetic): a kernel that converts values (a float-to-int bin
@@ -135,10 +138,10 @@ class OfflineOptimizer:
             privates, privates_refused = privatization_rewrites(as_written, harness, preamble)
             packs, packs_refused = packing_rewrites(as_written, harness, preamble)
             transposes, transposes_refused = transpose_rewrites(as_written, harness, preamble)
-            kept, refused = [], list(dict.fromkeys(rows_refused + columns_refused + remaps_refused + swaps_refused
+            kept, refused = [], list(dict.fromkeys(rows_refused + strided_refused + columns_refused + remaps_refused + swaps_refused
                                                    + loops_refused + grids_refused + privates_refused + packs_refused
                                                    + transposes_refused))  # one line per kernel, not per launch
-            for rewrite in transposes + rows + columns + remaps + swaps + loops + grids + privates + packs:
+            for rewrite in transposes + rows + strided + columns + remaps + swaps + loops + grids + privates + packs:
                 clash = names_the_rewrite_adds(editable, preamble, harness, rewrite.source)
                 if clash:
                     refused.append(f"{rewrite.label}: its code calls {clash[0]}, which the program declares itself")

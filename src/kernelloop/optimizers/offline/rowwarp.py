@@ -137,6 +137,9 @@ class RowPlan:
     # a tier that keeps the index but launches other blocks writes that instead
     index_block: int | None = None
     index_with_block_dim: str | None = None
+    # a grid-stride kernel read in thread-per-row form (rowstride): the `if (row < bound)` put after
+    # the index in its loop's place, where the rewrite writes a loop of the grid's warps over the rows
+    stride_guard: If | None = None
 
 
 @dataclass(frozen=True)
@@ -1026,10 +1029,20 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
     start, end = plan.index.span
     index_type = plan.bindings[plan.index_key].type
     offset = plan.index_offset
-    edits.append((start, end, f"{plan.index.type} {d.name} = ({index_type})(((unsigned long long)blockIdx.x * "
-                              f"blockDim.x + threadIdx.x) / {WARP}{_plus(offset)}); const int kl_lane = (int)(threadIdx.x % {WARP}); "
-                              f"// one warp per row (kernelloop row tier)\n"
-                              f"  if ((long long){d.name}{_plus(-offset)} >= {ITEM_COUNT}) return;  // rows the baseline never had"))
+    head = with_item_count(fn.head)
+    if plan.stride_guard is not None:
+        warp = f"((unsigned long long)blockIdx.x * blockDim.x + threadIdx.x) / {WARP}"
+        warps = f"((unsigned long long)gridDim.x * blockDim.x) / {WARP}"
+        edits.append((start, plan.stride_guard.then.span[0],  # type: ignore[attr-defined]
+                      f"const int kl_lane = (int)(threadIdx.x % {WARP});  // one warp per row, the grid's warps "
+                      f"taking turns (kernelloop row tier)\n  for ({plan.index.type} {d.name} = ({index_type})({warp}); "
+                      f"{to_c(plan.stride_guard.cond)}; {d.name} += ({index_type})({warps})) "))
+        head = fn.head
+    else:
+        edits.append((start, end, f"{plan.index.type} {d.name} = ({index_type})(((unsigned long long)blockIdx.x * "
+                                  f"blockDim.x + threadIdx.x) / {WARP}{_plus(offset)}); const int kl_lane = (int)(threadIdx.x % {WARP}); "
+                                  f"// one warp per row (kernelloop row tier)\n"
+                                  f"  if ((long long){d.name}{_plus(-offset)} >= {ITEM_COUNT}) return;  // rows the baseline never had"))
     for loop in plan.loops:
         s = loop.stmt
         header = f"for ({loop_start(s, 'kl_lane')}; {to_c(s.cond)}; {loop_name(s)} += {WARP}) "
@@ -1067,7 +1080,7 @@ def rewrite_kernel(fn: Function, plan: RowPlan) -> str:
     for store in plan.lane0_stores:
         s_start, s_end = store.span
         edits.append((s_start, s_end, f"{{ if (kl_lane == 0) {{ {body[s_start:s_end]} }} ::__syncwarp(); }}"))
-    return with_item_count(fn.head) + apply_edits(body, edits)
+    return head + apply_edits(body, edits)
 
 
 def _fixed_atom(atom: str) -> bool:
