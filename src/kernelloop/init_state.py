@@ -93,6 +93,10 @@ _HOST_CALLS_LEFT_OUT_CODE_MAY_MAKE = re.compile(
     r"|_ZNS[ti]9basic_ios\w*|_ZNKSt9basic_ios\w*|_ZNKSt5ctypeIcE\w*|_ZSt16__throw_bad_cast\w*|_ZNSt7__cxx11\w*"
     r"|_ZNKSt7__cxx11\w*|_ZNSt(?:14basic_ifstream|14basic_ofstream|13basic_fstream|15basic_streambuf|13basic_filebuf)\w*"
     r"|_ZNSt6chrono\w*_clock3nowEv|_ZNSt13random_device\w*|_ZSt(?:18|17|28|29)_Rb_tree\w*|_ZNSt8__detail\w*"
+    # the standard exception classes a `throw` on an error makes and destroys (their own object only)
+    r"|_ZNK?St(?:9exception|9bad_alloc|20bad_array_new_length|8bad_cast|10bad_typeid|13runtime_error|11logic_error"
+    r"|16invalid_argument|12out_of_range|12length_error|12domain_error|11range_error|14overflow_error"
+    r"|15underflow_error)\w*"
     # CUDA's compiler-generated registration and launch calls; its math libraries and markers
     r"|__cuda\w+|(?:cublas|cublasLt|curand|cufft|cusparse|cusolver|nvtx)\w*)$")
 

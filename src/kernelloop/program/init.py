@@ -709,10 +709,11 @@ _EXPLICIT_TEMPLATE = re.compile(r"^\s*(?:extern\s+)?template\s*(?:<\s*>|[^<\s])"
 
 
 def _naming_the_editable_part(frozen: list[Item], editable: list[Item]) -> tuple[list[Item], list[Item]]:
-    """The frozen items that name a function of the editable part, which the harness's unit cannot
-    see: explicit instantiations and specializations of its templates (`template void f<float>(...)`;
-    they go with the part) and functions that call it (a binding, a driver beside main: left out like
-    main, as are the functions that call those in turn). Data stays where it is (a table filled by a
+    """The frozen items that name a function of EDITABLE (the editable part, or the launchers left
+    out), which the harness's unit cannot see: explicit instantiations and specializations of its
+    templates (`template void f<float>(...)`; they go with the part, or are left out with a left-out
+    launcher) and functions that call it (a binding, a driver beside main: left out like main, as are
+    the functions that call those in turn). Data stays where it is (a table filled by a
     `__host__ __device__` function is the copy's to get right: init's identity check judges it)."""
     names = {function_name(i) for i in editable if function_name(i)}
     instances: list[Item] = []
@@ -747,6 +748,11 @@ def _render(source: str, items: list[Item], call: _Call, params: list[Param], sp
     others = [i for i in items if i is not call.item and launched_kernels(i, kernels)]
     frozen = [i for i in items if not i.is_device_item and function_name(i) != "main" and i is not call.item
               and i not in others]
+    # What names a launcher left out goes with it (its explicit instantiations, a C entry point or
+    # binding that calls it): kept, it would name what the program no longer has
+    gone_instances, gone_callers = _naming_the_editable_part(frozen, others)
+    others += gone_callers
+    frozen = [i for i in frozen if i not in gone_instances and i not in gone_callers]
     instances, callers = _naming_the_editable_part(frozen, [*device, *([call.item] if call.item else [])])
     others += callers
     frozen = [i for i in frozen if i not in instances and i not in callers]

@@ -96,6 +96,21 @@ _LIBRARY_DATA = {"stdin", "stdout", "stderr", "_ZSt4cout", "_ZSt4cerr", "_ZSt4cl
 _CALL_RELOCATIONS = {"R_X86_64_PLT32"}
 
 
+_TRAILING_QUALIFIERS = re.compile(r"(?:\s*(?:const|volatile|&&|&|noexcept))+$")
+
+
+def no_variable(mangled: str, readable: str) -> bool:
+    """Whether another file's symbol is certainly no variable: type information or its name, a
+    vtable (read-only once relocated), or a C++ function, whose mangled name carries its parameter
+    list (`ns::f(int)`; a variable's reads `ns::v`). A local entity (`_ZZ`: `f()::counter`, a static
+    local) and an unmangled C name may be variables."""
+    if mangled.startswith(("_ZTI", "_ZTS", "_ZTV")):
+        return True
+    if not re.match(r"_Z(?:N|\d)", mangled) or readable == mangled:
+        return False
+    return _TRAILING_QUALIFIERS.sub("", readable).endswith(")")
+
+
 def state_references(obj: Path) -> StateReferences:
     """Read `obj` (an ELF relocatable object from nvcc -c) with readelf."""
     if shutil.which("readelf") is None:
@@ -188,6 +203,9 @@ def state_references(obj: Path) -> StateReferences:
                            for t in refs.edges.get(fn, ()) if t in refs.writable}
     every = sorted(refs.functions | refs.writable | refs.external | refs.imports)
     refs.readable_names = dict(zip(every, demangle(every)))
+    # an address that is no variable's: a C++ function's (`throw` hands the exception's destructor
+    # to the runtime), type information, a vtable
+    refs.external = {t for t in refs.external if not no_variable(t, refs.readable_names.get(t, t))}
     refs.device_shadows = {t for t in refs.device_shadows if not generated(t, refs.readable_names.get(t))}
     refs.control_instructions = _control_instructions(obj)
     ptx = obj.with_name("program.ptx")

@@ -972,6 +972,13 @@ def _refuse_host_results(base_build: BuildResult, baseline_name: str, c_signatur
     # A baseline's blocking stream hands nothing back; it only makes its candidates create theirs non-blocking.
     found = [v for v in scan_host_code(base_build.editable_object, set(base_build.kept_global), c_signatures)
              if v.rule != "default-stream"]
+    if found and base_build.editable_symbols is not None and "__cxa_throw" in base_build.editable_symbols.undefined:
+        # the scan does not follow an exception's object (made on the runtime's heap), so the
+        # advice is about the throw, not about results
+        raise InputError(f"{baseline_name}: its launcher's host code throws a C++ exception ({found[0].rule} in "
+                         f"{found[0].detail}), which the scan a candidate's host code must pass does not follow: report "
+                         "an error with a message and exit (or abort) instead of a throw, or wrap the kernel alone "
+                         "(kernelloop init FILE --kernel NAME --grid EXPR --block EXPR)")
     if found:
         raise InputError(f"{baseline_name}: its launcher's host code fails the scan a candidate's must pass "
                          f"({found[0].rule} in {found[0].detail}): it may hand a result back through host "
