@@ -198,3 +198,22 @@ def test_a_grid_stride_row_kernel_of_a_users_own_file_reads_whatever_its_names()
     split = split_program(generate(text, spec, "renamed.cu").program, "renamed.cu")
     rewrites, refused = _rewrites(split)
     assert [r.label for r in rewrites] == ["row tier: one warp per row of norm_k (grid-stride)"], refused
+
+
+@pytest.mark.parametrize("grid", [
+    # a grid clamped in the launch itself: a comparison there is no bracket (a plain split of the
+    # configuration at its commas read `>` as one and found no block: a traceback, kept-aside set 26)
+    "(N + block_size - 1) / block_size > 1024 ? 1024 : (N + block_size - 1) / block_size",
+    "((N + block_size - 1) / block_size > 1024 ? 1024 : (N + block_size - 1) / block_size)",
+    "std::min<int>((N + block_size - 1) / block_size, 1024)",
+])
+def test_a_grid_clamped_in_the_launch_configuration_is_read_as_the_parser_reads_it(grid):
+    text = _RMS.replace("#include <cuda_runtime.h>\n", "#include <cuda_runtime.h>\n#include <algorithm>\n").replace(
+        "rmsnorm_kernel<<<grid_size, block_size>>>", f"rmsnorm_kernel<<<{grid}, block_size>>>")
+    assert text != _RMS
+    (r,), refused = _rewrites(_split("rmsnorm_gridstride_llmc.cu", text))
+    launcher = r.source.split("void rmsnorm_forward", 1)[1]
+    assert "const dim3 kl_block = dim3(block_size);" in launcher, launcher
+    assert "kl_grid = dim3(" in launcher and "1024" in launcher.split("kl_block")[0]
+    # the baseline's launch, evaluated once, runs where the rewrite's guard says no
+    assert "else { rmsnorm_kernel<<<kl_grid, kl_block, kl_shmem>>>(out, inp, weight, N, C, 1e-5f); }" in launcher

@@ -20,7 +20,7 @@ from .families import BY_NAME
 from .families.base import Config, Match
 from .launch_guard import attributes_helper, baseline_launch, guarded
 from .launcher import EditablePart
-from .syntax import to_c
+from .syntax import Launch, to_c
 from .templates import Template
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.M)
@@ -121,8 +121,13 @@ def build(match: Match, config: Config, template: Template, part: EditablePart, 
     if re.search(rf"\b{prefix}{match.family}_fits\(", body):
         clauses.append(f"{prefix}{match.family}_fits({', '.join(fits_args)})")
     clauses += list(match.conditions)
-    call = guarded(baseline_launch(body_text[start:end].strip(), prefix), f"{own + ' ' if own else ''}{run}",
-                   clauses, prefix)
+    try:
+        launch = lau.in_place.expr  # type: ignore[union-attr]
+        evaluated = baseline_launch(body_text[start:end].strip(), prefix,
+                                    parsed=[to_c(c) for c in launch.config] if isinstance(launch, Launch) else None)
+    except ValueError as exc:
+        return f"the kernel {exc}"
+    call = guarded(evaluated, f"{own + ' ' if own else ''}{run}", clauses, prefix)
     launcher_text = _ascii(f"{lau.fn.head.rstrip()} {body_text[:start]}{call}{body_text[end:]}".rstrip())
     if launcher_text is None:
         return "the launcher is not ASCII"

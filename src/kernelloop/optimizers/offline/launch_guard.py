@@ -31,10 +31,19 @@ class BaselineLaunch:
     statement: str  # the launch as written, with the evaluated configuration
 
 
-def baseline_launch(statement: str, prefix: str = "kl_") -> BaselineLaunch:
-    """STATEMENT is a launch `k<<<grid, block[, shmem[, stream]]>>>(args);` as written."""
-    start, end = statement.index("<<<"), statement.index(">>>")
-    config = [c.strip() for c in split_top_level(statement[start + 3:end])]
+def baseline_launch(statement: str, prefix: str = "kl_", parsed: list[str] | None = None) -> BaselineLaunch:
+    """STATEMENT is a launch `k<<<grid, block[, shmem[, stream]]>>>(args);` as written; PARSED, its
+    configuration as the parser read it (C text of each expression), is taken where the text's own
+    split disagrees (a comparison in the grid, `n > 512 ? 512 : n`, reads as a bracket to a plain
+    split). ValueError where the configuration is not written out there (`k<<<LAUNCH_CONFIG(n)>>>`:
+    a macro's expansion gives grid and block)."""
+    start, end = statement.find("<<<"), statement.find(">>>")
+    config = [c.strip() for c in split_top_level(statement[start + 3:end])] if 0 <= start < end else []
+    if parsed is not None and len(parsed) != len(config):
+        config = list(parsed)
+    if len(config) < 2 or not all(config[:2]):
+        raise ValueError("is launched with a configuration not written out as grid and block (a macro that "
+                         "expands to both, say), which the rewritten launch's guard cannot name")
     head, tail = statement[:start], statement[end + 3:]
     grid, block, shmem = f"{prefix}grid", f"{prefix}block", f"{prefix}shmem"
     stream = "".join(f", {c}" for c in config[3:])

@@ -1284,7 +1284,10 @@ class LaunchSite:
         l_start, l_end = self.stmt.span
         launch = self.stmt.expr
         assert isinstance(launch, Launch)
-        base = baseline_launch(body[l_start:l_end])
+        try:
+            base = baseline_launch(body[l_start:l_end], parsed=[to_c(c) for c in launch.config])
+        except ValueError as exc:
+            raise NotARowKernel(str(exc)) from None
         launched = renamed + (f"<{launch.targs}>" if launch.targs else "")
         statement, grid, block, conditions, *declarations = new_launch(base, launched)
         launch_text = guarded(base, statement, [*conditions, legal_launch(launched, grid, block, base.shmem)],
