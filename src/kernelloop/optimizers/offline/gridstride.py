@@ -341,6 +341,23 @@ def asserted_kernel(fn: Function, plan: GridStridePlan) -> str:
     return fn.head + apply_edits(body, [(start, start, integer_asserts(checks) + " ")])
 
 
+def counted_items(site: LaunchSite, loop: GridStrideLoop | GridStridePlan) -> tuple[str, int]:
+    """What a launch of SITE hands the loop as its bound, as C (an unsigned long long: the bound
+    parameter's launch argument in the parameter's own type, 0 where not positive, or the constant),
+    and the largest value the loop's counter holds."""
+    launch = site.stmt.expr
+    assert isinstance(launch, Launch)
+    if loop.bound_param is not None:
+        position = [p.name for p in site.kernel.sig.params].index(loop.bound_param)
+        ctype = _KEYWORDS[loop.bound_kind]  # type: ignore[index]
+        value = f"(({ctype})({to_c(launch.args[position])}))"
+        items = f"({value} > ({ctype})0 ? (unsigned long long){value} : 0ULL)"
+    else:
+        items = f"{max(loop.bound_value or 0, 0)}ULL"
+    bits, signed = loop.counter_kind
+    return items, (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+
+
 def widened_launch(site: LaunchSite, plan: GridStridePlan):
     """The kernel launched on enough blocks of the baseline's block to cover its bound, never fewer
     than the baseline's, at most WIDE_THREADS threads; only where the counter cannot wrap."""
@@ -348,15 +365,7 @@ def widened_launch(site: LaunchSite, plan: GridStridePlan):
     assert isinstance(launch, Launch)
     args = [to_c(a) for a in launch.args]
     distinct = buffers_apart(site, plan.stored, plan.own_only)
-    if plan.bound_param is not None:
-        position = [p.name for p in site.kernel.sig.params].index(plan.bound_param)
-        ctype = _KEYWORDS[plan.bound_kind]  # type: ignore[index]
-        value = f"(({ctype})({args[position]}))"
-        items = f"({value} > ({ctype})0 ? (unsigned long long){value} : 0ULL)"
-    else:
-        items = f"{max(plan.bound_value or 0, 0)}ULL"
-    bits, signed = plan.counter_kind
-    limit = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    items, limit = counted_items(site, plan)
 
     def new_launch(base: BaselineLaunch, kernel: str) -> tuple[str, str, str, list[str], str]:
         declarations = (

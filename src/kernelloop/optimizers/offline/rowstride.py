@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from .cparse import ParseError
 from .facts import collect_facts
-from .gridstride import _KEYWORDS, WIDE_THREADS, GridStrideLoop, GridStridePlanner, launch_arguments_checked
+from .gridstride import WIDE_THREADS, GridStrideLoop, GridStridePlanner, counted_items, launch_arguments_checked
 from .launch_guard import BaselineLaunch
 from .launcher import EditablePart, Function, function_from_text
 from .rowwarp import (
@@ -44,6 +44,7 @@ from .rowwarp import (
     buffers_apart,
     integer_asserts,
     launch_block,
+    loop_kinds,
     map_buffers,
     plan_row_warp,
     rewrite_kernel,
@@ -102,15 +103,7 @@ def row_stride_launch(site: LaunchSite, loop: GridStrideLoop, plan: RowPlan, con
     launch = site.stmt.expr
     assert isinstance(launch, Launch)
     args = [to_c(a) for a in launch.args]
-    if loop.bound_param is not None:
-        position = [p.name for p in site.kernel.sig.params].index(loop.bound_param)
-        ctype = _KEYWORDS[loop.bound_kind]  # type: ignore[index]
-        value = f"(({ctype})({args[position]}))"
-        rows = f"({value} > ({ctype})0 ? (unsigned long long){value} : 0ULL)"
-    else:
-        rows = f"{max(loop.bound_value or 0, 0)}ULL"
-    bits, signed = loop.counter_kind
-    limit = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    rows, limit = counted_items(site, loop)
     per_block = plan.block // WARP
 
     def new_launch(base: BaselineLaunch, kernel: str) -> tuple[str, str, str, list[str], str]:
@@ -146,14 +139,12 @@ def row_stride_rewrites(part: EditablePart, harness: str, preamble: str = "") ->
         stored, in_place = map_buffers(read, plan)
         apart = buffers_apart(site, stored, in_place)
         kernel_text = asserted(rewrite_kernel(read, plan), read, loop)
-        kinds = ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
-                                          if lp.accumulators else "") for lp in plan.loops)
         return [Rewrite(
             label=f"row tier: one warp per row of {name} (grid-stride)",
             **site.beside(kernel_text, row_stride_launch(site, loop, plan, apart)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} walks its rows in a grid-stride loop, a row per thread; its {len(plan.loops)} "
-                   f"row loop(s) ({kinds}) are split across the 32 lanes of a warp, the grid's warps taking the "
+                   f"row loop(s) ({loop_kinds(plan)}) are split across the 32 lanes of a warp, the grid's warps taking the "
                    f"rows in turn, a warp for each of {loop.bound_param or loop.bound_value} rows "
                    f"(at most {MOST_WARPS}), {plan.block} threads per block")]
     return tier_rewrites(part, harness, preamble, "grid-stride row", rewrites_of)

@@ -1501,6 +1501,12 @@ def tier_rewrites(part: EditablePart, harness: str, preamble: str, tier: str,
     return joined + rewrites, refused
 
 
+def loop_kinds(plan: RowPlan) -> str:
+    """What each row loop of PLAN does, for a rewrite's detail: `reduce (max), map`."""
+    return ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
+                                     if lp.accumulators else "") for lp in plan.loops)
+
+
 def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple[list[Rewrite], list[str]]:
     """A rewrite for every launch of a kernel the row tier may rewrite (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
@@ -1509,13 +1515,11 @@ def row_warp_rewrites(part: EditablePart, harness: str, preamble: str = "") -> t
         stored, in_place = map_buffers(site.kernel, plan)
         apart = buffers_apart(site, stored, in_place)
         kernel_text = rewrite_kernel(site.kernel, plan)
-        kinds = ", ".join(f"{lp.kind}" + (f" ({', '.join(sorted(set(lp.accumulators.values())))})"
-                                          if lp.accumulators else "") for lp in plan.loops)
         return [Rewrite(
             label=f"row tier: one warp per row of {name}",
             **site.beside(kernel_text, _launch_text(site.stmt, plan.block, apart)),
             kernel=name, launcher=site.launcher.name,
-            detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({kinds}) are "
+            detail=f"kernel {name} gives each thread one row; its {len(plan.loops)} row loop(s) ({loop_kinds(plan)}) are "
                    f"split across the 32 lanes of a warp, {plan.block} threads per block")]
     return tier_rewrites(part, harness, preamble, "row", rewrites_of)
 
