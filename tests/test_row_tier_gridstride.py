@@ -217,3 +217,37 @@ def test_a_grid_clamped_in_the_launch_configuration_is_read_as_the_parser_reads_
     assert "kl_grid = dim3(" in launcher and "1024" in launcher.split("kl_block")[0]
     # the baseline's launch, evaluated once, runs where the rewrite's guard says no
     assert "else { rmsnorm_kernel<<<kl_grid, kl_block, kl_shmem>>>(out, inp, weight, N, C, 1e-5f); }" in launcher
+
+
+_TEMPLATE_ROWS = """#include <cuda_runtime.h>
+template <typename T>
+__global__ void rows_sumsq(T* out, const T* in, int n, int c) {
+    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < n; r += blockDim.x * gridDim.x) {
+        T s = T(0);
+        for (int j = 0; j < c; j++) s += in[r * c + j] * in[r * c + j];
+        out[r] = s;
+    }
+}
+void launch_rows(float* out, const float* in, int n, int c) {
+    rows_sumsq<float><<<64, 256>>>(out, in, n, c);
+}
+"""
+
+
+def test_a_conversion_to_a_template_type_parameter_is_no_call():
+    # `T(0)` with T the kernel's type parameter is a conversion, not a call that might not return
+    # (which ended the grid-stride reading: "may end early")
+    spec = InitSpec(values={"n": ["65536", "1001"], "c": ["512", "77"]}, counts={"out": "n", "in": "n * c"},
+                    roles={"out": "output"}, launcher="launch_rows")
+    split = split_program(generate(_TEMPLATE_ROWS, spec, "rows_sumsq.cu").program, "rows_sumsq.cu")
+    rewrites, refused = _rewrites(split)
+    assert [r.label for r in rewrites] == ["row tier: one warp per row of rows_sumsq (grid-stride)"], refused
+    # a function of the same spelling with two arguments, or a name that is no type parameter, is still a call
+    from kernelloop.optimizers.offline.cparse import parse_body
+    from kernelloop.optimizers.offline.syntax import Call, Cast, Decl
+    (cast,) = parse_body("{ T s = T(0); }", frozenset({"T"})).body
+    assert isinstance(cast, Decl) and isinstance(cast.declarators[0].init, Cast)
+    (call,) = parse_body("{ T s = U(0); }", frozenset({"T"})).body
+    assert isinstance(call.declarators[0].init, Call)
+    (two,) = parse_body("{ T s = T(0, 1); }", frozenset({"T"})).body
+    assert isinstance(two.declarators[0].init, Call)

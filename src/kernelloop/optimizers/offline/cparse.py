@@ -74,9 +74,11 @@ def _tokens_text(src: Source, node: Node) -> str:
 
 
 class _Reader:
-    def __init__(self, src: Source, base: int = 0) -> None:
+    def __init__(self, src: Source, base: int = 0, type_names: frozenset[str] = frozenset()) -> None:
         self.src = src
         self.base = base  # character offset of the caller's text inside src.text
+        # names that are types here (a function template's type parameters): `T(0)` is a conversion
+        self.type_names = type_names
 
     def text(self, node: Node) -> str:
         return self.src.text_of(node)
@@ -181,6 +183,10 @@ class _Reader:
             func_expr: Expr = Name(normalize_type(name))
         else:
             func_expr = self.expr(func)
+        if launch is None and not targs and func.type == "identifier" and self.text(func) in self.type_names:
+            args = self.arguments(args_node)
+            if len(args) == 1:  # `T(x)`, T a type parameter: a functional cast, which returns
+                return Cast(self.text(func), args[0])
         if launch is not None:
             config = tuple(self.expr(c) for c in launch.named_children if c.type != "comment")
             return Launch(func_expr, config, self.arguments(args_node), targs)
@@ -343,9 +349,10 @@ def parse_expression(text: str) -> Expr:
     return reader.expr(stmts[0].named_children[0])
 
 
-def parse_body(text: str) -> Block:
+def parse_body(text: str, type_names: frozenset[str] = frozenset()) -> Block:
     """The statements of a function body (`text` with or without its outer braces); statement
-    spans are offsets into `text`."""
+    spans are offsets into `text`. TYPE_NAMES: the names that are types in it (its function
+    template's type parameters), whose `T(x)` is a conversion."""
     braced = text.lstrip().startswith("{")
     code = f"{_BODY_PREFIX}{text}" if braced else f"{_BODY_PREFIX}{{{text}\n}}"
     base = len(_BODY_PREFIX) + (0 if braced else 1)
@@ -354,7 +361,7 @@ def parse_body(text: str) -> Block:
     if len(functions) != 1 or functions[0].type != "function_definition":
         raise ParseError("text after the function body" if braced else "not a function body")
     body = functions[0].child_by_field_name("body")
-    reader = _Reader(src, base)
+    reader = _Reader(src, base, type_names)
     reader.check(functions[0])
     if braced:
         return reader.stmt(body)  # type: ignore[return-value]
@@ -413,6 +420,11 @@ class TemplateParam:
     name: str
     kind: str  # "type" | "value"
     type: str  # the value's type ("int"); "" for a type parameter
+
+
+def type_parameters(sig: "Signature") -> frozenset[str]:
+    """The names of a function template's type parameters."""
+    return frozenset(p.name for p in sig.template if p.kind == "type")
 
 
 @dataclass(frozen=True)

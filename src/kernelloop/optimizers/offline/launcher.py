@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from ...program.macros import Macros, expand, macro_body_words
 from ...program.cuda_tree import Source, declared_names, walk
 from ...program.scanner import Item, function_name, scoped_items, strip_comments
-from .cparse import Param, Signature, parse_body, parse_signature
+from .cparse import Param, Signature, parse_body, parse_signature, type_parameters
 from .facts import KernelFacts, collect_facts, is_floating_type, not_an_integer
 from .symbolic import Poly
 from .syntax import (
@@ -164,7 +164,7 @@ def read_editable(editable: str, harness: str, exported: list[str], preamble: st
         head = item.head
         try:
             sig = parse_signature(strip_comments(head))
-            body = parse_body(item.text[len(head):])
+            body = parse_body(item.text[len(head):], type_parameters(sig))
         except ParseError as exc:
             problems.append(f"{name}: {exc}")
             _unread_claims(name, head, functions, ambiguous)
@@ -315,7 +315,7 @@ def function_from_text(fn: Function, text: str) -> Function | str:
     item = Item(fn.item.kind, text, fn.item.start, fn.item.end, fn.item.line, fn.item.scope)
     head = item.head
     sig = parse_signature(strip_comments(head))
-    body = parse_body(text[len(head):])
+    body = parse_body(text[len(head):], type_parameters(sig))
     if next(naming_statements(body), None) is not None:
         read = with_aliases_expanded(item, head, body, set())  # no macro left to name an alias
         if isinstance(read, str):
@@ -447,7 +447,7 @@ def with_aliases_expanded(item: Item, head: str, body: Block, macro_named: set[s
             edits += [(m.start(), m.end(), f"(({u.aliased})"), (close + 1, close + 1, ")")]
     expanded = head + spliced(text, edits)
     try:
-        new_body = parse_body(expanded[len(head):])
+        new_body = parse_body(expanded[len(head):], type_parameters(parse_signature(strip_comments(head))))
     except ParseError as exc:
         return f"cannot be read with its type aliases spelled out ({exc})"
     if next(naming_statements(new_body), None) is not None:
