@@ -20,6 +20,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 from kernelloop.optimizers.base import FailedAttempt, NoMoreCandidates, OptimizeRequest
@@ -74,7 +75,10 @@ def main() -> int:
             if row["init"] == "ok":
                 program = out.read_text()
                 kernel = Path(name).stem
-                row["proposals"], row["stopped"] = proposals(program, kernel, args.most, work / "cache")
+                try:
+                    row["proposals"], row["stopped"] = proposals(program, kernel, args.most, work / "cache")
+                except Exception:  # a defect of the optimizer: said, and the other programs still measured
+                    row["proposals"], row["stopped"] = [], "CRASH " + traceback.format_exc()
             rows.append(row)
             attempts = ", ".join(row.get("proposals") or []) or "none"
             print(f"{name:44s} {row['expect']:9s} init {row['init'][:60]:10s} attempts: {attempts}", flush=True)

@@ -243,8 +243,12 @@ ROUND24 = {  # red team rounds 24 and 26: the copy init makes differs from the u
     "round24/init/c_dead_overload.cu": "blend compiles to other code in the generated program",
     "round24/init/b_optimize.cu": "the kept code reads g_scale",
     # a kernel launched through a macro's name, and a table whose second half the copy changed
-    "round26/init/hidden_kernel_macro.cu": "blend compiles to other code in the generated program",
-    "round26/init/table_past_window.cu": "run compiles to other code in the generated program",
+    # (since contract v2's checks of the generated program: refused there first, as a copy that does not build
+    # and as a launcher that hands back a result nothing compares)
+    "round26/init/hidden_kernel_macro.cu": "blend compiles to other code in the generated program|editable part does "
+                                           "not compile as it is",
+    "round26/init/table_past_window.cu": "run compiles to other code in the generated program|a result the verifier "
+                                         "never compares",
 }
 
 
@@ -311,9 +315,13 @@ def test_a_weak_definition_the_kept_code_uses_is_refused_unless_vouched_for(vari
     spec = SPEC.model_copy(update={"launcher": "scale_forward"})
     result = generate(source, spec)
     with pytest.raises(InputError, match=r"^the kept code uses weight(\(\))?, a weak definition .*--keep-state weight if"):
-        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
-    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program,
-                                     keep_state=["weight"])  # vouched for: no refusal
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir())
+    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(),
+                                     keep_state=["weight"])  # vouched for: the state guard is satisfied
+    # and the generated program, read too, is refused by contract v2 all the same: weak frozen code
+    with pytest.raises(InputError, match=r"weak"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(),
+                                         generated=result.program, keep_state=["weight"])
 
 
 def test_round27_a_weak_weight_another_file_replaces_is_refused(tmp_path):
@@ -321,6 +329,8 @@ def test_round27_a_weak_weight_another_file_replaces_is_refused(tmp_path):
     source = path.read_text()
     result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
     with pytest.raises(InputError, match=r"the kept code uses weight\(\), a weak definition"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir())
+    with pytest.raises(InputError, match=r"weak"):  # the generated program: contract v2 refuses weak frozen code
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
 
 
@@ -339,6 +349,8 @@ def test_round29_state_in_a_section_the_source_named_is_state(tmp_path):
     source = path.read_text()
     result = generate(source, InitSpec(values={"n": ["1048576", "1000003"]}, roles={"y": "output"}), path.name)
     with pytest.raises(InputError, match=r"the kept code reads g_w, state that persists between calls"):
+        refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir())
+    with pytest.raises(InputError, match=r"section"):  # the generated program: contract v2 refuses it too
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(), generated=result.program)
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .program.init import KEEP_CALL_PREFIX, InitResult
-from .program.cuda_tree import declared_names
+from .program.cuda_tree import UNKNOWN_NAMES, declared_names
 from .program.scanner import preprocessed
 from .program.split import split_program
 from .tools.nvcc import build_whole_object, compiler_error
@@ -113,7 +113,9 @@ def left_out_call_allowed(name: str) -> bool:
 _PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand48|lrand48|mrand48|time|clock|gettimeofday"
                             r"|clock_gettime|getpid|getuid|sysconf|getrandom|fopen\w*|open\w*|read\w*|fread\w*"
                             r"|\w*scanf\w*|fgets\w*|fgetc|getc\w*|getchar\w*|getline|getdelim|ifstream\w*|dlsym|dlvsym"
-                            r"|cudaGetDriverEntryPoint\w*)$")
+                            r"|cudaGetDriverEntryPoint\w*"
+                            # how much device memory is free: what main allocated first decides (red team round 307)
+                            r"|cudaMemGetInfo\w*|cuMemGetInfo\w*)$")
 
 
 _STATIC_INIT = re.compile(r"^(?:_GLOBAL__sub_I|__cxx_global_var_init|_Z\d+__static_initialization_and_destruction)")
@@ -331,6 +333,8 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
         problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir)
         problems += _device_code_reading_positions(source, optimised_object, optimised, arch=arch, cache_dir=cache_dir)
         problems += _build_setup_differences(source, optimised_object, optimised, kept, arch=arch, cache_dir=cache_dir)
+        problems += _code_your_file_never_ran(source, optimised_object, optimised, generated, kept, arch=arch,
+                                              cache_dir=cache_dir, trusted=set(trust_calls or []))
     problems = list(dict.fromkeys(problems))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -401,6 +405,68 @@ def _build_setup_differences(source: str, user_object: Path, user_refs: StateRef
             "of __has_include): the generated program would not compute what your build does; make the code "
             "the same in every build"
             for readable in demangle(changed)]
+
+
+# Functions the generated program's units define that are not the user's: the harness's own, and
+# the C++ and CUDA libraries' (a `main` of the user's is left out: the one there is the harness's)
+_NOT_THE_USERS = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|kl::|main$)")
+
+
+def _code_your_file_never_ran(source: str, user_object: Path, user_refs: StateReferences, program_text: str,
+                              kept: set[str], *, arch: str, cache_dir: Path, trusted: set[str]) -> list[str]:
+    """Code of the user's that the generated program compiles and the user's file does not, or
+    compiles otherwise, in either of its units (as the verifier builds them); and start-up code there
+    that sets the processor's floating-point mode. Init leaves code out (main, launchers it does not
+    wrap, their callers), and what stays can then mean another definition: a call in a file-scope
+    initialiser that named a left-out function now picks another overload, a function template or
+    the primary template of a left-out specialisation, or an inline function the file never called,
+    or a `#define` in left-out code no longer hides an `#ifndef` block (red team round 307: each set
+    flush-to-zero at start-up, and the baseline computed zeros). Every function the units define
+    under a name the file declares must be the file's own, compiled to the same code; the kept
+    launcher and kernels aside (a template init instantiates is compiled there first:
+    _kept_code_differences compares what both hold)."""
+    declared = declared_names(preprocessed(source))
+    split = split_program(program_text, "generated.cu")
+    problems: list[str] = []
+    for unit, what in ((split.editable_unit(), "editable part"), (split.harness_unit(), "harness")):
+        unit_object = _object(_without_positions(unit), arch=arch, cache_dir=cache_dir, optimised=True,
+                              what=f"the generated program's {what}")
+        refs = state_references(unit_object)
+        # its start-up code (file-scope initialisers, inlined or not), judged as init judges the code it
+        # leaves out: what it may call, by class
+        startup = refs.reach({f for f in refs.functions if _STATIC_INIT.match(f)})
+        for call in sorted(c for c in startup & refs.imports if not left_out_call_allowed(c) and c not in trusted):
+            problems.append(f"the generated program's {what} calls {refs.readable_names.get(call, call)} at start-up, "
+                            "which your file's start-up code does not call like this: code init leaves out changes what "
+                            "the rest means (a #define, an overload); wrap the kernel alone (--kernel), or --trust-call "
+                            f"{call} if it cannot change what the launcher and kernels compute")
+        for function in sorted(f for f, found in refs.control_instructions.items() if found):
+            problems.append(f"the generated program's {what} runs a `{sorted(refs.control_instructions[function])[0]}` "
+                            f"instruction in {refs.readable_names.get(function, function)} (the floating-point mode, a "
+                            "system call), which your file does not run there: code init leaves out changes what the "
+                            "rest means (a #define, an overload); wrap the kernel alone (--kernel) or keep such code "
+                            "out of the file")
+        theirs_names = set()
+        for f in refs.functions:
+            readable = refs.readable_names.get(f, f)
+            qualified = readable.split("(", 1)[0].strip()
+            if generated(f, readable) or _NOT_THE_USERS.match(qualified):
+                continue
+            last = bare_name(readable).lstrip("~")
+            if last in kept or last.startswith(KEEP_CALL_PREFIX):
+                continue
+            if last in declared or UNKNOWN_NAMES in declared:
+                theirs_names.add(f)
+        ours = host_fingerprints(user_object, theirs_names & user_refs.functions)
+        theirs = host_fingerprints(unit_object, theirs_names)
+        for name in sorted(theirs_names):
+            if name not in user_refs.functions or ours.get(name) != theirs.get(name):
+                problems.append(f"{refs.readable_names.get(name, name)} is compiled in the generated program's {what} "
+                                f"{'but not in your file' if name not in user_refs.functions else 'to other code than in your file'}: "
+                                "code init leaves out (main, a launcher, a caller) changes which definition the rest "
+                                "names (an overload, a template, a #define); wrap the kernel alone (--kernel) or give the "
+                                "file's start-up code nothing that depends on what init leaves out")
+    return problems
 
 
 def _kept_code_differences(user_object: Path, user_refs: StateReferences, program_text: str, *,
