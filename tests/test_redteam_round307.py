@@ -46,3 +46,15 @@ def test_code_the_left_out_code_hid_is_refused(name):
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(),
                                          generated=result.program)
     assert EXPECTED[name] in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("readable, name", [
+    ("float const& std::max<float>(float const&, float const&)", "std::max<float>"),  # a library's, return type first
+    ("int setup<int>(int)", "setup<int>"),
+    ("setup(long)", "setup"),
+    ("std::vector<float, std::allocator<float> >::size() const", "std::vector<float, std::allocator<float> >::size"),
+])
+def test_a_function_is_told_from_the_libraries_by_its_qualified_name(readable, name):
+    # a file that declares `max` of its own must not make the harness's std::max<float> look like its code
+    from kernelloop.init_state import _qualified_name
+    assert _qualified_name(readable) == name

@@ -412,6 +412,22 @@ def _build_setup_differences(source: str, user_object: Path, user_refs: StateRef
 _NOT_THE_USERS = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|kl::|main$)")
 
 
+def _qualified_name(readable: str) -> str:
+    """A demangled function's qualified name, without its return type, template arguments' insides
+    aside: `float const& std::max<float>(float const&, float const&)` -> `std::max<float>`."""
+    depth, words, word = 0, [], ""
+    for ch in readable:
+        if ch == "(" and depth == 0:
+            break
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == " " and depth == 0:
+            words.append(word)
+            word = ""
+        else:
+            word += ch
+    return (word or (words[-1] if words else "")).strip()
+
+
 def _code_your_file_never_ran(source: str, user_object: Path, user_refs: StateReferences, program_text: str,
                               kept: set[str], *, arch: str, cache_dir: Path, trusted: set[str]) -> list[str]:
     """Code of the user's that the generated program compiles and the user's file does not, or
@@ -449,8 +465,7 @@ def _code_your_file_never_ran(source: str, user_object: Path, user_refs: StateRe
         theirs_names = set()
         for f in refs.functions:
             readable = refs.readable_names.get(f, f)
-            qualified = readable.split("(", 1)[0].strip()
-            if generated(f, readable) or _NOT_THE_USERS.match(qualified):
+            if generated(f, readable) or _NOT_THE_USERS.match(_qualified_name(readable)):
                 continue
             last = bare_name(readable).lstrip("~")
             if last in kept or last.startswith(KEEP_CALL_PREFIX):
