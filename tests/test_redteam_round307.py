@@ -28,7 +28,7 @@ ROUND = FIXTURES / "redteam" / "round307"
 SPEC = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output", "x": "input"}, launcher="scale")
 EXPECTED = {
     "c5_inline.cu": "runs a `ldmxcsr` instruction",  # an inline overload the file never called
-    "c1_fallback.cu": "runs a `ldmxcsr` instruction",  # a function template
+    "c1_fallback.cu": "runs a `ldmxcsr` instruction",  # a function template (and inlined: round 308)
     "c4_specialization.cu": "runs a `ldmxcsr` instruction",  # the primary template of a left-out specialisation
     "d2_define_in_caller.cu": "runs a `ldmxcsr` instruction",  # a #define in a left-out caller
     "c2_fallback_kept.cu": "runs a `ldmxcsr` instruction",  # a caller of the kept launcher, left out

@@ -28,6 +28,7 @@ variable is the same symbol, read unoptimised and optimised as the real build is
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
@@ -37,6 +38,7 @@ from .program.scanner import preprocessed
 from .program.split import split_program
 from .tools.nvcc import build_whole_object, compiler_error
 from .tools.code_identity import device_fingerprints, host_fingerprints, unit_neutral
+from .tools.inlined import inlined_into
 from .tools.state_refs import StateReferences, generated, state_references
 from .tools.symbols import bare_name, demangle
 
@@ -118,7 +120,7 @@ _PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand4
                             r"|cudaMemGetInfo\w*|cuMemGetInfo\w*)$")
 
 
-_STATIC_INIT = re.compile(r"^(?:_GLOBAL__sub_I|__cxx_global_var_init|_Z\d+__static_initialization_and_destruction)")
+_STATIC_INIT = re.compile(r"^(?:_GLOBAL__sub_I|__cxx_global_var_init|(?:_Z\d+)?__static_initialization_and_destruction)")
 
 
 # Device settings a kernel's result can depend on without failing: device malloc returns NULL past
@@ -299,8 +301,9 @@ def _without_positions(source: str, line: str = "0", file: str = '""') -> str:
     return text
 
 
-def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str) -> Path:
-    build = build_whole_object(source, arch=arch, cache_dir=cache_dir, optimised=optimised)
+def _object(source: str, *, arch: str, cache_dir: Path, optimised: bool, what: str,
+            extra_flags: tuple[str, ...] = ()) -> Path:
+    build = build_whole_object(source, arch=arch, cache_dir=cache_dir, optimised=optimised, extra_flags=extra_flags)
     if not build.ok or build.binary is None:
         raise InputError(f"{what} does not compile as it is ({compiler_error(build.log)}): init reads its object to see what "
                          "the code it leaves out sets; give --include-dir for your headers")
@@ -333,8 +336,8 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
         problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir)
         problems += _device_code_reading_positions(source, optimised_object, optimised, arch=arch, cache_dir=cache_dir)
         problems += _build_setup_differences(source, optimised_object, optimised, kept, arch=arch, cache_dir=cache_dir)
-        problems += _code_your_file_never_ran(source, optimised_object, optimised, generated, kept, arch=arch,
-                                              cache_dir=cache_dir, trusted=set(trust_calls or []))
+        problems += _code_your_file_never_ran(source, generated, kept, arch=arch, cache_dir=cache_dir,
+                                              trusted=set(trust_calls or []))
     problems = list(dict.fromkeys(problems))
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -407,6 +410,78 @@ def _build_setup_differences(source: str, user_object: Path, user_refs: StateRef
             for readable in demangle(changed)]
 
 
+# The harness's own start-up code, which every generated program runs besides the user's
+# (its calls as a generated program makes them, for a few element types: the templates they instantiate)
+_HARNESS_ALONE = """#include <cstdio>
+#include <vector>
+#include <kernelloop_harness.cuh>
+int main() {
+  kl::Harness h;
+  float* f = h.inout<float>("f", (size_t)(64), kl::Uniform<float>{-1.0f, 1.0f});
+  const float* g = h.input<float>("g", (size_t)(64), kl::Uniform<float>{-1.0f, 1.0f});
+  double* d = h.inout<double>("d", (size_t)(64), kl::Uniform<double>{-1.0, 1.0});
+  int* i = h.inout<int>("i", (size_t)(64), kl::Uniform<int>{0, 9});
+  h.run([&] { (void)f; (void)g; (void)d; (void)i; }, {.warmup = 2, .calls = 20, .flops = 0.0});
+  std::vector<float> vf = h.fetch(f);
+  std::vector<double> vd = h.fetch(d);
+  std::vector<int> vi = h.fetch(i);
+  printf("%g %g %d\\n", (double)vf[0], vd[0], vi[0]);
+  return 0;
+}
+"""
+
+# How check (c) below builds what it compares: with debug information, which names what was inlined
+# (GCC's -g changes no code), and no inlining but the forced kind, so that a library function is
+# inlined into the user's helper in both builds or in neither (a std::vector constructor the harness
+# also calls elsewhere was left out of line in the generated unit only, and the helper compared unequal)
+_COMPARED_BUILD = ("-g", "-Xcompiler", "-fno-inline")
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """A unit as check (c) compares it: its object and references, and what its start-up code (the
+    file-scope initialisers) reaches: the symbols of other files and libraries it calls or refers
+    to, the functions the compiler inlined into it, whether it addresses thread-local memory."""
+
+    obj: Path
+    refs: StateReferences
+    startup_imports: frozenset[str]
+    startup_inlined: frozenset[str]
+    startup_thread_memory: bool
+
+
+def _reading(source: str, *, arch: str, cache_dir: Path, what: str) -> _Reading:
+    obj = _object(source, arch=arch, cache_dir=cache_dir, optimised=True, what=what, extra_flags=_COMPARED_BUILD)
+    refs = state_references(obj)
+    reached = refs.reach({f for f in refs.functions if _STATIC_INIT.match(f)})
+    inlined = inlined_into(obj, lambda symbol: bool(_STATIC_INIT.match(symbol)) or symbol in reached)
+    return _Reading(obj=obj, refs=refs, startup_imports=frozenset(reached & refs.imports),
+                    startup_inlined=frozenset(n for names in inlined.values() for n in names),
+                    startup_thread_memory=bool(reached & refs.thread_memory))
+
+
+def _startup_differences(unit: _Reading, users: _Reading, harness: _Reading, what: str) -> list[str]:
+    """Start-up code the generated unit runs and neither the user's file nor the harness does
+    (red team round 308: a template, inlined into a file-scope initialiser that had called a
+    left-out overload, set the C library's character classes; a statement expression a left-out
+    #define had switched on). Compared on what the code can reach outside its own variables, which
+    is all that can change what the kept code or the harness computes (the variables' own values
+    are state the kept code may not read unless constant): another file's or a library's functions
+    and data, inlined code, thread-local memory."""
+    tail = ("code init leaves out (main, a launcher, a caller, a #define in them) changes what the file's start-up "
+            "code means; wrap the kernel alone (--kernel) or keep file-scope initialisers independent of it")
+    problems = [f"the generated program's {what} reaches {unit.refs.readable_names.get(name, name)} from its start-up "
+                f"code, which your file's start-up code does not: {tail}"
+                for name in sorted(unit.startup_imports - users.startup_imports - harness.startup_imports)]
+    problems += [f"the generated program's {what} inlines {name} into its start-up code, which your file's start-up "
+                 f"code does not: {tail}"
+                 for name in sorted(unit.startup_inlined - users.startup_inlined - harness.startup_inlined)]
+    if unit.startup_thread_memory and not (users.startup_thread_memory or harness.startup_thread_memory):
+        problems.append(f"the generated program's {what} addresses thread-local memory (%fs) in its start-up code, "
+                        f"which your file's start-up code does not: {tail}")
+    return problems
+
+
 # Functions the generated program's units define that are not the user's: the harness's own, and
 # the C++ and CUDA libraries' (a `main` of the user's is left out: the one there is the harness's)
 _NOT_THE_USERS = re.compile(r"^(?:std::|__gnu_cxx::|__cxxabiv1::|kl::|main$)")
@@ -428,28 +503,32 @@ def _qualified_name(readable: str) -> str:
     return (word or (words[-1] if words else "")).strip()
 
 
-def _code_your_file_never_ran(source: str, user_object: Path, user_refs: StateReferences, program_text: str,
-                              kept: set[str], *, arch: str, cache_dir: Path, trusted: set[str]) -> list[str]:
+def _code_your_file_never_ran(source: str, program_text: str, kept: set[str], *, arch: str, cache_dir: Path,
+                              trusted: set[str]) -> list[str]:
     """Code of the user's that the generated program compiles and the user's file does not, or
     compiles otherwise, in either of its units (as the verifier builds them); and start-up code there
-    that sets the processor's floating-point mode. Init leaves code out (main, launchers it does not
-    wrap, their callers), and what stays can then mean another definition: a call in a file-scope
-    initialiser that named a left-out function now picks another overload, a function template or
-    the primary template of a left-out specialisation, or an inline function the file never called,
-    or a `#define` in left-out code no longer hides an `#ifndef` block (red team round 307: each set
-    flush-to-zero at start-up, and the baseline computed zeros). Every function the units define
-    under a name the file declares must be the file's own, compiled to the same code; the kept
-    launcher and kernels aside (a template init instantiates is compiled there first:
-    _kept_code_differences compares what both hold)."""
+    that the user's file does not run. Init leaves code out (main, launchers it does not wrap, their
+    callers), and what stays can then mean another definition: a call in a file-scope initialiser
+    that named a left-out function now picks another overload, a function template or the primary
+    template of a left-out specialisation, or an inline function the file never called, or a
+    `#define` in left-out code no longer hides an `#ifndef` block (red team round 307: each set
+    flush-to-zero at start-up, and the baseline computed zeros; round 308: the same inlined, where no
+    function of the user's is left to compare). Every function the units define under a name the
+    file declares must be the file's own, compiled to the same code; the kept launcher and kernels
+    aside (a template init instantiates is compiled there first: _kept_code_differences compares
+    what both hold). Start-up code may reach only what the file's own start-up code or the harness's
+    reaches, and is judged as init judges the code it leaves out too (its calls by class, no
+    floating-point mode set)."""
     declared = declared_names(preprocessed(source))
     split = split_program(program_text, "generated.cu")
+    users = _reading(_without_positions(source), arch=arch, cache_dir=cache_dir, what="the file")
+    harness = _reading(_HARNESS_ALONE, arch=arch, cache_dir=cache_dir, what="the harness alone")
     problems: list[str] = []
+    startup_problems: list[str] = []
     for unit, what in ((split.editable_unit(), "editable part"), (split.harness_unit(), "harness")):
-        unit_object = _object(_without_positions(unit), arch=arch, cache_dir=cache_dir, optimised=True,
-                              what=f"the generated program's {what}")
-        refs = state_references(unit_object)
-        # its start-up code (file-scope initialisers, inlined or not), judged as init judges the code it
-        # leaves out: what it may call, by class
+        reading = _reading(_without_positions(unit), arch=arch, cache_dir=cache_dir,
+                           what=f"the generated program's {what}")
+        refs = reading.refs
         startup = refs.reach({f for f in refs.functions if _STATIC_INIT.match(f)})
         for call in sorted(c for c in startup & refs.imports if not left_out_call_allowed(c) and c not in trusted):
             problems.append(f"the generated program's {what} calls {refs.readable_names.get(call, call)} at start-up, "
@@ -472,16 +551,21 @@ def _code_your_file_never_ran(source: str, user_object: Path, user_refs: StateRe
                 continue
             if last in declared or UNKNOWN_NAMES in declared:
                 theirs_names.add(f)
-        ours = host_fingerprints(user_object, theirs_names & user_refs.functions)
-        theirs = host_fingerprints(unit_object, theirs_names)
+        theirs = host_fingerprints(reading.obj, theirs_names)
+        # the harness's own and the toolkit's code, compiled alike in the harness alone (cudaMalloc<unsigned
+        # char>, out of line in this build, under a name the file's cudaCheck(cudaMalloc(...)) may declare)
+        harness_own = host_fingerprints(harness.obj, theirs_names & harness.refs.functions)
+        theirs_names = {name for name in theirs_names if name not in harness_own or harness_own[name] != theirs[name]}
+        ours = host_fingerprints(users.obj, theirs_names & users.refs.functions)
         for name in sorted(theirs_names):
-            if name not in user_refs.functions or ours.get(name) != theirs.get(name):
+            if name not in users.refs.functions or ours.get(name) != theirs.get(name):
                 problems.append(f"{refs.readable_names.get(name, name)} is compiled in the generated program's {what} "
-                                f"{'but not in your file' if name not in user_refs.functions else 'to other code than in your file'}: "
+                                f"{'but not in your file' if name not in users.refs.functions else 'to other code than in your file'}: "
                                 "code init leaves out (main, a launcher, a caller) changes which definition the rest "
                                 "names (an overload, a template, a #define); wrap the kernel alone (--kernel) or give the "
                                 "file's start-up code nothing that depends on what init leaves out")
-    return problems
+        startup_problems += _startup_differences(reading, users, harness, what)
+    return problems + startup_problems
 
 
 def _kept_code_differences(user_object: Path, user_refs: StateReferences, program_text: str, *,

@@ -59,6 +59,9 @@ class StateReferences:
     imports: set[str] = field(default_factory=set)  # every symbol another file or library defines, called or referred to
     replaceable: set[str] = field(default_factory=set)  # weak definitions another file's strong one replaces
     control_instructions: dict[str, set[str]] = field(default_factory=dict)  # function -> process-control mnemonics
+    # functions that address memory through a segment register (%fs/%gs: the C library's thread-local
+    # data, errno and the character-class tables among it; the stack protector's canary too)
+    thread_memory: set[str] = field(default_factory=set)
     device_edges: dict[str, set[str]] = field(default_factory=dict)  # device function (PTX) -> names its body uses
     readable_names: dict[str, str] = field(default_factory=dict)  # mangled -> demangled
 
@@ -207,7 +210,7 @@ def state_references(obj: Path) -> StateReferences:
     # to the runtime), type information, a vtable
     refs.external = {t for t in refs.external if not no_variable(t, refs.readable_names.get(t, t))}
     refs.device_shadows = {t for t in refs.device_shadows if not generated(t, refs.readable_names.get(t))}
-    refs.control_instructions = _control_instructions(obj)
+    refs.control_instructions, refs.thread_memory = _instruction_classes(obj)
     ptx = obj.with_name("program.ptx")
     refs.device_edges = device_references(ptx.read_text()) if ptx.exists() else {}
     return refs
@@ -228,22 +231,28 @@ def device_references(ptx: str) -> dict[str, set[str]]:
 PROCESSOR_STATE_INSTRUCTION = re.compile(r"^(?:v?ldmxcsr|fldcw|fldenv|fn?stenv|fn?save|fn?init|fn?clex|frstor"
                                          r"|fxrstor\w*|xrstor\w*|fxsave\w*|xsave\w*|syscall|sysenter|int"
                                          r"|wr[fg]sbase|wrpkru)$")
+_SEGMENT_OPERAND = re.compile(r"%[fg]s:|\b[fg]s\s+")
 _FUNCTION_HEADER = re.compile(r"^[0-9a-f]+ <(?P<name>[^>]+)>:$")
 _INSTRUCTION = re.compile(r"^\s*[0-9a-f]+:\s+(?:(?:rep|repz|repnz|lock|notrack|bnd|data16|addr32|cs|ds)\s+)*"
                           r"(?P<mnemonic>[a-z][a-z0-9]*)")
 
 
-def _control_instructions(obj: Path) -> dict[str, set[str]]:
-    """For each function of `obj`, the process-control instructions its code contains."""
+def _instruction_classes(obj: Path) -> tuple[dict[str, set[str]], set[str]]:
+    """For each function of `obj`, the process-control instructions its code contains; and the
+    functions that address memory through %fs or %gs."""
     if shutil.which("objdump") is None:
         raise FileNotFoundError("objdump (binutils) is needed to read the program's object")
     out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(obj)], capture_output=True, text=True,
                          timeout=120).stdout
     found: dict[str, set[str]] = {}
+    segment: set[str] = set()
     function = ""
     for line in out.splitlines():
         if m := _FUNCTION_HEADER.match(line):
             function = m.group("name")
-        elif function and (m := _INSTRUCTION.match(line)) and PROCESSOR_STATE_INSTRUCTION.match(m.group("mnemonic")):
-            found.setdefault(function, set()).add(m.group("mnemonic"))
-    return found
+        elif function and (m := _INSTRUCTION.match(line)):
+            if PROCESSOR_STATE_INSTRUCTION.match(m.group("mnemonic")):
+                found.setdefault(function, set()).add(m.group("mnemonic"))
+            if _SEGMENT_OPERAND.search(line):
+                segment.add(function)
+    return found, segment

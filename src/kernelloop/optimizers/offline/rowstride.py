@@ -44,6 +44,7 @@ from .rowwarp import (
     buffers_apart,
     integer_asserts,
     launch_block,
+    long_rows,
     loop_kinds,
     map_buffers,
     plan_row_warp,
@@ -141,7 +142,7 @@ def row_stride_rewrites(part: EditablePart, harness: str, preamble: str = "") ->
         kernel_text = asserted(rewrite_kernel(read, plan), read, loop)
         return [Rewrite(
             label=f"row tier: one warp per row of {name} (grid-stride)",
-            **site.beside(kernel_text, row_stride_launch(site, loop, plan, apart)),
+            **site.beside(kernel_text, row_stride_launch(site, loop, plan, [*apart, *long_rows(site, plan)])),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} walks its rows in a grid-stride loop, a row per thread; its {len(plan.loops)} "
                    f"row loop(s) ({loop_kinds(plan)}) are split across the 32 lanes of a warp, the grid's warps taking the "
