@@ -14,7 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from ..program.scanner import function_name, scan_items, strip_comments
+from ..program.scanner import function_name, scan_items, split_top_level, strip_comments
 from ..program.split import BEGIN_MARKER, END_MARKER
 from .base import InvalidResponse, OptimizeRequest
 
@@ -260,22 +260,8 @@ def _tokens(text: str) -> list[str]:
     return re.findall(r'"[^"]*"|::|&&|[A-Za-z_]\w*|\d\w*|[*&<>,\[\]()]', text)
 
 
-def _split_top_level(text: str, sep: str = ",") -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "(<[{":
-            depth += 1
-        elif ch in ")>]}":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
-
-
 def _normalize_param(param: str) -> str:
-    text = _split_top_level(param, "=")[0]  # default value
+    text = (split_top_level(param, "=") or [""])[0]  # default value
     toks = [t for t in _tokens(text) if t not in _DROPPED_PARAM_WORDS]
     # `float a[]` / `float a[16]` is `float* a` to the linker
     array = "[" in toks
@@ -337,7 +323,7 @@ def parse_signature(head: str) -> Signature | None:
     head_text = re.sub(r"__attribute__\s*\(\(.*?\)\)", " ", head_text)
     prefix = tuple(t for t in _tokens(head_text) if t not in _DROPPED_HEAD_WORDS)
     params_text = text[open_ + 1 : close].strip()
-    params = [] if params_text in ("", "void") else [_normalize_param(p) for p in _split_top_level(params_text)]
+    params = [] if params_text in ("", "void") else [_normalize_param(p) for p in split_top_level(params_text)]
     return Signature(name=name, prefix=_join_pointer_tokens(prefix), params=tuple(params), template=template)
 
 

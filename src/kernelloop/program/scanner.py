@@ -101,13 +101,14 @@ def _comments_replaced(text: str, replace, literal=lambda kept: kept) -> str:
     return "".join(out)
 
 
-def split_top_level(text: str) -> list[str]:
-    """`text` cut at its top-level commas (not inside <>, () or []), each piece stripped."""
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """`text` cut at its top-level `sep` (commas unless told: not inside <>, (), [] or a braced
+    list), each piece stripped, an empty last piece dropped."""
     parts, depth, cur = [], 0, ""
     for ch in text:
-        depth += ch in "(<[" and 1 or 0
-        depth -= ch in ")>]" and 1 or 0
-        if ch == "," and depth == 0:
+        depth += ch in "(<[{" and 1 or 0
+        depth -= ch in ")>]}" and 1 or 0
+        if ch == sep and depth == 0:
             parts.append(cur.strip())
             cur = ""
         else:
