@@ -36,6 +36,13 @@ SPECS: dict[str, InitSpec] = {
     "row_prefix_gridstride.cu": InitSpec(values={"rows": ["16384", "1001"], "cols": ["1024", "77"]},
                                          counts={"out": "rows * cols", "in": "rows * cols"}, roles={"out": "output"},
                                          launcher="row_prefix_forward"),
+    # the same loops written as a declaration and a `while` (C89 style, C style): read as their `for`
+    "clamp_while_c89.cu": InitSpec(values={"count": ["16777216", "1000003"], "lo": ["-0.5"], "hi": ["0.5"]},
+                                   counts={"dst": "count", "src": "count"}, roles={"dst": "output"},
+                                   launcher="clamp_on_device"),
+    "rownorm_while_c.cu": InitSpec(values={"rows": ["32768", "1001"], "cols": ["1024", "77"]},
+                                   counts={"norms": "rows", "m": "rows * cols"}, roles={"norms": "output"},
+                                   launcher="launch_row_norms"),
     "vector_add.cu": InitSpec(values={"numElements": ["16777216", "16777215"]}),
     # a course-exercise grid-stride loop on a fixed <<<NBLK, NTHR>>>, its mixer working on its own
     # copies of its arguments (the grid tier, with a helper that assigns its by-value parameters)

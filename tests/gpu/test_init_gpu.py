@@ -197,7 +197,9 @@ _OFFLINE_ACCEPTED = {"gemm_accumulate.cu", "linear_bias_llmc.cu", "gemm_bias_rel
                      "matvec_transposed.cu", "transpose_tiles_sample.cu", "gelu_gridstride_fixed.cu", "window_sum_rows.cu",
                      "class_tally_llmc.cu", "bucket_counts_ext.cu",
                      # rows dealt out by a grid-stride loop (the row tier over grid-stride loops)
-                     "rmsnorm_gridstride_llmc.cu", "rowmax_gridstride_c.cu", "embed_gridstride_clamp.cu"}
+                     "rmsnorm_gridstride_llmc.cu", "rowmax_gridstride_c.cu", "embed_gridstride_clamp.cu",
+                     # the same loops written as a declaration and a `while` (whileloop.for_form)
+                     "clamp_while_c89.cu", "rownorm_while_c.cu"}
 
 
 @pytest.mark.parametrize("name", ["vector_add.cu", "row_running_sum.cu", "row_prefix_gridstride.cu",

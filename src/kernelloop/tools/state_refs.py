@@ -62,6 +62,9 @@ class StateReferences:
     # functions that address memory through a segment register (%fs/%gs: the C library's thread-local
     # data, errno and the character-class tables among it; the stack protector's canary too)
     thread_memory: set[str] = field(default_factory=set)
+    # functions the loader runs before main (`.init_array`, `.preinit_array`, `.ctors`): a file-scope
+    # initialiser, or a function marked `__attribute__((constructor))` whatever its name
+    runs_at_start: set[str] = field(default_factory=set)
     device_edges: dict[str, set[str]] = field(default_factory=dict)  # device function (PTX) -> names its body uses
     readable_names: dict[str, str] = field(default_factory=dict)  # mangled -> demangled
 
@@ -178,9 +181,13 @@ def state_references(obj: Path) -> StateReferences:
         if not m or not section:
             continue
         source = containing(section, int(m.group("offset"), 16))
+        target, addend = m.group("target"), int(m.group("addend"), 16) * (-1 if m.group("sign") == "-" else 1)
+        if section in (".init_array", ".preinit_array", ".ctors") or section.startswith((".init_array.", ".ctors.")):
+            started = target if target in names else containing(target, addend)
+            if started is not None:
+                refs.runs_at_start.add(started if isinstance(started, str) else started.name)
         if source is None:
             continue
-        target, addend = m.group("target"), int(m.group("addend"), 16) * (-1 if m.group("sign") == "-" else 1)
         if target in undefined:
             # a function can be called through its address as well as directly (round 23: a pointer
             # to cudaDeviceSetLimit), so every reference to another library's symbol is an import

@@ -65,6 +65,7 @@ from .rowwarp import (
 )
 from .symbolic import Poly, is_uniform
 from .syntax import Assign, Binary, Call, Decl, Empty, For, Launch, Name, Postfix, Return, Stmt, Unary, to_c, walk_expr
+from .whileloop import for_form
 
 # The rewritten launch's threads at most: 64 waves of a large GPU's resident threads (an H200's
 # 132 SMs x 2048), more than enough to hide latency, and far enough below 2^31 that an `int`
@@ -400,7 +401,8 @@ def grid_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
     bound (tier_rewrites)."""
     def rewrites_of(site: LaunchSite) -> list[Rewrite]:
         name = site.kernel.name
-        plan = plan_grid_stride(site.kernel, site.helpers, site.constants, launch_block(site))
+        kernel = for_form(site.kernel) or site.kernel  # a counted `while` read as its `for`
+        plan = plan_grid_stride(kernel, site.helpers, site.constants, launch_block(site))
         lau = next((x for x in part.launchers if x.fn is site.launcher), None)
         launch = site.stmt.expr
         assert isinstance(launch, Launch)
@@ -410,7 +412,7 @@ def grid_rewrites(part: EditablePart, harness: str, preamble: str = "") -> tuple
             raise NotARowKernel(f"is launched with a thread for each of its {plan.bound_param} elements already")
         return [Rewrite(
             label=f"grid tier: {name} on a grid covering its elements",
-            **site.beside(asserted_kernel(site.kernel, plan), widened_launch(site, plan)),
+            **site.beside(asserted_kernel(kernel, plan), widened_launch(site, plan)),
             kernel=name, launcher=site.launcher.name,
             detail=f"kernel {name} is a grid-stride loop over {plan.bound_param or plan.bound_value} elements "
                    f"launched on a grid not shown to cover them; the same kernel on enough blocks for about one "

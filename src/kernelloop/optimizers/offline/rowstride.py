@@ -52,6 +52,7 @@ from .rowwarp import (
     tier_rewrites,
 )
 from .syntax import Empty, If, Launch, Return, to_c
+from .whileloop import for_form
 
 MOST_WARPS = WIDE_THREADS // WARP  # the grid tier's widest launch, in warps
 
@@ -72,7 +73,7 @@ def one_row_per_thread(fn: Function, loop: GridStrideLoop) -> str:
 def plan_row_stride(site: LaunchSite) -> tuple[RowPlan, GridStrideLoop, Function]:
     """The row tier's plan of the launched kernel read one row per thread (its `stride_guard` the
     `if` in its loop's place), the loop as read, and the kernel so read; NotARowKernel says why not."""
-    fn = site.kernel
+    fn = for_form(site.kernel) or site.kernel  # a counted `while` read as its `for`
     if not fn.is_kernel:
         raise NotARowKernel("is not a kernel")
     block = launch_block(site)
