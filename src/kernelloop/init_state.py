@@ -163,8 +163,7 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
     readable = refs.readable_names
 
     def launches(f: str) -> bool:  # a kernel's host-side wrapper: it calls the kernel's launch stub
-        return "__device_stub__" not in f and any("__device_stub__" in c and c in refs.functions
-                                                  for c in refs.edges.get(f, ()))
+        return "__device_stub__" not in f and _is_kernel_wrapper(refs, f)
 
     kept_roots = {f for f in refs.functions if bare_name(readable.get(f, f)) in kept_names
                   and (kept_symbols is None or f in kept_symbols or bare_name(readable.get(f, f)).startswith(KEEP_CALL_PREFIX)

@@ -1181,8 +1181,9 @@ def long_rows(site: LaunchSite, plan: RowPlan) -> list[str]:
         for part in walk_expr(e):
             if isinstance(part, Name) and part.id not in constants and part.id not in params:
                 return None
-            if not isinstance(part, (Name, Num, Binary, Unary, Cast)):
-                return None
+            if not isinstance(part, (Name, Num, Binary, Unary, Cast)) or \
+                    (isinstance(part, Unary) and part.op not in ("-", "+", "~", "!")):
+                return None  # never a read through a pointer on the host (`*n` of a device pointer)
 
         def sub(x: Expr) -> str | None:
             if isinstance(x, Name):
