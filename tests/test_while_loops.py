@@ -79,3 +79,40 @@ def test_the_while_loop_rewrites_pass_the_static_gates(name, tier):
     (rewrite,), _ = tier(read_editable(split.editable, split.harness, split.exported), split.harness, split.preamble)
     editable, _ = candidate_editable_part(rewrite.source, split)
     assert_passes_the_static_gates(split, editable)
+
+
+@pytest.mark.parametrize("name, label", [
+    ("clamp_while_c89.cu", "grid tier: clamp_signal on a grid covering its elements"),
+    ("rownorm_while_c.cu", "row tier: one warp per row of row_norms (grid-stride)"),
+])
+def test_the_proposal_loop_offers_the_tier_first(name, label):
+    """Through the optimizer's own reading (value types proven), not the tier alone: a counter
+    stepped by `row = row + blockDim.x * gridDim.x` (an unsigned step into an int) is the `+=` it
+    spells, a wrapped sum, not a value kept narrowed (found on an H100: the grid tier came first
+    and was 1.00x)."""
+    from kernelloop.optimizers.offline.optimizer import OfflineOptimizer
+
+    from .test_offline_optimizer import request_for
+    split = _split(name)
+    p = OfflineOptimizer().propose(request_for(split.whole_program(split.editable), name, iteration=1))
+    assert p.approach == label, p.notes
+
+
+@pytest.mark.parametrize("step, read", [
+    ("acc = acc + blockDim.x * gridDim.x;", True),   # the `+=` it spells: a wrapped sum
+    ("acc = blockDim.x * gridDim.x + acc;", True),
+    ("acc = acc - blockDim.x;", True),
+    ("acc = blockDim.x - acc;", False),              # not an update of acc by a sum
+    ("acc = acc * blockDim.x;", False),              # a product narrowed at each step
+    ("acc = other + blockDim.x;", False),            # another value kept narrowed
+])
+def test_an_update_spelled_out_is_read_as_its_compound_form(step, read):
+    from kernelloop.optimizers.offline.analysis import value_conversion
+    from kernelloop.optimizers.offline.facts import collect_facts
+    from kernelloop.optimizers.offline.valuetype import ValueTypes
+
+    fn = _kernel("  int acc = 0; int other = 3;\n  for (int k = 0; k < n; ++k) {\n"
+                 f"    {step}\n  }}\n  y[0] = (float)acc;\n")
+    facts = collect_facts(fn.sig, fn.body)
+    why = value_conversion(facts, ValueTypes(facts))
+    assert (why is None or "acc" not in why) == read, why

@@ -12,8 +12,10 @@ variable is the same symbol, read unoptimised and optimised as the real build is
   `__device__`/`__constant__` variables it uploads) is refused unless the user names it with
   `--keep-state` (a workspace the launcher caches for itself): init cannot tell who else sets it;
 - every `__device__`/`__constant__` variable needs `--keep-state` too (kernels use them where the
-  host object cannot see, and another file can set an exported one), and so do the device heap
-  and launch limits kernels depend on, and weak definitions another file can replace;
+  host object cannot see, and another file can set an exported one), and so does device memory
+  no host copy registers that device code writes and the kept kernels reach (a `static` in device
+  code, a string literal's storage: tools.ptx_writes), the device heap and launch limits kernels
+  depend on, and weak definitions another file can replace;
 - device variables the dropped code names, kernels it launches in a file with device variables,
   calls outside allow-lists by class (CUDA: memory, copies, streams, events, errors, queries;
   host: memory, strings, printing, files, math, clock, generators, exit, C++ runtime), however
@@ -197,6 +199,22 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
             device_reach.add(name)
             todo += [t for t in refs.device_edges.get(name, ()) if t in refs.device_edges]
     used = set().union(*(refs.device_edges[f] for f in device_reach)) if device_reach else set()
+    # Device memory no host copy registers that device code writes (a `static` variable of device
+    # code, a string literal's storage): kept between launches like a device variable, with no host
+    # shadow to name it (red team round 310: a gain a calibration kernel sets, a table the first
+    # launch builds); state wherever it is, since the kept kernels can reach it through data as well
+    # as by name (red team round 311: a table of pointers to it, a table of device functions).
+    for variable in sorted(refs.device_statics):
+        name = readable.get(variable, variable)
+        if _variable_name(name) not in keep_state:
+            # nvcc's names for a string literal's storage (`$str$2`, `__unnamed_1` for `__func__`)
+            where = (f"a string literal's storage ({name}: its address kept in memory, printf's `%s` in a function "
+                     "with local arrays among the ways)" if re.match(r"^(?:\$str|__unnamed_)", name) else name)
+            problems.append(f"the kernels keep state in {where}, device memory that device code writes and no host "
+                            "copy registers (a static variable of device code, a string literal's storage), which "
+                            "lasts from one launch to the next: init cannot tell whether the code it leaves out (main, "
+                            f"set-up calls) launches what sets it; --keep-state {_variable_name(name)} if the kernels "
+                            "own it")
     for setting, (names, what) in _DEVICE_SETTINGS.items():
         if used & names and setting not in keep_state:
             problems.append(f"the kernels {what}: init cannot tell whether your program changes that limit in the "
@@ -215,7 +233,7 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
         problems.append(f"the kept code reads {name}, {where}: init cannot tell whether the code it leaves out "
                         f"(main, set-up calls) sets it; make it a constant or a launcher argument, or "
                         f"--keep-state {name} if the launcher keeps it for itself (a cached workspace)")
-    device_variables = sorted(_variable_name(readable.get(v, v)) for v in refs.device_shadows)
+    device_variables = sorted(_variable_name(readable.get(v, v)) for v in refs.device_shadows | refs.device_statics)
     kept_functions = kept & refs.functions
     # Static initialisers are the compiler's functions but run the user's expressions before main.
     # and a function the loader runs before main whatever its name (`__attribute__((constructor))` on a

@@ -61,7 +61,7 @@ class PtxModule:
 _LEXEME = re.compile(r'"[^"]*"?|//|/\*')
 
 
-def _code(line: str, in_comment: bool) -> tuple[str, bool]:
+def line_code(line: str, in_comment: bool) -> tuple[str, bool]:
     """LINE without its comments (`//` to the end, `/* */` across lines) and with each string literal
     made `""` (a `.pragma "}"` holds no brace: red team round 181), and whether a block comment is
     still open after it."""
@@ -104,7 +104,7 @@ def read_ptx(text: str) -> PtxModule:
     pending: list[str] = []  # the lines of the module-scope statement being read
     pending_code: list[str] = []
     for line in text.splitlines():
-        code, in_comment = _code(line, in_comment)
+        code, in_comment = line_code(line, in_comment)
         if depth > 0:
             assert current is not None
             current.lines.append(line)

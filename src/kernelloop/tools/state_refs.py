@@ -18,7 +18,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .ptx_module import read_ptx
+from .ptx_module import PtxModule, read_ptx
+from .ptx_writes import body_memory, device_statics, written_variables
+from .registered import registered_device_names
 from .symbols import demangle
 
 # Code and data the compiler writes (registration, static initialisation, launch stubs and their
@@ -66,6 +68,9 @@ class StateReferences:
     # initialiser, or a function marked `__attribute__((constructor))` whatever its name
     runs_at_start: set[str] = field(default_factory=set)
     device_edges: dict[str, set[str]] = field(default_factory=dict)  # device function (PTX) -> names its body uses
+    # `static` variables of device code that device code writes (or whose address escapes): global
+    # memory kept between launches with no host copy, so no host shadow names it (red team round 310)
+    device_statics: set[str] = field(default_factory=set)
     readable_names: dict[str, str] = field(default_factory=dict)  # mangled -> demangled
 
     def reach(self, roots: set[str], *, stop: set[str] = frozenset()) -> set[str]:
@@ -219,14 +224,21 @@ def state_references(obj: Path) -> StateReferences:
     refs.device_shadows = {t for t in refs.device_shadows if not generated(t, refs.readable_names.get(t))}
     refs.control_instructions, refs.thread_memory = _instruction_classes(obj)
     ptx = obj.with_name("program.ptx")
-    refs.device_edges = device_references(ptx.read_text()) if ptx.exists() else {}
+    if ptx.exists():
+        module = read_ptx(ptx.read_text())
+        refs.device_edges = device_references(module)
+        refs.device_statics = (written_variables(module, device_statics(module, registered_device_names(obj)))
+                              | body_memory(module))
+        statics = sorted(refs.device_statics)
+        refs.readable_names.update(zip(statics, demangle(statics)))
     return refs
 
 
-def device_references(ptx: str) -> dict[str, set[str]]:
+def device_references(ptx: str | PtxModule) -> dict[str, set[str]]:
     """For each kernel and device function of a PTX module, the names its body uses (the
     functions it calls or takes the address of among them)."""
-    return {name: f.names_used() for name, f in read_ptx(ptx).functions.items()}
+    module = read_ptx(ptx) if isinstance(ptx, str) else ptx
+    return {name: f.names_used() for name, f in module.functions.items()}
 
 
 # Instructions that change the process with no symbol to see, or dump processor state no digest of

@@ -18,14 +18,14 @@ from ...program.scanner import function_name, preprocessed, scoped_items, strip_
 from ...program.split import split_program
 from .cparse import UNKNOWN_NAMES, called_names, declared_names
 from .instantiate import instantiate
-from .facts import ATOMICS, SIDE_EFFECT_FREE, KernelFacts, collect_facts, returning_helpers
+from .facts import ATOMICS, SIDE_EFFECT_FREE, KernelFacts, ScalarAssign, collect_facts, returning_helpers
 from .families import FAMILIES, FAMILY_NAMES
 from .families.base import Match, Mismatch
 from .launch_words import program_names, read_config, reading_problem
 from .launcher import Binder, EditablePart, Function, read_editable, statement_exprs
 from .sizes import integral_constants, known_constants, role_values
 from .thread_reads import thread_reads
-from .syntax import Assign, Call, Expr, Member, Name, Unary, call_name, to_c, walk_expr
+from .syntax import Assign, Binary, Call, Expr, Member, Name, Unary, call_name, to_c, walk_expr
 from .valuetype import ValueTypes, kind
 
 
@@ -369,7 +369,7 @@ def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:
         if converted is not None:
             return f"converts a value to {converted[0]} ({a.binding.name})"
         # a declaration converts once, the same in every lane; an update converts at each step
-        if not types.fits(types.of_binding(a.binding, 0), a.value, modular=a.op in ("decl", "+=", "-=")):
+        if not types.fits(types.of_binding(a.binding, 0), a.value, modular=_modular_update(facts, a)):
             return f"keeps {_describe(types, a.value)} in {a.binding.name}, of type {a.binding.type}"
     for access in facts.accesses:
         if access.kind not in ("store", "atomic") or access.value is None:
@@ -390,6 +390,18 @@ def value_conversion(facts: KernelFacts, types: ValueTypes) -> str | None:
             if not types.fits(types.of(e.target), e.value) or types.conversion(e.value) is not None:
                 return f"keeps {_describe(types, e.value)} in {to_c(e.target)}"
     return None
+
+
+def _modular_update(facts: KernelFacts, a: ScalarAssign) -> bool:
+    """Whether the assignment keeps a value converted once or a wrapped sum: a declaration, a
+    `+=`/`-=`, or the `x = x + v`, `x = v + x`, `x = x - v` those spell (C defines `x += v` as `x =
+    x + v`; a grid-stride `while` steps its counter so)."""
+    if a.op in ("decl", "+=", "-="):
+        return True
+    if a.op != "=" or not isinstance(a.value, Binary) or a.value.op not in ("+", "-"):
+        return False
+    sides = (a.value.left, a.value.right) if a.value.op == "+" else (a.value.left,)
+    return any(facts.binding(side) is a.binding for side in sides)
 
 
 def _describe(types: ValueTypes, value: Expr) -> str:

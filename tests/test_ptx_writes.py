@@ -1,0 +1,180 @@
+"""tools.ptx_writes: which `static` variables of device code the module's device code may write.
+
+A variable only ever loaded (a `static const` table) keeps its initial value; one stored to, or
+whose address goes anywhere the reading cannot follow, counts as written (red team round 310)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.tools.ptx_module import read_ptx
+from kernelloop.tools.ptx_writes import body_memory, device_statics, written_variables
+
+_HEAD = """.version 8.8
+.target sm_90
+.address_size 64
+
+.extern .func  (.param .b32 func_retval0) vprintf
+(
+\t.param .b64 vprintf_param_0,
+\t.param .b64 vprintf_param_1
+)
+;
+.global .align 4 .b8 _ZZ1fiE1t[16] = {0, 0, 128, 63, 0, 0, 0, 64, 0, 0, 64, 64, 0, 0, 128, 64};
+.global .align 4 .f32 devvar;
+.const .align 4 .b8 _ZZ1ciE1k[8];
+.global .align 1 .b8 $str[4] = {104, 105, 10};
+"""
+
+
+def _module(body: str, extra_variables: str = ""):
+    return read_ptx(_HEAD + extra_variables + ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n"
+                    "\t.reg .b64 \t%rd<20>;\n\t.reg .f32 \t%f<9>;\n\t.reg .b32 \t%r<9>;\n" + body + "\tret;\n}\n")
+
+
+def _written(body: str, extra_variables: str = "") -> bool:
+    module = _module(body, extra_variables)
+    return "_ZZ1fiE1t" in written_variables(module, device_statics(module, {"devvar"}))
+
+
+def test_the_statics_are_the_module_variables_no_registration_names():
+    module = _module("", ".extern .global .align 4 .f32 elsewhere;\n")
+    # a function's static, an unregistered constant and a string literal's storage; not the
+    # registered __device__ variable, nor one another module defines
+    assert device_statics(module, {"devvar"}) == {"_ZZ1fiE1t", "_ZZ1ciE1k", "$str"}
+
+
+@pytest.mark.parametrize("body", [
+    "\tld.global.f32 \t%f1, [_ZZ1fiE1t+4];\n",
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tadd.s64 \t%rd2, %rd1, 8;\n\tld.global.nc.f32 \t%f1, [%rd2];\n",
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tld.global.L1::evict_last.f32 \t%f1, [%rd1];\n",
+    # the loaded value is a value, not the address: storing it writes nothing of the table
+    "\tld.global.f32 \t%f1, [_ZZ1fiE1t];\n\tld.param.u64 \t%rd3, [k_param_0];\n\tst.global.f32 \t[%rd3], %f1;\n",
+    # the format string handed to vprintf is only read
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tcvta.global.u64 \t%rd2, %rd1;\n\t{ // callseq 0, 0\n\t.param .b64 param0;\n"
+    "\tst.param.b64 \t[param0+0], %rd2;\n\t.param .b64 param1;\n\tst.param.b64 \t[param1+0], 0;\n"
+    "\t.param .b32 retval0;\n\tcall.uni (retval0), \n\tvprintf, \n\t(\n\tparam0, \n\tparam1\n\t);\n\t} // callseq 0\n",
+])
+def test_reads_leave_it_unwritten(body):
+    assert not _written(body)
+
+
+@pytest.mark.parametrize("body, extra", [
+    ("\tst.global.f32 \t[_ZZ1fiE1t], %f1;\n", ""),
+    ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tadd.s64 \t%rd2, %rd1, 4;\n\tst.global.f32 \t[%rd2], %f1;\n", ""),
+    ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tatom.global.add.f32 \t%f2, [%rd1], %f1;\n", ""),
+    ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tred.global.add.u32 \t[%rd1], 1;\n", ""),
+    # through a register inline assembly declares, under a label
+    ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t// begin inline asm\n\t{ .reg .b64 t; mov.b64 t, %rd1; \n$L0: st.global.f32 [t], %f1; }\n"
+     "\t// end inline asm\n", ""),
+    # through another lane, and through the 32-bit halves of the address
+    ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tmov.b64 \t{%r3, %r4}, %rd1;\n\tshfl.sync.idx.b32 \t%r5, %r3, 0, 31, -1;\n"
+     "\tmov.b64 \t%rd5, {%r5, %r4};\n\tst.global.f32 \t[%rd5], %f1;\n", ""),
+    # its address escapes: stored as a value, handed to a function, returned, in another variable
+    ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tld.param.u64 \t%rd3, [k_param_0];\n\tst.global.u64 \t[%rd3], %rd1;\n", ""),
+    ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ // callseq 1, 0\n\t.param .b64 param0;\n\tst.param.b64 \t[param0+0], %rd1;\n"
+     "\tcall.uni \n\tfill, \n\t(\n\tparam0\n\t);\n\t} // callseq 1\n", ""),
+    ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tst.param.b64 \t[func_retval0+0], %rd1;\n", ""),
+    ("", ".global .align 8 .u64 _ZZ1giE1p = generic(_ZZ1fiE1t);\n"),
+])
+def test_stores_and_escapes_count_as_writes(body, extra):
+    assert _written(body, extra)
+
+
+_PRINTF_ARGUMENT = ("\tmov.u64 \t%SPL, __local_depot0;\n\tcvta.local.u64 \t%SP, %SPL;\n"
+                    "\tadd.u64 \t%rd21, %SP, 0;\n\tadd.u64 \t%rd22, %SPL, 0;\n\tmov.u64 \t%rd1, _ZZ1fiE1t;\n"
+                    "\tcvta.global.u64 \t%rd2, %rd1;\n\tst.local.u64 \t[%rd22], %rd2;\n"
+                    "\t{ // callseq 0, 0\n\t.param .b64 param0;\n\tst.param.b64 \t[param0+0], %rd2;\n"
+                    "\t.param .b64 param1;\n\tst.param.b64 \t[param1+0], %rd21;\n\t.param .b32 retval0;\n"
+                    "\tcall.uni (retval0), \n\tvprintf, \n\t(\n\tparam0, \n\tparam1\n\t);\n\t} // callseq 0\n")
+_DEPOT = "\t.local .align 8 .b8 \t__local_depot0[8];\n\t.reg .b64 \t%SP;\n\t.reg .b64 \t%SPL;\n"
+
+
+def test_printf_arguments_parked_in_the_local_buffer_are_only_read():
+    assert not _written(_DEPOT + _PRINTF_ARGUMENT)
+
+
+@pytest.mark.parametrize("after", [
+    "\tld.local.u64 \t%rd9, [%rd22];\n\tst.global.f32 \t[%rd9], %f1;\n",  # read back from the buffer
+    "\tld.u64 \t%rd9, [%rd21];\n",  # read back through the generic address
+    "\tld.param.u64 \t%rd3, [k_param_0];\n\tst.global.u64 \t[%rd3], %rd21;\n",  # the buffer's address given away
+])
+def test_a_local_buffer_read_back_or_given_away_is_no_parking_place(after):
+    assert _written(_DEPOT + _PRINTF_ARGUMENT + after)
+
+
+@pytest.mark.parametrize("body", [
+    # the address's bits read into a value (and the address rebuilt from a table's bytes: round 311)
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tshr.u64 \t%rd2, %rd1, 8;\n",
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tsetp.lt.u64 \t%p1, %rd1, 4096;\n",
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tcvt.u32.u64 \t%r1, %rd1;\n",
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tmad.lo.s64 \t%rd2, %rd1, 3, 0;\n",
+    # an address as a load's index, not its place
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tld.global.f32 \t%f1, [%rd1];\n\tmov.u64 \t%rd4, devvar;\n"
+    "\tadd.s64 \t%rd5, %rd4, %rd1;\n\tld.global.f32 \t%f2, [%rd5];\n\tst.global.f32 \t[%rd5], %f2;\n",
+])
+def test_any_use_of_an_address_but_moving_offsetting_and_loading_counts(body):
+    assert _written(body)
+
+
+@pytest.mark.parametrize("body", [
+    # a store behind `/* // */`: ptxas ends the comment at `*/` (round 312)
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t// begin inline asm\n\t/* cs: evict-first // */ st.global.cs.f32 [%rd1], %f1;\n"
+    "\t// end inline asm\n",
+    # the address's bits through the carry flag (round 312)
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tadd.cc.s64 \t%rd2, %rd1, -16;\n\taddc.cc.s64 \t%rd3, 0, 0;\n",
+])
+def test_what_ptxas_reads_is_what_is_followed(body):
+    assert _written(body)
+
+
+def test_only_the_parameters_vprintf_lists_and_no_other_call_gets_are_its_own():
+    block = ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{\n\t.param .b64 keep;\n\t.param .b64 param0;\n"
+             "\tst.param.b64 \t[SLOT+0], %rd1;\n\tcall.uni \n\tvprintf, \n\t(\n\tparam0\n\t);\n")
+    assert not _written(block.replace("SLOT", "param0") + "\t}\n")
+    # a parameter vprintf does not list (round 314), or one a later call gets
+    assert _written(block.replace("SLOT", "keep") + "\tcall.uni \n\tfill, \n\t(\n\tkeep\n\t);\n\t}\n")
+    assert _written(block.replace("SLOT", "param0") + "\tcall.uni \n\tfill, \n\t(\n\tparam0\n\t);\n\t}\n")
+
+
+def test_a_parked_address_is_harmless_only_where_no_function_reads_local_memory():
+    other = (".func reader()\n{\n\t.local .align 8 .b8 \t__local_depot1[8];\n\t.reg .b64 \t%SPL;\n"
+             "\t.reg .b64 \t%rd<4>;\n\tmov.u64 \t%SPL, __local_depot1;\n\tld.local.u64 \t%rd1, [%SPL];\n\tret;\n}\n")
+    assert not _written(_DEPOT + _PRINTF_ARGUMENT)
+    # another function reads the slot printf's buffer left (round 314)
+    assert _written(_DEPOT + _PRINTF_ARGUMENT, other)
+
+
+def test_line_directives_end_at_their_line():
+    # nvcc's own, with the function a line was inlined from: nothing hidden
+    assert not _written("\t.loc\t1 9 0, function_name $L__info_string0, inlined_at 1 20 3\n"
+                        "\tld.global.f32 \t%f1, [_ZZ1fiE1t+4];\n")
+    # the store after a `.loc` without its `;` is a store (round 313)
+    assert _written("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t.loc 1 14 3\n\tst.f32 \t[%rd1], %f1;\n")
+    # a line directive sharing its line, or inside an open statement, is read some other way: every
+    # variable counts as written
+    assert _written("\t.loc 1 14 3 ld.global.f32 \t%f1, [_ZZ1fiE1t];\n")
+    assert _written("\tld.global.f32 \t%f1,\n\t.loc 1 14 3\n\t[_ZZ1fiE1t];\n")
+
+
+def test_memory_a_body_declares_itself_is_device_state():
+    module = _module("\t{ .global .align 4 .f32 gain = 0f3F800000;\n\tmov.u64 \t%rd1, gain;\n\t}\n")
+    assert body_memory(module) == {"gain"}
+    assert body_memory(_module("\t{ .reg .b64 t;\n\t.shared .align 4 .f32 s;\n\t}\n")) == set()
+
+
+def test_a_function_the_file_names_like_the_runtimes_is_not_trusted():
+    call = ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ // callseq 1, 0\n\t.param .b64 param0;\n"
+            "\tst.param.b64 \t[param0+0], %rd1;\n\tcall.uni \n\t__assertfail, \n\t(\n\tparam0\n\t);\n"
+            "\t} // callseq 1\n")
+    declared = ".extern .func __assertfail\n(\n\t.param .b64 __assertfail_param_0\n)\n;\n"
+    defined = (".func __assertfail(\n\t.param .b64 __assertfail_param_0\n)\n{\n\t.reg .b64 \t%rd<3>;\n"
+               "\tld.param.u64 \t%rd1, [__assertfail_param_0];\n\tst.u32 \t[%rd1], 0;\n\tret;\n}\n")
+    assert not _written(call, declared)
+    assert _written(call, defined)
+
+
+def test_a_module_that_cannot_be_read_whole_counts_every_static_written():
+    module = _module("\tld.global.f32 \t%f1, [_ZZ1fiE1t];\n")
+    module.unreadable = True
+    assert written_variables(module, {"_ZZ1fiE1t"}) == {"_ZZ1fiE1t"}
