@@ -65,12 +65,13 @@ def _words(text: str) -> str:
 
 
 def template_call(middle: str) -> re.Match[str] | None:
-    """`{ CONFIGURATION EVALUATED; if (BASELINE'S LAUNCH LEGAL && SIZES FIT) { [zeroing] kl_X_run(...); }
+    """`{ CONFIGURATION EVALUATED; if (SIZES FIT && BASELINE'S LAUNCH LEGAL) { [zeroing] kl_X_run(...); }
     else { THE LAUNCH AS WRITTEN, ON THE EVALUATED CONFIGURATION } }` (words joined): the template's
     call where its sizes fit and the baseline's launch is legal, the baseline's own launch elsewhere
     (rounds 109-110, 116)."""
     return re.fullmatch(r"\{ (?P<decl>const dim3 (?P<p>kl\d?_)grid = .*?) "
-                        r"if \((?P<fits>\((?P=p)kernel_takes\(\(const void\*\).*?\(long long\).*?)\) "
+                        # the arithmetic conditions and the runtime queries, in the order launch_guard puts them
+                        r"if \((?P<fits>(?=[^{}]*\(long long\))[^{}]*?\((?P=p)kernel_takes\(\(const void\*\)[^{}]*?)\) "
                         r"\{ (?P<run>[^{}]*\bkl\d?_\w+_run\([^{}]*\);) \} "
                         r"else \{ (?P<launch>[^{}]*<<<[^{}]*;) \} \}", middle)
 

@@ -314,8 +314,10 @@ def test_a_statement_the_scan_cannot_read_fails_closed():
     found = compare_profiles(PrecisionProfile(source="ptx"), unreadable)
     assert [v.rule for v in found] == ["device-unread"]
     # what splitting at braces leaves of operand lists and data initialisers is no statement
-    assert classify_ptx("\tld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];\n"
-                        ".global .align 1 .b8 $str[3] = {118, 111, 0};\n").classes == {}
+    classes = classify_ptx("\tld.shared.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];\n"
+                           ".global .align 1 .b8 $str[3] = {118, 111, 0};\n").classes
+    # (a fragment no nvcc writes is no readable module: its string's storage counts as written, fail closed)
+    assert classes == {"device_static_written": ["$str"]}
 
 
 def test_a_percent_label_or_a_line_directive_hides_no_instruction():
@@ -607,3 +609,35 @@ def test_a_counter_in_the_modules_constant_memory_is_refused(name, rule, setting
     result = gates(f"tests/fixtures/redteam/round271/{name}", settings, arch="sm_90")
     assert result.candidate is not None and result.candidate.ok, result.candidate.log if result.candidate else ""
     assert rule in [v.rule for v in result.violations], [v.describe() for v in result.violations]
+
+
+_TABLE_MODULE = """.version 8.8
+.target sm_90
+.address_size 64
+
+.global .align 4 .b8 _ZZ3tapiE4taps[8] = {0, 0, 128, 62, 0, 0, 128, 62};
+.visible .entry k(
+\t.param .u64 k_param_0
+)
+{
+\t.reg .b64 \t%rd<4>;
+\t.reg .f32 \t%f<3>;
+\tld.global.f32 \t%f1, [_ZZ3tapiE4taps+4];
+\tld.param.u64 \t%rd1, [k_param_0];
+\tst.global.f32 \t[%rd1], %f1;
+BODY\tret;
+}
+"""
+
+
+def test_a_candidate_that_writes_into_the_baselines_constant_table_is_refused():
+    """The baseline keeps a `static const` table in device code (init admits it: only read); a
+    candidate with the same table that writes into it (a call counter, a cache) keeps state the
+    state check cannot see, however the table is named."""
+    baseline = classify_ptx(_TABLE_MODULE.replace("BODY", ""))
+    assert "device_static_written" not in baseline.classes
+    honest = classify_ptx(_TABLE_MODULE.replace("BODY", "\tld.global.f32 \t%f2, [_ZZ3tapiE4taps];\n"))
+    assert not [v for v in compare_profiles(baseline, honest) if v.rule == "device-static"]
+    counter = classify_ptx(_TABLE_MODULE.replace("BODY", "\tst.global.f32 \t[_ZZ3tapiE4taps], %f1;\n"))
+    found = [v for v in compare_profiles(baseline, counter) if v.rule == "device-static"]
+    assert found and "which the baseline only reads" in found[0].detail

@@ -60,7 +60,10 @@ _CUDA_CALLS_LEFT_OUT_CODE_MAY_MAKE = re.compile(
     r"|DeviceGetAttribute|DeviceGetLimit|DeviceGetCacheConfig|DeviceGetPCIBusId|DeviceGetByPCIBusId|DeviceCanAccessPeer"
     r"|SetDevice|ChooseDevice\w*|DeviceReset|ThreadExit|RuntimeGetVersion|DriverGetVersion|MemGetInfo"
     r"|PointerGetAttributes|ProfilerStart|ProfilerStop|MemPrefetchAsync\w*|MemAdvise\w*|Occupancy\w+"
-    r"|FuncGetAttributes|LaunchKernel)"
+    r"|FuncGetAttributes|LaunchKernel|DeviceGetStreamPriorityRange"
+    # how the host thread waits for the device (spin, yield, block): the kept code cannot read it
+    # back (cudaGetDeviceFlags is a process read below), and no result depends on it (round 315)
+    r"|SetDeviceFlags)"
     r"|cu(?:Init|DriverGetVersion|DeviceGet\w*|DeviceTotalMem\w*|DeviceComputeCapability|GetErrorString|GetErrorName"
     r"|MemAlloc\w*|MemFree\w*|Memcpy\w*|Memset\w*|MemGetInfo\w*|CtxSynchronize|CtxGetDevice|StreamSynchronize))"
     r"(?:_v\d+)?(?:_ptsz|_ptds)?$")
@@ -121,7 +124,9 @@ _PROCESS_READS = re.compile(r"^(?:getenv|secure_getenv|rand|random|rand_r|drand4
                             r"|\w*scanf\w*|fgets\w*|fgetc|getc\w*|getchar\w*|getline|getdelim|ifstream\w*|dlsym|dlvsym"
                             r"|cudaGetDriverEntryPoint\w*"
                             # how much device memory is free: what main allocated first decides (red team round 307)
-                            r"|cudaMemGetInfo\w*|cuMemGetInfo\w*)$")
+                            r"|cudaMemGetInfo\w*|cuMemGetInfo\w*"
+                            # the device flags the code init leaves out may set (red team round 315)
+                            r"|cudaGetDeviceFlags\w*|cuCtxGetFlags\w*|cuDevicePrimaryCtxGetState\w*)$")
 
 
 # nvcc's registration of the file's kernels, run before main in every CUDA program alike

@@ -53,6 +53,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..tools.nvcc import UNFORTIFIED, Toolchain, language_flags
+from ..tools.ptx_module import read_ptx
+from ..tools.ptx_writes import body_memory, written_variables
 from ..tools.registered import registered_device_names
 from ..tools.sandbox import Limits, private_workdir, run_sandboxed
 from ..tools.symbols import demangle
@@ -402,6 +404,14 @@ def classify_ptx(text: str) -> PrecisionProfile:
         name = _declared_global(piece)
         if name is not None and (depth > 0 or name.startswith("_ZZ")):
             classes.setdefault("device_static", set()).add(name)
+    # which of them, and of the string literals' storage, device code may write (tools.ptx_writes): a
+    # baseline's `static const` table is only read; a candidate that writes into it keeps state out of the
+    # state check's sight as surely as one with a static of its own (init admits such baselines)
+    module = read_ptx(text)
+    unregistered = classes.get("device_static", set())
+    for name in written_variables(module, set(module.variables)) | body_memory(module):
+        if name in unregistered or re.match(r"^(?:\$str|__unnamed_)", name):
+            classes.setdefault("device_static_written", set()).add(object_identity(name))
     for name in special_registers(code):
         classes.setdefault("special_register", set()).add(f"%{name}")
     for token in tokens:
@@ -585,6 +595,13 @@ def compare_profiles(baseline: PrecisionProfile, candidate: PrecisionProfile) ->
             "C++ static inside a function, a .global an asm statement declares, a string literal's storage), which "
             "the baseline does not: what a kernel keeps there from call to call is out of the verifier's sight; use "
             "a __device__ variable at namespace scope or a workspace")))
+    written = only_candidate("device_static_written")
+    if written and not statics:
+        found.append(Violation(rule="device-static", where=where, detail=(
+            f"device code may write module memory the program never registers ({', '.join(_few(demangle(written)))}: "
+            "a C++ static inside a function, a string literal's storage), which the baseline only reads: what a kernel "
+            "keeps there from call to call is out of the verifier's sight; use a __device__ variable at namespace "
+            "scope or a workspace")))
     heap = only_candidate("device_heap")
     if heap and not baseline.classes.get("device_heap"):
         found.append(Violation(rule="device-heap", where=where, detail=(
@@ -872,7 +889,7 @@ def scan_precision(*, baseline_object: Path, candidate_object: Path, baseline_un
             for profile, unit in ((base, baseline_unit), (cand, candidate_unit)):
                 ptx = cached("ptx", [*banner, unit], lambda unit=unit: ptx_profile(unit, arch=arch, toolchain=toolchain,
                                                                                    limits=limits))
-                for kind in ("device_static", "special_register"):  # PTX names them; SASS does not always
+                for kind in ("device_static", "device_static_written", "special_register"):  # PTX names them
                     if ptx.classes.get(kind):
                         profile.classes[kind] = ptx.classes[kind]
                 # and the object decides what lasts from launch to launch: an object the cubin keeps in global
