@@ -145,6 +145,44 @@ def test_a_parked_address_is_harmless_only_where_no_function_reads_local_memory(
     assert _written(_DEPOT + _PRINTF_ARGUMENT, other)
 
 
+_REPORT = (".func (.param .b64 func_retval0) report(\n\t.param .b64 report_param_0\n)\n{\n\t.reg .b64 \t%rd<4>;\n"
+           "\t.reg .f32 \t%f<3>;\n\tld.param.u64 \t%rd1, [report_param_0];\nUSE\tret;\n}\n")
+_TWO_CALLS = ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n"
+              + "".join(f"\t{{ // callseq {k}, 0\n\t.param .b64 param0;\n\tst.param.b64 \t[param0+0], %rd1;\n"
+                        f"\t.param .b64 retval0;\n\tcall.uni (retval0), \n\treport, \n\t(\n\tparam0\n\t);\n"
+                        f"\tld.param.b64 \t%rd{k + 5}, [retval0+0];\n\t}} // callseq {k}\n" for k in (0, 1)))
+
+
+@pytest.mark.parametrize("use, written", [
+    ("\tld.global.f32 \t%f1, [%rd1];\n", False),  # a helper that only reads what it is handed
+    ("\tst.global.f32 \t[%rd1], %f1;\n", True),  # one that writes through it
+    ("\tadd.s64 \t%rd2, %rd1, 4;\n\tst.param.b64 \t[func_retval0+0], %rd2;\n", False),  # returns it, unused
+])
+def test_an_address_handed_to_a_function_of_the_module_is_followed_there(use, written):
+    # two calls, each in its own block with its own `param0` (nvcc's callseq blocks: round 316)
+    assert _written(_TWO_CALLS, _REPORT.replace("USE", use)) == written
+
+
+def test_an_address_a_function_returns_is_followed_in_the_caller():
+    returns = _REPORT.replace("USE", "\tst.param.b64 \t[func_retval0+0], %rd1;\n")
+    assert not _written(_TWO_CALLS + "\tld.global.f32 \t%f1, [%rd6];\n", returns)
+    assert _written(_TWO_CALLS + "\tst.global.f32 \t[%rd6], %f1;\n", returns)
+    # a function whose address is taken returns into calls no one sees
+    assert _written(_TWO_CALLS + "\tmov.u64 \t%rd9, report;\n", returns)
+
+
+def test_the_distance_of_two_addresses_in_one_table_is_no_address():
+    search = ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tadd.s64 \t%rd2, %rd1, 8;\n\tsub.s64 \t%rd3, %rd2, %rd1;\n"
+              "\tshr.s64 \t%rd4, %rd3, 2;\n")
+    assert not _written(search)
+    assert _written(search.replace("sub.s64 \t%rd3, %rd2, %rd1", "sub.s64 \t%rd3, %rd2, 8"))  # still an address
+
+
+def test_a_register_named_by_digits_is_followed():
+    # `%9` is a PTX identifier (round 318): the address moved there and stored through is a write
+    assert _written("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ .reg .b64 %9;\n\tmov.b64 %9, %rd1;\n\tst.f32 [%9+12], %f1;\n\t}\n")
+
+
 def test_line_directives_end_at_their_line():
     # nvcc's own, with the function a line was inlined from: nothing hidden
     assert not _written("\t.loc\t1 9 0, function_name $L__info_string0, inlined_at 1 20 3\n"

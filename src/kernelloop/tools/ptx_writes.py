@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
-from .ptx_module import NAME, PtxModule, line_code
+from .ptx_module import PtxModule, line_code
 
 # the CUDA runtime's device functions that only read what their pointer arguments point at
 _READING_CALLEES = frozenset({"vprintf", "__assertfail"})
@@ -49,9 +50,14 @@ _LINE_DIRECTIVE = re.compile(r"^\.(?:loc|file)\b(?:\s+\d+\s+\d+\s+\d+(?:\s*,\s*f
                              r"(?:\s*,\s*inlined_at\s+\d+\s+\d+\s+\d+)?)?$|\s+\d+\s+\"\"(?:\s*,\s*\d+\s*,\s*\d+)?$)?")
 _BODY_MEMORY = re.compile(r"(?:^|\s)\.(?:global|const)\b")
 _DECLARED_NAME = re.compile(r"(?P<name>[A-Za-z_$][\w$]*)(?:\[\d*\])*\s*(?:=|$)")
+_RETURN = re.compile(r"^func_retval\d+$")
+_PARAMETER = re.compile(r"\.param\s+(?:(?:\.[\w:]+|\d+)\s+)*([A-Za-z_$][\w$]*)")  # `.param .align 8 .b8 p[16]`
 _CALL = re.compile(r"^call(?:\.\w+)*\s+(?:\([^)]*\)\s*,\s*)?(?P<target>[\w$.]+)")
 # the thread's local memory as nvcc addresses it: the stack depot and its two pointers
-_LOCAL_ROOTS = re.compile(r"^(?:SP|SPL|__local_depot\d*)$")
+_LOCAL_ROOTS = re.compile(r"^(?:%SP|%SPL|__local_depot\d*)$")
+# a PTX identifier, a register's `%` kept: `%rd1`, `%9` (PTX allows `%` and digits: red team round 318
+# named an address register so, and a reading without `%` names saw nothing), `_ZZ3tapiE4taps`, `$str`
+_NAME = re.compile(r"%[\w$]+|[A-Za-z_$][\w$]*")
 
 
 def _moves(opcode: str) -> bool:
@@ -67,19 +73,40 @@ class _Body:
     statements: list[str]  # the instructions, one per `;` (a call spans lines), comments dropped
     memory: set[str]  # global or constant memory the body itself declares (only inline assembly can: round 313)
     readable: bool  # False where a statement is read otherwise than ptxas may read it
+    blocks: list[tuple[int, ...]] = field(default_factory=list)  # each statement's enclosing `{ }` blocks
+    parameters: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # a `.param` -> blocks declaring it
 
 
 def _body(lines: list[str]) -> _Body:
     """A function body's statements as ptxas reads them: comments dropped as ptxas drops them (`/* //
     */ st ...` stores: round 312), a line directive (`.loc`, `.file`) ending at its line's end (it
-    has no `;`: round 313 hid the store after it), every other statement at its `;`."""
+    has no `;`: round 313 hid the store after it), every other statement at its `;`; with the blocks
+    each statement lies in (a call's parameters are declared in a block of their own)."""
     body, pending, in_comment = _Body([], set(), True), "", False
+    open_blocks: list[int] = []
+    opened = 0
+
+    def leading(text: str) -> str:
+        """TEXT after its block braces and labels, the braces opening and closing blocks."""
+        nonlocal opened
+        text = " ".join(text.split())
+        m = _LEADING.match(text)
+        for ch in m.group(0) if m else "":
+            if ch == "{":
+                opened += 1
+                open_blocks.append(opened)
+            elif ch == "}":
+                body.readable &= bool(open_blocks)
+                if open_blocks:
+                    open_blocks.pop()
+        return text[m.end():] if m else text
+
     for line in lines:
         code, in_comment = line_code(line, in_comment)
-        head = _LEADING.sub("", " ".join(code.split()))
-        if _LINE_DIRECTIVE.match(head):
+        if _LINE_DIRECTIVE.match(_LEADING.sub("", " ".join(code.split()))):
             # alone on its line, where no statement is open: anything else is read some other way
-            body.readable &= bool(_LINE_DIRECTIVE.fullmatch(head)) and not _LEADING.sub("", " ".join(pending.split()))
+            body.readable &= not leading(pending)
+            body.readable &= bool(_LINE_DIRECTIVE.fullmatch(leading(code)))
             pending = ""
             continue
         pending += "\n" + code
@@ -87,13 +114,16 @@ def _body(lines: list[str]) -> _Body:
         for part in parts:
             # a block's braces and labels before an instruction (`} $L__BB0_2: ret`, `{ .reg .b64 t`);
             # a brace after the opcode is a vector operand's (`mov.b64 {%r1, %r2}, %rd1`)
-            statement = _LEADING.sub("", " ".join(part.split()))
+            statement = leading(part)
             if statement.startswith("."):
                 if _BODY_MEMORY.search(statement):  # `.global .f32 gain = 0f3F800000` inside a function
                     body.memory |= {m.group("name") for m in [_DECLARED_NAME.search(statement)] if m} or {statement}
+                elif statement.startswith(".param") and (m := _PARAMETER.match(statement)):
+                    body.parameters.setdefault(m.group(1), []).append(tuple(open_blocks))
             elif statement:
                 body.statements.append(_GUARD.sub("", statement))
-    body.readable &= not _LEADING.sub("", " ".join(pending.split()))
+                body.blocks.append(tuple(open_blocks))
+    body.readable &= not leading(pending)
     return body
 
 
@@ -112,7 +142,7 @@ def _operands(operands: str) -> list[str]:
 
 
 def _names(text: str) -> set[str]:
-    return set(NAME.findall(text))
+    return set(_NAME.findall(text))
 
 
 @dataclass
@@ -123,34 +153,127 @@ class _Flow:
     stored_at: set[str] = field(default_factory=set)  # roots written through (a store, atomic or copy at them)
     read: bool = False  # some load reads at a root's address
     parked: list[tuple[int, set[str]]] = field(default_factory=list)  # (statement, roots) stored at these addresses
+    passed: dict[tuple[str, int], set[str]] = field(default_factory=dict)  # (callee, argument) -> roots handed over
+    returned: set[str] = field(default_factory=set)  # roots the function returns
 
     def roots(self, text: str) -> set[str]:
-        return set().union(*(self.derived.get(n, set()) for n in _names(text)))
+        return set().union(set(), *(self.derived.get(n, set()) for n in _names(text)))
 
 
-def _follow(statements: list[str], roots: set[str], reading_arguments: list[bool]) -> _Flow:
+# what a `st.param` hands over: an argument of a reading runtime function, or argument K of a function
+# the module defines (followed there), or None (a store like any other)
+_Handed = Literal["reading"] | tuple[str, int] | None
+
+
+def _derive(statements: list[str], roots: set[str], incoming: dict[str, set[str]] | None,
+            always: dict[str, str]) -> _Flow:
+    """The names whose values may be addresses of the roots (moves followed to a fixed point: a loop's
+    back edge carries an address forward); a `sub` of two names ALWAYS an address into one root gives
+    none."""
     flow = _Flow(derived={r: {r} for r in roots})
     changed = True
-    while changed:  # the moves, to a fixed point (a loop's back edge carries an address forward)
+    while changed:
         changed = False
         for statement in statements:
             opcode, _, rest = statement.partition(" ")
             base = opcode.split(".", 1)[0]
             ops = _operands(rest)
-            if not _moves(opcode) or len(ops) < 2:
+            if len(ops) < 2:
                 continue
-            sources = ops[1:] if base != "mad" else ops[3:]
-            if base == "selp":
-                sources = ops[1:3]
-            reached = set().union(*(flow.roots(s) for s in sources))
+            if incoming is not None and opcode.startswith("ld.param"):
+                reached = set().union(set(), *(incoming.get(n, set()) for n in _names(ops[-1])))
+            elif not _moves(opcode):
+                continue
+            elif base == "sub" and len(ops) == 3 and always.get(ops[1]) is not None \
+                    and always.get(ops[1]) == always.get(ops[2]):
+                continue
+            else:
+                sources = ops[1:3] if base == "selp" else ops[3:] if base == "mad" else ops[1:]
+                reached = set().union(set(), *(flow.roots(s) for s in sources))
             for name in _names(ops[0]):
                 if reached - flow.derived.get(name, set()):
                     flow.derived.setdefault(name, set()).update(reached)
                     changed = True
+    return flow
+
+
+def _always_into(statements: list[str], roots: set[str], flow: _Flow) -> dict[str, str]:
+    """The registers every definition of which makes them an address into one root (the root, or such a
+    register, moved, converted or offset by a value no address comes into): a greatest fixed point."""
+    definitions: dict[str, list[tuple[str, list[str]]]] = {}
+    for statement in statements:
+        opcode, _, rest = statement.partition(" ")
+        ops = _operands(rest)
+        if ops and not ops[0].startswith("[") and not opcode.startswith("call"):
+            for name in _names(ops[0]):
+                definitions.setdefault(name, []).append((opcode, ops))
+    unknown = "?"  # not yet ruled out
+    always = {name: unknown for name in definitions if name not in roots}
+
+    def into(operand: str) -> str | None:
+        m = re.fullmatch(r"([A-Za-z_$%][\w$.]*)(?:\s*[+-]\s*\d+)?", operand.strip())
+        if m is None:
+            return None
+        name = m.group(1)
+        return name if name in roots else always.get(name)
+
+    def offset(operand: str) -> bool:  # a value no address comes into
+        return not flow.roots(operand)
+
+    changed = True
+    while changed:
+        changed = False
+        for name, defs in definitions.items():
+            if name in roots or always.get(name) is None:
+                continue
+            found: set[str] = set()
+            for opcode, ops in defs:
+                base = opcode.split(".", 1)[0]
+                if not _moves(opcode) or len(ops[0].split()) != 1 or ops[0].startswith("{"):
+                    found.add("")
+                elif base in ("mov", "cvta") and len(ops) == 2:
+                    found.add(into(ops[1]) or "")
+                elif base == "add" and len(ops) == 3:
+                    a, b = into(ops[1]), into(ops[2])
+                    found.add((a if a and offset(ops[2]) else b if b and offset(ops[1]) else "") or "")
+                elif base == "sub" and len(ops) == 3:
+                    a = into(ops[1])
+                    found.add(a if a and offset(ops[2]) else "")
+                elif base == "selp" and len(ops) == 4:
+                    a, b = into(ops[1]), into(ops[2])
+                    found.add(a if a and a == b else "")
+                elif base == "mad" and len(ops) == 4:
+                    a = into(ops[3])
+                    found.add(a if a and offset(ops[1]) and offset(ops[2]) else "")
+                else:
+                    found.add("")
+            found.discard(unknown)
+            value = None if "" in found or len(found) > 1 else (found.pop() if found else unknown)
+            if value != always[name]:
+                always[name] = value
+                changed = True
+    return {name: root for name, root in always.items() if root not in (None, unknown)}
+
+
+def _follow(statements: list[str], roots: set[str], handed: list[_Handed],
+            incoming: dict[str, set[str]] | None = None) -> _Flow:
+    """INCOMING: the parameters (the function's own, or a callee's return value) whose loads give
+    these roots' addresses. Without it (the thread's local memory), a call's argument is a store."""
+    flow = _derive(statements, roots, incoming, {})
+    # the distance of two addresses into one object is no address (`first - table`, a binary search),
+    # where both are such addresses on every path (a value merged from two calls or two branches is
+    # not: red team round 317 passed one root to a helper's two parameters from two call sites)
+    flow = _derive(statements, roots, incoming, _always_into(statements, roots, flow))
     for i, statement in enumerate(statements):
         opcode, _, rest = statement.partition(" ")
         base = opcode.split(".", 1)[0]
         ops = _operands(rest)
+        if incoming and _call(statement) is None:
+            # a parameter named anywhere but as the place an `ld.param` reads (its own address moved
+            # into a register and read through: red team round 317) hands its addresses on unseen
+            read_at = _names(ops[-1]) if opcode.startswith("ld.param") and ops and ops[-1].startswith("[") else set()
+            for name in (_names(rest) - read_at) & incoming.keys():
+                flow.escaped |= incoming[name]
         if _READS.match(opcode):
             places = [o for o in ops if o.startswith("[")]
             flow.read |= any(flow.roots(p) for p in places)
@@ -159,8 +282,14 @@ def _follow(statements: list[str], roots: set[str], reading_arguments: list[bool
             pass  # followed above
         elif _moves(opcode) and len(ops) == 4:
             flow.escaped |= flow.roots(ops[1]) | flow.roots(ops[2])  # an address multiplied
-        elif reading_arguments[i]:
+        elif handed[i] == "reading":
             continue  # an argument of vprintf or __assertfail
+        elif incoming is not None and isinstance(handed[i], tuple) and len(ops) == 2:
+            flow.passed.setdefault(handed[i], set()).update(flow.roots(ops[1]))
+            flow.stored_at |= flow.roots(ops[0])
+        elif incoming is not None and opcode.startswith("st.param") and len(ops) == 2 \
+                and _names(ops[0]) and all(_RETURN.match(n) for n in _names(ops[0])):
+            flow.returned |= flow.roots(ops[1])
         elif opcode.startswith("st") and len(ops) == 2 and ops[0].startswith("["):
             flow.stored_at |= flow.roots(ops[0])
             if value := flow.roots(ops[1]):
@@ -171,41 +300,73 @@ def _follow(statements: list[str], roots: set[str], reading_arguments: list[bool
     return flow
 
 
-def _call(statement: str) -> tuple[str, set[str]] | None:
-    """A call's target and the names of the parameters it passes (`call.uni (retval0), vprintf,
-    (param0, param1)`), or None for any other statement."""
+def _call(statement: str) -> tuple[str, list[str], list[str]] | None:
+    """A call's target, the parameters it passes in order and those its value comes back in
+    (`call.uni (retval0), vprintf, (param0, param1)`), or None for any other statement."""
     m = _CALL.match(statement)
     if m is None:
         return None
+    returns = statement[:m.start("target")]
     arguments = statement[m.end():]
-    return m.group("target"), _names(arguments[arguments.rfind("("):]) if "(" in arguments else set()
+    passed = _NAME.findall(arguments[arguments.rfind("("):]) if "(" in arguments else []
+    return m.group("target"), passed, _NAME.findall(returns[returns.find("("):]) if "(" in returns else []
 
 
-def _reading_arguments(statements: list[str], module: PtxModule) -> list[bool]:
-    """For each statement, whether it is a `st.param` into an argument only a reading runtime
-    function gets: the next call is `vprintf` or `__assertfail` as the module declares it `.extern`
-    (a definition of that name in the file is not the runtime's: round 311), that call lists the
-    parameter, and no other call passes it nor any load reads it back (round 314 stored an address
-    into a parameter of its own before a `vprintf` and passed it to the next call)."""
-    calls = [(i, c) for i, s in enumerate(statements) if (c := _call(s)) is not None]
+def _handed(body: _Body, module: PtxModule) -> list[_Handed]:
+    """For each statement, what a `st.param` hands over: an argument only a reading runtime function
+    gets (the next call is `vprintf` or `__assertfail` as the module declares it `.extern`: a
+    definition of that name in the file is not the runtime's, round 311), or argument K of a
+    function the module defines; in both cases only where that call lists the parameter and, within
+    the block that declares it (nvcc gives each call's parameters a block of their own), no other
+    call passes it and no load reads it back (round 314 stored an address into a parameter of its
+    own before a `vprintf` and passed it to the next call)."""
+    statements, blocks = body.statements, body.blocks
+    # every call, a call through a register among them (`call %rd5, (param0), prototype`: no target
+    # this reading can name, so what it is handed is a store: round 317)
+    calls = [(i, _call(s) or ("", [], [])) for i, s in enumerate(statements) if s.startswith("call")]
 
     def reading(target: str) -> bool:
         callee = module.functions.get(target)
         return callee is not None and target in _READING_CALLEES and callee.extern and not callee.body
 
-    passed_elsewhere = set().union(set(), *(args for _, (target, args) in calls if not reading(target)))
-    loaded = {n for s in statements if s.startswith("ld.param") for n in _names(_operands(s.partition(" ")[2])[-1])}
-    out = [False] * len(statements)
+    def scope(name: str, i: int) -> tuple[int, ...]:
+        """The block declaring parameter NAME that statement I lies in (the innermost), else the body."""
+        inside = [b for b in body.parameters.get(name, []) if blocks[i][:len(b)] == b]
+        return max(inside, key=len, default=())
+
+    out: list[_Handed] = [None] * len(statements)
     for i, statement in enumerate(statements):
         if not statement.startswith("st.param"):
             continue
         place = _names(_operands(statement.partition(" ")[2])[0])
-        following = next((c for j, c in calls if j > i), None)
-        if any(s.startswith("ret") for s in statements[i + 1:(next((j for j, _ in calls if j > i), len(statements)))]):
-            following = None
-        out[i] = (following is not None and reading(following[0]) and bool(place) and place <= following[1]
-                  and not place & (passed_elsewhere | loaded))
+        j, following = next(((j, c) for j, c in calls if j > i), (len(statements), None))
+        if following is None or len(place) != 1 or any(s.startswith("ret") for s in statements[i + 1:j]):
+            continue
+        (name,) = place
+        block = scope(name, i)
+
+        def within(k: int) -> bool:
+            return blocks[k][:len(block)] == block
+
+        target, passed, _ = following
+        elsewhere = any((name in c[1] or not c[0]) for k, c in calls if k != j and within(k))
+        loaded = any(s.startswith("ld.param") and name in _names(_operands(s.partition(" ")[2])[-1]) and within(k)
+                     for k, s in enumerate(statements))
+        if not within(j) or name not in passed or elsewhere or loaded:
+            continue
+        callee = module.functions.get(target)
+        if reading(target):
+            out[i] = "reading"
+        elif callee is not None and callee.body and not callee.extern:
+            out[i] = (target, passed.index(name))
     return out
+
+
+def _parameters(function) -> list[str]:
+    """A function's own parameters, in order (its header's `.param`s after its name)."""
+    header = " ".join(function.lines[:max(1, len(function.lines) - len(function.body) - 1)])
+    after = header.split(function.name, 1)[1] if function.name in header else header
+    return _PARAMETER.findall(after)
 
 
 @dataclass
@@ -213,16 +374,18 @@ class _Function:
     written: set[str]  # roots written through or escaped
     parked: set[str]  # roots whose address is stored in the thread's local memory
     local_read: bool  # the function reads local memory, or lets a local address go out of sight
+    passed: dict[tuple[str, int], set[str]]  # (callee, argument) -> roots handed to a function of the module
+    returned: set[str]  # roots it returns
 
 
-def _written_from(statements: list[str], roots: set[str], module: PtxModule) -> _Function:
-    """The roots whose address one function's statements may write through or let escape, and those
-    it parks in local memory (printf's argument buffer)."""
-    reading_arguments = _reading_arguments(statements, module)
-    flow = _follow(statements, roots, reading_arguments)
+def _written_from(statements: list[str], roots: set[str], module: PtxModule, handed: list[_Handed],
+                  incoming: dict[str, set[str]]) -> _Function:
+    """The roots whose address one function's statements may write through or let escape, those it
+    parks in local memory (printf's argument buffer), hands to the module's functions or returns."""
+    flow = _follow(statements, roots, handed, incoming)
     written, parked = flow.escaped | flow.stored_at, set()
     local_roots = {n for s in statements for n in _names(s) if _LOCAL_ROOTS.match(n)}
-    local = _follow(statements, local_roots, reading_arguments)
+    local = _follow(statements, local_roots, handed)
     for i, value in flow.parked:
         place = _operands(statements[i].partition(" ")[2])[0]
         if statements[i].startswith("st.local") or local.roots(place):
@@ -230,29 +393,70 @@ def _written_from(statements: list[str], roots: set[str], module: PtxModule) -> 
         else:
             written |= value
     local_read = bool(local.escaped or local.read or local.parked or any(s.startswith("ld.local") for s in statements))
-    return _Function(written, parked, local_read)
+    return _Function(written, parked, local_read, flow.passed, flow.returned)
 
 
 def written_variables(module: PtxModule, names: set[str]) -> set[str]:
     """Of NAMES (module-scope variables of MODULE), those its device code may write or whose address
-    escapes where the module cannot follow it. An address parked in local memory (printf's argument
-    buffer) is harmless only where no function of the module reads local memory back: local memory
-    outlives the call, and the next function called at the same depth reads the same slots (red
-    team round 314: an uninitialised local array returned the address printf had parked)."""
+    escapes where the module cannot follow it. An address handed to a function the module defines is
+    followed there (a `__noinline__ report(const char*)` that only reads its string: round 316), and
+    one it returns back in the caller, to a fixed point; a function that may be called where no call
+    names it (its address taken, an entry point, a visible one) returns into the unknown, so what it
+    returns counts as written. An address parked in local memory (printf's argument buffer) is
+    harmless only where no function of the module reads local memory back: local memory outlives
+    the call, and the next function called at the same depth reads the same slots (red team round
+    314: an uninitialised local array returned the address printf had parked)."""
     if module.unreadable:
         return set(names)
     written = {other for n, statements in module.variables.items() for other in _names(statements) & names
                if other != n}
-    functions = []
-    for function in module.functions.values():
+    bodies = {}
+    for name, function in module.functions.items():
         if function.body:
             body = _body(function.body)
             if not body.readable:
                 return set(names)
-            functions.append(_written_from(body.statements, names, module))
-    local_read = any(f.local_read for f in functions)
-    for f in functions:
-        written |= f.written | (f.parked if local_read else set())
+            bodies[name] = (body.statements, _handed(body, module), _parameters(function))
+    every_statement = [s for statements, _, _ in bodies.values() for s in statements]
+
+    def address_taken(f: str) -> bool:  # named anywhere but as the target of a call
+        for s in every_statement:
+            if f in _names(s):
+                c = _call(s)
+                if c is None or c[0] != f or f in c[1] or f in c[2]:
+                    return True
+        return any(f in _names(v) for v in module.variables.values())
+
+    # a function that may be called where no call here names it: its address taken, or the module's
+    # entry points and the functions another module could link to
+    taken = {f for f in bodies if address_taken(f)
+             or re.search(r"\.(?:entry|visible|weak)\b", " ".join(module.functions[f].lines[:3]))}
+    passed: dict[tuple[str, int], set[str]] = {}
+    returned: dict[str, set[str]] = {}
+    # each round carries the roots one call further; the sets only grow, so the rounds end (the cap is
+    # a guard against a reading error, failing closed)
+    for _ in range(64 * (len(bodies) + 1) * (len(names) + 1)):
+        functions = {}
+        for name, (statements, handed, parameters) in bodies.items():
+            incoming = {p: passed.get((name, k), set()) for k, p in enumerate(parameters)}
+            for s in statements:
+                if (c := _call(s)) is not None and c[0] in bodies:
+                    for r in c[2]:
+                        incoming[r] = incoming.get(r, set()) | returned.get(c[0], set())
+            functions[name] = _written_from(statements, names, module, handed, incoming)
+        new_passed: dict[tuple[str, int], set[str]] = {}
+        for f in functions.values():
+            for key, roots in f.passed.items():
+                new_passed.setdefault(key, set()).update(roots)
+        new_returned = {name: f.returned for name, f in functions.items()}
+        if new_passed == passed and new_returned == returned:
+            break
+        passed, returned = new_passed, new_returned
+    else:
+        return set(names)  # no fixed point within the rounds: fail closed
+    local_read = any(f.local_read for f in functions.values())
+    for name, f in functions.items():
+        written |= f.written | (f.parked if local_read else set()) | (f.returned if name in taken else set())
     return written & names
 
 

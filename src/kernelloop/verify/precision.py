@@ -404,14 +404,14 @@ def classify_ptx(text: str) -> PrecisionProfile:
         name = _declared_global(piece)
         if name is not None and (depth > 0 or name.startswith("_ZZ")):
             classes.setdefault("device_static", set()).add(name)
-    # which of them, and of the string literals' storage, device code may write (tools.ptx_writes): a
-    # baseline's `static const` table is only read; a candidate that writes into it keeps state out of the
-    # state check's sight as surely as one with a static of its own (init admits such baselines)
+    # the module memory device code may write (tools.ptx_writes): a baseline's `static const` table is only
+    # read; a candidate that writes into it keeps state out of the state check's sight as surely as one with a
+    # static of its own (init admits such baselines). Every variable here; where the object is read (the SASS
+    # path), only those its registration does not name are kept (red team round 316: libdevice's own
+    # `__cudart_i2opi_f`, neither a static nor a string)
     module = read_ptx(text)
-    unregistered = classes.get("device_static", set())
     for name in written_variables(module, set(module.variables)) | body_memory(module):
-        if name in unregistered or re.match(r"^(?:\$str|__unnamed_)", name):
-            classes.setdefault("device_static_written", set()).add(object_identity(name))
+        classes.setdefault("device_static_written", set()).add(object_identity(name))
     for name in special_registers(code):
         classes.setdefault("special_register", set()).add(f"%{name}")
     for token in tokens:
@@ -892,6 +892,11 @@ def scan_precision(*, baseline_object: Path, candidate_object: Path, baseline_un
                 for kind in ("device_static", "device_static_written", "special_register"):  # PTX names them
                     if ptx.classes.get(kind):
                         profile.classes[kind] = ptx.classes[kind]
+                # written module memory that the state check reads (registered) is its business, not this rule's
+                unregistered = set(profile.unregistered) | set(profile.classes.get("device_static", []))
+                written = [n for n in profile.classes.pop("device_static_written", []) if n in unregistered]
+                if written:
+                    profile.classes["device_static_written"] = written
                 # and the object decides what lasts from launch to launch: an object the cubin keeps in global
                 # memory that the object's own host stub does not register is out of the state check's sight,
                 # however it came there (red team round 266: an asm `.global` behind a `.loc`; round 267: a counter
