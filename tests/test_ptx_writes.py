@@ -183,6 +183,12 @@ def test_a_register_named_by_digits_is_followed():
     assert _written("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ .reg .b64 %9;\n\tmov.b64 %9, %rd1;\n\tst.f32 [%9+12], %f1;\n\t}\n")
 
 
+def test_an_instruction_glued_to_its_operand_is_read():
+    # `st.f32[...]` and `mov.b64%9,...`: ptxas needs no space before `[` or `%` (round 319)
+    assert _written("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tst.f32[%rd1+12],%f1;\n")
+    assert _written("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ .reg .b64 %9;\n\tmov.b64%9,%rd1;\n\tst.f32 [%9], %f1;\n\t}\n")
+
+
 def test_line_directives_end_at_their_line():
     # nvcc's own, with the function a line was inlined from: nothing hidden
     assert not _written("\t.loc\t1 9 0, function_name $L__info_string0, inlined_at 1 20 3\n"

@@ -52,6 +52,7 @@ _BODY_MEMORY = re.compile(r"(?:^|\s)\.(?:global|const)\b")
 _DECLARED_NAME = re.compile(r"(?P<name>[A-Za-z_$][\w$]*)(?:\[\d*\])*\s*(?:=|$)")
 _RETURN = re.compile(r"^func_retval\d+$")
 _PARAMETER = re.compile(r"\.param\s+(?:(?:\.[\w:]+|\d+)\s+)*([A-Za-z_$][\w$]*)")  # `.param .align 8 .b8 p[16]`
+_OPCODE = re.compile(r"([A-Za-z][\w.:]*)\s*(.*)", re.S)
 _CALL = re.compile(r"^call(?:\.\w+)*\s+(?:\([^)]*\)\s*,\s*)?(?P<target>[\w$.]+)")
 # the thread's local memory as nvcc addresses it: the stack depot and its two pointers
 _LOCAL_ROOTS = re.compile(r"^(?:%SP|%SPL|__local_depot\d*)$")
@@ -121,7 +122,11 @@ def _body(lines: list[str]) -> _Body:
                 elif statement.startswith(".param") and (m := _PARAMETER.match(statement)):
                     body.parameters.setdefault(m.group(1), []).append(tuple(open_blocks))
             elif statement:
-                body.statements.append(_GUARD.sub("", statement))
+                # the opcode and its operands, one space between: ptxas needs none before `[`, `%`, `{`
+                # (`st.f32[%rd1],%f1;` is a store: red team round 319), and every reading here splits at it
+                m = _OPCODE.match(_GUARD.sub("", statement))
+                body.readable &= m is not None
+                body.statements.append(f"{m.group(1)} {m.group(2)}".strip() if m else statement)
                 body.blocks.append(tuple(open_blocks))
     body.readable &= not leading(pending)
     return body
