@@ -189,6 +189,17 @@ def test_an_instruction_glued_to_its_operand_is_read():
     assert _written("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ .reg .b64 %9;\n\tmov.b64%9,%rd1;\n\tst.f32 [%9], %f1;\n\t}\n")
 
 
+def test_a_callees_parameters_are_read_from_its_header_not_found_by_name():
+    # a function named `f` (inside `.func`) that writes through its second parameter (round 320)
+    f = (".func (.param .b32 func_retval0) f(\n\t.param .b64 f_param_0,\n\t.param .b64 f_param_1\n)\n{\n"
+         "\t.reg .b64 \t%rd<4>;\n\t.reg .f32 \t%f<3>;\n\tld.param.u64 \t%rd1, [f_param_1];\n"
+         "\tst.global.f32 \t[%rd1], %f1;\n\tret;\n}\n")
+    call = ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ // callseq 0, 0\n\t.param .b64 param0;\n\tst.param.b64 \t[param0+0], 0;\n"
+            "\t.param .b64 param1;\n\tst.param.b64 \t[param1+0], %rd1;\n\t.param .b32 retval0;\n"
+            "\tcall.uni (retval0), \n\tf, \n\t(\n\tparam0, \n\tparam1\n\t);\n\t} // callseq 0\n")
+    assert _written(call, f)
+
+
 def test_line_directives_end_at_their_line():
     # nvcc's own, with the function a line was inlined from: nothing hidden
     assert not _written("\t.loc\t1 9 0, function_name $L__info_string0, inlined_at 1 20 3\n"

@@ -53,6 +53,9 @@ _DECLARED_NAME = re.compile(r"(?P<name>[A-Za-z_$][\w$]*)(?:\[\d*\])*\s*(?:=|$)")
 _RETURN = re.compile(r"^func_retval\d+$")
 _PARAMETER = re.compile(r"\.param\s+(?:(?:\.[\w:]+|\d+)\s+)*([A-Za-z_$][\w$]*)")  # `.param .align 8 .b8 p[16]`
 _OPCODE = re.compile(r"([A-Za-z][\w.:]*)\s*(.*)", re.S)
+# a function's header: its attributes, kind, return list, name and parameter list (ptx_module's reading)
+_HEADER = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\s*(?:\((?P<returns>[^()]*)\)\s*)?"
+                     r"(?P<name>[\w$.]+)\s*(?:\((?P<parameters>[^()]*)\))?")
 _CALL = re.compile(r"^call(?:\.\w+)*\s+(?:\([^)]*\)\s*,\s*)?(?P<target>[\w$.]+)")
 # the thread's local memory as nvcc addresses it: the stack depot and its two pointers
 _LOCAL_ROOTS = re.compile(r"^(?:%SP|%SPL|__local_depot\d*)$")
@@ -367,11 +370,15 @@ def _handed(body: _Body, module: PtxModule) -> list[_Handed]:
     return out
 
 
-def _parameters(function) -> list[str]:
-    """A function's own parameters, in order (its header's `.param`s after its name)."""
-    header = " ".join(function.lines[:max(1, len(function.lines) - len(function.body) - 1)])
-    after = header.split(function.name, 1)[1] if function.name in header else header
-    return _PARAMETER.findall(after)
+def _parameters(function) -> list[str] | None:
+    """A function's own parameters, in order: the header's `.param`s after the return list and the
+    name, read as a header (the name is no text to search for: `f` is in `.func`, red team round 320
+    shifted every parameter by one so); None where the header does not read so."""
+    header = " ".join(" ".join(function.lines[:max(1, len(function.lines) - len(function.body) - 1)]).split())
+    m = _HEADER.match(header)
+    if m is None or m.group("name") != function.name:
+        return None
+    return _PARAMETER.findall(m.group("parameters") or "")
 
 
 @dataclass
@@ -421,7 +428,10 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
             body = _body(function.body)
             if not body.readable:
                 return set(names)
-            bodies[name] = (body.statements, _handed(body, module), _parameters(function))
+            parameters = _parameters(function)
+            if parameters is None:
+                return set(names)
+            bodies[name] = (body.statements, _handed(body, module), parameters)
     every_statement = [s for statements, _, _ in bodies.values() for s in statements]
 
     def address_taken(f: str) -> bool:  # named anywhere but as the target of a call
@@ -459,6 +469,10 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
         passed, returned = new_passed, new_returned
     else:
         return set(names)  # no fixed point within the rounds: fail closed
+    # an argument past the callee's parameters (a call the header does not read alike) is followed nowhere
+    for (callee, k), roots in passed.items():
+        if k >= len(bodies[callee][2]):
+            written |= roots
     local_read = any(f.local_read for f in functions.values())
     for name, f in functions.items():
         written |= f.written | (f.parked if local_read else set()) | (f.returned if name in taken else set())
