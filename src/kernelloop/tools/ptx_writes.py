@@ -360,7 +360,9 @@ def _handed(body: _Body, module: PtxModule) -> list[_Handed]:
         elsewhere = any((name in c[1] or not c[0]) for k, c in calls if k != j and within(k))
         loaded = any(s.startswith("ld.param") and name in _names(_operands(s.partition(" ")[2])[-1]) and within(k)
                      for k, s in enumerate(statements))
-        if not within(j) or name not in passed or elsewhere or loaded:
+        # a parameter the call lists twice reaches two of the callee's parameters (red team round 321: only
+        # the first was followed): a store like any other
+        if not within(j) or passed.count(name) != 1 or elsewhere or loaded:
             continue
         callee = module.functions.get(target)
         if reading(target):
