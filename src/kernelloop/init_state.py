@@ -13,9 +13,10 @@ variable is the same symbol, read unoptimised and optimised as the real build is
   `--keep-state` (a workspace the launcher caches for itself): init cannot tell who else sets it;
 - every `__device__`/`__constant__` variable needs `--keep-state` too (kernels use them where the
   host object cannot see, and another file can set an exported one), and so does device memory
-  no host copy registers that device code writes and the kept kernels reach (a `static` in device
-  code, a string literal's storage: tools.ptx_writes), the device heap and launch limits kernels
-  depend on, and weak definitions another file can replace;
+  no host copy registers that device code may write (a `static` in device code, a string
+  literal's storage: tools.ptx_writes; the kept kernels can reach it through data as well as by
+  name), the device heap and launch limits kernels depend on, and weak definitions another file
+  can replace;
 - device variables the dropped code names, kernels it launches in a file with device variables,
   calls outside allow-lists by class (CUDA: memory, copies, streams, events, errors, queries;
   host: memory, strings, printing, files, math, clock, generators, exit, C++ runtime), however
