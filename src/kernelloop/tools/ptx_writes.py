@@ -12,21 +12,31 @@ load reads at; anything else counts as a write:
 
 - a store, atomic, reduction or copy (`st`, `atom`, `red`, `cp...`) that names it, as the place or
   as the value;
-- any other use of it, which lets the address go where the reading cannot follow: a call's
-  argument or a return value, a shift, mask or comparison (the address rebuilt bit by bit from
-  loads or branches: red team round 311), an add that sets the carry flag (`add.cc`: the carry
-  passes its bits on, round 312), a load's other operands, another variable's value
-  (`generic(v)`);
+- any other use of it, which lets the address go where the reading cannot follow: a shift, mask,
+  comparison or conversion (the address rebuilt bit by bit from loads or branches: red team round
+  311), an add that sets the carry flag (`add.cc`: the carry passes its bits on, round 312), a
+  load's other operands, another variable's value (`generic(v)`), a call through a register, an
+  argument a call lists twice, a return from a function called where no call names it;
+- an argument handed to a function the module defines is followed into it (its parameters read
+  from its header), and what a function returns back into its callers, to a fixed point (round
+  316); a call's parameters are scoped to the block that declares them; a parameter named other
+  than as the place an `ld.param` reads escapes (round 317);
 - the format string of `vprintf` and the arguments of `__assertfail` are only read, where the
   module declares them `.extern` (the CUDA runtime's own, not a definition of that name: round
   311) and the parameter is that call's alone (round 314); and printf's arguments (an address
   parked in the thread's local buffer for `vprintf`) are only read where no function of the module
   loads from local memory or lets a local address go anywhere but there (local memory outlives a
   call: round 314);
-- a module that cannot be read whole (tools.ptx_module) counts every variable as written.
+- the distance of two addresses into one object (`first - table`) is no address, where both are
+  such addresses on every path (a must-analysis: round 317);
+- statements are read as ptxas reads them (comments, line directives, an opcode glued to its
+  operand, PTX's identifiers: rounds 312-313, 318-319); a module or body that cannot be read so
+  counts every variable as written.
 
-The reading over-approximates: a table whose address a non-inlined function receives counts as
-written (the user vouches for it with --keep-state); a table only ever loaded does not.
+The reading over-approximates where it cannot follow (an address stored anywhere, handed to a call
+through a register): the user vouches with --keep-state; a table only ever loaded, here or in the
+functions it is handed to, is not written. It follows names, not bounds: an address stepped out of
+one object onto another is not seen (round 316, open).
 """
 
 from __future__ import annotations
@@ -41,7 +51,6 @@ from .ptx_module import PtxModule, line_code
 _READING_CALLEES = frozenset({"vprintf", "__assertfail"})
 _READS = re.compile(r"^(?:ld|ldu|prefetch|prefetchu)(?:\.|$)")
 _MOVES = frozenset({"mov", "add", "sub", "cvta", "selp"})  # an address moved, offset or converted
-_MEMORY_OPERAND = re.compile(r"\[[^\]]*\]")
 _GUARD = re.compile(r"^@!?%?[\w$.]+\s+")
 _LEADING = re.compile(r"^(?:[{}]\s*|[\w$.]+:(?!:)\s*)+")
 # line directives inside a body, ending at the end of their line (`.loc 1 14 3`, with the function and
