@@ -372,17 +372,18 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
     optimised_object = _object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True,
                                what="the file")
     optimised = state_references(optimised_object)
-    kept_symbols = _generated_functions(generated, arch=arch, cache_dir=cache_dir) if generated is not None else None
+    units = _generated_units(generated, arch=arch, cache_dir=cache_dir) if generated is not None else None
+    kept_symbols = set().union(*(reading.refs.functions for _, reading in units)) if units is not None else None
     problems = state_problems(plain, kept, set(keep_state or []),
                               launcher=bare_name(result.launcher) if result.launcher else None,
                               trusted=set(trust_calls or []), kept_symbols=kept_symbols)
     problems += state_problems(optimised, kept, set(keep_state or []), trusted=set(trust_calls or []),
                                kept_symbols=kept_symbols)
-    if generated is not None:
+    if generated is not None and units is not None:
         problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir)
         problems += _device_code_reading_positions(source, optimised_object, optimised, arch=arch, cache_dir=cache_dir)
         problems += _build_setup_differences(source, optimised_object, optimised, kept, arch=arch, cache_dir=cache_dir)
-        problems += _code_your_file_never_ran(source, generated, kept, arch=arch, cache_dir=cache_dir,
+        problems += _code_your_file_never_ran(source, units, kept, arch=arch, cache_dir=cache_dir,
                                               trusted=set(trust_calls or []))
     problems = list(dict.fromkeys(problems))
     if problems:
@@ -390,15 +391,14 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
         raise InputError(f"{problems[0]}{more} (the generated program could compute something other than yours)")
 
 
-def _generated_functions(program_text: str, *, arch: str, cache_dir: Path) -> set[str]:
-    """The host functions the generated program's two units define, each out of line (an inline launcher the
-    harness's call would otherwise absorb: check (c)'s build, `_COMPARED_BUILD`)."""
+def _generated_units(program_text: str, *, arch: str, cache_dir: Path) -> list[tuple[str, _Reading]]:
+    """The generated program's two units, each built as check (c) builds them (`_COMPARED_BUILD`: every
+    function out of line, an inline launcher the harness's call would otherwise absorb) and read once:
+    the host functions they define are the kept ones, and what they run is compared with the file's."""
     split = split_program(program_text, "generated.cu")
-    found: set[str] = set()
-    for unit, what in ((split.editable_unit(), "editable part"), (split.harness_unit(), "harness")):
-        found |= state_references(_object(_without_positions(unit), arch=arch, cache_dir=cache_dir, optimised=True,
-                                          what=f"the generated program's {what}", extra_flags=_COMPARED_BUILD)).functions
-    return found
+    return [(what, _reading(_without_positions(unit), arch=arch, cache_dir=cache_dir,
+                            what=f"the generated program's {what}"))
+            for unit, what in ((split.editable_unit(), "editable part"), (split.harness_unit(), "harness"))]
 
 
 def _device_code_reading_positions(source: str, user_object: Path, user_refs: StateReferences, *, arch: str,
@@ -562,8 +562,8 @@ def _qualified_name(readable: str) -> str:
     return (word or (words[-1] if words else "")).strip()
 
 
-def _code_your_file_never_ran(source: str, program_text: str, kept: set[str], *, arch: str, cache_dir: Path,
-                              trusted: set[str]) -> list[str]:
+def _code_your_file_never_ran(source: str, units: list[tuple[str, _Reading]], kept: set[str], *, arch: str,
+                              cache_dir: Path, trusted: set[str]) -> list[str]:
     """Code of the user's that the generated program compiles and the user's file does not, or
     compiles otherwise, in either of its units (as the verifier builds them); and start-up code there
     that the user's file does not run. Init leaves code out (main, launchers it does not wrap, their
@@ -579,14 +579,11 @@ def _code_your_file_never_ran(source: str, program_text: str, kept: set[str], *,
     reaches, and is judged as init judges the code it leaves out too (its calls by class, no
     floating-point mode set)."""
     declared = declared_names(preprocessed(source))
-    split = split_program(program_text, "generated.cu")
     users = _reading(_without_positions(source), arch=arch, cache_dir=cache_dir, what="the file")
     harness = _reading(_HARNESS_ALONE, arch=arch, cache_dir=cache_dir, what="the harness alone")
     problems: list[str] = []
     startup_problems: list[str] = []
-    for unit, what in ((split.editable_unit(), "editable part"), (split.harness_unit(), "harness")):
-        reading = _reading(_without_positions(unit), arch=arch, cache_dir=cache_dir,
-                           what=f"the generated program's {what}")
+    for what, reading in units:
         refs = reading.refs
         startup = refs.reach({f for f in refs.functions if _STATIC_INIT.match(f)})
         for call in sorted(c for c in startup & refs.imports if not left_out_call_allowed(c) and c not in trusted):
