@@ -200,6 +200,13 @@ def test_a_callees_parameters_are_read_from_its_header_not_found_by_name():
     assert _written(call, f)
 
 
+def test_an_asm_local_slot_is_local_memory():
+    # the address parked in an asm's own `.local` and read back through a generic load (round 322)
+    slot = ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ .local .align 8 .b64 slot;\n\t.reg .b64 t;\n\tst.local.b64 [slot], %rd1;\n"
+            "\tmov.u64 t, slot;\n\tcvta.local.u64 t, t;\n\tld.b64 %rd2, [t];\n\t}\n\tst.f32 [%rd2], %f1;\n")
+    assert _written(slot)
+
+
 def test_line_directives_end_at_their_line():
     # nvcc's own, with the function a line was inlined from: nothing hidden
     assert not _written("\t.loc\t1 9 0, function_name $L__info_string0, inlined_at 1 20 3\n"

@@ -25,8 +25,8 @@ load reads at; anything else counts as a write:
   module declares them `.extern` (the CUDA runtime's own, not a definition of that name: round
   311) and the parameter is that call's alone (round 314); and printf's arguments (an address
   parked in the thread's local buffer for `vprintf`) are only read where no function of the module
-  loads from local memory or lets a local address go anywhere but there (local memory outlives a
-  call: round 314);
+  loads from local memory (nvcc's depot, or a `.local` a body declares: round 322) or lets a local
+  address go anywhere but there (local memory outlives a call: round 314);
 - the distance of two addresses into one object (`first - table`) is no address, where both are
   such addresses on every path (a must-analysis: round 317);
 - statements are read as ptxas reads them (comments, line directives, an opcode glued to its
@@ -88,6 +88,7 @@ class _Body:
     readable: bool  # False where a statement is read otherwise than ptxas may read it
     blocks: list[tuple[int, ...]] = field(default_factory=list)  # each statement's enclosing `{ }` blocks
     parameters: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # a `.param` -> blocks declaring it
+    local: set[str] = field(default_factory=set)  # local memory the body declares by name (nvcc's depot, an asm's)
 
 
 def _body(lines: list[str]) -> _Body:
@@ -131,6 +132,8 @@ def _body(lines: list[str]) -> _Body:
             if statement.startswith("."):
                 if _BODY_MEMORY.search(statement):  # `.global .f32 gain = 0f3F800000` inside a function
                     body.memory |= {m.group("name") for m in [_DECLARED_NAME.search(statement)] if m} or {statement}
+                elif statement.startswith(".local") and (m := _DECLARED_NAME.search(statement)):
+                    body.local.add(m.group("name"))
                 elif statement.startswith(".param") and (m := _PARAMETER.match(statement)):
                     body.parameters.setdefault(m.group(1), []).append(tuple(open_blocks))
             elif statement:
@@ -402,12 +405,14 @@ class _Function:
 
 
 def _written_from(statements: list[str], roots: set[str], module: PtxModule, handed: list[_Handed],
-                  incoming: dict[str, set[str]]) -> _Function:
+                  incoming: dict[str, set[str]], local_memory: set[str]) -> _Function:
     """The roots whose address one function's statements may write through or let escape, those it
     parks in local memory (printf's argument buffer), hands to the module's functions or returns."""
     flow = _follow(statements, roots, handed, incoming)
     written, parked = flow.escaped | flow.stored_at, set()
-    local_roots = {n for s in statements for n in _names(s) if _LOCAL_ROOTS.match(n)}
+    # the thread's local memory: nvcc's depot and its pointers, and every `.local` the body declares (an
+    # asm's own slot, read back through `cvta.local` and a generic load: red team round 322)
+    local_roots = {n for s in statements for n in _names(s) if _LOCAL_ROOTS.match(n)} | local_memory
     local = _follow(statements, local_roots, handed)
     for i, value in flow.parked:
         place = _operands(statements[i].partition(" ")[2])[0]
@@ -442,8 +447,8 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
             parameters = _parameters(function)
             if parameters is None:
                 return set(names)
-            bodies[name] = (body.statements, _handed(body, module), parameters)
-    every_statement = [s for statements, _, _ in bodies.values() for s in statements]
+            bodies[name] = (body.statements, _handed(body, module), parameters, body.local)
+    every_statement = [s for statements, *_ in bodies.values() for s in statements]
 
     def address_taken(f: str) -> bool:  # named anywhere but as the target of a call
         for s in every_statement:
@@ -463,13 +468,13 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
     # a guard against a reading error, failing closed)
     for _ in range(64 * (len(bodies) + 1) * (len(names) + 1)):
         functions = {}
-        for name, (statements, handed, parameters) in bodies.items():
+        for name, (statements, handed, parameters, local_memory) in bodies.items():
             incoming = {p: passed.get((name, k), set()) for k, p in enumerate(parameters)}
             for s in statements:
                 if (c := _call(s)) is not None and c[0] in bodies:
                     for r in c[2]:
                         incoming[r] = incoming.get(r, set()) | returned.get(c[0], set())
-            functions[name] = _written_from(statements, names, module, handed, incoming)
+            functions[name] = _written_from(statements, names, module, handed, incoming, local_memory)
         new_passed: dict[tuple[str, int], set[str]] = {}
         for f in functions.values():
             for key, roots in f.passed.items():
