@@ -373,7 +373,7 @@ def test_a_baseline_whose_outputs_follow_the_bytes_past_its_inputs_is_refused(se
 
     calls = scripted_runs(monkeypatch, behave)
     monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "own-cache"))  # a clean record is kept per build
-    with pytest.raises(InputError, match=r"reads past a buffer its harness declares.*output 'y' changes with them"
+    with pytest.raises(InputError, match=r"reads memory no buffer of its harness holds.*output 'y' changes with them"
                                          r".*--count"):
         verify(load_settings(project_dir=tmp_path))
     contrast = [c for c in calls if c.get("guard_byte") is not None]
@@ -402,7 +402,7 @@ def test_a_baseline_testing_the_bytes_past_its_input_for_nan_is_refused(settings
 
     scripted_runs(monkeypatch, behave)
     monkeypatch.setenv("KERNELLOOP_CACHE_DIR", str(tmp_path / "own-cache"))
-    with pytest.raises(InputError, match=r"reads past a buffer its harness declares.*output 'y' changes"):
+    with pytest.raises(InputError, match=r"reads memory no buffer of its harness holds.*output 'y' changes"):
         verify(load_settings(project_dir=tmp_path))
 
 
@@ -603,15 +603,15 @@ def test_the_candidates_memcheck_run_has_exact_buffers_and_its_results_are_compa
     # it found the harness's bytes there; the memcheck runs give every buffer an exact-size allocation,
     # as a caller's are, and their results must be the baseline's on the same experiment
     clean = "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
-    seen: list[tuple[str, bool, str | None]] = []
+    seen: list[tuple[str, bool, str | None, bool]] = []
 
     def behave(role, kw):
-        seen.append((role, bool(kw.get("exact_buffers")), kw.get("secret")))
+        seen.append((role, bool(kw.get("exact_buffers")), kw.get("secret"), bool(kw.get("wrapper"))))
         if role == "candidate" and kw.get("exact_buffers") and kw.get("wrapper") and takes_another_path:
             return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])  # half a row, doubled, under the sanitizer
         return GOOD
 
-    scripted_runs(monkeypatch, behave)
+    calls = scripted_runs(monkeypatch, behave)
     real_run = gate.run_program
 
     def run(binary, **kw):
@@ -626,11 +626,14 @@ def test_the_candidates_memcheck_run_has_exact_buffers_and_its_results_are_compa
     monkeypatch.setenv("KERNELLOOP_VERIFY_MEMCHECK", "on")
     v = verify(load_settings(project_dir=tmp_path))
     memcheck = next(g for g in v.gates if g.gate == "memcheck")
-    checked = [s for s in seen if s[1]]
-    # every memcheck run of the candidate has exact buffers, and a baseline run on its secret follows it
-    # (after the caller-layout pair of the correctness gate, a candidate run and a baseline run)
-    memchecked = [s for s in checked if s[0] == "candidate"][1:]
-    assert memchecked and ("baseline", True, memchecked[0][2]) in checked
+    # every memcheck run of the candidate (the sanitizer wraps it) has exact buffers, and a baseline run with
+    # exact buffers on its secret follows it; the memory each program allocates holds the same other bytes in
+    # both (red team round 315's class)
+    memchecked = [s for s in seen if s[0] == "candidate" and s[3]]
+    assert memchecked and all(s[1] for s in memchecked)
+    assert all(("baseline", True, s[2], False) in seen for s in memchecked)
+    assert {c.get("guard_byte") for c in calls if c.get("wrapper") or (c.get("exact_buffers") and c["secret"]
+            in {s[2] for s in memchecked})} == {0x4B}
     if takes_another_path:
         assert Reason.correctness in v.reasons and memcheck.status == "fail", v.summary
         assert "exact size" in memcheck.detail

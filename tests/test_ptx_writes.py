@@ -240,3 +240,51 @@ def test_a_module_that_cannot_be_read_whole_counts_every_static_written():
     module = _module("\tld.global.f32 \t%f1, [_ZZ1fiE1t];\n")
     module.unreadable = True
     assert written_variables(module, {"_ZZ1fiE1t"}) == {"_ZZ1fiE1t"}
+
+
+@pytest.mark.parametrize("step", [
+    "add.rn.f64 \t%rd2, %rd1, 0d3FF0000000000000",  # the address's bits as a double, rounded (round 323)
+    "add.s32 \t%rd2, %rd1, 4",  # a 32-bit offset drops the top of the address
+    "cvta.to.shared.u64 \t%rd2, %rd1",  # mapped into another window
+])
+def test_the_distance_rule_trusts_only_whole_integer_offsets(step):
+    # `a - b` where b came from a by a lossy step is the address's own bits, not a distance
+    search = (f"\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{step};\n\tsub.s64 \t%rd3, %rd1, %rd2;\n"
+              "\tadd.s64 \t%rd4, %rd3, 4607182418800017408;\n\tst.f32 \t[%rd4], %f1;\n")
+    assert _written(search)
+    assert not _written(search.replace(step, "add.s64 \t%rd2, %rd1, 8").replace("\tst.f32 \t[%rd4], %f1;\n", ""))
+
+
+def test_a_name_declared_again_inside_a_body_counts_the_variable_written():
+    # a register named as the table (round 323): the reading follows names without scopes
+    assert _written("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ .reg .b64 _ZZ1fiE1t;\n\tmov.u64 _ZZ1fiE1t, 0;\n"
+                    "\tmov.u64 \t%rd2, _ZZ1fiE1t;\n\t}\n\tld.f32 \t%f1, [%rd1];\n")
+
+
+_BUMP = (".func bump(\n\t.param .b64 bump_param_0,\n\t.param .b64 bump_param_1\n)\n{\n\t.reg .b64 \t%rd<4>;\n"
+         "\t.reg .f32 \t%f<3>;\n\tld.param.u64 \t%rd1, [READ];\n\tUSE\tret;\n}\n")
+_HAND_TABLE_SECOND = ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\t{ // callseq 0, 0\n\t.param .b64 param0;\n"
+                      "\tst.param.b64 \t[param0+0], 0;\n\t.param .b64 param1;\n\tst.param.b64 \t[PLACE], %rd1;\n"
+                      "\tcall.uni \n\tbump, \n\t(\n\tparam0, \n\tparam1\n\t);\n\t} // callseq 0\n")
+
+
+@pytest.mark.parametrize("read, place, written", [
+    ("bump_param_1", "param1+0", False),  # the table read where it is handed: only loaded there
+    ("bump_param_0+8", "param1+0", True),  # the first parameter read 8 bytes on is the second (round 323)
+    ("bump_param_1", "param0+8", True),  # stored past the first parameter's bytes, into the second
+])
+def test_a_parameter_is_read_and_filled_within_its_bytes(read, place, written):
+    # the callee writes through what it reads from its parameters: harmless only where that is not the table
+    callee = _BUMP.replace("READ", read).replace("USE", "ld.f32 \t%f1, [%rd1];\n\tst.f32 \t[%rd1], %f1;\n")
+    if not written:
+        callee = callee.replace("\tst.f32 \t[%rd1], %f1;\n", "")
+    assert _written(_HAND_TABLE_SECOND.replace("PLACE", place), callee) == written
+
+
+def test_a_copy_into_shared_memory_reads_its_global_source():
+    # a table staged with cp.async is only read (round 323's false refusal); a bulk copy back to global
+    # memory, or the table as the copy's destination, writes it
+    stage = "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tcvta.global.u64 \t%rd2, %rd1;\n\tmov.u32 \t%r1, 0;\n"
+    assert not _written(stage + "\tcp.async.cg.shared.global [%r1], [%rd2], 16, 16;\n")
+    assert _written(stage + "\tcp.async.bulk.global.shared::cta.bulk_group [%rd2], [%r1], 16;\n")
+    assert _written(stage + "\tcp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd2], [%r1], 16;\n")

@@ -483,6 +483,34 @@ constexpr size_t kPartGuardBytes = 512;
 // A request larger than this would wrap round when rounded up and guarded.
 constexpr size_t kLargestPartRequest = ~(size_t)0 - 2 * kPartBlockGranule - kPartGuardBytes;
 constexpr unsigned char kPartGuardByte = 0x5A;
+// In the verifier's runs with other bytes past the buffers (KERNELLOOP_GUARD_BYTE), every block the part
+// is handed (fresh or handed back) and every host allocation but calloc's hold that byte until the part
+// writes them: a baseline whose results follow them reads memory it never wrote, which is what the
+// allocator handed back, and code left out of the program (a caller's main) can decide that (red team
+// round 315: a pool block of the workspace's size filled and freed before the call). Other runs leave
+// allocations as the allocator hands them over: a fill there would be timed with the call.
+inline int part_fill_byte() {
+  static int byte = -2;
+  if (byte == -2) {
+    const char* text = setting("KERNELLOOP_GUARD_BYTE");
+    byte = text && *text ? (atoi(text) & 0xFF) : -1;
+  }
+  return byte;
+}
+inline void fill_part_host(void* at, size_t bytes) {
+  const int byte = part_fill_byte();
+  if (at != nullptr && byte >= 0) memset(at, byte, bytes);
+}
+inline void fill_part_device(void* at, size_t bytes, bool ordered, cudaStream_t stream) {
+  const int byte = part_fill_byte();
+  if (byte < 0 || bytes == 0) return;
+  if (ordered) {
+    KL_CHECK(cudaMemsetAsync(at, byte, bytes, stream));
+  } else {
+    KL_CHECK(cudaMemsetAsync(at, byte, bytes, harness_stream()));
+    KL_CHECK(cudaStreamSynchronize(harness_stream()));
+  }
+}
 inline bool may_take(const PartBlock& b, bool ordered, cudaStream_t stream) {
   return b.freed && (b.reusable || (ordered && b.freed_on == stream));
 }
@@ -501,8 +529,10 @@ inline void* hand_part_block(void* fresh, size_t bytes, size_t guard, int origin
   if (best != nullptr) {
     KL_CHECK(ordered ? cudaFreeAsync(fresh, stream) : cudaFree(fresh));
     best->freed = best->reusable = false;
+    fill_part_device(const_cast<void*>(best->at), bytes, ordered, stream);
     return const_cast<void*>(best->at);
   }
+  fill_part_device(fresh, bytes, ordered, stream);
   if (guard) {
     unsigned char* zone = static_cast<unsigned char*>(fresh) + bytes;
     if (ordered) {
@@ -595,38 +625,61 @@ void __cudaRegisterVar(void** handle, char* host_var, char* device_address, cons
 
 // The part's allocation calls are linked here (tools/nvcc.py, PART_STATE_CALLS): each calls the
 // real function and records what it returned.
-void* __kl_part_malloc(size_t n) { void* p = malloc(n); kl::note_part_block(p, n, 0); return p; }
+void* __kl_part_malloc(size_t n) {
+  void* p = malloc(n);
+  kl::note_part_block(p, n, 0);
+  kl::fill_part_host(p, n);
+  return p;
+}
 void* __kl_part_calloc(size_t n, size_t m) { void* p = calloc(n, m); kl::note_part_block(p, n * m, 0); return p; }
 void* __kl_part_aligned_alloc(size_t a, size_t n) {
   void* p = aligned_alloc(a, n);
   kl::note_part_block(p, n, 0);
+  kl::fill_part_host(p, n);
   return p;
 }
 int __kl_part_posix_memalign(void** out, size_t a, size_t n) {
   const int err = posix_memalign(out, a, n);
-  if (err == 0) kl::note_part_block(*out, n, 0);
+  if (err == 0) {
+    kl::note_part_block(*out, n, 0);
+    kl::fill_part_host(*out, n);
+  }
   return err;
 }
-void* __kl_part__Znwm(size_t n) { void* p = ::operator new(n); kl::note_part_block(p, n, 0); return p; }
-void* __kl_part__Znam(size_t n) { void* p = ::operator new[](n); kl::note_part_block(p, n, 0); return p; }
+void* __kl_part__Znwm(size_t n) {
+  void* p = ::operator new(n);
+  kl::note_part_block(p, n, 0);
+  kl::fill_part_host(p, n);
+  return p;
+}
+void* __kl_part__Znam(size_t n) {
+  void* p = ::operator new[](n);
+  kl::note_part_block(p, n, 0);
+  kl::fill_part_host(p, n);
+  return p;
+}
 void* __kl_part__ZnwmRKSt9nothrow_t(size_t n, const std::nothrow_t&) {
   void* p = ::operator new(n, std::nothrow);
   kl::note_part_block(p, n, 0);
+  kl::fill_part_host(p, n);
   return p;
 }
 void* __kl_part__ZnamRKSt9nothrow_t(size_t n, const std::nothrow_t&) {
   void* p = ::operator new[](n, std::nothrow);
   kl::note_part_block(p, n, 0);
+  kl::fill_part_host(p, n);
   return p;
 }
 void* __kl_part__ZnwmSt11align_val_t(size_t n, std::align_val_t a) {
   void* p = ::operator new(n, a);
   kl::note_part_block(p, n, 0);
+  kl::fill_part_host(p, n);
   return p;
 }
 void* __kl_part__ZnamSt11align_val_t(size_t n, std::align_val_t a) {
   void* p = ::operator new[](n, a);
   kl::note_part_block(p, n, 0);
+  kl::fill_part_host(p, n);
   return p;
 }
 // Device blocks: whole granules and a guard (hand_part_block: a freed block may come back instead).

@@ -28,7 +28,12 @@ load reads at; anything else counts as a write:
   loads from local memory (nvcc's depot, or a `.local` a body declares: round 322) or lets a local
   address go anywhere but there (local memory outlives a call: round 314);
 - the distance of two addresses into one object (`first - table`) is no address, where both are
-  such addresses on every path (a must-analysis: round 317);
+  such addresses on every path (a must-analysis: round 317), reached by whole 64-bit integer
+  arithmetic only (a floating-point `add` on its bits is no offset: round 323);
+- a name a body or a header declares again (a register named as the table) counts the variable
+  written, as names are followed without scopes; a parameter read or filled past its own bytes
+  reaches the next one (ptxas lays them out in a row: round 323), so it hands on every address;
+- a copy into shared memory reads its global source (`cp.async`: round 323's false refusal);
 - statements are read as ptxas reads them (comments, line directives, an opcode glued to its
   operand, PTX's identifiers: rounds 312-313, 318-319); a module or body that cannot be read so
   counts every variable as written.
@@ -51,6 +56,9 @@ from .ptx_module import PtxModule, line_code
 _READING_CALLEES = frozenset({"vprintf", "__assertfail"})
 _READS = re.compile(r"^(?:ld|ldu|prefetch|prefetchu)(?:\.|$)")
 _MOVES = frozenset({"mov", "add", "sub", "cvta", "selp"})  # an address moved, offset or converted
+# copies into shared memory from global memory, the source their second operand (`cp.async.cg.shared.global
+# [s], [g], 16;`, `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [s], [g], n, [bar];`)
+_COPY_FROM_GLOBAL = re.compile(r"^cp\.async\.(?:ca\.|cg\.|bulk\.)?shared(?:::cta|::cluster)?\.global(?:\.|$)")
 _GUARD = re.compile(r"^@!?%?[\w$.]+\s+")
 _LEADING = re.compile(r"^(?:[{}]\s*|[\w$.]+:(?!:)\s*)+")
 # line directives inside a body, ending at the end of their line (`.loc 1 14 3`, with the function and
@@ -81,6 +89,28 @@ def _moves(opcode: str) -> bool:
     return base in (*_MOVES, "mad") and "cc" not in modifiers
 
 
+_WHOLE_WIDTHS = frozenset({"s64", "u64", "b64"})
+_ROUNDING = frozenset({"rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "ftz", "sat", "approx", "full"})
+
+
+def _exact(opcode: str) -> bool:
+    """A move or offset that keeps an address whole: integer arithmetic on 64-bit values (a `mad`'s
+    product added to a 64-bit addend), a conversion between generic and global or constant memory.
+    A floating-point `add` is no offset (round 323: `add.rn.f64` on an address's bits, then the
+    distance taken was the address), a 32-bit one drops its top, `cvta.to.shared` maps it elsewhere."""
+    if not _moves(opcode):
+        return False
+    base, *modifiers = opcode.split(".")
+    kinds = set(modifiers)
+    if kinds & _ROUNDING:
+        return False
+    if base == "cvta":
+        return bool(kinds & {"global", "const"}) and "u64" in kinds
+    if base == "mad":
+        return ("lo" in kinds and bool(kinds & _WHOLE_WIDTHS)) or ("wide" in kinds and bool(kinds & {"s32", "u32"}))
+    return bool(kinds & _WHOLE_WIDTHS)
+
+
 @dataclass
 class _Body:
     statements: list[str]  # the instructions, one per `;` (a call spans lines), comments dropped
@@ -89,6 +119,8 @@ class _Body:
     blocks: list[tuple[int, ...]] = field(default_factory=list)  # each statement's enclosing `{ }` blocks
     parameters: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # a `.param` -> blocks declaring it
     local: set[str] = field(default_factory=set)  # local memory the body declares by name (nvcc's depot, an asm's)
+    declared: set[str] = field(default_factory=set)  # every name a declaration in the body makes (registers too)
+    parameter_bytes: dict[tuple[str, tuple[int, ...]], int | None] = field(default_factory=dict)  # (name, block)
 
 
 def _body(lines: list[str]) -> _Body:
@@ -130,12 +162,14 @@ def _body(lines: list[str]) -> _Body:
             # a brace after the opcode is a vector operand's (`mov.b64 {%r1, %r2}, %rd1`)
             statement = leading(part)
             if statement.startswith("."):
+                body.declared |= _declared_names(statement)
                 if _BODY_MEMORY.search(statement):  # `.global .f32 gain = 0f3F800000` inside a function
                     body.memory |= {m.group("name") for m in [_DECLARED_NAME.search(statement)] if m} or {statement}
                 elif statement.startswith(".local") and (m := _DECLARED_NAME.search(statement)):
                     body.local.add(m.group("name"))
                 elif statement.startswith(".param") and (m := _PARAMETER.match(statement)):
                     body.parameters.setdefault(m.group(1), []).append(tuple(open_blocks))
+                    body.parameter_bytes[(m.group(1), tuple(open_blocks))] = _parameter_bytes(statement)
             elif statement:
                 # the opcode and its operands, one space between: ptxas needs none before `[`, `%`, `{`
                 # (`st.f32[%rd1],%f1;` is a store: red team round 319), and every reading here splits at it
@@ -145,6 +179,47 @@ def _body(lines: list[str]) -> _Body:
                 body.blocks.append(tuple(open_blocks))
     body.readable &= not leading(pending)
     return body
+
+
+_DIRECTIVE_WORD = re.compile(r"\.[\w:]+|<\s*\d+\s*>|\[\s*\d*\s*\]|\b\d+\b")
+
+
+def _declared_names(statement: str) -> set[str]:
+    """The names a declaration makes (`.reg .b64 a, b;`, `.reg .pred %p<3>;`, `.param .b8 p[16]`), its
+    initialiser left out."""
+    return set(_NAME.findall(_DIRECTIVE_WORD.sub(" ", statement.partition("=")[0])))
+
+
+_TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
+_SIZED_PARAMETER = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?(?:\.ptr\S*\s+)*\.[bsuf](?P<bits>8|16|32|64|128)\s+"
+                              r"(?P<name>[A-Za-z_$][\w$]*)\s*(?:\[\s*(?P<count>\d+)\s*\])?\s*$")
+
+
+def _parameter_bytes(declaration: str) -> int | None:
+    """How many bytes a `.param` declaration holds (`.param .b64 p`: 8, `.param .align 8 .b8 p[16]`: 16);
+    None where it does not read so."""
+    m = _SIZED_PARAMETER.match(" ".join(declaration.split()))
+    if m is None:
+        return None
+    return _TYPE_BYTES[m.group("bits")] * int(m.group("count") or 1)
+
+
+def _access_bytes(opcode: str) -> int | None:
+    """How many bytes a load or store reads or writes (`ld.param.v2.u64`: 16); None where unsure."""
+    modifiers = opcode.split(".")
+    width = next((_TYPE_BYTES.get(m[1:]) for m in reversed(modifiers) if m[:1] in "bsuf" and m[1:] in _TYPE_BYTES),
+                 None)
+    lanes = next((int(m[1:]) for m in modifiers if m in ("v2", "v4", "v8")), 1)
+    return width * lanes if width else None
+
+
+def _fits(opcode: str, place: str, size: int | None) -> bool:
+    """Whether a `ld.param`/`st.param` at PLACE (`[p+8]`) stays inside its parameter of SIZE bytes: ptxas
+    lays a function's parameters out one after another, so `[f_param_0+8]` reads `f_param_1` (red team
+    round 323 handed the table to the second parameter and read it through the first)."""
+    m = re.fullmatch(r"\[\s*[A-Za-z_$%][\w$]*\s*(?:\+\s*(\d+)\s*)?\]", place.strip())
+    width = _access_bytes(opcode)
+    return m is not None and size is not None and width is not None and int(m.group(1) or 0) + width <= size
 
 
 def _operands(operands: str) -> list[str]:
@@ -219,7 +294,8 @@ def _derive(statements: list[str], roots: set[str], incoming: dict[str, set[str]
 
 def _always_into(statements: list[str], roots: set[str], flow: _Flow) -> dict[str, str]:
     """The registers every definition of which makes them an address into one root (the root, or such a
-    register, moved, converted or offset by a value no address comes into): a greatest fixed point."""
+    register, moved, converted or offset by a value no address comes into, in exact 64-bit integer
+    arithmetic: `_exact`): a greatest fixed point."""
     definitions: dict[str, list[tuple[str, list[str]]]] = {}
     for statement in statements:
         opcode, _, rest = statement.partition(" ")
@@ -249,7 +325,7 @@ def _always_into(statements: list[str], roots: set[str], flow: _Flow) -> dict[st
             found: set[str] = set()
             for opcode, ops in defs:
                 base = opcode.split(".", 1)[0]
-                if not _moves(opcode) or len(ops[0].split()) != 1 or ops[0].startswith("{"):
+                if not _exact(opcode) or len(ops[0].split()) != 1 or ops[0].startswith("{"):
                     found.add("")
                 elif base in ("mov", "cvta") and len(ops) == 2:
                     found.add(into(ops[1]) or "")
@@ -276,9 +352,10 @@ def _always_into(statements: list[str], roots: set[str], flow: _Flow) -> dict[st
 
 
 def _follow(statements: list[str], roots: set[str], handed: list[_Handed],
-            incoming: dict[str, set[str]] | None = None) -> _Flow:
+            incoming: dict[str, set[str]] | None = None, sizes: dict[str, int | None] | None = None) -> _Flow:
     """INCOMING: the parameters (the function's own, or a callee's return value) whose loads give
-    these roots' addresses. Without it (the thread's local memory), a call's argument is a store."""
+    these roots' addresses, SIZES their bytes. Without it (the thread's local memory), a call's
+    argument is a store."""
     flow = _derive(statements, roots, incoming, {})
     # the distance of two addresses into one object is no address (`first - table`, a binary search),
     # where both are such addresses on every path (a value merged from two calls or two branches is
@@ -294,6 +371,9 @@ def _follow(statements: list[str], roots: set[str], handed: list[_Handed],
             read_at = _names(ops[-1]) if opcode.startswith("ld.param") and ops and ops[-1].startswith("[") else set()
             for name in (_names(rest) - read_at) & incoming.keys():
                 flow.escaped |= incoming[name]
+            # a load past its parameter's bytes reads the next parameter's (ptxas lays them out in a row)
+            if read_at & incoming.keys() and not _fits(opcode, ops[-1], (sizes or {}).get(next(iter(read_at)))):
+                flow.escaped |= set().union(set(), *incoming.values())
         if _READS.match(opcode):
             places = [o for o in ops if o.startswith("[")]
             flow.read |= any(flow.roots(p) for p in places)
@@ -308,12 +388,19 @@ def _follow(statements: list[str], roots: set[str], handed: list[_Handed],
             flow.passed.setdefault(handed[i], set()).update(flow.roots(ops[1]))
             flow.stored_at |= flow.roots(ops[0])
         elif incoming is not None and opcode.startswith("st.param") and len(ops) == 2 \
-                and _names(ops[0]) and all(_RETURN.match(n) for n in _names(ops[0])):
+                and _names(ops[0]) and all(_RETURN.match(n) for n in _names(ops[0])) \
+                and _fits(opcode, ops[0], (sizes or {}).get(next(iter(_names(ops[0]))))):
             flow.returned |= flow.roots(ops[1])
         elif opcode.startswith("st") and len(ops) == 2 and ops[0].startswith("["):
             flow.stored_at |= flow.roots(ops[0])
             if value := flow.roots(ops[1]):
                 flow.parked.append((i, value))
+        elif _COPY_FROM_GLOBAL.match(opcode) and len(ops) >= 2 and ops[1].startswith("["):
+            # a copy into shared memory reads global memory at its source (a table staged with cp.async:
+            # red team round 323's false refusal); the destination and any other operand as below
+            flow.read |= bool(flow.roots(ops[1]))
+            flow.stored_at |= flow.roots(ops[0])
+            flow.escaped |= set().union(set(), *(flow.roots(o) for o in ops[2:]))
         else:
             flow.stored_at |= set().union(set(), *(flow.roots(o) for o in ops if o.startswith("[")))
             flow.escaped |= set().union(set(), *(flow.roots(o) for o in ops if not o.startswith("[")))
@@ -374,7 +461,11 @@ def _handed(body: _Body, module: PtxModule) -> list[_Handed]:
                      for k, s in enumerate(statements))
         # a parameter the call lists twice reaches two of the callee's parameters (red team round 321: only
         # the first was followed): a store like any other
-        if not within(j) or passed.count(name) != 1 or elsewhere or loaded:
+        # a store past the parameter's bytes lands in the next parameter (ptxas lays them out in a row): a
+        # store like any other (red team round 323)
+        if not within(j) or passed.count(name) != 1 or elsewhere or loaded \
+                or not _fits(statement.partition(" ")[0], _operands(statement.partition(" ")[2])[0],
+                             body.parameter_bytes.get((name, block))):
             continue
         callee = module.functions.get(target)
         if reading(target):
@@ -395,6 +486,16 @@ def _parameters(function) -> list[str] | None:
     return _PARAMETER.findall(m.group("parameters") or "")
 
 
+def _header_bytes(function) -> dict[str, int | None]:
+    """The bytes each parameter and return value the header declares holds (None where unread)."""
+    header = " ".join(" ".join(function.lines[:max(1, len(function.lines) - len(function.body) - 1)]).split())
+    m = _HEADER.match(header)
+    if m is None:
+        return {}
+    declared = [d for group in ("returns", "parameters") for d in (m.group(group) or "").split(",") if d.strip()]
+    return {found.group(1): _parameter_bytes(d) for d in declared if (found := _PARAMETER.search(d))}
+
+
 @dataclass
 class _Function:
     written: set[str]  # roots written through or escaped
@@ -405,10 +506,10 @@ class _Function:
 
 
 def _written_from(statements: list[str], roots: set[str], module: PtxModule, handed: list[_Handed],
-                  incoming: dict[str, set[str]], local_memory: set[str]) -> _Function:
+                  incoming: dict[str, set[str]], local_memory: set[str], sizes: dict[str, int | None]) -> _Function:
     """The roots whose address one function's statements may write through or let escape, those it
     parks in local memory (printf's argument buffer), hands to the module's functions or returns."""
-    flow = _follow(statements, roots, handed, incoming)
+    flow = _follow(statements, roots, handed, incoming, sizes)
     written, parked = flow.escaped | flow.stored_at, set()
     # the thread's local memory: nvcc's depot and its pointers, and every `.local` the body declares (an
     # asm's own slot, read back through `cvta.local` and a generic load: red team round 322)
@@ -447,7 +548,17 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
             parameters = _parameters(function)
             if parameters is None:
                 return set(names)
-            bodies[name] = (body.statements, _handed(body, module), parameters, body.local)
+            # a name a declaration in the body or the header makes again (a register named as the table: round
+            # 323) hides the variable where the reading follows names without scopes: counted as written
+            written |= names & (body.declared | set(parameters))
+            # the bytes of each parameter the function reads or fills: its header's, and its calls' (the
+            # smallest where a name is declared in several blocks)
+            sizes: dict[str, int | None] = {}
+            for (parameter, _), size in body.parameter_bytes.items():
+                sizes[parameter] = None if size is None or sizes.get(parameter, size) is None \
+                    else min(size, sizes.get(parameter, size))
+            sizes |= _header_bytes(function)
+            bodies[name] = (body.statements, _handed(body, module), parameters, body.local, sizes)
     every_statement = [s for statements, *_ in bodies.values() for s in statements]
 
     def address_taken(f: str) -> bool:  # named anywhere but as the target of a call
@@ -468,13 +579,13 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
     # a guard against a reading error, failing closed)
     for _ in range(64 * (len(bodies) + 1) * (len(names) + 1)):
         functions = {}
-        for name, (statements, handed, parameters, local_memory) in bodies.items():
+        for name, (statements, handed, parameters, local_memory, sizes) in bodies.items():
             incoming = {p: passed.get((name, k), set()) for k, p in enumerate(parameters)}
             for s in statements:
                 if (c := _call(s)) is not None and c[0] in bodies:
                     for r in c[2]:
                         incoming[r] = incoming.get(r, set()) | returned.get(c[0], set())
-            functions[name] = _written_from(statements, names, module, handed, incoming, local_memory)
+            functions[name] = _written_from(statements, names, module, handed, incoming, local_memory, sizes)
         new_passed: dict[tuple[str, int], set[str]] = {}
         for f in functions.values():
             for key, roots in f.passed.items():

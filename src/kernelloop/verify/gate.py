@@ -1914,7 +1914,10 @@ def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, base
     inputs' guard zones holding NaN, then large finite values of either sign: outputs that move with them come from
     memory past a buffer the harness declares, which no candidate can be held to (red team rounds
     46-48: a read past a buffer init sized too small, hidden by a max or a ReLU from the NaN that
-    the guard zones hold otherwise). Cached per baseline build and size."""
+    the guard zones hold otherwise). The memory the baseline's own code allocates (device blocks, fresh or
+    handed back, and host allocations but calloc's) holds the same bytes until it writes it: outputs that
+    follow them come from what an allocator handed back, which code left out of the program can decide
+    (red team round 315). Cached per baseline build and size."""
     vs = v.settings
     tolerance = tolerance_for(vs)
     tolerance_key = hashlib.sha256(tolerance.model_dump_json().encode()).hexdigest()[:12]  # the decision's terms
@@ -1929,10 +1932,12 @@ def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, base
         if failed or moved:
             what = (f"it fails when they hold other values ({run_failure(failed[0])[1]})" if failed else
                     f"its output {', '.join(repr(m) for m in moved)} changes with them")
-            raise InputError(f"{baseline_name}: the baseline reads past a buffer its harness declares{size_words(size_index)}: "
-                             f"run on the same inputs with different bytes beyond the buffers, {what}. The verifier "
-                             "cannot check what it computes from memory no buffer holds. Declare how many elements each "
-                             "buffer really holds (`kernelloop init --count NAME=EXPR`), or fix the kernel's bounds")
+            raise InputError(f"{baseline_name}: the baseline reads memory no buffer of its harness holds"
+                             f"{size_words(size_index)}: run on the same inputs with different bytes beyond the buffers "
+                             f"and in the memory its own code allocates before it writes it, {what}. The verifier cannot "
+                             "check what it computes from memory past a buffer or from what an allocator hands back. "
+                             "Declare how many elements each buffer really holds (`kernelloop init --count NAME=EXPR`), "
+                             "fix the kernel's bounds, or write (or memset) what the code allocates before reading it")
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text("no output follows the bytes past the inputs\n")
 
@@ -2370,15 +2375,19 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
         # caller's (red team round 189) is then either caught reading or takes its caller's path here,
         # whose results are compared with the baseline's on the same experiment.
         secret = experiment_secret()
+        # The memory each program's own code allocates holds large finite bytes until it writes it (the guard byte,
+        # which exact buffers leave no zone for): a candidate that reads what it allocated and never wrote, counting on
+        # the zeros a fresh process's allocations hold, computes from them here (red team round 315's class).
         run = run_program(binary, seed=v.seeds[0], limits=limits, wrapper=memcheck_argv(sanitizer, Path("program"))[:-1],
                           cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=secret,
-                          size_index=size_index, size_draw=size_draw, exact_buffers=True)
+                          size_index=size_index, size_draw=size_draw, exact_buffers=True,
+                          guard_byte=GUARD_CONTRAST_BYTES[1])
         durations.program_runs_s += run.result.wall_s
         result = read_memcheck(run.result.stdout, run.result.stderr)
         if run.result.timed_out or run.guard_tripped or result.errors != 0 or run.result.returncode != 0:
             break
         base = run_program(baseline, seed=v.seeds[0], limits=limits, secret=secret, size_index=size_index,
-                           size_draw=size_draw, exact_buffers=True)
+                           size_draw=size_draw, exact_buffers=True, guard_byte=GUARD_CONTRAST_BYTES[1])
         durations.program_runs_s += base.result.wall_s
         if base.result.returncode == 0 and base.records is not None:
             # the baseline's own run-to-run variation at this size, as the correctness gate allowed it
@@ -2433,7 +2442,8 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
         reasons.append(Reason.correctness)
         v.gates.append(GateResult(gate="memcheck", status="fail", candidate="other results",
                                   detail="with every buffer an allocation of its own exact size (no guard zones "
-                                         f"around it), the candidate's results differ from the baseline's: "
+                                         "around it) and the memory each program's own code allocates holding other "
+                                         "bytes until it writes it, the candidate's results differ from the baseline's: "
                                          f"{differing.describe()}"))
         return
     clean = result.errors == 0 and run.result.returncode == 0
