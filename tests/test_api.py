@@ -120,3 +120,14 @@ def test_optimize_says_what_is_wrong_before_anything_starts(project, monkeypatch
         collect(kernelloop.optimize())
     with pytest.raises(InputError, match="not both"):
         collect(kernelloop.optimize(NAIVE, resume="20261121-1015"))
+
+
+def test_an_input_checked_without_a_gpu_gets_the_arch_every_command_builds_for(monkeypatch):
+    from kernelloop.graph.inputs import check_inputs
+    from kernelloop.verify.static_check import DEFAULT_ARCH
+
+    monkeypatch.setattr("kernelloop.graph.inputs.detect_gpus", lambda: [])
+    monkeypatch.setattr("kernelloop.verify.static_check.detect_gpus", lambda: [])
+    assert check_inputs(NAIVE, kernelloop.Settings(), require_gpu=False).arch == DEFAULT_ARCH
+    given = kernelloop.Settings(verify={"arch": "sm_89"})
+    assert check_inputs(NAIVE, given, require_gpu=False).arch == "sm_89"

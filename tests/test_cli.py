@@ -247,3 +247,14 @@ def test_a_folder_kernelloop_cannot_use_is_one_line_exit_2(tmp_path):
 def test_dash_h_is_help(args):
     r = kl(*args)
     assert r.returncode == 0 and "Usage:" in r.stdout
+
+
+def test_a_data_folder_whose_run_log_cannot_be_opened_is_one_line_exit_2(tmp_path):
+    # a folder that exists but cannot be written (a read-only mount; here the log's own name taken by a folder,
+    # which root cannot write through either): sqlite's error, not a traceback
+    data = tmp_path / "data"
+    (data / "runs.sqlite").mkdir(parents=True)
+    for args in (("runs", "list"), ("runs", "show", "20261121-1015")):
+        r = kl(*args, env={"KERNELLOOP_DATA_DIR": str(data)})
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert "cannot use the run log" in one_error_line(r) and "KERNELLOOP_DATA_DIR" in one_error_line(r)

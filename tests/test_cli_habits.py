@@ -36,6 +36,22 @@ def test_the_main_commands_show_examples(command):
     assert f"kernelloop {' '.join(command)} " in examples
 
 
+def _every_command(group, path=()):
+    for name, sub in group.commands.items():
+        if hasattr(sub, "commands"):
+            yield from _every_command(sub, (*path, name))
+        else:
+            yield (*path, name)
+
+
+def test_every_command_shows_an_example():
+    from typer.main import get_command
+
+    for command in _every_command(get_command(app)):
+        text = help_text(*command)
+        assert "Example" in text and f"kernelloop {' '.join(command)}" in text.split("Example", 1)[1], command
+
+
 @pytest.mark.parametrize("command, shown", [
     (["optimize"], "--optimizer auto|offline|nim|openai"),
     (["verify"], "--memcheck auto|on|off"),
@@ -51,6 +67,7 @@ def test_a_fixed_set_of_values_is_shown_as_the_choices(command, shown):
     # a choice is never shown as its type (`profiler|verifier|researcher <str>`: issue 12)
     assert not any(line.strip().startswith(shown.split()[-1]) and "<str>" in line for line in text.splitlines())
     assert f"{shown} <str>" not in text
+    assert not any(shown.split()[-1] in line and "<str>" in line for line in text.splitlines())  # `SERVER <str>  ...`
 
 
 def test_verify_help_states_its_exit_codes():

@@ -447,8 +447,11 @@ def init(
 
 @app.command("include-dir")
 def include_dir() -> None:
-    """Print the folder of kernelloop_harness.cuh (contract v2), for building a program by hand:
-    nvcc -O3 -arch=sm_XX -I "$(kernelloop include-dir)" file.cu"""
+    """Print the folder of kernelloop_harness.cuh (contract v2), for building a program by hand.
+
+    Examples:
+      kernelloop include-dir
+      nvcc -O3 -arch=sm_90 -I "$(kernelloop include-dir)" my_kernel_kl.cu -o my_kernel"""
     from ..tools.nvcc import harness_include_dir
 
     typer.echo(str(harness_include_dir()))
@@ -716,7 +719,11 @@ def bench_record(
     """Record each kernel's reference on this GPU: its program, outputs' SHA-256 and kernel time.
 
     The program is first verified against itself (every gate, then an A/A regression check).
-    Exit code 0: recorded; 2: a usage or environment problem."""
+    Exit code 0: recorded; 2: a usage or environment problem.
+
+    Examples:
+      kernelloop bench record
+      kernelloop bench record naive_matmul --json"""
     from ..bench.reference import record_suite
 
     settings = load_settings()
@@ -855,7 +862,11 @@ def runs_list(kernel: Optional[str] = typer.Option(None, help="Only runs of this
 @runs_app.command("show")
 def runs_show(run_id: str = typer.Argument(..., help="A run id, or a unique prefix of one."),
               json_output: bool = typer.Option(False, "--json")) -> None:
-    """One run: its outcome, every attempt and why it was accepted or rejected, its folder."""
+    """One run: its outcome, every attempt and why it was accepted or rejected, its folder.
+
+    Examples:
+      kernelloop runs show 20261121-1015
+      kernelloop runs show 2026112 --json          # a unique prefix"""
     from ..runs.store import run_store  # the run log alone: never the agent loop
     from .render import print_run
 
@@ -875,7 +886,11 @@ def runs_score(run_ids: Optional[list[str]] = typer.Argument(
                               "every kernel in the run log]."),
                json_output: bool = typer.Option(False, "--json", help="Print the score as JSON.")) -> None:
     """The suite score of optimize runs: the share of kernels correct and at least p times faster
-    (KernelBench's fast_p, p = 1, 1.2, 2) and the geometric-mean speedup (docs/optimize.md)."""
+    (KernelBench's fast_p, p = 1, 1.2, 2) and the geometric-mean speedup (docs/optimize.md).
+
+    Examples:
+      kernelloop runs score
+      kernelloop runs score 20261121-1015 20261121-1102 --json"""
     from ..runs.store import run_store  # the run log alone: never the agent loop
     from ..runs.suite_score import score_store
     from .render import print_suite_score
@@ -894,7 +909,11 @@ app.add_typer(corpus_app, name="corpus")
 @corpus_app.command("add")
 def corpus_add(path: Path = typer.Argument(..., help="A file or folder of Markdown, text, HTML or PDF."),
                json_output: bool = typer.Option(False, "--json")) -> None:
-    """Index your own documents (e.g. a local copy of the CUDA C++ Best Practices Guide)."""
+    """Index your own documents (e.g. a local copy of the CUDA C++ Best Practices Guide).
+
+    Examples:
+      kernelloop corpus add ~/docs/cuda-best-practices.pdf
+      kernelloop corpus add ./team-notes/ --json"""
     from ..corpus import add_path
     from ..errors import InputError
 
@@ -913,7 +932,11 @@ def corpus_add(path: Path = typer.Argument(..., help="A file or folder of Markdo
 
 @corpus_app.command("list")
 def corpus_list(json_output: bool = typer.Option(False, "--json")) -> None:
-    """The indexed documents (bundled notes, exemplars, yours)."""
+    """The indexed documents (bundled notes, exemplars, yours).
+
+    Examples:
+      kernelloop corpus list
+      kernelloop corpus list --json"""
     from rich.table import Table
 
     from ..corpus import list_documents
@@ -933,7 +956,11 @@ def corpus_list(json_output: bool = typer.Option(False, "--json")) -> None:
 
 @corpus_app.command("remove")
 def corpus_remove(target: str = typer.Argument(..., help="A document id, file or folder you added.")) -> None:
-    """Remove documents you added (bundled notes stay)."""
+    """Remove documents you added (bundled notes stay).
+
+    Examples:
+      kernelloop corpus remove ./team-notes/
+      kernelloop corpus remove DOC_ID              # an id from `kernelloop corpus list`"""
     from ..corpus import remove_document
     from ..errors import InputError
 
@@ -971,7 +998,11 @@ def corpus_search(query: str = typer.Argument(...),
 
 @corpus_app.command("stats")
 def corpus_statistics(json_output: bool = typer.Option(False, "--json")) -> None:
-    """Documents, chunks, where the index lives, whether dense retrieval is on."""
+    """Documents, chunks, where the index lives, whether dense retrieval is on.
+
+    Examples:
+      kernelloop corpus stats
+      kernelloop corpus stats --json"""
     from ..corpus import corpus_stats
 
     st = corpus_stats(load_settings())
@@ -990,9 +1021,13 @@ app.add_typer(mcp_app, name="mcp")
 
 @mcp_app.command("serve")
 def mcp_serve(
-    name: str = typer.Argument(..., metavar="SERVER", help="Which server: profiler|verifier|researcher (sandbox and rag: the older names)."),
+    # shown in the usage line and the text below, not as `SERVER <str>` (typer prints a plain argument's type; a
+    # choice type would answer a wrong name with its three-line usage error, not the one line serve() gives)
+    name: str = typer.Argument(..., metavar="SERVER", hidden=True),
 ) -> None:
     """Run one of kernelloop's MCP servers on stdio (stdout carries only the protocol).
+
+    SERVER is profiler|verifier|researcher (sandbox and rag: the older names of verifier and researcher).
 
     Example: kernelloop mcp serve profiler"""
     from ..mcp import serve

@@ -24,7 +24,9 @@ def _arch(settings: Settings, require_gpu: bool) -> tuple[str, str]:
     if not gpus:
         if require_gpu:
             raise EnvironmentProblem(NO_GPU)
-        return settings.verify.arch or "sm_90", ""
+        from ..verify.static_check import choose_arch  # the arch every command builds for without a GPU
+
+        return choose_arch(settings)[0], ""
     return settings.verify.arch or gpus[0].arch, gpus[0].name
 
 

@@ -109,17 +109,27 @@ class RunStore:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=30)
-        conn.row_factory = sqlite3.Row
+        try:
+            conn = sqlite3.connect(self.path, timeout=30)
+            conn.row_factory = sqlite3.Row
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from exc
         try:
             with conn:  # one transaction: committed on success, rolled back on error
-                conn.executescript(SCHEMA)
-                columns = {row["name"] for row in conn.execute("PRAGMA table_info(runs)")}
-                if "reason" not in columns:  # a run log written before runs had a reason
-                    conn.execute("ALTER TABLE runs ADD COLUMN reason TEXT NOT NULL DEFAULT ''")
+                try:
+                    conn.executescript(SCHEMA)
+                    columns = {row["name"] for row in conn.execute("PRAGMA table_info(runs)")}
+                    if "reason" not in columns:  # a run log written before runs had a reason
+                        conn.execute("ALTER TABLE runs ADD COLUMN reason TEXT NOT NULL DEFAULT ''")
+                except sqlite3.OperationalError as exc:  # a folder that exists but cannot be written (a read-only mount)
+                    raise self._unusable(exc) from exc
                 yield conn
         finally:
             conn.close()
+
+    def _unusable(self, exc: sqlite3.Error) -> InputError:
+        return InputError(f"cannot use the run log {self.path} ({exc}): point KERNELLOOP_DATA_DIR (or data_dir in "
+                          "kernelloop.toml) at a folder you can write")
 
     def start_run(self, record: RunRecord) -> None:
         with self._connect() as c:
