@@ -38,6 +38,59 @@ def test_every_folder_read_at_run_time_is_inside_the_package_and_shipped():
     assert prompting.EXEMPLAR_PATH.resolve().is_relative_to(PACKAGE) and prompting.EXEMPLAR_PATH.is_file()
 
 
+_IMPORT_GUARD = """import sys
+import sysconfig
+from importlib.machinery import PathFinder
+
+_allowed = set(ALLOWED) | set(sys.stdlib_module_names) | {"kernelloop", "sitecustomize", "__main__"}
+_stdlib = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
+
+
+class _Undeclared:
+    def find_spec(self, name, path=None, target=None):
+        top = name.partition(".")[0]
+        if top in _allowed:
+            return None
+        found = PathFinder.find_spec(name, path)  # the standard library's private modules (_sysconfigdata_...)
+        if found is not None and (found.origin or "").startswith(_stdlib) and "-packages" not in (found.origin or ""):
+            return None
+        raise ModuleNotFoundError(f"{top} is not a dependency the wheel declares", name=name)
+
+
+sys.meta_path.insert(0, _Undeclared())
+"""
+
+
+def _declared_modules(site: Path) -> set[str]:
+    """The top-level modules of every distribution the installed wheel's Requires-Dist reaches (markers as they
+    hold here, extras not taken), as this environment installed them."""
+    import importlib.metadata as md
+    import re
+
+    from packaging.requirements import Requirement
+
+    by_distribution: dict[str, set[str]] = {}
+    for module, names in md.packages_distributions().items():
+        for name in names:
+            by_distribution.setdefault(re.sub(r"[-_.]+", "-", name).lower(), set()).add(module)
+    (wheel_dist,) = [d for d in md.distributions(path=[str(site)]) if d.metadata["Name"] == "kernelloop"]
+    pending, seen, modules = list(wheel_dist.requires or []), set(), set()
+    while pending:
+        requirement = Requirement(pending.pop())
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        key = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        modules |= by_distribution.get(key, set())
+        try:
+            pending += md.distribution(requirement.name).requires or []
+        except md.PackageNotFoundError:
+            pass  # not installed here: nothing of it can be imported anyway
+    return modules
+
+
 def test_the_built_wheel_works_outside_the_source_tree(tmp_path):
     """Build the wheel, install it alone into a folder and run it from there (the dependencies are
     this environment's): the CLI starts, and the harness header, templates, prompts and notes it
@@ -60,7 +113,14 @@ def test_the_built_wheel_works_outside_the_source_tree(tmp_path):
     install = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-compile",
                               "--target", str(site), str(wheel)], capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr[-2000:]
-    env = {**os.environ, "PYTHONPATH": str(site)}
+    # Only what the wheel declares may be imported (issue 12: a dependency used but not declared works here, where
+    # the development environment has it, and fails on a user's fresh install): every run below starts with an
+    # import guard that lets through the standard library, kernelloop and the modules of the distributions the
+    # wheel's Requires-Dist reaches.
+    guard = tmp_path / "guard"
+    guard.mkdir()
+    (guard / "sitecustomize.py").write_text(_IMPORT_GUARD.replace("ALLOWED", repr(sorted(_declared_modules(site)))))
+    env = {**os.environ, "PYTHONPATH": f"{guard}{os.pathsep}{site}"}
     probe = ("import kernelloop, pathlib\n"
              "from kernelloop.optimizers.offline.templates import load_templates\n"
              "from kernelloop.optimizers import prompting\n"
