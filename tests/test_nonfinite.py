@@ -378,6 +378,8 @@ def test_a_baseline_whose_outputs_follow_the_bytes_past_its_inputs_is_refused(se
         verify(load_settings(project_dir=tmp_path))
     contrast = [c for c in calls if c.get("guard_byte") is not None]
     assert [c["guard_byte"] for c in contrast] == [0xFF, 0x4B, 0xCB]
+    # and what the baseline allocates holds NaN, a large value, then zero (red team rounds 315 and 325)
+    assert [c["part_fill"] for c in contrast] == [0xFF, 0x4B, 0x00]
     assert len({c["seed"] for c in contrast}) == 1 and len({c["secret"] for c in contrast}) == 1
     assert all(c["role"] == "baseline" and c["fixed_poison"] for c in contrast)
 
@@ -632,7 +634,7 @@ def test_the_candidates_memcheck_run_has_exact_buffers_and_its_results_are_compa
     memchecked = [s for s in seen if s[0] == "candidate" and s[3]]
     assert memchecked and all(s[1] for s in memchecked)
     assert all(("baseline", True, s[2], False) in seen for s in memchecked)
-    assert {c.get("guard_byte") for c in calls if c.get("wrapper") or (c.get("exact_buffers") and c["secret"]
+    assert {c.get("part_fill") for c in calls if c.get("wrapper") or (c.get("exact_buffers") and c["secret"]
             in {s[2] for s in memchecked})} == {0x4B}
     if takes_another_path:
         assert Reason.correctness in v.reasons and memcheck.status == "fail", v.summary

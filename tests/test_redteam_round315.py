@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pytest
 
+from kernelloop.errors import InputError
 from kernelloop.init_state import _PROCESS_READS, left_out_call_allowed, refuse_state_set_by_dropped_code
 from kernelloop.program.init import InitSpec, generate
 
@@ -41,3 +42,17 @@ def test_a_benchmark_main_that_sets_scheduling_flags_is_kept():
 def test_setting_the_device_flags_is_left_out_code_and_reading_them_is_a_process_read():
     assert left_out_call_allowed("cudaSetDeviceFlags") and left_out_call_allowed("cudaDeviceGetStreamPriorityRange")
     assert _PROCESS_READS.match("cudaGetDeviceFlags") and _PROCESS_READS.match("cuCtxGetFlags")
+
+
+@pytest.mark.nvcc
+def test_a_launcher_writing_a_host_table_it_allocated_is_refused_by_the_static_gates(tmp_path):
+    # a3's table is host heap memory the launcher writes: host code may write only its own frame and globals, so the
+    # generated program is refused before any run (what the table held before is then moot)
+    from kernelloop.config import Settings
+    from kernelloop.verify.static_check import check_static_files
+
+    name = "a3_heap_chunk_weights.cu"
+    program = tmp_path / "a3_kl.cu"
+    program.write_text(generate((ROUND / name).read_text(), SPEC, name).program)
+    with pytest.raises(InputError, match=r"foreign-store.*stores through a computed pointer"):
+        check_static_files(program, program, Settings(cache_dir=shared_cache_dir()))

@@ -94,7 +94,7 @@ inline void check(cudaError_t err, const char* what, const char* file, int line)
 // records' pipe and named a file of its own before `kl::Harness h;`; the environment's strings are writable in
 // place, so a check of the variables later would not do). The verifier refuses frozen code that declares
 // constructors, protects or maps memory, or edits the environment.
-constexpr const char* kSettingNames[] = {"KERNELLOOP_SEED", "KERNELLOOP_STREAM_FD", "KERNELLOOP_SIZE_INDEX", "KERNELLOOP_SIZE_DRAW", "KERNELLOOP_NONFINITE", "KERNELLOOP_INPUT_SCALE", "KERNELLOOP_EXACT_BUFFERS", "KERNELLOOP_BUFFER_SHIFT", "KERNELLOOP_GUARD_BYTE", "KERNELLOOP_NONFINITE_BUFFERS", "KERNELLOOP_WIDE_INTS", "KERNELLOOP_WIDE_INTS_BITS", "KERNELLOOP_WIDE_INTS_BUFFERS", "KERNELLOOP_WIDE_INTS_SHAPE", "KERNELLOOP_WIDE_INTS_TOPS", "KERNELLOOP_OUTPUT_FD", "KERNELLOOP_OUTPUT_FILE"};
+constexpr const char* kSettingNames[] = {"KERNELLOOP_SEED", "KERNELLOOP_STREAM_FD", "KERNELLOOP_SIZE_INDEX", "KERNELLOOP_SIZE_DRAW", "KERNELLOOP_NONFINITE", "KERNELLOOP_INPUT_SCALE", "KERNELLOOP_EXACT_BUFFERS", "KERNELLOOP_BUFFER_SHIFT", "KERNELLOOP_GUARD_BYTE", "KERNELLOOP_NONFINITE_BUFFERS", "KERNELLOOP_WIDE_INTS", "KERNELLOOP_WIDE_INTS_BITS", "KERNELLOOP_WIDE_INTS_BUFFERS", "KERNELLOOP_WIDE_INTS_SHAPE", "KERNELLOOP_WIDE_INTS_TOPS", "KERNELLOOP_OUTPUT_FD", "KERNELLOOP_OUTPUT_FILE", "KERNELLOOP_PART_FILL"};
 constexpr int kSettingCount = (int)(sizeof kSettingNames / sizeof kSettingNames[0]);
 constexpr size_t kSettingMax = 8192;  // a setting's longest value (the wide-integer tops: one entry per buffer)
 struct Settings {
@@ -483,19 +483,27 @@ constexpr size_t kPartGuardBytes = 512;
 // A request larger than this would wrap round when rounded up and guarded.
 constexpr size_t kLargestPartRequest = ~(size_t)0 - 2 * kPartBlockGranule - kPartGuardBytes;
 constexpr unsigned char kPartGuardByte = 0x5A;
-// In the verifier's runs with other bytes past the buffers (KERNELLOOP_GUARD_BYTE), every block the part
-// is handed (fresh or handed back) and every host allocation but calloc's hold that byte until the part
-// writes them: a baseline whose results follow them reads memory it never wrote, which is what the
-// allocator handed back, and code left out of the program (a caller's main) can decide that (red team
-// round 315: a pool block of the workspace's size filled and freed before the call). Other runs leave
-// allocations as the allocator hands them over: a fill there would be timed with the call.
+// In the verifier's runs that contrast memory no one wrote (KERNELLOOP_PART_FILL: 0xFF, 0x4B and 0x00, so
+// a test for zero, a bit or a bound moves too: red team round 325), every block and array the part
+// is handed (fresh or handed back), the guard past each block, and every host allocation but calloc's hold
+// that byte until the part writes them: a baseline whose results follow them reads memory it never wrote,
+// which is what the allocator handed back, and code left out of the program (a caller's main) can decide
+// that (round 315: a pool block of the workspace's size filled and freed before the call). Other runs
+// leave allocations as the allocator hands them over: a fill there would be timed with the call.
 inline int part_fill_byte() {
   static int byte = -2;
   if (byte == -2) {
-    const char* text = setting("KERNELLOOP_GUARD_BYTE");
+    const char* text = setting("KERNELLOOP_PART_FILL");
     byte = text && *text ? (atoi(text) & 0xFF) : -1;
   }
   return byte;
+}
+// The bytes past each device block of the part's: constant in every other run, the fill in those runs (a read
+// one past a block finds the same bytes in every run otherwise, and memcheck sees no error inside the block's
+// allocation: round 325).
+inline unsigned char part_guard_byte() {
+  const int fill = part_fill_byte();
+  return fill >= 0 ? (unsigned char)fill : kPartGuardByte;
 }
 inline void fill_part_host(void* at, size_t bytes) {
   const int byte = part_fill_byte();
@@ -536,9 +544,9 @@ inline void* hand_part_block(void* fresh, size_t bytes, size_t guard, int origin
   if (guard) {
     unsigned char* zone = static_cast<unsigned char*>(fresh) + bytes;
     if (ordered) {
-      KL_CHECK(cudaMemsetAsync(zone, kPartGuardByte, guard, stream));
+      KL_CHECK(cudaMemsetAsync(zone, part_guard_byte(), guard, stream));
     } else {
-      KL_CHECK(cudaMemsetAsync(zone, kPartGuardByte, guard, harness_stream()));
+      KL_CHECK(cudaMemsetAsync(zone, part_guard_byte(), guard, harness_stream()));
       KL_CHECK(cudaStreamSynchronize(harness_stream()));
     }
   }
@@ -559,6 +567,20 @@ inline uint64_t array_shape(cudaArray_t array) {
   h = mix64(h ^ extent.height);
   return mix64(h ^ extent.depth);
 }
+// An array the part is handed holds the fill too, in those runs (through linear memory of the harness's).
+inline void fill_part_array(cudaArray_t array) {
+  const int byte = part_fill_byte();
+  if (byte < 0) return;
+  cudaExtent shape;
+  size_t elem = 0;
+  const size_t bytes = part_array_bytes(array, &shape, &elem);
+  if (bytes == 0) return;
+  void* linear = nullptr;
+  KL_CHECK(cudaMalloc(&linear, bytes));
+  KL_CHECK(cudaMemset(linear, byte, bytes));
+  part_array_copy(array, linear, true);
+  KL_CHECK(cudaFree(linear));
+}
 inline cudaArray_t hand_part_array(cudaArray_t fresh) {
   PartRegistry& r = part_registry();
   const uint64_t shape = array_shape(fresh);
@@ -570,8 +592,10 @@ inline cudaArray_t hand_part_array(cudaArray_t fresh) {
   if (best != nullptr) {
     KL_CHECK(cudaFreeArray(fresh));
     best->freed = best->reusable = false;
+    fill_part_array(static_cast<cudaArray_t>(const_cast<void*>(best->at)));
     return static_cast<cudaArray_t>(const_cast<void*>(best->at));
   }
+  fill_part_array(fresh);
   if (r.nblocks >= kMaxPartBlocks) fail("the editable part holds more than 1024 allocations and variables");
   r.blocks[r.nblocks++] = PartBlock{fresh, 0, 0, shape, 3, kFromArray, false, false, nullptr};
   return fresh;
@@ -2654,8 +2678,11 @@ class Harness {
     s.stressed_now = stressed;
     check_unwritten(poison, keep);
     clear_harness_memory();
+    // keyed by the call, and in the runs contrasting memory no one wrote by their fill too: shared memory a kernel
+    // reads before writing it holds other bytes in each of them (red team round 325)
+    const uint64_t unwritten = (uint64_t)(part_fill_byte() + 1);
     kl_shared_scrub_kernel<<<s.scrub_blocks, 256, s.scrub_bytes>>>(
-        s.scrub_bytes, mix64(key ^ 0x5343525542ull), mix64(key ^ 0x494E4E4552ull));
+        s.scrub_bytes, mix64(key ^ 0x5343525542ull ^ (unwritten << 56)), mix64(key ^ 0x494E4E4552ull));
     KL_CHECK(cudaGetLastError());
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));
@@ -2720,7 +2747,7 @@ class Harness {
     for (int i = 0; i < r.nblocks; ++i)
       if (r.blocks[i].kind == 1 && r.blocks[i].guard)
         kl_guard_check_kernel<<<8, 256>>>(static_cast<const unsigned char*>(r.blocks[i].at) + r.blocks[i].bytes,
-                                          r.blocks[i].guard, kPartGuardByte, s.guard_bad);
+                                          r.blocks[i].guard, part_guard_byte(), s.guard_bad);
     guard_verdict(call, "a write past the end of a block the editable part allocated");
   }
   void guard_verdict(int call, const char* what) {

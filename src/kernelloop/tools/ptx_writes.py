@@ -66,7 +66,6 @@ _LEADING = re.compile(r"^(?:[{}]\s*|[\w$.]+:(?!:)\s*)+")
 _LINE_DIRECTIVE = re.compile(r"^\.(?:loc|file)\b(?:\s+\d+\s+\d+\s+\d+(?:\s*,\s*function_name\s+[\w$.]+"
                              r"(?:\s*,\s*inlined_at\s+\d+\s+\d+\s+\d+)?)?$|\s+\d+\s+\"\"(?:\s*,\s*\d+\s*,\s*\d+)?$)?")
 _BODY_MEMORY = re.compile(r"(?:^|\s)\.(?:global|const)\b")
-_DECLARED_NAME = re.compile(r"(?P<name>[A-Za-z_$][\w$]*)(?:\[\d*\])*\s*(?:=|$)")
 _RETURN = re.compile(r"^func_retval\d+$")
 _PARAMETER = re.compile(r"\.param\s+(?:(?:\.[\w:]+|\d+)\s+)*([A-Za-z_$][\w$]*)")  # `.param .align 8 .b8 p[16]`
 _OPCODE = re.compile(r"([A-Za-z][\w.:]*)\s*(.*)", re.S)
@@ -76,6 +75,10 @@ _HEADER = re.compile(r"^(?:\.(?:visible|weak|extern)\s+)*\.(?:entry|func)\s*(?:\
 _CALL = re.compile(r"^call(?:\.\w+)*\s+(?:\([^)]*\)\s*,\s*)?(?P<target>[\w$.]+)")
 # the thread's local memory as nvcc addresses it: the stack depot and its two pointers
 _LOCAL_ROOTS = re.compile(r"^(?:%SP|%SPL|__local_depot\d*)$")
+# instructions whose result is an address in local memory (`cvta.local`, not `cvta.to.local`)
+_MAKES_LOCAL = re.compile(r"^(?:stacksave|alloca|cvta\.local)(?:\.|\s)")
+# a load naming its state space (`ld.global`, `ld.param`...): not a generic one
+_SPACED = re.compile(r"\.(?:global|local|shared|const|param|tex)\b")
 # a PTX identifier, a register's `%` kept: `%rd1`, `%9` (PTX allows `%` and digits: red team round 318
 # named an address register so, and a reading without `%` names saw nothing), `_ZZ3tapiE4taps`, `$str`
 _NAME = re.compile(r"%[\w$]+|[A-Za-z_$][\w$]*")
@@ -163,10 +166,12 @@ def _body(lines: list[str]) -> _Body:
             statement = leading(part)
             if statement.startswith("."):
                 body.declared |= _declared_names(statement)
+                # every declarator of a list (`.local .b8 a[8], b[8]`, `a[8 ]`, `a<2>`: red team round 324 parked an
+                # address in the first of two)
                 if _BODY_MEMORY.search(statement):  # `.global .f32 gain = 0f3F800000` inside a function
-                    body.memory |= {m.group("name") for m in [_DECLARED_NAME.search(statement)] if m} or {statement}
-                elif statement.startswith(".local") and (m := _DECLARED_NAME.search(statement)):
-                    body.local.add(m.group("name"))
+                    body.memory |= _declared_names(statement) or {statement}
+                elif statement.startswith(".local"):
+                    body.local |= _declared_names(statement)
                 elif statement.startswith(".param") and (m := _PARAMETER.match(statement)):
                     body.parameters.setdefault(m.group(1), []).append(tuple(open_blocks))
                     body.parameter_bytes[(m.group(1), tuple(open_blocks))] = _parameter_bytes(statement)
@@ -181,13 +186,19 @@ def _body(lines: list[str]) -> _Body:
     return body
 
 
-_DIRECTIVE_WORD = re.compile(r"\.[\w:]+|<\s*\d+\s*>|\[\s*\d*\s*\]|\b\d+\b")
+_DIRECTIVE_WORD = re.compile(r"\.[\w:]+|\[\s*\d*\s*\]|\b\d+\b")
+_NAME_RANGE = re.compile(r"(%?[A-Za-z_$][\w$]*|%)\s*<\s*(\d+)\s*>")  # `%r<5>`: %r0 ... %r4
+_LARGEST_RANGE = 1 << 16
 
 
 def _declared_names(statement: str) -> set[str]:
-    """The names a declaration makes (`.reg .b64 a, b;`, `.reg .pred %p<3>;`, `.param .b8 p[16]`), its
-    initialiser left out."""
-    return set(_NAME.findall(_DIRECTIVE_WORD.sub(" ", statement.partition("=")[0])))
+    """The names a declaration makes (`.reg .b64 a, b;`, `.reg .pred %p<3>;` makes %p0 to %p2, `.param .b8
+    p[16]`), its initialiser left out."""
+    declared = _DIRECTIVE_WORD.sub(" ", _NAME_RANGE.sub(lambda m: " ", statement.partition("=")[0]))
+    names = set(_NAME.findall(declared))
+    for m in _NAME_RANGE.finditer(statement.partition("=")[0]):
+        names |= {f"{m.group(1)}{i}" for i in range(min(int(m.group(2)), _LARGEST_RANGE))}
+    return names
 
 
 _TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
@@ -511,9 +522,13 @@ def _written_from(statements: list[str], roots: set[str], module: PtxModule, han
     parks in local memory (printf's argument buffer), hands to the module's functions or returns."""
     flow = _follow(statements, roots, handed, incoming, sizes)
     written, parked = flow.escaped | flow.stored_at, set()
-    # the thread's local memory: nvcc's depot and its pointers, and every `.local` the body declares (an
-    # asm's own slot, read back through `cvta.local` and a generic load: red team round 322)
-    local_roots = {n for s in statements for n in _names(s) if _LOCAL_ROOTS.match(n)} | local_memory
+    # the thread's local memory: nvcc's depot and its pointers, every `.local` the body declares (an asm's own
+    # slot, read back through `cvta.local` and a generic load: red team round 322), and every address made into
+    # local memory: `stacksave`, `alloca`, a `cvta.local` of any value (round 324 read a parked address back from
+    # where `stacksave` points)
+    local_roots = {n for s in statements for n in _names(s) if _LOCAL_ROOTS.match(n)} | local_memory | {
+        n for s in statements if _MAKES_LOCAL.match(s) and (ops := _operands(s.partition(" ")[2]))
+        for n in _names(ops[0])}
     local = _follow(statements, local_roots, handed)
     for i, value in flow.parked:
         place = _operands(statements[i].partition(" ")[2])[0]
@@ -521,8 +536,25 @@ def _written_from(statements: list[str], roots: set[str], module: PtxModule, han
             parked |= value
         else:
             written |= value
-    local_read = bool(local.escaped or local.read or local.parked or any(s.startswith("ld.local") for s in statements))
+    local_read = bool(local.escaped or local.read or local.parked or any(s.startswith("ld.local") for s in statements)
+                      or _loads_where_unknown(statements, set(module.variables)))
     return _Function(written, parked, local_read, flow.passed, flow.returned)
+
+
+def _loads_where_unknown(statements: list[str], variables: set[str]) -> bool:
+    """Whether a generic load reads at an address that comes from no parameter, call result or module variable
+    (a pointer loaded from memory, a number made an address): it may read local memory, whatever the window's
+    address was made from (round 324)."""
+    known = {n for s in statements if s.startswith("ld.param") and (ops := _operands(s.partition(" ")[2]))
+             for n in _names(ops[0])} | variables
+    derived = _derive(statements, known, None, {}).derived
+    for statement in statements:
+        opcode, _, rest = statement.partition(" ")
+        if _READS.match(opcode) and not _SPACED.search(opcode):
+            places = [o for o in _operands(rest) if o.startswith("[")]
+            if any(not (_names(p) & derived.keys()) for p in places):
+                return True
+    return False
 
 
 def written_variables(module: PtxModule, names: set[str]) -> set[str]:

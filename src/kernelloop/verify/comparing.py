@@ -21,6 +21,10 @@ from .verdict import Reason
 # negative alike): finite, large, of both signs, so neither a max nor a min, a ReLU nor a conversion
 # hides them, and a test for NaN past the buffer (isnan on padding) shows against the NaN run.
 GUARD_CONTRAST_BYTES = (0xFF, 0x4B, 0xCB)
+# What the memory a program allocates holds in those runs until it writes it (KERNELLOOP_PART_FILL), run by run:
+# NaN, a large finite value and zero, so a test for zero, for a bit or against a bound moves with them as well
+# as arithmetic (red team round 325: all three guard bytes are non-zero and share bits 0x4B).
+PART_CONTRAST_BYTES = (0xFF, 0x4B, 0x00)
 
 
 def log_tail(text: str, lines: int = 25) -> str:

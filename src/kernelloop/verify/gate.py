@@ -61,6 +61,7 @@ from . import policy
 from .audit import AuditFinding, AuditReport, audit_trace, judge, launch_cost_ms
 from .comparing import (
     GUARD_CONTRAST_BYTES,
+    PART_CONTRAST_BYTES,
     BaselineNoise,
     baseline_noise,
     calls_kept_as_before,
@@ -182,7 +183,8 @@ def _guard_contrast(base_bin: Path, seed: int, limits: Limits, size_index: int, 
     and the outputs that change with them (none where a run failed or wrote no records)."""
     secret = experiment_secret()
     runs = [run_program(base_bin, seed=seed, limits=limits, secret=secret, size_index=size_index, size_draw=draw,
-                        fixed_poison=True, guard_byte=byte) for byte in guard_bytes]
+                        fixed_poison=True, guard_byte=byte, part_fill=fill)
+            for byte, fill in zip(guard_bytes, PART_CONTRAST_BYTES)]
     durations.program_runs_s += sum(r.result.wall_s for r in runs)
     if any(run_failure(r) or r.records is None for r in runs):
         return runs, []
@@ -2375,19 +2377,19 @@ def _memcheck(v: Verdict, binary: Path, baseline: Path, nvcc: Path, durations: D
         # caller's (red team round 189) is then either caught reading or takes its caller's path here,
         # whose results are compared with the baseline's on the same experiment.
         secret = experiment_secret()
-        # The memory each program's own code allocates holds large finite bytes until it writes it (the guard byte,
-        # which exact buffers leave no zone for): a candidate that reads what it allocated and never wrote, counting on
-        # the zeros a fresh process's allocations hold, computes from them here (red team round 315's class).
+        # The memory each program's own code allocates holds large finite bytes until it writes it: a candidate that
+        # reads what it allocated and never wrote, counting on the zeros a fresh process's allocations hold, computes
+        # from them here (red team round 315's class).
         run = run_program(binary, seed=v.seeds[0], limits=limits, wrapper=memcheck_argv(sanitizer, Path("program"))[:-1],
                           cupti_library=cupti_lib if MEMCHECK_WITH_TRACER_ENV else None, secret=secret,
                           size_index=size_index, size_draw=size_draw, exact_buffers=True,
-                          guard_byte=GUARD_CONTRAST_BYTES[1])
+                          part_fill=PART_CONTRAST_BYTES[1])
         durations.program_runs_s += run.result.wall_s
         result = read_memcheck(run.result.stdout, run.result.stderr)
         if run.result.timed_out or run.guard_tripped or result.errors != 0 or run.result.returncode != 0:
             break
         base = run_program(baseline, seed=v.seeds[0], limits=limits, secret=secret, size_index=size_index,
-                           size_draw=size_draw, exact_buffers=True, guard_byte=GUARD_CONTRAST_BYTES[1])
+                           size_draw=size_draw, exact_buffers=True, part_fill=PART_CONTRAST_BYTES[1])
         durations.program_runs_s += base.result.wall_s
         if base.result.returncode == 0 and base.records is not None:
             # the baseline's own run-to-run variation at this size, as the correctness gate allowed it

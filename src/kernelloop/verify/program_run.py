@@ -38,6 +38,7 @@ WIDE_INTS_BITS_ENV = "KERNELLOOP_WIDE_INTS_BITS"  # ... mode 3's one band, [0, 2
 WIDE_INTS_SHAPE_ENV = "KERNELLOOP_WIDE_INTS_SHAPE"  # ... mode 3's band as a bound: top:lo:shift:sorted:exact
 WIDE_INTS_TOPS_ENV = "KERNELLOOP_WIDE_INTS_TOPS"  # ... a draw per buffer (inputs drawn wide together): i=top:mode:bits:lo,...
 GUARD_BYTE_ENV = "KERNELLOOP_GUARD_BYTE"  # the byte in the inputs' guard zones (the guard contrast runs)
+PART_FILL_ENV = "KERNELLOOP_PART_FILL"  # what memory the program allocates holds until written (those runs)
 # "KEY:UNIT:FLIP": exact buffers at drawn offsets, in declaration order or (FLIP) the reverse (the caller-layout runs)
 BUFFER_SHIFT_ENV = "KERNELLOOP_BUFFER_SHIFT"
 # Bits of a call's stress draw (kernelloop_harness.cuh: kStressed, kStressHeavy).
@@ -152,7 +153,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 size_index: int = 0, size_draw: int | None = None, heavy: bool = True,
                 fixed_poison: bool = False, nonfinite_calls: int | None = None, nonfinite_kinds: int = 15,
                 nonfinite_buffers: int | None = None, exact_buffers: bool = False,
-                guard_byte: int | None = None, buffer_shift: tuple[int, int, int] | None = None,
+                guard_byte: int | None = None, part_fill: int | None = None,
+                buffer_shift: tuple[int, int, int] | None = None,
                 wide_ints: WideDraw | tuple[int, int, int] | None = None, input_scale: int = 0,
                 input_factor: float = 1.0) -> ProgramRun:
     """One sandboxed run. `wrapper` prefixes the command (compute-sanitizer). `secret` feeds a
@@ -163,7 +165,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
     allocate every buffer to its exact size, with no guard zones (a memcheck run of the baseline:
     any access past a buffer is then out of bounds); `nonfinite_buffers` (a mask of the manifest's
     buffer indices) limits the special values to those inputs; `guard_byte` fills the inputs'
-    guard zones (default 0xFF, NaN); `buffer_shift` (key, unit, flip), with `exact_buffers`, starts
+    guard zones (default 0xFF, NaN); `part_fill` the memory the program allocates, until it writes it;
+    `buffer_shift` (key, unit, flip), with `exact_buffers`, starts
     every buffer at an offset below 2 MiB drawn from the key, in multiples of `unit` bytes (0: the
     buffer's element size), where cudaMalloc's alignment would put none; `flip` 1: every offset bit
     the other way. `wide_ints` (mode, mask, bits): the inputs of the mask whose integer range nobody
@@ -181,6 +184,8 @@ def run_program(binary: Path, *, seed: int, limits: Limits, cupti_library: Path 
                 env[NONFINITE_BUFFERS_ENV] = str(nonfinite_buffers)
         if guard_byte is not None:
             env[GUARD_BYTE_ENV] = str(guard_byte)
+        if part_fill is not None:
+            env[PART_FILL_ENV] = str(part_fill)
         if input_scale or input_factor != 1.0:
             env[INPUT_SCALE_ENV] = f"{input_scale}:{input_factor!r}"
         if wide_ints is not None:
