@@ -288,3 +288,22 @@ def test_a_copy_into_shared_memory_reads_its_global_source():
     assert not _written(stage + "\tcp.async.cg.shared.global [%r1], [%rd2], 16, 16;\n")
     assert _written(stage + "\tcp.async.bulk.global.shared::cta.bulk_group [%rd2], [%r1], 16;\n")
     assert _written(stage + "\tcp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd2], [%r1], 16;\n")
+
+
+@pytest.mark.parametrize("back", [
+    # the frame's base from `stacksave`, made generic, read through (round 324)
+    "\t{ .reg .b64 s, t;\n\tstacksave.u64 s;\n\tcvta.local.u64 t, s;\n\tld.u64 %rd9, [t];\n\t}\n",
+    # the first of two `.local` declarators, and spaced or ranged spellings
+    "\t{ .local .align 8 .b8 kl_a[8], kl_b[8];\n\tst.local.u64 [kl_a], %rd2;\n\tmov.u64 %rd8, kl_a;\n"
+    "\tcvta.local.u64 %rd7, %rd8;\n\tld.u64 %rd9, [%rd7];\n\t}\n",
+    "\t{ .local .b64 kl_r<2>;\n\tst.local.u64 [kl_r1], %rd2;\n\tmov.u64 %rd8, kl_r1;\n\tld.u64 %rd9, [%rd8];\n\t}\n",
+    # a number made into an address no parameter or variable gave: it may be the local window
+    "\tmov.u64 \t%rd8, 72057594037927936;\n\tld.u64 \t%rd9, [%rd8];\n",
+])
+def test_an_address_read_back_from_local_memory_however_reached_is_followed(back):
+    assert _written(_DEPOT + _PRINTF_ARGUMENT + back + "\tst.global.f32 \t[%rd9], %f1;\n")
+
+
+def test_generic_loads_through_parameters_leave_printfs_arguments_read():
+    through_parameter = "\tld.param.u64 \t%rd8, [k_param_0];\n\tadd.s64 \t%rd9, %rd8, 4;\n\tld.f32 \t%f2, [%rd9];\n"
+    assert not _written(_DEPOT + _PRINTF_ARGUMENT + through_parameter)
