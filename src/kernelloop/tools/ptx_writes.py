@@ -25,8 +25,10 @@ load reads at; anything else counts as a write:
   module declares them `.extern` (the CUDA runtime's own, not a definition of that name: round
   311) and the parameter is that call's alone (round 314); and printf's arguments (an address
   parked in the thread's local buffer for `vprintf`) are only read where no function of the module
-  loads from local memory (nvcc's depot, or a `.local` a body declares: round 322) or lets a local
-  address go anywhere but there (local memory outlives a call: round 314);
+  loads from local memory (nvcc's depot, every `.local` a body declares: round 322, an address
+  `stacksave`, `alloca` or `cvta.local` makes, or any address no parameter or module variable
+  gives: round 324) or lets a local address go anywhere but there (local memory outlives a call:
+  round 314);
 - the distance of two addresses into one object (`first - table`) is no address, where both are
   such addresses on every path (a must-analysis: round 317), reached by whole 64-bit integer
   arithmetic only (a floating-point `add` on its bits is no offset: round 323);
