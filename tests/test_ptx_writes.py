@@ -307,3 +307,15 @@ def test_an_address_read_back_from_local_memory_however_reached_is_followed(back
 def test_generic_loads_through_parameters_leave_printfs_arguments_read():
     through_parameter = "\tld.param.u64 \t%rd8, [k_param_0];\n\tadd.s64 \t%rd9, %rd8, 4;\n\tld.f32 \t%f2, [%rd9];\n"
     assert not _written(_DEPOT + _PRINTF_ARGUMENT + through_parameter)
+
+
+@pytest.mark.parametrize("back", [
+    # a qualified local load at a parameter's own address (parameters live in local memory: round 326)
+    "\tmov.u64 \t%rd8, k_param_0;\n\tld.weak.local.u64 \t%rd9, [%rd8+-8];\n",
+    # below the first parameter: the constants that place the local window
+    "\tld.param.u64 \t%rd8, [k_param_0+-496];\n\tld.u64 \t%rd9, [%rd8+-8];\n",
+    # an atomic returns what it read
+    "\tmov.u64 \t%rd8, %SPL;\n\tcvta.local.u64 \t%rd7, %rd8;\n\tatom.add.u64 \t%rd9, [%rd7], 0;\n",
+])
+def test_every_way_of_reading_local_memory_counts(back):
+    assert _written(_DEPOT + _PRINTF_ARGUMENT + back + "\tst.global.f32 \t[%rd9], %f1;\n")

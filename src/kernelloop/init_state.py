@@ -214,8 +214,9 @@ def state_problems(refs: StateReferences, kept_names: set[str], keep_state: set[
         name = readable.get(variable, variable)
         if _variable_name(name) not in keep_state:
             # nvcc's names for a string literal's storage (`$str$2`, `__unnamed_1` for `__func__`)
-            where = (f"a string literal's storage ({name}: its address kept in memory, printf's `%s` in a function "
-                     "with local arrays among the ways)" if re.match(r"^(?:\$str|__unnamed_)", name) else name)
+            where = (f"a string literal's storage ({name}: its address kept in memory, printf's `%s` in a module "
+                     "that also reads local memory or loads through pointers it loaded among the ways)"
+                     if re.match(r"^(?:\$str|__unnamed_)", name) else name)
             problems.append(f"the kernels keep state in {where}, device memory that device code writes and no host "
                             "copy registers (a static variable of device code, a string literal's storage), which "
                             "lasts from one launch to the next: init cannot tell whether the code it leaves out (main, "

@@ -204,7 +204,8 @@ def _declared_names(statement: str) -> set[str]:
 
 
 _TYPE_BYTES = {"8": 1, "16": 2, "32": 4, "64": 8, "128": 16}
-_SIZED_PARAMETER = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?(?:\.ptr\S*\s+)*\.[bsuf](?P<bits>8|16|32|64|128)\s+"
+_SIZED_PARAMETER = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.[bsuf](?P<bits>8|16|32|64|128)\s+"
+                              r"(?:\.ptr(?:\s+\.(?:global|const|local|shared))?(?:\s+\.align\s+\d+)?\s+)?"
                               r"(?P<name>[A-Za-z_$][\w$]*)\s*(?:\[\s*(?P<count>\d+)\s*\])?\s*$")
 
 
@@ -519,7 +520,8 @@ class _Function:
 
 
 def _written_from(statements: list[str], roots: set[str], module: PtxModule, handed: list[_Handed],
-                  incoming: dict[str, set[str]], local_memory: set[str], sizes: dict[str, int | None]) -> _Function:
+                  incoming: dict[str, set[str]], local_memory: set[str], sizes: dict[str, int | None],
+                  parameters: list[str] | None = None) -> _Function:
     """The roots whose address one function's statements may write through or let escape, those it
     parks in local memory (printf's argument buffer), hands to the module's functions or returns."""
     flow = _follow(statements, roots, handed, incoming, sizes)
@@ -538,21 +540,45 @@ def _written_from(statements: list[str], roots: set[str], module: PtxModule, han
             parked |= value
         else:
             written |= value
-    local_read = bool(local.escaped or local.read or local.parked or any(s.startswith("ld.local") for s in statements)
-                      or _loads_where_unknown(statements, set(module.variables)))
+    local_read = bool(local.escaped or local.read or local.parked or any(_reads_local(s) for s in statements)
+                      or _loads_where_unknown(statements, set(module.variables), sizes, parameters or []))
     return _Function(written, parked, local_read, flow.passed, flow.returned)
 
 
-def _loads_where_unknown(statements: list[str], variables: set[str]) -> bool:
-    """Whether a generic load reads at an address that comes from no parameter, call result or module variable
-    (a pointer loaded from memory, a number made an address): it may read local memory, whatever the window's
-    address was made from (round 324)."""
-    known = {n for s in statements if s.startswith("ld.param") and (ops := _operands(s.partition(" ")[2]))
-             for n in _names(ops[0])} | variables
+def _reads_local(statement: str) -> bool:
+    """A statement that reads local memory by its state space, however qualified (`ld.local`, `ld.weak.local`,
+    `ld.volatile.local`, an `atom.local`, which returns what it read: round 326)."""
+    base, *modifiers = statement.partition(" ")[0].split(".")
+    return "local" in modifiers and base not in ("st", "cvta")
+
+
+# instructions that read memory at a generic address and hand what they read on (an atomic returns the old value:
+# red team round 326)
+_GENERIC_READS = re.compile(r"^(?:ld|ldu|atom)(?:\.|$)")
+
+
+def _loads_where_unknown(statements: list[str], variables: set[str], sizes: dict[str, int | None],
+                         parameters: list[str]) -> bool:
+    """Whether a generic load or atomic reads at an address that comes from no parameter, call result or module
+    variable (a pointer loaded from memory, a number made an address), or a parameter is read past its bytes
+    (below a kernel's first parameter lie the constants that place local memory) or named as a value (a
+    function's parameters live in local memory): either may read local memory, whatever the window's address
+    was made from (rounds 324 and 326)."""
+    known: set[str] = set(variables)
+    for statement in statements:
+        opcode, _, rest = statement.partition(" ")
+        ops = _operands(rest)
+        if opcode.startswith("ld.param") and len(ops) == 2:
+            place = _names(ops[1])
+            if not _fits(opcode, ops[1], sizes.get(next(iter(place), ""))):
+                return True
+            known |= _names(ops[0])
+        elif set(parameters) & _names(rest) and not opcode.startswith(("ld.param", "st.param")):
+            return True
     derived = _derive(statements, known, None, {}).derived
     for statement in statements:
         opcode, _, rest = statement.partition(" ")
-        if _READS.match(opcode) and not _SPACED.search(opcode):
+        if _GENERIC_READS.match(opcode) and not _SPACED.search(opcode):
             places = [o for o in _operands(rest) if o.startswith("[")]
             if any(not (_names(p) & derived.keys()) for p in places):
                 return True
@@ -619,7 +645,8 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
                 if (c := _call(s)) is not None and c[0] in bodies:
                     for r in c[2]:
                         incoming[r] = incoming.get(r, set()) | returned.get(c[0], set())
-            functions[name] = _written_from(statements, names, module, handed, incoming, local_memory, sizes)
+            functions[name] = _written_from(statements, names, module, handed, incoming, local_memory, sizes,
+                                            parameters)
         new_passed: dict[tuple[str, int], set[str]] = {}
         for f in functions.values():
             for key, roots in f.passed.items():
