@@ -27,9 +27,15 @@ _HEAD = """.version 8.8
 """
 
 
+# the value registers the bodies below store, defined first (a register read undefined counts every static
+# written: red team round 327)
+_VALUES = "".join(f"\tmov.f32 \t%f{i}, 0f00000000;\n\tmov.u32 \t%r{i}, 0;\n" for i in range(9))
+
+
 def _module(body: str, extra_variables: str = ""):
     return read_ptx(_HEAD + extra_variables + ".visible .entry k(\n\t.param .u64 k_param_0\n)\n{\n"
-                    "\t.reg .b64 \t%rd<20>;\n\t.reg .f32 \t%f<9>;\n\t.reg .b32 \t%r<9>;\n" + body + "\tret;\n}\n")
+                    "\t.reg .b64 \t%rd<20>;\n\t.reg .f32 \t%f<9>;\n\t.reg .b32 \t%r<9>;\n" + _VALUES + body
+                    + "\tret;\n}\n")
 
 
 def _written(body: str, extra_variables: str = "") -> bool:
@@ -154,8 +160,8 @@ _TWO_CALLS = ("\tmov.u64 \t%rd1, _ZZ1fiE1t;\n"
 
 
 @pytest.mark.parametrize("use, written", [
-    ("\tld.global.f32 \t%f1, [%rd1];\n", False),  # a helper that only reads what it is handed
-    ("\tst.global.f32 \t[%rd1], %f1;\n", True),  # one that writes through it
+    ("\tld.global.f32 \t%f1, [%rd1];\n\tst.param.b64 \t[func_retval0+0], 0;\n", False),  # only reads what it is handed
+    ("\tst.global.f32 \t[%rd1], %f1;\n\tst.param.b64 \t[func_retval0+0], 0;\n", True),  # writes through it
     ("\tadd.s64 \t%rd2, %rd1, 4;\n\tst.param.b64 \t[func_retval0+0], %rd2;\n", False),  # returns it, unused
 ])
 def test_an_address_handed_to_a_function_of_the_module_is_followed_there(use, written):
@@ -319,3 +325,16 @@ def test_generic_loads_through_parameters_leave_printfs_arguments_read():
 ])
 def test_every_way_of_reading_local_memory_counts(back):
     assert _written(_DEPOT + _PRINTF_ARGUMENT + back + "\tst.global.f32 \t[%rd9], %f1;\n")
+
+
+@pytest.mark.parametrize("body", [
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tld.global.f32 \t%f1, [%rd1];\n\tst.global.f32 \t[%rd9], %f1;\n",  # %rd9 undefined
+    # a call parameter no st.param fills (round 327)
+    "\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tld.global.f32 \t%f1, [%rd1];\n\t{ // callseq 0, 0\n\t.param .b64 param0;\n"
+    "\tcall.uni \n\tvprintf, \n\t(\n\tparam0\n\t);\n\t} // callseq 0\n",
+])
+def test_a_value_left_undefined_counts_every_static_written(body):
+    assert _written(body)
+    defined = body.replace("[%rd9]", "[%rd1]").replace("\t.param .b64 param0;\n",
+                                                       "\t.param .b64 param0;\n\tst.param.b64 \t[param0+0], 0;\n")
+    assert not _written(defined.replace("st.global.f32 \t[%rd1], %f1;\n", ""))

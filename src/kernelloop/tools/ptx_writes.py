@@ -125,6 +125,7 @@ class _Body:
     parameters: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # a `.param` -> blocks declaring it
     local: set[str] = field(default_factory=set)  # local memory the body declares by name (nvcc's depot, an asm's)
     declared: set[str] = field(default_factory=set)  # every name a declaration in the body makes (registers too)
+    registers: set[str] = field(default_factory=set)  # the registers the body declares (`.reg`)
     parameter_bytes: dict[tuple[str, tuple[int, ...]], int | None] = field(default_factory=dict)  # (name, block)
 
 
@@ -168,6 +169,8 @@ def _body(lines: list[str]) -> _Body:
             statement = leading(part)
             if statement.startswith("."):
                 body.declared |= _declared_names(statement)
+                if statement.startswith(".reg"):
+                    body.registers |= _declared_names(statement)
                 # every declarator of a list (`.local .b8 a[8], b[8]`, `a[8 ]`, `a<2>`: red team round 324 parked an
                 # address in the first of two)
                 if _BODY_MEMORY.search(statement):  # `.global .f32 gain = 0f3F800000` inside a function
@@ -500,6 +503,54 @@ def _parameters(function) -> list[str] | None:
     return _PARAMETER.findall(m.group("parameters") or "")
 
 
+# PTX's special registers: read, never defined
+_SPECIAL_REGISTER = re.compile(r"^%(?:tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid|lanemask_\w+|"
+                               r"clock\w*|pm\d+\w*|envreg\d+|globaltimer\w*|reserved_smem\w*|total_smem_size|"
+                               r"aggr_smem_size|dynamic_smem_size|current_graph_exec|is_explicit_cluster|cluster\w*|"
+                               r"ncluster\w*)$")
+# instructions that define nothing (their first operand is read or is memory)
+_DEFINES_NOTHING = re.compile(r"^(?:st|red|bra|brx|ret|exit|call|bar|barrier|membar|fence|prefetch|prefetchu|trap|"
+                              r"brkpt|pmevent|cp|nanosleep|griddepcontrol|setmaxnreg|mbarrier\.init|"
+                              r"mbarrier\.arrive_drop|mbarrier\.inval|tensormap|multimem\.st|multimem\.red|sust|sured|"
+                              r"wmma\.store|stmatrix|discard|applypriority|createpolicy\.\S*\s*$|elect)(?:\.|$)")
+
+
+def _leaves_undefined(body: _Body, function) -> bool:
+    """Whether the function reads a register nothing in it defines, passes a call a parameter no `st.param` of the
+    call's block fills before it, or declares a return value it never fills: values ptxas takes from whatever its
+    register holds (round 327). Definitions are counted anywhere in the body (not on every path)."""
+    statements = body.statements
+    defined = set(_parameters(function) or [])
+    used: set[str] = set()
+    for i, statement in enumerate(statements):
+        opcode, _, rest = statement.partition(" ")
+        ops = _operands(rest)
+        call = _call(statement)
+        if call is not None:
+            defined |= set(call[2])
+            used |= _names(statement[statement.find("("):]) if call[1] else set()
+            for k, parameter in enumerate(call[1]):
+                block = max((b for b in body.parameters.get(parameter, []) if body.blocks[i][:len(b)] == b),
+                            key=len, default=None)
+                filled = any(statements[j].startswith("st.param") and parameter in _names(_operands(
+                             statements[j].partition(" ")[2])[0]) and body.blocks[j][:len(block or ())] == (block or ())
+                             for j in range(i))
+                if not filled:
+                    return True
+            continue
+        if ops and not _DEFINES_NOTHING.match(opcode) and not ops[0].startswith("["):
+            defined |= _names(ops[0])
+            used |= set().union(set(), *(_names(o) for o in ops[1:]))
+        else:
+            used |= _names(rest)
+    undefined = {n for n in (used & body.registers) - defined if not _SPECIAL_REGISTER.match(n)}
+    if undefined:
+        return True
+    returns = [n for n, _ in _header_bytes(function).items() if _RETURN.match(n)]
+    stored = {n for s in statements if s.startswith("st.param") for n in _names(_operands(s.partition(" ")[2])[0])}
+    return any(r not in stored for r in returns)
+
+
 def _header_bytes(function) -> dict[str, int | None]:
     """The bytes each parameter and return value the header declares holds (None where unread)."""
     header = " ".join(" ".join(function.lines[:max(1, len(function.lines) - len(function.body) - 1)]).split())
@@ -611,6 +662,11 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
             # a name a declaration in the body or the header makes again (a register named as the table: round
             # 323) hides the variable where the reading follows names without scopes: counted as written
             written |= names & (body.declared | set(parameters))
+            # a value the PTX leaves undefined is whatever ptxas's register holds, a static's address among what it
+            # may hold (red team round 327: a call argument never stored arrived in the register a read of the
+            # static had just used): every variable counts as written
+            if _leaves_undefined(body, function):
+                return set(names)
             # the bytes of each parameter the function reads or fills: its header's, and its calls' (the
             # smallest where a name is declared in several blocks)
             sizes: dict[str, int | None] = {}
