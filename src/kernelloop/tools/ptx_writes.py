@@ -508,11 +508,9 @@ _SPECIAL_REGISTER = re.compile(r"^%(?:tid|ntid|laneid|warpid|nwarpid|ctaid|nctai
                                r"clock\w*|pm\d+\w*|envreg\d+|globaltimer\w*|reserved_smem\w*|total_smem_size|"
                                r"aggr_smem_size|dynamic_smem_size|current_graph_exec|is_explicit_cluster|cluster\w*|"
                                r"ncluster\w*)$")
-# instructions that define nothing (their first operand is read or is memory)
-_DEFINES_NOTHING = re.compile(r"^(?:st|red|bra|brx|ret|exit|call|bar|barrier|membar|fence|prefetch|prefetchu|trap|"
-                              r"brkpt|pmevent|cp|nanosleep|griddepcontrol|setmaxnreg|mbarrier\.init|"
-                              r"mbarrier\.arrive_drop|mbarrier\.inval|tensormap|multimem\.st|multimem\.red|sust|sured|"
-                              r"wmma\.store|stmatrix|discard|applypriority|createpolicy\.\S*\s*$|elect)(?:\.|$)")
+# instructions whose first operand is read, not defined, and is no memory place (those start with `[`)
+_DEFINES_NOTHING = re.compile(r"^(?:bra|brx|ret|exit|bar|barrier|membar|fence|trap|brkpt|pmevent|nanosleep|"
+                              r"griddepcontrol|setmaxnreg|st|red)(?:\.|$)")
 
 
 def _leaves_undefined(body: _Body, function) -> bool:
