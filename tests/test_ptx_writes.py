@@ -338,3 +338,18 @@ def test_a_value_left_undefined_counts_every_static_written(body):
     defined = body.replace("[%rd9]", "[%rd1]").replace("\t.param .b64 param0;\n",
                                                        "\t.param .b64 param0;\n\tst.param.b64 \t[param0+0], 0;\n")
     assert not _written(defined.replace("st.global.f32 \t[%rd1], %f1;\n", ""))
+
+
+@pytest.mark.parametrize("read", [
+    "\t{ .reg .b64 t;\n\tmov.u64 t, 0;\n\t}\n\t{ .reg .b64 t;\n\tmov.b64 %rd9, t;\n\t}\n",  # a sibling block's t
+    "\tsetp.eq.s32 \t%p1, %r1, 0;\n\t@%p1 mov.u64 \t%rd9, 0;\n",  # defined under a predicate only
+    "\tmov.b64 \t%rd9, %rd8;\n\tmov.u64 \t%rd8, 0;\n",  # defined after its use
+    "\t{ .reg .b64 %clockwork;\n\tmov.b64 %rd9, %clockwork;\n\t}\n",  # named like a special register
+    "\tstackrestore.u64 \t%rd9;\n",  # an instruction that only reads it
+])
+def test_a_register_must_be_defined_before_its_use_on_every_path(read):
+    # round 328: each of these left %rd9 (or what it came from) undefined, ptxas's register holding an address
+    body = "\t.reg .pred \t%p<3>;\n\tmov.u64 \t%rd1, _ZZ1fiE1t;\n\tld.global.f32 \t%f1, [%rd1];\n" + read
+    assert _written(body + "\tst.global.f32 \t[%rd9], %f1;\n")
+    assert not _written(body.replace(read, "\tmov.u64 \t%rd9, 0;\n") + "\tst.global.f32 \t[%rd9+4], %f1;\n"
+                        .replace("[%rd9+4]", "[%rd9]"))

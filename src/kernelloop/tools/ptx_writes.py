@@ -126,6 +126,8 @@ class _Body:
     local: set[str] = field(default_factory=set)  # local memory the body declares by name (nvcc's depot, an asm's)
     declared: set[str] = field(default_factory=set)  # every name a declaration in the body makes (registers too)
     registers: set[str] = field(default_factory=set)  # the registers the body declares (`.reg`)
+    register_blocks: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # a register -> blocks declaring it
+    guarded: list[bool] = field(default_factory=list)  # each statement's: run only where a predicate holds (`@p`)
     parameter_bytes: dict[tuple[str, tuple[int, ...]], int | None] = field(default_factory=dict)  # (name, block)
 
 
@@ -170,7 +172,9 @@ def _body(lines: list[str]) -> _Body:
             if statement.startswith("."):
                 body.declared |= _declared_names(statement)
                 if statement.startswith(".reg"):
-                    body.registers |= _declared_names(statement)
+                    for name in _declared_names(statement):
+                        body.registers.add(name)
+                        body.register_blocks.setdefault(name, []).append(tuple(open_blocks))
                 # every declarator of a list (`.local .b8 a[8], b[8]`, `a[8 ]`, `a<2>`: red team round 324 parked an
                 # address in the first of two)
                 if _BODY_MEMORY.search(statement):  # `.global .f32 gain = 0f3F800000` inside a function
@@ -187,6 +191,7 @@ def _body(lines: list[str]) -> _Body:
                 body.readable &= m is not None
                 body.statements.append(f"{m.group(1)} {m.group(2)}".strip() if m else statement)
                 body.blocks.append(tuple(open_blocks))
+                body.guarded.append(bool(_GUARD.match(statement)))
     body.readable &= not leading(pending)
     return body
 
@@ -503,48 +508,49 @@ def _parameters(function) -> list[str] | None:
     return _PARAMETER.findall(m.group("parameters") or "")
 
 
-# PTX's special registers: read, never defined
-_SPECIAL_REGISTER = re.compile(r"^%(?:tid|ntid|laneid|warpid|nwarpid|ctaid|nctaid|smid|nsmid|gridid|lanemask_\w+|"
-                               r"clock\w*|pm\d+\w*|envreg\d+|globaltimer\w*|reserved_smem\w*|total_smem_size|"
-                               r"aggr_smem_size|dynamic_smem_size|current_graph_exec|is_explicit_cluster|cluster\w*|"
-                               r"ncluster\w*)$")
-# instructions whose first operand is read, not defined, and is no memory place (those start with `[`)
-_DEFINES_NOTHING = re.compile(r"^(?:bra|brx|ret|exit|bar|barrier|membar|fence|trap|brkpt|pmevent|nanosleep|"
-                              r"griddepcontrol|setmaxnreg|st|red)(?:\.|$)")
+# instructions whose first operand is read, not defined, and is no memory place (those start with `[`); a barrier's
+# reduction (`bar.red.popc.u32 %r3, 0, %p1`) defines it
+_DEFINES_NOTHING = re.compile(r"^(?:bra|brx|ret|exit|bar(?!\.red)|barrier(?!\.red)|membar|fence|trap|brkpt|pmevent|"
+                              r"nanosleep|griddepcontrol|setmaxnreg|stackrestore|st|red)(?:\.|$)")
 
 
 def _leaves_undefined(body: _Body, function) -> bool:
-    """Whether the function reads a register nothing in it defines, passes a call a parameter no `st.param` of the
-    call's block fills before it, or declares a return value it never fills: values ptxas takes from whatever its
-    register holds (round 327). Definitions are counted anywhere in the body (not on every path)."""
+    """Whether the function reads a register no earlier statement of its scope defines on every path through it
+    (unpredicated, in the block that declares that register: sibling blocks' registers of one name are others), passes
+    a call a parameter no `st.param` of the call's block fills before it, or declares a return value it never fills:
+    values ptxas takes from whatever its register holds (rounds 327-328). Text order stands in for the paths: a
+    loop's values are set before the loop in what nvcc writes."""
     statements = body.statements
-    defined = set(_parameters(function) or [])
-    used: set[str] = set()
+
+    def scope(name: str, i: int) -> tuple[int, ...] | None:
+        inside = [b for b in body.register_blocks.get(name, []) if body.blocks[i][:len(b)] == b]
+        return max(inside, key=len, default=None)
+
+    defined: set[tuple[str, tuple[int, ...] | None]] = set()
     for i, statement in enumerate(statements):
         opcode, _, rest = statement.partition(" ")
         ops = _operands(rest)
         call = _call(statement)
         if call is not None:
-            defined |= set(call[2])
-            used |= _names(statement[statement.find("("):]) if call[1] else set()
-            for k, parameter in enumerate(call[1]):
+            reads, writes = set(), set(call[2])
+            for parameter in call[1]:
                 block = max((b for b in body.parameters.get(parameter, []) if body.blocks[i][:len(b)] == b),
-                            key=len, default=None)
-                filled = any(statements[j].startswith("st.param") and parameter in _names(_operands(
-                             statements[j].partition(" ")[2])[0]) and body.blocks[j][:len(block or ())] == (block or ())
-                             for j in range(i))
-                if not filled:
+                            key=len, default=())
+                if not any(statements[j].startswith("st.param") and parameter in _names(_operands(
+                        statements[j].partition(" ")[2])[0]) and body.blocks[j][:len(block)] == block
+                        for j in range(i)):
                     return True
-            continue
-        if ops and not _DEFINES_NOTHING.match(opcode) and not ops[0].startswith("["):
-            defined |= _names(ops[0])
-            used |= set().union(set(), *(_names(o) for o in ops[1:]))
+            reads |= _names(statement[m.end():]) if (m := _CALL.match(statement)) else set()
+        elif ops and not _DEFINES_NOTHING.match(opcode) and not ops[0].startswith("["):
+            reads, writes = set().union(set(), *(_names(o) for o in ops[1:])), _names(ops[0])
         else:
-            used |= _names(rest)
-    undefined = {n for n in (used & body.registers) - defined if not _SPECIAL_REGISTER.match(n)}
-    if undefined:
-        return True
-    returns = [n for n, _ in _header_bytes(function).items() if _RETURN.match(n)]
+            reads, writes = _names(rest), set()
+        for name in reads & body.registers:
+            if (name, scope(name, i)) not in defined:
+                return True
+        if not body.guarded[i]:
+            defined |= {(name, scope(name, i)) for name in writes & body.registers}
+    returns = [n for n in _header_bytes(function) if _RETURN.match(n)]
     stored = {n for s in statements if s.startswith("st.param") for n in _names(_operands(s.partition(" ")[2])[0])}
     return any(r not in stored for r in returns)
 
