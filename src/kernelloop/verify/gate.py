@@ -1916,10 +1916,11 @@ def _check_guard_reads(v: Verdict, base_build: BuildResult, base_bin: Path, base
     inputs' guard zones holding NaN, then large finite values of either sign: outputs that move with them come from
     memory past a buffer the harness declares, which no candidate can be held to (red team rounds
     46-48: a read past a buffer init sized too small, hidden by a max or a ReLU from the NaN that
-    the guard zones hold otherwise). The memory the baseline's own code allocates (device blocks, fresh or
-    handed back, and host allocations but calloc's) holds the same bytes until it writes it: outputs that
-    follow them come from what an allocator handed back, which code left out of the program can decide
-    (red team round 315). Cached per baseline build and size."""
+    the guard zones hold otherwise). The memory the baseline's own code allocates (device blocks and arrays,
+    fresh or handed back, the guard past each block, host allocations but calloc's) holds NaN, a large value,
+    then zero in the three runs until it writes it, and shared memory differs too (PART_CONTRAST_BYTES):
+    outputs that follow them come from what an allocator or a caller's kernels handed back, which code left
+    out of the program can decide (red team rounds 315 and 325). Cached per baseline build and size."""
     vs = v.settings
     tolerance = tolerance_for(vs)
     tolerance_key = hashlib.sha256(tolerance.model_dump_json().encode()).hexdigest()[:12]  # the decision's terms
