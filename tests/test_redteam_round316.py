@@ -16,14 +16,12 @@ names, not bounds; closing it needs the state check to read the unregistered obj
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify.precision import classify_ptx, compare_profiles
+from kernelloop.verify.precision import compare_profiles
 
 from .conftest import FIXTURES
+from .redteam_statics import ptx_profile
 
 pytestmark = pytest.mark.nvcc
 
@@ -31,10 +29,7 @@ ROUND = FIXTURES / "redteam" / "round316"
 
 
 def _profile(name: str, tmp_path):
-    out = tmp_path / f"{name}.ptx"
-    subprocess.run([str(find_toolchain().nvcc), "-O3", "-std=c++17", "-ptx", "-arch=sm_90", "-o", str(out),
-                    str(ROUND / f"{name}.cu")], check=True, capture_output=True, timeout=300)
-    return classify_ptx(out.read_text())
+    return ptx_profile(ROUND / f"{name}.cu", tmp_path)
 
 
 @pytest.mark.parametrize("stem", ["b1_libdevice_table", "b2_reported_strings"])

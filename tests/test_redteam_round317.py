@@ -15,17 +15,15 @@ Both users are tested: the verifier's `device-static` rule and init's guard.
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from kernelloop.errors import InputError
 from kernelloop.init_state import refuse_state_set_by_dropped_code
 from kernelloop.program.init import InitSpec, generate
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify.precision import classify_ptx, compare_profiles
+from kernelloop.verify.precision import compare_profiles
 
 from .conftest import FIXTURES, shared_cache_dir
+from .redteam_statics import ptx_profile
 
 pytestmark = pytest.mark.nvcc
 
@@ -34,10 +32,7 @@ SPEC = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output", "x": "inpu
 
 
 def _profile(name: str, tmp_path):
-    out = tmp_path / f"{name}.ptx"
-    subprocess.run([str(find_toolchain().nvcc), "-O3", "-std=c++17", "-ptx", "-arch=sm_90", "-o", str(out),
-                    str(ROUND / f"{name}.cu")], check=True, capture_output=True, timeout=300)
-    return classify_ptx(out.read_text())
+    return ptx_profile(ROUND / f"{name}.cu", tmp_path)
 
 
 @pytest.mark.parametrize("name", ["b1_distance_two_calls", "b2_param_address_read", "b3_indirect_call_shared_param"])

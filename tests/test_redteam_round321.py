@@ -8,17 +8,15 @@ now a store like any other (written).
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from kernelloop.errors import InputError
 from kernelloop.init_state import refuse_state_set_by_dropped_code
 from kernelloop.program.init import InitSpec, generate
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify.precision import classify_ptx, compare_profiles
+from kernelloop.verify.precision import compare_profiles
 
 from .conftest import FIXTURES, shared_cache_dir
+from .redteam_statics import ptx_profile
 
 pytestmark = pytest.mark.nvcc
 
@@ -26,10 +24,7 @@ ROUND = FIXTURES / "redteam" / "round321"
 
 
 def _profile(name: str, tmp_path):
-    out = tmp_path / f"{name}.ptx"
-    subprocess.run([str(find_toolchain().nvcc), "-O3", "-std=c++17", "-ptx", "-arch=sm_90", "-o", str(out),
-                    str(ROUND / f"{name}.cu")], check=True, capture_output=True, timeout=300)
-    return classify_ptx(out.read_text())
+    return ptx_profile(ROUND / f"{name}.cu", tmp_path)
 
 
 def test_a_counter_written_through_a_parameter_passed_twice_is_refused(tmp_path):

@@ -10,29 +10,23 @@ some paths only (a predicated move), which this reading counts as a definition.
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from kernelloop.errors import InputError
 from kernelloop.init_state import refuse_state_set_by_dropped_code
-from kernelloop.program.init import InitSpec, generate
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify.precision import classify_ptx, compare_profiles
+from kernelloop.program.init import generate
+from kernelloop.verify.precision import compare_profiles
 
 from .conftest import FIXTURES, shared_cache_dir
+from .redteam_statics import SCALE_SPEC, ptx_profile
 
 pytestmark = pytest.mark.nvcc
 
 ROUND = FIXTURES / "redteam" / "round327"
-SPEC = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output", "x": "input"}, launcher="scale")
 
 
 def _profile(name: str, tmp_path):
-    out = tmp_path / f"{name}.ptx"
-    subprocess.run([str(find_toolchain().nvcc), "-O3", "-std=c++17", "-ptx", "-arch=sm_90", "-o", str(out),
-                    str(ROUND / f"{name}.cu")], check=True, capture_output=True, timeout=300)
-    return classify_ptx(out.read_text())
+    return ptx_profile(ROUND / f"{name}.cu", tmp_path)
 
 
 def test_a_counter_kept_through_an_argument_never_stored_is_refused(tmp_path):
@@ -43,7 +37,7 @@ def test_a_counter_kept_through_an_argument_never_stored_is_refused(tmp_path):
 @pytest.mark.parametrize("name", ["init_undefarg_pure.cu", "init_undefarg_asm.cu"])
 def test_init_refuses_a_gain_written_through_an_undefined_argument(name):
     source = (ROUND / name).read_text()
-    result = generate(source, SPEC, name)
+    result = generate(source, SCALE_SPEC, name)
     with pytest.raises(InputError, match=r"gain_slot\(\)::gain, device memory that device code writes"):
         refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(),
                                          generated=result.program)

@@ -9,36 +9,25 @@ block that declares the register. False refusal fixed: `bar.red.popc` (`__syncth
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from kernelloop.errors import InputError
-from kernelloop.init_state import refuse_state_set_by_dropped_code
-from kernelloop.program.init import InitSpec, generate
-from kernelloop.tools.nvcc import find_toolchain
-from kernelloop.verify.precision import classify_ptx, compare_profiles
+from kernelloop.verify.precision import compare_profiles
 
-from .conftest import FIXTURES, shared_cache_dir
+from .conftest import FIXTURES
+from .redteam_statics import init_guard, ptx_profile
 
 pytestmark = pytest.mark.nvcc
 
 ROUND = FIXTURES / "redteam" / "round328"
-SPEC = InitSpec(values={"n": ["4096", "3001"]}, roles={"y": "output", "x": "input"}, launcher="scale")
 
 
 def _profile(name: str, tmp_path):
-    out = tmp_path / f"{name}.ptx"
-    subprocess.run([str(find_toolchain().nvcc), "-O3", "-std=c++17", "-ptx", "-arch=sm_90", "-o", str(out),
-                    str(ROUND / f"{name}.cu")], check=True, capture_output=True, timeout=300)
-    return classify_ptx(out.read_text())
+    return ptx_profile(ROUND / f"{name}.cu", tmp_path)
 
 
 def _guard(name: str) -> None:
-    source = (ROUND / name).read_text()
-    result = generate(source, SPEC, name)
-    refuse_state_set_by_dropped_code(source, result, arch="sm_90", cache_dir=shared_cache_dir(),
-                                     generated=result.program)
+    init_guard(ROUND / name)
 
 
 @pytest.mark.parametrize("name", ["sib_counter", "pred_counter", "after_counter"])

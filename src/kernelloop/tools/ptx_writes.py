@@ -497,15 +497,19 @@ def _handed(body: _Body, module: PtxModule) -> list[_Handed]:
     return out
 
 
-def _parameters(function) -> list[str] | None:
-    """A function's own parameters, in order: the header's `.param`s after the return list and the
-    name, read as a header (the name is no text to search for: `f` is in `.func`, red team round 320
-    shifted every parameter by one so); None where the header does not read so."""
+def _header(function) -> re.Match[str] | None:
+    """A function's header read as a header (its return list, name and parameter list; the name is no text to
+    search for: `f` is in `.func`, red team round 320 shifted every parameter by one so); None where it does
+    not read so."""
     header = " ".join(" ".join(function.lines[:max(1, len(function.lines) - len(function.body) - 1)]).split())
     m = _HEADER.match(header)
-    if m is None or m.group("name") != function.name:
-        return None
-    return _PARAMETER.findall(m.group("parameters") or "")
+    return m if m is not None and m.group("name") == function.name else None
+
+
+def _parameters(function) -> list[str] | None:
+    """A function's own parameters, in order: the header's `.param`s after the return list and the name."""
+    m = _header(function)
+    return None if m is None else _PARAMETER.findall(m.group("parameters") or "")
 
 
 # instructions whose first operand is read, not defined, and is no memory place (those start with `[`); a barrier's
@@ -557,8 +561,7 @@ def _leaves_undefined(body: _Body, function) -> bool:
 
 def _header_bytes(function) -> dict[str, int | None]:
     """The bytes each parameter and return value the header declares holds (None where unread)."""
-    header = " ".join(" ".join(function.lines[:max(1, len(function.lines) - len(function.body) - 1)]).split())
-    m = _HEADER.match(header)
+    m = _header(function)
     if m is None:
         return {}
     declared = [d for group in ("returns", "parameters") for d in (m.group(group) or "").split(",") if d.strip()]
