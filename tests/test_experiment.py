@@ -25,11 +25,15 @@ def manifest(**kw) -> dict:
     return base
 
 
-def records_bytes(samples: list[list[float]], final: list[float], m: dict | None = None) -> bytes:
+def records_bytes(samples: list[list[float]], final: list[float], m: dict | None = None,
+                  warmups: list[list[float]] = ()) -> bytes:
     text = json.dumps(m or manifest()).encode()
     out = b"kernelloop-manifest 2 %d\n" % len(text) + text
     for call, values in enumerate(samples):
         out += b"kernelloop-sample 2 %d 1 float32 %d\n" % (call, len(values)) + np.array(values, "<f4").tobytes()
+        if call == 0:  # the harness samples the warm-up calls' kept outputs after the first timed call
+            for w, kept in enumerate(warmups):
+                out += b"kernelloop-warmup 2 %d 1 float32 %d\n" % (w, len(kept)) + np.array(kept, "<f4").tobytes()
     return out + b"kernelloop-output 1 float32 %d\n" % len(final) + np.array(final, "<f4").tobytes()
 
 
@@ -57,6 +61,30 @@ def test_every_call_is_compared_and_the_failing_call_is_named():
     assert compare_calls(base, good, compare).match
     bad = compare_calls(base, stale, compare)
     assert not bad.match and "timed call 2 of 2" in bad.problem
+
+
+def test_every_warm_up_call_is_compared_too_and_named():
+    # red team round 315: a candidate that reads a fresh allocation in its first call only, before it writes it, is
+    # wrong in a warm-up call alone; its timed calls and its final dump match
+    timed, final = [[1, 2, 3, 4], [5, 6, 7, 8]], [5, 6, 7, 8]
+    base = parse_records(records_bytes(timed, final, warmups=[[9, 9, 9, 9], [7, 7, 7, 7]]))
+    assert [s.call for s in base.warmup_samples] == [0, 1] and base.samples_of_warmup_call(1)[0].tolist() == [7] * 4
+    compare = lambda b, c, call: compare_dumps(b, c)  # noqa: E731
+    same = parse_records(records_bytes(timed, final, warmups=[[9, 9, 9, 9], [7, 7, 7, 7]]))
+    assert compare_calls(base, same, compare).match
+    lazy = parse_records(records_bytes(timed, final, warmups=[[9, 9, 1e7, 9], [7, 7, 7, 7]]))
+    bad = compare_calls(base, lazy, compare)
+    assert not bad.match and "warm-up call 1 of 2" in bad.problem
+    second = compare_calls(base, parse_records(records_bytes(timed, final, warmups=[[9, 9, 9, 9], [7, 0, 7, 7]])),
+                           compare)
+    assert not second.match and "warm-up call 2 of 2" in second.problem
+    # a candidate run without them (never the frozen header's) is not passed for lack of evidence
+    missing = compare_calls(base, parse_records(records_bytes(timed, final)), compare)
+    assert not missing.match and "warm-up call 1" in missing.problem
+    # the warm-up calls are told apart from the timed ones (never stressed: -1 - w)
+    told: list[int] = []
+    compare_calls(base, same, lambda b, c, call: told.append(call) or compare_dumps(b, c))
+    assert told == [0, 1, -1, -2]
 
 
 def test_the_speed_of_light_floor_comes_from_the_declared_work_and_measured_peaks():

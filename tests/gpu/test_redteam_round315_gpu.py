@@ -52,9 +52,9 @@ def test_a_baseline_reading_memory_it_never_wrote_is_refused(path, tmp_path):
 
 
 @pytest.mark.parametrize("candidate", [
-    # OPEN (H100, 2026-12-07: accepted 1.71x): the fill reaches only its first call, a warm-up call whose outputs no
-    # run compares; a candidate wrong in its first call alone is the class left open (docs/verifier.md, round 325)
-    pytest.param("c_counts_on_zeroed_block.cu", marks=pytest.mark.xfail(strict=True, reason="open: first call only")),
+    # the fill reaches only its first call, a warm-up call (H100, 2026-12-07, before warm-up calls were compared:
+    # accepted 1.71x); the harness now samples every warm-up call's outputs and the verifier compares them
+    "c_counts_on_zeroed_block.cu",
     "c_array.cu",
 ])
 def test_a_candidate_counting_on_a_fresh_allocations_zeros_is_rejected(candidate, tmp_path, record_property):

@@ -19,6 +19,8 @@
 //   * after every call a trusted kernel gathers elements of every output at positions drawn
 //     from the pipe after the call (a candidate cannot know them while it runs), and guard zones
 //     around every buffer are checked for out-of-bounds writes;
+//   * every warm-up call's outputs are kept (host memory) and sampled after the first timed call, at positions
+//     drawn from the pipe then, so a part wrong only in its first calls (a lazy start-up) is compared as well;
 //   * after every call every input is checked to be as the harness wrote it (a hash of its
 //     contents), and every output is checked for being a copy of an input;
 //   * after the last call every output is dumped whole;
@@ -33,6 +35,8 @@
 // bytes the header wrote, which the verifier requires to be the last bytes and at that offset:
 //   kernelloop-manifest 2 <bytes>\n<json>
 //   kernelloop-sample 2 <call> <buffer> <dtype> <count>\n<count raw elements>
+//   kernelloop-warmup 2 <warm-up call> <buffer> <dtype> <count>\n<count raw elements>  (a warm-up call's outputs
+//     at positions drawn after the first timed call: nothing a part gets wrong in its first calls only goes unseen)
 //   kernelloop-nonfinite 2 <call> <buffer> <count> <bits>\n<bits / 8 bytes>  (a floating output holding NaN
 //     or inf after that call: how many elements, and a bit per element at a secretly hashed position)
 //   kernelloop-identical 2 <output> <input> <calls> <timed calls>\n  (an output equal to an input)
@@ -1725,6 +1729,11 @@ struct State {
   int replayed;                        // the timed call repeated last (-1: none yet)
   bool replay_same;                    // every repeat left the part's state as that call had
   PartState state_replay;              // the part's state after the repeat
+  unsigned char* warm_outputs;         // host pages: every warm-up call's outputs and in-out buffers, one call
+                                       // after another, read-only but while the harness copies them in
+  size_t warm_output_bytes;            // ... one call's share
+  size_t warm_mapped_bytes;            // ... the pages mapped (0: none)
+  int warm_calls;                      // ... the calls kept (RunOptions::warmup)
 };
 constexpr uintptr_t kStateAddress = 0x3c5a7e000000ull;
 constexpr size_t kStateBytes = (sizeof(State) + 4095) / 4096 * 4096;
@@ -1931,6 +1940,7 @@ class Harness {
       check_harness_memory(-1 - w);
       check_guards(-1 - w);
       check_inputs(-1 - w);
+      keep_warmup_outputs(w);
     }
     for (s.calls = 0; s.calls < opt.calls; ++s.calls) {
       const int c = s.calls;
@@ -1954,6 +1964,9 @@ class Harness {
       check_inputs(c);
       const uint64_t sample_draw = read_secret();
       sample_outputs(c, sample_draw);
+      // The warm-up calls' outputs, at positions drawn now that they and the first timed call have run: a
+      // part wrong in its first calls only (a lazy start-up reading memory it never wrote) is compared too.
+      if (c == 0) sample_warmup_outputs(kl::mix64(sample_draw ^ 0x5741524D53414D50ull));
       s.state_after[c] = kl::part_state(state_key(c)).digest;
       // The repeat of an earlier call's inputs: before the last call (whose outputs are dumped
       // whole), or after it when it is the only one. Its draw comes from this call's sample draw,
@@ -2437,6 +2450,7 @@ class Harness {
     harness_alloc(&s.sample_index, kSamplesPerBuffer * sizeof(uint64_t));
     harness_alloc(&s.sample_values, kSamplesPerBuffer * most);
     harness_alloc(&s.nonfinite_bits, kNonfiniteMapBits / 8 + sizeof(unsigned long long));
+    map_warmup_outputs(opt.warmup);
     for (int c = 0; c < opt.calls; ++c) {
       KL_CHECK(cudaEventCreate(&s.start[c]));
       KL_CHECK(cudaEventCreate(&s.stop[c]));
@@ -2993,6 +3007,78 @@ class Harness {
       append(values.data(), values.size());
       map_nonfinite(call, i, b, mix64(sample_seed ^ 0x4E4F4E46494E4954ull ^ (uint64_t)i));
     }
+  }
+
+  // Host pages for every warm-up call's outputs (run() samples them after the first timed call). Host memory, not
+  // the GPU's: a copy of every output per warm-up call would crowd out a program sized to the GPU's memory.
+  void map_warmup_outputs(int warmup) {
+    State& s = st();
+    if (!s.output_on) return;
+    size_t bytes = 0;
+    const Table& t = table();
+    for (int i = 0; i < t.nbuffers; ++i)
+      if (t.buffers[i].role == Role::output || t.buffers[i].role == Role::inout) bytes += t.buffers[i].count * t.buffers[i].elem;
+    if (bytes == 0) return;
+    const size_t mapped = (bytes * (size_t)warmup + 4095) / 4096 * 4096;
+    void* at = mmap(nullptr, mapped, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (at == MAP_FAILED) {
+      char what[200];
+      snprintf(what, sizeof what, "cannot map %zu bytes of host memory for the warm-up calls' outputs (their share "
+               "of the comparison): give the program fewer warm-up calls or smaller outputs", mapped);
+      fail(what);
+    }
+    s.warm_outputs = static_cast<unsigned char*>(at);
+    s.warm_output_bytes = bytes;
+    s.warm_mapped_bytes = mapped;
+    s.warm_calls = warmup;
+  }
+  // Warm-up call w's outputs and in-out buffers, copied whole into its share of those pages, which are writable only
+  // while the harness copies (a part's host code that finds them through the state can read, not change them).
+  void keep_warmup_outputs(int w) {
+    State& s = st();
+    if (s.warm_outputs == nullptr) return;
+    if (mprotect(s.warm_outputs, s.warm_mapped_bytes, PROT_READ | PROT_WRITE) != 0)
+      fail("cannot unprotect the warm-up calls' outputs");
+    unsigned char* at = s.warm_outputs + (size_t)w * s.warm_output_bytes;
+    const Table& t = table();
+    for (int i = 0; i < t.nbuffers; ++i) {
+      const Buffer& b = t.buffers[i];
+      if (b.role != Role::output && b.role != Role::inout) continue;
+      KL_CHECK(::cudaMemcpy(at, b.data, b.count * b.elem, cudaMemcpyDeviceToHost));
+      at += b.count * b.elem;
+    }
+    if (mprotect(s.warm_outputs, s.warm_mapped_bytes, PROT_READ) != 0) fail("cannot protect the warm-up calls' outputs");
+  }
+  // Every warm-up call's outputs at positions drawn after the first timed call (records "kernelloop-warmup 2 <warm-up
+  // call> <buffer> <dtype> <count>"); the verifier compares them with the baseline's, whose warm-up inputs are the
+  // same (from the seed alone). Then the pages are returned.
+  void sample_warmup_outputs(uint64_t sample_seed) {
+    State& s = st();
+    if (s.warm_outputs == nullptr) return;
+    const Table& t = table();
+    std::vector<unsigned char> values;
+    for (int w = 0; w < s.warm_calls; ++w) {
+      const unsigned char* at = s.warm_outputs + (size_t)w * s.warm_output_bytes;
+      const uint64_t key = mix64(sample_seed + (uint64_t)w);
+      for (int i = 0; i < t.nbuffers; ++i) {
+        const Buffer& b = t.buffers[i];
+        if (b.role != Role::output && b.role != Role::inout) continue;
+        const size_t k = std::min<size_t>(kSamplesPerBuffer, b.count);
+        values.resize(k * b.elem);
+        for (size_t j = 0; j < k; ++j) {
+          const size_t index = k == b.count ? j : (size_t)(mix64(key ^ mix64(((uint64_t)i << 32) + j)) % b.count);
+          memcpy(values.data() + j * b.elem, at + index * b.elem, b.elem);
+        }
+        char header[160];
+        snprintf(header, sizeof header, "kernelloop-warmup 2 %d %d %s %zu\n", w, i, b.dtype, k);
+        append(header, strlen(header));
+        append(values.data(), values.size());
+        at += b.count * b.elem;
+      }
+    }
+    munmap(s.warm_outputs, s.warm_mapped_bytes);
+    s.warm_outputs = nullptr;
+    s.warm_mapped_bytes = 0;
   }
 
   // The call's whole output, for NaN and inf (kl_nonfinite_map_kernel): a record only where some

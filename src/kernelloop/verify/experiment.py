@@ -266,8 +266,11 @@ def outputs_never_varying(records: OutputRecords) -> list[str]:
 
 
 def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall) -> Comparison | None:
-    """The samples of every timed call, the candidate's against the baseline's (same positions:
-    both runs read the same stream); `compare` is told the call. None when the baseline wrote no samples."""
+    """The samples of every timed call, then of every warm-up call, the candidate's against the
+    baseline's (same positions: both runs read the same stream; same warm-up inputs: both runs have
+    the same seed); `compare` is told the call (a warm-up call as -1 - w: never stressed). A warm-up
+    call is compared like a timed one: a part wrong in its first call only (a lazy start-up that
+    reads memory it never wrote: red team round 315) is wrong. None when the baseline wrote no samples."""
     if base.manifest is None or not base.samples:
         return None
     if cand.manifest is None:
@@ -280,6 +283,13 @@ def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall
         if not result.match:
             return result.model_copy(update={"problem": f"timed call {call + 1} of {len(calls)}: "
                                                         f"{result.describe()}"})
+        merged = result if merged is None else merged.merged(result)
+    warmups = sorted({s.call for s in base.warmup_samples})
+    for call in warmups:
+        result = compare(base.samples_of_warmup_call(call), cand.samples_of_warmup_call(call), -1 - call)
+        if not result.match:
+            return result.model_copy(update={"problem": f"warm-up call {call + 1} of {len(warmups)} (the calls before "
+                                                        f"the timed ones): {result.describe()}"})
         merged = result if merged is None else merged.merged(result)
     return merged
 

@@ -3,7 +3,7 @@
 A contract-v1 harness writes only whole output buffers ("kernelloop-output 1" records) to the file
 KERNELLOOP_OUTPUT_FILE names. A v2 harness (the bundled `kernelloop_harness.cuh`) writes to a pipe
 the verifier reads while the program runs (KERNELLOOP_OUTPUT_FD): a manifest first, a sample of
-every output after every timed call (and where a floating output held NaN or inf, over the whole
+every output after every timed call and of every warm-up call (and where a floating output held NaN or inf, over the whole
 buffer), which outputs some calls left equal to an input, how much each input varied from call
 to call, the whole outputs after the last call, and last a record of how many bytes came before it
 (docs/contract.md). The candidate cannot write either (the policy leaves the editable part no file
@@ -25,6 +25,7 @@ from .outputs import DumpError, dump_dtype
 
 _OUTPUT = re.compile(rb"kernelloop-output 1 ([a-z0-9]+) (\d+)\n")
 _SAMPLE = re.compile(rb"kernelloop-sample 2 (\d+) (\d+) ([a-z0-9]+) (\d+)\n")
+_WARMUP_SAMPLE = re.compile(rb"kernelloop-warmup 2 (\d+) (\d+) ([a-z0-9]+) (\d+)\n")
 _MANIFEST = re.compile(rb"kernelloop-manifest 2 (\d+)\n")
 _IDENTICAL = re.compile(rb"kernelloop-identical 2 (\d+) (\d+) (\d+) (\d+)\n")
 _FIXED = re.compile(rb"kernelloop-fixed 2 (\d+) (\d+) (\d+) (\d+)\n")
@@ -153,6 +154,7 @@ class OutputRecords(BaseModel):
 
     manifest: Manifest | None = None  # None: a contract-v1 harness
     samples: list[Sample] = []
+    warmup_samples: list[Sample] = []  # call: the warm-up call (0 first), sampled after the first timed call
     identical: list[Identical] = []
     variety: list[InputVariety] = []
     constancy: list[OutputConstancy] = []
@@ -166,6 +168,9 @@ class OutputRecords(BaseModel):
 
     def samples_of_call(self, call: int) -> list[np.ndarray]:
         return [s.values for s in self.samples if s.call == call]
+
+    def samples_of_warmup_call(self, call: int) -> list[np.ndarray]:
+        return [s.values for s in self.warmup_samples if s.call == call]
 
 
 def _array(data: bytes, dtype_name: bytes, count: int, start: int) -> tuple[np.ndarray, int]:
@@ -194,6 +199,9 @@ def parse_records(data: bytes, *, v1_only: bool = False) -> OutputRecords:
         elif m := _SAMPLE.match(data, offset):
             array, offset = _array(data, m.group(3), int(m.group(4)), m.end())
             records.samples.append(Sample(call=int(m.group(1)), buffer=int(m.group(2)), values=array))
+        elif m := _WARMUP_SAMPLE.match(data, offset):
+            array, offset = _array(data, m.group(3), int(m.group(4)), m.end())
+            records.warmup_samples.append(Sample(call=int(m.group(1)), buffer=int(m.group(2)), values=array))
         elif m := _IDENTICAL.match(data, offset):
             records.identical.append(Identical(output=int(m.group(1)), input=int(m.group(2)),
                                                calls=int(m.group(3)), of=int(m.group(4))))
