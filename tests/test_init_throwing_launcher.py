@@ -73,3 +73,16 @@ def test_init_says_the_launcher_throws_and_wraps_the_kernel_alone(tmp_path):
     alone = kl("init", str(LIBRARY), "-o", str(tmp_path / "alone.cu"), "--kernel", "axpby_kernel", "--grid",
                "(n + 255) / 256", "--block", "256", *sizes, env=cache)
     assert alone.returncode == 0, alone.stderr
+
+
+@pytest.mark.nvcc
+def test_the_kept_launcher_is_compared_as_code_not_as_the_compilers_inlining(tmp_path):
+    # The same launcher compiled in the file (main builds no other std::string: its constructor inlined into the
+    # launcher's cold part) and in the editable unit (called out of line) is the same code: init reaches the
+    # throw's own refusal instead of "compiles to other code" (compared with no inlining, as check (c) compares)
+    result = kl("init", str(FIXTURES / "outside" / "saxpy_throw_check_main.cu"), "-o", str(tmp_path / "kept.cu"),
+                "--launcher", "saxpy", "--set", "n=1048576,1001", "--set", "a=2.0", "--role", "x=input",
+                "--role", "y=inout", env={"KERNELLOOP_CACHE_DIR": str(tmp_path / "cache")})
+    line = one_error_line(result)
+    assert result.returncode == 2 and "its launcher's host code throws a C++ exception" in line, line
+    assert "compiles to other code" not in line

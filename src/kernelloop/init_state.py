@@ -381,7 +381,7 @@ def refuse_state_set_by_dropped_code(source: str, result: InitResult, *, arch: s
     problems += state_problems(optimised, kept, set(keep_state or []), trusted=set(trust_calls or []),
                                kept_symbols=kept_symbols)
     if generated is not None and units is not None:
-        problems += _kept_code_differences(optimised_object, optimised, generated, arch=arch, cache_dir=cache_dir)
+        problems += _kept_code_differences(source, generated, arch=arch, cache_dir=cache_dir)
         problems += _device_code_reading_positions(source, optimised_object, optimised, arch=arch, cache_dir=cache_dir)
         problems += _build_setup_differences(source, optimised_object, optimised, kept, arch=arch, cache_dir=cache_dir)
         problems += _code_your_file_never_ran(source, units, kept, arch=arch, cache_dir=cache_dir,
@@ -625,15 +625,22 @@ def _code_your_file_never_ran(source: str, units: list[tuple[str, _Reading]], ke
     return problems + startup_problems
 
 
-def _kept_code_differences(user_object: Path, user_refs: StateReferences, program_text: str, *,
-                           arch: str, cache_dir: Path) -> list[str]:
+def _kept_code_differences(source: str, program_text: str, *, arch: str, cache_dir: Path) -> list[str]:
     """The kept functions and kernels that compile to other code in the generated program, built
     as the verifier builds it: the editable unit alone (round 25: an overload the copy put below
     the editable part was found by a whole-file build, by argument-dependent lookup, and not by
-    the verifier's)."""
+    the verifier's). Both built as check (c) builds (`_COMPARED_BUILD`: no inlining but the forced
+    kind), so that what differs is the code, not the compiler's inlining of a library function,
+    which follows how often the rest of the unit calls it (a launcher's `throw
+    std::runtime_error(std::string(...) + ...)` inlined std::string's constructor into its cold
+    part in the file, where main built no other string, and called it out of line in the editable
+    unit). Device code is compared on the PTX, which host flags do not change."""
+    user_object = _object(_without_positions(source), arch=arch, cache_dir=cache_dir, optimised=True, what="the file",
+                          extra_flags=_COMPARED_BUILD)
+    user_refs = state_references(user_object)
     unit = split_program(program_text, "generated.cu").editable_unit()
     program_object = _object(_without_positions(unit), arch=arch, cache_dir=cache_dir, optimised=True,
-                             what="the generated program's editable part")
+                             what="the generated program's editable part", extra_flags=_COMPARED_BUILD)
     program_refs = state_references(program_object)
     # Every function the editable unit defines, not only the launcher and the kernels named in
     # its text: the copy moved all of it (round 26: a kernel launched through a macro's name).
