@@ -36,6 +36,10 @@ load reads at; anything else counts as a write:
   written, as names are followed without scopes; a parameter read or filled past its own bytes
   reaches the next one (ptxas lays them out in a row: round 323), so it hands on every address;
 - a copy into shared memory reads its global source (`cp.async`: round 323's false refusal);
+- a value the PTX leaves undefined on some path (a register, a byte of a call's argument the callee reads, a byte
+  of a return value a caller reads) is whatever ptxas's register holds, a static's address among what it may hold:
+  a must-analysis over the body's branches, and any such value counts every static written (rounds 327-329); a
+  store parks an address in local memory only where its place is local on every path (round 329);
 - statements are read as ptxas reads them (comments, line directives, an opcode glued to its
   operand, PTX's identifiers: rounds 312-313, 318-319); a module or body that cannot be read so
   counts every variable as written.
@@ -129,6 +133,7 @@ class _Body:
     register_blocks: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # a register -> blocks declaring it
     guarded: list[bool] = field(default_factory=list)  # each statement's: run only where a predicate holds (`@p`)
     parameter_bytes: dict[tuple[str, tuple[int, ...]], int | None] = field(default_factory=dict)  # (name, block)
+    labels: dict[str, list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)  # label -> (statement, blocks)
 
 
 def _body(lines: list[str]) -> _Body:
@@ -145,14 +150,16 @@ def _body(lines: list[str]) -> _Body:
         nonlocal opened
         text = " ".join(text.split())
         m = _LEADING.match(text)
-        for ch in m.group(0) if m else "":
-            if ch == "{":
+        for token in re.findall(r"[{}]|[\w$.]+(?=\s*:)", m.group(0)) if m else []:
+            if token == "{":
                 opened += 1
                 open_blocks.append(opened)
-            elif ch == "}":
+            elif token == "}":
                 body.readable &= bool(open_blocks)
                 if open_blocks:
                     open_blocks.pop()
+            else:  # a label: where the next statement starts, in the blocks open there
+                body.labels.setdefault(token, []).append((len(body.statements), tuple(open_blocks)))
         return text[m.end():] if m else text
 
     for line in lines:
@@ -314,10 +321,15 @@ def _derive(statements: list[str], roots: set[str], incoming: dict[str, set[str]
     return flow
 
 
-def _always_into(statements: list[str], roots: set[str], flow: _Flow) -> dict[str, str]:
+_IMMEDIATE = re.compile(r"-?(?:0[xX][0-9a-fA-F]+|\d+)")
+
+
+def _always_into(statements: list[str], roots: set[str], flow: _Flow,
+                 immediate_offsets: bool = False) -> dict[str, str]:
     """The registers every definition of which makes them an address into one root (the root, or such a
     register, moved, converted or offset by a value no address comes into, in exact 64-bit integer
-    arithmetic: `_exact`): a greatest fixed point."""
+    arithmetic: `_exact`): a greatest fixed point. IMMEDIATE_OFFSETS: offset by a number written in the
+    statement only (no value of any other origin, which may be another object's address)."""
     definitions: dict[str, list[tuple[str, list[str]]]] = {}
     for statement in statements:
         opcode, _, rest = statement.partition(" ")
@@ -336,6 +348,8 @@ def _always_into(statements: list[str], roots: set[str], flow: _Flow) -> dict[st
         return name if name in roots else always.get(name)
 
     def offset(operand: str) -> bool:  # a value no address comes into
+        if immediate_offsets:
+            return bool(_IMMEDIATE.fullmatch(operand.strip()))
         return not flow.roots(operand)
 
     changed = True
@@ -518,45 +532,204 @@ _DEFINES_NOTHING = re.compile(r"^(?:bra|brx|ret|exit|bar(?!\.red)|barrier(?!\.re
                               r"nanosleep|griddepcontrol|setmaxnreg|stackrestore|st|red)(?:\.|$)")
 
 
-def _leaves_undefined(body: _Body, function) -> bool:
-    """Whether the function reads a register no earlier statement of its scope defines on every path through it
-    (unpredicated, in the block that declares that register: sibling blocks' registers of one name are others), passes
-    a call a parameter no `st.param` of the call's block fills before it, or declares a return value it never fills:
-    values ptxas takes from whatever its register holds (rounds 327-328). Text order stands in for the paths: a
-    loop's values are set before the loop in what nvcc writes."""
+def _successors(body: _Body, i: int) -> list[int] | None:
+    """The statements control may reach right after statement I (len(statements): the function's end, where it
+    returns); None where a branch's target cannot be told (no label of that name in a block around it)."""
+    opcode, _, rest = body.statements[i].partition(" ")
+    base = opcode.split(".", 1)[0]
+    after = [i + 1] if body.guarded[i] else []
+    if base == "bra":
+        target = (_operands(rest) or [""])[-1].strip()
+        around = [(k, b) for k, b in body.labels.get(target, []) if body.blocks[i][:len(b)] == b]
+        if not around:
+            return None
+        return [max(around, key=lambda kb: len(kb[1]))[0], *after]
+    if base == "brx":  # an indexed branch: any label of the function
+        return sorted({k for places in body.labels.values() for k, _ in places} | {i + 1})
+    if base in ("ret", "exit", "trap"):
+        return after
+    return [i + 1]
+
+
+def _bytes_of(place: str, opcode: str, size: int | None) -> set[int] | None:
+    """The bytes of a parameter a `ld.param`/`st.param` at PLACE (`[p+8]`) reads or fills; None where unsure."""
+    m = re.fullmatch(r"\[\s*[A-Za-z_$%][\w$]*\s*(?:\+\s*(\d+)\s*)?\]", place.strip())
+    width = _access_bytes(opcode)
+    if m is None or width is None:
+        return None
+    start = int(m.group(1) or 0)
+    return set(range(start, start + width)) if size is None or start + width <= size else None
+
+
+def _parameter_read(statement: str, name: str, size: int | None) -> set[int] | None:
+    """The bytes of parameter NAME (of SIZE bytes) a statement naming it reads: an `ld.param` at it; None where the
+    statement names it any other way."""
+    opcode, _, rest = statement.partition(" ")
+    ops = _operands(rest)
+    if opcode.startswith("ld.param") and len(ops) == 2 and name in _names(ops[-1]) and name not in _names(ops[0]):
+        return _bytes_of(ops[-1], opcode, size)
+    return None
+
+
+def parameter_reads(module: PtxModule) -> dict[tuple[str, int], set[int] | None]:
+    """For each function the module defines and each of its parameters (by position): the bytes its body reads
+    (`ld.param` at the parameter), None for all of them (named any other way, or a body that does not read)."""
+    reads: dict[tuple[str, int], set[int] | None] = {}
+    for name, function in module.functions.items():
+        parameters = _parameters(function) if function.body else None
+        if parameters is None:
+            continue
+        body = _body(function.body)
+        sizes = _header_bytes(function)
+        for k, parameter in enumerate(parameters):
+            found: set[int] | None = set()
+            for statement in body.statements:
+                if parameter not in _names(statement):
+                    continue
+                got = _parameter_read(statement, parameter, sizes.get(parameter))
+                if got is None or found is None:
+                    found = None
+                    break
+                found |= got
+            reads[(name, k)] = found
+    return reads
+
+
+def return_reads(module: PtxModule) -> dict[str, set[int] | None]:
+    """For each function the module calls by name: the bytes of its return value the callers read (`ld.param` at
+    the call's return parameter, in the call's block), None for all of them (named any other way)."""
+    reads: dict[str, set[int] | None] = {}
+    named = {n for v in module.variables.values() for n in _names(v)}  # a table of function pointers
+    for function in module.functions.values():
+        if not function.body:
+            continue
+        body = _body(function.body)
+        for i, statement in enumerate(body.statements):
+            call = _call(statement)
+            named |= _names(statement) - ({call[0]} - set(call[1]) - set(call[2]) if call else set())
+            if call is None:
+                continue
+            target, _, results = call
+            found = reads.setdefault(target, set())
+            for result in results:
+                block = max((b for b in body.parameters.get(result, []) if body.blocks[i][:len(b)] == b), key=len,
+                            default=())
+                for j in range(i + 1, len(body.statements)):
+                    if body.blocks[j][:len(block)] != block:
+                        break  # the call's block has closed
+                    if result not in _names(body.statements[j]):
+                        continue
+                    got = _parameter_read(body.statements[j], result, body.parameter_bytes.get((result, block)))
+                    if got is None or found is None:
+                        found = None
+                        break
+                    found |= got
+                reads[target] = found
+    # a function named other than as a call's target may be called through its address: every byte
+    return {name: None if name in named else found for name, found in reads.items()}
+
+
+def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[int] | None] | None = None,
+                      returns_read: set[int] | None = None) -> bool:
+    """Whether the function reads a register no statement defines on every path to the read (unpredicated, in the
+    block that declares that register: sibling blocks' registers of one name are others), passes a call a byte of a
+    parameter the callee reads (READS: `parameter_reads`; every byte for a function the module does not define)
+    that no `st.param` fills on every path to the call, or returns with a byte of its return value unfilled: values
+    ptxas takes from whatever its register holds (rounds 327-329: a jump around the only definition, one field of a
+    struct argument filled). A must-analysis over the body's branches, to a fixed point; a branch whose target
+    cannot be told leaves it undefined."""
     statements = body.statements
+    count = len(statements)
+    reads = reads or {}
+    bits: dict[tuple, int] = {}
+
+    def bit(key: tuple) -> int:
+        return 1 << bits.setdefault(key, len(bits))
 
     def scope(name: str, i: int) -> tuple[int, ...] | None:
         inside = [b for b in body.register_blocks.get(name, []) if body.blocks[i][:len(b)] == b]
         return max(inside, key=len, default=None)
 
-    defined: set[tuple[str, tuple[int, ...] | None]] = set()
+    def parameter_block(parameter: str, i: int) -> tuple[int, ...]:
+        return max((b for b in body.parameters.get(parameter, []) if body.blocks[i][:len(b)] == b), key=len,
+                   default=())
+
+    header = _header_bytes(function)
+    returns = [n for n in header if _RETURN.match(n)]
+    # what each statement needs defined before it and defines (unpredicated), as bit masks; None: never defined
+    needs: list[int | None] = []
+    gives: list[int] = []
     for i, statement in enumerate(statements):
         opcode, _, rest = statement.partition(" ")
         ops = _operands(rest)
         call = _call(statement)
+        need, give = 0, 0
         if call is not None:
-            reads, writes = set(), set(call[2])
-            for parameter in call[1]:
-                block = max((b for b in body.parameters.get(parameter, []) if body.blocks[i][:len(b)] == b),
-                            key=len, default=())
-                if not any(statements[j].startswith("st.param") and parameter in _names(_operands(
-                        statements[j].partition(" ")[2])[0]) and body.blocks[j][:len(block)] == block
-                        for j in range(i)):
-                    return True
-            reads |= _names(statement[m.end():]) if (m := _CALL.match(statement)) else set()
+            target, passed, _ = call
+            for k, parameter in enumerate(passed):
+                block = parameter_block(parameter, i)
+                size = body.parameter_bytes.get((parameter, block))
+                wanted = reads.get((target, k)) if (target, k) in reads else None
+                if wanted is None:
+                    if size is None:
+                        return True
+                    wanted = set(range(size))
+                need |= sum(bit(("param", parameter, block, b)) for b in wanted)
+            names = _names(statement[m.end():]) if (m := _CALL.match(statement)) else set()
+        elif opcode.startswith("st.param") and len(ops) == 2:
+            parameter = next(iter(_names(ops[0])), "")
+            block = parameter_block(parameter, i)
+            filled = _bytes_of(ops[0], opcode, body.parameter_bytes.get((parameter, block)) or header.get(parameter))
+            give |= sum(bit(("param", parameter, block, b)) for b in filled or ())
+            names = _names(rest) - {parameter}
         elif ops and not _DEFINES_NOTHING.match(opcode) and not ops[0].startswith("["):
-            reads, writes = set().union(set(), *(_names(o) for o in ops[1:])), _names(ops[0])
+            names = set().union(set(), *(_names(o) for o in ops[1:]))
+            if not body.guarded[i]:
+                give |= sum(bit(("reg", n, scope(n, i))) for n in _names(ops[0]) & body.registers)
         else:
-            reads, writes = _names(rest), set()
-        for name in reads & body.registers:
-            if (name, scope(name, i)) not in defined:
-                return True
-        if not body.guarded[i]:
-            defined |= {(name, scope(name, i)) for name in writes & body.registers}
-    returns = [n for n in _header_bytes(function) if _RETURN.match(n)]
-    stored = {n for s in statements if s.startswith("st.param") for n in _names(_operands(s.partition(" ")[2])[0])}
-    return any(r not in stored for r in returns)
+            names = _names(rest)
+        need |= sum(bit(("reg", n, scope(n, i))) for n in names & body.registers)
+        needs.append(need)
+        gives.append(give if not body.guarded[i] else 0)
+    # the function's return value, read where it returns (a `ret`, or its end): the bytes its callers read
+    # (RETURNS_READ; None: every byte it declares), not a struct's padding, which nvcc never fills
+    returned = 0
+    for name in returns:
+        if returns_read is None and header.get(name) is None:
+            return True
+        wanted = returns_read if returns_read is not None else set(range(header[name] or 0))
+        returned |= sum(bit(("param", name, (), b)) for b in wanted)
+    successors = [_successors(body, i) for i in range(count)]
+    if any(s is None for s in successors):
+        return True
+    everything = (1 << len(bits)) - 1
+    # defined[i]: what is defined on every path into statement i (count: the end); a greatest fixed point
+    defined = [everything] * (count + 1)
+    defined[0] = 0
+    predecessors: list[list[int]] = [[] for _ in range(count + 1)]
+    for i, targets in enumerate(successors):
+        for t in targets:
+            if 0 <= t <= count:
+                predecessors[t].append(i)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(1, count + 1):
+            value = everything
+            for p in predecessors[i]:
+                value &= defined[p] | gives[p]
+            if not predecessors[i]:
+                value = everything  # never reached
+            if value != defined[i]:
+                defined[i] = value
+                changed = True
+    for i in range(count):
+        if needs[i] & ~defined[i]:
+            return True
+        opcode = statements[i].partition(" ")[0]
+        if opcode.split(".", 1)[0] == "ret" and returned & ~defined[i]:
+            return True
+    return bool(returned & ~defined[count]) and bool(predecessors[count])
 
 
 def _header_bytes(function) -> dict[str, int | None]:
@@ -592,15 +765,25 @@ def _written_from(statements: list[str], roots: set[str], module: PtxModule, han
         n for s in statements if _MAKES_LOCAL.match(s) and (ops := _operands(s.partition(" ")[2]))
         for n in _names(ops[0])}
     local = _follow(statements, local_roots, handed)
+    # a store parks an address only where its place is local memory on every path: a `st.local`, or a local
+    # root moved or offset by numbers alone (red team round 329 added a local address's zero distance to a
+    # shared variable's, and the store into shared memory read as a park)
+    always_local = _always_into(statements, local_roots, local, immediate_offsets=True) if flow.parked else {}
     for i, value in flow.parked:
         place = _operands(statements[i].partition(" ")[2])[0]
-        if statements[i].startswith("st.local") or local.roots(place):
+        if statements[i].startswith("st.local") or _local_place(place, local_roots, always_local):
             parked |= value
         else:
             written |= value
     local_read = bool(local.escaped or local.read or local.parked or any(_reads_local(s) for s in statements)
                       or _loads_where_unknown(statements, set(module.variables), sizes, parameters or []))
     return _Function(written, parked, local_read, flow.passed, flow.returned)
+
+
+def _local_place(place: str, local_roots: set[str], always_local: dict[str, str]) -> bool:
+    """Whether a store's place (`[%rd3]`, `[%SP+8]`) is in the thread's local memory on every path."""
+    m = re.fullmatch(r"\[\s*([A-Za-z_$%][\w$.]*)\s*(?:[+-]\s*\d+\s*)?\]", place.strip())
+    return m is not None and (m.group(1) in local_roots or m.group(1) in always_local)
 
 
 def _reads_local(statement: str) -> bool:
@@ -658,6 +841,8 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
     written = {other for n, statements in module.variables.items() for other in _names(statements) & names
                if other != n}
     bodies = {}
+    reads = parameter_reads(module)
+    returned_bytes = return_reads(module)
     for name, function in module.functions.items():
         if function.body:
             body = _body(function.body)
@@ -672,7 +857,9 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
             # a value the PTX leaves undefined is whatever ptxas's register holds, a static's address among what it
             # may hold (red team round 327: a call argument never stored arrived in the register a read of the
             # static had just used): every variable counts as written
-            if _leaves_undefined(body, function):
+            # what its callers read of its return value: every byte where a call may come from elsewhere
+            visible = re.search(r"\.(?:entry|visible|weak)\b", " ".join(function.lines[:3]))
+            if _leaves_undefined(body, function, reads, None if visible else returned_bytes.get(name, set())):
                 return set(names)
             # the bytes of each parameter the function reads or fills: its header's, and its calls' (the
             # smallest where a name is declared in several blocks)
