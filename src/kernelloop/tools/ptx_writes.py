@@ -38,8 +38,10 @@ load reads at; anything else counts as a write:
 - a copy into shared memory reads its global source (`cp.async`: round 323's false refusal);
 - a value the PTX leaves undefined on some path (a register, a byte of a call's argument the callee reads, a byte
   of a return value a caller reads) is whatever ptxas's register holds, a static's address among what it may hold:
-  a must-analysis over the body's branches, and any such value counts every static written (rounds 327-329); a
-  store parks an address in local memory only where its place is local on every path (round 329);
+  a must-analysis over the body's branches, and any such value that may carry an address (64 bits wide, an
+  address, handed to a call, returned, stored 8 bytes at a time) counts every static written (rounds 327-330); a
+  store parks an address in local memory only where its place is local memory itself on every path (nvcc's depot,
+  a `.local`, `stacksave`, `alloca`, moved or offset by numbers: rounds 329-330);
 - statements are read as ptxas reads them (comments, line directives, an opcode glued to its
   operand, PTX's identifiers: rounds 312-313, 318-319); a module or body that cannot be read so
   counts every variable as written.
@@ -87,7 +89,9 @@ _MAKES_LOCAL = re.compile(r"^(?:stacksave|alloca|cvta\.local)(?:\.|\s)")
 _SPACED = re.compile(r"\.(?:global|local|shared|const|param|tex)\b")
 # a PTX identifier, a register's `%` kept: `%rd1`, `%9` (PTX allows `%` and digits: red team round 318
 # named an address register so, and a reading without `%` names saw nothing), `_ZZ3tapiE4taps`, `$str`
-_NAME = re.compile(r"%[\w$]+|[A-Za-z_$][\w$]*")
+# a name, not a modifier or a component after a dot (`%tid.x` names %tid, not a register `x`: red team round 330)
+# nor the digits of a number (`0f3F800000`)
+_NAME = re.compile(r"%[\w$]+|(?<![.\w$%])[A-Za-z_$][\w$]*")
 
 
 def _moves(opcode: str) -> bool:
@@ -134,6 +138,7 @@ class _Body:
     guarded: list[bool] = field(default_factory=list)  # each statement's: run only where a predicate holds (`@p`)
     parameter_bytes: dict[tuple[str, tuple[int, ...]], int | None] = field(default_factory=dict)  # (name, block)
     labels: dict[str, list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)  # label -> (statement, blocks)
+    wide: set[str] = field(default_factory=set)  # the registers of 64 bits or more (an address fits in one)
 
 
 def _body(lines: list[str]) -> _Body:
@@ -179,9 +184,16 @@ def _body(lines: list[str]) -> _Body:
             if statement.startswith("."):
                 body.declared |= _declared_names(statement)
                 if statement.startswith(".reg"):
+                    # a vector register's lanes (`.reg .v2 .b64 v`: v.x, v.y) are defined one by one, and a range
+                    # past the names the reading lists leaves some unread (red team round 330): read otherwise
+                    body.readable &= not re.search(r"\.v\d\b", statement) and all(
+                        int(m.group(2)) <= _LARGEST_RANGE for m in _NAME_RANGE.finditer(statement))
+                    wide = bool(re.search(r"\.[bsuf](?:64|128)\b", statement))
                     for name in _declared_names(statement):
                         body.registers.add(name)
                         body.register_blocks.setdefault(name, []).append(tuple(open_blocks))
+                        if wide:
+                            body.wide.add(name)
                 # every declarator of a list (`.local .b8 a[8], b[8]`, `a[8 ]`, `a<2>`: red team round 324 parked an
                 # address in the first of two)
                 if _BODY_MEMORY.search(statement):  # `.global .f32 gain = 0f3F800000` inside a function
@@ -629,15 +641,20 @@ def return_reads(module: PtxModule) -> dict[str, set[int] | None]:
     return {name: None if name in named else found for name, found in reads.items()}
 
 
+_INDIRECT_CALL = re.compile(r"^call(?:\.\w+)*\s+(?:\([^)]*\)\s*,\s*)?(?P<target>%[\w$.]+)")
+
+
 def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[int] | None] | None = None,
                       returns_read: set[int] | None = None) -> bool:
-    """Whether the function reads a register no statement defines on every path to the read (unpredicated, in the
-    block that declares that register: sibling blocks' registers of one name are others), passes a call a byte of a
-    parameter the callee reads (READS: `parameter_reads`; every byte for a function the module does not define)
-    that no `st.param` fills on every path to the call, or returns with a byte of its return value unfilled: values
-    ptxas takes from whatever its register holds (rounds 327-329: a jump around the only definition, one field of a
-    struct argument filled). A must-analysis over the body's branches, to a fixed point; a branch whose target
-    cannot be told leaves it undefined."""
+    """Whether a value the PTX leaves undefined on some path may carry an address: ptxas takes it from whatever its
+    register holds, a static's address among what it may hold (rounds 327-330). A must-analysis over the body's
+    branches (a read needs a definition on every path to it: a jump around the only one is none; unpredicated, in
+    the block that declares the register); a branch whose target cannot be told leaves everything undefined. It
+    counts where such a value, or one computed from it, is 64 bits wide (an address fits), is an address, is
+    handed to a call (a byte of an argument the callee reads, READS: `parameter_reads`, every byte for a function
+    the module does not define; a call through a register), is returned (a byte a caller reads, RETURNS_READ), or
+    is stored 8 bytes at a time; not where a narrower value is computed and stored (LLVM's undefined value in a
+    branch a `selp` then discards: `float a; if (c) a = f(); ...; if (c) r += a;`)."""
     statements = body.statements
     count = len(statements)
     reads = reads or {}
@@ -656,41 +673,54 @@ def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[in
 
     header = _header_bytes(function)
     returns = [n for n in header if _RETURN.match(n)]
-    # what each statement needs defined before it and defines (unpredicated), as bit masks; None: never defined
-    needs: list[int | None] = []
+    # per statement: the call-argument bytes it needs defined, what it defines (unpredicated) and may define, and
+    # the registers it reads, each as an address-like use (True) or a value (False)
+    needs: list[int] = []
     gives: list[int] = []
+    writes: list[set[tuple]] = []
+    uses: list[list[tuple[tuple, bool]]] = []
     for i, statement in enumerate(statements):
         opcode, _, rest = statement.partition(" ")
         ops = _operands(rest)
         call = _call(statement)
-        need, give = 0, 0
-        if call is not None:
-            target, passed, _ = call
+        indirect = _INDIRECT_CALL.match(statement) if call is None else None
+        need, give, written, read = 0, 0, set(), []
+        if call is not None or indirect is not None:
+            target, passed = (call[0], call[1]) if call is not None else (indirect.group("target"), [])
+            if indirect is not None:  # `call (r), %fp, (a0, a1), proto`: every byte of every argument
+                listed = statement[indirect.end():]
+                passed = _NAME.findall(listed[listed.find("("):listed.find(")") + 1]) if "(" in listed else []
             for k, parameter in enumerate(passed):
                 block = parameter_block(parameter, i)
                 size = body.parameter_bytes.get((parameter, block))
-                wanted = reads.get((target, k)) if (target, k) in reads else None
+                wanted = reads.get((target, k)) if call is not None else None
                 if wanted is None:
                     if size is None:
                         return True
                     wanted = set(range(size))
                 need |= sum(bit(("param", parameter, block, b)) for b in wanted)
-            names = _names(statement[m.end():]) if (m := _CALL.match(statement)) else set()
+            names = _names(statement[(call_m.end() if (call_m := _CALL.match(statement)) else 4):])
+            read = [(n, True) for n in names]
         elif opcode.startswith("st.param") and len(ops) == 2:
             parameter = next(iter(_names(ops[0])), "")
             block = parameter_block(parameter, i)
             filled = _bytes_of(ops[0], opcode, body.parameter_bytes.get((parameter, block)) or header.get(parameter))
             give |= sum(bit(("param", parameter, block, b)) for b in filled or ())
-            names = _names(rest) - {parameter}
-        elif ops and not _DEFINES_NOTHING.match(opcode) and not ops[0].startswith("["):
-            names = set().union(set(), *(_names(o) for o in ops[1:]))
-            if not body.guarded[i]:
-                give |= sum(bit(("reg", n, scope(n, i))) for n in _names(ops[0]) & body.registers)
+            read = [(n, True) for n in _names(rest) - {parameter}]  # an argument or return value: handed on
         else:
-            names = _names(rest)
-        need |= sum(bit(("reg", n, scope(n, i))) for n in names & body.registers)
+            defines = bool(ops) and not _DEFINES_NOTHING.match(opcode) and not ops[0].startswith("[")
+            sources = ops[1:] if defines else ops
+            wide_store = opcode.split(".", 1)[0] in ("st", "atom", "red") and (_access_bytes(opcode) or 8) >= 8
+            for o in sources:
+                read += [(n, o.startswith("[") or wide_store or opcode.startswith("cvta")) for n in _names(o)]
+            if defines:
+                written = {("reg", n, scope(n, i)) for n in _names(ops[0]) & body.registers}
+                if not body.guarded[i]:
+                    give |= sum(bit(key) for key in written)
         needs.append(need)
         gives.append(give if not body.guarded[i] else 0)
+        writes.append(written)
+        uses.append([(("reg", n, scope(n, i)), strict) for n, strict in read if n in body.registers])
     # the function's return value, read where it returns (a `ret`, or its end): the bytes its callers read
     # (RETURNS_READ; None: every byte it declares), not a struct's padding, which nvcc never fills
     returned = 0
@@ -699,6 +729,9 @@ def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[in
             return True
         wanted = returns_read if returns_read is not None else set(range(header[name] or 0))
         returned |= sum(bit(("param", name, (), b)) for b in wanted)
+    for i in range(count):
+        for key, _ in uses[i]:
+            bit(key)
     successors = [_successors(body, i) for i in range(count)]
     if any(s is None for s in successors):
         return True
@@ -726,10 +759,24 @@ def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[in
     for i in range(count):
         if needs[i] & ~defined[i]:
             return True
-        opcode = statements[i].partition(" ")[0]
-        if opcode.split(".", 1)[0] == "ret" and returned & ~defined[i]:
+        if statements[i].partition(" ")[0].split(".", 1)[0] == "ret" and returned & ~defined[i]:
             return True
-    return bool(returned & ~defined[count]) and bool(predecessors[count])
+    if bool(returned & ~defined[count]) and bool(predecessors[count]):
+        return True
+    # what is undefined where it is read, and every value computed from it (flow-insensitively, to a fixed point)
+    tainted: set[tuple] = set()
+    changed = True
+    while changed:
+        changed = False
+        for i in range(count):
+            if any(key in tainted or not defined[i] & bit(key) for key, _ in uses[i]) and writes[i] - tainted:
+                tainted |= writes[i]
+                changed = True
+    for i in range(count):
+        for key, strict in uses[i]:
+            if (key in tainted or not defined[i] & bit(key)) and (strict or key[1] in body.wide):
+                return True
+    return any(key[1] in body.wide for key in tainted)
 
 
 def _header_bytes(function) -> dict[str, int | None]:
@@ -768,10 +815,16 @@ def _written_from(statements: list[str], roots: set[str], module: PtxModule, han
     # a store parks an address only where its place is local memory on every path: a `st.local`, or a local
     # root moved or offset by numbers alone (red team round 329 added a local address's zero distance to a
     # shared variable's, and the store into shared memory read as a park)
-    always_local = _always_into(statements, local_roots, local, immediate_offsets=True) if flow.parked else {}
+    # ... from local memory itself, not from a name: nvcc's depot, the body's `.local`s, what `stacksave` and
+    # `alloca` give, and what those make by moves, `cvta` and numbers (a `cvta.local` of any value, or a register
+    # the body declares as `%SP`, is no local address: red team round 330)
+    park_roots = {n for s in statements for n in _names(s) if n.startswith("__local_depot")} | local_memory | {
+        n for s in statements if re.match(r"^(?:stacksave|alloca)(?:\.|\s)", s)
+        and (ops := _operands(s.partition(" ")[2])) for n in _names(ops[0])}
+    always_local = _always_into(statements, park_roots, local, immediate_offsets=True) if flow.parked else {}
     for i, value in flow.parked:
         place = _operands(statements[i].partition(" ")[2])[0]
-        if statements[i].startswith("st.local") or _local_place(place, local_roots, always_local):
+        if statements[i].startswith("st.local") or _local_place(place, park_roots, always_local):
             parked |= value
         else:
             written |= value
