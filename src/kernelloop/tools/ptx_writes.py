@@ -254,13 +254,21 @@ def _access_bytes(opcode: str) -> int | None:
     return width * lanes if width else None
 
 
+def _bytes_of(place: str, opcode: str, size: int | None) -> set[int] | None:
+    """The bytes of a parameter a `ld.param`/`st.param` at PLACE (`[p+8]`) reads or fills; None where unsure."""
+    m = re.fullmatch(r"\[\s*[A-Za-z_$%][\w$]*\s*(?:\+\s*(\d+)\s*)?\]", place.strip())
+    width = _access_bytes(opcode)
+    if m is None or width is None:
+        return None
+    start = int(m.group(1) or 0)
+    return set(range(start, start + width)) if size is None or start + width <= size else None
+
+
 def _fits(opcode: str, place: str, size: int | None) -> bool:
     """Whether a `ld.param`/`st.param` at PLACE (`[p+8]`) stays inside its parameter of SIZE bytes: ptxas
     lays a function's parameters out one after another, so `[f_param_0+8]` reads `f_param_1` (red team
     round 323 handed the table to the second parameter and read it through the first)."""
-    m = re.fullmatch(r"\[\s*[A-Za-z_$%][\w$]*\s*(?:\+\s*(\d+)\s*)?\]", place.strip())
-    width = _access_bytes(opcode)
-    return m is not None and size is not None and width is not None and int(m.group(1) or 0) + width <= size
+    return size is not None and _bytes_of(place, opcode, size) is not None
 
 
 def _operands(operands: str) -> list[str]:
@@ -563,14 +571,9 @@ def _successors(body: _Body, i: int) -> list[int] | None:
     return [i + 1]
 
 
-def _bytes_of(place: str, opcode: str, size: int | None) -> set[int] | None:
-    """The bytes of a parameter a `ld.param`/`st.param` at PLACE (`[p+8]`) reads or fills; None where unsure."""
-    m = re.fullmatch(r"\[\s*[A-Za-z_$%][\w$]*\s*(?:\+\s*(\d+)\s*)?\]", place.strip())
-    width = _access_bytes(opcode)
-    if m is None or width is None:
-        return None
-    start = int(m.group(1) or 0)
-    return set(range(start, start + width)) if size is None or start + width <= size else None
+def _innermost(declared: list[tuple[int, ...]], at: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Of the blocks that declare a name (DECLARED), the innermost one around a statement in blocks AT."""
+    return max((b for b in declared if at[:len(b)] == b), key=len, default=None)
 
 
 def _parameter_read(statement: str, name: str, size: int | None) -> set[int] | None:
@@ -624,8 +627,7 @@ def return_reads(module: PtxModule) -> dict[str, set[int] | None]:
             target, _, results = call
             found = reads.setdefault(target, set())
             for result in results:
-                block = max((b for b in body.parameters.get(result, []) if body.blocks[i][:len(b)] == b), key=len,
-                            default=())
+                block = _innermost(body.parameters.get(result, []), body.blocks[i]) or ()
                 for j in range(i + 1, len(body.statements)):
                     if body.blocks[j][:len(block)] != block:
                         break  # the call's block has closed
@@ -664,12 +666,10 @@ def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[in
         return 1 << bits.setdefault(key, len(bits))
 
     def scope(name: str, i: int) -> tuple[int, ...] | None:
-        inside = [b for b in body.register_blocks.get(name, []) if body.blocks[i][:len(b)] == b]
-        return max(inside, key=len, default=None)
+        return _innermost(body.register_blocks.get(name, []), body.blocks[i])
 
     def parameter_block(parameter: str, i: int) -> tuple[int, ...]:
-        return max((b for b in body.parameters.get(parameter, []) if body.blocks[i][:len(b)] == b), key=len,
-                   default=())
+        return _innermost(body.parameters.get(parameter, []), body.blocks[i]) or ()
 
     header = _header_bytes(function)
     returns = [n for n in header if _RETURN.match(n)]
@@ -812,12 +812,10 @@ def _written_from(statements: list[str], roots: set[str], module: PtxModule, han
         n for s in statements if _MAKES_LOCAL.match(s) and (ops := _operands(s.partition(" ")[2]))
         for n in _names(ops[0])}
     local = _follow(statements, local_roots, handed)
-    # a store parks an address only where its place is local memory on every path: a `st.local`, or a local
-    # root moved or offset by numbers alone (red team round 329 added a local address's zero distance to a
-    # shared variable's, and the store into shared memory read as a park)
-    # ... from local memory itself, not from a name: nvcc's depot, the body's `.local`s, what `stacksave` and
-    # `alloca` give, and what those make by moves, `cvta` and numbers (a `cvta.local` of any value, or a register
-    # the body declares as `%SP`, is no local address: red team round 330)
+    # a store parks an address only where its place is local memory on every path: a `st.local`, or local memory
+    # itself (nvcc's depot, the body's `.local`s, what `stacksave` and `alloca` give) moved, converted or offset by
+    # numbers alone (round 329 added a local slot's zero distance to a shared address; round 330 stored through a
+    # `cvta.local` of an output's address and through a register the body declares as `%SP`)
     park_roots = {n for s in statements for n in _names(s) if n.startswith("__local_depot")} | local_memory | {
         n for s in statements if re.match(r"^(?:stacksave|alloca)(?:\.|\s)", s)
         and (ops := _operands(s.partition(" ")[2])) for n in _names(ops[0])}

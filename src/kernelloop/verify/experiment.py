@@ -277,19 +277,16 @@ def compare_calls(base: OutputRecords, cand: OutputRecords, compare: CompareCall
         return Comparison(match=False, baseline_count=len(base.samples), candidate_count=0, compared=0,
                           problem="the candidate run wrote no per-call samples")
     calls = sorted({s.call for s in base.samples})
-    merged: Comparison | None = None
-    for call in calls:
-        result = compare(base.samples_of_call(call), cand.samples_of_call(call), call)
-        if not result.match:
-            return result.model_copy(update={"problem": f"timed call {call + 1} of {len(calls)}: "
-                                                        f"{result.describe()}"})
-        merged = result if merged is None else merged.merged(result)
     warmups = sorted({s.call for s in base.warmup_samples})
-    for call in warmups:
-        result = compare(base.samples_of_warmup_call(call), cand.samples_of_warmup_call(call), -1 - call)
+    rounds = [(f"timed call {c + 1} of {len(calls)}", base.samples_of_call(c), cand.samples_of_call(c), c)
+              for c in calls]
+    rounds += [(f"warm-up call {w + 1} of {len(warmups)} (the calls before the timed ones)",
+                base.samples_of_warmup_call(w), cand.samples_of_warmup_call(w), -1 - w) for w in warmups]
+    merged: Comparison | None = None
+    for label, theirs, ours, call in rounds:
+        result = compare(theirs, ours, call)
         if not result.match:
-            return result.model_copy(update={"problem": f"warm-up call {call + 1} of {len(warmups)} (the calls before "
-                                                        f"the timed ones): {result.describe()}"})
+            return result.model_copy(update={"problem": f"{label}: {result.describe()}"})
         merged = result if merged is None else merged.merged(result)
     return merged
 
