@@ -58,13 +58,15 @@ def manifest(calls: int = 2) -> dict:
 
 
 def records(samples: list[list[float]], final: list[float], raw_final: bytes | None = None,
-            m: dict | None = None) -> bytes:
+            m: dict | None = None, warmups: list[list[float]] = ()) -> bytes:
     m = m or manifest(len(samples))
     text = json.dumps(m).encode()
     out = b"kernelloop-manifest 2 %d\n" % len(text) + text
     output = next(i for i, b in enumerate(m["buffers"]) if b["role"] == "output")
     for call, values in enumerate(samples):
         out += b"kernelloop-sample 2 %d %d float32 %d\n" % (call, output, len(values)) + np.array(values, "<f4").tobytes()
+        for w, kept in enumerate(warmups if call == 0 else ()):  # sampled after the first timed call, as the harness
+            out += b"kernelloop-warmup 2 %d %d float32 %d\n" % (w, output, len(kept)) + np.array(kept, "<f4").tobytes()
     body = raw_final if raw_final is not None else np.array(final, "<f4").tobytes()
     return out + b"kernelloop-output 1 float32 %d\n" % len(final) + body
 

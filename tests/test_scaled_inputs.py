@@ -35,6 +35,9 @@ def manifest() -> dict:
                         {"name": "y", "role": "output", "dtype": "float32", "count": ROWS}]}
 
 
+WARMUP_CALLS = 2
+
+
 def inputs(seed: int, call: int, scale: int, factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """What the harness hands a call: [0, 1) in multiples of 2^-24 (kl::Uniform), then times the factor (rounded
     to float32 once) and 2^s."""
@@ -112,14 +115,17 @@ def scripted(monkeypatch, baseline, candidate) -> list[dict]:
                     w[call % ROWS, 1] = np.nan
             return x, w
         outs = [compute(*fed(call)) for call in range(CALLS)]
-        crashed = any(o is None for o in outs)  # None: the program traps (exit 1)
+        # the warm-up calls, scaled as every call is (never stressed, never special), sampled like the harness's
+        warm = [compute(*inputs(seed, 1001 + 2 * w, input_scale, input_factor)) for w in range(WARMUP_CALLS)]
+        crashed = any(o is None for o in outs + warm)  # None: the program traps (exit 1)
         result = RunResult(argv=["p"], returncode=int(crashed), stdout="", stderr="trap\n" if crashed else "",
                            isolation=IsolationReport(), wall_s=0.1)
         done = ProgramRun(seed=seed, result=result, kernel_ms=KernelMs(value=1.0, count=1),
                           secret=secret.hex() if secret else None)
         if crashed:
             return done
-        done.records = parse_records(records([list(o) for o in outs], list(outs[-1]), m=manifest()))
+        done.records = parse_records(records([list(o) for o in outs], list(outs[-1]), m=manifest(),
+                                             warmups=[list(o) for o in warm]))
         done.dump = done.records.outputs
         return done
 

@@ -1731,7 +1731,7 @@ struct State {
   PartState state_replay;              // the part's state after the repeat
   unsigned char* warm_outputs;         // host pages: every warm-up call's outputs and in-out buffers, one call
                                        // after another, read-only but while the harness copies them in
-  size_t warm_output_bytes;            // ... one call's share
+  size_t warm_output_bytes;            // ... one call's share (whole pages)
   size_t warm_mapped_bytes;            // ... the pages mapped (0: none)
   int warm_calls;                      // ... the calls kept (RunOptions::warmup)
 };
@@ -3019,7 +3019,9 @@ class Harness {
     for (int i = 0; i < t.nbuffers; ++i)
       if (t.buffers[i].role == Role::output || t.buffers[i].role == Role::inout) bytes += t.buffers[i].count * t.buffers[i].elem;
     if (bytes == 0) return;
-    const size_t mapped = (bytes * (size_t)warmup + 4095) / 4096 * 4096;
+    // each call's share in whole pages, made writable alone while it is copied: a private mapping counts against
+    // RLIMIT_DATA where it is writable, so the run's limit is met by one call's outputs, not W of them
+    const size_t share = (bytes + 4095) / 4096 * 4096, mapped = share * (size_t)warmup;
     void* at = mmap(nullptr, mapped, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (at == MAP_FAILED) {
       char what[200];
@@ -3028,7 +3030,7 @@ class Harness {
       fail(what);
     }
     s.warm_outputs = static_cast<unsigned char*>(at);
-    s.warm_output_bytes = bytes;
+    s.warm_output_bytes = share;
     s.warm_mapped_bytes = mapped;
     s.warm_calls = warmup;
   }
@@ -3037,9 +3039,11 @@ class Harness {
   void keep_warmup_outputs(int w) {
     State& s = st();
     if (s.warm_outputs == nullptr) return;
-    if (mprotect(s.warm_outputs, s.warm_mapped_bytes, PROT_READ | PROT_WRITE) != 0)
-      fail("cannot unprotect the warm-up calls' outputs");
-    unsigned char* at = s.warm_outputs + (size_t)w * s.warm_output_bytes;
+    unsigned char* share = s.warm_outputs + (size_t)w * s.warm_output_bytes;
+    if (mprotect(share, s.warm_output_bytes, PROT_READ | PROT_WRITE) != 0)
+      fail("cannot unprotect a warm-up call's share of host memory for its outputs (RLIMIT_DATA: one call's outputs "
+           "must fit beside the program's own data)");
+    unsigned char* at = share;
     const Table& t = table();
     for (int i = 0; i < t.nbuffers; ++i) {
       const Buffer& b = t.buffers[i];
@@ -3047,7 +3051,7 @@ class Harness {
       KL_CHECK(::cudaMemcpy(at, b.data, b.count * b.elem, cudaMemcpyDeviceToHost));
       at += b.count * b.elem;
     }
-    if (mprotect(s.warm_outputs, s.warm_mapped_bytes, PROT_READ) != 0) fail("cannot protect the warm-up calls' outputs");
+    if (mprotect(share, s.warm_output_bytes, PROT_READ) != 0) fail("cannot protect the warm-up calls' outputs");
   }
   // Every warm-up call's outputs at positions drawn after the first timed call (records "kernelloop-warmup 2 <warm-up
   // call> <buffer> <dtype> <count>"); the verifier compares them with the baseline's, whose warm-up inputs are the

@@ -163,12 +163,14 @@ def outputs_following_guards(first: OutputRecords, second: OutputRecords, tolera
 
     for n, (index, name) in enumerate(compared):
         pairs = [(first.outputs[n], second.outputs[n])] if n < len(first.outputs) and n < len(second.outputs) else []
-        calls = sorted({s.call for s in first.samples if s.buffer == index})
-        for call in calls:
-            x = next((s.values for s in first.samples if s.buffer == index and s.call == call), None)
-            y = next((s.values for s in second.samples if s.buffer == index and s.call == call), None)
-            if x is not None and y is not None:
-                pairs.append((x, y))
+        # every timed call's samples and every warm-up call's (a baseline that reads what it never wrote in its
+        # first call only follows the contrast there alone)
+        for mine, theirs in ((first.samples, second.samples), (first.warmup_samples, second.warmup_samples)):
+            for call in sorted({s.call for s in mine if s.buffer == index}):
+                x = next((s.values for s in mine if s.buffer == index and s.call == call), None)
+                y = next((s.values for s in theirs if s.buffer == index and s.call == call), None)
+                if x is not None and y is not None:
+                    pairs.append((x, y))
         if any(moved(np.ascontiguousarray(x).reshape(-1), np.ascontiguousarray(y).reshape(-1), name)
                for x, y in pairs):
             found.append(name)

@@ -119,19 +119,25 @@ def _divided(values: np.ndarray, k: int) -> np.ndarray:
 
 
 def rescaled(run: ProgramRun, exponents: list[int]) -> ProgramRun:
-    """RUN with every output buffer's values (the dump and every timed call's samples) divided by 2^k, its
-    buffer's power of two: what it would have computed unscaled, where it scales exactly."""
+    """RUN with every output buffer's values (the dump, every timed call's samples and every warm-up call's: the
+    warm-up inputs are scaled too) divided by 2^k, its buffer's power of two: what it would have computed
+    unscaled, where it scales exactly."""
     if run.records is None or run.dump is None:
         return run
     outputs = [_divided(values, k) for values, k in zip(run.dump, exponents)]
-    seen: dict[int, int] = {}  # per call, the samples so far: the n-th sample of a call is the n-th output's
-    samples = []
-    for sample in run.records.samples:
-        n = seen.get(sample.call, 0)
-        seen[sample.call] = n + 1
-        k = exponents[n] if n < len(exponents) else 0
-        samples.append(Sample(call=sample.call, buffer=sample.buffer, values=_divided(sample.values, k)))
-    records = run.records.model_copy(update={"outputs": outputs, "samples": samples})
+
+    def divided(samples: list[Sample]) -> list[Sample]:
+        seen: dict[int, int] = {}  # per call, the samples so far: the n-th sample of a call is the n-th output's
+        out = []
+        for sample in samples:
+            n = seen.get(sample.call, 0)
+            seen[sample.call] = n + 1
+            k = exponents[n] if n < len(exponents) else 0
+            out.append(Sample(call=sample.call, buffer=sample.buffer, values=_divided(sample.values, k)))
+        return out
+
+    records = run.records.model_copy(update={"outputs": outputs, "samples": divided(run.records.samples),
+                                             "warmup_samples": divided(run.records.warmup_samples)})
     return run.model_copy(update={"records": records, "dump": outputs})
 
 
