@@ -109,7 +109,7 @@ def test_environment_and_flags_layer_over_the_project_file(tmp_path, monkeypatch
     monkeypatch.setenv("KERNELLOOP_BENCH_PAIRS", "13")
     assert load_settings(project_dir=tmp_path).bench.pairs == 13
     assert load_settings({"pairs": 15}, project_dir=tmp_path).bench.pairs == 15
-    assert load_settings({"pairs": 15}, project_dir=tmp_path).verify.runs == VerifySettings().runs
+    assert load_settings({"pairs": 15}, project_dir=tmp_path).verify.timing_pairs == VerifySettings().timing_pairs
     monkeypatch.setenv("KERNELLOOP_BENCH_KERNELS", "x")
     with pytest.raises(ConfigError, match="KERNELLOOP_BENCH_KERNELS"):
         load_settings(project_dir=tmp_path)

@@ -14,7 +14,7 @@ def test_defaults(tmp_path, monkeypatch):
     for k in ("KERNELLOOP_VERIFY_THRESHOLD", "KERNELLOOP_VERIFY_RUNS"):
         monkeypatch.delenv(k, raising=False)
     s = load_settings(project_dir=tmp_path)
-    assert s.verify.threshold == 1.2 and s.verify.runs == 7 and s.verify.seeds == 2 and s.verify.rtol is None
+    assert s.verify.threshold == 1.2 and s.verify.timing_pairs == 7 and s.verify.seeds == 2 and s.verify.rtol is None
 
 
 def test_precedence(tmp_path, monkeypatch):
@@ -22,15 +22,16 @@ def test_precedence(tmp_path, monkeypatch):
     assert load_settings(project_dir=tmp_path).verify.threshold == 1.5
     monkeypatch.setenv("KERNELLOOP_VERIFY_THRESHOLD", "1.8")
     monkeypatch.setenv("KERNELLOOP_VERIFY_RUNS", "9")
-    s = load_settings({"threshold": 2.0, "runs": None}, project_dir=tmp_path)
+    s = load_settings({"threshold": 2.0, "timing_pairs": None}, project_dir=tmp_path)
     assert s.verify.threshold == 2.0  # CLI
-    assert s.verify.runs == 9  # environment over file
+    assert s.verify.timing_pairs == 9  # environment over file (both under the former name)
     assert s.verify.seeds == 3  # file over default
 
 
 @pytest.mark.parametrize("cli, message", [
     ({"threshold": 1.0}, "greater than 1.0"),
-    ({"runs": 2}, "runs"),
+    ({"timing_pairs": 2}, "timing-pairs"),
+    ({"runs": 2}, "timing-pairs"),
     ({"memcheck": "maybe"}, "memcheck"),
     ({"arch": None, "rtol": -1}, "rtol"),
 ])
@@ -215,3 +216,44 @@ def test_internal_variables_are_read_through_config_and_only_declared_ones(monke
     assert internal_value("KERNELLOOP_NCU_INPROCESS") is None
     with pytest.raises(KeyError):
         internal_value("KERNELLOOP_NOT_A_VARIABLE")
+
+
+def test_timing_pairs_are_read_under_their_former_name_runs_everywhere(tmp_path, monkeypatch):
+    # issue 12: "runs" named four things; the setting is timing_pairs now, and what users typed still works
+    for k in ("KERNELLOOP_VERIFY_RUNS", "KERNELLOOP_VERIFY_TIMING_PAIRS", "KERNELLOOP_VERIFY_MAX_RUNS"):
+        monkeypatch.delenv(k, raising=False)
+    (tmp_path / "kernelloop.toml").write_text("[verify]\nruns = 11\nmax_runs = 21\n")
+    s = load_settings(project_dir=tmp_path)
+    assert (s.verify.timing_pairs, s.verify.max_timing_pairs) == (11, 21)
+    monkeypatch.setenv("KERNELLOOP_VERIFY_RUNS", "13")
+    assert load_settings(project_dir=tmp_path).verify.timing_pairs == 13
+    assert load_settings({"runs": 17}, project_dir=tmp_path).verify.timing_pairs == 17
+    assert load_settings({"timing_pairs": 19}, project_dir=tmp_path).verify.timing_pairs == 19
+
+
+@pytest.mark.parametrize("where", ["file", "environment", "flags"])
+def test_a_setting_under_both_names_is_one_clear_error(tmp_path, monkeypatch, where):
+    for k in ("KERNELLOOP_VERIFY_RUNS", "KERNELLOOP_VERIFY_TIMING_PAIRS"):
+        monkeypatch.delenv(k, raising=False)
+    cli = None
+    if where == "file":
+        (tmp_path / "kernelloop.toml").write_text("[verify]\nruns = 11\ntiming_pairs = 9\n")
+    elif where == "environment":
+        monkeypatch.setenv("KERNELLOOP_VERIFY_RUNS", "11")
+        monkeypatch.setenv("KERNELLOOP_VERIFY_TIMING_PAIRS", "9")
+    else:
+        cli = {"runs": 11, "timing_pairs": 9}
+    with pytest.raises(ConfigError) as err:
+        load_settings(cli, project_dir=tmp_path)
+    assert "runs is the former name of timing_pairs; give timing_pairs alone" in str(err.value)
+
+
+def test_a_bad_value_under_the_former_name_is_named_as_given(tmp_path, monkeypatch):
+    monkeypatch.delenv("KERNELLOOP_VERIFY_TIMING_PAIRS", raising=False)
+    monkeypatch.setenv("KERNELLOOP_VERIFY_RUNS", "abc")
+    with pytest.raises(ConfigError, match=r"^KERNELLOOP_VERIFY_RUNS=abc: "):
+        load_settings(project_dir=tmp_path)
+    monkeypatch.delenv("KERNELLOOP_VERIFY_RUNS")
+    (tmp_path / "kernelloop.toml").write_text("[verify]\nruns = 2\n")
+    with pytest.raises(ConfigError, match=r"kernelloop.toml \[verify\] runs: "):
+        load_settings(project_dir=tmp_path)

@@ -301,6 +301,13 @@ def test_verify_uses_the_run_settings_it_was_started_with_and_a_call_may_only_ti
     run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
                                     "settings": {"rtol": 1.0}})
     assert seen["settings"].verify.rtol == 1e-6  # no such argument: the server ignores it
+    run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "timing_pairs": 11})
+    assert seen["settings"].verify.timing_pairs == 11
+    r = run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x",
+                                        "timing_pairs": 11, "runs": 9})
+    assert error_text(r).startswith("argument runs is the former name of timing_pairs; give timing_pairs alone")
+    r = run(call, "verifier", "verify", {"baseline_path": str(NAIVE_PATH), "candidate_source": "x", "runs": 5})
+    assert error_text(r).startswith("argument timing_pairs 5 (the server's is 7): a call may only tighten the gate")
 
 
 def test_verify_forwards_the_gates_progress_as_mcp_progress_notifications(monkeypatch):
@@ -322,7 +329,7 @@ def test_verify_forwards_the_gates_progress_as_mcp_progress_notifications(monkey
     v = r.structuredContent
     assert v["accepted"] is False and v["reasons"] == ["not_faster"] and v["summary"] == "rejected: speedup: fake gate"
     assert v["candidate_file"].endswith("matmul_smem_tiling.cu") and v["settings"]["threshold"] == 1.5
-    assert seen["settings"].verify.runs == 9
+    assert seen["settings"].verify.timing_pairs == 9  # runs: timing_pairs's former name
 
 
 def test_verify_progress_goes_to_the_log_when_the_client_asks_for_no_progress(monkeypatch):

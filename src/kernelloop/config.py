@@ -48,8 +48,8 @@ class VerifySettings(BaseModel):
 
     threshold: float = Field(1.2, description="minimum speedup (median baseline / median candidate)")
     seeds: int = Field(2, ge=1, le=32, description="fresh seeds for the correctness gate")
-    runs: int = Field(7, ge=3, le=200, description="timing runs per program (interleaved pairs); 7 bounds A/A false accepts by 1/3432")
-    max_runs: int = Field(15, ge=3, le=400, description="cap on runs when the verdict is a coin toss")
+    timing_pairs: int = Field(7, ge=3, le=200, description="timed runs per program, interleaved in (candidate, baseline) pairs; 7 bounds A/A false accepts by 1/3432 (formerly `runs`)")
+    max_timing_pairs: int = Field(15, ge=3, le=400, description="cap on timing pairs when the verdict is a coin toss (formerly `max_runs`)")
     confidence: float = Field(0.9, gt=0.5, lt=1.0, description="two-sided confidence of the speedup interval")
     rtol: float | None = Field(None, ge=0, description="relative tolerance on every compared number; None: by output "
                                "dtype (float32 2^-15, float64 2^-44, float16 2^-9, bfloat16 2^-6, integers exact; "
@@ -328,19 +328,21 @@ def _project_values(project_file: Path) -> dict[str, Any]:
 
 
 def _from_env(model: type[BaseModel], prefix: str) -> dict[str, Any]:
-    """A section's settings from KERNELLOOP_<SECTION>_<NAME> variables; a variable with the section's
-    prefix that names no setting is an error, as an unknown key in kernelloop.toml is (a misspelt
-    KERNELLOOP_VERIFY_THRESHHOLD would otherwise leave the default in force unseen)."""
-    known = [f"{prefix}{name.upper()}" for name in model.model_fields]
+    """A section's settings from KERNELLOOP_<SECTION>_<NAME> variables (a former name too: RENAMED_SETTINGS); a
+    variable with the section's prefix that names no setting is an error, as an unknown key in kernelloop.toml is
+    (a misspelt KERNELLOOP_VERIFY_THRESHHOLD would otherwise leave the default in force unseen)."""
+    section = prefix.removeprefix("KERNELLOOP_").rstrip("_").lower()
+    names = [*model.model_fields, *RENAMED_SETTINGS.get(section, {})]
+    known = [f"{prefix}{name.upper()}" for name in names]
     for variable in sorted(os.environ):
         if variable.startswith(prefix) and variable not in known:
             raise _unknown("the environment", variable, known)
     values: dict[str, Any] = {}
-    for name in model.model_fields:
+    for name in names:
         raw = os.environ.get(f"{prefix}{name.upper()}")
         if raw is not None:
             values[name] = None if raw.lower() in ("", "none") and name in ("arch", "memory_limit_bytes") else raw
-    return values
+    return current_names(section, values, "the environment")
 
 
 TOLERANCE_KEYS = ("rtol", "atol")
@@ -408,6 +410,22 @@ def run_verify_settings() -> VerifySettings | None:
 
 _TOP_KEYS = ("cache_dir", "data_dir", "include_dirs")
 
+# Settings renamed, by section: the former name a user may still give (kernelloop.toml, KERNELLOOP_<SECTION>_<NAME>,
+# the flag, an MCP argument) -> the name now ("runs" named four things: issue 12)
+RENAMED_SETTINGS: dict[str, dict[str, str]] = {"verify": {"runs": "timing_pairs", "max_runs": "max_timing_pairs"}}
+
+
+def current_names(section: str, values: dict[str, Any], where: str) -> dict[str, Any]:
+    """VALUES (one section's settings, from WHERE) with every former name replaced by the name now; a setting
+    given under both names is an error."""
+    out = dict(values)
+    for old, new in RENAMED_SETTINGS.get(section, {}).items():
+        if old in out:
+            if new in out:
+                raise ConfigError(f"{where}: {old} is the former name of {new}; give {new} alone")
+            out[new] = out.pop(old)
+    return out
+
 
 def _unknown(where: str, key: str, known: list[str]) -> ConfigError:
     close = difflib.get_close_matches(key, known, n=1)
@@ -426,7 +444,7 @@ def _check_project_keys(project_file: Path, values: dict[str, Any]) -> None:
                                   f"(e.g. [{key}] on its own line, then name = value lines)")
             known = sorted(sections[key].model_fields)
             for inner in value:
-                if inner not in known:
+                if inner not in known and inner not in RENAMED_SETTINGS.get(key, {}):
                     raise _unknown(f"{project_file} [{key}]", inner, known)
         elif key not in _TOP_KEYS:
             raise _unknown(str(project_file), key, [f"[{s}]" for s in sections] + list(_TOP_KEYS))
@@ -454,7 +472,7 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{project_file}: not valid TOML ({exc})") from exc
     _check_project_keys(project_file, file_values)
-    verify: dict[str, Any] = dict(file_values.get("verify", {}))
+    verify: dict[str, Any] = current_names("verify", file_values.get("verify", {}), f"{project_file} [verify]")
     if isinstance(verify.get("tolerances"), dict):  # a copy: the layers above merge into it
         verify["tolerances"] = {k: dict(v) if isinstance(v, dict) else v for k, v in verify["tolerances"].items()}
     env = _from_env(VerifySettings, "KERNELLOOP_VERIFY_")
@@ -475,6 +493,8 @@ def load_settings(cli: dict[str, Any] | None = None, *, project_dir: Path | None
         raise ConfigError("KERNELLOOP_BENCH_KERNELS is not read: list the suite's kernels as [[bench.kernels]] "
                           "tables in kernelloop.toml")
     bench.update(bench_env)
+    cli = current_names("verify", {k: v for k, v in (cli or {}).items() if v is not None},
+                        "the flags" if given_as.startswith("--") else "the arguments")
     for key, value in (cli or {}).items():
         if value is None or key == "include_dirs":
             continue
@@ -530,7 +550,15 @@ def _source_of(loc: tuple, cli: dict[str, Any], project_file: Path, given_as: st
     if cli.get(key) is not None and key != "include_dirs":
         flag = key if key in ("rtol", "atol") else _FLAG_OF.get(key, key.replace("_", "-"))
         return given_as.format(flag if given_as.startswith("--") else key)
-    variable = f"KERNELLOOP_{section.upper()}_{key.upper()}" if section else f"KERNELLOOP_{key.upper()}"
-    if os.environ.get(variable) is not None:
-        return f"{variable}={os.environ[variable]}"
-    return f"{project_file} [{section}] {key}" if section else f"{project_file} {key}"
+    if not section:
+        variable = f"KERNELLOOP_{key.upper()}"
+        return f"{variable}={os.environ[variable]}" if os.environ.get(variable) is not None else f"{project_file} {key}"
+    # the name the user gave: the setting's, or its former one (RENAMED_SETTINGS)
+    given = [key, *(old for old, new in RENAMED_SETTINGS.get(section, {}).items() if new == key)]
+    for name in given:
+        variable = f"KERNELLOOP_{section.upper()}_{name.upper()}"
+        if os.environ.get(variable) is not None:
+            return f"{variable}={os.environ[variable]}"
+    file_key = next((n for n in given[1:] if n in _project_values(project_file).get(section, {})), key) \
+        if project_file.is_file() else key
+    return f"{project_file} [{section}] {file_key}"

@@ -174,7 +174,7 @@ def check_kernel(entry: SuiteEntry, reference: Reference, reference_text: str, c
     """Every verify gate, then the regression rule, with REFERENCE as the baseline."""
     bench = settings.bench
     started = time.monotonic()
-    vs = settings.verify.model_copy(update={"runs": bench.pairs, "max_runs": max(bench.pairs, bench.max_pairs),
+    vs = settings.verify.model_copy(update={"timing_pairs": bench.pairs, "max_timing_pairs": max(bench.pairs, bench.max_pairs),
                                             "confidence": bench.regression_confidence})
     result = KernelCheck(name=entry.name, program=str(entry.program), status="error", summary="",
                          regression_threshold=entry.regression_threshold, reference=reference)

@@ -92,8 +92,8 @@ def _write_atomically(path: Path, text: str) -> None:
 def record_reference(entry: SuiteEntry, settings: Settings, gpu: GpuInfo,
                      progress: Callable | None = None) -> Recorded:
     text, _ = check_program(entry.program, settings.include_dirs)
-    vs = settings.verify.model_copy(update={"runs": settings.bench.record_runs,
-                                            "max_runs": max(settings.bench.record_runs, settings.bench.max_pairs),
+    vs = settings.verify.model_copy(update={"timing_pairs": settings.bench.record_runs,
+                                            "max_timing_pairs": max(settings.bench.record_runs, settings.bench.max_pairs),
                                             "seeds": settings.bench.record_seeds,
                                             "confidence": settings.bench.regression_confidence})
     verdict = verify_sources(text, text, settings.model_copy(update={"verify": vs}),

@@ -60,8 +60,11 @@ def verify(
     candidate: Path = typer.Argument(..., help="The candidate: a whole program or only its editable part."),
     threshold: Optional[float] = typer.Option(None, help="Minimum speedup to accept [default: 1.2]."),
     seeds: Optional[int] = typer.Option(None, help="Fresh seeds for the correctness gate [default: 2]."),
-    runs: Optional[int] = typer.Option(None, help="Timing runs per program, interleaved [default: 7]."),
-    max_runs: Optional[int] = typer.Option(None, help="Cap on runs when the verdict is a coin toss [default: 15]."),
+    timing_pairs: Optional[int] = typer.Option(
+        None, "--timing-pairs", "--runs",
+        help="Timed runs per program, interleaved in (candidate, baseline) pairs [default: 7]."),
+    max_timing_pairs: Optional[int] = typer.Option(
+        None, "--max-timing-pairs", "--max-runs", help="Cap on timing pairs when the verdict is a coin toss [default: 15]."),
     rtol: Optional[list[str]] = typer.Option(None, metavar="[NAME=]RTOL", help=RTOL_HELP),
     atol: Optional[list[str]] = typer.Option(None, metavar="[NAME=]ATOL", help=ATOL_HELP),
     arch: Optional[str] = typer.Option(
@@ -108,7 +111,7 @@ def verify(
     from ..verify.gate import verify_files
 
     settings = load_settings({
-        "threshold": threshold, "seeds": seeds, "runs": runs, "max_runs": max_runs,
+        "threshold": threshold, "seeds": seeds, "timing_pairs": timing_pairs, "max_timing_pairs": max_timing_pairs,
         "rtol": rtol or None, "atol": atol or None,  # a number, or NAME=NUMBER (config.parse_tolerances)
         "arch": arch, "memcheck": memcheck, "independent_timing": independent_timing, "run_timeout_s": run_timeout,
         "allow_reduced_precision": True if allow_reduced_precision else None,

@@ -39,7 +39,7 @@ def _server_settings():
 
 
 def _verify(baseline_path: str, candidate_source: str | None, candidate_path: str | None,
-            threshold: float | None, runs: int | None, seeds: int | None, progress: ProgressBridge) -> Verdict:
+            threshold: float | None, timing_pairs: int | None, seeds: int | None, progress: ProgressBridge) -> Verdict:
     from ..config import load_settings
     from ..errors import InputError
     from ..program.split import read_program
@@ -49,7 +49,8 @@ def _verify(baseline_path: str, candidate_source: str | None, candidate_path: st
         raise InputError("give the candidate as candidate_source or as candidate_path (exactly one)")
     # A call may only tighten the server's settings: the caller may be the party being judged.
     settings = _server_settings()
-    asked = {k: v for k, v in (("threshold", threshold), ("runs", runs), ("seeds", seeds)) if v is not None}
+    asked = {k: v for k, v in (("threshold", threshold), ("timing_pairs", timing_pairs), ("seeds", seeds))
+             if v is not None}
     if asked:
         load_settings(asked, given_as="argument {}")  # each value valid on its own: one line if not
         looser = [f"{k} {v} (the server's is {getattr(settings.verify, k)})" for k, v in asked.items()
@@ -62,6 +63,15 @@ def _verify(baseline_path: str, candidate_source: str | None, candidate_path: st
     assert candidate_source is not None
     return gate.verify_sources(read_program(Path(baseline_path)), candidate_source, settings,
                                baseline_name=baseline_path, candidate_name="candidate_source", progress=progress)
+
+
+def _one_of(timing_pairs: int | None, runs: int | None) -> int | None:
+    """The timing_pairs argument, given under its name or its former one (runs), not both."""
+    from ..errors import InputError
+
+    if timing_pairs is not None and runs is not None:
+        raise InputError("argument runs is the former name of timing_pairs; give timing_pairs alone")
+    return runs if timing_pairs is None else timing_pairs
 
 
 def _static_check(baseline_path: str, candidate_source: str, arch: str | None) -> StaticCheck:
@@ -89,7 +99,9 @@ def build_server() -> KernelloopMCP:
         candidate_path: Annotated[str | None, Field(description=(
             "Path of the candidate .cu on the server's machine. Give this or candidate_source."))] = None,
         threshold: Annotated[float | None, Field(description="Minimum speedup to accept (default 1.2).")] = None,
-        runs: Annotated[int | None, Field(description="Timing runs per program, interleaved (default 7).")] = None,
+        timing_pairs: Annotated[int | None, Field(description=(
+            "Timed runs per program, interleaved in (candidate, baseline) pairs (default 7)."))] = None,
+        runs: Annotated[int | None, Field(description="The former name of timing_pairs (give one).")] = None,
         seeds: Annotated[int | None, Field(description="Fresh seeds for the correctness check (default 2).")] = None,
         ctx: Context | None = None,
     ) -> Verdict:
@@ -100,7 +112,8 @@ def build_server() -> KernelloopMCP:
         a one-line summary, the reasons for a rejection, each gate's result and the timings."""
         bridge = ProgressBridge(ctx)
         return await run_tool("verify", lambda: _verify(baseline_path, candidate_source, candidate_path,
-                                                         threshold, runs, seeds, bridge), progress=bridge)
+                                                         threshold, _one_of(timing_pairs, runs), seeds, bridge),
+                              progress=bridge)
 
     @server.tool()
     async def static_check(

@@ -25,9 +25,9 @@ from pydantic import BaseModel
 from ..errors import ConfigError, EnvironmentProblem
 from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
-from .toolkit import real_nvcc
+from .toolkit import find_toolkit_program, real_nvcc
 
-BUILD_RECIPE_VERSION = "14"  # bump when the build steps or what a build records change, to invalidate the cache
+BUILD_RECIPE_VERSION = "15"  # bump when the build steps or what a build records change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -682,7 +682,7 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
                                      _harness_header_digest(), harness_visible]
                                     + ([list(map(list, include_first))] if include_first else [])).encode()).hexdigest()[:32]
     out_dir = cache_dir / "builds" / key
-    outputs = [output, "program.ptx"] if object_only else [output]
+    outputs = [output, "program.ptx", PTXAS_REPORT] if object_only else [output]
     # Several threads may want one build at once (the shipped-build checks run in parallel and share
     # the baseline's builds): the first builds it, the others wait and find it in the cache.
     with _build_lock(str(out_dir)):
@@ -693,6 +693,35 @@ def _build_whole(source: str, *, arch: str, cache_dir: Path, toolchain: Toolchai
                               output=output, outputs=outputs, out_dir=out_dir, key=key, object_only=object_only,
                               harness_visible=harness_visible, include_first=include_first, first=first,
                               includes=includes)
+
+
+# ptxas's -v report of an object build, beside it: `ptxas info    : Function properties for f` and the line under it
+PTXAS_REPORT = "ptxas.txt"
+_PTXAS_REPORT_LINE = re.compile(r"^(?:ptxas info\s*:|\s+\d+ bytes stack frame\b)")
+_SPILL_STORES = re.compile(r"\b(\d+) bytes spill stores\b")
+
+
+def ptxas_saves_registers(report: str) -> bool:
+    """Whether ptxas's -v REPORT shows it storing registers in local memory itself, out of the PTX's sight: a
+    spill, a callee saving its caller's registers in its frame (`144 bytes spill stores` for some function). A
+    report that gives no function's figure is read as yes (fail closed)."""
+    counts = [int(n) for n in _SPILL_STORES.findall(report)]
+    return not counts or any(counts)
+
+
+def ptxas_report(ptx: str, *, arch: str, toolchain: Toolchain, limits: Limits) -> str:
+    """ptxas's -v report of a PTX module for ARCH (as the build's own ptxas step makes it), in the sandbox; "" where
+    ptxas is not found or fails (ptxas_saves_registers reads that as yes)."""
+    ptxas = find_toolkit_program("ptxas", toolchain.nvcc)
+    m = _ARCH.match(arch)
+    if ptxas is None or m is None:
+        return ""
+    with private_workdir() as work:
+        (work / "unit.ptx").write_text(ptx)
+        shutil.chown(work / "unit.ptx", user=work.stat().st_uid, group=work.stat().st_gid)
+        run = run_sandboxed([str(ptxas), f"-arch={arch}", "-O3", "-v", "unit.ptx", "-o", "unit.cubin"], workdir=work,
+                            limits=limits)
+    return (run.stdout + run.stderr) if run.ok else ""
 
 
 _BUILD_LOCKS: dict[str, threading.Lock] = {}
@@ -723,7 +752,8 @@ def _compile_whole(source: str, *, toolchain: Toolchain, limits: Limits | None, 
             shutil.chown(path, user=work.stat().st_uid, group=work.stat().st_gid)
         # An object's device code as PTX beside it (what the kernels call: device malloc), the very
         # PTX this compile made (kept from its steps), not a second front-end run.
-        kept = ["-keep", "-keep-dir", "steps"] if object_only else []
+        # and ptxas's report of it (ptxas_saves_registers reads it)
+        kept = ["-keep", "-keep-dir", "steps", "-Xptxas", "-v"] if object_only else []
         if object_only:
             (work / "steps").mkdir()
             shutil.chown(work / "steps", user=work.stat().st_uid, group=work.stat().st_gid)
@@ -736,6 +766,10 @@ def _compile_whole(source: str, *, toolchain: Toolchain, limits: Limits | None, 
                                    key=key, seconds=time.monotonic() - started)
             shutil.copy2(ptx, work / "program.ptx")
         log = (run.stdout + run.stderr).strip()
+        if object_only:
+            report = "\n".join(line for line in log.splitlines() if _PTXAS_REPORT_LINE.match(line))
+            (work / PTXAS_REPORT).write_text(report + "\n")
+            log = "\n".join(line for line in log.splitlines() if not _PTXAS_REPORT_LINE.match(line)).strip()
         if not run.ok:
             return BuildResult(ok=False, stage="compile", log=log + f"\n[compile] nvcc {run.failure()}", flags=flags,
                                key=key, seconds=time.monotonic() - started)

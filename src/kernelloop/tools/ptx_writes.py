@@ -38,10 +38,19 @@ load reads at; anything else counts as a write:
 - a copy into shared memory reads its global source (`cp.async`: round 323's false refusal);
 - a value the PTX leaves undefined on some path (a register, a byte of a call's argument the callee reads, a byte
   of a return value a caller reads) is whatever ptxas's register holds, a static's address among what it may hold:
-  a must-analysis over the body's branches, and any such value that may carry an address (64 bits wide, an
-  address, handed to a call, returned, stored 8 bytes at a time) counts every static written (rounds 327-330); a
+  a must-analysis over the body's branches, and any such value, or one computed from it, that reaches an address,
+  a stored value at any width (two halves stored apart are read back as one: round 332), an atomic's operand, a
+  call, a return or a guard (bits rebuilt by branches) counts every static written (rounds 327-333), judged on the
+  paths the program's comparisons allow (a value set where `c` and read where `c`, by a branch, a `selp` or a
+  predicated statement, is defined; `.and`/`.or` pairs are no opposites: round 333), a register a cross-lane
+  instruction reads (a shuffle, a vote, a barrier's reduction however spelled, a matrix fragment) on every path,
+  another lane's (rounds 334-335), the carry flag a register of its own (round 335); a
   store parks an address in local memory only where its place is local memory itself on every path (nvcc's depot,
   a `.local`, `stacksave`, `alloca`, moved or offset by numbers: rounds 329-330);
+- ptxas parks registers in local memory itself where no PTX statement shows it (a callee saving its caller's
+  registers in its frame, a spill); where its report shows such stores and any function reads local memory (a
+  stale frame read back at a negative offset or before a slot is written: round 331), every variable a body names
+  counts as written;
 - statements are read as ptxas reads them (comments, line directives, an opcode glued to its
   operand, PTX's identifiers: rounds 312-313, 318-319); a module or body that cannot be read so
   counts every variable as written.
@@ -134,8 +143,10 @@ class _Body:
     local: set[str] = field(default_factory=set)  # local memory the body declares by name (nvcc's depot, an asm's)
     declared: set[str] = field(default_factory=set)  # every name a declaration in the body makes (registers too)
     registers: set[str] = field(default_factory=set)  # the registers the body declares (`.reg`)
+    predicates: set[str] = field(default_factory=set)  # those of them that are predicates (`.reg .pred`)
     register_blocks: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)  # a register -> blocks declaring it
     guarded: list[bool] = field(default_factory=list)  # each statement's: run only where a predicate holds (`@p`)
+    guards: list[tuple[str, bool] | None] = field(default_factory=list)  # that predicate, and whether negated (`@!p`)
     parameter_bytes: dict[tuple[str, tuple[int, ...]], int | None] = field(default_factory=dict)  # (name, block)
     labels: dict[str, list[tuple[int, tuple[int, ...]]]] = field(default_factory=dict)  # label -> (statement, blocks)
     wide: set[str] = field(default_factory=set)  # the registers of 64 bits or more (an address fits in one)
@@ -191,6 +202,8 @@ def _body(lines: list[str]) -> _Body:
                     wide = bool(re.search(r"\.[bsuf](?:64|128)\b", statement))
                     for name in _declared_names(statement):
                         body.registers.add(name)
+                        if re.search(r"\.pred\b", statement):
+                            body.predicates.add(name)
                         body.register_blocks.setdefault(name, []).append(tuple(open_blocks))
                         if wide:
                             body.wide.add(name)
@@ -210,7 +223,9 @@ def _body(lines: list[str]) -> _Body:
                 body.readable &= m is not None
                 body.statements.append(f"{m.group(1)} {m.group(2)}".strip() if m else statement)
                 body.blocks.append(tuple(open_blocks))
-                body.guarded.append(bool(_GUARD.match(statement)))
+                body.guarded.append(bool(guard := _GUARD.match(statement)))
+                body.guards.append((guard.group(0).strip().lstrip("@!"), guard.group(0).startswith("@!"))
+                                   if guard else None)
     body.readable &= not leading(pending)
     return body
 
@@ -547,8 +562,10 @@ def _parameters(function) -> list[str] | None:
 
 
 # instructions whose first operand is read, not defined, and is no memory place (those start with `[`); a barrier's
-# reduction (`bar.red.popc.u32 %r3, 0, %p1`) defines it
-_DEFINES_NOTHING = re.compile(r"^(?:bra|brx|ret|exit|bar(?!\.red)|barrier(?!\.red)|membar|fence|trap|brkpt|pmevent|"
+# reduction, however spelled (`bar.red.popc.u32 %r3, 0, %p1`, `bar.cta.red`, `barrier.cta.aligned.red`: red team
+# round 335), defines it
+_DEFINES_NOTHING = re.compile(r"^(?:bra|brx|ret|exit|bar(?![\w.]*\.red(?:\.|$))|barrier(?![\w.]*\.red(?:\.|$))|membar|"
+                              r"fence|trap|brkpt|pmevent|"
                               r"nanosleep|griddepcontrol|setmaxnreg|stackrestore|st|red)(?:\.|$)")
 
 
@@ -646,17 +663,162 @@ def return_reads(module: PtxModule) -> dict[str, set[int] | None]:
 _INDIRECT_CALL = re.compile(r"^call(?:\.\w+)*\s+(?:\([^)]*\)\s*,\s*)?(?P<target>%[\w$.]+)")
 
 
+# integer comparisons a `setp` makes, each one of two comparisons held one way or the other: lt(a, b); gt(a, b) is
+# lt(b, a); ge(a, b) is not lt(a, b); le(a, b) is not lt(b, a); eq over its operands in either order, ne is not eq
+# (PTX's unsigned lo/hs/hi/ls alike: the type tells signedness). A floating-point one is left out (NaN orders nothing).
+_COMPARISON = {"eq": ("eq", False, True), "ne": ("eq", False, False), "lt": ("lt", False, True),
+               "ge": ("lt", False, False), "gt": ("lt", True, True), "le": ("lt", True, False),
+               "lo": ("lt", False, True), "hs": ("lt", False, False), "hi": ("lt", True, True),
+               "ls": ("lt", True, False)}
+# floating-point ones, each with its complement (NaN makes `lt` the opposite of `geu`, not of `ge`): lt(a, b) and
+# le(a, b) as above with gt/ge swapping the operands, ltu/leu/gtu/geu their opposites; eq/ne/num in either order
+# with equ/neu/nan their opposites
+_FLOAT_COMPARISON = {"lt": ("flt", False, True), "geu": ("flt", False, False), "gt": ("flt", True, True),
+                     "leu": ("flt", True, False), "le": ("fle", False, True), "gtu": ("fle", False, False),
+                     "ge": ("fle", True, True), "ltu": ("fle", True, False), "eq": ("feq", False, True),
+                     "neu": ("feq", False, False), "ne": ("fne", False, True), "equ": ("fne", False, False),
+                     "num": ("fnum", False, True), "nan": ("fnum", False, False)}
+_SYMMETRIC = frozenset({"eq", "feq", "fne", "fnum"})
+_INTEGER = re.compile(r"^[bsu](?:16|32|64)$")
+_NUMBER = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)[uU]?$|^0[fFdD][0-9a-fA-F]+$")
+# instructions that read other lanes' registers (a shuffle, a warp reduction or vote, a block reduction, a matrix
+# fragment spread over the warp): another lane reaches them on a path of its own (red team round 334)
+_CROSS_LANE = re.compile(r"^(?:shfl|redux|match|vote|mma|wmma|wgmma|movmatrix|tcgen05)(?:\.|$)"
+                         r"|^bar(?:rier)?(?:\.\w+)*\.red(?:\.|$)")
+_EVERY_LANE = ("every lane",)
+_CARRY = ("reg", "%carry flag", None)  # the carry flag's key among the registers  # the assumption a cross-lane read is judged under: none, on every path
+# comparisons followed case by case in one function (each costs two readings of its body); past it, the plain one
+_MOST_CONDITIONS = 16
+
+_Assumption = tuple  # (comparison, whether it holds)
+
+
+def _in_loops(successors: list[list[int]]) -> set[int]:
+    """The statements on some cycle of the control flow (in a loop): strongly connected components (Kosaraju's,
+    without recursion) of more than one statement, or one that reaches itself."""
+    count = len(successors)
+    order: list[int] = []
+    seen = [False] * count
+    for start in range(count):
+        if seen[start]:
+            continue
+        seen[start] = True
+        stack = [(start, iter(successors[start]))]
+        while stack:
+            node, edges = stack[-1]
+            for nxt in edges:
+                if 0 <= nxt < count and not seen[nxt]:
+                    seen[nxt] = True
+                    stack.append((nxt, iter(successors[nxt])))
+                    break
+            else:
+                order.append(node)
+                stack.pop()
+    predecessors: list[list[int]] = [[] for _ in range(count)]
+    for i, targets in enumerate(successors):
+        for t in targets:
+            if 0 <= t < count:
+                predecessors[t].append(i)
+    component = [-1] * count
+    looping: set[int] = set()
+    for root in reversed(order):
+        if component[root] >= 0:
+            continue
+        members, stack = [], [root]
+        component[root] = root
+        while stack:
+            node = stack.pop()
+            members.append(node)
+            for prev in predecessors[node]:
+                if component[prev] < 0:
+                    component[prev] = root
+                    stack.append(prev)
+        if len(members) > 1 or root in successors[root]:
+            looping.update(members)
+    return looping
+
+
+def _comparisons(body: _Body, loops: set[int], defined_at) -> dict[str, tuple[tuple, bool]]:
+    """For each predicate register set once, unguarded and outside every loop (one value for the whole call): what
+    it holds, as a comparison and whether it holds it or its opposite. A `setp` comparing values each set so and
+    before it on every path (DEFINED_AT(name, statement)), or numbers, holds that comparison of those values
+    (`setp.ne.s32 %p2, %r1, 0` and `setp.eq.s32 %p5, %r1, 0` hold one, opposite ways; a float comparison and its
+    unordered complement too: `setp.gt.f32` and `setp.leu.f32`); any other such predicate holds a comparison of its
+    own, its statement's (an `and.pred`, a `setp` of values that change); a `setp` without a combining operation
+    sets its `|` second predicate to the opposite (with `.and`/`.or` the two are no opposites: red team round
+    333); a `not.pred` of a predicate defined there holds that predicate's opposite."""
+    definers: dict[str, list[int]] = {}
+    for i, statement in enumerate(body.statements):
+        opcode, _, rest = statement.partition(" ")
+        ops = _operands(rest)
+        if ops and not _DEFINES_NOTHING.match(opcode) and not ops[0].startswith("["):
+            for name in _names(ops[0]):
+                definers.setdefault(name, []).append(i)
+
+    def stable(name: str) -> bool:  # one value for the whole call
+        places = definers.get(name, [])
+        return (name in body.registers and len(places) == 1 and not body.guarded[places[0]]
+                and places[0] not in loops and len(body.register_blocks.get(name, [])) == 1)
+
+    def operand(text: str, i: int) -> str | None:
+        text = text.strip()
+        if _NUMBER.match(text):
+            return text.lower().rstrip("u")
+        return text if stable(text) and defined_at(text, i) else None
+
+    facts: dict[str, tuple[tuple, bool]] = {}
+    for i, statement in enumerate(body.statements):
+        opcode, _, rest = statement.partition(" ")
+        ops = _operands(rest)
+        if not ops or body.guarded[i] or i in loops or ops[0].startswith("[") or _DEFINES_NOTHING.match(opcode):
+            continue
+        targets = [t.strip() for t in ops[0].split("|")]
+        parts = opcode.split(".")
+        own = ("statement", i)  # what this statement computes, once in the call
+        if parts[0] == "setp" and len(ops) == 3 and len(parts) in (3, 4):
+            number_type = parts[-1]
+            known = _COMPARISON.get(parts[1]) if _INTEGER.match(number_type) and len(parts) == 3 \
+                else _FLOAT_COMPARISON.get(parts[1]) if re.match(r"^f(?:16|32|64)$", number_type) else None
+            a, b = operand(ops[1], i), operand(ops[2], i)
+            if known is not None and a is not None and b is not None:
+                kind, swapped, holds = known
+                pair = sorted((a, b)) if kind in _SYMMETRIC else (b, a) if swapped else (a, b)
+                comparison = (kind, ".".join(parts[2:]), *pair)
+            else:
+                comparison, holds = own, True
+            for k, target in enumerate(targets[:2]):  # `p|q`: q the opposite of p
+                if stable(target):
+                    facts[target] = (comparison, holds if k == 0 else not holds)
+        elif parts[0] == "setp" and len(ops) == 4 and len(parts) >= 4 and parts[2] == "xor":
+            for k, target in enumerate(targets[:2]):  # p = t ^ c, q = !t ^ c: opposites
+                if stable(target):
+                    facts[target] = (own, k == 0)
+        elif opcode == "not.pred" and len(ops) == 2 and ops[1].strip() in facts and defined_at(ops[1].strip(), i):
+            if stable(targets[0]):
+                comparison, holds = facts[ops[1].strip()]
+                facts[targets[0]] = (comparison, not holds)
+        else:  # `and.pred`, `setp.ne.and`, `mov.pred`, a comparison of values that change: each its own
+            for k, target in enumerate(targets):
+                if stable(target) and target in body.predicates:
+                    facts[target] = (("statement", i, k), True)
+    return facts
+
+
 def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[int] | None] | None = None,
                       returns_read: set[int] | None = None) -> bool:
     """Whether a value the PTX leaves undefined on some path may carry an address: ptxas takes it from whatever its
     register holds, a static's address among what it may hold (rounds 327-330). A must-analysis over the body's
     branches (a read needs a definition on every path to it: a jump around the only one is none; unpredicated, in
     the block that declares the register); a branch whose target cannot be told leaves everything undefined. It
-    counts where such a value, or one computed from it, is 64 bits wide (an address fits), is an address, is
-    handed to a call (a byte of an argument the callee reads, READS: `parameter_reads`, every byte for a function
-    the module does not define; a call through a register), is returned (a byte a caller reads, RETURNS_READ), or
-    is stored 8 bytes at a time; not where a narrower value is computed and stored (LLVM's undefined value in a
-    branch a `selp` then discards: `float a; if (c) a = f(); ...; if (c) r += a;`)."""
+    counts where such a value, or one computed from it, reaches an instruction with a memory operand (an address, a
+    value stored at any width: two 32-bit halves stored apart and read back as one address, round 332; an atomic's
+    operand), a `cvta`, an indexed branch, a call (a byte of an argument the callee reads, READS:
+    `parameter_reads`, every byte for a function the module does not define; a call through a register), a return
+    (a byte a caller reads, RETURNS_READ) or a guard (its bits rebuilt by branches or predicated moves: round 333).
+    Paths are read as the program's comparisons allow (`_comparisons`): a comparison fixed for the call splits the
+    paths into a statement in two, a `selp` keeps each value where its predicate says, a predicated statement runs
+    where its guard holds, so LLVM's undefined value on a path the same comparison rules out (`float a; if (c) a =
+    f(); ...; if (c) r += a;`) is none (rounds 330-333)."""
     statements = body.statements
     count = len(statements)
     reads = reads or {}
@@ -673,12 +835,12 @@ def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[in
 
     header = _header_bytes(function)
     returns = [n for n in header if _RETURN.match(n)]
-    # per statement: the call-argument bytes it needs defined, what it defines (unpredicated) and may define, and
-    # the registers it reads, each as an address-like use (True) or a value (False)
+    # per statement: the call-argument bytes it needs defined, what it defines (were it unpredicated), and the
+    # registers it reads, each as an address-like use (True) or a value (False), with the operand it is read in
     needs: list[int] = []
     gives: list[int] = []
     writes: list[set[tuple]] = []
-    uses: list[list[tuple[tuple, bool]]] = []
+    uses: list[list[tuple[tuple, bool, int]]] = []
     for i, statement in enumerate(statements):
         opcode, _, rest = statement.partition(" ")
         ops = _operands(rest)
@@ -700,27 +862,36 @@ def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[in
                     wanted = set(range(size))
                 need |= sum(bit(("param", parameter, block, b)) for b in wanted)
             names = _names(statement[(call_m.end() if (call_m := _CALL.match(statement)) else 4):])
-            read = [(n, True) for n in names]
+            read = [(n, True, -1) for n in names]
         elif opcode.startswith("st.param") and len(ops) == 2:
             parameter = next(iter(_names(ops[0])), "")
             block = parameter_block(parameter, i)
             filled = _bytes_of(ops[0], opcode, body.parameter_bytes.get((parameter, block)) or header.get(parameter))
             give |= sum(bit(("param", parameter, block, b)) for b in filled or ())
-            read = [(n, True) for n in _names(rest) - {parameter}]  # an argument or return value: handed on
+            read = [(n, True, -1) for n in _names(rest) - {parameter}]  # an argument or return value: handed on
         else:
             defines = bool(ops) and not _DEFINES_NOTHING.match(opcode) and not ops[0].startswith("[")
-            sources = ops[1:] if defines else ops
-            wide_store = opcode.split(".", 1)[0] in ("st", "atom", "red") and (_access_bytes(opcode) or 8) >= 8
-            for o in sources:
-                read += [(n, o.startswith("[") or wide_store or opcode.startswith("cvta")) for n in _names(o)]
+            # every register an instruction with a memory operand reads (an address, a value it stores, an atomic's
+            # operand, a surface's), a conversion of address spaces, an indexed branch's index
+            touches = any(o.startswith("[") for o in ops) or opcode.startswith(("cvta", "brx", "stackrestore", "alloca"))
+            for k, o in enumerate(ops):
+                if k or not defines:
+                    read += [(n, touches, k) for n in _names(o)]
             if defines:
                 written = {("reg", n, scope(n, i)) for n in _names(ops[0]) & body.registers}
-                if not body.guarded[i]:
-                    give |= sum(bit(key) for key in written)
+            # the carry flag, a register no operand names: set by `add.cc`..., read by `addc`... (its bits passed on
+            # from an undefined value: red team round 335)
+            base, *modifiers = opcode.split(".")
+            if "cc" in modifiers:
+                written = written | {_CARRY}
+            if base in ("addc", "subc", "madc"):
+                read.append((_CARRY[1], False, -1))
+            give |= sum(bit(key) for key in written)
         needs.append(need)
-        gives.append(give if not body.guarded[i] else 0)
+        gives.append(give)
         writes.append(written)
-        uses.append([(("reg", n, scope(n, i)), strict) for n, strict in read if n in body.registers])
+        uses.append([(_CARRY if n == _CARRY[1] else ("reg", n, scope(n, i)), strict, k) for n, strict, k in read
+                     if n in body.registers or n == _CARRY[1]])
     # the function's return value, read where it returns (a `ret`, or its end): the bytes its callers read
     # (RETURNS_READ; None: every byte it declares), not a struct's padding, which nvcc never fills
     returned = 0
@@ -730,53 +901,178 @@ def _leaves_undefined(body: _Body, function, reads: dict[tuple[str, int], set[in
         wanted = returns_read if returns_read is not None else set(range(header[name] or 0))
         returned |= sum(bit(("param", name, (), b)) for b in wanted)
     for i in range(count):
-        for key, _ in uses[i]:
+        for key, _, _ in uses[i]:
             bit(key)
+        if body.guards[i] is not None and body.guards[i][0] in body.registers:
+            bit(("reg", body.guards[i][0], scope(body.guards[i][0], i)))
     successors = [_successors(body, i) for i in range(count)]
     if any(s is None for s in successors):
         return True
     everything = (1 << len(bits)) - 1
-    # defined[i]: what is defined on every path into statement i (count: the end); a greatest fixed point
-    defined = [everything] * (count + 1)
-    defined[0] = 0
-    predecessors: list[list[int]] = [[] for _ in range(count + 1)]
-    for i, targets in enumerate(successors):
-        for t in targets:
-            if 0 <= t <= count:
-                predecessors[t].append(i)
-    changed = True
-    while changed:
-        changed = False
-        for i in range(1, count + 1):
-            value = everything
-            for p in predecessors[i]:
-                value &= defined[p] | gives[p]
-            if not predecessors[i]:
-                value = everything  # never reached
-            if value != defined[i]:
-                defined[i] = value
-                changed = True
+
+    def runs(i: int, assumed: _Assumption | None, known) -> bool | None:
+        """Whether statement I runs where ASSUMED holds: None where that does not tell (no predicate, another one, one
+        KNOWN(statement, predicate) does not tell: undefined on some path there)."""
+        guard = body.guards[i]
+        held = known(i, guard[0]) if guard is not None and assumed is not None else None
+        if held is None or held[0] != assumed[0]:
+            return None
+        return (assumed[1] == held[1]) != guard[1]
+
+    def definedness(assumed: _Assumption | None, known) -> tuple[list[int], list[bool]]:
+        """What is defined on every path into each statement (count: the end) where ASSUMED holds, a greatest fixed
+        point, each branch the assumption decides taken or not; and which statements a path reaches there."""
+        edges: list[list[int]] = []
+        given: list[int] = []
+        for i in range(count):
+            decided = runs(i, assumed, known)
+            if decided is None:
+                edges.append(successors[i])
+                given.append(0 if body.guarded[i] else gives[i])
+            elif not decided:
+                edges.append([i + 1])
+                given.append(0)
+            else:
+                base = statements[i].partition(" ")[0].split(".", 1)[0]
+                edges.append(successors[i][:1] if base == "bra" else [] if base in ("ret", "exit", "trap")
+                             else successors[i])
+                given.append(gives[i])
+        defined = [everything] * (count + 1)
+        defined[0] = 0
+        predecessors: list[list[int]] = [[] for _ in range(count + 1)]
+        for i, targets in enumerate(edges):
+            for t in targets:
+                if 0 <= t <= count:
+                    predecessors[t].append(i)
+        changed = True
+        while changed:
+            changed = False
+            for i in range(1, count + 1):
+                value = everything
+                for p in predecessors[i]:
+                    value &= defined[p] | given[p]
+                if not predecessors[i]:
+                    value = everything  # never reached
+                if value != defined[i]:
+                    defined[i] = value
+                    changed = True
+        reached = [False] * (count + 1)
+        reached[0], stack = True, [0]
+        while stack:
+            node = stack.pop()
+            for t in edges[node] if node < count else []:
+                if 0 <= t <= count and not reached[t]:
+                    reached[t] = True
+                    stack.append(t)
+        return defined, reached
+
+    plain, reached_plain = definedness(None, lambda i, predicate: None)
     for i in range(count):
-        if needs[i] & ~defined[i]:
+        if needs[i] & ~plain[i]:
             return True
-        if statements[i].partition(" ")[0].split(".", 1)[0] == "ret" and returned & ~defined[i]:
+        if statements[i].partition(" ")[0].split(".", 1)[0] == "ret" and returned & ~plain[i]:
             return True
-    if bool(returned & ~defined[count]) and bool(predecessors[count]):
+    if bool(returned & ~plain[count]) and any(count in s for s in successors):
         return True
-    # what is undefined where it is read, and every value computed from it (flow-insensitively, to a fixed point)
-    tainted: set[tuple] = set()
+    # the comparisons a predicate holds, used where the predicate is defined on every path
+    facts = _comparisons(body, _in_loops(successors),
+                         lambda name, i: bool(plain[i] & bit(("reg", name, scope(name, i)))))
+
+    def fact(i: int, predicate: str) -> tuple[tuple, bool] | None:
+        key = ("reg", predicate, scope(predicate, i))
+        return facts.get(predicate) if predicate in facts and plain[i] & bit(key) else None
+
+    def contexts(i: int, assumed: _Assumption | None) -> list[tuple[tuple, bool, _Assumption | None]] | None:
+        """Statement I's reads, each with the assumption it is judged under, where ASSUMED holds; None where the
+        statement does not run there. A `selp` reads its first value where its predicate holds, its second where it
+        does not; a predicated statement runs where its predicate holds."""
+        guard = body.guards[i]
+        held = fact(i, guard[0]) if guard is not None and not statements[i].startswith("bra") else None
+        within = assumed
+        if held is not None:
+            holds = held[1] != guard[1]
+            if assumed is None:
+                within = (held[0], holds)
+            elif assumed[0] == held[0] and assumed[1] != holds:
+                return None
+        if _CROSS_LANE.match(statements[i]):  # other lanes' values, on their own paths
+            return [(key, strict, _EVERY_LANE) for key, strict, _ in uses[i]]
+        ops = _operands(statements[i].partition(" ")[2])
+        chosen = fact(i, ops[3].strip()) if statements[i].startswith("selp") and len(ops) == 4 else None
+        out = []
+        for key, strict, k in uses[i]:
+            if chosen is not None and k in (1, 2) and (within is None or within[0] == chosen[0]):
+                under = (chosen[0], chosen[1] if k == 1 else not chosen[1])
+                if within is not None and within != under:
+                    continue  # the value this selp does not keep where the assumption holds
+                out.append((key, strict, under))
+            else:
+                out.append((key, strict, within))
+        return out
+
+    # the assumptions a reading needs: each comparison a branch, a selp or a predicated statement reads, either way
+    wanted_facts = []
+    for i in range(count):
+        guard = body.guards[i]
+        ops = _operands(statements[i].partition(" ")[2])
+        for predicate in ([guard[0]] if guard else []) + ([ops[3].strip()] if statements[i].startswith("selp")
+                                                            and len(ops) == 4 else []):
+            if (held := fact(i, predicate)) is not None and held[0] not in wanted_facts:
+                wanted_facts.append(held[0])
+    if len(wanted_facts) > _MOST_CONDITIONS:  # the plain reading: every value judged on every path
+        facts = {}
+        wanted_facts = []
+    readings: dict[_Assumption | None, tuple[list[int], set[tuple], list[bool]]] = {}
+    # what may be undefined, or computed from such a value, on any path, no comparison read: a cross-lane read's
+    loose: set[tuple] = set()
     changed = True
     while changed:
         changed = False
         for i in range(count):
-            if any(key in tainted or not defined[i] & bit(key) for key, _ in uses[i]) and writes[i] - tainted:
-                tainted |= writes[i]
+            if writes[i] - loose and any(key in loose or not plain[i] & bit(key) for key, _, _ in uses[i]):
+                loose |= writes[i]
                 changed = True
+
+    def undefined(key: tuple, i: int, under: _Assumption | None) -> bool:
+        """Whether KEY may be undefined (or computed from such a value) where statement I reads it, UNDER an
+        assumption; with none, on some path the comparisons allow: a comparison fixed for the call splits the paths
+        into I in two, and a value defined on each side (or a side no path takes) is defined."""
+        if under == _EVERY_LANE:
+            return key in loose or not plain[i] & bit(key)
+        defined, tainted, _ = readings[under]
+        if key not in tainted and defined[i] & bit(key):
+            return False
+        if under is not None:
+            return True
+        for c in wanted_facts:
+            sides = [readings[(c, v)] for v in (True, False)]
+            if all(not reached[i] or (key not in tainted and defined[i] & bit(key)) for defined, tainted, reached in sides):
+                return False
+        return True
+
+    # each assumption's reading first (it judges in itself), then the plain one, which reads them
+    for under in [(c, v) for c in wanted_facts for v in (True, False)] + [None]:
+        defined, reached = definedness(under, fact) if under is not None else (plain, reached_plain)
+        tainted: set[tuple] = set()
+        readings[under] = (defined, tainted, reached)
+        changed = True
+        while changed:
+            changed = False
+            for i in range(count):
+                reads_here = contexts(i, under) if reached[i] else None
+                if reads_here and writes[i] - tainted and any(undefined(key, i, at) for key, _, at in reads_here):
+                    tainted |= writes[i]
+                    changed = True
     for i in range(count):
-        for key, strict in uses[i]:
-            if (key in tainted or not defined[i] & bit(key)) and (strict or key[1] in body.wide):
+        for key, strict, at in contexts(i, None) or []:
+            if strict and undefined(key, i, at):
                 return True
-    return any(key[1] in body.wide for key in tainted)
+        # a predicate computed from such a value steers what runs: its bits rebuilt by branches or predicated moves
+        guard = body.guards[i]
+        if guard is not None and guard[0] in body.registers and reached_plain[i] \
+                and undefined(("reg", guard[0], scope(guard[0], i)), i, None):
+            return True
+    return False
 
 
 def _header_bytes(function) -> dict[str, int | None]:
@@ -877,7 +1173,7 @@ def _loads_where_unknown(statements: list[str], variables: set[str], sizes: dict
     return False
 
 
-def written_variables(module: PtxModule, names: set[str]) -> set[str]:
+def written_variables(module: PtxModule, names: set[str], *, register_saves: bool = True) -> set[str]:
     """Of NAMES (module-scope variables of MODULE), those its device code may write or whose address
     escapes where the module cannot follow it. An address handed to a function the module defines is
     followed there (a `__noinline__ report(const char*)` that only reads its string: round 316), and
@@ -886,7 +1182,12 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
     returns counts as written. An address parked in local memory (printf's argument buffer) is
     harmless only where no function of the module reads local memory back: local memory outlives
     the call, and the next function called at the same depth reads the same slots (red team round
-    314: an uninitialised local array returned the address printf had parked)."""
+    314: an uninitialised local array returned the address printf had parked). ptxas parks registers there
+    itself, out of the PTX's sight: a callee saves its caller's registers in its frame, a spill keeps one
+    there (red team round 331 read an address a recursive callee had saved back from a stale frame). So
+    where ptxas stores registers (REGISTER_SAVES: its report shows spill stores, or it was not read) and
+    any function reads local memory, every variable a body names counts as written, its address having
+    sat in some register."""
     if module.unreadable:
         return set(names)
     written = {other for n, statements in module.variables.items() for other in _names(statements) & names
@@ -963,6 +1264,8 @@ def written_variables(module: PtxModule, names: set[str]) -> set[str]:
         if k >= len(bodies[callee][2]):
             written |= roots
     local_read = any(f.local_read for f in functions.values())
+    if local_read and register_saves:
+        written |= {n for statements, *_ in bodies.values() for s in statements for n in _names(s) & names}
     for name, f in functions.items():
         written |= f.written | (f.parked if local_read else set()) | (f.returned if name in taken else set())
     return written & names

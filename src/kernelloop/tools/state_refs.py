@@ -18,6 +18,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .nvcc import PTXAS_REPORT, ptxas_saves_registers
 from .ptx_module import PtxModule, read_ptx
 from .ptx_writes import body_memory, device_statics, written_variables
 from .registered import registered_device_names
@@ -227,8 +228,10 @@ def state_references(obj: Path) -> StateReferences:
     if ptx.exists():
         module = read_ptx(ptx.read_text())
         refs.device_edges = device_references(module)
-        refs.device_statics = (written_variables(module, device_statics(module, registered_device_names(obj)))
-                              | body_memory(module))
+        report = obj.with_name(PTXAS_REPORT)
+        saves = ptxas_saves_registers(report.read_text()) if report.exists() else True
+        refs.device_statics = (written_variables(module, device_statics(module, registered_device_names(obj)),
+                                                 register_saves=saves) | body_memory(module))
         statics = sorted(refs.device_statics)
         refs.readable_names.update(zip(statics, demangle(statics)))
     return refs

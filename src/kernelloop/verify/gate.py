@@ -763,7 +763,7 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
     if reasons:
         v.gates.append(GateResult(gate="speedup", status="skipped", detail="not timed: an earlier gate failed"))
         return finish()
-    say(Progress(stage="timing", message=f"{vs.runs} interleaved runs each"))
+    say(Progress(stage="timing", message=f"{vs.timing_pairs} interleaved runs each"))
     t = time.monotonic()
     manifests = _time_pairs(v, base_bin, cand_bin, run_limits, cand_limits, used_seeds, durations, reasons, say,
                             cupti_lib if audit_status == "done" else None, harness_kernels, timed_calls,
@@ -2473,7 +2473,7 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
     manifests: list[Manifest] = []
     first_pair: tuple[int, bytes, float] | None = None
     while True:
-        target = vs.runs if decision is None else min(vs.max_runs, len(v.candidate_kernel_ms) + 2)
+        target = vs.timing_pairs if decision is None else min(vs.max_timing_pairs, len(v.candidate_kernel_ms) + 2)
         while len(v.candidate_kernel_ms) < target:
             seed, secret = fresh_seeds(1, used_seeds)[0], experiment_secret()
 
@@ -2539,7 +2539,7 @@ def _time_pairs(v: Verdict, base_bin: Path, cand_bin: Path, base_limits: Limits,
             settled = compared.outcome != "ambiguous"
         else:
             settled = decision.outcome != "inconclusive"
-        if settled or len(v.candidate_kernel_ms) >= vs.max_runs:
+        if settled or len(v.candidate_kernel_ms) >= vs.max_timing_pairs:
             break
     v.speed = decision
     v.regression = compared

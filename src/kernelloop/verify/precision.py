@@ -52,7 +52,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from ..tools.nvcc import UNFORTIFIED, Toolchain, language_flags
+from ..tools.nvcc import UNFORTIFIED, Toolchain, language_flags, ptxas_report, ptxas_saves_registers
 from ..tools.ptx_module import read_ptx
 from ..tools.ptx_writes import body_memory, written_variables
 from ..tools.registered import registered_device_names
@@ -392,7 +392,9 @@ def scoped_globals(code: str) -> set[str]:
             and (name := _declared_global(piece)) is not None}
 
 
-def classify_ptx(text: str) -> PrecisionProfile:
+def classify_ptx(text: str, *, register_saves: bool = True) -> PrecisionProfile:
+    """What a PTX module computes in and keeps; REGISTER_SAVES: whether ptxas stores registers in local memory
+    itself for it (tools.nvcc.ptxas_saves_registers; yes where unknown)."""
     classes: dict[str, set[str]] = {}
     count = 0
     code = strip_ptx_comments(text)
@@ -410,7 +412,7 @@ def classify_ptx(text: str) -> PrecisionProfile:
     # path), only those its registration does not name are kept (red team round 316: libdevice's own
     # `__cudart_i2opi_f`, neither a static nor a string)
     module = read_ptx(text)
-    for name in written_variables(module, set(module.variables)) | body_memory(module):
+    for name in written_variables(module, set(module.variables), register_saves=register_saves) | body_memory(module):
         classes.setdefault("device_static_written", set()).add(object_identity(name))
     for name in special_registers(code):
         classes.setdefault("special_register", set()).add(f"%{name}")
@@ -734,7 +736,11 @@ def ptx_profile(unit: str, *, arch: str, toolchain: Toolchain, limits: Limits) -
                              "-diag-suppress", "177,550", "-ptx", "unit.cu", "-o", "unit.ptx"], workdir=work, limits=limits)
         if not run.ok or not (work / "unit.ptx").is_file():
             raise ScanFailed(f"nvcc -ptx failed ({run.failure() or 'no output'})")
-        return classify_ptx((work / "unit.ptx").read_text(errors="replace"))
+        ptx = (work / "unit.ptx").read_text(errors="replace")
+    # whether ptxas parks registers in local memory itself (a spill, a callee's saved registers): what a stale
+    # local read may return then (tools.ptx_writes.written_variables)
+    saves = ptxas_saves_registers(ptxas_report(ptx, arch=arch, toolchain=toolchain, limits=limits))
+    return classify_ptx(ptx, register_saves=saves)
 
 
 # What an honest kernel reads of the driver's words in constant bank 0, on one architecture: each geometry register
