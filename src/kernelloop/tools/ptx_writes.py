@@ -744,9 +744,10 @@ def _comparisons(body: _Body, loops: set[int], defined_at) -> dict[str, tuple[tu
     before it on every path (DEFINED_AT(name, statement)), or numbers, holds that comparison of those values
     (`setp.ne.s32 %p2, %r1, 0` and `setp.eq.s32 %p5, %r1, 0` hold one, opposite ways; a float comparison and its
     unordered complement too: `setp.gt.f32` and `setp.leu.f32`); any other such predicate holds a comparison of its
-    own, its statement's (an `and.pred`, a `setp` of values that change); a `setp` without a combining operation
-    sets its `|` second predicate to the opposite (with `.and`/`.or` the two are no opposites: red team round
-    333); a `not.pred` of a predicate defined there holds that predicate's opposite."""
+    own, its statement's (an `and.pred`, a `setp` of values that change); a `setp` of one number without a combining
+    operation sets its `|` second predicate to the opposite (with `.and`/`.or` the two are no opposites: red team
+    round 333; a `.f16x2` pair compares two halves apart: round 336); a `not.pred` of a predicate defined there holds
+    that predicate's opposite."""
     definers: dict[str, list[int]] = {}
     for i, statement in enumerate(body.statements):
         opcode, _, rest = statement.partition(" ")
@@ -786,9 +787,11 @@ def _comparisons(body: _Body, loops: set[int], defined_at) -> dict[str, tuple[tu
                 comparison = (kind, ".".join(parts[2:]), *pair)
             else:
                 comparison, holds = own, True
-            for k, target in enumerate(targets[:2]):  # `p|q`: q the opposite of p
+            for k, target in enumerate(targets[:2]):  # `p|q`: q the opposite of p, of one number
                 if stable(target):
-                    facts[target] = (comparison, holds if k == 0 else not holds)
+                    # a pair type compares two halves, p the low and q the high, each its own (red team round 336)
+                    facts[target] = (comparison, holds if k == 0 else not holds) if not number_type.endswith("x2") \
+                        else (("statement", i, k), True)
         elif parts[0] == "setp" and len(ops) == 4 and len(parts) >= 4 and parts[2] == "xor":
             for k, target in enumerate(targets[:2]):  # p = t ^ c, q = !t ^ c: opposites
                 if stable(target):
