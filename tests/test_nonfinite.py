@@ -645,6 +645,14 @@ def test_the_candidates_memcheck_run_has_exact_buffers_and_its_results_are_compa
         assert memcheck.status == "pass", memcheck.detail
 
 
+def caller_layout_run(kw) -> bool:
+    """A scripted run of the caller-layout experiment: exact buffers, no sanitizer, and none of the other
+    experiments that place their buffers so too (special values: `nonfinite_calls`; scaled inputs: `input_scale`;
+    the fresh-allocation contrast: `part_fill`)."""
+    return bool(kw.get("exact_buffers")) and not kw.get("wrapper") and not {"nonfinite_calls", "input_scale",
+                                                                           "part_fill"} & set(kw)
+
+
 @pytest.mark.nvcc
 def test_a_candidate_wrong_only_where_its_buffers_have_no_guard_zones_is_rejected(settings, monkeypatch, tmp_path):
     # Red team rounds 189-190: a part that reads the guard zones around its buffers to tell the verifier's
@@ -654,13 +662,13 @@ def test_a_candidate_wrong_only_where_its_buffers_have_no_guard_zones_is_rejecte
 
     def behave(role, kw):
         seen.append((role, bool(kw.get("exact_buffers")), bool(kw.get("wrapper"))))
-        if role == "candidate" and kw.get("exact_buffers") and not kw.get("wrapper"):
+        if role == "candidate" and caller_layout_run(kw):
             return ([[1, 2, 3, 4], [5, 6, 7.5, 8]], [5, 6, 7.5, 8])  # a caller's path: half a row, doubled
         return GOOD
 
     scripted_runs(monkeypatch, behave)
     v = verify(load_settings(project_dir=tmp_path))
-    assert ("candidate", True, False) in seen and ("baseline", True, False) in seen
+    assert ("candidate", True, False) in seen and ("baseline", True, False) in seen, v.summary
     assert Reason.correctness in v.reasons, v.summary
     gate_row = next(g for g in v.gates if g.gate == "correctness" and "exact size" in g.detail)
     assert gate_row.status == "fail" and "differ" in gate_row.detail
@@ -673,7 +681,7 @@ def test_a_candidate_wrong_in_either_caller_layout_is_rejected(settings, monkeyp
     # that told an always-shifted run from every other by the pointer's low bits; one caller-layout run
     # has the buffers where cudaMalloc puts them, the other at drawn offsets
     def behave(role, kw):
-        caller = kw.get("exact_buffers") and not kw.get("wrapper")
+        caller = caller_layout_run(kw)
         shift = kw.get("buffer_shift")
         wrong = shift is None if wrong_when == "aligned" else (shift is not None and shift[2] == 1)
         if role == "candidate" and caller and wrong:  # "shifted": only where the offsets' bits are flipped
@@ -694,7 +702,7 @@ def test_the_caller_layout_run_shifts_the_buffers_as_far_as_the_baseline_allows(
     shifts: list[tuple[str, int, tuple | None]] = []
 
     def behave(role, kw):
-        if kw.get("exact_buffers") and not kw.get("wrapper"):
+        if caller_layout_run(kw):
             shift = kw.get("buffer_shift")
             shifts.append((role, kw.get("size_index", 0), shift))
             if role == "baseline" and shift and shift[2] != gate.OFFSETS_NONE and shift[1] == 0:
