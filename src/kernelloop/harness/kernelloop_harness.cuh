@@ -45,8 +45,9 @@
 //     its elements were equal: the verifier's stress is no variety of the experiment's own)
 //   kernelloop-constant 2 <output> <same calls> <timed calls>\n  (for every output and in-out buffer: the
 //     timed calls that left it byte for byte as the first did)
-//   kernelloop-state 2 <same> <host bytes> <device bytes> <blocks>\n  (the editable part's state after an
-//     untimed repeat of earlier timed calls' inputs: 1 if it was its state after each; part_state)
+//   kernelloop-state 2 <same> <host bytes> <device bytes> <blocks> <unread>\n  (the editable part's state after
+//     an untimed repeat of earlier timed calls' inputs: 1 if it was its state after each; part_state; <unread>:
+//     sections of its module memory the harness could not locate, so did not read)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
 //   kernelloop-end 2 <bytes written before this record>\n           (last)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
@@ -347,7 +348,8 @@ struct PartBlock {
   size_t bytes;   // digested (a device block: whole granules)
   size_t guard;   // a device block: the bytes past `bytes`, filled with kPartGuardByte, checked after every call
   uint64_t shape; // a CUDA array: its format, extent and flags (a freed one is handed back for the same)
-  int kind;  // 0 host heap, 1 device allocation, 2 device/constant variable (host shadow), 3 CUDA array
+  int kind;  // 0 host heap, 1 device allocation, 2 device/constant variable (host shadow), 3 CUDA array,
+            // 4 a section of the part's module memory (device address; see "The part's module memory")
   int origin;
   bool freed;     // the part freed it; the harness keeps it (see "Blocks the part frees")
   bool reusable;  // freed, and nothing still running can use it
@@ -367,6 +369,10 @@ inline void note_part_block(const void* at, size_t bytes, int kind) {
   if (at == nullptr) return;
   if (r.nblocks >= kMaxPartBlocks) fail("the editable part holds more than 1024 allocations and variables");
   r.blocks[r.nblocks++] = PartBlock{at, bytes, 0, 0, kind, kFromHost, false, false, nullptr};
+}
+inline const void*& part_kernel() {
+  static const void* kernel = nullptr;
+  return kernel;
 }
 // Kernel settings the part makes (driver state: a setting changed from call to call is a counter).
 constexpr int kMaxPartSettings = 256;
@@ -650,6 +656,16 @@ extern char __start_kl_part_bss[] __attribute__((weak));
 extern char __stop_kl_part_bss[] __attribute__((weak));
 void __cudaRegisterVar(void** handle, char* host_var, char* device_address, const char* device_name, int ext,
                        size_t size, int constant, int global);
+void __cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun, const char* device_name,
+                            int thread_limit, uint3* tid, uint3* bid, dim3* block, dim3* grid, int* warp_size);
+// The part's module memory, as its cubin lays it out (tools/module_memory.py, linked in by the build: absent
+// from a program built without it): one row per object of each section, a null name last.
+struct KlModuleObject {
+  const char* name;
+  unsigned long long offset, size, section_bytes;
+  int section;
+};
+extern const KlModuleObject __kl_module_objects[] __attribute__((weak));
 
 // The part's allocation calls are linked here (tools/nvcc.py, PART_STATE_CALLS): each calls the
 // real function and records what it returned.
@@ -806,9 +822,92 @@ void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_add
   kl::note_part_block(host_var, size, 2);
   __cudaRegisterVar(handle, host_var, device_address, device_name, ext, size, constant, global);
 }
+// A kernel of the part's: what names its module to the driver (the first one registered).
+void __kl_part___cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun, const char* device_name,
+                                      int thread_limit, uint3* tid, uint3* bid, dim3* block, dim3* grid,
+                                      int* warp_size) {
+  if (kl::part_kernel() == nullptr) kl::part_kernel() = host_fun;
+  __cudaRegisterFunction(handle, host_fun, device_fun, device_name, thread_limit, tid, bid, block, grid, warp_size);
+}
 }  // extern "C"
 
 namespace kl {
+
+// ---- The part's module memory (docs/verifier.md, "State kept between calls") ----
+// A kernel can keep a value from launch to launch in its module's own memory: not only the __device__
+// and __constant__ variables its host stub registers (kind 2) but a C++ static in device code, a
+// string literal's storage, an asm statement's .global, a library's table, which nothing registers
+// (red team rounds 316-336 hid writes to them from the static reading, tools/ptx_writes.py, in a new
+// way each round). So each section of that memory is read whole with the part's state: the driver
+// says where its objects lie (cuModuleGetGlobal in the module of a kernel the part registered), they
+// must agree with the cubin on one base and on their sizes, and the section's bytes from that base,
+// between and past the objects too, are a block of the part's (kind 4), however a kernel wrote them.
+// Sections the harness could not locate (each said on stderr): written with the state record, so a candidate's
+// unread module memory fails it (verify/experiment.py, module_memory_unread) while the baseline's is only noted.
+inline int& module_memory_unread() {
+  static int unread = 0;
+  return unread;
+}
+inline void module_memory_failure(const char* name, const char* what) {
+  fprintf(stderr, "kernelloop harness: the editable part's module memory (%.200s): %s; not read\n", name, what);
+  ++module_memory_unread();
+}
+inline void module_memory_entry(const char* symbol, void** function) {
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  const cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, function, 12000, cudaEnableDefault, &found);
+#else
+  const cudaError_t err = cudaGetDriverEntryPoint(symbol, function, cudaEnableDefault, &found);
+#endif
+  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) *function = nullptr;
+}
+inline void note_module_memory() {
+  static bool noted = false;  // once per program, whatever runs it makes
+  if (noted || __kl_module_objects == nullptr || __kl_module_objects[0].name == nullptr) return;
+  noted = true;
+  // No kernel of the part's: none of its module's device code can run, so nothing changes that memory.
+  if (part_kernel() == nullptr) return;
+  cudaFunction_t function = nullptr;
+  if (cudaGetFuncBySymbol(&function, part_kernel()) != cudaSuccess) {
+    (void)cudaGetLastError();
+    function = nullptr;
+  }
+  PFN_cuFuncGetModule_v11000 get_module = nullptr;
+  PFN_cuModuleGetGlobal_v3020 get_global = nullptr;
+  module_memory_entry("cuFuncGetModule", reinterpret_cast<void**>(&get_module));
+  module_memory_entry("cuModuleGetGlobal", reinterpret_cast<void**>(&get_global));
+  CUmodule module = nullptr;
+  if (function == nullptr || get_module == nullptr || get_global == nullptr ||
+      get_module(&module, reinterpret_cast<CUfunction>(function)) != CUDA_SUCCESS) {
+    for (const KlModuleObject* o = __kl_module_objects; o->name != nullptr; ++o)
+      if (o == __kl_module_objects || o->section != o[-1].section)
+        module_memory_failure(o->name, "the driver does not name the module of the part's kernels");
+    return;
+  }
+  // Each section through the objects of it the driver finds: at least one, all it finds agreeing on one base and
+  // on their sizes (an object the driver does not know, a toolkit library's internal one, is passed over).
+  for (const KlModuleObject* o = __kl_module_objects; o->name != nullptr;) {
+    const int section = o->section;
+    const char* first = o->name;
+    bool located = false;
+    CUdeviceptr base = 0;
+    const char* wrong = nullptr;
+    for (; o->name != nullptr && o->section == section; ++o) {
+      CUdeviceptr at = 0;
+      size_t bytes = 0;
+      if (get_global(&at, &bytes, module, o->name) != CUDA_SUCCESS) continue;
+      if (bytes != o->size || (located && at - o->offset != base)) wrong = wrong ? wrong : o->name;
+      if (!located) base = at - o->offset;
+      located = true;
+    }
+    if (!located)
+      module_memory_failure(first, "the driver finds no object of this one's section in the module");
+    else if (wrong)
+      module_memory_failure(wrong, "the loaded section's objects do not lie or measure as the cubin's do");
+    else
+      note_part_block(reinterpret_cast<const void*>(base), o[-1].section_bytes, 4);
+  }
+}
 
 // A digest of everything above, and how much of it there was. Device memory is hashed on the
 // GPU into one slot per block, and the slots come back in one copy of a fixed size, whatever the
@@ -872,7 +971,7 @@ inline PartState part_state(uint64_t key) {
     if (b.kind == 0) {
       s.digest = digest_bytes(s.digest, static_cast<const unsigned char*>(b.at), b.bytes);
       s.host_bytes += b.bytes;
-    } else if (b.kind == 1 || b.kind == 2) {
+    } else if (b.kind == 1 || b.kind == 2 || b.kind == 4) {
       void* device = const_cast<void*>(b.at);
       if (b.kind == 2) KL_CHECK(cudaGetSymbolAddress(&device, b.at));
       if (b.bytes)
@@ -2428,6 +2527,7 @@ class Harness {
     s.flush_bytes = std::max<size_t>(2 * (size_t)l2, (size_t)64 << 20);
     KL_CHECK(cudaMalloc(&s.flush, s.flush_bytes));
     harness_stream();
+    note_module_memory();
     harness_alloc(&s.guard_bad, sizeof(int));
     harness_alloc(&s.hashes, kMaxBuffers * sizeof(unsigned long long));
     harness_alloc(&s.varied, kMaxBuffers * sizeof(int));
@@ -2575,8 +2675,8 @@ class Harness {
     const State& s = st();
     if (!s.output_on || s.replayed < 0) return;
     char line[160];
-    snprintf(line, sizeof line, "kernelloop-state 2 %d %llu %llu %d\n", (int)s.replay_same,
-             s.state_replay.host_bytes, s.state_replay.device_bytes, s.state_replay.blocks);
+    snprintf(line, sizeof line, "kernelloop-state 2 %d %llu %llu %d %d\n", (int)s.replay_same,
+             s.state_replay.host_bytes, s.state_replay.device_bytes, s.state_replay.blocks, module_memory_unread());
     append(line, strlen(line));
   }
   // The launcher's frame reuses the dead stack where begin_*_call and the runtime calls under it
@@ -2721,14 +2821,14 @@ class Harness {
                                                    reinterpret_cast<uint64_t*>(s.flush));
       KL_CHECK(cudaGetLastError());
     }
-    // and the part's own device memory (its allocations, its __device__ and __constant__ variables), as its last
-    // call left it for a caller's next: flushed in every call, a table only the part reads told it apart from a
-    // caller's back-to-back calls by how fast it came (red team round 296: a chase of its own lines, cold in
-    // every verified call, took a wrong path where they were warm)
+    // and the part's own device memory (its allocations, its __device__ and __constant__ variables, its module
+    // memory), as its last call left it for a caller's next: flushed in every call, a table only the part reads
+    // told it apart from a caller's back-to-back calls by how fast it came (red team round 296: a chase of its own
+    // lines, cold in every verified call, took a wrong path where they were warm)
     const PartRegistry& r = part_registry();
     for (int i = 0; i < r.nblocks; ++i) {
       const PartBlock& b = r.blocks[i];
-      if (b.freed || b.bytes == 0 || (b.kind != 1 && b.kind != 2)) continue;
+      if (b.freed || b.bytes == 0 || (b.kind != 1 && b.kind != 2 && b.kind != 4)) continue;
       void* device = const_cast<void*>(b.at);
       if (b.kind == 2) KL_CHECK(cudaGetSymbolAddress(&device, b.at));
       kl_touch_kernel<<<4 * s.scrub_blocks, 256>>>(static_cast<const unsigned char*>(device), b.bytes, never,

@@ -23,11 +23,12 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..errors import ConfigError, EnvironmentProblem
+from .module_memory import ModuleMemoryUnread, module_memory_unit, object_module_memory
 from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
 from .toolkit import find_toolkit_program, real_nvcc
 
-BUILD_RECIPE_VERSION = "15"  # bump when the build steps or what a build records change, to invalidate the cache
+BUILD_RECIPE_VERSION = "16"  # bump when the build steps or what a build records change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -437,7 +438,7 @@ def build_program(
     harness_key = hashlib.sha256(json.dumps(["harness", BUILD_RECIPE_VERSION, toolchain.version, toolchain.banner, flags,
                                              harness_unit, _harness_header_digest()]).encode()).hexdigest()[:32]
     result = _build(editable_unit, harness_unit, flags, toolchain, limits, out_dir, exports,
-                    harness_dir=cache_dir / "harness" / harness_key)
+                    harness_dir=cache_dir / "harness" / harness_key, arch=arch)
     result.seconds = time.monotonic() - started
     result.key = key
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -471,7 +472,7 @@ def publish_build(work: Path, names: Sequence[str], out_dir: Path) -> None:
 
 
 def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchain, limits: Limits,
-           out_dir: Path, exports: list[str] | None, harness_dir: Path) -> BuildResult:
+           out_dir: Path, exports: list[str] | None, harness_dir: Path, arch: str) -> BuildResult:
     logs: list[str] = []
     with private_workdir() as work:
         (work / "editable.cu").write_text(editable_unit)
@@ -560,17 +561,30 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
         if contain.returncode != 0:
             logs.append(f"[contain symbols] objcopy exit {contain.returncode}\n{contain.stderr}")
             return BuildResult(ok=False, stage="contain symbols", log="\n".join(logs), flags=flags)
-        linked = "editable.local.o"
+        linked, objects = "editable.local.o", ["harness.o"]
         if PART_STATE_RECORDER in harness_defined:
             problem = _link_part_state(work / "editable.local.o", work / "editable.link.o", editable_syms)
             if problem:
                 logs.append(f"[part state] {problem}")
                 return BuildResult(ok=False, stage="contain symbols", log="\n".join(logs), flags=flags)
             linked = "editable.link.o"
+            # The part's module memory, every section of it, is read with its state (tools/module_memory.py)
+            try:
+                sections = object_module_memory(work / "editable.o", arch=arch,
+                                                cuobjdump=find_toolkit_program("cuobjdump", tc.nvcc))
+            except ModuleMemoryUnread as exc:
+                logs.append(f"[module memory] {exc}")
+                return BuildResult(ok=False, stage="module memory", log="\n".join(logs), flags=flags)
+            (work / "module_memory.cpp").write_text(module_memory_unit(sections))
+            shutil.chown(work / "module_memory.cpp", user=work.stat().st_uid, group=work.stat().st_gid)
+            failed = nvcc("compile module memory table", ["-c", "module_memory.cpp", "-o", "module_memory.o"])
+            if failed:
+                return failed
+            objects.append("module_memory.o")
         shutil.chown(work / linked, user=work.stat().st_uid, group=work.stat().st_gid)
         # Full RELRO: the GOT is read-only once the program starts, so no write can redirect
         # the harness's own library calls.
-        failed = nvcc("link", ["harness.o", linked, "-Xlinker", "-z,relro,-z,now", "-o", "program"])
+        failed = nvcc("link", [*objects, linked, "-Xlinker", "-z,relro,-z,now", "-o", "program"])
         if failed:
             cause = explain_link_failure(failed.log, editable_unit, harness_unit)
             if cause:
@@ -595,7 +609,7 @@ PART_STATE_CALLS = (
     "malloc", "calloc", "aligned_alloc", "posix_memalign", "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t",
     "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "cudaMalloc", "cudaMallocAsync",
     "cudaMallocPitch", "cudaMalloc3D", "cudaMallocArray", "cudaMalloc3DArray", "cudaFree", "cudaFreeAsync",
-    "cudaFreeArray", "__cudaRegisterVar", "cudaFuncSetAttribute", "cudaFuncSetCacheConfig",
+    "cudaFreeArray", "__cudaRegisterVar", "__cudaRegisterFunction", "cudaFuncSetAttribute", "cudaFuncSetCacheConfig",
 )
 _WRITABLE_DATA = re.compile(r"^\.(?:data|bss)(?:\..*)?$")
 _SECTION_ROW = re.compile(r"^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S*)")

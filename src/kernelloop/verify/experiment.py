@@ -372,6 +372,20 @@ def median_ms(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
+def module_memory_unread(states: list[tuple[int, int, PartStateRecord | None]]) -> tuple[Reason, str] | None:
+    """The first of a candidate's runs whose module memory the harness could not wholly locate, so did not read
+    with its state (kernelloop_harness.cuh, note_module_memory): unjudged state, refused where the baseline's was
+    read (fail closed; the static `device-static` reading is no proof that nothing there changes)."""
+    for seed, size_index, state in states:
+        if state is not None and state.module_unread:
+            where = f"seed {seed}" + (f", size {size_index}" if size_index > 0 else ", a drawn size" if size_index < 0 else "")
+            return Reason.state_between_calls, (
+                f"{where}: {state.module_unread} section(s) of the candidate's module memory (its device variables, "
+                "statics, string storage) could not be located at run time, so the verifier could not read whether "
+                "a call changes them; the baseline's was read (the run's stderr names the object)")
+    return None
+
+
 def state_kept_between_calls(states: list[tuple[int, int, PartStateRecord | None]]) -> tuple[Reason, str] | None:
     """The first of a candidate's runs (seed, size index, its part-state record) whose state after
     an untimed repeat of a secret earlier timed call's inputs was not its state after that call: the

@@ -84,6 +84,7 @@ from .experiment import (
     outputs_following_guards,
     outputs_never_varying,
     outputs_showing_no_work,
+    module_memory_unread,
     speed_of_light,
     state_kept_between_calls,
 )
@@ -634,6 +635,12 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
                                                          "between calls, which the baseline's run did")
         else:
             state_failure = state_kept_between_calls(candidate_states)
+            if state_failure is None and not calibration.records.state.module_unread:
+                state_failure = module_memory_unread(candidate_states)
+        if calibration.records.state.module_unread:
+            v.notes.append(f"{calibration.records.state.module_unread} section(s) of the baseline's module memory "
+                           "could not be located at run time, so no program's was read with its state there (the "
+                           "static device-static reading still judges the candidate's)")
     # The non-finite experiments (v2, floating-point inputs the harness spikes): NaN, +-inf and zero
     # among the inputs make a baseline's handling of them run (a sanitising pass, an overflow flag),
     # which on finite inputs never runs and so is never checked (red team rounds 45-47).

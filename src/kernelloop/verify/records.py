@@ -31,7 +31,7 @@ _IDENTICAL = re.compile(rb"kernelloop-identical 2 (\d+) (\d+) (\d+) (\d+)\n")
 _FIXED = re.compile(rb"kernelloop-fixed 2 (\d+) (\d+) (\d+) (\d+)\n")
 _CONSTANT = re.compile(rb"kernelloop-constant 2 (\d+) (\d+) (\d+)\n")
 _NONFINITE = re.compile(rb"kernelloop-nonfinite 2 (\d+) (\d+) (\d+) (\d+)\n")
-_STATE = re.compile(rb"kernelloop-state 2 ([01]) (\d+) (\d+) (\d+)\n")
+_STATE = re.compile(rb"kernelloop-state 2 ([01]) (\d+) (\d+) (\d+)(?: (\d+))?\n")
 _END = re.compile(rb"kernelloop-end 2 (\d+)\n")
 NONFINITE_MAP_MAX_BITS = 1 << 24
 MANIFEST_MAX_BYTES = 1 << 20
@@ -147,6 +147,7 @@ class PartStateRecord(BaseModel):
     host_bytes: int
     device_bytes: int
     blocks: int  # allocations and variables recorded
+    module_unread: int = 0  # sections of its module memory the harness could not locate (so not read)
 
 
 class OutputRecords(BaseModel):
@@ -226,7 +227,8 @@ def parse_records(data: bytes, *, v1_only: bool = False) -> OutputRecords:
             if records.state is not None:
                 raise DumpError("repeated part-state record in the output file")
             records.state = PartStateRecord(same=m.group(1) == b"1", host_bytes=int(m.group(2)),
-                                            device_bytes=int(m.group(3)), blocks=int(m.group(4)))
+                                            device_bytes=int(m.group(3)), blocks=int(m.group(4)),
+                                            module_unread=int(m.group(5) or 0))
             offset = m.end()
         elif m := _MANIFEST.match(data, offset):
             size = int(m.group(1))

@@ -1,0 +1,52 @@
+"""The part's module memory, read at run time (tools/module_memory.py, kernelloop_harness.cuh "The part's module
+memory"), on the GPU: with the static reading of device statics blinded (its `device-static` findings dropped), a
+launch counter kept in module memory no registration names (a C++ static of device code, a string literal's
+storage, an asm statement's `.global`) or in the padding beside a registered variable is still rejected, by the
+state check; an honest part whose module memory no call changes (a static table, format strings, an assertion's
+strings) is accepted. Fixtures: tests/fixtures/module_memory/ (baseline: part_state/baseline.cu)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelloop.config import Settings, VerifySettings
+from kernelloop.verify import precision
+from kernelloop.verify.gate import verify_files
+from kernelloop.verify.verdict import Reason
+
+from ..conftest import FIXTURES
+
+pytestmark = pytest.mark.gpu
+MODULE = FIXTURES / "module_memory"
+BASELINE = FIXTURES / "part_state" / "baseline.cu"
+COUNTERS = ["static_local_counter.cu", "string_storage_counter.cu", "asm_global_counter.cu",
+            "section_slack_counter.cu"]
+
+
+@pytest.fixture
+def static_reading_blinded(monkeypatch):
+    compare = precision.compare_profiles
+
+    def without_device_statics(baseline, candidate):
+        return [v for v in compare(baseline, candidate) if v.rule != "device-static"]
+
+    monkeypatch.setattr(precision, "compare_profiles", without_device_statics)
+
+
+@pytest.mark.parametrize("name", COUNTERS)
+def test_a_counter_in_module_memory_is_rejected_by_the_state_check(name, static_reading_blinded, tmp_path,
+                                                                     record_property):
+    v = verify_files(BASELINE, MODULE / name, Settings(cache_dir=tmp_path / "cache",
+                                                       verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[{name}] {v.reasons} {v.summary}")
+    assert not v.accepted and Reason.state_between_calls in v.reasons, v.summary
+
+
+def test_module_memory_no_call_changes_is_accepted(static_reading_blinded, tmp_path, record_property):
+    v = verify_files(BASELINE, MODULE / "honest_module_memory.cu",
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[honest_module_memory.cu] {v.summary} | " + " | ".join(f"{g.gate}: {g.status} {g.detail[:300]}"
+                                                                  for g in v.gates))
+    assert v.accepted, v.summary
