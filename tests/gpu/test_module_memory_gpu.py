@@ -1,9 +1,11 @@
 """The part's module memory, read at run time (tools/module_memory.py, kernelloop_harness.cuh "The part's module
 memory"), on the GPU: with the static reading of device statics blinded (its `device-static` findings dropped), a
 launch counter kept in module memory no registration names (a C++ static of device code, a string literal's
-storage, an asm statement's `.global`) or in the padding beside a registered variable is still rejected, by the
-state check; an honest part whose module memory no call changes (a static table, format strings, an assertion's
-strings) is accepted. Fixtures: tests/fixtures/module_memory/ (baseline: part_state/baseline.cu)."""
+storage, an asm statement's `.global`) is still rejected, by the state check; an honest part whose module memory
+no call changes (a static table, format strings, an assertion's strings) is accepted. And local memory: what a
+launch leaves in its threads' frames never reaches the next call (the harness scrubs it before every call), so a
+part that would be wrong wherever it found its own tag there is right in every call. Fixtures:
+tests/fixtures/module_memory/ (baseline: part_state/baseline.cu)."""
 
 from __future__ import annotations
 
@@ -19,8 +21,7 @@ from ..conftest import FIXTURES
 pytestmark = pytest.mark.gpu
 MODULE = FIXTURES / "module_memory"
 BASELINE = FIXTURES / "part_state" / "baseline.cu"
-COUNTERS = ["static_local_counter.cu", "string_storage_counter.cu", "asm_global_counter.cu",
-            "section_slack_counter.cu"]
+COUNTERS = ["static_local_counter.cu", "string_storage_counter.cu", "asm_global_counter.cu"]
 
 
 @pytest.fixture
@@ -49,4 +50,13 @@ def test_module_memory_no_call_changes_is_accepted(static_reading_blinded, tmp_p
     record_property("verdict", v.summary)
     print(f"\n[honest_module_memory.cu] {v.summary} | " + " | ".join(f"{g.gate}: {g.status} {g.detail[:300]}"
                                                                   for g in v.gates))
+    assert v.accepted, v.summary
+
+
+def test_what_a_launch_leaves_in_local_memory_never_reaches_the_next_call(tmp_path, record_property):
+    v = verify_files(BASELINE, MODULE / "local_memory_reader.cu",
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[local_memory_reader.cu] {v.summary} | " + " | ".join(f"{g.gate}: {g.status} {g.detail[:300]}"
+                                                                 for g in v.gates))
     assert v.accepted, v.summary

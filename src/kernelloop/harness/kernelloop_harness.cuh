@@ -47,7 +47,7 @@
 //     timed calls that left it byte for byte as the first did)
 //   kernelloop-state 2 <same> <host bytes> <device bytes> <blocks> <unread>\n  (the editable part's state after
 //     an untimed repeat of earlier timed calls' inputs: 1 if it was its state after each; part_state; <unread>:
-//     sections of its module memory the harness could not locate, so did not read)
+//     objects of its module memory the harness could not locate, so did not read)
 //   kernelloop-output 1 <dtype> <count>\n<count raw elements>      (one per output, at the end)
 //   kernelloop-end 2 <bytes written before this record>\n           (last)
 // and stderr carries "KERNEL_MS: <mean ms per timed call>".
@@ -349,7 +349,7 @@ struct PartBlock {
   size_t guard;   // a device block: the bytes past `bytes`, filled with kPartGuardByte, checked after every call
   uint64_t shape; // a CUDA array: its format, extent and flags (a freed one is handed back for the same)
   int kind;  // 0 host heap, 1 device allocation, 2 device/constant variable (host shadow), 3 CUDA array,
-            // 4 a section of the part's module memory (device address; see "The part's module memory")
+            // 4 an object of the part's module memory (device address; see "The part's module memory")
   int origin;
   bool freed;     // the part freed it; the harness keeps it (see "Blocks the part frees")
   bool reusable;  // freed, and nothing still running can use it
@@ -370,10 +370,18 @@ inline void note_part_block(const void* at, size_t bytes, int kind) {
   if (r.nblocks >= kMaxPartBlocks) fail("the editable part holds more than 1024 allocations and variables");
   r.blocks[r.nblocks++] = PartBlock{at, bytes, 0, 0, kind, kFromHost, false, false, nullptr};
 }
-inline const void*& part_kernel() {
-  static const void* kernel = nullptr;
-  return kernel;
+// The part's kernels (their host functions, as it registers them): the first names its module to the driver; all
+// say how much local memory a thread of theirs may have.
+constexpr int kMaxPartKernels = 256;
+struct PartKernels {
+  const void* at[kMaxPartKernels];
+  int count;
+};
+inline PartKernels& part_kernels() {
+  static PartKernels kernels;
+  return kernels;
 }
+inline const void* part_kernel() { return part_kernels().count ? part_kernels().at[0] : nullptr; }
 // Kernel settings the part makes (driver state: a setting changed from call to call is a counter).
 constexpr int kMaxPartSettings = 256;
 struct PartSetting {
@@ -658,12 +666,11 @@ void __cudaRegisterVar(void** handle, char* host_var, char* device_address, cons
                        size_t size, int constant, int global);
 void __cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun, const char* device_name,
                             int thread_limit, uint3* tid, uint3* bid, dim3* block, dim3* grid, int* warp_size);
-// The part's module memory, as its cubin lays it out (tools/module_memory.py, linked in by the build: absent
-// from a program built without it): one row per object of each section, a null name last.
+// The objects of the part's module memory, as its cubin lists them (tools/module_memory.py, linked in by the
+// build: absent from a program built without it): a null name last.
 struct KlModuleObject {
   const char* name;
-  unsigned long long offset, size, section_bytes;
-  int section;
+  unsigned long long size;
 };
 extern const KlModuleObject __kl_module_objects[] __attribute__((weak));
 
@@ -822,11 +829,13 @@ void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_add
   kl::note_part_block(host_var, size, 2);
   __cudaRegisterVar(handle, host_var, device_address, device_name, ext, size, constant, global);
 }
-// A kernel of the part's: what names its module to the driver (the first one registered).
+// A kernel of the part's, recorded (part_kernels).
 void __kl_part___cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun, const char* device_name,
                                       int thread_limit, uint3* tid, uint3* bid, dim3* block, dim3* grid,
                                       int* warp_size) {
-  if (kl::part_kernel() == nullptr) kl::part_kernel() = host_fun;
+  kl::PartKernels& kernels = kl::part_kernels();
+  if (kernels.count >= kl::kMaxPartKernels) kl::fail("the editable part registers more than 256 kernels");
+  kernels.at[kernels.count++] = host_fun;
   __cudaRegisterFunction(handle, host_fun, device_fun, device_name, thread_limit, tid, bid, block, grid, warp_size);
 }
 }  // extern "C"
@@ -838,12 +847,14 @@ namespace kl {
 // and __constant__ variables its host stub registers (kind 2) but a C++ static in device code, a
 // string literal's storage, an asm statement's .global, a library's table, which nothing registers
 // (red team rounds 316-336 hid writes to them from the static reading, tools/ptx_writes.py, in a new
-// way each round). So each section of that memory is read whole with the part's state: the driver
-// says where its objects lie (cuModuleGetGlobal in the module of a kernel the part registered), they
-// must agree with the cubin on one base and on their sizes, and the section's bytes from that base,
-// between and past the objects too, are a block of the part's (kind 4), however a kernel wrote them.
-// Sections the harness could not locate (each said on stderr): written with the state record, so a candidate's
-// unread module memory fails it (verify/experiment.py, module_memory_unread) while the baseline's is only noted.
+// way each round). So every object of it the cubin lists is read with the part's state (kind 4):
+// the driver says where it lies and how large it is (cuModuleGetGlobal in the module of a kernel the
+// part registered, which finds unregistered objects too). The driver places each object on its own
+// (an H100, driver 580: 256-byte aligned, each its own address range, not the cubin's section
+// layout), so a write past an object is a write outside every allocation: memcheck's finding.
+// An object it does not find, or finds at another size, is said on stderr and counted in the state
+// record: a candidate's unread object fails it (verify/experiment.py, module_memory_unread) where
+// the baseline's module memory was all read; the baseline's is a note.
 inline int& module_memory_unread() {
   static int unread = 0;
   return unread;
@@ -852,14 +863,16 @@ inline void module_memory_failure(const char* name, const char* what) {
   fprintf(stderr, "kernelloop harness: the editable part's module memory (%.200s): %s; not read\n", name, what);
   ++module_memory_unread();
 }
-inline void module_memory_entry(const char* symbol, void** function) {
+// A driver function, found through the runtime (no link against libcuda); null where the driver lacks it.
+inline void* driver_function(const char* symbol) {
+  void* function = nullptr;
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
 #if CUDART_VERSION >= 12050
-  const cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, function, 12000, cudaEnableDefault, &found);
+  const cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, &function, 12000, cudaEnableDefault, &found);
 #else
-  const cudaError_t err = cudaGetDriverEntryPoint(symbol, function, cudaEnableDefault, &found);
+  const cudaError_t err = cudaGetDriverEntryPoint(symbol, &function, cudaEnableDefault, &found);
 #endif
-  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) *function = nullptr;
+  return err == cudaSuccess && found == cudaDriverEntryPointSuccess ? function : nullptr;
 }
 inline void note_module_memory() {
   static bool noted = false;  // once per program, whatever runs it makes
@@ -872,40 +885,22 @@ inline void note_module_memory() {
     (void)cudaGetLastError();
     function = nullptr;
   }
-  PFN_cuFuncGetModule_v11000 get_module = nullptr;
-  PFN_cuModuleGetGlobal_v3020 get_global = nullptr;
-  module_memory_entry("cuFuncGetModule", reinterpret_cast<void**>(&get_module));
-  module_memory_entry("cuModuleGetGlobal", reinterpret_cast<void**>(&get_global));
+  const auto get_module = reinterpret_cast<PFN_cuFuncGetModule_v11000>(driver_function("cuFuncGetModule"));
+  const auto get_global = reinterpret_cast<PFN_cuModuleGetGlobal_v3020>(driver_function("cuModuleGetGlobal"));
   CUmodule module = nullptr;
-  if (function == nullptr || get_module == nullptr || get_global == nullptr ||
-      get_module(&module, reinterpret_cast<CUfunction>(function)) != CUDA_SUCCESS) {
-    for (const KlModuleObject* o = __kl_module_objects; o->name != nullptr; ++o)
-      if (o == __kl_module_objects || o->section != o[-1].section)
-        module_memory_failure(o->name, "the driver does not name the module of the part's kernels");
-    return;
-  }
-  // Each section through the objects of it the driver finds: at least one, all it finds agreeing on one base and
-  // on their sizes (an object the driver does not know, a toolkit library's internal one, is passed over).
-  for (const KlModuleObject* o = __kl_module_objects; o->name != nullptr;) {
-    const int section = o->section;
-    const char* first = o->name;
-    bool located = false;
-    CUdeviceptr base = 0;
-    const char* wrong = nullptr;
-    for (; o->name != nullptr && o->section == section; ++o) {
-      CUdeviceptr at = 0;
-      size_t bytes = 0;
-      if (get_global(&at, &bytes, module, o->name) != CUDA_SUCCESS) continue;
-      if (bytes != o->size || (located && at - o->offset != base)) wrong = wrong ? wrong : o->name;
-      if (!located) base = at - o->offset;
-      located = true;
-    }
-    if (!located)
-      module_memory_failure(first, "the driver finds no object of this one's section in the module");
-    else if (wrong)
-      module_memory_failure(wrong, "the loaded section's objects do not lie or measure as the cubin's do");
-    else
-      note_part_block(reinterpret_cast<const void*>(base), o[-1].section_bytes, 4);
+  const bool named = function != nullptr && get_module != nullptr && get_global != nullptr &&
+                     get_module(&module, reinterpret_cast<CUfunction>(function)) == CUDA_SUCCESS;
+  for (const KlModuleObject* o = __kl_module_objects; o->name != nullptr; ++o) {
+    CUdeviceptr at = 0;
+    size_t bytes = 0;
+    if (!named)
+      module_memory_failure(o->name, "the driver does not name the module of the part's kernels");
+    else if (get_global(&at, &bytes, module, o->name) != CUDA_SUCCESS)
+      module_memory_failure(o->name, "the driver does not find this object of the cubin in the loaded module");
+    else if (bytes != o->size)
+      module_memory_failure(o->name, "the loaded object's size is not the cubin's");
+    else if (bytes > 0)
+      note_part_block(reinterpret_cast<const void*>(at), bytes, 4);
   }
 }
 
@@ -1590,6 +1585,16 @@ __global__ void kl_shared_scrub_kernel(unsigned int bytes, uint64_t outer, uint6
   __syncthreads();
   if (threadIdx.x == 0 && words && kl_scrub[words - 1] != kl_scrub_word(outer, inner, words - 1)) __trap();
 }
+// Local memory: what a thread's frame held when a launch ended is still there for the next launch on that thread
+// slot (an H100, driver 580: a counter kept in a 1 KiB asm .local array, read before written, counted launches
+// from call to call until a kernel with as deep a frame ran on every slot). Before every call this kernel, with a
+// frame as deep as any a part's thread has (Harness::scrub_local_memory), writes a stream keyed by the call into
+// every word of it on every thread slot of every SM.
+template <int Bytes> __global__ void kl_local_scrub_kernel(uint64_t outer, uint64_t inner) {
+  volatile uint64_t frame[Bytes / 8];
+  const uint64_t slot = ((uint64_t)blockIdx.x << 32) | threadIdx.x;
+  for (int i = 0; i < Bytes / 8; ++i) frame[i] = kl_scrub_word(outer, inner ^ slot, (uint64_t)i);
+}
 
 constexpr uint64_t kNonfiniteMapBits = uint64_t(1) << 16;  // per output per call: 8 KiB, written only when set
 
@@ -1758,6 +1763,7 @@ struct State {
   bool secret_checked;                 // KERNELLOOP_STREAM_FD named the pipe's dev:inode (the verifier's runs)
   unsigned long long secret_dev, secret_ino;
   int scrub_blocks;                    // kl_shared_scrub_kernel's grid: twice the SMs
+  int local_scrub_blocks;              // kl_local_scrub_kernel's grid of 256 threads: two waves of every thread slot
   unsigned int scrub_bytes;            // the most shared memory one block may have
   long long size_chosen[16];  // what every size() call returned
   bool size_integral[16];     // whether each size() call is of an integer type
@@ -2390,14 +2396,8 @@ class Harness {
     PFN_cuMemSetAccess_v10020 set_access;
   };
   static void driver_entry(const char* symbol, void** function) {
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-    const cudaError_t err = cudaGetDriverEntryPointByVersion(symbol, function, 12000, cudaEnableDefault, &found);
-#else
-    const cudaError_t err = cudaGetDriverEntryPoint(symbol, function, cudaEnableDefault, &found);
-#endif
-    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || *function == nullptr)
-      layout_failure("the driver lacks its memory-mapping API");
+    *function = driver_function(symbol);
+    if (*function == nullptr) layout_failure("the driver lacks its memory-mapping API");
   }
   static DriverMemory driver_memory() {
     DriverMemory d{};
@@ -2537,6 +2537,9 @@ class Harness {
     KL_CHECK(cudaFuncSetAttribute(kl_shared_scrub_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
     s.scrub_bytes = (unsigned int)optin;
     s.scrub_blocks = 2 * sms;
+    int slots = 2048;
+    KL_CHECK(cudaDeviceGetAttribute(&slots, cudaDevAttrMaxThreadsPerMultiProcessor, s.device));
+    s.local_scrub_blocks = 2 * sms * std::max(1, slots / 256);
     size_t most = 1;
     const Table& t = table();
     for (int i = 0; i < t.nbuffers; ++i) {
@@ -2735,6 +2738,35 @@ class Harness {
                  "xor %%r11d, %%r11d" ::: "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory");
   }
 
+  // The deepest frame a part's thread may have: the context's stack size (what a call's recursion or a frame
+  // ptxas cannot size gets) or the most local memory a part kernel has, whichever is more; the scrub's frame is
+  // that, rounded up to a power of two from 1 KiB (at most 16 KiB: a deeper frame is scrubbed to 16 KiB).
+  static void scrub_local_memory(uint64_t outer, uint64_t inner) {
+    static size_t deepest_kernel = 0;
+    static bool read = false;
+    if (!read) {
+      const PartKernels& kernels = part_kernels();
+      for (int i = 0; i < kernels.count; ++i) {
+        cudaFuncAttributes attributes{};
+        if (cudaFuncGetAttributes(&attributes, kernels.at[i]) == cudaSuccess)
+          deepest_kernel = std::max(deepest_kernel, attributes.localSizeBytes);
+        else
+          (void)cudaGetLastError();
+      }
+      read = true;
+    }
+    size_t stack = 0;
+    KL_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+    const size_t deepest = std::max(stack, deepest_kernel);
+    const int blocks = st().local_scrub_blocks;
+    if (deepest <= 1024) kl_local_scrub_kernel<1024><<<blocks, 256>>>(outer, inner);
+    else if (deepest <= 2048) kl_local_scrub_kernel<2048><<<blocks, 256>>>(outer, inner);
+    else if (deepest <= 4096) kl_local_scrub_kernel<4096><<<blocks, 256>>>(outer, inner);
+    else if (deepest <= 8192) kl_local_scrub_kernel<8192><<<blocks, 256>>>(outer, inner);
+    else kl_local_scrub_kernel<16384><<<blocks, 256>>>(outer, inner);
+    KL_CHECK(cudaGetLastError());
+  }
+
   void prepare_call(uint64_t key, uint64_t stress = 0, bool nonfinite = false) {
     State& s = st();
     // Outputs and scratch are poisoned with a byte drawn for the call (0xFF in warm-up): a kernel
@@ -2798,6 +2830,7 @@ class Harness {
     kl_shared_scrub_kernel<<<s.scrub_blocks, 256, s.scrub_bytes>>>(
         s.scrub_bytes, mix64(key ^ 0x5343525542ull ^ (unwritten << 56)), mix64(key ^ 0x494E4E4552ull));
     KL_CHECK(cudaGetLastError());
+    scrub_local_memory(mix64(key ^ 0x4C4F43414Cull ^ (unwritten << 56)), mix64(key ^ 0x4652414D45ull));
     KL_CHECK(cudaCtxResetPersistingL2Cache());
     KL_CHECK(cudaMemset(s.flush, (int)(key & 0x7F), s.flush_bytes));
     if ((stress & kWarmInputs) == kWarmInputs) warm_inputs(key);
