@@ -136,3 +136,18 @@ def test_a_candidates_unread_module_memory_is_unjudged_state_and_fails_it():
     assert module_memory_unread([(5, 0, read), (6, -1, None)]) is None
     reason, detail = module_memory_unread([(5, 0, read), (6, -1, unread)])
     assert reason is Reason.state_between_calls and detail.startswith("seed 6, a drawn size: 1 section(s)")
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("path", ["module_memory/local_memory_reader.cu", "redteam/round338/deep_frame_reader.cu",
+                                  "redteam/round338/slot_padding_counter.cu"])
+def test_the_run_time_readers_fixtures_pass_every_static_gate(path):
+    # their verdicts are the run's (tests/gpu/test_module_memory_gpu.py): nothing before it may decide them
+    from kernelloop.config import Settings
+    from kernelloop.verify.gate import candidate_editable_part, static_gates
+    split = split_program((FIXTURES / "part_state" / "baseline.cu").read_text(), "baseline.cu")
+    editable, _ = candidate_editable_part((FIXTURES / path).read_text(), split)
+    result = static_gates(split, editable, arch="sm_90", settings=Settings(cache_dir=shared_cache_dir()),
+                          toolchain=find_toolchain())
+    assert result.candidate is not None and result.candidate.ok, result.candidate.log[-1500:]
+    assert not result.violations, [v.describe() for v in result.violations]

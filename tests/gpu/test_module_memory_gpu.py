@@ -60,3 +60,25 @@ def test_what_a_launch_leaves_in_local_memory_never_reaches_the_next_call(tmp_pa
     print(f"\n[local_memory_reader.cu] {v.summary} | " + " | ".join(f"{g.gate}: {g.status} {g.detail[:300]}"
                                                                  for g in v.gates))
     assert v.accepted, v.summary
+
+
+ROUND338 = FIXTURES / "redteam" / "round338"
+
+
+def test_a_frame_deeper_than_the_stack_size_is_scrubbed_whole(tmp_path, record_property):
+    # red team round 338: a 20 KiB asm .local frame (a scrub capped at 16 KiB left its bottom 4 KiB from call to call)
+    v = verify_files(BASELINE, ROUND338 / "deep_frame_reader.cu",
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[deep_frame_reader.cu] {v.summary}")
+    assert v.accepted, v.summary
+
+
+def test_a_counter_in_the_padding_of_a_module_objects_slot_is_rejected(tmp_path, record_property):
+    # red team round 338: a counter 128 bytes past a registered 4-byte variable, inside its 256-byte slot, with no
+    # sanitizer run (memcheck would be the only other reader)
+    v = verify_files(BASELINE, ROUND338 / "slot_padding_counter.cu",
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[slot_padding_counter.cu] {v.reasons} {v.summary}")
+    assert not v.accepted and Reason.state_between_calls in v.reasons, v.summary

@@ -371,15 +371,26 @@ inline void note_part_block(const void* at, size_t bytes, int kind) {
   r.blocks[r.nblocks++] = PartBlock{at, bytes, 0, 0, kind, kFromHost, false, false, nullptr};
 }
 // The part's kernels (their host functions, as it registers them): the first names its module to the driver; all
-// say how much local memory a thread of theirs may have.
-constexpr int kMaxPartKernels = 256;
+// say how much local memory a thread of theirs may have. As many as it registers (an autotuned dispatch table
+// holds hundreds), in a list that grows.
 struct PartKernels {
-  const void* at[kMaxPartKernels];
-  int count;
+  const void** at;
+  int count, capacity;
 };
 inline PartKernels& part_kernels() {
-  static PartKernels kernels;
+  static PartKernels kernels;  // zero-initialised: usable before main
   return kernels;
+}
+inline void note_part_kernel(const void* host_fun) {
+  PartKernels& kernels = part_kernels();
+  if (kernels.count == kernels.capacity) {
+    const int grown = kernels.capacity ? 2 * kernels.capacity : 64;
+    void* more = realloc(static_cast<void*>(kernels.at), grown * sizeof(const void*));
+    if (more == nullptr) fail("cannot record the editable part's kernels (out of memory)");
+    kernels.at = static_cast<const void**>(more);
+    kernels.capacity = grown;
+  }
+  kernels.at[kernels.count++] = host_fun;
 }
 inline const void* part_kernel() { return part_kernels().count ? part_kernels().at[0] : nullptr; }
 // Kernel settings the part makes (driver state: a setting changed from call to call is a counter).
@@ -833,9 +844,7 @@ void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_add
 void __kl_part___cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun, const char* device_name,
                                       int thread_limit, uint3* tid, uint3* bid, dim3* block, dim3* grid,
                                       int* warp_size) {
-  kl::PartKernels& kernels = kl::part_kernels();
-  if (kernels.count >= kl::kMaxPartKernels) kl::fail("the editable part registers more than 256 kernels");
-  kernels.at[kernels.count++] = host_fun;
+  kl::note_part_kernel(host_fun);
   __cudaRegisterFunction(handle, host_fun, device_fun, device_name, thread_limit, tid, bid, block, grid, warp_size);
 }
 }  // extern "C"
@@ -851,10 +860,11 @@ namespace kl {
 // the driver says where it lies and how large it is (cuModuleGetGlobal in the module of a kernel the
 // part registered, which finds unregistered objects too). The driver places each object on its own
 // (an H100, driver 580: 256-byte aligned, each its own address range, not the cubin's section
-// layout), so a write past an object is a write outside every allocation: memcheck's finding.
+// layout): each object is read with the padding of its slot.
 // An object it does not find, or finds at another size, is said on stderr and counted in the state
 // record: a candidate's unread object fails it (verify/experiment.py, module_memory_unread) where
 // the baseline's module memory was all read; the baseline's is a note.
+constexpr CUdeviceptr kModuleSlotBytes = 256;  // the driver's placement of module objects (the H100 probe)
 inline int& module_memory_unread() {
   static int unread = 0;
   return unread;
@@ -890,6 +900,7 @@ inline void note_module_memory() {
   CUmodule module = nullptr;
   const bool named = function != nullptr && get_module != nullptr && get_global != nullptr &&
                      get_module(&module, reinterpret_cast<CUfunction>(function)) == CUDA_SUCCESS;
+  std::vector<std::pair<CUdeviceptr, size_t>> found;
   for (const KlModuleObject* o = __kl_module_objects; o->name != nullptr; ++o) {
     CUdeviceptr at = 0;
     size_t bytes = 0;
@@ -900,7 +911,16 @@ inline void note_module_memory() {
     else if (bytes != o->size)
       module_memory_failure(o->name, "the loaded object's size is not the cubin's");
     else if (bytes > 0)
-      note_part_block(reinterpret_cast<const void*>(at), bytes, 4);
+      found.emplace_back(at, bytes);
+  }
+  // Each object with the padding of its slot: to the next object, or to its slot's 256-byte end, whichever comes
+  // first (a counter kept past an object's bytes, inside its slot, is read too; red team round 338).
+  std::sort(found.begin(), found.end());
+  for (size_t i = 0; i < found.size(); ++i) {
+    const CUdeviceptr at = found[i].first, end = at + found[i].second;
+    CUdeviceptr slot_end = (end + kModuleSlotBytes - 1) / kModuleSlotBytes * kModuleSlotBytes;
+    if (i + 1 < found.size() && found[i + 1].first < slot_end) slot_end = std::max(end, found[i + 1].first);
+    note_part_block(reinterpret_cast<const void*>(at), (size_t)(slot_end - at), 4);
   }
 }
 
@@ -2740,7 +2760,10 @@ class Harness {
 
   // The deepest frame a part's thread may have: the context's stack size (what a call's recursion or a frame
   // ptxas cannot size gets) or the most local memory a part kernel has, whichever is more; the scrub's frame is
-  // that, rounded up to a power of two from 1 KiB (at most 16 KiB: a deeper frame is scrubbed to 16 KiB).
+  // that, rounded up to a power of two from 1 KiB, up to the 512 KiB a thread may have (a part kernel's frame
+  // past a cap would keep what lies below it: red team round 338, a 20 KiB frame). A deep frame costs the
+  // scrub no memory the part's own launches do not take (the window is per thread slot, as deep as the deepest
+  // kernel launched), only the time to write it, outside the timing.
   static void scrub_local_memory(uint64_t outer, uint64_t inner) {
     static size_t deepest_kernel = 0;
     static bool read = false;
@@ -2763,7 +2786,12 @@ class Harness {
     else if (deepest <= 2048) kl_local_scrub_kernel<2048><<<blocks, 256>>>(outer, inner);
     else if (deepest <= 4096) kl_local_scrub_kernel<4096><<<blocks, 256>>>(outer, inner);
     else if (deepest <= 8192) kl_local_scrub_kernel<8192><<<blocks, 256>>>(outer, inner);
-    else kl_local_scrub_kernel<16384><<<blocks, 256>>>(outer, inner);
+    else if (deepest <= 16384) kl_local_scrub_kernel<16384><<<blocks, 256>>>(outer, inner);
+    else if (deepest <= 32768) kl_local_scrub_kernel<32768><<<blocks, 256>>>(outer, inner);
+    else if (deepest <= 65536) kl_local_scrub_kernel<65536><<<blocks, 256>>>(outer, inner);
+    else if (deepest <= 131072) kl_local_scrub_kernel<131072><<<blocks, 256>>>(outer, inner);
+    else if (deepest <= 262144) kl_local_scrub_kernel<262144><<<blocks, 256>>>(outer, inner);
+    else kl_local_scrub_kernel<524288><<<blocks, 256>>>(outer, inner);  // a thread's most (512 KiB)
     KL_CHECK(cudaGetLastError());
   }
 
