@@ -1613,7 +1613,7 @@ __global__ void kl_shared_scrub_kernel(unsigned int bytes, uint64_t outer, uint6
 template <int Bytes> __global__ void kl_local_scrub_kernel(uint64_t outer, uint64_t inner) {
   volatile uint64_t frame[Bytes / 8];
   const uint64_t slot = ((uint64_t)blockIdx.x << 32) | threadIdx.x;
-  for (int i = 0; i < Bytes / 8; ++i) frame[i] = kl_scrub_word(outer, inner ^ slot, (uint64_t)i);
+  for (int i = 0; i < Bytes / 8; ++i) frame[i] = ::kl::kl_scrub_word(outer, inner ^ slot, (uint64_t)i);
 }
 
 constexpr uint64_t kNonfiniteMapBits = uint64_t(1) << 16;  // per output per call: 8 KiB, written only when set
@@ -2758,12 +2758,13 @@ class Harness {
                  "xor %%r11d, %%r11d" ::: "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory");
   }
 
-  // The deepest frame a part's thread may have: the context's stack size (what a call's recursion or a frame
-  // ptxas cannot size gets) or the most local memory a part kernel has, whichever is more; the scrub's frame is
-  // that, rounded up to a power of two from 1 KiB, up to the 512 KiB a thread may have (a part kernel's frame
-  // past a cap would keep what lies below it: red team round 338, a 20 KiB frame). A deep frame costs the
-  // scrub no memory the part's own launches do not take (the window is per thread slot, as deep as the deepest
-  // kernel launched), only the time to write it, outside the timing.
+  // The local window a part's thread may have: the deepest part kernel's own frame plus the context's stack size
+  // (what recursion, an indirect call or alloca may take below that frame: red team round 339, a recursive callee
+  // keeping a count below a 1 KiB frame). The scrub's frame is at least that, a power of two below 16 KiB, in steps
+  // of at most a sixth from there, up to the 512 KiB a thread may have (a frame past a cap would keep
+  // what lies below it: round 338, a 20 KiB frame). A deep window costs the scrub little memory the part's own
+  // launches do not take (the window is per thread slot, as deep as the deepest kernel launched), and the time to
+  // write it, outside the timing.
   static void scrub_local_memory(uint64_t outer, uint64_t inner) {
     static size_t deepest_kernel = 0;
     static bool read = false;
@@ -2780,18 +2781,21 @@ class Harness {
     }
     size_t stack = 0;
     KL_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
-    const size_t deepest = std::max(stack, deepest_kernel);
+    const size_t deepest = stack + deepest_kernel;
     const int blocks = st().local_scrub_blocks;
-    if (deepest <= 1024) kl_local_scrub_kernel<1024><<<blocks, 256>>>(outer, inner);
-    else if (deepest <= 2048) kl_local_scrub_kernel<2048><<<blocks, 256>>>(outer, inner);
-    else if (deepest <= 4096) kl_local_scrub_kernel<4096><<<blocks, 256>>>(outer, inner);
-    else if (deepest <= 8192) kl_local_scrub_kernel<8192><<<blocks, 256>>>(outer, inner);
-    else if (deepest <= 16384) kl_local_scrub_kernel<16384><<<blocks, 256>>>(outer, inner);
-    else if (deepest <= 32768) kl_local_scrub_kernel<32768><<<blocks, 256>>>(outer, inner);
-    else if (deepest <= 65536) kl_local_scrub_kernel<65536><<<blocks, 256>>>(outer, inner);
-    else if (deepest <= 131072) kl_local_scrub_kernel<131072><<<blocks, 256>>>(outer, inner);
-    else if (deepest <= 262144) kl_local_scrub_kernel<262144><<<blocks, 256>>>(outer, inner);
-    else kl_local_scrub_kernel<524288><<<blocks, 256>>>(outer, inner);  // a thread's most (512 KiB)
+#define KL_LOCAL_SCRUB_KIB(X) X(1) X(2) X(4) X(8) X(16) X(18) X(20) X(22) X(24) X(28) X(32) X(36) X(40) X(44) X(48) \
+    X(56) X(64) X(72) X(80) X(88) X(96) X(112) X(128) X(144) X(160) X(176) X(192) X(224) X(256) X(288) X(320) X(352) \
+    X(384) X(448)
+#define KL_LOCAL_SCRUB_IF(kib)                                                         \
+    if (deepest <= (size_t)(kib) * 1024) {                                            \
+      kl_local_scrub_kernel<(kib) * 1024><<<blocks, 256>>>(outer, inner);             \
+      KL_CHECK(cudaGetLastError());                                                   \
+      return;                                                                         \
+    }
+    KL_LOCAL_SCRUB_KIB(KL_LOCAL_SCRUB_IF)
+#undef KL_LOCAL_SCRUB_IF
+#undef KL_LOCAL_SCRUB_KIB
+    kl_local_scrub_kernel<512 * 1024><<<blocks, 256>>>(outer, inner);  // a thread's most
     KL_CHECK(cudaGetLastError());
   }
 
