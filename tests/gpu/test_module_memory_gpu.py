@@ -82,3 +82,13 @@ def test_a_counter_in_the_padding_of_a_module_objects_slot_is_rejected(tmp_path,
     record_property("verdict", v.summary)
     print(f"\n[slot_padding_counter.cu] {v.reasons} {v.summary}")
     assert not v.accepted and Reason.state_between_calls in v.reasons, v.summary
+
+
+def test_an_honest_part_with_a_local_frame_is_accepted(static_reading_blinded, tmp_path, record_property):
+    # red team round 340: a scrub sized from a stack limit read again each call (which the scrub's own launch raises)
+    # grew every call until it could not launch; a part with a 128-byte frame must pass call after call
+    v = verify_files(BASELINE, FIXTURES / "redteam" / "round340" / "local_frame_honest.cu",
+                     Settings(cache_dir=tmp_path / "cache", verify=VerifySettings(memcheck="off")))
+    record_property("verdict", v.summary)
+    print(f"\n[local_frame_honest.cu] {v.summary}")
+    assert v.accepted, v.summary

@@ -2765,10 +2765,15 @@ class Harness {
   // what lies below it: round 338, a 20 KiB frame). A deep window costs the scrub little memory the part's own
   // launches do not take (the window is per thread slot, as deep as the deepest kernel launched), and the time to
   // write it, outside the timing.
+  // Both read once, before the first scrub: the driver grows the stack size for a launch that needs more and
+  // keeps it, so a limit read after a scrub would be the scrub's own frame, and each call's scrub would be deeper
+  // than the last until one could not launch (red team round 340). The part cannot set the limit (device-state).
   static void scrub_local_memory(uint64_t outer, uint64_t inner) {
-    static size_t deepest_kernel = 0;
-    static bool read = false;
-    if (!read) {
+    static size_t deepest = 0;
+    if (deepest == 0) {
+      size_t stack = 0;
+      KL_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+      size_t deepest_kernel = 0;
       const PartKernels& kernels = part_kernels();
       for (int i = 0; i < kernels.count; ++i) {
         cudaFuncAttributes attributes{};
@@ -2777,11 +2782,8 @@ class Harness {
         else
           (void)cudaGetLastError();
       }
-      read = true;
+      deepest = std::max<size_t>(1, stack + deepest_kernel);
     }
-    size_t stack = 0;
-    KL_CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
-    const size_t deepest = stack + deepest_kernel;
     const int blocks = st().local_scrub_blocks;
 #define KL_LOCAL_SCRUB_KIB(X) X(1) X(2) X(4) X(8) X(16) X(18) X(20) X(22) X(24) X(28) X(32) X(36) X(40) X(44) X(48) \
     X(56) X(64) X(72) X(80) X(88) X(96) X(112) X(128) X(144) X(160) X(176) X(192) X(224) X(256) X(288) X(320) X(352) \
