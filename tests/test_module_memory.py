@@ -135,7 +135,7 @@ def test_a_candidates_unread_module_memory_is_unjudged_state_and_fails_it():
     unread = PartStateRecord(same=True, host_bytes=0, device_bytes=0, blocks=0, module_unread=1)
     assert module_memory_unread([(5, 0, read), (6, -1, None)]) is None
     reason, detail = module_memory_unread([(5, 0, read), (6, -1, unread)])
-    assert reason is Reason.state_between_calls and detail.startswith("seed 6, a drawn size: 1 section(s)")
+    assert reason is Reason.state_between_calls and detail.startswith("seed 6, a drawn size: 1 object(s)")
 
 
 @pytest.mark.nvcc

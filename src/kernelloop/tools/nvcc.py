@@ -568,7 +568,7 @@ def _build(editable_unit: str, harness_unit: str, flags: list[str], tc: Toolchai
                 logs.append(f"[part state] {problem}")
                 return BuildResult(ok=False, stage="contain symbols", log="\n".join(logs), flags=flags)
             linked = "editable.link.o"
-            # The part's module memory, every section of it, is read with its state (tools/module_memory.py)
+            # Every object of the part's module memory is read with its state (tools/module_memory.py)
             try:
                 sections = object_module_memory(work / "editable.o", arch=arch,
                                                 cuobjdump=find_toolkit_program("cuobjdump", tc.nvcc))

@@ -380,7 +380,7 @@ def module_memory_unread(states: list[tuple[int, int, PartStateRecord | None]]) 
         if state is not None and state.module_unread:
             where = f"seed {seed}" + (f", size {size_index}" if size_index > 0 else ", a drawn size" if size_index < 0 else "")
             return Reason.state_between_calls, (
-                f"{where}: {state.module_unread} section(s) of the candidate's module memory (its device variables, "
+                f"{where}: {state.module_unread} object(s) of the candidate's module memory (its device variables, "
                 "statics, string storage) could not be located at run time, so the verifier could not read whether "
                 "a call changes them; the baseline's was read (the run's stderr names the object)")
     return None

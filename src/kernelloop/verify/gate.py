@@ -80,11 +80,11 @@ from .experiment import (
     inout_left_as_filled,
     inputs_reach_outputs,
     inputs_without_variety,
+    module_memory_unread,
     outputs_computing_nan,
     outputs_following_guards,
     outputs_never_varying,
     outputs_showing_no_work,
-    module_memory_unread,
     speed_of_light,
     state_kept_between_calls,
 )
@@ -638,9 +638,9 @@ def verify_sources(baseline_text: str, candidate_text: str, settings: Settings, 
             if state_failure is None and not calibration.records.state.module_unread:
                 state_failure = module_memory_unread(candidate_states)
         if calibration.records.state.module_unread:
-            v.notes.append(f"{calibration.records.state.module_unread} section(s) of the baseline's module memory "
-                           "could not be located at run time, so no program's was read with its state there (the "
-                           "static device-static reading still judges the candidate's)")
+            v.notes.append(f"{calibration.records.state.module_unread} object(s) of the baseline's module memory "
+                           "could not be located at run time, so no candidate's unlocated module memory is judged (the "
+                           "static device-static reading still judges it)")
     # The non-finite experiments (v2, floating-point inputs the harness spikes): NaN, +-inf and zero
     # among the inputs make a baseline's handling of them run (a sanitising pass, an overflow flag),
     # which on finite inputs never runs and so is never checked (red team rounds 45-47).

@@ -53,6 +53,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from ..tools.nvcc import UNFORTIFIED, Toolchain, language_flags, ptxas_report, ptxas_saves_registers
+from ..tools.module_memory import STATE_SECTION  # module memory a kernel can keep values in from launch to launch
 from ..tools.nvcc import __file__ as nvcc_file
 from ..tools.ptx_module import __file__ as ptx_module_file
 from ..tools.ptx_module import read_ptx
@@ -695,11 +696,6 @@ _ELF_SECTION = re.compile(r"^\s*([0-9a-f]+)\s+[0-9a-f]+\s+[0-9a-f]+\s.*\s(\.\S+)
 _ELF_SYMBOL = re.compile(r"^\s*(?:0x)?[0-9a-f]+\s+\S+\s+\S+\s+(\w+)\s+\S+\s+\S+\s+\S+\s+(?:0x)?([0-9a-f]+)\s+(\S+)$")
 
 
-# Module memory a kernel can keep values in from launch to launch: global memory and the module's constant bank
-# (`.nv.constant3`: device memory like any other, writable through a generic pointer; red team round 271: an
-# unregistered `.const` counter reached from a registered table's address). A kernel's own bank-0 section
-# (`.nv.constant0.<kernel>`, its parameters) is the launch's, not the module's.
-_STATE_SECTION = re.compile(r"\.nv\.global|\.nv\.constant\d+$")
 
 
 def global_objects(elf_text: str) -> list[str]:
@@ -721,7 +717,7 @@ def global_objects(elf_text: str) -> list[str]:
         elif block == "sections" and (section := _ELF_SECTION.match(line)):
             sections[int(section.group(1), 16)] = section.group(2)
         elif block == "symbols" and (symbol := _ELF_SYMBOL.match(line)) and symbol.group(1) != "SECTION" \
-                and _STATE_SECTION.match(sections.get(int(symbol.group(2), 16), "")):
+                and STATE_SECTION.match(sections.get(int(symbol.group(2), 16), "")):
             found.add(symbol.group(3))
     return sorted(found)
 

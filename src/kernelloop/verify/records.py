@@ -147,7 +147,7 @@ class PartStateRecord(BaseModel):
     host_bytes: int
     device_bytes: int
     blocks: int  # allocations and variables recorded
-    module_unread: int = 0  # sections of its module memory the harness could not locate (so not read)
+    module_unread: int = 0  # objects of its module memory the harness could not locate (so not read)
 
 
 class OutputRecords(BaseModel):
