@@ -914,14 +914,23 @@ inline void note_module_memory() {
       found.emplace_back(at, bytes);
   }
   // Each object with the padding of its slot: to the next object, or to its slot's 256-byte end, whichever comes
-  // first (a counter kept past an object's bytes, inside its slot, is read too; red team round 338).
+  // first (a counter kept past an object's bytes, inside its slot, is read too; red team round 338). Slots that
+  // touch are one block, so a module of many objects takes few of the registry's 1024 blocks.
   std::sort(found.begin(), found.end());
+  CUdeviceptr run_at = 0, run_end = 0;
   for (size_t i = 0; i < found.size(); ++i) {
     const CUdeviceptr at = found[i].first, end = at + found[i].second;
     CUdeviceptr slot_end = (end + kModuleSlotBytes - 1) / kModuleSlotBytes * kModuleSlotBytes;
     if (i + 1 < found.size() && found[i + 1].first < slot_end) slot_end = std::max(end, found[i + 1].first);
-    note_part_block(reinterpret_cast<const void*>(at), (size_t)(slot_end - at), 4);
+    if (run_end != 0 && at == run_end) {
+      run_end = std::max(run_end, slot_end);
+      continue;
+    }
+    if (run_end != 0) note_part_block(reinterpret_cast<const void*>(run_at), (size_t)(run_end - run_at), 4);
+    run_at = at;
+    run_end = slot_end;
   }
+  if (run_end != 0) note_part_block(reinterpret_cast<const void*>(run_at), (size_t)(run_end - run_at), 4);
 }
 
 // A digest of everything above, and how much of it there was. Device memory is hashed on the
