@@ -29,6 +29,11 @@ OWN_THRESHOLD = {
     "tests/test_cli.py::test_static_check_passes_an_honest_candidate": float("inf"),
     # our own attack fixtures (the honest exemplars among them cost minutes and go deep)
     "tests/test_candidates_static.py::test_static_gates[": 30.0,
+    "tests/test_candidates_static.py::test_object_and_program_scans_catch_what_the_source_scan_would[": 30.0,
+    # the precision and module-memory scans' refusals, the placement and slowdown experiments' decisions
+    "tests/test_precision.py::": 30.0,
+    "tests/test_placement.py::": 30.0,
+    "tests/test_confirm_slowdowns.py::": 30.0,
     # the red team rounds' refusals, and the host-code scan's channels and its false refusals
     "tests/test_redteam_round": 30.0,
     "tests/test_frame_writes.py::": float("inf"),

@@ -212,9 +212,15 @@ def test_an_unknown_project_setting_is_reported(tmp_path):
 
 # -- text from data is printed as it is; errors a user causes are one line, exit 2 -------------
 
-def test_brackets_in_data_are_printed_literally_never_read_as_markup(tmp_path):
+def test_brackets_in_names_are_printed_literally_never_read_as_markup(tmp_path):
     r = kl("runs", "show", "[/]", env={"KERNELLOOP_DATA_DIR": str(tmp_path / "data")})
     assert r.returncode == 2 and "no run '[/]'" in one_error_line(r)
+    missing = tmp_path / "dir" / "[v2]" / "k.cu"
+    r = kl("verify", "kernels/naive_matmul.cu", str(missing))
+    assert r.returncode == 2 and str(missing) in one_error_line(r)
+
+
+def test_brackets_in_data_are_printed_literally_never_read_as_markup(tmp_path):
     folder = tmp_path / "d[v2]"
     folder.mkdir()
     bad = folder / "k.cu"

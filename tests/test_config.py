@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
-from kernelloop.config import load_settings
+from kernelloop.config import default_cache_dir, load_settings
 from kernelloop.errors import ConfigError
 
 
@@ -152,7 +153,7 @@ def test_bad_tolerance_tables_and_variables_are_reported(tmp_path, monkeypatch, 
         load_settings(project_dir=tmp_path)
 
 
-def test_optimize_hands_its_verify_settings_to_the_sandbox_server(tmp_path, monkeypatch, no_tolerance_env):
+def test_optimize_hands_its_verify_settings_to_the_verifier_server(tmp_path, monkeypatch, no_tolerance_env):
     # `kernelloop optimize --rtol ...`: the verifier runs in the sandbox MCP server; the run's [verify]
     # settings reach it whole when it starts, and it verifies with them, not its folder's.
     from kernelloop.config import RUN_VERIFY_SETTINGS_ENV, run_verify_settings
@@ -257,3 +258,15 @@ def test_a_bad_value_under_the_former_name_is_named_as_given(tmp_path, monkeypat
     (tmp_path / "kernelloop.toml").write_text("[verify]\nruns = 2\n")
     with pytest.raises(ConfigError, match=r"kernelloop.toml \[verify\] runs: "):
         load_settings(project_dir=tmp_path)
+
+
+def test_the_test_suite_never_writes_into_the_users_own_folders(tmp_path):
+    # conftest points the cache and data folders at a temporary folder: a test that builds, caches
+    # or records a run never touches ~/.cache/kernelloop or ~/.local/share/kernelloop
+    from platformdirs import user_cache_dir, user_data_dir
+
+    settings = load_settings(project_dir=tmp_path)
+    for folder, users in ((settings.cache_dir, user_cache_dir("kernelloop")),
+                          (settings.data_dir, user_data_dir("kernelloop")),
+                          (default_cache_dir(), user_cache_dir("kernelloop"))):
+        assert not Path(folder).resolve().is_relative_to(Path(users).resolve()), folder

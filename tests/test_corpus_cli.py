@@ -68,3 +68,16 @@ def test_a_file_where_the_data_folder_goes_is_named_as_such(tmp_path):
                          cwd=ROOT, env=env, timeout=300)
     assert run.returncode == 2 and f"{blocker} is a file, not a folder" in run.stderr, run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_text_with_brackets_is_printed_literally_and_never_breaks_a_later_search(tmp_path):
+    # rich markup would eat `[l]`, and `[/i]` (a closing tag with no opening one) would crash every search
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tiles.md").write_text("# Register tiles\nLoad a register tile from As and Bs: `ra[l] = As[k][l];` "
+                                   "then close the italic run x[/i] and move on.\n")
+    assert kl(tmp_path, "add", str(docs)).returncode == 0
+    for _ in range(2):
+        r = kl(tmp_path, "search", "register tile As Bs")
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert "ra[l] = As[k][l]" in r.stdout and "x[/i]" in r.stdout

@@ -15,6 +15,7 @@ PACKAGE = ROOT / "src" / "kernelloop"
 # (the last layer) import one another.
 LAYERS: list[set[str]] = [
     {"errors", "__version__"},          # the root's version string (`from .. import __version__`)
+    {"package_files"},                 # where the files shipped in the package are
     {"llm_config", "config", "toolkit_roots"},  # settings; where CUDA toolkits are
     {"program"},                       # the contract: reading and splitting a program
     {"tools"},                         # nvcc, ncu, CUPTI, the sandbox, GPUs, symbols
@@ -42,8 +43,13 @@ def _imported_tops(path: Path, text: str | None = None) -> list[tuple[int, str]]
             found += [(node.lineno, n) for n in names]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kernelloop."):
             found.append((node.lineno, node.module.split(".")[1]))
+        elif isinstance(node, ast.ImportFrom) and node.module == "kernelloop":
+            # `from kernelloop import X`: X is a module of the package, else a name of the facade
+            found += [(node.lineno, a.name if a.name in RANK else "__init__") for a in node.names]
         elif isinstance(node, ast.Import):
             found += [(node.lineno, a.name.split(".")[1]) for a in node.names if a.name.startswith("kernelloop.")]
+            # a bare `import kernelloop` loads the facade, the top layer
+            found += [(node.lineno, "__init__") for a in node.names if a.name == "kernelloop"]
     return found
 
 
@@ -74,3 +80,10 @@ def test_the_check_itself_sees_an_upward_import():
     text = "from ..graph.optimize import optimize\n\ndef f():\n    from kernelloop.cli import app\n"
     tops = [top for _, top in _imported_tops(probe, text)]
     assert tops == ["graph", "cli"] and RANK["graph"] > RANK["tools"]
+
+
+def test_the_check_sees_the_facade_imported_by_name():
+    # `import kernelloop` or `from kernelloop import verify_files` in a lower layer reaches the facade
+    probe = PACKAGE / "tools" / "probe.py"
+    text = "import kernelloop\nfrom kernelloop import verify_files\nfrom kernelloop import config\n"
+    assert [top for _, top in _imported_tops(probe, text)] == ["__init__", "__init__", "config"]

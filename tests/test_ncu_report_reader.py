@@ -410,12 +410,16 @@ class _OnlyFrom:
 
 
 @pytest.fixture
-def no_installed_module(monkeypatch):
-    """Hide the pip package; restore everything (module, sys.path, cache) afterwards."""
+def no_installed_module(monkeypatch, tmp_path):
+    """Hide the pip package and this machine's own Nsight Compute installs; restore everything (module,
+    sys.path, cache) afterwards."""
     load_ncu_report_module.cache_clear()
     monkeypatch.delitem(sys.modules, "ncu_report", raising=False)
     monkeypatch.setattr(sys, "path", list(sys.path))
-    monkeypatch.setattr(reader, "_INSTALL_GLOBS", ())
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr("kernelloop.toolkit_roots.DEFAULT_ROOT", tmp_path / "no-default-toolkit")
+    monkeypatch.setattr("kernelloop.tools.toolkit.NSIGHT_COMPUTE_ROOT", tmp_path / "no-opt-nvidia")
 
     def install(allowed: list[Path]):
         monkeypatch.setattr(sys, "meta_path", [_OnlyFrom(allowed), *sys.meta_path])
@@ -462,6 +466,24 @@ def test_falls_back_to_extras_python_beside_ncu(tmp_path, monkeypatch, no_instal
     assert Path(mod.__file__).resolve().parent == extras.resolve()
     assert str(extras) in sys.path
     assert load_ncu_report_module() is mod  # cached
+
+
+def test_the_reader_and_find_ncu_search_the_same_installs(tmp_path, monkeypatch, no_installed_module):
+    # a standalone install, not on PATH: doctor/profile's ncu and the report reader come from one folder
+    from kernelloop.tools import toolkit
+
+    root = tmp_path / "opt-nvidia-nsight-compute"
+    _stub_extras(root / "2025.1.0" / "extras" / "python")
+    extras = _stub_extras(root / "2025.3.1" / "extras" / "python")
+    _fake_ncu(root / "2025.1.0" / "ncu")
+    _fake_ncu(root / "2025.3.1" / "ncu")
+    monkeypatch.setattr(toolkit, "NSIGHT_COMPUTE_ROOT", root)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    no_installed_module([extras])
+
+    assert toolkit.find_ncu() == root / "2025.3.1" / "ncu"
+    mod = load_ncu_report_module()
+    assert Path(mod.__file__).resolve().parent == extras.resolve()
 
 
 def test_module_missing_everywhere(tmp_path, monkeypatch, no_installed_module):

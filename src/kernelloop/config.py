@@ -225,7 +225,7 @@ ENVIRONMENT = {
 ENVIRONMENT_PREFIXES = {
     "KERNELLOOP_MCP_TIMEOUT_": "one MCP tool's deadline in seconds (KERNELLOOP_MCP_TIMEOUT_VERIFY=900)",
 }
-# Set by kernelloop for its own child processes (the harness, capture, CUPTI, the sandbox server),
+# Set by kernelloop for its own child processes (the harness, capture, CUPTI, the verifier server),
 # never by a user: not reported.
 INTERNAL_ENVIRONMENT = frozenset([
     "KERNELLOOP_SEED", "KERNELLOOP_SIZE_INDEX", "KERNELLOOP_SIZE_DRAW", "KERNELLOOP_GUARD_BYTE", "KERNELLOOP_PART_FILL",
@@ -392,11 +392,11 @@ def _apply_tolerances(verify: dict[str, Any], key: str, raw: Any, source: str) -
         table[name] = {**(entry if isinstance(entry, dict) else {}), key: value}
 
 
-RUN_VERIFY_SETTINGS_ENV = "KERNELLOOP_RUN_VERIFY_SETTINGS"  # the run's [verify] settings, as JSON, for its sandbox server
+RUN_VERIFY_SETTINGS_ENV = "KERNELLOOP_RUN_VERIFY_SETTINGS"  # the run's [verify] settings, as JSON, for its verifier server
 
 
 def run_verify_settings() -> VerifySettings | None:
-    """The [verify] settings `kernelloop optimize` started this process (its sandbox MCP server) with;
+    """The [verify] settings `kernelloop optimize` started this process (its verifier MCP server) with;
     None where it was started otherwise (then its folder's and environment's settings apply)."""
     text = os.environ.get(RUN_VERIFY_SETTINGS_ENV)
     if not text:

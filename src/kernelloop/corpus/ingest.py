@@ -15,8 +15,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import kernelloop
-
+from ..package_files import package_path
 from .text import (
     Chunk,
     Parsed,
@@ -36,8 +35,8 @@ MAX_REPLACEMENT_RATIO = 0.02  # undecodable bytes tolerated in a text file befor
 
 # Where the bundled corpus lives. Module globals (not constants captured at import) so tests
 # can point them elsewhere.
-NOTES_DIR = Path(kernelloop.__file__).resolve().parent / "knowledge" / "notes"
-EXEMPLARS_DIR = Path(kernelloop.__file__).resolve().parent / "exemplars"
+NOTES_DIR = package_path("knowledge", "notes")
+EXEMPLARS_DIR = package_path("exemplars")
 
 
 @dataclass

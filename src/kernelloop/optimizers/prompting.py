@@ -13,15 +13,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernelloop
-
 from ..errors import ConfigError, EnvironmentProblem
+from ..package_files import package_path
 from ..profiler.diagnosis import Diagnosis, Evidence
 from .base import FailedAttempt, Message, OptimizeRequest, PastAttempt, ResearchNote
 from .cleaning import parse_signature, required_exports, to_ascii
 
-PROMPTS_DIR = Path(kernelloop.__file__).resolve().parent / "prompts"
-EXEMPLAR_PATH = Path(kernelloop.__file__).resolve().parent / "exemplars" / "matmul_smem_tiling.cu"
+PROMPTS_DIR = package_path("prompts")
+EXEMPLAR_PATH = package_path("exemplars", "matmul_smem_tiling.cu")
 PROMPT_FILES = ("system.md", "user.md", "anti_context.md", "attempt.md", "compile_fix.md")
 PROMPT_BUDGET_CHARS = 24_000  # system + user message, in characters
 

@@ -119,39 +119,15 @@ _FIX = (
     "install NVIDIA's report reader with `pip install ncu-report` (>=2025.3.1), "
     "or put <Nsight Compute dir>/extras/python on PYTHONPATH"
 )
-# Where Nsight Compute installs live besides the `ncu` on PATH (tests replace this tuple).
-_INSTALL_GLOBS: tuple[tuple[str, str], ...] = (
-    ("/opt/nvidia/nsight-compute", "*/extras/python"),
-    ("/usr/local/cuda", "nsight-compute*/extras/python"),
-    ("/usr/local", "cuda*/nsight-compute*/extras/python"),
-)
-
-
-def _version_key(path: Path) -> tuple[int, ...]:
-    """Sort key: the digits in the install's folder names, so 2025.3.1 sorts after 2025.2.0."""
-    return tuple(int(n) for n in re.findall(r"\d+", str(path)))
 
 
 def _extras_python_dirs() -> list[Path]:
-    """Candidate `extras/python` folders, most specific first."""
-    from .toolkit import find_ncu  # the ncu every command finds (PATH, then the CUDA toolkit)
+    """The `extras/python` folders of the Nsight Compute installs every command finds, most specific
+    first (one search: tools.toolkit)."""
+    from .toolkit import nsight_compute_dirs
 
-    found: list[Path] = []
-    ncu = find_ncu()
-    if ncu:
-        ncu_dir = Path(ncu).resolve().parent
-        found.append(ncu_dir / "extras" / "python")
-        # CUDA toolkits put a small `bin/ncu` script beside `nsight-compute-<ver>/`.
-        found.extend(sorted(ncu_dir.parent.glob("nsight-compute*/extras/python"), key=_version_key, reverse=True))
-    for root, pattern in _INSTALL_GLOBS:
-        root_path = Path(root)
-        if root_path.is_dir():
-            found.extend(sorted(root_path.glob(pattern), key=_version_key, reverse=True))
-    unique: list[Path] = []
-    for path in found:
-        if path not in unique and ((path / "ncu_report.py").is_file() or (path / "ncu_report").is_dir()):
-            unique.append(path)
-    return unique
+    found = [folder / "extras" / "python" for folder in nsight_compute_dirs()]
+    return [path for path in found if (path / "ncu_report.py").is_file() or (path / "ncu_report").is_dir()]
 
 
 @functools.lru_cache(maxsize=1)

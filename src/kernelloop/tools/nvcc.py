@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..errors import ConfigError, EnvironmentProblem
+from ..package_files import package_path
 from .module_memory import ModuleMemoryUnread, module_memory_unit, object_module_memory
 from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
@@ -362,7 +363,7 @@ def library_symbols(nvcc: Path) -> frozenset[str]:
     return frozenset(symbols)
 
 
-HARNESS_HEADER = Path(__file__).resolve().parent.parent / "harness" / "kernelloop_harness.cuh"
+HARNESS_HEADER = package_path("harness", "kernelloop_harness.cuh")
 # The trusted header's kernels (input fill, gather, guard check, probes) live in namespace kl.
 HARNESS_KERNEL_PREFIX = "_ZN2kl"
 _HARNESS_INCLUDE = "klinclude"  # inside a build's workdir; only the harness unit is given it

@@ -29,22 +29,40 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
+def _newest_first(paths) -> list[Path]:
+    return sorted(paths, key=_version_key, reverse=True)
+
+
+def nsight_compute_dirs(nvcc: Path | None = None) -> list[Path]:
+    """Folders that may hold Nsight Compute (its `ncu`, its `extras/python`), most preferred first: the
+    folder of the `ncu` on PATH and the nsight-compute-<version> folders beside it (a CUDA toolkit's
+    bin/ncu is a small script next to them), then each toolkit root's bin/ and nsight-compute*/,
+    then standalone installs under /opt/nvidia/nsight-compute/<version>/. Only folders that exist."""
+    dirs: list[Path] = []
+    on_path = shutil.which("ncu")
+    if on_path:
+        here = Path(on_path).resolve().parent
+        dirs += [here, *_newest_first(here.parent.glob("nsight-compute*"))]
+    for _, root in toolkit_roots(nvcc):
+        dirs += [root / "bin", *_newest_first(root.glob("nsight-compute*"))]
+    if NSIGHT_COMPUTE_ROOT.is_dir():
+        dirs += _newest_first(NSIGHT_COMPUTE_ROOT.glob("*"))
+    unique: list[Path] = []
+    for folder in dirs:
+        if folder not in unique and folder.is_dir():
+            unique.append(folder)
+    return unique
+
+
 def find_ncu(nvcc: Path | None = None) -> Path | None:
-    """Nsight Compute's `ncu`: on PATH, else in a toolkit root (bin/ncu, nsight-compute*/ncu),
-    else a standalone install under /opt/nvidia/nsight-compute/<version>/. None when absent."""
+    """Nsight Compute's `ncu`: on PATH, else the first of nsight_compute_dirs that holds one. None when
+    absent."""
     found = shutil.which("ncu")
     if found:
         return Path(found)
-    for _, root in toolkit_roots(nvcc):
-        candidates = [root / "bin" / "ncu",
-                      *sorted(root.glob("nsight-compute*/ncu"), key=_version_key, reverse=True)]
-        for candidate in candidates:
-            if _executable(candidate):
-                return candidate
-    if NSIGHT_COMPUTE_ROOT.is_dir():
-        for candidate in sorted(NSIGHT_COMPUTE_ROOT.glob("*/ncu"), key=_version_key, reverse=True):
-            if _executable(candidate):
-                return candidate
+    for folder in nsight_compute_dirs(nvcc):
+        if _executable(folder / "ncu"):
+            return folder / "ncu"
     return None
 
 

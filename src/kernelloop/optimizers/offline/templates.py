@@ -13,11 +13,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import kernelloop
-
 from ...errors import InputError
+from ...package_files import package_path
 
-DEFAULT_TEMPLATES_DIR = Path(kernelloop.__file__).resolve().parent / "exemplars" / "templates"
+DEFAULT_TEMPLATES_DIR = package_path("exemplars", "templates")
 TEMPLATE_SUFFIX = ".cu.in"
 _PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
 _HEADER_KEY = re.compile(r"^//\s*(kernelloop template|family|technique|interface|placeholders):\s*(.*?)\s*$")
