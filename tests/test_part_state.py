@@ -79,6 +79,9 @@ def test_the_parts_static_data_is_linked_inside_the_bounds_the_harness_reads():
     ("allocated_counter.cu", ["__kl_part_cudaMalloc"]),
     ("heap_counter.cu", ["__kl_part__Znwm"]),
     ("device_counter.cu", ["__kl_part___cudaRegisterVar"]),
+    # the driver objects the part holds are counted (red team round 341: a texture handle that counts the calls)
+    ("../redteam/round341/texture_handle_counter.cu", ["__kl_part_cudaCreateTextureObject"]),
+    ("honest_two_stream_workspaces.cu", ["__kl_part_cudaStreamCreateWithFlags", "__kl_part_cudaEventCreateWithFlags"]),
 ])
 def test_the_parts_allocations_and_variables_go_through_the_recorders(name, recorders):
     disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(_build(name))], capture_output=True,

@@ -393,6 +393,19 @@ inline void note_part_kernel(const void* host_fun) {
   kernels.at[kernels.count++] = host_fun;
 }
 inline const void* part_kernel() { return part_kernels().count ? part_kernels().at[0] : nullptr; }
+// Objects the driver holds for the part: texture and surface objects, streams, events, graphs and executable graphs.
+// How many of each the part holds is part of its state: one created every call and never destroyed counts the calls,
+// and a texture object's handle (a small integer the driver hands out in order) carries that count into a kernel as
+// a plain argument (red team round 341).
+enum PartObjectKind { kPartTexture, kPartSurface, kPartStream, kPartEvent, kPartGraph, kPartGraphExec, kPartObjectKinds };
+inline long long* part_objects() {
+  static long long live[kPartObjectKinds];
+  return live;
+}
+inline cudaError_t note_part_object(cudaError_t err, int kind, int change) {
+  if (err == cudaSuccess) part_objects()[kind] += change;
+  return err;
+}
 // Kernel settings the part makes (driver state: a setting changed from call to call is a counter).
 constexpr int kMaxPartSettings = 256;
 struct PartSetting {
@@ -840,6 +853,64 @@ void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_add
   kl::note_part_block(host_var, size, 2);
   __cudaRegisterVar(handle, host_var, device_address, device_name, ext, size, constant, global);
 }
+// The driver objects the part creates and destroys, counted (part_objects).
+cudaError_t __kl_part_cudaCreateTextureObject(cudaTextureObject_t* out, const cudaResourceDesc* resource,
+                                              const cudaTextureDesc* texture, const cudaResourceViewDesc* view) {
+  return kl::note_part_object(cudaCreateTextureObject(out, resource, texture, view), kl::kPartTexture, 1);
+}
+cudaError_t __kl_part_cudaDestroyTextureObject(cudaTextureObject_t object) {
+  return kl::note_part_object(cudaDestroyTextureObject(object), kl::kPartTexture, -1);
+}
+cudaError_t __kl_part_cudaCreateSurfaceObject(cudaSurfaceObject_t* out, const cudaResourceDesc* resource) {
+  return kl::note_part_object(cudaCreateSurfaceObject(out, resource), kl::kPartSurface, 1);
+}
+cudaError_t __kl_part_cudaDestroySurfaceObject(cudaSurfaceObject_t object) {
+  return kl::note_part_object(cudaDestroySurfaceObject(object), kl::kPartSurface, -1);
+}
+cudaError_t __kl_part_cudaStreamCreate(cudaStream_t* out) {
+  return kl::note_part_object(cudaStreamCreate(out), kl::kPartStream, 1);
+}
+cudaError_t __kl_part_cudaStreamCreateWithFlags(cudaStream_t* out, unsigned int flags) {
+  return kl::note_part_object(cudaStreamCreateWithFlags(out, flags), kl::kPartStream, 1);
+}
+cudaError_t __kl_part_cudaStreamCreateWithPriority(cudaStream_t* out, unsigned int flags, int priority) {
+  return kl::note_part_object(cudaStreamCreateWithPriority(out, flags, priority), kl::kPartStream, 1);
+}
+cudaError_t __kl_part_cudaStreamDestroy(cudaStream_t stream) {
+  return kl::note_part_object(cudaStreamDestroy(stream), kl::kPartStream, -1);
+}
+cudaError_t __kl_part_cudaEventCreate(cudaEvent_t* out) {
+  return kl::note_part_object(cudaEventCreate(out), kl::kPartEvent, 1);
+}
+cudaError_t __kl_part_cudaEventCreateWithFlags(cudaEvent_t* out, unsigned int flags) {
+  return kl::note_part_object(cudaEventCreateWithFlags(out, flags), kl::kPartEvent, 1);
+}
+cudaError_t __kl_part_cudaEventDestroy(cudaEvent_t event) {
+  return kl::note_part_object(cudaEventDestroy(event), kl::kPartEvent, -1);
+}
+cudaError_t __kl_part_cudaGraphCreate(cudaGraph_t* out, unsigned int flags) {
+  return kl::note_part_object(cudaGraphCreate(out, flags), kl::kPartGraph, 1);
+}
+cudaError_t __kl_part_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* out) {
+  const cudaError_t err = cudaStreamEndCapture(stream, out);
+  return kl::note_part_object(err, kl::kPartGraph, err == cudaSuccess && out != nullptr && *out != nullptr ? 1 : 0);
+}
+cudaError_t __kl_part_cudaGraphDestroy(cudaGraph_t graph) {
+  return kl::note_part_object(cudaGraphDestroy(graph), kl::kPartGraph, -1);
+}
+cudaError_t __kl_part_cudaGraphInstantiate(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags) {
+  return kl::note_part_object(cudaGraphInstantiate(out, graph, flags), kl::kPartGraphExec, 1);
+}
+cudaError_t __kl_part_cudaGraphInstantiateWithFlags(cudaGraphExec_t* out, cudaGraph_t graph, unsigned long long flags) {
+  return kl::note_part_object(cudaGraphInstantiateWithFlags(out, graph, flags), kl::kPartGraphExec, 1);
+}
+cudaError_t __kl_part_cudaGraphInstantiateWithParams(cudaGraphExec_t* out, cudaGraph_t graph,
+                                                     cudaGraphInstantiateParams* params) {
+  return kl::note_part_object(cudaGraphInstantiateWithParams(out, graph, params), kl::kPartGraphExec, 1);
+}
+cudaError_t __kl_part_cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  return kl::note_part_object(cudaGraphExecDestroy(exec), kl::kPartGraphExec, -1);
+}
 // A kernel of the part's, recorded (part_kernels).
 void __kl_part___cudaRegisterFunction(void** handle, const char* host_fun, char* device_fun, const char* device_name,
                                       int thread_limit, uint3* tid, uint3* bid, dim3* block, dim3* grid,
@@ -1022,6 +1093,8 @@ inline PartState part_state(uint64_t key) {
                                       ((uint64_t)(uint32_t)settings.entries[i].what << 32) ^
                                       (uint32_t)settings.entries[i].value));
   s.digest = mix64(s.digest ^ (uint64_t)settings.count);
+  for (int kind = 0; kind < kPartObjectKinds; ++kind)  // how many driver objects of each kind the part holds
+    s.digest = mix64(s.digest ^ ((uint64_t)kind << 56) ^ (uint64_t)part_objects()[kind]);
   static unsigned long long hashed[kSlots];
   KL_CHECK(cudaMemcpy(hashed, slots, sizeof hashed, cudaMemcpyDeviceToHost));  // one copy, always
   // Nothing keyed stays on the device for the part's next call to read (red team round 77 inverted a

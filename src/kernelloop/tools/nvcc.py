@@ -29,7 +29,7 @@ from .sandbox import Limits, private_workdir, run_sandboxed
 from .symbols import bare_name, demangle
 from .toolkit import find_toolkit_program, real_nvcc
 
-BUILD_RECIPE_VERSION = "16"  # bump when the build steps or what a build records change, to invalidate the cache
+BUILD_RECIPE_VERSION = "17"  # bump when the build steps or what a build records change, to invalidate the cache
 _ARCH = re.compile(r"^sm_(\d{2,3})([af]?)$")
 # Warnings the split itself causes (a preamble constant unused in one unit).
 _SUPPRESSED = ["-diag-suppress", "177,550"]
@@ -611,6 +611,13 @@ PART_STATE_CALLS = (
     "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t", "_ZnamSt11align_val_t", "cudaMalloc", "cudaMallocAsync",
     "cudaMallocPitch", "cudaMalloc3D", "cudaMallocArray", "cudaMalloc3DArray", "cudaFree", "cudaFreeAsync",
     "cudaFreeArray", "__cudaRegisterVar", "__cudaRegisterFunction", "cudaFuncSetAttribute", "cudaFuncSetCacheConfig",
+    # driver objects the part holds, counted (red team round 341: a texture object created per call, its handle
+    # a call counter)
+    "cudaCreateTextureObject", "cudaDestroyTextureObject", "cudaCreateSurfaceObject", "cudaDestroySurfaceObject",
+    "cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cudaStreamDestroy",
+    "cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy", "cudaGraphCreate", "cudaStreamEndCapture",
+    "cudaGraphDestroy", "cudaGraphInstantiate", "cudaGraphInstantiateWithFlags", "cudaGraphInstantiateWithParams",
+    "cudaGraphExecDestroy",
 )
 _WRITABLE_DATA = re.compile(r"^\.(?:data|bss)(?:\..*)?$")
 _SECTION_ROW = re.compile(r"^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S*)")

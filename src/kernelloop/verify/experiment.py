@@ -400,10 +400,12 @@ def state_kept_between_calls(states: list[tuple[int, int, PartStateRecord | None
             return Reason.state_between_calls, (
                 f"{where}: the candidate's state (its static data: {state.host_bytes} B on the host, "
                 f"{state.device_bytes} B of device memory and variables, {state.blocks} allocation(s) and "
-                "variable(s)) after a repeat of an earlier timed call's inputs differs from its state after that "
-                "call, and the baseline's does not: it keeps something from call to call (a call counter, a "
-                "value it accumulates), so its results could change after more calls than the verifier makes. "
-                "Keep only what one call's inputs determine (a cached device property, a workspace each call "
-                "rewrites, a counter the call resets); what it frees counts too (the next allocation may get it "
-                "back), so clear a workspace whose bytes vary from run to run (float atomics) before freeing it")
+                "variable(s), the streams, events, graphs and texture or surface objects it holds) after a repeat "
+                "of an earlier timed call's inputs differs from its state after that call, and the baseline's "
+                "does not: it keeps something from call to call (a call counter, a value it accumulates), so its "
+                "results could change after more calls than the verifier makes. Keep only what one call's inputs "
+                "determine (a cached device property, a workspace each call rewrites, a counter the call resets, a "
+                "stream or texture object created once or destroyed by the call that made it); what it frees "
+                "counts too (the next allocation may get it back), so clear a workspace whose bytes vary from run "
+                "to run (float atomics) before freeing it")
     return None
