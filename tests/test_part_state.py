@@ -82,6 +82,10 @@ def test_the_parts_static_data_is_linked_inside_the_bounds_the_harness_reads():
     # the driver objects the part holds are counted (red team round 341: a texture handle that counts the calls)
     ("../redteam/round341/texture_handle_counter.cu", ["__kl_part_cudaCreateTextureObject"]),
     ("honest_two_stream_workspaces.cu", ["__kl_part_cudaStreamCreateWithFlags", "__kl_part_cudaEventCreateWithFlags"]),
+    # and what they hold is read (red team round 342: a count in a graph's nodes, in the priorities of streams)
+    ("../redteam/round342/graph_node_counter.cu", ["__kl_part_cudaGraphCreate"]),
+    ("../redteam/round342/stream_priority_counter.cu", ["__kl_part_cudaStreamCreateWithPriority",
+                                                        "__kl_part_cudaStreamDestroy"]),
 ])
 def test_the_parts_allocations_and_variables_go_through_the_recorders(name, recorders):
     disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(_build(name))], capture_output=True,
@@ -103,3 +107,19 @@ def test_the_freed_memory_fixtures_build_and_pass_the_static_gates(name):
     assert result.candidate is not None and result.candidate.ok, result.candidate.log[-1500:]
     assert not result.violations, [v.describe() for v in result.violations]
 
+
+
+@pytest.mark.nvcc
+def test_a_per_thread_default_stream_build_records_the_calls_it_renames():
+    # red team round 342: --default-stream=per-thread names cudaStreamEndCapture and cudaGraphInstantiateWithParams
+    # (cudaMallocAsync, cudaFreeAsync) with a _ptsz suffix; an honest part capturing a graph per call on its thread's
+    # stream must build, its calls recorded like their plain names
+    source = (FIXTURES / "redteam" / "round342" / "capture_per_thread_honest.cu").read_text()
+    split = split_program(source, "capture_per_thread_honest.cu")
+    toolchain = find_toolchain(build_flags=["--default-stream=per-thread"])
+    result = build_program(split.editable_unit(), split.harness_unit(), arch="sm_90", cache_dir=shared_cache_dir(),
+                           toolchain=toolchain)
+    assert result.ok, result.log[-2000:]
+    disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(result.binary)], capture_output=True,
+                                 text=True, check=True).stdout
+    assert re.search(r"call\s+[0-9a-f]+ <__kl_part_cudaStreamEndCapture_ptsz>", disassembly)
