@@ -86,6 +86,9 @@ def test_the_parts_static_data_is_linked_inside_the_bounds_the_harness_reads():
     ("../redteam/round342/graph_node_counter.cu", ["__kl_part_cudaGraphCreate"]),
     ("../redteam/round342/stream_priority_counter.cu", ["__kl_part_cudaStreamCreateWithPriority",
                                                         "__kl_part_cudaStreamDestroy"]),
+    # honest parts the deferred destroys must keep (round 344): a kept texture replaced every call, 2048 events a call
+    ("../redteam/round344/honest_texture_rebind.cu", ["__kl_part_cudaDestroyTextureObject"]),
+    ("../redteam/round344/honest_event_per_chunk.cu", ["__kl_part_cudaEventDestroy"]),
 ])
 def test_the_parts_allocations_and_variables_go_through_the_recorders(name, recorders):
     disassembly = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(_build(name))], capture_output=True,

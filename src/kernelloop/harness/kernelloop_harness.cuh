@@ -404,38 +404,32 @@ constexpr int kMaxPartObjects = 1024;
 struct PartObject {
   int kind;
   uint64_t handle;
+  uint64_t made_in;  // the call that made it (PartObjects::call)
 };
 struct PartObjects {
   PartObject at[kMaxPartObjects];
   int count;
-  PartObject destroyed[kMaxPartObjects];  // destroyed by the part in this call: the driver destroys them after it
+  PartObject destroyed[kMaxPartObjects];  // made and destroyed in this call: the driver destroys them after it
   int ndestroyed;
+  uint64_t call;  // counts the ends of the part's calls (settle_part_objects)
 };
 inline PartObjects& part_objects() {
   static PartObjects objects;
   return objects;
 }
-inline cudaError_t note_part_object_made(cudaError_t err, int kind, uint64_t handle) {
+template <class Handle> inline uint64_t handle_bits(Handle h) {
+  uint64_t bits = 0;
+  static_assert(sizeof(Handle) <= sizeof bits, "a driver handle fits 64 bits");
+  std::memcpy(&bits, &h, sizeof h);
+  return bits;
+}
+// `out` is read here, after the call that made the object returned `err` (not beside it, as an argument).
+template <class Handle> inline cudaError_t note_part_object_made(cudaError_t err, int kind, const Handle* out) {
   if (err != cudaSuccess) return err;
   PartObjects& o = part_objects();
   if (o.count >= kMaxPartObjects) fail("the editable part holds more than 1024 driver objects");
-  o.at[o.count++] = PartObject{kind, handle};
+  o.at[o.count++] = PartObject{kind, handle_bits(*out), o.call};
   return err;
-}
-// A destroy the part asks for: an object of its own is destroyed after the call (settle_part_objects), all of them
-// in the order of their handles, not the part's: the order a pool or heap hands handles back in then says nothing of
-// the order the part destroyed them in (red team round 343 kept a count in the order of eight texture handles, and
-// of seven graphs' addresses, destroyed and made again every call). Anything else goes to the driver now.
-inline bool defer_part_destroy(int kind, uint64_t handle) {
-  PartObjects& o = part_objects();
-  for (int i = 0; i < o.count; ++i)
-    if (o.at[i].kind == kind && o.at[i].handle == handle) {
-      if (o.ndestroyed >= kMaxPartObjects) fail("the editable part destroys more than 1024 driver objects in one call");
-      o.destroyed[o.ndestroyed++] = o.at[i];
-      o.at[i] = o.at[--o.count];
-      return true;
-    }
-  return false;
 }
 inline void destroy_part_object(const PartObject& object) {
   cudaError_t err = cudaSuccess;
@@ -454,7 +448,8 @@ inline void destroy_part_object(const PartObject& object) {
   }
   if (err != cudaSuccess) fail("the driver could not destroy an object the editable part destroyed");
 }
-inline void settle_part_objects() {
+// The deferred destroys, in the order of their handles.
+inline void destroy_deferred_objects() {
   PartObjects& o = part_objects();
   std::sort(o.destroyed, o.destroyed + o.ndestroyed, [](const PartObject& a, const PartObject& b) {
     return a.kind != b.kind ? a.kind < b.kind : a.handle < b.handle;
@@ -462,11 +457,30 @@ inline void settle_part_objects() {
   for (int i = 0; i < o.ndestroyed; ++i) destroy_part_object(o.destroyed[i]);
   o.ndestroyed = 0;
 }
-template <class Handle> inline uint64_t handle_bits(Handle h) {
-  uint64_t bits = 0;
-  static_assert(sizeof(Handle) <= sizeof bits, "a driver handle fits 64 bits");
-  std::memcpy(&bits, &h, sizeof h);
-  return bits;
+// A destroy the part asks for. An object it made in this same call is destroyed after the call (settle_part_objects),
+// all of them in the order of their handles, not the part's: the order a pool or heap hands the handles back in the
+// next call then says nothing of the order the part destroyed them in (red team round 343 kept a count in the order
+// of eight texture handles, and of seven graphs' addresses, made and destroyed every call). An object kept from an
+// earlier call is destroyed now, as the part asks (a part that replaces a kept stream every call gets the handle
+// back it freed, as a real program does; what it keeps is digested); so is anything not the part's (false).
+inline bool defer_part_destroy(int kind, uint64_t handle) {
+  PartObjects& o = part_objects();
+  for (int i = 0; i < o.count; ++i)
+    if (o.at[i].kind == kind && o.at[i].handle == handle) {
+      const bool made_now = o.at[i].made_in == o.call;
+      if (made_now) {
+        if (o.ndestroyed == kMaxPartObjects) destroy_deferred_objects();  // a call that makes thousands (per chunk)
+        o.destroyed[o.ndestroyed++] = o.at[i];
+      }
+      o.at[i] = o.at[--o.count];
+      return made_now;
+    }
+  return false;
+}
+// After every call of the part's (Harness::unlock): what it made and destroyed in the call, destroyed now.
+inline void settle_part_objects() {
+  destroy_deferred_objects();
+  ++part_objects().call;
 }
 // Kernel settings the part makes (driver state: a setting changed from call to call is a counter).
 constexpr int kMaxPartSettings = 256;
@@ -930,7 +944,7 @@ void __kl_part___cudaRegisterVar(void** handle, char* host_var, char* device_add
   __cudaRegisterVar(handle, host_var, device_address, device_name, ext, size, constant, global);
 }
 // The driver objects the part creates and destroys, recorded (part_objects).
-#define KL_MADE(call, kind, out) kl::note_part_object_made((call), kl::kind, kl::handle_bits(*(out)))
+#define KL_MADE(call, kind, out) kl::note_part_object_made((call), kl::kind, (out))
 #define KL_GONE(call, kind, handle) (kl::defer_part_destroy(kl::kind, kl::handle_bits(handle)) ? cudaSuccess : (call))
 cudaError_t __kl_part_cudaCreateTextureObject(cudaTextureObject_t* out, const cudaResourceDesc* resource,
                                               const cudaTextureDesc* texture, const cudaResourceViewDesc* view) {
