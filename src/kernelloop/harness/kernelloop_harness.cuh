@@ -427,8 +427,8 @@ template <class Handle> inline uint64_t handle_bits(Handle h) {
 template <class Handle> inline cudaError_t note_part_object_made(cudaError_t err, int kind, const Handle* out) {
   if (err != cudaSuccess) return err;
   PartObjects& o = part_objects();
-  if (o.count >= kMaxPartObjects) fail("the editable part holds more than 1024 driver objects");
-  o.at[o.count++] = PartObject{kind, handle_bits(*out), o.call};
+  if (o.count >= kMaxPartObjects) ::kl::fail("the editable part holds more than 1024 driver objects");
+  o.at[o.count++] = PartObject{kind, ::kl::handle_bits(*out), o.call};
   return err;
 }
 inline void destroy_part_object(const PartObject& object) {
