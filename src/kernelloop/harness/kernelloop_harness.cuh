@@ -477,7 +477,7 @@ inline bool defer_part_destroy(int kind, uint64_t handle) {
     }
   return false;
 }
-// After every call of the part's (Harness::end_part_call): what it made and destroyed in the call, destroyed now.
+// After every call of the part's (Harness::unlock): what it made and destroyed in the call, destroyed now.
 inline void settle_part_objects() {
   destroy_deferred_objects();
   ++part_objects().call;
@@ -2303,7 +2303,7 @@ class Harness {
       launch();
       KL_CHECK(cudaGetLastError());
       KL_CHECK(cudaDeviceSynchronize());
-      end_part_call();
+      unlock();
       check_float_environment();
       check_harness_memory(-1 - w);
       check_guards(-1 - w);
@@ -2324,7 +2324,7 @@ class Harness {
       KL_CHECK(::cudaEventSynchronize(s.stop[c]));
       KL_CHECK(cudaGetLastError());
       KL_CHECK(cudaDeviceSynchronize());  // work left on other streams lands before the check
-      end_part_call();
+      unlock();
       check_float_environment();
       KL_CHECK(::cudaEventElapsedTime(&s.ms[c], s.start[c], s.stop[c]));
       check_harness_memory(c);
@@ -2394,12 +2394,7 @@ class Harness {
   static void unlock() {
     if (mprotect(reinterpret_cast<void*>(kStateAddress), kStateBytes, PROT_READ | PROT_WRITE) != 0)
       fail("cannot unprotect the harness's state");
-  }
-  // After every call of the part's, its device work done: the state writable again, and what the part made and
-  // destroyed in the call destroyed now, in a fixed order (kl::settle_part_objects).
-  static void end_part_call() {
-    unlock();
-    kl::settle_part_objects();
+    kl::settle_part_objects();  // after every part call: what it destroyed, destroyed in a fixed order
   }
 
   template <class T, class Gen>
@@ -2936,7 +2931,7 @@ class Harness {
     launch();
     KL_CHECK(cudaGetLastError());
     KL_CHECK(cudaDeviceSynchronize());
-    end_part_call();
+    unlock();
     check_float_environment();
     kl::kl_replay_marker_kernel<<<1, 1>>>();
     KL_CHECK(cudaGetLastError());
